@@ -1,0 +1,17 @@
+"""Lowering of the ``jit`` call primitive: a ``func.call`` to a private function per jaxpr."""
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import func
+
+from lowering.mlir import aval_to_ir, lowering_rules
+from xform.primitives.call import jit_p
+
+
+def _jit_lower(ctx, *args, jaxpr, name):
+    symbol = ctx.module.function_for(jaxpr, name)
+    out_types = [aval_to_ir(a) for a in ctx.avals_out]
+    call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(symbol), list(args))
+    return list(call.results)
+
+
+lowering_rules[jit_p] = _jit_lower

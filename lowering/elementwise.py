@@ -1,0 +1,163 @@
+"""Lowering of the elementwise family to StableHLO (and CHLO for the special functions)."""
+
+import numpy as np
+from jaxlib.mlir.dialects import chlo
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+from lowering.mlir import aval_to_ir, broadcast_to, full_like_aval, lowering_rules
+from xform import dtypes
+from xform.primitives import elementwise as ew
+
+
+def _nary(op):
+    """Rule for an op whose StableHLO counterpart takes same-shaped operands."""
+
+    def rule(ctx, *args, **params):
+        out = ctx.avals_out[0]
+        args = [broadcast_to(x, a, out) for x, a in zip(args, ctx.avals_in)]
+        return [op(*args)]
+
+    return rule
+
+
+_SIMPLE = {
+    ew.neg_p: hlo.negate, ew.sign_p: hlo.sign, ew.floor_p: hlo.floor, ew.ceil_p: hlo.ceil,
+    ew.is_finite_p: hlo.is_finite, ew.abs_p: hlo.abs, ew.exp_p: hlo.exponential,
+    ew.log_p: hlo.log, ew.log1p_p: hlo.log_plus_one, ew.expm1_p: hlo.exponential_minus_one,
+    ew.sqrt_p: hlo.sqrt, ew.rsqrt_p: hlo.rsqrt, ew.cbrt_p: hlo.cbrt, ew.sin_p: hlo.sine,
+    ew.cos_p: hlo.cosine, ew.tan_p: hlo.tan, ew.tanh_p: hlo.tanh, ew.logistic_p: hlo.logistic,
+    ew.asin_p: chlo.asin, ew.acos_p: chlo.acos, ew.atan_p: chlo.atan, ew.sinh_p: chlo.sinh,
+    ew.cosh_p: chlo.cosh, ew.asinh_p: chlo.asinh, ew.acosh_p: chlo.acosh,
+    ew.atanh_p: chlo.atanh, ew.erf_p: chlo.erf, ew.erfc_p: chlo.erfc,
+    ew.erf_inv_p: chlo.erf_inv, ew.lgamma_p: chlo.lgamma, ew.digamma_p: chlo.digamma,
+    ew.not_p: hlo.not_, ew.population_count_p: hlo.popcnt, ew.real_p: hlo.real,
+    ew.imag_p: hlo.imag,
+    ew.add_p: hlo.add, ew.sub_p: hlo.subtract, ew.mul_p: hlo.multiply, ew.div_p: hlo.divide,
+    ew.rem_p: hlo.remainder, ew.max_p: hlo.maximum, ew.min_p: hlo.minimum,
+    ew.atan2_p: hlo.atan2, ew.nextafter_p: chlo.next_after, ew.and_p: hlo.and_,
+    ew.or_p: hlo.or_, ew.xor_p: hlo.xor, ew.shift_left_p: hlo.shift_left,
+    ew.shift_right_logical_p: hlo.shift_right_logical,
+    ew.shift_right_arithmetic_p: hlo.shift_right_arithmetic,
+}
+for _prim, _op in _SIMPLE.items():
+    lowering_rules[_prim] = _nary(_op)
+
+
+def _round_lower(ctx, x, *, rounding_method):
+    if rounding_method == ew.RoundingMethod.TO_NEAREST_EVEN:
+        return [hlo.round_nearest_even(x)]
+    return [hlo.round_nearest_afz(x)]
+
+
+def _exp2_lower(ctx, x):
+    aval = ctx.avals_in[0]
+    return [hlo.exponential(hlo.multiply(full_like_aval(np.log(2), aval), x))]
+
+
+def _conj_lower(ctx, x):
+    aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
+    if dtypes.is_complex(aval_in.dtype):
+        return [hlo.complex(hlo.real(x), hlo.negate(hlo.imag(x)))]
+    real = hlo.convert(aval_to_ir(aval_out.update(dtype=np.finfo(aval_out.dtype).dtype)), x)
+    return [hlo.complex(real, full_like_aval(0, ctx.avals_in[0].update(
+        dtype=np.finfo(aval_out.dtype).dtype)))]
+
+
+def _compare_type(dtype):
+    if dtypes.is_inexact(dtype):
+        return "FLOAT"
+    if dtypes.is_signed_int(dtype):
+        return "SIGNED"
+    return "UNSIGNED"
+
+
+def compare(x, y, direction, dtype):
+    return hlo.compare(x, y, hlo.ComparisonDirectionAttr.get(direction),
+                       compare_type=hlo.ComparisonTypeAttr.get(_compare_type(dtype)))
+
+
+def _compare_rule(direction):
+    def rule(ctx, x, y):
+        out = ctx.avals_out[0]
+        x, y = (broadcast_to(v, a, out) for v, a in zip((x, y), ctx.avals_in))
+        return [compare(x, y, direction, ctx.avals_in[0].dtype)]
+
+    return rule
+
+
+for _prim, _dir in ((ew.eq_p, "EQ"), (ew.ne_p, "NE"), (ew.lt_p, "LT"), (ew.le_p, "LE"),
+                    (ew.gt_p, "GT"), (ew.ge_p, "GE")):
+    lowering_rules[_prim] = _compare_rule(_dir)
+
+
+def _pow_lower(ctx, x, y):
+    out = ctx.avals_out[0]
+    x_aval, y_aval = ctx.avals_in
+    if y_aval.dtype != x_aval.dtype:
+        y = hlo.convert(aval_to_ir(y_aval.update(dtype=x_aval.dtype)), y)
+    return [hlo.power(broadcast_to(x, x_aval, out), broadcast_to(y, y_aval, out))]
+
+
+def _integer_pow_lower(ctx, x, *, y):
+    # Square-and-multiply, as XLA has no integer-exponent power op.
+    aval = ctx.avals_in[0]
+    acc, base, n = None, x, abs(y)
+    while n:
+        if n & 1:
+            acc = base if acc is None else hlo.multiply(acc, base)
+        n >>= 1
+        if n:
+            base = hlo.multiply(base, base)
+    if acc is None:
+        acc = full_like_aval(1, aval)
+    if y < 0:
+        acc = hlo.divide(full_like_aval(1, aval), acc)
+    return [acc]
+
+
+def _select_n_lower(ctx, which, *cases):
+    which_aval, out = ctx.avals_in[0], ctx.avals_out[0]
+    which = broadcast_to(which, which_aval, out)
+    if which_aval.dtype == dtypes.bool_:
+        return [cases[0] if len(cases) == 1 else hlo.select(which, cases[1], cases[0])]
+
+    def pick(lo, hi):  # cases[lo:hi], by bisection on `which`
+        if hi - lo == 1:
+            return cases[lo]
+        mid = (lo + hi) // 2
+        pivot = full_like_aval(mid, out.update(dtype=which_aval.dtype))
+        return hlo.select(compare(which, pivot, "LT", which_aval.dtype), pick(lo, mid),
+                          pick(mid, hi))
+
+    return [pick(0, len(cases))]
+
+
+def _clamp_lower(ctx, lo, x, hi):
+    return [hlo.clamp(lo, x, hi)]
+
+
+def _convert_lower(ctx, x, *, new_dtype, weak_type):
+    aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
+    if dtypes.is_complex(aval_in.dtype) and not dtypes.is_complex(new_dtype):
+        x = hlo.real(x)
+        aval_in = aval_in.update(dtype=np.finfo(aval_in.dtype).dtype)
+    if new_dtype == dtypes.bool_:
+        return [compare(x, full_like_aval(0, aval_in), "NE", aval_in.dtype)]
+    if aval_in.dtype == dtypes.bool_ and dtypes.is_complex(new_dtype):
+        x = hlo.convert(aval_to_ir(aval_in.update(dtype=dtypes.float32)), x)
+    return [hlo.convert(aval_to_ir(aval_out), x)]
+
+
+def _bitcast_lower(ctx, x, *, new_dtype):
+    return [hlo.bitcast_convert(aval_to_ir(ctx.avals_out[0]), x)]
+
+
+lowering_rules[ew.round_p] = _round_lower
+lowering_rules[ew.exp2_p] = _exp2_lower
+lowering_rules[ew.conj_p] = _conj_lower
+lowering_rules[ew.pow_p] = _pow_lower
+lowering_rules[ew.integer_pow_p] = _integer_pow_lower
+lowering_rules[ew.select_n_p] = _select_n_lower
+lowering_rules[ew.clamp_p] = _clamp_lower
+lowering_rules[ew.convert_element_type_p] = _convert_lower
+lowering_rules[ew.bitcast_convert_type_p] = _bitcast_lower

@@ -1,0 +1,1 @@
+"""Lowering of the indexing family (being written)."""

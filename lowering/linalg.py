@@ -1,0 +1,1 @@
+"""Lowering of the linalg family (being written)."""

@@ -1,0 +1,203 @@
+"""Jaxpr -> StableHLO module, through jaxlib's MLIR bindings.
+
+A lowering rule has the signature ``rule(ctx, *operands, **params) -> list[ir.Value]``, where
+``ctx`` is a ``RuleContext`` holding the equation's ``avals_in``/``avals_out`` and the module
+being built. Rules are registered in ``lowering_rules`` by the family modules beside this one.
+"""
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+from jaxlib.mlir.dialects import chlo, func
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+from xform import dtypes
+from xform.core import ClosedJaxpr, Literal
+from xform.errors import MissingRuleError
+
+lowering_rules = {}
+
+
+def make_context():
+    """An MLIR context that knows func, stablehlo and chlo, so modules verify."""
+    ctx = ir.Context()
+    registry = ir.DialectRegistry()
+    _jax_mlir_ext.register_dialects(registry)
+    ctx.append_dialect_registry(registry)
+    ctx.load_all_available_dialects()
+    hlo.register_dialect(ctx)
+    chlo.register_dialect(ctx)
+    return ctx
+
+
+_context = None
+
+
+def context():
+    global _context
+    if _context is None:
+        _context = make_context()
+    return _context
+
+
+# --------------------------------------------------------------------------- types
+
+_FLOAT_TYPES = {
+    dtypes.float16: ir.F16Type, dtypes.bfloat16: ir.BF16Type,
+    dtypes.float32: ir.F32Type, dtypes.float64: ir.F64Type,
+}
+
+
+def dtype_to_ir(dtype):
+    if dtype == dtypes.bool_:
+        return ir.IntegerType.get_signless(1)
+    if dtype in _FLOAT_TYPES:
+        return _FLOAT_TYPES[dtype].get()
+    if dtypes.is_signed_int(dtype):
+        return ir.IntegerType.get_signless(dtype.itemsize * 8)
+    if dtypes.is_unsigned_int(dtype):
+        return ir.IntegerType.get_unsigned(dtype.itemsize * 8)
+    if dtype == dtypes.complex64:
+        return ir.ComplexType.get(ir.F32Type.get())
+    if dtype == dtypes.complex128:
+        return ir.ComplexType.get(ir.F64Type.get())
+    raise TypeError(f"xform cannot lower values of dtype {dtype}")
+
+
+def aval_to_ir(aval):
+    return ir.RankedTensorType.get(aval.shape, dtype_to_ir(aval.dtype))
+
+
+def constant(value, dtype=None):
+    """A ``stablehlo.constant`` holding ``value`` (converted to ``dtype`` if given)."""
+    x = np.asarray(value, dtype)
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    elt = dtype_to_ir(x.dtype)
+    if x.dtype == dtypes.bfloat16:
+        x = x.view(np.uint16)
+    elif x.dtype == dtypes.float16 and x.ndim == 0:
+        x = x.reshape(1)
+        return hlo.reshape(ir.RankedTensorType.get([], elt),
+                           hlo.constant(ir.DenseElementsAttr.get(x, type=elt)))
+    attr = ir.DenseElementsAttr.get(x, type=elt, shape=list(x.shape))
+    return hlo.constant(attr)
+
+
+def full_like_aval(value, aval):
+    """A constant of ``aval``'s dtype, broadcast to its shape."""
+    c = constant(value, aval.dtype)
+    if not aval.shape:
+        return c
+    return hlo.broadcast_in_dim(aval_to_ir(aval), c, ir.DenseI64ArrayAttr.get([]))
+
+
+def broadcast_to(x, aval_in, aval_out):
+    """Broadcast a rank-0 operand of an elementwise op to the op's result shape."""
+    if aval_in.shape == aval_out.shape:
+        return x
+    typ = ir.RankedTensorType.get(aval_out.shape, dtype_to_ir(aval_in.dtype))
+    return hlo.broadcast_in_dim(typ, x, ir.DenseI64ArrayAttr.get([]))
+
+
+# --------------------------------------------------------------------------- jaxpr -> ops
+
+
+class RuleContext:
+    """What a lowering rule may know about its equation."""
+
+    __slots__ = ("module", "avals_in", "avals_out")
+
+    def __init__(self, module, avals_in, avals_out):
+        self.module = module
+        self.avals_in = avals_in
+        self.avals_out = avals_out
+
+
+class ModuleContext:
+    """The module under construction, and the private functions already emitted into it."""
+
+    def __init__(self, module, num_replicas=1):
+        self.module = module
+        self.functions = {}
+        self.num_replicas = num_replicas
+
+    def function_for(self, closed, name):
+        """The symbol of a private function computing ``closed`` (emitted once per jaxpr)."""
+        key = id(closed.jaxpr)
+        entry = self.functions.get(key)
+        if entry is None:
+            symbol = f"{_sanitize(name)}_{len(self.functions)}"
+            fn = emit_function(self, closed, symbol, public=False)
+            entry = self.functions[key] = (symbol, fn, closed)
+        return entry[0]
+
+
+def _sanitize(name):
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "fn"
+
+
+def lower_jaxpr(mctx, jaxpr, consts, args):
+    """Emit the equations of ``jaxpr`` at the current insertion point; return its outputs."""
+    env = {}
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v] = x
+    for v, x in zip(jaxpr.invars, args):
+        env[v] = x
+
+    def read(x):
+        if type(x) is Literal:
+            return constant(x.val, x.aval.dtype)
+        return env[x]
+
+    for eqn in jaxpr.eqns:
+        rule = lowering_rules.get(eqn.primitive)
+        if rule is None:
+            raise MissingRuleError(f"primitive '{eqn.primitive.name}' has no lowering rule, "
+                                   "so it cannot be compiled with jit")
+        ctx = RuleContext(mctx, [x.aval for x in eqn.invars], [v.aval for v in eqn.outvars])
+        outs = rule(ctx, *[read(x) for x in eqn.invars], **eqn.params)
+        for v, out in zip(eqn.outvars, outs):
+            env[v] = out
+    return [read(x) for x in jaxpr.outvars]
+
+
+def emit_function(mctx, closed, symbol, public):
+    """Emit ``func.func @symbol`` computing ``closed`` (consts inlined as constants)."""
+    jaxpr = closed.jaxpr
+    in_types = [aval_to_ir(v.aval) for v in jaxpr.invars]
+    out_types = [aval_to_ir(v.aval) for v in jaxpr.outvars]
+    with ir.InsertionPoint(mctx.module.body):
+        fn = func.FuncOp(symbol, ir.FunctionType.get(in_types, out_types))
+    fn.attributes["sym_visibility"] = ir.StringAttr.get("public" if public else "private")
+    block = fn.add_entry_block()
+    with ir.InsertionPoint(block):
+        consts = [constant(c, v.aval.dtype) for v, c in zip(jaxpr.constvars, closed.consts)]
+        outs = lower_jaxpr(mctx, jaxpr, consts, list(block.arguments))
+        func.ReturnOp(outs)
+    return fn
+
+
+def lower_to_module(closed, name, num_replicas=1):
+    """A verified StableHLO module whose public ``main`` computes ``closed``.
+
+    ``closed`` should carry no large consts: jit passes them as arguments instead.
+    """
+    if not isinstance(closed, ClosedJaxpr):
+        raise TypeError(f"lower_to_module expects a ClosedJaxpr, got {type(closed).__name__}")
+    with context(), ir.Location.unknown():
+        module = ir.Module.create()
+        module.operation.attributes["sym_name"] = ir.StringAttr.get(f"jit_{_sanitize(name)}")
+        i32 = ir.IntegerType.get_signless(32)
+        module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, num_replicas)
+        module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, 1)
+        mctx = ModuleContext(module, num_replicas)
+        emit_function(mctx, closed, "main", public=True)
+        if not module.operation.verify():
+            raise RuntimeError(f"internal error: the StableHLO module for {name} does not verify")
+        return module
+
+
+def module_text(module):
+    with context():
+        return str(module)

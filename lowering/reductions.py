@@ -1,0 +1,1 @@
+"""Lowering of the reductions family (being written)."""

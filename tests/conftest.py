@@ -1,0 +1,23 @@
+"""Test setup: jaxprs typechecked after every transformation; bounded hypothesis profiles."""
+
+import os
+
+import hypothesis
+import pytest
+
+import xform
+
+hypothesis.settings.register_profile(
+    "ci", max_examples=12, deadline=None, derandomize=True, print_blob=True,
+    suppress_health_check=[hypothesis.HealthCheck.too_slow])
+hypothesis.settings.register_profile("dev", max_examples=50, deadline=None)
+hypothesis.settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+xform.config.update("check_jaxprs", True)
+
+
+@pytest.fixture
+def x64():
+    """Run a test with xform's 64-bit mode on."""
+    with xform.enable_x64():
+        yield

@@ -1,0 +1,56 @@
+"""Shared checks: xform against JAX (the oracle), eagerly and under jit."""
+
+import jax
+import numpy as np
+from jax import tree_util
+
+import xform
+
+# Tolerances per dtype, for transcendental results computed by different kernels.
+_TOL = {
+    np.dtype(np.float16): 2e-3, np.dtype(jax.numpy.bfloat16): 2e-2,
+    np.dtype(np.float32): 2e-6, np.dtype(np.float64): 1e-13,
+    np.dtype(np.complex64): 2e-6, np.dtype(np.complex128): 1e-13,
+}
+
+
+def tolerance(dtype):
+    return _TOL.get(np.dtype(dtype), 0)
+
+
+def assert_same(got, expected, rtol=None, atol=None, check_weak_type=True, what=""):
+    """Values, shapes, dtypes (and weak types) of two pytrees of arrays agree."""
+    g_leaves, g_tree = tree_util.tree_flatten(got)
+    e_leaves, e_tree = tree_util.tree_flatten(expected)
+    assert g_tree == e_tree, f"{what}: structure {g_tree} != {e_tree}"
+    for g, e in zip(g_leaves, e_leaves):
+        g_np, e_np = np.asarray(g), np.asarray(e)
+        assert g_np.shape == e_np.shape, f"{what}: shape {g_np.shape} != {e_np.shape}"
+        assert g_np.dtype == e_np.dtype, f"{what}: dtype {g_np.dtype} != {e_np.dtype}"
+        if check_weak_type and hasattr(e, "weak_type") and hasattr(g, "weak_type"):
+            assert bool(g.weak_type) == bool(e.weak_type), (
+                f"{what}: weak_type {g.weak_type} != {e.weak_type}")
+        tol = tolerance(e_np.dtype)
+        r = tol if rtol is None else rtol
+        a = tol if atol is None else atol
+        if e_np.dtype.kind in "biuV" or (r == 0 and a == 0):
+            np.testing.assert_array_equal(g_np, e_np, err_msg=what)
+        else:
+            np.testing.assert_allclose(g_np.astype(np.complex128 if e_np.dtype.kind == "c"
+                                                   else np.float64),
+                                       e_np.astype(np.complex128 if e_np.dtype.kind == "c"
+                                                   else np.float64),
+                                       rtol=r, atol=a, equal_nan=True, err_msg=what)
+
+
+def check_against_jax(xf_fn, jax_fn, *args, rtol=None, atol=None, jit=True,
+                      check_weak_type=True, **kwargs):
+    """``xf_fn(*args)`` equals ``jax_fn(*args)`` eagerly and, if ``jit``, under both jits."""
+    expected = jax_fn(*args, **kwargs)
+    got = xf_fn(*args, **kwargs)
+    assert_same(got, expected, rtol, atol, check_weak_type, "eager")
+    if jit:
+        got_jit = xform.jit(lambda *a: xf_fn(*a, **kwargs))(*args)
+        expected_jit = jax.jit(lambda *a: jax_fn(*a, **kwargs))(*args)
+        assert_same(got_jit, expected_jit, rtol, atol, check_weak_type, "jit")
+    return got

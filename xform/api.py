@@ -1,0 +1,438 @@
+"""The public transformations: ``jit``, ``make_jaxpr``, ``eval_shape``, devices and transfer.
+
+Pytrees are handled here, at the edge; everything below works on flat lists.
+"""
+
+import functools
+import inspect
+import time
+
+import numpy as np
+from jax import tree_util
+
+from lowering import mlir, runtime
+from xform import core, dispatch, dtypes
+from xform.array import Array
+from xform.core import ShapedArray, Tracer
+from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.primitives.call import jit_p
+
+
+class ShapeDtypeStruct:
+    """The shape and dtype of an array, without data (``eval_shape``'s outputs)."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+
+def _fun_name(fun):
+    return getattr(fun, "__name__", None) or type(fun).__name__
+
+
+def _abstractify(x):
+    """The aval of an argument of a function being traced; shape-dtype structs allowed."""
+    if not core.is_concrete_array(x) and not isinstance(x, Tracer) and \
+            hasattr(x, "shape") and hasattr(x, "dtype"):
+        return ShapedArray(tuple(x.shape), dtypes.canonicalize(x.dtype),
+                           bool(getattr(x, "weak_type", False)))
+    return core.get_aval(x)
+
+
+def _arg_avals(leaves, in_tree, fun, abstractify=core.get_aval):
+    try:
+        return [abstractify(x) for x in leaves]
+    except TypeError:
+        paths = [tree_util.keystr(p) for p, _ in
+                 tree_util.tree_flatten_with_path(tree_util.tree_unflatten(in_tree, leaves))[0]]
+        for path, x in zip(paths, leaves):
+            try:
+                abstractify(x)
+            except TypeError as e:
+                raise TypeError(
+                    f"Error interpreting argument to {_fun_name(fun)} as an abstract array: the "
+                    f"value at path {path or '(root)'} is of type {type(x).__name__} ({e}). "
+                    "Arguments must be arrays or scalars; mark other arguments static with "
+                    "`static_argnums` or `static_argnames`.") from None
+        raise
+
+
+def _flatten_fun(fun, in_tree, store, statics=None):
+    """A function of flat leaves that calls ``fun`` on the pytree and flattens its output."""
+
+    def flat_fun(*leaves):
+        args, kwargs = tree_util.tree_unflatten(in_tree, leaves)
+        if statics is not None:
+            args, kwargs = statics.merge(args, kwargs)
+        out = fun(*args, **kwargs)
+        out_leaves, out_tree = tree_util.tree_flatten(out)
+        for i, x in enumerate(out_leaves):
+            if not isinstance(x, Tracer) and not core.is_concrete_array(x):
+                path = tree_util.keystr(tree_util.tree_flatten_with_path(out)[0][i][0])
+                raise TypeError(f"{_fun_name(fun)} returned a value of type "
+                                f"{type(x).__name__} at output path {path or '(root)'}, which "
+                                "is not a valid xform type: outputs must be arrays or scalars")
+        store["out_tree"] = out_tree
+        return out_leaves
+
+    return flat_fun
+
+
+# --------------------------------------------------------------------------- static arguments
+
+
+class _Statics:
+    """Static arguments pulled out of a call, and how to put them back."""
+
+    __slots__ = ("positions", "pos_values", "kw_values", "key")
+
+    def __init__(self, positions, pos_values, kw_values):
+        self.positions = positions
+        self.pos_values = pos_values
+        self.kw_values = kw_values
+        self.key = (positions, pos_values, tuple(sorted(kw_values.items())))
+
+    def merge(self, args, kwargs):
+        args = list(args)
+        for i, v in zip(self.positions, self.pos_values):
+            args.insert(i, v)
+        return tuple(args), {**kwargs, **self.kw_values}
+
+
+def _check_hashable(value, what, fun):
+    try:
+        hash(value)
+    except TypeError as e:
+        raise ValueError(f"Non-hashable static arguments are not supported: {what} of "
+                         f"{_fun_name(fun)} is a {type(value).__name__} ({e}). Pass a hashable "
+                         "value (a tuple instead of a list), or make the argument non-static."
+                         ) from None
+
+
+def _normalize_statics(fun, static_argnums, static_argnames):
+    nums = () if static_argnums is None else (
+        (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums))
+    names = () if static_argnames is None else (
+        (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames))
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        params = None
+    if params is not None:
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                      p.POSITIONAL_OR_KEYWORD)]
+        n = len(positional)
+        has_varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+        norm = []
+        for i in nums:
+            if i < 0:
+                if has_varargs:
+                    raise ValueError(f"jit of {_fun_name(fun)}: negative static_argnums "
+                                     f"({i}) need a fixed number of positional arguments")
+                i += n
+            if not has_varargs and not 0 <= i < n:
+                raise ValueError(f"jit of {_fun_name(fun)}: static_argnums={nums} but the "
+                                 f"function takes {n} positional arguments")
+            norm.append(i)
+        nums = tuple(norm)
+        # A static name that is also a positional parameter is static by position as well.
+        by_name = {p.name: i for i, p in enumerate(positional)}
+        nums = tuple(sorted(set(nums) | {by_name[m] for m in names if m in by_name}))
+        names = tuple(sorted(set(names) | {positional[i].name for i in nums if i < n}))
+    return tuple(sorted(set(nums))), frozenset(names)
+
+
+def _split_statics(fun, args, kwargs, static_argnums, static_argnames):
+    if not static_argnums and not static_argnames:
+        return args, kwargs, None
+    positions = tuple(i for i in static_argnums if i < len(args))
+    pos_values = tuple(args[i] for i in positions)
+    for i, v in zip(positions, pos_values):
+        _check_hashable(v, f"static argument {i}", fun)
+    dyn_args = tuple(a for i, a in enumerate(args) if i not in positions)
+    kw_values = {k: v for k, v in kwargs.items() if k in static_argnames}
+    for k, v in kw_values.items():
+        _check_hashable(v, f"static argument {k!r}", fun)
+    dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
+    return dyn_args, dyn_kwargs, _Statics(positions, pos_values, kw_values)
+
+
+# --------------------------------------------------------------------------- jit
+
+
+class _CacheEntry:
+    """One traced signature of a jitted function."""
+
+    __slots__ = ("jaxpr", "consts", "const_avals", "out_tree", "compiled", "name")
+
+    def __init__(self, jaxpr, consts, out_tree, name):
+        self.jaxpr = jaxpr
+        self.consts = consts
+        self.const_avals = [core.get_aval(c) for c in consts]
+        self.out_tree = out_tree
+        self.compiled = None
+        self.name = name
+
+
+class JitFunction:
+    """A function compiled with XLA on first call per signature; see ``jit``."""
+
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, device):
+        functools.update_wrapper(self, fun)
+        self._fun = fun
+        self._name = _fun_name(fun)
+        self._static_argnums, self._static_argnames = _normalize_statics(
+            fun, static_argnums, static_argnames)
+        self._donate_argnums = donate_argnums
+        self._device = device
+        self._cache = {}
+
+    def __get__(self, instance, owner):  # jit on methods
+        return self if instance is None else functools.partial(self, instance)
+
+    def _entry(self, args, kwargs, abstractify=core.get_aval):
+        dyn_args, dyn_kwargs, statics = _split_statics(
+            self._fun, args, kwargs, self._static_argnums, self._static_argnames)
+        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        avals = _arg_avals(leaves, in_tree, self._fun, abstractify)
+        key = (in_tree, None if statics is None else statics.key, tuple(avals))
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._trace(in_tree, statics, avals)
+            if not any(isinstance(c, Tracer) for c in entry.consts):
+                self._cache[key] = entry
+        return entry, leaves, avals
+
+    def _trace(self, in_tree, statics, avals):
+        store = {}
+        flat = _flatten_fun(self._fun, in_tree, store, statics)
+        closed = trace_to_jaxpr(flat, avals, f"tracing `{self._name}` for jit")
+        jaxpr, consts = convert_constvars(closed)
+        return _CacheEntry(jaxpr, consts, store["out_tree"], self._name)
+
+    def __call__(self, *args, **kwargs):
+        entry, leaves, avals = self._entry(args, kwargs)
+        if core.trace_state.trace is core.eval_trace and not any(
+                isinstance(x, Tracer) for x in leaves):
+            compiled = entry.compiled
+            if compiled is None:
+                compiled = entry.compiled = dispatch.compile_jaxpr(entry.jaxpr, self._name,
+                                                                   self._device)
+            outs = compiled.run(entry.consts + leaves, entry.const_avals + avals)
+        else:
+            outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=self._name)
+        return tree_util.tree_unflatten(entry.out_tree, outs)
+
+    def lower(self, *args, **kwargs):
+        """Trace and lower for these arguments; ``.as_text()`` is the StableHLO module."""
+        entry, _, _ = self._entry(args, kwargs, _abstractify)
+        return Lowered(self, entry)
+
+    def eval_shape(self, *args, **kwargs):
+        entry, _, _ = self._entry(args, kwargs, _abstractify)
+        return tree_util.tree_unflatten(entry.out_tree, [_shape_struct(a) for a in
+                                                         entry.jaxpr.out_avals])
+
+    def clear_cache(self):
+        self._cache.clear()
+
+    def _cache_size(self):
+        return len(self._cache)
+
+    def __repr__(self):
+        return f"<jit-compiled function {self._name}>"
+
+
+class Lowered:
+    """A traced and lowered jitted function, ready to compile."""
+
+    def __init__(self, jitted, entry):
+        self._jitted = jitted
+        self._entry = entry
+        self._module = mlir.lower_to_module(entry.jaxpr, jitted._name)
+
+    def as_text(self):
+        """The StableHLO module, as MLIR text."""
+        return mlir.module_text(self._module)
+
+    def compiler_ir(self, dialect="stablehlo"):
+        return self._module
+
+    @property
+    def jaxpr(self):
+        return self._entry.jaxpr
+
+    def compile(self):
+        """Compile with XLA; the result is called like the jitted function."""
+        entry = self._entry
+        if entry.compiled is None:
+            entry.compiled = dispatch.compile_jaxpr(entry.jaxpr, self._jitted._name,
+                                                    self._jitted._device)
+        return CompiledFunction(self._jitted, entry)
+
+
+class CompiledFunction:
+    """The compiled program of one signature of a jitted function."""
+
+    def __init__(self, jitted, entry):
+        self._jitted = jitted
+        self._entry = entry
+
+    def __call__(self, *args, **kwargs):
+        entry, leaves, avals = self._jitted._entry(args, kwargs)
+        if entry is not self._entry:
+            raise TypeError(f"compiled function {self._jitted._name} was called with "
+                            "arguments whose structure or types differ from those it was "
+                            "lowered for")
+        outs = entry.compiled.run(entry.consts + leaves, entry.const_avals + avals)
+        return tree_util.tree_unflatten(entry.out_tree, outs)
+
+    def as_text(self):
+        return self._entry.compiled.executable.loaded.get_hlo_text() \
+            if hasattr(self._entry.compiled.executable.loaded, "get_hlo_text") else ""
+
+
+def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=None,
+        donate_argnames=None, device=None, backend=None, inline=False, keep_unused=False):
+    """Compile ``fun`` with XLA: traced once per signature, cached, run as one program.
+
+    Args:
+      fun: the function; pytrees of arrays in and out.
+      static_argnums, static_argnames: arguments that are Python values baked into the
+        trace (hashable; a new value retraces).
+      donate_argnums, donate_argnames: accepted for compatibility; buffers are not reused yet.
+      device: the device to run on (default: the first device of the default backend).
+
+    Returns:
+      The jitted function, which also has ``.lower(*args)``.
+
+    Example:
+      >>> f = xform.jit(lambda x: xform.numpy.sin(x) * 2.0)
+      >>> f(xform.numpy.ones(3))
+    """
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames, donate_argnums=donate_argnums,
+                                 donate_argnames=donate_argnames, device=device,
+                                 backend=backend, inline=inline, keep_unused=keep_unused)
+    if not callable(fun):
+        raise TypeError(f"jit: expected a callable, got {type(fun).__name__}")
+    if backend is not None and device is None:
+        device = runtime.devices(backend)[0]
+    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, device)
+
+
+# --------------------------------------------------------------------------- make_jaxpr & co
+
+
+def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
+    """A function returning the closed jaxpr ``fun`` traces to for the given arguments.
+
+    Example:
+      >>> print(xform.make_jaxpr(lambda x: xform.numpy.sin(x) * 2.0)(1.0))
+      { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0:f32[] in (c,) }
+    """
+    nums, _ = _normalize_statics(fun, static_argnums, None)
+
+    @functools.wraps(fun)
+    def make(*args, **kwargs):
+        dyn_args, dyn_kwargs, statics = _split_statics(fun, args, kwargs, nums, frozenset())
+        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        avals = _arg_avals(leaves, in_tree, fun, _abstractify)
+        store = {}
+        flat = _flatten_fun(fun, in_tree, store, statics)
+        closed = trace_to_jaxpr(flat, avals, f"tracing `{_fun_name(fun)}` for make_jaxpr")
+        if return_shape:
+            shapes = [_shape_struct(a) for a in closed.out_avals]
+            return closed, tree_util.tree_unflatten(store["out_tree"], shapes)
+        return closed
+
+    return make
+
+
+def _shape_struct(aval):
+    return ShapeDtypeStruct(aval.shape, aval.dtype, aval.weak_type)
+
+
+def eval_shape(fun, *args, **kwargs):
+    """The shapes and dtypes ``fun`` would return, computed without running it."""
+    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+    avals = _arg_avals(leaves, in_tree, fun, _abstractify)
+    store = {}
+    closed = trace_to_jaxpr(_flatten_fun(fun, in_tree, store), avals,
+                            f"tracing `{_fun_name(fun)}` for eval_shape")
+    return tree_util.tree_unflatten(store["out_tree"],
+                                    [_shape_struct(a) for a in closed.out_avals])
+
+
+# --------------------------------------------------------------------------- devices
+
+
+def devices(backend=None):
+    """The devices of ``backend`` (default: GPU or TPU if JAX sees one, else CPU)."""
+    return list(runtime.devices(backend))
+
+
+def local_devices(backend=None):
+    return devices(backend)
+
+
+def device_count(backend=None):
+    return len(runtime.devices(backend))
+
+
+def local_device_count(backend=None):
+    return device_count(backend)
+
+
+def default_backend():
+    return runtime.platform()
+
+
+def device_put(x, device=None):
+    """Copy a pytree of arrays to ``device`` (default device if None); returns Arrays."""
+
+    def put(leaf):
+        if isinstance(leaf, Tracer):
+            return leaf
+        aval = core.get_aval(leaf)
+        if type(leaf) is Array:
+            buf = leaf._device_buffer(device)
+        else:
+            buf = dispatch.device_buffer(leaf, aval, device)
+        return Array(aval, None, buf)
+
+    return tree_util.tree_map(put, x)
+
+
+def block_until_ready(x):
+    """Wait for every array in the pytree ``x``; returns ``x``."""
+    for leaf in tree_util.tree_leaves(x):
+        if hasattr(leaf, "block_until_ready"):
+            leaf.block_until_ready()
+    return x
+
+
+def timed(fn, *args):
+    """(result, seconds) of one call, waiting for the result: used by the demo."""
+    start = time.perf_counter()
+    out = block_until_ready(fn(*args))
+    return out, time.perf_counter() - start
+

@@ -1,0 +1,184 @@
+"""``xform.Array``: a concrete array with its abstract value.
+
+Its data lives on the host (a read-only NumPy array, what fast eager evaluation on a CPU
+produces) or on a device (a PJRT buffer, what compiled code produces), and moves to the other
+side on first need, once: arrays are immutable, so both copies stay valid.
+Operators and NumPy-style methods are attached by ``xform.numpy``.
+"""
+
+import numpy as np
+
+from lowering import runtime
+from xform import core, dtypes
+from xform.core import ShapedArray
+
+
+class Array:
+    """A concrete, immutable array on a device (or its host mirror)."""
+
+    __slots__ = ("aval", "_host", "_buf", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, aval, host=None, buf=None):
+        self.aval = aval
+        self._host = host
+        self._buf = buf
+
+    # ------------------------------------------------------------------ data movement
+    def _host_value(self):
+        host = self._host
+        if host is None:
+            host = runtime.to_host(self._buf)
+            if host.dtype != self.aval.dtype:
+                host = host.astype(self.aval.dtype)
+            host.flags.writeable = False
+            self._host = host
+        return host
+
+    def _device_buffer(self, device=None):
+        buf = self._buf
+        if buf is None:
+            buf = self._buf = runtime.to_device(self._host, device)
+        elif device is not None and runtime.buffer_device(buf) != device:
+            return runtime.to_device(self._host_value(), device)
+        return buf
+
+    # ------------------------------------------------------------------ metadata
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: len(self.aval.shape))
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+    nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
+    itemsize = property(lambda self: self.aval.dtype.itemsize)
+
+    def devices(self):
+        """The set of devices holding this array."""
+        if self._buf is not None:
+            return set(self._buf.devices())
+        return {runtime.default_device()}
+
+    @property
+    def device(self):
+        return next(iter(self.devices()))
+
+    def block_until_ready(self):
+        """Wait until the computation producing this array has finished; returns self."""
+        if self._buf is not None:
+            self._buf.block_until_ready()
+        return self
+
+    def is_fully_replicated(self):
+        return True
+
+    # ------------------------------------------------------------------ Python protocols
+    def __array__(self, dtype=None, copy=None):
+        host = self._host_value()
+        if copy:
+            return np.array(host, dtype)
+        return host if dtype is None else host.astype(dtype, copy=False)
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._device_buffer().__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._device_buffer().__dlpack_device__()
+
+    __hash__ = None
+
+    def __bool__(self):
+        if self.aval.size != 1:
+            raise ValueError(f"The truth value of an array with {self.aval.size} elements is "
+                             "ambiguous. Use a.any() or a.all()")
+        return bool(self._host_value())
+
+    def __int__(self):
+        return int(self._scalar("int()"))
+
+    def __float__(self):
+        return float(self._scalar("float()"))
+
+    def __complex__(self):
+        return complex(self._scalar("complex()"))
+
+    def __index__(self):
+        if not dtypes.is_int(self.aval.dtype) and self.aval.dtype != dtypes.bool_:
+            raise TypeError(f"only integer scalar arrays can be converted to a scalar index, "
+                            f"got {self.aval.str_short()}")
+        return int(self._scalar("__index__"))
+
+    def _scalar(self, what):
+        if self.aval.size != 1:
+            raise TypeError(f"{what}: only length-1 arrays can be converted to Python "
+                            f"scalars, got shape {self.aval.shape}")
+        return self._host_value().reshape(())[()]
+
+    def item(self, *args):
+        return self._host_value().item(*args)
+
+    def tolist(self):
+        return self._host_value().tolist()
+
+    def __len__(self):
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object")
+        return self.aval.shape[0]
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d array")
+        host = self._host_value()
+        aval = ShapedArray(self.aval.shape[1:], self.aval.dtype, self.aval.weak_type)
+        return (Array(aval, row) for row in host)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return (_rebuild, (self._host_value(), self.aval.weak_type))
+
+    def __format__(self, spec):
+        if self.aval.ndim == 0:
+            return format(self._host_value()[()], spec)
+        return format(str(self), spec)
+
+    def __str__(self):
+        return str(self._host_value())
+
+    def __repr__(self):
+        host = self._host_value()
+        prefix = "Array("
+        if host.size == 0 and host.shape != (0,):
+            body = f"[], shape={host.shape}"
+        else:
+            body = np.array2string(host, separator=", ", prefix=prefix)
+        weak = ", weak_type=True" if self.aval.weak_type else ""
+        return f"{prefix}{body}, dtype={self.aval.dtype.name}{weak})"
+
+
+def _rebuild(host, weak_type):
+    return from_host(host, weak_type)
+
+
+def from_host(x, weak_type=False):
+    """An Array holding a private, read-only copy of NumPy-like ``x`` in its canonical dtype."""
+    x = np.asarray(x)
+    dtype = dtypes.canonicalize(x.dtype)
+    host = np.array(x, dtype, order="C")
+    host.flags.writeable = False
+    return Array(ShapedArray(host.shape, dtype, weak_type), host)
+
+
+def from_buffer(buf, aval):
+    return Array(aval, None, buf)
+
+
+def _buffer_aval(buf):
+    return ShapedArray(buf.shape, dtypes.canonicalize(buf.dtype), bool(buf.weak_type))
+
+
+core.pytype_aval_mappings[Array] = lambda x: x.aval
+core.pytype_aval_mappings[runtime.BufferType] = _buffer_aval

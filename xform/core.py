@@ -1,0 +1,562 @@
+"""The IR (abstract values, variables, equations, jaxprs), primitives, and the trace machinery.
+
+A *primitive* is an operation with a name and a rule per interpreter. ``prim.bind(*args,
+**params)`` hands the call to the *current trace*: eager evaluation at the bottom, or a
+transformation (staging, JVP, batching, ...) that wraps values in its own tracers. Each
+transformation sets itself as current while it runs the user's function and keeps a link to
+its ``parent`` trace, on which it binds the primitives it emits. That is how transformations
+nest to any depth: a tracer knows its trace, and a trace only unwraps its own tracers, so two
+differentiations of one function never confuse their perturbations.
+
+Calling convention, for every rule table in xform: array operands positional, params
+keyword-only and hashable, results a list.
+"""
+
+import os
+import sys
+import threading
+
+import numpy as np
+
+from xform import dtypes
+from xform.errors import (
+    ConcretizationTypeError,
+    JaxprTypeError,
+    MissingRuleError,
+    TracerBoolConversionError,
+    TracerIntegerConversionError,
+    UnexpectedTracerError,
+)
+
+# --------------------------------------------------------------------------- abstract values
+
+
+class ShapedArray:
+    """The abstract value of an array: its shape, dtype and whether its type is weak."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = shape
+        self.dtype = dtype
+        self.weak_type = weak_type
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def update(self, shape=None, dtype=None, weak_type=None):
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self):
+        return ShapedArray(self.shape, self.dtype) if self.weak_type else self
+
+    def __eq__(self, other):
+        return (type(other) is ShapedArray and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def str_short(self):
+        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.str_short()}{weak})"
+
+
+# Concrete Python/NumPy values -> abstract values. Array types register here (see array.py).
+pytype_aval_mappings = {}
+
+
+def _scalar_aval(x):
+    dt = dtypes.python_scalar_dtype(x)
+    if type(x) is int:
+        dtypes.check_int_range(x, dt, "xform")
+    return ShapedArray((), dt, weak_type=type(x) is not bool)
+
+
+def _numpy_aval(x):
+    return ShapedArray(x.shape, dtypes.canonicalize(x.dtype))
+
+
+for _t in (bool, int, float, complex):
+    pytype_aval_mappings[_t] = _scalar_aval
+pytype_aval_mappings[np.ndarray] = _numpy_aval
+
+
+def get_aval(x):
+    """The abstract value of a tracer or a concrete array-like; ``TypeError`` for anything else."""
+    if isinstance(x, Tracer):
+        return x.aval
+    fn = pytype_aval_mappings.get(type(x))
+    if fn is not None:
+        return fn(x)
+    if isinstance(x, np.generic):
+        return _numpy_aval(x)
+    for t, fn in pytype_aval_mappings.items():  # subclasses (IntEnum, np.ndarray subclasses)
+        if isinstance(x, t):
+            return fn(x)
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid xform type: "
+                    "expected an array, a NumPy value or a Python scalar")
+
+
+def is_concrete_array(x):
+    """True for values ``get_aval`` accepts that are not tracers."""
+    return not isinstance(x, Tracer) and (type(x) in pytype_aval_mappings or
+                                          isinstance(x, np.generic) or
+                                          any(isinstance(x, t) for t in pytype_aval_mappings))
+
+
+# --------------------------------------------------------------------------- the IR
+
+
+class Var:
+    """A variable of a jaxpr; identity is the variable, its name is given when printing."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Var({self.aval.str_short()})"
+
+
+class Literal:
+    """A scalar constant written inline in an equation."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val, aval):
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Literal({self.val})"
+
+
+class JaxprEqn:
+    """``outvars = primitive[params] invars``, with where in the user's code it came from."""
+
+    __slots__ = ("primitive", "invars", "outvars", "params", "source_info")
+
+    def __init__(self, primitive, invars, outvars, params, source_info=None):
+        self.primitive = primitive
+        self.invars = invars
+        self.outvars = outvars
+        self.params = params
+        self.source_info = source_info
+
+    def __repr__(self):
+        return pp_eqn(self, _Names(), 0)
+
+
+class Jaxpr:
+    """A typed program: ``{ lambda constvars ; invars . let eqns in outvars }``."""
+
+    __slots__ = ("constvars", "invars", "outvars", "eqns", "__weakref__")
+
+    def __init__(self, constvars, invars, outvars, eqns):
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.eqns = list(eqns)
+
+    in_avals = property(lambda self: [v.aval for v in self.invars])
+    out_avals = property(lambda self: [v.aval for v in self.outvars])
+
+    def __str__(self):
+        return pp_jaxpr(self, _Names(), 0)
+
+    __repr__ = __str__
+
+
+class ClosedJaxpr:
+    """A jaxpr together with the values of its constvars."""
+
+    __slots__ = ("jaxpr", "consts", "__weakref__")
+
+    def __init__(self, jaxpr, consts):
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+    eqns = property(lambda self: self.jaxpr.eqns)
+
+    def __str__(self):
+        return str(self.jaxpr)
+
+    __repr__ = __str__
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self))
+
+
+def source_info():
+    """(file, line, function) of the innermost frame outside xform: where the user called us."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_XFORM_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+
+
+_XFORM_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def format_source_info(info):
+    return "an unknown location" if info is None else f"{info[0]}:{info[1]} ({info[2]})"
+
+
+# --------------------------------------------------------------------------- primitives
+
+abstract_eval_rules = {}
+host_impls = {}  # NumPy implementations used for eager evaluation on a CPU backend
+
+
+class Primitive:
+    """A named operation. ``bind`` applies it under the current trace."""
+
+    __slots__ = ("name", "multiple_results")
+
+    def __init__(self, name, multiple_results=False):
+        self.name = name
+        self.multiple_results = multiple_results
+
+    def bind(self, *args, **params):
+        outs = trace_state.trace.process_primitive(self, args, params)
+        return outs if self.multiple_results else outs[0]
+
+    def __repr__(self):
+        return self.name
+
+
+def abstract_eval(prim, *avals, **params):
+    """Run ``prim``'s shape/dtype rule; a missing rule is a ``MissingRuleError``."""
+    rule = abstract_eval_rules.get(prim)
+    if rule is None:
+        raise MissingRuleError(f"primitive '{prim.name}' has no abstract evaluation rule")
+    return rule(*avals, **params)
+
+
+# --------------------------------------------------------------------------- traces
+
+
+class Trace:
+    """An interpreter. ``process_primitive(prim, args, params)`` returns a list of outputs."""
+
+    __slots__ = ("__weakref__",)
+    alive = True
+    name = "eager evaluation"
+
+    def process_primitive(self, prim, args, params):
+        raise NotImplementedError
+
+
+class EvalTrace(Trace):
+    """The bottom of every trace stack: apply primitives to concrete values right away."""
+
+    __slots__ = ("apply",)
+
+    def __init__(self):
+        self.apply = _no_backend
+
+    def process_primitive(self, prim, args, params):
+        for x in args:
+            if isinstance(x, Tracer):
+                raise escaped_tracer_error(x, prim.name)
+        return self.apply(prim, args, params)
+
+
+def _no_backend(prim, args, params):
+    raise RuntimeError(f"cannot evaluate '{prim.name}' eagerly: no backend is loaded "
+                       "(import xform, not only xform.core)")
+
+
+eval_trace = EvalTrace()
+
+
+class _TraceState(threading.local):
+    def __init__(self):
+        self.trace = eval_trace
+
+
+trace_state = _TraceState()
+
+
+def current_trace():
+    return trace_state.trace
+
+
+class set_current_trace:
+    """``with set_current_trace(t):`` runs a block with ``t`` as the current trace."""
+
+    __slots__ = ("trace", "saved")
+
+    def __init__(self, trace):
+        self.trace = trace
+
+    def __enter__(self):
+        self.saved = trace_state.trace
+        trace_state.trace = self.trace
+
+    def __exit__(self, *exc):
+        trace_state.trace = self.saved
+
+
+def set_eager_impl(fn):
+    """Install the function eager evaluation uses: ``fn(prim, args, params) -> list``."""
+    eval_trace.apply = fn
+
+
+# --------------------------------------------------------------------------- tracers
+
+
+class Tracer:
+    """A value inside a transformation: it knows its trace and its abstract value.
+
+    Operators and NumPy-style methods are attached by ``xform.numpy`` for tracers and concrete
+    arrays alike.
+    """
+
+    __slots__ = ("_trace",)
+    __array_priority__ = 1000
+
+    @property
+    def aval(self):
+        raise NotImplementedError
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: len(self.aval.shape))
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def concrete_value(self):
+        """The concrete value behind this tracer when the transformation knows one, else None."""
+        return None
+
+    def _concretize(self, what, error=ConcretizationTypeError):
+        value = self.concrete_value()
+        if value is None:
+            raise error(concretization_message(self, what))
+        return value
+
+    def __bool__(self):
+        return bool(self._concretize("bool() (a Python `if`, `while`, `and`/`or` on it)",
+                                     TracerBoolConversionError))
+
+    def __int__(self):
+        return int(self._concretize("int()", TracerIntegerConversionError))
+
+    def __index__(self):
+        return self._concretize("__index__ (use as an index, a length or a shape)",
+                                TracerIntegerConversionError).__index__()
+
+    def __float__(self):
+        return float(self._concretize("float()"))
+
+    def __complex__(self):
+        return complex(self._concretize("complex()"))
+
+    def item(self):
+        return self._concretize(".item()").item()
+
+    def tolist(self):
+        return self._concretize(".tolist()").tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        value = self._concretize("conversion to a NumPy array (np.asarray)")
+        return np.asarray(value, dtype)
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: traced array {self.aval.str_short()}; traced "
+                        "values cannot be dict keys or static arguments")
+
+    def __len__(self):
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object (a 0-d traced array)")
+        return self.aval.shape[0]
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d traced array")
+        return (self[i] for i in range(self.aval.shape[0]))
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+
+
+def concretization_message(tracer, what):
+    trace = tracer._trace
+    return (f"Abstract tracer value encountered where a concrete value is expected: "
+            f"{what} of the traced array {tracer.aval.str_short()} while {trace.name}. "
+            "The value of a traced array is not known until the transformed function runs. "
+            "If the value depends only on Python arguments, mark them static "
+            "(`static_argnums`/`static_argnames` of `xform.jit`); to choose between values, "
+            "use `xform.numpy.where` or `xform.lax.select`; to branch or loop on a traced "
+            "value, use `xform.lax.cond`, `xform.lax.switch`, `xform.lax.while_loop` or "
+            "`xform.lax.fori_loop`.")
+
+
+def escaped_tracer_error(tracer, where):
+    trace = tracer._trace
+    made = getattr(tracer, "source", None)
+    origin = f", created at {format_source_info(made)}" if made else ""
+    state = "has already finished" if not trace.alive else "is not the current one"
+    return UnexpectedTracerError(
+        f"Encountered an unexpected tracer: a traced {tracer.aval.str_short()} value{origin}, "
+        f"used by '{where}'. It belongs to the transformation that was {trace.name}, "
+        f"which {state}: the tracer escaped through a side effect (a global, a list, an "
+        "attribute) of the transformed function. Return the value from the function instead "
+        "of storing it.")
+
+
+# --------------------------------------------------------------------------- printing
+
+
+class _Names:
+    """Hands out a, b, ..., z, ba, bb, ... to variables in order of first appearance."""
+
+    def __init__(self):
+        self.names = {}
+
+    def __call__(self, var):
+        name = self.names.get(var)
+        if name is None:
+            n, name = len(self.names), ""
+            while True:
+                name = chr(ord("a") + n % 26) + name
+                n //= 26
+                if n == 0:
+                    break
+            self.names[var] = name
+        return name
+
+
+def _pp_atom(x, names):
+    if type(x) is Literal:
+        return f"{_pp_literal(x.val)}:{x.aval.str_short()}"
+    return names(x)
+
+
+def _pp_literal(val):
+    v = np.asarray(val)
+    if v.dtype == np.bool_:
+        return "True" if v else "False"
+    return repr(v.item())
+
+
+def _pp_binder(v, names):
+    return f"{names(v)}:{v.aval.str_short()}"
+
+
+def _pp_param(value, names, indent):
+    if isinstance(value, (Jaxpr, ClosedJaxpr)):
+        jaxpr = value.jaxpr if isinstance(value, ClosedJaxpr) else value
+        return pp_jaxpr(jaxpr, names, indent + 2)
+    if isinstance(value, tuple) and value and all(
+            isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value):
+        inner = ("\n" + " " * (indent + 2)).join(_pp_param(v, names, indent) for v in value)
+        return f"(\n{' ' * (indent + 2)}{inner}\n{' ' * indent})"
+    if isinstance(value, np.dtype):
+        return str(value)
+    if callable(value) and hasattr(value, "__name__"):
+        return value.__name__
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def pp_eqn(eqn, names, indent):
+    lhs = " ".join(_pp_binder(v, names) for v in eqn.outvars) or "_"
+    args = " ".join(_pp_atom(x, names) for x in eqn.invars)
+    params = eqn.params
+    if not params:
+        return f"{lhs} = {eqn.primitive.name} {args}".rstrip()
+    if not any(True for _ in subjaxprs(params)):
+        inner = " ".join(f"{k}={_pp_param(v, names, indent)}" for k, v in sorted(params.items()))
+        return f"{lhs} = {eqn.primitive.name}[{inner}] {args}".rstrip()
+    pad = " " * (indent + 2)
+    lines = [f"{pad}{k}={_pp_param(v, names, indent + 2)}" for k, v in sorted(params.items())]
+    body = "\n".join(lines)
+    return f"{lhs} = {eqn.primitive.name}[\n{body}\n{' ' * indent}] {args}".rstrip()
+
+
+def pp_jaxpr(jaxpr, names, indent):
+    consts = " ".join(_pp_binder(v, names) for v in jaxpr.constvars)
+    ins = " ".join(_pp_binder(v, names) for v in jaxpr.invars)
+    pad = " " * (indent + 4)
+    eqns = "".join(f"\n{pad}{pp_eqn(e, names, indent + 4)}" for e in jaxpr.eqns)
+    outs = ", ".join(_pp_atom(v, names) for v in jaxpr.outvars)
+    if len(jaxpr.outvars) == 1:
+        outs += ","
+    return f"{{ lambda {consts}; {ins}. let{eqns}\n{' ' * (indent + 2)}in ({outs}) }}"
+
+
+# --------------------------------------------------------------------------- typechecking
+
+
+def subjaxprs(params):
+    """The jaxprs held in an equation's params (jit bodies, branches, loop bodies)."""
+    for v in params.values():
+        if isinstance(v, (Jaxpr, ClosedJaxpr)):
+            yield v.jaxpr if isinstance(v, ClosedJaxpr) else v
+        elif isinstance(v, tuple):
+            for w in v:
+                if isinstance(w, (Jaxpr, ClosedJaxpr)):
+                    yield w.jaxpr if isinstance(w, ClosedJaxpr) else w
+
+
+def _same_type(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def check_jaxpr(jaxpr):
+    """Typecheck ``jaxpr`` (a Jaxpr or ClosedJaxpr); raise ``JaxprTypeError`` quoting the eqn."""
+    if isinstance(jaxpr, ClosedJaxpr):
+        for v, c in zip(jaxpr.jaxpr.constvars, jaxpr.consts):
+            if not isinstance(c, Tracer) and not _same_type(v.aval, get_aval(c)):
+                raise JaxprTypeError(f"constvar of type {v.aval.str_short()} is bound to a "
+                                     f"constant of type {get_aval(c).str_short()}")
+        jaxpr = jaxpr.jaxpr
+    names = _Names()
+    defined = set()
+
+    def define(v):
+        if v in defined:
+            raise JaxprTypeError(f"variable {names(v)} is defined twice in\n{pp_jaxpr(jaxpr, names, 0)}")
+        defined.add(v)
+
+    def read(x, eqn):
+        if type(x) is Literal:
+            if not _same_type(x.aval, get_aval(np.asarray(x.val, x.aval.dtype))):
+                raise JaxprTypeError(f"literal {x.val} does not have type {x.aval.str_short()}")
+            return x.aval
+        if x not in defined:
+            where = pp_eqn(eqn, names, 0) if eqn else "the outputs"
+            raise JaxprTypeError(f"variable {names(x)} is used before it is defined, in: {where}")
+        return x.aval
+
+    for v in jaxpr.constvars + jaxpr.invars:
+        define(v)
+    for eqn in jaxpr.eqns:
+        in_avals = [read(x, eqn) for x in eqn.invars]
+        try:
+            out_avals = abstract_eval(eqn.primitive, *in_avals, **eqn.params)
+        except (TypeError, ValueError) as e:
+            raise JaxprTypeError(f"ill-typed equation: {pp_eqn(eqn, names, 0)}\n{e}") from e
+        if len(out_avals) != len(eqn.outvars) or not all(
+                _same_type(a, v.aval) for a, v in zip(out_avals, eqn.outvars)):
+            expected = ", ".join(a.str_short() for a in out_avals)
+            raise JaxprTypeError(f"equation {pp_eqn(eqn, names, 0)} binds outputs whose types "
+                                 f"differ from its rule's: {expected}")
+        for sub in subjaxprs(eqn.params):
+            check_jaxpr(sub)
+        for v in eqn.outvars:
+            define(v)
+    for x in jaxpr.outvars:
+        read(x, None)

@@ -1,0 +1,111 @@
+"""Running things: eager primitives, and compiled jaxprs for ``jit``.
+
+Eager evaluation on a CPU backend uses a primitive's NumPy implementation when it has one
+(a few microseconds, where a compiled XLA call costs over ten); otherwise, and always on a
+GPU or TPU, it compiles the single equation with XLA once per signature and runs that.
+"""
+
+import numpy as np
+
+from lowering import mlir, runtime
+from xform import config, core
+from xform.array import Array
+from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Var, abstract_eval_rules, host_impls
+
+
+def host_value(x, aval):
+    """The NumPy value of a concrete argument, in its canonical dtype."""
+    if type(x) is Array:
+        return x._host if x._host is not None else x._host_value()
+    v = x.__array__() if hasattr(x, "__array__") else x
+    return np.asarray(v, aval.dtype)
+
+
+def device_buffer(x, aval, device=None):
+    """A device buffer holding concrete argument ``x``."""
+    if type(x) is Array:
+        return x._device_buffer(device)
+    if type(x) is runtime.BufferType and x.dtype == aval.dtype:
+        return x
+    return runtime.to_device(host_value(x, aval), device)
+
+
+def host_apply(prim, args, params):
+    impl = host_impls.get(prim)
+    if impl is None:
+        return device_apply(prim, args, params)
+    avals, vals = [], []
+    for x in args:
+        if type(x) is Array:
+            avals.append(x.aval)
+            vals.append(x._host if x._host is not None else x._host_value())
+        else:
+            aval = core.get_aval(x)
+            avals.append(aval)
+            vals.append(host_value(x, aval))
+    out_avals = abstract_eval_rules[prim](*avals, **params)
+    outs = impl(*vals, **params)
+    return [Array(a, o if o.dtype == a.dtype else o.astype(a.dtype))
+            for o, a in zip(outs, out_avals)]
+
+
+class Compiled:
+    """An executable together with the types of what it returns."""
+
+    __slots__ = ("executable", "out_avals", "device")
+
+    def __init__(self, executable, out_avals, device):
+        self.executable = executable
+        self.out_avals = out_avals
+        self.device = device
+
+    def run(self, args, avals):
+        device = self.device
+        bufs = [device_buffer(x, a, device) for x, a in zip(args, avals)]
+        outs = self.executable.call(bufs)
+        return [Array(a, None, b) for a, b in zip(self.out_avals, outs)]
+
+
+_compiled = {}
+
+
+def compile_jaxpr(closed, name, device=None):
+    """Compile a const-free ClosedJaxpr (cached per jaxpr and device)."""
+    key = (closed.jaxpr, device)
+    entry = _compiled.get(key)
+    if entry is None:
+        module = mlir.lower_to_module(closed, name)
+        exe = runtime.compile_module(module, device)
+        entry = _compiled[key] = Compiled(exe, closed.out_avals, device)
+    return entry
+
+
+_single_eqn = {}
+
+
+def device_apply(prim, args, params):
+    avals = tuple(core.get_aval(x) for x in args)
+    key = (prim, tuple(params.items()), avals)
+    try:
+        compiled = _single_eqn.get(key)
+    except TypeError:  # unhashable params: compile without caching
+        compiled, key = None, None
+    if compiled is None:
+        invars = [Var(a) for a in avals]
+        out_avals = core.abstract_eval(prim, *avals, **params)
+        outvars = [Var(a) for a in out_avals]
+        jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(prim, invars, outvars, params)])
+        compiled = compile_jaxpr(ClosedJaxpr(jaxpr, []), prim.name)
+        if key is not None:
+            _single_eqn[key] = compiled
+    return compiled.run(args, avals)
+
+
+def _first_apply(prim, args, params):
+    """Choose the eager path once the backend is known, then use it."""
+    use_host = config.host_eager and runtime.platform() == "cpu"
+    core.set_eager_impl(host_apply if use_host else device_apply)
+    return core.eval_trace.apply(prim, args, params)
+
+
+core.set_eager_impl(_first_apply)

@@ -1,0 +1,116 @@
+"""Staging: run a Python function on tracers and record the primitives it binds as a jaxpr.
+
+A ``JaxprTracer`` carries a ``Var`` of the jaxpr under construction. Rule used per
+primitive: its abstract evaluation (``core.abstract_eval_rules``), which gives the output
+types without computing anything. Values that are not this trace's tracers become inputs
+of the jaxpr: scalars as inline ``Literal``s, arrays and tracers of enclosing
+transformations as constvars (``ClosedJaxpr.consts``), so closing over an outer ``grad`` or
+``vmap`` variable inside ``jit`` works.
+"""
+
+import numpy as np
+
+from xform import config, core
+from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Tracer, Var
+
+
+class JaxprTracer(Tracer):
+    __slots__ = ("var", "source")
+
+    def __init__(self, trace, var, source):
+        self._trace = trace
+        self.var = var
+        self.source = source
+
+    @property
+    def aval(self):
+        return self.var.aval
+
+
+class JaxprTrace(core.Trace):
+    """Records equations; ``name`` says what is being traced, for error messages."""
+
+    __slots__ = ("parent", "name", "eqns", "invars", "constvars", "consts", "const_ids",
+                 "alive")
+
+    def __init__(self, parent, name):
+        self.parent = parent
+        self.name = name
+        self.eqns = []
+        self.invars = []
+        self.constvars = []
+        self.consts = []
+        self.const_ids = {}
+        self.alive = True
+
+    def new_arg(self, aval):
+        var = Var(aval)
+        self.invars.append(var)
+        return JaxprTracer(self, var, None)
+
+    def to_atom(self, x):
+        if isinstance(x, Tracer):
+            if x._trace is self:
+                return x.var
+            if not x._trace.alive:
+                raise core.escaped_tracer_error(x, f"the function being {self.name}")
+            return self._capture(x, x.aval)
+        aval = core.get_aval(x)
+        if not aval.shape:
+            return Literal(_scalar_value(x, aval), aval)
+        return self._capture(x, aval)
+
+    def _capture(self, x, aval):
+        # Keep the value alive as long as the trace: ids of dead objects are reused.
+        var = self.const_ids.get(id(x))
+        if var is None:
+            var = Var(aval)
+            self.const_ids[id(x)] = var
+            self.constvars.append(var)
+            self.consts.append(x)
+        return var
+
+    def process_primitive(self, prim, args, params):
+        invars = [self.to_atom(x) for x in args]
+        rule = core.abstract_eval_rules.get(prim)
+        if rule is None:
+            raise core.MissingRuleError(f"primitive '{prim.name}' has no abstract evaluation "
+                                        f"rule, so it cannot be staged out ({self.name})")
+        out_avals = rule(*[v.aval for v in invars], **params)
+        outvars = [Var(a) for a in out_avals]
+        source = core.source_info()
+        self.eqns.append(JaxprEqn(prim, invars, outvars, params, source))
+        return [JaxprTracer(self, v, source) for v in outvars]
+
+
+def _scalar_value(x, aval):
+    if hasattr(x, "_host_value"):  # a concrete xform Array
+        x = x._host_value()
+    return np.asarray(x, aval.dtype)
+
+
+def trace_to_jaxpr(fun, in_avals, name):
+    """Trace ``fun`` (flat list of arrays in, flat list out) to a ``ClosedJaxpr``.
+
+    ``name`` completes "while tracing ..." in errors, e.g. "tracing `f` for jit".
+    """
+    trace = JaxprTrace(core.trace_state.trace, name)
+    in_tracers = [trace.new_arg(a) for a in in_avals]
+    try:
+        with core.set_current_trace(trace):
+            outs = fun(*in_tracers)
+        outvars = [trace.to_atom(x) for x in outs]
+    finally:
+        trace.alive = False
+    jaxpr = Jaxpr(trace.constvars, trace.invars, outvars, trace.eqns)
+    closed = ClosedJaxpr(jaxpr, trace.consts)
+    if config.check_jaxprs:
+        core.check_jaxpr(closed)
+    return closed
+
+
+def convert_constvars(closed):
+    """A ClosedJaxpr with its constvars turned into leading invars, and the consts."""
+    jaxpr = closed.jaxpr
+    new = Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars, jaxpr.eqns)
+    return ClosedJaxpr(new, []), closed.consts

@@ -1,0 +1,120 @@
+"""Registrars shared by the primitive families: one way to define each recurring shape of rule.
+
+A primitive family module defines, per primitive and in this order: the public wrapper, the
+``x_p`` object, its abstract evaluation, its NumPy host implementation (for fast eager
+evaluation on a CPU), and later its jvp, transpose and batching rules. Lowering rules live in
+``lowering/`` under the same family name.
+"""
+
+import numpy as np
+
+from xform import core, dtypes
+from xform.core import Primitive, ShapedArray
+
+# Predicates on dtypes, with the words JAX's errors use for them.
+FLOAT = (dtypes.is_float, "floating")
+COMPLEX = (dtypes.is_complex, "complexfloating")
+SIGNED = (dtypes.is_signed_int, "signedinteger")
+UNSIGNED = (dtypes.is_unsigned_int, "unsignedinteger")
+BOOL = ((lambda d: d == dtypes.bool_), "bool")
+INEXACT = (FLOAT, COMPLEX)
+INT = (SIGNED, UNSIGNED)
+NUMBER = (FLOAT, COMPLEX, SIGNED, UNSIGNED)
+ANY = (FLOAT, COMPLEX, SIGNED, UNSIGNED, BOOL)
+INT_OR_BOOL = (SIGNED, UNSIGNED, BOOL)
+FLOAT_OR_INT = (FLOAT, SIGNED, UNSIGNED)
+
+
+def standard_primitive(name, abstract_eval, host_impl=None, multiple_results=False):
+    """Make a primitive and register its abstract evaluation and (optional) NumPy impl."""
+    prim = Primitive(name, multiple_results)
+    core.abstract_eval_rules[prim] = abstract_eval
+    if host_impl is not None:
+        core.host_impls[prim] = host_impl
+    return prim
+
+
+def check_dtype(name, dtype, kinds):
+    if not any(pred(dtype) for pred, _ in kinds):
+        accepted = ", ".join(word for _, word in kinds)
+        raise TypeError(f"{name} does not accept dtype {dtype}. Accepted dtypes are subtypes "
+                        f"of {accepted}.")
+
+
+def broadcast_elementwise_shapes(name, avals):
+    """Operands of an elementwise op have one shape, except that rank-0 ones broadcast."""
+    shape = None
+    for a in avals:
+        if a.shape:
+            if shape is None:
+                shape = a.shape
+            elif a.shape != shape:
+                shapes = ", ".join(str(b.shape) for b in avals)
+                raise TypeError(f"{name} got incompatible shapes for broadcasting: {shapes}.")
+    return () if shape is None else shape
+
+
+def elementwise_abstract_eval(name, kinds, out_dtype=None):
+    """Rule for an elementwise op: operands share a dtype in ``kinds``; shape broadcasts."""
+
+    def rule(*avals, **params):
+        dtype = avals[0].dtype
+        for a in avals[1:]:
+            if a.dtype != dtype:
+                got = ", ".join(str(b.dtype) for b in avals)
+                raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
+                                f"{got}. (Tip: xform.numpy functions promote dtypes for you.)")
+        check_dtype(name, dtype, kinds)
+        shape = broadcast_elementwise_shapes(name, avals)
+        if out_dtype is None:
+            return [ShapedArray(shape, dtype, all(a.weak_type for a in avals))]
+        return [ShapedArray(shape, out_dtype(dtype), False)]
+
+    return rule
+
+
+_HALF = (dtypes.float16, dtypes.bfloat16)
+
+
+def elementwise_host(fn):
+    """A NumPy implementation of an elementwise op; half floats compute in float32 as XLA's
+    CPU backend does, then round once."""
+
+    def impl(*xs, **params):
+        dtype = xs[0].dtype
+        if dtype in _HALF:
+            out = fn(*(x.astype(np.float32) for x in xs), **params)
+            return [np.asarray(out).astype(dtype)]
+        return [np.asarray(fn(*xs, **params))]
+
+    return impl
+
+
+def elementwise(name, kinds, host_fn=None, out_dtype=None):
+    """Define an elementwise primitive: its abstract eval and, given one, its NumPy impl."""
+    host = elementwise_host(host_fn) if host_fn is not None else None
+    return standard_primitive(name, elementwise_abstract_eval(name, kinds, out_dtype), host)
+
+
+def canonicalize_axis(axis, ndim, name):
+    """``axis`` as a non-negative int; ``ValueError`` naming ``name`` when out of range."""
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name}: axis {axis} is out of bounds for an array of rank {ndim}")
+    return axis + ndim if axis < 0 else axis
+
+
+def as_shape(shape, name):
+    """A shape argument as a tuple of non-negative ints; ``TypeError`` for anything else."""
+    if isinstance(shape, (int, np.integer)) or (hasattr(shape, "__index__") and
+                                                 not hasattr(shape, "__len__")):
+        shape = (shape,)
+    try:
+        out = tuple(int(d.__index__()) for d in shape)
+    except (TypeError, AttributeError) as e:
+        if isinstance(e, core.ConcretizationTypeError):
+            raise
+        raise TypeError(f"{name}: shapes must be sequences of integers, got {shape!r}") from None
+    if any(d < 0 for d in out):
+        raise ValueError(f"{name}: shape {out} has a negative dimension")
+    return out

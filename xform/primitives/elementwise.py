@@ -1,0 +1,653 @@
+"""Elementwise primitives: unary and binary math, comparisons, bitwise ops, select, clamp,
+and dtype conversions.
+
+Operands of an n-ary op share one dtype and one shape, except that rank-0 operands broadcast
+(as in ``lax``; ``xform.numpy`` promotes dtypes and broadcasts shapes before binding).
+Each primitive is a row: its name, the dtypes it accepts, and its NumPy host function.
+"""
+
+import enum
+
+import numpy as np
+
+from xform import dtypes
+from xform.core import ShapedArray, get_aval
+from xform.primitives.base import (
+    ANY, BOOL, COMPLEX, FLOAT, FLOAT_OR_INT, INEXACT, INT, INT_OR_BOOL, NUMBER,
+    broadcast_elementwise_shapes, check_dtype, elementwise, standard_primitive)
+
+__all__ = [
+    "neg",
+    "sign",
+    "floor",
+    "ceil",
+    "round",
+    "is_finite",
+    "abs",
+    "exp",
+    "exp2",
+    "log",
+    "log1p",
+    "expm1",
+    "sqrt",
+    "rsqrt",
+    "cbrt",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "logistic",
+    "erf",
+    "erfc",
+    "erf_inv",
+    "lgamma",
+    "digamma",
+    "bitwise_not",
+    "population_count",
+    "real",
+    "imag",
+    "conj",
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "rem",
+    "pow",
+    "max",
+    "min",
+    "atan2",
+    "nextafter",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "shift_left",
+    "shift_right_logical",
+    "shift_right_arithmetic",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "integer_pow",
+    "select_n",
+    "select",
+    "clamp",
+    "convert_element_type",
+    "bitcast_convert_type",
+]
+
+_quiet = np.errstate(all="ignore")  # NumPy warns on log(0), 1/0 ...; XLA silently gives inf
+
+
+def _q(fn):
+    return _quiet(fn)
+
+
+def _bool(dtype):
+    return dtypes.bool_
+
+
+def _real_dtype(dtype):
+    return np.finfo(dtype).dtype if dtypes.is_complex(dtype) else dtype
+
+
+def _complex_dtype(dtype):
+    if dtypes.is_complex(dtype):
+        return dtype
+    return dtypes.complex128 if dtype == dtypes.float64 else dtypes.complex64
+
+
+class RoundingMethod(enum.IntEnum):
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+# --------------------------------------------------------------------------- unary
+
+
+def _round_host(x, rounding_method):
+    if rounding_method == RoundingMethod.TO_NEAREST_EVEN:
+        return np.round(x)
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+neg_p = elementwise("neg", NUMBER, np.negative)
+sign_p = elementwise("sign", NUMBER, np.sign)
+floor_p = elementwise("floor", (FLOAT,), np.floor)
+ceil_p = elementwise("ceil", (FLOAT,), np.ceil)
+round_p = elementwise("round", (FLOAT,), _round_host)
+is_finite_p = elementwise("is_finite", (FLOAT,), np.isfinite, out_dtype=_bool)
+abs_p = elementwise("abs", NUMBER, np.abs, out_dtype=_real_dtype)
+exp_p = elementwise("exp", INEXACT, _q(np.exp))
+exp2_p = elementwise("exp2", INEXACT, _q(np.exp2))
+log_p = elementwise("log", INEXACT, _q(np.log))
+log1p_p = elementwise("log1p", INEXACT, _q(np.log1p))
+expm1_p = elementwise("expm1", INEXACT, _q(np.expm1))
+sqrt_p = elementwise("sqrt", INEXACT, _q(np.sqrt))
+rsqrt_p = elementwise("rsqrt", INEXACT, _q(lambda x: 1 / np.sqrt(x)))
+cbrt_p = elementwise("cbrt", (FLOAT,), np.cbrt)
+sin_p = elementwise("sin", INEXACT, _q(np.sin))
+cos_p = elementwise("cos", INEXACT, _q(np.cos))
+tan_p = elementwise("tan", INEXACT, _q(np.tan))
+asin_p = elementwise("asin", INEXACT, _q(np.arcsin))
+acos_p = elementwise("acos", INEXACT, _q(np.arccos))
+atan_p = elementwise("atan", INEXACT, _q(np.arctan))
+sinh_p = elementwise("sinh", INEXACT, _q(np.sinh))
+cosh_p = elementwise("cosh", INEXACT, _q(np.cosh))
+tanh_p = elementwise("tanh", INEXACT, _q(np.tanh))
+asinh_p = elementwise("asinh", INEXACT, _q(np.arcsinh))
+acosh_p = elementwise("acosh", INEXACT, _q(np.arccosh))
+atanh_p = elementwise("atanh", INEXACT, _q(np.arctanh))
+logistic_p = elementwise("logistic", INEXACT, _q(lambda x: 1 / (1 + np.exp(-x))))
+# No NumPy version of these special functions: eager calls run the XLA kernel, as JAX does.
+erf_p = elementwise("erf", (FLOAT,))
+erfc_p = elementwise("erfc", (FLOAT,))
+erf_inv_p = elementwise("erf_inv", (FLOAT,))
+lgamma_p = elementwise("lgamma", (FLOAT,))
+digamma_p = elementwise("digamma", (FLOAT,))
+not_p = elementwise("not", INT_OR_BOOL, np.invert)
+population_count_p = elementwise("population_count", INT, np.bitwise_count)
+real_p = elementwise("real", (COMPLEX,), np.real, out_dtype=_real_dtype)
+imag_p = elementwise("imag", (COMPLEX,), np.imag, out_dtype=_real_dtype)
+conj_p = elementwise("conj", INEXACT, np.conj, out_dtype=_complex_dtype)
+
+
+def neg(x):
+    """Elementwise negation, ``-x``."""
+    return neg_p.bind(x)
+
+
+def sign(x):
+    return sign_p.bind(x)
+
+
+def floor(x):
+    return floor_p.bind(x)
+
+
+def ceil(x):
+    return ceil_p.bind(x)
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001  (lax's name)
+    """Round to the nearest integer, halves away from zero or to even."""
+    return round_p.bind(x, rounding_method=int(rounding_method))
+
+
+def is_finite(x):
+    return is_finite_p.bind(x)
+
+
+def abs(x):  # noqa: A001  (lax's name)
+    return abs_p.bind(x)
+
+
+def exp(x):
+    return exp_p.bind(x)
+
+
+def exp2(x):
+    return exp2_p.bind(x)
+
+
+def log(x):
+    return log_p.bind(x)
+
+
+def log1p(x):
+    return log1p_p.bind(x)
+
+
+def expm1(x):
+    return expm1_p.bind(x)
+
+
+def sqrt(x):
+    return sqrt_p.bind(x)
+
+
+def rsqrt(x):
+    return rsqrt_p.bind(x)
+
+
+def cbrt(x):
+    return cbrt_p.bind(x)
+
+
+def sin(x):
+    return sin_p.bind(x)
+
+
+def cos(x):
+    return cos_p.bind(x)
+
+
+def tan(x):
+    return tan_p.bind(x)
+
+
+def asin(x):
+    return asin_p.bind(x)
+
+
+def acos(x):
+    return acos_p.bind(x)
+
+
+def atan(x):
+    return atan_p.bind(x)
+
+
+def sinh(x):
+    return sinh_p.bind(x)
+
+
+def cosh(x):
+    return cosh_p.bind(x)
+
+
+def tanh(x):
+    return tanh_p.bind(x)
+
+
+def asinh(x):
+    return asinh_p.bind(x)
+
+
+def acosh(x):
+    return acosh_p.bind(x)
+
+
+def atanh(x):
+    return atanh_p.bind(x)
+
+
+def logistic(x):
+    return logistic_p.bind(x)
+
+
+def erf(x):
+    return erf_p.bind(x)
+
+
+def erfc(x):
+    return erfc_p.bind(x)
+
+
+def erf_inv(x):
+    return erf_inv_p.bind(x)
+
+
+def lgamma(x):
+    return lgamma_p.bind(x)
+
+
+def digamma(x):
+    return digamma_p.bind(x)
+
+
+def bitwise_not(x):
+    return not_p.bind(x)
+
+
+def population_count(x):
+    return population_count_p.bind(x)
+
+
+def real(x):
+    return real_p.bind(x)
+
+
+def imag(x):
+    return imag_p.bind(x)
+
+
+def conj(x):
+    return conj_p.bind(x)
+
+
+# --------------------------------------------------------------------------- binary
+
+
+def _int_div(x, y):
+    if not dtypes.is_int(x.dtype):
+        return np.true_divide(x, y)
+    # lax.div on integers rounds toward zero (C semantics), NumPy's // rounds down.
+    q = np.floor_divide(x, y)
+    fix = (np.remainder(x, y) != 0) & ((x < 0) != (y < 0))
+    return q + fix.astype(q.dtype)
+
+
+def _pow_host(x, y):
+    return np.power(x, y.astype(x.dtype) if y.dtype != x.dtype else y)
+
+
+def _shift_count(y, bits):
+    return np.clip(y, 0, bits - 1).astype(y.dtype), (y < 0) | (y >= bits)
+
+
+def _shift_left(x, y):
+    bits = x.dtype.itemsize * 8
+    count, out_of_range = _shift_count(y, bits)
+    return np.where(out_of_range, np.zeros_like(x), np.left_shift(x, count))
+
+
+def _unsigned(dtype):
+    return np.dtype(f"u{dtype.itemsize}")
+
+
+def _signed(dtype):
+    return np.dtype(f"i{dtype.itemsize}")
+
+
+def _shift_right_logical(x, y):
+    bits = x.dtype.itemsize * 8
+    count, out_of_range = _shift_count(y, bits)
+    u = np.right_shift(x.view(_unsigned(x.dtype)), count.astype(_unsigned(x.dtype)))
+    return np.where(out_of_range, np.zeros_like(x), u.view(x.dtype))
+
+
+def _shift_right_arithmetic(x, y):
+    bits = x.dtype.itemsize * 8
+    count, _ = _shift_count(y, bits)
+    s = np.right_shift(x.view(_signed(x.dtype)), count.astype(_signed(x.dtype)))
+    return s.view(x.dtype)
+
+
+add_p = elementwise("add", NUMBER, np.add)
+sub_p = elementwise("sub", NUMBER, np.subtract)
+mul_p = elementwise("mul", NUMBER, np.multiply)
+div_p = elementwise("div", NUMBER, _q(_int_div))
+rem_p = elementwise("rem", FLOAT_OR_INT, _q(np.fmod))
+max_p = elementwise("max", ANY, np.maximum)
+min_p = elementwise("min", ANY, np.minimum)
+atan2_p = elementwise("atan2", (FLOAT,), _q(np.arctan2))
+nextafter_p = elementwise("nextafter", (FLOAT,), np.nextafter)
+and_p = elementwise("and", INT_OR_BOOL, np.bitwise_and)
+or_p = elementwise("or", INT_OR_BOOL, np.bitwise_or)
+xor_p = elementwise("xor", INT_OR_BOOL, np.bitwise_xor)
+shift_left_p = elementwise("shift_left", INT, _shift_left)
+shift_right_logical_p = elementwise("shift_right_logical", INT, _shift_right_logical)
+shift_right_arithmetic_p = elementwise("shift_right_arithmetic", INT, _shift_right_arithmetic)
+eq_p = elementwise("eq", ANY, np.equal, out_dtype=_bool)
+ne_p = elementwise("ne", ANY, np.not_equal, out_dtype=_bool)
+_ORDERED = (FLOAT, INT[0], INT[1], BOOL)
+lt_p = elementwise("lt", _ORDERED, np.less, out_dtype=_bool)
+le_p = elementwise("le", _ORDERED, np.less_equal, out_dtype=_bool)
+gt_p = elementwise("gt", _ORDERED, np.greater, out_dtype=_bool)
+ge_p = elementwise("ge", _ORDERED, np.greater_equal, out_dtype=_bool)
+
+
+def _pow_abstract_eval(x, y):
+    check_dtype("pow", x.dtype, INEXACT)
+    if y.dtype != x.dtype and not dtypes.is_int(y.dtype):
+        raise TypeError(f"pow: the exponent must have the base's dtype ({x.dtype}) or an "
+                        f"integer dtype, got {y.dtype}")
+    shape = broadcast_elementwise_shapes("pow", (x, y))
+    return [ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)]
+
+
+pow_p = standard_primitive("pow", _pow_abstract_eval,
+                           lambda x, y: [np.asarray(_q(_pow_host)(x, y))])
+
+
+def add(x, y):
+    """Elementwise ``x + y``; operands must share a dtype (see ``xform.numpy.add``)."""
+    return add_p.bind(x, y)
+
+
+def sub(x, y):
+    return sub_p.bind(x, y)
+
+
+def mul(x, y):
+    return mul_p.bind(x, y)
+
+
+def div(x, y):
+    """``x / y``; integers round toward zero."""
+    return div_p.bind(x, y)
+
+
+def rem(x, y):
+    """Remainder with the sign of ``x`` (C's fmod)."""
+    return rem_p.bind(x, y)
+
+
+def pow(x, y):  # noqa: A001  (lax's name)
+    return pow_p.bind(x, y)
+
+
+def max(x, y):  # noqa: A001  (lax's name)
+    return max_p.bind(x, y)
+
+
+def min(x, y):  # noqa: A001  (lax's name)
+    return min_p.bind(x, y)
+
+
+def atan2(x, y):
+    return atan2_p.bind(x, y)
+
+
+def nextafter(x1, x2):
+    return nextafter_p.bind(x1, x2)
+
+
+def bitwise_and(x, y):
+    return and_p.bind(x, y)
+
+
+def bitwise_or(x, y):
+    return or_p.bind(x, y)
+
+
+def bitwise_xor(x, y):
+    return xor_p.bind(x, y)
+
+
+def shift_left(x, y):
+    return shift_left_p.bind(x, y)
+
+
+def shift_right_logical(x, y):
+    return shift_right_logical_p.bind(x, y)
+
+
+def shift_right_arithmetic(x, y):
+    return shift_right_arithmetic_p.bind(x, y)
+
+
+def eq(x, y):
+    return eq_p.bind(x, y)
+
+
+def ne(x, y):
+    return ne_p.bind(x, y)
+
+
+def lt(x, y):
+    return lt_p.bind(x, y)
+
+
+def le(x, y):
+    return le_p.bind(x, y)
+
+
+def gt(x, y):
+    return gt_p.bind(x, y)
+
+
+def ge(x, y):
+    return ge_p.bind(x, y)
+
+
+# --------------------------------------------------------------------------- integer_pow
+
+
+def _integer_pow_abstract_eval(x, *, y):
+    check_dtype("integer_pow", x.dtype, NUMBER)
+    if not isinstance(y, int):
+        raise TypeError(f"integer_pow: the exponent y must be a Python int, got {y!r}")
+    if y < 0 and dtypes.is_int(x.dtype):
+        raise ValueError(f"integer_pow: integers cannot be raised to the negative power {y}")
+    return [x]
+
+
+def _integer_pow_host(x, *, y):
+    with _quiet:
+        if y < 0:
+            return [np.asarray(1 / np.power(x, -y)).astype(x.dtype)]
+        return [np.asarray(np.power(x, y)).astype(x.dtype)]
+
+
+integer_pow_p = standard_primitive("integer_pow", _integer_pow_abstract_eval,
+                                   _integer_pow_host)
+
+
+def integer_pow(x, y):
+    """``x ** y`` for a Python int ``y``, by repeated multiplication."""
+    return integer_pow_p.bind(x, y=int(y))
+
+
+# --------------------------------------------------------------------------- select_n, clamp
+
+
+def _select_n_abstract_eval(which, *cases):
+    if not cases:
+        raise ValueError("select_n needs at least one case")
+    if which.dtype != dtypes.bool_ and which.dtype != dtypes.int32:
+        raise TypeError(f"select_n: `which` must be bool or int32, got {which.dtype}")
+    if which.dtype == dtypes.bool_ and len(cases) > 2:
+        raise TypeError(f"select_n: a boolean `which` selects between at most 2 cases, got "
+                        f"{len(cases)}")
+    first = cases[0]
+    for c in cases[1:]:
+        if c.shape != first.shape or c.dtype != first.dtype:
+            raise TypeError(f"select_n: cases must have the same shape and dtype, got "
+                            f"{', '.join(a.str_short() for a in cases)}")
+    if which.shape and which.shape != first.shape:
+        raise TypeError(f"select_n: `which` must be scalar or have the cases' shape "
+                        f"{first.shape}, got {which.shape}")
+    return [ShapedArray(first.shape, first.dtype, all(c.weak_type for c in cases))]
+
+
+def _select_n_host(which, *cases):
+    if which.dtype == np.bool_:
+        return [np.where(which, cases[-1], cases[0])]
+    return [np.choose(which, cases, mode="clip")]
+
+
+select_n_p = standard_primitive("select_n", _select_n_abstract_eval, _select_n_host)
+
+
+def select_n(which, *cases):
+    """``cases[which]`` elementwise; ``which`` is bool (2 cases) or int32."""
+    return select_n_p.bind(which, *cases)
+
+
+def select(pred, on_true, on_false):
+    """``on_true`` where ``pred`` else ``on_false``."""
+    return select_n_p.bind(pred, on_false, on_true)
+
+
+def _clamp_abstract_eval(lo, x, hi):
+    for name, b in (("min", lo), ("max", hi)):
+        if b.dtype != x.dtype:
+            raise TypeError(f"clamp: {name} must have the operand's dtype {x.dtype}, got "
+                            f"{b.dtype}")
+        if b.shape and b.shape != x.shape:
+            raise TypeError(f"clamp: {name} must be scalar or have the operand's shape "
+                            f"{x.shape}, got {b.shape}")
+    check_dtype("clamp", x.dtype, (FLOAT,) + INT)
+    return [x]
+
+
+clamp_p = standard_primitive("clamp", _clamp_abstract_eval,
+                             lambda lo, x, hi: [np.minimum(np.maximum(x, lo), hi)])
+
+
+def clamp(min, x, max):  # noqa: A002  (lax's names)
+    """``x`` clipped to ``[min, max]``."""
+    return clamp_p.bind(min, x, max)
+
+
+# --------------------------------------------------------------------------- conversions
+
+
+def _convert_abstract_eval(x, *, new_dtype, weak_type):
+    if new_dtype not in dtypes.SUPPORTED:
+        raise TypeError(f"convert_element_type: unsupported dtype {new_dtype}")
+    return [ShapedArray(x.shape, new_dtype, weak_type)]
+
+
+def _convert_host(x, *, new_dtype, weak_type):
+    with _quiet:
+        if dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype):
+            x = np.real(x)
+        if new_dtype == np.bool_:
+            return [x != 0]
+        if dtypes.is_int(new_dtype) and dtypes.is_float(x.dtype):
+            # XLA saturates out-of-range floats and maps NaN to 0.
+            info = np.iinfo(new_dtype)
+            wide = np.nan_to_num(x.astype(np.float64), nan=0.0)
+            out = np.clip(wide, info.min, info.max).astype(new_dtype)
+            return [np.where(wide >= float(info.max), info.max, out).astype(new_dtype)]
+        return [np.asarray(x).astype(new_dtype)]
+
+
+convert_element_type_p = standard_primitive("convert_element_type", _convert_abstract_eval,
+                                            _convert_host)
+
+
+def convert_element_type(operand, new_dtype):
+    """``operand`` converted to ``new_dtype`` (canonicalized; 64-bit types need x64)."""
+    new_dtype = dtypes.canonicalize(new_dtype)
+    aval = get_aval(operand)
+    if aval.dtype == new_dtype and not aval.weak_type and not isinstance(
+            operand, (int, float, complex, np.generic)):
+        return operand
+    return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=False)
+
+
+def _bitcast_abstract_eval(x, *, new_dtype):
+    a, b = x.dtype.itemsize, new_dtype.itemsize
+    if x.dtype == dtypes.bool_ or new_dtype == dtypes.bool_:
+        raise TypeError("bitcast_convert_type does not accept bool")
+    if a == b:
+        return [ShapedArray(x.shape, new_dtype)]
+    if a > b:
+        return [ShapedArray(x.shape + (a // b,), new_dtype)]
+    if not x.shape or x.shape[-1] != b // a:
+        raise ValueError(f"bitcast_convert_type from {x.dtype} to {new_dtype}: the last "
+                         f"dimension must be {b // a}, got shape {x.shape}")
+    return [ShapedArray(x.shape[:-1], new_dtype)]
+
+
+def _bitcast_host(x, *, new_dtype):
+    a, b = x.dtype.itemsize, new_dtype.itemsize
+    out = np.ascontiguousarray(x).view(new_dtype)
+    if a > b:
+        return [out.reshape(x.shape + (a // b,))]
+    if a < b:
+        return [out.reshape(x.shape[:-1])]
+    return [out]
+
+
+bitcast_convert_type_p = standard_primitive("bitcast_convert_type", _bitcast_abstract_eval,
+                                            _bitcast_host)
+
+
+def bitcast_convert_type(operand, new_dtype):
+    """Reinterpret the bits of ``operand`` as ``new_dtype``."""
+    return bitcast_convert_type_p.bind(operand, new_dtype=dtypes.canonicalize(new_dtype))

@@ -1,0 +1,3 @@
+"""The indexing family of primitives (being written)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""The linalg family of primitives (being written)."""
+
+__all__ = []

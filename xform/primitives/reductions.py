@@ -1,0 +1,3 @@
+"""The reductions family of primitives (being written)."""
+
+__all__ = []

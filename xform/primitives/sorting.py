@@ -1,0 +1,3 @@
+"""The sorting family of primitives (being written)."""
+
+__all__ = []
