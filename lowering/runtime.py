@@ -5,8 +5,11 @@ is never changed, and 64-bit values go to the device intact (``enable_x64=True``
 transfer, whatever JAX's flag says).
 """
 
+import functools
+
 import jax
 import numpy as np
+from jax import core as jax_core
 from jaxlib import _jax
 
 from lowering import mlir
@@ -15,16 +18,10 @@ from lowering import mlir
 BufferType = _jax.ArrayImpl
 
 
-class _AvalLike:
-    """What ``batched_device_put`` wants to know about the value it transfers."""
-
-    __slots__ = ("shape", "dtype", "weak_type", "ndim")
-
-    def __init__(self, x):
-        self.shape = x.shape
-        self.dtype = x.dtype
-        self.weak_type = False
-        self.ndim = x.ndim
+@functools.lru_cache(maxsize=4096)
+def _jax_aval(shape, dtype):
+    # JAX's own abstract value, so the buffers we make are ordinary JAX arrays.
+    return jax_core.ShapedArray(shape, dtype)
 
 
 _devices = None
@@ -63,7 +60,7 @@ def to_device(x, device=None):
     device = device or default_device()
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
-    return _jax.batched_device_put(_AvalLike(x), _sharding(device), [x], [device], True,
+    return _jax.batched_device_put(_jax_aval(x.shape, x.dtype), _sharding(device), [x], [device], True,
                                    False, enable_x64=True)
 
 
@@ -79,21 +76,25 @@ def buffer_device(buf):
 class Executable:
     """A compiled program for one device: ``call(buffers) -> buffers``."""
 
-    __slots__ = ("loaded", "text", "device")
+    __slots__ = ("loaded", "text", "device", "handlers")
 
-    def __init__(self, loaded, text, device):
+    def __init__(self, loaded, text, device, out_avals):
         self.loaded = loaded
         self.text = text
         self.device = device
+        # C++ result handlers turn the raw outputs into arrays without a Python loop.
+        sharding = _sharding(device)
+        self.handlers = [_jax.array_result_handler(_jax_aval(a.shape, a.dtype), sharding, True,
+                                                   _skip_checks=True) for a in out_avals]
 
     def call(self, buffers):
-        return self.loaded.execute(buffers)
+        return self.loaded.execute_sharded(buffers).consume_with_handlers(self.handlers)
 
 
-def compile_module(module, device=None):
-    """Compile a verified StableHLO module for one device."""
+def compile_module(module, out_avals, device=None):
+    """Compile a verified StableHLO module for one device; ``out_avals`` type its results."""
     device = device or default_device()
     text = mlir.module_text(module)
     options = _jax.CompileOptions()
     loaded = device.client.compile_and_load(text, _jax.DeviceList((device,)), options)
-    return Executable(loaded, text, device)
+    return Executable(loaded, text, device, out_avals)

@@ -60,17 +60,17 @@ def _arg_avals(leaves, in_tree, fun, abstractify=core.get_aval):
     try:
         return [abstractify(x) for x in leaves]
     except TypeError:
-        paths = [tree_util.keystr(p) for p, _ in
-                 tree_util.tree_flatten_with_path(tree_util.tree_unflatten(in_tree, leaves))[0]]
-        for path, x in zip(paths, leaves):
+        tree = tree_util.tree_unflatten(in_tree, leaves)
+        for keys, x in tree_util.tree_flatten_with_path(tree)[0]:
             try:
                 abstractify(x)
             except TypeError as e:
+                where = ("args" if keys[0].idx == 0 else "kwargs") + tree_util.keystr(keys[1:])
                 raise TypeError(
                     f"Error interpreting argument to {_fun_name(fun)} as an abstract array: the "
-                    f"value at path {path or '(root)'} is of type {type(x).__name__} ({e}). "
-                    "Arguments must be arrays or scalars; mark other arguments static with "
-                    "`static_argnums` or `static_argnames`.") from None
+                    f"value at {where} is of type {type(x).__name__} ({e}). Arguments must be "
+                    "arrays or scalars; mark other arguments static with `static_argnums` or "
+                    "`static_argnames`.") from None
         raise
 
 
@@ -177,18 +177,37 @@ def _split_statics(fun, args, kwargs, static_argnums, static_argnames):
 # --------------------------------------------------------------------------- jit
 
 
-class _CacheEntry:
-    """One traced signature of a jitted function."""
+_LEAF = tree_util.tree_structure(0)
 
-    __slots__ = ("jaxpr", "consts", "const_avals", "out_tree", "compiled", "name")
+
+@functools.lru_cache(maxsize=64)
+def _flat_tree(n):
+    return tree_util.tree_structure((tuple(range(n)), {}))
+
+
+class _CacheEntry:
+    """One traced signature of a jitted function; compiled on its first eager call."""
+
+    __slots__ = ("jaxpr", "consts", "const_avals", "out_tree", "compiled", "name",
+                 "single_output", "consts_are_traced")
 
     def __init__(self, jaxpr, consts, out_tree, name):
         self.jaxpr = jaxpr
         self.consts = consts
         self.const_avals = [core.get_aval(c) for c in consts]
+        self.consts_are_traced = any(isinstance(c, Tracer) for c in consts)
         self.out_tree = out_tree
+        self.single_output = out_tree == _LEAF
         self.compiled = None
         self.name = name
+
+    def run(self, leaves, avals, device):
+        compiled = self.compiled
+        if compiled is None:
+            compiled = self.compiled = dispatch.compile_jaxpr(self.jaxpr, self.name, device)
+        if self.consts:
+            return compiled.run(self.consts + leaves, self.const_avals + avals)
+        return compiled.run(leaves, avals)
 
 
 class JitFunction:
@@ -200,9 +219,11 @@ class JitFunction:
         self._name = _fun_name(fun)
         self._static_argnums, self._static_argnames = _normalize_statics(
             fun, static_argnums, static_argnames)
+        self._has_statics = bool(self._static_argnums or self._static_argnames)
         self._donate_argnums = donate_argnums
         self._device = device
         self._cache = {}
+        self._flat_cache = {}  # avals -> entry, for calls whose arguments are all plain Arrays
 
     def __get__(self, instance, owner):  # jit on methods
         return self if instance is None else functools.partial(self, instance)
@@ -213,12 +234,15 @@ class JitFunction:
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         avals = _arg_avals(leaves, in_tree, self._fun, abstractify)
         key = (in_tree, None if statics is None else statics.key, tuple(avals))
+        return self._lookup(key, in_tree, statics, avals), leaves, avals
+
+    def _lookup(self, key, in_tree, statics, avals):
         entry = self._cache.get(key)
         if entry is None:
             entry = self._trace(in_tree, statics, avals)
-            if not any(isinstance(c, Tracer) for c in entry.consts):
+            if not entry.consts_are_traced:
                 self._cache[key] = entry
-        return entry, leaves, avals
+        return entry
 
     def _trace(self, in_tree, statics, avals):
         store = {}
@@ -228,14 +252,38 @@ class JitFunction:
         return _CacheEntry(jaxpr, consts, store["out_tree"], self._name)
 
     def __call__(self, *args, **kwargs):
-        entry, leaves, avals = self._entry(args, kwargs)
-        if core.trace_state.trace is core.eval_trace and not any(
-                isinstance(x, Tracer) for x in leaves):
-            compiled = entry.compiled
-            if compiled is None:
-                compiled = entry.compiled = dispatch.compile_jaxpr(entry.jaxpr, self._name,
-                                                                   self._device)
-            outs = compiled.run(entry.consts + leaves, entry.const_avals + avals)
+        if not kwargs and not self._has_statics and core.trace_state.trace is core.eval_trace:
+            # Fastest path: every argument is one concrete Array, signature seen before.
+            avals = []
+            for x in args:
+                if type(x) is not Array:
+                    break
+                avals.append(x.aval)
+            else:
+                entry = self._flat_cache.get(tuple(avals))
+                if entry is not None:
+                    outs = entry.run(list(args), avals, self._device)
+                    return outs[0] if entry.single_output else tree_util.tree_unflatten(
+                        entry.out_tree, outs)
+        if self._has_statics or kwargs:
+            entry, leaves, avals = self._entry(args, kwargs)
+            concrete = not any(isinstance(x, Tracer) for x in leaves)
+        else:
+            # The common case, kept lean: positional pytrees of arrays, no static arguments.
+            leaves, in_tree = tree_util.tree_flatten((args, {}))
+            avals, concrete = [], True
+            for x in leaves:
+                if type(x) is Array:
+                    avals.append(x.aval)
+                else:
+                    avals = _arg_avals(leaves, in_tree, self._fun)
+                    concrete = not any(isinstance(x, Tracer) for x in leaves)
+                    break
+            entry = self._lookup((in_tree, None, tuple(avals)), in_tree, None, avals)
+            if in_tree == _flat_tree(len(args)) and not entry.consts_are_traced:
+                self._flat_cache[tuple(avals)] = entry
+        if concrete and core.trace_state.trace is core.eval_trace:
+            outs = entry.run(leaves, avals, self._device)
         else:
             outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=self._name)
         return tree_util.tree_unflatten(entry.out_tree, outs)
@@ -252,6 +300,7 @@ class JitFunction:
 
     def clear_cache(self):
         self._cache.clear()
+        self._flat_cache.clear()
 
     def _cache_size(self):
         return len(self._cache)

@@ -34,12 +34,13 @@ from xform.errors import (
 class ShapedArray:
     """The abstract value of an array: its shape, dtype and whether its type is weak."""
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
 
     def __init__(self, shape, dtype, weak_type=False):
         self.shape = shape
         self.dtype = dtype
         self.weak_type = weak_type
+        self._hash = None
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
@@ -57,7 +58,10 @@ class ShapedArray:
                 and self.dtype == other.dtype and self.weak_type == other.weak_type)
 
     def __hash__(self):
-        return hash((self.shape, self.dtype, self.weak_type))
+        h = self._hash
+        if h is None:  # cached: avals are hashed on every jit call's cache lookup
+            h = self._hash = hash((self.shape, self.dtype, self.weak_type))
+        return h
 
     def str_short(self):
         return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
@@ -459,7 +463,7 @@ def _pp_binder(v, names):
 def _pp_param(value, names, indent):
     if isinstance(value, (Jaxpr, ClosedJaxpr)):
         jaxpr = value.jaxpr if isinstance(value, ClosedJaxpr) else value
-        return pp_jaxpr(jaxpr, names, indent + 2)
+        return pp_jaxpr(jaxpr, names, indent)
     if isinstance(value, tuple) and value and all(
             isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value):
         inner = ("\n" + " " * (indent + 2)).join(_pp_param(v, names, indent) for v in value)
@@ -468,7 +472,7 @@ def _pp_param(value, names, indent):
         return str(value)
     if callable(value) and hasattr(value, "__name__"):
         return value.__name__
-    return repr(value) if isinstance(value, str) else str(value)
+    return str(value)
 
 
 def pp_eqn(eqn, names, indent):
@@ -542,6 +546,7 @@ def check_jaxpr(jaxpr):
         return x.aval
 
     for v in jaxpr.constvars + jaxpr.invars:
+        names(v)  # name binders first, so quoted equations read as the printed jaxpr does
         define(v)
     for eqn in jaxpr.eqns:
         in_avals = [read(x, eqn) for x in eqn.invars]

@@ -5,6 +5,9 @@ Eager evaluation on a CPU backend uses a primitive's NumPy implementation when i
 GPU or TPU, it compiles the single equation with XLA once per signature and runs that.
 """
 
+import contextvars
+import threading
+
 import numpy as np
 
 from lowering import mlir, runtime
@@ -30,6 +33,18 @@ def device_buffer(x, aval, device=None):
     return runtime.to_device(host_value(x, aval), device)
 
 
+class _Quiet(threading.local):
+    """A per-thread context where NumPy does not warn: XLA returns inf/nan silently, and so
+    must the host path. Entering a context costs nothing, unlike ``np.errstate``."""
+
+    def __init__(self):
+        self.context = contextvars.copy_context()
+        self.context.run(np.seterr, all="ignore")
+
+
+_quiet = _Quiet()
+
+
 def host_apply(prim, args, params):
     impl = host_impls.get(prim)
     if impl is None:
@@ -44,9 +59,13 @@ def host_apply(prim, args, params):
             avals.append(aval)
             vals.append(host_value(x, aval))
     out_avals = abstract_eval_rules[prim](*avals, **params)
-    outs = impl(*vals, **params)
-    return [Array(a, o if o.dtype == a.dtype else o.astype(a.dtype))
-            for o, a in zip(outs, out_avals)]
+    outs = _quiet.context.run(impl, *vals, **params)
+    result = []
+    for o, a in zip(outs, out_avals):
+        if o.dtype != a.dtype:
+            o = o.astype(a.dtype)
+        result.append(Array(a, o))
+    return result
 
 
 class Compiled:
@@ -61,7 +80,12 @@ class Compiled:
 
     def run(self, args, avals):
         device = self.device
-        bufs = [device_buffer(x, a, device) for x, a in zip(args, avals)]
+        bufs = []
+        for x, a in zip(args, avals):
+            if type(x) is Array and x._buf is not None and device is None:
+                bufs.append(x._buf)
+            else:
+                bufs.append(device_buffer(x, a, device))
         outs = self.executable.call(bufs)
         return [Array(a, None, b) for a, b in zip(self.out_avals, outs)]
 
@@ -75,7 +99,7 @@ def compile_jaxpr(closed, name, device=None):
     entry = _compiled.get(key)
     if entry is None:
         module = mlir.lower_to_module(closed, name)
-        exe = runtime.compile_module(module, device)
+        exe = runtime.compile_module(module, closed.out_avals, device)
         entry = _compiled[key] = Compiled(exe, closed.out_avals, device)
     return entry
 

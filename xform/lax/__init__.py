@@ -1,5 +1,10 @@
-"""``xform.lax``: the primitives under JAX's ``lax`` names and signatures."""
+"""``xform.lax``: the primitives under JAX's ``lax`` names and signatures.
 
+Each family module lists its wrappers in ``__all__``; its ``*_p`` primitive objects are
+exported too, as JAX's ``lax`` does.
+"""
+
+from xform.primitives import elementwise, indexing, linalg, reductions, sorting, structural
 from xform.primitives.elementwise import *  # noqa: F403
 from xform.primitives.elementwise import RoundingMethod  # noqa: F401
 from xform.primitives.indexing import *  # noqa: F403
@@ -7,3 +12,7 @@ from xform.primitives.linalg import *  # noqa: F403
 from xform.primitives.reductions import *  # noqa: F403
 from xform.primitives.sorting import *  # noqa: F403
 from xform.primitives.structural import *  # noqa: F403
+
+for _family in (elementwise, indexing, linalg, reductions, sorting, structural):
+    globals().update({k: v for k, v in vars(_family).items() if k.endswith("_p")})
+del _family

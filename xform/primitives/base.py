@@ -6,6 +6,8 @@ evaluation on a CPU), and later its jvp, transpose and batching rules. Lowering 
 ``lowering/`` under the same family name.
 """
 
+import functools
+
 import numpy as np
 
 from xform import core, dtypes
@@ -34,8 +36,14 @@ def standard_primitive(name, abstract_eval, host_impl=None, multiple_results=Fal
     return prim
 
 
+@functools.lru_cache(maxsize=None)
+def accepted_dtypes(kinds):
+    """The supported dtypes in ``kinds``, as a set: membership is the fast check."""
+    return frozenset(d for d in dtypes.SUPPORTED if any(pred(d) for pred, _ in kinds))
+
+
 def check_dtype(name, dtype, kinds):
-    if not any(pred(dtype) for pred, _ in kinds):
+    if dtype not in accepted_dtypes(kinds):
         accepted = ", ".join(word for _, word in kinds)
         raise TypeError(f"{name} does not accept dtype {dtype}. Accepted dtypes are subtypes "
                         f"of {accepted}.")
@@ -57,15 +65,18 @@ def broadcast_elementwise_shapes(name, avals):
 def elementwise_abstract_eval(name, kinds, out_dtype=None):
     """Rule for an elementwise op: operands share a dtype in ``kinds``; shape broadcasts."""
 
+    accepted = accepted_dtypes(kinds)
+
     def rule(*avals, **params):
         dtype = avals[0].dtype
-        for a in avals[1:]:
+        for a in avals:
             if a.dtype != dtype:
                 got = ", ".join(str(b.dtype) for b in avals)
                 raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
                                 f"{got}. (Tip: xform.numpy functions promote dtypes for you.)")
-        check_dtype(name, dtype, kinds)
-        shape = broadcast_elementwise_shapes(name, avals)
+        if dtype not in accepted:
+            check_dtype(name, dtype, kinds)
+        shape = avals[0].shape if len(avals) == 1 else broadcast_elementwise_shapes(name, avals)
         if out_dtype is None:
             return [ShapedArray(shape, dtype, all(a.weak_type for a in avals))]
         return [ShapedArray(shape, out_dtype(dtype), False)]

@@ -1,0 +1,210 @@
+"""jit: caching, static arguments, pytrees, nesting, lowering, devices, and bad input."""
+
+import collections
+import re
+
+import jax
+import numpy as np
+import pytest
+
+import xform
+from xform import core, lax
+from xform.array import from_host
+
+F32_3 = np.arange(3, dtype=np.float32)
+
+
+def test_jit_matches_eager_and_jax():
+    f = xform.jit(lambda x, y: lax.add(lax.mul(lax.sin(x), y), 1.0))
+    got = f(F32_3, F32_3)
+    expected = jax.jit(lambda x, y: jax.numpy.sin(x) * y + 1.0)(F32_3, F32_3)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-6)
+    assert got.dtype == np.float32 and got.shape == (3,) and not got.weak_type
+
+
+def test_python_side_effects_run_once_per_signature():
+    traces = []
+
+    @xform.jit
+    def f(x):
+        traces.append(1)
+        return lax.sin(x)
+
+    x = from_host(F32_3)
+    for _ in range(3):
+        f(x)
+    f(F32_3)  # same abstract signature from a NumPy array
+    assert len(traces) == 1
+    f(np.ones(4, np.float32))  # new shape
+    f(np.ones(3, np.int32).astype(np.float16))  # new dtype
+    f(1.0)  # weakly typed scalar
+    f(np.float32(1.0))  # strongly typed scalar: a different signature
+    assert len(traces) == 5
+    assert f._cache_size() == 5
+
+
+def test_static_arguments_are_part_of_the_cache_key():
+    traces = []
+
+    def f(x, n, *, scale):
+        traces.append((n, scale))
+        for _ in range(n):
+            x = lax.mul(x, scale)
+        return x
+
+    g = xform.jit(f, static_argnums=1, static_argnames="scale")
+    np.testing.assert_allclose(g(F32_3, 2, scale=3.0), F32_3 * 9)
+    np.testing.assert_allclose(g(F32_3, 2, scale=3.0), F32_3 * 9)
+    np.testing.assert_allclose(g(F32_3, 3, scale=3.0), F32_3 * 27)
+    np.testing.assert_allclose(g(F32_3, n=1, scale=2.0), F32_3 * 2)
+    assert traces == [(2, 3.0), (3, 3.0), (1, 2.0)]
+    h = xform.jit(f, static_argnames=("n", "scale"))  # a positional arg made static by name
+    np.testing.assert_allclose(h(F32_3, 2, scale=3.0), F32_3 * 9)
+
+
+def test_decorator_forms():
+    @xform.jit(static_argnums=(1,))
+    def f(x, n):
+        return lax.mul(x, float(n))
+
+    np.testing.assert_allclose(f(F32_3, 4), F32_3 * 4)
+
+
+Point = collections.namedtuple("Point", "x y")
+
+
+@jax.tree_util.register_pytree_node_class
+class Box:
+    def __init__(self, value):
+        self.value = value
+
+    def tree_flatten(self):
+        return (self.value,), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children)
+
+
+def test_pytrees_in_and_out():
+    @xform.jit
+    def f(tree):
+        p, box, d, nothing, lst = tree
+        assert nothing is None
+        return {"sum": lax.add(p.x, p.y), "box": Box(lax.neg(box.value)),
+                "list": [lax.mul(d["a"], lst[0])], "none": None}
+
+    out = f((Point(F32_3, F32_3), Box(F32_3), {"a": F32_3}, None, [2.0]))
+    assert set(out) == {"sum", "box", "list", "none"} and out["none"] is None
+    np.testing.assert_allclose(out["sum"], 2 * F32_3)
+    assert isinstance(out["box"], Box)
+    np.testing.assert_allclose(out["box"].value, -F32_3)
+    np.testing.assert_allclose(out["list"][0], 2 * F32_3)
+
+
+def test_nested_jit_and_closure_over_outer_tracers():
+    @xform.jit
+    def outer(x):
+        y = lax.sin(x)
+        inner = xform.jit(lambda z: lax.mul(z, y))  # closes over an outer tracer
+        return inner(x)
+
+    np.testing.assert_allclose(outer(F32_3), F32_3 * np.sin(F32_3), rtol=1e-6)
+    jaxpr = xform.make_jaxpr(outer)(F32_3)
+    inner_eqn = jaxpr.eqns[0].params["jaxpr"].eqns[1]
+    assert inner_eqn.primitive.name == "jit" and len(inner_eqn.invars) == 2
+
+
+def test_large_constants_are_arguments_not_literals():
+    table = np.arange(1000, dtype=np.float32)
+    f = xform.jit(lambda x: lax.add(x, table))
+    text = f.lower(np.ones(1000, np.float32)).as_text()
+    assert re.search(r"func.func public @main\(%arg0: tensor<1000xf32>, %arg1: tensor<1000xf32>",
+                     text)
+    assert "dense<[" not in text
+    np.testing.assert_allclose(f(np.ones(1000, np.float32)), table + 1)
+
+
+def test_lower_as_text_and_compile():
+    f = xform.jit(lambda x: lax.exp(lax.sin(x)))
+    lowered = f.lower(F32_3)
+    text = lowered.as_text()
+    assert "stablehlo.sine" in text and "stablehlo.exponential" in text
+    assert "func.func public @main(%arg0: tensor<3xf32>) -> tensor<3xf32>" in text
+    compiled = lowered.compile()
+    np.testing.assert_allclose(compiled(F32_3), np.exp(np.sin(F32_3)), rtol=1e-6)
+    with pytest.raises(TypeError, match="differ from those it was lowered for"):
+        compiled(np.ones(4, np.float32))
+    shapes = f.eval_shape(xform.ShapeDtypeStruct((7,), np.float32))
+    assert shapes.shape == (7,) and shapes.dtype == np.float32
+
+
+def test_x64_mode_keeps_64_bit_types_only_when_enabled(x64):
+    f = xform.jit(lambda x: lax.mul(x, 2.0))
+    out = f(np.arange(3.0))
+    assert out.dtype == np.float64
+    np.testing.assert_array_equal(out, np.arange(3.0) * 2)
+
+
+def test_without_x64_64_bit_inputs_narrow():
+    out = xform.jit(lambda x: lax.mul(x, 2.0))(np.arange(3.0))
+    assert out.dtype == np.float32
+    assert not jax.config.jax_enable_x64  # JAX's own flag is never flipped
+
+
+def test_eval_shape_and_devices():
+    out = xform.eval_shape(lambda x: {"y": lax.convert_element_type(x, np.int32)},
+                           xform.ShapeDtypeStruct((2, 3), np.float32))
+    assert out["y"] == xform.ShapeDtypeStruct((2, 3), np.int32)
+    devs = xform.devices()
+    assert devs and devs[0].platform == xform.default_backend()
+    y = xform.device_put(F32_3, devs[0])
+    assert isinstance(y, xform.Array) and y.devices() == {devs[0]}
+    np.testing.assert_array_equal(y, F32_3)
+    f = xform.jit(lax.neg, device=devs[0])
+    np.testing.assert_array_equal(f(y), -F32_3)
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_non_array_arguments_name_the_path():
+    f = xform.jit(lambda d: d["a"])
+    with pytest.raises(TypeError, match=r"args\[0\]\['a'\] is of type str.*static_argnums"):
+        f({"a": "hello"})
+    with pytest.raises(TypeError, match="object"):
+        f({"a": object()})
+    assert core.current_trace() is core.eval_trace
+
+
+def test_non_array_outputs_are_type_errors():
+    with pytest.raises(TypeError, match=r"returned a value of type str at output path \[1\]"):
+        xform.jit(lambda x: (x, "no"))(F32_3)
+
+
+def test_unhashable_static_arguments():
+    f = xform.jit(lambda x, n: x, static_argnums=1)
+    with pytest.raises(ValueError, match="Non-hashable static arguments.*list"):
+        f(F32_3, [1, 2])
+    with pytest.raises(ValueError, match="Non-hashable static arguments.*Array"):
+        f(F32_3, from_host(F32_3))
+
+
+def test_static_argnums_out_of_range():
+    with pytest.raises(ValueError, match="static_argnums=.*takes 1 positional"):
+        xform.jit(lambda x: x, static_argnums=3)
+
+
+def test_wrong_shapes_inside_jit_raise_typeerror_naming_the_op():
+    with pytest.raises(TypeError, match=r"add got incompatible shapes for broadcasting: "
+                                        r"\(3,\), \(4,\)"):
+        xform.jit(lax.add)(F32_3, np.ones(4, np.float32))
+    with pytest.raises(TypeError, match="lax.add requires arguments to have the same dtypes, "
+                                        "got float32, int32"):
+        xform.jit(lax.add)(F32_3, np.ones(3, np.int32))
+    np.testing.assert_array_equal(xform.jit(lax.add)(F32_3, F32_3), 2 * F32_3)
+
+
+def test_python_int_overflow():
+    with pytest.raises(OverflowError, match="too large"):
+        xform.jit(lambda x: x)(2**40)
