@@ -203,13 +203,19 @@ class ClosedJaxpr:
 def source_info():
     """(file, line, function) of the innermost frame outside xform: where the user called us."""
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_XFORM_DIR):
+    internal = _internal_code
+    while frame is not None:
+        code = frame.f_code
+        inside = internal.get(code)
+        if inside is None:
+            inside = internal[code] = code.co_filename.startswith(_XFORM_DIR)
+        if not inside:
+            return (code.co_filename, frame.f_lineno, code.co_name)
         frame = frame.f_back
-    if frame is None:
-        return None
-    return (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+    return None
 
 
+_internal_code = {}  # code object -> whether it belongs to xform (memoized: hot when tracing)
 _XFORM_DIR = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -68,17 +68,20 @@ def elementwise_abstract_eval(name, kinds, out_dtype=None):
     accepted = accepted_dtypes(kinds)
 
     def rule(*avals, **params):
-        dtype = avals[0].dtype
-        for a in avals:
+        first = avals[0]
+        dtype, shape, weak = first.dtype, first.shape, first.weak_type
+        for a in avals:  # a plain loop: this rule runs for every traced arithmetic op
             if a.dtype != dtype:
                 got = ", ".join(str(b.dtype) for b in avals)
                 raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
                                 f"{got}. (Tip: xform.numpy functions promote dtypes for you.)")
+            if a.shape != shape:
+                shape = broadcast_elementwise_shapes(name, avals)
+            weak = weak and a.weak_type
         if dtype not in accepted:
             check_dtype(name, dtype, kinds)
-        shape = avals[0].shape if len(avals) == 1 else broadcast_elementwise_shapes(name, avals)
         if out_dtype is None:
-            return [ShapedArray(shape, dtype, all(a.weak_type for a in avals))]
+            return [ShapedArray(shape, dtype, weak)]
         return [ShapedArray(shape, out_dtype(dtype), False)]
 
     return rule
