@@ -1,4 +1,4 @@
-"""Lowering of the structural family."""
+"""Lowering of the structural family: the StableHLO ops JAX emits for each primitive."""
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -7,15 +7,57 @@ from lowering.mlir import aval_to_ir, lowering_rules
 from xform.primitives import structural as st
 
 
+def _i64_array(values):
+    return ir.DenseI64ArrayAttr.get([int(v) for v in values])
+
+
 def _broadcast_in_dim_lower(ctx, x, *, shape, broadcast_dimensions):
     return [hlo.broadcast_in_dim(aval_to_ir(ctx.avals_out[0]), x,
-                                 ir.DenseI64ArrayAttr.get(list(broadcast_dimensions)))]
+                                 _i64_array(broadcast_dimensions))]
 
 
 def _reshape_lower(ctx, x, **params):
+    # Also squeeze's rule: the output type says everything.
     return [hlo.reshape(aval_to_ir(ctx.avals_out[0]), x)]
+
+
+def _transpose_lower(ctx, x, *, permutation):
+    return [hlo.transpose(x, _i64_array(permutation), results=[aval_to_ir(ctx.avals_out[0])])]
+
+
+def _rev_lower(ctx, x, *, dimensions):
+    return [hlo.reverse(x, _i64_array(dimensions), results=[aval_to_ir(ctx.avals_out[0])])]
+
+
+def _pad_lower(ctx, x, padding_value, *, padding_config):
+    lo, hi, interior = zip(*padding_config, strict=True) if padding_config else ((), (), ())
+    return [hlo.pad(x, padding_value, _i64_array(lo), _i64_array(hi), _i64_array(interior),
+                    results=[aval_to_ir(ctx.avals_out[0])])]
+
+
+# Wide concatenations are slow for XLA to compile; JAX joins at most this many per op.
+_CONCAT_FANIN = 16
+
+
+def _concatenate_lower(ctx, *xs, dimension):
+    dim = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dimension)
+    xs = list(xs)
+    while len(xs) > 1:
+        xs = [hlo.concatenate(xs[i:i + _CONCAT_FANIN], dim)
+              for i in range(0, len(xs), _CONCAT_FANIN)]
+    return xs
+
+
+def _iota_lower(ctx, *, dtype, shape, dimension):
+    dim = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dimension)
+    return [hlo.iota(aval_to_ir(ctx.avals_out[0]), dim)]
 
 
 lowering_rules[st.broadcast_in_dim_p] = _broadcast_in_dim_lower
 lowering_rules[st.reshape_p] = _reshape_lower
 lowering_rules[st.squeeze_p] = _reshape_lower
+lowering_rules[st.transpose_p] = _transpose_lower
+lowering_rules[st.rev_p] = _rev_lower
+lowering_rules[st.pad_p] = _pad_lower
+lowering_rules[st.concatenate_p] = _concatenate_lower
+lowering_rules[st.iota_p] = _iota_lower

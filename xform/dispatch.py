@@ -62,6 +62,8 @@ def host_apply(prim, args, params):
     outs = _quiet.context.run(impl, *vals, **params)
     result = []
     for o, a in zip(outs, out_avals):
+        if type(o) is not np.ndarray:  # NumPy gives scalars for 0-d results
+            o = np.asarray(o)
         if o.dtype != a.dtype:
             o = o.astype(a.dtype)
         result.append(Array(a, o))

@@ -1,37 +1,106 @@
-"""Structural primitives: shapes and layout (broadcast, reshape, transpose, pad, ...)."""
+"""Structural primitives: shapes and layout (broadcast, reshape, squeeze, transpose, rev, pad,
+concatenate, iota), and the ``lax`` wrappers built from them (broadcast, expand_dims, full,
+full_like).
+
+Every primitive here keeps its operand's dtype (iota makes one), and the result is weakly
+typed exactly when every array operand is, as in JAX. Wrappers map negative axes to
+non-negative ones and leave out-of-range ones for the abstract evaluation to report.
+"""
 
 import numpy as np
 
-from xform.core import ShapedArray, get_aval
-from xform.primitives.base import as_shape, standard_primitive
+from xform import core, dtypes
+from xform.core import ShapedArray, Tracer, get_aval
+from xform.primitives.base import (
+    NUMBER,
+    as_shape,
+    canonicalize_axis,
+    check_dtype,
+    standard_primitive,
+)
+from xform.primitives.elementwise import convert_element_type_p
 
-__all__ = ["broadcast_in_dim", "reshape", "squeeze", "expand_dims", "broadcast"]
+__all__ = [
+    "broadcast_in_dim",
+    "broadcast",
+    "reshape",
+    "squeeze",
+    "expand_dims",
+    "transpose",
+    "rev",
+    "pad",
+    "concatenate",
+    "iota",
+    "broadcasted_iota",
+    "full",
+    "full_like",
+]
+
+
+def _is_array(x):
+    """A tracer or a concrete xform array (not a Python scalar or NumPy value): what JAX's
+    wrappers may hand back unchanged when an op would be the identity."""
+    return isinstance(getattr(x, "aval", None), ShapedArray)
+
+
+def _axis(d, ndim):
+    """``d`` as an int, negative values counted from the end; out-of-range values are kept so
+    that the abstract evaluation reports them."""
+    d = int(d.__index__())
+    return d + ndim if -ndim <= d < 0 else d
+
+
+def _axes(dims, ndim, name):
+    if isinstance(dims, (int, np.integer)):
+        raise TypeError(f"{name}: expected a sequence of dimensions, got the int {dims}; "
+                        f"pass ({dims},)")
+    return tuple(_axis(d, ndim) for d in dims)
 
 
 # --------------------------------------------------------------------------- broadcast_in_dim
 
 
+def broadcast_in_dim(operand, shape, broadcast_dimensions):
+    """Broadcast ``operand`` to ``shape``: its dimension i becomes dimension
+    ``broadcast_dimensions[i]`` of the result (sizes must match or be 1).
+
+    Example:
+      >>> broadcast_in_dim(jnp.ones(3), (2, 3), (1,)).shape
+      (2, 3)
+    """
+    shape = as_shape(shape, "lax.broadcast_in_dim")
+    dims = tuple(int(d.__index__()) for d in broadcast_dimensions)
+    if not shape and not dims and _is_array(operand) and not get_aval(operand).shape:
+        return operand
+    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims)
+
+
 def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
-    if len(broadcast_dimensions) != x.ndim:
-        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must "
-                        f"have one entry per operand dimension (operand shape {x.shape})")
-    for i, d in enumerate(broadcast_dimensions):
+    dims = broadcast_dimensions
+    if len(dims) != x.ndim:
+        raise TypeError(f"lax.broadcast_in_dim: broadcast_dimensions {dims} must have one "
+                        f"entry per operand dimension (operand shape {x.shape})")
+    if len(set(dims)) != len(dims):
+        raise TypeError(f"lax.broadcast_in_dim: broadcast_dimensions {dims} must not contain "
+                        "duplicates")
+    for i, d in enumerate(dims):
         if not 0 <= d < len(shape):
-            raise TypeError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} "
-                            f"out of range for the target shape {shape}")
+            raise TypeError(f"lax.broadcast_in_dim: broadcast_dimensions {dims} must be "
+                            f"dimensions of the target shape {shape} (0 to {len(shape) - 1})")
         if x.shape[i] != 1 and x.shape[i] != shape[d]:
-            raise TypeError(f"broadcast_in_dim: operand shape {x.shape} cannot be broadcast "
-                            f"to {shape} along broadcast_dimensions {broadcast_dimensions}")
-    if list(broadcast_dimensions) != sorted(set(broadcast_dimensions)):
-        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must "
-                        "be strictly increasing")
+            raise TypeError(f"lax.broadcast_in_dim: operand dimension sizes must be 1 or equal "
+                            f"to their target dimension; got operand shape {x.shape}, target "
+                            f"shape {shape}, broadcast_dimensions {dims}")
     return [ShapedArray(shape, x.dtype, x.weak_type)]
 
 
 def _broadcast_in_dim_host(x, *, shape, broadcast_dimensions):
+    # broadcast_dimensions need not be increasing: order the operand's axes first.
+    order = sorted(range(x.ndim), key=lambda i: broadcast_dimensions[i])
+    x = np.transpose(x, order)
     expanded = [1] * len(shape)
-    for i, d in enumerate(broadcast_dimensions):
-        expanded[d] = x.shape[i]
+    for j, i in enumerate(order):
+        expanded[broadcast_dimensions[i]] = x.shape[j]
     return [np.broadcast_to(x.reshape(expanded), shape)]
 
 
@@ -39,18 +108,13 @@ broadcast_in_dim_p = standard_primitive("broadcast_in_dim", _broadcast_in_dim_ab
                                         _broadcast_in_dim_host)
 
 
-def broadcast_in_dim(operand, shape, broadcast_dimensions):
-    """Broadcast ``operand`` to ``shape``; its dim i becomes dim ``broadcast_dimensions[i]``."""
-    shape = as_shape(shape, "broadcast_in_dim")
-    return broadcast_in_dim_p.bind(operand, shape=shape,
-                                   broadcast_dimensions=tuple(int(d) for d in
-                                                              broadcast_dimensions))
-
-
 def broadcast(operand, sizes):
-    """Add leading dimensions of the given ``sizes``."""
+    """Add leading dimensions of the given ``sizes``: the result has shape
+    ``(*sizes, *operand.shape)``."""
+    sizes = as_shape(sizes, "lax.broadcast")
+    if not sizes and _is_array(operand):
+        return operand
     aval = get_aval(operand)
-    sizes = as_shape(sizes, "broadcast")
     dims = tuple(range(len(sizes), len(sizes) + aval.ndim))
     return broadcast_in_dim(operand, sizes + aval.shape, dims)
 
@@ -58,59 +122,344 @@ def broadcast(operand, sizes):
 # --------------------------------------------------------------------------- reshape
 
 
-def _reshape_abstract_eval(x, *, new_sizes, dimensions):
-    if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
-        raise TypeError(f"reshape: cannot reshape an array of shape {x.shape} (size {x.size}) "
-                        f"into shape {new_sizes}")
+def reshape(operand, new_sizes, dimensions=None):
+    """``operand`` with shape ``new_sizes``, reading elements in row-major order; if
+    ``dimensions`` is given, ``operand`` is first transposed by that permutation.
+
+    Example:
+      >>> reshape(jnp.arange(6).reshape(2, 3), (6,), (1, 0))
+      Array([0, 3, 1, 4, 2, 5], dtype=int32)
+    """
+    new_sizes = as_shape(new_sizes, "lax.reshape")
+    aval = get_aval(operand)
     if dimensions is not None:
-        raise NotImplementedError("reshape with `dimensions` is not supported; transpose first")
+        dims = tuple(int(d.__index__()) for d in dimensions)
+        if sorted(dims) != list(range(aval.ndim)):
+            raise TypeError(f"lax.reshape: dimensions must be a permutation of the operand "
+                            f"dimensions, got dimensions {dims} for shape {aval.shape}")
+        if dims != tuple(range(aval.ndim)):
+            # One way to do it: the permutation is a transpose before a plain reshape.
+            operand = transpose(operand, dims)
+            aval = get_aval(operand)
+    if aval.shape and aval.shape == new_sizes and _is_array(operand):
+        return operand
+    return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None)
+
+
+def _reshape_abstract_eval(x, *, new_sizes, dimensions):
+    if dimensions is not None:
+        raise TypeError(f"reshape: the primitive's dimensions param must be None, got "
+                        f"{dimensions}; lax.reshape applies `dimensions` as a transpose first")
+    if any(d < 0 for d in new_sizes):
+        raise TypeError(f"lax.reshape: new_sizes must be non-negative, got {new_sizes}")
+    size = int(np.prod(new_sizes, dtype=np.int64))
+    if size != x.size:
+        raise TypeError(f"lax.reshape: total size must be unchanged, got new_sizes {new_sizes} "
+                        f"(of total size {size}) for shape {x.shape} (of total size {x.size})")
     return [ShapedArray(new_sizes, x.dtype, x.weak_type)]
 
 
-reshape_p = standard_primitive(
-    "reshape", _reshape_abstract_eval,
-    lambda x, *, new_sizes, dimensions: [x.reshape(new_sizes)])
+def _reshape_host(x, *, new_sizes, dimensions):
+    return [x.reshape(new_sizes)]
 
 
-def reshape(operand, new_sizes, dimensions=None):
-    """``operand`` with shape ``new_sizes`` (row-major order)."""
-    new_sizes = as_shape(new_sizes, "reshape")
-    return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=dimensions)
+reshape_p = standard_primitive("reshape", _reshape_abstract_eval, _reshape_host)
 
 
 # --------------------------------------------------------------------------- squeeze
 
 
+def squeeze(array, dimensions):
+    """Remove the size-1 ``dimensions`` (negative values count from the end) of ``array``."""
+    ndim = get_aval(array).ndim
+    dims = tuple(sorted(canonicalize_axis(d, ndim, "lax.squeeze") for d in dimensions))
+    if not dims and _is_array(array):
+        return array
+    return squeeze_p.bind(array, dimensions=dims)
+
+
 def _squeeze_abstract_eval(x, *, dimensions):
+    if len(set(dimensions)) != len(dimensions):
+        raise ValueError(f"lax.squeeze: dimensions are not unique: {dimensions}")
     for d in dimensions:
-        if not 0 <= d < x.ndim or x.shape[d] != 1:
-            raise ValueError(f"squeeze: cannot squeeze dimension {d} of an array of shape "
-                             f"{x.shape}: it must be in range and of size 1")
+        if not 0 <= d < x.ndim:
+            raise ValueError(f"lax.squeeze: dimension {d} is outside the range [0, {x.ndim}) "
+                             f"of an array of shape {x.shape}")
+        if x.shape[d] != 1:
+            raise ValueError(f"lax.squeeze: cannot squeeze dimension {d} of an array of shape "
+                             f"{x.shape}: its size is {x.shape[d]}, not 1")
     shape = tuple(s for i, s in enumerate(x.shape) if i not in dimensions)
     return [ShapedArray(shape, x.dtype, x.weak_type)]
 
 
-squeeze_p = standard_primitive(
-    "squeeze", _squeeze_abstract_eval,
-    lambda x, *, dimensions: [x.reshape([s for i, s in enumerate(x.shape)
-                                         if i not in dimensions])])
+def _squeeze_host(x, *, dimensions):
+    return [np.squeeze(x, axis=dimensions)]
 
 
-def squeeze(array, dimensions):
-    """Remove the size-1 ``dimensions`` of ``array``."""
-    ndim = get_aval(array).ndim
-    dims = tuple(sorted({d + ndim if d < 0 else d for d in dimensions}))
-    return squeeze_p.bind(array, dimensions=dims)
+squeeze_p = standard_primitive("squeeze", _squeeze_abstract_eval, _squeeze_host)
 
 
 def expand_dims(array, dimensions):
-    """Insert size-1 dimensions at ``dimensions`` (positions in the result)."""
+    """Insert size-1 dimensions at ``dimensions`` (positions in the result; negative values
+    count from its end). A ``broadcast_in_dim``, as in JAX."""
+    if len(set(dimensions)) != len(dimensions):
+        raise ValueError(f"lax.expand_dims: repeated axis in dimensions {tuple(dimensions)}")
     aval = get_aval(array)
     out_ndim = aval.ndim + len(dimensions)
-    dims = sorted(d + out_ndim if d < 0 else d for d in dimensions)
+    dims = [canonicalize_axis(d, out_ndim, "lax.expand_dims") for d in dimensions]
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"lax.expand_dims: repeated axis in dimensions {tuple(dimensions)} "
+                         f"(as non-negative axes of a rank-{out_ndim} result: {tuple(dims)})")
     shape = list(aval.shape)
-    for d in dims:
+    for d in sorted(dims):
         shape.insert(d, 1)
-    kept = [i for i in range(out_ndim) if i not in dims]
-    return broadcast_in_dim(array, tuple(shape), tuple(kept))
+    kept = tuple(i for i in range(out_ndim) if i not in dims)
+    return broadcast_in_dim(array, tuple(shape), kept)
 
+
+# --------------------------------------------------------------------------- transpose
+
+
+def transpose(operand, permutation):
+    """Permute the dimensions of ``operand``: result dimension i is operand dimension
+    ``permutation[i]``."""
+    ndim = get_aval(operand).ndim
+    perm = _axes(permutation, ndim, "lax.transpose")
+    if perm == tuple(range(ndim)) and _is_array(operand):
+        return operand
+    return transpose_p.bind(operand, permutation=perm)
+
+
+def _transpose_abstract_eval(x, *, permutation):
+    if tuple(sorted(permutation)) != tuple(range(x.ndim)):
+        raise TypeError(f"lax.transpose: permutation {permutation} is not a permutation of "
+                        f"the operand dimensions {tuple(range(x.ndim))} (operand shape "
+                        f"{x.shape})")
+    return [ShapedArray(tuple(x.shape[d] for d in permutation), x.dtype, x.weak_type)]
+
+
+def _transpose_host(x, *, permutation):
+    return [np.transpose(x, permutation)]
+
+
+transpose_p = standard_primitive("transpose", _transpose_abstract_eval, _transpose_host)
+
+
+# --------------------------------------------------------------------------- rev
+
+
+def rev(operand, dimensions):
+    """Reverse ``operand`` along each of ``dimensions``."""
+    dims = _axes(dimensions, get_aval(operand).ndim, "lax.rev")
+    return rev_p.bind(operand, dimensions=dims)
+
+
+def _rev_abstract_eval(x, *, dimensions):
+    if len(set(dimensions)) != len(dimensions):
+        raise TypeError(f"lax.rev: dimensions must be unique, got {dimensions}")
+    for d in dimensions:
+        if not 0 <= d < x.ndim:
+            raise TypeError(f"lax.rev: dimensions {dimensions} out of range for an operand "
+                            f"of shape {x.shape}")
+    return [x]
+
+
+def _rev_host(x, *, dimensions):
+    # np.flip(x, ()) indexes with () and so turns a 0-d array into a NumPy scalar.
+    return [np.flip(x, dimensions) if dimensions else x]
+
+
+rev_p = standard_primitive("rev", _rev_abstract_eval, _rev_host)
+
+
+# --------------------------------------------------------------------------- pad
+
+
+def pad(operand, padding_value, padding_config):
+    """Pad ``operand`` with the scalar ``padding_value``: ``padding_config`` has one
+    ``(low, high, interior)`` triple per dimension; negative ``low``/``high`` remove elements.
+
+    Example:
+      >>> pad(jnp.array([1, 2, 3]), 0, [(1, -1, 1)])
+      Array([0, 1, 0, 2, 0], dtype=int32)
+    """
+    try:
+        config = tuple((int(lo.__index__()), int(hi.__index__()), int(interior.__index__()))
+                       for lo, hi, interior in padding_config)
+    except (TypeError, ValueError, AttributeError):
+        raise TypeError(f"lax.pad: padding_config must be a sequence of (low, high, interior) "
+                        f"integer triples, got {padding_config!r}") from None
+    return pad_p.bind(operand, padding_value, padding_config=config)
+
+
+def _dilated(d, interior):
+    return 0 if d == 0 else d + (d - 1) * interior
+
+
+def _pad_abstract_eval(x, padding_value, *, padding_config):
+    if x.dtype != padding_value.dtype:
+        raise TypeError(f"lax.pad: operand and padding_value must have the same dtype, got "
+                        f"{x.dtype} and {padding_value.dtype}")
+    if padding_value.shape:
+        raise ValueError(f"lax.pad: padding_value must be a scalar, got shape "
+                         f"{padding_value.shape}")
+    if len(padding_config) != x.ndim:
+        raise ValueError(f"lax.pad: padding_config {padding_config} must have one "
+                         f"(low, high, interior) triple per axis of the operand, of shape "
+                         f"{x.shape}")
+    if any(i < 0 for _, _, i in padding_config):
+        raise ValueError(f"lax.pad: interior padding must be non-negative, got padding_config "
+                         f"{padding_config}")
+    shape = tuple(lo + hi + _dilated(d, i)
+                  for (lo, hi, i), d in zip(padding_config, x.shape, strict=True))
+    if any(d < 0 for d in shape):
+        raise ValueError(f"lax.pad: negative padding removes more than the operand has: "
+                         f"result shape {shape} for padding_config {padding_config} and "
+                         f"operand shape {x.shape}")
+    return [ShapedArray(shape, x.dtype, x.weak_type and padding_value.weak_type)]
+
+
+def _pad_host(x, padding_value, *, padding_config):
+    if not x.ndim:  # nothing to pad; indexing a 0-d array with () would give a NumPy scalar
+        return [x]
+    # Pad by the non-negative amounts, then crop what negative low/high remove.
+    full_shape, place, crop = [], [], []
+    for (lo, hi, interior), d in zip(padding_config, x.shape, strict=True):
+        n = max(lo, 0) + _dilated(d, interior) + max(hi, 0)
+        full_shape.append(n)
+        place.append(slice(max(lo, 0), max(lo, 0) + _dilated(d, interior), interior + 1))
+        crop.append(slice(max(-lo, 0), n - max(-hi, 0)))
+    out = np.full(full_shape, padding_value, dtype=x.dtype)
+    out[tuple(place)] = x
+    return [out[tuple(crop)]]
+
+
+pad_p = standard_primitive("pad", _pad_abstract_eval, _pad_host)
+
+
+# --------------------------------------------------------------------------- concatenate
+
+
+def concatenate(operands, dimension):
+    """Join arrays of one dtype along ``dimension``; other dimensions must agree."""
+    operands = tuple(operands)
+    if not operands:
+        raise ValueError("lax.concatenate requires a non-empty sequence of arrays")
+    if len(operands) == 1 and _is_array(operands[0]):
+        return operands[0]
+    dimension = _axis(dimension, get_aval(operands[0]).ndim)
+    return concatenate_p.bind(*operands, dimension=dimension)
+
+
+def _concatenate_abstract_eval(*xs, dimension):
+    if not xs:
+        raise TypeError("lax.concatenate expects at least one operand, got 0")
+    if len({x.dtype for x in xs}) != 1:
+        got = ", ".join(str(x.dtype) for x in xs)
+        raise TypeError(f"lax.concatenate requires arguments to have the same dtypes, got "
+                        f"{got}. (Tip: xform.numpy.concatenate promotes dtypes for you.)")
+    shapes = ", ".join(str(x.shape) for x in xs)
+    if len({x.ndim for x in xs}) != 1:
+        raise TypeError(f"lax.concatenate: cannot concatenate arrays with different numbers "
+                        f"of dimensions: got {shapes}")
+    if not 0 <= dimension < xs[0].ndim:
+        raise TypeError(f"lax.concatenate: dimension {dimension} out of bounds for shapes "
+                        f"{shapes}")
+    rest = {x.shape[:dimension] + x.shape[dimension + 1:] for x in xs}
+    if len(rest) != 1:
+        raise TypeError(f"lax.concatenate: shapes must agree except along dimension "
+                        f"{dimension}, got {shapes}")
+    s = xs[0].shape
+    shape = s[:dimension] + (sum(x.shape[dimension] for x in xs),) + s[dimension + 1:]
+    return [ShapedArray(shape, xs[0].dtype, all(x.weak_type for x in xs))]
+
+
+def _concatenate_host(*xs, dimension):
+    return [np.concatenate(xs, axis=dimension)]
+
+
+concatenate_p = standard_primitive("concatenate", _concatenate_abstract_eval,
+                                   _concatenate_host)
+
+
+# --------------------------------------------------------------------------- iota
+
+
+def iota(dtype, size):
+    """``[0, 1, ..., size - 1]`` as a 1-d array of ``dtype``."""
+    return broadcasted_iota(dtype, (size,), 0)
+
+
+def broadcasted_iota(dtype, shape, dimension):
+    """An array of ``shape`` whose value at each index is that index's ``dimension`` entry.
+
+    Example:
+      >>> broadcasted_iota(jnp.int32, (2, 3), 1)
+      Array([[0, 1, 2],
+             [0, 1, 2]], dtype=int32)
+    """
+    dtype = dtypes.canonicalize(dtype)
+    shape = as_shape(shape, "lax.broadcasted_iota")
+    dimension = _axis(dimension, len(shape))
+    return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension)
+
+
+def _iota_abstract_eval(*, dtype, shape, dimension):
+    check_dtype("iota", dtype, NUMBER)
+    if not 0 <= dimension < len(shape):
+        raise ValueError(f"lax.iota: dimension must be between 0 and len(shape) - 1, got "
+                         f"dimension={dimension} for shape={shape}")
+    return [ShapedArray(shape, dtype)]
+
+
+def _iota_host(*, dtype, shape, dimension):
+    # Count in int64 then convert once: np.arange has no bfloat16 and rounds floats differently.
+    line = np.arange(shape[dimension], dtype=np.int64).astype(dtype)
+    expanded = [1] * len(shape)
+    expanded[dimension] = shape[dimension]
+    return [np.broadcast_to(line.reshape(expanded), shape)]
+
+
+iota_p = standard_primitive("iota", _iota_abstract_eval, _iota_host)
+
+
+# --------------------------------------------------------------------------- full
+
+
+def _convert_scalar(x, dtype, weak_type):
+    """``x`` as ``dtype`` with ``weak_type``; concrete values are converted right away (as JAX
+    folds them), so a jaxpr shows a constant rather than a conversion."""
+    aval = get_aval(x)
+    if aval.dtype == dtype and aval.weak_type == weak_type:
+        return x
+    if isinstance(x, Tracer):
+        return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
+    with core.set_current_trace(core.eval_trace):
+        return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
+
+
+def full(shape, fill_value, dtype=None):
+    """An array of ``shape`` filled with the scalar ``fill_value`` (converted to ``dtype`` if
+    given; weakly typed if ``dtype`` is None and ``fill_value`` is a Python scalar)."""
+    shape = as_shape(shape, "lax.full")
+    aval = get_aval(fill_value)
+    if aval.shape:
+        raise TypeError(f"lax.full must be called with a scalar fill_value, got "
+                        f"fill_value.shape {aval.shape}")
+    if dtype is not None:
+        fill_value = _convert_scalar(fill_value, dtypes.canonicalize(dtype), False)
+    return broadcast(fill_value, shape)
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    """An array like ``x`` (its shape, and its dtype and weak type unless ``dtype`` is given)
+    filled with ``fill_value``."""
+    if core.is_concrete_array(x) or isinstance(x, Tracer):
+        x_aval = get_aval(x)
+    else:  # a ShapeDtypeStruct or another duck-typed array
+        x_aval = ShapedArray(tuple(x.shape), dtypes.canonicalize(x.dtype),
+                             bool(getattr(x, "weak_type", False)))
+    fill_shape = x_aval.shape if shape is None else as_shape(shape, "lax.full_like")
+    weak_type = dtype is None and x_aval.weak_type
+    dtype = x_aval.dtype if dtype is None else dtypes.canonicalize(dtype)
+    return full(fill_shape, _convert_scalar(fill_value, dtype, weak_type))
