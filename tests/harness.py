@@ -31,6 +31,8 @@ def assert_same(got, expected, rtol=None, atol=None, check_weak_type=True, what=
             assert bool(g.weak_type) == bool(e.weak_type), (
                 f"{what}: weak_type {g.weak_type} != {e.weak_type}")
         tol = tolerance(e_np.dtype)
+        if e_np.dtype == jax.numpy.bfloat16:  # kind "V": compare as float32, bf16 tolerance
+            g_np, e_np = g_np.astype(np.float32), e_np.astype(np.float32)
         r = tol if rtol is None else rtol
         a = tol if atol is None else atol
         if e_np.dtype.kind in "biuV" or (r == 0 and a == 0):

@@ -1,3 +1,336 @@
-"""The reductions family of primitives (being written)."""
+"""Reduction primitives: monoid reductions over axes, argmax/argmin, cumulative reductions.
 
-__all__ = []
+``reduce_<op>[axes]`` folds the given axes with a monoid (the combiner and its identity are
+listed once, in ``MONOIDS``, and shared with the lowering); ``argmax``/``argmin`` return the
+first index of the extreme value (NaN counts as the extreme, as in XLA); the cumulative
+reductions ``cum<op>[axis, reverse]`` keep the shape of their operand.
+
+Host implementations accumulate float16/bfloat16 in float32 and round once: this is more
+accurate than XLA's CPU kernels (which accumulate in the half type), and agrees with them to
+within the half type's precision.
+"""
+
+import numpy as np
+
+from xform import dtypes
+from xform.core import ShapedArray, get_aval
+from xform.primitives.base import (
+    ANY,
+    BOOL,
+    FLOAT,
+    INT,
+    INT_OR_BOOL,
+    NUMBER,
+    canonicalize_axis,
+    check_dtype,
+    standard_primitive,
+)
+
+__all__ = [
+    "reduce_sum",
+    "reduce_prod",
+    "reduce_max",
+    "reduce_min",
+    "reduce_and",
+    "reduce_or",
+    "reduce_xor",
+    "argmax",
+    "argmin",
+    "cumsum",
+    "cumprod",
+    "cummax",
+    "cummin",
+    "cumlogsumexp",
+]
+
+_HALF = (dtypes.float16, dtypes.bfloat16)
+
+
+def _compute_dtype(dtype):
+    """The dtype a host impl computes in: float32 for the half floats, else ``dtype``."""
+    return dtypes.float32 if dtype in _HALF else dtype
+
+
+# --------------------------------------------------------------------------- monoids
+
+
+def _max_identity(dtype):
+    if dtype == dtypes.bool_:
+        return False
+    if dtypes.is_inexact(dtype):
+        return -np.inf
+    return np.iinfo(dtype).min
+
+
+def _min_identity(dtype):
+    if dtype == dtypes.bool_:
+        return True
+    if dtypes.is_inexact(dtype):
+        return np.inf
+    return np.iinfo(dtype).max
+
+
+def _all_ones(dtype):
+    return True if dtype == dtypes.bool_ else np.array(-1).astype(dtype)[()]
+
+
+# name -> (NumPy ufunc, identity(dtype)). The lowering maps the same names to StableHLO ops.
+MONOIDS = {
+    "add": (np.add, lambda dtype: 0),
+    "mul": (np.multiply, lambda dtype: 1),
+    "max": (np.maximum, _max_identity),
+    "min": (np.minimum, _min_identity),
+    "and": (np.bitwise_and, _all_ones),
+    "or": (np.bitwise_or, lambda dtype: False if dtype == dtypes.bool_ else 0),
+    "xor": (np.bitwise_xor, lambda dtype: False if dtype == dtypes.bool_ else 0),
+}
+
+
+def identity(monoid, dtype):
+    """The identity of ``monoid`` as a NumPy scalar of ``dtype`` (the reduction's init)."""
+    return np.asarray(MONOIDS[monoid][1](dtype)).astype(dtype)[()]
+
+
+# --------------------------------------------------------------------------- reduce_<op>
+
+
+def _canonicalize_axes(operand, axes):
+    """Axes as a sorted tuple with negative axes made non-negative (bad ones are kept, for
+    the abstract eval to report)."""
+    ndim = get_aval(operand).ndim
+    if isinstance(axes, (int, np.integer)):
+        axes = (axes,)
+    return tuple(sorted(int(a) + ndim if -ndim <= int(a) < 0 else int(a) for a in axes))
+
+
+def _reduce_abstract_eval_rule(name, kinds):
+    def rule(x, *, axes):
+        check_dtype(f"lax.{name}", x.dtype, kinds)
+        if not all(0 <= a < x.ndim for a in axes):
+            raise ValueError(f"lax.{name}: reduction axes {axes} contain out-of-bounds "
+                             f"indices for an array of shape {x.shape} (rank {x.ndim})")
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"lax.{name}: duplicate value in the reduction axes {axes} "
+                             f"(operand shape {x.shape}); list each axis once")
+        shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        return [ShapedArray(shape, x.dtype, x.weak_type)]
+
+    return rule
+
+
+def _reduce_host_rule(monoid):
+    ufunc = MONOIDS[monoid][0]
+
+    def impl(x, *, axes):
+        dtype = _compute_dtype(x.dtype)
+        # `initial` makes empty reductions well defined (np.maximum has no identity).
+        out = ufunc.reduce(x.astype(dtype, copy=False), axis=axes, dtype=dtype,
+                           initial=identity(monoid, dtype))
+        return [np.asarray(out).astype(x.dtype, copy=False)]
+
+    return impl
+
+
+def _reduction(name, monoid, kinds):
+    return standard_primitive(name, _reduce_abstract_eval_rule(name, kinds),
+                              _reduce_host_rule(monoid))
+
+
+reduce_sum_p = _reduction("reduce_sum", "add", NUMBER)
+reduce_prod_p = _reduction("reduce_prod", "mul", NUMBER)
+reduce_max_p = _reduction("reduce_max", "max", ANY)
+reduce_min_p = _reduction("reduce_min", "min", ANY)
+reduce_and_p = _reduction("reduce_and", "and", INT_OR_BOOL)
+reduce_or_p = _reduction("reduce_or", "or", INT_OR_BOOL)
+reduce_xor_p = _reduction("reduce_xor", "xor", INT_OR_BOOL)
+
+# primitive -> monoid name, for the lowering
+REDUCTION_MONOIDS = {
+    reduce_sum_p: "add", reduce_prod_p: "mul", reduce_max_p: "max", reduce_min_p: "min",
+    reduce_and_p: "and", reduce_or_p: "or", reduce_xor_p: "xor",
+}
+
+
+def reduce_sum(operand, axes):
+    """Sum of ``operand`` over ``axes`` (a sequence of ints; negative ones count from the end).
+
+    Example:
+      >>> reduce_sum(np.ones((2, 3), np.float32), (1,))  # [3., 3.]
+    """
+    return reduce_sum_p.bind(operand, axes=_canonicalize_axes(operand, axes))
+
+
+def reduce_prod(operand, axes):
+    """Product of ``operand`` over ``axes``."""
+    return reduce_prod_p.bind(operand, axes=_canonicalize_axes(operand, axes))
+
+
+def reduce_max(operand, axes):
+    """Maximum of ``operand`` over ``axes`` (NaN propagates; -inf or the least integer if
+    empty)."""
+    return reduce_max_p.bind(operand, axes=_canonicalize_axes(operand, axes))
+
+
+def reduce_min(operand, axes):
+    """Minimum of ``operand`` over ``axes`` (NaN propagates; +inf or the greatest integer if
+    empty)."""
+    return reduce_min_p.bind(operand, axes=_canonicalize_axes(operand, axes))
+
+
+def reduce_and(operand, axes):
+    """Logical (bool) or bitwise (integer) AND of ``operand`` over ``axes``."""
+    return reduce_and_p.bind(operand, axes=_canonicalize_axes(operand, axes))
+
+
+def reduce_or(operand, axes):
+    """Logical (bool) or bitwise (integer) OR of ``operand`` over ``axes``."""
+    return reduce_or_p.bind(operand, axes=_canonicalize_axes(operand, axes))
+
+
+def reduce_xor(operand, axes):
+    """Logical (bool) or bitwise (integer) XOR of ``operand`` over ``axes``."""
+    return reduce_xor_p.bind(operand, axes=_canonicalize_axes(operand, axes))
+
+
+# --------------------------------------------------------------------------- argmax, argmin
+
+_ARG_KINDS = (FLOAT, *INT, BOOL)
+
+
+def _argminmax_abstract_eval_rule(name):
+    def rule(x, *, axes, index_dtype):
+        check_dtype(f"lax.{name}", x.dtype, _ARG_KINDS)
+        if not dtypes.is_int(index_dtype):
+            raise TypeError(f"lax.{name}: index_dtype must be an integer type, got "
+                            f"{index_dtype}")
+        if len(axes) != 1 or not 0 <= axes[0] < x.ndim:
+            raise ValueError(f"lax.{name}: invalid axes {axes} for an operand of shape "
+                             f"{x.shape}; give one axis in [-{x.ndim}, {x.ndim})")
+        if x.shape[axes[0]] == 0:
+            raise ValueError(f"lax.{name} requires a non-empty reduced dimension: operand "
+                             f"shape {x.shape}, axis {axes[0]}")
+        shape = tuple(d for i, d in enumerate(x.shape) if i != axes[0])
+        return [ShapedArray(shape, index_dtype)]
+
+    return rule
+
+
+def _argminmax_host_rule(np_fn):
+    def impl(x, *, axes, index_dtype):
+        # np.argmax/argmin return the first NaN if any, else the first extreme: XLA's rule.
+        out = np_fn(x.astype(_compute_dtype(x.dtype), copy=False), axis=axes[0])
+        return [np.asarray(out).astype(index_dtype)]
+
+    return impl
+
+
+argmax_p = standard_primitive("argmax", _argminmax_abstract_eval_rule("argmax"),
+                              _argminmax_host_rule(np.argmax))
+argmin_p = standard_primitive("argmin", _argminmax_abstract_eval_rule("argmin"),
+                              _argminmax_host_rule(np.argmin))
+
+
+def _argminmax_params(name, operand, axis, index_dtype):
+    ndim = get_aval(operand).ndim
+    axis = canonicalize_axis(axis, ndim, f"lax.{name}")
+    try:
+        index_dtype = dtypes.canonicalize(index_dtype)
+    except TypeError:
+        raise TypeError(f"lax.{name}: index_dtype must be an integer type, got "
+                        f"{index_dtype!r}") from None
+    return dict(axes=(axis,), index_dtype=index_dtype)
+
+
+def argmax(operand, axis, index_dtype):
+    """Index of the first maximum of ``operand`` along ``axis``, as ``index_dtype``.
+
+    NaN counts as greater than every number, so the first NaN wins, as in XLA.
+    """
+    return argmax_p.bind(operand, **_argminmax_params("argmax", operand, axis, index_dtype))
+
+
+def argmin(operand, axis, index_dtype):
+    """Index of the first minimum of ``operand`` along ``axis`` (the first NaN if any)."""
+    return argmin_p.bind(operand, **_argminmax_params("argmin", operand, axis, index_dtype))
+
+
+# --------------------------------------------------------------------------- cumulative
+
+
+def _cumulative_abstract_eval_rule(name, kinds):
+    def rule(x, *, axis, reverse):
+        check_dtype(f"lax.{name}", x.dtype, kinds)
+        if not 0 <= axis < x.ndim:
+            raise ValueError(f"lax.{name}: axis {axis} is out of bounds for an array of "
+                             f"shape {x.shape}")
+        return [ShapedArray(x.shape, x.dtype, x.weak_type)]
+
+    return rule
+
+
+def _cumulative_host_rule(accumulate):
+    def impl(x, *, axis, reverse):
+        dtype = _compute_dtype(x.dtype)
+        y = x.astype(dtype, copy=False)
+        if reverse:
+            y = np.flip(y, axis)
+        with np.errstate(all="ignore"):  # inf - inf in logaddexp, overflow: XLA is silent
+            out = accumulate(y, axis=axis, dtype=dtype)
+        if reverse:
+            out = np.flip(out, axis)
+        return [np.ascontiguousarray(out).astype(x.dtype, copy=False)]
+
+    return impl
+
+
+def _cumulative(name, monoid, kinds, accumulate):
+    prim = standard_primitive(name, _cumulative_abstract_eval_rule(name, kinds),
+                              _cumulative_host_rule(accumulate))
+    CUMULATIVE_MONOIDS[prim] = monoid
+    return prim
+
+
+# primitive -> monoid name ("logaddexp" for cumlogsumexp), for the lowering
+CUMULATIVE_MONOIDS = {}
+
+cumsum_p = _cumulative("cumsum", "add", NUMBER, np.add.accumulate)
+cumprod_p = _cumulative("cumprod", "mul", NUMBER, np.multiply.accumulate)
+cummax_p = _cumulative("cummax", "max", NUMBER, np.maximum.accumulate)
+cummin_p = _cumulative("cummin", "min", NUMBER, np.minimum.accumulate)
+# np.logaddexp is computed stably (max + log1p(exp(-|a - b|))), as in the lowering.
+cumlogsumexp_p = _cumulative("cumlogsumexp", "logaddexp", (FLOAT,), np.logaddexp.accumulate)
+
+
+def _cumulative_bind(prim, operand, axis, reverse):
+    axis = canonicalize_axis(axis, get_aval(operand).ndim, f"lax.{prim.name}")
+    return prim.bind(operand, axis=axis, reverse=bool(reverse))
+
+
+def cumsum(operand, axis=0, reverse=False):
+    """Cumulative sum along ``axis`` (from the end if ``reverse``).
+
+    Example:
+      >>> cumsum(np.array([1, 2, 3]))  # [1, 3, 6]
+    """
+    return _cumulative_bind(cumsum_p, operand, axis, reverse)
+
+
+def cumprod(operand, axis=0, reverse=False):
+    """Cumulative product along ``axis``."""
+    return _cumulative_bind(cumprod_p, operand, axis, reverse)
+
+
+def cummax(operand, axis=0, reverse=False):
+    """Cumulative maximum along ``axis``."""
+    return _cumulative_bind(cummax_p, operand, axis, reverse)
+
+
+def cummin(operand, axis=0, reverse=False):
+    """Cumulative minimum along ``axis``."""
+    return _cumulative_bind(cummin_p, operand, axis, reverse)
+
+
+def cumlogsumexp(operand, axis=0, reverse=False):
+    """Cumulative ``log(sum(exp(x)))`` along ``axis``, computed without overflow."""
+    return _cumulative_bind(cumlogsumexp_p, operand, axis, reverse)
+

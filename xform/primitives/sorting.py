@@ -1,3 +1,160 @@
-"""The sorting family of primitives (being written)."""
+"""Sorting primitives: multi-operand ``sort`` and ``top_k``.
 
-__all__ = []
+``sort`` orders floats by a total order in which -0.0 equals 0.0 and every NaN equals every
+other NaN and comes after +inf (JAX's order). ``top_k`` uses XLA's order instead: the IEEE
+total order of the bits, so -0.0 < 0.0, a positive NaN is the largest value and a negative
+NaN the smallest. Host implementations sort integer keys that encode these orders.
+"""
+
+import numpy as np
+
+from xform import dtypes
+from xform.core import ShapedArray, get_aval
+from xform.primitives.base import (
+    ANY,
+    BOOL,
+    FLOAT,
+    INT,
+    canonicalize_axis,
+    check_dtype,
+    standard_primitive,
+)
+
+__all__ = ["sort", "sort_key_val", "top_k"]
+
+
+# --------------------------------------------------------------------------- order keys
+
+_BITS = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _float_order_key(x):
+    """Signed integers ordered as the floats ``x`` in the IEEE total order."""
+    bits = np.ascontiguousarray(x).view(_BITS[x.dtype.itemsize])
+    # Negative floats: flip the magnitude bits so larger magnitudes sort lower.
+    return bits ^ ((bits >> (8 * x.dtype.itemsize - 1)) & np.iinfo(bits.dtype).max)
+
+
+def _canonicalize_float(x):
+    """-0.0 -> 0.0 and every NaN -> the positive quiet NaN, so they compare equal."""
+    wide = x.astype(np.float32) if x.dtype.itemsize < 4 else x  # exact; ml_dtypes-safe
+    zero, nan = np.zeros((), x.dtype), np.array(np.nan, x.dtype)
+    return np.where(np.isnan(wide), nan, np.where(wide == 0, zero, x))
+
+
+def _sort_keys(x):
+    """The integer keys, most significant first, that ``sort`` orders ``x`` by."""
+    if dtypes.is_complex(x.dtype):  # lexicographic: real part, then imaginary part
+        return [_float_order_key(_canonicalize_float(x.real)),
+                _float_order_key(_canonicalize_float(x.imag))]
+    if dtypes.is_float(x.dtype):
+        return [_float_order_key(_canonicalize_float(x))]
+    if x.dtype == dtypes.bool_:
+        return [x.astype(np.uint8)]
+    return [x]
+
+
+# --------------------------------------------------------------------------- sort
+
+
+def _sort_abstract_eval(*avals, dimension, is_stable, num_keys):
+    if not avals:
+        raise TypeError("lax.sort needs at least one operand")
+    shapes = [a.shape for a in avals]
+    if any(s != shapes[0] for s in shapes):
+        raise TypeError(f"lax.sort: operands must have equal shapes, got "
+                        f"{', '.join(map(str, shapes))}")
+    for a in avals:
+        check_dtype("lax.sort", a.dtype, ANY)
+    ndim = len(shapes[0])
+    if not 0 <= dimension < ndim:
+        raise ValueError(f"lax.sort: dimension {dimension} is out of bounds for operands of "
+                         f"shape {shapes[0]} (rank {ndim}); a 0-d array cannot be sorted")
+    if not 1 <= num_keys <= len(avals):
+        raise ValueError(f"lax.sort: num_keys={num_keys} must be between 1 and the number of "
+                         f"operands, {len(avals)}")
+    return [ShapedArray(a.shape, a.dtype, a.weak_type) for a in avals]
+
+
+def _sort_host(*operands, dimension, is_stable, num_keys):
+    keys = [k for x in operands[:num_keys] for k in _sort_keys(x)]
+    # np.lexsort is stable and takes its primary key last.
+    perm = np.lexsort(keys[::-1], axis=dimension)
+    return [np.take_along_axis(x, perm, axis=dimension) for x in operands]
+
+
+sort_p = standard_primitive("sort", _sort_abstract_eval, _sort_host, multiple_results=True)
+
+
+def sort(operand, dimension=-1, is_stable=True, num_keys=1):
+    """Sort along ``dimension``; ``operand`` is an array or a sequence of same-shaped arrays.
+
+    With a sequence, all arrays are permuted by the lexicographic order of the first
+    ``num_keys`` of them and a tuple is returned. NaNs sort last; -0.0 equals 0.0.
+
+    Example:
+      >>> keys, vals = sort((np.array([3, 1, 2]), np.array([0, 1, 2])), num_keys=1)
+      >>> # keys = [1, 2, 3], vals = [1, 2, 0]
+    """
+    if isinstance(operand, (list, tuple)):
+        operands = tuple(operand)
+        if not operands:
+            raise TypeError("lax.sort needs at least one operand, got an empty sequence")
+    else:
+        operands = (operand,)
+    dimension = canonicalize_axis(dimension, get_aval(operands[0]).ndim, "lax.sort")
+    outs = sort_p.bind(*operands, dimension=dimension, is_stable=bool(is_stable),
+                       num_keys=int(num_keys))
+    return tuple(outs) if isinstance(operand, (list, tuple)) else outs[0]
+
+
+def sort_key_val(keys, values, dimension=-1, is_stable=True):
+    """Sort ``keys`` along ``dimension`` and permute ``values`` alike; returns both."""
+    return sort((keys, values), dimension=dimension, is_stable=is_stable, num_keys=1)
+
+
+# --------------------------------------------------------------------------- top_k
+
+_TOP_K_KINDS = (FLOAT, *INT, BOOL)
+
+
+def _top_k_abstract_eval(x, *, k, axis):
+    check_dtype("lax.top_k", x.dtype, _TOP_K_KINDS)
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"lax.top_k: axis {axis} is out of bounds for an operand of shape "
+                         f"{x.shape} (rank {x.ndim}); the operand must have rank >= 1")
+    if not 0 <= k <= x.shape[axis]:
+        raise ValueError(f"lax.top_k: k={k} must be non-negative and at most the size "
+                         f"{x.shape[axis]} of axis {axis} of the operand of shape {x.shape}")
+    shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
+    # The indices inherit the operand's weak type, as in JAX.
+    return [ShapedArray(shape, x.dtype, x.weak_type),
+            ShapedArray(shape, dtypes.int32, x.weak_type)]
+
+
+def _top_k_host(x, *, k, axis):
+    if dtypes.is_float(x.dtype):
+        key = _float_order_key(x)
+    else:
+        key = x.astype(np.uint8) if x.dtype == dtypes.bool_ else x
+    # ~key reverses the order without overflow; a stable sort keeps ties in index order.
+    perm = np.argsort(~key, axis=axis, kind="stable")
+    idx = np.take(perm, np.arange(k), axis=axis)
+    return [np.take_along_axis(x, idx, axis=axis), idx.astype(np.int32)]
+
+
+top_k_p = standard_primitive("top_k", _top_k_abstract_eval, _top_k_host,
+                             multiple_results=True)
+
+
+def top_k(operand, k, *, axis=-1):
+    """The ``k`` largest entries along ``axis`` (default: the last), largest first, and their
+    int32 indices; ties go to the lower index.
+
+    Example:
+      >>> values, indices = top_k(np.array([1., 3., 2.]), 2)  # [3., 2.], [1, 2]
+    """
+    axis = canonicalize_axis(axis, get_aval(operand).ndim, "lax.top_k")
+    if not isinstance(k, (int, np.integer)):
+        raise TypeError(f"lax.top_k: k must be a Python int, got {type(k).__name__}")
+    return top_k_p.bind(operand, k=int(k), axis=axis)  # a list, as JAX returns
