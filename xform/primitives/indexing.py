@@ -1,3 +1,788 @@
-"""The indexing family of primitives (being written)."""
+"""Indexing primitives: static and dynamic slices, dynamic updates, gather and scatter.
 
-__all__ = []
+The semantics are XLA's, as ``lax`` exposes them. Out-of-range starts of ``dynamic_slice``
+and ``dynamic_update_slice`` are clamped so the window stays inside the operand. ``gather``
+and the scatters take a ``GatherScatterMode``: ``CLIP`` clamps every window into bounds,
+``FILL_OR_DROP`` fills out-of-bounds gathered windows with ``fill_value`` and drops
+out-of-bounds scattered ones, and ``PROMISE_IN_BOUNDS`` does what XLA does (gather clamps,
+scatter drops). As in JAX, ``lax.gather`` defaults to ``PROMISE_IN_BOUNDS`` and the scatters
+to ``FILL_OR_DROP``. The index vector of ``gather``/``scatter`` indices is always their last
+dimension.
+"""
+
+import enum
+from typing import NamedTuple
+
+import numpy as np
+
+from xform import dtypes
+from xform.core import ShapedArray, Tracer, get_aval
+from xform.primitives.base import ANY, NUMBER, canonicalize_axis, check_dtype, standard_primitive
+from xform.primitives.elementwise import add, lt, select_n
+from xform.primitives.structural import reshape, squeeze
+
+__all__ = [
+    "slice",
+    "slice_in_dim",
+    "index_in_dim",
+    "dynamic_slice",
+    "dynamic_slice_in_dim",
+    "dynamic_index_in_dim",
+    "dynamic_update_slice",
+    "dynamic_update_slice_in_dim",
+    "dynamic_update_index_in_dim",
+    "GatherDimensionNumbers",
+    "GatherScatterMode",
+    "gather",
+    "ScatterDimensionNumbers",
+    "scatter",
+    "scatter_add",
+    "scatter_mul",
+    "scatter_min",
+    "scatter_max",
+]
+
+_builtin_slice = slice
+
+
+def _ints(values, name, what):
+    """A sequence of Python ints as a tuple; ``TypeError`` naming the op otherwise."""
+    try:
+        return tuple(int(v.__index__()) for v in values)
+    except (TypeError, AttributeError):
+        raise TypeError(f"{name}: {what} must be a sequence of integers, got {values!r}") from None
+
+
+def _index_dtype(shape):
+    """The signed index dtype JAX uses for positions in ``shape`` (int32 unless too small)."""
+    return dtypes.int64 if any(d > np.iinfo(np.int32).max for d in shape) else dtypes.int32
+
+
+# --------------------------------------------------------------------------- slice
+
+
+def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
+    if len(start_indices) != x.ndim:
+        raise TypeError(f"lax.slice: start_indices {start_indices} must have one entry per "
+                        f"operand dimension (operand shape {x.shape})")
+    if len(limit_indices) != x.ndim:
+        raise TypeError(f"lax.slice: limit_indices {limit_indices} must have one entry per "
+                        f"operand dimension (operand shape {x.shape})")
+    if strides is not None and len(strides) != x.ndim:
+        raise TypeError(f"lax.slice: strides {strides} must have one entry per operand "
+                        f"dimension (operand shape {x.shape})")
+    if any(s < 0 for s in start_indices):
+        raise TypeError(f"lax.slice: start_indices {start_indices} must be non-negative "
+                        f"(operand shape {x.shape}); lax.slice_in_dim wraps negative indices")
+    if any(lim > d for lim, d in zip(limit_indices, x.shape, strict=True)):
+        raise TypeError(f"lax.slice: limit_indices {limit_indices} must not exceed the "
+                        f"operand shape {x.shape}")
+    if any(lim < s for s, lim in zip(start_indices, limit_indices, strict=True)):
+        raise TypeError(f"lax.slice: limit_indices {limit_indices} must be >= start_indices "
+                        f"{start_indices} (operand shape {x.shape})")
+    strides = strides or (1,) * x.ndim
+    if any(st < 1 for st in strides):
+        raise TypeError(f"lax.slice: strides {strides} must be positive")
+    shape = tuple((lim - s + st - 1) // st
+                  for s, lim, st in zip(start_indices, limit_indices, strides,
+                                            strict=True))
+    return [ShapedArray(shape, x.dtype, x.weak_type)]
+
+
+def _slice_host(x, *, start_indices, limit_indices, strides):
+    strides = strides or (1,) * x.ndim
+    return [x[tuple(map(_builtin_slice, start_indices, limit_indices, strides))]]
+
+
+slice_p = standard_primitive("slice", _slice_abstract_eval, _slice_host)
+
+
+def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001  (lax's name)
+    """The static slice ``operand[start:limit:stride, ...]``, one entry per dimension.
+
+    Args:
+      operand: the array to slice.
+      start_indices, limit_indices: non-negative ints, one per dimension.
+      strides: optional positive ints, one per dimension.
+
+    Example: ``slice(x, (1, 0), (3, 4), (1, 2))`` is ``x[1:3, 0:4:2]``.
+    """
+    start = _ints(start_indices, "lax.slice", "start_indices")
+    limit = _ints(limit_indices, "lax.slice", "limit_indices")
+    strides = None if strides is None else _ints(strides, "lax.slice", "strides")
+    return slice_p.bind(operand, start_indices=start, limit_indices=limit, strides=strides)
+
+
+def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
+    """``operand[..., start_index:limit_index:stride]`` along ``axis``; negative indices and
+    ``None`` are read as in Python."""
+    shape = get_aval(operand).shape
+    axis = canonicalize_axis(axis, len(shape), "lax.slice_in_dim")
+    n = shape[axis]
+    start = 0 if start_index is None else int(start_index)
+    limit = n if limit_index is None else int(limit_index)
+    start = start + n if start < 0 else start
+    limit = limit + n if limit < 0 else limit
+    starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
+    starts[axis], limits[axis], strides[axis] = start, limit, int(stride)
+    return slice(operand, starts, limits, strides)
+
+
+def index_in_dim(operand, index, axis=0, keepdims=True):
+    """``operand[..., index]`` along ``axis`` (a static int, negative counts from the end)."""
+    shape = get_aval(operand).shape
+    axis = canonicalize_axis(axis, len(shape), "lax.index_in_dim")
+    index, n = int(index), shape[axis]
+    wrapped = index + n if index < 0 else index
+    if not 0 <= wrapped < n:
+        raise IndexError(f"lax.index_in_dim: index {index} is out of bounds for axis {axis} "
+                         f"with size {n}")
+    out = slice_in_dim(operand, wrapped, wrapped + 1, 1, axis)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+# --------------------------------------------------------------------------- dynamic_slice
+
+
+def _check_start_indices(name, x, indices):
+    if len(indices) != x.ndim:
+        raise TypeError(f"lax.{name}: got {len(indices)} start indices for an operand of "
+                        f"shape {x.shape}; pass one scalar index per dimension")
+    for i in indices:
+        if i.ndim != 0:
+            got = ", ".join(a.str_short() for a in indices)
+            raise TypeError(f"lax.{name}: start indices must be scalars, got {got}")
+        if not dtypes.is_int(i.dtype) or i.dtype != indices[0].dtype:
+            got = ", ".join(str(a.dtype) for a in indices)
+            raise TypeError(f"lax.{name}: start indices must be integers of one dtype, got "
+                            f"{got}")
+
+
+def _clamped_starts(x_shape, window_shape, starts):
+    """XLA's rule: each start is clamped to ``[0, dim - window]``, so the window fits."""
+    out = []
+    for s, d, w in zip(starts, x_shape, window_shape, strict=True):
+        # In Python ints: no wrap-around of small or unsigned index dtypes.
+        out.append(min(max(int(s), 0), d - w))
+    return out
+
+
+def _dynamic_slice_abstract_eval(x, *indices, slice_sizes):
+    _check_start_indices("dynamic_slice", x, indices)
+    if len(slice_sizes) != x.ndim:
+        raise TypeError(f"lax.dynamic_slice: slice_sizes {slice_sizes} must have one entry per "
+                        f"operand dimension (operand shape {x.shape})")
+    if any(s < 0 or s > d for s, d in zip(slice_sizes, x.shape, strict=True)):
+        raise TypeError(f"lax.dynamic_slice: slice_sizes {slice_sizes} must be in "
+                        f"[0, dim] for operand shape {x.shape}")
+    return [ShapedArray(tuple(slice_sizes), x.dtype, x.weak_type)]
+
+
+def _dynamic_slice_host(x, *indices, slice_sizes):
+    starts = _clamped_starts(x.shape, slice_sizes, indices)
+    return [x[tuple(_builtin_slice(s, s + w) for s, w in zip(starts, slice_sizes, strict=True))]]
+
+
+dynamic_slice_p = standard_primitive("dynamic_slice", _dynamic_slice_abstract_eval,
+                                     _dynamic_slice_host)
+
+
+def _is_static_int(i):
+    return isinstance(i, (int, np.integer)) and not isinstance(i, bool)
+
+
+def _dynamic_slice_indices(name, operand, start_indices, allow_negative_indices):
+    """Start indices as scalar operands; negative ones count from the end when allowed.
+
+    Static ints are wrapped here and become int constants; traced or array indices get the
+    ``lt``/``add``/``select_n`` JAX emits.
+    """
+    aval = get_aval(operand)
+    if not isinstance(start_indices, (list, tuple)) and (
+            isinstance(start_indices, (Tracer, np.ndarray)) or hasattr(start_indices, "aval")):
+        idx_aval = get_aval(start_indices)
+        if idx_aval.ndim != 1:
+            raise TypeError(f"lax.{name}: start_indices must be a sequence of scalars or a 1-D "
+                            f"array, got an array of shape {idx_aval.shape}")
+        if isinstance(start_indices, np.ndarray):
+            start_indices = list(start_indices)  # NumPy scalars: static indices
+        else:  # an xform array or a tracer: split it into scalar operands
+            start_indices = [reshape(slice(start_indices, (k,), (k + 1,)), ())
+                             for k in range(idx_aval.shape[0])]
+    start_indices = list(start_indices)
+    if len(start_indices) != aval.ndim:
+        raise TypeError(f"lax.{name}: got {len(start_indices)} start indices for an operand of "
+                        f"shape {aval.shape}; pass one scalar index per dimension")
+    if isinstance(allow_negative_indices, bool):
+        allow_negative_indices = [allow_negative_indices] * aval.ndim
+    out = []
+    for i, d, allow in zip(start_indices, aval.shape, allow_negative_indices, strict=True):
+        if _is_static_int(i):
+            if i < 0 and not allow:
+                raise ValueError(f"lax.{name}: index {i} is out of bounds for dimension {d} "
+                                 "with allow_negative_indices=False")
+            dt = dtypes.canonicalize(np.asarray(i).dtype) if isinstance(i, np.integer) \
+                else dtypes.default_int()
+            out.append(np.asarray(int(i) + d if i < 0 else int(i), dt))
+            continue
+        i_aval = get_aval(i)
+        if not allow or not dtypes.is_signed_int(i_aval.dtype):
+            out.append(i)
+            continue
+        d_const = np.asarray(d, i_aval.dtype)
+        out.append(select_n(lt(i, np.asarray(0, i_aval.dtype)), i, add(i, d_const)))
+    return out
+
+
+def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
+    """The ``slice_sizes`` window of ``operand`` at (possibly traced) ``start_indices``.
+
+    Starts are clamped so the window stays in bounds, as XLA does; with
+    ``allow_negative_indices`` negative starts count from the end first.
+
+    Example: ``dynamic_slice(x, (i, 0), (2, x.shape[1]))`` is rows ``i, i + 1`` of ``x``.
+    """
+    indices = _dynamic_slice_indices("dynamic_slice", operand, start_indices,
+                                     allow_negative_indices)
+    sizes = _ints(slice_sizes, "lax.dynamic_slice", "slice_sizes")
+    return dynamic_slice_p.bind(operand, *indices, slice_sizes=sizes)
+
+
+def _zero_like_index(i):
+    """A zero start index of ``i``'s dtype (all start indices must share one dtype)."""
+    if isinstance(i, int):
+        return 0
+    return np.zeros((), get_aval(i).dtype)
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
+                         allow_negative_indices=True):
+    """``operand[..., start_index:start_index + slice_size]`` along ``axis``, dynamically."""
+    shape = get_aval(operand).shape
+    axis = canonicalize_axis(axis, len(shape), "lax.dynamic_slice_in_dim")
+    starts = [_zero_like_index(start_index)] * len(shape)
+    starts[axis] = start_index
+    sizes = list(shape)
+    sizes[axis] = int(slice_size)
+    allow = [False] * len(shape)
+    allow[axis] = allow_negative_indices
+    return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow)
+
+
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *,
+                         allow_negative_indices=True):
+    """``operand[..., index]`` along ``axis`` for a (possibly traced) ``index``."""
+    ndim = get_aval(operand).ndim
+    axis = canonicalize_axis(axis, ndim, "lax.dynamic_index_in_dim")
+    out = dynamic_slice_in_dim(operand, index, 1, axis,
+                               allow_negative_indices=allow_negative_indices)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+# --------------------------------------------------------------------------- dynamic_update_slice
+
+
+def _dynamic_update_slice_abstract_eval(x, update, *indices):
+    if update.dtype != x.dtype:
+        raise TypeError(f"lax.dynamic_update_slice requires arguments to have the same "
+                        f"dtypes, got {x.dtype}, {update.dtype}")
+    if update.ndim != x.ndim:
+        raise TypeError(f"lax.dynamic_update_slice: update must have the operand's rank, got "
+                        f"update shape {update.shape} for operand shape {x.shape}")
+    if any(u > d for u, d in zip(update.shape, x.shape, strict=True)):
+        raise TypeError(f"lax.dynamic_update_slice: update shape {update.shape} must fit in "
+                        f"the operand shape {x.shape}")
+    _check_start_indices("dynamic_update_slice", x, indices)
+    weak = x.weak_type and update.weak_type and all(i.weak_type for i in indices)
+    return [ShapedArray(x.shape, x.dtype, weak)]
+
+
+def _dynamic_update_slice_host(x, update, *indices):
+    starts = _clamped_starts(x.shape, update.shape, indices)
+    out = x.copy()
+    out[tuple(_builtin_slice(s, s + w) for s, w in zip(starts, update.shape, strict=True))] = update
+    return [out]
+
+
+dynamic_update_slice_p = standard_primitive(
+    "dynamic_update_slice", _dynamic_update_slice_abstract_eval, _dynamic_update_slice_host)
+
+
+def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
+    """``operand`` with the window at ``start_indices`` replaced by ``update``.
+
+    Starts are clamped so ``update`` fits, as XLA does.
+
+    Example: ``dynamic_update_slice(zeros(6), ones(3), (5,))`` writes positions 3..5.
+    """
+    indices = _dynamic_slice_indices("dynamic_update_slice", operand, start_indices,
+                                     allow_negative_indices)
+    return dynamic_update_slice_p.bind(operand, update, *indices)
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis, *,
+                                allow_negative_indices=True):
+    """``dynamic_update_slice`` with a single start index along ``axis``."""
+    ndim = get_aval(operand).ndim
+    axis = canonicalize_axis(axis, ndim, "lax.dynamic_update_slice_in_dim")
+    starts = [_zero_like_index(start_index)] * ndim
+    starts[axis] = start_index
+    allow = [False] * ndim
+    allow[axis] = allow_negative_indices
+    return dynamic_update_slice(operand, update, starts, allow_negative_indices=allow)
+
+
+def dynamic_update_index_in_dim(operand, update, index, axis, *, allow_negative_indices=True):
+    """Write ``update`` (of rank ``operand.ndim - 1`` or equal) at ``index`` along ``axis``."""
+    ndim = get_aval(operand).ndim
+    axis = canonicalize_axis(axis, ndim, "lax.dynamic_update_index_in_dim")
+    u_shape = get_aval(update).shape
+    if len(u_shape) == ndim - 1:
+        update = reshape(update, u_shape[:axis] + (1,) + u_shape[axis:])
+    return dynamic_update_slice_in_dim(operand, update, index, axis,
+                                       allow_negative_indices=allow_negative_indices)
+
+
+# --------------------------------------------------------------------------- gather
+
+
+class GatherDimensionNumbers(NamedTuple):
+    """How the dimensions of a gather's operand, indices and output relate (XLA's Gather).
+
+    ``offset_dims``: output dims holding the slice; ``collapsed_slice_dims``: operand dims of
+    slice size 1 dropped from the output; ``start_index_map``: the operand dim each entry of
+    the index vector (the last dim of the indices) starts; ``operand_batching_dims`` and
+    ``start_indices_batching_dims``: dims of operand and indices traversed together.
+    """
+
+    offset_dims: tuple
+    collapsed_slice_dims: tuple
+    start_index_map: tuple
+    operand_batching_dims: tuple = ()
+    start_indices_batching_dims: tuple = ()
+
+
+class GatherScatterMode(enum.Enum):
+    """How ``gather``/``scatter`` treat out-of-bounds windows.
+
+    ``CLIP`` clamps each window into bounds; ``FILL_OR_DROP`` fills gathered windows that are
+    out of bounds and drops such scattered windows; ``PROMISE_IN_BOUNDS`` leaves it to XLA
+    (which clamps gathers and drops scatters).
+    """
+
+    CLIP = enum.auto()
+    FILL_OR_DROP = enum.auto()
+    PROMISE_IN_BOUNDS = enum.auto()
+
+    @staticmethod
+    def from_any(s):
+        """The mode named by ``s``: a mode, ``'clip'``, ``'fill'``/``'drop'``/``None``, or
+        ``'promise_in_bounds'``."""
+        if isinstance(s, GatherScatterMode):
+            return s
+        if s == "clip":
+            return GatherScatterMode.CLIP
+        if s is None or s in {"fill", "drop"}:
+            return GatherScatterMode.FILL_OR_DROP
+        if s == "promise_in_bounds":
+            return GatherScatterMode.PROMISE_IN_BOUNDS
+        # Members of jax.lax.GatherScatterMode (or any enum with these names) are accepted.
+        name = getattr(s, "name", None)
+        if name in GatherScatterMode.__members__:
+            return GatherScatterMode[name]
+        raise ValueError(f"Unknown gather/scatter mode {s!r}: use 'clip', 'fill', 'drop', "
+                         "'promise_in_bounds' or a GatherScatterMode")
+
+
+def _as_dnums(cls, dn, name):
+    """``dn`` (any object with ``cls``'s fields, e.g. JAX's) as ``cls`` holding int tuples."""
+    if not all(hasattr(dn, f) for f in cls._fields[:3]):
+        raise TypeError(f"{name}: dimension_numbers must be a {cls.__name__}, got {dn!r}")
+    return cls(*(_ints(getattr(dn, f, ()), name, f"dimension_numbers.{f}")
+                 for f in cls._fields))
+
+
+def _check_dims(op, dims, rank, what, sorted_=True):
+    if len(set(dims)) != len(dims):
+        raise TypeError(f"{op}: {what} must not repeat, got {dims}")
+    if sorted_ and list(dims) != sorted(dims):
+        raise TypeError(f"{op}: {what} must be sorted, got {dims}")
+    for d in dims:
+        if not 0 <= d < rank:
+            raise TypeError(f"{op}: {what} {dims} out of range: valid dims are [0, {rank})")
+
+
+def _check_index_dtype(op, indices):
+    if not dtypes.is_int(indices.dtype):
+        raise ValueError(f"{op}: indices must have an integer dtype, got "
+                         f"{indices.str_short()}")
+    if indices.ndim < 1:
+        raise TypeError(f"{op}: indices must have rank >= 1 (the last dim is the index vector; "
+                        f"add a trailing dim of size 1 for scalar indices), got shape "
+                        f"{indices.shape}")
+
+
+def _check_batching(op, operand, indices, *, operand_bdims, indices_bdims, names):
+    _check_dims(op, operand_bdims, operand.ndim, names[0])
+    _check_dims(op, indices_bdims, indices.ndim - 1, names[1], sorted_=False)
+    if len(operand_bdims) != len(indices_bdims):
+        raise TypeError(f"{op}: {names[0]} {operand_bdims} and {names[1]} {indices_bdims} "
+                        "must have the same length")
+    o_shape = tuple(operand.shape[d] for d in operand_bdims)
+    i_shape = tuple(indices.shape[d] for d in indices_bdims)
+    if o_shape != i_shape:
+        raise TypeError(f"{op}: operand batching dims have shape {o_shape} but indices "
+                        f"batching dims have shape {i_shape} (operand shape {operand.shape}, "
+                        f"indices shape {indices.shape})")
+
+
+def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes,
+                          indices_are_sorted, unique_indices, mode, fill_value):
+    op = "lax.gather"
+    dn = dimension_numbers
+    _check_index_dtype(op, indices)
+    batch_shape = indices.shape[:-1]
+    out_rank = len(batch_shape) + len(dn.offset_dims)
+    _check_dims(op, dn.offset_dims, out_rank, "offset_dims")
+    if len(dn.start_index_map) != indices.shape[-1]:
+        raise TypeError(f"{op}: start_index_map {dn.start_index_map} must have one entry per "
+                        f"element of the index vector (the last dim of indices shape "
+                        f"{indices.shape})")
+    _check_dims(op, dn.start_index_map, operand.ndim, "start_index_map", sorted_=False)
+    _check_dims(op, dn.collapsed_slice_dims, operand.ndim, "collapsed_slice_dims")
+    _check_batching(op, operand, indices, operand_bdims=dn.operand_batching_dims,
+                    indices_bdims=dn.start_indices_batching_dims,
+                    names=("operand_batching_dims", "start_indices_batching_dims"))
+    if set(dn.operand_batching_dims) & (set(dn.collapsed_slice_dims) | set(dn.start_index_map)):
+        raise TypeError(f"{op}: operand_batching_dims {dn.operand_batching_dims} must be "
+                        f"disjoint from collapsed_slice_dims and start_index_map")
+    if len(slice_sizes) != operand.ndim:
+        raise TypeError(f"{op}: slice_sizes {slice_sizes} must have one entry per operand "
+                        f"dimension (operand shape {operand.shape})")
+    if len(dn.offset_dims) + len(dn.collapsed_slice_dims) + len(dn.operand_batching_dims) \
+            != operand.ndim:
+        raise TypeError(f"{op}: each operand dim must be an offset dim, collapsed or batching: "
+                        f"got offset_dims {dn.offset_dims}, collapsed_slice_dims "
+                        f"{dn.collapsed_slice_dims}, operand_batching_dims "
+                        f"{dn.operand_batching_dims} for operand shape {operand.shape}")
+    nonempty = all(d > 0 for d in indices.shape)
+    for s, d in zip(slice_sizes, operand.shape, strict=True):
+        if s < 0 or (nonempty and s > d):
+            raise TypeError(f"{op}: slice_sizes {slice_sizes} must be in [0, dim] for operand "
+                            f"shape {operand.shape}")
+    for d in dn.collapsed_slice_dims + dn.operand_batching_dims:
+        if slice_sizes[d] > 1 or (d in dn.collapsed_slice_dims and slice_sizes[d] != 1):
+            raise TypeError(f"{op}: collapsed and batching dims must have slice size 1, but "
+                            f"slice_sizes[{d}] is {slice_sizes[d]} (slice_sizes {slice_sizes})")
+    window = (s for d, s in enumerate(slice_sizes)
+              if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims)
+    batch = iter(batch_shape)
+    shape = tuple(next(window) if i in dn.offset_dims else next(batch) for i in range(out_rank))
+    return [ShapedArray(shape, operand.dtype, operand.weak_type)]
+
+
+def _clamp_starts(indices, upper):
+    """``indices[..., k]`` clamped to ``[0, upper[k]]`` as int64, without wrap-around."""
+    upper = np.asarray(upper, np.int64)
+    if dtypes.is_unsigned_int(indices.dtype):
+        return np.minimum(indices.astype(np.uint64), upper.astype(np.uint64)).astype(np.int64)
+    return np.minimum(np.maximum(indices.astype(np.int64), 0), upper)
+
+
+def _in_bounds(indices, upper):
+    """Whether each index vector (last dim) starts a window that fits: shape ``indices[:-1]``."""
+    upper = np.asarray(upper, np.int64)
+    if dtypes.is_unsigned_int(indices.dtype):
+        ok = indices.astype(np.uint64) <= upper.astype(np.uint64)
+    else:
+        i = indices.astype(np.int64)
+        ok = (i >= 0) & (i <= upper)
+    return np.all(ok, axis=-1)
+
+
+def _window_index(batch_shape, starts, window, *, index_map, operand_bdims, indices_bdims):
+    """Operand coordinates of every window element: one int array per operand dim, of shape
+    ``batch_shape + window``. ``starts[..., k]`` is the clamped start along ``index_map[k]``."""
+    nb, nw = len(batch_shape), len(window)
+    coords = []
+    for d, w in enumerate(window):
+        if d in index_map:
+            start = starts[..., index_map.index(d)]
+        elif d in operand_bdims:  # a batching dim: the position along its indices dim
+            b = indices_bdims[operand_bdims.index(d)]
+            start = np.arange(batch_shape[b]).reshape(
+                [batch_shape[b] if i == b else 1 for i in range(nb)])
+        else:
+            start = np.zeros((1,) * nb, np.int64)
+        offset = np.arange(w).reshape([w if i == d else 1 for i in range(nw)])
+        coords.append(np.reshape(start, start.shape + (1,) * nw) + offset)
+    full = tuple(batch_shape) + tuple(window)
+    return tuple(np.broadcast_to(c, full) for c in coords)
+
+
+def _gather_host(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
+                 unique_indices, mode, fill_value):
+    dn = dimension_numbers
+    batch_shape = indices.shape[:-1]
+    nb = len(batch_shape)
+    upper = [operand.shape[d] - slice_sizes[d] for d in dn.start_index_map]
+    starts = _clamp_starts(indices, upper)
+    coords = _window_index(batch_shape, starts, slice_sizes, index_map=dn.start_index_map,
+                           operand_bdims=dn.operand_batching_dims,
+                           indices_bdims=dn.start_indices_batching_dims)
+    out = operand[coords] if coords else np.broadcast_to(operand, batch_shape)
+    kept = tuple(s for d, s in enumerate(slice_sizes)
+                 if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims)
+    out = out.reshape(batch_shape + kept)
+    batch_axes = iter(range(nb))
+    perm = [nb + dn.offset_dims.index(i) if i in dn.offset_dims else next(batch_axes)
+            for i in range(out.ndim)]
+    out = np.transpose(out, perm)
+    if mode == GatherScatterMode.FILL_OR_DROP:
+        # JAX compares the indices after converting them to its signed index dtype.
+        ok = _in_bounds(indices.astype(_index_dtype(operand.shape)), upper)
+        ok = np.expand_dims(ok, tuple(dn.offset_dims))  # batch dims keep their order
+        with np.errstate(all="ignore"):
+            fill = np.array(fill_value).astype(operand.dtype)
+        out = np.where(ok, out, fill)
+    return [np.asarray(out, operand.dtype)]
+
+
+gather_p = standard_primitive("gather", _gather_abstract_eval, _gather_host)
+
+
+def _default_fill_value(dtype):
+    if dtypes.is_inexact(dtype):
+        return np.nan
+    if dtypes.is_signed_int(dtype):
+        return int(np.iinfo(dtype).min)
+    if dtypes.is_unsigned_int(dtype):
+        return int(np.iinfo(dtype).max)
+    return True
+
+
+def gather(operand, start_indices, dimension_numbers, slice_sizes, *, indices_are_sorted=False,
+           unique_indices=False, mode=None, fill_value=None):
+    """XLA's Gather: slices of ``operand`` of size ``slice_sizes`` at ``start_indices``.
+
+    Args:
+      operand: the array to gather from.
+      start_indices: integer array whose last dim is the index vector.
+      dimension_numbers: a ``GatherDimensionNumbers``.
+      slice_sizes: one size per operand dim.
+      mode: a ``GatherScatterMode`` or ``'clip'``/``'fill'``/``'promise_in_bounds'``;
+        ``None`` means ``PROMISE_IN_BOUNDS``, as in JAX.
+      fill_value: the value of out-of-bounds windows in ``FILL_OR_DROP`` mode (default NaN
+        for inexact dtypes, the minimum of signed ints, the maximum of unsigned, True).
+
+    Example: with ``dn = GatherDimensionNumbers((), (0,), (0,))``,
+    ``gather(x, idx[:, None], dn, (1,))`` is ``x[idx]`` for a vector ``x``.
+    """
+    dn = _as_dnums(GatherDimensionNumbers, dimension_numbers, "lax.gather")
+    mode = GatherScatterMode.from_any(
+        GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else mode)
+    if mode == GatherScatterMode.FILL_OR_DROP:
+        if fill_value is None:
+            fill_value = _default_fill_value(get_aval(operand).dtype)
+        elif isinstance(fill_value, np.generic):
+            fill_value = fill_value.item()
+    else:
+        fill_value = None
+    sizes = _ints(slice_sizes, "lax.gather", "slice_sizes")
+    return gather_p.bind(operand, start_indices, dimension_numbers=dn, slice_sizes=sizes,
+                         indices_are_sorted=bool(indices_are_sorted),
+                         unique_indices=bool(unique_indices), mode=mode, fill_value=fill_value)
+
+
+# --------------------------------------------------------------------------- scatter
+
+
+class ScatterDimensionNumbers(NamedTuple):
+    """How the dimensions of a scatter's operand, indices and updates relate (XLA's Scatter).
+
+    ``update_window_dims``: dims of ``updates`` that are window dims;
+    ``inserted_window_dims``: operand dims of window size 1 absent from ``updates``;
+    ``scatter_dims_to_operand_dims``: the operand dim each entry of the index vector (the last
+    dim of the indices) starts; ``operand_batching_dims`` and
+    ``scatter_indices_batching_dims``: dims of operand and indices traversed together.
+    """
+
+    update_window_dims: tuple
+    inserted_window_dims: tuple
+    scatter_dims_to_operand_dims: tuple
+    operand_batching_dims: tuple = ()
+    scatter_indices_batching_dims: tuple = ()
+
+
+def _scatter_window(operand, updates, dn):
+    """The window size along every operand dim (1 for inserted and batching dims)."""
+    window, pos = [], 0
+    for d in range(operand.ndim):
+        if d in dn.inserted_window_dims or d in dn.operand_batching_dims:
+            window.append(1)
+        else:
+            window.append(updates.shape[dn.update_window_dims[pos]])
+            pos += 1
+    return window
+
+
+def _scatter_abstract_eval(name, kinds):
+    op = f"lax.{name}"
+
+    def rule(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
+             unique_indices, mode):
+        dn = dimension_numbers
+        _check_index_dtype(op, indices)
+        if updates.dtype != operand.dtype:
+            raise TypeError(f"{op} requires arguments to have the same dtypes, got "
+                            f"{operand.dtype}, {updates.dtype}")
+        check_dtype(op, operand.dtype, kinds)
+        batch_shape = indices.shape[:-1]
+        if updates.ndim != len(batch_shape) + len(dn.update_window_dims):
+            raise TypeError(f"{op}: updates must have rank "
+                            f"{len(batch_shape) + len(dn.update_window_dims)} (indices batch "
+                            f"rank {len(batch_shape)} + {len(dn.update_window_dims)} window "
+                            f"dims), got updates shape {updates.shape}")
+        _check_dims(op, dn.update_window_dims, updates.ndim, "update_window_dims")
+        _check_dims(op, dn.inserted_window_dims, operand.ndim, "inserted_window_dims")
+        _check_batching(op, operand, indices, operand_bdims=dn.operand_batching_dims,
+                        indices_bdims=dn.scatter_indices_batching_dims,
+                        names=("operand_batching_dims", "scatter_indices_batching_dims"))
+        bdims = set(dn.operand_batching_dims)
+        if bdims & (set(dn.inserted_window_dims) | set(dn.scatter_dims_to_operand_dims)):
+            raise TypeError(f"{op}: operand_batching_dims {dn.operand_batching_dims} must be "
+                            "disjoint from inserted_window_dims and "
+                            "scatter_dims_to_operand_dims")
+        n_window = (len(dn.update_window_dims) + len(dn.inserted_window_dims) +
+                    len(dn.operand_batching_dims))
+        if n_window != operand.ndim:
+            raise TypeError(f"{op}: update_window_dims {dn.update_window_dims}, "
+                            f"inserted_window_dims {dn.inserted_window_dims} and "
+                            f"operand_batching_dims {dn.operand_batching_dims} must account "
+                            f"for every dim of the operand of shape {operand.shape}")
+        if len(dn.scatter_dims_to_operand_dims) != indices.shape[-1]:
+            raise TypeError(f"{op}: scatter_dims_to_operand_dims "
+                            f"{dn.scatter_dims_to_operand_dims} must have one entry per "
+                            f"element of the index vector (the last dim of indices shape "
+                            f"{indices.shape})")
+        _check_dims(op, dn.scatter_dims_to_operand_dims, operand.ndim,
+                    "scatter_dims_to_operand_dims", sorted_=False)
+        window_dims = [d for d in range(operand.ndim)
+                       if d not in dn.inserted_window_dims and d not in bdims]
+        for u, d in zip(dn.update_window_dims, window_dims, strict=True):
+            if updates.shape[u] > operand.shape[d]:
+                raise TypeError(f"{op}: the window of updates (shape {updates.shape}) "
+                                f"exceeds the operand (shape {operand.shape}) along operand "
+                                f"dim {d}")
+        scatter_shape = tuple(s for i, s in enumerate(updates.shape)
+                              if i not in dn.update_window_dims)
+        if scatter_shape != batch_shape:
+            raise TypeError(f"{op}: the scatter dims of updates (shape {updates.shape}) must "
+                            f"match the batch dims of indices (shape {indices.shape}): "
+                            f"{scatter_shape} != {batch_shape}")
+        return [ShapedArray(operand.shape, operand.dtype, operand.weak_type)]
+
+    return rule
+
+
+def _scatter_host(combine):
+    """The NumPy impl of a scatter whose combiner is ``combine`` (a ufunc, or None to
+    replace)."""
+
+    def impl(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
+             unique_indices, mode):
+        dn = dimension_numbers
+        batch_shape = indices.shape[:-1]
+        window = _scatter_window(operand, updates, dn)
+        scatter_axes = [i for i in range(updates.ndim) if i not in dn.update_window_dims]
+        upd = np.transpose(updates, scatter_axes + list(dn.update_window_dims))
+        upd = upd.reshape(batch_shape + tuple(window))
+        upper = [operand.shape[d] - window[d] for d in dn.scatter_dims_to_operand_dims]
+        starts = _clamp_starts(indices, upper)
+        coords = _window_index(batch_shape, starts, window,
+                               index_map=dn.scatter_dims_to_operand_dims,
+                               operand_bdims=dn.operand_batching_dims,
+                               indices_bdims=dn.scatter_indices_batching_dims)
+        if mode != GatherScatterMode.CLIP:  # XLA drops every window that does not fit
+            ok = _in_bounds(indices, upper)
+            coords = tuple(c[ok] for c in coords)
+            upd = upd[ok]
+        out = operand.copy()
+        if not coords:  # a rank-0 operand: every update lands on it
+            coords, out = (np.zeros(upd.shape, np.intp),), out.reshape(1)
+        with np.errstate(all="ignore"):
+            if combine is None:
+                out[coords] = upd
+            else:
+                combine.at(out, coords, upd)
+        return [out.reshape(operand.shape)]
+
+    return impl
+
+
+def _scatter_primitive(name, kinds, combine):
+    return standard_primitive(name, _scatter_abstract_eval(name.replace("-", "_"), kinds),
+                              _scatter_host(combine))
+
+
+scatter_p = _scatter_primitive("scatter", ANY, None)
+scatter_add_p = _scatter_primitive("scatter-add", NUMBER, np.add)
+scatter_mul_p = _scatter_primitive("scatter-mul", NUMBER, np.multiply)
+scatter_min_p = _scatter_primitive("scatter-min", ANY, np.minimum)
+scatter_max_p = _scatter_primitive("scatter-max", ANY, np.maximum)
+
+
+def _scatter_bind(prim, operand, scatter_indices, updates, dimension_numbers, *,
+                  indices_are_sorted, unique_indices, mode):
+    dn = _as_dnums(ScatterDimensionNumbers, dimension_numbers, f"lax.{prim.name}")
+    return prim.bind(operand, scatter_indices, updates, dimension_numbers=dn,
+                     indices_are_sorted=bool(indices_are_sorted),
+                     unique_indices=bool(unique_indices),
+                     mode=GatherScatterMode.from_any(mode))
+
+
+def scatter(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
+            unique_indices=False, mode=None):
+    """XLA's Scatter: ``operand`` with the windows at ``scatter_indices`` set to ``updates``.
+
+    ``mode=None`` drops out-of-bounds windows (``FILL_OR_DROP``); ``'clip'`` clamps them in.
+    Duplicate indices are applied in an unspecified order.
+
+    Example: with ``dn = ScatterDimensionNumbers((), (0,), (0,))``,
+    ``scatter(x, idx[:, None], v, dn)`` is ``x.at[idx].set(v)`` for a vector ``x``.
+    """
+    return _scatter_bind(scatter_p, operand, scatter_indices, updates, dimension_numbers,
+                         indices_are_sorted=indices_are_sorted,
+                         unique_indices=unique_indices, mode=mode)
+
+
+def scatter_add(operand, scatter_indices, updates, dimension_numbers, *,
+                indices_are_sorted=False, unique_indices=False, mode=None):
+    """``scatter`` that adds ``updates`` into ``operand`` (``x.at[idx].add(v)``)."""
+    return _scatter_bind(scatter_add_p, operand, scatter_indices, updates, dimension_numbers,
+                         indices_are_sorted=indices_are_sorted,
+                         unique_indices=unique_indices, mode=mode)
+
+
+def scatter_mul(operand, scatter_indices, updates, dimension_numbers, *,
+                indices_are_sorted=False, unique_indices=False, mode=None):
+    """``scatter`` that multiplies ``operand`` by ``updates`` (``x.at[idx].multiply(v)``)."""
+    return _scatter_bind(scatter_mul_p, operand, scatter_indices, updates, dimension_numbers,
+                         indices_are_sorted=indices_are_sorted,
+                         unique_indices=unique_indices, mode=mode)
+
+
+def scatter_min(operand, scatter_indices, updates, dimension_numbers, *,
+                indices_are_sorted=False, unique_indices=False, mode=None):
+    """``scatter`` keeping the minimum of ``operand`` and ``updates`` (``x.at[idx].min(v)``)."""
+    return _scatter_bind(scatter_min_p, operand, scatter_indices, updates, dimension_numbers,
+                         indices_are_sorted=indices_are_sorted,
+                         unique_indices=unique_indices, mode=mode)
+
+
+def scatter_max(operand, scatter_indices, updates, dimension_numbers, *,
+                indices_are_sorted=False, unique_indices=False, mode=None):
+    """``scatter`` keeping the maximum of ``operand`` and ``updates`` (``x.at[idx].max(v)``)."""
+    return _scatter_bind(scatter_max_p, operand, scatter_indices, updates, dimension_numbers,
+                         indices_are_sorted=indices_are_sorted,
+                         unique_indices=unique_indices, mode=mode)
