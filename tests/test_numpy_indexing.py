@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 import xform
 from tests.harness import assert_same
 from xform.array import from_host
-from xform.numpy._indexing import IndexUpdateHelper, NonConcreteBooleanIndexError, getitem
+from xform.errors import NonConcreteBooleanIndexError
+from xform.numpy._indexing import IndexUpdateHelper, getitem
 
 # --------------------------------------------------------------------------- strategies
 

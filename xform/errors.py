@@ -17,6 +17,10 @@ class TracerIntegerConversionError(ConcretizationTypeError):
     """``int()`` or ``__index__`` of a traced value."""
 
 
+class NonConcreteBooleanIndexError(IndexError, XformError):
+    """A boolean mask index was traced: the result's shape would depend on its values."""
+
+
 class UnexpectedTracerError(XformError):
     """A tracer escaped the transformation that created it and was used afterwards."""
 

@@ -21,14 +21,10 @@ import numpy as np
 
 from xform import core, dtypes, lax
 from xform.core import Tracer, get_aval
-from xform.errors import XformError
+from xform.errors import NonConcreteBooleanIndexError
 from xform.primitives.elementwise import convert_element_type_p
 
 __all__ = ["getitem", "IndexUpdateHelper", "NonConcreteBooleanIndexError"]
-
-
-class NonConcreteBooleanIndexError(IndexError, XformError):
-    """A boolean mask index was traced: the result's shape would depend on its values."""
 
 
 # Kinds of index entries.
