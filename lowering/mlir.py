@@ -140,9 +140,9 @@ def _sanitize(name):
 def lower_jaxpr(mctx, jaxpr, consts, args):
     """Emit the equations of ``jaxpr`` at the current insertion point; return its outputs."""
     env = {}
-    for v, x in zip(jaxpr.constvars, consts):
+    for v, x in zip(jaxpr.constvars, consts, strict=True):
         env[v] = x
-    for v, x in zip(jaxpr.invars, args):
+    for v, x in zip(jaxpr.invars, args, strict=True):
         env[v] = x
 
     def read(x):
@@ -157,7 +157,7 @@ def lower_jaxpr(mctx, jaxpr, consts, args):
                                    "so it cannot be compiled with jit")
         ctx = RuleContext(mctx, [x.aval for x in eqn.invars], [v.aval for v in eqn.outvars])
         outs = rule(ctx, *[read(x) for x in eqn.invars], **eqn.params)
-        for v, out in zip(eqn.outvars, outs):
+        for v, out in zip(eqn.outvars, outs, strict=True):
             env[v] = out
     return [read(x) for x in jaxpr.outvars]
 
@@ -172,7 +172,8 @@ def emit_function(mctx, closed, symbol, public):
     fn.attributes["sym_visibility"] = ir.StringAttr.get("public" if public else "private")
     block = fn.add_entry_block()
     with ir.InsertionPoint(block):
-        consts = [constant(c, v.aval.dtype) for v, c in zip(jaxpr.constvars, closed.consts)]
+        consts = [constant(c, v.aval.dtype)
+                  for v, c in zip(jaxpr.constvars, closed.consts, strict=True)]
         outs = lower_jaxpr(mctx, jaxpr, consts, list(block.arguments))
         func.ReturnOp(outs)
     return fn

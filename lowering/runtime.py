@@ -14,7 +14,6 @@ from jaxlib import _jax
 
 from lowering import mlir
 
-
 BufferType = _jax.ArrayImpl
 
 
@@ -60,8 +59,8 @@ def to_device(x, device=None):
     device = device or default_device()
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
-    return _jax.batched_device_put(_jax_aval(x.shape, x.dtype), _sharding(device), [x], [device], True,
-                                   False, enable_x64=True)
+    return _jax.batched_device_put(_jax_aval(x.shape, x.dtype), _sharding(device), [x],
+                                   [device], True, False, enable_x64=True)
 
 
 def to_host(buf):

@@ -7,8 +7,18 @@ feature.
 import lowering  # noqa: F401  (registers the lowering rules)
 from xform import config, dispatch, errors, lax, numpy, tree_util  # noqa: F401
 from xform.api import (  # noqa: F401
-    ShapeDtypeStruct, block_until_ready, default_backend, device_count, device_put, devices,
-    eval_shape, jit, local_device_count, local_devices, make_jaxpr)
+    ShapeDtypeStruct,
+    block_until_ready,
+    default_backend,
+    device_count,
+    device_put,
+    devices,
+    eval_shape,
+    jit,
+    local_device_count,
+    local_devices,
+    make_jaxpr,
+)
 from xform.array import Array  # noqa: F401
 from xform.config import enable_x64_scope as enable_x64  # noqa: F401
 

@@ -111,7 +111,7 @@ class _Statics:
 
     def merge(self, args, kwargs):
         args = list(args)
-        for i, v in zip(self.positions, self.pos_values):
+        for i, v in zip(self.positions, self.pos_values, strict=True):
             args.insert(i, v)
         return tuple(args), {**kwargs, **self.kw_values}
 
@@ -141,7 +141,8 @@ def _normalize_statics(fun, static_argnums, static_argnames):
         n = len(positional)
         has_varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
         norm = []
-        for i in nums:
+        for num in nums:
+            i = num
             if i < 0:
                 if has_varargs:
                     raise ValueError(f"jit of {_fun_name(fun)}: negative static_argnums "
@@ -164,7 +165,7 @@ def _split_statics(fun, args, kwargs, static_argnums, static_argnames):
         return args, kwargs, None
     positions = tuple(i for i in static_argnums if i < len(args))
     pos_values = tuple(args[i] for i in positions)
-    for i, v in zip(positions, pos_values):
+    for i, v in zip(positions, pos_values, strict=True):
         _check_hashable(v, f"static argument {i}", fun)
     dyn_args = tuple(a for i, a in enumerate(args) if i not in positions)
     kw_values = {k: v for k, v in kwargs.items() if k in static_argnames}

@@ -12,7 +12,8 @@ enable_x64 = False
 check_jaxprs = False
 host_eager = True
 
-_NAMES = {"enable_x64": "enable_x64", "jax_enable_x64": "enable_x64", "check_jaxprs": "check_jaxprs"}
+_NAMES = {"enable_x64": "enable_x64", "jax_enable_x64": "enable_x64",
+          "check_jaxprs": "check_jaxprs"}
 
 
 def update(name, value):

@@ -528,7 +528,7 @@ def _same_type(a, b):
 def check_jaxpr(jaxpr):
     """Typecheck ``jaxpr`` (a Jaxpr or ClosedJaxpr); raise ``JaxprTypeError`` quoting the eqn."""
     if isinstance(jaxpr, ClosedJaxpr):
-        for v, c in zip(jaxpr.jaxpr.constvars, jaxpr.consts):
+        for v, c in zip(jaxpr.jaxpr.constvars, jaxpr.consts, strict=True):
             if not isinstance(c, Tracer) and not _same_type(v.aval, get_aval(c)):
                 raise JaxprTypeError(f"constvar of type {v.aval.str_short()} is bound to a "
                                      f"constant of type {get_aval(c).str_short()}")
@@ -538,7 +538,8 @@ def check_jaxpr(jaxpr):
 
     def define(v):
         if v in defined:
-            raise JaxprTypeError(f"variable {names(v)} is defined twice in\n{pp_jaxpr(jaxpr, names, 0)}")
+            raise JaxprTypeError(f"variable {names(v)} is defined twice in\n"
+                                 f"{pp_jaxpr(jaxpr, names, 0)}")
         defined.add(v)
 
     def read(x, eqn):
@@ -561,7 +562,7 @@ def check_jaxpr(jaxpr):
         except (TypeError, ValueError) as e:
             raise JaxprTypeError(f"ill-typed equation: {pp_eqn(eqn, names, 0)}\n{e}") from e
         if len(out_avals) != len(eqn.outvars) or not all(
-                _same_type(a, v.aval) for a, v in zip(out_avals, eqn.outvars)):
+                _same_type(a, v.aval) for a, v in zip(out_avals, eqn.outvars, strict=True)):
             expected = ", ".join(a.str_short() for a in out_avals)
             raise JaxprTypeError(f"equation {pp_eqn(eqn, names, 0)} binds outputs whose types "
                                  f"differ from its rule's: {expected}")

@@ -61,12 +61,11 @@ def host_apply(prim, args, params):
     out_avals = abstract_eval_rules[prim](*avals, **params)
     outs = _quiet.context.run(impl, *vals, **params)
     result = []
-    for o, a in zip(outs, out_avals):
-        if type(o) is not np.ndarray:  # NumPy gives scalars for 0-d results
-            o = np.asarray(o)
-        if o.dtype != a.dtype:
-            o = o.astype(a.dtype)
-        result.append(Array(a, o))
+    for out, a in zip(outs, out_avals, strict=True):
+        value = out if type(out) is np.ndarray else np.asarray(out)  # NumPy gives 0-d scalars
+        if value.dtype != a.dtype:
+            value = value.astype(a.dtype)
+        result.append(Array(a, value))
     return result
 
 
@@ -83,13 +82,13 @@ class Compiled:
     def run(self, args, avals):
         device = self.device
         bufs = []
-        for x, a in zip(args, avals):
+        for x, a in zip(args, avals, strict=True):
             if type(x) is Array and x._buf is not None and device is None:
                 bufs.append(x._buf)
             else:
                 bufs.append(device_buffer(x, a, device))
         outs = self.executable.call(bufs)
-        return [Array(a, None, b) for a, b in zip(self.out_avals, outs)]
+        return [Array(a, None, b) for a, b in zip(self.out_avals, outs, strict=True)]
 
 
 _compiled = {}

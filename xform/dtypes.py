@@ -30,7 +30,7 @@ def short_name(dtype):
     return _SHORT.get(dtype, str(dtype))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _canonical(dtype, x64):
     if dtype not in SUPPORTED:
         raise TypeError(f"xform does not support the dtype {dtype}; supported: "
@@ -92,8 +92,9 @@ def iinfo(dtype):
 
 
 # The promotion lattice of jax.numpy. "i*", "f*", "c*" are the weak Python-scalar types.
+# Node names must never equal a dtype: np.dtype("b") == "b" is int8, hence "bool*".
 _LATTICE = {
-    "b": ["i*"],
+    "bool*": ["i*"],
     "i*": [uint8, int8],
     uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: ["f*"],
     int8: [int16], int16: [int32], int32: [int64], int64: ["f*"],
@@ -119,7 +120,7 @@ _UB = {n: _upper_bounds(n) for n in _LATTICE}
 
 def _node(dtype, weak):
     if dtype == bool_:
-        return "b"
+        return "bool*"
     if weak:
         if is_int(dtype):
             return "i*"
@@ -131,15 +132,15 @@ def _node(dtype, weak):
 def _join(nodes, x64):
     common = frozenset.intersection(*(_UB[n] for n in nodes))
     best = next(n for n in common if _UB[n] >= common)
+    if not isinstance(best, str):
+        return _canonical(best, x64), False
+    if best == "bool*":
+        return bool_, False
     if best == "i*":
         return (int64 if x64 else int32), True
     if best == "f*":
         return (float64 if x64 else float32), True
-    if best == "c*":
-        return (complex128 if x64 else complex64), True
-    if best == "b":
-        return bool_, False
-    return _canonical(best, x64), False
+    return (complex128 if x64 else complex64), True
 
 
 def promote(*dtype_weak_pairs):

@@ -21,6 +21,11 @@ class NonConcreteBooleanIndexError(IndexError, XformError):
     """A boolean mask index was traced: the result's shape would depend on its values."""
 
 
+class IncompatibleShapesError(ValueError, TypeError, XformError):
+    """Operands whose shapes do not broadcast. jax.numpy raises ``ValueError`` from
+    ``broadcast_arrays``/``where`` and ``TypeError`` from its ufuncs; this is both."""
+
+
 class UnexpectedTracerError(XformError):
     """A tracer escaped the transformation that created it and was used afterwards."""
 

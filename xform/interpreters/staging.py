@@ -15,16 +15,17 @@ from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Tracer, Var
 
 
 class JaxprTracer(Tracer):
-    __slots__ = ("var", "source")
+    # ``jaxpr_var``, not ``var``: tracers also carry NumPy methods, ``x.var()`` among them.
+    __slots__ = ("jaxpr_var", "source")
 
     def __init__(self, trace, var, source):
         self._trace = trace
-        self.var = var
+        self.jaxpr_var = var
         self.source = source
 
     @property
     def aval(self):
-        return self.var.aval
+        return self.jaxpr_var.aval
 
 
 class JaxprTrace(core.Trace):
@@ -51,7 +52,7 @@ class JaxprTrace(core.Trace):
     def to_atom(self, x):
         if isinstance(x, Tracer):
             if x._trace is self:
-                return x.var
+                return x.jaxpr_var
             if not x._trace.alive:
                 raise core.escaped_tracer_error(x, f"the function being {self.name}")
             return self._capture(x, x.aval)

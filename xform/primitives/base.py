@@ -36,7 +36,7 @@ def standard_primitive(name, abstract_eval, host_impl=None, multiple_results=Fal
     return prim
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def accepted_dtypes(kinds):
     """The supported dtypes in ``kinds``, as a set: membership is the fast check."""
     return frozenset(d for d in dtypes.SUPPORTED if any(pred(d) for pred, _ in kinds))

@@ -12,7 +12,7 @@ jit_p = Primitive("jit", multiple_results=True)
 def _jit_abstract_eval(*avals, jaxpr, name):
     expected = jaxpr.in_avals
     if len(avals) != len(expected) or any(
-            a.shape != e.shape or a.dtype != e.dtype for a, e in zip(avals, expected)):
+            a.shape != e.shape or a.dtype != e.dtype for a, e in zip(avals, expected, strict=True)):
         got = ", ".join(a.str_short() for a in avals)
         want = ", ".join(a.str_short() for a in expected)
         raise TypeError(f"jit of {name}: called with arguments of types ({got}) but its jaxpr "

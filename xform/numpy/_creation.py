@@ -1,0 +1,272 @@
+"""Array creation: zeros, ones, full, empty, their ``_like`` forms, arange, linspace, eye,
+identity, tri, tril, triu."""
+
+import numpy as np
+
+from xform import core, dtypes, lax
+from xform.array import Array
+from xform.core import ShapedArray, Tracer
+from xform.numpy._promote import (
+    _canonical_dtype,
+    _dtype_and_weak,
+    _to_inexact,
+    asarray,
+    aval_of,
+    broadcast_shapes,
+    broadcast_to_shape,
+    check_arraylike,
+    convert,
+    result_type,
+)
+from xform.numpy._ufuncs import add, full_like_aval, multiply, subtract, true_divide, where_
+
+__all__ = [
+    "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like",
+    "arange", "linspace", "eye", "identity", "tri", "tril", "triu",
+]
+
+
+def _shape(shape, name):
+    if isinstance(shape, (Tracer, Array)) and aval_of(shape).ndim > 0:
+        shape = tuple(shape.tolist()) if isinstance(shape, Array) else shape
+    try:
+        dims = (shape,) if np.ndim(shape) == 0 and not isinstance(shape, (tuple, list)) \
+            else tuple(shape)
+        out = tuple(int(d.__index__()) if hasattr(d, "__index__") else _bad(d, name)
+                    for d in dims)
+    except TypeError as e:
+        if isinstance(e, core.ConcretizationTypeError):
+            raise
+        raise TypeError(f"{name}: shape must be an int or a sequence of ints, got "
+                        f"{shape!r}") from None
+    if any(d < 0 for d in out):
+        raise ValueError(f"{name}: negative dimensions are not allowed, got shape {out}")
+    return out
+
+
+def _bad(d, name):
+    raise TypeError(f"{name}: shape entries must be integers, got {d!r}")
+
+
+def _filled(shape, value, dtype, weak=False):
+    """``lax.full``: a scalar broadcast to ``shape`` (one broadcast_in_dim)."""
+    if isinstance(value, (Tracer, Array)):
+        scalar = convert(value, dtype, weak)
+    else:
+        with np.errstate(all="ignore"):
+            host = np.array(value, dtype)
+        host.flags.writeable = False
+        scalar = Array(ShapedArray((), dtype, weak), host)
+    return lax.broadcast_in_dim(scalar, shape, ()) if shape else scalar
+
+
+def zeros(shape, dtype=None, *, device=None):
+    """An array of zeros (default dtype: float)."""
+    del device
+    dtype = _canonical_dtype(float if dtype is None else dtype, "zeros")
+    return _filled(_shape(shape, "zeros"), 0, dtype)
+
+
+def ones(shape, dtype=None, *, device=None):
+    """An array of ones (default dtype: float)."""
+    del device
+    dtype = _canonical_dtype(float if dtype is None else dtype, "ones")
+    return _filled(_shape(shape, "ones"), 1, dtype)
+
+
+def empty(shape, dtype=None, *, device=None):
+    """Like ``zeros``: xform arrays are never uninitialized."""
+    return zeros(shape, dtype, device=device)
+
+
+def full(shape, fill_value, dtype=None, *, device=None):
+    """An array of ``shape`` filled with ``fill_value`` (its dtype and weak type by default)."""
+    del device
+    shape = _shape(shape, "full")
+    check_arraylike("full", fill_value)
+    if np.ndim(fill_value) if not isinstance(fill_value, (Tracer, Array)) else \
+            aval_of(fill_value).ndim:
+        return broadcast_to_shape(asarray(fill_value, dtype), shape)
+    if dtype is None:
+        dtype, weak = _dtype_and_weak(fill_value)
+    else:
+        dtype, weak = _canonical_dtype(dtype, "full"), False
+    return _filled(shape, fill_value, dtype, weak)
+
+
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
+    """An array like ``a`` (shape, dtype, weak type) filled with ``fill_value``."""
+    del device
+    check_arraylike("full_like", a, fill_value)
+    aval = aval_of(asarray(a))
+    shape = aval.shape if shape is None else _shape(shape, "full_like")
+    if dtype is None:
+        dtype, weak = aval.dtype, aval.weak_type
+    else:
+        dtype, weak = _canonical_dtype(dtype, "full_like"), False
+    if not isinstance(fill_value, (Tracer, Array)) and np.ndim(fill_value):
+        return broadcast_to_shape(asarray(fill_value, dtype), shape)
+    return _filled(shape, fill_value, dtype, weak)
+
+
+def zeros_like(a, dtype=None, shape=None, *, device=None):
+    """Zeros of ``a``'s shape and dtype."""
+    return full_like(a, 0, dtype, shape, device=device)
+
+
+def ones_like(a, dtype=None, shape=None, *, device=None):
+    """Ones of ``a``'s shape and dtype."""
+    return full_like(a, 1, dtype, shape, device=device)
+
+
+def empty_like(a, dtype=None, shape=None, *, device=None):
+    """Like ``zeros_like``."""
+    return full_like(a, 0, dtype, shape, device=device)
+
+
+def _concrete_scalar(x, what):
+    if isinstance(x, Tracer):
+        return x._concretize(f"the jnp.arange argument '{what}'")
+    if x is not None and np.ndim(x) != 0:
+        raise ValueError(f"arange: arguments must be scalars; got {what}={x}")
+    return x
+
+
+def arange(start, stop=None, step=None, dtype=None, *, device=None):
+    """Evenly spaced values in ``[start, stop)``; the dtype follows the arguments."""
+    del device
+    if dtype is not None:
+        dtype = _canonical_dtype(dtype, "arange")
+    for v in (start, stop, step):
+        if v is not None:
+            check_arraylike("arange", v)
+    start_name = "stop" if stop is None and step is None else "start"
+    args = [start, stop, step]
+    if dtype is None:
+        dtype = result_type(*(v for v in args if v is not None))
+    start = _concrete_scalar(start, start_name)
+    stop = _concrete_scalar(stop, "stop")
+    step = _concrete_scalar(step, "step")
+    if any(np.iscomplexobj(v) for v in (start, stop, step) if v is not None):
+        raise ValueError("arange: complex start/stop/step are not supported")
+    if stop is None:
+        start, stop = 0, start
+    start, stop = np.asarray(start).item(), np.asarray(stop).item()
+    if step is not None:
+        step = np.asarray(step).item()
+        if step == 0:
+            raise ValueError("arange: step must not be zero")
+        working = dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
+        size = max(0, int(np.ceil((stop - start) / step)))
+        return lax.convert_element_type(
+            lax.add(asarray(start, working),
+                    lax.mul(asarray(step, working), lax.iota(working, size))), dtype)
+    if start == 0:
+        return lax.iota(dtype, max(0, int(np.ceil(stop))))
+    size = max(0, int(np.ceil(stop - start)))
+    return lax.add(asarray(start, dtype), lax.iota(dtype, size))
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,  # noqa: PLR0917
+             device=None):
+    """``num`` evenly spaced values from ``start`` to ``stop``."""
+    del device
+    num = int(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    check_arraylike("linspace", start, stop)
+    start, stop = asarray(start), asarray(stop)
+    if dtype is None:
+        dtype = _to_inexact(result_type(start, stop))
+    else:
+        dtype = _canonical_dtype(dtype, "linspace")
+    computation_dtype = _to_inexact(dtype)
+    start = convert(start, computation_dtype)
+    stop = convert(stop, computation_dtype)
+    bounds_shape = list(broadcast_shapes(aval_of(start).shape, aval_of(stop).shape))
+    b_start = broadcast_to_shape(start, tuple(bounds_shape))
+    b_stop = broadcast_to_shape(stop, tuple(bounds_shape))
+    axis = len(bounds_shape) + axis + 1 if axis < 0 else axis
+    bounds_shape.insert(axis, 1)
+    div = (num - 1) if endpoint else num
+    if num > 1:
+        delta = true_divide(convert(subtract(stop, start), computation_dtype),
+                            asarray(div, computation_dtype))
+        iota_shape = [1] * len(bounds_shape)
+        iota_shape[axis] = div
+        real_dtype = np.finfo(computation_dtype).dtype if dtypes.is_complex(
+            computation_dtype) else computation_dtype
+        step = true_divide(lax.reshape(lax.iota(real_dtype, div), tuple(iota_shape)),
+                           asarray(div, real_dtype))
+        step = convert(step, computation_dtype)
+        out = add(multiply(lax.reshape(b_start, tuple(bounds_shape)), subtract(1, step)),
+                  multiply(lax.reshape(b_stop, tuple(bounds_shape)), step))
+        if endpoint:
+            out = lax.concatenate([out, lax.expand_dims(b_stop, (axis,))], axis)
+    elif num == 1:
+        delta = asarray(np.nan if endpoint else 0.0, computation_dtype)
+        if not endpoint:
+            delta = subtract(stop, start)
+        out = lax.reshape(b_start, tuple(bounds_shape))
+    else:
+        empty_shape = list(broadcast_shapes(aval_of(start).shape, aval_of(stop).shape))
+        empty_shape.insert(axis, 0)
+        delta = asarray(np.nan, computation_dtype)
+        out = zeros(tuple(empty_shape), dtype)
+    if dtypes.is_int(dtype) and not dtypes.is_int(aval_of(out).dtype):
+        out = lax.floor(out)
+    result = convert(out, dtype, False)
+    return (result, delta) if retstep else result
+
+
+def eye(N, M=None, k=0, dtype=None, *, device=None):
+    """A 2-D array with ones on the ``k``-th diagonal."""
+    del device
+    dtype = _canonical_dtype(float if dtype is None else dtype, "eye")
+    n = _shape(N, "eye")[0]
+    m = n if M is None else _shape(M, "eye")[0]
+    k = int(k)
+    i = lax.broadcasted_iota(dtypes.int32, (n, m), 0)
+    j = lax.broadcasted_iota(dtypes.int32, (n, m), 1)
+    mask = lax.eq(lax.add(i, asarray(k, dtypes.int32)), j)
+    return lax.convert_element_type(mask, dtype)
+
+
+def identity(n, dtype=None):
+    """The ``n`` x ``n`` identity matrix."""
+    return eye(n, dtype=dtype)
+
+
+def tri(N, M=None, k=0, dtype=None):
+    """Ones at and below the ``k``-th diagonal."""
+    dtype = _canonical_dtype(float if dtype is None else dtype, "tri")
+    n = _shape(N, "tri")[0]
+    m = n if M is None else _shape(M, "tri")[0]
+    i = lax.broadcasted_iota(dtypes.int32, (n, m), 0)
+    j = lax.broadcasted_iota(dtypes.int32, (n, m), 1)
+    return lax.convert_element_type(lax.ge(lax.add(i, asarray(int(k), dtypes.int32)), j), dtype)
+
+
+def _tri_mask(name, m, k, lower):
+    check_arraylike(name, m)
+    m = asarray(m)
+    shape = aval_of(m).shape
+    if len(shape) < 2:
+        raise ValueError(f"{name}: argument must be at least 2-D, got shape {shape}")
+    n, cols = shape[-2:]
+    i = lax.broadcasted_iota(dtypes.int32, (n, cols), 0)
+    j = lax.broadcasted_iota(dtypes.int32, (n, cols), 1)
+    i = lax.add(i, asarray(int(k), dtypes.int32))
+    mask = lax.ge(i, j) if lower else lax.le(i, j)
+    mask = broadcast_to_shape(mask, shape)
+    return where_(mask, m, full_like_aval(m, 0))
+
+
+def tril(m, k=0):
+    """``m`` with the elements above the ``k``-th diagonal zeroed."""
+    return _tri_mask("tril", m, k, True)
+
+
+def triu(m, k=0):
+    """``m`` with the elements below the ``k``-th diagonal zeroed."""
+    return _tri_mask("triu", m, k, False)

@@ -1,0 +1,363 @@
+"""Array conversion, dtype promotion and shape broadcasting, as jax.numpy does them.
+
+Every ``xform.numpy`` function starts here: ``asarray`` turns Python and NumPy values into
+arrays, ``promote_args`` gives operands one dtype (the jax.numpy lattice of
+``xform.dtypes.promote``, with weakly typed Python scalars) and one shape (``broadcast_in_dim``;
+rank-0 operands stay rank-0 because lax's elementwise ops accept them, so ``x * 2.0`` stages
+as ``mul a 2.0:f32[]``).
+"""
+
+import builtins
+
+import numpy as np
+
+from xform import config, core, dtypes, lax
+from xform.array import Array, from_host
+from xform.core import ShapedArray, Tracer
+from xform.errors import IncompatibleShapesError
+from xform.primitives.elementwise import convert_element_type_p
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+_WEAK_PY_TYPES = (int, float, complex)
+
+
+# --------------------------------------------------------------------------- dtypes
+
+
+def _canonical_dtype(dtype, name="dtype"):
+    """A user's dtype argument (np type, string, dtype, Python type) in canonical form."""
+    if dtype is bool:
+        return dtypes.bool_
+    if dtype is int:
+        return dtypes.default_int()
+    if dtype is float:
+        return dtypes.default_float()
+    if dtype is complex:
+        return dtypes.default_complex()
+    if isinstance(dtype, (Array, Tracer)):
+        raise ValueError(f"{name}: passing an array as a dtype argument is not supported; "
+                         "use dtype=arr.dtype")
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"{name}: {dtype!r} is not a valid dtype") from e
+    if dt not in dtypes.SUPPORTED:
+        raise TypeError(f"xform.numpy only supports number and bool dtypes, got dtype {dt} "
+                        f"in {name}")
+    return dtypes.canonicalize(dt)
+
+
+def _dtype_and_weak(x):
+    """(dtype, weak_type) of a value or a dtype specifier, as JAX's lattice sees it."""
+    if isinstance(x, (Tracer, Array)):
+        return x.aval.dtype, x.aval.weak_type
+    t = type(x)
+    if t in _PY_SCALARS:
+        return dtypes.python_scalar_dtype(x), t is not bool
+    if isinstance(x, type) and x in _PY_SCALARS:
+        return _canonical_dtype(x), x is not bool
+    if isinstance(x, (np.ndarray, np.generic)):
+        return _canonical_dtype(x.dtype), False
+    if isinstance(x, _PY_SCALARS):  # subclasses of Python scalars (IntEnum, np.float64)
+        return dtypes.python_scalar_dtype(x), not isinstance(x, bool)
+    if isinstance(x, str) or isinstance(x, (np.dtype, type)):
+        return _canonical_dtype(x, "result_type"), False
+    if hasattr(x, "dtype"):
+        return _canonical_dtype(x.dtype, "result_type"), bool(getattr(x, "weak_type", False))
+    raise TypeError(f"Cannot determine dtype of {x!r} (type {type(x).__name__})")
+
+
+def lattice_result_type(*args):
+    """(dtype, weak_type) of an operation on ``args``: JAX's ``lattice_result_type``."""
+    pairs = [_dtype_and_weak(x) for x in args]
+    if not pairs:
+        raise ValueError("at least one array or dtype is required")
+    if len(pairs) == 1:
+        dtype, weak = pairs[0]
+    elif len({d for d, _ in pairs}) == 1 and not all(w for _, w in pairs):
+        dtype, weak = pairs[0][0], False
+    elif all(w for _, w in pairs):
+        # All weak: join the strong counterparts and keep the result weak, so two weak
+        # non-default types (a weak float16) do not jump to the default width.
+        dtype, _ = dtypes.promote(*[(d, False) for d, _ in pairs])
+        weak = True
+    else:
+        dtype, weak = dtypes.promote(*pairs)
+    return dtype, weak and dtype != dtypes.bool_
+
+
+def result_type(*args, return_weak_type_flag=False):
+    """The dtype jax.numpy gives an operation on ``args`` (arrays, scalars or dtypes)."""
+    dtype, weak = lattice_result_type(*(dtypes.default_float() if a is None else a
+                                        for a in args))
+    if weak:  # a weak result is the default type of its kind
+        if dtypes.is_complex(dtype):
+            dtype = dtypes.default_complex()
+        elif dtypes.is_float(dtype):
+            dtype = dtypes.default_float()
+        elif dtypes.is_int(dtype):
+            dtype = dtypes.default_int()
+    dtype = dtypes.canonicalize(dtype)
+    return (dtype, weak) if return_weak_type_flag else dtype
+
+
+_WIDE = {dtypes.int64, dtypes.uint64, dtypes.float64, dtypes.complex128}
+
+
+def promote_types(a, b):
+    """The dtype to which a binary operation casts ``a`` and ``b`` (not canonicalized).
+
+    Python's ``int``, ``float`` and ``complex`` types are weak: ``promote_types(np.uint8,
+    int)`` is ``uint8``.
+    """
+    nodes = []
+    for t in (a, b):
+        if any(t is w for w in _WEAK_PY_TYPES):
+            nodes.append((np.dtype(t), True))
+        else:
+            dt = np.dtype(t)
+            if dt not in dtypes.SUPPORTED:
+                raise TypeError(f"promote_types: unsupported dtype {dt}")
+            nodes.append((dt, False))
+    with config.enable_x64_scope(True):
+        out, _ = dtypes.promote(*nodes)
+    # Without x64, JAX never forms a 64-bit type from narrower inputs (uint32 x int32 is
+    # int32, not int64).
+    if not config.enable_x64 and out in _WIDE and not any(
+            w or d in _WIDE for d, w in nodes):
+        out = dtypes.canonicalize(out)
+    return out
+
+
+# --------------------------------------------------------------------------- conversion
+
+
+def _is_arraylike(x):
+    return isinstance(x, (Tracer, Array, np.ndarray, np.generic)) or type(x) in _PY_SCALARS \
+        or isinstance(x, _PY_SCALARS)
+
+
+def check_arraylike(name, *args):
+    """jax.numpy functions take arrays and scalars, not lists: ``TypeError`` otherwise."""
+    for i, x in enumerate(args):
+        if not _is_arraylike(x):
+            if isinstance(x, str):
+                raise TypeError(f"{name}: strings are not supported (got {x!r} at position "
+                                f"{i})")
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got "
+                            f"{type(x)} at position {i}.")
+
+
+def _scalar_array(x, dtype, weak):
+    """A rank-0 Array from a Python scalar (a jaxpr literal when staged)."""
+    if dtypes.is_int(dtype) and isinstance(x, int) and not isinstance(x, bool):
+        dtypes.check_int_range(int(x), dtype, "xform.numpy")
+    host = np.array(x, dtype)
+    host.flags.writeable = False
+    return Array(ShapedArray((), dtype, weak), host)
+
+
+def convert(x, dtype, weak_type=False):
+    """``x`` as ``dtype`` with the given weak type (``lax._convert_element_type``)."""
+    if type(x) in _PY_SCALARS or (isinstance(x, _PY_SCALARS) and not isinstance(x, np.generic)):
+        return _scalar_array(x, dtype, weak_type)
+    if isinstance(x, (np.ndarray, np.generic)):
+        x = from_host(x)
+    aval = x.aval
+    if aval.dtype == dtype and aval.weak_type == weak_type:
+        return x
+    return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
+
+
+def _leaves(obj, depth, shapes, leaves):
+    """Walk a nested list/tuple: collect leaves and the shape at each nesting level."""
+    if isinstance(obj, (list, tuple)):
+        shapes.append((depth, len(obj)))
+        for e in obj:
+            _leaves(e, depth + 1, shapes, leaves)
+    else:
+        leaves.append((depth, obj))
+
+
+def _nested_shape(obj):
+    shapes, leaves = [], []
+    _leaves(obj, 0, shapes, leaves)
+    dims = {}
+    for depth, n in shapes:
+        if dims.setdefault(depth, n) != n:
+            raise ValueError(f"array: setting an array element with a sequence; the nested "
+                             f"sequence is ragged (lengths {dims[depth]} and {n} at depth "
+                             f"{depth})")
+    return leaves
+
+
+def asarray(a, dtype=None, order=None, *, copy=None, device=None):
+    """Convert ``a`` (array, scalar, NumPy array, nested list) to an xform array.
+
+    Python scalars become weakly typed arrays; NumPy data is copied; 64-bit inputs become
+    32-bit unless x64 is enabled.
+    """
+    del order, copy, device  # arrays are immutable and placed by the runtime
+    dtype = None if dtype is None else _canonical_dtype(dtype, "asarray")
+    if isinstance(a, (Tracer, Array)):
+        return a if dtype is None else convert(a, dtype, False)
+    if isinstance(a, str) or (isinstance(a, np.ndarray) and a.dtype.kind in "USO"):
+        raise TypeError(f"xform.numpy does not support string or object arrays, got {a!r}")
+    if type(a) in _PY_SCALARS or (isinstance(a, _PY_SCALARS) and not isinstance(a, np.generic)):
+        if dtype is None:
+            d, weak = _dtype_and_weak(a)
+            return _scalar_array(a, d, weak)
+        return _scalar_array(a, dtype, False)
+    if isinstance(a, (np.ndarray, np.generic)):
+        out = from_host(a)
+        return out if dtype is None else convert(out, dtype, False)
+    if isinstance(a, (list, tuple)):
+        return _from_sequence(a, dtype)
+    if hasattr(a, "__jax_array__"):
+        return asarray(a.__jax_array__(), dtype)
+    if hasattr(a, "__array__"):
+        return asarray(np.asarray(a), dtype)
+    raise TypeError(f"asarray: cannot convert an object of type {type(a).__name__} to an "
+                    "xform array")
+
+
+def _from_sequence(a, dtype):
+    leaves = _nested_shape(a)
+    values = [v for _, v in leaves]
+    for v in values:
+        if isinstance(v, str):
+            raise TypeError(f"xform.numpy does not support strings, got {v!r} in a sequence")
+        if not _is_arraylike(v) and not hasattr(v, "__array__"):
+            raise TypeError(f"array: cannot convert an element of type {type(v).__name__}")
+    if dtype is None:
+        dtype = (lattice_result_type(*values)[0] if values else dtypes.default_float())
+    if not any(isinstance(v, Tracer) for v in values):
+        hosts = [np.asarray(v) if not isinstance(v, _PY_SCALARS) else v for v in values]
+        for h in hosts:
+            if isinstance(h, int) and not isinstance(h, bool) and dtypes.is_int(dtype):
+                dtypes.check_int_range(h, dtype, "xform.numpy.array")
+        with np.errstate(all="ignore"):
+            host = np.array(_rebuild(a, iter(hosts)), dtype)
+        return from_host(host)
+    return _stack_nested(a, dtype)
+
+
+def _rebuild(obj, it):
+    if isinstance(obj, (list, tuple)):
+        return [_rebuild(e, it) for e in obj]
+    return next(it)
+
+
+def _stack_nested(obj, dtype):
+    if not isinstance(obj, (list, tuple)):
+        return asarray(obj, dtype)
+    parts = [_stack_nested(e, dtype) for e in obj]
+    parts = [lax.expand_dims(p, (0,)) for p in parts]
+    return lax.concatenate(parts, 0)
+
+
+def array(object, dtype=None, copy=True, order="K", ndmin=0):  # noqa: A002  (NumPy's name)
+    """Like ``asarray``; ``ndmin`` prepends size-1 dimensions."""
+    del copy, order
+    out = asarray(object, dtype)
+    if out.aval.ndim < ndmin:
+        out = lax.expand_dims(out, tuple(range(ndmin - out.aval.ndim)))
+    return out
+
+
+# --------------------------------------------------------------------------- promotion
+
+
+def promote_dtypes(*args):
+    """Convert ``args`` to their common dtype (weakly typed if all of them are weak)."""
+    if len(args) < 2:
+        return [asarray(x) if not isinstance(x, (Tracer, Array)) else x for x in args]
+    dtype, weak = lattice_result_type(*args)
+    dtype = dtypes.canonicalize(dtype)
+    return [convert(x, dtype, weak) for x in args]
+
+
+def _to_inexact(dtype):
+    """JAX's ``to_inexact_dtype``: integers up to 32 bits and bool become float32 (also with
+    x64), 64-bit integers float64."""
+    if dtypes.is_inexact(dtype):
+        return dtype
+    wide = dtype.itemsize == 8
+    return dtypes.canonicalize(dtypes.float64 if wide else dtypes.float32)
+
+
+def promote_dtypes_inexact(*args):
+    """Promote, then ints and bools become the default float (``sin(int)`` is a float)."""
+    dtype, weak = lattice_result_type(*args)
+    dtype = _to_inexact(dtypes.canonicalize(dtype))
+    return [convert(x, dtype, weak) for x in args]
+
+
+def promote_dtypes_numeric(*args):
+    """Promote, then bools become the default int."""
+    dtype, weak = lattice_result_type(*args)
+    dtype = dtypes.canonicalize(dtype)
+    if dtype == dtypes.bool_:
+        dtype, weak = dtypes.default_int(), False
+    return [convert(x, dtype, weak) for x in args]
+
+
+def broadcast_shapes(*shapes, name="broadcast_shapes"):
+    """The NumPy broadcast of ``shapes``; ``ValueError`` if they are incompatible."""
+    ndim = builtins.max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(ndim):
+        sizes = {s[i - ndim + len(s)] for s in shapes if i - ndim + len(s) >= 0}
+        sizes.discard(1)
+        if len(sizes) > 1:
+            where = "" if name == "broadcast_shapes" else f"{name}: "
+            raise IncompatibleShapesError(f"{where}Incompatible shapes for broadcasting: "
+                                          f"shapes={[tuple(s) for s in shapes]}")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def broadcast_to_shape(x, shape):
+    """``x`` broadcast to ``shape`` with one ``broadcast_in_dim`` (none if already there)."""
+    aval = core.get_aval(x)
+    if aval.shape == shape:
+        return x
+    lead = len(shape) - aval.ndim
+    if lead < 0 or any(d != 1 and d != shape[lead + i] for i, d in enumerate(aval.shape)):
+        raise IncompatibleShapesError(f"Incompatible shapes for broadcasting: {aval.shape} "
+                                      f"and requested shape {shape}")
+    return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
+
+
+def promote_shapes(name, *args):
+    """Broadcast operands to one shape; rank-0 operands are left for lax to broadcast."""
+    if len(args) < 2:
+        return list(args)
+    shapes = [core.get_aval(x).shape for x in args]
+    if all(s == shapes[0] for s in shapes):
+        return list(args)
+    shape = broadcast_shapes(*shapes, name=name)
+    return [x if (not s and shape) else broadcast_to_shape(x, shape)
+            for x, s in zip(args, shapes, strict=True)]
+
+
+def promote_args(name, *args):
+    """Check, promote dtypes and broadcast shapes: the start of every jnp ufunc."""
+    check_arraylike(name, *args)
+    return promote_shapes(name, *promote_dtypes(*args))
+
+
+def promote_args_inexact(name, *args):
+    check_arraylike(name, *args)
+    return promote_shapes(name, *promote_dtypes_inexact(*args))
+
+
+def promote_args_numeric(name, *args):
+    check_arraylike(name, *args)
+    return promote_shapes(name, *promote_dtypes_numeric(*args))
+
+
+def aval_of(x):
+    return core.get_aval(x)

@@ -1,0 +1,667 @@
+"""Elementwise functions (NumPy's ufuncs), each a composition of lax primitives.
+
+Operands are checked, promoted and broadcast by ``_promote``; integer inputs to float
+functions become the default float, as in jax.numpy. Algorithms that must agree with
+jax.numpy bit for bit (floor_divide, remainder, integer power, hypot, logaddexp) follow it.
+"""
+
+import numpy as np
+
+from xform import dtypes, lax
+from xform.array import Array
+from xform.core import ShapedArray, Tracer
+from xform.numpy._promote import (
+    asarray,
+    aval_of,
+    check_arraylike,
+    promote_args,
+    promote_args_inexact,
+    promote_args_numeric,
+    promote_dtypes_inexact,
+    promote_dtypes_numeric,
+    promote_shapes,
+    result_type,
+)
+
+__all__ = [
+    "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "mod",
+    "fmod", "divmod", "power", "pow", "float_power", "negative", "positive", "abs", "absolute",
+    "fabs", "sign", "sqrt", "rsqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10",
+    "log1p", "sin", "cos", "tan", "arcsin", "asin", "arccos", "acos", "arctan", "atan",
+    "arctan2", "atan2", "sinh", "cosh", "tanh", "arcsinh", "asinh", "arccosh", "acosh",
+    "arctanh", "atanh", "floor", "ceil", "round", "around", "trunc", "rint", "isfinite",
+    "isnan", "isinf", "isposinf", "isneginf", "signbit", "maximum", "minimum", "fmax", "fmin",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "bitwise_not", "bitwise_invert", "invert", "left_shift", "right_shift",
+    "bitwise_left_shift", "bitwise_right_shift", "equal", "not_equal", "less", "less_equal",
+    "greater", "greater_equal", "real", "imag", "conj", "conjugate", "square", "reciprocal",
+    "hypot", "deg2rad", "rad2deg", "degrees", "radians", "nextafter", "logaddexp",
+    "logaddexp2", "heaviside", "sinc", "copysign", "isclose",
+]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def const(x, value):
+    """``value`` as a rank-0 array of ``x``'s dtype, as ``lax._const``: weakly typed only
+    when ``x`` is a weakly typed scalar (so ``deg2rad(2.0)`` stays weak, arrays stay strong)."""
+    aval = aval_of(x)
+    with np.errstate(all="ignore"):
+        host = np.array(value, aval.dtype)
+    host.flags.writeable = False
+    return Array(ShapedArray((), aval.dtype, aval.weak_type and not aval.shape), host)
+
+
+def strong_const(x, value):
+    """``value`` as a strongly typed rank-0 array of ``x``'s dtype (``_constant_like``)."""
+    dtype = aval_of(x).dtype
+    with np.errstate(all="ignore"):
+        host = np.array(value, dtype)
+    host.flags.writeable = False
+    return Array(ShapedArray((), dtype, False), host)
+
+
+def weak_const(x, value):
+    """``value`` as a weakly typed rank-0 array of ``x``'s dtype (a Python scalar operand)."""
+    dtype = aval_of(x).dtype
+    host = np.array(value, dtype)
+    host.flags.writeable = False
+    return Array(ShapedArray((), dtype, True), host)
+
+
+def to_bool(x):
+    return x if aval_of(x).dtype == dtypes.bool_ else lax.ne(x, const(x, 0))
+
+
+def full_like_aval(x, value, dtype=None):
+    """An array of ``x``'s shape filled with ``value`` (of ``dtype``, else ``x``'s)."""
+    aval = aval_of(x)
+    if dtype is None:
+        dtype, weak = aval.dtype, aval.weak_type
+    else:
+        weak = False
+    host = np.array(value, dtype)
+    host.flags.writeable = False
+    scalar = Array(ShapedArray((), dtype, weak), host)
+    return lax.broadcast_in_dim(scalar, aval.shape, ()) if aval.shape else scalar
+
+
+def where_(condition, x, y):
+    """``select`` with NumPy broadcasting and promotion (the 3-argument ``where``)."""
+    check_arraylike("where", condition, x, y)
+    x, y = promote_args("where", x, y)
+    condition = asarray(condition)
+    condition = to_bool(condition)
+    condition, x, y = promote_shapes("where", condition, x, y)
+    # select_n needs cases of one shape; only the predicate may stay rank-0.
+    shape = next((aval_of(a).shape for a in (condition, x, y) if aval_of(a).shape), ())
+    if shape:
+        x = lax.broadcast_in_dim(x, shape, ()) if not aval_of(x).shape else x
+        y = lax.broadcast_in_dim(y, shape, ()) if not aval_of(y).shape else y
+    return lax.select(condition, x, y)
+
+
+def _is_int_or_bool(dtype):
+    return dtypes.is_int(dtype) or dtype == dtypes.bool_
+
+
+def _one_arg(lax_fn, promote, name):
+    def fn(x, /):
+        return lax_fn(*promote(name, x))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` (jax.numpy semantics)."
+    return fn
+
+
+def _two_args(lax_fn, promote, name):
+    def fn(x1, x2, /):
+        return lax_fn(*promote(name, x1, x2))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` with NumPy broadcasting and jax.numpy promotion."
+    return fn
+
+
+# --------------------------------------------------------------------------- arithmetic
+
+add = _two_args(lambda x, y: lax.bitwise_or(x, y) if aval_of(x).dtype == dtypes.bool_
+                else lax.add(x, y), promote_args, "add")
+multiply = _two_args(lambda x, y: lax.bitwise_and(x, y) if aval_of(x).dtype == dtypes.bool_
+                     else lax.mul(x, y), promote_args, "multiply")
+subtract = _two_args(lax.sub, promote_args, "subtract")
+true_divide = _two_args(lax.div, promote_args_inexact, "true_divide")
+divide = true_divide
+maximum = _two_args(lax.max, promote_args, "maximum")
+minimum = _two_args(lax.min, promote_args, "minimum")
+arctan2 = _two_args(lax.atan2, promote_args_inexact, "arctan2")
+atan2 = arctan2
+nextafter = _two_args(lax.nextafter, promote_args_inexact, "nextafter")
+negative = _one_arg(lax.neg, promote_args, "negative")
+sign = _one_arg(lax.sign, promote_args, "sign")
+
+
+def positive(x, /):
+    """``+x``: ``x`` itself."""
+    return promote_args("positive", x)[0]
+
+
+def floor_divide(x1, x2, /):
+    """``x1 // x2``, rounding toward minus infinity (Python semantics)."""
+    x1, x2 = promote_args_numeric("floor_divide", x1, x2)
+    dtype = aval_of(x1).dtype
+    if dtypes.is_unsigned_int(dtype):
+        return lax.div(x1, x2)
+    if dtypes.is_int(dtype):
+        quotient = lax.div(x1, x2)
+        select = lax.bitwise_and(lax.ne(lax.sign(x1), lax.sign(x2)),
+                                 lax.ne(lax.rem(x1, x2), const(x1, 0)))
+        return where_(select, lax.sub(quotient, const(quotient, 1)), quotient)
+    if dtypes.is_complex(dtype):
+        raise TypeError("floor_divide does not support complex inputs")
+    return _float_divmod(x1, x2)[0]
+
+
+def _float_divmod(x1, x2):
+    # As CPython's float_divmod (floatobject.c).
+    mod = lax.rem(x1, x2)
+    x1_corrected = where_(lax.eq(x2, const(x2, 0)), x1, lax.sub(x1, mod))
+    div = lax.div(x1_corrected, x2)
+    ind = lax.bitwise_and(lax.ne(mod, const(mod, 0)), lax.ne(lax.sign(x2), lax.sign(mod)))
+    mod = lax.select(ind, lax.add(mod, x2), mod)
+    div = lax.select(ind, lax.sub(div, weak_const(div, 1)), div)
+    return lax.round(div, lax.RoundingMethod.TO_NEAREST_EVEN), mod
+
+
+def remainder(x1, x2, /):
+    """``x1 % x2`` with the sign of the divisor (Python semantics)."""
+    x1, x2 = promote_args_numeric("remainder", x1, x2)
+    zero = const(x1, 0)
+    if dtypes.is_int(aval_of(x2).dtype):
+        x2 = where_(lax.eq(x2, const(x2, 0)), const(x2, 1), x2)
+    trunc_mod = lax.rem(x1, x2)
+    trunc_mod_not_zero = lax.ne(trunc_mod, zero)
+    do_plus = lax.bitwise_and(lax.ne(lax.lt(trunc_mod, zero), lax.lt(x2, const(x2, 0))),
+                              trunc_mod_not_zero)
+    return lax.select(do_plus, lax.add(trunc_mod, x2), trunc_mod)
+
+
+mod = remainder
+
+
+def divmod(x1, x2, /):  # noqa: A001  (NumPy's name)
+    """``(floor_divide(x1, x2), remainder(x1, x2))``."""
+    x1, x2 = promote_args_numeric("divmod", x1, x2)
+    if dtypes.is_int(aval_of(x1).dtype):
+        return floor_divide(x1, x2), remainder(x1, x2)
+    return _float_divmod(x1, x2)
+
+
+def fmod(x1, x2, /):
+    """Remainder with the sign of the dividend (C's fmod)."""
+    check_arraylike("fmod", x1, x2)
+    if dtypes.is_int(result_type(x1, x2)):  # as jnp: bools are not guarded
+        x2 = asarray(x2)
+        x2 = where_(lax.eq(x2, const(x2, 0)), const(x2, 1), x2)
+    return lax.rem(*promote_args_numeric("fmod", x1, x2))
+
+
+def power(x1, x2, /):
+    """``x1 ** x2``; integer powers are exact, a concrete integer exponent uses
+    ``integer_pow``."""
+    check_arraylike("power", x1, x2)
+    if not isinstance(x2, Tracer) and not isinstance(x2, (float, complex)) and (
+            np.ndim(x2) == 0 and _is_int_or_bool(np.result_type(np.asarray(x2)))
+            and not isinstance(x2, bool)):
+        x1, = promote_dtypes_numeric(x1)
+        return lax.integer_pow(x1, int(x2))
+    x1, x2 = promote_shapes("power", asarray(x1), asarray(x2))
+    x1_, x2_ = promote_args_numeric("power", x1, x2)
+    if _is_int_or_bool(aval_of(x1_).dtype):
+        return _pow_int_int(x1_, x2_)
+    d1, d2 = aval_of(x1).dtype, aval_of(x2).dtype
+    if dtypes.is_inexact(d1) and dtypes.is_int(d2):
+        return lax.pow(x1, x2)
+    return lax.pow(x1_, x2_)
+
+
+pow = power  # noqa: A001  (NumPy's name)
+
+
+def _pow_int_int(x1, x2):
+    # Binary exponentiation over 6 bits, as jax.numpy: more would overflow for any x1 > 1.
+    zero, one = const(x2, 0), const(x2, 1)
+    acc = where_(lax.bitwise_and(lax.eq(x1, const(x1, 0)), lax.ne(x2, zero)),
+                 const(x1, 0), const(x1, 1))
+    if aval_of(x1).shape and not aval_of(acc).shape:
+        acc = lax.broadcast_in_dim(acc, aval_of(x1).shape, ())
+    for _ in range(6):
+        acc = where_(lax.bitwise_and(x2, one), lax.mul(acc, x1), acc)
+        x1 = lax.mul(x1, x1)
+        x2 = lax.shift_right_logical(x2, one)
+    return acc
+
+
+def float_power(x1, x2, /):
+    """``x1 ** x2`` computed in floating point."""
+    return lax.pow(*promote_args_inexact("float_power", x1, x2))
+
+
+def absolute(x, /):
+    """``|x|``; the magnitude of complex numbers is real."""
+    check_arraylike("absolute", x)
+    x = asarray(x)
+    dtype = aval_of(x).dtype
+    if dtype == dtypes.bool_ or dtypes.is_unsigned_int(dtype):
+        return x
+    return lax.abs(x)
+
+
+abs = absolute  # noqa: A001  (NumPy's name)
+
+
+def fabs(x, /):
+    """``|x|`` for real inputs, as a float."""
+    return lax.abs(*promote_args_inexact("fabs", x))
+
+
+def square(x, /):
+    """``x * x``."""
+    check_arraylike("square", x)
+    x, = promote_dtypes_numeric(x)
+    return lax.integer_pow(x, 2)
+
+
+def reciprocal(x, /):
+    """``1 / x`` as a float."""
+    check_arraylike("reciprocal", x)
+    x, = promote_dtypes_inexact(x)
+    return lax.integer_pow(x, -1)
+
+
+# --------------------------------------------------------------------------- transcendental
+
+sqrt = _one_arg(lax.sqrt, promote_args_inexact, "sqrt")
+rsqrt = _one_arg(lax.rsqrt, promote_args_inexact, "rsqrt")
+cbrt = _one_arg(lax.cbrt, promote_args_inexact, "cbrt")
+exp = _one_arg(lax.exp, promote_args_inexact, "exp")
+exp2 = _one_arg(lax.exp2, promote_args_inexact, "exp2")
+expm1 = _one_arg(lax.expm1, promote_args_inexact, "expm1")
+log = _one_arg(lax.log, promote_args_inexact, "log")
+log1p = _one_arg(lax.log1p, promote_args_inexact, "log1p")
+sin = _one_arg(lax.sin, promote_args_inexact, "sin")
+cos = _one_arg(lax.cos, promote_args_inexact, "cos")
+tan = _one_arg(lax.tan, promote_args_inexact, "tan")
+arcsin = asin = _one_arg(lax.asin, promote_args_inexact, "arcsin")
+arccos = acos = _one_arg(lax.acos, promote_args_inexact, "arccos")
+arctan = atan = _one_arg(lax.atan, promote_args_inexact, "arctan")
+sinh = _one_arg(lax.sinh, promote_args_inexact, "sinh")
+cosh = _one_arg(lax.cosh, promote_args_inexact, "cosh")
+tanh = _one_arg(lax.tanh, promote_args_inexact, "tanh")
+arcsinh = asinh = _one_arg(lax.asinh, promote_args_inexact, "arcsinh")
+arctanh = atanh = _one_arg(lax.atanh, promote_args_inexact, "arctanh")
+
+
+def arccosh(x, /):
+    """Inverse hyperbolic cosine."""
+    result = lax.acosh(*promote_args_inexact("arccosh", x))
+    if dtypes.is_complex(aval_of(result).dtype):
+        re = lax.real(result)
+        result = where_(lax.lt(re, const(re, 0)), lax.neg(result), result)
+    return result
+
+
+acosh = arccosh
+
+
+def log2(x, /):
+    """Base-2 logarithm."""
+    x, = promote_args_inexact("log2", x)
+    if dtypes.is_complex(aval_of(x).dtype):
+        raise NotImplementedError("log2 of complex inputs is not implemented in xform.numpy")
+    return lax.div(lax.log(x), lax.log(strong_const(x, 2)))
+
+
+def log10(x, /):
+    """Base-10 logarithm."""
+    x, = promote_args_inexact("log10", x)
+    if dtypes.is_complex(aval_of(x).dtype):
+        raise NotImplementedError("log10 of complex inputs is not implemented in xform.numpy")
+    return lax.mul(lax.log(x), strong_const(x, 0.4342944819032518))
+
+
+def deg2rad(x, /):
+    """Degrees to radians."""
+    x, = promote_args_inexact("deg2rad", x)
+    return lax.mul(x, const(x, np.pi / 180))
+
+
+def rad2deg(x, /):
+    """Radians to degrees."""
+    x, = promote_args_inexact("rad2deg", x)
+    return lax.mul(x, const(x, 180 / np.pi))
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def hypot(x1, x2, /):
+    """``sqrt(x1**2 + x2**2)`` without overflow."""
+    x1, x2 = promote_args_inexact("hypot", x1, x2)
+    if dtypes.is_complex(aval_of(x1).dtype):
+        raise ValueError("hypot is not well defined for complex-valued inputs; convert to "
+                         "real values first, e.g. with abs(x)")
+    x1, x2 = lax.abs(x1), lax.abs(x2)
+    idx_inf = lax.bitwise_or(isposinf(x1), isposinf(x2))
+    x1, x2 = maximum(x1, x2), minimum(x1, x2)
+    safe = where_(lax.eq(x1, const(x1, 0)), const(x1, 1), x1)
+    ratio = lax.div(x2, safe)
+    x = where_(lax.eq(x1, const(x1, 0)), x1,
+               lax.mul(x1, lax.sqrt(lax.add(const(x1, 1), lax.integer_pow(ratio, 2)))))
+    return where_(idx_inf, const(x, np.inf), x)
+
+
+def logaddexp(x1, x2, /):
+    """``log(exp(x1) + exp(x2))`` without overflow."""
+    x1, x2 = promote_args_inexact("logaddexp", x1, x2)
+    if not dtypes.is_float(aval_of(x1).dtype):
+        raise NotImplementedError("logaddexp of complex inputs is not implemented")
+    amax = lax.max(x1, x2)
+    delta = lax.sub(x1, x2)
+    return lax.select(lax.ne(delta, delta), lax.add(x1, x2),
+                      lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
+
+
+def logaddexp2(x1, x2, /):
+    """``log2(exp2(x1) + exp2(x2))`` without overflow."""
+    x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
+    if not dtypes.is_float(aval_of(x1).dtype):
+        raise NotImplementedError("logaddexp2 of complex inputs is not implemented")
+    amax = lax.max(x1, x2)
+    invln2 = const(amax, 1 / np.log(2))
+    delta = lax.sub(x1, x2)
+    return lax.select(lax.ne(delta, delta), lax.add(x1, x2),
+                      lax.add(amax, lax.mul(invln2,
+                                            lax.log1p(lax.exp2(lax.neg(lax.abs(delta)))))))
+
+
+def heaviside(x1, x2, /):
+    """0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0``."""
+    check_arraylike("heaviside", x1, x2)
+    x1, x2 = promote_shapes("heaviside", *promote_dtypes_inexact(x1, x2))
+    zero = const(x1, 0)
+    return where_(lax.lt(x1, zero), zero,
+                  where_(lax.gt(x1, zero), const(x1, 1), where_(lax.ne(x1, x1), x1, x2)))
+
+
+def sinc(x, /):
+    """``sin(pi x) / (pi x)``, 1 at 0."""
+    check_arraylike("sinc", x)
+    x, = promote_dtypes_inexact(x)
+    eq_zero = lax.eq(x, const(x, 0))
+    pi_x = lax.mul(const(x, np.pi), x)
+    safe_pi_x = where_(eq_zero, const(x, 1), pi_x)
+    return where_(eq_zero, const(x, 1), lax.div(lax.sin(safe_pi_x), safe_pi_x))
+
+
+def copysign(x1, x2, /):
+    """``|x1|`` with the sign of ``x2``."""
+    x1, x2 = promote_args_inexact("copysign", x1, x2)
+    if dtypes.is_complex(aval_of(x1).dtype):
+        raise TypeError("copysign does not support complex-valued inputs")
+    return where_(signbit(x2), lax.neg(lax.abs(x1)), lax.abs(x1))
+
+
+# --------------------------------------------------------------------------- rounding
+
+
+def floor(x, /):
+    """Round down; integers pass through."""
+    check_arraylike("floor", x)
+    x = asarray(x)
+    if _is_int_or_bool(aval_of(x).dtype):
+        return x
+    return lax.floor(*promote_args_inexact("floor", x))
+
+
+def ceil(x, /):
+    """Round up; integers pass through."""
+    check_arraylike("ceil", x)
+    x = asarray(x)
+    if _is_int_or_bool(aval_of(x).dtype):
+        return x
+    return lax.ceil(*promote_args_inexact("ceil", x))
+
+
+def trunc(x, /):
+    """Round toward zero; integers pass through."""
+    check_arraylike("trunc", x)
+    x = asarray(x)
+    if _is_int_or_bool(aval_of(x).dtype):
+        return x
+    return where_(lax.lt(x, const(x, 0)), ceil(x), floor(x))
+
+
+
+
+
+def round(a, decimals=0, out=None):  # noqa: A001  (NumPy's name)
+    """Round half to even, to ``decimals`` decimal places."""
+    check_arraylike("round", a)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to xform.numpy.round is not supported.")
+    decimals = int(decimals)
+    a = asarray(a)
+    dtype = aval_of(a).dtype
+    if _is_int_or_bool(dtype):
+        if decimals < 0:
+            raise NotImplementedError("integer round is not implemented for decimals < 0")
+        return a
+    if dtypes.is_complex(dtype):
+        raise NotImplementedError("round of complex inputs is not implemented in xform.numpy")
+    if decimals == 0:
+        return lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)
+    if decimals > np.log10(float(dtypes.finfo(dtype).max)):
+        return a
+    x = lax.convert_element_type(a, dtypes.float32) if dtype == dtypes.float16 else a
+    factor = const(x, 10 ** decimals)
+    out = lax.div(lax.round(lax.mul(x, factor), lax.RoundingMethod.TO_NEAREST_EVEN), factor)
+    return lax.convert_element_type(out, dtype) if dtype == dtypes.float16 else out
+
+
+around = round
+
+
+def rint(x, /):
+    """Round half to even; integers become the default float."""
+    check_arraylike("rint", x)
+    x = asarray(x)
+    dtype = aval_of(x).dtype
+    if _is_int_or_bool(dtype):
+        return lax.convert_element_type(x, dtypes.default_float())
+    if dtypes.is_complex(dtype):
+        raise NotImplementedError("rint of complex inputs is not implemented in xform.numpy")
+    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+
+
+# --------------------------------------------------------------------------- predicates
+
+
+def isfinite(x, /):
+    """True where ``x`` is neither infinite nor NaN."""
+    check_arraylike("isfinite", x)
+    x = asarray(x)
+    dtype = aval_of(x).dtype
+    if dtypes.is_float(dtype):
+        return lax.is_finite(x)
+    if dtypes.is_complex(dtype):
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+    return full_like_aval(x, True, dtypes.bool_)
+
+
+def isinf(x, /):
+    """True where ``x`` is plus or minus infinity."""
+    check_arraylike("isinf", x)
+    x = asarray(x)
+    dtype = aval_of(x).dtype
+    if dtypes.is_float(dtype):
+        return lax.eq(lax.abs(x), strong_const(x, np.inf))
+    if dtypes.is_complex(dtype):
+        re, im = lax.real(x), lax.imag(x)
+        return lax.bitwise_or(lax.eq(lax.abs(re), strong_const(re, np.inf)),
+                              lax.eq(lax.abs(im), strong_const(im, np.inf)))
+    return full_like_aval(x, False, dtypes.bool_)
+
+
+def _isposneginf(infinity, x):
+    check_arraylike("isposinf", x)
+    x = asarray(x)
+    dtype = aval_of(x).dtype
+    if dtypes.is_complex(dtype):
+        raise ValueError("isposinf/isneginf are not well defined for complex-valued inputs")
+    if dtypes.is_float(dtype):
+        return lax.eq(x, strong_const(x, infinity))
+    return full_like_aval(x, False, dtypes.bool_)
+
+
+def isposinf(x, /):
+    """True where ``x`` is plus infinity."""
+    return _isposneginf(np.inf, x)
+
+
+def isneginf(x, /):
+    """True where ``x`` is minus infinity."""
+    return _isposneginf(-np.inf, x)
+
+
+def isnan(x, /):
+    """True where ``x`` is NaN."""
+    check_arraylike("isnan", x)
+    x = asarray(x)
+    return lax.ne(x, x)
+
+
+def signbit(x, /):
+    """True where the sign bit of ``x`` is set (also for -0.0)."""
+    x, = promote_args("signbit", x)
+    dtype = aval_of(x).dtype
+    if dtypes.is_int(dtype):
+        return lax.lt(x, strong_const(x, 0))
+    if dtype == dtypes.bool_:
+        return full_like_aval(x, False, dtypes.bool_)
+    if not dtypes.is_float(dtype):
+        raise ValueError(f"signbit: expected a real input, got {dtype}")
+    bits = dtype.itemsize * 8
+    int_type = np.dtype(f"int{bits}")
+    x = lax.bitcast_convert_type(x, int_type)
+    return lax.convert_element_type(lax.shift_right_logical(x, const(x, bits - 1)),
+                                     dtypes.bool_)
+
+
+def fmax(x1, x2):
+    """Elementwise maximum, ignoring NaNs."""
+    mask = lax.bitwise_or(greater(x1, x2), isnan(x2))
+    return where_(mask, x1, x2)
+
+
+def fmin(x1, x2):
+    """Elementwise minimum, ignoring NaNs."""
+    mask = lax.bitwise_or(less(x1, x2), isnan(x2))
+    return where_(mask, x1, x2)
+
+
+# --------------------------------------------------------------------------- logical, bitwise
+
+
+def _logical(lax_fn, name):
+    def fn(x1, x2, /):
+        return lax_fn(*map(to_bool, promote_args(name, x1, x2)))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` of the truth values."
+    return fn
+
+
+logical_and = _logical(lax.bitwise_and, "logical_and")
+logical_or = _logical(lax.bitwise_or, "logical_or")
+logical_xor = _logical(lax.bitwise_xor, "logical_xor")
+
+
+def logical_not(x, /):
+    """Elementwise ``not``."""
+    return lax.bitwise_not(*map(to_bool, promote_args("logical_not", x)))
+
+
+bitwise_and = _two_args(lax.bitwise_and, promote_args, "bitwise_and")
+bitwise_or = _two_args(lax.bitwise_or, promote_args, "bitwise_or")
+bitwise_xor = _two_args(lax.bitwise_xor, promote_args, "bitwise_xor")
+bitwise_not = invert = bitwise_invert = _one_arg(lax.bitwise_not, promote_args, "invert")
+left_shift = bitwise_left_shift = _two_args(lax.shift_left, promote_args_numeric,
+                                            "left_shift")
+
+
+def right_shift(x1, x2, /):
+    """``x1 >> x2``: arithmetic for signed integers, logical for unsigned."""
+    x1, x2 = promote_args_numeric("right_shift", x1, x2)
+    if dtypes.is_unsigned_int(aval_of(x1).dtype):
+        return lax.shift_right_logical(x1, x2)
+    return lax.shift_right_arithmetic(x1, x2)
+
+
+bitwise_right_shift = right_shift
+
+
+# --------------------------------------------------------------------------- comparisons
+
+equal = _two_args(lax.eq, promote_args, "equal")
+not_equal = _two_args(lax.ne, promote_args, "not_equal")
+less = _two_args(lax.lt, promote_args, "less")
+less_equal = _two_args(lax.le, promote_args, "less_equal")
+greater = _two_args(lax.gt, promote_args, "greater")
+greater_equal = _two_args(lax.ge, promote_args, "greater_equal")
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True where ``|a - b| <= atol + rtol * |b|``."""
+    a, b = promote_args("isclose", a, b)
+    a, b = promote_args_inexact("isclose", a, b)
+    dtype = aval_of(a).dtype
+    if dtypes.is_complex(dtype):
+        dtype = np.finfo(dtype).dtype
+    rtol = asarray(rtol, dtype)
+    atol = asarray(atol, dtype)
+    both_nan = logical_and(isnan(a), isnan(b))
+    check_fin = isfinite(b)
+    in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
+    out = logical_or(lax.eq(a, b), logical_and(check_fin, in_range))
+    return logical_or(out, both_nan) if equal_nan else out
+
+
+# --------------------------------------------------------------------------- complex parts
+
+
+def real(val, /):
+    """The real part (``val`` itself for real inputs)."""
+    check_arraylike("real", val)
+    val = asarray(val)
+    return lax.real(val) if dtypes.is_complex(aval_of(val).dtype) else val
+
+
+def imag(val, /):
+    """The imaginary part (zeros for real inputs)."""
+    check_arraylike("imag", val)
+    val = asarray(val)
+    if dtypes.is_complex(aval_of(val).dtype):
+        return lax.imag(val)
+    return full_like_aval(val, 0)
+
+
+def conjugate(x, /):
+    """The complex conjugate (``x`` itself for real inputs)."""
+    check_arraylike("conjugate", x)
+    x = asarray(x)
+    return lax.conj(x) if dtypes.is_complex(aval_of(x).dtype) else x
+
+
+conj = conjugate
