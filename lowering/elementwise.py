@@ -14,14 +14,14 @@ def _nary(op):
 
     def rule(ctx, *args, **params):
         out = ctx.avals_out[0]
-        args = [broadcast_to(x, a, out) for x, a in zip(args, ctx.avals_in)]
+        args = [broadcast_to(x, a, out) for x, a in zip(args, ctx.avals_in, strict=True)]
         return [op(*args)]
 
     return rule
 
 
 _SIMPLE = {
-    ew.neg_p: hlo.negate, ew.sign_p: hlo.sign, ew.floor_p: hlo.floor, ew.ceil_p: hlo.ceil,
+    ew.neg_p: hlo.negate, ew.floor_p: hlo.floor, ew.ceil_p: hlo.ceil,
     ew.is_finite_p: hlo.is_finite, ew.abs_p: hlo.abs, ew.exp_p: hlo.exponential,
     ew.log_p: hlo.log, ew.log1p_p: hlo.log_plus_one, ew.expm1_p: hlo.exponential_minus_one,
     ew.sqrt_p: hlo.sqrt, ew.rsqrt_p: hlo.rsqrt, ew.cbrt_p: hlo.cbrt, ew.sin_p: hlo.sine,
@@ -41,6 +41,15 @@ _SIMPLE = {
 }
 for _prim, _op in _SIMPLE.items():
     lowering_rules[_prim] = _nary(_op)
+
+
+def _sign_lower(ctx, x):
+    aval = ctx.avals_in[0]
+    if dtypes.is_unsigned_int(aval.dtype):
+        # stablehlo.sign takes signless integers only: 0 where x == 0, else 1 (as JAX).
+        is_zero = compare(x, full_like_aval(0, aval), "EQ", aval.dtype)
+        return [hlo.select(is_zero, full_like_aval(0, aval), full_like_aval(1, aval))]
+    return [hlo.sign(x)]
 
 
 def _round_lower(ctx, x, *, rounding_method):
@@ -79,7 +88,7 @@ def compare(x, y, direction, dtype):
 def _compare_rule(direction):
     def rule(ctx, x, y):
         out = ctx.avals_out[0]
-        x, y = (broadcast_to(v, a, out) for v, a in zip((x, y), ctx.avals_in))
+        x, y = (broadcast_to(v, a, out) for v, a in zip((x, y), ctx.avals_in, strict=True))
         return [compare(x, y, direction, ctx.avals_in[0].dtype)]
 
     return rule
@@ -152,6 +161,7 @@ def _bitcast_lower(ctx, x, *, new_dtype):
     return [hlo.bitcast_convert(aval_to_ir(ctx.avals_out[0]), x)]
 
 
+lowering_rules[ew.sign_p] = _sign_lower
 lowering_rules[ew.round_p] = _round_lower
 lowering_rules[ew.exp2_p] = _exp2_lower
 lowering_rules[ew.conj_p] = _conj_lower

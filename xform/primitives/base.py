@@ -80,9 +80,8 @@ def elementwise_abstract_eval(name, kinds, out_dtype=None):
             weak = weak and a.weak_type
         if dtype not in accepted:
             check_dtype(name, dtype, kinds)
-        if out_dtype is None:
-            return [ShapedArray(shape, dtype, weak)]
-        return [ShapedArray(shape, out_dtype(dtype), False)]
+        # As in JAX, the result is weak when every operand is, whatever its dtype.
+        return [ShapedArray(shape, dtype if out_dtype is None else out_dtype(dtype), weak)]
 
     return rule
 
@@ -97,8 +96,8 @@ def elementwise_host(fn):
     def impl(*xs, **params):
         dtype = xs[0].dtype
         if dtype in _HALF:
-            out = fn(*(x.astype(np.float32) for x in xs), **params)
-            return [np.asarray(out).astype(dtype)]
+            out = np.asarray(fn(*(x.astype(np.float32) for x in xs), **params))
+            return [out.astype(dtype) if out.dtype == np.float32 else out]
         return [np.asarray(fn(*xs, **params))]
 
     return impl

@@ -13,8 +13,22 @@ import numpy as np
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
 from xform.primitives.base import (
-    ANY, BOOL, COMPLEX, FLOAT, FLOAT_OR_INT, INEXACT, INT, INT_OR_BOOL, NUMBER,
-    broadcast_elementwise_shapes, check_dtype, elementwise, standard_primitive)
+    ANY,
+    BOOL,
+    COMPLEX,
+    FLOAT,
+    FLOAT_OR_INT,
+    INEXACT,
+    INT,
+    INT_OR_BOOL,
+    NUMBER,
+    SIGNED,
+    broadcast_elementwise_shapes,
+    check_dtype,
+    elementwise,
+    elementwise_abstract_eval,
+    standard_primitive,
+)
 
 __all__ = [
     "neg",
@@ -85,11 +99,8 @@ __all__ = [
     "bitcast_convert_type",
 ]
 
-_quiet = np.errstate(all="ignore")  # NumPy warns on log(0), 1/0 ...; XLA silently gives inf
-
-
-def _q(fn):
-    return _quiet(fn)
+# Host functions need no np.errstate: dispatch runs every host impl in a context where NumPy
+# does not warn (XLA silently gives inf/nan for log(0), 1/0, ...).
 
 
 def _bool(dtype):
@@ -104,6 +115,10 @@ def _complex_dtype(dtype):
     if dtypes.is_complex(dtype):
         return dtype
     return dtypes.complex128 if dtype == dtypes.float64 else dtypes.complex64
+
+
+# conj takes real operands of these two dtypes only (as JAX), turning them complex.
+_F32_F64 = ((lambda d: d in (dtypes.float32, dtypes.float64)), "float32, float64")
 
 
 class RoundingMethod(enum.IntEnum):
@@ -121,34 +136,49 @@ def _round_host(x, rounding_method):
     return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
 
 
+def _exp2_host(x):
+    # XLA computes exp2(x) as exp(log(2) * x) with the product rounded to x's dtype (JAX's
+    # lowering, which ours follows); rounding it here too keeps half floats in agreement.
+    log2 = np.asarray(np.log(2), x.dtype)
+    if x.dtype in (dtypes.float16, dtypes.bfloat16):
+        prod = (x.astype(np.float32) * log2.astype(np.float32)).astype(x.dtype)
+        return [np.exp(prod.astype(np.float32)).astype(x.dtype)]
+    return [np.asarray(np.exp(log2 * x))]
+
+
+def _population_count_host(x):
+    # NumPy counts the bits of |x| for signed integers; XLA those of the two's complement.
+    return np.bitwise_count(x.view(f"u{x.dtype.itemsize}")).astype(x.dtype)
+
+
 neg_p = elementwise("neg", NUMBER, np.negative)
 sign_p = elementwise("sign", NUMBER, np.sign)
 floor_p = elementwise("floor", (FLOAT,), np.floor)
 ceil_p = elementwise("ceil", (FLOAT,), np.ceil)
 round_p = elementwise("round", (FLOAT,), _round_host)
 is_finite_p = elementwise("is_finite", (FLOAT,), np.isfinite, out_dtype=_bool)
-abs_p = elementwise("abs", NUMBER, np.abs, out_dtype=_real_dtype)
-exp_p = elementwise("exp", INEXACT, _q(np.exp))
-exp2_p = elementwise("exp2", INEXACT, _q(np.exp2))
-log_p = elementwise("log", INEXACT, _q(np.log))
-log1p_p = elementwise("log1p", INEXACT, _q(np.log1p))
-expm1_p = elementwise("expm1", INEXACT, _q(np.expm1))
-sqrt_p = elementwise("sqrt", INEXACT, _q(np.sqrt))
-rsqrt_p = elementwise("rsqrt", INEXACT, _q(lambda x: 1 / np.sqrt(x)))
+abs_p = elementwise("abs", (FLOAT, COMPLEX, SIGNED), np.abs, out_dtype=_real_dtype)
+exp_p = elementwise("exp", INEXACT, np.exp)
+exp2_p = standard_primitive("exp2", elementwise_abstract_eval("exp2", INEXACT), _exp2_host)
+log_p = elementwise("log", INEXACT, np.log)
+log1p_p = elementwise("log1p", INEXACT, np.log1p)
+expm1_p = elementwise("expm1", INEXACT, np.expm1)
+sqrt_p = elementwise("sqrt", INEXACT, np.sqrt)
+rsqrt_p = elementwise("rsqrt", INEXACT, lambda x: 1 / np.sqrt(x))
 cbrt_p = elementwise("cbrt", (FLOAT,), np.cbrt)
-sin_p = elementwise("sin", INEXACT, _q(np.sin))
-cos_p = elementwise("cos", INEXACT, _q(np.cos))
-tan_p = elementwise("tan", INEXACT, _q(np.tan))
-asin_p = elementwise("asin", INEXACT, _q(np.arcsin))
-acos_p = elementwise("acos", INEXACT, _q(np.arccos))
-atan_p = elementwise("atan", INEXACT, _q(np.arctan))
-sinh_p = elementwise("sinh", INEXACT, _q(np.sinh))
-cosh_p = elementwise("cosh", INEXACT, _q(np.cosh))
-tanh_p = elementwise("tanh", INEXACT, _q(np.tanh))
-asinh_p = elementwise("asinh", INEXACT, _q(np.arcsinh))
-acosh_p = elementwise("acosh", INEXACT, _q(np.arccosh))
-atanh_p = elementwise("atanh", INEXACT, _q(np.arctanh))
-logistic_p = elementwise("logistic", INEXACT, _q(lambda x: 1 / (1 + np.exp(-x))))
+sin_p = elementwise("sin", INEXACT, np.sin)
+cos_p = elementwise("cos", INEXACT, np.cos)
+tan_p = elementwise("tan", INEXACT, np.tan)
+asin_p = elementwise("asin", INEXACT, np.arcsin)
+acos_p = elementwise("acos", INEXACT, np.arccos)
+atan_p = elementwise("atan", INEXACT, np.arctan)
+sinh_p = elementwise("sinh", INEXACT, np.sinh)
+cosh_p = elementwise("cosh", INEXACT, np.cosh)
+tanh_p = elementwise("tanh", INEXACT, np.tanh)
+asinh_p = elementwise("asinh", INEXACT, np.arcsinh)
+acosh_p = elementwise("acosh", INEXACT, np.arccosh)
+atanh_p = elementwise("atanh", INEXACT, np.arctanh)
+logistic_p = elementwise("logistic", INEXACT, lambda x: 1 / (1 + np.exp(-x)))
 # No NumPy version of these special functions: eager calls run the XLA kernel, as JAX does.
 erf_p = elementwise("erf", (FLOAT,))
 erfc_p = elementwise("erfc", (FLOAT,))
@@ -156,10 +186,10 @@ erf_inv_p = elementwise("erf_inv", (FLOAT,))
 lgamma_p = elementwise("lgamma", (FLOAT,))
 digamma_p = elementwise("digamma", (FLOAT,))
 not_p = elementwise("not", INT_OR_BOOL, np.invert)
-population_count_p = elementwise("population_count", INT, np.bitwise_count)
+population_count_p = elementwise("population_count", INT, _population_count_host)
 real_p = elementwise("real", (COMPLEX,), np.real, out_dtype=_real_dtype)
 imag_p = elementwise("imag", (COMPLEX,), np.imag, out_dtype=_real_dtype)
-conj_p = elementwise("conj", INEXACT, np.conj, out_dtype=_complex_dtype)
+conj_p = elementwise("conj", (_F32_F64, COMPLEX), np.conj, out_dtype=_complex_dtype)
 
 
 def neg(x):
@@ -319,13 +349,31 @@ def conj(x):
 # --------------------------------------------------------------------------- binary
 
 
-def _int_div(x, y):
+def _safe_divisor(x, y):
+    """``y`` with the divisors XLA defines specially (0, and -1 under INT_MIN) replaced by 1."""
+    bad = y == 0
+    if dtypes.is_signed_int(x.dtype):
+        bad = bad | ((x == np.iinfo(x.dtype).min) & (y == -1))
+    return np.where(bad, np.ones_like(y), y)
+
+
+def _div_host(x, y):
     if not dtypes.is_int(x.dtype):
         return np.true_divide(x, y)
-    # lax.div on integers rounds toward zero (C semantics), NumPy's // rounds down.
-    q = np.floor_divide(x, y)
-    fix = (np.remainder(x, y) != 0) & ((x < 0) != (y < 0))
-    return q + fix.astype(q.dtype)
+    # lax.div on integers rounds toward zero (C semantics), NumPy's // rounds down. As in
+    # XLA, x / 0 has every bit set (-1, or the unsigned maximum) and INT_MIN / -1 is INT_MIN.
+    d = _safe_divisor(x, y)
+    q = np.floor_divide(x, d)
+    fix = (np.remainder(x, d) != 0) & ((x < 0) != (d < 0))
+    q = q + fix.astype(q.dtype)
+    return np.where(y == 0, np.array(-1).astype(x.dtype), q)
+
+
+def _rem_host(x, y):
+    if not dtypes.is_int(x.dtype):
+        return np.fmod(x, y)
+    # As in XLA: x % 0 is x, and INT_MIN % -1 is 0.
+    return np.where(y == 0, x, np.fmod(x, _safe_divisor(x, y)))
 
 
 def _pow_host(x, y):
@@ -359,7 +407,9 @@ def _shift_right_logical(x, y):
 
 def _shift_right_arithmetic(x, y):
     bits = x.dtype.itemsize * 8
-    count, _ = _shift_count(y, bits)
+    # Counts out of range (negative ones read as huge unsigned) fill with the sign bit.
+    count, out_of_range = _shift_count(y, bits)
+    count = np.where(out_of_range, np.array(bits - 1, count.dtype), count)
     s = np.right_shift(x.view(_signed(x.dtype)), count.astype(_signed(x.dtype)))
     return s.view(x.dtype)
 
@@ -367,12 +417,29 @@ def _shift_right_arithmetic(x, y):
 add_p = elementwise("add", NUMBER, np.add)
 sub_p = elementwise("sub", NUMBER, np.subtract)
 mul_p = elementwise("mul", NUMBER, np.multiply)
-div_p = elementwise("div", NUMBER, _q(_int_div))
-rem_p = elementwise("rem", FLOAT_OR_INT, _q(np.fmod))
+div_p = elementwise("div", NUMBER, _div_host)
+rem_p = elementwise("rem", FLOAT_OR_INT, _rem_host)
 max_p = elementwise("max", ANY, np.maximum)
 min_p = elementwise("min", ANY, np.minimum)
-atan2_p = elementwise("atan2", (FLOAT,), _q(np.arctan2))
-nextafter_p = elementwise("nextafter", (FLOAT,), np.nextafter)
+atan2_p = elementwise("atan2", (FLOAT,), np.arctan2)
+def _nextafter_host(x, y):
+    if x.dtype != dtypes.bfloat16:  # NumPy steps float16/32/64 in their own precision
+        return [np.asarray(np.nextafter(x, y))]
+    # bfloat16 has no NumPy nextafter (computing in float32 would step by a float32 ulp):
+    # step the bit pattern, as XLA does.
+    xf, yf = x.astype(np.float32), y.astype(np.float32)
+    bits = x.view(np.uint16).astype(np.int32)
+    toward_zero = (xf > yf) == (xf > 0)
+    stepped = np.where(toward_zero, bits - 1, bits + 1)
+    # From zero, the smallest subnormal with the sign of y.
+    smallest = np.where(np.signbit(yf), 0x8001, 0x0001)
+    out = np.where(xf == 0, smallest, stepped).astype(np.uint16).view(dtypes.bfloat16)
+    out = np.where(xf == yf, y, out)
+    return [np.where(np.isnan(xf) | np.isnan(yf), np.array(np.nan, x.dtype), out)]
+
+
+nextafter_p = standard_primitive("nextafter", elementwise_abstract_eval("nextafter", (FLOAT,)),
+                                 _nextafter_host)
 and_p = elementwise("and", INT_OR_BOOL, np.bitwise_and)
 or_p = elementwise("or", INT_OR_BOOL, np.bitwise_or)
 xor_p = elementwise("xor", INT_OR_BOOL, np.bitwise_xor)
@@ -398,7 +465,7 @@ def _pow_abstract_eval(x, y):
 
 
 pow_p = standard_primitive("pow", _pow_abstract_eval,
-                           lambda x, y: [np.asarray(_q(_pow_host)(x, y))])
+                           lambda x, y: [np.asarray(_pow_host(x, y))])
 
 
 def add(x, y):
@@ -505,10 +572,9 @@ def _integer_pow_abstract_eval(x, *, y):
 
 
 def _integer_pow_host(x, *, y):
-    with _quiet:
-        if y < 0:
-            return [np.asarray(1 / np.power(x, -y)).astype(x.dtype)]
-        return [np.asarray(np.power(x, y)).astype(x.dtype)]
+    if y < 0:
+        return [np.asarray(1 / np.power(x, -y)).astype(x.dtype)]
+    return [np.asarray(np.power(x, y)).astype(x.dtype)]
 
 
 integer_pow_p = standard_primitive("integer_pow", _integer_pow_abstract_eval,
@@ -526,8 +592,8 @@ def integer_pow(x, y):
 def _select_n_abstract_eval(which, *cases):
     if not cases:
         raise ValueError("select_n needs at least one case")
-    if which.dtype != dtypes.bool_ and which.dtype != dtypes.int32:
-        raise TypeError(f"select_n: `which` must be bool or int32, got {which.dtype}")
+    if which.dtype != dtypes.bool_ and not dtypes.is_int(which.dtype):
+        raise TypeError(f"select_n: `which` must be boolean or integer, got {which.dtype}")
     if which.dtype == dtypes.bool_ and len(cases) > 2:
         raise TypeError(f"select_n: a boolean `which` selects between at most 2 cases, got "
                         f"{len(cases)}")
@@ -552,7 +618,7 @@ select_n_p = standard_primitive("select_n", _select_n_abstract_eval, _select_n_h
 
 
 def select_n(which, *cases):
-    """``cases[which]`` elementwise; ``which`` is bool (2 cases) or int32."""
+    """``cases[which]`` elementwise; ``which`` is bool (at most 2 cases) or an integer."""
     return select_n_p.bind(which, *cases)
 
 
@@ -569,8 +635,8 @@ def _clamp_abstract_eval(lo, x, hi):
         if b.shape and b.shape != x.shape:
             raise TypeError(f"clamp: {name} must be scalar or have the operand's shape "
                             f"{x.shape}, got {b.shape}")
-    check_dtype("clamp", x.dtype, (FLOAT,) + INT)
-    return [x]
+    check_dtype("clamp", x.dtype, (FLOAT, BOOL) + INT)
+    return [x.update(weak_type=lo.weak_type and x.weak_type and hi.weak_type)]
 
 
 clamp_p = standard_primitive("clamp", _clamp_abstract_eval,
@@ -592,18 +658,17 @@ def _convert_abstract_eval(x, *, new_dtype, weak_type):
 
 
 def _convert_host(x, *, new_dtype, weak_type):
-    with _quiet:
-        if dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype):
-            x = np.real(x)
-        if new_dtype == np.bool_:
-            return [x != 0]
-        if dtypes.is_int(new_dtype) and dtypes.is_float(x.dtype):
-            # XLA saturates out-of-range floats and maps NaN to 0.
-            info = np.iinfo(new_dtype)
-            wide = np.nan_to_num(x.astype(np.float64), nan=0.0)
-            out = np.clip(wide, info.min, info.max).astype(new_dtype)
-            return [np.where(wide >= float(info.max), info.max, out).astype(new_dtype)]
-        return [np.asarray(x).astype(new_dtype)]
+    if dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype):
+        x = np.real(x)
+    if new_dtype == np.bool_:
+        return [x != 0]
+    if dtypes.is_int(new_dtype) and dtypes.is_float(x.dtype):
+        # XLA saturates out-of-range floats and maps NaN to 0.
+        info = np.iinfo(new_dtype)
+        wide = np.nan_to_num(x.astype(np.float64), nan=0.0)
+        out = np.clip(wide, info.min, info.max).astype(new_dtype)
+        return [np.where(wide >= float(info.max), info.max, out).astype(new_dtype)]
+    return [np.asarray(x).astype(new_dtype)]
 
 
 convert_element_type_p = standard_primitive("convert_element_type", _convert_abstract_eval,
@@ -614,15 +679,16 @@ def convert_element_type(operand, new_dtype):
     """``operand`` converted to ``new_dtype`` (canonicalized; 64-bit types need x64)."""
     new_dtype = dtypes.canonicalize(new_dtype)
     aval = get_aval(operand)
+    # A no-op on xform values; NumPy and Python inputs always become xform arrays (as JAX).
     if aval.dtype == new_dtype and not aval.weak_type and not isinstance(
-            operand, (int, float, complex, np.generic)):
+            operand, (int, float, complex, np.generic, np.ndarray)):
         return operand
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=False)
 
 
 def _bitcast_abstract_eval(x, *, new_dtype):
     a, b = x.dtype.itemsize, new_dtype.itemsize
-    if x.dtype == dtypes.bool_ or new_dtype == dtypes.bool_:
+    if dtypes.bool_ in (x.dtype, new_dtype):
         raise TypeError("bitcast_convert_type does not accept bool")
     if a == b:
         return [ShapedArray(x.shape, new_dtype)]
