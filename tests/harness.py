@@ -14,16 +14,29 @@ _TOL = {
 }
 
 
+def rand(rng, shape, dtype):
+    """Random test values of ``dtype``: small integers, bools, normal floats and complexes."""
+    if dtype == np.bool_:
+        return rng.integers(0, 2, shape).astype(bool)
+    if np.issubdtype(dtype, np.unsignedinteger):
+        return rng.integers(0, 10, shape).astype(dtype)
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(-9, 10, shape).astype(dtype)
+    if np.issubdtype(dtype, np.complexfloating):
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
 def tolerance(dtype):
     return _TOL.get(np.dtype(dtype), 0)
 
 
-def assert_same(got, expected, rtol=None, atol=None, check_weak_type=True, what=""):
+def assert_same(got, expected, rtol=None, atol=None, *, check_weak_type=True, what=""):
     """Values, shapes, dtypes (and weak types) of two pytrees of arrays agree."""
     g_leaves, g_tree = tree_util.tree_flatten(got)
     e_leaves, e_tree = tree_util.tree_flatten(expected)
     assert g_tree == e_tree, f"{what}: structure {g_tree} != {e_tree}"
-    for g, e in zip(g_leaves, e_leaves):
+    for g, e in zip(g_leaves, e_leaves, strict=True):
         g_np, e_np = np.asarray(g), np.asarray(e)
         assert g_np.shape == e_np.shape, f"{what}: shape {g_np.shape} != {e_np.shape}"
         assert g_np.dtype == e_np.dtype, f"{what}: dtype {g_np.dtype} != {e_np.dtype}"
@@ -50,9 +63,10 @@ def check_against_jax(xf_fn, jax_fn, *args, rtol=None, atol=None, jit=True,
     """``xf_fn(*args)`` equals ``jax_fn(*args)`` eagerly and, if ``jit``, under both jits."""
     expected = jax_fn(*args, **kwargs)
     got = xf_fn(*args, **kwargs)
-    assert_same(got, expected, rtol, atol, check_weak_type, "eager")
+    assert_same(got, expected, rtol, atol, check_weak_type=check_weak_type, what="eager")
     if jit:
         got_jit = xform.jit(lambda *a: xf_fn(*a, **kwargs))(*args)
         expected_jit = jax.jit(lambda *a: jax_fn(*a, **kwargs))(*args)
-        assert_same(got_jit, expected_jit, rtol, atol, check_weak_type, "jit")
+        assert_same(got_jit, expected_jit, rtol, atol, check_weak_type=check_weak_type,
+                    what="jit")
     return got

@@ -42,10 +42,10 @@ def test_make_jaxpr_shows_params_consts_and_multiple_outputs():
 
 
 def test_nested_jit_is_an_equation_with_an_indented_sub_jaxpr():
-    inner = xform.jit(lambda x: lax.sin(x))
+    inner = xform.jit(lax.sin)
     text = str(xform.make_jaxpr(lambda x: lax.cos(inner(x)))(F32_3))
     assert "= jit[\n      jaxpr={ lambda ; c:f32[3]. let\n          d:f32[3] = sin c\n" in text
-    assert "name=<lambda>" in text
+    assert "name=sin" in text
     assert text.rstrip().endswith("in (e,) }")
 
 
@@ -81,10 +81,10 @@ def test_typechecker_accepts_traced_jaxprs_and_quotes_bad_equations():
 
 @pytest.mark.parametrize("use, error", [
     (lambda x: 1.0 if lax.gt(x, 0.0) else 2.0, TracerBoolConversionError),
-    (lambda x: int(x), TracerIntegerConversionError),
-    (lambda x: float(x), ConcretizationTypeError),
+    (int, TracerIntegerConversionError),
+    (float, ConcretizationTypeError),
     (lambda x: x.item(), ConcretizationTypeError),
-    (lambda x: np.asarray(x), ConcretizationTypeError),
+    (np.asarray, ConcretizationTypeError),
     (lambda x: lax.broadcast_in_dim(1.0, (lax.convert_element_type(x, np.int32),), ()),
      TracerIntegerConversionError),
 ])
@@ -114,11 +114,11 @@ def test_leaked_tracer_is_reported_where_it_was_created():
 def test_missing_rules_name_the_primitive_and_the_transformation():
     orphan_p = core.Primitive("orphan")
     with pytest.raises(MissingRuleError, match="'orphan' has no abstract evaluation rule"):
-        xform.make_jaxpr(lambda x: orphan_p.bind(x))(F32_3)
+        xform.make_jaxpr(orphan_p.bind)(F32_3)
     core.abstract_eval_rules[orphan_p] = lambda x: [x]
     try:
         with pytest.raises(MissingRuleError, match="'orphan' has no lowering rule"):
-            xform.jit(lambda x: orphan_p.bind(x))(F32_3)
+            xform.jit(orphan_p.bind)(F32_3)
     finally:
         del core.abstract_eval_rules[orphan_p]
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import strategies as st
 
 import xform
-from tests.harness import assert_same, check_against_jax
+from tests.harness import assert_same, check_against_jax, rand
 from xform import lax
 from xform.primitives import indexing
 
@@ -22,16 +22,6 @@ DTYPES = [np.dtype(d) for d in (np.bool_, np.int8, np.int32, np.uint8, np.float1
 NUMERIC = [d for d in DTYPES if d != np.bool_]
 INDEX_DTYPES = [np.dtype(d) for d in (np.int32, np.int8, np.uint8, np.int16)]
 MODES = [None, "clip", "fill", "promise_in_bounds"]
-
-
-def rand(rng, shape, dtype):
-    if dtype == np.bool_:
-        return rng.integers(0, 2, shape).astype(bool)
-    if np.issubdtype(dtype, np.unsignedinteger):
-        return rng.integers(0, 10, shape).astype(dtype)
-    if np.issubdtype(dtype, np.integer):
-        return rng.integers(-9, 10, shape).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
 
 
 def index_value(draw, dim, dtype):

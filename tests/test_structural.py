@@ -12,7 +12,7 @@ import pytest
 from hypothesis import strategies as st
 
 import xform
-from tests.harness import assert_same, check_against_jax
+from tests.harness import assert_same, check_against_jax, rand
 from xform import core, dispatch, lax
 from xform.primitives import structural
 
@@ -22,18 +22,6 @@ NUMERIC = [d for d in DTYPES if d != np.bool_]
 
 dtype_st = st.sampled_from(DTYPES)
 shape_st = st.lists(st.integers(0, 3), max_size=3).map(tuple)
-
-
-def rand(rng, shape, dtype):
-    if dtype == np.bool_:
-        return rng.integers(0, 2, shape).astype(bool)
-    if np.issubdtype(dtype, np.unsignedinteger):
-        return rng.integers(0, 10, shape).astype(dtype)
-    if np.issubdtype(dtype, np.integer):
-        return rng.integers(-9, 10, shape).astype(dtype)
-    if np.issubdtype(dtype, np.complexfloating):
-        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
 
 
 @st.composite

@@ -22,7 +22,7 @@ import numpy as np
 from xform import core, dtypes, lax
 from xform.core import Tracer, get_aval
 from xform.errors import NonConcreteBooleanIndexError
-from xform.primitives.elementwise import convert_element_type_p
+from xform.primitives.elementwise import convert_folding_constants
 
 __all__ = ["getitem", "IndexUpdateHelper", "NonConcreteBooleanIndexError"]
 
@@ -142,18 +142,6 @@ def _index_dtype(shape):
     if any(d > np.iinfo(np.int32).max for d in shape):
         return dtypes.canonicalize(dtypes.int64)
     return dtypes.int32
-
-
-def _convert(x, dtype, weak_type=False):
-    """``x`` as ``dtype`` (and ``weak_type``); concrete values convert right away, so a jaxpr
-    shows a constant rather than a conversion."""
-    aval = get_aval(x)
-    if aval.dtype == dtype and aval.weak_type == weak_type:
-        return x
-    if isinstance(x, Tracer):
-        return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
-    with core.set_current_trace(core.eval_trace):
-        return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
 
 
 # --------------------------------------------------------------------------- getitem
@@ -284,7 +272,7 @@ def _normalize_traced(i, size, index_dtype, wrap):
     """Traced integer index ``i`` in ``index_dtype``, negative values counting from the end."""
     signed = dtypes.is_signed_int(i.dtype)
     if i.dtype != index_dtype:
-        i = _convert(i, index_dtype)
+        i = convert_folding_constants(i, index_dtype)
     if not (wrap and signed):
         return i
     return lax.select_n(lax.lt(i, np.asarray(0, index_dtype)), i,
@@ -553,8 +541,9 @@ def _scatter_update(x, idx, values, op, *, indices_are_sorted, unique_indices, m
         return x
     # Compute in the promoted dtype, then cast back (x.at[i].add(0.5) on ints truncates).
     pdtype, pweak = dtypes.promote((dtype, weak), (y_aval.dtype, y_aval.weak_type))
-    operand = _convert(x, pdtype, pweak)
-    updates = _broadcast_to(_convert(values, pdtype, pweak), y_aval.shape, plan.slice_shape)
+    operand = convert_folding_constants(x, pdtype, pweak)
+    updates = _broadcast_to(convert_folding_constants(values, pdtype, pweak), y_aval.shape,
+                            plan.slice_shape)
     if plan.new_dims:
         updates = lax.squeeze(updates, plan.new_dims)
     if plan.reversed_dims:
@@ -571,7 +560,7 @@ def _scatter_update(x, idx, values, op, *, indices_are_sorted, unique_indices, m
              unique_indices=unique_indices or plan.sorted_unique, mode=mode)
     if plan.bool_dims:
         out = lax.squeeze(out, plan.bool_dims)
-    return _convert(out, dtype, weak)
+    return convert_folding_constants(out, dtype, weak)
 
 
 def _broadcast_to(y, y_shape, shape):
@@ -606,7 +595,7 @@ def _to_inexact(x):
     aval = get_aval(x)
     if dtypes.is_inexact(aval.dtype):
         return x
-    return _convert(x, dtypes.default_float(), aval.weak_type)
+    return convert_folding_constants(x, dtypes.default_float(), aval.weak_type)
 
 
 class _IndexUpdateRef:

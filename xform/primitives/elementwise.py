@@ -11,7 +11,7 @@ import enum
 import numpy as np
 
 from xform import dtypes
-from xform.core import ShapedArray, get_aval
+from xform.core import ShapedArray, Tracer, eval_trace, get_aval, set_current_trace
 from xform.primitives.base import (
     ANY,
     BOOL,
@@ -684,6 +684,18 @@ def convert_element_type(operand, new_dtype):
             operand, (int, float, complex, np.generic, np.ndarray)):
         return operand
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=False)
+
+
+def convert_folding_constants(x, dtype, weak_type=False):
+    """``x`` as ``dtype`` (and ``weak_type``); concrete values convert right away, as JAX folds
+    them, so a jaxpr shows a constant rather than a conversion."""
+    aval = get_aval(x)
+    if aval.dtype == dtype and aval.weak_type == weak_type:
+        return x
+    if isinstance(x, Tracer):
+        return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
+    with set_current_trace(eval_trace):
+        return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
 
 
 def _bitcast_abstract_eval(x, *, new_dtype):

@@ -18,7 +18,7 @@ from xform.primitives.base import (
     check_dtype,
     standard_primitive,
 )
-from xform.primitives.elementwise import convert_element_type_p
+from xform.primitives.elementwise import convert_folding_constants
 
 __all__ = [
     "broadcast_in_dim",
@@ -426,18 +426,6 @@ iota_p = standard_primitive("iota", _iota_abstract_eval, _iota_host)
 # --------------------------------------------------------------------------- full
 
 
-def _convert_scalar(x, dtype, weak_type):
-    """``x`` as ``dtype`` with ``weak_type``; concrete values are converted right away (as JAX
-    folds them), so a jaxpr shows a constant rather than a conversion."""
-    aval = get_aval(x)
-    if aval.dtype == dtype and aval.weak_type == weak_type:
-        return x
-    if isinstance(x, Tracer):
-        return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
-    with core.set_current_trace(core.eval_trace):
-        return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
-
-
 def full(shape, fill_value, dtype=None):
     """An array of ``shape`` filled with the scalar ``fill_value`` (converted to ``dtype`` if
     given; weakly typed if ``dtype`` is None and ``fill_value`` is a Python scalar)."""
@@ -447,7 +435,7 @@ def full(shape, fill_value, dtype=None):
         raise TypeError(f"lax.full must be called with a scalar fill_value, got "
                         f"fill_value.shape {aval.shape}")
     if dtype is not None:
-        fill_value = _convert_scalar(fill_value, dtypes.canonicalize(dtype), False)
+        fill_value = convert_folding_constants(fill_value, dtypes.canonicalize(dtype), False)
     return broadcast(fill_value, shape)
 
 
@@ -462,4 +450,4 @@ def full_like(x, fill_value, dtype=None, shape=None):
     fill_shape = x_aval.shape if shape is None else as_shape(shape, "lax.full_like")
     weak_type = dtype is None and x_aval.weak_type
     dtype = x_aval.dtype if dtype is None else dtypes.canonicalize(dtype)
-    return full(fill_shape, _convert_scalar(fill_value, dtype, weak_type))
+    return full(fill_shape, convert_folding_constants(fill_value, dtype, weak_type))

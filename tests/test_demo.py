@@ -1,0 +1,31 @@
+"""``python -m xform`` runs in a fresh interpreter and prints every part of the tour."""
+
+import pathlib
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_demo_prints_the_tour():
+    # cwd is the repo root, so `-m xform` imports this checkout even without an install.
+    proc = subprocess.run([sys.executable, "-m", "xform"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for header in ("== Its jaxpr", "== Eager", "== Compiled", "== StableHLO", "== Timings"):
+        assert header in out, f"missing section {header!r} in:\n{out}"
+    # The jaxpr: a binder line, typed equations, and the output tuple.
+    assert re.search(r"\{ lambda ; a:f32\[8\]\. let", out), out
+    assert re.search(r"b:f32\[8\] = sin a", out), out
+    assert re.search(r"= tanh \w+\n\s+in \(\w+,\) \}", out), out
+    # The StableHLO module of the jitted function.
+    assert "module @jit_f" in out
+    for op in ("stablehlo.sine", "stablehlo.cosine", "stablehlo.tanh"):
+        assert op in out, f"{op} missing from the StableHLO section"
+    assert "matches eager: True" in out
+    # Both timings, with a number and a unit.
+    number = r"\d+(\.\d+)? (ms|µs)"
+    assert re.search(r"first jit call \(trace \+ lower \+ compile \+ run\): " + number, out)
+    assert re.search(r"cached jit call \(median of \d+\): " + number, out)

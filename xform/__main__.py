@@ -1,0 +1,73 @@
+"""``python -m xform``: a short tour of the engine.
+
+It traces a small function to a jaxpr, runs it eagerly and compiled, prints the StableHLO
+module ``jit`` hands to XLA, and times the first (trace + lower + compile + run) and a cached
+call of the compiled function.
+"""
+
+import inspect
+import platform
+import statistics
+import time
+
+import numpy as np
+
+import xform
+import xform.numpy as jnp
+
+
+def f(x):
+    return jnp.tanh(jnp.sin(x) * 2.0 + jnp.cos(x))
+
+
+def _section(title):
+    print(f"\n== {title} ==")
+
+
+def _fmt_seconds(s):
+    return f"{s * 1e3:.2f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} µs"
+
+
+def main(cached_calls=200):
+    device = xform.devices()[0]
+    print(f"xform {xform.__version__} on {device.platform} ({device}), "
+          f"Python {platform.python_version()}")
+
+    _section("The function")
+    print(inspect.getsource(f).rstrip())
+
+    x = jnp.linspace(-1.0, 1.0, 8)
+    print(f"x = {x!r}")
+
+    _section("Its jaxpr: xform.make_jaxpr(f)(x)")
+    print(xform.make_jaxpr(f)(x))
+
+    _section("Eager: f(x), one primitive at a time")
+    eager = f(x)
+    print(repr(eager))
+
+    _section("Compiled: xform.jit(f)(x)")
+    f_jit = xform.jit(f)
+    start = time.perf_counter()
+    compiled = f_jit(x).block_until_ready()
+    first = time.perf_counter() - start
+    print(repr(compiled))
+    print("matches eager:", bool(np.allclose(np.asarray(compiled), np.asarray(eager),
+                                              rtol=1e-6, atol=1e-6)))
+
+    _section("StableHLO: xform.jit(f).lower(x).as_text()")
+    print(f_jit.lower(x).as_text().rstrip())
+
+    _section("Timings (time.perf_counter, block_until_ready)")
+    times = []
+    for _ in range(cached_calls):
+        start = time.perf_counter()
+        f_jit(x).block_until_ready()
+        times.append(time.perf_counter() - start)
+    print(f"first jit call (trace + lower + compile + run): {_fmt_seconds(first)}")
+    print(f"cached jit call (median of {cached_calls}): "
+          f"{_fmt_seconds(statistics.median(times))}")
+
+
+if __name__ == "__main__":
+    main()
