@@ -43,6 +43,7 @@ class _Quiet(threading.local):
 
 
 _quiet = _Quiet()
+_out_avals = {}  # (prim, *avals) -> output avals, for primitives without params
 
 
 def host_apply(prim, args, params):
@@ -53,12 +54,22 @@ def host_apply(prim, args, params):
     for x in args:
         if type(x) is Array:
             avals.append(x.aval)
-            vals.append(x._host if x._host is not None else x._host_value())
+            host = x._host
+            vals.append(host if host is not None else x._host_value())
         else:
             aval = core.get_aval(x)
             avals.append(aval)
             vals.append(host_value(x, aval))
-    out_avals = abstract_eval_rules[prim](*avals, **params)
+    if params:
+        out_avals = abstract_eval_rules[prim](*avals, **params)
+    else:  # elementwise ops, the hottest eager calls: memoize their type rule
+        key = (prim, *avals)
+        out_avals = _out_avals.get(key)
+        if out_avals is None:
+            out_avals = abstract_eval_rules[prim](*avals)
+            if len(_out_avals) > 4096:
+                _out_avals.clear()
+            _out_avals[key] = out_avals
     outs = _quiet.context.run(impl, *vals, **params)
     result = []
     for out, a in zip(outs, out_avals, strict=True):

@@ -152,7 +152,7 @@ def check_arraylike(name, *args):
 
 def _scalar_array(x, dtype, weak):
     """A rank-0 Array from a Python scalar (a jaxpr literal when staged)."""
-    if dtypes.is_int(dtype) and isinstance(x, int) and not isinstance(x, bool):
+    if isinstance(x, int) and not isinstance(x, bool) and dtype.kind in "iu":
         dtypes.check_int_range(int(x), dtype, "xform.numpy")
     host = np.array(x, dtype)
     host.flags.writeable = False
@@ -343,18 +343,60 @@ def promote_shapes(name, *args):
             for x, s in zip(args, shapes, strict=True)]
 
 
+_ARRAY_TYPES = (Array, Tracer)
+_INEXACT = frozenset(d for d in dtypes.SUPPORTED if dtypes.is_inexact(d))
+_NUMERIC = frozenset(d for d in dtypes.SUPPORTED if d != dtypes.bool_)
+_FAST_SCALARS = {int: _NUMERIC, float: _INEXACT}
+
+
+def _already_promoted(args, accepted):
+    """``args`` as a list when no promotion or broadcasting is needed, else None.
+
+    The common cases of a ufunc call, kept cheap: arrays of one type and shape, or an array
+    and a Python scalar that becomes a weak rank-0 constant of the array's dtype.
+    """
+    first = args[0]
+    if not isinstance(first, _ARRAY_TYPES):
+        return None
+    aval = first.aval
+    dtype = aval.dtype
+    if dtype not in accepted:
+        return None
+    if len(args) == 2:
+        other = args[1]
+        kinds = _FAST_SCALARS.get(type(other))
+        if kinds is not None and not aval.weak_type and dtype in kinds:
+            return [first, _scalar_array(other, dtype, True)]
+    for x in args[1:]:
+        if not isinstance(x, _ARRAY_TYPES):
+            return None
+        a = x.aval
+        if a.dtype != dtype or a.weak_type != aval.weak_type or a.shape != aval.shape:
+            return None
+    return list(args)
+
+
 def promote_args(name, *args):
     """Check, promote dtypes and broadcast shapes: the start of every jnp ufunc."""
+    fast = _already_promoted(args, dtypes.SUPPORTED)
+    if fast is not None:
+        return fast
     check_arraylike(name, *args)
     return promote_shapes(name, *promote_dtypes(*args))
 
 
 def promote_args_inexact(name, *args):
+    fast = _already_promoted(args, _INEXACT)
+    if fast is not None:
+        return fast
     check_arraylike(name, *args)
     return promote_shapes(name, *promote_dtypes_inexact(*args))
 
 
 def promote_args_numeric(name, *args):
+    fast = _already_promoted(args, _NUMERIC)
+    if fast is not None:
+        return fast
     check_arraylike(name, *args)
     return promote_shapes(name, *promote_dtypes_numeric(*args))
 

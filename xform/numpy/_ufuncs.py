@@ -126,9 +126,10 @@ def _two_args(lax_fn, promote, name):
 
 # --------------------------------------------------------------------------- arithmetic
 
-add = _two_args(lambda x, y: lax.bitwise_or(x, y) if aval_of(x).dtype == dtypes.bool_
+# Promoted operands are arrays, so ``x.aval`` is there; bool add/multiply are or/and.
+add = _two_args(lambda x, y: lax.bitwise_or(x, y) if x.aval.dtype.kind == "b"
                 else lax.add(x, y), promote_args, "add")
-multiply = _two_args(lambda x, y: lax.bitwise_and(x, y) if aval_of(x).dtype == dtypes.bool_
+multiply = _two_args(lambda x, y: lax.bitwise_and(x, y) if x.aval.dtype.kind == "b"
                      else lax.mul(x, y), promote_args, "multiply")
 subtract = _two_args(lax.sub, promote_args, "subtract")
 true_divide = _two_args(lax.div, promote_args_inexact, "true_divide")

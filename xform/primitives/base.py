@@ -86,7 +86,7 @@ def elementwise_abstract_eval(name, kinds, out_dtype=None):
     return rule
 
 
-_HALF = (dtypes.float16, dtypes.bfloat16)
+_HALF = frozenset([dtypes.float16, dtypes.bfloat16])
 
 
 def elementwise_host(fn):
@@ -98,7 +98,7 @@ def elementwise_host(fn):
         if dtype in _HALF:
             out = np.asarray(fn(*(x.astype(np.float32) for x in xs), **params))
             return [out.astype(dtype) if out.dtype == np.float32 else out]
-        return [np.asarray(fn(*xs, **params))]
+        return [fn(*xs, **params)]  # dispatch turns NumPy's 0-d scalars into arrays
 
     return impl
 
