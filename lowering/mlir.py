@@ -179,10 +179,29 @@ def emit_function(mctx, closed, symbol, public):
     return fn
 
 
-def lower_to_module(closed, name, num_replicas=1):
+def _alias_donated_inputs(fn, jaxpr, donated):
+    """Let each donated input's buffer hold an output of the same type (``tf.aliasing_output``),
+    so XLA writes the result in place and the input array is consumed, as in JAX."""
+    free = list(enumerate(v.aval for v in jaxpr.outvars))
+    attrs = []
+    for v, donate in zip(jaxpr.invars, donated, strict=True):
+        entries = {}
+        if donate:
+            match = next((k for k, (_, a) in enumerate(free) if a.shape == v.aval.shape
+                          and a.dtype == v.aval.dtype), None)
+            if match is not None:
+                out_index, _ = free.pop(match)
+                i32 = ir.IntegerType.get_signless(32)
+                entries["tf.aliasing_output"] = ir.IntegerAttr.get(i32, out_index)
+        attrs.append(ir.DictAttr.get(entries))
+    fn.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+
+
+def lower_to_module(closed, name, num_replicas=1, donated=None):
     """A verified StableHLO module whose public ``main`` computes ``closed``.
 
     ``closed`` should carry no large consts: jit passes them as arguments instead.
+    ``donated`` (a bool per input) marks inputs whose buffers the program may reuse.
     """
     if not isinstance(closed, ClosedJaxpr):
         raise TypeError(f"lower_to_module expects a ClosedJaxpr, got {type(closed).__name__}")
@@ -193,7 +212,9 @@ def lower_to_module(closed, name, num_replicas=1):
         module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, num_replicas)
         module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, 1)
         mctx = ModuleContext(module, num_replicas)
-        emit_function(mctx, closed, "main", public=True)
+        main = emit_function(mctx, closed, "main", public=True)
+        if donated is not None and any(donated):
+            _alias_donated_inputs(main, closed.jaxpr, donated)
         if not module.operation.verify():
             raise RuntimeError(f"internal error: the StableHLO module for {name} does not verify")
         return module

@@ -208,3 +208,41 @@ def test_wrong_shapes_inside_jit_raise_typeerror_naming_the_op():
 def test_python_int_overflow():
     with pytest.raises(OverflowError, match="too large"):
         xform.jit(lambda x: x)(2**40)
+
+
+def test_donated_arguments_are_consumed_and_aliased():
+    f = xform.jit(lambda x, y: lax.add(lax.mul(x, 2.0), y), donate_argnums=0)
+    text = f.lower(F32_3, F32_3).as_text()
+    assert "%arg0: tensor<3xf32> {tf.aliasing_output = 0 : i32}" in text
+    x = xform.device_put(F32_3)
+    y = from_host(F32_3)
+    out = f(x, y)
+    np.testing.assert_array_equal(out, 3 * F32_3)
+    assert x.is_deleted() and not y.is_deleted()
+    with pytest.raises(RuntimeError, match="deleted"):
+        np.asarray(x)
+    z = from_host(F32_3)  # a host array: its device copy is donated, the array is consumed
+    f(z, y)
+    assert z.is_deleted()
+    expected = jax.jit(lambda x, y: x * 2.0 + y, donate_argnums=0)(jnp_copy(F32_3), F32_3)
+    np.testing.assert_array_equal(f(F32_3, y), expected)
+
+
+def jnp_copy(x):
+    return jax.numpy.array(x)
+
+
+def test_donation_by_name_and_in_pytrees():
+    f = xform.jit(lambda params, x: {k: lax.sub(v, x) for k, v in params.items()},
+                  donate_argnames="params")
+    params = {"w": xform.device_put(F32_3), "b": xform.device_put(F32_3)}
+    out = f(params, F32_3)
+    np.testing.assert_array_equal(out["w"], np.zeros(3))
+    assert params["w"].is_deleted() and params["b"].is_deleted()
+
+
+def test_static_and_donated_together_is_an_error():
+    with pytest.raises(ValueError, match="both static and donated"):
+        xform.jit(lambda x, n: x, static_argnums=1, donate_argnums=1)
+    with pytest.raises(ValueError, match="donate_argnums=.*takes 1 positional"):
+        xform.jit(lambda x: x, donate_argnums=2)

@@ -126,7 +126,9 @@ def _check_hashable(value, what, fun):
                          ) from None
 
 
-def _normalize_statics(fun, static_argnums, static_argnames):
+def _normalize_statics(fun, static_argnums, static_argnames, what="static"):
+    """Positions and names of the arguments ``*_argnums``/``*_argnames`` select, each also
+    given by the other where the signature tells it (``what``: "static" or "donate")."""
     nums = () if static_argnums is None else (
         (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums))
     names = () if static_argnames is None else (
@@ -145,11 +147,11 @@ def _normalize_statics(fun, static_argnums, static_argnames):
             i = num
             if i < 0:
                 if has_varargs:
-                    raise ValueError(f"jit of {_fun_name(fun)}: negative static_argnums "
+                    raise ValueError(f"jit of {_fun_name(fun)}: negative {what}_argnums "
                                      f"({i}) need a fixed number of positional arguments")
                 i += n
             if not has_varargs and not 0 <= i < n:
-                raise ValueError(f"jit of {_fun_name(fun)}: static_argnums={nums} but the "
+                raise ValueError(f"jit of {_fun_name(fun)}: {what}_argnums={nums} but the "
                                  f"function takes {n} positional arguments")
             norm.append(i)
         nums = tuple(norm)
@@ -190,10 +192,11 @@ class _CacheEntry:
     """One traced signature of a jitted function; compiled on its first eager call."""
 
     __slots__ = ("jaxpr", "consts", "const_avals", "out_tree", "compiled", "name",
-                 "single_output", "consts_are_traced")
+                 "single_output", "consts_are_traced", "donated")
 
-    def __init__(self, jaxpr, consts, out_tree, name):
+    def __init__(self, jaxpr, consts, out_tree, name, donated=None):
         self.jaxpr = jaxpr
+        self.donated = donated  # a bool per jaxpr input, or None when nothing is donated
         self.consts = consts
         self.const_avals = [core.get_aval(c) for c in consts]
         self.consts_are_traced = any(isinstance(c, Tracer) for c in consts)
@@ -205,23 +208,36 @@ class _CacheEntry:
     def run(self, leaves, avals, device):
         compiled = self.compiled
         if compiled is None:
-            compiled = self.compiled = dispatch.compile_jaxpr(self.jaxpr, self.name, device)
+            compiled = self.compiled = dispatch.compile_jaxpr(self.jaxpr, self.name, device,
+                                                              self.donated)
         if self.consts:
-            return compiled.run(self.consts + leaves, self.const_avals + avals)
-        return compiled.run(leaves, avals)
+            outs = compiled.run(self.consts + leaves, self.const_avals + avals)
+        else:
+            outs = compiled.run(leaves, avals)
+        if self.donated is not None:
+            for x, donated in zip(leaves, self.donated[len(self.consts):], strict=True):
+                if donated and type(x) is Array:
+                    x._donated()
+        return outs
 
 
 class JitFunction:
     """A function compiled with XLA on first call per signature; see ``jit``."""
 
-    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, device):
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
+                 device):
         functools.update_wrapper(self, fun)
         self._fun = fun
         self._name = _fun_name(fun)
         self._static_argnums, self._static_argnames = _normalize_statics(
             fun, static_argnums, static_argnames)
         self._has_statics = bool(self._static_argnums or self._static_argnames)
-        self._donate_argnums = donate_argnums
+        self._donate_argnums, self._donate_argnames = _normalize_statics(
+            fun, donate_argnums, donate_argnames, "donate")
+        both = set(self._donate_argnums) & set(self._static_argnums)
+        if both:
+            raise ValueError(f"jit of {self._name}: arguments {sorted(both)} are both static "
+                             "and donated; static arguments are not buffers to donate")
         self._device = device
         self._cache = {}
         self._flat_cache = {}  # avals -> entry, for calls whose arguments are all plain Arrays
@@ -250,7 +266,27 @@ class JitFunction:
         flat = _flatten_fun(self._fun, in_tree, store, statics)
         closed = trace_to_jaxpr(flat, avals, f"tracing `{self._name}` for jit")
         jaxpr, consts = convert_constvars(closed)
-        return _CacheEntry(jaxpr, consts, store["out_tree"], self._name)
+        donated = self._donated_leaves(in_tree, statics)
+        if donated is not None:
+            donated = (False,) * len(consts) + donated
+        return _CacheEntry(jaxpr, consts, store["out_tree"], self._name, donated)
+
+    def _donated_leaves(self, in_tree, statics):
+        """A bool per argument leaf: is it inside a donated argument? None if none is."""
+        if not self._donate_argnums and not self._donate_argnames:
+            return None
+        dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, range(in_tree.num_leaves))
+        static_positions = () if statics is None else statics.positions
+        positions = [i for i in range(len(dyn_args) + len(static_positions))
+                     if i not in static_positions]
+        donated = set()
+        for position, arg in zip(positions, dyn_args, strict=True):
+            if position in self._donate_argnums:
+                donated.update(tree_util.tree_leaves(arg))
+        for name, arg in dyn_kwargs.items():
+            if name in self._donate_argnames:
+                donated.update(tree_util.tree_leaves(arg))
+        return tuple(i in donated for i in range(in_tree.num_leaves))
 
     def __call__(self, *args, **kwargs):
         if not kwargs and not self._has_statics and core.trace_state.trace is core.eval_trace:
@@ -316,7 +352,7 @@ class Lowered:
     def __init__(self, jitted, entry):
         self._jitted = jitted
         self._entry = entry
-        self._module = mlir.lower_to_module(entry.jaxpr, jitted._name)
+        self._module = mlir.lower_to_module(entry.jaxpr, jitted._name, donated=entry.donated)
 
     def as_text(self):
         """The StableHLO module, as MLIR text."""
@@ -334,7 +370,7 @@ class Lowered:
         entry = self._entry
         if entry.compiled is None:
             entry.compiled = dispatch.compile_jaxpr(entry.jaxpr, self._jitted._name,
-                                                    self._jitted._device)
+                                                    self._jitted._device, entry.donated)
         return CompiledFunction(self._jitted, entry)
 
 
@@ -351,7 +387,7 @@ class CompiledFunction:
             raise TypeError(f"compiled function {self._jitted._name} was called with "
                             "arguments whose structure or types differ from those it was "
                             "lowered for")
-        outs = entry.compiled.run(entry.consts + leaves, entry.const_avals + avals)
+        outs = entry.run(leaves, avals, self._jitted._device)
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
     def as_text(self):
@@ -367,7 +403,8 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
       fun: the function; pytrees of arrays in and out.
       static_argnums, static_argnames: arguments that are Python values baked into the
         trace (hashable; a new value retraces).
-      donate_argnums, donate_argnames: accepted for compatibility; buffers are not reused yet.
+      donate_argnums, donate_argnames: arguments whose buffers the program may reuse for an
+        output of the same shape and dtype; a donated array is deleted by the call.
       device: the device to run on (default: the first device of the default backend).
 
     Returns:
@@ -386,7 +423,8 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
         raise TypeError(f"jit: expected a callable, got {type(fun).__name__}")
     if backend is not None and device is None:
         device = runtime.devices(backend)[0]
-    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, device)
+    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
+                       device)
 
 
 # --------------------------------------------------------------------------- make_jaxpr & co

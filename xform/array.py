@@ -68,6 +68,22 @@ class Array:
             self._buf.block_until_ready()
         return self
 
+    def is_deleted(self):
+        return self._host is None and self._buf.is_deleted()
+
+    def delete(self):
+        """Free this array's memory; using it afterwards raises ``RuntimeError``."""
+        if self._buf is None:
+            self._buf = runtime.to_device(self._host)
+        self._host = None
+        self._buf.delete()
+
+    def _donated(self):
+        # A jit call consumed the device buffer; the host mirror must go too, so that any use
+        # of this array fails as JAX's does ("Array has been deleted").
+        if self._buf is not None and self._buf.is_deleted():
+            self._host = None
+
     def is_fully_replicated(self):
         return True
 

@@ -105,12 +105,12 @@ class Compiled:
 _compiled = {}
 
 
-def compile_jaxpr(closed, name, device=None):
-    """Compile a const-free ClosedJaxpr (cached per jaxpr and device)."""
-    key = (closed.jaxpr, device)
+def compile_jaxpr(closed, name, device=None, donated=None):
+    """Compile a const-free ClosedJaxpr (cached per jaxpr, device and donated inputs)."""
+    key = (closed.jaxpr, device, donated)
     entry = _compiled.get(key)
     if entry is None:
-        module = mlir.lower_to_module(closed, name)
+        module = mlir.lower_to_module(closed, name, donated=donated)
         exe = runtime.compile_module(module, closed.out_avals, device)
         entry = _compiled[key] = Compiled(exe, closed.out_avals, device)
     return entry
