@@ -190,7 +190,7 @@ def _shaped(x, shape):
     return x[:int(np.prod(shape, dtype=np.int64))].reshape(shape)
 
 
-def check_cases(key, xf_op, jax_op, cases, shape, rtol=None):  # noqa: PLR0917
+def check_cases(key, xf_op, jax_op, cases, shape, rtol=None):
     """All cases in one ``xform.jit`` call against one ``jax.jit`` call (one compile each per
     op), then each case eagerly with its arrays cut to ``shape``: elementwise results do not
     depend on the layout, so the compiled oracle's results, cut alike, are the truth.

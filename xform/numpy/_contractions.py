@@ -322,7 +322,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     return lax.slice(picked, (0,) * len(lead) + (start,), lead + (start + length,))
 
 
-def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):  # noqa: PLR0917
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """Sum along a diagonal."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to xform.numpy.trace is not supported.")

@@ -167,7 +167,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
     return lax.add(asarray(start, dtype), lax.iota(dtype, size))
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,  # noqa: PLR0917
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
     """``num`` evenly spaced values from ``start`` to ``stop``."""
     del device

@@ -140,7 +140,7 @@ def _cast_to_bool(a):
     return a if aval_of(a).dtype == dtypes.bool_ else lax.ne(a, const(a, 0))
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,  # noqa: PLR0917, A001
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,  # noqa: A001  (numpy's name)
         promote_integers=True):
     """Sum over ``axis`` (None: all axes); bools and small ints sum in the default int."""
     _no_out("sum", out)
@@ -150,7 +150,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
                       upcast_f16=dtype is None)
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,  # noqa: PLR0917
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
          promote_integers=True):
     """Product over ``axis``."""
     _no_out("prod", out)
@@ -160,14 +160,14 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
                       upcast_f16=dtype is None)
 
 
-def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: PLR0917, A001
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001  (numpy's name)
     """Maximum over ``axis``."""
     _no_out("max", out)
     return _reduction(a, "max", lax.reduce_max, axis=axis, dtype=None, keepdims=keepdims,
                       initial=initial, where=where, has_identity=False)
 
 
-def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: PLR0917, A001
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001  (numpy's name)
     """Minimum over ``axis``."""
     _no_out("min", out)
     return _reduction(a, "min", lax.reduce_min, axis=axis, dtype=None, keepdims=keepdims,
@@ -236,7 +236,7 @@ def _var_promote_types(a_dtype, dtype):
     return _upcast_f16(computation_dtype), np.dtype(dtype)
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,  # noqa: PLR0917
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         correction=None):
     """Variance over ``axis``, dividing by ``N - ddof``."""
     _no_out("var", out)
@@ -265,7 +265,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     return where_(lax.gt(normalizer, const(normalizer, 0)), result, np.nan)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,  # noqa: PLR0917
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         correction=None):
     """Standard deviation over ``axis``."""
     _no_out("std", out)
@@ -367,7 +367,7 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     return out
 
 
-def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: PLR0917
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Sum treating NaNs as zero."""
     check_arraylike("nansum", a)
     a = asarray(a)
@@ -376,7 +376,7 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, whe
     return sum(a, axis, dtype, out, keepdims, initial, where)
 
 
-def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: PLR0917
+def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """Maximum ignoring NaNs (NaN where a slice is all NaN)."""
     check_arraylike("nanmax", a)
     a = asarray(a)
@@ -388,7 +388,7 @@ def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):  #
     return where_(all_nan, const(out_, np.nan), out_)
 
 
-def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: PLR0917
+def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """Minimum ignoring NaNs."""
     check_arraylike("nanmin", a)
     a = asarray(a)

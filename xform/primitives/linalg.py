@@ -334,7 +334,7 @@ def _int_tuple(xs, n, what, name):
     return out
 
 
-def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,  # noqa: PLR0917
+def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
                          batch_group_count=1, precision=None, preferred_element_type=None):
     """General n-dimensional convolution (a cross-correlation, as XLA's Conv).
@@ -383,14 +383,14 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,  
         preferred_element_type=_preferred_dtype(preferred_element_type))
 
 
-def conv(lhs, rhs, window_strides, padding, precision=None,  # noqa: PLR0917  (JAX's)
+def conv(lhs, rhs, window_strides, padding, precision=None,
          preferred_element_type=None):
     """``conv_general_dilated`` with ``NCHW``/``OIHW`` layouts and no dilation."""
     return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
                                 preferred_element_type=preferred_element_type)
 
 
-def conv_with_general_padding(lhs, rhs, window_strides, padding,  # noqa: PLR0917  (JAX's)
+def conv_with_general_padding(lhs, rhs, window_strides, padding,
                               lhs_dilation, rhs_dilation, precision=None,
                               preferred_element_type=None):
     """``conv_general_dilated`` with ``NCHW``/``OIHW`` layouts."""
