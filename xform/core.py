@@ -40,7 +40,7 @@ class ShapedArray:
         self.shape = shape
         self.dtype = dtype
         self.weak_type = weak_type
-        self._hash = None
+        self._hash = None  # computed on first use: avals key the caches of jit and dispatch
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
@@ -269,7 +269,12 @@ class Trace:
 
 
 class EvalTrace(Trace):
-    """The bottom of every trace stack: apply primitives to concrete values right away."""
+    """The bottom of every trace stack: apply primitives to concrete values right away.
+
+    ``apply`` (installed by the backend, see ``set_eager_impl``) must reject tracers with
+    ``escaped_tracer_error``: any tracer reaching eager evaluation has outlived its trace.
+    It does so on its slow path only, which keeps the check off the hot one.
+    """
 
     __slots__ = ("apply",)
 
@@ -277,9 +282,6 @@ class EvalTrace(Trace):
         self.apply = _no_backend
 
     def process_primitive(self, prim, args, params):
-        for x in args:
-            if isinstance(x, Tracer):
-                raise escaped_tracer_error(x, prim.name)
         return self.apply(prim, args, params)
 
 

@@ -13,7 +13,14 @@ import numpy as np
 from lowering import mlir, runtime
 from xform import config, core
 from xform.array import Array
-from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Var, abstract_eval_rules, host_impls
+from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Tracer, Var, abstract_eval_rules, host_impls
+
+
+def concrete_aval(x, prim):
+    """The aval of an eager argument; a tracer here has escaped its transformation."""
+    if isinstance(x, Tracer):
+        raise core.escaped_tracer_error(x, prim.name)
+    return core.get_aval(x)
 
 
 def host_value(x, aval):
@@ -57,7 +64,7 @@ def host_apply(prim, args, params):
             host = x._host
             vals.append(host if host is not None else x._host_value())
         else:
-            aval = core.get_aval(x)
+            aval = concrete_aval(x, prim)
             avals.append(aval)
             vals.append(host_value(x, aval))
     if params:
@@ -120,7 +127,7 @@ _single_eqn = {}
 
 
 def device_apply(prim, args, params):
-    avals = tuple(core.get_aval(x) for x in args)
+    avals = tuple(concrete_aval(x, prim) for x in args)
     key = (prim, tuple(params.items()), avals)
     try:
         compiled = _single_eqn.get(key)
