@@ -99,12 +99,10 @@ class Compiled:
 
     def run(self, args, avals):
         device = self.device
-        bufs = []
-        for x, a in zip(args, avals, strict=True):
-            if type(x) is Array and x._buf is not None and device is None:
-                bufs.append(x._buf)
-            else:
-                bufs.append(device_buffer(x, a, device))
+        bufs = [x._buf if type(x) is Array and device is None else None for x in args]
+        for i, buf in enumerate(bufs):
+            if buf is None:  # NumPy data, scalars, host-only arrays, another device
+                bufs[i] = device_buffer(args[i], avals[i], device)
         outs = self.executable.call(bufs)
         return [Array(a, None, b) for a, b in zip(self.out_avals, outs, strict=True)]
 
