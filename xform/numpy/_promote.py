@@ -401,5 +401,10 @@ def promote_args_numeric(name, *args):
     return promote_shapes(name, *promote_dtypes_numeric(*args))
 
 
+# The dtypes each promotion leaves alone, for callers' fast paths.
+ACCEPTED_DTYPES = {promote_args: dtypes.SUPPORTED, promote_args_inexact: _INEXACT,
+                   promote_args_numeric: _NUMERIC}
+
+
 def aval_of(x):
     return core.get_aval(x)

@@ -11,6 +11,7 @@ from xform import dtypes, lax
 from xform.array import Array
 from xform.core import ShapedArray, Tracer
 from xform.numpy._promote import (
+    ACCEPTED_DTYPES,
     asarray,
     aval_of,
     check_arraylike,
@@ -107,7 +108,11 @@ def _is_int_or_bool(dtype):
 
 
 def _one_arg(lax_fn, promote, name):
+    accepted = ACCEPTED_DTYPES[promote]
+
     def fn(x, /):
+        if type(x) is Array and x.aval.dtype in accepted:  # eager fast path: nothing to promote
+            return lax_fn(x)
         return lax_fn(*promote(name, x))
 
     fn.__name__ = fn.__qualname__ = name
