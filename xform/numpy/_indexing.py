@@ -221,6 +221,11 @@ def _static_slice(x, shape, entries, wrap):
     unit = all(s == 1 for s in strides)
     if not (unit and starts == [0] * len(shape) and tuple(limits) == tuple(shape)):
         out = lax.slice(out, starts, limits, None if unit else strides)
+    return _reverse_squeeze_expand(out, rev_dims, squeeze_dims, new_dims)
+
+
+def _reverse_squeeze_expand(out, rev_dims, squeeze_dims, new_dims):
+    """The steps after a (dynamic) slice: negative steps, integer indices, ``None``s."""
     if rev_dims:
         out = lax.rev(out, tuple(rev_dims))
     if squeeze_dims:
@@ -259,13 +264,7 @@ def _dynamic_slice(x, shape, entries, wrap):
         sizes.append(n)
     # Negative starts were normalized above; dynamic_slice clamps what is still out of range.
     out = lax.dynamic_slice(x, starts, sizes, allow_negative_indices=False)
-    if rev_dims:
-        out = lax.rev(out, tuple(rev_dims))
-    if squeeze_dims:
-        out = lax.squeeze(out, tuple(squeeze_dims))
-    if new_dims:
-        out = lax.expand_dims(out, tuple(new_dims))
-    return out
+    return _reverse_squeeze_expand(out, rev_dims, squeeze_dims, new_dims)
 
 
 def _normalize_traced(i, size, index_dtype, wrap):

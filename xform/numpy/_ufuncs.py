@@ -422,31 +422,27 @@ def copysign(x1, x2, /):
 # --------------------------------------------------------------------------- rounding
 
 
-def floor(x, /):
-    """Round down; integers pass through."""
-    check_arraylike("floor", x)
-    x = asarray(x)
-    if _is_int_or_bool(aval_of(x).dtype):
-        return x
-    return lax.floor(*promote_args_inexact("floor", x))
+def _integers_pass_through(name, rounding):
+    """A rounding function: integers and bools are returned as they are."""
+
+    def fn(x, /):
+        check_arraylike(name, x)
+        x = asarray(x)
+        if _is_int_or_bool(aval_of(x).dtype):
+            return x
+        return rounding(*promote_args_inexact(name, x))
+
+    fn.__name__ = fn.__qualname__ = name
+    return fn
 
 
-def ceil(x, /):
-    """Round up; integers pass through."""
-    check_arraylike("ceil", x)
-    x = asarray(x)
-    if _is_int_or_bool(aval_of(x).dtype):
-        return x
-    return lax.ceil(*promote_args_inexact("ceil", x))
-
-
-def trunc(x, /):
-    """Round toward zero; integers pass through."""
-    check_arraylike("trunc", x)
-    x = asarray(x)
-    if _is_int_or_bool(aval_of(x).dtype):
-        return x
-    return where_(lax.lt(x, const(x, 0)), ceil(x), floor(x))
+floor = _integers_pass_through("floor", lax.floor)
+floor.__doc__ = "Round down; integers pass through."
+ceil = _integers_pass_through("ceil", lax.ceil)
+ceil.__doc__ = "Round up; integers pass through."
+trunc = _integers_pass_through(
+    "trunc", lambda x: where_(lax.lt(x, const(x, 0)), lax.ceil(x), lax.floor(x)))
+trunc.__doc__ = "Round toward zero; integers pass through."
 
 
 

@@ -732,57 +732,40 @@ scatter_min_p = _scatter_primitive("scatter-min", ANY, np.minimum)
 scatter_max_p = _scatter_primitive("scatter-max", ANY, np.maximum)
 
 
-def _scatter_bind(prim, operand, scatter_indices, updates, dimension_numbers, *,
-                  indices_are_sorted, unique_indices, mode):
-    dn = _as_dnums(ScatterDimensionNumbers, dimension_numbers, f"lax.{prim.name}")
-    return prim.bind(operand, scatter_indices, updates, dimension_numbers=dn,
-                     indices_are_sorted=bool(indices_are_sorted),
-                     unique_indices=bool(unique_indices),
-                     mode=GatherScatterMode.from_any(mode))
+def _scatter_wrapper(prim, name, doc):
+    """The public function of one scatter primitive: JAX's signature, params canonicalized."""
+
+    def wrapper(operand, scatter_indices, updates, dimension_numbers, *,
+                indices_are_sorted=False, unique_indices=False, mode=None):
+        dn = _as_dnums(ScatterDimensionNumbers, dimension_numbers, f"lax.{prim.name}")
+        return prim.bind(operand, scatter_indices, updates, dimension_numbers=dn,
+                         indices_are_sorted=bool(indices_are_sorted),
+                         unique_indices=bool(unique_indices),
+                         mode=GatherScatterMode.from_any(mode))
+
+    wrapper.__name__ = wrapper.__qualname__ = name
+    wrapper.__doc__ = doc
+    return wrapper
 
 
-def scatter(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
-            unique_indices=False, mode=None):
-    """XLA's Scatter: ``operand`` with the windows at ``scatter_indices`` set to ``updates``.
+scatter = _scatter_wrapper(scatter_p, "scatter", """XLA's Scatter: ``operand`` with the
+    windows at ``scatter_indices`` set to ``updates``.
 
     ``mode=None`` drops out-of-bounds windows (``FILL_OR_DROP``); ``'clip'`` clamps them in.
     Duplicate indices are applied in an unspecified order.
 
     Example: with ``dn = ScatterDimensionNumbers((), (0,), (0,))``,
     ``scatter(x, idx[:, None], v, dn)`` is ``x.at[idx].set(v)`` for a vector ``x``.
-    """
-    return _scatter_bind(scatter_p, operand, scatter_indices, updates, dimension_numbers,
-                         indices_are_sorted=indices_are_sorted,
-                         unique_indices=unique_indices, mode=mode)
-
-
-def scatter_add(operand, scatter_indices, updates, dimension_numbers, *,
-                indices_are_sorted=False, unique_indices=False, mode=None):
-    """``scatter`` that adds ``updates`` into ``operand`` (``x.at[idx].add(v)``)."""
-    return _scatter_bind(scatter_add_p, operand, scatter_indices, updates, dimension_numbers,
-                         indices_are_sorted=indices_are_sorted,
-                         unique_indices=unique_indices, mode=mode)
-
-
-def scatter_mul(operand, scatter_indices, updates, dimension_numbers, *,
-                indices_are_sorted=False, unique_indices=False, mode=None):
-    """``scatter`` that multiplies ``operand`` by ``updates`` (``x.at[idx].multiply(v)``)."""
-    return _scatter_bind(scatter_mul_p, operand, scatter_indices, updates, dimension_numbers,
-                         indices_are_sorted=indices_are_sorted,
-                         unique_indices=unique_indices, mode=mode)
-
-
-def scatter_min(operand, scatter_indices, updates, dimension_numbers, *,
-                indices_are_sorted=False, unique_indices=False, mode=None):
-    """``scatter`` keeping the minimum of ``operand`` and ``updates`` (``x.at[idx].min(v)``)."""
-    return _scatter_bind(scatter_min_p, operand, scatter_indices, updates, dimension_numbers,
-                         indices_are_sorted=indices_are_sorted,
-                         unique_indices=unique_indices, mode=mode)
-
-
-def scatter_max(operand, scatter_indices, updates, dimension_numbers, *,
-                indices_are_sorted=False, unique_indices=False, mode=None):
-    """``scatter`` keeping the maximum of ``operand`` and ``updates`` (``x.at[idx].max(v)``)."""
-    return _scatter_bind(scatter_max_p, operand, scatter_indices, updates, dimension_numbers,
-                         indices_are_sorted=indices_are_sorted,
-                         unique_indices=unique_indices, mode=mode)
+    """)
+scatter_add = _scatter_wrapper(
+    scatter_add_p, "scatter_add",
+    "``scatter`` that adds ``updates`` into ``operand`` (``x.at[idx].add(v)``).")
+scatter_mul = _scatter_wrapper(
+    scatter_mul_p, "scatter_mul",
+    "``scatter`` that multiplies ``operand`` by ``updates`` (``x.at[idx].multiply(v)``).")
+scatter_min = _scatter_wrapper(
+    scatter_min_p, "scatter_min",
+    "``scatter`` keeping the minimum of ``operand`` and ``updates`` (``x.at[idx].min(v)``).")
+scatter_max = _scatter_wrapper(
+    scatter_max_p, "scatter_max",
+    "``scatter`` keeping the maximum of ``operand`` and ``updates`` (``x.at[idx].max(v)``).")
