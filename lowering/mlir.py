@@ -5,6 +5,8 @@ A lowering rule has the signature ``rule(ctx, *operands, **params) -> list[ir.Va
 being built. Rules are registered in ``lowering_rules`` by the family modules beside this one.
 """
 
+import threading
+
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
@@ -31,6 +33,8 @@ def make_context():
 
 
 _context = None
+# One MLIR context serves every thread; building modules in it is not thread-safe.
+_lock = threading.RLock()
 
 
 def context():
@@ -205,7 +209,7 @@ def lower_to_module(closed, name, num_replicas=1, donated=None):
     """
     if not isinstance(closed, ClosedJaxpr):
         raise TypeError(f"lower_to_module expects a ClosedJaxpr, got {type(closed).__name__}")
-    with context(), ir.Location.unknown():
+    with _lock, context(), ir.Location.unknown():
         module = ir.Module.create()
         module.operation.attributes["sym_name"] = ir.StringAttr.get(f"jit_{_sanitize(name)}")
         i32 = ir.IntegerType.get_signless(32)
@@ -221,5 +225,5 @@ def lower_to_module(closed, name, num_replicas=1, donated=None):
 
 
 def module_text(module):
-    with context():
+    with _lock, context():
         return str(module)

@@ -1,6 +1,7 @@
 """jit: caching, static arguments, pytrees, nesting, lowering, devices, and bad input."""
 
 import collections
+import concurrent.futures
 import re
 
 import jax
@@ -246,3 +247,14 @@ def test_static_and_donated_together_is_an_error():
         xform.jit(lambda x, n: x, static_argnums=1, donate_argnums=1)
     with pytest.raises(ValueError, match="donate_argnums=.*takes 1 positional"):
         xform.jit(lambda x: x, donate_argnums=2)
+
+
+def test_jit_from_many_threads():
+    def work(i):
+        f = xform.jit(lambda x: lax.add(lax.mul(x, float(i)), lax.sin(x)))
+        return np.asarray(f(F32_3))
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(work, range(8)))
+    for i, r in enumerate(results):
+        np.testing.assert_allclose(r, F32_3 * i + np.sin(F32_3), rtol=1e-6)
