@@ -2,6 +2,7 @@
 
 import collections
 import concurrent.futures
+import gc
 import re
 
 import jax
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 import xform
-from xform import core, lax
+from xform import core, dispatch, lax
 from xform.array import from_host
 
 F32_3 = np.arange(3, dtype=np.float32)
@@ -258,3 +259,12 @@ def test_jit_from_many_threads():
         results = list(pool.map(work, range(8)))
     for i, r in enumerate(results):
         np.testing.assert_allclose(r, F32_3 * i + np.sin(F32_3), rtol=1e-6)
+
+
+def test_compiled_programs_are_freed_with_their_function():
+    f = xform.jit(lambda x: lax.cos(lax.sin(x)))
+    f(F32_3)
+    before = len(dispatch._compiled)
+    del f
+    gc.collect()
+    assert len(dispatch._compiled) == before - 1

@@ -7,6 +7,7 @@ GPU or TPU, it compiles the single equation with XLA once per signature and runs
 
 import contextvars
 import threading
+import weakref
 
 import numpy as np
 
@@ -107,17 +108,18 @@ class Compiled:
         return [Array(a, None, b) for a, b in zip(self.out_avals, outs, strict=True)]
 
 
-_compiled = {}
+# jaxpr -> {(device, donated): Compiled}; weak, so executables go when their jaxpr does.
+_compiled = weakref.WeakKeyDictionary()
 
 
 def compile_jaxpr(closed, name, device=None, donated=None):
     """Compile a const-free ClosedJaxpr (cached per jaxpr, device and donated inputs)."""
-    key = (closed.jaxpr, device, donated)
-    entry = _compiled.get(key)
+    per_jaxpr = _compiled.setdefault(closed.jaxpr, {})
+    entry = per_jaxpr.get((device, donated))
     if entry is None:
         module = mlir.lower_to_module(closed, name, donated=donated)
         exe = runtime.compile_module(module, closed.out_avals, device)
-        entry = _compiled[key] = Compiled(exe, closed.out_avals, device)
+        entry = per_jaxpr[(device, donated)] = Compiled(exe, closed.out_avals, device)
     return entry
 
 
