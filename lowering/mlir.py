@@ -97,11 +97,12 @@ def full_like_aval(value, aval):
 
 
 def broadcast_to(x, aval_in, aval_out):
-    """Broadcast a rank-0 operand of an elementwise op to the op's result shape."""
+    """Broadcast an operand of an elementwise op to the op's result shape: a rank-0 one, or
+    one of the same rank along its size-1 dimensions."""
     if aval_in.shape == aval_out.shape:
         return x
     typ = ir.RankedTensorType.get(aval_out.shape, dtype_to_ir(aval_in.dtype))
-    return hlo.broadcast_in_dim(typ, x, ir.DenseI64ArrayAttr.get([]))
+    return hlo.broadcast_in_dim(typ, x, ir.DenseI64ArrayAttr.get(list(range(aval_in.ndim))))
 
 
 # --------------------------------------------------------------------------- jaxpr -> ops

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 
 import xform
-from tests.harness import assert_same, tolerance
+from tests.harness import assert_same, check_against_jax, tolerance
 from xform import lax
 
 jlax = jax.lax
@@ -456,3 +456,17 @@ def test_special_op_errors():
         lax.bitcast_convert_type(np.ones(3, np.int8), np.int32)
     with pytest.raises(TypeError, match="xform does not support the dtype"):
         lax.convert_element_type(f32, np.dtype("U3"))
+
+
+def test_same_rank_size_one_dimensions_broadcast_as_in_lax():
+    a = np.arange(3, dtype=np.float32).reshape(3, 1)
+    b = np.arange(4, dtype=np.float32).reshape(1, 4)
+    check_against_jax(lax.add, jax.lax.add, a, b)
+    check_against_jax(lax.lt, jax.lax.lt, a, b)
+    assert "stablehlo.broadcast_in_dim %arg0, dims = [0, 1]" in xform.jit(lax.mul).lower(
+        a, b).as_text()
+    with pytest.raises(TypeError, match=r"add got incompatible shapes for broadcasting: "
+                                        r"\(3, 1\), \(2, 4\)"):
+        lax.add(a, np.ones((2, 4), np.float32))
+    with pytest.raises(TypeError, match="incompatible shapes"):
+        lax.add(a, np.ones(4, np.float32))  # ranks differ: only rank-0 operands broadcast

@@ -50,15 +50,21 @@ def check_dtype(name, dtype, kinds):
 
 
 def broadcast_elementwise_shapes(name, avals):
-    """Operands of an elementwise op have one shape, except that rank-0 ones broadcast."""
+    """The result shape of an elementwise op. As in ``lax``: rank-0 operands broadcast, and
+    operands of one rank broadcast along their size-1 dimensions; nothing else does."""
     shape = None
     for a in avals:
         if a.shape:
             if shape is None:
                 shape = a.shape
             elif a.shape != shape:
-                shapes = ", ".join(str(b.shape) for b in avals)
-                raise TypeError(f"{name} got incompatible shapes for broadcasting: {shapes}.")
+                if len(a.shape) != len(shape) or any(
+                        m not in (n, 1) and n != 1
+                        for m, n in zip(a.shape, shape, strict=True)):
+                    shapes = ", ".join(str(b.shape) for b in avals)
+                    raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                                    f"{shapes}.")
+                shape = tuple(n if m == 1 else m for m, n in zip(a.shape, shape, strict=True))
     return () if shape is None else shape
 
 
