@@ -1,0 +1,38 @@
+"""Every primitive has every rule it needs, or sits on an exemption list with the reason."""
+
+import pytest
+
+from lowering.mlir import lowering_rules
+from xform import core, lax
+from xform.primitives.call import jit_p
+
+PRIMITIVES = sorted({v for v in vars(lax).values() if isinstance(v, core.Primitive)} | {jit_p},
+                    key=lambda p: p.name)
+
+# Primitives evaluated eagerly by XLA even on a CPU backend, and why.
+NO_HOST_IMPL = {
+    "erf": "no NumPy kernel; XLA's is the reference JAX users get",
+    "erfc": "no NumPy kernel; XLA's is the reference JAX users get",
+    "erf_inv": "no NumPy kernel; XLA's is the reference JAX users get",
+    "lgamma": "no NumPy kernel; XLA's is the reference JAX users get",
+    "digamma": "no NumPy kernel; XLA's is the reference JAX users get",
+    "jit": "runs its compiled jaxpr: that is the point of jit",
+}
+
+
+def test_the_walk_finds_the_primitive_families():
+    names = {p.name for p in PRIMITIVES}
+    for expected in ("sin", "add", "broadcast_in_dim", "gather", "scatter-add", "reduce_sum",
+                     "sort", "dot_general", "conv_general_dilated", "jit"):
+        assert expected in names
+    assert len(PRIMITIVES) > 90
+
+
+@pytest.mark.parametrize("prim", PRIMITIVES, ids=lambda p: p.name)
+def test_rules(prim):
+    assert prim in core.abstract_eval_rules, f"{prim.name} has no abstract evaluation rule"
+    assert prim in lowering_rules, f"{prim.name} has no lowering rule"
+    if prim.name in NO_HOST_IMPL:
+        assert prim not in core.host_impls, f"{prim.name} is exempt but has a host impl"
+    else:
+        assert prim in core.host_impls, f"{prim.name} has no NumPy host implementation"
