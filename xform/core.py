@@ -509,6 +509,30 @@ def pp_jaxpr(jaxpr, names, indent):
     return f"{{ lambda {consts}; {ins}. let{eqns}\n{' ' * (indent + 2)}in ({outs}) }}"
 
 
+def eval_jaxpr(jaxpr, consts, *args):
+    """Run ``jaxpr`` by binding its equations under the current trace; a list of outputs.
+
+    This is how a transformation applies itself to a staged program (a ``jit`` body under
+    ``jvp``, say): the equations are replayed on its tracers.
+    """
+    env = {}
+
+    def read(x):
+        return x.val if type(x) is Literal else env[x]
+
+    for v, x in zip(jaxpr.constvars, consts, strict=True):
+        env[v] = x
+    for v, x in zip(jaxpr.invars, args, strict=True):
+        env[v] = x
+    for eqn in jaxpr.eqns:
+        outs = eqn.primitive.bind(*[read(x) for x in eqn.invars], **eqn.params)
+        if not eqn.primitive.multiple_results:
+            outs = [outs]
+        for v, out in zip(eqn.outvars, outs, strict=True):
+            env[v] = out
+    return [read(x) for x in jaxpr.outvars]
+
+
 # --------------------------------------------------------------------------- typechecking
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, Tracer, eval_trace, get_aval, set_current_trace
+from xform.interpreters import ad
 from xform.primitives.base import (
     ANY,
     BOOL,
@@ -729,3 +730,19 @@ bitcast_convert_type_p = standard_primitive("bitcast_convert_type", _bitcast_abs
 def bitcast_convert_type(operand, new_dtype):
     """Reinterpret the bits of ``operand`` as ``new_dtype``."""
     return bitcast_convert_type_p.bind(operand, new_dtype=dtypes.canonicalize(new_dtype))
+
+
+ad.tangent_ops["add"] = add
+
+
+# --------------------------------------------------------------------------- jvp rules
+
+ad.defjvp(sin_p, lambda t, x: mul(t, cos(x)))
+ad.defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
+ad.deflinear(neg_p)
+ad.deflinear(add_p)
+ad.deflinear(sub_p)
+ad.defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
+for _prim in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p, sign_p, floor_p, ceil_p, round_p,
+              is_finite_p):
+    ad.defjvp_zero(_prim)

@@ -11,6 +11,7 @@ import numpy as np
 
 from xform import core, dtypes
 from xform.core import ShapedArray, Tracer, get_aval
+from xform.interpreters import ad
 from xform.primitives.base import (
     NUMBER,
     as_shape,
@@ -451,3 +452,11 @@ def full_like(x, fill_value, dtype=None, shape=None):
     weak_type = dtype is None and x_aval.weak_type
     dtype = x_aval.dtype if dtype is None else dtypes.canonicalize(dtype)
     return full(fill_shape, convert_folding_constants(fill_value, dtype, weak_type))
+
+
+def _zeros(aval):
+    """Zeros of ``aval``'s shape and dtype: a broadcast scalar, never a dense constant."""
+    return broadcast(np.zeros((), aval.dtype), aval.shape)
+
+
+ad.tangent_ops["zeros"] = _zeros

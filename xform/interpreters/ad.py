@@ -1,0 +1,172 @@
+"""Forward-mode automatic differentiation: the JVP interpreter.
+
+A ``JVPTracer`` carries a ``primal`` and its ``tangent``. A tangent known to be zero is the
+symbolic ``Zero(aval)`` and is never materialized: an operation whose operands all have zero
+tangents is bound on the parent trace and its result is left unwrapped.
+
+Rule signature: ``jvp_rules[prim](primals, tangents, **params) -> (primals_out,
+tangents_out)``, lists; any tangent may be a ``Zero``. Rules run with the parent trace
+current, so the primal and tangent computations they bind go to the enclosing interpreter
+(eager evaluation, staging for jit, or an outer JVP: that is how ``jvp`` nests).
+
+The one-line registrars below cover the common shapes of rule: ``defjvp`` (one tangent
+function per operand, contributions summed), ``deflinear`` (the op applied to the tangents),
+``defjvp_zero`` (piecewise-constant or integer-valued ops).
+"""
+
+import numpy as np
+
+from xform import core, dtypes
+from xform.core import ShapedArray, Tracer, get_aval
+from xform.errors import MissingRuleError
+
+jvp_rules = {}
+
+
+class Zero:
+    """A tangent known to be zero, with the abstract value a real one would have."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Zero({self.aval.str_short()})"
+
+
+def tangent_aval(aval):
+    """Integer and boolean values have float0 tangents, as in JAX."""
+    if dtypes.is_inexact(aval.dtype):
+        return aval.strip_weak_type()
+    return ShapedArray(aval.shape, dtypes.float0)
+
+
+# Filled by the structural family (it owns broadcast_in_dim) and the elementwise family
+# (it owns add): the interpreter cannot import the primitives whose rules import it.
+tangent_ops = {}
+
+
+def instantiate(t):
+    """A tangent as an array: a ``Zero`` becomes real zeros."""
+    if type(t) is not Zero:
+        return t
+    if t.aval.dtype == dtypes.float0:
+        return np.zeros(t.aval.shape, dtypes.float0)
+    return tangent_ops["zeros"](t.aval)
+
+
+def add_tangents(a, b):
+    if type(a) is Zero:
+        return b
+    if type(b) is Zero:
+        return a
+    return tangent_ops["add"](a, b)
+
+
+class JVPTracer(Tracer):
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace, primal, tangent):
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self):
+        return get_aval(self.primal)
+
+    def concrete_value(self):
+        # Differentiating concrete values keeps Python control flow on them working.
+        primal = self.primal
+        if isinstance(primal, Tracer):
+            return primal.concrete_value()
+        return np.asarray(primal)
+
+
+class JVPTrace(core.Trace):
+    __slots__ = ("parent", "alive")
+    name = "differentiating with jvp"
+
+    def __init__(self, parent):
+        self.parent = parent
+        self.alive = True
+
+    def to_primal_tangent(self, x):
+        if isinstance(x, JVPTracer) and x._trace is self:
+            return x.primal, x.tangent
+        return x, Zero(tangent_aval(get_aval(x)))
+
+    def process_primitive(self, prim, args, params):
+        primals, tangents = [], []
+        for x in args:
+            p, t = self.to_primal_tangent(x)
+            primals.append(p)
+            tangents.append(t)
+        if all(type(t) is Zero for t in tangents):
+            return self.parent.process_primitive(prim, primals, params)
+        rule = jvp_rules.get(prim)
+        if rule is None:
+            raise MissingRuleError(f"primitive '{prim.name}' has no JVP rule, so it cannot be "
+                                   "differentiated")
+        with core.set_current_trace(self.parent):
+            primals_out, tangents_out = rule(primals, tangents, **params)
+        return [p if type(t) is Zero else JVPTracer(self, p, t)
+                for p, t in zip(primals_out, tangents_out, strict=True)]
+
+
+def jvp_flat(fun, primals, tangents):
+    """``fun`` (flat lists in and out) and its directional derivative, as flat lists."""
+    trace = JVPTrace(core.trace_state.trace)
+    args = [p if type(t) is Zero else JVPTracer(trace, p, t)
+            for p, t in zip(primals, tangents, strict=True)]
+    try:
+        with core.set_current_trace(trace):
+            outs = fun(*args)
+        pairs = [trace.to_primal_tangent(x) for x in outs]
+    finally:
+        trace.alive = False
+    return [p for p, _ in pairs], [t for _, t in pairs]
+
+
+# --------------------------------------------------------------------------- registrars
+
+
+def defjvp(prim, *tangent_fns):
+    """Rule from one function per operand: ``fn(tangent, *primals, **params)`` is that
+    operand's contribution to the output tangent (None: the op is constant in it)."""
+
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        total = Zero(tangent_aval(get_aval(out)))
+        for fn, t in zip(tangent_fns, tangents, strict=False):
+            if fn is not None and type(t) is not Zero:
+                total = add_tangents(total, fn(t, *primals, **params))
+        return [out], [total]
+
+    jvp_rules[prim] = rule
+
+
+def defjvp_zero(prim):
+    """Rule for an op whose output does not change under small changes of its inputs."""
+
+    def rule(primals, tangents, **params):
+        outs = prim.bind(*primals, **params)
+        outs = outs if prim.multiple_results else [outs]
+        return outs, [Zero(tangent_aval(get_aval(o))) for o in outs]
+
+    jvp_rules[prim] = rule
+
+
+def deflinear(prim):
+    """Rule for an op that is linear in all its operands jointly: apply it to the tangents."""
+
+    def rule(primals, tangents, **params):
+        outs = prim.bind(*primals, **params)
+        outs = outs if prim.multiple_results else [outs]
+        if all(type(t) is Zero for t in tangents):
+            return outs, [Zero(tangent_aval(get_aval(o))) for o in outs]
+        touts = prim.bind(*[instantiate(t) for t in tangents], **params)
+        return outs, (touts if prim.multiple_results else [touts])
+
+    jvp_rules[prim] = rule
