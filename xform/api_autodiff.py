@@ -17,7 +17,8 @@ def _as_output(x):
     """A flat output of a transformation as users get it: an Array or a tracer."""
     if isinstance(x, (Array, Tracer)):
         return x
-    return from_host(np.asarray(x))
+    x = np.asarray(x)
+    return x if x.dtype == dtypes.float0 else from_host(x)  # float0 stays NumPy, as in JAX
 
 
 def _check_tangent(path, primal_aval, tangent):
