@@ -1,4 +1,7 @@
-"""The public differentiation transformations (so far forward mode: ``jvp``).
+"""The public differentiation transformations: ``jvp``, ``vjp``, ``grad``, ``value_and_grad``.
+
+Reverse mode is linearize (JVP on top of partial evaluation, staging only the tangent
+computation) followed by transposition of that linear jaxpr.
 
 Pytrees are handled here; ``xform.interpreters.ad`` works on flat lists.
 """
@@ -10,7 +13,7 @@ from xform import core, dtypes
 from xform.api import _arg_avals, _flatten_fun, _fun_name
 from xform.array import Array, from_host
 from xform.core import Tracer
-from xform.interpreters import ad
+from xform.interpreters import ad, partial_eval, transpose
 
 
 def _as_output(x):
@@ -90,3 +93,157 @@ def _with_aux(fun, has_aux, store):
         return out[0]
 
     return without_aux
+
+
+# --------------------------------------------------------------------------- reverse mode
+
+
+def _linearize_flat(flat_fun, primals, avals):
+    """Primal outputs now, and the linear jaxpr from the tangents of the inexact inputs to
+    the tangents of the outputs, with a mask of which output tangents are not zero."""
+    diff = [dtypes.is_inexact(a.dtype) for a in avals]
+    store = {}
+
+    def tangents_of(*args):
+        known, unknown = args[:len(primals)], iter(args[len(primals):])
+        tangents = [next(unknown) if d else ad.Zero(ad.tangent_aval(a))
+                    for a, d in zip(avals, diff, strict=True)]
+        primals_out, tangents_out = ad.jvp_flat(flat_fun, known, tangents)
+        store["primals_out"] = primals_out
+        store["nonzero"] = [type(t) is not ad.Zero for t in tangents_out]
+        return [t for t in tangents_out if type(t) is not ad.Zero]
+
+    tangent_avals = [ad.tangent_aval(a) for a, d in zip(avals, diff, strict=True) if d]
+    _, linear = partial_eval.partial_eval_flat(tangents_of, primals, tangent_avals,
+                                               "linearizing")
+    return store["primals_out"], linear, store["nonzero"], diff
+
+
+def _zero_cotangent(aval):
+    if dtypes.is_inexact(aval.dtype):
+        return from_host(np.zeros(aval.shape, aval.dtype))
+    return np.zeros(aval.shape, dtypes.float0)
+
+
+def vjp(fun, *primals, has_aux=False):
+    """``fun``'s value at ``primals`` and a function pulling output cotangents back.
+
+    Returns ``(primals_out, vjp_fun)`` (plus ``aux`` with ``has_aux``), where
+    ``vjp_fun(cotangents_out)`` returns a tuple of cotangents, one per primal argument.
+
+    Example:
+      >>> y, pullback = xform.vjp(xform.numpy.sin, 0.5)
+      >>> pullback(1.0)  # (cos 0.5,)
+    """
+    leaves, in_tree = tree_util.tree_flatten((primals, {}))
+    avals = _arg_avals(leaves, in_tree, fun)
+    store = {}
+    flat = _flatten_fun(_with_aux(fun, has_aux, store), in_tree, store)
+    primals_out, linear, nonzero, diff = _linearize_flat(flat, leaves, avals)
+    out_tree = store["out_tree"]
+    out_avals = [core.get_aval(p) for p in primals_out]
+    primals_out = [_as_output(p) for p in primals_out]
+
+    def vjp_fun(cotangents):
+        ct_leaves, ct_tree = tree_util.tree_flatten(cotangents)
+        if ct_tree != out_tree:
+            raise TypeError(f"vjp of {_fun_name(fun)}: the cotangent must have the structure "
+                            f"of the primal output, {out_tree}; got {ct_tree}")
+        for i, (ct, aval) in enumerate(zip(ct_leaves, out_avals, strict=True)):
+            ct_aval = core.get_aval(ct)
+            if ct_aval.shape != aval.shape:
+                raise ValueError(f"vjp of {_fun_name(fun)}: cotangent {i} has shape "
+                                 f"{ct_aval.shape}, the primal output {aval.shape}")
+        cts = [ct for ct, nz in zip(ct_leaves, nonzero, strict=True) if nz]
+        args = [transpose.UndefinedPrimal(a) for a in linear.in_avals]
+        cts_in = iter(transpose.backward_pass(linear.jaxpr, linear.consts, args, cts))
+        flat_cts = []
+        for aval, d in zip(avals, diff, strict=True):
+            ct = next(cts_in) if d else None
+            flat_cts.append(_zero_cotangent(aval) if ct is None or type(ct) is ad.Zero
+                            else _as_output(ct))
+        return tree_util.tree_unflatten(in_tree, flat_cts)[0]
+
+    out = tree_util.tree_unflatten(out_tree, primals_out)
+    return (out, vjp_fun, store["aux"]) if has_aux else (out, vjp_fun)
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """A function returning ``fun``'s value and its gradient w.r.t. ``argnums``.
+
+    ``fun`` must return a real scalar (a complex one with ``holomorphic=True``).
+    """
+    int_argnums = isinstance(argnums, int)
+    nums = (argnums,) if int_argnums else tuple(argnums)
+    name = _fun_name(fun)
+
+    def value_and_grad_f(*args, **kwargs):
+        if any(i >= len(args) or i < -len(args) for i in nums):
+            raise TypeError(f"differentiating {name} with respect to argnums={argnums} "
+                            f"requires at least {max(nums) + 1} positional arguments, got "
+                            f"{len(args)}")
+        positions = [i % len(args) for i in nums]
+        for i in positions:
+            _check_grad_input(name, args[i], holomorphic, allow_int)
+
+        def partial(*diff_args):
+            full = list(args)
+            for i, a in zip(positions, diff_args, strict=True):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        result = vjp(partial, *[args[i] for i in positions], has_aux=has_aux)
+        out, pullback = result[0], result[1]
+        _check_grad_output(name, out, holomorphic)
+        cts = pullback(from_host(np.ones((), core.get_aval(out).dtype)))
+        grads = cts[0] if int_argnums else tuple(cts)
+        value = (out, result[2]) if has_aux else out
+        return value, grads
+
+    return value_and_grad_f
+
+
+def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """The gradient of scalar-valued ``fun`` w.r.t. its ``argnums`` argument(s).
+
+    Example:
+      >>> xform.grad(lambda x: xform.numpy.sum(x ** 2))(xform.numpy.arange(3.0))  # [0, 2, 4]
+    """
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+    def grad_f(*args, **kwargs):
+        (value, grads) = vg(*args, **kwargs)
+        return (grads, value[1]) if has_aux else grads
+
+    return grad_f
+
+
+def _check_grad_input(name, arg, holomorphic, allow_int):
+    for leaf in tree_util.tree_leaves(arg):
+        dtype = core.get_aval(leaf).dtype
+        if dtypes.is_complex(dtype) and not holomorphic:
+            raise TypeError(f"grad of {name} requires real-valued inputs (float dtypes), got "
+                            f"{dtype}. For holomorphic differentiation pass holomorphic=True.")
+        if not dtypes.is_inexact(dtype) and not allow_int:
+            raise TypeError(f"grad of {name} requires real- or complex-valued inputs (input "
+                            f"dtype that is a sub-dtype of np.inexact), but got {dtype}. To "
+                            "differentiate with respect to integer or boolean inputs use vjp "
+                            "or set allow_int=True.")
+        if holomorphic and not dtypes.is_complex(dtype):
+            raise TypeError(f"grad of {name} with holomorphic=True requires complex inputs, "
+                            f"got {dtype}")
+
+
+def _check_grad_output(name, out, holomorphic):
+    if not isinstance(out, (Array, Tracer)) and not core.is_concrete_array(out):
+        raise TypeError(f"grad of {name}: the function must return a scalar array, got "
+                        f"{type(out).__name__}")
+    aval = core.get_aval(out)
+    if aval.shape:
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output of {name} "
+                        f"had shape: {aval.shape}")
+    if dtypes.is_complex(aval.dtype) and not holomorphic:
+        raise TypeError(f"grad of {name} requires real-valued outputs (float dtypes), got "
+                        f"{aval.dtype}. For holomorphic differentiation pass holomorphic=True.")
+    if not dtypes.is_inexact(aval.dtype):
+        raise TypeError(f"grad of {name} requires a float output, got {aval.dtype}")

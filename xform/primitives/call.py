@@ -6,8 +6,8 @@ self-contained and later transformations rewrite the jaxpr, not the Python funct
 
 import weakref
 
-from xform.core import Primitive, abstract_eval_rules, eval_jaxpr
-from xform.interpreters import ad
+from xform.core import Primitive, abstract_eval_rules, eval_jaxpr, set_current_trace
+from xform.interpreters import ad, partial_eval, transpose
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 
 jit_p = Primitive("jit", multiple_results=True)
@@ -73,3 +73,72 @@ def _jit_jvp(primals, tangents, *, jaxpr, name):
 
 
 ad.jvp_rules[jit_p] = _jit_jvp
+
+
+# --------------------------------------------------------------------------- partial eval
+
+_split_jaxprs = weakref.WeakKeyDictionary()  # jaxpr -> {unknowns: partial_eval_jaxpr(...)}
+
+
+def _jit_partial_eval(trace, args, params):
+    """Split a jit call with unknown inputs: run the known part now (as its own jit), stage
+    the unknown part (another jit) on the residuals it needs."""
+    jaxpr, name = params["jaxpr"], params["name"]
+    unknowns = tuple(trace.is_unknown(x) for x in args)
+    cache = _split_jaxprs.setdefault(jaxpr.jaxpr, {})
+    split = cache.get(unknowns)
+    if split is None:
+        split = cache[unknowns] = partial_eval.partial_eval_jaxpr(
+            jaxpr, unknowns, f"partially evaluating `{name}`")
+    known_jaxpr, known_consts, unknown_jaxpr, out_unknowns, num_res = split
+    known_args = [x for x, u in zip(args, unknowns, strict=True) if not u]
+    with set_current_trace(trace.parent):
+        known_outs = jit_p.bind(*known_consts, *known_args, jaxpr=known_jaxpr, name=name)
+    residuals = known_outs[len(known_outs) - num_res:]
+    unknown_args = [x for x, u in zip(args, unknowns, strict=True) if u]
+    unknown_outs = iter(trace.stage(jit_p, residuals + unknown_args,
+                                    {"jaxpr": unknown_jaxpr, "name": name},
+                                    unknown_jaxpr.out_avals))
+    known_outs = iter(known_outs[:len(known_outs) - num_res])
+    return [next(unknown_outs) if u else next(known_outs) for u in out_unknowns]
+
+
+partial_eval.partial_eval_rules[jit_p] = _jit_partial_eval
+
+
+# --------------------------------------------------------------------------- transpose
+
+_transposed_jaxprs = weakref.WeakKeyDictionary()  # jaxpr -> {linear mask: jaxpr}
+
+
+def _transposed_jaxpr(jaxpr, linear):
+    cache = _transposed_jaxprs.setdefault(jaxpr.jaxpr, {})
+    hit = cache.get(linear)
+    if hit is not None:
+        return hit
+    in_avals = jaxpr.in_avals
+    value_avals = [a for a, lin in zip(in_avals, linear, strict=True) if not lin]
+
+    def transposed(*args):
+        values, cts = iter(args[:len(value_avals)]), args[len(value_avals):]
+        invals = [transpose.UndefinedPrimal(a) if lin else next(values)
+                  for a, lin in zip(in_avals, linear, strict=True)]
+        cts_in = transpose.backward_pass(jaxpr.jaxpr, jaxpr.consts, invals, list(cts))
+        return [ad.instantiate(ct) for ct, lin in zip(cts_in, linear, strict=True) if lin]
+
+    closed = trace_to_jaxpr(transposed, value_avals + jaxpr.out_avals,
+                            "transposing a jit body")
+    hit = cache[linear] = convert_constvars(closed)
+    return hit
+
+
+def _jit_transpose(cts, *invals, jaxpr, name):
+    linear = tuple(transpose.is_undefined(x) for x in invals)
+    body, consts = _transposed_jaxpr(jaxpr, linear)
+    values = [x for x in invals if not transpose.is_undefined(x)]
+    cts_in = iter(jit_p.bind(*consts, *values, *[ad.instantiate(ct) for ct in cts],
+                             jaxpr=body, name=f"transpose({name})"))
+    return [next(cts_in) if lin else None for lin in linear]
+
+
+transpose.transpose_rules[jit_p] = _jit_transpose

@@ -1,0 +1,107 @@
+"""Partial evaluation: compute what is known now, stage what is not into a jaxpr.
+
+A ``PartialEvalTrace`` is a staging trace (``JaxprTrace``) that records only the equations
+with at least one *unknown* input — one of its own tracers. An equation whose inputs are all
+known (concrete values or tracers of enclosing traces) is handed to the parent trace and its
+results stay known. Known values used by recorded equations become the jaxpr's constvars:
+the *residuals*.
+
+``linearize`` runs the JVP interpreter on top of this trace with unknown tangents, so the
+primal computation happens now and the tangent computation is staged: a linear jaxpr whose
+inputs are the tangents and whose constvars are residuals. Reverse mode transposes it.
+
+Rule table: ``partial_eval_rules[prim](trace, args, params) -> outputs`` for primitives that
+must split themselves into a known and an unknown part (call primitives: staging a ``jit``
+whole would make its primal outputs unknown).
+"""
+
+from xform import core
+from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Var, eval_jaxpr
+from xform.interpreters.staging import JaxprTrace, JaxprTracer, convert_constvars, trace_to_jaxpr
+
+partial_eval_rules = {}
+
+
+class PartialEvalTrace(JaxprTrace):
+    """Stages equations on unknown values; passes known ones to the parent."""
+
+    __slots__ = ()
+
+    def is_unknown(self, x):
+        return isinstance(x, JaxprTracer) and x._trace is self
+
+    def process_primitive(self, prim, args, params):
+        if not any(self.is_unknown(x) for x in args):
+            return self.parent.process_primitive(prim, args, params)
+        rule = partial_eval_rules.get(prim)
+        if rule is not None:
+            return rule(self, args, params)
+        return super().process_primitive(prim, args, params)
+
+    def stage(self, prim, args, params, out_avals):
+        """Record ``prim`` on ``args`` with the given output types; its unknown outputs."""
+        invars = [self.to_atom(x) for x in args]
+        outvars = [Var(a) for a in out_avals]
+        source = core.source_info()
+        self.eqns.append(JaxprEqn(prim, invars, outvars, params, source))
+        return [JaxprTracer(self, v, source) for v in outvars]
+
+    def to_closed_jaxpr(self, outs):
+        """The staged program from this trace's inputs to ``outs`` (unknown or known)."""
+        outvars = [self.to_atom(x) for x in outs]
+        return ClosedJaxpr(Jaxpr(self.constvars, self.invars, outvars, self.eqns), self.consts)
+
+
+def partial_eval_flat(fun, known, unknown_avals, name):
+    """Run ``fun(*known, *unknowns)``: known outputs now, the rest as a closed jaxpr.
+
+    Returns ``(outs, jaxpr)``: ``outs`` holds the known outputs and, for unknown ones, None;
+    ``jaxpr`` maps the unknown inputs to every output (known ones as constants).
+    """
+    trace = PartialEvalTrace(core.trace_state.trace, name)
+    unknowns = [trace.new_arg(a) for a in unknown_avals]
+    try:
+        with core.set_current_trace(trace):
+            outs = fun(*known, *unknowns)
+        jaxpr = trace.to_closed_jaxpr(outs)
+    finally:
+        trace.alive = False
+    return [None if trace.is_unknown(x) else x for x in outs], jaxpr
+
+
+def partial_eval_jaxpr(closed, unknowns, name):
+    """Split ``closed`` by which inputs are unknown.
+
+    Returns ``(known_jaxpr, known_consts, unknown_jaxpr, out_unknowns, num_residuals)``:
+    ``known_jaxpr`` maps ``known_consts`` and the known inputs to the known outputs followed
+    by residuals; ``unknown_jaxpr`` maps residuals followed by the unknown inputs to the
+    unknown outputs. Both are const-free.
+    """
+    in_avals = closed.in_avals
+    known_avals = [a for a, u in zip(in_avals, unknowns, strict=True) if not u]
+    unknown_avals = [a for a, u in zip(in_avals, unknowns, strict=True) if u]
+    split = {}
+
+    def known_fun(*known):
+        def run(*args):
+            known_args, unknown_args = iter(args[:len(known)]), iter(args[len(known):])
+            merged = [next(unknown_args) if u else next(known_args) for u in unknowns]
+            return eval_jaxpr(closed.jaxpr, closed.consts, *merged)
+
+        outs, staged = partial_eval_flat(run, known, unknown_avals, name)
+        body, residuals = convert_constvars(staged)
+        split["out_unknowns"] = [x is None for x in outs]
+        split["unknown"] = _keep_unknown_outputs(body, split["out_unknowns"])
+        split["num_residuals"] = len(residuals)
+        return [x for x in outs if x is not None] + residuals
+
+    known_jaxpr, known_consts = convert_constvars(trace_to_jaxpr(known_fun, known_avals, name))
+    return (known_jaxpr, known_consts, split["unknown"], split["out_unknowns"],
+            split["num_residuals"])
+
+
+def _keep_unknown_outputs(closed, out_unknowns):
+    jaxpr = closed.jaxpr
+    outvars = [v for v, u in zip(jaxpr.outvars, out_unknowns, strict=True) if u]
+    return ClosedJaxpr(Jaxpr([], jaxpr.invars, outvars, jaxpr.eqns), [])
+
