@@ -1,0 +1,167 @@
+"""Gradient checking and hypothesis strategies, for xform's tests and for yours.
+
+``check_grads`` compares forward-mode and reverse-mode derivatives against central finite
+differences (and against each other), to any order. The strategies draw arrays and pytrees of
+arrays for property-based gradient tests. Importing this module needs ``hypothesis``
+(``pip install hypothesis``, or xform's ``dev`` extra).
+"""
+
+import hypothesis.extra.numpy as hnp
+import hypothesis.strategies as st
+import numpy as np
+from jax import tree_util
+
+from xform import dtypes
+from xform.api_autodiff import jvp, vjp
+
+_EPS = {np.dtype(np.float16): 1e-1, dtypes.bfloat16: 1e-1, np.dtype(np.float32): 3e-3,
+        np.dtype(np.float64): 1e-6}
+_TOL = {np.dtype(np.float16): 1e-1, dtypes.bfloat16: 1e-1, np.dtype(np.float32): 2e-2,
+        np.dtype(np.float64): 1e-5}
+
+
+def _dtype_of(leaves):
+    """The least precise inexact dtype among ``leaves``: it sets the step and tolerance."""
+    inexact = [np.asarray(x).dtype for x in leaves if dtypes.is_inexact(np.asarray(x).dtype)]
+    return max(inexact, key=lambda d: _EPS.get(d, 1e-3), default=np.dtype(np.float32))
+
+
+def _inner(a, b):
+    """Sum of elementwise products over two pytrees of the same structure."""
+    leaves_a, leaves_b = tree_util.tree_leaves(a), tree_util.tree_leaves(b)
+    return sum(np.vdot(np.asarray(x, np.float64).ravel(), np.asarray(y, np.float64).ravel())
+               for x, y in zip(leaves_a, leaves_b, strict=True))
+
+
+def _random_like(rng, tree):
+    def draw(x):
+        x = np.asarray(x)
+        return rng.standard_normal(x.shape).astype(x.dtype)
+    return tree_util.tree_map(draw, tree)
+
+
+def _scaled_add(tree, direction, scale):
+    return tree_util.tree_map(
+        lambda x, d: (np.asarray(x, np.float64) + scale * np.asarray(d, np.float64)).astype(
+            np.asarray(x).dtype), tree, direction)
+
+
+def _max_error(got, expected, atol, rtol):
+    """(largest |got - expected|, index of the first leaf out of tolerance, or None)."""
+    worst, bad = 0.0, None
+    pairs = zip(tree_util.tree_leaves(got), tree_util.tree_leaves(expected), strict=True)
+    for i, (got_leaf, expected_leaf) in enumerate(pairs):
+        g, e = np.asarray(got_leaf, np.float64), np.asarray(expected_leaf, np.float64)
+        if g.size:
+            worst = max(worst, float(np.nanmax(np.abs(g - e))))
+        if bad is None and not np.allclose(g, e, atol=atol, rtol=rtol, equal_nan=True):
+            bad = i
+    return worst, bad
+
+
+def _fail(mode, order, argnum, err, detail):
+    raise AssertionError(f"check_grads: {mode}-mode derivative of order {order} disagrees with "
+                         f"{detail} for argument {argnum}: largest error {err:.3g}")
+
+
+def check_jvp(f, args, atol=None, rtol=None, eps=None, order=1, rng=None):
+    """``jvp(f)`` agrees with central finite differences along a random direction."""
+    rng = rng or np.random.default_rng(0)
+    dtype = _dtype_of(tree_util.tree_leaves(args))
+    eps = eps or _EPS.get(dtype, 1e-3)
+    atol = atol if atol is not None else _TOL.get(dtype, 1e-2)
+    rtol = rtol if rtol is not None else _TOL.get(dtype, 1e-2)
+    for argnum in range(len(args)):
+        direction = [_random_like(rng, a) if i == argnum else tree_util.tree_map(np.zeros_like, a)
+                     for i, a in enumerate(args)]
+        _, tangent = jvp(f, tuple(args), tuple(direction))
+        plus = f(*[_scaled_add(a, d, eps) for a, d in zip(args, direction, strict=True)])
+        minus = f(*[_scaled_add(a, d, -eps) for a, d in zip(args, direction, strict=True)])
+        fd = tree_util.tree_map(
+            lambda p, m: (np.asarray(p, np.float64) - np.asarray(m, np.float64)) / (2 * eps),
+            plus, minus)
+        err, where = _max_error(tangent, fd, atol, rtol)
+        if where is not None:
+            _fail("fwd", order, argnum, err, "central finite differences")
+
+
+def check_vjp(f, args, atol=None, rtol=None, eps=None, order=1, rng=None):
+    """``vjp(f)`` is the transpose of ``jvp(f)``: ``<ct, J t> == <J^T ct, t>``."""
+    rng = rng or np.random.default_rng(1)
+    dtype = _dtype_of(tree_util.tree_leaves(args))
+    atol = atol if atol is not None else _TOL.get(dtype, 1e-2)
+    rtol = rtol if rtol is not None else _TOL.get(dtype, 1e-2)
+    out, pullback = vjp(f, *args)
+    ct = _random_like(rng, out)
+    cts_in = pullback(ct)
+    for argnum in range(len(args)):
+        direction = [_random_like(rng, a) if i == argnum else tree_util.tree_map(np.zeros_like, a)
+                     for i, a in enumerate(args)]
+        _, tangent = jvp(f, tuple(args), tuple(direction))
+        lhs = _inner(ct, tangent)
+        rhs = _inner(cts_in[argnum], direction[argnum])
+        err = abs(lhs - rhs)
+        if not err <= atol + rtol * max(abs(lhs), abs(rhs)):
+            _fail("rev", order, argnum, err, "forward mode (<ct, J t> != <J^T ct, t>)")
+
+
+def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=None):
+    """Check ``f``'s derivatives at ``args`` up to ``order`` in the given modes.
+
+    Forward mode is compared with central finite differences, reverse mode with forward mode
+    through the transpose identity; higher orders check the derivative functions themselves.
+    Raises ``AssertionError`` naming the argument, the mode, the order and the largest error.
+
+    Example:
+      >>> check_grads(xform.numpy.sin, (0.5,), order=2)
+    """
+    args = tuple(args)
+    rng = np.random.default_rng(0)
+
+    def check(fun, order_now):
+        if "fwd" in modes:
+            check_jvp(fun, args, atol, rtol, eps, order_now, rng)
+        if "rev" in modes:
+            check_vjp(fun, args, atol, rtol, eps, order_now, rng)
+        if order_now < order:
+            if "fwd" in modes:
+                direction = tuple(_random_like(rng, a) for a in args)
+                check(lambda *xs: jvp(fun, xs, direction)[1], order_now + 1)
+            if "rev" in modes:
+                ct = _random_like(rng, fun(*args))
+                check(lambda *xs: vjp(fun, *xs)[1](ct), order_now + 1)
+
+    check(f, 1)
+
+
+# --------------------------------------------------------------------------- strategies
+
+
+def shapes(max_rank=3, max_side=4, min_rank=0):
+    """Array shapes of rank ``min_rank..max_rank`` with sides ``1..max_side``."""
+    return hnp.array_shapes(min_dims=min_rank, max_dims=max_rank, min_side=1,
+                            max_side=max_side)
+
+
+def arrays(dtype=np.float32, shape=None, min_value=-3.0, max_value=3.0):
+    """NumPy arrays of ``dtype`` with finite values in ``[min_value, max_value]``."""
+    dtype = np.dtype(dtype)
+    if dtypes.is_float(dtype):
+        elements = st.floats(min_value, max_value, width=min(dtype.itemsize * 8, 64),
+                             allow_nan=False, allow_infinity=False)
+    elif dtypes.is_int(dtype):
+        elements = st.integers(int(min_value), int(max_value))
+    else:
+        elements = None
+    return hnp.arrays(dtype, shape if shape is not None else shapes(), elements=elements)
+
+
+def pytrees(leaves=None, max_leaves=4):
+    """Pytrees (nested tuples, lists and dicts) whose leaves are drawn from ``leaves``."""
+    leaves = leaves if leaves is not None else arrays()
+    return st.recursive(leaves, lambda children: st.one_of(
+        st.lists(children, min_size=1, max_size=3),
+        st.tuples(children, children),
+        st.dictionaries(st.sampled_from("abc"), children, min_size=1, max_size=3)),
+        max_leaves=max_leaves)
+
