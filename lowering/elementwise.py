@@ -103,7 +103,8 @@ def _pow_lower(ctx, x, y):
     out = ctx.avals_out[0]
     x_aval, y_aval = ctx.avals_in
     if y_aval.dtype != x_aval.dtype:
-        y = hlo.convert(aval_to_ir(y_aval.update(dtype=x_aval.dtype)), y)
+        y_aval = y_aval.update(dtype=x_aval.dtype)
+        y = hlo.convert(aval_to_ir(y_aval), y)
     return [hlo.power(broadcast_to(x, x_aval, out), broadcast_to(y, y_aval, out))]
 
 

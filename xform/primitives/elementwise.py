@@ -12,6 +12,7 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, Tracer, eval_trace, get_aval, set_current_trace
+from xform.errors import MissingRuleError
 from xform.interpreters import ad
 from xform.primitives.base import (
     ANY,
@@ -737,12 +738,182 @@ ad.tangent_ops["add"] = add
 
 # --------------------------------------------------------------------------- jvp rules
 
+# Derivatives follow JAX's rules in jax/_src/lax/{lax,special}.py formula for formula (the
+# conventions at kinks included: abs'(0) = 1, ties of max/min split the tangent half and half),
+# so tangents agree with JAX's to the rounding of the kernels. Rules that need the result
+# (exp, sqrt, tanh, ...) use it rather than recompute it: ``_defjvp_with_ans``.
+
+
+def _const(x, value):
+    """``value`` as a scalar of ``x``'s dtype (it broadcasts against any operand)."""
+    return np.array(value, get_aval(x).dtype)
+
+
+def _square(x):
+    return mul(x, x)
+
+
+def _zeros(x, shape):
+    """Zeros of ``x``'s dtype and the given shape."""
+    return ad.instantiate(ad.Zero(ShapedArray(shape, get_aval(x).dtype)))
+
+
+def _broadcast_to(t, shape):
+    """A tangent of a rank-0 operand, broadcast to the output's shape."""
+    return t if get_aval(t).shape == shape else add(t, _zeros(t, shape))
+
+
+def _out_shape(*xs):
+    return broadcast_elementwise_shapes("jvp", [get_aval(x) for x in xs])
+
+
+def _defjvp_with_ans(prim, *tangent_fns):
+    """``ad.defjvp`` for derivatives cheapest in terms of the result: ``fn(t, ans, *primals,
+    **params)``; the result is computed once, not again per operand."""
+
+    def rule(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        total = ad.Zero(ad.tangent_aval(get_aval(ans)))
+        for fn, t in zip(tangent_fns, tangents, strict=False):
+            if fn is not None and type(t) is not ad.Zero:
+                total = ad.add_tangents(total, fn(t, ans, *primals, **params))
+        return [ans], [total]
+
+    ad.jvp_rules[prim] = rule
+
+
+def _abs_jvp(t, ans, x):
+    if dtypes.is_complex(get_aval(x).dtype):
+        r = _replace_zero(convert_element_type(ans, get_aval(x).dtype))
+        return real(mul(t, div(conj(x), r)))
+    return select(ge(x, _const(x, 0)), t, neg(t))
+
+
+def _digamma_jvp(t, x):
+    raise MissingRuleError(
+        "the derivative of digamma is polygamma(1, x), and xform has no polygamma primitive "
+        "yet: digamma can be evaluated but not differentiated")
+
+
+def _rem_jvp_rhs(t, x, y):
+    q = div(x, y)
+    return mul(neg(t), mul(sign(q), floor(abs(q))))
+
+
+def _replace_zero(x):
+    """``x`` with its zeros replaced by ones (``x``'s shape)."""
+    return select(eq(x, _const(x, 0)), add(_zeros(x, get_aval(x).shape),
+                                           _const(x, 1)), x)
+
+
+def _pow_jvp_lhs(t, ans, x, y):
+    dtype, shape = get_aval(x).dtype, get_aval(ans).shape
+    if dtypes.is_int(get_aval(y).dtype):
+        yf = convert_element_type(y, dtype)
+        jac = select(eq(yf, _const(yf, 0)), _zeros(x, shape),
+                     mul(_replace_zero(yf), pow(x, sub(yf, _const(yf, 1)))))
+    else:
+        jac = mul(y, pow(x, sub(y, _const(y, 1))))
+    return mul(t, jac)
+
+
+def _pow_jvp_rhs(t, ans, x, y):
+    return mul(t, mul(log(_replace_zero(x)), ans))
+
+
+def _integer_pow_jvp(t, x, *, y):
+    if y == 0:
+        return ad.Zero(get_aval(t))
+    if y == 1:
+        return t
+    if y == 2:
+        return mul(t, mul(_const(x, 2), x))
+    return mul(t, mul(_const(x, y), integer_pow(x, y - 1)))
+
+
+def _balanced_eq(x, z, y):
+    """1 where ``x`` attains the max/min ``z`` alone, 1/2 where it ties with ``y``, else 0."""
+    dtype = get_aval(z).dtype
+    hit, tie = convert_element_type(eq(x, z), dtype), convert_element_type(eq(y, z), dtype)
+    return div(hit, add(tie, _const(z, 1)))
+
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    out = select_n(which, *cases)
+    case_tangents = tangents[1:]
+    if all(type(t) is ad.Zero for t in case_tangents):
+        return [out], [ad.Zero(ad.tangent_aval(get_aval(out)))]
+    case_tangents = [ad.instantiate(t) for t in case_tangents]
+    return [out], [select_n(which, *case_tangents)]
+
+
+def _pass_where(pred, t, x):
+    """``t`` (broadcast to ``x``'s shape) where ``pred`` holds, zero elsewhere."""
+    shape = get_aval(x).shape
+    return select(pred, _broadcast_to(t, shape), _zeros(t, shape))
+
+
+def _convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type):
+    (x,), (t,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    out_t_aval = ad.tangent_aval(get_aval(out))
+    if out_t_aval.dtype == dtypes.float0 or type(t) is ad.Zero:
+        return [out], [ad.Zero(out_t_aval)]
+    return [out], [convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)]
+
+
+for _prim in (neg_p, add_p, sub_p, real_p, imag_p, conj_p):
+    ad.deflinear(_prim)
+for _prim in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p, population_count_p,
+              nextafter_p, and_p, or_p, xor_p, shift_left_p, shift_right_logical_p,
+              shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p,
+              bitcast_convert_type_p):
+    ad.defjvp_zero(_prim)
+_defjvp_with_ans(abs_p, _abs_jvp)
+_defjvp_with_ans(exp_p, lambda t, ans, x: mul(t, ans))
+_defjvp_with_ans(exp2_p, lambda t, ans, x: mul(_const(x, np.log(2)), mul(t, ans)))
+ad.defjvp(log_p, div)  # t / x
+ad.defjvp(log1p_p, lambda t, x: div(t, add(x, _const(x, 1))))
+_defjvp_with_ans(expm1_p, lambda t, ans, x: mul(t, add(ans, _const(ans, 1))))
+_defjvp_with_ans(sqrt_p, lambda t, ans, x: mul(t, div(_const(x, 0.5), ans)))
+_defjvp_with_ans(rsqrt_p, lambda t, ans, x: mul(t, mul(_const(x, -0.5), div(ans, x))))
+_defjvp_with_ans(cbrt_p, lambda t, ans, x: mul(t, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
 ad.defjvp(sin_p, lambda t, x: mul(t, cos(x)))
 ad.defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
-ad.deflinear(neg_p)
-ad.deflinear(add_p)
-ad.deflinear(sub_p)
+_defjvp_with_ans(tan_p, lambda t, ans, x: mul(t, add(_const(x, 1), _square(ans))))
+ad.defjvp(asin_p, lambda t, x: mul(t, rsqrt(sub(_const(x, 1), _square(x)))))
+ad.defjvp(acos_p, lambda t, x: mul(t, neg(rsqrt(sub(_const(x, 1), _square(x))))))
+ad.defjvp(atan_p, lambda t, x: div(t, add(_const(x, 1), _square(x))))
+ad.defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
+ad.defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
+_defjvp_with_ans(tanh_p, lambda t, ans, x: mul(add(t, mul(t, ans)), sub(_const(x, 1), ans)))
+ad.defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(_square(x), _const(x, 1)))))
+ad.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(sub(_square(x), _const(x, 1)))))
+ad.defjvp(atanh_p, lambda t, x: mul(integer_pow(add(_const(x, 1), x), -1),
+                                    div(t, sub(_const(x, 1), x))))
+_defjvp_with_ans(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_const(ans, 1), ans))))
+ad.defjvp(erf_p, lambda t, x: mul(_const(x, 2 / np.sqrt(np.pi)), mul(t, exp(neg(_square(x))))))
+ad.defjvp(erfc_p, lambda t, x: mul(_const(x, -2 / np.sqrt(np.pi)),
+                                   mul(t, exp(neg(_square(x))))))
+_defjvp_with_ans(erf_inv_p, lambda t, ans, x: mul(_const(x, np.sqrt(np.pi) / 2),
+                                                  mul(t, exp(_square(ans)))))
+ad.defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
+ad.defjvp(digamma_p, _digamma_jvp)
 ad.defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
-for _prim in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p, sign_p, floor_p, ceil_p, round_p,
-              is_finite_p):
-    ad.defjvp_zero(_prim)
+ad.defjvp(div_p, lambda t, x, y: div(t, y),
+          lambda t, x, y: mul(mul(neg(t), x), integer_pow(y, -2)))
+ad.defjvp(rem_p, lambda t, x, y: _broadcast_to(t, _out_shape(x, y)), _rem_jvp_rhs)
+_defjvp_with_ans(pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
+ad.defjvp(integer_pow_p, _integer_pow_jvp)
+for _prim in (max_p, min_p):
+    _defjvp_with_ans(_prim, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
+                     lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
+ad.defjvp(atan2_p, lambda t, x, y: mul(t, div(y, add(_square(x), _square(y)))),
+          lambda t, x, y: mul(t, div(neg(x), add(_square(x), _square(y)))))
+ad.jvp_rules[select_n_p] = _select_n_jvp
+ad.defjvp(clamp_p,
+          lambda t, lo, x, hi: _pass_where(bitwise_and(gt(lo, x), lt(lo, hi)), t, x),
+          lambda t, lo, x, hi: _pass_where(bitwise_and(gt(x, lo), lt(x, hi)), t, x),
+          lambda t, lo, x, hi: _pass_where(lt(hi, x), t, x))
+ad.jvp_rules[convert_element_type_p] = _convert_element_type_jvp
