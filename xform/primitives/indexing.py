@@ -17,9 +17,17 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, Tracer, get_aval
+from xform.interpreters import ad
 from xform.primitives.base import ANY, NUMBER, canonicalize_axis, check_dtype, standard_primitive
-from xform.primitives.elementwise import add, lt, select_n
-from xform.primitives.structural import reshape, squeeze
+from xform.primitives.elementwise import add, div, eq, lt, mul, select, select_n, sub
+from xform.primitives.structural import (
+    broadcast_in_dim,
+    full,
+    full_like,
+    iota,
+    reshape,
+    squeeze,
+)
 
 __all__ = [
     "slice",
@@ -769,3 +777,152 @@ scatter_min = _scatter_wrapper(
 scatter_max = _scatter_wrapper(
     scatter_max_p, "scatter_max",
     "``scatter`` keeping the maximum of ``operand`` and ``updates`` (``x.at[idx].max(v)``).")
+
+
+# --------------------------------------------------------------------------- jvp rules
+# Every indexing op is linear in its array operands; integer indices get float0 tangents and
+# never contribute. The scatters follow JAX's rules (jax/_src/lax/slicing.py) exactly.
+
+ad.deflinear(slice_p)
+
+
+def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
+    x, *indices = primals
+    out = dynamic_slice_p.bind(x, *indices, slice_sizes=slice_sizes)
+    t = tangents[0]
+    if type(t) is not ad.Zero:
+        t = dynamic_slice_p.bind(t, *indices, slice_sizes=slice_sizes)
+    else:
+        t = ad.Zero(ad.tangent_aval(get_aval(out)))
+    return [out], [t]
+
+
+def _dynamic_update_slice_jvp(primals, tangents):
+    x, update, *indices = primals
+    out = dynamic_update_slice_p.bind(x, update, *indices)
+    t_x, t_update = tangents[:2]
+    if type(t_x) is ad.Zero and type(t_update) is ad.Zero:
+        return [out], [ad.Zero(ad.tangent_aval(get_aval(out)))]
+    t = dynamic_update_slice_p.bind(ad.instantiate(t_x), ad.instantiate(t_update), *indices)
+    return [out], [t]
+
+
+ad.jvp_rules[dynamic_slice_p] = _dynamic_slice_jvp
+ad.jvp_rules[dynamic_update_slice_p] = _dynamic_update_slice_jvp
+
+# Out-of-bounds windows of the tangent are filled with 0, not the primal's fill value.
+ad.defjvp(gather_p, lambda t, x, indices, *, dimension_numbers, slice_sizes,
+          indices_are_sorted, unique_indices, mode, fill_value: gather(
+              t, indices, dimension_numbers, slice_sizes, indices_are_sorted=indices_are_sorted,
+              unique_indices=unique_indices, mode=mode, fill_value=0))
+
+
+def _inverse_gather(scatter_dn, operand_aval, updates_aval):
+    """The gather dimension numbers and slice sizes that read back a scatter's windows."""
+    dn = GatherDimensionNumbers(
+        offset_dims=scatter_dn.update_window_dims,
+        collapsed_slice_dims=scatter_dn.inserted_window_dims,
+        start_index_map=scatter_dn.scatter_dims_to_operand_dims,
+        operand_batching_dims=scatter_dn.operand_batching_dims,
+        start_indices_batching_dims=scatter_dn.scatter_indices_batching_dims)
+    return dn, tuple(_scatter_window(operand_aval, updates_aval, scatter_dn))
+
+
+def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices,
+                 mode):
+    operand, indices, updates = primals
+    t_operand, _, t_updates = tangents
+    params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
+                  unique_indices=unique_indices, mode=mode)
+    if type(t_operand) is ad.Zero and type(t_updates) is ad.Zero:
+        out = scatter_p.bind(operand, indices, updates, **params)
+        return [out], [ad.Zero(ad.tangent_aval(get_aval(out)))]
+    t_operand, t_updates = ad.instantiate(t_operand), ad.instantiate(t_updates)
+    if unique_indices:
+        return ([scatter_p.bind(operand, indices, updates, **params)],
+                [scatter_p.bind(t_operand, indices, t_updates, **params)])
+    # With overlapping windows it is unspecified which update wins, so, as JAX does: scatter a
+    # positive id per update, gather the ids back to see which update won each element, mask
+    # the losers (and overwritten operand elements) out, and scatter-add what is left.
+    dn = dimension_numbers
+    u_aval, o_aval = get_aval(updates), get_aval(operand)
+    ids_shape = tuple(1 if d in dn.update_window_dims else s
+                      for d, s in enumerate(u_aval.shape))
+    num_ids = int(np.prod(ids_shape, dtype=np.int64))
+    id_dtype = next(d for d in (np.uint8, np.uint16, np.uint32, np.uint64)
+                    if num_ids < np.iinfo(d).max)
+    ids = add(reshape(iota(id_dtype, num_ids), ids_shape), full(ids_shape, 1, id_dtype))
+    ids = broadcast_in_dim(ids, u_aval.shape, tuple(range(u_aval.ndim)))
+    scattered_ids = scatter_p.bind(full(o_aval.shape, 0, id_dtype), indices, ids, **params)
+    gather_dn, slice_sizes = _inverse_gather(dn, o_aval, u_aval)
+    gathered_ids = gather(scattered_ids, indices, gather_dn, slice_sizes)
+    kept = eq(scattered_ids, full(o_aval.shape, 0, id_dtype))
+    won = eq(ids, gathered_ids)
+
+    def masked(mask, x):
+        return select(mask, x, full_like(x, 0))
+
+    out = scatter_add_p.bind(masked(kept, operand), indices, masked(won, updates), **params)
+    t = scatter_add_p.bind(masked(kept, t_operand), indices, masked(won, t_updates), **params)
+    return [out], [t]
+
+
+def _scatter_add_jvp(primals, tangents, **params):
+    operand, indices, updates = primals
+    out = scatter_add_p.bind(operand, indices, updates, **params)
+    t_operand, _, t_updates = tangents
+    if type(t_operand) is ad.Zero and type(t_updates) is ad.Zero:
+        return [out], [ad.Zero(ad.tangent_aval(get_aval(out)))]
+    t = scatter_add_p.bind(ad.instantiate(t_operand), indices, ad.instantiate(t_updates),
+                           **params)
+    return [out], [t]
+
+
+def _scatter_mul_jvp_updates(t, x, indices, updates, **params):
+    if not params["unique_indices"]:
+        raise NotImplementedError("scatter_mul gradients are only implemented if "
+                                  "`unique_indices=True` (as in JAX)")
+    return mul(x, scatter_add_p.bind(full_like(x, 0), indices, t, **params))
+
+
+def _scatter_extremal_jvp(prim, primals, tangents, **params):
+    operand, indices, updates = primals
+    out = prim.bind(operand, indices, updates, **params)
+    t_operand, _, t_updates = tangents
+    if type(t_operand) is ad.Zero and type(t_updates) is ad.Zero:
+        return [out], [ad.Zero(ad.tangent_aval(get_aval(out)))]
+    t_operand, t_updates = ad.instantiate(t_operand), ad.instantiate(t_updates)
+    dn = params["dimension_numbers"]
+    gather_dn, slice_sizes = _inverse_gather(dn, get_aval(operand), get_aval(updates))
+
+    def gathered(x):
+        return gather(x, indices, gather_dn, slice_sizes)
+
+    def count(x):  # how many of the updates selected by x land on each update's window
+        return gathered(scatter_add(full_like(operand, 0), indices, x, dn))
+
+    # As JAX: elements tied for the extremum share the tangent equally, the operand counting
+    # as one contender where it keeps its value.
+    initial, target = gathered(operand), gathered(out)
+    successful = eq(updates, target)
+    retained = eq(initial, target)
+    zeros, ones = full_like(updates, 0), full_like(updates, 1)
+    num_updates = count(select(successful, ones, zeros))
+    num_refs = count(ones)
+    updates_normalizer = select(retained, div(ones, add(num_updates, ones)),
+                                div(ones, num_updates))
+    updates_coef = select(successful, updates_normalizer, zeros)
+    operand_normalizer = select(retained, div(ones, add(num_updates, ones)), zeros)
+    operand_coef = div(sub(operand_normalizer, ones), num_refs)
+    t_windows = add(mul(gathered(t_operand), operand_coef), mul(t_updates, updates_coef))
+    return [out], [scatter_add_p.bind(t_operand, indices, t_windows, **params)]
+
+
+ad.jvp_rules[scatter_p] = _scatter_jvp
+ad.jvp_rules[scatter_add_p] = _scatter_add_jvp
+ad.defjvp(scatter_mul_p, lambda t, x, indices, updates, **params: scatter_mul_p.bind(
+    t, indices, updates, **params), None, _scatter_mul_jvp_updates)
+ad.jvp_rules[scatter_min_p] = lambda primals, tangents, **params: _scatter_extremal_jvp(
+    scatter_min_p, primals, tangents, **params)
+ad.jvp_rules[scatter_max_p] = lambda primals, tangents, **params: _scatter_extremal_jvp(
+    scatter_max_p, primals, tangents, **params)

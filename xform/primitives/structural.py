@@ -460,3 +460,13 @@ def _zeros(aval):
 
 
 ad.tangent_ops["zeros"] = _zeros
+
+
+# --------------------------------------------------------------------------- jvp rules
+# Every structural op is linear in its operands jointly (pad in operand and padding value,
+# concatenate in all its operands); iota has no operands and so never has a tangent.
+
+for _prim in (broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p, rev_p, pad_p,
+              concatenate_p):
+    ad.deflinear(_prim)
+ad.defjvp_zero(iota_p)
