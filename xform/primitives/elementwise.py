@@ -917,3 +917,107 @@ ad.defjvp(clamp_p,
           lambda t, lo, x, hi: _pass_where(bitwise_and(gt(x, lo), lt(x, hi)), t, x),
           lambda t, lo, x, hi: _pass_where(lt(hi, x), t, x))
 ad.jvp_rules[convert_element_type_p] = _convert_element_type_jvp
+
+
+# --------------------------------------------------------------------------- transpose rules
+
+# The linear primitives of the family, as the JVP rules above apply them to tangents: add,
+# sub, neg, real, imag, conj (deflinear); mul in either operand and div in its numerator (the
+# other operand a residual); select_n in its cases; convert_element_type between inexact
+# dtypes. Cotangents of complex values are transposes, not adjoints (as in JAX): the
+# transpose of ``t -> c * t`` is ``ct -> c * ct``.
+
+# Modules, not names, from the families above this one: reductions and structural import
+# this module, so either may still be loading when these lines run; the rules look their
+# functions up when they run.
+from xform.interpreters import transpose  # noqa: E402
+from xform.primitives import reductions, structural  # noqa: E402
+
+
+def _unbroadcast(aval, ct):
+    """``ct`` summed back to the shape of an operand of aval ``aval`` that was broadcast to
+    ``ct``'s shape: a rank-0 operand, or one with size-1 dimensions where ``ct`` has more."""
+    shape = get_aval(ct).shape
+    if shape == aval.shape:
+        return ct
+    if not aval.shape:
+        return reductions.reduce_sum(ct, tuple(range(len(shape))))
+    dims = tuple(i for i, (a, b) in enumerate(zip(aval.shape, shape, strict=True)) if a != b)
+    return structural.reshape(reductions.reduce_sum(ct, dims), aval.shape)
+
+
+def _deftranspose(prim, *ct_fns):
+    """Rule from one function per operand: ``fn(ct, *invals, **params)`` is that operand's
+    cotangent where it is linear (``None``: the op is never linear in that operand)."""
+
+    def rule(ct, *invals, **params):
+        cts = []
+        for i, (fn, x) in enumerate(zip(ct_fns, invals, strict=True)):
+            if not transpose.is_undefined(x):
+                cts.append(None)
+            elif fn is None:
+                raise ValueError(f"{prim.name} is not linear in operand {i}, so it cannot be "
+                                 "transposed with respect to it")
+            else:
+                cts.append(ad.Zero(x.aval) if type(ct) is ad.Zero
+                           else fn(ct, *invals, **params))
+        return cts
+
+    transpose.transpose_rules[prim] = rule
+
+
+def _known(prim, y):
+    """``y``, the operand that must be a known value for ``prim`` to be linear in the other."""
+    if transpose.is_undefined(y):
+        raise ValueError(f"{prim.name} of two linear operands is not linear, so it cannot be "
+                         "transposed")
+    return y
+
+
+def _imag_transpose(ct, x):
+    # The cotangent of z for imag(z) is -1j * ct = complex(0, -ct).
+    dtype = x.aval.dtype
+    return mul(convert_element_type(neg(ct), dtype), np.array(1j, dtype))
+
+
+def _conj_transpose(ct, x):
+    # conj also takes real operands (turning them complex): their cotangent is the real part.
+    return conj(ct) if dtypes.is_complex(x.aval.dtype) else real(ct)
+
+
+def _convert_element_type_transpose(ct, x, *, new_dtype, weak_type):
+    # The JVP makes a linear conversion only between inexact dtypes (the others have float0
+    # or zero tangents); complex -> real cotangents keep the real part.
+    aval = x.aval
+    if get_aval(ct).dtype == aval.dtype and not aval.weak_type:
+        return ct
+    return convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)
+
+
+def _select_n_transpose(ct, which, *cases):
+    if transpose.is_undefined(which):
+        raise ValueError("select_n is not linear in `which`, so it cannot be transposed with "
+                         "respect to it")
+    if type(ct) is ad.Zero:
+        return [None] + [ad.Zero(c.aval) if transpose.is_undefined(c) else None for c in cases]
+    zeros = _zeros(ct, get_aval(ct).shape)
+    # select_n again, not a comparison per case: the cotangent of each case is ct exactly
+    # where the forward select_n took that case, whatever it does with `which` out of range.
+    return [None] + [
+        select_n(which, *[ct if j == i else zeros for j in range(len(cases))])
+        if transpose.is_undefined(c) else None for i, c in enumerate(cases)]
+
+
+_deftranspose(add_p, lambda ct, x, y: _unbroadcast(x.aval, ct),
+              lambda ct, x, y: _unbroadcast(y.aval, ct))
+_deftranspose(sub_p, lambda ct, x, y: _unbroadcast(x.aval, ct),
+              lambda ct, x, y: _unbroadcast(y.aval, neg(ct)))
+_deftranspose(neg_p, lambda ct, x: neg(ct))
+_deftranspose(mul_p, lambda ct, x, y: _unbroadcast(x.aval, mul(ct, _known(mul_p, y))),
+              lambda ct, x, y: _unbroadcast(y.aval, mul(_known(mul_p, x), ct)))
+_deftranspose(div_p, lambda ct, x, y: _unbroadcast(x.aval, div(ct, _known(div_p, y))), None)
+_deftranspose(real_p, lambda ct, x: convert_element_type(ct, x.aval.dtype))
+_deftranspose(imag_p, _imag_transpose)
+_deftranspose(conj_p, _conj_transpose)
+_deftranspose(convert_element_type_p, _convert_element_type_transpose)
+transpose.transpose_rules[select_n_p] = _select_n_transpose

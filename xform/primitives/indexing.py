@@ -17,7 +17,7 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, Tracer, get_aval
-from xform.interpreters import ad
+from xform.interpreters import ad, transpose
 from xform.primitives.base import ANY, NUMBER, canonicalize_axis, check_dtype, standard_primitive
 from xform.primitives.elementwise import add, div, eq, lt, mul, select, select_n, sub
 from xform.primitives.structural import (
@@ -25,6 +25,7 @@ from xform.primitives.structural import (
     full,
     full_like,
     iota,
+    pad,
     reshape,
     squeeze,
 )
@@ -926,3 +927,113 @@ ad.jvp_rules[scatter_min_p] = lambda primals, tangents, **params: _scatter_extre
     scatter_min_p, primals, tangents, **params)
 ad.jvp_rules[scatter_max_p] = lambda primals, tangents, **params: _scatter_extremal_jvp(
     scatter_max_p, primals, tangents, **params)
+
+
+# --------------------------------------------------------------------------- transpose rules
+# Indices are never linear. Gathers and scatters transpose into each other with the same
+# windows; the modes are chosen so that out-of-bounds windows go where the forward op took
+# them from (clamped, or dropped/filled), which makes each rule the exact adjoint.
+
+
+def _aval(x):
+    return x.aval if transpose.is_undefined(x) else get_aval(x)
+
+
+def _zeros(aval):
+    return full(aval.shape, 0, aval.dtype)
+
+
+def _slice_transpose(ct, operand, *, start_indices, limit_indices, strides):
+    shape = operand.aval.shape
+    strides = strides or (1,) * len(shape)
+    out_shape = get_aval(ct).shape
+    # The last element the slice reads, plus one (the limit may lie past it with strides).
+    real_limits = [s + (n - 1) * st + 1 if n else s
+                   for s, n, st in zip(start_indices, out_shape, strides, strict=True)]
+    config = [(s, d - lim, st - 1)
+              for s, d, lim, st in zip(start_indices, shape, real_limits, strides, strict=True)]
+    return [pad(ct, np.zeros((), get_aval(ct).dtype), config)]
+
+
+def _dynamic_slice_transpose(ct, operand, *indices, slice_sizes):
+    # dynamic_update_slice clamps its starts exactly as dynamic_slice does.
+    out = dynamic_update_slice_p.bind(_zeros(operand.aval), ct, *indices)
+    return [out] + [None] * len(indices)
+
+
+def _dynamic_update_slice_transpose(ct, operand, update, *indices):
+    u_aval = _aval(update)
+    t_operand = t_update = None
+    if transpose.is_undefined(operand):
+        t_operand = dynamic_update_slice_p.bind(ct, _zeros(u_aval), *indices)
+    if transpose.is_undefined(update):
+        t_update = dynamic_slice_p.bind(ct, *indices, slice_sizes=u_aval.shape)
+    return [t_operand, t_update] + [None] * len(indices)
+
+
+def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes,
+                      indices_are_sorted, unique_indices, mode, fill_value):
+    dn = dimension_numbers
+    scatter_dn = ScatterDimensionNumbers(
+        update_window_dims=dn.offset_dims,
+        inserted_window_dims=dn.collapsed_slice_dims,
+        scatter_dims_to_operand_dims=dn.start_index_map,
+        operand_batching_dims=dn.operand_batching_dims,
+        scatter_indices_batching_dims=dn.start_indices_batching_dims)
+    # A gather that may go out of bounds clamps unless it fills; so must its transpose.
+    if mode != GatherScatterMode.FILL_OR_DROP:
+        mode = GatherScatterMode.CLIP
+    out = scatter_add_p.bind(_zeros(operand.aval), indices, ct, dimension_numbers=scatter_dn,
+                             indices_are_sorted=indices_are_sorted,
+                             unique_indices=unique_indices, mode=mode)
+    return [out, None]
+
+
+def _gather_windows(ct, indices, updates_aval, dimension_numbers, mode, **params):
+    """The cotangent of a scatter's updates: its windows of ``ct`` read back by a gather."""
+    gather_dn, slice_sizes = _inverse_gather(dimension_numbers, get_aval(ct), updates_aval)
+    # A scatter that may go out of bounds drops unless it clips; so must its transpose.
+    if mode != GatherScatterMode.CLIP:
+        mode, fill_value = GatherScatterMode.FILL_OR_DROP, 0
+    else:
+        fill_value = None
+    return gather_p.bind(ct, indices, dimension_numbers=gather_dn, slice_sizes=slice_sizes,
+                         indices_are_sorted=params["indices_are_sorted"],
+                         unique_indices=params["unique_indices"], mode=mode,
+                         fill_value=fill_value)
+
+
+def _scatter_add_transpose(ct, operand, indices, updates, **params):
+    t_operand = ct if transpose.is_undefined(operand) else None
+    t_updates = None
+    if transpose.is_undefined(updates):
+        t_updates = _gather_windows(ct, indices, updates.aval, **params)
+    return [t_operand, None, t_updates]
+
+
+def _scatter_transpose(ct, operand, indices, updates, **params):
+    if not params["unique_indices"]:
+        raise NotImplementedError("scatter transpose is only implemented where "
+                                  "unique_indices=True (as in JAX)")
+    t_operand = t_updates = None
+    if transpose.is_undefined(operand):  # the overwritten elements get no cotangent
+        t_operand = scatter_p.bind(ct, indices, _zeros(_aval(updates)), **params)
+    if transpose.is_undefined(updates):
+        t_updates = _gather_windows(ct, indices, updates.aval, **params)
+    return [t_operand, None, t_updates]
+
+
+def _scatter_mul_transpose(ct, operand, indices, updates, **params):
+    if transpose.is_undefined(updates):
+        raise NotImplementedError("scatter_mul is linear in its operand only; its updates "
+                                  "cannot be transposed")
+    return [scatter_mul_p.bind(ct, indices, updates, **params), None, None]
+
+
+transpose.transpose_rules[slice_p] = _slice_transpose
+transpose.transpose_rules[dynamic_slice_p] = _dynamic_slice_transpose
+transpose.transpose_rules[dynamic_update_slice_p] = _dynamic_update_slice_transpose
+transpose.transpose_rules[gather_p] = _gather_transpose
+transpose.transpose_rules[scatter_add_p] = _scatter_add_transpose
+transpose.transpose_rules[scatter_p] = _scatter_transpose
+transpose.transpose_rules[scatter_mul_p] = _scatter_mul_transpose

@@ -13,6 +13,7 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
+from xform.interpreters import ad
 from xform.primitives.base import standard_primitive
 
 __all__ = [
@@ -561,3 +562,16 @@ def _conv_general_dilated_host(lhs, rhs, *, window_strides, padding, lhs_dilatio
 conv_general_dilated_p = standard_primitive("conv_general_dilated",
                                             _conv_general_dilated_abstract_eval,
                                             _conv_general_dilated_host)
+
+
+# --------------------------------------------------------------------------- jvp rules
+
+
+# Both contractions are bilinear: each operand's tangent contracts with the other primal,
+# under the same parameters (preferred_element_type included, so the tangent has the
+# output's dtype).
+ad.defjvp(dot_general_p, lambda t, x, y, **params: dot_general_p.bind(t, y, **params),
+          lambda t, x, y, **params: dot_general_p.bind(x, t, **params))
+ad.defjvp(conv_general_dilated_p,
+          lambda t, x, y, **params: conv_general_dilated_p.bind(t, y, **params),
+          lambda t, x, y, **params: conv_general_dilated_p.bind(x, t, **params))

@@ -14,6 +14,7 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
+from xform.interpreters import ad
 from xform.primitives.base import (
     ANY,
     BOOL,
@@ -25,6 +26,24 @@ from xform.primitives.base import (
     check_dtype,
     standard_primitive,
 )
+from xform.primitives.elementwise import abs as abs_
+from xform.primitives.elementwise import (
+    add,
+    convert_element_type,
+    div,
+    eq,
+    exp,
+    log1p,
+    mul,
+    ne,
+    neg,
+    select_n,
+    sub,
+)
+from xform.primitives.elementwise import max as max_
+from xform.primitives.elementwise import min as min_
+from xform.primitives.indexing import slice_in_dim
+from xform.primitives.structural import concatenate, full, pad, reshape, rev, squeeze
 
 __all__ = [
     "reduce_sum",
@@ -334,3 +353,150 @@ def cumlogsumexp(operand, axis=0, reverse=False):
     """Cumulative ``log(sum(exp(x)))`` along ``axis``, computed without overflow."""
     return _cumulative_bind(cumlogsumexp_p, operand, axis, reverse)
 
+
+
+# --------------------------------------------------------------------------- jvp rules
+# The rules build tangents with the elementwise, structural and indexing wrappers.
+
+ad.deflinear(reduce_sum_p)
+ad.deflinear(cumsum_p)
+for _prim in (reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p):
+    ad.defjvp_zero(_prim)
+
+
+def _reduce_chooser_jvp(prim):
+    """reduce_max/min: the tangent averaged over the positions equal to the result (JAX)."""
+
+    def rule(primals, tangents, *, axes):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, axes=axes)
+        shape = tuple(1 if i in axes else d for i, d in enumerate(get_aval(x).shape))
+        t = ad.instantiate(t)
+        where = convert_element_type(eq(x, reshape(ans, shape)), get_aval(t).dtype)
+        return [ans], [div(reduce_sum(mul(t, where), axes), reduce_sum(where, axes))]
+
+    return rule
+
+
+ad.jvp_rules[reduce_max_p] = _reduce_chooser_jvp(reduce_max_p)
+ad.jvp_rules[reduce_min_p] = _reduce_chooser_jvp(reduce_min_p)
+
+
+# The rules below differentiate JAX's own evaluation orders (a pairwise tree for reduce_prod,
+# a parallel prefix scan for the cumulative reductions) by hand, on (primal, tangent) pairs:
+# their values, ties and zeros included, are then those of jax.jvp.
+
+
+def _ones(x):
+    aval = get_aval(x)
+    return full(aval.shape, 1, aval.dtype)
+
+
+def _mul_pair(a, b):
+    (x, tx), (y, ty) = a, b
+    return [mul(x, y), add(mul(tx, y), mul(x, ty))]
+
+
+def _balanced_eq(x, z, y):
+    """1 where x == z, halved where y == z too: JAX's tie split for max and min."""
+    dtype = get_aval(z).dtype
+    return div(convert_element_type(eq(x, z), dtype),
+               add(_ones(z), convert_element_type(eq(y, z), dtype)))
+
+
+def _chooser_pair(op):
+    def combine(a, b):
+        (x, tx), (y, ty) = a, b
+        z = op(x, y)
+        return [z, add(mul(tx, _balanced_eq(x, z, y)), mul(ty, _balanced_eq(y, z, x)))]
+
+    return combine
+
+
+def _replace_inf(x):
+    aval = get_aval(x)
+    return select_n(eq(x, full(aval.shape, np.inf, aval.dtype)), x,
+                    full(aval.shape, 0, aval.dtype))
+
+
+def _logaddexp_pair(a, b):
+    (x, tx), (y, ty) = a, b
+    delta = sub(x, y)
+    z = select_n(ne(delta, delta), add(max_(x, y), log1p(exp(neg(abs_(delta))))), add(x, y))
+    rz = _replace_inf(z)
+    return [z, add(mul(tx, exp(sub(_replace_inf(x), rz))),
+                   mul(ty, exp(sub(_replace_inf(y), rz))))]
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+    x, t = primals[0], ad.instantiate(tangents[0])
+    aval = get_aval(x)
+    rest = tuple(i for i in range(aval.ndim) if i not in axes)
+    n = int(np.prod([aval.shape[a] for a in axes], dtype=np.int64))
+    rest_shape = tuple(aval.shape[i] for i in rest)
+    if n == 0:
+        return [full(rest_shape, 1, aval.dtype)], [full(rest_shape, 0, get_aval(t).dtype)]
+    # Reduced axes flattened to the front, then halved pairwise (padding with 1) as JAX does.
+    x, t = reshape(x, (n,) + rest_shape, axes + rest), reshape(t, (n,) + rest_shape, axes + rest)
+    config = [(0, 0, 0)] * (1 + len(rest))
+    while n > 1:
+        n1 = (n + 1) // 2
+        (x1, t1), (x2, t2) = [[slice_in_dim(v, lo, hi) for v in (x, t)]
+                              for lo, hi in ((0, n1), (n1, None))]
+        if n - n1 != n1:
+            config[0] = (0, 1, 0)
+            x2, t2 = (pad(x2, np.array(1, aval.dtype), config),
+                      pad(t2, np.array(0, get_aval(t).dtype), config))
+        x, t = _mul_pair((x1, t1), (x2, t2))
+        n = n1
+    return [squeeze(x, (0,))], [squeeze(t, (0,))]
+
+
+ad.jvp_rules[reduce_prod_p] = _reduce_prod_jvp
+
+
+def _interleave(a, b, axis):
+    aval, bval = get_aval(a), get_aval(b)
+    same = aval.shape[axis] == bval.shape[axis]
+    a_cfg, b_cfg = [(0, 0, 0)] * aval.ndim, [(0, 0, 0)] * aval.ndim
+    a_cfg[axis] = (0, 1 if same else 0, 1)
+    b_cfg[axis] = (1, 0 if same else 1, 1)
+    zero = np.array(0, aval.dtype)
+    return add(pad(a, zero, a_cfg), pad(b, zero, b_cfg))
+
+
+def _associative_scan(combine, elems, axis):
+    """JAX's ``associative_scan`` (lax/control_flow/loops.py), on a list of arrays."""
+    n = get_aval(elems[0]).shape[axis]
+    if n < 2:
+        return elems
+    reduced = combine([slice_in_dim(e, 0, -1, stride=2, axis=axis) for e in elems],
+                      [slice_in_dim(e, 1, None, stride=2, axis=axis) for e in elems])
+    odd = _associative_scan(combine, reduced, axis)
+    evens = [slice_in_dim(e, 2, None, stride=2, axis=axis) for e in elems]
+    if n % 2 == 0:
+        even = combine([slice_in_dim(e, 0, -1, axis=axis) for e in odd], evens)
+    else:
+        even = combine(odd, evens)
+    even = [concatenate([slice_in_dim(e, 0, 1, axis=axis), r], axis)
+            for e, r in zip(elems, even, strict=True)]
+    return [_interleave(e, o, axis) for e, o in zip(even, odd, strict=True)]
+
+
+def _cumulative_jvp(combine):
+    def rule(primals, tangents, *, axis, reverse):
+        elems = [primals[0], ad.instantiate(tangents[0])]
+        if reverse:
+            elems = [rev(e, (axis,)) for e in elems]
+        out = _associative_scan(combine, elems, axis)
+        if reverse:
+            out = [rev(e, (axis,)) for e in out]
+        return [out[0]], [out[1]]
+
+    return rule
+
+
+ad.jvp_rules[cumprod_p] = _cumulative_jvp(_mul_pair)
+ad.jvp_rules[cummax_p] = _cumulative_jvp(_chooser_pair(max_))
+ad.jvp_rules[cummin_p] = _cumulative_jvp(_chooser_pair(min_))
+ad.jvp_rules[cumlogsumexp_p] = _cumulative_jvp(_logaddexp_pair)

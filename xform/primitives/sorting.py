@@ -10,6 +10,7 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
+from xform.interpreters import ad
 from xform.primitives.base import (
     ANY,
     BOOL,
@@ -19,6 +20,8 @@ from xform.primitives.base import (
     check_dtype,
     standard_primitive,
 )
+from xform.primitives.indexing import GatherDimensionNumbers, gather
+from xform.primitives.structural import expand_dims
 
 __all__ = ["sort", "sort_key_val", "top_k"]
 
@@ -158,3 +161,44 @@ def top_k(operand, k, *, axis=-1):
     if not isinstance(k, (int, np.integer)):
         raise TypeError(f"lax.top_k: k must be a Python int, got {type(k).__name__}")
     return top_k_p.bind(operand, k=int(k), axis=axis)  # a list, as JAX returns
+
+
+# --------------------------------------------------------------------------- jvp rules
+# The rules build tangents with the indexing and structural wrappers.
+
+
+
+def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+    # The nonzero tangents ride along as extra (non-key) operands, so they are permuted as
+    # their primals: what JAX gets by sorting an iota with the keys and gathering with it.
+    nonzero = [i for i, t in enumerate(tangents) if type(t) is not ad.Zero]
+    outs = sort_p.bind(*primals, *[tangents[i] for i in nonzero], dimension=dimension,
+                       is_stable=is_stable, num_keys=num_keys)
+    n = len(primals)
+    tangents_out = [ad.Zero(ad.tangent_aval(get_aval(o))) for o in outs[:n]]
+    for i, t in zip(nonzero, outs[n:], strict=True):
+        tangents_out[i] = t
+    return outs[:n], tangents_out
+
+
+ad.jvp_rules[sort_p] = _sort_jvp
+
+
+def _take_along_axis(x, idx, axis):
+    """``x`` at ``idx`` along ``axis`` (``idx`` has ``x``'s shape elsewhere): a gather."""
+    ndim = get_aval(x).ndim
+    batch = tuple(d for d in range(ndim) if d != axis)
+    dn = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
+                                start_index_map=(axis,), operand_batching_dims=batch,
+                                start_indices_batching_dims=batch)
+    return gather(x, expand_dims(idx, (ndim,)), dn, (1,) * ndim, indices_are_sorted=False,
+                  unique_indices=False, mode="promise_in_bounds")
+
+
+def _top_k_jvp(primals, tangents, *, k, axis):
+    values, indices = top_k_p.bind(primals[0], k=k, axis=axis)
+    t = _take_along_axis(tangents[0], indices, axis)
+    return [values, indices], [t, ad.Zero(ad.tangent_aval(get_aval(indices)))]
+
+
+ad.jvp_rules[top_k_p] = _top_k_jvp

@@ -11,7 +11,9 @@ import numpy as np
 
 from xform import core, dtypes
 from xform.core import ShapedArray, Tracer, get_aval
+from xform.errors import MissingRuleError
 from xform.interpreters import ad
+from xform.interpreters import transpose as transpose_interp
 from xform.primitives.base import (
     NUMBER,
     as_shape,
@@ -19,7 +21,7 @@ from xform.primitives.base import (
     check_dtype,
     standard_primitive,
 )
-from xform.primitives.elementwise import convert_folding_constants
+from xform.primitives.elementwise import convert_folding_constants, sub
 
 __all__ = [
     "broadcast_in_dim",
@@ -470,3 +472,110 @@ for _prim in (broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p, rev_p, pad_
               concatenate_p):
     ad.deflinear(_prim)
 ad.defjvp_zero(iota_p)
+
+
+# --------------------------------------------------------------------------- transpose rules
+# Each op is linear, so its transpose maps the output cotangent back to the operand's shape.
+# The indexing family imports this one, so slices here are crops by negative padding.
+
+
+def _sum(x, axes):
+    """``reduce_sum(x, axes)``: the reductions family imports this one, so it registers its
+    ``reduce_sum`` in ``ad.tangent_ops`` for these rules."""
+    if not axes:
+        return x
+    reduce_sum = ad.tangent_ops.get("reduce_sum")
+    if reduce_sum is None:
+        raise MissingRuleError("transposing a broadcast or a pad needs reduce_sum, which the "
+                               "reductions family registers as ad.tangent_ops['reduce_sum']; "
+                               "import xform.primitives.reductions")
+    return reduce_sum(x, tuple(axes))
+
+
+def _zero_scalar(x):
+    return np.zeros((), get_aval(x).dtype)
+
+
+def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions):
+    in_shape = operand.aval.shape
+    # Summed: the new dims, and the size-1 operand dims that were expanded.
+    kept_ops = [i for i, d in enumerate(broadcast_dimensions)
+                if in_shape[i] == shape[d]]
+    kept = sorted(broadcast_dimensions[i] for i in kept_ops)
+    summed = _sum(ct, [d for d in range(len(shape)) if d not in kept])
+    # What is left is in output order; put it back in operand order.
+    summed = transpose(summed, [kept.index(broadcast_dimensions[i]) for i in kept_ops])
+    return [reshape(summed, in_shape)]
+
+
+def _reshape_transpose(ct, operand, *, new_sizes, dimensions):
+    return [reshape(ct, operand.aval.shape)]
+
+
+def _squeeze_transpose(ct, operand, *, dimensions):
+    return [reshape(ct, operand.aval.shape)]
+
+
+def _transpose_transpose(ct, operand, *, permutation):
+    return [transpose(ct, tuple(int(i) for i in np.argsort(permutation)))]
+
+
+def _rev_transpose(ct, operand, *, dimensions):
+    return [rev(ct, dimensions)]
+
+
+def _strided_take(x, strides):
+    """``x[::s0, ::s1, ...]`` from reshapes and crops: pad each dim to a multiple of its
+    stride, split it into (count, stride) and keep the first of each stride."""
+    shape = get_aval(x).shape
+    strides = [s if d else 1 for s, d in zip(strides, shape, strict=True)]
+    if all(s == 1 for s in strides):
+        return x
+    counts = [-(-d // s) for d, s in zip(shape, strides, strict=True)]
+    zero = _zero_scalar(x)
+    x = pad(x, zero, [(0, c * s - d, 0) for c, s, d in zip(counts, strides, shape, strict=True)])
+    x = reshape(x, tuple(n for c, s in zip(counts, strides, strict=True) for n in (c, s)))
+    x = pad(x, zero, [cfg for c, s in zip(counts, strides, strict=True)
+                      for cfg in ((0, 0, 0), (0, 1 - s, 0))])
+    return reshape(x, tuple(counts))
+
+
+def _pad_transpose(ct, operand, padding_value, *, padding_config):
+    def operand_ct():
+        # Undo low/high padding (negative amounts come back as zeros), then drop the interior.
+        unpadded = pad(ct, _zero_scalar(ct), [(-lo, -hi, 0) for lo, hi, _ in padding_config])
+        return _strided_take(unpadded, [i + 1 for _, _, i in padding_config])
+
+    t_operand = operand_ct() if transpose_interp.is_undefined(operand) else None
+    t_padv = None
+    if transpose_interp.is_undefined(padding_value):
+        ndim = get_aval(ct).ndim
+        part = t_operand if t_operand is not None else operand_ct()
+        t_padv = sub(_sum(ct, range(ndim)), _sum(part, range(ndim)))
+    return [t_operand, t_padv]
+
+
+def _concatenate_transpose(ct, *operands, dimension):
+    total = get_aval(ct).shape[dimension]
+    zero = _zero_scalar(ct)
+    cts, offset = [], 0
+    for x in operands:
+        aval = x.aval if transpose_interp.is_undefined(x) else get_aval(x)
+        size = aval.shape[dimension]
+        if transpose_interp.is_undefined(x):
+            config = [(0, 0, 0)] * aval.ndim
+            config[dimension] = (-offset, offset + size - total, 0)
+            cts.append(pad(ct, zero, config))
+        else:
+            cts.append(None)
+        offset += size
+    return cts
+
+
+transpose_interp.transpose_rules[broadcast_in_dim_p] = _broadcast_in_dim_transpose
+transpose_interp.transpose_rules[reshape_p] = _reshape_transpose
+transpose_interp.transpose_rules[squeeze_p] = _squeeze_transpose
+transpose_interp.transpose_rules[transpose_p] = _transpose_transpose
+transpose_interp.transpose_rules[rev_p] = _rev_transpose
+transpose_interp.transpose_rules[pad_p] = _pad_transpose
+transpose_interp.transpose_rules[concatenate_p] = _concatenate_transpose
