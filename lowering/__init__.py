@@ -3,6 +3,7 @@
 import jax  # noqa: F401, I001  (before jaxlib: importing JAX first quiets XLA's C++ logging)
 
 from lowering import (  # noqa: F401  (each module registers its family's lowering rules)
+    autodiff,
     call,
     elementwise,
     indexing,

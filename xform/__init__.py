@@ -19,7 +19,18 @@ from xform.api import (  # noqa: F401
     local_devices,
     make_jaxpr,
 )
-from xform.api_autodiff import grad, jvp, value_and_grad, vjp  # noqa: F401
+from xform.api_autodiff import (  # noqa: F401
+    grad,
+    hessian,
+    jacfwd,
+    jacobian,
+    jacrev,
+    jvp,
+    linear_transpose,
+    linearize,
+    value_and_grad,
+    vjp,
+)
 from xform.array import Array  # noqa: F401
 from xform.config import enable_x64_scope as enable_x64  # noqa: F401
 

@@ -10,10 +10,12 @@ import numpy as np
 from jax import tree_util
 
 from xform import core, dtypes
-from xform.api import _arg_avals, _flatten_fun, _fun_name
+from xform import numpy as xnp
+from xform.api import _abstractify, _arg_avals, _flatten_fun, _fun_name
 from xform.array import Array, from_host
 from xform.core import Tracer
 from xform.interpreters import ad, partial_eval, transpose
+from xform.interpreters.staging import trace_to_jaxpr
 
 
 def _as_output(x):
@@ -247,3 +249,168 @@ def _check_grad_output(name, out, holomorphic):
                         f"{aval.dtype}. For holomorphic differentiation pass holomorphic=True.")
     if not dtypes.is_inexact(aval.dtype):
         raise TypeError(f"grad of {name} requires a float output, got {aval.dtype}")
+
+
+# --------------------------------------------------------------------------- linearize & co
+
+
+def linearize(fun, *primals, has_aux=False):
+    """``fun``'s value at ``primals`` and its linear map ``f_jvp(*tangents)``, computed once.
+
+    The primal computation runs now; ``f_jvp`` replays only the staged tangent program.
+    """
+    leaves, in_tree = tree_util.tree_flatten((primals, {}))
+    avals = _arg_avals(leaves, in_tree, fun)
+    store = {}
+    flat = _flatten_fun(_with_aux(fun, has_aux, store), in_tree, store)
+    primals_out, linear, nonzero, diff = _linearize_flat(flat, leaves, avals)
+    out_tree = store["out_tree"]
+    out_avals = [core.get_aval(p) for p in primals_out]
+
+    def f_jvp(*tangents):
+        t_leaves, t_tree = tree_util.tree_flatten((tangents, {}))
+        if t_tree != in_tree:
+            raise TypeError(f"linearize of {_fun_name(fun)}: tangents must have the structure "
+                            f"of the primals, {in_tree}; got {t_tree}")
+        for i, (t, aval) in enumerate(zip(t_leaves, avals, strict=True)):
+            _check_tangent(f"tangent {i}", aval, t)
+        inputs = [t for t, d in zip(t_leaves, diff, strict=True) if d]
+        outs = iter(core.eval_jaxpr(linear.jaxpr, linear.consts, *inputs))
+        flat_out = [_as_output(next(outs)) if nz else _as_output(ad.instantiate(
+            ad.Zero(ad.tangent_aval(a)))) for a, nz in zip(out_avals, nonzero, strict=True)]
+        return tree_util.tree_unflatten(out_tree, flat_out)
+
+    out = tree_util.tree_unflatten(out_tree, [_as_output(p) for p in primals_out])
+    return (out, f_jvp, store["aux"]) if has_aux else (out, f_jvp)
+
+
+def linear_transpose(fun, *primals):
+    """The transpose of the linear function ``fun``, for arguments shaped like ``primals``.
+
+    ``fun`` must be linear in its arguments; the result maps output cotangents to a tuple of
+    input cotangents.
+    """
+    leaves, in_tree = tree_util.tree_flatten((primals, {}))
+    avals = _arg_avals(leaves, in_tree, fun, _abstractify)
+    for aval in avals:
+        if not dtypes.is_inexact(aval.dtype):
+            raise TypeError(f"linear_transpose of {_fun_name(fun)}: arguments must be float or "
+                            f"complex, got {aval.dtype}")
+    store = {}
+    closed = trace_to_jaxpr(_flatten_fun(fun, in_tree, store), avals,
+                            f"tracing `{_fun_name(fun)}` for linear_transpose")
+    out_tree = store["out_tree"]
+
+    def transposed(*cotangents):
+        ct_leaves, ct_tree = tree_util.tree_flatten(cotangents[0] if len(cotangents) == 1
+                                                    else cotangents)
+        if ct_tree != out_tree:
+            raise TypeError(f"linear_transpose of {_fun_name(fun)}: cotangent structure "
+                            f"{ct_tree} differs from the output's {out_tree}")
+        args = [transpose.UndefinedPrimal(a) for a in avals]
+        cts = transpose.backward_pass(closed.jaxpr, closed.consts, args, ct_leaves)
+        flat = [_zero_cotangent(a) if type(ct) is ad.Zero else _as_output(ct)
+                for ct, a in zip(cts, avals, strict=True)]
+        return tree_util.tree_unflatten(in_tree, flat)[0]
+
+    return transposed
+
+
+def _basis(aval):
+    """The standard basis of ``aval``'s space: one-hot arrays, one per element."""
+    eye = np.eye(aval.size, dtype=aval.dtype)
+    return [row.reshape(aval.shape) for row in eye]
+
+
+def _stack_jacobian(columns, out_aval, in_aval):
+    """``columns[k]``: derivative of the output along input element ``k`` -> one block."""
+    stacked = xnp.stack(columns, axis=-1) if columns else xnp.zeros(out_aval.shape + (0,),
+                                                                      out_aval.dtype)
+    return xnp.reshape(stacked, out_aval.shape + in_aval.shape)
+
+
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The Jacobian of ``fun`` by forward mode: one JVP per input element.
+
+    The result has the output's structure outside and the differentiated arguments' inside;
+    each block has shape ``out.shape + in.shape``.
+    """
+    return _jacobian(fun, argnums, has_aux, holomorphic, forward=True)
+
+
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """The Jacobian of ``fun`` by reverse mode: one VJP per output element."""
+    return _jacobian(fun, argnums, has_aux, holomorphic, forward=False)
+
+
+jacobian = jacrev
+
+
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``."""
+    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
+
+
+def _jacobian(fun, argnums, has_aux, holomorphic, forward):
+    int_argnums = isinstance(argnums, int)
+    nums = (argnums,) if int_argnums else tuple(argnums)
+    name = _fun_name(fun)
+
+    def jac(*args, **kwargs):
+        positions = [i % len(args) for i in nums]
+        for i in positions:
+            _check_grad_input(name, args[i], holomorphic, allow_int=False)
+
+        def partial(*diff_args):
+            full = list(args)
+            for i, a in zip(positions, diff_args, strict=True):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        diff_args = tuple(args[i] for i in positions)
+        in_leaves, in_tree = tree_util.tree_flatten(diff_args)
+        in_avals = [core.get_aval(x) for x in in_leaves]
+        if forward:
+            outs, pushforward, *aux = linearize(partial, *diff_args, has_aux=has_aux)
+            out_leaves, out_tree = tree_util.tree_flatten(outs)
+            # columns[o][i]: list over input i's elements of output o's tangent
+            columns = [[[] for _ in in_leaves] for _ in out_leaves]
+            for i, aval in enumerate(in_avals):
+                for e in _basis(aval):
+                    tangent = [np.zeros(a.shape, a.dtype) for a in in_avals]
+                    tangent[i] = e
+                    t_out = tree_util.tree_leaves(
+                        pushforward(*tree_util.tree_unflatten(in_tree, tangent)))
+                    for o, t in enumerate(t_out):
+                        columns[o][i].append(t)
+            out_avals = [core.get_aval(o) for o in out_leaves]
+            blocks = [[_stack_jacobian(columns[o][i], out_avals[o], in_avals[i])
+                       for i in range(len(in_leaves))] for o in range(len(out_leaves))]
+        else:
+            outs, pullback, *aux = vjp(partial, *diff_args, has_aux=has_aux)
+            out_leaves, out_tree = tree_util.tree_flatten(outs)
+            out_avals = [core.get_aval(o) for o in out_leaves]
+            rows = [[[] for _ in in_leaves] for _ in out_leaves]
+            for o, aval in enumerate(out_avals):
+                for e in _basis(aval):
+                    ct = [np.zeros(a.shape, a.dtype) for a in out_avals]
+                    ct[o] = e
+                    ct_in = tree_util.tree_leaves(pullback(tree_util.tree_unflatten(out_tree,
+                                                                                    ct)))
+                    for i, c in enumerate(ct_in):
+                        rows[o][i].append(c)
+            blocks = [[_stack_rows(rows[o][i], out_avals[o], in_avals[i])
+                       for i in range(len(in_leaves))] for o in range(len(out_leaves))]
+        per_output = [tree_util.tree_unflatten(in_tree, b) for b in blocks]
+        if int_argnums:
+            per_output = [p[0] for p in per_output]
+        result = tree_util.tree_unflatten(out_tree, per_output)
+        return (result, aux[0]) if has_aux else result
+
+    return jac
+
+
+def _stack_rows(rows, out_aval, in_aval):
+    stacked = xnp.stack(rows, axis=0) if rows else xnp.zeros((0,) + in_aval.shape,
+                                                             in_aval.dtype)
+    return xnp.reshape(stacked, out_aval.shape + in_aval.shape)

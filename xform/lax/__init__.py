@@ -4,7 +4,16 @@ Each family module lists its wrappers in ``__all__``; its ``*_p`` primitive obje
 exported too, as JAX's ``lax`` does.
 """
 
-from xform.primitives import elementwise, indexing, linalg, reductions, sorting, structural
+from xform.primitives import (
+    autodiff,
+    elementwise,
+    indexing,
+    linalg,
+    reductions,
+    sorting,
+    structural,
+)
+from xform.primitives.autodiff import *  # noqa: F403
 from xform.primitives.elementwise import *  # noqa: F403
 from xform.primitives.elementwise import RoundingMethod  # noqa: F401
 from xform.primitives.indexing import *  # noqa: F403
@@ -13,6 +22,6 @@ from xform.primitives.reductions import *  # noqa: F403
 from xform.primitives.sorting import *  # noqa: F403
 from xform.primitives.structural import *  # noqa: F403
 
-for _family in (elementwise, indexing, linalg, reductions, sorting, structural):
+for _family in (autodiff, elementwise, indexing, linalg, reductions, sorting, structural):
     globals().update({k: v for k, v in vars(_family).items() if k.endswith("_p")})
 del _family
