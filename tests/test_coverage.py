@@ -4,6 +4,7 @@ import pytest
 
 from lowering.mlir import lowering_rules
 from xform import core, lax
+from xform.interpreters import ad
 from xform.primitives.call import jit_p
 
 PRIMITIVES = sorted({v for v in vars(lax).values() if isinstance(v, core.Primitive)} | {jit_p},
@@ -18,6 +19,7 @@ NO_HOST_IMPL = {
     "digamma": "no NumPy kernel; XLA's is the reference JAX users get",
     "jit": "runs its compiled jaxpr: that is the point of jit",
 }
+# Transpose rules are asserted per family in tests/test_grad_*.py, which list the linear ones.
 
 
 def test_the_walk_finds_the_primitive_families():
@@ -32,6 +34,7 @@ def test_the_walk_finds_the_primitive_families():
 def test_rules(prim):
     assert prim in core.abstract_eval_rules, f"{prim.name} has no abstract evaluation rule"
     assert prim in lowering_rules, f"{prim.name} has no lowering rule"
+    assert prim in ad.jvp_rules, f"{prim.name} has no JVP rule"
     if prim.name in NO_HOST_IMPL:
         assert prim not in core.host_impls, f"{prim.name} is exempt but has a host impl"
     else:
