@@ -13,8 +13,11 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
-from xform.interpreters import ad
+from xform.interpreters import ad, transpose
 from xform.primitives.base import standard_primitive
+from xform.primitives.elementwise import convert_element_type
+from xform.primitives.structural import reshape, rev
+from xform.primitives.structural import transpose as transpose_dims
 
 __all__ = [
     "Precision",
@@ -575,3 +578,175 @@ ad.defjvp(dot_general_p, lambda t, x, y, **params: dot_general_p.bind(t, y, **pa
 ad.defjvp(conv_general_dilated_p,
           lambda t, x, y, **params: conv_general_dilated_p.bind(t, y, **params),
           lambda t, x, y, **params: conv_general_dilated_p.bind(x, t, **params))
+
+
+# --------------------------------------------------------------------------- transpose rules
+# Each contraction is linear in either operand with the other known. The cotangent of an
+# operand contracts the output cotangent with the other operand, under the primal's
+# precision and preferred_element_type, and is converted back to the operand's dtype (the
+# output may be wider, with a preferred_element_type). The math is JAX's (lax.py and
+# convolution.py).
+
+
+def _as_dtype(x, dtype):
+    return x if get_aval(x).dtype == dtype else convert_element_type(x, dtype)
+
+
+def _bilinear_transpose(prim, transpose_lhs, transpose_rhs):
+    def rule(ct, lhs, rhs, **params):
+        lhs_linear, rhs_linear = transpose.is_undefined(lhs), transpose.is_undefined(rhs)
+        if lhs_linear and rhs_linear:
+            raise ValueError(f"{prim.name} of two linear operands is not linear, so it cannot "
+                             "be transposed")
+        if type(ct) is ad.Zero:
+            return [ad.Zero(lhs.aval) if lhs_linear else None,
+                    ad.Zero(rhs.aval) if rhs_linear else None]
+        if lhs_linear:
+            return [transpose_lhs(ct, lhs.aval, rhs, **params), None]
+        return [None, transpose_rhs(ct, lhs, rhs.aval, **params)]
+
+    transpose.transpose_rules[prim] = rule
+
+
+def _ranges_like(*xs):
+    start, out = 0, []
+    for x in xs:
+        out.append(tuple(range(start, start + len(x))))
+        start += len(x)
+    return out
+
+
+def _dot_general_transpose_lhs(ct, x_aval, y, *, dimension_numbers, precision,
+                               preferred_element_type, swap_ans=False):
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    x_kept = _free_dims(x_aval.ndim, x_contract, x_batch)
+    y_kept = _free_dims(get_aval(y).ndim, y_contract, y_batch)
+    if swap_ans:  # ct's dimensions are (batch, y free, x free)
+        ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
+    else:  # (batch, x free, y free)
+        ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
+    # Contract ct's y dims with y's free dims: (batch, x free, x contracted in y's order).
+    dims = ((ans_y, y_kept), (ans_batch, tuple(y_batch)))
+    x_contract_by_y = tuple(int(x_contract[i]) for i in np.argsort(y_contract))
+    out = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=precision,
+                             preferred_element_type=preferred_element_type)
+    order = tuple(x_batch) + x_kept + x_contract_by_y
+    out = transpose_dims(out, tuple(int(i) for i in np.argsort(order)))
+    return _as_dtype(out, x_aval.dtype)
+
+
+def _dot_general_transpose_rhs(ct, x, y_aval, *, dimension_numbers, precision,
+                               preferred_element_type):
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    swapped = ((y_contract, x_contract), (y_batch, x_batch))
+    return _dot_general_transpose_lhs(ct, y_aval, x, dimension_numbers=swapped,
+                                      precision=precision,
+                                      preferred_element_type=preferred_element_type,
+                                      swap_ans=True)
+
+
+_bilinear_transpose(dot_general_p, _dot_general_transpose_lhs, _dot_general_transpose_rhs)
+
+
+def _conv_spec_transpose(spec):
+    """Swap the first two entries: batch <-> feature, or out feature <-> in feature."""
+    return (spec[1], spec[0]) + tuple(spec[2:])
+
+
+def _reshape_axis_out_of(src, size1, x):
+    """Split dimension ``src`` of ``x`` into (size1, rest)."""
+    shape = list(get_aval(x).shape)
+    shape[src:src + 1] = [size1, shape[src] // size1]
+    return reshape(x, tuple(shape))
+
+
+def _reshape_axis_into(src, dst, x):
+    """Merge dimension ``src`` of ``x`` into dimension ``dst`` (numbered once ``src`` is
+    removed), as its major part."""
+    shape = get_aval(x).shape
+    perm = [i for i in range(len(shape)) if i != src]
+    perm.insert(dst, src)
+    new_shape = [shape[i] for i in range(len(shape)) if i != src]
+    new_shape[dst] *= shape[src]
+    return reshape(x, tuple(new_shape), tuple(perm))
+
+
+def _conv_vjp_lhs_padding(in_shape, window, strides, out_shape, padding, lhs_dilation,
+                          rhs_dilation):
+    pads = []
+    for d, k, s, o, (lo, _), ld, rd in zip(in_shape, window, strides, out_shape, padding,
+                                            lhs_dilation, rhs_dilation, strict=True):
+        in_d, k_d, out_d = _dilate_dim(d, ld), _dilate_dim(k, rd), _dilate_dim(o, s)
+        before = k_d - lo - 1
+        pads.append((before, in_d + k_d - 1 - out_d - before))
+    return tuple(pads)
+
+
+def _conv_vjp_rhs_padding(in_shape, window, strides, out_shape, padding, lhs_dilation,
+                          rhs_dilation):
+    pads = []
+    for d, k, s, o, (lo, _), ld, rd in zip(in_shape, window, strides, out_shape, padding,
+                                            lhs_dilation, rhs_dilation, strict=True):
+        in_d, k_d, out_d = _dilate_dim(d, ld), _dilate_dim(k, rd), _dilate_dim(o, s)
+        pads.append((lo, (out_d - in_d) + (k_d - lo - 1)))
+    return tuple(pads)
+
+
+def _conv_general_dilated_transpose_lhs(ct, lhs_aval, rhs, *, window_strides, padding,
+                                        lhs_dilation, rhs_dilation, dimension_numbers,
+                                        feature_group_count, batch_group_count, precision,
+                                        preferred_element_type):
+    # The lhs cotangent is a convolution of ct with the flipped kernel, its in and out
+    # features swapped; the forward strides become lhs dilation.
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    rhs_shape, ct_shape = get_aval(rhs).shape, get_aval(ct).shape
+    fg, bg = feature_group_count, batch_group_count
+    if fg > 1 or bg > 1:  # move the group axis of the out features into the in features
+        rhs = _reshape_axis_out_of(rhs_spec[0], max(fg, bg), rhs)
+        rhs = _reshape_axis_into(rhs_spec[0], rhs_spec[1], rhs)
+    pads = _conv_vjp_lhs_padding([lhs_aval.shape[d] for d in lhs_spec[2:]],
+                                 [rhs_shape[d] for d in rhs_spec[2:]], window_strides,
+                                 [ct_shape[d] for d in out_spec[2:]], padding, lhs_dilation,
+                                 rhs_dilation)
+    kernel = _as_dtype(rev(rhs, tuple(rhs_spec[2:])), get_aval(ct).dtype)
+    dnums = ConvDimensionNumbers(out_spec, _conv_spec_transpose(rhs_spec), lhs_spec)
+    out = conv_general_dilated_p.bind(
+        ct, kernel, window_strides=tuple(lhs_dilation), padding=pads,
+        lhs_dilation=tuple(window_strides), rhs_dilation=tuple(rhs_dilation),
+        dimension_numbers=dnums, feature_group_count=max(fg, bg), batch_group_count=1,
+        precision=precision, preferred_element_type=preferred_element_type)
+    out = _as_dtype(out, lhs_aval.dtype)
+    if bg > 1:  # the batch groups came out as feature groups: move them back
+        out = _reshape_axis_out_of(lhs_spec[1], bg, out)
+        out = _reshape_axis_into(lhs_spec[1], lhs_spec[0], out)
+    return out
+
+
+def _conv_general_dilated_transpose_rhs(ct, lhs, rhs_aval, *, window_strides, padding,
+                                        lhs_dilation, rhs_dilation, dimension_numbers,
+                                        feature_group_count, batch_group_count, precision,
+                                        preferred_element_type):
+    # The kernel cotangent convolves lhs with ct, batch and feature roles swapped: feature
+    # groups become batch groups and the other way round.
+    ct_shape = get_aval(ct).shape
+    if 0 in ct_shape:  # avoid a degenerate convolution with a spatially empty kernel
+        return ad.Zero(rhs_aval)
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    lhs_shape = get_aval(lhs).shape
+    pads = _conv_vjp_rhs_padding([lhs_shape[d] for d in lhs_spec[2:]],
+                                 [rhs_aval.shape[d] for d in rhs_spec[2:]], window_strides,
+                                 [ct_shape[d] for d in out_spec[2:]], padding, lhs_dilation,
+                                 rhs_dilation)
+    dnums = ConvDimensionNumbers(_conv_spec_transpose(lhs_spec), _conv_spec_transpose(out_spec),
+                                 _conv_spec_transpose(rhs_spec))
+    out = conv_general_dilated_p.bind(
+        _as_dtype(lhs, get_aval(ct).dtype), ct, window_strides=tuple(rhs_dilation),
+        padding=pads, lhs_dilation=tuple(lhs_dilation), rhs_dilation=tuple(window_strides),
+        dimension_numbers=dnums, feature_group_count=batch_group_count,
+        batch_group_count=feature_group_count, precision=precision,
+        preferred_element_type=preferred_element_type)
+    return _as_dtype(out, rhs_aval.dtype)
+
+
+_bilinear_transpose(conv_general_dilated_p, _conv_general_dilated_transpose_lhs,
+                    _conv_general_dilated_transpose_rhs)

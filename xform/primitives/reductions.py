@@ -14,7 +14,7 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
-from xform.interpreters import ad
+from xform.interpreters import ad, transpose
 from xform.primitives.base import (
     ANY,
     BOOL,
@@ -43,7 +43,15 @@ from xform.primitives.elementwise import (
 from xform.primitives.elementwise import max as max_
 from xform.primitives.elementwise import min as min_
 from xform.primitives.indexing import slice_in_dim
-from xform.primitives.structural import concatenate, full, pad, reshape, rev, squeeze
+from xform.primitives.structural import (
+    broadcast_in_dim,
+    concatenate,
+    full,
+    pad,
+    reshape,
+    rev,
+    squeeze,
+)
 
 __all__ = [
     "reduce_sum",
@@ -500,3 +508,30 @@ ad.jvp_rules[cumprod_p] = _cumulative_jvp(_mul_pair)
 ad.jvp_rules[cummax_p] = _cumulative_jvp(_chooser_pair(max_))
 ad.jvp_rules[cummin_p] = _cumulative_jvp(_chooser_pair(min_))
 ad.jvp_rules[cumlogsumexp_p] = _cumulative_jvp(_logaddexp_pair)
+
+
+# --------------------------------------------------------------------------- transpose rules
+# reduce_sum and cumsum are linear in their one operand; the other reductions are not.
+
+# The structural family's transpose rules (broadcast_in_dim, pad) sum with this: it cannot
+# import this module, which imports it.
+ad.tangent_ops["reduce_sum"] = reduce_sum
+
+
+def _reduce_sum_transpose(ct, operand, *, axes):
+    aval = operand.aval
+    if type(ct) is ad.Zero:
+        return [ad.Zero(aval)]
+    kept = tuple(i for i in range(aval.ndim) if i not in axes)
+    return [broadcast_in_dim(ct, aval.shape, kept)]
+
+
+def _cumsum_transpose(ct, operand, *, axis, reverse):
+    if type(ct) is ad.Zero:
+        return [ad.Zero(operand.aval)]
+    # Each input reaches every output on its side of it: sum the cotangent the other way.
+    return [cumsum(ct, axis, not reverse)]
+
+
+transpose.transpose_rules[reduce_sum_p] = _reduce_sum_transpose
+transpose.transpose_rules[cumsum_p] = _cumsum_transpose

@@ -10,7 +10,7 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
-from xform.interpreters import ad
+from xform.interpreters import ad, partial_eval, transpose
 from xform.primitives.base import (
     ANY,
     BOOL,
@@ -21,7 +21,7 @@ from xform.primitives.base import (
     standard_primitive,
 )
 from xform.primitives.indexing import GatherDimensionNumbers, gather
-from xform.primitives.structural import expand_dims
+from xform.primitives.structural import broadcasted_iota, expand_dims
 
 __all__ = ["sort", "sort_key_val", "top_k"]
 
@@ -202,3 +202,54 @@ def _top_k_jvp(primals, tangents, *, k, axis):
 
 
 ad.jvp_rules[top_k_p] = _top_k_jvp
+
+
+# --------------------------------------------------------------------------- transpose rules
+# The JVP sorts the tangents as extra non-key operands: sort is linear in its non-key
+# operands once the keys are known, and never in its keys.
+
+
+def _sort_partial_eval(trace, args, params):
+    """Sort with known keys: the known operands sorted now, the unknown ones staged on a sort
+    by the same keys. Staging the whole sort would make its known results (the primal
+    outputs of the JVP) unknown, and so part of the linear program."""
+    num_keys = params["num_keys"]
+    unknown = [trace.is_unknown(x) for x in args]
+    if any(unknown[:num_keys]):
+        return trace.stage(sort_p, args, params, [get_aval(x) for x in args])
+    keys = list(args[:num_keys])
+    known_outs = iter(sort_p.bind(*[x for x, u in zip(args, unknown, strict=True) if not u],
+                                  **params))
+    unknown_args = [x for x, u in zip(args, unknown, strict=True) if u]
+    staged = trace.stage(sort_p, keys + unknown_args, params,
+                         [get_aval(x) for x in keys + unknown_args])
+    unknown_outs = iter(staged[num_keys:])
+    return [next(unknown_outs) if u else next(known_outs) for u in unknown]
+
+
+def _sort_transpose(cts, *operands, dimension, is_stable, num_keys):
+    for i, x in enumerate(operands[:num_keys]):
+        if transpose.is_undefined(x):
+            raise ValueError(f"sort is not linear in its key operand {i} (num_keys="
+                             f"{num_keys}), so it cannot be transposed with respect to it")
+    linear = [i for i, x in enumerate(operands)
+              if transpose.is_undefined(x) and type(cts[i]) is not ad.Zero]
+    out = [ad.Zero(x.aval) if transpose.is_undefined(x) else None for x in operands]
+    if not linear:
+        return out
+    keys = list(operands[:num_keys])
+    shape = get_aval(keys[0]).shape
+    index_dtype = dtypes.int32 if shape[dimension] <= np.iinfo(np.int32).max else dtypes.int64
+    iota = broadcasted_iota(index_dtype, shape, dimension)
+    perm = sort_p.bind(*keys, iota, dimension=dimension, is_stable=is_stable,
+                       num_keys=num_keys)[-1]
+    # Output j came from input perm[j]: sorting by perm sends each cotangent back there.
+    unsorted = sort_p.bind(perm, *[cts[i] for i in linear], dimension=dimension,
+                           is_stable=False, num_keys=1)
+    for i, ct in zip(linear, unsorted[1:], strict=True):
+        out[i] = ct
+    return out
+
+
+partial_eval.partial_eval_rules[sort_p] = _sort_partial_eval
+transpose.transpose_rules[sort_p] = _sort_transpose
