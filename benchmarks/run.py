@@ -154,12 +154,97 @@ def bench_first_call(scale):
     return compare(*fns, samples=5 * scale, warmup=1)
 
 
+def _train_step(lib, value_and_grad):
+    """A fresh SGD step of an MLP with softmax cross-entropy, for one library."""
+
+    def loss(params, x, labels):
+        logits = _mlp(lib)(params, x)
+        shifted = logits - lib.max(logits, axis=1, keepdims=True)
+        log_probs = shifted - lib.log(lib.sum(lib.exp(shifted), axis=1, keepdims=True))
+        return -lib.mean(lib.sum(log_probs * labels, axis=1))
+
+    def step(params, x, labels):
+        value, grads = value_and_grad(loss)(params, x, labels)
+        new = [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(params, grads)]
+        return new, value
+
+    return step
+
+
+def bench_train_step(scale):
+    """(e) A steady-state jit(value_and_grad) SGD step of the MLP (batch 128)."""
+    rng = np.random.default_rng(0)
+    params = _mlp_params(rng)
+    x = rng.standard_normal((128, 784), np.float32)
+    labels = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 128)]
+    fns, losses = [], []
+    for lib, jit, vg in ((xnp, xform.jit, xform.value_and_grad),
+                         (jnp, jax.jit, jax.value_and_grad)):
+        p = [(_on_device(lib, w), _on_device(lib, b)) for w, b in params]
+        xd, ld = _on_device(lib, x), _on_device(lib, labels)
+        step = jit(_train_step(lib, vg))
+        losses.append(float(step(p, xd, ld)[1]))
+        fns.append(lambda step=step, p=p, xd=xd, ld=ld: step(p, xd, ld)[1].block_until_ready())
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-4)
+    return compare(*fns, samples=10 * scale, inner=5, warmup=2)
+
+
+def _ten_ops(lib):
+    def f(x):
+        y = lib.sin(x) * 2.0 + lib.cos(x)
+        y = lib.tanh(y) * x - lib.exp(-x * x)
+        return lib.sum(y * y)
+
+    return f
+
+
+def bench_eager_grad(scale):
+    """(f) Eager (no jit) grad of a 10-op scalar function on float32[16]."""
+    x = np.linspace(-1, 1, 16, dtype=np.float32)
+    xf_x, jax_x = xnp.asarray(x), jnp.asarray(x)
+    xf_g, jax_g = xform.grad(_ten_ops(xnp)), jax.grad(_ten_ops(jnp))
+    np.testing.assert_allclose(np.asarray(xf_g(xf_x)), np.asarray(jax_g(jax_x)), rtol=1e-5)
+    return compare(lambda: xf_g(xf_x), lambda: jax_g(jax_x), samples=10 * scale, inner=5,
+                   warmup=3)
+
+
+def bench_eager_grad_autograd(scale):
+    """(f') The same eager grad against HIPS autograd (the reference for eager speed)."""
+    import autograd  # noqa: PLC0415  (optional: only this row needs it)
+    import autograd.numpy as anp  # noqa: PLC0415
+
+    x = np.linspace(-1, 1, 16, dtype=np.float32)
+    xf_x = xnp.asarray(x)
+    xf_g, ag_g = xform.grad(_ten_ops(xnp)), autograd.grad(_ten_ops(anp))
+    np.testing.assert_allclose(np.asarray(xf_g(xf_x)), ag_g(x), rtol=1e-4)
+    return compare(lambda: xf_g(xf_x), lambda: ag_g(x), samples=10 * scale, inner=20,
+                   warmup=3)
+
+
+def bench_grad_trace(scale, n_eqns=2000):
+    """(g) make_jaxpr(grad(f)) of a fresh ~2000-equation f, per equation of f."""
+    x = np.ones(16, np.float32)
+
+    def chain(lib):
+        inner = _chain(lib, n_eqns)
+        return lambda x: lib.sum(inner(x))
+
+    xf_t, jax_t = compare(lambda: xform.make_jaxpr(xform.grad(chain(xnp)))(x),
+                          lambda: jax.make_jaxpr(jax.grad(chain(jnp)))(x), samples=3 * scale)
+    return xf_t / n_eqns, jax_t / n_eqns
+
+
 BENCHMARKS = [
     ("(a) cached jit call, `x * y + 1` on f32[16]", bench_dispatch, (), 1.5),
     ("(b) make_jaxpr, 2000-eqn sin/cos/mul/add chain, per eqn", bench_make_jaxpr, (), 0.25),
     ("(c) eager `sin`, f32[16]", bench_eager, ("sin",), 0.5),
     ("(c) eager `add`, f32[16]", bench_eager, ("add",), 0.5),
     ("(d) first jit call, MLP 128x784-512-512-10", bench_first_call, (), 1.0),
+    ("(e) jit(value_and_grad) SGD step, MLP 128x784-512-512-10", bench_train_step, (), 1.0),
+    ("(f) eager grad, 10-op scalar function on f32[16]", bench_eager_grad, (), 0.1),
+    ("(f') the same, against HIPS autograd (ratio xform/autograd)", bench_eager_grad_autograd,
+     (), 2.0),
+    ("(g) make_jaxpr(grad(f)), 2000-eqn f, per eqn of f", bench_grad_trace, (), 0.25),
 ]
 
 

@@ -98,12 +98,16 @@ class JVPTrace(core.Trace):
         return x, Zero(tangent_aval(get_aval(x)))
 
     def process_primitive(self, prim, args, params):
-        primals, tangents = [], []
+        primals, tangents, nonzero = [], [], False
         for x in args:
-            p, t = self.to_primal_tangent(x)
-            primals.append(p)
-            tangents.append(t)
-        if all(type(t) is Zero for t in tangents):
+            if isinstance(x, JVPTracer) and x._trace is self:
+                primals.append(x.primal)
+                tangents.append(x.tangent)
+                nonzero = True
+            else:
+                primals.append(x)
+                tangents.append(Zero(tangent_aval(get_aval(x))))
+        if not nonzero:
             return self.parent.process_primitive(prim, primals, params)
         rule = jvp_rules.get(prim)
         if rule is None:

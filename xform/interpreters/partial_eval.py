@@ -16,7 +16,7 @@ whole would make its primal outputs unknown).
 """
 
 from xform import core
-from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Var, eval_jaxpr
+from xform.core import ClosedJaxpr, Jaxpr, eval_jaxpr
 from xform.interpreters.staging import JaxprTrace, JaxprTracer, convert_constvars, trace_to_jaxpr
 
 partial_eval_rules = {}
@@ -26,25 +26,23 @@ class PartialEvalTrace(JaxprTrace):
     """Stages equations on unknown values; passes known ones to the parent."""
 
     __slots__ = ()
+    # Linear programs are built on every eager grad call; their equations come from JVP
+    # rules, so the user's source line would say little and costs a frame walk each.
+    record_source = False
 
     def is_unknown(self, x):
         return isinstance(x, JaxprTracer) and x._trace is self
 
     def process_primitive(self, prim, args, params):
-        if not any(self.is_unknown(x) for x in args):
+        for x in args:
+            if isinstance(x, JaxprTracer) and x._trace is self:
+                break
+        else:  # every input known: computed now, by the enclosing interpreter
             return self.parent.process_primitive(prim, args, params)
         rule = partial_eval_rules.get(prim)
         if rule is not None:
             return rule(self, args, params)
         return super().process_primitive(prim, args, params)
-
-    def stage(self, prim, args, params, out_avals):
-        """Record ``prim`` on ``args`` with the given output types; its unknown outputs."""
-        invars = [self.to_atom(x) for x in args]
-        outvars = [Var(a) for a in out_avals]
-        source = core.source_info()
-        self.eqns.append(JaxprEqn(prim, invars, outvars, params, source))
-        return [JaxprTracer(self, v, source) for v in outvars]
 
     def to_closed_jaxpr(self, outs):
         """The staged program from this trace's inputs to ``outs`` (unknown or known)."""

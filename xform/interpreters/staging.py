@@ -33,6 +33,7 @@ class JaxprTrace(core.Trace):
 
     __slots__ = ("parent", "name", "eqns", "invars", "constvars", "consts", "const_ids",
                  "alive")
+    record_source = True  # where in the user's code each equation came from, for errors
 
     def __init__(self, parent, name):
         self.parent = parent
@@ -78,8 +79,15 @@ class JaxprTrace(core.Trace):
             raise core.MissingRuleError(f"primitive '{prim.name}' has no abstract evaluation "
                                         f"rule, so it cannot be staged out ({self.name})")
         out_avals = rule(*[v.aval for v in invars], **params)
+        return self._record(prim, invars, params, out_avals)
+
+    def stage(self, prim, args, params, out_avals):
+        """Record ``prim`` on ``args`` with the given output types; its output tracers."""
+        return self._record(prim, [self.to_atom(x) for x in args], params, out_avals)
+
+    def _record(self, prim, invars, params, out_avals):
         outvars = [Var(a) for a in out_avals]
-        source = core.source_info()
+        source = core.source_info() if self.record_source else None
         self.eqns.append(JaxprEqn(prim, invars, outvars, params, source))
         return [JaxprTracer(self, v, source) for v in outvars]
 
