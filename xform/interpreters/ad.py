@@ -42,8 +42,9 @@ def tangent_aval(aval):
     return ShapedArray(aval.shape, dtypes.float0)
 
 
-# Filled by the structural family (it owns broadcast_in_dim) and the elementwise family
-# (it owns add): the interpreter cannot import the primitives whose rules import it.
+# Filled by the families that own these ops ("zeros" and "reshape": structural, "add":
+# elementwise, "reduce_sum": reductions): the interpreter cannot import the primitive
+# modules whose rules import it, and those families import one another in one direction.
 tangent_ops = {}
 
 
@@ -54,6 +55,19 @@ def instantiate(t):
     if t.aval.dtype == dtypes.float0:
         return np.zeros(t.aval.shape, dtypes.float0)
     return tangent_ops["zeros"](t.aval)
+
+
+def unbroadcast(aval, ct):
+    """``ct`` summed back to the shape of an operand of type ``aval`` that an elementwise op
+    broadcast: a rank-0 operand, or one with size-1 dimensions where ``ct`` has more."""
+    shape = get_aval(ct).shape
+    if shape == aval.shape:
+        return ct
+    reduce_sum, reshape = tangent_ops["reduce_sum"], tangent_ops["reshape"]
+    if not aval.shape:
+        return reduce_sum(ct, tuple(range(len(shape))))
+    dims = tuple(i for i, (a, b) in enumerate(zip(aval.shape, shape, strict=True)) if a != b)
+    return reshape(reduce_sum(ct, dims), aval.shape)
 
 
 def add_tangents(a, b):

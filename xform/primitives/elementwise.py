@@ -13,7 +13,7 @@ import numpy as np
 from xform import dtypes
 from xform.core import ShapedArray, Tracer, eval_trace, get_aval, set_current_trace
 from xform.errors import MissingRuleError
-from xform.interpreters import ad
+from xform.interpreters import ad, transpose
 from xform.primitives.base import (
     ANY,
     BOOL,
@@ -927,23 +927,7 @@ ad.jvp_rules[convert_element_type_p] = _convert_element_type_jvp
 # dtypes. Cotangents of complex values are transposes, not adjoints (as in JAX): the
 # transpose of ``t -> c * t`` is ``ct -> c * ct``.
 
-# Modules, not names, from the families above this one: reductions and structural import
-# this module, so either may still be loading when these lines run; the rules look their
-# functions up when they run.
-from xform.interpreters import transpose  # noqa: E402
-from xform.primitives import reductions, structural  # noqa: E402
-
-
-def _unbroadcast(aval, ct):
-    """``ct`` summed back to the shape of an operand of aval ``aval`` that was broadcast to
-    ``ct``'s shape: a rank-0 operand, or one with size-1 dimensions where ``ct`` has more."""
-    shape = get_aval(ct).shape
-    if shape == aval.shape:
-        return ct
-    if not aval.shape:
-        return reductions.reduce_sum(ct, tuple(range(len(shape))))
-    dims = tuple(i for i, (a, b) in enumerate(zip(aval.shape, shape, strict=True)) if a != b)
-    return structural.reshape(reductions.reduce_sum(ct, dims), aval.shape)
+_unbroadcast = ad.unbroadcast
 
 
 def _deftranspose(prim, *ct_fns):

@@ -11,7 +11,6 @@ import numpy as np
 
 from xform import core, dtypes
 from xform.core import ShapedArray, Tracer, get_aval
-from xform.errors import MissingRuleError
 from xform.interpreters import ad
 from xform.interpreters import transpose as transpose_interp
 from xform.primitives.base import (
@@ -462,6 +461,7 @@ def _zeros(aval):
 
 
 ad.tangent_ops["zeros"] = _zeros
+ad.tangent_ops["reshape"] = reshape
 
 
 # --------------------------------------------------------------------------- jvp rules
@@ -478,18 +478,10 @@ ad.defjvp_zero(iota_p)
 # Each op is linear, so its transpose maps the output cotangent back to the operand's shape.
 # The indexing family imports this one, so slices here are crops by negative padding.
 
-
 def _sum(x, axes):
-    """``reduce_sum(x, axes)``: the reductions family imports this one, so it registers its
-    ``reduce_sum`` in ``ad.tangent_ops`` for these rules."""
-    if not axes:
-        return x
-    reduce_sum = ad.tangent_ops.get("reduce_sum")
-    if reduce_sum is None:
-        raise MissingRuleError("transposing a broadcast or a pad needs reduce_sum, which the "
-                               "reductions family registers as ad.tangent_ops['reduce_sum']; "
-                               "import xform.primitives.reductions")
-    return reduce_sum(x, tuple(axes))
+    # reduce_sum belongs to the reductions family, which imports this one: found via ad.
+    axes = tuple(axes)
+    return ad.tangent_ops["reduce_sum"](x, axes) if axes else x
 
 
 def _zero_scalar(x):
