@@ -7,11 +7,16 @@ from lowering.mlir import aval_to_ir, lowering_rules
 from xform.primitives.call import jit_p
 
 
-def _jit_lower(ctx, *args, jaxpr, name):
-    symbol = ctx.module.function_for(jaxpr, name)
+def emit_call(ctx, args, closed, name):
+    """A ``func.call`` of a private function computing ``closed`` (one per jaxpr)."""
+    symbol = ctx.module.function_for(closed, name)
     out_types = [aval_to_ir(a) for a in ctx.avals_out]
     call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(symbol), list(args))
     return list(call.results)
+
+
+def _jit_lower(ctx, *args, jaxpr, name):
+    return emit_call(ctx, args, jaxpr, name)
 
 
 lowering_rules[jit_p] = _jit_lower

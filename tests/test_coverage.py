@@ -18,6 +18,12 @@ NO_HOST_IMPL = {
     "lgamma": "no NumPy kernel; XLA's is the reference JAX users get",
     "digamma": "no NumPy kernel; XLA's is the reference JAX users get",
     "jit": "runs its compiled jaxpr: that is the point of jit",
+    "custom_jvp_call": "evaluates its jaxpr eagerly (core.eager_rules)",
+    "custom_vjp_call": "evaluates its jaxpr eagerly (core.eager_rules)",
+    "custom_lin": "no forward evaluation: jvp of a custom_vjp function is an error, as in JAX",
+}
+NO_JVP_RULE = {
+    "custom_lin": "only ever transposed (its transpose is the user's bwd rule)",
 }
 # Transpose rules are asserted per family in tests/test_grad_*.py, which list the linear ones.
 
@@ -34,8 +40,13 @@ def test_the_walk_finds_the_primitive_families():
 def test_rules(prim):
     assert prim in core.abstract_eval_rules, f"{prim.name} has no abstract evaluation rule"
     assert prim in lowering_rules, f"{prim.name} has no lowering rule"
-    assert prim in ad.jvp_rules, f"{prim.name} has no JVP rule"
+    if prim.name in NO_JVP_RULE:
+        assert prim not in ad.jvp_rules, f"{prim.name} is exempt but has a JVP rule"
+    else:
+        assert prim in ad.jvp_rules, f"{prim.name} has no JVP rule"
     if prim.name in NO_HOST_IMPL:
         assert prim not in core.host_impls, f"{prim.name} is exempt but has a host impl"
+        assert prim.name not in ("custom_jvp_call", "custom_vjp_call", "custom_lin") or \
+            prim in core.eager_rules
     else:
         assert prim in core.host_impls, f"{prim.name} has no NumPy host implementation"

@@ -227,6 +227,9 @@ def format_source_info(info):
 
 abstract_eval_rules = {}
 host_impls = {}  # NumPy implementations used for eager evaluation on a CPU backend
+# Primitives whose eager evaluation runs Python rather than one kernel (custom-derivative
+# calls evaluate their jaxpr): ``rule(*args, **params) -> list``.
+eager_rules = {}
 
 
 class Primitive:

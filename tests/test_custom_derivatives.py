@@ -1,0 +1,157 @@
+"""custom_jvp and custom_vjp: JAX's semantics under grad, jvp, jit and nesting."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import xform
+import xform.numpy as xnp
+
+X = np.float32(0.5)
+
+
+def make_custom_jvp(lib, custom_jvp):
+    @custom_jvp
+    def f(x):
+        return lib.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(x), 2.0 * lib.cos(x) * t  # deliberately not sin's derivative
+
+    return f
+
+
+F, F_JAX = make_custom_jvp(xnp, xform.custom_jvp), make_custom_jvp(jnp, jax.custom_jvp)
+
+
+def make_custom_vjp(lib, custom_vjp):
+    @custom_vjp
+    def g(x, y):
+        return lib.sin(x) * y
+
+    def fwd(x, y):
+        return g(x, y), (lib.cos(x), lib.sin(x), y)
+
+    def bwd(res, ct):
+        cos_x, sin_x, y = res
+        return (10.0 * cos_x * ct * y, sin_x * ct)
+
+    g.defvjp(fwd, bwd)
+    return g
+
+
+G, G_JAX = make_custom_vjp(xnp, xform.custom_vjp), make_custom_vjp(jnp, jax.custom_vjp)
+
+
+def close(a, b):
+    for g, e in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-6)
+
+
+@pytest.mark.parametrize("transform", ["plain", "jit_outside", "jit_inside"])
+def test_custom_jvp_rule_is_used(transform):
+    wrap = {"plain": lambda h: h, "jit_outside": xform.jit,
+            "jit_inside": lambda h: h}[transform]
+    f = xform.jit(F) if transform == "jit_inside" else F
+    close(F(X), F_JAX(X))
+    close(wrap(xform.grad(f))(X), jax.grad(F_JAX)(X))
+    close(xform.jvp(f, (X,), (np.float32(1.0),)), jax.jvp(F_JAX, (X,), (np.float32(1.0),)))
+
+
+def test_custom_jvp_is_differentiable_to_higher_order_through_its_rule():
+    close(xform.grad(xform.grad(F))(X), jax.grad(jax.grad(F_JAX))(X))
+    close(xform.grad(xform.grad(xform.grad(F)))(X), jax.grad(jax.grad(jax.grad(F_JAX)))(X))
+
+
+def test_custom_jvp_defjvps_and_nondiff_argnums():
+    @functools.partial(xform.custom_jvp, nondiff_argnums=(0,))
+    def scale(k, x):
+        return x * k
+
+    @scale.defjvp
+    def scale_jvp(k, primals, tangents):
+        return scale(k, primals[0]), tangents[0] * (k + 1.0)
+
+    assert float(xform.grad(lambda x: scale(3.0, x))(X)) == 4.0
+
+    @xform.custom_jvp
+    def h(x, y):
+        return x * y
+
+    h.defjvps(lambda t, out, x, y: t * 100.0, lambda t, out, x, y: t * y)
+    assert float(xform.grad(h)(X, np.float32(2.0))) == 100.0
+    assert float(xform.grad(h, argnums=1)(X, np.float32(2.0))) == 2.0
+
+
+def test_custom_vjp_rule_is_used_in_reverse_mode():
+    y = np.float32(2.0)
+    close(G(X, y), G_JAX(X, y))
+    expected = jax.grad(G_JAX, argnums=(0, 1))(X, y)
+    close(xform.grad(G, argnums=(0, 1))(X, y), expected)
+    close(xform.jit(xform.grad(G, argnums=(0, 1)))(X, y), expected)
+    close(xform.grad(xform.jit(G), argnums=(0, 1))(X, y), expected)
+    out, pullback = xform.vjp(G, X, y)
+    close(pullback(np.float32(1.0)), jax.vjp(G_JAX, X, y)[1](np.float32(1.0)))
+
+
+def test_custom_vjp_under_forward_mode_is_an_error_as_in_jax():
+    with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
+        xform.jvp(lambda x: G(x, np.float32(2.0)), (X,), (np.float32(1.0),))
+
+
+def test_custom_vjp_with_pytrees_and_a_stable_rule():
+    # A log-sum-exp whose gradient is the softmax, the classic reason for custom_vjp.
+    @xform.custom_vjp
+    def logsumexp(params):
+        x = params["x"]
+        m = xnp.max(x)
+        return m + xnp.log(xnp.sum(xnp.exp(x - m)))
+
+    def fwd(params):
+        out = logsumexp(params)
+        return out, (params["x"], out)
+
+    def bwd(res, ct):
+        x, out = res
+        return ({"x": ct * xnp.exp(x - out)},)
+
+    logsumexp.defvjp(fwd, bwd)
+    x = np.array([1.0, 1000.0, -3.0], np.float32)
+    g = xform.grad(logsumexp)({"x": x})
+    expected = jax.grad(lambda p: jax.scipy.special.logsumexp(p["x"]))({"x": x})
+    close(g, expected)
+    assert np.isfinite(np.asarray(g["x"])).all()
+
+
+def test_bad_rules():
+    @xform.custom_jvp
+    def no_rule(x):
+        return x
+
+    with pytest.raises(AttributeError, match="No JVP defined for custom_jvp function no_rule"):
+        xform.grad(no_rule)(X)
+
+    @xform.custom_vjp
+    def bad(x, y):
+        return x * y
+
+    bad.defvjp(lambda x, y: (x * y, (x, y)), lambda res, ct: (ct,))
+    with pytest.raises(TypeError, match="one cotangent per differentiable argument \\(2\\)"):
+        xform.grad(bad)(X, X)
+
+    bad.defvjp(lambda x, y: (x * y, (x, y)), lambda res, ct: (ct, xnp.ones(3)))
+    with pytest.raises(ValueError, match=r"cotangent 1 has shape \(3,\)"):
+        xform.grad(bad)(X, X)
+
+    @xform.custom_jvp
+    def wrong_tangent(x):
+        return x
+
+    wrong_tangent.defjvp(lambda p, t: (p[0], (t[0], t[0])))
+    with pytest.raises(TypeError, match="tangent output of its custom_jvp rule"):
+        xform.grad(wrong_tangent)(X)

@@ -1,0 +1,206 @@
+"""``custom_jvp`` and ``custom_vjp``: functions whose derivatives are given by the user.
+
+Each call traces the function once (its jaxpr is what runs) and binds a call primitive that
+carries the user's rule, wrapped to work on flat lists; pytrees are handled here.
+"""
+
+import functools
+import inspect
+
+from jax import tree_util
+
+from xform import core
+from xform.api import _arg_avals, _fun_name
+from xform.core import Tracer
+from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.primitives.autodiff import custom_jvp_call_p, custom_vjp_call_p
+
+
+class _CustomFunction:
+    """What custom_jvp and custom_vjp share: argument handling and tracing the function."""
+
+    def __init__(self, fun, nondiff_argnums):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.name = _fun_name(fun)
+        self.nondiff_argnums = tuple(sorted(nondiff_argnums))
+        try:
+            self._signature = inspect.signature(fun)
+        except (TypeError, ValueError):
+            self._signature = None
+
+    def _positional(self, args, kwargs):
+        if kwargs and self._signature is not None:
+            bound = self._signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return bound.args
+        if kwargs:
+            raise TypeError(f"{self.name}: keyword arguments need an inspectable signature")
+        return args
+
+    def _trace(self, args):
+        """(nondiff args, diff args, flat leaves, in_tree, jaxpr, consts, store)."""
+        nondiff = [args[i] for i in self.nondiff_argnums]
+        diff = tuple(a for i, a in enumerate(args) if i not in self.nondiff_argnums)
+        leaves, in_tree = tree_util.tree_flatten(diff)
+        avals = _arg_avals(leaves, tree_util.tree_structure((diff, {})), self.fun)
+        store = {}
+
+        def flat_fun(*flat):
+            out = self.fun(*self._merge_args(nondiff, tree_util.tree_unflatten(in_tree, flat)))
+            out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
+            return out_leaves
+
+        closed = trace_to_jaxpr(flat_fun, avals, f"tracing custom-derivative `{self.name}`")
+        jaxpr, consts = convert_constvars(closed)
+        return nondiff, diff, leaves, in_tree, jaxpr, consts, store
+
+    def _merge_args(self, nondiff, diff):
+        """The full argument list from the non-differentiable and differentiable ones."""
+        total = len(nondiff) + len(diff)
+        nondiff, diff = iter(nondiff), iter(diff)
+        return [next(nondiff) if i in self.nondiff_argnums else next(diff) for i in range(total)]
+
+
+def _check_pair(name, what, got, expected_tree, expected_avals):
+    leaves, tree = tree_util.tree_flatten(got)
+    if tree != expected_tree:
+        raise TypeError(f"{name}: the {what} must have the structure of the function's "
+                        f"output, {expected_tree}; got {tree}")
+    for i, (x, aval) in enumerate(zip(leaves, expected_avals, strict=True)):
+        shape = core.get_aval(x).shape if not hasattr(x, "dtype") or x.dtype.kind != "V" \
+            else x.shape
+        if shape != aval.shape:
+            raise ValueError(f"{name}: output {i} of the {what} has shape {shape}, expected "
+                             f"{aval.shape}")
+    return leaves
+
+
+class custom_jvp(_CustomFunction):
+    """A function with a custom JVP rule (``defjvp``); see ``jax.custom_jvp``.
+
+    Example:
+      >>> @xform.custom_jvp
+      ... def f(x):
+      ...     return xform.numpy.sin(x)
+      >>> @f.defjvp
+      ... def f_jvp(primals, tangents):
+      ...     (x,), (t,) = primals, tangents
+      ...     return f(x), xform.numpy.cos(x) * t
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        super().__init__(fun, nondiff_argnums)
+        self.jvp = None
+
+    def defjvp(self, jvp, symbolic_zeros=False):
+        """Set the rule ``jvp(*nondiff_args, primals, tangents) -> (out, tangent_out)``."""
+        self.jvp = jvp
+        return jvp
+
+    def defjvps(self, *tangent_fns):
+        """Set the rule from one function per argument: ``fn(t, out, *args)``."""
+
+        def jvp(primals, tangents):
+            out = self(*primals)
+            total = None
+            for fn, t in zip(tangent_fns, tangents, strict=True):
+                if fn is not None:
+                    term = fn(t, out, *primals)
+                    total = term if total is None else tree_util.tree_map(
+                        lambda a, b: a + b, total, term)
+            return out, total
+
+        self.defjvp(jvp)
+
+    def __call__(self, *args, **kwargs):
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {self.name} using "
+                                 "defjvp.")
+        args = self._positional(args, kwargs)
+        if core.trace_state.trace is core.eval_trace and not any(
+                isinstance(x, Tracer) for x in tree_util.tree_leaves(args)):
+            return self.fun(*args)  # nothing to differentiate: just run it
+        nondiff, _, leaves, in_tree, jaxpr, consts, store = self._trace(args)
+        out_tree = store["out_tree"]
+        out_avals = jaxpr.out_avals
+        name, rule = self.name, self.jvp
+
+        def flat_jvp(primal_leaves, tangent_leaves):
+            primals = tree_util.tree_unflatten(in_tree, primal_leaves)
+            tangents = tree_util.tree_unflatten(in_tree, tangent_leaves)
+            result = rule(*nondiff, tuple(primals), tuple(tangents))
+            if not isinstance(result, (tuple, list)) or len(result) != 2:
+                raise TypeError(f"custom_jvp rule of {name} must return a pair (primal_out, "
+                                f"tangent_out), got {type(result).__name__}")
+            out = _check_pair(name, "primal output of its custom_jvp rule", result[0],
+                              out_tree, out_avals)
+            tangent = _check_pair(name, "tangent output of its custom_jvp rule", result[1],
+                                  out_tree, out_avals)
+            return list(out), list(tangent)
+
+        outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, jvp=flat_jvp,
+                                      num_consts=len(consts))
+        return tree_util.tree_unflatten(out_tree, outs)
+
+
+class custom_vjp(_CustomFunction):
+    """A function with a custom VJP (``defvjp(fwd, bwd)``); see ``jax.custom_vjp``.
+
+    ``fwd(*args) -> (out, residuals)``; ``bwd(*nondiff_args, residuals, ct) -> tuple`` of one
+    cotangent per (differentiable) argument.
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        super().__init__(fun, nondiff_argnums)
+        self.fwd = self.bwd = None
+
+    def defvjp(self, fwd, bwd, symbolic_zeros=False):
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args, **kwargs):
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {self.name} using "
+                                 "defvjp.")
+        args = self._positional(args, kwargs)
+        if core.trace_state.trace is core.eval_trace and not any(
+                isinstance(x, Tracer) for x in tree_util.tree_leaves(args)):
+            return self.fun(*args)
+        nondiff, diff, leaves, in_tree, jaxpr, consts, store = self._trace(args)
+        out_tree = store["out_tree"]
+        out_avals = jaxpr.out_avals
+        in_avals = [core.get_aval(x) for x in leaves]
+        name, fwd, bwd, merge = self.name, self.fwd, self.bwd, self._merge_args
+        residual_tree = {}
+
+        def flat_fwd(arg_leaves):
+            result = fwd(*merge(nondiff, tree_util.tree_unflatten(in_tree, arg_leaves)))
+            if not isinstance(result, (tuple, list)) or len(result) != 2:
+                raise TypeError(f"custom_vjp fwd rule of {name} must return a pair (output, "
+                                f"residuals), got {type(result).__name__}")
+            out = _check_pair(name, "output of its custom_vjp fwd rule", result[0], out_tree,
+                              out_avals)
+            res_leaves, residual_tree["tree"] = tree_util.tree_flatten(result[1])
+            return list(out), res_leaves
+
+        def flat_bwd(res_leaves, ct_leaves):
+            residuals = tree_util.tree_unflatten(residual_tree["tree"], res_leaves)
+            cts = bwd(*nondiff, residuals, tree_util.tree_unflatten(out_tree, ct_leaves))
+            if not isinstance(cts, (tuple, list)) or len(cts) != len(diff):
+                raise TypeError(f"custom_vjp bwd rule of {name} must return a tuple with one "
+                                f"cotangent per differentiable argument ({len(diff)}), got "
+                                f"{type(cts).__name__}"
+                                f"{f' of length {len(cts)}' if isinstance(cts, tuple) else ''}")
+            ct_leaves_in, ct_tree = tree_util.tree_flatten(tuple(cts))
+            if ct_tree != in_tree:
+                raise TypeError(f"custom_vjp bwd rule of {name} returned cotangents with the "
+                                f"structure {ct_tree}; the arguments have {in_tree}")
+            for i, (ct, aval) in enumerate(zip(ct_leaves_in, in_avals, strict=True)):
+                if core.get_aval(ct).shape != aval.shape:
+                    raise ValueError(f"custom_vjp bwd rule of {name}: cotangent {i} has shape "
+                                     f"{core.get_aval(ct).shape}, its argument {aval.shape}")
+            return ct_leaves_in
+
+        outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, fwd=flat_fwd,
+                                      bwd=flat_bwd, num_consts=len(consts))
+        return tree_util.tree_unflatten(out_tree, outs)
