@@ -165,7 +165,8 @@ def _train_step(lib, value_and_grad):
 
     def step(params, x, labels):
         value, grads = value_and_grad(loss)(params, x, labels)
-        new = [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(params, grads)]
+        new = [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb)
+               in zip(params, grads, strict=True)]
         return new, value
 
     return step

@@ -1,5 +1,7 @@
 """Shared checks: xform against JAX (the oracle), eagerly and under jit."""
 
+import hypothesis.extra.numpy as hnp
+import hypothesis.strategies as st
 import jax
 import numpy as np
 from jax import tree_util
@@ -12,6 +14,12 @@ _TOL = {
     np.dtype(np.float32): 2e-6, np.dtype(np.float64): 1e-13,
     np.dtype(np.complex64): 2e-6, np.dtype(np.complex128): 1e-13,
 }
+
+
+def floats(shape, elements=None):
+    """A hypothesis strategy: float32 arrays of ``shape`` with values in [-4, 4]."""
+    elements = st.floats(-4, 4, width=32) if elements is None else elements
+    return hnp.arrays(np.float32, shape, elements=elements)
 
 
 def rand(rng, shape, dtype):

@@ -11,9 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
 import xform
+from tests.harness import floats
 from xform import lax
 from xform.core import Primitive
 from xform.interpreters import ad
@@ -26,9 +26,6 @@ F0 = jax.dtypes.float0
 EXEMPT = {}
 
 
-def floats(shape, elements=None):
-    elements = st.floats(-4, 4, width=32) if elements is None else elements
-    return hnp.arrays(np.float32, shape, elements=elements)
 
 
 TIES = st.sampled_from([0.0, 1.0, 2.0])  # few distinct values: ties and zeros are likely

@@ -121,6 +121,20 @@ def _linearize_flat(flat_fun, primals, avals):
     return store["primals_out"], linear, store["nonzero"], diff
 
 
+class _Linearized:
+    """``fun`` linearized at ``primals`` (pytrees): what vjp and linearize both start from."""
+
+    def __init__(self, fun, primals, has_aux):
+        leaves, self.in_tree = tree_util.tree_flatten((primals, {}))
+        self.avals = _arg_avals(leaves, self.in_tree, fun)
+        self.store = {}
+        flat = _flatten_fun(_with_aux(fun, has_aux, self.store), self.in_tree, self.store)
+        self.primals_out, self.linear, self.nonzero, self.diff = _linearize_flat(
+            flat, leaves, self.avals)
+        self.out_tree = self.store["out_tree"]
+        self.out_avals = [core.get_aval(p) for p in self.primals_out]
+
+
 def _zero_cotangent(aval):
     if dtypes.is_inexact(aval.dtype):
         return from_host(np.zeros(aval.shape, aval.dtype))
@@ -137,14 +151,10 @@ def vjp(fun, *primals, has_aux=False):
       >>> y, pullback = xform.vjp(xform.numpy.sin, 0.5)
       >>> pullback(1.0)  # (cos 0.5,)
     """
-    leaves, in_tree = tree_util.tree_flatten((primals, {}))
-    avals = _arg_avals(leaves, in_tree, fun)
-    store = {}
-    flat = _flatten_fun(_with_aux(fun, has_aux, store), in_tree, store)
-    primals_out, linear, nonzero, diff = _linearize_flat(flat, leaves, avals)
-    out_tree = store["out_tree"]
-    out_avals = [core.get_aval(p) for p in primals_out]
-    primals_out = [_as_output(p) for p in primals_out]
+    lin = _Linearized(fun, primals, has_aux)
+    in_tree, out_tree, avals, diff = lin.in_tree, lin.out_tree, lin.avals, lin.diff
+    linear, nonzero, out_avals, store = lin.linear, lin.nonzero, lin.out_avals, lin.store
+    primals_out = [_as_output(p) for p in lin.primals_out]
 
     def vjp_fun(cotangents):
         ct_leaves, ct_tree = tree_util.tree_flatten(cotangents)
@@ -259,13 +269,10 @@ def linearize(fun, *primals, has_aux=False):
 
     The primal computation runs now; ``f_jvp`` replays only the staged tangent program.
     """
-    leaves, in_tree = tree_util.tree_flatten((primals, {}))
-    avals = _arg_avals(leaves, in_tree, fun)
-    store = {}
-    flat = _flatten_fun(_with_aux(fun, has_aux, store), in_tree, store)
-    primals_out, linear, nonzero, diff = _linearize_flat(flat, leaves, avals)
-    out_tree = store["out_tree"]
-    out_avals = [core.get_aval(p) for p in primals_out]
+    lin = _Linearized(fun, primals, has_aux)
+    in_tree, out_tree, avals, diff = lin.in_tree, lin.out_tree, lin.avals, lin.diff
+    linear, nonzero, out_avals, store = lin.linear, lin.nonzero, lin.out_avals, lin.store
+    primals_out = lin.primals_out
 
     def f_jvp(*tangents):
         t_leaves, t_tree = tree_util.tree_flatten((tangents, {}))
