@@ -10,7 +10,7 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
-from xform.interpreters import ad, partial_eval, transpose
+from xform.interpreters import ad, transpose
 from xform.primitives.base import (
     ANY,
     BOOL,
@@ -167,18 +167,21 @@ def top_k(operand, k, *, axis=-1):
 # The rules build tangents with the indexing and structural wrappers.
 
 
-
 def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
-    # The nonzero tangents ride along as extra (non-key) operands, so they are permuted as
-    # their primals: what JAX gets by sorting an iota with the keys and gathering with it.
+    # The nonzero tangents are sorted by the primal keys, as extra (non-key) operands, so
+    # they are permuted as their primals: what JAX gets by sorting an iota with the keys and
+    # gathering with it. A sort of its own, apart from the primal one, so that under
+    # linearize the primal outputs stay known and only this sort is staged.
+    outs = sort_p.bind(*primals, dimension=dimension, is_stable=is_stable, num_keys=num_keys)
+    tangents_out = [ad.Zero(ad.tangent_aval(get_aval(o))) for o in outs]
     nonzero = [i for i, t in enumerate(tangents) if type(t) is not ad.Zero]
-    outs = sort_p.bind(*primals, *[tangents[i] for i in nonzero], dimension=dimension,
-                       is_stable=is_stable, num_keys=num_keys)
-    n = len(primals)
-    tangents_out = [ad.Zero(ad.tangent_aval(get_aval(o))) for o in outs[:n]]
-    for i, t in zip(nonzero, outs[n:], strict=True):
-        tangents_out[i] = t
-    return outs[:n], tangents_out
+    if nonzero:
+        sorted_tangents = sort_p.bind(*primals[:num_keys], *[tangents[i] for i in nonzero],
+                                      dimension=dimension, is_stable=is_stable,
+                                      num_keys=num_keys)
+        for i, t in zip(nonzero, sorted_tangents[num_keys:], strict=True):
+            tangents_out[i] = t
+    return outs, tangents_out
 
 
 ad.jvp_rules[sort_p] = _sort_jvp
@@ -209,24 +212,6 @@ ad.jvp_rules[top_k_p] = _top_k_jvp
 # operands once the keys are known, and never in its keys.
 
 
-def _sort_partial_eval(trace, args, params):
-    """Sort with known keys: the known operands sorted now, the unknown ones staged on a sort
-    by the same keys. Staging the whole sort would make its known results (the primal
-    outputs of the JVP) unknown, and so part of the linear program."""
-    num_keys = params["num_keys"]
-    unknown = [trace.is_unknown(x) for x in args]
-    if any(unknown[:num_keys]):
-        return trace.stage(sort_p, args, params, [get_aval(x) for x in args])
-    keys = list(args[:num_keys])
-    known_outs = iter(sort_p.bind(*[x for x, u in zip(args, unknown, strict=True) if not u],
-                                  **params))
-    unknown_args = [x for x, u in zip(args, unknown, strict=True) if u]
-    staged = trace.stage(sort_p, keys + unknown_args, params,
-                         [get_aval(x) for x in keys + unknown_args])
-    unknown_outs = iter(staged[num_keys:])
-    return [next(unknown_outs) if u else next(known_outs) for u in unknown]
-
-
 def _sort_transpose(cts, *operands, dimension, is_stable, num_keys):
     for i, x in enumerate(operands[:num_keys]):
         if transpose.is_undefined(x):
@@ -251,5 +236,4 @@ def _sort_transpose(cts, *operands, dimension, is_stable, num_keys):
     return out
 
 
-partial_eval.partial_eval_rules[sort_p] = _sort_partial_eval
 transpose.transpose_rules[sort_p] = _sort_transpose
