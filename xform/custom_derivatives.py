@@ -55,6 +55,11 @@ class _CustomFunction:
         jaxpr, consts = convert_constvars(closed)
         return nondiff, diff, leaves, in_tree, jaxpr, consts, store
 
+    def _runs_plainly(self, args):
+        """No transformation is active and no argument is traced: just run the function."""
+        return core.trace_state.trace is core.eval_trace and not any(
+            isinstance(x, Tracer) for x in tree_util.tree_leaves(args))
+
     def _merge_args(self, nondiff, diff):
         """The full argument list from the non-differentiable and differentiable ones."""
         total = len(nondiff) + len(diff)
@@ -118,9 +123,8 @@ class custom_jvp(_CustomFunction):
             raise AttributeError(f"No JVP defined for custom_jvp function {self.name} using "
                                  "defjvp.")
         args = self._positional(args, kwargs)
-        if core.trace_state.trace is core.eval_trace and not any(
-                isinstance(x, Tracer) for x in tree_util.tree_leaves(args)):
-            return self.fun(*args)  # nothing to differentiate: just run it
+        if self._runs_plainly(args):
+            return self.fun(*args)
         nondiff, _, leaves, in_tree, jaxpr, consts, store = self._trace(args)
         out_tree = store["out_tree"]
         out_avals = jaxpr.out_avals
@@ -163,8 +167,7 @@ class custom_vjp(_CustomFunction):
             raise AttributeError(f"No VJP defined for custom_vjp function {self.name} using "
                                  "defvjp.")
         args = self._positional(args, kwargs)
-        if core.trace_state.trace is core.eval_trace and not any(
-                isinstance(x, Tracer) for x in tree_util.tree_leaves(args)):
+        if self._runs_plainly(args):
             return self.fun(*args)
         nondiff, diff, leaves, in_tree, jaxpr, consts, store = self._trace(args)
         out_tree = store["out_tree"]

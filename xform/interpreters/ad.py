@@ -123,9 +123,11 @@ class JVPTrace(core.Trace):
                 nonzero = True
             else:
                 primals.append(x)
-                tangents.append(Zero(tangent_aval(get_aval(x))))
-        if not nonzero:
+                tangents.append(None)
+        if not nonzero:  # nothing here is differentiated: no Zero tangents to build
             return self.parent.process_primitive(prim, primals, params)
+        tangents = [Zero(tangent_aval(get_aval(p))) if t is None else t
+                    for p, t in zip(primals, tangents, strict=True)]
         rule = jvp_rules.get(prim)
         if rule is None:
             raise MissingRuleError(f"primitive '{prim.name}' has no JVP rule, so it cannot be "

@@ -629,6 +629,12 @@ class _IndexUpdateRef:
                                unique_indices=kw["unique_indices"], mode=kw["mode"],
                                wrap=kw["wrap_negative_indices"])
 
+    def _ones_with(self, values, kw):
+        """Ones shaped like the array with ``values`` at the index: divide's divisor, power's
+        exponent (a scatter-mul into ones, so repeated indices multiply)."""
+        ones = _IndexUpdateRef(_ones_like(self.array), self.index)
+        return ones._update(values, lax.scatter_mul, kw)
+
     def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             wrap_negative_indices=True):
         """Pure ``x[idx] = values``."""
@@ -654,8 +660,7 @@ class _IndexUpdateRef:
     def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                wrap_negative_indices=True):
         """Pure ``x[idx] /= values`` (true division: integer arrays give floats)."""
-        ones = _ones_like(self.array)
-        den = _IndexUpdateRef(ones, self.index)._update(values, lax.scatter_mul, locals())
+        den = self._ones_with(values, locals())
         return lax.div(_to_inexact(self.array), _to_inexact(den))
 
     def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
@@ -665,9 +670,7 @@ class _IndexUpdateRef:
         if not dtypes.is_inexact(dtype):
             raise TypeError(f"x.at[idx].power needs a floating or complex array, got dtype "
                             f"{dtype}; convert x with x.astype(float) first")
-        ones = _ones_like(self.array)
-        exponent = _IndexUpdateRef(ones, self.index)._update(values, lax.scatter_mul, locals())
-        return lax.pow(self.array, exponent)
+        return lax.pow(self.array, self._ones_with(values, locals()))
 
     def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             wrap_negative_indices=True):
