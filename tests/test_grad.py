@@ -7,6 +7,7 @@ import pytest
 
 import xform
 import xform.numpy as xnp
+from tests.harness import check_against_jax
 from xform import lax
 from xform.test_util import check_grads
 
@@ -97,6 +98,11 @@ def test_special_points_follow_jax():
 def test_stop_gradient():
     g = xform.grad(lambda x: x * lax.stop_gradient(x))(np.float32(3.0))
     assert float(g) == 3.0
+    check_against_jax(lax.stop_gradient, jax.lax.stop_gradient, X)  # eager and lowered
+    tree = {"a": X, "n": np.int32(2)}
+    close(lax.stop_gradient(tree), jax.lax.stop_gradient(tree))
+    close(xform.jit(xform.grad(lambda x: xnp.sum(x * lax.stop_gradient(x ** 2))))(X),
+          jax.grad(lambda x: jnp.sum(x * jax.lax.stop_gradient(x ** 2)))(X))
 
 
 def test_jacobians_and_hessian():
