@@ -78,3 +78,32 @@ def check_against_jax(xf_fn, jax_fn, *args, rtol=None, atol=None, jit=True,
         assert_same(got_jit, expected_jit, rtol, atol, check_weak_type=check_weak_type,
                     what="jit")
     return got
+
+
+def check_vmap(xf_fn, jax_fn, args, in_axes=0, out_axes=0, *, rtol=None, atol=None,
+               jit=True, check_weak_type=True, loop=True):
+    """``xform.vmap(xf_fn)`` equals ``jax.vmap(jax_fn)`` (eagerly and, if ``jit``, under
+    both jits) and, if ``loop``, a Python loop of ``xf_fn`` over the mapped axis stacked
+    along ``out_axes`` (``in_axes``/``out_axes`` ints or None per argument/output here)."""
+    expected = jax.vmap(jax_fn, in_axes, out_axes)(*args)
+    got = xform.vmap(xf_fn, in_axes, out_axes)(*args)
+    assert_same(got, expected, rtol, atol, check_weak_type=check_weak_type, what="vmap")
+    if jit:
+        got_jit = xform.jit(xform.vmap(xf_fn, in_axes, out_axes))(*args)
+        assert_same(got_jit, expected, rtol, atol, check_weak_type=check_weak_type,
+                    what="jit(vmap)")
+    if loop:
+        axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
+        size = next(np.shape(a)[ax] for a, ax in zip(args, axes, strict=True)
+                    if ax is not None)
+        rows = [xf_fn(*[a if ax is None else np.take(np.asarray(a), i, axis=ax)
+                        for a, ax in zip(args, axes, strict=True)]) for i in range(size)]
+        leaves = [tree_util.tree_leaves(r) for r in rows]
+        outs = tree_util.tree_leaves(expected)
+        o_axes = out_axes if isinstance(out_axes, (tuple, list)) else (out_axes,) * len(outs)
+        for j, (e, ax) in enumerate(zip(outs, o_axes, strict=True)):
+            stacked = (np.asarray(leaves[0][j]) if ax is None else
+                       np.stack([np.asarray(r[j]) for r in leaves], axis=ax))
+            assert_same(stacked, np.asarray(e), rtol, atol, check_weak_type=False,
+                        what=f"loop, output {j}")
+    return got

@@ -4,7 +4,7 @@ import pytest
 
 from lowering.mlir import lowering_rules
 from xform import core, lax
-from xform.interpreters import ad
+from xform.interpreters import ad, batching
 from xform.primitives.call import jit_p
 
 PRIMITIVES = sorted({v for v in vars(lax).values() if isinstance(v, core.Primitive)} | {jit_p},
@@ -25,6 +25,7 @@ NO_HOST_IMPL = {
 NO_JVP_RULE = {
     "custom_lin": "only ever transposed (its transpose is the user's bwd rule)",
 }
+NO_BATCH_RULE = {}
 # Transpose rules are asserted per family in tests/test_grad_*.py, which list the linear ones.
 
 
@@ -50,3 +51,12 @@ def test_rules(prim):
             prim in core.eager_rules
     else:
         assert prim in core.host_impls, f"{prim.name} has no NumPy host implementation"
+
+
+@pytest.mark.parametrize("prim", PRIMITIVES, ids=lambda p: p.name)
+def test_batch_rule(prim):
+    if prim.name in NO_BATCH_RULE:
+        assert prim not in batching.batch_rules, f"{prim.name} is exempt but has a batch rule"
+    else:
+        assert prim in batching.batch_rules or prim in batching.axis_rules, (
+            f"{prim.name} has no batching rule")

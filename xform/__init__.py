@@ -31,6 +31,7 @@ from xform.api_autodiff import (  # noqa: F401
     value_and_grad,
     vjp,
 )
+from xform.api_batching import vmap  # noqa: F401
 from xform.array import Array  # noqa: F401
 from xform.config import enable_x64_scope as enable_x64  # noqa: F401
 from xform.custom_derivatives import custom_jvp, custom_vjp  # noqa: F401

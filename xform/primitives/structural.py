@@ -11,7 +11,7 @@ import numpy as np
 
 from xform import core, dtypes
 from xform.core import ShapedArray, Tracer, get_aval
-from xform.interpreters import ad
+from xform.interpreters import ad, batching
 from xform.interpreters import transpose as transpose_interp
 from xform.primitives.base import (
     NUMBER,
@@ -462,6 +462,9 @@ def _zeros(aval):
 
 ad.tangent_ops["zeros"] = _zeros
 ad.tangent_ops["reshape"] = reshape
+batching.batch_ops["transpose"] = transpose
+batching.batch_ops["broadcast_in_dim"] = broadcast_in_dim
+batching.batch_ops["reshape"] = reshape
 
 
 # --------------------------------------------------------------------------- jvp rules

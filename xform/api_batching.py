@@ -1,0 +1,174 @@
+"""``vmap``: map a function over an axis of its arguments, as one vectorized program.
+
+Pytrees and ``in_axes``/``out_axes`` prefixes are handled here; the batching interpreter
+(``xform.interpreters.batching``) works on flat lists.
+"""
+
+import functools
+import inspect
+
+import numpy as np
+from jax import tree_util
+
+from xform import core
+from xform.api import _arg_avals, _flatten_fun, _fun_name
+from xform.api_autodiff import _as_output
+from xform.interpreters import batching
+from xform.interpreters.batching import AxisData, not_mapped
+
+
+def _check_axis_spec(spec, what):
+    if spec is None or (isinstance(spec, (int, np.integer)) and not isinstance(spec, bool)):
+        return
+    of = "arguments" if what == "in_axes" else "outputs"
+    raise TypeError(f"vmap {what} must be an int, None, or a (nested) tuple/list/dict of "
+                    f"them matching the structure of the {of}, but got {spec!r}")
+
+
+def _broadcast_prefix(prefix, tree, what):
+    """One axis spec per leaf of ``tree``, from ``prefix``, a pytree prefix of it."""
+    specs = []
+    try:
+        tree_util.tree_map(lambda spec, sub: specs.extend(
+            [spec] * len(tree_util.tree_leaves(sub, is_leaf=lambda x: x is None))),
+            prefix, tree, is_leaf=lambda x: x is None)
+    except ValueError as e:
+        raise ValueError(f"vmap {what} specification must be a tree prefix of the "
+                         f"corresponding value, got specification {prefix!r} for value tree "
+                         f"{tree_util.tree_structure(tree)}:\n{e}") from None
+    for spec in specs:
+        _check_axis_spec(spec, what)
+    return specs
+
+
+def _leaf_paths(tree):
+    return [tree_util.keystr(k) for k, _ in tree_util.tree_flatten_with_path(tree)[0]]
+
+
+def _arg_names(fun, n):
+    """Parameter names of ``fun`` for its first ``n`` positional arguments, when knowable."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if len(params) < n or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                              for p in params[:n]):
+        return None
+    return [p.name for p in params[:n]]
+
+
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
+    """Vectorize ``fun`` over an axis of its arguments.
+
+    Args:
+      fun: a function of arrays (pytrees) returning arrays (pytrees).
+      in_axes: for each positional argument, the axis to map over: an int (negative counts
+        from the end), None (not mapped), or a pytree prefix of the argument with those at
+        its leaves. An int or None applies to all arguments; keyword arguments are mapped
+        over axis 0.
+      out_axes: where the mapped axis goes in each output (a pytree prefix of the output);
+        None for outputs that do not vary along it.
+      axis_name: a name for the mapped axis, for collectives (``psum(x, axis_name)``).
+      axis_size: the size of the axis, needed only when no argument is mapped.
+
+    Returns:
+      A function with the signature of ``fun`` whose outputs carry the mapped axis.
+
+    Example:
+      >>> xform.vmap(jnp.dot, in_axes=(0, None))(jnp.ones((8, 3)), jnp.ones(3)).shape
+      (8,)
+    """
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if isinstance(in_axes, bool) or not (in_axes is None or isinstance(in_axes, (int, tuple))):
+        raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
+                        f"to the positional arguments passed to the function, but got "
+                        f"{in_axes!r}.")
+    if spmd_axis_name is not None:
+        raise NotImplementedError("vmap: spmd_axis_name is not supported by xform")
+    name = _fun_name(fun)
+
+    @functools.wraps(fun)
+    def vmapped(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "
+                             "corresponding to the positional arguments passed to the function, "
+                             f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
+        leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+        avals = _arg_avals(leaves, in_tree, fun)
+        arg_specs = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+        specs = _broadcast_prefix((arg_specs, 0), (args, kwargs), "in_axes")
+        paths = _leaf_paths((args, kwargs))
+        names = _arg_names(fun, len(args))
+        in_dims = [_in_dim(spec, aval) for spec, aval in zip(specs, avals, strict=True)]
+        size = _axis_size(name, avals, in_dims, paths, names, axis_size)
+        store = {}
+        flat = _flatten_fun(fun, in_tree, store)
+
+        def out_dims(n):
+            specs = _broadcast_prefix(out_axes, _unflatten_placeholder(store["out_tree"]),
+                                      "out_axes")
+            return [None if s is None else _out_dim(s, store, i) for i, s in enumerate(specs)]
+
+        def _out_dim(spec, store, i):
+            rank = store["out_ranks"][i] + 1
+            if not -rank <= spec < rank:
+                raise ValueError(f"vmap out_axes: axis {spec} is out of bounds for output "
+                                 f"{i} of {name}, of rank {rank - 1} (rank {rank} with the "
+                                 "mapped axis)")
+            return spec % rank
+
+        def flat_recording_ranks(*xs):
+            outs = flat(*xs)
+            store["out_ranks"] = [core.get_aval(o).ndim for o in outs]
+            return outs
+
+        outs = batching.vmap_flat(flat_recording_ranks, AxisData(axis_name, size), leaves,
+                                  in_dims, out_dims)
+        return tree_util.tree_unflatten(store["out_tree"], [_as_output(o) for o in outs])
+
+    return vmapped
+
+
+def _unflatten_placeholder(tree):
+    return tree_util.tree_unflatten(tree, [0] * tree.num_leaves)
+
+
+def _in_dim(spec, aval):
+    if spec is None:
+        return not_mapped
+    if not -aval.ndim <= spec < aval.ndim:
+        raise ValueError(f"vmap was requested to map its argument along axis {spec}, which "
+                         f"implies that its rank should be at least "
+                         f"{spec + 1 if spec >= 0 else -spec}, but is only {aval.ndim} (its "
+                         f"shape is {aval.shape})")
+    return spec % aval.ndim
+
+
+def _describe(path, names):
+    """``args[0]['w']`` -> ``argument x['w']`` when the parameter name is known."""
+    if path.startswith("[0]"):
+        rest = path[3:]
+        if names is not None and rest.startswith("["):
+            i = int(rest[1:rest.index("]")])
+            return f"argument {names[i]}{rest[rest.index(']') + 1:]}"
+        return f"argument args{rest}"
+    return f"keyword argument kwargs{path[3:]}"
+
+
+def _axis_size(name, avals, in_dims, paths, names, axis_size):
+    sizes = {aval.shape[d] for aval, d in zip(avals, in_dims, strict=True) if d is not None}
+    if axis_size is not None:
+        sizes.add(int(axis_size))
+    if not sizes:
+        raise ValueError(f"vmap of {name}: vmap must have at least one non-None value in "
+                         "in_axes or axis_size must be specified")
+    if len(sizes) > 1:
+        lines = [f"  * axis {d} of {_describe(p, names)} of type {a.str_short()} has size "
+                 f"{a.shape[d]}" for a, d, p in zip(avals, in_dims, paths, strict=True)
+                 if d is not None]
+        if axis_size is not None:
+            lines.append(f"  * axis_size is {axis_size}")
+        raise ValueError(f"vmap of {name} got inconsistent sizes for array axes to be "
+                         "mapped:\n" + "\n".join(lines))
+    return sizes.pop()

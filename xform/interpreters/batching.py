@@ -1,0 +1,228 @@
+"""Vectorization: the batching interpreter behind ``vmap``.
+
+A ``BatchTracer`` carries ``val``, an array with one extra dimension, and ``batch_dim``, the
+position of that dimension in ``val``. A value that does not vary along the mapped axis is
+never wrapped (its dimension is ``not_mapped``), so unbatched results stay unbatched: an
+operation whose operands are all unmapped is handed to the parent trace as it is.
+
+Rule signature: ``batch_rules[prim](axis, args, dims, **params) -> (outs, out_dims)``,
+lists; ``axis`` is the ``AxisData`` (name and size) of the vmap, ``dims[i]`` is the batch
+dimension of ``args[i]`` or ``not_mapped``, and at least one operand is mapped. Rules run with
+the parent trace current, so the (batched) operations they bind go to the enclosing
+interpreter. A rule may return outputs batched at any dimension; most put it at 0.
+
+The axis name is recorded so that collectives (``psum`` over the vmapped axis) can be
+batched: a primitive in ``axis_rules`` is handed to its rule even when nothing it receives is
+mapped (``axis_index`` has no operands at all).
+
+Registrars: ``defvectorized`` (the op acts on each element or row independently, wherever
+the batch dimension sits), ``defbroadcasting`` (n-ary elementwise ops, mixing mapped and
+unmapped operands).
+"""
+
+from xform import core
+from xform.core import ShapedArray, Tracer, get_aval
+from xform.errors import MissingRuleError
+
+not_mapped = None
+batch_rules = {}
+axis_rules = {}  # collectives: rule(axis, args, dims, **params), called even with no mapped arg
+
+# Filled by the structural family ("transpose", "broadcast_in_dim", "reshape"), which imports
+# this module: the helpers below need them and cannot import the family.
+batch_ops = {}
+
+
+class AxisData:
+    """What a vmap maps over: its size and (optional) name."""
+
+    __slots__ = ("name", "size")
+
+    def __init__(self, name, size):
+        self.name = name
+        self.size = size
+
+    def __repr__(self):
+        return f"AxisData(name={self.name!r}, size={self.size})"
+
+
+class BatchTracer(Tracer):
+    __slots__ = ("val", "batch_dim", "_aval")
+
+    def __init__(self, trace, val, batch_dim):
+        self._trace = trace
+        self.val = val
+        self.batch_dim = batch_dim
+        self._aval = None
+
+    @property
+    def aval(self):
+        aval = self._aval
+        if aval is None:
+            full = get_aval(self.val)
+            d = self.batch_dim
+            aval = self._aval = ShapedArray(full.shape[:d] + full.shape[d + 1:], full.dtype,
+                                            full.weak_type)
+        return aval
+
+
+class BatchTrace(core.Trace):
+    __slots__ = ("parent", "axis", "alive")
+    name = "vectorizing with vmap"
+
+    def __init__(self, parent, axis):
+        self.parent = parent
+        self.axis = axis
+        self.alive = True
+
+    def to_val_dim(self, x):
+        if isinstance(x, BatchTracer) and x._trace is self:
+            return x.val, x.batch_dim
+        return x, not_mapped
+
+    def process_primitive(self, prim, args, params):
+        vals, dims, mapped = [], [], False
+        for x in args:
+            if isinstance(x, BatchTracer) and x._trace is self:
+                vals.append(x.val)
+                dims.append(x.batch_dim)
+                mapped = True
+            else:
+                vals.append(x)
+                dims.append(not_mapped)
+        rule = axis_rules.get(prim)
+        if rule is None:
+            if not mapped:  # nothing here varies along the axis
+                return self.parent.process_primitive(prim, vals, params)
+            rule = batch_rules.get(prim)
+            if rule is None:
+                raise MissingRuleError(f"primitive '{prim.name}' has no batching rule, so it "
+                                       "cannot be vectorized with vmap")
+        with core.set_current_trace(self.parent):
+            outs, out_dims = rule(self.axis, vals, dims, **params)
+        return [o if d is not_mapped else BatchTracer(self, o, d)
+                for o, d in zip(outs, out_dims, strict=True)]
+
+
+def vmap_flat(fun, axis, args, in_dims, out_dims):
+    """``fun`` (flat lists in and out) mapped over ``axis``: ``args[i]`` is mapped along
+    ``in_dims[i]`` (or not at all), output ``j`` is returned mapped along ``out_dims[j]``
+    (``not_mapped``: it must not vary along the axis). ``out_dims`` may be a function of the
+    number of outputs, for callers that learn it only after tracing."""
+    trace = BatchTrace(core.trace_state.trace, axis)
+    tracers = [x if d is not_mapped else BatchTracer(trace, x, d)
+               for x, d in zip(args, in_dims, strict=True)]
+    try:
+        with core.set_current_trace(trace):
+            outs = fun(*tracers)
+        pairs = [trace.to_val_dim(x) for x in outs]
+    finally:
+        trace.alive = False
+    if callable(out_dims):
+        out_dims = out_dims(len(pairs))
+    results = []
+    with core.set_current_trace(trace.parent):
+        for i, ((val, dim), want) in enumerate(zip(pairs, out_dims, strict=True)):
+            if want is not_mapped:
+                if dim is not not_mapped:
+                    raise ValueError(
+                        f"vmap has mapped output (output {i}, of type "
+                        f"{_unbatched_aval(val, dim).str_short()}) but out_axes is None for "
+                        "it: an output that varies along the mapped axis needs an out axis")
+                results.append(val)
+            else:
+                results.append(move_or_broadcast(val, dim, want, axis.size))
+    return results
+
+
+def _unbatched_aval(val, dim):
+    full = get_aval(val)
+    return ShapedArray(full.shape[:dim] + full.shape[dim + 1:], full.dtype)
+
+
+# --------------------------------------------------------------------------- helpers for rules
+
+
+def moveaxis(x, src, dst):
+    """``x`` with its dimension ``src`` moved to position ``dst``."""
+    if src == dst:
+        return x
+    ndim = get_aval(x).ndim
+    perm = [d for d in range(ndim) if d != src]
+    perm.insert(dst, src)
+    return batch_ops["transpose"](x, tuple(perm))
+
+
+def broadcast_batch(x, size, dim):
+    """``x``, unmapped, given a batch dimension of ``size`` at ``dim`` (every entry ``x``)."""
+    aval = get_aval(x)
+    shape = aval.shape[:dim] + (size,) + aval.shape[dim:]
+    kept = tuple(d for d in range(len(shape)) if d != dim)
+    return batch_ops["broadcast_in_dim"](x, shape, kept)
+
+
+def move_or_broadcast(x, dim, want, size):
+    """``x`` (batched at ``dim`` or ``not_mapped``) batched at ``want``."""
+    if dim is not_mapped:
+        return broadcast_batch(x, size, want)
+    return moveaxis(x, dim, want)
+
+
+def batch_at_front(x, dim, size):
+    """``x`` with its batch dimension first, broadcast there if ``x`` is unmapped."""
+    return move_or_broadcast(x, dim, 0, size)
+
+
+def batched_aval(aval, dim, size):
+    """The type of a value of type ``aval`` batched along ``dim`` with ``size`` entries."""
+    if dim is not_mapped:
+        return aval
+    return ShapedArray(aval.shape[:dim] + (size,) + aval.shape[dim:], aval.dtype,
+                       aval.weak_type)
+
+
+# --------------------------------------------------------------------------- registrars
+
+
+def defvectorized(prim):
+    """Rule for an op that works on each element (or along dims a param names, none of them
+    the batch dimension) independently, with a single operand: apply it as is."""
+
+    def rule(axis, args, dims, **params):
+        outs = prim.bind(*args, **params)
+        outs = outs if prim.multiple_results else [outs]
+        return outs, [dims[0]] * len(outs)
+
+    batch_rules[prim] = rule
+
+
+def defbroadcasting(prim):
+    """Rule for an n-ary elementwise op. Mapped operands get their batch dimension first;
+    ``lax`` broadcasts rank-0 operands and same-rank size-1 dimensions, so an unmapped
+    operand gains a leading 1 and a mapped operand of lower rank gains trailing 1s."""
+
+    def rule(axis, args, dims, **params):
+        if all(d == dims[0] for d in dims) and len({get_aval(x).ndim for x in args}) == 1:
+            outs = prim.bind(*args, **params)  # the common case: same rank, same batch dim
+            d = dims[0]
+        else:
+            rank = max(get_aval(x).ndim - (d is not not_mapped) for x, d in zip(args, dims))
+            args = [_broadcastable(x, d, rank) for x, d in zip(args, dims, strict=True)]
+            outs, d = prim.bind(*args, **params), 0
+        outs = outs if prim.multiple_results else [outs]
+        return outs, [d] * len(outs)
+
+    batch_rules[prim] = rule
+
+
+def _broadcastable(x, dim, rank):
+    aval = get_aval(x)
+    if dim is not_mapped:
+        if not aval.shape:
+            return x  # rank 0 broadcasts against anything
+        return batch_ops["reshape"](x, (1,) * (rank + 1 - aval.ndim) + aval.shape)
+    x = moveaxis(x, dim, 0)
+    if aval.ndim - 1 < rank:
+        shape = get_aval(x).shape
+        x = batch_ops["reshape"](x, shape[:1] + (1,) * (rank + 1 - aval.ndim) + shape[1:])
+    return x
