@@ -25,7 +25,9 @@ NO_HOST_IMPL = {
 NO_JVP_RULE = {
     "custom_lin": "only ever transposed (its transpose is the user's bwd rule)",
 }
-NO_BATCH_RULE = {}
+NO_BATCH_RULE = {
+    "iota": "no operands, so nothing it gets is mapped: vmap hands it to the parent trace",
+}
 # Transpose rules are asserted per family in tests/test_grad_*.py, which list the linear ones.
 
 

@@ -98,17 +98,22 @@ class BatchTrace(core.Trace):
             if rule is None:
                 raise MissingRuleError(f"primitive '{prim.name}' has no batching rule, so it "
                                        "cannot be vectorized with vmap")
-        with core.set_current_trace(self.parent):
-            outs, out_dims = rule(self.axis, vals, dims, **params)
+        try:
+            with core.set_current_trace(self.parent):
+                outs, out_dims = rule(self.axis, vals, dims, **params)
+        except (TypeError, ValueError):
+            # Bad input: let the user see the error for the shapes they wrote, not batched ones.
+            core.abstract_eval(prim, *[x.aval if isinstance(x, Tracer) else get_aval(x)
+                                       for x in args], **params)
+            raise
         return [o if d is not_mapped else BatchTracer(self, o, d)
                 for o, d in zip(outs, out_dims, strict=True)]
 
 
-def vmap_flat(fun, axis, args, in_dims, out_dims):
-    """``fun`` (flat lists in and out) mapped over ``axis``: ``args[i]`` is mapped along
-    ``in_dims[i]`` (or not at all), output ``j`` is returned mapped along ``out_dims[j]``
-    (``not_mapped``: it must not vary along the axis). ``out_dims`` may be a function of the
-    number of outputs, for callers that learn it only after tracing."""
+def batch_flat(fun, axis, args, in_dims):
+    """Run ``fun`` (flat lists in and out) on ``args`` mapped along ``in_dims`` over ``axis``;
+    the outputs as ``(vals, dims)``, each dim where that output's batch dimension is, or
+    ``not_mapped``. Leaves the parent trace current, to bind what follows on the values."""
     trace = BatchTrace(core.trace_state.trace, axis)
     tracers = [x if d is not_mapped else BatchTracer(trace, x, d)
                for x, d in zip(args, in_dims, strict=True)]
@@ -118,20 +123,28 @@ def vmap_flat(fun, axis, args, in_dims, out_dims):
         pairs = [trace.to_val_dim(x) for x in outs]
     finally:
         trace.alive = False
+    return [v for v, _ in pairs], [d for _, d in pairs]
+
+
+def vmap_flat(fun, axis, args, in_dims, out_dims):
+    """``fun`` (flat lists in and out) mapped over ``axis``: ``args[i]`` is mapped along
+    ``in_dims[i]`` (or not at all), output ``j`` is returned mapped along ``out_dims[j]``
+    (``not_mapped``: it must not vary along the axis). ``out_dims`` may be a function of the
+    number of outputs, for callers that learn it only after tracing."""
+    vals, dims = batch_flat(fun, axis, args, in_dims)
     if callable(out_dims):
-        out_dims = out_dims(len(pairs))
+        out_dims = out_dims(len(vals))
     results = []
-    with core.set_current_trace(trace.parent):
-        for i, ((val, dim), want) in enumerate(zip(pairs, out_dims, strict=True)):
-            if want is not_mapped:
-                if dim is not not_mapped:
-                    raise ValueError(
-                        f"vmap has mapped output (output {i}, of type "
-                        f"{_unbatched_aval(val, dim).str_short()}) but out_axes is None for "
-                        "it: an output that varies along the mapped axis needs an out axis")
-                results.append(val)
-            else:
-                results.append(move_or_broadcast(val, dim, want, axis.size))
+    for i, (val, dim, want) in enumerate(zip(vals, dims, out_dims, strict=True)):
+        if want is not_mapped:
+            if dim is not not_mapped:
+                raise ValueError(
+                    f"vmap has mapped output (output {i}, of type "
+                    f"{_unbatched_aval(val, dim).str_short()}) but out_axes is None for "
+                    "it: an output that varies along the mapped axis needs an out axis")
+            results.append(val)
+        else:
+            results.append(move_or_broadcast(val, dim, want, axis.size))
     return results
 
 
@@ -206,7 +219,8 @@ def defbroadcasting(prim):
             outs = prim.bind(*args, **params)  # the common case: same rank, same batch dim
             d = dims[0]
         else:
-            rank = max(get_aval(x).ndim - (d is not not_mapped) for x, d in zip(args, dims))
+            rank = max(get_aval(x).ndim - (d is not not_mapped)
+                       for x, d in zip(args, dims, strict=True))
             args = [_broadcastable(x, d, rank) for x, d in zip(args, dims, strict=True)]
             outs, d = prim.bind(*args, **params), 0
         outs = outs if prim.multiple_results else [outs]

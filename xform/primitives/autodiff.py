@@ -4,7 +4,8 @@ derivative is zero) and the calls behind ``custom_jvp`` and ``custom_vjp``."""
 
 from xform import tree_util
 from xform.core import eager_rules, eval_jaxpr, eval_trace, get_aval, set_current_trace
-from xform.interpreters import ad, transpose
+from xform.interpreters import ad, batching, transpose
+from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.base import standard_primitive
 
 __all__ = ["stop_gradient"]
@@ -93,3 +94,100 @@ def _custom_lin_transpose(cts, *invals, num_res, bwd, out_avals):
 
 
 transpose.transpose_rules[custom_lin_p] = _custom_lin_transpose
+
+
+# --------------------------------------------------------------------------- batching
+# The custom-derivative calls are batched by batching their jaxpr and wrapping the user's
+# rules in a vmap of their own: a rule always sees the per-example values it was written for.
+# Every output (and residual) is batched at 0, so the wrapped rules agree on where the batch is.
+
+batching.defvectorized(stop_gradient_p)
+
+
+def _all_at_front(n):
+    return [0] * n
+
+
+def _batched_call_jaxpr(call_jaxpr, axis, dims):
+    in_avals = [batching.batched_aval(a, d, axis.size)
+                for a, d in zip(call_jaxpr.in_avals, dims, strict=True)]
+
+    def batched(*args):
+        return batching.vmap_flat(lambda *xs: eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts,
+                                                         *xs),
+                                  axis, args, dims, _all_at_front)
+
+    return convert_constvars(trace_to_jaxpr(batched, in_avals, "vectorizing a custom rule"))
+
+
+def _batched_bwd(bwd, axis, res_dims, ct_dims, arg_dims):
+    """``bwd`` on batched residuals and cotangents; an unmapped argument's cotangent is the
+    sum of the per-example ones."""
+    num_res = len(res_dims)
+
+    def batched_bwd(residuals, cts):
+        cts_in = batching.vmap_flat(lambda *xs: bwd(list(xs[:num_res]), list(xs[num_res:])),
+                                    axis, list(residuals) + list(cts), res_dims + ct_dims,
+                                    [0 if d is None else d for d in arg_dims])
+        return [ct if d is not None else ad.tangent_ops["reduce_sum"](ct, (0,))
+                for ct, d in zip(cts_in, arg_dims, strict=True)]
+
+    return batched_bwd
+
+
+def _custom_jvp_call_batch(axis, args, dims, *, call_jaxpr, jvp, num_consts):
+    body, consts = _batched_call_jaxpr(call_jaxpr, axis, dims)
+    arg_dims = list(dims[num_consts:])
+    n_out = len(call_jaxpr.out_avals)
+
+    def batched_jvp(primals, tangents):
+        outs = batching.vmap_flat(lambda *xs: _concat(jvp(list(xs[:len(primals)]),
+                                                          list(xs[len(primals):]))),
+                                  axis, list(primals) + list(tangents), arg_dims + arg_dims,
+                                  _all_at_front)
+        return outs[:n_out], outs[n_out:]
+
+    outs = custom_jvp_call_p.bind(*consts, *args, call_jaxpr=body, jvp=batched_jvp,
+                                  num_consts=len(consts) + num_consts)
+    return outs, [0] * len(outs)
+
+
+def _concat(pair):
+    return list(pair[0]) + list(pair[1])
+
+
+def _custom_vjp_call_batch(axis, args, dims, *, call_jaxpr, fwd, bwd, num_consts):
+    body, consts = _batched_call_jaxpr(call_jaxpr, axis, dims)
+    arg_dims = list(dims[num_consts:])
+    n_out = len(call_jaxpr.out_avals)
+    num_res = []
+
+    def batched_fwd(primals):
+        def flat_fwd(*xs):
+            outs, residuals = fwd(list(xs))
+            num_res[:] = [len(residuals)]
+            return list(outs) + list(residuals)
+
+        outs = batching.vmap_flat(flat_fwd, axis, list(primals), arg_dims, _all_at_front)
+        return outs[:n_out], outs[n_out:]
+
+    def batched_bwd(residuals, cts):
+        inner = _batched_bwd(bwd, axis, [0] * num_res[0], [0] * n_out, arg_dims)
+        return inner(residuals, cts)
+
+    outs = custom_vjp_call_p.bind(*consts, *args, call_jaxpr=body, fwd=batched_fwd,
+                                  bwd=batched_bwd, num_consts=len(consts) + num_consts)
+    return outs, [0] * len(outs)
+
+
+def _custom_lin_batch(axis, args, dims, *, num_res, bwd, out_avals):
+    res_dims, arg_dims = list(dims[:num_res]), list(dims[num_res:])
+    batched_bwd = _batched_bwd(bwd, axis, res_dims, [0] * len(out_avals), arg_dims)
+    out_avals = tuple(batching.batched_aval(a, 0, axis.size) for a in out_avals)
+    outs = custom_lin_p.bind(*args, num_res=num_res, bwd=batched_bwd, out_avals=out_avals)
+    return outs, [0] * len(outs)
+
+
+batching.batch_rules[custom_jvp_call_p] = _custom_jvp_call_batch
+batching.batch_rules[custom_vjp_call_p] = _custom_vjp_call_batch
+batching.batch_rules[custom_lin_p] = _custom_lin_batch

@@ -13,7 +13,8 @@ import numpy as np
 from xform import dtypes
 from xform.core import ShapedArray, Tracer, eval_trace, get_aval, set_current_trace
 from xform.errors import MissingRuleError
-from xform.interpreters import ad, transpose
+from xform.interpreters import ad, batching, transpose
+from xform.interpreters.batching import not_mapped
 from xform.primitives.base import (
     ANY,
     BOOL,
@@ -1005,3 +1006,77 @@ _deftranspose(imag_p, _imag_transpose)
 _deftranspose(conj_p, _conj_transpose)
 _deftranspose(convert_element_type_p, _convert_element_type_transpose)
 transpose.transpose_rules[select_n_p] = _select_n_transpose
+
+
+# --------------------------------------------------------------------------- batching rules
+
+# Unary ops act on each element wherever the batch dimension sits; n-ary ops broadcast their
+# operands against each other (``defbroadcasting`` lines up the batch dimensions).
+for _prim in (neg_p, sign_p, floor_p, ceil_p, round_p, is_finite_p, abs_p, exp_p, exp2_p,
+              log_p, log1p_p, expm1_p, sqrt_p, rsqrt_p, cbrt_p, sin_p, cos_p, tan_p, asin_p,
+              acos_p, atan_p, sinh_p, cosh_p, tanh_p, asinh_p, acosh_p, atanh_p, logistic_p,
+              erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p, not_p, population_count_p,
+              real_p, imag_p, conj_p, integer_pow_p, convert_element_type_p):
+    batching.defvectorized(_prim)
+for _prim in (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p,
+              and_p, or_p, xor_p, shift_left_p, shift_right_logical_p,
+              shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
+    batching.defbroadcasting(_prim)
+
+
+def _full_shape_operands(axis, args, dims, scalar_ok):
+    """Operands for ``select_n`` and ``clamp``, which take one shape, that of operand 1 (the
+    first case; clamp's ``x``), except those in ``scalar_ok`` (the predicate; the bounds),
+    which may also be rank 0. There is no size-1 broadcasting as in ``add``: every operand
+    is batched at one dimension ``bdim`` at the full shape, except unmapped rank-0 ones in
+    ``scalar_ok``, which broadcast as they are. Returns ``(operands, bdim)``."""
+    ranks = [get_aval(x).ndim - (d is not not_mapped) for x, d in zip(args, dims, strict=True)]
+    rank = ranks[1]
+    # The batch dimension of a mapped full-shape operand, so that it need not move.
+    bdim = next((d for d, r in zip(dims, ranks, strict=True)
+                 if d is not not_mapped and r == rank), 0)
+    full = get_aval(args[1]).shape
+    if dims[1] is not not_mapped:
+        full = full[:dims[1]] + full[dims[1] + 1:]
+    batched_shape = full[:bdim] + (axis.size,) + full[bdim:]
+    out = []
+    for i, (x, d, r) in enumerate(zip(args, dims, ranks, strict=True)):
+        if d is not_mapped and r == 0 and i in scalar_ok:
+            out.append(x)
+        elif d is not_mapped:
+            out.append(batching.broadcast_batch(x, axis.size, bdim))
+        elif r == rank:
+            out.append(batching.moveaxis(x, d, bdim))
+        elif r == 0 and i in scalar_ok:  # a mapped scalar: one value per example
+            out.append(batching.batch_ops["broadcast_in_dim"](x, batched_shape, (bdim,)))
+        else:
+            out.append(x)  # a wrong rank: the abstract eval says so
+    return out, bdim
+
+
+def _select_n_batch(axis, args, dims):
+    args, bdim = _full_shape_operands(axis, args, dims, scalar_ok=(0,))
+    return [select_n_p.bind(*args)], [bdim]
+
+
+def _clamp_batch(axis, args, dims):
+    args, bdim = _full_shape_operands(axis, args, dims, scalar_ok=(0, 2))
+    return [clamp_p.bind(*args)], [bdim]
+
+
+def _bitcast_convert_type_batch(axis, args, dims, *, new_dtype):
+    (x,), (d,) = args, dims
+    aval = get_aval(x)
+    if aval.dtype.itemsize < new_dtype.itemsize:
+        # Bitcasting to a wider type consumes the last dimension: it must not be the batch
+        # dimension, and a scalar example has none to give (the unbatched error).
+        if aval.ndim == 1:
+            _bitcast_abstract_eval(ShapedArray((), aval.dtype), new_dtype=new_dtype)
+        if d == aval.ndim - 1:
+            x, d = batching.moveaxis(x, d, 0), 0
+    return [bitcast_convert_type_p.bind(x, new_dtype=new_dtype)], [d]
+
+
+batching.batch_rules[select_n_p] = _select_n_batch
+batching.batch_rules[clamp_p] = _clamp_batch
+batching.batch_rules[bitcast_convert_type_p] = _bitcast_convert_type_batch

@@ -11,17 +11,19 @@ dimension.
 """
 
 import enum
+import functools
 from typing import NamedTuple
 
 import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, Tracer, get_aval
-from xform.interpreters import ad, transpose
+from xform.interpreters import ad, batching, transpose
 from xform.primitives.base import ANY, NUMBER, canonicalize_axis, check_dtype, standard_primitive
 from xform.primitives.elementwise import add, div, eq, lt, mul, select, select_n, sub
 from xform.primitives.structural import (
     broadcast_in_dim,
+    concatenate,
     full,
     full_like,
     iota,
@@ -1037,3 +1039,168 @@ transpose.transpose_rules[gather_p] = _gather_transpose
 transpose.transpose_rules[scatter_add_p] = _scatter_add_transpose
 transpose.transpose_rules[scatter_p] = _scatter_transpose
 transpose.transpose_rules[scatter_mul_p] = _scatter_mul_transpose
+
+
+# --------------------------------------------------------------------------- batching rules
+# Static slices, and dynamic ones at unmapped starts, take the whole batch dim along. Mapped
+# starts or indices make one gather (or scatter) over the whole batch: the batch becomes one
+# more pair of batching dims (operand_batching_dims, start_indices_batching_dims), which pairs
+# entry k of the indices with entry k of the operand, so nothing is looped over.
+
+
+def _shift(dims):
+    return tuple(d + 1 for d in dims)
+
+
+def _slice_batch(axis, args, dims, *, start_indices, limit_indices, strides):
+    (x,), (d,) = args, dims
+    strides = None if strides is None else strides[:d] + (1,) + strides[d:]
+    out = slice_p.bind(x, start_indices=start_indices[:d] + (0,) + start_indices[d:],
+                       limit_indices=limit_indices[:d] + (axis.size,) + limit_indices[d:],
+                       strides=strides)
+    return [out], [d]
+
+
+def _zero_start(indices):
+    """A start of 0 along the batch dim, of the other starts' dtype."""
+    return np.zeros((), get_aval(indices[0]).dtype if indices else dtypes.int32)
+
+
+def _check_unbatched(abstract_eval, args, dims, **params):
+    """Run ``abstract_eval`` on the per-entry types, so that a rule that turns the op into a
+    gather or scatter still reports bad input in the op's own words."""
+    avals = []
+    for x, d in zip(args, dims, strict=True):
+        aval = get_aval(x)
+        if d is not batching.not_mapped:
+            aval = ShapedArray(aval.shape[:d] + aval.shape[d + 1:], aval.dtype, aval.weak_type)
+        avals.append(aval)
+    abstract_eval(*avals, **params)
+
+
+def _stacked_starts(indices, dims, size):
+    """The scalar start indices, some mapped, as one ``(size, len(indices))`` array."""
+    columns = [broadcast_in_dim(i, (size, 1), () if d is batching.not_mapped else (0,))
+               for i, d in zip(indices, dims, strict=True)]
+    return concatenate(columns, 1)
+
+
+def _dynamic_slice_batch(axis, args, dims, *, slice_sizes):
+    x, *indices = args
+    x_d, *i_dims = dims
+    if all(d is batching.not_mapped for d in i_dims):
+        d = x_d  # the window spans the whole batch dim, from 0
+        out = dynamic_slice_p.bind(x, *indices[:d], _zero_start(indices), *indices[d:],
+                                   slice_sizes=slice_sizes[:d] + (axis.size,) + slice_sizes[d:])
+        return [out], [d]
+    # A window per entry: a gather, clamped into bounds as dynamic_slice is.
+    _check_unbatched(_dynamic_slice_abstract_eval, args, dims, slice_sizes=slice_sizes)
+    window = tuple(range(len(indices)))
+    dn = GatherDimensionNumbers(offset_dims=window, collapsed_slice_dims=(),
+                                start_index_map=window)
+    return _gather_batch(axis, [x, _stacked_starts(indices, i_dims, axis.size)], [x_d, 0],
+                         dimension_numbers=dn, slice_sizes=slice_sizes,
+                         indices_are_sorted=True, unique_indices=True,
+                         mode=GatherScatterMode.CLIP, fill_value=None)
+
+
+def _dynamic_update_slice_batch(axis, args, dims):
+    x, update, *indices = args
+    x_d, u_d, *i_dims = dims
+    if all(d is batching.not_mapped for d in i_dims):
+        d = u_d if x_d is batching.not_mapped else x_d
+        x = batching.move_or_broadcast(x, x_d, d, axis.size)
+        update = batching.move_or_broadcast(update, u_d, d, axis.size)
+        out = dynamic_update_slice_p.bind(x, update, *indices[:d], _zero_start(indices),
+                                          *indices[d:])
+        return [out], [d]
+    # A window per entry: a scatter, clamped into bounds as dynamic_update_slice is.
+    _check_unbatched(_dynamic_update_slice_abstract_eval, args, dims)
+    window = tuple(range(len(indices)))
+    dn = ScatterDimensionNumbers(update_window_dims=window, inserted_window_dims=(),
+                                 scatter_dims_to_operand_dims=window)
+    return _scatter_batch(scatter_p, axis,
+                          [x, _stacked_starts(indices, i_dims, axis.size), update],
+                          [x_d, 0, u_d], dimension_numbers=dn, indices_are_sorted=True,
+                          unique_indices=True, mode=GatherScatterMode.CLIP)
+
+
+def _gather_batch(axis, args, dims, *, dimension_numbers, slice_sizes, indices_are_sorted,
+                  unique_indices, mode, fill_value):
+    operand, indices = args
+    o_d, i_d = dims
+    dn = dimension_numbers
+    if i_d is batching.not_mapped:
+        # The same windows for every entry: the batch is one more (whole) window dim, the
+        # first, so it lands first in the output.
+        operand = batching.moveaxis(operand, o_d, 0)
+        dn = GatherDimensionNumbers(
+            offset_dims=(0,) + _shift(dn.offset_dims),
+            collapsed_slice_dims=_shift(dn.collapsed_slice_dims),
+            start_index_map=_shift(dn.start_index_map),
+            operand_batching_dims=_shift(dn.operand_batching_dims),
+            start_indices_batching_dims=dn.start_indices_batching_dims)
+        slice_sizes = (axis.size,) + slice_sizes
+    elif o_d is batching.not_mapped:
+        # One operand, more indices: the batch is a leading batch dim of the indices, and so of
+        # the output. Entries may now repeat or come unsorted.
+        indices = batching.moveaxis(indices, i_d, 0)
+        dn = dn._replace(offset_dims=_shift(dn.offset_dims),
+                         start_indices_batching_dims=_shift(dn.start_indices_batching_dims))
+        indices_are_sorted = unique_indices = False
+    else:
+        # Entry k of the indices reads from entry k of the operand: a pair of batching dims.
+        operand = batching.moveaxis(operand, o_d, 0)
+        indices = batching.moveaxis(indices, i_d, 0)
+        dn = GatherDimensionNumbers(
+            offset_dims=_shift(dn.offset_dims),
+            collapsed_slice_dims=_shift(dn.collapsed_slice_dims),
+            start_index_map=_shift(dn.start_index_map),
+            operand_batching_dims=(0,) + _shift(dn.operand_batching_dims),
+            start_indices_batching_dims=(0,) + _shift(dn.start_indices_batching_dims))
+        # A batching dim's slice size is 1, or 0 for an empty batch (it must fit the operand).
+        slice_sizes = (min(axis.size, 1),) + slice_sizes
+    out = gather_p.bind(operand, indices, dimension_numbers=dn, slice_sizes=slice_sizes,
+                        indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                        mode=mode, fill_value=fill_value)
+    return [out], [0]
+
+
+def _scatter_batch(prim, axis, args, dims, *, dimension_numbers, indices_are_sorted,
+                   unique_indices, mode):
+    operand, indices, updates = args
+    o_d, i_d, u_d = dims
+    # The result varies along the batch whatever is mapped, so the operand is scattered into
+    # batched; the updates get the batch too, as a window dim or a scatter dim.
+    operand = batching.batch_at_front(operand, o_d, axis.size)
+    updates = batching.batch_at_front(updates, u_d, axis.size)
+    dn = dimension_numbers
+    if i_d is batching.not_mapped:
+        # The same windows for every entry: the batch is one more (whole) window dim.
+        dn = ScatterDimensionNumbers(
+            update_window_dims=(0,) + _shift(dn.update_window_dims),
+            inserted_window_dims=_shift(dn.inserted_window_dims),
+            scatter_dims_to_operand_dims=_shift(dn.scatter_dims_to_operand_dims),
+            operand_batching_dims=_shift(dn.operand_batching_dims),
+            scatter_indices_batching_dims=dn.scatter_indices_batching_dims)
+    else:
+        # Entry k of the indices writes into entry k of the operand: a pair of batching dims.
+        indices = batching.moveaxis(indices, i_d, 0)
+        dn = ScatterDimensionNumbers(
+            update_window_dims=_shift(dn.update_window_dims),
+            inserted_window_dims=_shift(dn.inserted_window_dims),
+            scatter_dims_to_operand_dims=_shift(dn.scatter_dims_to_operand_dims),
+            operand_batching_dims=(0,) + _shift(dn.operand_batching_dims),
+            scatter_indices_batching_dims=(0,) + _shift(dn.scatter_indices_batching_dims))
+    out = prim.bind(operand, indices, updates, dimension_numbers=dn,
+                    indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                    mode=mode)
+    return [out], [0]
+
+
+batching.batch_rules[slice_p] = _slice_batch
+batching.batch_rules[dynamic_slice_p] = _dynamic_slice_batch
+batching.batch_rules[dynamic_update_slice_p] = _dynamic_update_slice_batch
+batching.batch_rules[gather_p] = _gather_batch
+for _prim in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p):
+    batching.batch_rules[_prim] = functools.partial(_scatter_batch, _prim)

@@ -13,7 +13,8 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
-from xform.interpreters import ad, transpose
+from xform.interpreters import ad, batching, transpose
+from xform.interpreters.batching import not_mapped
 from xform.primitives.base import standard_primitive
 from xform.primitives.elementwise import convert_element_type
 from xform.primitives.structural import reshape, rev
@@ -750,3 +751,90 @@ def _conv_general_dilated_transpose_rhs(ct, lhs, rhs_aval, *, window_strides, pa
 
 _bilinear_transpose(conv_general_dilated_p, _conv_general_dilated_transpose_lhs,
                     _conv_general_dilated_transpose_rhs)
+
+
+# --------------------------------------------------------------------------- batching rules
+
+
+def _shift_past(dims, bdim):
+    """Dimension numbers of an unbatched operand, renumbered for its batched value."""
+    return tuple(d + (d >= bdim) for d in dims)
+
+
+def _dot_general_batch(axis, args, dims, *, dimension_numbers, precision,
+                       preferred_element_type):
+    # One dot, however the operands are mapped: the batch dimension of both operands joins
+    # the dot's batch dimensions (first in the output); that of one operand alone is one
+    # more of its free dimensions, whose output position is where the free dims fall.
+    (lhs, rhs), (ld, rd) = args, dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    if ld is not not_mapped and rd is not not_mapped:
+        dnums = ((_shift_past(lc, ld), _shift_past(rc, rd)),
+                 ((ld,) + _shift_past(lb, ld), (rd,) + _shift_past(rb, rd)))
+        out_dim = 0
+    elif ld is not not_mapped:
+        dnums = ((_shift_past(lc, ld), rc), (_shift_past(lb, ld), rb))
+        free = _free_dims(get_aval(lhs).ndim, dnums[0][0], dnums[1][0])
+        out_dim = len(lb) + free.index(ld)
+    else:
+        dnums = ((lc, _shift_past(rc, rd)), (lb, _shift_past(rb, rd)))
+        lhs_free = _free_dims(get_aval(lhs).ndim, lc, lb)
+        free = _free_dims(get_aval(rhs).ndim, dnums[0][1], dnums[1][1])
+        out_dim = len(lb) + len(lhs_free) + free.index(rd)
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=dnums, precision=precision,
+                             preferred_element_type=preferred_element_type)
+    return [out], [out_dim]
+
+
+def _fold_batch_into(x, bdim, dim, groups=1):
+    """Fold ``x``'s batch dimension ``bdim`` into its dimension ``dim`` (numbered without the
+    batch dimension). That dimension is ``groups`` groups, group-major, as convolutions
+    split features and batches: the batch goes inside each group, (groups, B * rest)."""
+    if groups == 1:
+        return _reshape_axis_into(bdim, dim, x)
+    at = dim + (bdim <= dim)  # where ``dim`` is in x
+    x = _reshape_axis_out_of(at, groups, x)  # (groups, rest) at at, at + 1
+    x = _reshape_axis_into(bdim + (bdim > at), dim + 1, x)  # (groups, B * rest) at dim
+    return _reshape_axis_into(dim, dim, x)
+
+
+def _unfold_batch(x, dim, size, groups=1):
+    """The inverse: ``x``'s dimension ``dim``, (groups, B * rest), as a batch dimension at
+    ``dim`` followed by (groups * rest)."""
+    if groups == 1:
+        return _reshape_axis_out_of(dim, size, x)
+    x = _reshape_axis_out_of(dim, groups, x)
+    x = _reshape_axis_out_of(dim + 1, size, x)  # (groups, B, rest) at dim
+    return _reshape_axis_into(dim, dim + 1, x)
+
+
+def _conv_general_dilated_batch(axis, args, dims, *, dimension_numbers, feature_group_count,
+                                batch_group_count, **params):
+    # One convolution: a mapped lhs joins the convolution's batch, a mapped kernel its output
+    # features; both mapped, each example is a group of its own (the lhs features, or with
+    # batch groups the lhs batch, split into B more groups, each with its own kernel).
+    (lhs, rhs), (ld, rd) = args, dims
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    fg, bg = feature_group_count, batch_group_count
+    size = axis.size
+    if ld is not not_mapped and rd is not not_mapped:
+        if bg > 1:
+            lhs, bg = _fold_batch_into(lhs, ld, lhs_spec[0]), bg * size
+        else:
+            lhs, fg = _fold_batch_into(lhs, ld, lhs_spec[1]), fg * size
+        rhs = _fold_batch_into(rhs, rd, rhs_spec[0])
+        out_dim, groups = out_spec[1], 1
+    elif ld is not not_mapped:
+        lhs = _fold_batch_into(lhs, ld, lhs_spec[0], bg)
+        out_dim, groups = out_spec[0], 1  # the output batch has no groups
+    else:
+        groups = fg * bg  # one of them is 1
+        rhs = _fold_batch_into(rhs, rd, rhs_spec[0], groups)
+        out_dim = out_spec[1]
+    out = conv_general_dilated_p.bind(lhs, rhs, dimension_numbers=dimension_numbers,
+                                      feature_group_count=fg, batch_group_count=bg, **params)
+    return [_unfold_batch(out, out_dim, size, groups)], [out_dim]
+
+
+batching.batch_rules[dot_general_p] = _dot_general_batch
+batching.batch_rules[conv_general_dilated_p] = _conv_general_dilated_batch

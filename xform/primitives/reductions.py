@@ -14,7 +14,7 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
-from xform.interpreters import ad, transpose
+from xform.interpreters import ad, batching, transpose
 from xform.primitives.base import (
     ANY,
     BOOL,
@@ -535,3 +535,31 @@ def _cumsum_transpose(ct, operand, *, axis, reverse):
 
 transpose.transpose_rules[reduce_sum_p] = _reduce_sum_transpose
 transpose.transpose_rules[cumsum_p] = _cumsum_transpose
+
+
+# --------------------------------------------------------------------------- batching rules
+
+
+def _defaxes_batching(prim):
+    """Rule for a one-operand op whose ``axes`` param (dims reduced away) or ``axis`` param
+    (one dim, kept) names dims of its operand: the op runs on the batched operand with those
+    dims shifted past the batch dim, which passes through (less the reduced dims before it)."""
+
+    def rule(axis_data, args, dims, **params):
+        (x,), (d,) = args, dims
+        if "axes" in params:
+            axes = params["axes"]
+            params["axes"] = tuple(a + (a >= d) for a in axes)
+            out_d = d - sum(a < d for a in axes)
+        else:
+            params["axis"] += params["axis"] >= d
+            out_d = d
+        outs = prim.bind(x, **params)
+        outs = outs if prim.multiple_results else [outs]
+        return outs, [out_d] * len(outs)
+
+    batching.batch_rules[prim] = rule
+
+
+for _prim in (*REDUCTION_MONOIDS, argmax_p, argmin_p, *CUMULATIVE_MONOIDS):
+    _defaxes_batching(_prim)

@@ -10,7 +10,7 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
-from xform.interpreters import ad, transpose
+from xform.interpreters import ad, batching, transpose
 from xform.primitives.base import (
     ANY,
     BOOL,
@@ -237,3 +237,32 @@ def _sort_transpose(cts, *operands, dimension, is_stable, num_keys):
 
 
 transpose.transpose_rules[sort_p] = _sort_transpose
+
+
+# --------------------------------------------------------------------------- batching rules
+
+
+def _sort_batch(axis_data, args, dims, *, dimension, is_stable, num_keys):
+    # The operands of one sort share a shape: each gets the batch dim where the first mapped
+    # operand has it (unmapped ones are broadcast there), and `dimension` shifts past it.
+    d = next(d for d in dims if d is not batching.not_mapped)
+    args = [batching.move_or_broadcast(x, xd, d, axis_data.size)
+            for x, xd in zip(args, dims, strict=True)]
+    outs = sort_p.bind(*args, dimension=dimension + (dimension >= d), is_stable=is_stable,
+                       num_keys=num_keys)
+    return outs, [d] * len(outs)
+
+
+def _top_k_batch(axis_data, args, dims, *, k, axis):
+    (x,), (d,) = args, dims
+    ndim = get_aval(x).ndim
+    if d == ndim - 1 and axis == ndim - 2:
+        # top_k is lowered on the last axis (transposing any other there and back): with the
+        # batch dim last, one move to the front is cheaper.
+        x, d = batching.moveaxis(x, d, 0), 0
+    outs = top_k_p.bind(x, k=k, axis=axis + (axis >= d))
+    return outs, [d, d]
+
+
+batching.batch_rules[sort_p] = _sort_batch
+batching.batch_rules[top_k_p] = _top_k_batch

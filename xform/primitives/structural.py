@@ -20,7 +20,7 @@ from xform.primitives.base import (
     check_dtype,
     standard_primitive,
 )
-from xform.primitives.elementwise import convert_folding_constants, sub
+from xform.primitives.elementwise import convert_folding_constants, select, sub
 
 __all__ = [
     "broadcast_in_dim",
@@ -574,3 +574,80 @@ transpose_interp.transpose_rules[transpose_p] = _transpose_transpose
 transpose_interp.transpose_rules[rev_p] = _rev_transpose
 transpose_interp.transpose_rules[pad_p] = _pad_transpose
 transpose_interp.transpose_rules[concatenate_p] = _concatenate_transpose
+
+
+# --------------------------------------------------------------------------- batching rules
+# Rules keep the batch dimension `d` where it sits when the op leaves that dim alone (squeeze,
+# transpose, rev, pad, concatenate): an unbatched dim k of the operand is k + (k >= d) once
+# batched. iota has no operands, so vmap never hands it to a rule (it is exempt in
+# tests/test_coverage.py).
+
+
+def _shift(dims, d):
+    """Unbatched dimension numbers as dimensions of the value batched at ``d``."""
+    return tuple(k + (k >= d) for k in dims)
+
+
+def _broadcast_in_dim_batch(axis, args, dims, *, shape, broadcast_dimensions):
+    (x,), (d,) = args, dims
+    # The batch becomes the leading dim of the result wherever it sits in the operand: the
+    # broadcast moves it there itself (broadcast_dimensions need not be increasing).
+    out_dims = [k + 1 for k in broadcast_dimensions]
+    out_dims.insert(d, 0)
+    return [broadcast_in_dim(x, (axis.size,) + shape, tuple(out_dims))], [0]
+
+
+def _reshape_batch(axis, args, dims, *, new_sizes, dimensions):
+    # Row-major order only keeps the batch apart from the other dims when it leads.
+    x = batching.moveaxis(args[0], dims[0], 0)
+    return [reshape(x, (axis.size,) + new_sizes)], [0]
+
+
+def _squeeze_batch(axis, args, dims, *, dimensions):
+    (x,), (d,) = args, dims
+    out_d = d - sum(k < d for k in dimensions)
+    return [squeeze_p.bind(x, dimensions=_shift(dimensions, d))], [out_d]
+
+
+def _transpose_batch(axis, args, dims, *, permutation):
+    (x,), (d,) = args, dims
+    perm = list(_shift(permutation, d))
+    perm.insert(d, d)
+    return [transpose(x, tuple(perm))], [d]
+
+
+def _rev_batch(axis, args, dims, *, dimensions):
+    (x,), (d,) = args, dims
+    return [rev_p.bind(x, dimensions=_shift(dimensions, d))], [d]
+
+
+def _pad_batch(axis, args, dims, *, padding_config):
+    x, padding_value = args
+    x_d, v_d = dims
+    if v_d is batching.not_mapped:
+        config = padding_config[:x_d] + ((0, 0, 0),) + padding_config[x_d:]
+        return [pad_p.bind(x, padding_value, padding_config=config)], [x_d]
+    # One padding value per entry: pad with zeros, pad a mask of the operand's elements the
+    # same way, and select each entry's padding value outside the mask (as JAX does).
+    x = batching.batch_at_front(x, x_d, axis.size)
+    config = ((0, 0, 0),) + padding_config
+    padded = pad_p.bind(x, full_like(x, 0, shape=()), padding_config=config)
+    inside = pad_p.bind(full(get_aval(x).shape, True, dtypes.bool_), np.array(False),
+                        padding_config=config)
+    values = broadcast_in_dim(padding_value, get_aval(padded).shape, (0,))
+    return [select(inside, padded, values)], [0]
+
+
+def _concatenate_batch(axis, args, dims, *, dimension):
+    d = next(k for k in dims if k is not batching.not_mapped)
+    xs = [batching.move_or_broadcast(x, k, d, axis.size) for x, k in zip(args, dims, strict=True)]
+    return [concatenate_p.bind(*xs, dimension=dimension + (dimension >= d))], [d]
+
+
+batching.batch_rules[broadcast_in_dim_p] = _broadcast_in_dim_batch
+batching.batch_rules[reshape_p] = _reshape_batch
+batching.batch_rules[squeeze_p] = _squeeze_batch
+batching.batch_rules[transpose_p] = _transpose_batch
+batching.batch_rules[rev_p] = _rev_batch
+batching.batch_rules[pad_p] = _pad_batch
+batching.batch_rules[concatenate_p] = _concatenate_batch
