@@ -25,6 +25,7 @@ def test_demo_prints_the_tour():
     for op in ("stablehlo.sine", "stablehlo.cosine", "stablehlo.tanh"):
         assert op in out, f"{op} missing from the StableHLO section"
     assert "matches eager: True" in out
+    assert "matches a Python loop of grad over the examples: True" in out
     # Both timings, with a number and a unit.
     number = r"\d+(\.\d+)? (ms|µs)"
     assert re.search(r"first jit call \(trace \+ lower \+ compile \+ run\): " + number, out)

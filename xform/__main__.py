@@ -78,6 +78,20 @@ def main(cached_calls=200):
     _section("The gradient's program: xform.make_jaxpr(xform.grad(loss))(x)")
     print(xform.make_jaxpr(xform.grad(loss))(x))
 
+    _section("Per-example gradients: xform.vmap(xform.grad(loss_one), in_axes=(None, 0, 0))")
+    w = jnp.linspace(-0.5, 0.5, 3)
+    xs = jnp.reshape(jnp.linspace(-1.0, 1.0, 12), (4, 3))
+    ys = jnp.array([1.0, -1.0, 1.0, -1.0])
+
+    def loss_one(w, x, y):  # logistic loss of one example
+        return jnp.log(1.0 + jnp.exp(-y * jnp.dot(x, w)))
+
+    per_example = xform.jit(xform.vmap(xform.grad(loss_one), in_axes=(None, 0, 0)))(w, xs, ys)
+    print(repr(per_example))
+    looped = np.stack([np.asarray(xform.grad(loss_one)(w, xs[i], ys[i])) for i in range(4)])
+    print("matches a Python loop of grad over the examples:",
+          bool(np.allclose(np.asarray(per_example), looped, rtol=1e-5, atol=1e-6)))
+
 
 if __name__ == "__main__":
     main()
