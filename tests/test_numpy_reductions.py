@@ -140,3 +140,19 @@ def test_reduction_errors():
         xnp.sum(x, out=x)
     with pytest.raises(ValueError, match="dtype argument to std must be inexact"):
         xnp.std(x, dtype=np.int32)
+
+
+@pytest.mark.parametrize("axis, weights_shape", [(None, (3, 4)), (1, (3, 4)), (1, (4,)),
+                                                 (-2, (3,)), (0, (3, 4))])
+def test_average_against_jax(axis, weights_shape):
+    a = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    w = np.linspace(1.0, 2.0, int(np.prod(weights_shape)), dtype=np.float32).reshape(
+        weights_shape)
+    for returned in (False, True):
+        got = xnp.average(a, axis, w, returned=returned)
+        expected = jnp.average(a, axis, w, returned=returned)
+        for g, e in zip(np.atleast_1d(got) if not returned else got,
+                        np.atleast_1d(expected) if not returned else expected, strict=True):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-6)
+    with pytest.raises(ValueError, match="average: weights of shape"):
+        xnp.average(a, 0, np.ones(4, np.float32))

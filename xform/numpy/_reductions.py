@@ -414,7 +414,7 @@ def count_nonzero(a, axis=None, keepdims=False):
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
-    """Weighted mean along ``axis`` (``weights`` of ``a``'s shape)."""
+    """Weighted mean along ``axis`` (``weights`` of ``a``'s shape, or 1-D along ``axis``)."""
     if weights is None:
         avg = mean(a, axis, keepdims=keepdims)
         if not returned:
@@ -423,6 +423,15 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
                         aval_of(avg).dtype)
         return avg, lax.broadcast_in_dim(count, aval_of(avg).shape, ())
     a, weights = asarray(a), asarray(weights)
+    a_shape, w_shape = aval_of(a).shape, aval_of(weights).shape
+    if w_shape != a_shape:
+        # As in NumPy: 1-D weights of length a.shape[axis] weigh the entries along ``axis``.
+        if not isinstance(axis, int) or len(w_shape) != 1 or not -len(a_shape) <= axis < len(
+                a_shape) or w_shape[0] != a_shape[axis]:
+            raise ValueError(f"average: weights of shape {w_shape} must have the shape of a "
+                             f"{a_shape}, or be 1-D with length a.shape[axis] for an int axis "
+                             f"(axis={axis})")
+        weights = lax.broadcast_in_dim(weights, a_shape, (axis % len(a_shape),))
     wsum = sum(weights, axis, keepdims=keepdims)
     avg = lax.div(*_same(sum(multiply(a, weights), axis, keepdims=keepdims), wsum))
     return (avg, broadcast_to_shape(wsum, aval_of(avg).shape)) if returned else avg
