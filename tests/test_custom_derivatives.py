@@ -155,3 +155,60 @@ def test_bad_rules():
     wrong_tangent.defjvp(lambda p, t: (p[0], (t[0], t[0])))
     with pytest.raises(TypeError, match="tangent output of its custom_jvp rule"):
         xform.grad(wrong_tangent)(X)
+
+
+def make_none_cotangents(lib, custom_vjp):
+    """A bwd rule returning None for a whole argument and for a leaf inside another."""
+
+    @custom_vjp
+    def f(x, params):
+        return lib.sin(x) * params["w"] + params["b"]
+
+    def fwd(x, params):
+        return f(x, params), (lib.cos(x), params["w"])
+
+    def bwd(res, ct):
+        cos_x, w = res
+        return None, {"w": None, "b": ct * 3.0}
+
+    f.defvjp(fwd, bwd)
+    return f
+
+
+def test_custom_vjp_bwd_may_return_none_for_zero_cotangents():
+    x, params = np.float32(0.3), {"w": np.float32(2.0), "b": np.float32(1.0)}
+    f, f_jax = make_none_cotangents(xnp, xform.custom_vjp), make_none_cotangents(
+        jnp, jax.custom_vjp)
+    expected = jax.grad(f_jax, argnums=(0, 1))(x, params)
+    got = xform.grad(f, argnums=(0, 1))(x, params)
+    close(got, expected)
+    assert float(got[0]) == 0.0 and float(got[1]["w"]) == 0.0 and float(got[1]["b"]) == 3.0
+    close(xform.jit(xform.grad(f, argnums=(0, 1)))(x, params), expected)
+    close(xform.grad(xform.jit(f), argnums=(0, 1))(x, params), expected)
+    # None for the whole pytree argument, and a list instead of a tuple, as JAX allows.
+    g, g_jax = xform.custom_vjp(lambda x, p: x * p["w"]), jax.custom_vjp(
+        lambda x, p: x * p["w"])
+    g.defvjp(lambda x, p: (x * p["w"], p["w"]), lambda w, ct: [ct * w, None])
+    g_jax.defvjp(lambda x, p: (x * p["w"], p["w"]), lambda w, ct: [ct * w, None])
+    close(xform.grad(g, argnums=(0, 1))(x, params),
+          jax.grad(g_jax, argnums=(0, 1))(x, params))
+
+
+def test_custom_vjp_bwd_with_wrong_structure_or_types_errors_clearly():
+    x = np.float32(0.3)
+    f = xform.custom_vjp(lambda x, y: x * y)
+    fwd = lambda x, y: (x * y, (x, y))  # noqa: E731
+
+    f.defvjp(fwd, lambda res, ct: ({"a": ct}, ct))
+    with pytest.raises(TypeError, match="returned cotangents with the structure"):
+        xform.grad(f)(x, x)
+    f.defvjp(fwd, lambda res, ct: ct)
+    with pytest.raises(TypeError, match=r"one cotangent per differentiable argument \(2\)"):
+        xform.grad(f)(x, x)
+    f.defvjp(fwd, lambda res, ct: (ct, xnp.ones(2)))
+    with pytest.raises(ValueError, match=r"cotangent 1 has shape \(2,\)"):
+        xform.grad(f)(x, x)
+    f.defvjp(fwd, lambda res, ct: (ct, xnp.astype(ct, np.float16)))
+    with pytest.raises(ValueError, match="cotangent 1 has shape .* and dtype float16; its "
+                                         "argument is f32"):
+        xform.grad(f)(x, x)

@@ -366,7 +366,8 @@ class Lowered:
     def __init__(self, jitted, entry):
         self._jitted = jitted
         self._entry = entry
-        self._module = mlir.lower_to_module(entry.jaxpr, jitted._name, donated=entry.donated)
+        self._module = mlir.lower_to_module(dispatch.without_dead_code(entry.jaxpr),
+                                            jitted._name, donated=entry.donated)
 
     def as_text(self):
         """The StableHLO module, as MLIR text."""

@@ -9,9 +9,10 @@ import inspect
 
 from jax import tree_util
 
-from xform import core
+from xform import core, dtypes
 from xform.api import _arg_avals, _fun_name
 from xform.core import Tracer
+from xform.interpreters import ad
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.autodiff import custom_jvp_call_p, custom_vjp_call_p
 
@@ -79,6 +80,56 @@ def _check_pair(name, what, got, expected_tree, expected_avals):
             raise ValueError(f"{name}: output {i} of the {what} has shape {shape}, expected "
                              f"{aval.shape}")
     return leaves
+
+
+_ZERO = object()  # stands for the leaves of a None the bwd rule returned: zero cotangents
+
+
+def _bwd_cotangents(name, cts, diff, in_tree, in_avals):
+    """The flat cotangents of a custom_vjp bwd rule's result, checked against the arguments.
+
+    As in JAX, ``None`` in place of an argument's cotangent, or of any subtree of it, means
+    zero cotangents there; integer and boolean arguments always get zero (float0) ones.
+    """
+    if isinstance(cts, list) and len(cts) == len(diff):
+        cts = tuple(cts)
+    if not isinstance(cts, tuple) or len(cts) != len(diff):
+        length = f" of length {len(cts)}" if isinstance(cts, (tuple, list)) else ""
+        raise TypeError(f"custom_vjp bwd rule of {name} must return a tuple with one "
+                        f"cotangent per differentiable argument ({len(diff)}), got "
+                        f"{type(cts).__name__}{length}")
+    flat = []
+
+    def collect(ct, arg):
+        if ct is None:
+            flat.extend([_ZERO] * len(tree_util.tree_leaves(arg)))
+        else:
+            flat.append(ct)
+
+    try:  # None is a leaf here, so it may stand for a whole subtree of the arguments
+        tree_util.tree_map(collect, cts, diff, is_leaf=lambda x: x is None)
+    except ValueError:
+        raise TypeError(f"custom_vjp bwd rule of {name} returned cotangents with the "
+                        f"structure {tree_util.tree_structure(cts)}; the arguments have "
+                        f"{in_tree}") from None
+    if len(flat) != len(in_avals):
+        raise TypeError(f"custom_vjp bwd rule of {name} returned cotangents with the "
+                        f"structure {tree_util.tree_structure(cts)}; the arguments have "
+                        f"{in_tree}")
+    out = []
+    for i, (ct, aval) in enumerate(zip(flat, in_avals, strict=True)):
+        t_aval = ad.tangent_aval(aval)
+        if ct is _ZERO or t_aval.dtype == dtypes.float0:
+            out.append(ad.Zero(t_aval))
+            continue
+        ct_aval = core.get_aval(ct)
+        if ct_aval.shape != aval.shape or ct_aval.dtype != t_aval.dtype:
+            raise ValueError(f"custom_vjp bwd rule of {name}: cotangent {i} has shape "
+                             f"{ct_aval.shape} and dtype {ct_aval.dtype}; its argument is "
+                             f"{aval.str_short()}, so the cotangent must have shape "
+                             f"{aval.shape} and dtype {t_aval.dtype}")
+        out.append(ct)
+    return out
 
 
 class custom_jvp(_CustomFunction):
@@ -189,20 +240,7 @@ class custom_vjp(_CustomFunction):
         def flat_bwd(res_leaves, ct_leaves):
             residuals = tree_util.tree_unflatten(residual_tree["tree"], res_leaves)
             cts = bwd(*nondiff, residuals, tree_util.tree_unflatten(out_tree, ct_leaves))
-            if not isinstance(cts, (tuple, list)) or len(cts) != len(diff):
-                raise TypeError(f"custom_vjp bwd rule of {name} must return a tuple with one "
-                                f"cotangent per differentiable argument ({len(diff)}), got "
-                                f"{type(cts).__name__}"
-                                f"{f' of length {len(cts)}' if isinstance(cts, tuple) else ''}")
-            ct_leaves_in, ct_tree = tree_util.tree_flatten(tuple(cts))
-            if ct_tree != in_tree:
-                raise TypeError(f"custom_vjp bwd rule of {name} returned cotangents with the "
-                                f"structure {ct_tree}; the arguments have {in_tree}")
-            for i, (ct, aval) in enumerate(zip(ct_leaves_in, in_avals, strict=True)):
-                if core.get_aval(ct).shape != aval.shape:
-                    raise ValueError(f"custom_vjp bwd rule of {name}: cotangent {i} has shape "
-                                     f"{core.get_aval(ct).shape}, its argument {aval.shape}")
-            return ct_leaves_in
+            return _bwd_cotangents(name, cts, diff, in_tree, in_avals)
 
         outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, fwd=flat_fwd,
                                       bwd=flat_bwd, num_consts=len(consts))

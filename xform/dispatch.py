@@ -14,7 +14,9 @@ import numpy as np
 from lowering import mlir, runtime
 from xform import config, core
 from xform.array import Array
-from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Tracer, Var, abstract_eval_rules, host_impls
+from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Tracer, Var, host_impls
+from xform.interpreters import dce
+from xform.interpreters.staging import out_avals_of
 
 
 def concrete_aval(x, prim):
@@ -51,7 +53,6 @@ class _Quiet(threading.local):
 
 
 _quiet = _Quiet()
-_out_avals = {}  # (prim, *avals) -> output avals, for primitives without params
 
 
 def host_apply(prim, args, params):
@@ -68,17 +69,13 @@ def host_apply(prim, args, params):
             aval = concrete_aval(x, prim)
             avals.append(aval)
             vals.append(host_value(x, aval))
-    if params:
-        out_avals = abstract_eval_rules[prim](*avals, **params)
-    else:  # elementwise ops, the hottest eager calls: memoize their type rule
-        key = (prim, *avals)
-        out_avals = _out_avals.get(key)
-        if out_avals is None:
-            out_avals = abstract_eval_rules[prim](*avals)
-            if len(_out_avals) > 4096:
-                _out_avals.clear()
-            _out_avals[key] = out_avals
+    out_avals = out_avals_of(prim, avals, params)
     outs = _quiet.context.run(impl, *vals, **params)
+    if len(outs) == 1 == len(out_avals):  # most primitives: no loop to set up
+        out, a = outs[0], out_avals[0]
+        if type(out) is not np.ndarray:
+            out = np.asarray(out)  # NumPy gives 0-d scalars
+        return [Array(a, out if out.dtype == a.dtype else out.astype(a.dtype))]
     result = []
     for out, a in zip(outs, out_avals, strict=True):
         value = out if type(out) is np.ndarray else np.asarray(out)  # NumPy gives 0-d scalars
@@ -112,12 +109,20 @@ class Compiled:
 _compiled = weakref.WeakKeyDictionary()
 
 
+def without_dead_code(closed):
+    """``closed`` as it is lowered: equations whose results nothing reads are dropped (in jit
+    bodies too); the inputs stay, since callers pass every argument."""
+    if not dce.has_dead_code(closed.jaxpr):
+        return closed
+    return dce.dce_closed_jaxpr(closed, [True] * len(closed.jaxpr.outvars))[0]
+
+
 def compile_jaxpr(closed, name, device=None, donated=None):
     """Compile a const-free ClosedJaxpr (cached per jaxpr, device and donated inputs)."""
     per_jaxpr = _compiled.setdefault(closed.jaxpr, {})
     entry = per_jaxpr.get((device, donated))
     if entry is None:
-        module = mlir.lower_to_module(closed, name, donated=donated)
+        module = mlir.lower_to_module(without_dead_code(closed), name, donated=donated)
         exe = runtime.compile_module(module, closed.out_avals, device)
         entry = per_jaxpr[(device, donated)] = Compiled(exe, closed.out_avals, device)
     return entry

@@ -38,6 +38,11 @@ class Zero:
 _INEXACT = frozenset(d for d in dtypes.SUPPORTED if dtypes.is_inexact(d))
 
 
+def is_differentiable(aval):
+    """Whether values of type ``aval`` have tangents (float and complex ones do)."""
+    return aval.dtype in _INEXACT
+
+
 def tangent_aval(aval):
     """Integer and boolean values have float0 tangents, as in JAX."""
     if aval.dtype in _INEXACT:  # a set lookup: this runs for every operand of every op
@@ -63,7 +68,7 @@ def instantiate(t):
 def unbroadcast(aval, ct):
     """``ct`` summed back to the shape of an operand of type ``aval`` that an elementwise op
     broadcast: a rank-0 operand, or one with size-1 dimensions where ``ct`` has more."""
-    shape = get_aval(ct).shape
+    shape = aval_of(ct).shape
     if shape == aval.shape:
         return ct
     reduce_sum, reshape = tangent_ops["reduce_sum"], tangent_ops["reshape"]
@@ -71,6 +76,13 @@ def unbroadcast(aval, ct):
         return reduce_sum(ct, tuple(range(len(shape))))
     dims = tuple(i for i, (a, b) in enumerate(zip(aval.shape, shape, strict=True)) if a != b)
     return reshape(reduce_sum(ct, dims), aval.shape)
+
+
+def aval_of(x):
+    """``get_aval(x)``, faster for the values the interpreters pass around most: arrays and
+    tracers carry their aval."""
+    aval = getattr(x, "aval", None)
+    return aval if type(aval) is ShapedArray else get_aval(x)
 
 
 def add_tangents(a, b):
@@ -91,7 +103,9 @@ class JVPTracer(Tracer):
 
     @property
     def aval(self):
-        return get_aval(self.primal)
+        # aval_of, inlined: read on every operation on the tracer (by xform.numpy's promotion)
+        aval = getattr(self.primal, "aval", None)
+        return aval if type(aval) is ShapedArray else get_aval(self.primal)
 
     def concrete_value(self):
         # Differentiating concrete values keeps Python control flow on them working.
@@ -117,7 +131,7 @@ class JVPTrace(core.Trace):
     def process_primitive(self, prim, args, params):
         primals, tangents, nonzero = [], [], False
         for x in args:
-            if isinstance(x, JVPTracer) and x._trace is self:
+            if type(x) is JVPTracer and x._trace is self:
                 primals.append(x.primal)
                 tangents.append(x.tangent)
                 nonzero = True
@@ -126,14 +140,24 @@ class JVPTrace(core.Trace):
                 tangents.append(None)
         if not nonzero:  # nothing here is differentiated: no Zero tangents to build
             return self.parent.process_primitive(prim, primals, params)
-        tangents = [Zero(tangent_aval(get_aval(p))) if t is None else t
-                    for p, t in zip(primals, tangents, strict=True)]
+        for i, t in enumerate(tangents):  # the rules want a typed Zero for every operand
+            if t is None:
+                tangents[i] = Zero(tangent_aval(get_aval(primals[i])))
         rule = jvp_rules.get(prim)
         if rule is None:
             raise MissingRuleError(f"primitive '{prim.name}' has no JVP rule, so it cannot be "
                                    "differentiated")
-        with core.set_current_trace(self.parent):
+        # The rule binds on the parent trace; set by hand, not by a context manager object:
+        # this runs once per differentiated operation.
+        state = core.trace_state
+        saved, state.trace = state.trace, self.parent
+        try:
             primals_out, tangents_out = rule(primals, tangents, **params)
+        finally:
+            state.trace = saved
+        if len(primals_out) == 1 == len(tangents_out):  # most primitives
+            p, t = primals_out[0], tangents_out[0]
+            return [p if type(t) is Zero else JVPTracer(self, p, t)]
         return [p if type(t) is Zero else JVPTracer(self, p, t)
                 for p, t in zip(primals_out, tangents_out, strict=True)]
 
@@ -161,11 +185,12 @@ def defjvp(prim, *tangent_fns):
 
     def rule(primals, tangents, **params):
         out = prim.bind(*primals, **params)
-        total = Zero(tangent_aval(get_aval(out)))
+        total = None
         for fn, t in zip(tangent_fns, tangents, strict=False):
             if fn is not None and type(t) is not Zero:
-                total = add_tangents(total, fn(t, *primals, **params))
-        return [out], [total]
+                term = fn(t, *primals, **params)
+                total = term if total is None else add_tangents(total, term)
+        return [out], [Zero(tangent_aval(get_aval(out))) if total is None else total]
 
     jvp_rules[prim] = rule
 

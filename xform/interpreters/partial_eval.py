@@ -25,24 +25,31 @@ partial_eval_rules = {}
 class PartialEvalTrace(JaxprTrace):
     """Stages equations on unknown values; passes known ones to the parent."""
 
-    __slots__ = ()
+    __slots__ = ("known",)
     # Linear programs are built on every eager grad call; their equations come from JVP
     # rules, so the user's source line would say little and costs a frame walk each.
     record_source = False
+
+    def __init__(self, parent, name):
+        super().__init__(parent, name)
+        # Where known operations go: the parent's rule, or, under eager evaluation, straight
+        # to its ``apply`` (one call fewer per primal operation of an eager grad).
+        self.known = parent.apply if type(parent) is core.EvalTrace else \
+            parent.process_primitive
 
     def is_unknown(self, x):
         return isinstance(x, JaxprTracer) and x._trace is self
 
     def process_primitive(self, prim, args, params):
         for x in args:
-            if isinstance(x, JaxprTracer) and x._trace is self:
+            if type(x) is JaxprTracer and x._trace is self:
                 break
         else:  # every input known: computed now, by the enclosing interpreter
-            return self.parent.process_primitive(prim, args, params)
+            return self.known(prim, args, params)
         rule = partial_eval_rules.get(prim)
         if rule is not None:
             return rule(self, args, params)
-        return super().process_primitive(prim, args, params)
+        return JaxprTrace.process_primitive(self, prim, args, params)
 
     def to_closed_jaxpr(self, outs):
         """The staged program from this trace's inputs to ``outs`` (unknown or known)."""

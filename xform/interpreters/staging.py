@@ -73,12 +73,14 @@ class JaxprTrace(core.Trace):
         return var
 
     def process_primitive(self, prim, args, params):
-        invars = [self.to_atom(x) for x in args]
-        rule = core.abstract_eval_rules.get(prim)
-        if rule is None:
+        invars = []
+        for x in args:  # this trace's own tracers inline: the common case, per operand
+            invars.append(x.jaxpr_var if type(x) is JaxprTracer and x._trace is self
+                          else self.to_atom(x))
+        if prim not in core.abstract_eval_rules:
             raise core.MissingRuleError(f"primitive '{prim.name}' has no abstract evaluation "
                                         f"rule, so it cannot be staged out ({self.name})")
-        out_avals = rule(*[v.aval for v in invars], **params)
+        out_avals = out_avals_of(prim, [v.aval for v in invars], params)
         return self._record(prim, invars, params, out_avals)
 
     def stage(self, prim, args, params, out_avals):
@@ -86,13 +88,43 @@ class JaxprTrace(core.Trace):
         return self._record(prim, [self.to_atom(x) for x in args], params, out_avals)
 
     def _record(self, prim, invars, params, out_avals):
-        outvars = [Var(a) for a in out_avals]
         source = core.source_info() if self.record_source else None
+        if len(out_avals) == 1:  # most primitives: no list comprehensions to build
+            var = Var(out_avals[0])
+            self.eqns.append(JaxprEqn(prim, invars, [var], params, source))
+            return [JaxprTracer(self, var, source)]
+        outvars = [Var(a) for a in out_avals]
         self.eqns.append(JaxprEqn(prim, invars, outvars, params, source))
         return [JaxprTracer(self, v, source) for v in outvars]
 
 
+_out_avals = {}  # (prim, *avals) -> output avals, for primitives without params
+# Equal avals as one object: memoized outputs are interned, so the avals of later operands
+# are mostly the very keys of ``_out_avals`` and its lookups compare by identity, not __eq__.
+_interned = {}
+
+
+def out_avals_of(prim, avals, params):
+    """The output avals of ``prim`` by its abstract evaluation rule, memoized for primitives
+    without params (the elementwise ones, most of what is staged or run eagerly)."""
+    if params:
+        return core.abstract_eval_rules[prim](*avals, **params)
+    key = (prim, *avals)
+    out_avals = _out_avals.get(key)
+    if out_avals is None:
+        if len(_out_avals) > 4096:
+            _out_avals.clear()
+            _interned.clear()
+        out_avals = [_interned.setdefault(a, a) for a in core.abstract_eval_rules[prim](*avals)]
+        _out_avals[key] = out_avals
+    return out_avals
+
+
 def _scalar_value(x, aval):
+    if type(x) in (int, float, complex) and aval.weak_type:
+        # Kept a Python scalar: a jaxpr replayed by a transformation must see it weak again
+        # (``x + 1.0`` stays weak), and a NumPy scalar would be strong.
+        return x
     if hasattr(x, "_host_value"):  # a concrete xform Array
         x = x._host_value()
     return np.asarray(x, aval.dtype)

@@ -40,51 +40,62 @@ def backward_pass(jaxpr, consts, args, cts_out):
     ``jaxpr`` is linear in those entries; the other entries of ``args`` and ``consts`` are
     values. Returns a list aligned with ``args`` (``None`` where an arg was a value).
     """
-    primal_env = {}
-    linear = set()
-    for v, x in zip(jaxpr.constvars, consts, strict=True):
-        primal_env[v] = x
+    env = dict(zip(jaxpr.constvars, consts, strict=True))  # the known values
+    linear = set()  # the variables that depend on the linear inputs
     for v, x in zip(jaxpr.invars, args, strict=True):
-        if is_undefined(x):
+        if type(x) is UndefinedPrimal:
             linear.add(v)
         else:
-            primal_env[v] = x
-
-    def read_primal(x):
-        return x.val if type(x) is Literal else primal_env[x]
-
+            env[v] = x
     linear_eqns = []
     for eqn in jaxpr.eqns:  # forward: evaluate what does not depend on the linear inputs
-        if any(type(x) is not Literal and x in linear for x in eqn.invars):
-            linear.update(eqn.outvars)
-            linear_eqns.append(eqn)
+        for x in eqn.invars:
+            if x in linear:  # (a Literal never is: it hashes by identity)
+                linear.update(eqn.outvars)
+                linear_eqns.append(eqn)
+                break
         else:
-            outs = eqn.primitive.bind(*[read_primal(x) for x in eqn.invars], **eqn.params)
-            outs = outs if eqn.primitive.multiple_results else [outs]
-            primal_env.update(zip(eqn.outvars, outs, strict=True))
+            outs = eqn.primitive.bind(*[x.val if type(x) is Literal else env[x]
+                                        for x in eqn.invars], **eqn.params)
+            if eqn.primitive.multiple_results:
+                env.update(zip(eqn.outvars, outs, strict=True))
+            else:
+                env[eqn.outvars[0]] = outs
 
+    # Cotangents of linear variables. A missing entry is a zero cotangent: symbolic zeros are
+    # never stored, and an equation whose outputs got none is skipped (so the backward pass
+    # never transposes dead code).
     ct_env = {}
-
-    def write_ct(v, ct):
-        if type(v) is not Literal and v in linear and ct is not None:
-            ct_env[v] = add_tangents(ct_env[v], ct) if v in ct_env else ct
-
     for v, ct in zip(jaxpr.outvars, cts_out, strict=True):
-        write_ct(v, ct)
+        if v in linear and ct is not None and type(ct) is not Zero:
+            old = ct_env.get(v)
+            ct_env[v] = ct if old is None else add_tangents(old, ct)
     for eqn in reversed(linear_eqns):
-        cts = [ct_env.pop(v) if v in ct_env else Zero(v.aval) for v in eqn.outvars]
-        if all(type(ct) is Zero for ct in cts):
-            continue
-        rule = transpose_rules.get(eqn.primitive)
+        prim = eqn.primitive
+        if prim.multiple_results:
+            cts = [ct_env.pop(v, None) for v in eqn.outvars]
+            if all(ct is None for ct in cts):
+                continue
+            ct = [Zero(v.aval) if c is None else c for v, c in zip(eqn.outvars, cts,
+                                                                   strict=True)]
+        else:
+            ct = ct_env.pop(eqn.outvars[0], None)
+            if ct is None:
+                continue
+        rule = transpose_rules.get(prim)
         if rule is None:
-            raise MissingRuleError(f"primitive '{eqn.primitive.name}' has no transpose rule, "
-                                   "so it cannot be differentiated in reverse mode")
-        invals = [UndefinedPrimal(x.aval) if type(x) is not Literal and x in linear
-                  else read_primal(x) for x in eqn.invars]
-        ct = cts if eqn.primitive.multiple_results else cts[0]
+            raise MissingRuleError(f"primitive '{prim.name}' has no transpose rule, so it "
+                                   "cannot be differentiated in reverse mode")
+        invals = [UndefinedPrimal(x.aval) if x in linear else
+                  x.val if type(x) is Literal else env[x] for x in eqn.invars]
         cts_in = rule(ct, *invals, **eqn.params)
         for x, ct_in in zip(eqn.invars, cts_in, strict=True):
-            write_ct(x, ct_in)
-    return [ct_env.get(v, Zero(v.aval)) if is_undefined(x) else None
+            if ct_in is not None and type(ct_in) is not Zero and x in linear:
+                old = ct_env.get(x)
+                ct_env[x] = ct_in if old is None else add_tangents(old, ct_in)
+    return [_ct_or_zero(ct_env.get(v), v) if type(x) is UndefinedPrimal else None
             for v, x in zip(jaxpr.invars, args, strict=True)]
 
+
+def _ct_or_zero(ct, v):
+    return Zero(v.aval) if ct is None else ct

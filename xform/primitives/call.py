@@ -7,7 +7,7 @@ self-contained and later transformations rewrite the jaxpr, not the Python funct
 import weakref
 
 from xform.core import Primitive, abstract_eval_rules, eval_jaxpr, set_current_trace
-from xform.interpreters import ad, batching, partial_eval, transpose
+from xform.interpreters import ad, batching, dce, partial_eval, transpose
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 
 jit_p = Primitive("jit", multiple_results=True)
@@ -181,3 +181,8 @@ def _jit_batch(axis, args, dims, *, jaxpr, name):
 
 
 batching.batch_rules[jit_p] = _jit_batch
+
+
+# --------------------------------------------------------------------------- dead code
+# A jit call sheds the outputs nobody reads, and its body what computes only them.
+dce.dce_rules[jit_p] = dce.dce_call
