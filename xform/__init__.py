@@ -21,10 +21,6 @@ from xform.api import (  # noqa: F401
 )
 from xform.api_autodiff import (  # noqa: F401
     grad,
-    hessian,
-    jacfwd,
-    jacobian,
-    jacrev,
     jvp,
     linear_transpose,
     linearize,
@@ -32,6 +28,7 @@ from xform.api_autodiff import (  # noqa: F401
     vjp,
 )
 from xform.api_batching import vmap  # noqa: F401
+from xform.api_jacobian import hessian, jacfwd, jacobian, jacrev  # noqa: F401
 from xform.array import Array  # noqa: F401
 from xform.config import enable_x64_scope as enable_x64  # noqa: F401
 from xform.custom_derivatives import custom_jvp, custom_vjp  # noqa: F401

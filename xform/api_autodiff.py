@@ -6,15 +6,16 @@ computation) followed by transposition of that linear jaxpr.
 Pytrees are handled here; ``xform.interpreters.ad`` works on flat lists.
 """
 
+import functools
+
 import numpy as np
 from jax import tree_util
 
 from xform import core, dtypes
-from xform import numpy as xnp
 from xform.api import _abstractify, _arg_avals, _flatten_fun, _fun_name
 from xform.array import Array, from_host
 from xform.core import Tracer
-from xform.interpreters import ad, partial_eval, transpose
+from xform.interpreters import ad, dce, partial_eval, transpose
 from xform.interpreters.staging import trace_to_jaxpr
 
 
@@ -91,7 +92,12 @@ def _with_aux(fun, has_aux, store):
         if not isinstance(out, tuple) or len(out) != 2:
             raise TypeError(f"{_fun_name(fun)} has has_aux=True, so it must return a pair "
                             f"(output, aux); got {type(out).__name__}")
-        store["aux"] = out[1]
+        # aux is not differentiated: its traced leaves are returned as their primal values,
+        # never as tracers of a differentiation that is over once the caller gets them.
+        trace = core.trace_state.trace
+        store["aux"] = tree_util.tree_map(
+            lambda x: _as_output(x.primal) if isinstance(x, ad.JVPTracer) and
+            x._trace is trace else x, out[1])
         return out[0]
 
     return without_aux
@@ -103,7 +109,7 @@ def _with_aux(fun, has_aux, store):
 def _linearize_flat(flat_fun, primals, avals):
     """Primal outputs now, and the linear jaxpr from the tangents of the inexact inputs to
     the tangents of the outputs, with a mask of which output tangents are not zero."""
-    diff = [dtypes.is_inexact(a.dtype) for a in avals]
+    diff = [ad.is_differentiable(a) for a in avals]
     store = {}
 
     def tangents_of(*args):
@@ -207,12 +213,18 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         result = vjp(partial, *[args[i] for i in positions], has_aux=has_aux)
         out, pullback = result[0], result[1]
         _check_grad_output(name, out, holomorphic)
-        cts = pullback(from_host(np.ones((), core.get_aval(out).dtype)))
+        cts = pullback(_one(core.get_aval(out).dtype))
         grads = cts[0] if int_argnums else tuple(cts)
         value = (out, result[2]) if has_aux else out
         return value, grads
 
     return value_and_grad_f
+
+
+@functools.cache
+def _one(dtype):
+    """The cotangent that seeds a gradient: made once per dtype (arrays are immutable)."""
+    return from_host(np.ones((), dtype))
 
 
 def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
@@ -230,9 +242,14 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     return grad_f
 
 
+_REAL = frozenset(d for d in dtypes.SUPPORTED if dtypes.is_float(d))
+
+
 def _check_grad_input(name, arg, holomorphic, allow_int):
     for leaf in tree_util.tree_leaves(arg):
         dtype = core.get_aval(leaf).dtype
+        if dtype in _REAL and not holomorphic:  # the common case, by a set lookup
+            continue
         if dtypes.is_complex(dtype) and not holomorphic:
             raise TypeError(f"grad of {name} requires real-valued inputs (float dtypes), got "
                             f"{dtype}. For holomorphic differentiation pass holomorphic=True.")
@@ -254,6 +271,8 @@ def _check_grad_output(name, out, holomorphic):
     if aval.shape:
         raise TypeError(f"Gradient only defined for scalar-output functions. Output of {name} "
                         f"had shape: {aval.shape}")
+    if aval.dtype in _REAL:
+        return
     if dtypes.is_complex(aval.dtype) and not holomorphic:
         raise TypeError(f"grad of {name} requires real-valued outputs (float dtypes), got "
                         f"{aval.dtype}. For holomorphic differentiation pass holomorphic=True.")
@@ -271,8 +290,12 @@ def linearize(fun, *primals, has_aux=False):
     """
     lin = _Linearized(fun, primals, has_aux)
     in_tree, out_tree, avals, diff = lin.in_tree, lin.out_tree, lin.avals, lin.diff
-    linear, nonzero, out_avals, store = lin.linear, lin.nonzero, lin.out_avals, lin.store
+    nonzero, out_avals, store = lin.nonzero, lin.out_avals, lin.store
     primals_out = lin.primals_out
+    # f_jvp runs the linear program forward on every call: drop the tangent equations that
+    # reach no output once, and the residuals only they read. (vjp needs no such pass: its
+    # backward pass transposes only the equations a cotangent reaches.)
+    linear, _ = dce.dce_closed_jaxpr(lin.linear, [True] * len(lin.linear.jaxpr.outvars))
 
     def f_jvp(*tangents):
         t_leaves, t_tree = tree_util.tree_flatten((tangents, {}))
@@ -321,103 +344,3 @@ def linear_transpose(fun, *primals):
         return tree_util.tree_unflatten(in_tree, flat)[0]
 
     return transposed
-
-
-def _basis(aval):
-    """The standard basis of ``aval``'s space: one-hot arrays, one per element."""
-    eye = np.eye(aval.size, dtype=aval.dtype)
-    return [row.reshape(aval.shape) for row in eye]
-
-
-def _stack_jacobian(columns, out_aval, in_aval):
-    """``columns[k]``: derivative of the output along input element ``k`` -> one block."""
-    stacked = xnp.stack(columns, axis=-1) if columns else xnp.zeros(out_aval.shape + (0,),
-                                                                      out_aval.dtype)
-    return xnp.reshape(stacked, out_aval.shape + in_aval.shape)
-
-
-def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
-    """The Jacobian of ``fun`` by forward mode: one JVP per input element.
-
-    The result has the output's structure outside and the differentiated arguments' inside;
-    each block has shape ``out.shape + in.shape``.
-    """
-    return _jacobian(fun, argnums, has_aux, holomorphic, forward=True)
-
-
-def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
-    """The Jacobian of ``fun`` by reverse mode: one VJP per output element."""
-    return _jacobian(fun, argnums, has_aux, holomorphic, forward=False)
-
-
-jacobian = jacrev
-
-
-def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
-    """The Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``."""
-    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
-
-
-def _jacobian(fun, argnums, has_aux, holomorphic, forward):
-    int_argnums = isinstance(argnums, int)
-    nums = (argnums,) if int_argnums else tuple(argnums)
-    name = _fun_name(fun)
-
-    def jac(*args, **kwargs):
-        positions = [i % len(args) for i in nums]
-        for i in positions:
-            _check_grad_input(name, args[i], holomorphic, allow_int=False)
-
-        def partial(*diff_args):
-            full = list(args)
-            for i, a in zip(positions, diff_args, strict=True):
-                full[i] = a
-            return fun(*full, **kwargs)
-
-        diff_args = tuple(args[i] for i in positions)
-        in_leaves, in_tree = tree_util.tree_flatten(diff_args)
-        in_avals = [core.get_aval(x) for x in in_leaves]
-        if forward:
-            outs, pushforward, *aux = linearize(partial, *diff_args, has_aux=has_aux)
-            out_leaves, out_tree = tree_util.tree_flatten(outs)
-            # columns[o][i]: list over input i's elements of output o's tangent
-            columns = [[[] for _ in in_leaves] for _ in out_leaves]
-            for i, aval in enumerate(in_avals):
-                for e in _basis(aval):
-                    tangent = [np.zeros(a.shape, a.dtype) for a in in_avals]
-                    tangent[i] = e
-                    t_out = tree_util.tree_leaves(
-                        pushforward(*tree_util.tree_unflatten(in_tree, tangent)))
-                    for o, t in enumerate(t_out):
-                        columns[o][i].append(t)
-            out_avals = [core.get_aval(o) for o in out_leaves]
-            blocks = [[_stack_jacobian(columns[o][i], out_avals[o], in_avals[i])
-                       for i in range(len(in_leaves))] for o in range(len(out_leaves))]
-        else:
-            outs, pullback, *aux = vjp(partial, *diff_args, has_aux=has_aux)
-            out_leaves, out_tree = tree_util.tree_flatten(outs)
-            out_avals = [core.get_aval(o) for o in out_leaves]
-            rows = [[[] for _ in in_leaves] for _ in out_leaves]
-            for o, aval in enumerate(out_avals):
-                for e in _basis(aval):
-                    ct = [np.zeros(a.shape, a.dtype) for a in out_avals]
-                    ct[o] = e
-                    ct_in = tree_util.tree_leaves(pullback(tree_util.tree_unflatten(out_tree,
-                                                                                    ct)))
-                    for i, c in enumerate(ct_in):
-                        rows[o][i].append(c)
-            blocks = [[_stack_rows(rows[o][i], out_avals[o], in_avals[i])
-                       for i in range(len(in_leaves))] for o in range(len(out_leaves))]
-        per_output = [tree_util.tree_unflatten(in_tree, b) for b in blocks]
-        if int_argnums:
-            per_output = [p[0] for p in per_output]
-        result = tree_util.tree_unflatten(out_tree, per_output)
-        return (result, aux[0]) if has_aux else result
-
-    return jac
-
-
-def _stack_rows(rows, out_aval, in_aval):
-    stacked = xnp.stack(rows, axis=0) if rows else xnp.zeros((0,) + in_aval.shape,
-                                                             in_aval.dtype)
-    return xnp.reshape(stacked, out_aval.shape + in_aval.shape)

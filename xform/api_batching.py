@@ -30,7 +30,7 @@ def _broadcast_prefix(prefix, tree, what):
     specs = []
     try:
         tree_util.tree_map(lambda spec, sub: specs.extend(
-            [spec] * len(tree_util.tree_leaves(sub, is_leaf=lambda x: x is None))),
+            [spec] * len(tree_util.tree_leaves(sub))),
             prefix, tree, is_leaf=lambda x: x is None)
     except ValueError as e:
         raise ValueError(f"vmap {what} specification must be a tree prefix of the "

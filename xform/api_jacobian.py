@@ -1,0 +1,121 @@
+"""Jacobians and Hessians: ``jacfwd``, ``jacrev`` (``jacobian``) and ``hessian``.
+
+A Jacobian is a derivative applied to every basis vector at once: ``jacfwd`` vmaps a JVP over
+the standard basis of the inputs, ``jacrev`` vmaps the pullback of one VJP over the standard
+basis of the outputs. The primal computation does not depend on the basis, so under ``vmap``
+it stays unbatched and runs once.
+"""
+
+import numpy as np
+from jax import tree_util
+
+from xform import core
+from xform import numpy as xnp
+from xform.api import _fun_name
+from xform.api_autodiff import _check_grad_input, jvp, vjp
+from xform.api_batching import vmap
+
+
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The Jacobian of ``fun`` by forward mode: a vmapped JVP over the inputs' basis.
+
+    The result has the output's structure outside and the differentiated arguments' inside;
+    each block has shape ``out.shape + in.shape``.
+
+    Example:
+      >>> xform.jacfwd(lambda x: x ** 2)(jnp.arange(3.0))  # diag(0, 2, 4)
+    """
+    return _jacobian(fun, argnums, has_aux, holomorphic, forward=True)
+
+
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """The Jacobian of ``fun`` by reverse mode: one VJP, its pullback vmapped over the
+    outputs' basis. Same result layout as ``jacfwd``."""
+    return _jacobian(fun, argnums, has_aux, holomorphic, forward=False)
+
+
+jacobian = jacrev
+
+
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``."""
+    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
+
+
+def _std_basis(avals):
+    """One-hot vectors for every element of every array in ``avals``, stacked on a leading
+    axis of their total size ``n``; array ``i`` holds rows ``starts[i]:starts[i] + size``."""
+    sizes = [a.size for a in avals]
+    n = sum(sizes)
+    leaves, starts, start = [], [], 0
+    for a, size in zip(avals, sizes, strict=True):
+        block = np.zeros((n, size), a.dtype)
+        block[start:start + size] = np.eye(size, dtype=a.dtype)
+        leaves.append(block.reshape((n,) + a.shape))
+        starts.append(start)
+        start += size
+    return leaves, starts
+
+
+def _block(batched, start, basis_aval, other_aval, basis_last):
+    """The rows of ``batched`` (leading axis: basis vectors) that belong to one array of the
+    basis, as a block ``out.shape + in.shape``; ``basis_last``: the basis spans the inputs."""
+    rows = batched[start:start + basis_aval.size]
+    if basis_last:
+        rows = xnp.moveaxis(rows, 0, -1)
+        return xnp.reshape(rows, other_aval.shape + basis_aval.shape)
+    return xnp.reshape(rows, basis_aval.shape + other_aval.shape)
+
+
+def _jacobian(fun, argnums, has_aux, holomorphic, forward):
+    int_argnums = isinstance(argnums, int)
+    nums = (argnums,) if int_argnums else tuple(argnums)
+    name = _fun_name(fun)
+
+    def jac(*args, **kwargs):
+        positions = [i % len(args) for i in nums]
+        for i in positions:
+            _check_grad_input(name, args[i], holomorphic, allow_int=False)
+
+        def partial(*diff_args):
+            full = list(args)
+            for i, a in zip(positions, diff_args, strict=True):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        diff_args = tuple(args[i] for i in positions)
+        in_leaves, in_tree = tree_util.tree_flatten(diff_args)
+        in_avals = [core.get_aval(x) for x in in_leaves]
+        aux = None
+        if forward:
+            basis, starts = _std_basis(in_avals)
+
+            def pushforward(*tangent_leaves):
+                result = jvp(partial, diff_args, tree_util.tree_unflatten(in_tree, tangent_leaves),
+                             has_aux=has_aux)
+                return (result[1], result[2]) if has_aux else (result[1], None)
+
+            tangents, aux = vmap(pushforward, out_axes=(0, None))(*basis)
+            t_leaves, out_tree = tree_util.tree_flatten(tangents)
+            out_avals = [core.ShapedArray(np.shape(t)[1:], t.dtype) for t in t_leaves]
+            blocks = [[_block(t, s, a, o_aval, True) for s, a in zip(starts, in_avals,
+                                                                      strict=True)]
+                      for t, o_aval in zip(t_leaves, out_avals, strict=True)]
+        else:
+            outs, pullback, *rest = vjp(partial, *diff_args, has_aux=has_aux)
+            aux = rest[0] if has_aux else None
+            out_leaves, out_tree = tree_util.tree_flatten(outs)
+            out_avals = [core.get_aval(o) for o in out_leaves]
+            basis, starts = _std_basis(out_avals)
+            cts = vmap(lambda *cs: pullback(tree_util.tree_unflatten(out_tree, cs)))(*basis)
+            ct_leaves = tree_util.tree_leaves(cts)
+            blocks = [[_block(c, s, o_aval, a, False) for c, a in zip(ct_leaves, in_avals,
+                                                                     strict=True)]
+                      for s, o_aval in zip(starts, out_avals, strict=True)]
+        per_output = [tree_util.tree_unflatten(in_tree, b) for b in blocks]
+        if int_argnums:
+            per_output = [p[0] for p in per_output]
+        result = tree_util.tree_unflatten(out_tree, per_output)
+        return (result, aux) if has_aux else result
+
+    return jac
