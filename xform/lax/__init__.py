@@ -9,19 +9,23 @@ from xform.primitives import (
     elementwise,
     indexing,
     linalg,
+    loops,
     reductions,
     sorting,
     structural,
 )
 from xform.primitives.autodiff import *  # noqa: F403
+from xform.primitives.cond import *  # noqa: F403
 from xform.primitives.elementwise import *  # noqa: F403
 from xform.primitives.elementwise import RoundingMethod  # noqa: F401
 from xform.primitives.indexing import *  # noqa: F403
 from xform.primitives.linalg import *  # noqa: F403
+from xform.primitives.loops import *  # noqa: F403
 from xform.primitives.reductions import *  # noqa: F403
 from xform.primitives.sorting import *  # noqa: F403
 from xform.primitives.structural import *  # noqa: F403
 
-for _family in (autodiff, elementwise, indexing, linalg, reductions, sorting, structural):
+for _family in (autodiff, elementwise, indexing, linalg, loops, reductions, sorting,
+                structural):
     globals().update({k: v for k, v in vars(_family).items() if k.endswith("_p")})
 del _family
