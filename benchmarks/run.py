@@ -9,11 +9,9 @@ ratios xform / JAX; nothing here is asserted by the test suite.
 """
 
 import argparse
-import gc
 import itertools
 import os
 import platform
-import statistics
 import sys
 import time
 
@@ -26,38 +24,8 @@ import numpy as np  # noqa: E402
 
 import xform  # noqa: E402
 import xform.numpy as xnp  # noqa: E402
-
-
-def _sample(fn, inner):
-    """Seconds per call of ``fn()``, over ``inner`` back-to-back calls."""
-    gc.collect()
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        return (time.perf_counter() - start) / inner
-    finally:
-        gc.enable()
-
-
-def compare(xf_fn, jax_fn, *, samples, inner=1, warmup=1):
-    """Median seconds per call of the two functions, samples interleaved."""
-    for _ in range(warmup):
-        xf_fn()
-        jax_fn()
-    xf_times, jax_times = [], []
-    for _ in range(samples):
-        xf_times.append(_sample(xf_fn, inner))
-        jax_times.append(_sample(jax_fn, inner))
-    return statistics.median(xf_times), statistics.median(jax_times)
-
-
-def _on_device(lib, x):
-    """``x`` as the library's own array, already transferred to the device."""
-    put = xform.device_put if lib is xnp else jax.device_put
-    return put(x).block_until_ready()
-
+from benchmarks import bench_vmap  # noqa: E402
+from benchmarks.common import compare, on_device  # noqa: E402
 
 # --------------------------------------------------------------------------- the benchmarks
 
@@ -68,7 +36,7 @@ def bench_dispatch(scale):
     fns = []
     for lib, jit in ((xnp, xform.jit), (jnp, jax.jit)):
         f = jit(lambda x, y: x * y + 1)
-        a, b = _on_device(lib, x), _on_device(lib, x + 1)
+        a, b = on_device(lib, x), on_device(lib, x + 1)
         np.testing.assert_allclose(np.asarray(f(a, b)), x * (x + 1) + 1, rtol=1e-6)
         fns.append(lambda f=f, a=a, b=b: f(a, b).block_until_ready())
     return compare(*fns, samples=30 * scale, inner=200, warmup=200)
@@ -143,8 +111,8 @@ def bench_first_call(scale):
     expected = None
     fns = []
     for lib, jit in ((xnp, xform.jit), (jnp, jax.jit)):
-        p = [(_on_device(lib, w), _on_device(lib, b)) for w, b in params]
-        xd = _on_device(lib, x)
+        p = [(on_device(lib, w), on_device(lib, b)) for w, b in params]
+        xd = on_device(lib, x)
         out = np.asarray(jit(_mlp(lib))(p, xd))
         if expected is None:
             expected = out
@@ -181,8 +149,8 @@ def bench_train_step(scale):
     fns, losses = [], []
     for lib, jit, vg in ((xnp, xform.jit, xform.value_and_grad),
                          (jnp, jax.jit, jax.value_and_grad)):
-        p = [(_on_device(lib, w), _on_device(lib, b)) for w, b in params]
-        xd, ld = _on_device(lib, x), _on_device(lib, labels)
+        p = [(on_device(lib, w), on_device(lib, b)) for w, b in params]
+        xd, ld = on_device(lib, x), on_device(lib, labels)
         step = jit(_train_step(lib, vg))
         losses.append(float(step(p, xd, ld)[1]))
         fns.append(lambda step=step, p=p, xd=xd, ld=ld: step(p, xd, ld)[1].block_until_ready())
@@ -246,6 +214,7 @@ BENCHMARKS = [
     ("(f') the same, against HIPS autograd (ratio xform/autograd)", bench_eager_grad_autograd,
      (), 2.0),
     ("(g) make_jaxpr(grad(f)), 2000-eqn f, per eqn of f", bench_grad_trace, (), 0.25),
+    *bench_vmap.BENCHMARKS,
 ]
 
 
@@ -258,7 +227,9 @@ def _fmt(seconds):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--only", default="", help="rows to run, by letter: --only h,i,j")
     args = parser.parse_args()
+    only = {f"({r.strip()})" for r in args.only.split(",") if r.strip()}
     scale = 1 if args.quick else 3
 
     device = xform.devices()[0]
@@ -268,6 +239,8 @@ def main():
     print("| benchmark | xform | JAX | ratio xform/JAX | target | met |")
     print("|---|---:|---:|---:|---:|:-:|")
     for name, fn, extra, target in BENCHMARKS:
+        if only and name.split()[0] not in only:
+            continue
         try:
             xf_t, jax_t = fn(scale, *extra)
         except Exception as e:  # a missing feature shows as a row, not a crash
