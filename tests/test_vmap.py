@@ -10,7 +10,7 @@ import xform
 import xform.numpy as xnp
 from tests.harness import assert_same, check_vmap
 from xform.errors import ConcretizationTypeError, UnexpectedTracerError
-from xform.primitives import call
+from xform.interpreters import batching
 
 RNG = np.random.default_rng(0)
 
@@ -105,9 +105,9 @@ def test_vmap_of_jit_is_cached_and_staged_as_one_call():
     f = xform.jit(lambda a, b: xnp.exp(a) * b)
     x, y = r(6, 3), r(3)
     check_vmap(f, lambda a, b: jnp.exp(a) * b, (x, y), in_axes=(0, None), loop=False)
-    n_cached = len(call._batched_jaxprs)
+    n_cached = len(batching._batched_jaxprs)
     xform.vmap(f, in_axes=(0, None))(x, y)
-    assert len(call._batched_jaxprs) == n_cached
+    assert len(batching._batched_jaxprs) == n_cached
     jaxpr = xform.make_jaxpr(xform.vmap(f, in_axes=(0, None)))(x, y)
     assert [e.primitive.name for e in jaxpr.eqns] == ["jit"]
     assert jaxpr.eqns[0].params["name"].startswith("vmap(")

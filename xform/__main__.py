@@ -78,6 +78,11 @@ def main(cached_calls=200):
     _section("The gradient's program: xform.make_jaxpr(xform.grad(loss))(x)")
     print(xform.make_jaxpr(xform.grad(loss))(x))
 
+    _per_example_gradients()
+    _scan_rnn()
+
+
+def _per_example_gradients():
     _section("Per-example gradients: xform.vmap(xform.grad(loss_one), in_axes=(None, 0, 0))")
     w = jnp.linspace(-0.5, 0.5, 3)
     xs = jnp.reshape(jnp.linspace(-1.0, 1.0, 12), (4, 3))
@@ -92,6 +97,8 @@ def main(cached_calls=200):
     print("matches a Python loop of grad over the examples:",
           bool(np.allclose(np.asarray(per_example), looped, rtol=1e-5, atol=1e-6)))
 
+
+def _scan_rnn():
     _section("A loop on the device: xform.lax.scan, differentiated and compiled")
 
     def rnn_loss(w, xs):  # a tanh recurrence over 10 steps, one traced body

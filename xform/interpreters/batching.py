@@ -20,9 +20,12 @@ the batch dimension sits), ``defbroadcasting`` (n-ary elementwise ops, mixing ma
 unmapped operands).
 """
 
+import weakref
+
 from xform import core
-from xform.core import ShapedArray, Tracer, get_aval
+from xform.core import ShapedArray, Tracer, eval_jaxpr, get_aval
 from xform.errors import MissingRuleError
+from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 
 not_mapped = None
 batch_rules = {}
@@ -146,6 +149,37 @@ def vmap_flat(fun, axis, args, in_dims, out_dims):
         else:
             results.append(move_or_broadcast(val, dim, want, axis.size))
     return results
+
+
+_batched_jaxprs = weakref.WeakKeyDictionary()  # jaxpr -> {(dims, force, size, name): batched}
+
+
+def batch_jaxpr(closed, axis, dims, force=None):
+    """A sub-jaxpr (a jit body, a branch, a loop body) batched along ``dims``, once per
+    body, dims and axis (cached). Returns ``(jaxpr, consts, out_batched)``: a const-free
+    jaxpr taking ``consts`` then the batched inputs, and per output whether it is batched (at
+    0) or left unbatched; outputs marked in ``force`` are batched even when they do not vary
+    (broadcast), for rules whose outputs must agree (loop carries, branches)."""
+    force = (False,) * len(closed.out_avals) if force is None else tuple(force)
+    cache = _batched_jaxprs.setdefault(closed.jaxpr, {})
+    key = (tuple(dims), force, axis.size, axis.name)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    in_avals = [batched_aval(a, d, axis.size) for a, d in zip(closed.in_avals, dims, strict=True)]
+    out_batched = []
+
+    def batched_fun(*args):
+        vals, out_dims = batch_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
+                                    axis, args, dims)
+        out_batched[:] = [d is not not_mapped or f for d, f in zip(out_dims, force, strict=True)]
+        return [move_or_broadcast(v, d, 0, axis.size) if b else v
+                for v, d, b in zip(vals, out_dims, out_batched, strict=True)]
+
+    jaxpr, consts = convert_constvars(trace_to_jaxpr(batched_fun, in_avals,
+                                                     "vectorizing a sub-program"))
+    hit = cache[key] = (jaxpr, consts, tuple(out_batched))
+    return hit
 
 
 def _unbatched_aval(val, dim):

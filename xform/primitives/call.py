@@ -146,38 +146,10 @@ transpose.transpose_rules[jit_p] = _jit_transpose
 
 # --------------------------------------------------------------------------- batching
 
-_batched_jaxprs = weakref.WeakKeyDictionary()  # jaxpr -> {(dims, size, name): batched}
-
-
-def _batched_jaxpr(jaxpr, axis, dims):
-    """The jit body batched along ``dims`` (const-free, consts returned), with its outputs
-    batched at 0 or left unbatched; cached per body, dims and axis."""
-    cache = _batched_jaxprs.setdefault(jaxpr.jaxpr, {})
-    key = (dims, axis.size, axis.name)
-    hit = cache.get(key)
-    if hit is not None:
-        return hit
-    in_avals = [batching.batched_aval(a, d, axis.size)
-                for a, d in zip(jaxpr.in_avals, dims, strict=True)]
-    out_dims = []
-
-    def batched_fun(*args):
-        vals, dims_out = batching.batch_flat(
-            lambda *xs: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs), axis, args, dims)
-        out_dims[:] = [d if d is batching.not_mapped else 0 for d in dims_out]
-        return [v if d is batching.not_mapped else batching.moveaxis(v, d, 0)
-                for v, d in zip(vals, dims_out, strict=True)]
-
-    closed = trace_to_jaxpr(batched_fun, in_avals, "vectorizing a jit body")
-    body, consts = convert_constvars(closed)
-    hit = cache[key] = (body, consts, tuple(out_dims))
-    return hit
-
-
 def _jit_batch(axis, args, dims, *, jaxpr, name):
-    body, consts, out_dims = _batched_jaxpr(jaxpr, axis, tuple(dims))
+    body, consts, out_batched = batching.batch_jaxpr(jaxpr, axis, dims)
     outs = jit_p.bind(*consts, *args, jaxpr=body, name=f"vmap({name})")
-    return outs, list(out_dims)
+    return outs, [0 if b else batching.not_mapped for b in out_batched]
 
 
 batching.batch_rules[jit_p] = _jit_batch

@@ -545,23 +545,9 @@ transpose.transpose_rules[cond_p] = _cond_transpose
 
 
 def _batch_branch(branch, axis, dims, force):
-    """One branch batched along ``dims``; outputs batched at 0, or unbatched where neither
-    the branch nor ``force`` maps them. Returns ((jaxpr, consts), out dims)."""
-    in_avals = [batching.batched_aval(a, d, axis.size)
-                for a, d in zip(branch.in_avals, dims, strict=True)]
-    out_dims = []
-
-    def batched_fun(*args):
-        vals, dims_out = batching.batch_flat(
-            lambda *xs: eval_jaxpr(branch.jaxpr, branch.consts, *xs), axis, args, dims)
-        vals = _restore_weak_types(vals, branch.out_avals)
-        out_dims[:] = [batching.not_mapped if d is batching.not_mapped and not f else 0
-                       for d, f in zip(dims_out, force, strict=True)]
-        return [v if od is batching.not_mapped else batching.batch_at_front(v, d, axis.size)
-                for v, d, od in zip(vals, dims_out, out_dims, strict=True)]
-
-    closed = trace_to_jaxpr(batched_fun, in_avals, "vectorizing a cond branch")
-    return convert_constvars(closed), tuple(out_dims)
+    """One branch batched along ``dims``; returns ((jaxpr, consts), out dims)."""
+    jaxpr, consts, out_batched = batching.batch_jaxpr(branch, axis, dims, force)
+    return (jaxpr, consts), tuple(0 if b else batching.not_mapped for b in out_batched)
 
 
 def _batch_branches(branches, axis, dims):
