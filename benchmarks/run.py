@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 
 import xform  # noqa: E402
 import xform.numpy as xnp  # noqa: E402
-from benchmarks import bench_vmap  # noqa: E402
+from benchmarks import bench_control_flow, bench_vmap  # noqa: E402
 from benchmarks.common import compare, on_device  # noqa: E402
 
 # --------------------------------------------------------------------------- the benchmarks
@@ -215,6 +215,7 @@ BENCHMARKS = [
      (), 2.0),
     ("(g) make_jaxpr(grad(f)), 2000-eqn f, per eqn of f", bench_grad_trace, (), 0.25),
     *bench_vmap.BENCHMARKS,
+    *bench_control_flow.BENCHMARKS,
 ]
 
 

@@ -41,7 +41,7 @@ from xform.core import (
 from xform.interpreters import ad, batching, dce, partial_eval, transpose
 from xform.interpreters.batching import not_mapped
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
-from xform.primitives.base import standard_primitive
+from xform.primitives.base import canonicalize_axis, standard_primitive
 from xform.primitives.elementwise import (
     add,
     convert_element_type,
@@ -50,11 +50,17 @@ from xform.primitives.elementwise import (
     lt,
     select_n,
 )
-from xform.primitives.indexing import index_in_dim
+from xform.primitives.indexing import index_in_dim, slice_in_dim
 from xform.primitives.reductions import reduce_or
-from xform.primitives.structural import broadcast_in_dim, concatenate, reshape
+from xform.primitives.structural import (
+    broadcast_in_dim,
+    concatenate,
+    expand_dims,
+    reshape,
+    rev,
+)
 
-__all__ = ["fori_loop", "map", "scan", "while_loop"]
+__all__ = ["associative_scan", "fori_loop", "map", "scan", "while_loop"]
 
 
 # --------------------------------------------------------------------------- tracing bodies
@@ -415,34 +421,6 @@ transpose.transpose_rules[while_p] = _while_transpose
 
 # --------------------------------------------------------------------------- batching
 
-# jaxpr -> {(dims, force, size, name): (batched jaxpr, consts, out batched)}
-_batched_jaxprs = weakref.WeakKeyDictionary()
-
-
-def _batched_jaxpr(closed, axis, dims, force):
-    """``closed`` batched along ``dims``: a const-free jaxpr, its consts, and which outputs
-    are batched (at 0; outputs marked in ``force`` always are, broadcast if need be)."""
-    cache = _batched_jaxprs.setdefault(closed.jaxpr, {})
-    key = (dims, force, axis.size, axis.name)
-    hit = cache.get(key)
-    if hit is not None:
-        return hit
-    in_avals = [batching.batched_aval(a, d, axis.size)
-                for a, d in zip(closed.in_avals, dims, strict=True)]
-    out_batched = []
-
-    def batched_fun(*args):
-        vals, out_dims = batching.batch_flat(
-            lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), axis, args, dims)
-        out_batched[:] = [d is not not_mapped or f for d, f in zip(out_dims, force, strict=True)]
-        return [batching.move_or_broadcast(v, d, 0, axis.size) if b else v
-                for v, d, b in zip(vals, out_dims, out_batched, strict=True)]
-
-    jaxpr, consts = _trace_body(batched_fun, in_avals, "vectorizing a loop body")
-    hit = cache[key] = (jaxpr, consts, tuple(out_batched))
-    return hit
-
-
 def _at_front(x, d, batched, size):
     """``x`` batched at 0 if ``batched`` (moved or broadcast there), else as it is."""
     return batching.move_or_broadcast(x, d, 0, size) if batched else x
@@ -455,18 +433,18 @@ def _while_batch(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body
     carry_b = [d is not not_mapped for d in carry_dims]
     while True:  # fixpoint: a carry the body makes batched is batched from the start
         in_dims = tuple(body_dims + [0 if b else not_mapped for b in carry_b])
-        _, _, out_b = _batched_jaxpr(body_jaxpr, axis, in_dims, tuple(carry_b))
+        _, _, out_b = batching.batch_jaxpr(body_jaxpr, axis, in_dims, tuple(carry_b))
         if list(out_b) == carry_b:
             break
         carry_b = _or(carry_b, out_b)
     cond_in = tuple(cond_dims + [0 if b else not_mapped for b in carry_b])
-    _, _, (pred_b,) = _batched_jaxpr(cond_jaxpr, axis, cond_in, (False,))
+    _, _, (pred_b,) = batching.batch_jaxpr(cond_jaxpr, axis, cond_in, (False,))
     if pred_b:  # lanes stop at different times: every carry varies along the axis
         carry_b = [True] * len(carry)
         cond_in = tuple(cond_dims + [0] * len(carry))
     body_in = tuple(body_dims + [0 if b else not_mapped for b in carry_b])
-    body, body_extra, _ = _batched_jaxpr(body_jaxpr, axis, body_in, tuple(carry_b))
-    cond, cond_extra, _ = _batched_jaxpr(cond_jaxpr, axis, cond_in, (pred_b,))
+    body, body_extra, _ = batching.batch_jaxpr(body_jaxpr, axis, body_in, tuple(carry_b))
+    cond, cond_extra, _ = batching.batch_jaxpr(cond_jaxpr, axis, cond_in, (pred_b,))
     carry = [_at_front(x, d, b, axis.size)
              for x, d, b in zip(carry, carry_dims, carry_b, strict=True)]
     out_dims = [0 if b else not_mapped for b in carry_b]
@@ -1030,7 +1008,7 @@ def _scan_batch(axis, args, dims, *, jaxpr, num_consts, num_carry, length, rever
     carry_b = [d is not not_mapped for d in init_dims]
     while True:  # fixpoint: a carry the body makes batched is batched from the start
         in_dims = tuple(consts_dims + [0 if b else not_mapped for b in carry_b] + slice_dims)
-        body, extra, out_b = _batched_jaxpr(jaxpr, axis, in_dims,
+        body, extra, out_b = batching.batch_jaxpr(jaxpr, axis, in_dims,
                                             tuple(carry_b) + (False,) * num_ys)
         if list(out_b[:num_carry]) == carry_b:
             break
@@ -1046,3 +1024,79 @@ def _scan_batch(axis, args, dims, *, jaxpr, num_consts, num_carry, length, rever
 
 
 batching.batch_rules[scan_p] = _scan_batch
+
+
+# --------------------------------------------------------------------------- associative_scan
+
+
+def associative_scan(fn, elems, reverse=False, axis=0):
+    """Inclusive prefix scan of ``elems`` along ``axis`` under the associative ``fn``:
+    ``[a, fn(a, b), fn(fn(a, b), c), ...]`` (with ``reverse``, the suffixes instead).
+
+    ``elems`` is a pytree of arrays sharing the length of ``axis``; ``fn(a, b)`` takes and
+    returns pytrees like ``elems`` and must work elementwise over whole arrays (its
+    arguments are slices of ``elems`` along ``axis``). This is no primitive: it is the
+    parallel (Blelloch) prefix scan written with ``slice``, ``concatenate``, ``reshape`` and
+    ``fn``, so ``jit``, ``grad`` and ``vmap`` see ordinary operations. Depth ``O(log n)``,
+    ``O(n)`` applications of ``fn`` (on shrinking arrays), as in JAX.
+    """
+    if not callable(fn):
+        raise TypeError("lax.associative_scan: fn argument should be callable.")
+    leaves, tree = tree_util.tree_flatten(elems)
+    if not leaves:
+        return elems
+    avals = [get_aval(x) for x in leaves]
+    axis = canonicalize_axis(axis, avals[0].ndim, "lax.associative_scan")
+    n = avals[0].shape[axis]
+    if any(a.ndim <= axis or a.shape[axis] != n for a in avals[1:]):
+        raise ValueError("Array inputs to associative_scan must have the same first "
+                         f"dimension. (saw: {[a.shape for a in avals]})")
+
+    def combine(a, b):
+        out = tree_util.tree_leaves(fn(tree_util.tree_unflatten(tree, a),
+                                       tree_util.tree_unflatten(tree, b)))
+        if len(out) != len(a):
+            raise TypeError(f"lax.associative_scan: fn must return {len(a)} arrays, like its "
+                            f"inputs; it returned {len(out)}")
+        return out
+
+    def part(xs, start, stop=None, stride=1):
+        return [slice_in_dim(x, start, stop, stride, axis) for x in xs]
+
+    def interleave(evens, odds):
+        # [e0, o0, e1, o1, ...]: the two stacked along a new axis after ``axis``, merged.
+        # (A reshape rather than JAX's sum of two interior-padded arrays, which turns -0.0
+        # into 0.0.) ``evens`` may be one longer; its last element goes on the end.
+        m = get_aval(odds).shape[axis]
+        head = evens if get_aval(evens).shape[axis] == m else slice_in_dim(evens, 0, m, 1, axis)
+        pairs = concatenate([expand_dims(head, (axis + 1,)), expand_dims(odds, (axis + 1,))],
+                            axis + 1)
+        shape = get_aval(odds).shape
+        out = reshape(pairs, shape[:axis] + (2 * m,) + shape[axis + 1:])
+        if head is evens:
+            return out
+        return concatenate([out, slice_in_dim(evens, m, m + 1, 1, axis)], axis)
+
+    def prefix(xs):
+        # Results at odd positions: the scan of the pairwise combined elements (recursion);
+        # at even positions > 0: the preceding odd result combined with the element there.
+        size = get_aval(xs[0]).shape[axis]
+        if size < 2:
+            return xs
+        odd = prefix(combine(part(xs, 0, size - 1, 2), part(xs, 1, None, 2)))
+        first = part(xs, 0, 1)
+        if size < 3:
+            even = first
+        else:
+            num_odd = size // 2
+            prev = odd if size % 2 else part(odd, 0, num_odd - 1)
+            later = combine(prev, part(xs, 2, None, 2))
+            even = [concatenate([f, e], axis) for f, e in zip(first, later, strict=True)]
+        return [interleave(e, o) for e, o in zip(even, odd, strict=True)]
+
+    if reverse:
+        leaves = [rev(x, (axis,)) for x in leaves]
+    out = prefix(leaves)
+    if reverse:
+        out = [rev(x, (axis,)) for x in out]
+    return tree_util.tree_unflatten(tree, out)
