@@ -125,6 +125,7 @@ class ModuleContext:
     def __init__(self, module, num_replicas=1):
         self.module = module
         self.functions = {}
+        self.symbol_count = 0
         self.num_replicas = num_replicas
 
     def function_for(self, closed, name):
@@ -132,7 +133,10 @@ class ModuleContext:
         key = id(closed.jaxpr)
         entry = self.functions.get(key)
         if entry is None:
-            symbol = f"{_sanitize(name)}_{len(self.functions)}"
+            # The number is taken before emitting: the body may emit functions of its own
+            # (nested calls), which must not get the same symbol.
+            self.symbol_count += 1
+            symbol = f"{_sanitize(name)}_{self.symbol_count}"
             fn = emit_function(self, closed, symbol, public=False)
             entry = self.functions[key] = (symbol, fn, closed)
         return entry[0]

@@ -212,3 +212,20 @@ def test_custom_vjp_bwd_with_wrong_structure_or_types_errors_clearly():
     with pytest.raises(ValueError, match="cotangent 1 has shape .* and dtype float16; its "
                                          "argument is f32"):
         xform.grad(f)(x, x)
+
+
+def test_nested_custom_jvp_calls_under_jit():
+    # The outer call's body emits a function for the inner call: distinct symbols.
+    def make(lib, custom_jvp):
+        inner = custom_jvp(lambda x: lib.sin(x))
+        inner.defjvps(lambda g, ans, x: g * lib.cos(x))
+        outer = custom_jvp(lambda x: inner(x) * 2.0)
+        outer.defjvps(lambda g, ans, x: g * 2.0 * lib.cos(x))
+        return lambda x: outer(x) + outer(x + 1.0)
+
+    got = xform.jit(make(xnp, xform.custom_jvp))(np.float32(1.0))
+    expected = jax.jit(make(jnp, jax.custom_jvp))(np.float32(1.0))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-6)
+    got = xform.jit(xform.grad(make(xnp, xform.custom_jvp)))(np.float32(1.0))
+    expected = jax.grad(make(jnp, jax.custom_jvp))(np.float32(1.0))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-6)
