@@ -217,7 +217,7 @@ def test_custom_vjp_bwd_with_wrong_structure_or_types_errors_clearly():
 def test_nested_custom_jvp_calls_under_jit():
     # The outer call's body emits a function for the inner call: distinct symbols.
     def make(lib, custom_jvp):
-        inner = custom_jvp(lambda x: lib.sin(x))
+        inner = custom_jvp(lib.sin)
         inner.defjvps(lambda g, ans, x: g * lib.cos(x))
         outer = custom_jvp(lambda x: inner(x) * 2.0)
         outer.defjvps(lambda g, ans, x: g * 2.0 * lib.cos(x))
