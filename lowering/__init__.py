@@ -11,6 +11,7 @@ from lowering import (  # noqa: F401  (each module registers its family's loweri
     linalg,
     loops,
     reductions,
+    remat,
     sorting,
     structural,
 )

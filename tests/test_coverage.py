@@ -24,6 +24,7 @@ NO_HOST_IMPL = {
     "custom_lin": "no forward evaluation: jvp of a custom_vjp function is an error, as in JAX",
     "while": "runs its cond and body jaxprs in a Python loop (core.eager_rules)",
     "scan": "runs its body jaxpr in a Python loop (core.eager_rules)",
+    "checkpoint": "evaluates its jaxpr eagerly (core.eager_rules)",
 }
 NO_JVP_RULE = {
     "custom_lin": "only ever transposed (its transpose is the user's bwd rule)",

@@ -29,6 +29,7 @@ from xform.api_autodiff import (  # noqa: F401
 )
 from xform.api_batching import vmap  # noqa: F401
 from xform.api_jacobian import hessian, jacfwd, jacobian, jacrev  # noqa: F401
+from xform.api_remat import checkpoint, checkpoint_policies, remat  # noqa: F401
 from xform.array import Array  # noqa: F401
 from xform.config import enable_x64_scope as enable_x64  # noqa: F401
 from xform.custom_derivatives import custom_jvp, custom_vjp  # noqa: F401

@@ -22,6 +22,7 @@ from xform.primitives.indexing import *  # noqa: F403
 from xform.primitives.linalg import *  # noqa: F403
 from xform.primitives.loops import *  # noqa: F403
 from xform.primitives.reductions import *  # noqa: F403
+from xform.primitives.remat import remat_p  # noqa: F401
 from xform.primitives.sorting import *  # noqa: F403
 from xform.primitives.structural import *  # noqa: F403
 

@@ -1,0 +1,223 @@
+"""Rematerialization: the ``checkpoint`` call primitive behind ``xform.checkpoint``.
+
+``checkpoint[jaxpr, prevent_cse, differentiated, policy] *args`` runs a const-free closed
+jaxpr, like ``jit``; values the function closed over are its leading operands. What makes it
+differ from a plain call is its partial evaluation: when it is linearized, the known (primal)
+part runs now, but the unknown (tangent) part is staged as another ``checkpoint`` that
+*recomputes* the primal values it needs from the call's inputs instead of taking them as
+residuals. Only values the ``policy`` marks saveable are kept: ``policy(prim, *avals_in,
+**params) -> bool`` is asked per primal equation (``None`` saves nothing).
+
+``differentiated`` is True on the checkpoints made by differentiation (the JVP'd, staged and
+transposed ones). Lowering puts their inputs behind a ``stablehlo.optimization_barrier`` when
+``prevent_cse`` is set, so XLA cannot merge the recomputation with the forward pass it
+repeats; an undifferentiated checkpoint lowers to its body alone, as in JAX.
+
+The public function (``checkpoint``/``remat``) and the policies are in ``xform/api_remat.py``.
+"""
+
+import weakref
+
+from xform.core import (
+    Jaxpr,
+    Primitive,
+    abstract_eval_rules,
+    eager_rules,
+    eval_jaxpr,
+    eval_trace,
+    set_current_trace,
+)
+from xform.interpreters import ad, batching, dce, partial_eval, transpose
+from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+
+# The JVP and transpose rules rewrite the body exactly as ``jit``'s do (and share their
+# caches): only the primitive they bind and its params differ.
+from xform.primitives.call import _jvp_jaxpr, _transposed_jaxpr
+
+__all__ = []
+
+remat_p = Primitive("checkpoint", multiple_results=True)
+
+
+def _remat_abstract_eval(*avals, jaxpr, prevent_cse, differentiated, policy):
+    expected = jaxpr.in_avals
+    if len(avals) != len(expected) or any(
+            a.shape != e.shape or a.dtype != e.dtype for a, e in zip(avals, expected, strict=True)):
+        got = ", ".join(a.str_short() for a in avals)
+        want = ", ".join(a.str_short() for a in expected)
+        raise TypeError(f"checkpoint: called with arguments of types ({got}) but its jaxpr "
+                        f"takes ({want})")
+    return jaxpr.out_avals
+
+
+abstract_eval_rules[remat_p] = _remat_abstract_eval
+
+
+# --------------------------------------------------------------------------- eager
+
+
+def _remat_eager(*args, jaxpr, prevent_cse, differentiated, policy):
+    # Eagerly there is nothing to save or recompute: the body's equations run one by one
+    # (each on the eager path), which also keeps an eager call free of XLA compiles.
+    with set_current_trace(eval_trace):
+        return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
+
+
+eager_rules[remat_p] = _remat_eager
+
+
+# --------------------------------------------------------------------------- jvp
+
+
+def _remat_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, policy):
+    nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
+    body, consts, out_nonzeros = _jvp_jaxpr(jaxpr, nonzeros)
+    outs = remat_p.bind(*consts, *primals, *[t for t in tangents if type(t) is not ad.Zero],
+                        jaxpr=body, prevent_cse=prevent_cse, differentiated=True,
+                        policy=policy)
+    n_out = len(jaxpr.out_avals)
+    primals_out, nonzero_tangents = outs[:n_out], iter(outs[n_out:])
+    tangents_out = [next(nonzero_tangents) if nz else ad.Zero(ad.tangent_aval(a))
+                    for a, nz in zip(jaxpr.out_avals, out_nonzeros, strict=True)]
+    return primals_out, tangents_out
+
+
+ad.jvp_rules[remat_p] = _remat_jvp
+
+
+# --------------------------------------------------------------------------- partial eval
+# The body is split as for ``jit`` (partial_eval_jaxpr), giving a known jaxpr K (known
+# inputs -> known outputs, residuals) and an unknown one U (residuals, unknown inputs ->
+# unknown outputs). Then the residuals are not taken from K: the staged checkpoint reruns
+# K's equations on the known inputs to remake them, except the outputs of the equations the
+# policy saves, which K hands over. Dead-code elimination trims both sides: K computes only
+# the known outputs and the saved values, the rerun only what U reads.
+
+# body jaxpr -> {(unknowns, policy): split}
+_splits = weakref.WeakKeyDictionary()
+
+
+class _Split:
+    """How a checkpoint splits for one pattern of unknown inputs (see ``_remat_split``)."""
+
+    __slots__ = ("known", "known_consts", "staged", "staged_consts", "out_unknowns",
+                 "num_known_out", "staged_known")
+
+    def __init__(self, known, known_consts, staged, staged_consts, out_unknowns,
+                 num_known_out, staged_known):
+        self.known = known  # Jaxpr: known consts, known inputs -> known outputs, saved values
+        self.known_consts = known_consts
+        self.staged = staged  # ClosedJaxpr: consts, saved, known inputs read, unknowns -> outs
+        self.staged_consts = staged_consts
+        self.out_unknowns = out_unknowns
+        self.num_known_out = num_known_out
+        self.staged_known = staged_known  # a bool per known const and known input: read?
+
+
+def _saveable(policy, eqn):
+    if policy is None:
+        return False
+    return bool(policy(eqn.primitive, *[x.aval for x in eqn.invars], **eqn.params))
+
+
+def _remat_split(jaxpr, unknowns, policy):
+    name = "partially evaluating a checkpointed function"
+    known, known_consts, unknown, out_unknowns, num_res = partial_eval.partial_eval_jaxpr(
+        jaxpr, unknowns, name)
+    k = known.jaxpr
+    num_known_out = len(k.outvars) - num_res
+    # U reading only the residuals it uses (partial_eval_jaxpr passes it the known outputs
+    # too), and every unknown input: the staged checkpoint's operands.
+    u, u_used = dce.dce_jaxpr(unknown.jaxpr, [True] * len(unknown.out_avals))
+    res_used = u_used[:num_res]
+    u = Jaxpr([], [v for v, r in zip(u.invars[:num_res], res_used, strict=True) if r]
+              + u.invars[num_res:], u.outvars, u.eqns)
+    # The rerun of K: its equations less the saved ones, whose outputs become inputs.
+    saved_vars, rerun_eqns = [], []
+    for eqn in k.eqns:
+        if _saveable(policy, eqn):
+            saved_vars.extend(eqn.outvars)
+        else:
+            rerun_eqns.append(eqn)
+    res_outvars = [v for v, r in zip(k.outvars[num_known_out:], res_used, strict=True) if r]
+    rerun = Jaxpr([], saved_vars + k.invars, res_outvars, rerun_eqns)
+    rerun, used = dce.dce_jaxpr(rerun, [True] * len(res_outvars), prune_inputs=True)
+    saved = [v for v, r in zip(saved_vars, used[:len(saved_vars)], strict=True) if r]
+    staged_known = tuple(used[len(saved_vars):])
+    # K itself, returning the known outputs and the saved values, no longer the residuals.
+    known_out = Jaxpr([], k.invars, k.outvars[:num_known_out] + saved, k.eqns)
+    known_out, _ = dce.dce_jaxpr(known_out, [True] * len(known_out.outvars))
+
+    num_in = len(rerun.invars)
+
+    def staged_fun(*args):
+        residuals = eval_jaxpr(rerun, [], *args[:num_in])
+        return eval_jaxpr(u, [], *residuals, *args[num_in:])
+
+    in_avals = [v.aval for v in rerun.invars] + unknown.in_avals[num_res:]
+    staged, staged_consts = convert_constvars(trace_to_jaxpr(staged_fun, in_avals, name))
+    return _Split(known_out, known_consts, staged, staged_consts, out_unknowns, num_known_out,
+                  staged_known)
+
+
+def _remat_partial_eval(trace, args, params):
+    jaxpr, policy = params["jaxpr"], params["policy"]
+    unknowns = tuple(trace.is_unknown(x) for x in args)
+    cache = _splits.setdefault(jaxpr.jaxpr, {})
+    split = cache.get((unknowns, policy))
+    if split is None:
+        split = cache[(unknowns, policy)] = _remat_split(jaxpr, unknowns, policy)
+    known_in = split.known_consts + [x for x, u in zip(args, unknowns, strict=True) if not u]
+    # The known part runs now, inlined into the enclosing computation, as JAX does.
+    with set_current_trace(trace.parent):
+        outs = eval_jaxpr(split.known, [], *known_in)
+    known_outs, saved = outs[:split.num_known_out], outs[split.num_known_out:]
+    unknown_outs = iter([])
+    if any(split.out_unknowns):
+        operands = [*split.staged_consts, *saved,
+                    *[x for x, r in zip(known_in, split.staged_known, strict=True) if r],
+                    *[x for x, u in zip(args, unknowns, strict=True) if u]]
+        staged_params = {**params, "jaxpr": split.staged, "differentiated": True}
+        unknown_outs = iter(trace.stage(remat_p, operands, staged_params,
+                                        split.staged.out_avals))
+    known_outs = iter(known_outs)
+    return [next(unknown_outs) if u else next(known_outs) for u in split.out_unknowns]
+
+
+partial_eval.partial_eval_rules[remat_p] = _remat_partial_eval
+
+
+# --------------------------------------------------------------------------- transpose
+# The transposed body runs the non-linear part (the recomputation) forward, then the
+# backward pass of the linear part: it stays a checkpoint, so its recomputation keeps its
+# optimization barrier.
+
+
+def _remat_transpose(cts, *invals, jaxpr, prevent_cse, differentiated, policy):
+    linear = tuple(transpose.is_undefined(x) for x in invals)
+    body, consts = _transposed_jaxpr(jaxpr, linear)
+    values = [x for x in invals if not transpose.is_undefined(x)]
+    cts_in = iter(remat_p.bind(*consts, *values, *[ad.instantiate(ct) for ct in cts],
+                               jaxpr=body, prevent_cse=prevent_cse, differentiated=True,
+                               policy=policy))
+    return [next(cts_in) if lin else None for lin in linear]
+
+
+transpose.transpose_rules[remat_p] = _remat_transpose
+
+
+# --------------------------------------------------------------------------- batching
+
+
+def _remat_batch(axis, args, dims, *, jaxpr, prevent_cse, differentiated, policy):
+    body, consts, out_batched = batching.batch_jaxpr(jaxpr, axis, dims)
+    outs = remat_p.bind(*consts, *args, jaxpr=body, prevent_cse=prevent_cse,
+                        differentiated=differentiated, policy=policy)
+    return outs, [0 if b else batching.not_mapped for b in out_batched]
+
+
+batching.batch_rules[remat_p] = _remat_batch
+
+
+# --------------------------------------------------------------------------- dead code
+dce.dce_rules[remat_p] = dce.dce_call
