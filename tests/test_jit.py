@@ -268,3 +268,13 @@ def test_compiled_programs_are_freed_with_their_function():
     del f
     gc.collect()
     assert len(dispatch._compiled) == before - 1
+
+
+def test_cache_follows_the_x64_flag():
+    f = xform.jit(lambda x: (x, xform.numpy.arange(3)))
+    x = np.float32(1.0)
+    assert f(x)[1].dtype == np.int32
+    with xform.enable_x64():
+        assert f(x)[1].dtype == np.int64
+        assert f(xform.device_put(x))[1].dtype == np.int64
+    assert f(xform.device_put(x))[1].dtype == np.int32

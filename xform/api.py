@@ -11,7 +11,7 @@ import numpy as np
 from jax import tree_util
 
 from lowering import mlir, runtime
-from xform import core, dispatch, dtypes
+from xform import config, core, dispatch, dtypes
 from xform.array import Array
 from xform.core import ShapedArray, Tracer
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
@@ -244,8 +244,10 @@ class JitFunction:
             raise ValueError(f"jit of {self._name}: arguments {sorted(both)} are both static "
                              "and donated; static arguments are not buffers to donate")
         self._device = device
+        # Keys carry the x64 flag: the same arguments trace to other dtypes when it changes.
         self._cache = {}
-        self._flat_cache = {}  # avals -> entry, for calls whose arguments are all plain Arrays
+        # avals -> entry, for calls whose arguments are all plain Arrays; one per x64 mode
+        self._flat_caches = ({}, {})
 
     def __get__(self, instance, owner):  # jit on methods
         return self if instance is None else functools.partial(self, instance)
@@ -255,7 +257,8 @@ class JitFunction:
             self._fun, args, kwargs, self._static_argnums, self._static_argnames)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         avals = _arg_avals(leaves, in_tree, self._fun, abstractify)
-        key = (in_tree, None if statics is None else statics.key, tuple(avals))
+        key = (in_tree, None if statics is None else statics.key, tuple(avals),
+               config.enable_x64)
         return self._lookup(key, in_tree, statics, avals), leaves, avals
 
     def _lookup(self, key, in_tree, statics, avals):
@@ -304,7 +307,7 @@ class JitFunction:
                 avals.append(x.aval)
                 bufs.append(x._buf)
             else:
-                entry = self._flat_cache.get(tuple(avals))
+                entry = self._flat_caches[config.enable_x64].get(tuple(avals))
                 if entry is not None and entry.direct is not None:
                     outs = entry.direct.call(bufs)
                     if entry.single_output:
@@ -330,9 +333,10 @@ class JitFunction:
                     avals = _arg_avals(leaves, in_tree, self._fun)
                     concrete = not any(isinstance(x, Tracer) for x in leaves)
                     break
-            entry = self._lookup((in_tree, None, tuple(avals)), in_tree, None, avals)
+            entry = self._lookup((in_tree, None, tuple(avals), config.enable_x64), in_tree,
+                                 None, avals)
             if in_tree == _flat_tree(len(args)) and not entry.consts_are_traced:
-                self._flat_cache[tuple(avals)] = entry
+                self._flat_caches[config.enable_x64][tuple(avals)] = entry
         if concrete and core.trace_state.trace is core.eval_trace:
             outs = entry.run(leaves, avals, self._device)
         else:
@@ -351,7 +355,8 @@ class JitFunction:
 
     def clear_cache(self):
         self._cache.clear()
-        self._flat_cache.clear()
+        for cache in self._flat_caches:
+            cache.clear()
 
     def _cache_size(self):
         return len(self._cache)
