@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 
 import xform  # noqa: E402
 import xform.numpy as xnp  # noqa: E402
-from benchmarks import bench_control_flow, bench_vmap  # noqa: E402
+from benchmarks import bench_control_flow, bench_random, bench_vmap  # noqa: E402
 from benchmarks.common import compare, on_device  # noqa: E402
 
 # --------------------------------------------------------------------------- the benchmarks
@@ -216,6 +216,7 @@ BENCHMARKS = [
     ("(g) make_jaxpr(grad(f)), 2000-eqn f, per eqn of f", bench_grad_trace, (), 0.25),
     *bench_vmap.BENCHMARKS,
     *bench_control_flow.BENCHMARKS,
+    *bench_random.BENCHMARKS,
 ]
 
 
