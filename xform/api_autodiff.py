@@ -140,6 +140,20 @@ class _Linearized:
         self.out_tree = self.store["out_tree"]
         self.out_avals = [core.get_aval(p) for p in self.primals_out]
 
+    def pullback_flat(self, ct_leaves):
+        """Cotangents of the flat inputs (arrays) from those of the flat outputs, which the
+        caller has checked."""
+        linear = self.linear
+        cts = [ct for ct, nz in zip(ct_leaves, self.nonzero, strict=True) if nz]
+        args = [transpose.UndefinedPrimal(a) for a in linear.in_avals]
+        cts_in = iter(transpose.backward_pass(linear.jaxpr, linear.consts, args, cts))
+        flat_cts = []
+        for aval, d in zip(self.avals, self.diff, strict=True):
+            ct = next(cts_in) if d else None
+            flat_cts.append(_zero_cotangent(aval) if ct is None or type(ct) is ad.Zero
+                            else _as_output(ct))
+        return flat_cts
+
 
 def _zero_cotangent(aval):
     if dtypes.is_inexact(aval.dtype):
@@ -158,8 +172,7 @@ def vjp(fun, *primals, has_aux=False):
       >>> pullback(1.0)  # (cos 0.5,)
     """
     lin = _Linearized(fun, primals, has_aux)
-    in_tree, out_tree, avals, diff = lin.in_tree, lin.out_tree, lin.avals, lin.diff
-    linear, nonzero, out_avals, store = lin.linear, lin.nonzero, lin.out_avals, lin.store
+    in_tree, out_tree, out_avals, store = lin.in_tree, lin.out_tree, lin.out_avals, lin.store
     primals_out = [_as_output(p) for p in lin.primals_out]
 
     def vjp_fun(cotangents):
@@ -172,15 +185,7 @@ def vjp(fun, *primals, has_aux=False):
             if ct_aval.shape != aval.shape:
                 raise ValueError(f"vjp of {_fun_name(fun)}: cotangent {i} has shape "
                                  f"{ct_aval.shape}, the primal output {aval.shape}")
-        cts = [ct for ct, nz in zip(ct_leaves, nonzero, strict=True) if nz]
-        args = [transpose.UndefinedPrimal(a) for a in linear.in_avals]
-        cts_in = iter(transpose.backward_pass(linear.jaxpr, linear.consts, args, cts))
-        flat_cts = []
-        for aval, d in zip(avals, diff, strict=True):
-            ct = next(cts_in) if d else None
-            flat_cts.append(_zero_cotangent(aval) if ct is None or type(ct) is ad.Zero
-                            else _as_output(ct))
-        return tree_util.tree_unflatten(in_tree, flat_cts)[0]
+        return tree_util.tree_unflatten(in_tree, lin.pullback_flat(ct_leaves))[0]
 
     out = tree_util.tree_unflatten(out_tree, primals_out)
     return (out, vjp_fun, store["aux"]) if has_aux else (out, vjp_fun)
@@ -210,12 +215,15 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
                 full[i] = a
             return fun(*full, **kwargs)
 
-        result = vjp(partial, *[args[i] for i in positions], has_aux=has_aux)
-        out, pullback = result[0], result[1]
+        # vjp's steps without its pullback closure and the checks of a user's cotangent: the
+        # seed below has the output's structure and shape by construction.
+        lin = _Linearized(partial, tuple(args[i] for i in positions), has_aux)
+        out = tree_util.tree_unflatten(lin.out_tree, [_as_output(p) for p in lin.primals_out])
         _check_grad_output(name, out, holomorphic)
-        cts = pullback(_one(core.get_aval(out).dtype))
+        cts = lin.pullback_flat([_one(core.get_aval(out).dtype)])
+        cts = tree_util.tree_unflatten(lin.in_tree, cts)[0]
         grads = cts[0] if int_argnums else tuple(cts)
-        value = (out, result[2]) if has_aux else out
+        value = (out, lin.store["aux"]) if has_aux else out
         return value, grads
 
     return value_and_grad_f

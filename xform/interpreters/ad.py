@@ -68,7 +68,8 @@ def instantiate(t):
 def unbroadcast(aval, ct):
     """``ct`` summed back to the shape of an operand of type ``aval`` that an elementwise op
     broadcast: a rank-0 operand, or one with size-1 dimensions where ``ct`` has more."""
-    shape = aval_of(ct).shape
+    ct_aval = getattr(ct, "aval", None)  # aval_of, inlined: once per transposed operand
+    shape = (ct_aval if type(ct_aval) is ShapedArray else get_aval(ct)).shape
     if shape == aval.shape:
         return ct
     reduce_sum, reshape = tangent_ops["reduce_sum"], tangent_ops["reshape"]
@@ -142,7 +143,7 @@ class JVPTrace(core.Trace):
             return self.parent.process_primitive(prim, primals, params)
         for i, t in enumerate(tangents):  # the rules want a typed Zero for every operand
             if t is None:
-                tangents[i] = Zero(tangent_aval(get_aval(primals[i])))
+                tangents[i] = Zero(tangent_aval(aval_of(primals[i])))
         rule = jvp_rules.get(prim)
         if rule is None:
             raise MissingRuleError(f"primitive '{prim.name}' has no JVP rule, so it cannot be "
@@ -182,6 +183,19 @@ def jvp_flat(fun, primals, tangents):
 def defjvp(prim, *tangent_fns):
     """Rule from one function per operand: ``fn(tangent, *primals, **params)`` is that
     operand's contribution to the output tangent (None: the op is constant in it)."""
+    if len(tangent_fns) == 1 and tangent_fns[0] is not None:
+        (tangent_fn,) = tangent_fns
+
+        def unary_rule(primals, tangents, **params):
+            # Unary ops (sin, log, ...) without the loop: this runs once per differentiated op.
+            out = prim.bind(*primals, **params)
+            t = tangents[0]
+            if type(t) is Zero:
+                return [out], [Zero(tangent_aval(aval_of(out)))]
+            return [out], [tangent_fn(t, *primals, **params)]
+
+        jvp_rules[prim] = unary_rule
+        return
 
     def rule(primals, tangents, **params):
         out = prim.bind(*primals, **params)
@@ -190,7 +204,7 @@ def defjvp(prim, *tangent_fns):
             if fn is not None and type(t) is not Zero:
                 term = fn(t, *primals, **params)
                 total = term if total is None else add_tangents(total, term)
-        return [out], [Zero(tangent_aval(get_aval(out))) if total is None else total]
+        return [out], [Zero(tangent_aval(aval_of(out))) if total is None else total]
 
     jvp_rules[prim] = rule
 

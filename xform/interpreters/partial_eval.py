@@ -32,10 +32,9 @@ class PartialEvalTrace(JaxprTrace):
 
     def __init__(self, parent, name):
         super().__init__(parent, name)
-        # Where known operations go: the parent's rule, or, under eager evaluation, straight
-        # to its ``apply`` (one call fewer per primal operation of an eager grad).
-        self.known = parent.apply if type(parent) is core.EvalTrace else \
-            parent.process_primitive
+        # Where known operations go: the parent's rule, bound once (under eager evaluation,
+        # the eager ``apply`` itself).
+        self.known = parent.process_primitive
 
     def is_unknown(self, x):
         return isinstance(x, JaxprTracer) and x._trace is self

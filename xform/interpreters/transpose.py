@@ -70,6 +70,9 @@ def backward_pass(jaxpr, consts, args, cts_out):
         if v in linear and ct is not None and type(ct) is not Zero:
             old = ct_env.get(v)
             ct_env[v] = ct if old is None else add_tangents(old, ct)
+    # The loop below runs once per linear equation of every eager grad: plain loops rather
+    # than comprehensions (each one a function object in Python 3.11) and a length check
+    # rather than ``zip(strict=True)`` (a keyword argument makes zip parse its arguments).
     for eqn in reversed(linear_eqns):
         prim = eqn.primitive
         if prim.multiple_results:
@@ -86,10 +89,19 @@ def backward_pass(jaxpr, consts, args, cts_out):
         if rule is None:
             raise MissingRuleError(f"primitive '{prim.name}' has no transpose rule, so it "
                                    "cannot be differentiated in reverse mode")
-        invals = [UndefinedPrimal(x.aval) if x in linear else
-                  x.val if type(x) is Literal else env[x] for x in eqn.invars]
+        invars = eqn.invars
+        invals = []
+        for x in invars:
+            if x in linear:
+                invals.append(UndefinedPrimal(x.aval))
+            else:
+                invals.append(x.val if type(x) is Literal else env[x])
         cts_in = rule(ct, *invals, **eqn.params)
-        for x, ct_in in zip(eqn.invars, cts_in, strict=True):
+        if len(cts_in) != len(invars):
+            raise ValueError(f"the transpose rule of '{prim.name}' returned {len(cts_in)} "
+                             f"cotangents for {len(invars)} operands")
+        for i, x in enumerate(invars):
+            ct_in = cts_in[i]
             if ct_in is not None and type(ct_in) is not Zero and x in linear:
                 old = ct_env.get(x)
                 ct_env[x] = ct_in if old is None else add_tangents(old, ct_in)

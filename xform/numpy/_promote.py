@@ -150,13 +150,25 @@ def check_arraylike(name, *args):
                             f"{type(x)} at position {i}.")
 
 
+_scalar_avals = {}  # (dtype, weak) -> the rank-0 aval: one object, not one per scalar operand
+
+
+def _scalar_aval(dtype, weak):
+    # Shared, so later memo lookups keyed by this aval (dispatch's and staging's) find the
+    # very object they stored and compare it by identity.
+    aval = _scalar_avals.get((dtype, weak))
+    if aval is None:
+        aval = _scalar_avals[(dtype, weak)] = ShapedArray((), dtype, weak)
+    return aval
+
+
 def _scalar_array(x, dtype, weak):
     """A rank-0 Array from a Python scalar (a jaxpr literal when staged)."""
     if isinstance(x, int) and not isinstance(x, bool) and dtype.kind in "iu":
         dtypes.check_int_range(int(x), dtype, "xform.numpy")
     host = np.array(x, dtype)
     host.flags.writeable = False
-    return Array(ShapedArray((), dtype, weak), host)
+    return Array(_scalar_aval(dtype, weak), host)
 
 
 def convert(x, dtype, weak_type=False):
@@ -297,6 +309,10 @@ def promote_dtypes_inexact(*args):
 
 def promote_dtypes_numeric(*args):
     """Promote, then bools become the default int."""
+    if len(args) == 1:  # one array that is numeric already (``sum(x)``): nothing to do
+        x = args[0]
+        if isinstance(x, _ARRAY_TYPES) and x.aval.dtype in _NUMERIC:
+            return [x]
     dtype, weak = lattice_result_type(*args)
     dtype = dtypes.canonicalize(dtype)
     if dtype == dtypes.bool_:

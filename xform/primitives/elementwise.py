@@ -774,11 +774,12 @@ def _defjvp_with_ans(prim, *tangent_fns):
 
     def rule(primals, tangents, **params):
         ans = prim.bind(*primals, **params)
-        total = ad.Zero(ad.tangent_aval(get_aval(ans)))
+        total = None  # a Zero only if no operand contributes: this runs per differentiated op
         for fn, t in zip(tangent_fns, tangents, strict=False):
             if fn is not None and type(t) is not ad.Zero:
-                total = ad.add_tangents(total, fn(t, ans, *primals, **params))
-        return [ans], [total]
+                term = fn(t, ans, *primals, **params)
+                total = term if total is None else ad.add_tangents(total, term)
+        return [ans], [ad.Zero(ad.tangent_aval(ad.aval_of(ans))) if total is None else total]
 
     ad.jvp_rules[prim] = rule
 
@@ -855,6 +856,60 @@ def _pass_where(pred, t, x):
     return select(pred, _broadcast_to(t, shape), _zeros(t, shape))
 
 
+def _passed_tangent(t, out, negate):
+    """The tangent of ``out = x ± y`` when only ``t`` (that of one operand) is nonzero.
+
+    ``t`` itself (negated for the subtrahend) when it already has the output's tangent type:
+    no zeros to build and add. Otherwise (a rank-0 operand broadcast, a weakly typed or Python
+    scalar tangent) the other tangent becomes real zeros, as the op applied to both tangents
+    gives exactly the type a linear op's tangent has."""
+    t_aval = ad.aval_of(t)
+    if not t_aval.weak_type and t_aval.shape == ad.aval_of(out).shape:
+        return neg(t) if negate else t
+    zeros = ad.instantiate(ad.Zero(ad.tangent_aval(ad.aval_of(out))))
+    return sub(zeros, t) if negate else add(t, zeros)
+
+
+def _add_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = add(x, y)
+    if type(tx) is ad.Zero:
+        if type(ty) is ad.Zero:
+            return [out], [ad.Zero(ad.tangent_aval(ad.aval_of(out)))]
+        return [out], [_passed_tangent(ty, out, False)]
+    if type(ty) is ad.Zero:
+        return [out], [_passed_tangent(tx, out, False)]
+    return [out], [add(tx, ty)]
+
+
+def _sub_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = sub(x, y)
+    if type(tx) is ad.Zero:
+        if type(ty) is ad.Zero:
+            return [out], [ad.Zero(ad.tangent_aval(ad.aval_of(out)))]
+        return [out], [_passed_tangent(ty, out, True)]
+    if type(ty) is ad.Zero:
+        return [out], [_passed_tangent(tx, out, False)]
+    return [out], [sub(tx, ty)]
+
+
+def _mul_jvp(primals, tangents):
+    # ``ad.defjvp(mul_p, ...)`` spelled out: mul is the most frequent differentiated op.
+    x, y = primals
+    tx, ty = tangents
+    out = mul(x, y)
+    if type(tx) is ad.Zero:
+        if type(ty) is ad.Zero:
+            return [out], [ad.Zero(ad.tangent_aval(ad.aval_of(out)))]
+        return [out], [mul(x, ty)]
+    if type(ty) is ad.Zero:
+        return [out], [mul(tx, y)]
+    return [out], [add(mul(tx, y), mul(x, ty))]
+
+
 def _convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type):
     (x,), (t,) = primals, tangents
     out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
@@ -864,8 +919,10 @@ def _convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type):
     return [out], [convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)]
 
 
-for _prim in (neg_p, add_p, sub_p, real_p, imag_p, conj_p):
+for _prim in (neg_p, real_p, imag_p, conj_p):
     ad.deflinear(_prim)
+ad.jvp_rules[add_p] = _add_jvp
+ad.jvp_rules[sub_p] = _sub_jvp
 for _prim in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p, population_count_p,
               nextafter_p, and_p, or_p, xor_p, shift_left_p, shift_right_logical_p,
               shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p,
@@ -901,7 +958,7 @@ _defjvp_with_ans(erf_inv_p, lambda t, ans, x: mul(_const(x, np.sqrt(np.pi) / 2),
                                                   mul(t, exp(_square(ans)))))
 ad.defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
 ad.defjvp(digamma_p, _digamma_jvp)
-ad.defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
+ad.jvp_rules[mul_p] = _mul_jvp
 ad.defjvp(div_p, lambda t, x, y: div(t, y),
           lambda t, x, y: mul(mul(neg(t), x), integer_pow(y, -2)))
 ad.defjvp(rem_p, lambda t, x, y: _broadcast_to(t, _out_shape(x, y)), _rem_jvp_rhs)
@@ -929,6 +986,7 @@ ad.jvp_rules[convert_element_type_p] = _convert_element_type_jvp
 # transpose of ``t -> c * t`` is ``ct -> c * ct``.
 
 _unbroadcast = ad.unbroadcast
+_Undefined = transpose.UndefinedPrimal
 
 
 def _deftranspose(prim, *ct_fns):
@@ -938,7 +996,7 @@ def _deftranspose(prim, *ct_fns):
     def rule(ct, *invals, **params):
         cts = []
         for i, (fn, x) in enumerate(zip(ct_fns, invals, strict=True)):
-            if not transpose.is_undefined(x):
+            if type(x) is not _Undefined:  # a type test inline: once per operand per eqn
                 cts.append(None)
             elif fn is None:
                 raise ValueError(f"{prim.name} is not linear in operand {i}, so it cannot be "
@@ -957,6 +1015,45 @@ def _known(prim, y):
         raise ValueError(f"{prim.name} of two linear operands is not linear, so it cannot be "
                          "transposed")
     return y
+
+
+# add, sub, neg and mul are most of the equations a backward pass transposes, so their rules
+# are written out rather than made by ``_deftranspose``: no closure, loop or call per operand.
+
+
+def _add_transpose(ct, x, y):
+    if type(ct) is ad.Zero:
+        return [ad.Zero(x.aval) if type(x) is _Undefined else None,
+                ad.Zero(y.aval) if type(y) is _Undefined else None]
+    return [_unbroadcast(x.aval, ct) if type(x) is _Undefined else None,
+            _unbroadcast(y.aval, ct) if type(y) is _Undefined else None]
+
+
+def _sub_transpose(ct, x, y):
+    if type(ct) is ad.Zero:
+        return [ad.Zero(x.aval) if type(x) is _Undefined else None,
+                ad.Zero(y.aval) if type(y) is _Undefined else None]
+    return [_unbroadcast(x.aval, ct) if type(x) is _Undefined else None,
+            _unbroadcast(y.aval, neg(ct)) if type(y) is _Undefined else None]
+
+
+def _neg_transpose(ct, x):
+    if type(x) is not _Undefined:
+        return [None]
+    return [ad.Zero(x.aval) if type(ct) is ad.Zero else neg(ct)]
+
+
+def _mul_transpose(ct, x, y):
+    if type(x) is _Undefined:
+        if type(ct) is ad.Zero:
+            return [ad.Zero(x.aval), ad.Zero(y.aval) if type(y) is _Undefined else None]
+        if type(y) is _Undefined:
+            _known(mul_p, y)  # raises: mul of two linear operands is not linear
+        return [_unbroadcast(x.aval, mul(ct, y)), None]
+    if type(y) is _Undefined:
+        return [None, ad.Zero(y.aval) if type(ct) is ad.Zero else
+                _unbroadcast(y.aval, mul(x, ct))]
+    return [None, None]
 
 
 def _imag_transpose(ct, x):
@@ -993,13 +1090,10 @@ def _select_n_transpose(ct, which, *cases):
         if transpose.is_undefined(c) else None for i, c in enumerate(cases)]
 
 
-_deftranspose(add_p, lambda ct, x, y: _unbroadcast(x.aval, ct),
-              lambda ct, x, y: _unbroadcast(y.aval, ct))
-_deftranspose(sub_p, lambda ct, x, y: _unbroadcast(x.aval, ct),
-              lambda ct, x, y: _unbroadcast(y.aval, neg(ct)))
-_deftranspose(neg_p, lambda ct, x: neg(ct))
-_deftranspose(mul_p, lambda ct, x, y: _unbroadcast(x.aval, mul(ct, _known(mul_p, y))),
-              lambda ct, x, y: _unbroadcast(y.aval, mul(_known(mul_p, x), ct)))
+transpose.transpose_rules[add_p] = _add_transpose
+transpose.transpose_rules[sub_p] = _sub_transpose
+transpose.transpose_rules[neg_p] = _neg_transpose
+transpose.transpose_rules[mul_p] = _mul_transpose
 _deftranspose(div_p, lambda ct, x, y: _unbroadcast(x.aval, div(ct, _known(div_p, y))), None)
 _deftranspose(real_p, lambda ct, x: convert_element_type(ct, x.aval.dtype))
 _deftranspose(imag_p, _imag_transpose)
