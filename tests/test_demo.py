@@ -28,6 +28,7 @@ def test_demo_prints_the_tour():
     assert "matches a Python loop of grad over the examples: True" in out
     assert "matches central differences: True" in out
     assert "the compiled gradient is a stablehlo.while loop, not unrolled: True" in out
+    assert "the loss went down: True" in out
     # Both timings, with a number and a unit.
     number = r"\d+(\.\d+)? (ms|µs)"
     assert re.search(r"first jit call \(trace \+ lower \+ compile \+ run\): " + number, out)

@@ -80,6 +80,7 @@ def main(cached_calls=200):
 
     _per_example_gradients()
     _scan_rnn()
+    _mlp_training()
 
 
 def _per_example_gradients():
@@ -118,6 +119,36 @@ def _scan_rnn():
     lowered = xform.jit(xform.grad(rnn_loss)).lower(jnp.float32(0.5), xs_seq).as_text()
     print("the compiled gradient is a stablehlo.while loop, not unrolled:",
           lowered.count("stablehlo.while") >= 1 and lowered.count("stablehlo.tanh") <= 2)
+
+
+
+def _mlp_training(steps=50):
+    _section("An MLP initialised with xform.random and xform.nn.initializers, trained with SGD")
+    key = xform.random.PRNGKey(0)
+    k_data, k1, k2 = xform.random.split(key, 3)
+    init = xform.nn.initializers.glorot_normal()
+    params = [(init(k1, (2, 16)), jnp.zeros(16)), (init(k2, (16, 1)), jnp.zeros(1))]
+    x = xform.random.normal(k_data, (64, 2))
+    y = jnp.sin(x[:, :1]) * jnp.cos(x[:, 1:])
+
+    def loss(params, x, y):
+        (w1, b1), (w2, b2) = params
+        h = xform.nn.gelu(x @ w1 + b1)
+        return jnp.mean((h @ w2 + b2 - y) ** 2)
+
+    @xform.jit
+    def step(params, x, y):
+        value, grads = xform.value_and_grad(loss)(params, x, y)
+        new = [(w - 0.1 * gw, b - 0.1 * gb)
+               for (w, b), (gw, gb) in zip(params, grads, strict=True)]
+        return new, value
+
+    first = None
+    for _ in range(steps):
+        params, value = step(params, x, y)
+        first = float(value) if first is None else first
+    print(f"loss after 1 step: {first:.5f}, after {steps} steps: {float(value):.5f}")
+    print("the loss went down:", float(value) < first)
 
 
 if __name__ == "__main__":
