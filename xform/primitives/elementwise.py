@@ -870,30 +870,21 @@ def _passed_tangent(t, out, negate):
     return sub(zeros, t) if negate else add(t, zeros)
 
 
-def _add_jvp(primals, tangents):
-    x, y = primals
-    tx, ty = tangents
-    out = add(x, y)
-    if type(tx) is ad.Zero:
-        if type(ty) is ad.Zero:
-            return [out], [ad.Zero(ad.tangent_aval(ad.aval_of(out)))]
-        return [out], [_passed_tangent(ty, out, False)]
-    if type(ty) is ad.Zero:
-        return [out], [_passed_tangent(tx, out, False)]
-    return [out], [add(tx, ty)]
+def _additive_jvp(op, negate_y):
+    """The JVP of ``add`` (``sub``: ``negate_y``): a lone nonzero tangent passes through."""
 
-
-def _sub_jvp(primals, tangents):
-    x, y = primals
-    tx, ty = tangents
-    out = sub(x, y)
-    if type(tx) is ad.Zero:
+    def rule(primals, tangents):
+        tx, ty = tangents
+        out = op(*primals)
+        if type(tx) is ad.Zero:
+            if type(ty) is ad.Zero:
+                return [out], [ad.Zero(ad.tangent_aval(ad.aval_of(out)))]
+            return [out], [_passed_tangent(ty, out, negate_y)]
         if type(ty) is ad.Zero:
-            return [out], [ad.Zero(ad.tangent_aval(ad.aval_of(out)))]
-        return [out], [_passed_tangent(ty, out, True)]
-    if type(ty) is ad.Zero:
-        return [out], [_passed_tangent(tx, out, False)]
-    return [out], [sub(tx, ty)]
+            return [out], [_passed_tangent(tx, out, False)]
+        return [out], [op(tx, ty)]
+
+    return rule
 
 
 def _mul_jvp(primals, tangents):
@@ -921,8 +912,8 @@ def _convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type):
 
 for _prim in (neg_p, real_p, imag_p, conj_p):
     ad.deflinear(_prim)
-ad.jvp_rules[add_p] = _add_jvp
-ad.jvp_rules[sub_p] = _sub_jvp
+ad.jvp_rules[add_p] = _additive_jvp(add, False)
+ad.jvp_rules[sub_p] = _additive_jvp(sub, True)
 for _prim in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p, population_count_p,
               nextafter_p, and_p, or_p, xor_p, shift_left_p, shift_right_logical_p,
               shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p,
