@@ -13,15 +13,21 @@ from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 jit_p = Primitive("jit", multiple_results=True)
 
 
-def _jit_abstract_eval(*avals, jaxpr, name):
+def call_abstract_eval(what, avals, jaxpr):
+    """The output types of a call-like primitive running ``jaxpr`` on ``avals``; TypeError
+    naming ``what`` when the operands do not match what the jaxpr takes."""
     expected = jaxpr.in_avals
     if len(avals) != len(expected) or any(
             a.shape != e.shape or a.dtype != e.dtype for a, e in zip(avals, expected, strict=True)):
         got = ", ".join(a.str_short() for a in avals)
         want = ", ".join(a.str_short() for a in expected)
-        raise TypeError(f"jit of {name}: called with arguments of types ({got}) but its jaxpr "
+        raise TypeError(f"{what}: called with arguments of types ({got}) but its jaxpr "
                         f"takes ({want})")
     return jaxpr.out_avals
+
+
+def _jit_abstract_eval(*avals, jaxpr, name):
+    return call_abstract_eval(f"jit of {name}", avals, jaxpr)
 
 
 abstract_eval_rules[jit_p] = _jit_abstract_eval
@@ -33,7 +39,7 @@ abstract_eval_rules[jit_p] = _jit_abstract_eval
 _jvp_jaxprs = weakref.WeakKeyDictionary()
 
 
-def _jvp_jaxpr(jaxpr, nonzeros):
+def jvp_jaxpr(jaxpr, nonzeros):
     """A const-free jaxpr computing (primals_out, nonzero tangents_out) from (primals, the
     nonzero tangents): the jit body differentiated once and cached, not re-traced per call."""
     cache = _jvp_jaxprs.setdefault(jaxpr.jaxpr, {})
@@ -62,7 +68,7 @@ def _jvp_jaxpr(jaxpr, nonzeros):
 
 def _jit_jvp(primals, tangents, *, jaxpr, name):
     nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
-    body, consts, out_nonzeros = _jvp_jaxpr(jaxpr, nonzeros)
+    body, consts, out_nonzeros = jvp_jaxpr(jaxpr, nonzeros)
     outs = jit_p.bind(*consts, *primals, *[t for t in tangents if type(t) is not ad.Zero],
                       jaxpr=body, name=f"jvp({name})")
     n_out = len(jaxpr.out_avals)
@@ -111,7 +117,7 @@ partial_eval.partial_eval_rules[jit_p] = _jit_partial_eval
 _transposed_jaxprs = weakref.WeakKeyDictionary()  # jaxpr -> {linear mask: jaxpr}
 
 
-def _transposed_jaxpr(jaxpr, linear):
+def transposed_jaxpr(jaxpr, linear):
     cache = _transposed_jaxprs.setdefault(jaxpr.jaxpr, {})
     hit = cache.get(linear)
     if hit is not None:
@@ -134,7 +140,7 @@ def _transposed_jaxpr(jaxpr, linear):
 
 def _jit_transpose(cts, *invals, jaxpr, name):
     linear = tuple(transpose.is_undefined(x) for x in invals)
-    body, consts = _transposed_jaxpr(jaxpr, linear)
+    body, consts = transposed_jaxpr(jaxpr, linear)
     values = [x for x in invals if not transpose.is_undefined(x)]
     cts_in = iter(jit_p.bind(*consts, *values, *[ad.instantiate(ct) for ct in cts],
                              jaxpr=body, name=f"transpose({name})"))

@@ -1066,18 +1066,6 @@ def _zero_start(indices):
     return np.zeros((), get_aval(indices[0]).dtype if indices else dtypes.int32)
 
 
-def _check_unbatched(abstract_eval, args, dims, **params):
-    """Run ``abstract_eval`` on the per-entry types, so that a rule that turns the op into a
-    gather or scatter still reports bad input in the op's own words."""
-    avals = []
-    for x, d in zip(args, dims, strict=True):
-        aval = get_aval(x)
-        if d is not batching.not_mapped:
-            aval = ShapedArray(aval.shape[:d] + aval.shape[d + 1:], aval.dtype, aval.weak_type)
-        avals.append(aval)
-    abstract_eval(*avals, **params)
-
-
 def _stacked_starts(indices, dims, size):
     """The scalar start indices, some mapped, as one ``(size, len(indices))`` array."""
     columns = [broadcast_in_dim(i, (size, 1), () if d is batching.not_mapped else (0,))
@@ -1094,7 +1082,6 @@ def _dynamic_slice_batch(axis, args, dims, *, slice_sizes):
                                    slice_sizes=slice_sizes[:d] + (axis.size,) + slice_sizes[d:])
         return [out], [d]
     # A window per entry: a gather, clamped into bounds as dynamic_slice is.
-    _check_unbatched(_dynamic_slice_abstract_eval, args, dims, slice_sizes=slice_sizes)
     window = tuple(range(len(indices)))
     dn = GatherDimensionNumbers(offset_dims=window, collapsed_slice_dims=(),
                                 start_index_map=window)
@@ -1115,7 +1102,6 @@ def _dynamic_update_slice_batch(axis, args, dims):
                                           *indices[d:])
         return [out], [d]
     # A window per entry: a scatter, clamped into bounds as dynamic_update_slice is.
-    _check_unbatched(_dynamic_update_slice_abstract_eval, args, dims)
     window = tuple(range(len(indices)))
     dn = ScatterDimensionNumbers(update_window_dims=window, inserted_window_dims=(),
                                  scatter_dims_to_operand_dims=window)

@@ -32,7 +32,7 @@ from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 
 # The JVP and transpose rules rewrite the body exactly as ``jit``'s do (and share their
 # caches): only the primitive they bind and its params differ.
-from xform.primitives.call import _jvp_jaxpr, _transposed_jaxpr
+from xform.primitives.call import call_abstract_eval, jvp_jaxpr, transposed_jaxpr
 
 __all__ = []
 
@@ -40,14 +40,7 @@ remat_p = Primitive("checkpoint", multiple_results=True)
 
 
 def _remat_abstract_eval(*avals, jaxpr, prevent_cse, differentiated, policy):
-    expected = jaxpr.in_avals
-    if len(avals) != len(expected) or any(
-            a.shape != e.shape or a.dtype != e.dtype for a, e in zip(avals, expected, strict=True)):
-        got = ", ".join(a.str_short() for a in avals)
-        want = ", ".join(a.str_short() for a in expected)
-        raise TypeError(f"checkpoint: called with arguments of types ({got}) but its jaxpr "
-                        f"takes ({want})")
-    return jaxpr.out_avals
+    return call_abstract_eval("checkpoint", avals, jaxpr)
 
 
 abstract_eval_rules[remat_p] = _remat_abstract_eval
@@ -71,7 +64,7 @@ eager_rules[remat_p] = _remat_eager
 
 def _remat_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, policy):
     nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
-    body, consts, out_nonzeros = _jvp_jaxpr(jaxpr, nonzeros)
+    body, consts, out_nonzeros = jvp_jaxpr(jaxpr, nonzeros)
     outs = remat_p.bind(*consts, *primals, *[t for t in tangents if type(t) is not ad.Zero],
                         jaxpr=body, prevent_cse=prevent_cse, differentiated=True,
                         policy=policy)
@@ -195,7 +188,7 @@ partial_eval.partial_eval_rules[remat_p] = _remat_partial_eval
 
 def _remat_transpose(cts, *invals, jaxpr, prevent_cse, differentiated, policy):
     linear = tuple(transpose.is_undefined(x) for x in invals)
-    body, consts = _transposed_jaxpr(jaxpr, linear)
+    body, consts = transposed_jaxpr(jaxpr, linear)
     values = [x for x in invals if not transpose.is_undefined(x)]
     cts_in = iter(remat_p.bind(*consts, *values, *[ad.instantiate(ct) for ct in cts],
                                jaxpr=body, prevent_cse=prevent_cse, differentiated=True,
