@@ -5,11 +5,13 @@ import jax  # noqa: F401, I001  (before jaxlib: importing JAX first quiets XLA's
 from lowering import (  # noqa: F401  (each module registers its family's lowering rules)
     autodiff,
     call,
+    collectives,
     cond,
     elementwise,
     indexing,
     linalg,
     loops,
+    pmap,
     reductions,
     remat,
     sorting,

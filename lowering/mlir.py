@@ -122,27 +122,31 @@ class RuleContext:
 class ModuleContext:
     """The module under construction, and the private functions already emitted into it."""
 
-    def __init__(self, module, num_replicas=1):
+    def __init__(self, module, num_replicas=1, axis_env=()):
         self.module = module
         self.functions = {}
         self.symbol_count = 0
         self.num_replicas = num_replicas
+        # The pmap axes being lowered, outermost first: ((name, size), ...). Replica ``r``
+        # sits at index ``(r // stride) % size`` along each (lowering/collectives.py).
+        self.axis_env = axis_env
 
     def function_for(self, closed, name):
-        """The symbol of a private function computing ``closed`` (emitted once per jaxpr)."""
-        key = id(closed.jaxpr)
+        """The symbol of a private function computing ``closed`` (emitted once per jaxpr and
+        axis environment: its collectives' replica groups depend on the axes around it)."""
+        key = (id(closed.jaxpr), self.axis_env)
         entry = self.functions.get(key)
         if entry is None:
             # The number is taken before emitting: the body may emit functions of its own
             # (nested calls), which must not get the same symbol.
             self.symbol_count += 1
-            symbol = f"{_sanitize(name)}_{self.symbol_count}"
+            symbol = f"{sanitize(name)}_{self.symbol_count}"
             fn = emit_function(self, closed, symbol, public=False)
             entry = self.functions[key] = (symbol, fn, closed)
         return entry[0]
 
 
-def _sanitize(name):
+def sanitize(name):
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "fn"
 
 
@@ -188,16 +192,16 @@ def emit_function(mctx, closed, symbol, public):
     return fn
 
 
-def _alias_donated_inputs(fn, jaxpr, donated):
+def _alias_donated_inputs(fn, in_avals, out_avals, donated):
     """Let each donated input's buffer hold an output of the same type (``tf.aliasing_output``),
     so XLA writes the result in place and the input array is consumed, as in JAX."""
-    free = list(enumerate(v.aval for v in jaxpr.outvars))
+    free = list(enumerate(out_avals))
     attrs = []
-    for v, donate in zip(jaxpr.invars, donated, strict=True):
+    for aval, donate in zip(in_avals, donated, strict=True):
         entries = {}
         if donate:
-            match = next((k for k, (_, a) in enumerate(free) if a.shape == v.aval.shape
-                          and a.dtype == v.aval.dtype), None)
+            match = next((k for k, (_, a) in enumerate(free) if a.shape == aval.shape
+                          and a.dtype == aval.dtype), None)
             if match is not None:
                 out_index, _ = free.pop(match)
                 i32 = ir.IntegerType.get_signless(32)
@@ -214,18 +218,26 @@ def lower_to_module(closed, name, num_replicas=1, donated=None):
     """
     if not isinstance(closed, ClosedJaxpr):
         raise TypeError(f"lower_to_module expects a ClosedJaxpr, got {type(closed).__name__}")
+    return build_module(f"jit_{sanitize(name)}", num_replicas,
+                        lambda mctx: emit_function(mctx, closed, "main", public=True),
+                        (closed.in_avals, closed.out_avals, donated))
+
+
+def build_module(symbol, num_replicas, emit_main, donation=None, axis_env=()):
+    """A verified module named ``symbol`` run by ``num_replicas`` replicas, whose public main
+    ``emit_main(module_context)`` emits. ``donation``: None, or ``(in_avals, out_avals,
+    donated)``, main's types and a bool per input whose buffer the program may reuse."""
     with _lock, context(), ir.Location.unknown():
         module = ir.Module.create()
-        module.operation.attributes["sym_name"] = ir.StringAttr.get(f"jit_{_sanitize(name)}")
+        module.operation.attributes["sym_name"] = ir.StringAttr.get(symbol)
         i32 = ir.IntegerType.get_signless(32)
         module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, num_replicas)
         module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, 1)
-        mctx = ModuleContext(module, num_replicas)
-        main = emit_function(mctx, closed, "main", public=True)
-        if donated is not None and any(donated):
-            _alias_donated_inputs(main, closed.jaxpr, donated)
+        main = emit_main(ModuleContext(module, num_replicas, axis_env))
+        if donation is not None and donation[2] is not None and any(donation[2]):
+            _alias_donated_inputs(main, *donation)
         if not module.operation.verify():
-            raise RuntimeError(f"internal error: the StableHLO module for {name} does not verify")
+            raise RuntimeError(f"internal error: the StableHLO module {symbol} does not verify")
         return module
 
 

@@ -97,3 +97,136 @@ def compile_module(module, out_avals, device=None):
     options = _jax.CompileOptions()
     loaded = device.client.compile_and_load(text, _jax.DeviceList((device,)), options)
     return Executable(loaded, text, device, out_avals)
+
+
+# --------------------------------------------------------------------------- SPMD programs
+
+
+def process_count():
+    return jax.process_count()
+
+
+def _mesh(devices, axis_name, size):
+    """A mesh of ``devices`` with the pmap axis first; a second axis holds the replicas of
+    nested pmaps (each device along it has the same slice of the outer axis)."""
+    grid = np.array(devices, dtype=object).reshape(size, len(devices) // size)
+    if grid.shape[1] == 1:
+        return jax.sharding.Mesh(grid.reshape(size), (axis_name,))
+    return jax.sharding.Mesh(grid, (axis_name, "_replicas"))
+
+
+@functools.lru_cache(maxsize=1024)
+def mapped_sharding(devices, axis_name, size, axis):
+    """The sharding of an array split along ``axis`` over the pmap axis of ``devices``
+    (``axis`` None: the array whole on every device)."""
+    mesh = _mesh(devices, axis_name, size)
+    if axis is None:
+        return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(*[None] * axis,
+                                                                       axis_name))
+
+
+def put_sharded(x, sharding, axis, size):
+    """A NumPy array as a global array with ``sharding``: slice ``i`` along ``axis`` (kept,
+    of size 1) on the devices at index ``i`` of the pmap axis; ``x`` whole on every device
+    if ``axis`` is None. Only this process's devices get data."""
+    devices = list(sharding._device_assignment)
+    local = [d for d in devices if d.process_index == jax.process_index()]
+    per_slice = len(devices) // size
+    if axis is None:
+        pieces = [x] * len(local)
+    else:
+        first = _first_local_slice(devices, per_slice)
+        index = [slice(None)] * x.ndim
+        pieces = []
+        for d in local:
+            i = devices.index(d) // per_slice - first
+            index[axis] = slice(i, i + 1)
+            pieces.append(np.ascontiguousarray(x[tuple(index)]))
+    shape = x.shape if axis is None else x.shape[:axis] + (size,) + x.shape[axis + 1:]
+    return _jax.batched_device_put(_jax_aval(shape, x.dtype), sharding, pieces, local, True,
+                                   False, enable_x64=True)
+
+
+def _first_local_slice(devices, per_slice):
+    # In a multi-process run each process passes only its own slices: the first of them is
+    # the index of its first device along the pmap axis.
+    me = jax.process_index()
+    return next(k for k, d in enumerate(devices) if d.process_index == me) // per_slice
+
+
+def local_slice_count(devices, size):
+    """How many slices of a pmap over ``devices`` this process holds."""
+    per_slice = len(devices) // size
+    return len({k // per_slice for k, d in enumerate(devices)
+                if d.process_index == jax.process_index()})
+
+
+class SpmdExecutable:
+    """A program run by one replica per device of ``devices``: ``call(arrays) -> arrays``,
+    global arrays in (one shard per device) and out (shaped and sharded as ``outs`` say:
+    ``(aval, sharding)`` pairs)."""
+
+    __slots__ = ("loaded", "text", "devices", "handlers")
+
+    def __init__(self, loaded, text, devices, outs):
+        self.loaded = loaded
+        self.text = text
+        self.devices = devices
+        self.handlers = [_jax.array_result_handler(_jax_aval(a.shape, a.dtype), s, True,
+                                                   _skip_checks=True) for a, s in outs]
+
+    def call(self, arrays):
+        return self.loaded.execute_sharded(arrays).consume_with_handlers(self.handlers)
+
+
+def compile_spmd(module, devices, outs):
+    """Compile a module of ``len(devices)`` replicas, replica ``r`` on ``devices[r]``."""
+    text = mlir.module_text(module)
+    options = _jax.CompileOptions()
+    options.num_replicas = len(devices)
+    options.device_assignment = _jax.DeviceAssignment.create(
+        np.array([d.id for d in devices]).reshape(len(devices), 1))
+    loaded = devices[0].client.compile_and_load(text, _jax.DeviceList(tuple(devices)), options)
+    return SpmdExecutable(loaded, text, devices, outs)
+
+
+class ReplicatedExecutable:
+    """A jit program holding pmaps, run by ``len(devices)`` replicas: it is called like a
+    one-device program; each replica gets the whole arguments, and replica 0's results are
+    returned."""
+
+    __slots__ = ("spmd", "sharding", "text")
+
+    def __init__(self, spmd):
+        self.spmd = spmd
+        self.text = spmd.text
+        mesh = jax.sharding.Mesh(np.array(spmd.devices, dtype=object), ("_replicas",))
+        self.sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+
+    def call(self, buffers):
+        local = [d for d in self.spmd.devices if d.process_index == jax.process_index()]
+        arrays = []
+        for buf in buffers:
+            host = np.ascontiguousarray(to_host(buf))
+            arrays.append(_jax.batched_device_put(_jax_aval(host.shape, host.dtype),
+                                                  self.sharding, [host] * len(local), local,
+                                                  True, False, enable_x64=True))
+        return [out.addressable_shards[0].data for out in self.spmd.call(arrays)]
+
+
+def compile_replicated(module, out_avals, num_replicas):
+    """Compile a jit module of ``num_replicas`` replicas (it holds pmaps) on the first devices."""
+    devices = tuple(devices_for_replicas(num_replicas))
+    mesh = jax.sharding.Mesh(np.array(devices, dtype=object), ("_replicas",))
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+    return ReplicatedExecutable(compile_spmd(module, devices, [(a, sharding) for a in out_avals]))
+
+
+def devices_for_replicas(num_replicas):
+    available = devices()
+    if num_replicas > len(available):
+        raise ValueError(f"compiling a computation that requires {num_replicas} logical devices "
+                         f"(the pmaps in it), but only {len(available)} XLA devices are "
+                         "available")
+    return available[:num_replicas]

@@ -3,9 +3,14 @@
 import os
 
 import hypothesis
+import jax
 import pytest
 
-import xform
+# pmap tests need several devices: 8 CPU devices, set before any backend starts. Everything
+# else runs on the first one, as it would on a one-device machine.
+jax.config.update("jax_num_cpu_devices", 8)
+
+import xform  # noqa: E402
 
 hypothesis.settings.register_profile(
     "ci", max_examples=12, deadline=None, derandomize=True, print_blob=True,

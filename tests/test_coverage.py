@@ -6,8 +6,10 @@ from lowering.mlir import lowering_rules
 from xform import core, lax
 from xform.interpreters import ad, batching
 from xform.primitives.call import jit_p
+from xform.primitives.pmap import pmap_p
 
-PRIMITIVES = sorted({v for v in vars(lax).values() if isinstance(v, core.Primitive)} | {jit_p},
+PRIMITIVES = sorted({v for v in vars(lax).values() if isinstance(v, core.Primitive)} |
+                    {jit_p, pmap_p},
                     key=lambda p: p.name)
 
 # Primitives evaluated eagerly by XLA even on a CPU backend, and why.
@@ -25,6 +27,10 @@ NO_HOST_IMPL = {
     "while": "runs its cond and body jaxprs in a Python loop (core.eager_rules)",
     "scan": "runs its body jaxpr in a Python loop (core.eager_rules)",
     "checkpoint": "evaluates its jaxpr eagerly (core.eager_rules)",
+    "pmap": "runs its SPMD program on the devices (core.eager_rules, xform/spmd.py)",
+    **{name: "a collective: only meaningful inside pmap or vmap, which replace it"
+       for name in ("psum", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
+                    "all_to_all", "axis_index")},
 }
 NO_JVP_RULE = {
     "custom_lin": "only ever transposed (its transpose is the user's bwd rule)",
@@ -38,7 +44,7 @@ NO_BATCH_RULE = {
 def test_the_walk_finds_the_primitive_families():
     names = {p.name for p in PRIMITIVES}
     for expected in ("sin", "add", "broadcast_in_dim", "gather", "scatter-add", "reduce_sum",
-                     "sort", "dot_general", "conv_general_dilated", "jit"):
+                     "sort", "dot_general", "conv_general_dilated", "jit", "pmap", "psum"):
         assert expected in names
     assert len(PRIMITIVES) > 90
 

@@ -5,7 +5,7 @@ feature.
 """
 
 import lowering  # noqa: F401  (registers the lowering rules)
-from xform import config, dispatch, errors, lax, nn, numpy, random, scipy, tree_util  # noqa: F401
+from xform import config, dispatch, errors, lax, nn, numpy, random, scipy, spmd, tree_util  # noqa: F401
 from xform.api import (  # noqa: F401
     ShapeDtypeStruct,
     block_until_ready,
@@ -29,8 +29,9 @@ from xform.api_autodiff import (  # noqa: F401
 )
 from xform.api_batching import vmap  # noqa: F401
 from xform.api_jacobian import hessian, jacfwd, jacobian, jacrev  # noqa: F401
+from xform.api_pmap import pmap  # noqa: F401
 from xform.api_remat import checkpoint, checkpoint_policies, remat  # noqa: F401
-from xform.array import Array  # noqa: F401
+from xform.array import Array, ShardedArray  # noqa: F401
 from xform.config import enable_x64_scope as enable_x64  # noqa: F401
 from xform.custom_derivatives import custom_jvp, custom_vjp  # noqa: F401
 

@@ -175,6 +175,32 @@ class Array:
         return f"{prefix}{body}, dtype={self.aval.dtype.name}{weak})"
 
 
+class ShardedArray(Array):
+    """An Array whose data is spread over several devices, as ``pmap`` leaves its results:
+    one slice per device along the mapped axis. A following ``pmap`` reads the slices where
+    they are; anything else gathers them first (``np.asarray`` gives the whole array)."""
+
+    __slots__ = ()
+
+    def _device_buffer(self, device=None):
+        # One device's copy of the whole array, for programs that run on a single device.
+        return runtime.to_device(self._host_value(), device)
+
+    def devices(self):
+        return set(self._buf.devices())
+
+    def is_fully_replicated(self):
+        return self._buf.is_fully_replicated
+
+    @property
+    def sharding(self):
+        return self._buf.sharding
+
+    @property
+    def addressable_shards(self):
+        return self._buf.addressable_shards
+
+
 def _rebuild(host, weak_type):
     return from_host(host, weak_type)
 
@@ -196,5 +222,5 @@ def _buffer_aval(buf):
     return ShapedArray(buf.shape, dtypes.canonicalize(buf.dtype), bool(buf.weak_type))
 
 
-core.pytype_aval_mappings[Array] = lambda x: x.aval
+core.pytype_aval_mappings[Array] = core.pytype_aval_mappings[ShardedArray] = lambda x: x.aval
 core.pytype_aval_mappings[runtime.BufferType] = _buffer_aval

@@ -298,6 +298,7 @@ eval_trace = EvalTrace()
 class _TraceState(threading.local):
     def __init__(self):
         self.trace = eval_trace
+        self.axis_env = ()  # the named axes (pmap, vmap) in scope: ((name, size), ...)
 
 
 trace_state = _TraceState()
@@ -321,6 +322,35 @@ class set_current_trace:
 
     def __exit__(self, *exc):
         trace_state.trace = self.saved
+
+
+class extend_axis_env:
+    """``with extend_axis_env(name, size):`` binds a named axis for the collectives traced in
+    the block (``pmap`` and ``vmap(axis_name=...)`` bind theirs while tracing the body)."""
+
+    __slots__ = ("frame", "saved")
+
+    def __init__(self, name, size):
+        self.frame = (name, size)
+
+    def __enter__(self):
+        self.saved = trace_state.axis_env
+        trace_state.axis_env = self.saved + (self.frame,)
+
+    def __exit__(self, *exc):
+        trace_state.axis_env = self.saved
+
+
+def axis_size(name, what):
+    """The size of the named axis ``name`` in scope; NameError (as in JAX) naming ``what``
+    (the collective) and the axes in scope when no pmap or vmap binds it."""
+    for bound, size in reversed(trace_state.axis_env):
+        if bound == name:
+            return size
+    in_scope = [n for n, _ in trace_state.axis_env]
+    raise NameError(f"unbound axis name: {name!r} in {what}. The axis names bound here (by pmap "
+                    f"or vmap with axis_name=...) are {in_scope}; call {what} inside a function "
+                    "mapped with that axis_name")
 
 
 def set_eager_impl(fn):

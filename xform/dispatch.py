@@ -17,6 +17,7 @@ from xform.array import Array
 from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Tracer, Var, host_impls
 from xform.interpreters import dce
 from xform.interpreters.staging import out_avals_of
+from xform.primitives.pmap import replicas_needed
 
 
 def concrete_aval(x, prim):
@@ -122,8 +123,13 @@ def compile_jaxpr(closed, name, device=None, donated=None):
     per_jaxpr = _compiled.setdefault(closed.jaxpr, {})
     entry = per_jaxpr.get((device, donated))
     if entry is None:
-        module = mlir.lower_to_module(without_dead_code(closed), name, donated=donated)
-        exe = runtime.compile_module(module, closed.out_avals, device)
+        # A program holding pmaps runs as one replica per device they need.
+        replicas = replicas_needed(closed.jaxpr)
+        module = mlir.lower_to_module(without_dead_code(closed), name, replicas, donated)
+        if replicas == 1:
+            exe = runtime.compile_module(module, closed.out_avals, device)
+        else:
+            exe = runtime.compile_replicated(module, closed.out_avals, replicas)
         entry = per_jaxpr[(device, donated)] = Compiled(exe, closed.out_avals, device)
     return entry
 

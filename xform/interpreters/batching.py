@@ -95,7 +95,9 @@ class BatchTrace(core.Trace):
                 dims.append(not_mapped)
         rule = axis_rules.get(prim)
         if rule is None:
-            if not mapped:  # nothing here varies along the axis
+            # Nothing here varies along the axis (unless a sub-program's collective names it).
+            if not mapped and (self.axis.name is None or
+                               not _names_axis(params, self.axis.name)):
                 return self.parent.process_primitive(prim, vals, params)
             rule = batch_rules.get(prim)
             if rule is None:
@@ -113,6 +115,28 @@ class BatchTrace(core.Trace):
                 for o, d in zip(outs, out_dims, strict=True)]
 
 
+_axis_names = weakref.WeakKeyDictionary()  # jaxpr -> the axis names its collectives use
+
+
+def axis_names(jaxpr):
+    """The axis names the collectives of ``jaxpr`` (and its sub-jaxprs) work across, less
+    those a nested pmap binds itself."""
+    names = _axis_names.get(jaxpr)
+    if names is None:
+        names = set()
+        for eqn in jaxpr.eqns:
+            if eqn.primitive in axis_rules:
+                names.update(eqn.params["axes"])
+            inner = set().union(*map(axis_names, core.subjaxprs(eqn.params)))
+            names.update(inner - {eqn.params.get("axis_name")})
+        names = _axis_names[jaxpr] = frozenset(names)
+    return names
+
+
+def _names_axis(params, name):
+    return any(name in axis_names(j) for j in core.subjaxprs(params))
+
+
 def batch_flat(fun, axis, args, in_dims):
     """Run ``fun`` (flat lists in and out) on ``args`` mapped along ``in_dims`` over ``axis``;
     the outputs as ``(vals, dims)``, each dim where that output's batch dimension is, or
@@ -121,7 +145,7 @@ def batch_flat(fun, axis, args, in_dims):
     tracers = [x if d is not_mapped else BatchTracer(trace, x, d)
                for x, d in zip(args, in_dims, strict=True)]
     try:
-        with core.set_current_trace(trace):
+        with core.set_current_trace(trace), core.extend_axis_env(axis.name, axis.size):
             outs = fun(*tracers)
         pairs = [trace.to_val_dim(x) for x in outs]
     finally:

@@ -15,6 +15,7 @@ from xform.primitives import (
     structural,
 )
 from xform.primitives.autodiff import *  # noqa: F403
+from xform.primitives.collectives import *  # noqa: F403
 from xform.primitives.cond import *  # noqa: F403
 from xform.primitives.elementwise import *  # noqa: F403
 from xform.primitives.elementwise import RoundingMethod  # noqa: F401

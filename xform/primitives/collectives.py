@@ -1,0 +1,449 @@
+"""Collectives over named axes: ``psum``, ``pmean``, ``pmax``, ``pmin``, ``all_gather``,
+``psum_scatter``, ``ppermute``, ``pshuffle``, ``all_to_all`` and ``axis_index``.
+
+A collective names the axes it works across (``axes``, a tuple of names bound by ``pmap`` or
+by ``vmap(axis_name=...)``). Under ``pmap`` each one is lowered to a StableHLO collective
+whose replica groups follow from the names (lowering/collectives.py); under ``vmap`` its
+batching rule (in ``batching.axis_rules``, so it runs even when nothing it gets is mapped)
+turns the named axis into the batch dimension: ``psum`` becomes a ``reduce_sum`` over it,
+``axis_index`` an ``iota``. Collectives over *another* axis pass through ``vmap`` with their
+batch dimension carried along.
+
+Outside any binding of its axis name a collective raises ``NameError``, as in JAX.
+"""
+
+import numpy as np
+from jax import tree_util
+
+from xform import core
+from xform.core import ShapedArray, Tracer, get_aval
+from xform.interpreters import ad, batching
+from xform.interpreters import transpose as transpose_interp
+from xform.interpreters.batching import moveaxis, not_mapped
+from xform.primitives.base import ANY, NUMBER, canonicalize_axis, check_dtype, standard_primitive
+from xform.primitives.indexing import slice as lax_slice
+from xform.primitives.reductions import reduce_max, reduce_min, reduce_sum
+from xform.primitives.structural import (
+    broadcast_in_dim,
+    concatenate,
+    iota,
+    reshape,
+    transpose,
+)
+
+__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
+           "pshuffle", "all_to_all", "axis_index", "psum_p", "pmax_p", "pmin_p",
+           "all_gather_p", "psum_scatter_p", "ppermute_p", "all_to_all_p", "axis_index_p"]
+
+
+def _axes(axis_name):
+    return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+
+
+def _size(axes, what):
+    """The number of devices (or lanes) along ``axes``; NameError if one is not bound."""
+    return int(np.prod([core.axis_size(name, what) for name in axes], dtype=np.int64))
+
+
+def _no_groups(axis_index_groups, what):
+    if axis_index_groups is not None:
+        raise NotImplementedError(f"{what}: axis_index_groups is not supported by xform")
+
+
+def _tree_bind(prim, x, **params):
+    leaves, tree = tree_util.tree_flatten(x)
+    return tree_util.tree_unflatten(tree, [prim.bind(leaf, **params) for leaf in leaves])
+
+
+# --------------------------------------------------------------------------- the API
+
+
+def psum(x, axis_name, *, axis_index_groups=None):
+    """The sum of ``x`` (a pytree) over the devices (or lanes) of the named axis."""
+    axes = _axes(axis_name)
+    _no_groups(axis_index_groups, "psum")
+    size = _size(axes, "psum")
+    leaves, tree = tree_util.tree_flatten(x)
+    # A value known before tracing is the same everywhere: its sum is size times itself.
+    outs = [leaf * size if not isinstance(leaf, Tracer) and np.ndim(leaf) == 0 and
+            isinstance(leaf, (int, float, complex, np.number))
+            else psum_p.bind(leaf, axes=axes) for leaf in leaves]
+    return tree_util.tree_unflatten(tree, outs)
+
+
+def pmean(x, axis_name, *, axis_index_groups=None):
+    """The mean of ``x`` (a pytree) over the devices (or lanes) of the named axis."""
+    axes = _axes(axis_name)
+    _no_groups(axis_index_groups, "pmean")
+    size = _size(axes, "pmean")
+    return tree_util.tree_map(lambda s: s / size, psum(x, axes))
+
+
+def pmax(x, axis_name, *, axis_index_groups=None):
+    """The elementwise maximum of ``x`` (a pytree) over the named axis."""
+    axes = _axes(axis_name)
+    _no_groups(axis_index_groups, "pmax")
+    _size(axes, "pmax")
+    return _tree_bind(pmax_p, x, axes=axes)
+
+
+def pmin(x, axis_name, *, axis_index_groups=None):
+    """The elementwise minimum of ``x`` (a pytree) over the named axis."""
+    axes = _axes(axis_name)
+    _no_groups(axis_index_groups, "pmin")
+    _size(axes, "pmin")
+    return _tree_bind(pmin_p, x, axes=axes)
+
+
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
+    """Every device's ``x`` stacked along a new axis ``axis`` (``tiled``: concatenated)."""
+    axes = _axes(axis_name)
+    _no_groups(axis_index_groups, "all_gather")
+    size = _size(axes, "all_gather")
+
+    def gather(leaf):
+        ndim = get_aval(leaf).ndim
+        dim = canonicalize_axis(axis, ndim if tiled else ndim + 1, "all_gather")
+        return all_gather_p.bind(leaf, axes=axes, axis_size=size, all_gather_dimension=dim,
+                                 tiled=bool(tiled))
+
+    return tree_util.tree_map(gather, x)
+
+
+def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
+    """``psum`` of ``x``, of which each device keeps its own slice along
+    ``scatter_dimension`` (whose size must equal the axis size, or divide by it if
+    ``tiled``)."""
+    axes = _axes(axis_name)
+    _no_groups(axis_index_groups, "psum_scatter")
+    size = _size(axes, "psum_scatter")
+
+    def scatter(leaf):
+        dim = canonicalize_axis(scatter_dimension, get_aval(leaf).ndim, "psum_scatter")
+        return psum_scatter_p.bind(leaf, axes=axes, axis_size=size, scatter_dimension=dim,
+                                   tiled=bool(tiled))
+
+    return tree_util.tree_map(scatter, x)
+
+
+def ppermute(x, axis_name, perm):
+    """Send each device's ``x`` to another: ``perm`` lists ``(source, destination)`` index
+    pairs; a device no pair sends to receives zeros."""
+    axes = _axes(axis_name)
+    size = _size(axes, "ppermute")
+    perm = tuple((int(s), int(d)) for s, d in perm)
+    sources, dests = [s for s, _ in perm], [d for _, d in perm]
+    if len(set(sources)) != len(sources) or len(set(dests)) != len(dests):
+        raise ValueError(f"ppermute sources and destinations must be unique, got {perm}: perm "
+                         "must be a (partial) permutation of the axis indices")
+    bad = [i for i in sources + dests if not 0 <= i < size]
+    if bad:
+        raise ValueError(f"ppermute: indices {sorted(set(bad))} in perm {perm} are out of range "
+                         f"for axis {axis_name!r} of size {size}")
+    return _tree_bind(ppermute_p, x, axes=axes, perm=perm)
+
+
+def pshuffle(x, axis_name, perm):
+    """``ppermute`` where device ``i`` receives from device ``perm[i]``."""
+    if sorted(perm) != list(range(len(perm))):
+        raise ValueError(f"pshuffle: perm must be a permutation of range({len(perm)}), "
+                         f"got {list(perm)}")
+    return ppermute(x, axis_name, [(s, d) for d, s in enumerate(perm)])
+
+
+def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
+    """Split ``x`` along ``split_axis`` into one chunk per device, send chunk ``j`` to device
+    ``j``, and put the received chunks together along ``concat_axis`` (a new axis of size the
+    axis size, or concatenated if ``tiled``)."""
+    axes = _axes(axis_name)
+    _no_groups(axis_index_groups, "all_to_all")
+    size = _size(axes, "all_to_all")
+
+    def exchange(leaf):
+        ndim = get_aval(leaf).ndim
+        split = canonicalize_axis(split_axis, ndim, "all_to_all")
+        concat = canonicalize_axis(concat_axis, ndim, "all_to_all")
+        return all_to_all_p.bind(leaf, axes=axes, axis_size=size, split_axis=split,
+                                 concat_axis=concat, tiled=bool(tiled))
+
+    return tree_util.tree_map(exchange, x)
+
+
+def axis_index(axis_name):
+    """This device's (or lane's) index along the named axis, an int32 scalar."""
+    axes = _axes(axis_name)
+    _size(axes, "axis_index")
+    return axis_index_p.bind(axes=axes)
+
+
+# --------------------------------------------------------------------------- types
+
+
+def _same_type(name, kinds):
+    def rule(x, *, axes, **params):
+        check_dtype(name, x.dtype, kinds)
+        return [ShapedArray(x.shape, x.dtype, x.weak_type)]
+
+    return rule
+
+
+def _all_gather_abstract_eval(x, *, axes, axis_size, all_gather_dimension, tiled):
+    shape, d = list(x.shape), all_gather_dimension
+    if tiled:
+        shape[d] *= axis_size
+    else:
+        shape.insert(d, axis_size)
+    return [ShapedArray(tuple(shape), x.dtype, x.weak_type)]
+
+
+def _psum_scatter_abstract_eval(x, *, axes, axis_size, scatter_dimension, tiled):
+    check_dtype("psum_scatter", x.dtype, NUMBER)
+    shape, d = list(x.shape), scatter_dimension
+    if tiled:
+        if shape[d] % axis_size:
+            raise ValueError(f"psum_scatter: dimension {d} of the operand (shape {x.shape}) "
+                             f"has size {shape[d]}, not a multiple of the axis size "
+                             f"{axis_size}")
+        shape[d] //= axis_size
+    else:
+        if shape[d] != axis_size:
+            raise ValueError(f"psum_scatter: dimension {d} of the operand (shape {x.shape}) "
+                             f"must equal the axis size {axis_size}; use tiled=True to split "
+                             "it into equal chunks instead")
+        del shape[d]
+    return [ShapedArray(tuple(shape), x.dtype, x.weak_type)]
+
+
+def _all_to_all_abstract_eval(x, *, axes, axis_size, split_axis, concat_axis, tiled):
+    shape = list(x.shape)
+    if tiled:
+        if shape[split_axis] % axis_size:
+            raise ValueError(f"all_to_all: the split axis {split_axis} of the operand (shape "
+                             f"{x.shape}) has size {shape[split_axis]}, not a multiple of the "
+                             f"axis size {axis_size}")
+        shape[split_axis] //= axis_size
+        shape[concat_axis] *= axis_size
+    else:
+        if shape[split_axis] != axis_size:
+            raise ValueError(f"all_to_all: the split axis {split_axis} of the operand (shape "
+                             f"{x.shape}) must have the axis size {axis_size}")
+        del shape[split_axis]
+        shape.insert(concat_axis, axis_size)
+    return [ShapedArray(tuple(shape), x.dtype, x.weak_type)]
+
+
+def _axis_index_abstract_eval(*, axes):
+    return [ShapedArray((), np.dtype(np.int32))]
+
+
+def _collective(name, abstract_eval):
+    return standard_primitive(name, abstract_eval)
+
+
+psum_p = _collective("psum", _same_type("psum", NUMBER))
+pmax_p = _collective("pmax", _same_type("pmax", ANY))
+pmin_p = _collective("pmin", _same_type("pmin", ANY))
+ppermute_p = _collective("ppermute", _same_type("ppermute", ANY))
+all_gather_p = _collective("all_gather", _all_gather_abstract_eval)
+psum_scatter_p = _collective("psum_scatter", _psum_scatter_abstract_eval)
+all_to_all_p = _collective("all_to_all", _all_to_all_abstract_eval)
+axis_index_p = _collective("axis_index", _axis_index_abstract_eval)
+
+
+# --------------------------------------------------------------------------- autodiff
+# The movements and sums of data are linear. Their transposes, as JAX defines them: psum's
+# is psum (each device's cotangent gets every device's contribution), all_gather's is
+# psum_scatter and back, ppermute's is the inverse permutation, all_to_all's swaps the axes.
+
+for _prim in (psum_p, ppermute_p, all_gather_p, psum_scatter_p, all_to_all_p):
+    ad.deflinear(_prim)
+ad.defjvp_zero(axis_index_p)
+
+
+def _not_differentiable(prim):
+    def rule(primals, tangents, **params):
+        raise NotImplementedError(f"Differentiation rule for '{prim.name}' not implemented")
+
+    ad.jvp_rules[prim] = rule
+
+
+_not_differentiable(pmax_p)
+_not_differentiable(pmin_p)
+
+
+def _psum_transpose(ct, x, *, axes):
+    return [psum_p.bind(ad.instantiate(ct), axes=axes)]
+
+
+def _ppermute_transpose(ct, x, *, axes, perm):
+    return [ppermute_p.bind(ad.instantiate(ct), axes=axes,
+                           perm=tuple((d, s) for s, d in perm))]
+
+
+def _all_gather_transpose(ct, x, *, axes, axis_size, all_gather_dimension, tiled):
+    return [psum_scatter_p.bind(ad.instantiate(ct), axes=axes, axis_size=axis_size,
+                               scatter_dimension=all_gather_dimension, tiled=tiled)]
+
+
+def _psum_scatter_transpose(ct, x, *, axes, axis_size, scatter_dimension, tiled):
+    return [all_gather_p.bind(ad.instantiate(ct), axes=axes, axis_size=axis_size,
+                             all_gather_dimension=scatter_dimension, tiled=tiled)]
+
+
+def _all_to_all_transpose(ct, x, *, axes, axis_size, split_axis, concat_axis, tiled):
+    return [all_to_all_p.bind(ad.instantiate(ct), axes=axes, axis_size=axis_size,
+                             split_axis=concat_axis, concat_axis=split_axis, tiled=tiled)]
+
+
+transpose_interp.transpose_rules[psum_p] = _psum_transpose
+transpose_interp.transpose_rules[ppermute_p] = _ppermute_transpose
+transpose_interp.transpose_rules[all_gather_p] = _all_gather_transpose
+transpose_interp.transpose_rules[psum_scatter_p] = _psum_scatter_transpose
+transpose_interp.transpose_rules[all_to_all_p] = _all_to_all_transpose
+
+
+# --------------------------------------------------------------------------- vmap
+# ``axis`` is the vmap's axis. A collective over it works along the batch dimension; over
+# other axes, it is bound again (for the enclosing pmap or vmap) on the batched value.
+
+
+def _pass_through(prim, args, dims, params):
+    """The collective over other axes, on the value batched at 0 when its params count
+    dimensions (they are shifted by one for the batch)."""
+    (x,), (d,) = args, dims
+    if d is not_mapped:
+        return [prim.bind(x, **params)], [not_mapped]
+    shift = {k: v + 1 for k, v in params.items()
+             if k in ("all_gather_dimension", "scatter_dimension", "split_axis", "concat_axis")}
+    if not shift:
+        return [prim.bind(x, **params)], [d]
+    return [prim.bind(moveaxis(x, d, 0), **{**params, **shift})], [0]
+
+
+def _split(axes, axis):
+    """``axes`` without the vmap's own name, and whether it was there."""
+    rest = tuple(a for a in axes if a != axis.name)
+    return rest, len(rest) != len(axes)
+
+
+def _reducing_rule(prim, reduce, of_unmapped):
+    def rule(axis, args, dims, *, axes):
+        rest, here = _split(axes, axis)
+        if not here:
+            return _pass_through(prim, args, dims, {"axes": axes})
+        (x,), (d,) = args, dims
+        x = of_unmapped(x, axis.size) if d is not_mapped else reduce(x, (d,))
+        if rest:
+            x = prim.bind(x, axes=rest)
+        return [x], [not_mapped]
+
+    batching.axis_rules[prim] = rule
+
+
+_reducing_rule(psum_p, reduce_sum, lambda x, n: x * np.asarray(n, get_aval(x).dtype))
+_reducing_rule(pmax_p, reduce_max, lambda x, n: x)
+_reducing_rule(pmin_p, reduce_min, lambda x, n: x)
+
+
+def _only_this_axis(axes, axis, what):
+    if len(axes) > 1:
+        raise NotImplementedError(f"{what} over several axes {axes} where one of them ("
+                                  f"{axis.name!r}) is a vmap axis is not supported by xform")
+
+
+def _front(x, d, size):
+    return batching.batch_at_front(x, d, size)
+
+
+def _all_gather_batch(axis, args, dims, *, axes, axis_size, all_gather_dimension, tiled):
+    params = dict(axes=axes, axis_size=axis_size, all_gather_dimension=all_gather_dimension,
+                  tiled=tiled)
+    if axis.name not in axes:
+        return _pass_through(all_gather_p, args, dims, params)
+    _only_this_axis(axes, axis, "all_gather")
+    (x,), (d,) = args, dims
+    x = moveaxis(_front(x, d, axis.size), 0, all_gather_dimension)  # every lane sees all
+    if tiled:
+        shape = get_aval(x).shape
+        g = all_gather_dimension
+        x = reshape(x, shape[:g] + (shape[g] * shape[g + 1],) + shape[g + 2:])
+    return [x], [not_mapped]
+
+
+def _psum_scatter_batch(axis, args, dims, *, axes, axis_size, scatter_dimension, tiled):
+    params = dict(axes=axes, axis_size=axis_size, scatter_dimension=scatter_dimension,
+                  tiled=tiled)
+    if axis.name not in axes:
+        return _pass_through(psum_scatter_p, args, dims, params)
+    _only_this_axis(axes, axis, "psum_scatter")
+    (x,), (d,) = args, dims
+    summed = (x * np.asarray(axis.size, get_aval(x).dtype) if d is not_mapped
+              else reduce_sum(x, (d,)))
+    if tiled:  # lane i keeps chunk i: split the dimension into (lanes, chunk)
+        shape = get_aval(summed).shape
+        s = scatter_dimension
+        summed = reshape(summed, shape[:s] + (axis.size, shape[s] // axis.size) + shape[s + 1:])
+    return [summed], [scatter_dimension]
+
+
+def _ppermute_batch(axis, args, dims, *, axes, perm):
+    if axis.name not in axes:
+        return _pass_through(ppermute_p, args, dims, {"axes": axes, "perm": perm})
+    _only_this_axis(axes, axis, "ppermute")
+    (x,), (d,) = args, dims
+    x = _front(x, d, axis.size)
+    source = dict((dst, src) for src, dst in perm)
+    shape = get_aval(x).shape
+    zero = broadcast_in_dim(np.zeros((), get_aval(x).dtype), (1,) + shape[1:], ())
+    rows = [zero if i not in source else
+            _row(x, source[i]) for i in range(axis.size)]
+    return [concatenate(rows, 0)], [0]
+
+
+def _row(x, i):
+    shape = get_aval(x).shape
+    return lax_slice(x, (i,) + (0,) * (len(shape) - 1), (i + 1,) + shape[1:])
+
+
+def _all_to_all_batch(axis, args, dims, *, axes, axis_size, split_axis, concat_axis, tiled):
+    params = dict(axes=axes, axis_size=axis_size, split_axis=split_axis,
+                  concat_axis=concat_axis, tiled=tiled)
+    if axis.name not in axes:
+        return _pass_through(all_to_all_p, args, dims, params)
+    _only_this_axis(axes, axis, "all_to_all")
+    (x,), (d,) = args, dims
+    x = _front(x, d, axis.size)  # x[j, ...]: lane j's value
+    n = axis.size
+    if tiled:  # split_axis (n*k) -> (n, k): lane i gets chunk i
+        shape = get_aval(x).shape
+        s = split_axis + 1
+        x = reshape(x, shape[:s] + (n, shape[s] // n) + shape[s + 1:])
+        # x[j, ..., i, k, ...]: lane i receives x[j, ..., i, ...] for every j, stacked in j
+        # along concat (then merged with it)
+        ndim = get_aval(x).ndim
+        rest = [a for a in range(1, ndim) if a != s]
+        out = transpose(x, (s, *rest[:concat_axis], 0, *rest[concat_axis:]))
+        shape = get_aval(out).shape
+        c = concat_axis + 1  # j sits at c, the old concat dim (adjusted) right after
+        out = reshape(out, shape[:c] + (shape[c] * shape[c + 1],) + shape[c + 2:])
+        return [out], [0]
+    # x[j, ..., i (split), ...]: lane i receives x[j, ..., i, ...] stacked in j at concat
+    s = split_axis + 1
+    ndim = get_aval(x).ndim
+    rest = [a for a in range(1, ndim) if a != s]
+    out = transpose(x, (s, *rest[:concat_axis], 0, *rest[concat_axis:]))
+    return [out], [0]
+
+
+def _axis_index_batch(axis, args, dims, *, axes):
+    if axis.name not in axes:
+        return [axis_index_p.bind(axes=axes)], [not_mapped]
+    _only_this_axis(axes, axis, "axis_index")
+    return [iota(np.int32, axis.size)], [0]
+
+
+batching.axis_rules[all_gather_p] = _all_gather_batch
+batching.axis_rules[psum_scatter_p] = _psum_scatter_batch
+batching.axis_rules[ppermute_p] = _ppermute_batch
+batching.axis_rules[all_to_all_p] = _all_to_all_batch
+batching.axis_rules[axis_index_p] = _axis_index_batch

@@ -1,0 +1,109 @@
+"""Running ``pmap``: one SPMD program, compiled once per signature, run by a replica on each
+device; its results stay on their devices as ``ShardedArray``s.
+
+This is the eager rule of the ``pmap`` primitive: a top-level ``xform.pmap`` call ends
+here, and so does the known half of a differentiated pmap.
+
+Several processes (``jax.distributed.initialize``): the devices are all processes'
+devices; each process passes and gets back only the slices of its own devices, as in JAX.
+"""
+
+import weakref
+
+from lowering import runtime
+from lowering.pmap import lower_pmap_module
+from xform import core
+from xform.array import Array, ShardedArray
+from xform.dispatch import concrete_aval, host_value
+from xform.interpreters.dce import dce_closed_jaxpr, has_dead_code
+from xform.primitives.pmap import mapped_aval, pmap_p, replicas_needed
+
+
+def mesh_axis_name(axis_name):
+    return axis_name if isinstance(axis_name, str) else "_pmap"
+
+
+def pmap_devices(name, axis_name, size, jaxpr, devices):
+    """The devices a pmap of ``size`` runs on: one per replica (nested pmaps multiply)."""
+    replicas = size * replicas_needed(jaxpr.jaxpr)
+    available = list(devices) if devices is not None else list(runtime.devices())
+    if replicas > len(available):
+        inner = "" if replicas == size else (f" ({size} along {axis_name!r} times "
+                                             f"{replicas // size} for the pmaps inside it)")
+        raise ValueError(f"pmap of {name}: compiling a computation that requires {replicas} "
+                         f"logical devices{inner}, but only {len(available)} XLA devices are "
+                         "available; map over an axis of at most that size, or start with more "
+                         "host devices (XLA_FLAGS=--xla_force_host_platform_device_count=N)")
+    if devices is None and runtime.process_count() > 1:
+        # every process's devices, each process's together, so that its slices are contiguous
+        available.sort(key=lambda d: (d.process_index, d.id))
+    return tuple(available[:replicas])
+
+
+class _Program:
+    """A compiled pmap for one body, axes and device set."""
+
+    __slots__ = ("exe", "in_shardings", "in_axes", "out_avals", "out_axes", "size", "local")
+
+    def __init__(self, params, in_avals):
+        jaxpr, size, name = params["jaxpr"], params["axis_size"], params["name"]
+        axis_name = params["axis_name"]
+        devices = pmap_devices(name, axis_name, size, jaxpr, params["devices"])
+        if has_dead_code(jaxpr.jaxpr):
+            jaxpr = dce_closed_jaxpr(jaxpr, [True] * len(jaxpr.jaxpr.outvars))[0]
+        module = lower_pmap_module(jaxpr, name, axis_name, size, params["in_axes"],
+                                   params["out_axes"], len(devices), params["donated"])
+        mesh_name = mesh_axis_name(axis_name)
+        self.in_axes = params["in_axes"]
+        self.out_axes = params["out_axes"]
+        self.size = size
+        self.local = runtime.local_slice_count(devices, size)
+        self.in_shardings = [runtime.mapped_sharding(devices, mesh_name, size, a)
+                             for a in self.in_axes]
+        out_shardings = [runtime.mapped_sharding(devices, mesh_name, size, a)
+                         for a in self.out_axes]
+        self.out_avals = [mapped_aval(a, ax, size)
+                          for a, ax in zip(jaxpr.out_avals, self.out_axes, strict=True)]
+        self.exe = runtime.compile_spmd(module, devices,
+                                        list(zip(self.out_avals, out_shardings, strict=True)))
+
+    def buffer(self, x, i):
+        """Argument ``i`` as a global array split as the program wants it."""
+        sharding = self.in_shardings[i]
+        buf = x._buf if isinstance(x, Array) else x if type(x) is runtime.BufferType else None
+        if buf is not None and (buf.sharding is sharding or buf.sharding == sharding):
+            return buf
+        aval = concrete_aval(x, pmap_p)
+        return runtime.put_sharded(host_value(x, aval), sharding, self.in_axes[i], self.size)
+
+    def run(self, args):
+        outs = self.exe.call([self.buffer(x, i) for i, x in enumerate(args)])
+        results = []
+        for buf, aval, ax in zip(outs, self.out_avals, self.out_axes, strict=True):
+            if ax is None:  # the same on every device: one device's copy
+                results.append(Array(aval, None, buf.addressable_shards[0].data))
+            else:
+                results.append(ShardedArray(aval, None, buf))
+        return results
+
+
+_programs = weakref.WeakKeyDictionary()  # jaxpr -> {(in_axes, out_axes, ...): _Program}
+
+
+def run_pmap(*args, **params):
+    """Run a pmap on concrete arguments: the eager rule of the pmap primitive."""
+    per_jaxpr = _programs.setdefault(params["jaxpr"].jaxpr, {})
+    key = (params["in_axes"], params["out_axes"], params["axis_size"], params["axis_name"],
+           params["devices"], params["donated"])
+    program = per_jaxpr.get(key)
+    if program is None:
+        program = per_jaxpr[key] = _Program(params, [core.get_aval(x) for x in args])
+    outs = program.run(args)
+    if params["donated"] is not None:
+        for x, donated in zip(args, params["donated"], strict=True):
+            if donated and isinstance(x, Array):
+                x._donated()
+    return outs
+
+
+core.eager_rules[pmap_p] = run_pmap
