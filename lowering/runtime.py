@@ -127,39 +127,30 @@ def mapped_sharding(devices, axis_name, size, axis):
 
 
 def put_sharded(x, sharding, axis, size):
-    """A NumPy array as a global array with ``sharding``: slice ``i`` along ``axis`` (kept,
-    of size 1) on the devices at index ``i`` of the pmap axis; ``x`` whole on every device
-    if ``axis`` is None. Only this process's devices get data."""
-    devices = list(sharding._device_assignment)
-    local = [d for d in devices if d.process_index == jax.process_index()]
-    per_slice = len(devices) // size
+    """A NumPy array as an array with ``sharding`` (over this process's devices): slice ``i``
+    along ``axis`` (kept, of size 1) on the devices at index ``i`` of the pmap axis; ``x``
+    whole on every device if ``axis`` is None."""
+    devices = list(sharding.mesh.devices.flat)
     if axis is None:
-        pieces = [x] * len(local)
+        pieces = [x] * len(devices)
+        shape = x.shape
     else:
-        first = _first_local_slice(devices, per_slice)
+        per_slice = len(devices) // size
         index = [slice(None)] * x.ndim
         pieces = []
-        for d in local:
-            i = devices.index(d) // per_slice - first
-            index[axis] = slice(i, i + 1)
+        for k in range(len(devices)):
+            index[axis] = slice(k // per_slice, k // per_slice + 1)
             pieces.append(np.ascontiguousarray(x[tuple(index)]))
-    shape = x.shape if axis is None else x.shape[:axis] + (size,) + x.shape[axis + 1:]
-    return _jax.batched_device_put(_jax_aval(shape, x.dtype), sharding, pieces, local, True,
+        shape = x.shape[:axis] + (size,) + x.shape[axis + 1:]
+    return _jax.batched_device_put(_jax_aval(shape, x.dtype), sharding, pieces, devices, True,
                                    False, enable_x64=True)
 
 
-def _first_local_slice(devices, per_slice):
-    # In a multi-process run each process passes only its own slices: the first of them is
-    # the index of its first device along the pmap axis.
+def local_devices_of(devices):
+    """The devices of ``devices`` this process drives (all of them, unless it is one of
+    several processes started with ``jax.distributed.initialize``)."""
     me = jax.process_index()
-    return next(k for k, d in enumerate(devices) if d.process_index == me) // per_slice
-
-
-def local_slice_count(devices, size):
-    """How many slices of a pmap over ``devices`` this process holds."""
-    per_slice = len(devices) // size
-    return len({k // per_slice for k, d in enumerate(devices)
-                if d.process_index == jax.process_index()})
+    return tuple(d for d in devices if d.process_index == me)
 
 
 class SpmdExecutable:
@@ -177,7 +168,21 @@ class SpmdExecutable:
                                                    _skip_checks=True) for a, s in outs]
 
     def call(self, arrays):
-        return self.loaded.execute_sharded(arrays).consume_with_handlers(self.handlers)
+        global _in_flight
+        if _in_flight is not None and self.devices[0].platform == "cpu":
+            # XLA's CPU collectives can deadlock (every device thread waiting at a rendezvous
+            # some replica never reaches, then the process is aborted) when the next replicated
+            # program is queued while the last one still runs: seen here with jax.pmap too, on
+            # 8 host devices over 2 cores. One replicated program at a time on CPU avoids it.
+            for out in _in_flight:
+                if not out.is_deleted():
+                    out.block_until_ready()
+        outs = self.loaded.execute_sharded(arrays).consume_with_handlers(self.handlers)
+        _in_flight = outs
+        return outs
+
+
+_in_flight = None  # the results of the last replicated program, while it may still run
 
 
 def compile_spmd(module, devices, outs):

@@ -3,6 +3,7 @@
 Pytrees are handled here, at the edge; everything below works on flat lists.
 """
 
+import contextlib
 import functools
 import inspect
 import time
@@ -466,7 +467,10 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
         avals = _arg_avals(leaves, in_tree, fun, _abstractify)
         store = {}
         flat = _flatten_fun(fun, in_tree, store, statics)
-        closed = trace_to_jaxpr(flat, avals, f"tracing `{_fun_name(fun)}` for make_jaxpr")
+        with contextlib.ExitStack() as scope:
+            for name, size in axis_env or ():  # named axes for collectives, as pmap would bind
+                scope.enter_context(core.extend_axis_env(name, size))
+            closed = trace_to_jaxpr(flat, avals, f"tracing `{_fun_name(fun)}` for make_jaxpr")
         if return_shape:
             shapes = [_shape_struct(a) for a in closed.out_avals]
             return closed, tree_util.tree_unflatten(store["out_tree"], shapes)

@@ -10,9 +10,10 @@ import functools
 
 from jax import tree_util
 
-from xform import core, spmd
+from xform import config, core, spmd
 from xform.api import _arg_avals, _flatten_fun, _fun_name, _normalize_statics, _split_statics
 from xform.api_batching import _arg_names, _axis_size, _broadcast_prefix, _leaf_paths
+from xform.array import Array
 from xform.core import Tracer
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.pmap import pmap_p, unmapped_aval
@@ -52,23 +53,16 @@ class PmapFunction:
     def __call__(self, *args, **kwargs):
         dyn_args, dyn_kwargs, statics = _split_statics(self._fun, args, kwargs, self._statics,
                                                        frozenset())
-        in_axes = self._in_axes
-        if isinstance(in_axes, tuple) and len(in_axes) != len(dyn_args):
-            raise ValueError(f"pmap of {self._name}: in_axes must be an int, None, or a tuple "
-                             "with one entry per positional argument, but got "
-                             f"len(in_axes)={len(in_axes)}, len(args)={len(dyn_args)}")
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-        avals = _arg_avals(leaves, in_tree, self._fun)
-        arg_specs = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(dyn_args)
-        specs = _broadcast_prefix((arg_specs, 0), (dyn_args, dyn_kwargs), "in_axes")
-        axes = tuple(_canonical_axis(s, a, "in_axes") for s, a in zip(specs, avals, strict=True))
-        local_size = _axis_size(f"pmap of {self._name}", avals, axes, _leaf_paths(
-            (dyn_args, dyn_kwargs)), _arg_names(self._fun, len(dyn_args)), self._axis_size)
-        key = (in_tree, None if statics is None else statics.key,
-               tuple(avals), axes, local_size)
+        avals = [x.aval if isinstance(x, Array) else None for x in leaves]
+        if None in avals:
+            avals = _arg_avals(leaves, in_tree, self._fun)
+        # The axes and sizes follow from the structure and types: checked once per signature.
+        key = (in_tree, None if statics is None else statics.key, tuple(avals),
+               config.enable_x64)
         entry = self._cache.get(key)
         if entry is None:
-            entry = self._trace(in_tree, statics, avals, axes, local_size, dyn_args)
+            entry = self._trace(in_tree, statics, avals, dyn_args, dyn_kwargs)
             if not any(isinstance(c, Tracer) for c in entry["consts"]):
                 self._cache[key] = entry
         params = entry["params"]
@@ -80,7 +74,22 @@ class PmapFunction:
             outs = pmap_p.bind(*operands, **params)
         return tree_util.tree_unflatten(entry["out_tree"], outs)
 
-    def _trace(self, in_tree, statics, avals, axes, local_size, dyn_args):
+    def _mapped_axes(self, dyn_args, dyn_kwargs, avals):
+        """The mapped axis of each argument leaf and the axis size, checked."""
+        in_axes = self._in_axes
+        if isinstance(in_axes, tuple) and len(in_axes) != len(dyn_args):
+            raise ValueError(f"pmap of {self._name}: in_axes must be an int, None, or a tuple "
+                             "with one entry per positional argument, but got "
+                             f"len(in_axes)={len(in_axes)}, len(args)={len(dyn_args)}")
+        arg_specs = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(dyn_args)
+        specs = _broadcast_prefix((arg_specs, 0), (dyn_args, dyn_kwargs), "in_axes")
+        axes = tuple(_canonical_axis(s, a, "in_axes") for s, a in zip(specs, avals, strict=True))
+        size = _axis_size(f"pmap of {self._name}", avals, axes, _leaf_paths(
+            (dyn_args, dyn_kwargs)), _arg_names(self._fun, len(dyn_args)), self._axis_size)
+        return axes, size
+
+    def _trace(self, in_tree, statics, avals, dyn_args, dyn_kwargs):
+        axes, local_size = self._mapped_axes(dyn_args, dyn_kwargs, avals)
         size = local_size * spmd.runtime.process_count() if self._devices is None else local_size
         per_device = [unmapped_aval(a, ax) for a, ax in zip(avals, axes, strict=True)]
         store = {}

@@ -43,7 +43,7 @@ def pmap_devices(name, axis_name, size, jaxpr, devices):
 class _Program:
     """A compiled pmap for one body, axes and device set."""
 
-    __slots__ = ("exe", "in_shardings", "in_axes", "out_avals", "out_axes", "size", "local")
+    __slots__ = ("exe", "in_shardings", "in_axes", "out_avals", "out_axes", "size")
 
     def __init__(self, params, in_avals):
         jaxpr, size, name = params["jaxpr"], params["axis_size"], params["name"]
@@ -53,16 +53,18 @@ class _Program:
             jaxpr = dce_closed_jaxpr(jaxpr, [True] * len(jaxpr.jaxpr.outvars))[0]
         module = lower_pmap_module(jaxpr, name, axis_name, size, params["in_axes"],
                                    params["out_axes"], len(devices), params["donated"])
+        # In a run of several processes, this one passes and gets back the slices of its own
+        # devices only: its arrays live on a mesh of those.
+        local = runtime.local_devices_of(devices)
+        self.size = size * len(local) // len(devices)
         mesh_name = mesh_axis_name(axis_name)
         self.in_axes = params["in_axes"]
         self.out_axes = params["out_axes"]
-        self.size = size
-        self.local = runtime.local_slice_count(devices, size)
-        self.in_shardings = [runtime.mapped_sharding(devices, mesh_name, size, a)
+        self.in_shardings = [runtime.mapped_sharding(local, mesh_name, self.size, a)
                              for a in self.in_axes]
-        out_shardings = [runtime.mapped_sharding(devices, mesh_name, size, a)
+        out_shardings = [runtime.mapped_sharding(local, mesh_name, self.size, a)
                          for a in self.out_axes]
-        self.out_avals = [mapped_aval(a, ax, size)
+        self.out_avals = [mapped_aval(a, ax, self.size)
                           for a, ax in zip(jaxpr.out_avals, self.out_axes, strict=True)]
         self.exe = runtime.compile_spmd(module, devices,
                                         list(zip(self.out_avals, out_shardings, strict=True)))
@@ -78,13 +80,9 @@ class _Program:
 
     def run(self, args):
         outs = self.exe.call([self.buffer(x, i) for i, x in enumerate(args)])
-        results = []
-        for buf, aval, ax in zip(outs, self.out_avals, self.out_axes, strict=True):
-            if ax is None:  # the same on every device: one device's copy
-                results.append(Array(aval, None, buf.addressable_shards[0].data))
-            else:
-                results.append(ShardedArray(aval, None, buf))
-        return results
+        # An unmapped result stays replicated on the devices, ready for the next pmap.
+        return [ShardedArray(aval, None, buf)
+                for buf, aval in zip(outs, self.out_avals, strict=True)]
 
 
 _programs = weakref.WeakKeyDictionary()  # jaxpr -> {(in_axes, out_axes, ...): _Program}

@@ -13,9 +13,8 @@ Outside any binding of its axis name a collective raises ``NameError``, as in JA
 """
 
 import numpy as np
-from jax import tree_util
 
-from xform import core
+from xform import core, tree_util
 from xform.core import ShapedArray, Tracer, get_aval
 from xform.interpreters import ad, batching
 from xform.interpreters import transpose as transpose_interp
