@@ -106,6 +106,10 @@ def process_count():
     return jax.process_count()
 
 
+def process_index():
+    return jax.process_index()
+
+
 def _mesh(devices, axis_name, size):
     """A mesh of ``devices`` with the pmap axis first; a second axis holds the replicas of
     nested pmaps (each device along it has the same slice of the outer axis)."""

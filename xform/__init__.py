@@ -18,6 +18,8 @@ from xform.api import (  # noqa: F401
     local_device_count,
     local_devices,
     make_jaxpr,
+    process_count,
+    process_index,
 )
 from xform.api_autodiff import (  # noqa: F401
     grad,

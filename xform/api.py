@@ -17,6 +17,7 @@ from xform.array import Array
 from xform.core import ShapedArray, Tracer
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.call import jit_p
+from xform.primitives.pmap import replicas_needed
 
 
 class ShapeDtypeStruct:
@@ -373,7 +374,8 @@ class Lowered:
         self._jitted = jitted
         self._entry = entry
         self._module = mlir.lower_to_module(dispatch.without_dead_code(entry.jaxpr),
-                                            jitted._name, donated=entry.donated)
+                                            jitted._name, replicas_needed(entry.jaxpr.jaxpr),
+                                            entry.donated)
 
     def as_text(self):
         """The StableHLO module, as MLIR text."""
@@ -502,8 +504,11 @@ def devices(backend=None):
     return list(runtime.devices(backend))
 
 
-def local_devices(backend=None):
-    return devices(backend)
+def local_devices(process_index=None, backend=None):
+    """The devices driven by this process (or by ``process_index``): all of them unless
+    several processes were started with ``jax.distributed.initialize``."""
+    me = runtime.process_index() if process_index is None else process_index
+    return [d for d in runtime.devices(backend) if d.process_index == me]
 
 
 def device_count(backend=None):
@@ -511,7 +516,17 @@ def device_count(backend=None):
 
 
 def local_device_count(backend=None):
-    return device_count(backend)
+    return len(local_devices(backend=backend))
+
+
+def process_index(backend=None):
+    """This process's index among those started with ``jax.distributed.initialize`` (0)."""
+    return runtime.process_index()
+
+
+def process_count(backend=None):
+    """How many processes share the devices (1 unless ``jax.distributed`` started several)."""
+    return runtime.process_count()
 
 
 def default_backend():

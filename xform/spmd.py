@@ -73,8 +73,10 @@ class _Program:
         """Argument ``i`` as a global array split as the program wants it."""
         sharding = self.in_shardings[i]
         buf = x._buf if isinstance(x, Array) else x if type(x) is runtime.BufferType else None
-        if buf is not None and (buf.sharding is sharding or buf.sharding == sharding):
-            return buf
+        if buf is not None and (buf.sharding is sharding or buf.sharding == sharding or (
+                len(buf.sharding.device_set) > 1 and
+                buf.sharding.is_equivalent_to(sharding, buf.ndim))):
+            return buf  # already split this way, whatever the pmap that made it named its axis
         aval = concrete_aval(x, pmap_p)
         return runtime.put_sharded(host_value(x, aval), sharding, self.in_axes[i], self.size)
 
