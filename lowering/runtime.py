@@ -150,6 +150,19 @@ def put_sharded(x, sharding, axis, size):
                                    False, enable_x64=True)
 
 
+def put_with_sharding(x, sharding):
+    """A NumPy array as a global array laid out as ``sharding`` (a JAX Sharding)."""
+    indices = sharding.addressable_devices_indices_map(x.shape)
+    devices = list(indices)
+    pieces = [np.ascontiguousarray(x[indices[d]]) for d in devices]
+    return _jax.batched_device_put(_jax_aval(x.shape, x.dtype), sharding, pieces, devices, True,
+                                   False, enable_x64=True)
+
+
+def is_sharding(x):
+    return isinstance(x, jax.sharding.Sharding)
+
+
 def local_devices_of(devices):
     """The devices of ``devices`` this process drives (all of them, unless it is one of
     several processes started with ``jax.distributed.initialize``)."""

@@ -362,6 +362,34 @@ def test_sharded_arrays_elsewhere(n):
     assert_same(unmapped, x * expected.sum(), **tol)
 
 
+@pytest.mark.parametrize("n", [2, 4])
+def test_arrays_placed_for_pmap_are_read_in_place(n, monkeypatch):
+    # device_put with a NamedSharding (JAX's idiom since device_put_sharded/replicated went),
+    # and xform's device_put_sharded/device_put_replicated, lay arrays out as pmap reads them.
+    devices = xform.devices()[:n]
+    mesh = jax.sharding.Mesh(np.array(devices), ("d",))
+    P = jax.sharding.PartitionSpec
+    x, w = r(n, 3), r(3)
+    xs = xform.device_put(x, jax.sharding.NamedSharding(mesh, P("d")))
+    ws = xform.device_put(w, jax.sharding.NamedSharding(mesh, P()))
+    stacked = xform.device_put_sharded([x[k] for k in range(n)], devices)
+    replicated = xform.device_put_replicated({"w": w}, devices)
+    assert_sharded(xs, n, devices=devices)
+    assert_sharded(stacked, n, devices=devices)
+    assert_sharded(replicated["w"], n, devices=devices)
+    np.testing.assert_array_equal(np.asarray(ws), w)
+    np.testing.assert_array_equal(np.asarray(replicated["w"]), np.broadcast_to(w, (n, 3)))
+    monkeypatch.setattr(runtime, "put_sharded", no_host_copies)
+    f = xform.pmap(lambda a, b: a * b, axis_name="i", in_axes=(0, None), devices=devices)
+    g = xform.pmap(lambda a, p: a * p["w"], axis_name="i", devices=devices)
+    got = [f(xs, ws), g(stacked, replicated)]
+    monkeypatch.undo()
+    for y in got:
+        np.testing.assert_allclose(np.asarray(y), x * w, rtol=1e-6)
+    with pytest.raises(ValueError, match="3 shards for 2 devices"):
+        xform.device_put_sharded([x[0]] * 3, xform.devices()[:2])
+
+
 # --------------------------------------------------------------------------- composition
 
 

@@ -12,6 +12,8 @@ from xform.api import (  # noqa: F401
     default_backend,
     device_count,
     device_put,
+    device_put_replicated,
+    device_put_sharded,
     devices,
     eval_shape,
     jit,

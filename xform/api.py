@@ -13,7 +13,7 @@ from jax import tree_util
 
 from lowering import mlir, runtime
 from xform import config, core, dispatch, dtypes
-from xform.array import Array
+from xform.array import Array, ShardedArray
 from xform.core import ShapedArray, Tracer
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.call import jit_p
@@ -534,12 +534,17 @@ def default_backend():
 
 
 def device_put(x, device=None):
-    """Copy a pytree of arrays to ``device`` (default device if None); returns Arrays."""
+    """Copy a pytree of arrays to ``device`` (default device if None), or lay them out over
+    several devices as a JAX ``Sharding`` says (``NamedSharding(mesh, P("i"))``: the layout a
+    pmap over ``mesh``'s devices reads in place); returns Arrays (ShardedArrays)."""
 
     def put(leaf):
         if isinstance(leaf, Tracer):
             return leaf
         aval = core.get_aval(leaf)
+        if runtime.is_sharding(device):
+            buf = runtime.put_with_sharding(dispatch.host_value(leaf, aval), device)
+            return (ShardedArray if len(device.device_set) > 1 else Array)(aval, None, buf)
         if type(leaf) is Array:
             buf = leaf._device_buffer(device)
         else:
@@ -547,6 +552,35 @@ def device_put(x, device=None):
         return Array(aval, None, buf)
 
     return tree_util.tree_map(put, x)
+
+
+def device_put_sharded(shards, devices):
+    """Stack a list of pytrees (one per device) along a new leading axis, entry ``i`` on
+    ``devices[i]``: the layout ``pmap`` reads without copying. Returns ShardedArrays."""
+    if len(shards) != len(devices):
+        raise ValueError(f"device_put_sharded: got {len(shards)} shards for {len(devices)} "
+                         "devices; pass one shard per device")
+    return tree_util.tree_map(lambda *xs: _put_stacked(np.stack([_host(x) for x in xs]),
+                                                       devices), *shards)
+
+
+def device_put_replicated(x, devices):
+    """A copy of pytree ``x`` on each of ``devices``, stacked along a new leading axis (as
+    ``pmap`` reads replicated parameters). Returns ShardedArrays."""
+    return tree_util.tree_map(lambda leaf: _put_stacked(
+        np.broadcast_to(_host(leaf)[None], (len(devices),) + np.shape(leaf)), devices), x)
+
+
+def _host(x):
+    aval = core.get_aval(x)
+    return dispatch.host_value(x, aval)
+
+
+def _put_stacked(stacked, devices):
+    sharding = runtime.mapped_sharding(tuple(devices), "_pmap", len(devices), 0)
+    buf = runtime.put_sharded(stacked, sharding, 0, len(devices))
+    return ShardedArray(ShapedArray(stacked.shape, dtypes.canonicalize(stacked.dtype)), None,
+                        buf)
 
 
 def block_until_ready(x):
