@@ -19,12 +19,23 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax  # noqa: E402
+
+# The pmap rows need several devices: on a CPU backend, 8 host devices. This must happen
+# before any backend starts; the other rows run on the first device as before (GPU/TPU
+# backends ignore it).
+jax.config.update("jax_num_cpu_devices", 8)
+
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import xform  # noqa: E402
 import xform.numpy as xnp  # noqa: E402
-from benchmarks import bench_control_flow, bench_random, bench_vmap  # noqa: E402
+from benchmarks import (  # noqa: E402
+    bench_control_flow,
+    bench_pmap,
+    bench_random,
+    bench_vmap,
+)
 from benchmarks.common import compare, on_device  # noqa: E402
 
 # --------------------------------------------------------------------------- the benchmarks
@@ -217,6 +228,7 @@ BENCHMARKS = [
     *bench_vmap.BENCHMARKS,
     *bench_control_flow.BENCHMARKS,
     *bench_random.BENCHMARKS,
+    *bench_pmap.BENCHMARKS,
 ]
 
 
@@ -229,14 +241,16 @@ def _fmt(seconds):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    parser.add_argument("--only", default="", help="rows to run, by letter: --only h,i,j")
+    parser.add_argument("--only", default="",
+                        help="rows to run, by label: --only h,i,j or --only p1,p2")
     args = parser.parse_args()
     only = {f"({r.strip()})" for r in args.only.split(",") if r.strip()}
     scale = 1 if args.quick else 3
 
     device = xform.devices()[0]
     print(f"xform {xform.__version__}, jax {jax.__version__}, Python "
-          f"{platform.python_version()}, {device.platform} ({os.cpu_count()} cores), "
+          f"{platform.python_version()}, {device.platform} ({os.cpu_count()} cores, "
+          f"{xform.device_count()} devices), "
           f"{time.strftime('%Y-%m-%d %H:%M')}\n")
     print("| benchmark | xform | JAX | ratio xform/JAX | target | met |")
     print("|---|---:|---:|---:|---:|:-:|")

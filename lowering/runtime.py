@@ -36,6 +36,12 @@ def devices(backend=None):
     return _devices
 
 
+def use_host_devices(n):
+    """Give the CPU backend ``n`` devices (for pmap on one machine); only before any backend
+    has started. A program's own choice: xform never calls it behind the user's back."""
+    jax.config.update("jax_num_cpu_devices", n)
+
+
 def default_device():
     return devices()[0]
 

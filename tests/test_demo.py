@@ -29,6 +29,9 @@ def test_demo_prints_the_tour():
     assert "matches central differences: True" in out
     assert "the compiled gradient is a stablehlo.while loop, not unrolled: True" in out
     assert "the loss went down: True" in out
+    assert "== pmap: a data-parallel training step" in out
+    assert re.search(r"^8 cpu devices", out, re.M), "the demo's pmap step should get 8 CPU devices"
+    assert "matches the one-device step: True" in out
     # Both timings, with a number and a unit.
     number = r"\d+(\.\d+)? (ms|µs)"
     assert re.search(r"first jit call \(trace \+ lower \+ compile \+ run\): " + number, out)

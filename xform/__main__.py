@@ -2,7 +2,8 @@
 
 It traces a small function to a jaxpr, runs it eagerly and compiled, prints the StableHLO
 module ``jit`` hands to XLA, and times the first (trace + lower + compile + run) and a cached
-call of the compiled function.
+call of the compiled function; then gradients, vmap, scan, a small training loop and a
+data-parallel ``pmap`` step over the host devices.
 """
 
 import inspect
@@ -14,6 +15,13 @@ import numpy as np
 
 import xform
 import xform.numpy as jnp
+from lowering import runtime
+
+if __name__ == "__main__":
+    # The pmap section wants several devices: on a CPU backend, 8 host devices. This must
+    # come before anything starts a backend (no import above does); it changes nothing when
+    # the default backend is a GPU or TPU, whose devices pmap then uses.
+    runtime.use_host_devices(8)
 
 
 def f(x):
@@ -81,6 +89,7 @@ def main(cached_calls=200):
     _per_example_gradients()
     _scan_rnn()
     _mlp_training()
+    _data_parallel_step()
 
 
 def _per_example_gradients():
@@ -149,6 +158,64 @@ def _mlp_training(steps=50):
         first = float(value) if first is None else first
     print(f"loss after 1 step: {first:.5f}, after {steps} steps: {float(value):.5f}")
     print("the loss went down:", float(value) < first)
+
+
+def _sgd_step(params, x, y, axis_name=None):
+    """One SGD step of a small tanh MLP; with ``axis_name``, gradients and loss are averaged
+    over the devices of that pmap axis first."""
+
+    def loss(params, x, y):
+        (w1, b1), (w2, b2) = params
+        return jnp.mean((jnp.tanh(x @ w1 + b1) @ w2 + b2 - y) ** 2)
+
+    value, grads = xform.value_and_grad(loss)(params, x, y)
+    if axis_name is not None:
+        value, grads = xform.lax.pmean((value, grads), axis_name)
+    new = [(w - 0.1 * gw, b - 0.1 * gb) for (w, b), (gw, gb) in zip(params, grads, strict=True)]
+    return new, value
+
+
+def _data_parallel_step(per_device=16, timed_steps=20):
+    _section("pmap: a data-parallel training step over the host devices")
+    n = xform.device_count()
+    print(f"{n} {xform.devices()[0].platform} device{'s' * (n > 1)}; the batch is split "
+          f"{per_device} examples per device, the parameters are replicated (a leading device "
+          "axis)")
+    rng = np.random.default_rng(1)  # NumPy data: no random-number programs to compile here
+    params = [(jnp.asarray(rng.normal(0.0, 0.5, (4, 32)), jnp.float32), jnp.zeros(32)),
+              (jnp.asarray(rng.normal(0.0, 0.2, (32, 1)), jnp.float32), jnp.zeros(1))]
+    x = jnp.asarray(rng.normal(size=(n * per_device, 4)), jnp.float32)
+    y = jnp.sum(jnp.sin(x), axis=1, keepdims=True)
+
+    print(inspect.getsource(_sgd_step).rstrip())
+    step = xform.pmap(lambda p, x, y: _sgd_step(p, x, y, "i"), axis_name="i")
+    print('step = xform.pmap(lambda p, x, y: _sgd_step(p, x, y, "i"), axis_name="i")')
+    replicated = xform.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (n, *a.shape)), params)
+    xs, ys = (jnp.reshape(a, (n, per_device, -1)) for a in (x, y))
+    new, value = step(replicated, xs, ys)
+
+    # The same step on one device, eagerly (nothing more to compile), on the whole batch:
+    # equal slices make the mean of the devices' mean gradients the whole batch's gradient.
+    ref_new, ref_value = _sgd_step(params, x, y)
+    diff = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)[None])))
+               for a, b in zip(xform.tree_util.tree_leaves(new),
+                               xform.tree_util.tree_leaves(ref_new), strict=True))
+    print(f"loss {float(value[0]):.6f} on every device, one-device step {float(ref_value):.6f}")
+    print(f"max |pmap step - one-device step| over the new parameters: {diff:.2e}")
+    print("matches the one-device step:", diff < 1e-5 and
+          bool(np.allclose(np.asarray(value), float(ref_value), rtol=1e-5)))
+
+    # Steady state: the new parameters stay on their devices and feed the next step (each
+    # step waited for, to time it).
+    times = []
+    for _ in range(timed_steps):
+        start = time.perf_counter()
+        new, value = step(new, xs, ys)
+        value.block_until_ready()
+        times.append(time.perf_counter() - start)
+    print(f"pmap step over {n} device{'s' * (n > 1)} (median of {timed_steps}, parameters "
+          f"fed back): {_fmt_seconds(statistics.median(times))}; loss now "
+          f"{float(value[0]):.6f}")
 
 
 if __name__ == "__main__":
