@@ -86,16 +86,21 @@ ad.jvp_rules[jit_p] = _jit_jvp
 _split_jaxprs = weakref.WeakKeyDictionary()  # jaxpr -> {unknowns: partial_eval_jaxpr(...)}
 
 
+def split_jaxpr(jaxpr, unknowns, what):
+    """``partial_eval.partial_eval_jaxpr(jaxpr, unknowns, what)``, once per body and mask."""
+    cache = _split_jaxprs.setdefault(jaxpr.jaxpr, {})
+    split = cache.get(unknowns)
+    if split is None:
+        split = cache[unknowns] = partial_eval.partial_eval_jaxpr(jaxpr, unknowns, what)
+    return split
+
+
 def _jit_partial_eval(trace, args, params):
     """Split a jit call with unknown inputs: run the known part now (as its own jit), stage
     the unknown part (another jit) on the residuals it needs."""
     jaxpr, name = params["jaxpr"], params["name"]
     unknowns = tuple(trace.is_unknown(x) for x in args)
-    cache = _split_jaxprs.setdefault(jaxpr.jaxpr, {})
-    split = cache.get(unknowns)
-    if split is None:
-        split = cache[unknowns] = partial_eval.partial_eval_jaxpr(
-            jaxpr, unknowns, f"partially evaluating `{name}`")
+    split = split_jaxpr(jaxpr, unknowns, f"partially evaluating `{name}`")
     known_jaxpr, known_consts, unknown_jaxpr, out_unknowns, num_res = split
     known_args = [x for x, u in zip(args, unknowns, strict=True) if not u]
     with set_current_trace(trace.parent):

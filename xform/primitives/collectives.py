@@ -344,105 +344,88 @@ _reducing_rule(pmax_p, reduce_max, lambda x, n: x)
 _reducing_rule(pmin_p, reduce_min, lambda x, n: x)
 
 
-def _only_this_axis(axes, axis, what):
-    if len(axes) > 1:
-        raise NotImplementedError(f"{what} over several axes {axes} where one of them ("
-                                  f"{axis.name!r}) is a vmap axis is not supported by xform")
+def _over_own_axis(prim):
+    """Register the vmap rule of a one-operand collective: over other axes it passes
+    through; over the vmap's own axis (alone) the decorated ``fn(axis, x, d, **params)`` does
+    its work along the batch dimension ``d`` of ``x`` and returns ``(out, out_dim)``."""
+
+    def register(fn):
+        def rule(axis, args, dims, **params):
+            axes = params["axes"]
+            if axis.name not in axes:
+                return _pass_through(prim, args, dims, params)
+            if len(axes) > 1:
+                raise NotImplementedError(
+                    f"{prim.name} over several axes {axes} where one of them ({axis.name!r}) "
+                    "is a vmap axis is not supported by xform")
+            out, out_dim = fn(axis, args[0], dims[0], **params)
+            return [out], [out_dim]
+
+        batching.axis_rules[prim] = rule
+        return fn
+
+    return register
 
 
-def _front(x, d, size):
-    return batching.batch_at_front(x, d, size)
+def _merge_dims(x, d):
+    """``x`` with dimensions ``d`` and ``d + 1`` merged into one."""
+    shape = get_aval(x).shape
+    return reshape(x, shape[:d] + (shape[d] * shape[d + 1],) + shape[d + 2:])
 
 
-def _all_gather_batch(axis, args, dims, *, axes, axis_size, all_gather_dimension, tiled):
-    params = dict(axes=axes, axis_size=axis_size, all_gather_dimension=all_gather_dimension,
-                  tiled=tiled)
-    if axis.name not in axes:
-        return _pass_through(all_gather_p, args, dims, params)
-    _only_this_axis(axes, axis, "all_gather")
-    (x,), (d,) = args, dims
-    x = moveaxis(_front(x, d, axis.size), 0, all_gather_dimension)  # every lane sees all
-    if tiled:
-        shape = get_aval(x).shape
-        g = all_gather_dimension
-        x = reshape(x, shape[:g] + (shape[g] * shape[g + 1],) + shape[g + 2:])
-    return [x], [not_mapped]
+def _split_dim(x, d, n):
+    """``x`` with dimension ``d`` split into ``(n, size // n)``."""
+    shape = get_aval(x).shape
+    return reshape(x, shape[:d] + (n, shape[d] // n) + shape[d + 1:])
 
 
-def _psum_scatter_batch(axis, args, dims, *, axes, axis_size, scatter_dimension, tiled):
-    params = dict(axes=axes, axis_size=axis_size, scatter_dimension=scatter_dimension,
-                  tiled=tiled)
-    if axis.name not in axes:
-        return _pass_through(psum_scatter_p, args, dims, params)
-    _only_this_axis(axes, axis, "psum_scatter")
-    (x,), (d,) = args, dims
+@_over_own_axis(all_gather_p)
+def _all_gather_batch(axis, x, d, *, axes, axis_size, all_gather_dimension, tiled):
+    # every lane sees all lanes' values, stacked (or concatenated) where the gather puts them
+    x = moveaxis(batching.batch_at_front(x, d, axis.size), 0, all_gather_dimension)
+    return (_merge_dims(x, all_gather_dimension) if tiled else x), not_mapped
+
+
+@_over_own_axis(psum_scatter_p)
+def _psum_scatter_batch(axis, x, d, *, axes, axis_size, scatter_dimension, tiled):
     summed = (x * np.asarray(axis.size, get_aval(x).dtype) if d is not_mapped
               else reduce_sum(x, (d,)))
     if tiled:  # lane i keeps chunk i: split the dimension into (lanes, chunk)
-        shape = get_aval(summed).shape
-        s = scatter_dimension
-        summed = reshape(summed, shape[:s] + (axis.size, shape[s] // axis.size) + shape[s + 1:])
-    return [summed], [scatter_dimension]
+        summed = _split_dim(summed, scatter_dimension, axis.size)
+    return summed, scatter_dimension
 
 
-def _ppermute_batch(axis, args, dims, *, axes, perm):
-    if axis.name not in axes:
-        return _pass_through(ppermute_p, args, dims, {"axes": axes, "perm": perm})
-    _only_this_axis(axes, axis, "ppermute")
-    (x,), (d,) = args, dims
-    x = _front(x, d, axis.size)
-    source = dict((dst, src) for src, dst in perm)
+@_over_own_axis(ppermute_p)
+def _ppermute_batch(axis, x, d, *, axes, perm):
+    x = batching.batch_at_front(x, d, axis.size)
+    source = {dst: src for src, dst in perm}
     shape = get_aval(x).shape
     zero = broadcast_in_dim(np.zeros((), get_aval(x).dtype), (1,) + shape[1:], ())
-    rows = [zero if i not in source else
-            _row(x, source[i]) for i in range(axis.size)]
-    return [concatenate(rows, 0)], [0]
+    rows = [lax_slice(x, (source[i],) + (0,) * (len(shape) - 1), (source[i] + 1,) + shape[1:])
+            if i in source else zero for i in range(axis.size)]
+    return concatenate(rows, 0), 0
 
 
-def _row(x, i):
-    shape = get_aval(x).shape
-    return lax_slice(x, (i,) + (0,) * (len(shape) - 1), (i + 1,) + shape[1:])
-
-
-def _all_to_all_batch(axis, args, dims, *, axes, axis_size, split_axis, concat_axis, tiled):
-    params = dict(axes=axes, axis_size=axis_size, split_axis=split_axis,
-                  concat_axis=concat_axis, tiled=tiled)
-    if axis.name not in axes:
-        return _pass_through(all_to_all_p, args, dims, params)
-    _only_this_axis(axes, axis, "all_to_all")
-    (x,), (d,) = args, dims
-    x = _front(x, d, axis.size)  # x[j, ...]: lane j's value
-    n = axis.size
-    if tiled:  # split_axis (n*k) -> (n, k): lane i gets chunk i
-        shape = get_aval(x).shape
-        s = split_axis + 1
-        x = reshape(x, shape[:s] + (n, shape[s] // n) + shape[s + 1:])
-        # x[j, ..., i, k, ...]: lane i receives x[j, ..., i, ...] for every j, stacked in j
-        # along concat (then merged with it)
-        ndim = get_aval(x).ndim
-        rest = [a for a in range(1, ndim) if a != s]
-        out = transpose(x, (s, *rest[:concat_axis], 0, *rest[concat_axis:]))
-        shape = get_aval(out).shape
-        c = concat_axis + 1  # j sits at c, the old concat dim (adjusted) right after
-        out = reshape(out, shape[:c] + (shape[c] * shape[c + 1],) + shape[c + 2:])
-        return [out], [0]
-    # x[j, ..., i (split), ...]: lane i receives x[j, ..., i, ...] stacked in j at concat
+@_over_own_axis(all_to_all_p)
+def _all_to_all_batch(axis, x, d, *, axes, axis_size, split_axis, concat_axis, tiled):
+    x = batching.batch_at_front(x, d, axis.size)  # x[j, ...]: lane j's value
     s = split_axis + 1
-    ndim = get_aval(x).ndim
-    rest = [a for a in range(1, ndim) if a != s]
+    if tiled:  # split_axis (n*k) -> (n, k): lane i gets chunk i
+        x = _split_dim(x, s, axis.size)
+    # x[j, ..., i (split), ...]: lane i receives x[j, ..., i, ...], stacked in j at the
+    # concat axis (tiled: then merged with the concat dimension that follows)
+    rest = [a for a in range(1, get_aval(x).ndim) if a != s]
     out = transpose(x, (s, *rest[:concat_axis], 0, *rest[concat_axis:]))
-    return [out], [0]
+    return (_merge_dims(out, concat_axis + 1) if tiled else out), 0
 
 
 def _axis_index_batch(axis, args, dims, *, axes):
     if axis.name not in axes:
         return [axis_index_p.bind(axes=axes)], [not_mapped]
-    _only_this_axis(axes, axis, "axis_index")
+    if len(axes) > 1:
+        raise NotImplementedError(f"axis_index over several axes {axes} where one of them "
+                                  f"({axis.name!r}) is a vmap axis is not supported by xform")
     return [iota(np.int32, axis.size)], [0]
 
 
-batching.axis_rules[all_gather_p] = _all_gather_batch
-batching.axis_rules[psum_scatter_p] = _psum_scatter_batch
-batching.axis_rules[ppermute_p] = _ppermute_batch
-batching.axis_rules[all_to_all_p] = _all_to_all_batch
 batching.axis_rules[axis_index_p] = _axis_index_batch

@@ -21,7 +21,7 @@ from xform import core
 from xform.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
 from xform.interpreters import ad, batching, partial_eval, transpose
 from xform.interpreters.batching import moveaxis, not_mapped
-from xform.primitives.call import call_abstract_eval, jvp_jaxpr, transposed_jaxpr
+from xform.primitives.call import call_abstract_eval, jvp_jaxpr, split_jaxpr, transposed_jaxpr
 from xform.primitives.reductions import reduce_sum
 
 pmap_p = Primitive("pmap", multiple_results=True)
@@ -109,19 +109,12 @@ ad.jvp_rules[pmap_p] = _pmap_jvp
 
 # --------------------------------------------------------------------------- partial eval
 
-_split_jaxprs = weakref.WeakKeyDictionary()  # jaxpr -> {unknowns: partial_eval_jaxpr(...)}
-
-
 def _pmap_partial_eval(trace, args, params):
     """Run the known part of the body now (a pmap of its own, its residuals left on their
     devices: mapped along 0), and stage a pmap of the unknown part that reads them."""
     jaxpr, in_axes, out_axes = params["jaxpr"], params["in_axes"], params["out_axes"]
     unknowns = tuple(trace.is_unknown(x) for x in args)
-    cache = _split_jaxprs.setdefault(jaxpr.jaxpr, {})
-    split = cache.get(unknowns)
-    if split is None:
-        split = cache[unknowns] = partial_eval.partial_eval_jaxpr(
-            jaxpr, unknowns, f"partially evaluating pmap of `{params['name']}`")
+    split = split_jaxpr(jaxpr, unknowns, f"partially evaluating pmap of `{params['name']}`")
     known_jaxpr, known_consts, unknown_jaxpr, out_unknowns, num_res = split
     known_args = [x for x, u in zip(args, unknowns, strict=True) if not u]
     known_in = [a for a, u in zip(in_axes, unknowns, strict=True) if not u]
