@@ -4,6 +4,7 @@ static and donated arguments, device lists, results as ShardedArrays that stay o
 devices, composition with jit, autodiff, vmap, scan and cond, jaxprs and lowering, errors."""
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -560,6 +561,25 @@ def test_jit_of_pmap_lowers_to_replicated_collectives():
     assert "mhlo.num_replicas = 4" in text
     assert "stablehlo.all_reduce" in text and "stablehlo.all_gather" in text
     assert "replica_groups = dense<[[0, 1, 2, 3]]>" in text
+
+
+def test_lowered_pmap_is_the_per_device_program():
+    # pmap(f).lower(x): the module every replica runs. Its main takes and returns one slice
+    # (the mapped axis kept at size 1, as the shards are), and its ops are JAX's per-shard
+    # ones: the body between a reshape in and a reshape out.
+    f = xform.pmap(lambda a: xl.psum(a, "i") * 2.0, axis_name="i")
+    text = f.lower(r(4, 3)).as_text()
+    assert "mhlo.num_replicas = 4" in text and "mhlo.num_partitions = 1" in text
+    assert "@main(%arg0: tensor<1x3xf32>) -> tensor<1x3xf32>" in text
+    assert "replica_groups = dense<[[0, 1, 2, 3]]>" in text
+    ops = re.findall(r"stablehlo\.(\w+)", text.split("@main")[1])
+    assert ops == ["reshape", "all_reduce", "add", "return", "constant", "broadcast_in_dim",
+                   "multiply", "reshape"], ops
+    jax_text = jax.pmap(lambda a: jax.lax.psum(a, "i") * 2.0, axis_name="i").lower(
+        r(4, 3)).as_text()
+    jax_ops = re.findall(r"stablehlo\.(\w+)", jax_text.split("manual_computation")[1])
+    jax_ops = [op for op in jax_ops if op != "channel_handle"]  # partitions need one
+    assert sorted(set(ops) - {"return"}) == sorted(set(jax_ops) - {"return"}), jax_ops
 
 
 # --------------------------------------------------------------------------- errors

@@ -51,6 +51,23 @@ class PmapFunction:
         self._cache = {}
 
     def __call__(self, *args, **kwargs):
+        entry, leaves = self._entry(args, kwargs)
+        params = entry["params"]
+        operands = [*entry["consts"], *leaves]
+        if core.trace_state.trace is core.eval_trace and not any(
+                isinstance(x, Tracer) for x in leaves):
+            outs = spmd.run_pmap(*operands, **params)
+        else:
+            outs = pmap_p.bind(*operands, **params)
+        return tree_util.tree_unflatten(entry["out_tree"], outs)
+
+    def lower(self, *args, **kwargs):
+        """The SPMD program for these arguments; ``.as_text()`` is its StableHLO module (the
+        per-device program every replica runs)."""
+        entry, _ = self._entry(args, kwargs)
+        return LoweredPmap(spmd.lower_pmap(entry["params"])[0])
+
+    def _entry(self, args, kwargs):
         dyn_args, dyn_kwargs, statics = _split_statics(self._fun, args, kwargs, self._statics,
                                                        frozenset())
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
@@ -65,14 +82,7 @@ class PmapFunction:
             entry = self._trace(in_tree, statics, avals, dyn_args, dyn_kwargs)
             if not any(isinstance(c, Tracer) for c in entry["consts"]):
                 self._cache[key] = entry
-        params = entry["params"]
-        operands = [*entry["consts"], *leaves]
-        if core.trace_state.trace is core.eval_trace and not any(
-                isinstance(x, Tracer) for x in leaves):
-            outs = spmd.run_pmap(*operands, **params)
-        else:
-            outs = pmap_p.bind(*operands, **params)
-        return tree_util.tree_unflatten(entry["out_tree"], outs)
+        return entry, leaves
 
     def _mapped_axes(self, dyn_args, dyn_kwargs, avals):
         """The mapped axis of each argument leaf and the axis size, checked."""
@@ -120,6 +130,20 @@ class PmapFunction:
 
     def __repr__(self):
         return f"<pmapped function {self._name}>"
+
+
+class LoweredPmap:
+    """A pmapped function lowered for some arguments."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def as_text(self):
+        """The StableHLO module, as MLIR text."""
+        return spmd.runtime.mlir.module_text(self._module)
+
+    def compiler_ir(self, dialect="stablehlo"):
+        return self._module
 
 
 def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),

@@ -40,24 +40,30 @@ def pmap_devices(name, axis_name, size, jaxpr, devices):
     return tuple(available[:replicas])
 
 
+def lower_pmap(params):
+    """The module of a pmap's SPMD program (``params``: the pmap primitive's)."""
+    jaxpr, size = params["jaxpr"], params["axis_size"]
+    devices = pmap_devices(params["name"], params["axis_name"], size, jaxpr, params["devices"])
+    if has_dead_code(jaxpr.jaxpr):
+        jaxpr = dce_closed_jaxpr(jaxpr, [True] * len(jaxpr.jaxpr.outvars))[0]
+    return lower_pmap_module(jaxpr, params["name"], params["axis_name"], size,
+                             params["in_axes"], params["out_axes"], len(devices),
+                             params["donated"]), devices
+
+
 class _Program:
     """A compiled pmap for one body, axes and device set."""
 
     __slots__ = ("exe", "in_shardings", "in_axes", "out_avals", "out_axes", "size")
 
     def __init__(self, params, in_avals):
-        jaxpr, size, name = params["jaxpr"], params["axis_size"], params["name"]
-        axis_name = params["axis_name"]
-        devices = pmap_devices(name, axis_name, size, jaxpr, params["devices"])
-        if has_dead_code(jaxpr.jaxpr):
-            jaxpr = dce_closed_jaxpr(jaxpr, [True] * len(jaxpr.jaxpr.outvars))[0]
-        module = lower_pmap_module(jaxpr, name, axis_name, size, params["in_axes"],
-                                   params["out_axes"], len(devices), params["donated"])
+        jaxpr, size = params["jaxpr"], params["axis_size"]
+        module, devices = lower_pmap(params)
         # In a run of several processes, this one passes and gets back the slices of its own
         # devices only: its arrays live on a mesh of those.
         local = runtime.local_devices_of(devices)
         self.size = size * len(local) // len(devices)
-        mesh_name = mesh_axis_name(axis_name)
+        mesh_name = mesh_axis_name(params["axis_name"])
         self.in_axes = params["in_axes"]
         self.out_axes = params["out_axes"]
         self.in_shardings = [runtime.mapped_sharding(local, mesh_name, self.size, a)
