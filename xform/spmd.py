@@ -12,7 +12,7 @@ import weakref
 
 from lowering import runtime
 from lowering.pmap import lower_pmap_module
-from xform import core
+from xform import core, dtypes
 from xform.array import Array, ShardedArray
 from xform.dispatch import concrete_aval, host_value
 from xform.interpreters.dce import dce_closed_jaxpr, has_dead_code
@@ -56,7 +56,7 @@ class _Program:
 
     __slots__ = ("exe", "in_shardings", "in_axes", "out_avals", "out_axes", "size")
 
-    def __init__(self, params, in_avals):
+    def __init__(self, params):
         jaxpr, size = params["jaxpr"], params["axis_size"]
         module, devices = lower_pmap(params)
         # In a run of several processes, this one passes and gets back the slices of its own
@@ -78,9 +78,14 @@ class _Program:
     def buffer(self, x, i):
         """Argument ``i`` as a global array split as the program wants it."""
         sharding = self.in_shardings[i]
-        buf = x._buf if isinstance(x, Array) else x if type(x) is runtime.BufferType else None
+        if isinstance(x, Array):
+            buf = x._buf
+        elif type(x) is runtime.BufferType and x.dtype == dtypes.canonicalize(x.dtype):
+            buf = x  # a JAX array (of a dtype xform keeps as it is)
+        else:
+            buf = None
         if buf is not None and (buf.sharding is sharding or buf.sharding == sharding or (
-                len(buf.sharding.device_set) > 1 and
+                len(buf.sharding.device_set) == len(sharding.device_set) and
                 buf.sharding.is_equivalent_to(sharding, buf.ndim))):
             return buf  # already split this way, whatever the pmap that made it named its axis
         aval = concrete_aval(x, pmap_p)
@@ -103,7 +108,7 @@ def run_pmap(*args, **params):
            params["devices"], params["donated"])
     program = per_jaxpr.get(key)
     if program is None:
-        program = per_jaxpr[key] = _Program(params, [core.get_aval(x) for x in args])
+        program = per_jaxpr[key] = _Program(params)
     outs = program.run(args)
     if params["donated"] is not None:
         for x, donated in zip(args, params["donated"], strict=True):
