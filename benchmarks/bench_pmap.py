@@ -128,9 +128,34 @@ def bench_data_parallel(scale, n_devices):
     return compare(*fns, samples=10 * scale, inner=5, warmup=2)
 
 
+def bench_dispatch(scale, with_psum):
+    """(p3) A cached pmap call on tiny inputs over 8 devices, its result fed back and waited
+    for: the cost of dispatching the SPMD program (with a psum: and of its rendezvous)."""
+    if xform.device_count() < 8:
+        raise RuntimeError(f"needs 8 devices, xform sees {xform.device_count()}")
+    x = np.ones((8, 4), np.float32)
+    fns = []
+    for mod in (xform, jax):
+        body = (lambda a, mod=mod: mod.lax.psum(a, "i") * 0.125) if with_psum else \
+            (lambda a: a * 1.0)
+        f = mod.pmap(body, axis_name="i")
+        state = [f(x)]
+        np.testing.assert_allclose(np.asarray(state[0]), x, rtol=1e-6)
+
+        def run(f=f, state=state):
+            state[0] = f(state[0])
+            state[0].block_until_ready()
+
+        fns.append(run)
+    return compare(*fns, samples=10 * scale, inner=20, warmup=3)
+
+
 BENCHMARKS = [
     ("(p1) pmap data-parallel SGD step, pmean of grads, MLP 784-512-512-10, batch 128 "
      "over 8 devices", bench_data_parallel, (8,), 1.0),
     *[(f"(p2) the same step over {n} device{'s' * (n > 1)} (global batch 128, "
        f"{GLOBAL_BATCH // n} per device)", bench_data_parallel, (n,), 1.0) for n in (1, 2, 4, 8)],
+    ("(p3) a cached pmap call on f32[8, 4] over 8 devices, result fed back (x * 1.0)",
+     bench_dispatch, (False,), 1.0),
+    ("(p3) the same with a psum (psum(x) / 8)", bench_dispatch, (True,), 1.0),
 ]

@@ -181,18 +181,19 @@ class SpmdExecutable:
     global arrays in (one shard per device) and out (shaped and sharded as ``outs`` say:
     ``(aval, sharding)`` pairs)."""
 
-    __slots__ = ("loaded", "text", "devices", "handlers")
+    __slots__ = ("loaded", "text", "devices", "handlers", "one_at_a_time")
 
     def __init__(self, loaded, text, devices, outs):
         self.loaded = loaded
         self.text = text
         self.devices = devices
+        self.one_at_a_time = devices[0].platform == "cpu"  # see call
         self.handlers = [_jax.array_result_handler(_jax_aval(a.shape, a.dtype), s, True,
                                                    _skip_checks=True) for a, s in outs]
 
     def call(self, arrays):
         global _in_flight
-        if _in_flight is not None and self.devices[0].platform == "cpu":
+        if _in_flight is not None and self.one_at_a_time:
             # XLA's CPU collectives can deadlock (every device thread waiting at a rendezvous
             # some replica never reaches, then the process is aborted) when the next replicated
             # program is queued while the last one still runs: seen here with jax.pmap too, on

@@ -11,7 +11,14 @@ import functools
 from jax import tree_util
 
 from xform import config, core, spmd
-from xform.api import _arg_avals, _flatten_fun, _fun_name, _normalize_statics, _split_statics
+from xform.api import (
+    _arg_avals,
+    _flat_tree,
+    _flatten_fun,
+    _fun_name,
+    _normalize_statics,
+    _split_statics,
+)
 from xform.api_batching import _arg_names, _axis_size, _broadcast_prefix, _leaf_paths
 from xform.array import Array
 from xform.core import Tracer
@@ -49,16 +56,19 @@ class PmapFunction:
         self._devices = None if devices is None else tuple(devices)
         self._axis_size = axis_size
         self._cache = {}
+        self._flat_cache = ({}, {})  # avals -> entry, for positional Array arguments; per x64
 
     def __call__(self, *args, **kwargs):
         entry, leaves = self._entry(args, kwargs)
-        params = entry["params"]
-        operands = [*entry["consts"], *leaves]
+        operands = [*entry["consts"], *leaves] if entry["consts"] else leaves
         if core.trace_state.trace is core.eval_trace and not any(
                 isinstance(x, Tracer) for x in leaves):
-            outs = spmd.run_pmap(*operands, **params)
+            program = entry.get("program")
+            if program is None:  # compiled on the first eager call, then kept with the entry
+                program = entry["program"] = spmd.program_for(entry["params"])
+            outs = spmd.run_program(program, operands, entry["params"]["donated"])
         else:
-            outs = pmap_p.bind(*operands, **params)
+            outs = pmap_p.bind(*operands, **entry["params"])
         return tree_util.tree_unflatten(entry["out_tree"], outs)
 
     def lower(self, *args, **kwargs):
@@ -68,8 +78,17 @@ class PmapFunction:
         return LoweredPmap(spmd.lower_pmap(entry["params"])[0])
 
     def _entry(self, args, kwargs):
-        dyn_args, dyn_kwargs, statics = _split_statics(self._fun, args, kwargs, self._statics,
-                                                       frozenset())
+        if not kwargs and not self._statics:
+            # The common case, kept lean: positional arrays already seen with these types.
+            avals = tuple(x.aval if isinstance(x, Array) else None for x in args)
+            entry = self._flat_cache[config.enable_x64].get(avals)
+            if entry is not None:
+                return entry, list(args)
+        if kwargs or self._statics:
+            dyn_args, dyn_kwargs, statics = _split_statics(self._fun, args, kwargs,
+                                                           self._statics, frozenset())
+        else:
+            dyn_args, dyn_kwargs, statics = args, {}, None
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         avals = [x.aval if isinstance(x, Array) else None for x in leaves]
         if None in avals:
@@ -82,6 +101,8 @@ class PmapFunction:
             entry = self._trace(in_tree, statics, avals, dyn_args, dyn_kwargs)
             if not any(isinstance(c, Tracer) for c in entry["consts"]):
                 self._cache[key] = entry
+                if in_tree == _flat_tree(len(args)) and not kwargs and statics is None:
+                    self._flat_cache[config.enable_x64][tuple(avals)] = entry
         return entry, leaves
 
     def _mapped_axes(self, dyn_args, dyn_kwargs, avals):

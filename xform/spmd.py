@@ -101,20 +101,30 @@ class _Program:
 _programs = weakref.WeakKeyDictionary()  # jaxpr -> {(in_axes, out_axes, ...): _Program}
 
 
-def run_pmap(*args, **params):
-    """Run a pmap on concrete arguments: the eager rule of the pmap primitive."""
+def program_for(params):
+    """The compiled program of a pmap (``params``: the pmap primitive's), once per body,
+    axes and devices."""
     per_jaxpr = _programs.setdefault(params["jaxpr"].jaxpr, {})
     key = (params["in_axes"], params["out_axes"], params["axis_size"], params["axis_name"],
            params["devices"], params["donated"])
     program = per_jaxpr.get(key)
     if program is None:
         program = per_jaxpr[key] = _Program(params)
+    return program
+
+
+def run_program(program, args, donated):
     outs = program.run(args)
-    if params["donated"] is not None:
-        for x, donated in zip(args, params["donated"], strict=True):
-            if donated and isinstance(x, Array):
+    if donated is not None:
+        for x, flag in zip(args, donated, strict=True):
+            if flag and isinstance(x, Array):
                 x._donated()
     return outs
+
+
+def run_pmap(*args, **params):
+    """Run a pmap on concrete arguments: the eager rule of the pmap primitive."""
+    return run_program(program_for(params), args, params["donated"])
 
 
 core.eager_rules[pmap_p] = run_pmap
