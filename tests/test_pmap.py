@@ -4,7 +4,11 @@ static and donated arguments, device lists, results as ShardedArrays that stay o
 devices, composition with jit, autodiff, vmap, scan and cond, jaxprs and lowering, errors."""
 
 import functools
+import os
+import pathlib
 import re
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -580,6 +584,35 @@ def test_lowered_pmap_is_the_per_device_program():
     jax_ops = re.findall(r"stablehlo\.(\w+)", jax_text.split("manual_computation")[1])
     jax_ops = [op for op in jax_ops if op != "channel_handle"]  # partitions need one
     assert sorted(set(ops) - {"return"}) == sorted(set(jax_ops) - {"return"}), jax_ops
+
+
+_XLA_FLAGS_SCRIPT = """
+import numpy as np
+import xform
+from xform import lax
+n = xform.device_count()
+x = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+y = xform.pmap(lambda a: lax.psum(a, "i"), axis_name="i")(x)
+np.testing.assert_allclose(np.asarray(y), np.broadcast_to(x.sum(0), x.shape))
+try:
+    xform.pmap(lambda a: a)(np.ones((n + 1, 3), np.float32))
+except ValueError as e:
+    print("error:", e)
+print("devices:", n)
+"""
+
+
+def test_host_devices_from_xla_flags():
+    # The other way to get host devices: XLA_FLAGS, read when the backend starts (here, in a
+    # fresh interpreter with 4 of them: pmap over all, and one more is an error).
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+               JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", _XLA_FLAGS_SCRIPT], env=env, text=True,
+                          capture_output=True, timeout=120, check=False,
+                          cwd=pathlib.Path(__file__).resolve().parents[1])
+    assert proc.returncode == 0, proc.stderr
+    assert "devices: 4" in proc.stdout
+    assert "requires 5 logical devices" in proc.stdout and "only 4 XLA devices" in proc.stdout
 
 
 # --------------------------------------------------------------------------- errors
