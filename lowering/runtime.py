@@ -221,35 +221,29 @@ def compile_spmd(module, devices, outs):
 
 
 class ReplicatedExecutable:
-    """A jit program holding pmaps, run by ``len(devices)`` replicas: it is called like a
-    one-device program; each replica gets the whole arguments, and replica 0's results are
-    returned."""
+    """A jit program holding pmaps, run by one replica per device of ``spmd``: it is called
+    like a one-device program; each replica gets the whole arguments, and replica 0's results
+    are returned."""
 
     __slots__ = ("spmd", "sharding", "text")
 
-    def __init__(self, spmd):
+    def __init__(self, spmd, sharding):
         self.spmd = spmd
+        self.sharding = sharding  # every argument whole on every device
         self.text = spmd.text
-        mesh = jax.sharding.Mesh(np.array(spmd.devices, dtype=object), ("_replicas",))
-        self.sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
 
     def call(self, buffers):
-        local = [d for d in self.spmd.devices if d.process_index == jax.process_index()]
-        arrays = []
-        for buf in buffers:
-            host = np.ascontiguousarray(to_host(buf))
-            arrays.append(_jax.batched_device_put(_jax_aval(host.shape, host.dtype),
-                                                  self.sharding, [host] * len(local), local,
-                                                  True, False, enable_x64=True))
+        arrays = [put_sharded(np.ascontiguousarray(to_host(b)), self.sharding, None, 1)
+                  for b in buffers]
         return [out.addressable_shards[0].data for out in self.spmd.call(arrays)]
 
 
 def compile_replicated(module, out_avals, num_replicas):
     """Compile a jit module of ``num_replicas`` replicas (it holds pmaps) on the first devices."""
     devices = tuple(devices_for_replicas(num_replicas))
-    mesh = jax.sharding.Mesh(np.array(devices, dtype=object), ("_replicas",))
-    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-    return ReplicatedExecutable(compile_spmd(module, devices, [(a, sharding) for a in out_avals]))
+    sharding = mapped_sharding(devices, "_replicas", len(devices), None)
+    return ReplicatedExecutable(compile_spmd(module, devices, [(a, sharding) for a in out_avals]),
+                                sharding)
 
 
 def devices_for_replicas(num_replicas):
