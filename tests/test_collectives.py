@@ -503,7 +503,7 @@ def test_psum_scatter_and_all_to_all_sizes():
                                          r"multiple of the axis size 4"):
         xform.pmap(lambda a: xl.psum_scatter(a, "i", scatter_dimension=1, tiled=True),
                    axis_name="i")(x)
-    with pytest.raises(ValueError, match=r"all_to_all: the split axis 0 .* must have the axis "
+    with pytest.raises(ValueError, match=r"all_to_all: the split axis 0 .* must equal the axis "
                                          r"size 4"):
         xform.pmap(lambda a: xl.all_to_all(a, "i", 0, 1), axis_name="i")(x)
     with pytest.raises(ValueError, match=r"all_to_all: the split axis 1 .* not a multiple of "

@@ -195,38 +195,35 @@ def _all_gather_abstract_eval(x, *, axes, axis_size, all_gather_dimension, tiled
     return [ShapedArray(tuple(shape), x.dtype, x.weak_type)]
 
 
-def _psum_scatter_abstract_eval(x, *, axes, axis_size, scatter_dimension, tiled):
-    check_dtype("psum_scatter", x.dtype, NUMBER)
-    shape, d = list(x.shape), scatter_dimension
+def _split_over_devices(name, what, x, d, axis_size, tiled):
+    """The shape of ``x`` with its dimension ``d`` (``what``) split over the devices: divided
+    by the axis size (``tiled``), or gone (it must equal the axis size)."""
+    shape = list(x.shape)
+    if tiled and shape[d] % axis_size:
+        raise ValueError(f"{name}: {what} {d} of the operand (shape {x.shape}) has size "
+                         f"{shape[d]}, not a multiple of the axis size {axis_size}")
+    if not tiled and shape[d] != axis_size:
+        raise ValueError(f"{name}: {what} {d} of the operand (shape {x.shape}) must equal the "
+                         f"axis size {axis_size}; use tiled=True to split it into equal chunks")
     if tiled:
-        if shape[d] % axis_size:
-            raise ValueError(f"psum_scatter: dimension {d} of the operand (shape {x.shape}) "
-                             f"has size {shape[d]}, not a multiple of the axis size "
-                             f"{axis_size}")
         shape[d] //= axis_size
     else:
-        if shape[d] != axis_size:
-            raise ValueError(f"psum_scatter: dimension {d} of the operand (shape {x.shape}) "
-                             f"must equal the axis size {axis_size}; use tiled=True to split "
-                             "it into equal chunks instead")
         del shape[d]
+    return shape
+
+
+def _psum_scatter_abstract_eval(x, *, axes, axis_size, scatter_dimension, tiled):
+    check_dtype("psum_scatter", x.dtype, NUMBER)
+    shape = _split_over_devices("psum_scatter", "dimension", x, scatter_dimension, axis_size,
+                                tiled)
     return [ShapedArray(tuple(shape), x.dtype, x.weak_type)]
 
 
 def _all_to_all_abstract_eval(x, *, axes, axis_size, split_axis, concat_axis, tiled):
-    shape = list(x.shape)
+    shape = _split_over_devices("all_to_all", "the split axis", x, split_axis, axis_size, tiled)
     if tiled:
-        if shape[split_axis] % axis_size:
-            raise ValueError(f"all_to_all: the split axis {split_axis} of the operand (shape "
-                             f"{x.shape}) has size {shape[split_axis]}, not a multiple of the "
-                             f"axis size {axis_size}")
-        shape[split_axis] //= axis_size
         shape[concat_axis] *= axis_size
     else:
-        if shape[split_axis] != axis_size:
-            raise ValueError(f"all_to_all: the split axis {split_axis} of the operand (shape "
-                             f"{x.shape}) must have the axis size {axis_size}")
-        del shape[split_axis]
         shape.insert(concat_axis, axis_size)
     return [ShapedArray(tuple(shape), x.dtype, x.weak_type)]
 
