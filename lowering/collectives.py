@@ -161,7 +161,7 @@ def axis_index(mctx, axes):
     return index
 
 
-def _axis_index(ctx, *, axes):
+def _axis_index(ctx, *, axes, sizes):
     return [axis_index(ctx.module, axes)]
 
 

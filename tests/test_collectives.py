@@ -211,6 +211,13 @@ MULTI = {
                                               x.shape[:2]),
                               np.broadcast_to(np.arange(x.shape[1], dtype=np.int32),
                                               x.shape[:2]))),
+    # the index along two names, row-major in the order they are named
+    "axis_index_ij": (lambda lax, s: lambda x: lax.axis_index(("i", "j")), (2,),
+                      lambda x: np.arange(x.shape[0] * x.shape[1],
+                                          dtype=np.int32).reshape(x.shape[:2])),
+    "axis_index_ji": (lambda lax, s: lambda x: lax.axis_index(("j", "i")), (2,),
+                      lambda x: np.arange(x.shape[0] * x.shape[1], dtype=np.int32).reshape(
+                          x.shape[1::-1]).T),
     "all_gather_i": (lambda lax, s: lambda x: lax.all_gather(x, "i"), (2,),
                      lambda x: _gather_along(x, 0)),
     "all_gather_j": (lambda lax, s: lambda x: lax.all_gather(x, "j"), (2,),
@@ -262,6 +269,7 @@ def test_pmap_of_vmap(name, sizes):
 
 
 @pytest.mark.parametrize(("name", "sizes"), _pairs(["psum_ij", "psum_i", "psum_j", "axis_index",
+                                                    "axis_index_ij", "axis_index_ji",
                                                     "all_gather_i", "ppermute_j"], SHAPES))
 def test_vmap_of_pmap(name, sizes):
     # the vmap ("j") outside, the pmap ("i") inside: x[j, i, ...]

@@ -20,6 +20,7 @@ from xform.interpreters import ad, batching
 from xform.interpreters import transpose as transpose_interp
 from xform.interpreters.batching import moveaxis, not_mapped
 from xform.primitives.base import ANY, NUMBER, canonicalize_axis, check_dtype, standard_primitive
+from xform.primitives.elementwise import add, mul
 from xform.primitives.indexing import slice as lax_slice
 from xform.primitives.reductions import reduce_max, reduce_min, reduce_sum
 from xform.primitives.structural import (
@@ -171,8 +172,8 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
 def axis_index(axis_name):
     """This device's (or lane's) index along the named axis, an int32 scalar."""
     axes = _axes(axis_name)
-    _size(axes, "axis_index")
-    return axis_index_p.bind(axes=axes)
+    sizes = tuple(core.axis_size(name, "axis_index") for name in axes)
+    return axis_index_p.bind(axes=axes, sizes=sizes)
 
 
 # --------------------------------------------------------------------------- types
@@ -228,7 +229,7 @@ def _all_to_all_abstract_eval(x, *, axes, axis_size, split_axis, concat_axis, ti
     return [ShapedArray(tuple(shape), x.dtype, x.weak_type)]
 
 
-def _axis_index_abstract_eval(*, axes):
+def _axis_index_abstract_eval(*, axes, sizes):
     return [ShapedArray((), np.dtype(np.int32))]
 
 
@@ -416,13 +417,19 @@ def _all_to_all_batch(axis, x, d, *, axes, axis_size, split_axis, concat_axis, t
     return (_merge_dims(out, concat_axis + 1) if tiled else out), 0
 
 
-def _axis_index_batch(axis, args, dims, *, axes):
+def _axis_index_batch(axis, args, dims, *, axes, sizes):
+    # The index along several names is row-major over them; the vmap's own name contributes
+    # an iota (one entry per lane), the others their own axis_index.
     if axis.name not in axes:
-        return [axis_index_p.bind(axes=axes)], [not_mapped]
-    if len(axes) > 1:
-        raise NotImplementedError(f"axis_index over several axes {axes} where one of them "
-                                  f"({axis.name!r}) is a vmap axis is not supported by xform")
-    return [iota(np.int32, axis.size)], [0]
+        return [axis_index_p.bind(axes=axes, sizes=sizes)], [not_mapped]
+    index = None
+    for k, (name, size) in enumerate(zip(axes, sizes, strict=True)):
+        stride = np.int32(np.prod(sizes[k + 1:], dtype=np.int64))
+        coordinate = (iota(np.int32, axis.size) if name == axis.name
+                      else axis_index_p.bind(axes=(name,), sizes=(size,)))
+        term = coordinate if stride == 1 else mul(coordinate, stride)
+        index = term if index is None else add(index, term)
+    return [index], [0]
 
 
 batching.axis_rules[axis_index_p] = _axis_index_batch
