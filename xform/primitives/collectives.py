@@ -342,17 +342,18 @@ _reducing_rule(pmax_p, reduce_max, lambda x, n: x)
 _reducing_rule(pmin_p, reduce_min, lambda x, n: x)
 
 
-def _over_own_axis(prim):
+def _over_own_axis(prim, several=False):
     """Register the vmap rule of a one-operand collective: over other axes it passes
-    through; over the vmap's own axis (alone) the decorated ``fn(axis, x, d, **params)`` does
-    its work along the batch dimension ``d`` of ``x`` and returns ``(out, out_dim)``."""
+    through; over the vmap's own axis (alone, unless ``several``) the decorated
+    ``fn(axis, x, d, **params)`` does its work along the batch dimension ``d`` of ``x`` and
+    returns ``(out, out_dim)``."""
 
     def register(fn):
         def rule(axis, args, dims, **params):
             axes = params["axes"]
             if axis.name not in axes:
                 return _pass_through(prim, args, dims, params)
-            if len(axes) > 1:
+            if len(axes) > 1 and not several:
                 raise NotImplementedError(
                     f"{prim.name} over several axes {axes} where one of them ({axis.name!r}) "
                     "is a vmap axis is not supported by xform")
@@ -377,10 +378,19 @@ def _split_dim(x, d, n):
     return reshape(x, shape[:d] + (n, shape[d] // n) + shape[d + 1:])
 
 
-@_over_own_axis(all_gather_p)
+@_over_own_axis(all_gather_p, several=True)
 def _all_gather_batch(axis, x, d, *, axes, axis_size, all_gather_dimension, tiled):
-    # every lane sees all lanes' values, stacked (or concatenated) where the gather puts them
-    x = moveaxis(batching.batch_at_front(x, d, axis.size), 0, all_gather_dimension)
+    # Every lane sees all lanes' values, stacked (or concatenated) where the gather puts them.
+    x = batching.batch_at_front(x, d, axis.size)
+    rest = tuple(a for a in axes if a != axis.name)
+    if rest:  # then gathered over the other names too, the index row-major in the named order
+        if axis.name not in (axes[0], axes[-1]):
+            raise NotImplementedError(f"all_gather over {axes}: the vmap axis {axis.name!r} "
+                                      "must come first or last among the names")
+        x = all_gather_p.bind(x, axes=rest, axis_size=axis_size // axis.size,
+                              all_gather_dimension=0, tiled=False)
+        x = _merge_dims(moveaxis(x, 1, 0) if axes[0] == axis.name else x, 0)
+    x = moveaxis(x, 0, all_gather_dimension)
     return (_merge_dims(x, all_gather_dimension) if tiled else x), not_mapped
 
 
