@@ -302,9 +302,9 @@ def test_pmap_of_pmap(name, sizes):
     assert_reference(got, name, x)
 
 
-# all_gather over two names where one is a vmap axis: JAX 0.10.2 fails ("axis size doesn't
-# match" under pmap of vmap, "Please open a feature request!" under vmap of pmap), so every
-# nesting of pmap and vmap is checked against the others and against NumPy.
+# all_gather and psum_scatter over two names where one is a vmap axis: JAX 0.10.2 fails
+# ("axis size doesn't match" under pmap of vmap, "Please open a feature request!" under vmap
+# of pmap), so every nesting of pmap and vmap is checked against the others and NumPy.
 GATHER_TWO = {
     "all_gather_ij": (lambda x: xl.all_gather(x, ("i", "j")),
                       lambda x: np.broadcast_to(x.reshape((1, 1, -1) + x.shape[2:]),
@@ -316,12 +316,33 @@ GATHER_TWO = {
 }
 
 
+def _scattered(x, order, tiled):
+    """psum_scatter over both names of ``x`` (lanes (i, j) first, then rows, one column): the
+    sum over the lanes, its rows split row-major over the names in ``order``."""
+    ni, nj = x.shape[:2]
+    total = x.sum((0, 1))  # (rows, 1)
+    if order == "ij":
+        chunks = total.reshape(ni, nj, -1, 1)
+    else:
+        chunks = np.swapaxes(total.reshape(nj, ni, -1, 1), 0, 1)
+    return chunks if tiled else chunks[:, :, 0]
+
+
+GATHER_TWO.update({
+    "psum_scatter_ij": (lambda x: xl.psum_scatter(x, ("i", "j")),
+                        lambda x: _scattered(x, "ij", False)),
+    "psum_scatter_ji_tiled": (lambda x: xl.psum_scatter(x, ("j", "i"), tiled=True),
+                              lambda x: _scattered(x, "ji", True)),
+})
+
+
 @pytest.mark.parametrize("name", sorted(GATHER_TWO))
 @pytest.mark.parametrize("sizes", [(2, 4), (4, 2), (1, 8)])
-def test_all_gather_over_a_pmap_and_a_vmap_axis(name, sizes):
+def test_gather_and_scatter_over_a_pmap_and_a_vmap_axis(name, sizes):
     body, reference = GATHER_TWO[name]
     ni, nj = sizes
-    x = r(ni, nj, 2)
+    rows = {"psum_scatter_ij": 8, "psum_scatter_ji_tiled": 16}.get(name)
+    x = r(ni, nj, 2) if rows is None else r(ni, nj, rows, 1)
     nestings = {
         "pmap(vmap)": xform.pmap(xform.vmap(body, axis_name="j"), axis_name="i"),
         "pmap(pmap)": xform.pmap(xform.pmap(body, axis_name="j"), axis_name="i"),
@@ -333,6 +354,21 @@ def test_all_gather_over_a_pmap_and_a_vmap_axis(name, sizes):
     outside = xform.vmap(xform.pmap(body, axis_name="i"), axis_name="j", in_axes=1)(x)
     np.testing.assert_allclose(np.swapaxes(np.asarray(outside), 0, 1), reference(x),
                                rtol=1e-6, err_msg="vmap(pmap)")
+
+
+@pytest.mark.parametrize("sizes", [(2, 4), (4, 2)])
+def test_grad_of_all_gather_over_a_pmap_and_a_vmap_axis(sizes):
+    # The transpose of all_gather over both names is psum_scatter over both: lane (a, b)
+    # gets every lane's cotangent of its own slot, ni * nj * w[a * nj + b].
+    ni, nj = sizes
+    x, w = r(ni, nj, 3), r(ni * nj, 3)
+    grad = xform.grad(lambda v: (xl.all_gather(v, ("i", "j")) * w).sum())
+    expected = ni * nj * w.reshape(ni, nj, 3)
+    for what, f in {"pmap(vmap)": xform.pmap(xform.vmap(grad, axis_name="j"), axis_name="i"),
+                    "pmap(pmap)": xform.pmap(xform.pmap(grad, axis_name="j"), axis_name="i"),
+                    "vmap(vmap)": xform.vmap(xform.vmap(grad, axis_name="j"),
+                                             axis_name="i")}.items():
+        np.testing.assert_allclose(np.asarray(f(x)), expected, rtol=1e-5, err_msg=what)
 
 
 def test_all_gather_over_three_names():

@@ -384,9 +384,7 @@ def _all_gather_batch(axis, x, d, *, axes, axis_size, all_gather_dimension, tile
     x = batching.batch_at_front(x, d, axis.size)
     rest = tuple(a for a in axes if a != axis.name)
     if rest:  # then gathered over the other names too, the index row-major in the named order
-        if axis.name not in (axes[0], axes[-1]):
-            raise NotImplementedError(f"all_gather over {axes}: the vmap axis {axis.name!r} "
-                                      "must come first or last among the names")
+        _own_first_or_last("all_gather", axes, axis)
         x = all_gather_p.bind(x, axes=rest, axis_size=axis_size // axis.size,
                               all_gather_dimension=0, tiled=False)
         x = _merge_dims(moveaxis(x, 1, 0) if axes[0] == axis.name else x, 0)
@@ -394,13 +392,36 @@ def _all_gather_batch(axis, x, d, *, axes, axis_size, all_gather_dimension, tile
     return (_merge_dims(x, all_gather_dimension) if tiled else x), not_mapped
 
 
-@_over_own_axis(psum_scatter_p)
+@_over_own_axis(psum_scatter_p, several=True)
 def _psum_scatter_batch(axis, x, d, *, axes, axis_size, scatter_dimension, tiled):
+    s = scatter_dimension
     summed = (x * np.asarray(axis.size, get_aval(x).dtype) if d is not_mapped
               else reduce_sum(x, (d,)))
-    if tiled:  # lane i keeps chunk i: split the dimension into (lanes, chunk)
-        summed = _split_dim(summed, scatter_dimension, axis.size)
-    return summed, scatter_dimension
+    rest = tuple(a for a in axes if a != axis.name)
+    if not rest:
+        if tiled:  # lane i keeps chunk i: split the dimension into (lanes, chunk)
+            summed = _split_dim(summed, s, axis.size)
+        return summed, s
+    # Over the other names too: split the dimension into (the two axes in the named order,
+    # chunk), scatter over the other names, and the lanes keep their chunks.
+    _own_first_or_last("psum_scatter", axes, axis)
+    own_first = axes[0] == axis.name
+    n_rest = axis_size // axis.size
+    shape = get_aval(summed).shape
+    split = (axis.size, n_rest) if own_first else (n_rest, axis.size)
+    summed = reshape(summed, shape[:s] + split + (shape[s] // axis_size,) + shape[s + 1:])
+    out = psum_scatter_p.bind(summed, axes=rest, axis_size=n_rest,
+                              scatter_dimension=s + 1 if own_first else s, tiled=False)
+    if not tiled:  # the chunk of one element goes, as the scattered dimension does
+        shape = get_aval(out).shape
+        out = reshape(out, shape[:s + 1] + shape[s + 2:])
+    return out, s
+
+
+def _own_first_or_last(what, axes, axis):
+    if axis.name not in (axes[0], axes[-1]):
+        raise NotImplementedError(f"{what} over {axes}: the vmap axis {axis.name!r} must come "
+                                  "first or last among the names")
 
 
 @_over_own_axis(ppermute_p)
