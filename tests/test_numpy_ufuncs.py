@@ -248,3 +248,18 @@ def test_ufunc_errors():
         xnp.hypot(np.ones(2, np.complex64), 1.0)
     with pytest.raises(TypeError, match="does not accept dtype float32"):
         xnp.bitwise_and(np.ones(2, np.float32), 1)
+
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
+def test_logaddexp_derivative_at_ties_and_infinities_equals_jax(name):
+    # JAX's rule (each input's share exp(x - out)): half each at a tie, not 0 to one side.
+    inf = np.inf
+    a = np.array([1.0, 2.0, -inf, inf, -inf, 0.0, 3.0, inf, 1.0, -inf], np.float32)
+    b = np.array([1.0, 1.0, 0.0, inf, -inf, -inf, -2.0, 1.0, inf, inf], np.float32)
+    xf, jf = getattr(xnp, name), getattr(jnp, name)
+    for wrap_x, wrap_j in [(lambda f: f, lambda f: f), (xform.jit, jax.jit)]:
+        got = wrap_x(xform.vmap(xform.grad(xf, argnums=(0, 1))))(a, b)
+        expected = wrap_j(jax.vmap(jax.grad(jf, argnums=(0, 1))))(a, b)
+        for g, e in zip(got, expected, strict=True):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-6)
+    assert float(xform.grad(xf)(np.float32(1.0), np.float32(1.0))) == 0.5

@@ -10,6 +10,7 @@ import numpy as np
 from xform import dtypes, lax
 from xform.array import Array
 from xform.core import ShapedArray, Tracer
+from xform.custom_derivatives import custom_jvp
 from xform.numpy._promote import (
     ACCEPTED_DTYPES,
     asarray,
@@ -369,27 +370,63 @@ def hypot(x1, x2, /):
 
 
 def logaddexp(x1, x2, /):
-    """``log(exp(x1) + exp(x2))`` without overflow."""
+    """``log(exp(x1) + exp(x2))`` without overflow; its derivative is JAX's (each input's
+    share ``exp(x - out)``, half each where they are equal)."""
     x1, x2 = promote_args_inexact("logaddexp", x1, x2)
     if not dtypes.is_float(aval_of(x1).dtype):
         raise NotImplementedError("logaddexp of complex inputs is not implemented")
-    amax = lax.max(x1, x2)
-    delta = lax.sub(x1, x2)
-    return lax.select(lax.ne(delta, delta), lax.add(x1, x2),
-                      lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
+    return _logaddexp(x1, x2)
 
 
 def logaddexp2(x1, x2, /):
-    """``log2(exp2(x1) + exp2(x2))`` without overflow."""
+    """``log2(exp2(x1) + exp2(x2))`` without overflow; derivative as ``logaddexp``'s."""
     x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
     if not dtypes.is_float(aval_of(x1).dtype):
         raise NotImplementedError("logaddexp2 of complex inputs is not implemented")
+    return _logaddexp2(x1, x2)
+
+
+def _log_add(x1, x2, exp, log_scale):
+    # max + log1p(exp(-|x1 - x2|)) (scaled for base 2); x1 + x2 where the difference is NaN
+    # (both infinite, or a NaN).
     amax = lax.max(x1, x2)
-    invln2 = const(amax, 1 / np.log(2))
     delta = lax.sub(x1, x2)
-    return lax.select(lax.ne(delta, delta), lax.add(x1, x2),
-                      lax.add(amax, lax.mul(invln2,
-                                            lax.log1p(lax.exp2(lax.neg(lax.abs(delta)))))))
+    tail = lax.log1p(exp(lax.neg(lax.abs(delta))))
+    if log_scale is not None:
+        tail = lax.mul(const(amax, log_scale), tail)
+    return lax.select(lax.ne(delta, delta), lax.add(x1, x2), lax.add(amax, tail))
+
+
+@custom_jvp
+def _logaddexp(x1, x2):
+    return _log_add(x1, x2, lax.exp, None)
+
+
+@custom_jvp
+def _logaddexp2(x1, x2):
+    return _log_add(x1, x2, lax.exp2, 1 / np.log(2))
+
+
+def _log_add_jvp(fn, exp):
+    # A plain derivative of the max/abs formula gives 0 to one side at a tie; this is
+    # JAX's rule, with +inf replaced by 0 so that exp(inf - inf) is not NaN.
+    def jvp(primals, tangents):
+        (x1, x2), (t1, t2) = primals, tangents
+        out = fn(x1, x2)
+        finite_out = _posinf_to_zero(out)
+        share1 = exp(lax.sub(_posinf_to_zero(x1), finite_out))
+        share2 = exp(lax.sub(_posinf_to_zero(x2), finite_out))
+        return out, lax.add(lax.mul(t1, share1), lax.mul(t2, share2))
+
+    return jvp
+
+
+def _posinf_to_zero(x):
+    return lax.select(lax.eq(x, const(x, np.inf)), const(x, 0), x)
+
+
+_logaddexp.defjvp(_log_add_jvp(_logaddexp, lax.exp))
+_logaddexp2.defjvp(_log_add_jvp(_logaddexp2, lax.exp2))
 
 
 def heaviside(x1, x2, /):
