@@ -158,3 +158,25 @@ def test_bad_input():
 def test_grad_of_a_jitted_function_shows_forward_then_transposed_programs():
     text = str(xform.make_jaxpr(xform.grad(xform.jit(lambda x: xnp.sum(xnp.sin(x)))))(X))
     assert "name=jvp(<lambda>)" in text and "name=transpose(jvp(<lambda>))" in text
+
+
+def test_gradients_of_python_scalars_are_weakly_typed_as_in_jax():
+    # A cotangent has its primal's type: a Python float's gradient is a weak float32.
+    cases = [
+        (lambda x: x * 2.0, jax.grad(lambda x: x * 2.0), (1.0,), 0),
+        (lambda x: 3.0 * xnp.sin(x) ** 2, jax.grad(lambda x: 3.0 * jnp.sin(x) ** 2), (0.5,), 0),
+        (lambda x, y: x * y, jax.grad(lambda x, y: x * y, argnums=(0, 1)),
+         (1.0, np.float32(2.0)), (0, 1)),
+        (lambda x, y: y, jax.grad(lambda x, y: y, argnums=0), (1.0, 2.0), 0),  # a zero
+    ]
+    for f, expected_fn, args, argnums in cases:
+        expected = expected_fn(*args)
+        for wrap in (lambda g: g, xform.jit):
+            got = wrap(xform.grad(f, argnums=argnums))(*args)
+            for g, e in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(expected),
+                            strict=True):
+                assert g.dtype == e.dtype and g.weak_type == e.weak_type, (g, e)
+                np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-6)
+    (ct,) = xform.vjp(lambda x: x * 2.0, 1.0)[1](1.0)
+    assert ct.weak_type
+    assert not xform.grad(lambda x: x * 2.0)(np.float32(1.0)).weak_type

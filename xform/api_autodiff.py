@@ -17,6 +17,7 @@ from xform.array import Array, from_host
 from xform.core import Tracer
 from xform.interpreters import ad, dce, partial_eval, transpose
 from xform.interpreters.staging import trace_to_jaxpr
+from xform.primitives.elementwise import convert_folding_constants
 
 
 def _as_output(x):
@@ -151,13 +152,22 @@ class _Linearized:
         for aval, d in zip(self.avals, self.diff, strict=True):
             ct = next(cts_in) if d else None
             flat_cts.append(_zero_cotangent(aval) if ct is None or type(ct) is ad.Zero
-                            else _as_output(ct))
+                            else _typed_like(aval, _as_output(ct)))
         return flat_cts
+
+
+def _typed_like(aval, ct):
+    """As in JAX, a cotangent has its primal's type: weakly typed for a Python scalar's."""
+    if aval.weak_type and isinstance(ct, (Array, Tracer)):
+        ct_aval = core.get_aval(ct)
+        if not ct_aval.weak_type and ct_aval.dtype == aval.dtype:
+            return convert_folding_constants(ct, aval.dtype, True)
+    return ct
 
 
 def _zero_cotangent(aval):
     if dtypes.is_inexact(aval.dtype):
-        return from_host(np.zeros(aval.shape, aval.dtype))
+        return from_host(np.zeros(aval.shape, aval.dtype), aval.weak_type)
     return np.zeros(aval.shape, dtypes.float0)
 
 
