@@ -17,6 +17,7 @@ whole would make its primal outputs unknown).
 
 from xform import core
 from xform.core import ClosedJaxpr, Jaxpr, eval_jaxpr
+from xform.interpreters import dce
 from xform.interpreters.staging import JaxprTrace, JaxprTracer, convert_constvars, trace_to_jaxpr
 
 partial_eval_rules = {}
@@ -73,39 +74,45 @@ def partial_eval_flat(fun, known, unknown_avals, name):
     return [None if trace.is_unknown(x) else x for x in outs], jaxpr
 
 
-def partial_eval_jaxpr(closed, unknowns, name):
-    """Split ``closed`` by which inputs are unknown.
+def partial_eval_jaxpr(closed, unknowns, name, instantiate=None):
+    """Split ``closed`` by which inputs are unknown (outputs marked in ``instantiate`` are
+    made unknown even where they are known).
 
     Returns ``(known_jaxpr, known_consts, unknown_jaxpr, out_unknowns, num_residuals)``:
     ``known_jaxpr`` maps ``known_consts`` and the known inputs to the known outputs followed
     by residuals; ``unknown_jaxpr`` maps residuals followed by the unknown inputs to the
-    unknown outputs. Both are const-free.
+    unknown outputs. Both are const-free; the residuals are only those the unknown part reads.
     """
     in_avals = closed.in_avals
     known_avals = [a for a, u in zip(in_avals, unknowns, strict=True) if not u]
     unknown_avals = [a for a, u in zip(in_avals, unknowns, strict=True) if u]
+    run = eval_known_first(closed, unknowns)
     split = {}
 
     def known_fun(*known):
-        def run(*args):
-            known_args, unknown_args = iter(args[:len(known)]), iter(args[len(known):])
-            merged = [next(unknown_args) if u else next(known_args) for u in unknowns]
-            return eval_jaxpr(closed.jaxpr, closed.consts, *merged)
-
         outs, staged = partial_eval_flat(run, known, unknown_avals, name)
-        body, residuals = convert_constvars(staged)
-        split["out_unknowns"] = [x is None for x in outs]
-        split["unknown"] = _keep_unknown_outputs(body, split["out_unknowns"])
+        out_unknowns = [x is None or bool(instantiate and instantiate[i])
+                        for i, x in enumerate(outs)]
+        # The unknown part computes only the unknown outputs and keeps only the residuals it
+        # reads (known outputs were staged as residuals too).
+        staged, _ = dce.dce_closed_jaxpr(staged, out_unknowns)
+        split["unknown"], residuals = convert_constvars(staged)
+        split["out_unknowns"] = out_unknowns
         split["num_residuals"] = len(residuals)
-        return [x for x in outs if x is not None] + residuals
+        return [x for x, u in zip(outs, out_unknowns, strict=True) if not u] + residuals
 
     known_jaxpr, known_consts = convert_constvars(trace_to_jaxpr(known_fun, known_avals, name))
     return (known_jaxpr, known_consts, split["unknown"], split["out_unknowns"],
             split["num_residuals"])
 
 
-def _keep_unknown_outputs(closed, out_unknowns):
-    jaxpr = closed.jaxpr
-    outvars = [v for v, u in zip(jaxpr.outvars, out_unknowns, strict=True) if u]
-    return ClosedJaxpr(Jaxpr([], jaxpr.invars, outvars, jaxpr.eqns), [])
+def eval_known_first(closed, unknowns):
+    """``closed`` as a function of its known inputs followed by its unknown ones."""
+    n_known = sum(not u for u in unknowns)
 
+    def run(*args):
+        known, unknown = iter(args[:n_known]), iter(args[n_known:])
+        return eval_jaxpr(closed.jaxpr, closed.consts,
+                          *[next(unknown) if u else next(known) for u in unknowns])
+
+    return run

@@ -396,8 +396,8 @@ def _split_branches(branches, unknowns):
     known_avals = [a for a, u in zip(branches[0].in_avals, unknowns, strict=True) if not u]
     unknown_avals = [a for a, u in zip(branches[0].in_avals, unknowns, strict=True) if u]
     out_avals = branches[0].out_avals  # the cond's result types, weak types included
-    splits = [_drop_unread_residuals(partial_eval.partial_eval_jaxpr(
-        b, unknowns, "partially evaluating a cond branch")) for b in branches]
+    splits = [partial_eval.partial_eval_jaxpr(b, unknowns, "partially evaluating a cond branch")
+              for b in branches]
     n_out = len(branches[0].out_avals)
     out_unknowns = tuple(any(s[3][j] for s in splits) for j in range(n_out))
     # A branch's residuals: its own, then its known outputs that another branch leaves unknown.
@@ -419,25 +419,6 @@ def _split_branches(branches, unknowns):
     unknown_branches, unknown_consts = _join_consts(unknown_pairs)
     assert not unknown_consts, "internal error: the unknown part of a cond branch has consts"
     return known_branches, known_consts, unknown_branches, out_unknowns, len(slot_avals)
-
-
-def _drop_unread_residuals(split):
-    """``partial_eval_jaxpr``'s split without the residuals its unknown part does not read
-    (it passes the known outputs as residuals too): each one costs a slot in every branch."""
-    known_jaxpr, known_consts, unknown_jaxpr, out_unknowns, num_res = split
-    _, used = dce.dce_jaxpr(unknown_jaxpr.jaxpr, [True] * len(unknown_jaxpr.out_avals))
-    if all(used[:num_res]):
-        return split
-    keep = used[:num_res]
-    n_known = len(known_jaxpr.out_avals) - num_res
-    kj, uj = known_jaxpr.jaxpr, unknown_jaxpr.jaxpr
-    known_outvars = kj.outvars[:n_known] + [v for v, k in zip(kj.outvars[n_known:], keep,
-                                                               strict=True) if k]
-    known_jaxpr = ClosedJaxpr(Jaxpr([], kj.invars, known_outvars, kj.eqns), [])
-    unknown_invars = [v for v, k in zip(uj.invars[:num_res], keep, strict=True) if k]
-    unknown_jaxpr = ClosedJaxpr(Jaxpr([], unknown_invars + uj.invars[num_res:], uj.outvars,
-                                      uj.eqns), [])
-    return known_jaxpr, known_consts, unknown_jaxpr, out_unknowns, sum(keep)
 
 
 def _known_branch(split, mine, slot_avals, out_unknowns, known_avals, out_avals):

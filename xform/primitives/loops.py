@@ -805,51 +805,14 @@ _split_jaxprs = weakref.WeakKeyDictionary()  # jaxpr -> {(unknowns, instantiate)
 
 
 def _split_jaxpr(closed, unknowns, instantiate):
-    """``partial_eval.partial_eval_jaxpr`` with outputs forced unknown (``instantiate``) and
-    residuals only for what the unknown part reads.
-
-    Returns ``(known_jaxpr, known_consts, unknown_jaxpr, out_unknowns, num_residuals)``:
-    ``known_jaxpr`` maps (``known_consts``, known inputs) to the known outputs followed by
-    the residuals; ``unknown_jaxpr`` maps (residuals, unknown inputs) to the unknown outputs.
-    """
+    """``partial_eval.partial_eval_jaxpr`` with outputs forced unknown (``instantiate``),
+    once per body, mask and forcing."""
     cache = _split_jaxprs.setdefault(closed.jaxpr, {})
     key = (unknowns, instantiate)
     hit = cache.get(key)
-    if hit is not None:
-        return hit
-    in_avals = closed.in_avals
-    known_avals = _pick(in_avals, unknowns, False)
-    unknown_avals = _pick(in_avals, unknowns)
-    split = {}
-
-    def known_fun(*known):
-        def run(*args):
-            known_args, unknown_args = iter(args[:len(known)]), iter(args[len(known):])
-            merged = [next(unknown_args) if u else next(known_args) for u in unknowns]
-            return eval_jaxpr(closed.jaxpr, closed.consts, *merged)
-
-        outs, staged = partial_eval.partial_eval_flat(run, known, unknown_avals,
-                                                      "partially evaluating a scan body")
-        out_uk = [x is None or inst for x, inst in zip(outs, instantiate, strict=True)]
-        body, residuals = convert_constvars(staged)
-        j = body.jaxpr
-        res_vars, in_vars = j.invars[:len(residuals)], j.invars[len(residuals):]
-        outvars = _pick(j.outvars, out_uk)
-        used = set(outvars)
-        for eqn in j.eqns:
-            used.update(eqn.invars)
-        kept = [v in used for v in res_vars]
-        split["unknown"] = ClosedJaxpr(Jaxpr([], _pick(res_vars, kept) + in_vars, outvars,
-                                             j.eqns), [])
-        split["out_unknowns"] = tuple(out_uk)
-        residuals = _pick(residuals, kept)
-        split["num_residuals"] = len(residuals)
-        return _pick(outs, out_uk, False) + residuals
-
-    known_jaxpr, known_consts = _trace_body(known_fun, known_avals,
-                                            "partially evaluating a scan body")
-    hit = cache[key] = (known_jaxpr, known_consts, split["unknown"], split["out_unknowns"],
-                        split["num_residuals"])
+    if hit is None:
+        hit = cache[key] = partial_eval.partial_eval_jaxpr(
+            closed, unknowns, "partially evaluating a scan body", instantiate)
     return hit
 
 

@@ -119,12 +119,9 @@ def _remat_split(jaxpr, unknowns, policy):
         jaxpr, unknowns, name)
     k = known.jaxpr
     num_known_out = len(k.outvars) - num_res
-    # U reading only the residuals it uses (partial_eval_jaxpr passes it the known outputs
-    # too), and every unknown input: the staged checkpoint's operands.
-    u, u_used = dce.dce_jaxpr(unknown.jaxpr, [True] * len(unknown.out_avals))
-    res_used = u_used[:num_res]
-    u = Jaxpr([], [v for v, r in zip(u.invars[:num_res], res_used, strict=True) if r]
-              + u.invars[num_res:], u.outvars, u.eqns)
+    # U reads the residuals (only those it uses: partial_eval_jaxpr keeps no others) and
+    # every unknown input: the staged checkpoint's operands.
+    u = unknown.jaxpr
     # The rerun of K: its equations less the saved ones, whose outputs become inputs.
     saved_vars, rerun_eqns = [], []
     for eqn in k.eqns:
@@ -132,7 +129,7 @@ def _remat_split(jaxpr, unknowns, policy):
             saved_vars.extend(eqn.outvars)
         else:
             rerun_eqns.append(eqn)
-    res_outvars = [v for v, r in zip(k.outvars[num_known_out:], res_used, strict=True) if r]
+    res_outvars = k.outvars[num_known_out:]
     rerun = Jaxpr([], saved_vars + k.invars, res_outvars, rerun_eqns)
     rerun, used = dce.dce_jaxpr(rerun, [True] * len(res_outvars), prune_inputs=True)
     saved = [v for v, r in zip(saved_vars, used[:len(saved_vars)], strict=True) if r]
