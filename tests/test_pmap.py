@@ -328,9 +328,9 @@ def test_results_stay_on_their_devices(n, monkeypatch):
     monkeypatch.undo()
     expected_y = x / (x * x).sum(0)
     expected_z = expected_y / (expected_y * expected_y).sum(0)
-    np.testing.assert_allclose(np.asarray(y), expected_y, rtol=1e-5)
-    np.testing.assert_allclose(np.asarray(z), expected_z, rtol=1e-5)
-    np.testing.assert_allclose(np.asarray(w), np.sin(expected_z) * 2 + 1, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(y), expected_y, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(z), expected_z, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(w), np.sin(expected_z) * 2 + 1, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("n", [2, 8])
