@@ -15,8 +15,9 @@ from lowering.pmap import lower_pmap_module
 from xform import core, dtypes
 from xform.array import Array, ShardedArray
 from xform.dispatch import concrete_aval, host_value
+from xform.interpreters.batching import batched_aval
 from xform.interpreters.dce import dce_closed_jaxpr, has_dead_code
-from xform.primitives.pmap import mapped_aval, pmap_p, replicas_needed
+from xform.primitives.pmap import pmap_p, replicas_needed
 
 
 def mesh_axis_name(axis_name):
@@ -70,7 +71,7 @@ class _Program:
                              for a in self.in_axes]
         out_shardings = [runtime.mapped_sharding(local, mesh_name, self.size, a)
                          for a in self.out_axes]
-        self.out_avals = [mapped_aval(a, ax, self.size)
+        self.out_avals = [batched_aval(a, ax, self.size)
                           for a, ax in zip(jaxpr.out_avals, self.out_axes, strict=True)]
         self.exe = runtime.compile_spmd(module, devices,
                                         list(zip(self.out_avals, out_shardings, strict=True)))

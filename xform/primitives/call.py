@@ -66,16 +66,24 @@ def jvp_jaxpr(jaxpr, nonzeros):
     return hit
 
 
-def _jit_jvp(primals, tangents, *, jaxpr, name):
+def call_jvp(jaxpr, primals, tangents, bind):
+    """The JVP rule of a call-like primitive running ``jaxpr``: ``bind(body, operands,
+    num_consts, nonzeros, out_nonzeros)`` binds the primitive on the differentiated body
+    (``jvp_jaxpr``) with its operands (consts, primals, nonzero tangents)."""
     nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
     body, consts, out_nonzeros = jvp_jaxpr(jaxpr, nonzeros)
-    outs = jit_p.bind(*consts, *primals, *[t for t in tangents if type(t) is not ad.Zero],
-                      jaxpr=body, name=f"jvp({name})")
-    n_out = len(jaxpr.out_avals)
+    operands = [*consts, *primals, *[t for t in tangents if type(t) is not ad.Zero]]
+    outs = bind(body, operands, len(consts), nonzeros, out_nonzeros)
+    n_out = len(out_nonzeros)
     primals_out, nonzero_tangents = outs[:n_out], iter(outs[n_out:])
-    tangents_out = [next(nonzero_tangents) if nz else ad.Zero(ad.tangent_aval(a))
-                    for a, nz in zip(jaxpr.out_avals, out_nonzeros, strict=True)]
+    tangents_out = [next(nonzero_tangents) if nz else ad.Zero(ad.tangent_aval(ad.aval_of(p)))
+                    for p, nz in zip(primals_out, out_nonzeros, strict=True)]
     return primals_out, tangents_out
+
+
+def _jit_jvp(primals, tangents, *, jaxpr, name):
+    return call_jvp(jaxpr, primals, tangents, lambda body, operands, *_: jit_p.bind(
+        *operands, jaxpr=body, name=f"jvp({name})"))
 
 
 ad.jvp_rules[jit_p] = _jit_jvp

@@ -21,7 +21,12 @@ from xform import core
 from xform.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
 from xform.interpreters import ad, batching, partial_eval, transpose
 from xform.interpreters.batching import moveaxis, not_mapped
-from xform.primitives.call import call_abstract_eval, jvp_jaxpr, split_jaxpr, transposed_jaxpr
+from xform.primitives.call import (
+    call_abstract_eval,
+    call_jvp,
+    split_jaxpr,
+    transposed_jaxpr,
+)
 from xform.primitives.reductions import reduce_sum
 
 pmap_p = Primitive("pmap", multiple_results=True)
@@ -34,14 +39,6 @@ def unmapped_aval(aval, axis):
     return ShapedArray(aval.shape[:axis] + aval.shape[axis + 1:], aval.dtype, aval.weak_type)
 
 
-def mapped_aval(aval, axis, size):
-    """The type of ``size`` per-device values of type ``aval`` stacked along ``axis``."""
-    if axis is None:
-        return aval
-    return ShapedArray(aval.shape[:axis] + (size,) + aval.shape[axis:], aval.dtype,
-                       aval.weak_type)
-
-
 def _pmap_abstract_eval(*avals, jaxpr, name, axis_name, axis_size, in_axes, out_axes, devices,
                         donated):
     for i, (a, ax) in enumerate(zip(avals, in_axes, strict=True)):
@@ -51,7 +48,7 @@ def _pmap_abstract_eval(*avals, jaxpr, name, axis_name, axis_size, in_axes, out_
                              f"{axis_name!r} has size {axis_size}")
     per_device = [unmapped_aval(a, ax) for a, ax in zip(avals, in_axes, strict=True)]
     outs = call_abstract_eval(f"pmap of {name}", per_device, jaxpr)
-    return [mapped_aval(a, ax, axis_size) for a, ax in zip(outs, out_axes, strict=True)]
+    return [batching.batched_aval(a, ax, axis_size) for a, ax in zip(outs, out_axes, strict=True)]
 
 
 abstract_eval_rules[pmap_p] = _pmap_abstract_eval
@@ -88,20 +85,20 @@ _replicas = weakref.WeakKeyDictionary()
 
 
 def _pmap_jvp(primals, tangents, **params):
-    jaxpr, in_axes, out_axes = params["jaxpr"], params["in_axes"], params["out_axes"]
-    nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
-    body, consts, out_nonzeros = jvp_jaxpr(jaxpr, nonzeros)
-    nonzero_tangents = [t for t in tangents if type(t) is not ad.Zero]
-    outs = bind_like(
-        params, [*consts, *primals, *nonzero_tangents], body,
-        [None] * len(consts) + list(in_axes) + [a for a, nz in zip(in_axes, nonzeros,
-                                                                   strict=True) if nz],
-        list(out_axes) + [a for a, nz in zip(out_axes, out_nonzeros, strict=True) if nz],
-        f"jvp({params['name']})")
-    n_out = len(out_axes)
-    primals_out, tangents_out = outs[:n_out], iter(outs[n_out:])
-    return primals_out, [next(tangents_out) if nz else ad.Zero(ad.tangent_aval(get_aval(p)))
-                         for p, nz in zip(primals_out, out_nonzeros, strict=True)]
+    in_axes, out_axes = params["in_axes"], params["out_axes"]
+
+    def bind(body, operands, num_consts, nonzeros, out_nonzeros):
+        # tangents are split over the devices as their primals are
+        return bind_like(
+            params, operands, body,
+            [None] * num_consts + list(in_axes) + _pick(in_axes, nonzeros),
+            list(out_axes) + _pick(out_axes, out_nonzeros), f"jvp({params['name']})")
+
+    return call_jvp(params["jaxpr"], primals, tangents, bind)
+
+
+def _pick(xs, mask):
+    return [x for x, m in zip(xs, mask, strict=True) if m]
 
 
 ad.jvp_rules[pmap_p] = _pmap_jvp

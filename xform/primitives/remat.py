@@ -32,7 +32,7 @@ from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 
 # The JVP and transpose rules rewrite the body exactly as ``jit``'s do (and share their
 # caches): only the primitive they bind and its params differ.
-from xform.primitives.call import call_abstract_eval, jvp_jaxpr, transposed_jaxpr
+from xform.primitives.call import call_abstract_eval, call_jvp, transposed_jaxpr
 
 __all__ = []
 
@@ -63,16 +63,8 @@ eager_rules[remat_p] = _remat_eager
 
 
 def _remat_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, policy):
-    nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
-    body, consts, out_nonzeros = jvp_jaxpr(jaxpr, nonzeros)
-    outs = remat_p.bind(*consts, *primals, *[t for t in tangents if type(t) is not ad.Zero],
-                        jaxpr=body, prevent_cse=prevent_cse, differentiated=True,
-                        policy=policy)
-    n_out = len(jaxpr.out_avals)
-    primals_out, nonzero_tangents = outs[:n_out], iter(outs[n_out:])
-    tangents_out = [next(nonzero_tangents) if nz else ad.Zero(ad.tangent_aval(a))
-                    for a, nz in zip(jaxpr.out_avals, out_nonzeros, strict=True)]
-    return primals_out, tangents_out
+    return call_jvp(jaxpr, primals, tangents, lambda body, operands, *_: remat_p.bind(
+        *operands, jaxpr=body, prevent_cse=prevent_cse, differentiated=True, policy=policy))
 
 
 ad.jvp_rules[remat_p] = _remat_jvp
