@@ -101,7 +101,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         paths = _leaf_paths((args, kwargs))
         names = _arg_names(fun, len(args))
         in_dims = [_in_dim(spec, aval) for spec, aval in zip(specs, avals, strict=True)]
-        size = _axis_size(f"vmap of {name}", avals, in_dims, paths, names, axis_size)
+        size = _axis_size("vmap", name, avals, in_dims, paths, names, axis_size)
         store = {}
         flat = _flatten_fun(fun, in_tree, store)
 
@@ -156,13 +156,14 @@ def _describe(path, names):
     return f"keyword argument kwargs{path[3:]}"
 
 
-def _axis_size(what, avals, in_dims, paths, names, axis_size):
-    """The size of the mapped axis; ``what`` (``vmap of f``) names the caller in errors."""
+def _axis_size(transform, name, avals, in_dims, paths, names, axis_size):
+    """The size of the mapped axis; errors name the ``transform`` (vmap, pmap) of ``name``."""
+    what = f"{transform} of {name}"
     sizes = {aval.shape[d] for aval, d in zip(avals, in_dims, strict=True) if d is not None}
     if axis_size is not None:
         sizes.add(int(axis_size))
     if not sizes:
-        raise ValueError(f"{what}: {what.split()[0]} must have at least one non-None value "
+        raise ValueError(f"{what}: {transform} must have at least one non-None value "
                          "in in_axes or axis_size must be specified")
     if len(sizes) > 1:
         lines = [f"  * axis {d} of {_describe(p, names)} of type {a.str_short()} has size "

@@ -115,7 +115,7 @@ class PmapFunction:
         arg_specs = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(dyn_args)
         specs = _broadcast_prefix((arg_specs, 0), (dyn_args, dyn_kwargs), "in_axes")
         axes = tuple(_canonical_axis(s, a, "in_axes") for s, a in zip(specs, avals, strict=True))
-        size = _axis_size(f"pmap of {self._name}", avals, axes, _leaf_paths(
+        size = _axis_size("pmap", self._name, avals, axes, _leaf_paths(
             (dyn_args, dyn_kwargs)), _arg_names(self._fun, len(dyn_args)), self._axis_size)
         return axes, size
 
