@@ -32,8 +32,8 @@ _SIMPLE = {
     ew.erf_inv_p: chlo.erf_inv, ew.lgamma_p: chlo.lgamma, ew.digamma_p: chlo.digamma,
     ew.not_p: hlo.not_, ew.population_count_p: hlo.popcnt, ew.real_p: hlo.real,
     ew.imag_p: hlo.imag,
-    ew.add_p: hlo.add, ew.sub_p: hlo.subtract, ew.mul_p: hlo.multiply, ew.div_p: hlo.divide,
-    ew.rem_p: hlo.remainder, ew.max_p: hlo.maximum, ew.min_p: hlo.minimum,
+    ew.add_p: hlo.add, ew.sub_p: hlo.subtract, ew.mul_p: hlo.multiply,
+    ew.max_p: hlo.maximum, ew.min_p: hlo.minimum,
     ew.atan2_p: hlo.atan2, ew.nextafter_p: chlo.next_after, ew.and_p: hlo.and_,
     ew.or_p: hlo.or_, ew.xor_p: hlo.xor, ew.shift_left_p: hlo.shift_left,
     ew.shift_right_logical_p: hlo.shift_right_logical,
@@ -41,6 +41,37 @@ _SIMPLE = {
 }
 for _prim, _op in _SIMPLE.items():
     lowering_rules[_prim] = _nary(_op)
+
+
+def _integer_division(op, at_zero):
+    """Rule for ``div``/``rem``: on integers, ``at_zero(x)`` where the divisor is 0, and
+    ``INT_MIN / -1`` wraps. XLA defines both, but its constant folder divides in C++, where
+    either kills the process (SIGFPE) once the operands are known at compile time (a literal
+    0, the sum of an empty array), so the divisor the op sees is never 0 nor that -1."""
+
+    def rule(ctx, x, y):
+        out = ctx.avals_out[0]
+        x, y = (broadcast_to(v, a, out) for v, a in zip((x, y), ctx.avals_in, strict=True))
+        if not dtypes.is_int(out.dtype):
+            return [op(x, y)]
+        zero, one = full_like_aval(0, out), full_like_aval(1, out)
+        by_zero = compare(y, zero, "EQ", out.dtype)
+        unsafe = by_zero
+        if dtypes.is_signed_int(out.dtype):
+            int_min = full_like_aval(np.iinfo(out.dtype).min, out)
+            overflow = hlo.and_(compare(x, int_min, "EQ", out.dtype),
+                                compare(y, full_like_aval(-1, out), "EQ", out.dtype))
+            unsafe = hlo.or_(by_zero, overflow)  # x / 1 and x % 1 are then the wrapped values
+        result = op(x, hlo.select(unsafe, one, y))
+        return [hlo.select(by_zero, at_zero(x, out), result)]
+
+    return rule
+
+
+# XLA's values for an integer divisor of 0: x / 0 is -1 (all bits set), x % 0 is x.
+lowering_rules[ew.div_p] = _integer_division(
+    hlo.divide, lambda x, out: full_like_aval(np.array(-1).astype(out.dtype), out))
+lowering_rules[ew.rem_p] = _integer_division(hlo.remainder, lambda x, out: x)
 
 
 def _sign_lower(ctx, x):
