@@ -9,6 +9,7 @@ from lowering import (  # noqa: F401  (each module registers its family's loweri
     cond,
     elementwise,
     indexing,
+    contractions,
     linalg,
     loops,
     pmap,

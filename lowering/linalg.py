@@ -1,58 +1,94 @@
-"""Lowering of the linalg family: ``stablehlo.dot_general`` and ``stablehlo.convolution``."""
+"""Lowering of the linalg family to jaxlib's LAPACK kernels (``lowering/lapack.py``), with the
+operands, attributes and result handling JAX 0.10.2 emits on CPU."""
 
-import numpy as np
-from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from lowering.mlir import aval_to_ir, lowering_rules
+from lowering import lapack
+from lowering.mlir import constant, full_like_aval, lower_jaxpr, lowering_rules
+from xform import dtypes
+from xform.core import ShapedArray
+from xform.interpreters.staging import trace_to_jaxpr
 from xform.primitives import linalg as la
 
 
-def _precision_attr(precision):
-    pair = ("DEFAULT", "DEFAULT") if precision is None else tuple(p.name for p in precision)
-    return ir.ArrayAttr.get([hlo.PrecisionAttr.get(p) for p in pair])
+def lower_composition(ctx, fn, avals, args, name):
+    """Emit ``fn`` (a function of lax operations on ``avals``) inline: for the parts of a
+    kernel's result that JAX computes with ordinary operations around the call."""
+    closed = trace_to_jaxpr(fn, avals, name)
+    consts = [constant(c, v.aval.dtype)
+              for v, c in zip(closed.jaxpr.constvars, closed.consts, strict=True)]
+    return lower_jaxpr(ctx.module, closed.jaxpr, consts, list(args))
 
 
-def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision,
-                       preferred_element_type):
-    (lc, rc), (lb, rb) = dimension_numbers
-    lhs_aval, rhs_aval = ctx.avals_in
-    out = ctx.avals_out[0]
-    if lhs_aval.dtype != rhs_aval.dtype:
-        # XLA's CPU and GPU code generators reject some mixed-dtype dots: convert both
-        # operands to the result type first, as JAX does.
-        lhs = hlo.convert(aval_to_ir(lhs_aval.update(dtype=out.dtype)), lhs)
-        rhs = hlo.convert(aval_to_ir(rhs_aval.update(dtype=out.dtype)), rhs)
-    dnums = hlo.DotDimensionNumbers.get(
-        lhs_batching_dimensions=list(lb), rhs_batching_dimensions=list(rb),
-        lhs_contracting_dimensions=list(lc), rhs_contracting_dimensions=list(rc))
-    return [hlo.dot_general(aval_to_ir(out), lhs, rhs, dnums,
-                            precision_config=_precision_attr(precision))]
+def batch_info_aval(aval, core_rank=2):
+    """The type of LAPACK's ``info``: one int32 per matrix of ``aval``."""
+    return ShapedArray(aval.shape[:aval.ndim - core_rank], dtypes.int32)
 
 
-def _conv_general_dilated_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation,
-                                rhs_dilation, dimension_numbers, feature_group_count,
-                                batch_group_count, precision, preferred_element_type):
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    dnums = hlo.ConvDimensionNumbers.get(
-        input_batch_dimension=lhs_spec[0], input_feature_dimension=lhs_spec[1],
-        input_spatial_dimensions=list(lhs_spec[2:]),
-        kernel_output_feature_dimension=rhs_spec[0], kernel_input_feature_dimension=rhs_spec[1],
-        kernel_spatial_dimensions=list(rhs_spec[2:]),
-        output_batch_dimension=out_spec[0], output_feature_dimension=out_spec[1],
-        output_spatial_dimensions=list(out_spec[2:]))
-    i64 = ir.IntegerType.get_signless(64)
-    pads = np.asarray(padding, np.int64).reshape(len(padding), 2)
-    return [hlo.convolution(
-        aval_to_ir(ctx.avals_out[0]), lhs, rhs, dnums,
-        ir.IntegerAttr.get(i64, feature_group_count), ir.IntegerAttr.get(i64, batch_group_count),
-        window_strides=ir.DenseI64ArrayAttr.get(list(window_strides)),
-        padding=ir.DenseIntElementsAttr.get(pads),
-        lhs_dilation=ir.DenseI64ArrayAttr.get(list(lhs_dilation)),
-        rhs_dilation=ir.DenseI64ArrayAttr.get(list(rhs_dilation)),
-        window_reversal=ir.DenseBoolArrayAttr.get([False] * len(window_strides)),
-        precision_config=_precision_attr(precision))]
+def _cholesky_lower(ctx, x):
+    (aval,) = ctx.avals_in
+    nb = aval.ndim - 2
+    info_aval = batch_info_aval(aval)
+    factor, info = lapack.custom_call(
+        lapack.target("potrf", aval.dtype), [x], [aval], [aval, info_aval],
+        {"uplo": lapack.char(lapack.uplo(True))}, nb, aliases=[(0, 0)])
+    factor = lapack.nan_where_failed(lapack.info_ok(info, info_aval), info_aval, factor, aval)
+    # potrf leaves the upper triangle as it found it: zero it.
+    return lower_composition(ctx, lambda f: [la.tril(f)], [aval], [factor], "cholesky")
 
 
-lowering_rules[la.dot_general_p] = _dot_general_lower
-lowering_rules[la.conv_general_dilated_p] = _conv_general_dilated_lower
+def _triangular_solve_lower(ctx, a, b, *, left_side, lower, transpose_a, conjugate_a,
+                            unit_diagonal):
+    a_aval, b_aval = ctx.avals_in
+    if conjugate_a and not transpose_a:
+        # The kernel conjugates only together with transposing: conjugate a here.
+        a = hlo.complex(hlo.real(a), hlo.negate(hlo.imag(a)))
+        conjugate_a = False
+    trans = ("C" if conjugate_a else "T") if transpose_a else "N"
+    attrs = {"side": lapack.char("L" if left_side else "R"),
+             "uplo": lapack.char(lapack.uplo(lower)),
+             "trans_x": lapack.char(trans),
+             "diag": lapack.char("U" if unit_diagonal else "N")}
+    return lapack.custom_call(lapack.target("trsm", a_aval.dtype), [a, b], [a_aval, b_aval],
+                              [b_aval], attrs, a_aval.ndim - 2, aliases=[(1, 0)])
+
+
+def _lu_lower(ctx, x):
+    (aval,) = ctx.avals_in
+    lu_aval, pivots_aval, perm_aval = ctx.avals_out
+    info_aval = batch_info_aval(aval)
+    lu_, pivots, info = lapack.custom_call(
+        lapack.target("getrf", aval.dtype), [x], [aval], [lu_aval, pivots_aval, info_aval], {},
+        aval.ndim - 2, aliases=[(0, 0)])
+    # LAPACK's pivots count from 1; info > 0 (a zero pivot) still gives a factorization.
+    pivots = hlo.subtract(pivots, full_like_aval(1, pivots_aval))
+    lu_ = lapack.nan_where_failed(lapack.info_ok(info, info_aval, "ge"), info_aval, lu_, lu_aval)
+    (perm,) = _pivots_lower(ctx, pivots, pivots_aval, perm_aval.shape[-1])
+    return [lu_, pivots, perm]
+
+
+def _pivots_lower(ctx, pivots, pivots_aval, size):
+    return lower_composition(ctx, lambda p: [la.apply_pivots(p, size)], [pivots_aval],
+                             [pivots], "lu_pivots_to_permutation")
+
+
+def _lu_pivots_to_permutation_lower(ctx, pivots, *, permutation_size):
+    return _pivots_lower(ctx, pivots, ctx.avals_in[0], permutation_size)
+
+
+def _tridiagonal_solve_lower(ctx, dl, d, du, b):
+    avals = ctx.avals_in
+    b_aval = avals[3]
+    info_aval = batch_info_aval(b_aval)
+    *_, x, info = lapack.custom_call(
+        lapack.target("gtsv", b_aval.dtype), [dl, d, du, b], list(avals),
+        [*avals[:3], b_aval, info_aval], {}, b_aval.ndim - 2,
+        aliases=[(0, 0), (1, 1), (2, 2), (3, 3)])
+    return [lapack.nan_where_failed(lapack.info_ok(info, info_aval), info_aval, x, b_aval)]
+
+
+lowering_rules[la.cholesky_p] = _cholesky_lower
+lowering_rules[la.triangular_solve_p] = _triangular_solve_lower
+lowering_rules[la.lu_p] = _lu_lower
+lowering_rules[la.lu_pivots_to_permutation_p] = _lu_pivots_to_permutation_lower
+lowering_rules[la.tridiagonal_solve_p] = _tridiagonal_solve_lower

@@ -9,8 +9,13 @@ from xform.primitives.call import jit_p
 from xform.primitives.pmap import pmap_p
 
 PRIMITIVES = sorted({v for v in vars(lax).values() if isinstance(v, core.Primitive)} |
+                    {v for v in vars(lax.linalg).values() if isinstance(v, core.Primitive)} |
                     {jit_p, pmap_p},
                     key=lambda p: p.name)
+
+LAPACK_PRIMITIVES = (
+    "cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "tridiagonal_solve",
+)
 
 # Primitives evaluated eagerly by XLA even on a CPU backend, and why.
 NO_HOST_IMPL = {
@@ -28,6 +33,8 @@ NO_HOST_IMPL = {
     "scan": "runs its body jaxpr in a Python loop (core.eager_rules)",
     "checkpoint": "evaluates its jaxpr eagerly (core.eager_rules)",
     "pmap": "runs its SPMD program on the devices (core.eager_rules, xform/spmd.py)",
+    **{name: "a LAPACK kernel, compiled by XLA for the one equation: eager equals jit"
+       for name in LAPACK_PRIMITIVES},
     **{name: "a collective: only meaningful inside pmap or vmap, which replace it"
        for name in ("psum", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
                     "all_to_all", "axis_index")},

@@ -15,14 +15,14 @@ from hypothesis import strategies as st
 import xform
 from xform import lax
 from xform.interpreters import ad, transpose
-from xform.primitives import linalg, reductions, sorting
+from xform.primitives import contractions, reductions, sorting
 from xform.test_util import check_grads, check_vjp
 
 jlax = jax.lax
 
 # The primitives of the three families that are linear (in at least one operand).
-LINEAR = [reductions.reduce_sum_p, reductions.cumsum_p, sorting.sort_p, linalg.dot_general_p,
-          linalg.conv_general_dilated_p]
+LINEAR = [reductions.reduce_sum_p, reductions.cumsum_p, sorting.sort_p, contractions.dot_general_p,
+          contractions.conv_general_dilated_p]
 
 
 def test_every_linear_primitive_has_a_transpose_rule():
@@ -268,7 +268,7 @@ def test_sort_is_not_linear_in_its_keys():
 
 def test_dot_general_is_not_linear_in_both_operands():
     aval = xform.core.ShapedArray((2, 2), np.float32)
-    rule = transpose.transpose_rules[linalg.dot_general_p]
+    rule = transpose.transpose_rules[contractions.dot_general_p]
     with pytest.raises(ValueError, match="dot_general of two linear operands is not linear"):
         rule(np.ones((2, 2), np.float32), transpose.UndefinedPrimal(aval),
              transpose.UndefinedPrimal(aval), dimension_numbers=(((1,), (0,)), ((), ())),

@@ -14,7 +14,7 @@ from jax import tree_util
 from xform import core
 from xform.api import _arg_avals, _flatten_fun, _fun_name
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
-from xform.primitives.linalg import conv_general_dilated_p, dot_general_p
+from xform.primitives.contractions import conv_general_dilated_p, dot_general_p
 from xform.primitives.remat import remat_p
 
 # --------------------------------------------------------------------------- policies

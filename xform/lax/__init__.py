@@ -4,30 +4,34 @@ Each family module lists its wrappers in ``__all__``; its ``*_p`` primitive obje
 exported too, as JAX's ``lax`` does.
 """
 
+from xform.lax import linalg  # noqa: F401  (xform.lax.linalg, as jax.lax.linalg)
 from xform.primitives import (
     autodiff,
+    contractions,
     elementwise,
     indexing,
-    linalg,
     loops,
     reductions,
     sorting,
     structural,
 )
+from xform.primitives import (
+    linalg as _linalg,
+)
 from xform.primitives.autodiff import *  # noqa: F403
 from xform.primitives.collectives import *  # noqa: F403
 from xform.primitives.cond import *  # noqa: F403
+from xform.primitives.contractions import *  # noqa: F403
 from xform.primitives.elementwise import *  # noqa: F403
 from xform.primitives.elementwise import RoundingMethod  # noqa: F401
 from xform.primitives.indexing import *  # noqa: F403
-from xform.primitives.linalg import *  # noqa: F403
 from xform.primitives.loops import *  # noqa: F403
 from xform.primitives.reductions import *  # noqa: F403
 from xform.primitives.remat import remat_p  # noqa: F401
 from xform.primitives.sorting import *  # noqa: F403
 from xform.primitives.structural import *  # noqa: F403
 
-for _family in (autodiff, elementwise, indexing, linalg, loops, reductions, sorting,
+for _family in (autodiff, contractions, elementwise, indexing, _linalg, loops, reductions, sorting,
                 structural):
     globals().update({k: v for k, v in vars(_family).items() if k.endswith("_p")})
 del _family

@@ -187,7 +187,7 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
 ad.jvp_rules[sort_p] = _sort_jvp
 
 
-def _take_along_axis(x, idx, axis):
+def take_along_axis(x, idx, axis):
     """``x`` at ``idx`` along ``axis`` (``idx`` has ``x``'s shape elsewhere): a gather."""
     ndim = get_aval(x).ndim
     batch = tuple(d for d in range(ndim) if d != axis)
@@ -200,7 +200,7 @@ def _take_along_axis(x, idx, axis):
 
 def _top_k_jvp(primals, tangents, *, k, axis):
     values, indices = top_k_p.bind(primals[0], k=k, axis=axis)
-    t = _take_along_axis(tangents[0], indices, axis)
+    t = take_along_axis(tangents[0], indices, axis)
     return [values, indices], [t, ad.Zero(ad.tangent_aval(get_aval(indices)))]
 
 
