@@ -13,9 +13,8 @@ PRIMITIVES = sorted({v for v in vars(lax).values() if isinstance(v, core.Primiti
                     {jit_p, pmap_p},
                     key=lambda p: p.name)
 
-LAPACK_PRIMITIVES = (
-    "cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "tridiagonal_solve",
-)
+# Every primitive of lax.linalg calls a kernel (LAPACK on CPU) that NumPy does not mirror.
+LAPACK_PRIMITIVES = {v.name for v in vars(lax.linalg).values() if isinstance(v, core.Primitive)}
 
 # Primitives evaluated eagerly by XLA even on a CPU backend, and why.
 NO_HOST_IMPL = {
@@ -34,7 +33,7 @@ NO_HOST_IMPL = {
     "checkpoint": "evaluates its jaxpr eagerly (core.eager_rules)",
     "pmap": "runs its SPMD program on the devices (core.eager_rules, xform/spmd.py)",
     **{name: "a LAPACK kernel, compiled by XLA for the one equation: eager equals jit"
-       for name in LAPACK_PRIMITIVES},
+       for name in LAPACK_PRIMITIVES if name != "symmetric_product"},
     **{name: "a collective: only meaningful inside pmap or vmap, which replace it"
        for name in ("psum", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
                     "all_to_all", "axis_index")},

@@ -1,0 +1,1 @@
+"""Placeholder: lowering of the svd family."""

@@ -1,0 +1,3 @@
+"""Placeholder: filled in by the eigen family."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Placeholder: filled in by the qr family."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Placeholder: filled in by the svd family."""
+
+__all__ = []
