@@ -112,7 +112,7 @@ def check_matrix(name, aval, square=True):
     """``aval`` is a (stack of) float or complex matrices; square if ``square``."""
     check_dtype(name, aval.dtype, INEXACT)
     if aval.ndim < 2:
-        raise ValueError(f"{name}: the argument must have at least 2 dimensions (a matrix or a "
+        raise TypeError(f"{name}: the argument must have at least 2 dimensions (a matrix or a "
                          f"stack of matrices), got shape {aval.shape}")
     if square and aval.shape[-1] != aval.shape[-2]:
         raise ValueError(f"{name}: the argument must be a square matrix or a stack of square "
@@ -178,6 +178,7 @@ def cholesky(x, *, symmetrize_input=True):
       >>> cholesky(np.array([[4., 2.], [2., 5.]]))  # [[2., 0.], [1., 2.]]
     """
     if symmetrize_input:
+        check_matrix("lax.linalg.cholesky", get_aval(x))  # before symmetrizing: its message
         x = symmetrize(x)
     return cholesky_p.bind(x)
 
@@ -221,7 +222,7 @@ def _triangular_solve_abstract_eval(a, b, *, left_side, lower, transpose_a, conj
     k = b.shape[-2] if left_side else b.shape[-1]
     if k != m:
         side = "rows" if left_side else "columns"
-        raise TypeError(f"{name}: with left_side={left_side}, b's {side} ({k}) must match a's "
+        raise ValueError(f"{name}: with left_side={left_side}, b's {side} ({k}) must match a's "
                         f"size ({m}); got a of shape {a.shape} and b of shape {b.shape}")
     return [ShapedArray(b.shape, b.dtype)]
 
@@ -315,7 +316,7 @@ def lu(x):
     Example:
       >>> lu_, pivots, perm = lu(np.array([[1., 2.], [3., 4.]]))  # pivots [1, 1]
     """
-    return tuple(lu_p.bind(x))
+    return lu_p.bind(x)  # a list, as JAX returns
 
 
 def lu_factors(lu_):
@@ -402,6 +403,8 @@ def apply_pivots(pivots, permutation_size):
         perm = select(at_i, broadcast_in_dim(value_j, shape, tuple(range(last))), perm)
         return select(at_j, broadcast_in_dim(value_i, shape, tuple(range(last))), perm)
 
+    if aval.shape[-1] == 0:
+        return positions
     return fori_loop(0, aval.shape[-1], swap, positions)
 
 
