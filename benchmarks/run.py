@@ -32,6 +32,7 @@ import xform  # noqa: E402
 import xform.numpy as xnp  # noqa: E402
 from benchmarks import (  # noqa: E402
     bench_control_flow,
+    bench_linalg,
     bench_pmap,
     bench_random,
     bench_vmap,
@@ -229,6 +230,7 @@ BENCHMARKS = [
     *bench_control_flow.BENCHMARKS,
     *bench_random.BENCHMARKS,
     *bench_pmap.BENCHMARKS,
+    *bench_linalg.BENCHMARKS,
 ]
 
 
