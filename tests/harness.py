@@ -1,5 +1,7 @@
 """Shared checks: xform against JAX (the oracle), eagerly and under jit."""
 
+import contextlib
+
 import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st
 import jax
@@ -107,3 +109,14 @@ def check_vmap(xf_fn, jax_fn, args, in_axes=0, out_axes=0, *, rtol=None, atol=No
             assert_same(stacked, np.asarray(e), rtol, atol, check_weak_type=False,
                         what=f"loop, output {j}")
     return got
+
+
+@contextlib.contextmanager
+def x64_for(dtype):
+    """Both libraries' 64-bit modes on for a 64-bit ``dtype`` (nothing changes otherwise), so
+    float64/complex128 values reach both intact."""
+    if np.dtype(dtype) not in (np.dtype(np.float64), np.dtype(np.complex128)):
+        yield
+        return
+    with xform.enable_x64(), jax.enable_x64(True):
+        yield

@@ -11,40 +11,12 @@ import pytest
 from jax.lax import linalg as jla
 
 import xform
-from tests.harness import assert_same, check_vmap
+from tests.harness import assert_same, check_vmap, x64_for
 from xform.lax import linalg as la
 from xform.test_util import check_grads
 
 DTYPES = [np.float32, np.float64, np.complex64]
 TOL = {np.float32: 1e-4, np.float64: 1e-10, np.complex64: 1e-4}
-
-
-def _x64(dtype):
-    """Both libraries' 64-bit modes for a float64 case (a no-op context otherwise)."""
-    if np.dtype(dtype) in (np.float64, np.complex128):
-        return _Both64()
-    return _Nothing()
-
-
-class _Nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-class _Both64:
-    def __enter__(self):
-        self._x = xform.enable_x64()
-        self._j = jax.enable_x64(True)
-        self._x.__enter__()
-        self._j.__enter__()
-
-    def __exit__(self, *exc):
-        self._j.__exit__(*exc)
-        self._x.__exit__(*exc)
-        return False
 
 
 def _spd(rng, batch, n, dtype):
@@ -75,7 +47,7 @@ def _close(got, expected, dtype, what=""):
 @pytest.mark.parametrize("batch", [(), (2,)], ids=["matrix", "batched"])
 def test_cholesky_matches_jax(dtype, batch):
     rng = np.random.default_rng(0)
-    with _x64(dtype):
+    with x64_for(dtype):
         a = _spd(rng, batch, 4, dtype)
         expected = jla.cholesky(a)
         _close(la.cholesky(a), expected, dtype, "eager")
@@ -102,7 +74,7 @@ SOLVE_CASES = [
 @pytest.mark.parametrize("kw", SOLVE_CASES, ids=lambda kw: "-".join(k for k in kw if kw[k]))
 def test_triangular_solve_matches_jax(dtype, kw):
     rng = np.random.default_rng(1)
-    with _x64(dtype):
+    with x64_for(dtype):
         a = _general(rng, (2, 4, 4), dtype) + 4 * np.eye(4, dtype=dtype)
         b = _general(rng, (2, 4, 3) if kw["left_side"] else (2, 3, 4), dtype)
         expected = jla.triangular_solve(a, b, **kw)
@@ -115,7 +87,7 @@ def test_triangular_solve_matches_jax(dtype, kw):
 @pytest.mark.parametrize("shape", [(4, 4), (2, 5, 3), (3, 5)], ids=str)
 def test_lu_matches_jax(dtype, shape):
     rng = np.random.default_rng(2)
-    with _x64(dtype):
+    with x64_for(dtype):
         x = _general(rng, shape, dtype)
         expected = jla.lu(x)
         got = la.lu(x)
@@ -148,7 +120,7 @@ def test_lu_pivots_to_permutation_matches_jax():
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 def test_tridiagonal_solve_matches_jax(dtype):
     rng = np.random.default_rng(3)
-    with _x64(dtype):
+    with x64_for(dtype):
         dl, du = (_general(rng, (2, 5), dtype) for _ in range(2))
         d = _general(rng, (2, 5), dtype) + 5
         b = _general(rng, (2, 5, 3), dtype)
@@ -213,7 +185,7 @@ def _grads_close(xf, jf, args, argnums, tol):
 def test_gradients_match_jax(dtype):
     rng = np.random.default_rng(5)
     tol = TOL[dtype] * 10
-    with _x64(dtype):
+    with x64_for(dtype):
         a = _spd(rng, (2,), 4, dtype)
         b = _general(rng, (2, 4, 3), dtype)
         w = _general(rng, (2, 4, 4), dtype)
