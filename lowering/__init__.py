@@ -17,6 +17,7 @@ from lowering import (  # noqa: F401  (each module registers its family's loweri
     qr,
     reductions,
     remat,
+    solves,
     sorting,
     structural,
     svd,

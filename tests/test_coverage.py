@@ -27,6 +27,7 @@ NO_HOST_IMPL = {
     "custom_jvp_call": "evaluates its jaxpr eagerly (core.eager_rules)",
     "custom_vjp_call": "evaluates its jaxpr eagerly (core.eager_rules)",
     "cond": "runs the chosen branch's jaxpr eagerly (core.eager_rules)",
+    "custom_linear_solve": "runs its solve jaxpr eagerly (core.eager_rules)",
     "custom_lin": "no forward evaluation: jvp of a custom_vjp function is an error, as in JAX",
     "while": "runs its cond and body jaxprs in a Python loop (core.eager_rules)",
     "scan": "runs its body jaxpr in a Python loop (core.eager_rules)",

@@ -12,6 +12,7 @@ from xform.primitives import (
     indexing,
     loops,
     reductions,
+    solves,
     sorting,
     structural,
 )
@@ -28,10 +29,11 @@ from xform.primitives.indexing import *  # noqa: F403
 from xform.primitives.loops import *  # noqa: F403
 from xform.primitives.reductions import *  # noqa: F403
 from xform.primitives.remat import remat_p  # noqa: F401
+from xform.primitives.solves import *  # noqa: F403
 from xform.primitives.sorting import *  # noqa: F403
 from xform.primitives.structural import *  # noqa: F403
 
-for _family in (autodiff, contractions, elementwise, indexing, _linalg, loops, reductions, sorting,
-                structural):
+for _family in (autodiff, contractions, elementwise, indexing, _linalg, loops, reductions, solves,
+                sorting, structural):
     globals().update({k: v for k, v in vars(_family).items() if k.endswith("_p")})
 del _family
