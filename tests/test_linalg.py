@@ -296,3 +296,19 @@ def test_bad_input_errors():
                             left_side=True)
     with pytest.raises(ValueError, match=r"lu_pivots_to_permutation.*at least"):
         la.lu_pivots_to_permutation(np.zeros((4,), np.int32), 2)
+
+
+# --------------------------------------------------------------------------- completeness
+
+# Names of jax.lax.linalg that cannot exist here, with the reason.
+LAX_LINALG_EXEMPT = {
+    "cholesky_update_p": "xform's cholesky_update is a composition of lax operations (a loop "
+                         "of Givens rotations), so it has no primitive object",
+}
+
+
+def test_every_name_of_jax_lax_linalg():
+    public = {n for n in dir(jla) if not n.startswith("_")}
+    missing = sorted(public - set(dir(la)) - set(LAX_LINALG_EXEMPT))
+    assert not missing, f"xform.lax.linalg lacks {missing}"
+    assert not set(LAX_LINALG_EXEMPT) & set(dir(la)), "an exempt name exists: drop its entry"
