@@ -297,8 +297,9 @@ def test_multivariate_normal_and_orthogonal_close_to_jax():
     cov = (m @ m.T + 4 * np.eye(4)).astype(np.float32)
     mean = rng.standard_normal(4).astype(np.float32)
     tol = {"rtol": 1e-4, "atol": 1e-4}
-    _check(xr.multivariate_normal, jr.multivariate_normal, 2, (mean, cov), (("shape", (3,)),),
-           tol=tol)
+    for method in ("cholesky", "eigh", "svd"):
+        _check(xr.multivariate_normal, jr.multivariate_normal, 2, (mean, cov),
+               (("shape", (3,)), ("method", method)), tol=tol)
     for n, m_, shape in [(4, None, (2,)), (2, 5, ())]:
         q = xr.orthogonal(key, n, shape, m=m_)
         assert_same(q, jr.orthogonal(key, n, shape, m=m_), **tol)
@@ -409,8 +410,8 @@ def test_bad_arguments():
         xr.choice(key, 3, (2,), p=np.ones(4, np.float32) / 4)
     with pytest.raises(ValueError, match="cannot exceed number of categories"):
         xr.categorical(key, np.zeros(3, np.float32), shape=(4,), replace=False)
-    with pytest.raises(NotImplementedError, match="method='svd'"):
-        xr.multivariate_normal(key, np.zeros(2), np.eye(2), method="svd")
+    with pytest.raises(ValueError, match="method must be one of"):
+        xr.multivariate_normal(key, np.zeros(2), np.eye(2), method="qr")
     with pytest.raises(ValueError, match="requires cov.shape"):
         xr.multivariate_normal(key, np.zeros(2), np.eye(3))
     with pytest.raises(ValueError, match="only the 'threefry2x32' PRNG"):

@@ -10,7 +10,10 @@ import numpy as np
 
 from xform import dtypes as _dtypes
 from xform.array import Array as ndarray
-from xform.numpy import _array_methods  # noqa: F401  (attaches operators and methods)
+from xform.numpy import (
+    _array_methods,  # noqa: F401  (attaches operators and methods)
+    linalg,  # noqa: F401  (the submodule, as jax.numpy.linalg)
+)
 from xform.numpy._contractions import *  # noqa: F403
 from xform.numpy._creation import *  # noqa: F403
 from xform.numpy._promote import array, asarray, promote_types, result_type  # noqa: F401

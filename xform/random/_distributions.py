@@ -3,7 +3,7 @@
 built only on them (``exponential``, ``gumbel``, ``bernoulli``, ...) equal JAX's values for the
 same key. ``gamma``/``beta``/``dirichlet`` follow JAX's algorithm (Marsaglia-Tsang rejection
 per element, a ``while_loop`` under ``vmap``); ``multivariate_normal`` and ``orthogonal`` use
-the small factorizations of ``_linalg`` and agree with JAX to rounding.
+``xform.numpy.linalg``'s decompositions (the LAPACK kernels JAX calls) as JAX does.
 
 Each public function checks its arguments, then calls one jitted body (static shape and
 dtype), as JAX does: eagerly that is one compiled program; under ``jit``/``vmap`` a call.
@@ -19,7 +19,7 @@ from xform import core, dtypes, lax
 from xform import numpy as xnp
 from xform.api import jit
 from xform.api_batching import vmap
-from xform.random import _linalg, _threefry
+from xform.random import _threefry
 from xform.random._keys import canonical_dtype, canonical_shape, check_key, check_shape
 
 _split = _threefry.split
@@ -577,16 +577,14 @@ def _dirichlet(key, alpha, shape, dtype):
 
 
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
-    """Multivariate normal values ``mean + L @ z`` with ``L`` the Cholesky factor of ``cov``
-    (shape ``shape + mean.shape[-1:]``). Only ``method='cholesky'`` is implemented."""
+    """Multivariate normal values ``mean + A @ z`` with ``A @ A^T == cov`` (shape
+    ``shape + mean.shape[-1:]``): ``A`` is the Cholesky factor (``method='cholesky'``), or
+    ``V sqrt(w)`` from ``eigh`` (``'eigh'``) or ``U sqrt(s)`` from ``svd`` (``'svd'``), which
+    also take positive semi-definite ``cov``."""
     key = check_key("multivariate_normal", key)
     if method not in ("svd", "eigh", "cholesky"):
         raise ValueError("xform.random.multivariate_normal: method must be one of "
                          "{'svd', 'eigh', 'cholesky'}")
-    if method != "cholesky":
-        raise NotImplementedError(f"xform.random.multivariate_normal: method={method!r} needs "
-                                  "an eigen/singular value decomposition xform does not have; "
-                                  "use method='cholesky'")
     mean, cov = xnp.asarray(mean), xnp.asarray(cov)
     common = xnp.result_type(mean, cov)
     if not dtypes.is_inexact(common):
@@ -608,12 +606,19 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     else:
         shape = canonical_shape("multivariate_normal", shape)
         check_shape("multivariate_normal", shape, mean.shape[:-1], cov.shape[:-2])
-    return _multivariate_normal(key, mean, cov, shape=tuple(shape), dtype=dt)
+    return _multivariate_normal(key, mean, cov, shape=tuple(shape), dtype=dt, method=method)
 
 
-@functools.partial(jit, static_argnames=("shape", "dtype"))
-def _multivariate_normal(key, mean, cov, shape, dtype):
-    factor = _linalg.cholesky(cov)
+@functools.partial(jit, static_argnames=("shape", "dtype", "method"))
+def _multivariate_normal(key, mean, cov, shape, dtype, method):
+    if method == "cholesky":
+        factor = xnp.linalg.cholesky(cov)
+    elif method == "eigh":
+        w, v = xnp.linalg.eigh(cov)
+        factor = v * xnp.sqrt(w[..., None, :])
+    else:
+        u, s, _ = xnp.linalg.svd(cov)
+        factor = u * xnp.sqrt(s[..., None, :])
     z = _normal(key, shape + mean.shape[-1:], dtype)
     return mean + xnp.einsum("...ij,...j->...i", factor, z)
 
@@ -633,5 +638,7 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
 @functools.partial(jit, static_argnames=("shape", "dtype", "n", "m"))
 def _orthogonal(key, shape, dtype, n, m):
     z = _normal(key, (*shape, max(n, m), min(n, m)), dtype)
-    q = _linalg.qr_q(z)
+    q, r = xnp.linalg.qr(z)
+    d = xnp.diagonal(r, 0, -2, -1)
+    q = q * (d / xnp.abs(d).astype(d.dtype))[..., None, :]  # R's diagonal made positive
     return xnp.swapaxes(q, -1, -2) if n < m else q

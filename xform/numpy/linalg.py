@@ -1,0 +1,1194 @@
+"""``xform.numpy.linalg``: jax.numpy.linalg's functions, as compositions of the decompositions
+in ``xform.lax.linalg`` (LU, Cholesky, QR, eigh, eig, SVD on LAPACK kernels) and of
+``xform.numpy``.
+
+Where JAX gives a function its own derivative, so do we, with ``custom_jvp``: ``solve``
+differentiates through the LU factors it already has (``dx = A^-1 (db - dA x)``);
+``slogdet``'s log-determinant has the derivative ``trace(A^-1 dA)`` and its sign none;
+``det``'s derivative is the adjugate form, defined for singular matrices too; ``pinv``'s is
+the Golub-Pereyra formula. The rules call plain LU solves on their tangents, never another
+custom-derivative function, so the tangent program stays made of linear primitives that
+reverse mode can transpose.
+
+Integer and boolean inputs are promoted to floats (``promote_dtypes_inexact``) wherever
+jax.numpy promotes them; the shape-only helpers (``matmul``, ``matrix_transpose``,
+``outer``, ...) keep their input's dtype, as in JAX.
+"""
+
+import builtins
+import math
+import operator
+from typing import NamedTuple
+
+import numpy as np
+
+from xform import dtypes, lax
+from xform.custom_derivatives import custom_jvp
+from xform.lax import linalg as lax_linalg
+from xform.numpy import _contractions, _reductions, _shape, _ufuncs
+from xform.numpy._creation import empty, eye, ones, zeros, zeros_like
+from xform.numpy._promote import (
+    asarray,
+    aval_of,
+    broadcast_shapes,
+    check_arraylike,
+    convert,
+    promote_dtypes_inexact,
+)
+from xform.numpy._reductions import canonicalize_axis
+from xform.primitives.qr import geqrf  # not public in jax.lax.linalg either
+
+__all__ = [
+    "EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult",
+    "cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh",
+    "inv", "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank",
+    "matrix_transpose", "multi_dot", "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd",
+    "svdvals", "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm",
+]
+
+
+# --------------------------------------------------------------------------- result types
+
+
+class EighResult(NamedTuple):
+    """``eigh``'s result: real eigenvalues (ascending) and the eigenvectors as columns."""
+
+    eigenvalues: object
+    eigenvectors: object
+
+
+class EigResult(NamedTuple):
+    """``eig``'s result: complex eigenvalues and the right eigenvectors as columns."""
+
+    eigenvalues: object
+    eigenvectors: object
+
+
+class QRResult(NamedTuple):
+    """``qr``'s result; for ``mode="raw"``, LAPACK's packed reflectors and their scales."""
+
+    Q: object
+    R: object
+
+
+class SlogdetResult(NamedTuple):
+    """``slogdet``'s result: the sign (a unit complex number for complex input) and
+    ``log(abs(det))``."""
+
+    sign: object
+    logabsdet: object
+
+
+class SVDResult(NamedTuple):
+    """``svd``'s result: ``a == U @ diag(S) @ Vh``."""
+
+    U: object
+    S: object
+    Vh: object
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _arrays(name, *xs):
+    """jax.numpy's ``ensure_arraylike``: arrays and scalars only, as xform arrays."""
+    check_arraylike(f"jnp.linalg.{name}", *xs)
+    return [asarray(x) for x in xs]
+
+
+def _inexact(name, *xs):
+    return promote_dtypes_inexact(*_arrays(name, *xs))
+
+
+def _shape_of(x):
+    return aval_of(x).shape
+
+
+def _dtype_of(x):
+    return aval_of(x).dtype
+
+
+def _H(x):
+    """The conjugate transpose of each matrix."""
+    return _ufuncs.conjugate(_shape.matrix_transpose(x))
+
+
+def _symmetrize(x):
+    return _ufuncs.true_divide(_ufuncs.add(x, _H(x)), 2)
+
+
+def _check_square(name, x):
+    shape = _shape_of(x)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"Argument to {name}() must have shape [..., n, n], got {shape}")
+
+
+def _broadcast_batch(x, batch):
+    """``x`` broadcast to the leading dimensions ``batch``, its own last two kept."""
+    shape = _shape_of(x)
+    return _shape.broadcast_to(x, (*batch, *shape[-2:]))
+
+
+def _take_rows(x, rows):
+    """``x[..., rows[..., i], :]`` per batch entry: ``x`` is ``(..., m, k)`` and ``rows``
+    ``(..., r)`` with the same leading dimensions; the result is ``(..., r, k)``."""
+    shape = _shape_of(rows)
+    batch = [lax.broadcasted_iota(dtypes.int32, shape, d) for d in range(len(shape) - 1)]
+    return x[(*batch, rows)]
+
+
+def _take_columns(x, cols):
+    """``x[..., :, cols[..., j]]`` per batch entry."""
+    return _shape.matrix_transpose(_take_rows(_shape.matrix_transpose(x), cols))
+
+
+def _lu_solve(lu, permutation, b):
+    """``A^-1 b`` from ``A``'s packed LU factors; ``b`` is ``(..., m, k)`` with ``lu``'s
+    batch dimensions. Linear in ``b``: the solves inside derivative rules are these."""
+    x = _take_rows(b, permutation)
+    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
+    return lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
+
+
+def _plain_solve(a, b):
+    """``A^-1 b`` for ``a`` ``(..., m, m)`` and ``b`` ``(..., m, k)`` of one batch shape,
+    differentiated through its primitives (no custom rule)."""
+    lu, _, permutation = lax_linalg.lu(a)
+    return _lu_solve(lu, permutation, b)
+
+
+def _batched_matmul(a, b):
+    return _contractions.matmul(a, b, precision=lax.Precision.HIGHEST)
+
+
+# --------------------------------------------------------------------------- products
+
+
+def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
+    """Matrix product with batching over leading dimensions (``x1 @ x2``).
+
+    Example:
+      >>> matmul(jnp.ones((2, 3)), jnp.ones((3, 4))).shape  # (2, 4)
+    """
+    x1, x2 = _arrays("matmul", x1, x2)
+    return _contractions.matmul(x1, x2, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None,
+              out_sharding=None):
+    """Contract ``axes`` (a count, or a pair of axis sequences) of ``x1`` with ``x2``.
+
+    Example:
+      >>> tensordot(jnp.ones((2, 3)), jnp.ones((3, 4)), axes=1).shape  # (2, 4)
+    """
+    if out_sharding is not None:
+        raise NotImplementedError("xform.numpy.linalg.tensordot: out_sharding is not "
+                                  "supported")
+    x1, x2 = _arrays("tensordot", x1, x2)
+    return _contractions.tensordot(x1, x2, axes, precision=precision,
+                                   preferred_element_type=preferred_element_type)
+
+
+def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
+    """The dot product of vectors along ``axis``, conjugating ``x1``, with broadcasting.
+
+    Example:
+      >>> vecdot(jnp.ones((2, 3)), jnp.arange(3.))  # [3., 3.]
+    """
+    x1, x2 = _arrays("vecdot", x1, x2)
+    return _contractions.vecdot(x1, x2, axis=axis, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def outer(x1, x2, /):
+    """The outer product of two 1-D arrays.
+
+    Example:
+      >>> outer(jnp.array([1, 2]), jnp.array([1, 10, 100]))  # [[1, 10, 100], [2, 20, 200]]
+    """
+    x1, x2 = _arrays("outer", x1, x2)
+    n1, n2 = aval_of(x1).ndim, aval_of(x2).ndim
+    if n1 != 1 or n2 != 1:
+        raise ValueError(f"outer: input arrays must be one-dimensional, but they are "
+                         f"x1.ndim={n1} x2.ndim={n2}")
+    return _ufuncs.multiply(lax.expand_dims(x1, (1,)), lax.expand_dims(x2, (0,)))
+
+
+def cross(x1, x2, /, *, axis=-1):
+    """The cross product of 3-vectors along ``axis`` (with broadcasting).
+
+    Example:
+      >>> cross(jnp.array([1., 0., 0.]), jnp.array([0., 1., 0.]))  # [0., 0., 1.]
+    """
+    x1, x2 = _arrays("cross", x1, x2)
+    s1, s2 = _shape_of(x1), _shape_of(x2)
+    a1 = canonicalize_axis(axis, len(s1), "linalg.cross")
+    a2 = canonicalize_axis(axis, len(s2), "linalg.cross")
+    if s1[a1] != 3 or s2[a2] != 3:
+        raise ValueError(f"cross: both input arrays must be (arrays of) 3-dimensional "
+                         f"vectors, but they have x1.shape[axis]={s1[a1]} and "
+                         f"x2.shape[axis]={s2[a2]}")
+    a = _shape.moveaxis(x1, axis, -1)
+    b = _shape.moveaxis(x2, axis, -1)
+    u = [a[..., i] for i in range(3)]
+    v = [b[..., i] for i in range(3)]
+    sub, mul = _ufuncs.subtract, _ufuncs.multiply
+    c = _shape.stack([sub(mul(u[1], v[2]), mul(u[2], v[1])),
+                      sub(mul(u[2], v[0]), mul(u[0], v[2])),
+                      sub(mul(u[0], v[1]), mul(u[1], v[0]))])
+    return _shape.moveaxis(c, 0, axis)
+
+
+def _chain_order(dims):
+    """The cheapest parenthesisation of a matrix chain with sizes ``dims`` (matrix ``i`` is
+    ``dims[i] x dims[i + 1]``): ``split[i][j]`` is where the product of ``i..j`` splits."""
+    n = len(dims) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = math.inf
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+def multi_dot(arrays, *, precision=None):
+    """The product of a chain of matrices, multiplied in the cheapest order; the first and
+    last may be vectors.
+
+    Example:
+      >>> multi_dot([jnp.ones(3), jnp.ones((3, 4)), jnp.ones(4)])  # 12.
+    """
+    arrs = _arrays("multi_dot", *arrays)
+    if len(arrs) < 2:
+        raise ValueError(f"multi_dot requires at least two arrays; got len(arrays)="
+                         f"{len(arrs)}")
+    shapes = [_shape_of(a) for a in arrs]
+    if not (len(shapes[0]) in (1, 2) and len(shapes[-1]) in (1, 2)
+            and all(len(s) == 2 for s in shapes[1:-1])):
+        raise ValueError("multi_dot: input arrays must all be two-dimensional, except for the "
+                         "first and last array which may be 1 or 2 dimensional. Got array "
+                         f"shapes {shapes}")
+    if any(a[-1] != b[0] for a, b in zip(shapes[:-1], shapes[1:], strict=True)):
+        raise ValueError("multi_dot: last dimension of each array must match first dimension "
+                         f"of following array. Got array shapes {shapes}")
+    first_vec, last_vec = len(shapes[0]) == 1, len(shapes[-1]) == 1
+    if first_vec:
+        arrs[0] = lax.expand_dims(arrs[0], (0,))
+    if last_vec:
+        arrs[-1] = lax.expand_dims(arrs[-1], (1,))
+    dims = [_shape_of(arrs[0])[0]] + [_shape_of(a)[1] for a in arrs]
+    split = _chain_order(dims)
+
+    def product(i, j):
+        if i == j:
+            return arrs[i]
+        k = split[i][j]
+        return _contractions.matmul(product(i, k), product(k + 1, j), precision=precision)
+
+    out = product(0, len(arrs) - 1)
+    squeeze = tuple(d for d, vec in ((0, first_vec), (1, last_vec)) if vec)
+    return lax.squeeze(out, squeeze) if squeeze else out
+
+
+def matrix_transpose(x, /):
+    """Swap the last two axes.
+
+    Example:
+      >>> matrix_transpose(jnp.ones((5, 2, 3))).shape  # (5, 3, 2)
+    """
+    (x,) = _arrays("matrix_transpose", x)
+    ndim = aval_of(x).ndim
+    if ndim < 2:
+        raise ValueError(f"matrix_transpose requires at least 2 dimensions; got ndim={ndim}")
+    return lax.transpose(x, (*range(ndim - 2), ndim - 1, ndim - 2))
+
+
+def diagonal(x, /, *, offset=0):
+    """The ``offset`` diagonal of each matrix (over the last two axes).
+
+    Example:
+      >>> diagonal(jnp.arange(4.).reshape(2, 2))  # [0., 3.]
+    """
+    (x,) = _arrays("diagonal", x)
+    return _contractions.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """The sum along the ``offset`` diagonal of each matrix.
+
+    Example:
+      >>> trace(jnp.eye(3))  # 3.
+    """
+    (x,) = _arrays("trace", x)
+    return _contractions.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+def matrix_power(a, n):
+    """``a`` raised to the integer power ``n`` by repeated squaring (``n < 0`` inverts).
+
+    Example:
+      >>> matrix_power(jnp.array([[1., 1.], [0., 1.]]), 3)  # [[1., 3.], [0., 1.]]
+    """
+    (arr,) = _arrays("matrix_power", a)
+    shape = _shape_of(arr)
+    if len(shape) < 2:
+        raise TypeError(f"{len(shape)}-dimensional array given. Array must be at least "
+                        "two-dimensional")
+    if shape[-2] != shape[-1]:
+        raise TypeError("Last 2 dimensions of the array must be square")
+    try:
+        n = operator.index(n)
+    except TypeError as err:
+        raise TypeError(f"exponent must be an integer, got {n}") from err
+    if n == 0:
+        return _shape.broadcast_to(eye(shape[-1], dtype=_dtype_of(arr)), shape)
+    if n < 0:
+        arr, n = inv(arr), -n
+    if n == 1:
+        return arr
+    if n == 2:
+        return _contractions.matmul(arr, arr)
+    if n == 3:
+        return _contractions.matmul(_contractions.matmul(arr, arr), arr)
+    power, result = None, None
+    while n > 0:
+        power = arr if power is None else _contractions.matmul(power, power)
+        n, bit = divmod(n, 2)
+        if bit:
+            result = power if result is None else _contractions.matmul(result, power)
+    return result
+
+
+# --------------------------------------------------------------------------- solves
+
+
+@custom_jvp
+def _solve(a, b):
+    # a (..., m, m), b (..., m, k), one batch shape.
+    return _plain_solve(a, b)
+
+
+@_solve.defjvp
+def _solve_jvp(primals, tangents):
+    # x = A^-1 b, so dx = A^-1 (db - dA x): one LU serves the value and the derivative.
+    (a, b), (da, db) = primals, tangents
+    lu, _, permutation = lax_linalg.lu(a)
+    x = _lu_solve(lu, permutation, b)
+    dx = _lu_solve(lu, permutation, _ufuncs.subtract(db, _batched_matmul(da, x)))
+    return x, dx
+
+
+def solve(a, b):
+    """Solve ``a @ x == b`` for ``x``, by LU decomposition with partial pivoting.
+
+    Args:
+      a: ``(..., m, m)``.
+      b: ``(m,)`` (one right-hand side per matrix) or ``(..., m, n)``; leading dimensions
+        broadcast against ``a``'s.
+
+    Returns:
+      ``x``, of shape ``a.shape[:-1]`` for a 1-D ``b``, else the broadcast ``(..., m, n)``.
+
+    Example:
+      >>> solve(jnp.array([[2., 0.], [0., 4.]]), jnp.array([2., 2.]))  # [1., 0.5]
+    """
+    a, b = _inexact("solve", a, b)
+    a_shape, b_shape = _shape_of(a), _shape_of(b)
+    if len(a_shape) < 2:
+        raise ValueError(f"solve: left hand array must be at least two dimensional; got "
+                         f"a.shape={a_shape}")
+    if (len(b_shape) > 1 and len(a_shape) == len(b_shape) + 1
+            and a_shape[-1] == b_shape[-1] and a_shape[-1] != b_shape[-2]):
+        raise ValueError(f"Invalid shapes for solve: {a_shape}, {b_shape}. A batch of 1-D "
+                         "right-hand sides is not supported; use solve(a, b[..., None])"
+                         "[..., 0].")
+    vector = len(b_shape) == 1
+    m = a_shape[-1]
+    if a_shape[-2] != m or (b_shape[-1] if vector else b_shape[-2]) != m:
+        raise ValueError(f"solve: the arguments must have shapes a=[..., m, m] and b=[m] or "
+                         f"b=[..., m, k]; got a={a_shape} and b={b_shape}")
+    if vector:
+        b = lax.expand_dims(b, (1,))
+        batch = a_shape[:-2]
+    else:
+        batch = broadcast_shapes(a_shape[:-2], b_shape[:-2], name="solve")
+    x = _solve(_broadcast_batch(a, batch), _broadcast_batch(b, batch))
+    return x[..., 0] if vector else x
+
+
+def inv(a):
+    """The inverse of each square matrix of ``a`` (``solve`` against the identity).
+
+    Example:
+      >>> inv(jnp.array([[2., 0.], [0., 4.]]))  # [[0.5, 0.], [0., 0.25]]
+    """
+    (arr,) = _arrays("inv", a)
+    shape = _shape_of(arr)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"Argument to inv must have shape [..., n, n], got {shape}.")
+    identity = _shape.broadcast_to(eye(shape[-1], dtype=_dtype_of(arr)), shape)
+    return solve(arr, identity)
+
+
+def tensorinv(a, ind=2):
+    """The inverse of ``a`` seen as a linear map from its first ``ind`` axes to the rest.
+
+    Example:
+      >>> tensorinv(jnp.eye(6).reshape(2, 3, 6), ind=2).shape  # (6, 2, 3)
+    """
+    (arr,) = _arrays("tensorinv", a)
+    ind = operator.index(ind)
+    if ind <= 0:
+        raise ValueError(f"ind must be a positive integer; got ind={ind}")
+    shape = _shape_of(arr)
+    contracting, batch = shape[:ind], shape[ind:]
+    rows, cols = math.prod(contracting), math.prod(batch)
+    if rows != cols:
+        raise ValueError("tensorinv is only possible when the product of the first `ind` "
+                         "dimensions equals that of the remaining dimensions. got "
+                         f"arr.shape={shape} with ind={ind}.")
+    out = inv(_shape.reshape(arr, (rows, cols)))
+    return _shape.reshape(out, (*batch, *contracting))
+
+
+def tensorsolve(a, b, axes=None):
+    """Solve the tensor equation ``tensordot(a, x, x.ndim) == b`` for ``x``.
+
+    Example:
+      >>> tensorsolve(jnp.eye(6).reshape(2, 3, 6), jnp.ones((2, 3))).shape  # (6,)
+    """
+    a, b = _arrays("tensorsolve", a, b)
+    if axes is not None:
+        nd = aval_of(a).ndim
+        a = _shape.moveaxis(a, axes, len(axes) * (nd - 1,))
+    a_shape, b_shape = _shape_of(a), _shape_of(b)
+    out_shape = a_shape[len(b_shape):]
+    if a_shape[:len(b_shape)] != b_shape:
+        raise ValueError("After moving axes to end, leading shape of a must match shape of b. "
+                         f"got a.shape={a_shape}, b.shape={b_shape}")
+    size = math.prod(b_shape)
+    if size != math.prod(out_shape):
+        raise ValueError("Input arrays must have prod(a.shape[:b.ndim]) == "
+                         f"prod(a.shape[b.ndim:]); got a.shape={a_shape}, "
+                         f"b.ndim={len(b_shape)}.")
+    a = _shape.reshape(a, (size, math.prod(out_shape)))
+    return _shape.reshape(solve(a, _shape.ravel(b)), out_shape)
+
+
+# --------------------------------------------------------------------------- determinants
+
+
+def _log_abs(x):
+    return _ufuncs.real(_ufuncs.log(_ufuncs.abs(x)))
+
+
+def _slogdet_from_det(det):
+    return _ufuncs.sign(det), _log_abs(det)
+
+
+def _entry(a, i, j):
+    return a[..., i, j]
+
+
+def _det_2x2(a):
+    e = _entry
+    return _ufuncs.subtract(_ufuncs.multiply(e(a, 0, 0), e(a, 1, 1)),
+                            _ufuncs.multiply(e(a, 0, 1), e(a, 1, 0)))
+
+
+def _det_3x3(a):
+    """The rule of Sarrus, its six terms summed in JAX's order (so rounding agrees)."""
+    e, mul = _entry, _ufuncs.multiply
+
+    def term(i, j, k):  # a[0, i] * a[1, j] * a[2, k]
+        return mul(mul(e(a, 0, i), e(a, 1, j)), e(a, 2, k))
+
+    total = _ufuncs.add(_ufuncs.add(term(0, 1, 2), term(1, 2, 0)), term(2, 0, 1))
+    for i, j, k in ((2, 1, 0), (0, 2, 1), (1, 0, 2)):
+        total = _ufuncs.subtract(total, term(i, j, k))
+    return total
+
+
+@custom_jvp
+def _slogdet_small(a):
+    # 1x1 and 2x2 matrices: the determinant in closed form, no factorisation.
+    det = _entry(a, 0, 0) if _shape_of(a)[-1] == 1 else _det_2x2(a)
+    return _slogdet_from_det(det)
+
+
+def _log_det_tangent_out(x, sign, log_dot):
+    """(sign_dot, logabsdet_dot) from ``d log det = log_dot``: for complex ``x`` the
+    imaginary part turns the sign, the real part is the log-magnitude's tangent."""
+    if dtypes.is_complex(_dtype_of(x)):
+        real = convert(_ufuncs.real(log_dot), _dtype_of(log_dot))
+        return _ufuncs.multiply(_ufuncs.subtract(log_dot, real), sign), _ufuncs.real(log_dot)
+    return zeros_like(sign), log_dot
+
+
+@_slogdet_small.defjvp
+def _slogdet_small_jvp(primals, tangents):
+    (x,), (g,) = primals, tangents
+    sign, logabsdet = _slogdet_small(x)
+    e, mul, sub = _entry, _ufuncs.multiply, _ufuncs.subtract
+    if _shape_of(x)[-1] == 1:
+        log_dot = _ufuncs.true_divide(e(g, 0, 0), e(x, 0, 0))
+    else:  # d det = the adjugate contracted with g
+        d_det = sub(sub(mul(e(g, 0, 0), e(x, 1, 1)), mul(e(g, 0, 1), e(x, 1, 0))),
+                    mul(e(g, 1, 0), e(x, 0, 1)))
+        d_det = _ufuncs.add(d_det, mul(e(g, 1, 1), e(x, 0, 0)))
+        log_dot = _ufuncs.true_divide(d_det, _det_2x2(x))
+    return (sign, logabsdet), _log_det_tangent_out(x, sign, log_dot)
+
+
+def _pivot_parity(pivots):
+    """The number of row swaps LU's ``pivots`` made, per matrix."""
+    shape = _shape_of(pivots)
+    iota = lax.broadcasted_iota(_dtype_of(pivots), shape, len(shape) - 1)
+    return _reductions.count_nonzero(_ufuncs.not_equal(pivots, iota), axis=-1)
+
+
+def _parity_sign(parity, dtype):
+    """+1 for an even count, -1 for an odd one, as ``dtype``."""
+    odd = _ufuncs.remainder(parity, 2)
+    return convert(_ufuncs.subtract(1, _ufuncs.multiply(2, odd)), dtype)
+
+
+@custom_jvp
+def _slogdet_lu(a):
+    dtype = _dtype_of(a)
+    lu, pivots, _ = lax_linalg.lu(a)
+    diag = _contractions.diagonal(lu, axis1=-2, axis2=-1)
+    is_zero = _reductions.any(_ufuncs.equal(diag, convert(0, dtype)), axis=-1)
+    parity = _pivot_parity(pivots)
+    if dtypes.is_complex(dtype):
+        phases = _ufuncs.true_divide(diag, convert(_ufuncs.abs(diag), dtype))
+        sign = _reductions.prod(phases, axis=-1)
+    else:
+        parity = _ufuncs.add(parity, _reductions.count_nonzero(_ufuncs.less(diag, 0),
+                                                               axis=-1))
+        sign = convert(1, dtype)
+    sign = _ufuncs.multiply(sign, _parity_sign(parity, dtype))
+    sign = _shape.where(is_zero, convert(0, dtype), sign)
+    log_abs = _reductions.sum(convert(_ufuncs.log(_ufuncs.abs(diag)), dtype), axis=-1)
+    log_abs = _shape.where(is_zero, convert(-np.inf, dtype), log_abs)
+    return sign, _ufuncs.real(log_abs)
+
+
+def _slogdet_jvp_of(slogdet_fn):
+    """The rule shared by the factorising methods: ``d log|det A| = Re trace(A^-1 dA)``;
+    the sign's tangent is zero for real ``A``."""
+
+    def rule(primals, tangents):
+        (x,), (g,) = primals, tangents
+        sign, logabsdet = slogdet_fn(x)
+        log_dot = _contractions.trace(_plain_solve(x, g), axis1=-1, axis2=-2)
+        return (sign, logabsdet), _log_det_tangent_out(x, sign, log_dot)
+
+    return rule
+
+
+@custom_jvp
+def _slogdet_qr(a):
+    n = _shape_of(a)[-1]
+    r, taus = geqrf(a)
+    diag = _contractions.diagonal(r, axis1=-2, axis2=-1)
+    log_abs = _reductions.sum(_ufuncs.log(_ufuncs.abs(diag)), axis=-1)
+    # Each Householder reflector with a nonzero scale has determinant -1.
+    reflections = _reductions.count_nonzero(_ufuncs.not_equal(taus[..., :n - 1], 0), axis=-1)
+    sign = _ufuncs.multiply(_reductions.prod(_ufuncs.sign(diag), axis=-1),
+                            _parity_sign(reflections, _dtype_of(a)))
+    return sign, log_abs
+
+
+_slogdet_lu.defjvp(_slogdet_jvp_of(_slogdet_lu))
+_slogdet_qr.defjvp(_slogdet_jvp_of(_slogdet_qr))
+
+
+def slogdet(a, *, method=None):
+    """The sign and the natural log of the absolute value of each determinant.
+
+    Args:
+      a: ``(..., m, m)``.
+      method: ``"lu"`` (the default, ``None``) or ``"qr"`` (real input only).
+
+    Returns:
+      ``SlogdetResult(sign, logabsdet)``, each of shape ``a.shape[:-2]``; a singular matrix
+      has sign 0 and logabsdet ``-inf``.
+
+    Example:
+      >>> slogdet(jnp.array([[1., 2.], [3., 4.]]))  # sign -1., logabsdet log(2)
+    """
+    (a,) = _inexact("slogdet", a)
+    shape = _shape_of(a)
+    _check_square("slogdet", a)
+    if method is None or method == "lu":
+        if shape[-1] in (1, 2):
+            return SlogdetResult(*_slogdet_small(a))
+        return SlogdetResult(*_slogdet_lu(a))
+    if method == "qr":
+        if dtypes.is_complex(_dtype_of(a)):
+            raise NotImplementedError("slogdet method='qr' not implemented for complex "
+                                      "inputs")
+        return SlogdetResult(*_slogdet_qr(a))
+    raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' "
+                     "(`None`), and 'qr'.")
+
+
+def _cofactor_solve(a, b):
+    """``(det(a), adj(a) @ b)``, where ``adj(a) = det(a) a^-1`` is the adjugate: well
+    defined for singular ``a`` too, hence ``det``'s derivative.
+
+    From ``a = P L U``: ``adj(a) b = det(a) U^-1 L^-1 P^T b``. Writing ``det(a)`` as
+    ``sign * prod(diag(U))``, the last row of ``U^-1`` carries ``1 / U[-1, -1]``, which
+    cancels one factor; so ``U[-1, -1]`` is replaced by the reciprocal of the other
+    factors' product, the other rows are scaled by ``det(a)``, and a matrix of rank
+    ``n - 1`` (``U[-1, -1] == 0``) still gives its rank-one adjugate. Below rank ``n - 1``
+    the adjugate is zero: detected as a non-finite triangular solve.
+    """
+    m = _shape_of(a)[-1]
+    if m == 1:
+        return _entry(a, 0, 0), b
+    dtype = _dtype_of(a)
+    lu, pivots, permutation = lax_linalg.lu(a)
+    batch = broadcast_shapes(_shape_of(lu)[:-2], _shape_of(b)[:-2])
+    x = _broadcast_batch(b, batch)
+    lu = _broadcast_batch(lu, batch)
+    diag = _contractions.diagonal(lu, axis1=-2, axis2=-1)
+    sign = _parity_sign(_pivot_parity(pivots), dtype)
+    partial_det = _ufuncs.multiply(_reductions.cumprod(diag, axis=-1),
+                                   lax.expand_dims(sign, (aval_of(sign).ndim,)))
+    lu = lu.at[..., -1, -1].set(_ufuncs.true_divide(1, partial_det[..., -2]))
+    permutation = _shape.broadcast_to(permutation, (*batch, m))
+    probe = ones((*batch, m, 1), dtype)
+    probe = lax_linalg.triangular_solve(lu, probe, left_side=True, lower=False)
+    degenerate = _reductions.any(_ufuncs.logical_not(_ufuncs.isfinite(probe)),
+                                 axis=(-2, -1), keepdims=True)
+    zero = zeros_like(x)
+    x = _shape.where(degenerate, zero, x)
+    x = _take_rows(x, permutation)
+    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
+    det = partial_det[..., -1]
+    scale = lax.expand_dims(det, (len(batch), len(batch) + 1))
+    x = _shape.concatenate([_ufuncs.multiply(x[..., :-1, :], scale), x[..., -1:, :]],
+                           axis=-2)
+    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
+    return det, _shape.where(degenerate, zero, x)
+
+
+@custom_jvp
+def _det(a):
+    sign, logabsdet = slogdet(a)
+    return _ufuncs.multiply(sign, convert(_ufuncs.exp(logabsdet), _dtype_of(sign)))
+
+
+@_det.defjvp
+def _det_jvp(primals, tangents):
+    # d det(A) = trace(adj(A) dA).
+    (x,), (g,) = primals, tangents
+    det, adj_g = _cofactor_solve(x, g)
+    return det, _contractions.trace(adj_g, axis1=-1, axis2=-2)
+
+
+def det(a):
+    """The determinant of each square matrix of ``a``.
+
+    2x2 and 3x3 matrices use the closed form; larger ones an LU decomposition, with the
+    adjugate as derivative (defined for singular matrices too).
+
+    Example:
+      >>> det(jnp.array([[1., 2.], [3., 4.]]))  # -2.
+    """
+    (a,) = _inexact("det", a)
+    _check_square("det", a)
+    n = _shape_of(a)[-1]
+    if n == 2:
+        return _det_2x2(a)
+    if n == 3:
+        return _det_3x3(a)
+    return _det(a)
+
+
+# --------------------------------------------------------------------------- decompositions
+
+
+def cholesky(a, *, upper=False, symmetrize_input=True):
+    """The Cholesky factor of each Hermitian positive-definite matrix: lower ``L`` with
+    ``a == L @ L^H`` (or upper ``U = L^H`` if ``upper``); NaN where ``a`` is not positive
+    definite.
+
+    Args:
+      a: ``(..., n, n)``.
+      upper: return the upper factor.
+      symmetrize_input: use ``(a + a^H) / 2`` (both triangles count, and gradients are
+        symmetric); otherwise only the lower triangle is read.
+
+    Example:
+      >>> cholesky(jnp.array([[4., 2.], [2., 5.]]))  # [[2., 0.], [1., 2.]]
+    """
+    (a,) = _inexact("cholesky", a)
+    factor = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
+    return _H(factor) if upper else factor
+
+
+def qr(a, mode="reduced"):
+    """The QR decomposition of each matrix of ``a`` (``(..., m, n)``, ``k = min(m, n)``).
+
+    Args:
+      mode: ``"reduced"`` (or ``"full"``): ``Q`` ``(..., m, k)``, ``R`` ``(..., k, n)``;
+        ``"complete"``: ``Q`` ``(..., m, m)``, ``R`` ``(..., m, n)``; ``"r"``: ``R`` alone
+        (reduced); ``"raw"``: LAPACK's ``(a.mT, taus)`` (Householder reflectors below
+        ``R``, transposed, and their scales).
+
+    Example:
+      >>> q, r = qr(jnp.array([[3., 1.], [4., 2.]]))  # q @ r == a
+    """
+    (a,) = _inexact("qr", a)
+    if mode == "raw":
+        packed, taus = geqrf(a)
+        return QRResult(_shape.matrix_transpose(packed), taus)
+    if mode in ("reduced", "r", "full"):
+        full_matrices = False
+    elif mode == "complete":
+        full_matrices = True
+    else:
+        raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
+    q, r = lax_linalg.qr(a, pivoting=False, full_matrices=full_matrices)
+    return r if mode == "r" else QRResult(q, r)
+
+
+def _uplo_lower(uplo):
+    if uplo is None or uplo == "L":
+        return True
+    if uplo == "U":
+        return False
+    raise ValueError(f"UPLO must be one of None, 'L', or 'U', got {uplo}")
+
+
+def eigh(a, UPLO=None, symmetrize_input=True):  # noqa: N803  (NumPy's name)
+    """Eigenvalues (ascending) and eigenvectors of each Hermitian matrix of ``a``.
+
+    Args:
+      a: ``(..., n, n)``.
+      UPLO: ``"L"`` (default) or ``"U"``: the triangle read when not symmetrizing.
+      symmetrize_input: use ``(a + a^H) / 2``.
+
+    Returns:
+      ``EighResult(eigenvalues, eigenvectors)``, eigenvectors as columns.
+
+    Example:
+      >>> w, v = eigh(jnp.array([[2., 1.], [1., 2.]]))  # w == [1., 3.]
+    """
+    (a,) = _arrays("eigh", a)
+    lower = _uplo_lower(UPLO)
+    (a,) = promote_dtypes_inexact(a)
+    vectors, values = lax_linalg.eigh(a, lower=lower, symmetrize_input=symmetrize_input)
+    return EighResult(values, vectors)
+
+
+def eigvalsh(a, UPLO="L", *, symmetrize_input=True):  # noqa: N803  (NumPy's name)
+    """The eigenvalues (ascending) of each Hermitian matrix of ``a``.
+
+    Example:
+      >>> eigvalsh(jnp.array([[2., 1.], [1., 2.]]))  # [1., 3.]
+    """
+    (a,) = _inexact("eigvalsh", a)
+    return eigh(a, UPLO, symmetrize_input=symmetrize_input).eigenvalues
+
+
+def eig(a):
+    """Eigenvalues and right eigenvectors of each square matrix of ``a`` (complex results;
+    CPU only, as in JAX).
+
+    Example:
+      >>> w, v = eig(jnp.array([[0., 1.], [-1., 0.]]))  # w == [1j, -1j]
+    """
+    (a,) = _inexact("eig", a)
+    w, v = lax_linalg.eig(a, compute_left_eigenvectors=False)
+    return EigResult(w, v)
+
+
+def eigvals(a):
+    """The eigenvalues of each square matrix of ``a`` (complex).
+
+    Example:
+      >>> eigvals(jnp.array([[0., 1.], [-1., 0.]]))  # [1j, -1j]
+    """
+    (a,) = _inexact("eigvals", a)
+    return lax_linalg.eig(a, compute_left_eigenvectors=False,
+                          compute_right_eigenvectors=False)[0]
+
+
+def _hermitian_svd(a, compute_uv, subset_by_index):
+    """The SVD from ``eigh``: singular values are the eigenvalues' magnitudes, sorted
+    descending; ``Vh`` is ``U^H`` with each column's eigenvalue sign folded in."""
+    vectors, values = lax_linalg.eigh(a, subset_by_index=subset_by_index)
+    s = _ufuncs.abs(values)
+    last = aval_of(s).ndim - 1
+    if not compute_uv:
+        return lax.rev(lax.sort(s, dimension=last), (last,))
+    sign = _ufuncs.sign(values)
+    order = lax.broadcasted_iota(dtypes.int32, _shape_of(s), last)
+    s, order, sign = lax.sort((s, order, sign), dimension=last, num_keys=1)
+    s, order, sign = (lax.rev(x, (last,)) for x in (s, order, sign))
+    u = _take_columns(vectors, order)
+    signs = convert(lax.expand_dims(sign, (last,)), _dtype_of(u))
+    return SVDResult(u, s, _H(_ufuncs.multiply(u, signs)))
+
+
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index=None):
+    """The singular value decomposition ``a == U @ diag(S) @ Vh`` of each matrix.
+
+    Args:
+      a: ``(..., m, n)``; ``k = min(m, n)``.
+      full_matrices: ``U`` ``(..., m, m)`` and ``Vh`` ``(..., n, n)``; else ``(..., m, k)``
+        and ``(..., k, n)``.
+      compute_uv: return ``SVDResult(U, S, Vh)``; otherwise ``S`` alone.
+      hermitian: ``a`` is Hermitian: use ``eigh``.
+      subset_by_index: ``(start, end)``: only those singular values (where the kernel
+        supports it).
+
+    Returns:
+      ``SVDResult`` or the singular values ``(..., k)``, descending.
+
+    Example:
+      >>> svd(jnp.array([[3., 0.], [0., 4.]]), compute_uv=False)  # [4., 3.]
+    """
+    (a,) = _inexact("svd", a)
+    if hermitian:
+        return _hermitian_svd(a, compute_uv, subset_by_index)
+    if compute_uv:
+        u, s, vh = lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=True,
+                                  subset_by_index=subset_by_index)
+        return SVDResult(u, s, vh)
+    return lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=False,
+                          subset_by_index=subset_by_index)
+
+
+def svdvals(x, /):
+    """The singular values of each matrix, descending.
+
+    Example:
+      >>> svdvals(jnp.array([[3., 0.], [0., 4.]]))  # [4., 3.]
+    """
+    (x,) = _arrays("svdvals", x)
+    return svd(x, compute_uv=False, hermitian=False)
+
+
+# --------------------------------------------------------------------------- norms
+
+
+def _sum_squares(x, axis, keepdims):
+    return _reductions.sum(_ufuncs.real(_ufuncs.multiply(x, _ufuncs.conjugate(x))),
+                           axis=axis, keepdims=keepdims)
+
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002  (NumPy's name)
+    """The vector ``ord``-norm over ``axis`` (all axes by default).
+
+    ``ord`` is 2 (default), ``inf``, ``-inf``, 0 (the number of nonzeros), 1, or any other
+    number ``p`` (``sum(abs(x)**p)**(1/p)``).
+
+    Example:
+      >>> vector_norm(jnp.array([3., 4.]))  # 5.
+    """
+    (x,) = _arrays("vector_norm", x)
+    if ord is None or ord == 2:
+        return _ufuncs.sqrt(_sum_squares(x, axis, keepdims))
+    if ord == np.inf:
+        return _reductions.max(_ufuncs.abs(x), axis=axis, keepdims=keepdims, initial=0)
+    if ord == -np.inf:
+        return _reductions.min(_ufuncs.abs(x), axis=axis, keepdims=keepdims)
+    if ord == 0:
+        real = dtypes.finfo(_dtype_of(x)).dtype
+        return _reductions.sum(_ufuncs.not_equal(x, 0), dtype=real, axis=axis,
+                               keepdims=keepdims)
+    if ord == 1:
+        return _reductions.sum(_ufuncs.abs(x), axis=axis, keepdims=keepdims)
+    if isinstance(ord, str):
+        hint = {"inf": " Use 'jax.numpy.inf' instead.",
+                "-inf": " Use '-jax.numpy.inf' instead."}.get(ord, "")
+        raise ValueError(f"Invalid order '{ord}' for vector norm.{hint}")
+    abs_x = _ufuncs.abs(x)
+    p = np.array(ord, _dtype_of(abs_x))
+    total = _reductions.sum(_ufuncs.power(abs_x, p), axis=axis, keepdims=keepdims)
+    return _ufuncs.power(total, np.array(1.0 / p, _dtype_of(abs_x)))
+
+
+def _matrix_norm(x, ord, row_axis, col_axis, keepdims):  # noqa: A002
+    abs_sum = _reductions.sum
+    if ord is None or ord in ("f", "fro"):
+        return _ufuncs.sqrt(_sum_squares(x, (row_axis, col_axis), keepdims))
+    if ord in (1, -1):  # the largest (smallest) column sum
+        if not keepdims and col_axis > row_axis:
+            col_axis -= 1
+        sums = abs_sum(_ufuncs.abs(x), axis=row_axis, keepdims=keepdims)
+        if ord == 1:
+            return _reductions.max(sums, axis=col_axis, keepdims=keepdims, initial=0)
+        return _reductions.min(sums, axis=col_axis, keepdims=keepdims)
+    if ord in (np.inf, -np.inf):  # the largest (smallest) row sum
+        if not keepdims and row_axis > col_axis:
+            row_axis -= 1
+        sums = abs_sum(_ufuncs.abs(x), axis=col_axis, keepdims=keepdims)
+        if ord == np.inf:
+            return _reductions.max(sums, axis=row_axis, keepdims=keepdims, initial=0)
+        return _reductions.min(sums, axis=row_axis, keepdims=keepdims)
+    if ord in ("nuc", 2, -2):
+        s = svd(_shape.moveaxis(x, (row_axis, col_axis), (-2, -1)), compute_uv=False)
+        if ord == 2:
+            y = _reductions.max(s, axis=-1, initial=0)
+        elif ord == -2:
+            y = _reductions.min(s, axis=-1)
+        else:
+            y = _reductions.sum(s, axis=-1)
+        return _shape.expand_dims(y, (row_axis, col_axis)) if keepdims else y
+    raise ValueError(f"Invalid order '{ord}' for matrix norm.")
+
+
+def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002  (NumPy's name)
+    """A vector norm (one axis) or a matrix norm (two axes).
+
+    Args:
+      x: the array; integers are promoted to floats.
+      ord: as ``vector_norm`` for one axis; for two: ``"fro"`` (default), ``"nuc"``, 1,
+        -1, 2, -2, ``inf``, ``-inf``.
+      axis: an axis or a pair; by default all of a 1-D or 2-D array (with ``ord=None``,
+        the 2-norm of the flattened array whatever its rank).
+      keepdims: keep the reduced axes with size one.
+
+    Example:
+      >>> norm(jnp.array([[1., 2.], [3., 4.]]), ord=1)  # 6.
+    """
+    (x,) = _inexact("norm", x)
+    ndim = aval_of(x).ndim
+    if axis is None:
+        if ord is None:
+            return _ufuncs.sqrt(_sum_squares(x, None, keepdims))
+        axes = tuple(range(ndim))
+    elif isinstance(axis, tuple):
+        axes = tuple(canonicalize_axis(a, ndim, "linalg.norm") for a in axis)
+    else:
+        axes = (canonicalize_axis(axis, ndim, "linalg.norm"),)
+    if len(axes) == 1:
+        return vector_norm(x, ord=2 if ord is None else ord, axis=axes, keepdims=keepdims)
+    if len(axes) == 2:
+        return _matrix_norm(x, ord, axes[0], axes[1], keepdims)
+    raise ValueError(f"Improper number of axes for norm: axis={axis}. Pass one axis to "
+                     "compute a vector-norm, or two axes to compute a matrix-norm.")
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002  (NumPy's name)
+    """The matrix norm over the last two axes (``ord`` as ``norm``'s, default ``"fro"``).
+
+    Example:
+      >>> matrix_norm(jnp.eye(4))  # 2.
+    """
+    (x,) = _arrays("matrix_norm", x)
+    return norm(x, ord=ord, keepdims=keepdims, axis=(-2, -1))
+
+
+def cond(x, p=None):
+    """The condition number of each matrix in the ``p`` norm: ``norm(x) * norm(inv(x))``,
+    or the singular-value ratio for ``p`` None, 2 or -2; ``inf`` for a singular matrix.
+
+    Example:
+      >>> cond(jnp.array([[1., 0.], [0., 4.]]))  # 4.
+    """
+    (arr,) = _arrays("cond", x)
+    shape = _shape_of(arr)
+    if len(shape) < 2:
+        raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got "
+                         f"arr.shape={shape}")
+    if shape[-1] == 0 or shape[-2] == 0:
+        raise ValueError(f"jnp.linalg.cond: input array must not be empty; got "
+                         f"arr.shape={shape}")
+    if p is None or p == 2:
+        s = svdvals(arr)
+        return _ufuncs.true_divide(s[..., 0], s[..., -1])
+    if p == -2:
+        s = svdvals(arr)
+        r = _ufuncs.true_divide(s[..., -1], s[..., 0])
+    else:
+        if shape[-2] != shape[-1]:
+            raise ValueError(f"jnp.linalg.cond: for p={p}, array must be square; got "
+                             f"arr.shape={shape}")
+        r = _ufuncs.multiply(norm(arr, ord=p, axis=(-2, -1)),
+                             norm(inv(arr), ord=p, axis=(-2, -1)))
+    nan_input = _reductions.any(_ufuncs.isnan(arr), axis=(-2, -1))
+    singular = _ufuncs.logical_and(_ufuncs.isnan(r), _ufuncs.logical_not(nan_input))
+    return _shape.where(singular, np.inf, r)
+
+
+# --------------------------------------------------------------------------- pseudo-inverses
+
+
+def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):  # noqa: N803  (NumPy's name)
+    """The number of singular values of each matrix above a threshold.
+
+    Args:
+      M: ``(..., m, n)``.
+      rtol: the threshold, of shape ``M.shape[:-2]`` or a scalar (compared with the singular
+        values directly, as in JAX); by default ``max(s) * max(m, n) * eps``.
+      hermitian: ``M`` is Hermitian (singular values from ``eigh``).
+      tol: an alias of ``rtol``.
+
+    Example:
+      >>> matrix_rank(jnp.array([[1., 2.], [2., 4.]]))  # 1
+    """
+    (M,) = _arrays("matrix_rank", M)
+    if tol is not None:
+        if rtol is not None:
+            raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
+        rtol = tol
+    (M,) = promote_dtypes_inexact(M)
+    shape = _shape_of(M)
+    if len(shape) < 2:
+        return convert(_reductions.any(_ufuncs.not_equal(M, 0)), dtypes.int32)
+    s = svd(M, full_matrices=False, compute_uv=False, hermitian=hermitian)
+    if rtol is None:
+        real = _dtype_of(s)
+        largest = _reductions.max(s, axis=-1)
+        rtol = _ufuncs.multiply(_ufuncs.multiply(largest, np.array(builtins.max(shape[-2:]), real)),
+                                np.array(dtypes.finfo(real).eps, real))
+    rtol = asarray(rtol)
+    rtol = lax.expand_dims(rtol, (aval_of(rtol).ndim,))
+    return _reductions.sum(_ufuncs.greater(s, rtol), axis=-1)
+
+
+def _pinv_impl(a, rtol, hermitian):
+    m, n = _shape_of(a)[-2:]
+    dtype = _dtype_of(a)
+    if m == 0 or n == 0:
+        return empty((*_shape_of(a)[:-2], n, m), dtype)
+    arr = _ufuncs.conjugate(a)
+    if rtol is None:
+        eps = asarray(dtypes.finfo(dtype).eps)
+        rtol = _ufuncs.multiply(10.0 * builtins.max(m, n), eps)
+    rtol = asarray(rtol)
+    u, s, vh = svd(arr, full_matrices=False, hermitian=hermitian)
+    # rtol has the batch shape (or is a scalar): a trailing axis, then leading ones.
+    rtol = lax.expand_dims(rtol, (aval_of(rtol).ndim,))
+    lead = aval_of(s).ndim - aval_of(rtol).ndim
+    rtol = lax.expand_dims(rtol, tuple(range(lead))) if lead > 0 else rtol
+    cutoff = _ufuncs.multiply(rtol, s[..., 0:1])
+    s = convert(_shape.where(_ufuncs.greater(s, cutoff), s, np.inf), _dtype_of(u))
+    s_column = lax.expand_dims(s, (aval_of(s).ndim,))
+    out = _batched_matmul(_shape.matrix_transpose(vh),
+                          _ufuncs.true_divide(_shape.matrix_transpose(u), s_column))
+    return convert(out, dtype)
+
+
+# rtol and hermitian are parameters of the rule, not differentiated (JAX's nondiff_argnums).
+_pinv = custom_jvp(_pinv_impl, nondiff_argnums=(1, 2))
+
+
+@_pinv.defjvp
+def _pinv_jvp(rtol, hermitian, primals, tangents):
+    # Golub & Pereyra (1973): with P = pinv(A),
+    # dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P.
+    (a,), (da,) = primals, tangents
+    p = _pinv(a, rtol, hermitian)
+    if hermitian:
+        a, da = _symmetrize(a), _symmetrize(da)
+    mm, neg, sub, add = _batched_matmul, _ufuncs.negative, _ufuncs.subtract, _ufuncs.add
+    m, n = _shape_of(a)[-2:]
+    if m >= n:
+        s = mm(mm(p, _H(p)), _H(da))
+        t = mm(mm(_H(da), _H(p)), p)
+        dp = sub(add(neg(mm(mm(p, da), p)), s), mm(mm(s, a), p))
+        dp = sub(add(dp, t), mm(mm(p, a), t))
+    else:
+        s = mm(p, mm(_H(p), _H(da)))
+        t = mm(_H(da), mm(_H(p), p))
+        dp = sub(add(neg(mm(p, mm(da, p))), s), mm(s, mm(a, p)))
+        dp = sub(add(dp, t), mm(p, mm(a, t)))
+    return p, dp
+
+
+def pinv(a, rtol=None, hermitian=False, *, rcond=None):
+    """The Moore-Penrose pseudo-inverse of each matrix, from its SVD: singular values at or
+    below ``rtol * max(s)`` count as zero.
+
+    Args:
+      a: ``(..., m, n)``.
+      rtol: the relative cutoff, a scalar or of shape ``a.shape[:-2]``; by default
+        ``10 * max(m, n) * eps``.
+      hermitian: ``a`` is Hermitian (SVD from ``eigh``).
+      rcond: an alias of ``rtol``.
+
+    Example:
+      >>> pinv(jnp.array([[2., 0.], [0., 0.]]))  # [[0.5, 0.], [0., 0.]]
+    """
+    if rcond is not None:
+        if rtol is not None:
+            raise ValueError("pinv: only one of rtol and rcond may be specified.")
+        rtol = rcond
+    (a,) = _inexact("pinv", a)
+    return _pinv(a, rtol, hermitian)
+
+
+def lstsq(a, b, rcond=None, *, numpy_resid=False):
+    """The least-squares solution of ``a @ x == b`` from the SVD of ``a``.
+
+    Args:
+      a: ``(m, n)``.
+      b: ``(m,)`` or ``(m, k)``.
+      rcond: singular values below ``rcond * max(s)`` count as zero (default
+        ``eps * max(m, n)``; a negative value means ``eps``).
+      numpy_resid: return NumPy's residuals (empty unless ``a`` has full column rank and
+        ``m > n``) instead of always computing them; not traceable.
+
+    Returns:
+      ``(x, residuals, rank, s)``.
+
+    Example:
+      >>> x, resid, rank, s = lstsq(jnp.array([[1., 0.], [0., 1.], [0., 0.]]),
+      ...                           jnp.array([1., 2., 3.]))  # x == [1., 2.], resid [9.]
+    """
+    a, b = _inexact("lstsq", a, b)
+    a_shape, b_shape = _shape_of(a), _shape_of(b)
+    if a_shape[0] != b_shape[0]:
+        raise ValueError("Leading dimensions of input arrays must match")
+    b_vector = len(b_shape) == 1
+    if b_vector:
+        b = lax.expand_dims(b, (1,))
+    if len(a_shape) != 2:
+        raise TypeError(f"{len(a_shape)}-dimensional array given. Array must be "
+                        "two-dimensional")
+    if aval_of(b).ndim != 2:
+        raise TypeError(f"{len(b_shape)}-dimensional array given. Array must be one or "
+                        "two-dimensional")
+    m, n = a_shape
+    dtype = _dtype_of(a)
+    if m * n == 0:
+        s = empty(0, dtype=dtype)
+        rank = asarray(0, dtype=int)
+        x = zeros((n, *_shape_of(b)[1:]), dtype=dtype)
+    else:
+        eps = dtypes.finfo(dtype).eps
+        u, s, vt = svd(a, full_matrices=False)
+        real = _dtype_of(s)
+        if rcond is None:
+            rcond = asarray(float(eps) * builtins.max(n, m), real)
+        else:
+            rcond = convert(_shape.where(_ufuncs.less(rcond, 0), eps, rcond), real)
+        mask = _ufuncs.logical_and(_ufuncs.greater(s, 0),
+                                   _ufuncs.greater_equal(s, _ufuncs.multiply(rcond, s[0])))
+        rank = _reductions.sum(mask)
+        safe_s = convert(_shape.where(mask, s, 1), dtype)
+        s_inv = _shape.where(mask, _ufuncs.true_divide(1, safe_s), 0)
+        u_b = _batched_matmul(_H(u), b)
+        x = _batched_matmul(_H(vt), _ufuncs.multiply(lax.expand_dims(s_inv, (1,)), u_b))
+    if numpy_resid and (bool(rank < n) or m <= n):
+        resid = asarray(np.zeros(0, dtypes.default_float()))
+    else:
+        err = _ufuncs.subtract(b, _batched_matmul(a, x))
+        resid = _ufuncs.square(norm(err, axis=0))
+    if b_vector:
+        x = _shape.ravel(x)
+    return x, resid, rank, s
