@@ -27,9 +27,14 @@ from xform.primitives.elementwise import (
     select,
     sub,
 )
-from xform.primitives.indexing import dynamic_slice_in_dim, slice_in_dim
+from xform.primitives.indexing import (
+    ScatterDimensionNumbers,
+    dynamic_slice_in_dim,
+    dynamic_update_slice_in_dim,
+    scatter,
+    slice_in_dim,
+)
 from xform.primitives.loops import fori_loop
-from xform.primitives.reductions import reduce_sum
 from xform.primitives.sorting import take_along_axis
 from xform.primitives.structural import (
     broadcast_in_dim,
@@ -386,25 +391,28 @@ def lu_pivots_to_permutation(pivots, permutation_size):
 
 
 def apply_pivots(pivots, permutation_size):
-    """``lu_pivots_to_permutation`` as a loop of lax operations: its lowering. One swap per
-    pivot, each a masked select along the last axis."""
+    """``lu_pivots_to_permutation`` as a loop of lax operations: its lowering. Each swap reads
+    and writes two entries per matrix (slices at ``i``, a gather and a scatter at the
+    pivot), so the loop costs O(1) per pivot."""
     aval = get_aval(pivots)
+    last = aval.ndim - 1
     shape = aval.shape[:-1] + (permutation_size,)
-    positions = broadcasted_iota(aval.dtype, shape, len(shape) - 1)
-    last = len(shape) - 1
-
-    def swap(i, perm):
-        j = dynamic_slice_in_dim(pivots, i, 1, axis=last)
-        at_i = eq(positions, broadcast_in_dim(convert_element_type(i, aval.dtype), shape, ()))
-        at_j = eq(positions, broadcast_in_dim(j, shape, tuple(range(len(shape)))))
-        zero = broadcast_in_dim(np.array(0, aval.dtype), shape, ())
-        value_i = reduce_sum(select(at_i, perm, zero), (last,))
-        value_j = reduce_sum(select(at_j, perm, zero), (last,))
-        perm = select(at_i, broadcast_in_dim(value_j, shape, tuple(range(last))), perm)
-        return select(at_j, broadcast_in_dim(value_i, shape, tuple(range(last))), perm)
-
+    positions = broadcasted_iota(aval.dtype, shape, last)
     if aval.shape[-1] == 0:
         return positions
+    batch = tuple(range(last))
+    put = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(last,),
+                                  scatter_dims_to_operand_dims=(last,),
+                                  operand_batching_dims=batch,
+                                  scatter_indices_batching_dims=batch)
+
+    def swap(i, perm):
+        j = dynamic_slice_in_dim(pivots, i, 1, axis=last)  # (..., 1)
+        at_i = dynamic_slice_in_dim(perm, i, 1, axis=last)
+        at_j = take_along_axis(perm, j, last)
+        perm = dynamic_update_slice_in_dim(perm, at_j, i, axis=last)
+        return scatter(perm, expand_dims(j, (last + 1,)), at_i, put, mode="promise_in_bounds")
+
     return fori_loop(0, aval.shape[-1], swap, positions)
 
 
