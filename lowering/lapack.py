@@ -14,6 +14,7 @@ from jaxlib.cpu import _lapack
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
+from lowering import runtime
 from lowering.mlir import aval_to_ir, full_like_aval
 from xform import dtypes
 
@@ -23,6 +24,11 @@ _PREFIX = {dtypes.float32: "s", dtypes.float64: "d", dtypes.complex64: "c",
 
 def target(routine, dtype):
     """``lapack_sgetrf_ffi`` and friends: the kernel for ``routine`` on ``dtype``."""
+    if runtime.platform() != "cpu":
+        raise NotImplementedError(
+            f"xform lowers {routine} to jaxlib's LAPACK kernels, which run on CPU only; the "
+            "GPU kernels (cuSOLVER) are not wired yet. Run with the CPU backend as the default "
+            "(JAX_PLATFORMS=cpu).")
     # The kernels find LAPACK's routines (SciPy's, through jaxlib) when first initialized;
     # a call before that crashes the process. Initializing again is a no-op.
     _lapack.initialize()
