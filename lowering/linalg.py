@@ -76,9 +76,13 @@ def _lu_pivots_to_permutation_lower(ctx, pivots, *, permutation_size):
     return _pivots_lower(ctx, pivots, ctx.avals_in[0], permutation_size)
 
 
-def _tridiagonal_solve_lower(ctx, dl, d, du, b):
+def _tridiagonal_solve_lower(ctx, dl, d, du, b, *, perturb_singular):
     avals = ctx.avals_in
     b_aval = avals[3]
+    if perturb_singular:  # jaxlib's own kernel (not LAPACK's), for every dtype, no info
+        lapack.target("gtsv", b_aval.dtype)  # the same checks and initialization
+        return lapack.custom_call("tridiagonal_solve_perturbed_ffi", [dl, d, du, b],
+                                  list(avals), [b_aval], {}, b_aval.ndim - 2)
     info_aval = batch_info_aval(b_aval)
     *_, x, info = lapack.custom_call(
         lapack.target("gtsv", b_aval.dtype), [dl, d, du, b], list(avals),

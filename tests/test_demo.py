@@ -29,6 +29,12 @@ def test_demo_prints_the_tour():
     assert "matches central differences: True" in out
     assert "the compiled gradient is a stablehlo.while loop, not unrolled: True" in out
     assert "the loss went down: True" in out
+    assert "== Gaussian-process regression" in out
+    assert "the gradient matches central differences: True" in out
+    assert "the marginal likelihood went up: True" in out
+    sign, slogdet, chol = re.search(r"slogdet \(LU\) = \((-?\d+), (-?[\d.]+)\), 2 sum log "
+                                    r"diag\(L\) = (-?[\d.]+)", out).groups()
+    assert sign == "1" and abs(float(slogdet) - float(chol)) < 1e-2 * abs(float(chol))
     assert "== pmap: a data-parallel training step" in out
     assert re.search(r"^8 cpu devices", out, re.M), "the demo's pmap step should get 8 CPU devices"
     assert "matches the one-device step: True" in out

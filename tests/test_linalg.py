@@ -129,6 +129,24 @@ def test_tridiagonal_solve_matches_jax(dtype):
         _close(xform.jit(la.tridiagonal_solve)(dl, d, du, b), expected, dtype, "jit")
 
 
+def test_tridiagonal_solve_perturbed_for_singular_systems():
+    ones = np.ones(3, np.float32)
+    d = np.array([1.0, 0.0, 1.0], np.float32)  # a zero pivot: gtsv fails, the perturbed solve
+    b = np.ones((3, 2), np.float32)
+    for perturb in (False, True):
+        expected = jla.tridiagonal_solve(ones, d, ones, b, perturb_singular=perturb)
+        got = la.tridiagonal_solve(ones, d, ones, b, perturb_singular=perturb)
+        assert_same(got, expected, rtol=1e-5, atol=1e-5, check_weak_type=False)
+    got = xform.jvp(lambda d: la.tridiagonal_solve(ones, d, ones, b, perturb_singular=True),
+                    (d + 2,), (ones,))
+    expected = jax.jvp(lambda d: jla.tridiagonal_solve(ones, d, ones, b, perturb_singular=True),
+                       (d + 2,), (ones,))
+    assert_same(got, expected, rtol=1e-5, atol=1e-5, check_weak_type=False)
+    text = xform.jit(lambda *a: la.tridiagonal_solve(*a, perturb_singular=True)).lower(
+        ones, d, ones, b).as_text()
+    assert "@tridiagonal_solve_perturbed_ffi" in text
+
+
 def test_failures_give_nan_as_jax():
     indefinite = -np.eye(3, dtype=np.float32)
     assert_same(la.cholesky(indefinite), jla.cholesky(indefinite), check_weak_type=False)

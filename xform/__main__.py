@@ -15,6 +15,7 @@ import numpy as np
 
 import xform
 import xform.numpy as jnp
+import xform.scipy.linalg
 from lowering import runtime
 
 if __name__ == "__main__":
@@ -89,6 +90,7 @@ def main(cached_calls=200):
     _per_example_gradients()
     _scan_rnn()
     _mlp_training()
+    _gaussian_process()
     _data_parallel_step()
 
 
@@ -158,6 +160,46 @@ def _mlp_training(steps=50):
         first = float(value) if first is None else first
     print(f"loss after 1 step: {first:.5f}, after {steps} steps: {float(value):.5f}")
     print("the loss went down:", float(value) < first)
+
+
+def _gaussian_process():
+    _section("Gaussian-process regression: cholesky, solve_triangular, slogdet and gradients")
+
+    def neg_log_marginal_likelihood(log_params, x, y):
+        lengthscale, noise = jnp.exp(log_params[0]), jnp.exp(log_params[1])
+        k = jnp.exp(-0.5 * ((x[:, None] - x[None, :]) / lengthscale) ** 2)
+        k = k + (noise + 1e-6) * jnp.eye(x.shape[0])
+        factor = jnp.linalg.cholesky(k)  # K = L L^T, on LAPACK's potrf
+        alpha = xform.scipy.linalg.solve_triangular(factor, y, lower=True)  # L^{-1} y
+        logdet = 2 * jnp.sum(jnp.log(jnp.diagonal(factor)))
+        return 0.5 * jnp.sum(alpha**2) + 0.5 * logdet + 0.5 * x.shape[0] * jnp.log(2 * jnp.pi)
+
+    print(inspect.getsource(neg_log_marginal_likelihood).rstrip())
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(np.sort(rng.uniform(-3, 3, 40)), jnp.float32)
+    y = jnp.sin(x) + 0.1 * jnp.asarray(rng.standard_normal(40), jnp.float32)
+    log_params = jnp.array([0.0, -2.0])
+    value_and_grad = xform.jit(xform.value_and_grad(neg_log_marginal_likelihood))
+    value, grad = value_and_grad(log_params, x, y)
+    print(f"-log p(y) = {float(value):.4f}, gradient w.r.t. (log lengthscale, log noise) = "
+          f"{np.asarray(grad)}")
+    k = jnp.exp(-0.5 * (x[:, None] - x[None, :]) ** 2) + (jnp.exp(-2.0) + 1e-6) * jnp.eye(40)
+    sign, logdet = jnp.linalg.slogdet(k)
+    chol_logdet = 2 * jnp.sum(jnp.log(jnp.diagonal(jnp.linalg.cholesky(k))))
+    print(f"slogdet (LU) = ({float(sign):.0f}, {float(logdet):.4f}), "
+          f"2 sum log diag(L) = {float(chol_logdet):.4f}")
+    eps = 1e-2
+    fd = [(float(neg_log_marginal_likelihood(log_params + eps * e, x, y)) -
+           float(neg_log_marginal_likelihood(log_params - eps * e, x, y))) / (2 * eps)
+          for e in np.eye(2, dtype=np.float32)]
+    print("the gradient matches central differences:",
+          bool(np.allclose(np.asarray(grad), fd, rtol=2e-2, atol=2e-2)))
+    for _ in range(100):  # a few steps of gradient descent on the hyperparameters
+        value_now, grad = value_and_grad(log_params, x, y)
+        log_params = log_params - 0.01 * grad
+    print(f"after 100 gradient steps: -log p(y) = {float(value_now):.4f} (lengthscale "
+          f"{float(jnp.exp(log_params[0])):.3f}, noise {float(jnp.exp(log_params[1])):.4f})")
+    print("the marginal likelihood went up:", float(value_now) < float(value))
 
 
 def _sgd_step(params, x, y, axis_name=None):

@@ -423,7 +423,7 @@ batch_at_front(lu_pivots_to_permutation_p)
 # --------------------------------------------------------------------------- tridiagonal_solve
 
 
-def _tridiagonal_solve_abstract_eval(dl, d, du, b):
+def _tridiagonal_solve_abstract_eval(dl, d, du, b, *, perturb_singular):
     name = "lax.linalg.tridiagonal_solve"
     for x in (dl, d, du, b):
         check_dtype(name, x.dtype, (FLOAT, COMPLEX))
@@ -431,22 +431,26 @@ def _tridiagonal_solve_abstract_eval(dl, d, du, b):
         raise TypeError(f"{name}: dl, d, du and b must have the same dtype, got {dl.dtype}, "
                         f"{d.dtype}, {du.dtype} and {b.dtype}")
     if b.ndim < 2 or not (dl.shape == d.shape == du.shape) or d.ndim != b.ndim - 1:
-        raise ValueError(f"{name}: dl, d and du must have equal shapes (..., m) and b the shape "
-                         f"(..., m, n); got {dl.shape}, {d.shape}, {du.shape} and {b.shape}")
+        raise TypeError(f"{name}: dl, d and du must have equal shapes (..., m) and b the shape "
+                        f"(..., m, n); got {dl.shape}, {d.shape}, {du.shape} and {b.shape}")
     batch_dims_of(name, (d, b), (1, 2))
     if d.shape[-1] != b.shape[-2]:
-        raise ValueError(f"{name}: the diagonals' length ({d.shape[-1]}) must equal b's rows "
-                         f"({b.shape[-2]}); got b of shape {b.shape}")
+        raise TypeError(f"{name}: the diagonals' length ({d.shape[-1]}) must equal b's rows "
+                        f"({b.shape[-2]}); got b of shape {b.shape}")
     return [ShapedArray(b.shape, b.dtype)]
 
 
 tridiagonal_solve_p = standard_primitive("tridiagonal_solve", _tridiagonal_solve_abstract_eval)
 
 
-def tridiagonal_solve(dl, d, du, b):
+def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
     """Solve ``A @ x = b`` for the tridiagonal ``A`` with sub-diagonal ``dl`` (``dl[0]`` is
-    ignored), diagonal ``d`` and super-diagonal ``du`` (``du[-1]`` is ignored)."""
-    return tridiagonal_solve_p.bind(dl, d, du, b)
+    ignored), diagonal ``d`` and super-diagonal ``du`` (``du[-1]`` is ignored).
+
+    ``perturb_singular``: where a pivot is (numerically) zero, perturb it slightly instead of
+    failing (LAPACK's gtsv gives NaN then), as inverse iteration needs.
+    """
+    return tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=bool(perturb_singular))
 
 
 def _tridiagonal_matmul(dl, d, du, x):
@@ -468,9 +472,9 @@ def _tridiagonal_matmul(dl, d, du, x):
     return out
 
 
-def _tridiagonal_solve_jvp(primals, tangents):
+def _tridiagonal_solve_jvp(primals, tangents, *, perturb_singular):
     dl, d, du, b = primals
-    out = tridiagonal_solve_p.bind(dl, d, du, b)
+    out = tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=perturb_singular)
     # d(A^{-1} b) = A^{-1} (db - dA x)
     rhs = None if type(tangents[3]) is ad.Zero else tangents[3]
     if any(type(t) is not ad.Zero for t in tangents[:3]):
@@ -479,10 +483,10 @@ def _tridiagonal_solve_jvp(primals, tangents):
         rhs = neg(da_x) if rhs is None else sub(rhs, da_x)
     if rhs is None:
         return [out], [ad.Zero(ad.tangent_aval(get_aval(out)))]
-    return [out], [tridiagonal_solve_p.bind(dl, d, du, rhs)]
+    return [out], [tridiagonal_solve_p.bind(dl, d, du, rhs, perturb_singular=perturb_singular)]
 
 
-def _tridiagonal_solve_transpose(ct, dl, d, du, b):
+def _tridiagonal_solve_transpose(ct, dl, d, du, b, *, perturb_singular):
     if any(transpose.is_undefined(x) for x in (dl, d, du)):
         raise ValueError("tridiagonal_solve is linear only in b, so it cannot be transposed "
                          "with respect to its diagonals")
@@ -495,7 +499,8 @@ def _tridiagonal_solve_transpose(ct, dl, d, du, b):
     no_pad = [(0, 0, 0)] * last
     dl_t = pad(slice_in_dim(du, 0, m - 1, axis=last), zero, [*no_pad, (1, 0, 0)])
     du_t = pad(slice_in_dim(dl, 1, m, axis=last), zero, [*no_pad, (0, 1, 0)])
-    return [None, None, None, tridiagonal_solve_p.bind(dl_t, d, du_t, ct)]
+    return [None, None, None, tridiagonal_solve_p.bind(dl_t, d, du_t, ct,
+                                                        perturb_singular=perturb_singular)]
 
 
 ad.jvp_rules[tridiagonal_solve_p] = _tridiagonal_solve_jvp

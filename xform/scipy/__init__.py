@@ -1,3 +1,3 @@
 """``xform.scipy``: the parts of SciPy that JAX mirrors in ``jax.scipy``."""
 
-from xform.scipy import special, stats  # noqa: F401
+from xform.scipy import linalg, special, stats  # noqa: F401
