@@ -4,10 +4,13 @@ complex, batch dimensions, vmap, derivatives, lowered kernel calls and bad input
 
 import re
 
+import hypothesis.extra.numpy as hnp
+import hypothesis.strategies as st
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given
 from jax.lax import linalg as jla
 
 import xform
@@ -330,3 +333,29 @@ def test_every_name_of_jax_lax_linalg():
     missing = sorted(public - set(dir(la)) - set(LAX_LINALG_EXEMPT))
     assert not missing, f"xform.lax.linalg lacks {missing}"
     assert not set(LAX_LINALG_EXEMPT) & set(dir(la)), "an exempt name exists: drop its entry"
+
+
+# --------------------------------------------------------------------------- property tests
+
+
+@st.composite
+def _well_conditioned(draw, n=3):
+    """An SPD float64 matrix with eigenvalues at least 1 and 0.5 apart (so eigenvalues are
+    differentiable), and a right-hand side."""
+    m = draw(hnp.arrays(np.float64, (n, n), elements=st.floats(-1, 1)))
+    q, _ = np.linalg.qr(m + 3 * np.eye(n))
+    gaps = draw(hnp.arrays(np.float64, (n,), elements=st.floats(0.5, 2)))
+    w = 0.5 + np.cumsum(gaps)
+    b = draw(hnp.arrays(np.float64, (n,), elements=st.floats(-2, 2)))
+    return q @ np.diag(w) @ q.T, b
+
+
+@given(_well_conditioned())
+def test_check_grads_on_drawn_matrices(ab):
+    a, b = ab
+    with xform.enable_x64():
+        check_grads(la.cholesky, (a,), order=2, atol=1e-4, rtol=1e-4)
+        check_grads(xform.numpy.linalg.solve, (a, b), order=2, atol=1e-4, rtol=1e-4)
+        check_grads(lambda a: xform.numpy.linalg.slogdet(a)[1], (a,), order=2, atol=1e-4,
+                    rtol=1e-4)
+        check_grads(xform.numpy.linalg.eigvalsh, (a,), order=1, atol=1e-4, rtol=1e-4)
