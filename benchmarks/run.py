@@ -31,6 +31,7 @@ import numpy as np  # noqa: E402
 import xform  # noqa: E402
 import xform.numpy as xnp  # noqa: E402
 from benchmarks import (  # noqa: E402
+    bench_api,
     bench_control_flow,
     bench_linalg,
     bench_pmap,
@@ -217,6 +218,7 @@ def bench_grad_trace(scale, n_eqns=2000):
 
 BENCHMARKS = [
     ("(a) cached jit call, `x * y + 1` on f32[16]", bench_dispatch, (), 1.5),
+    *bench_api.BENCHMARKS,
     ("(b) make_jaxpr, 2000-eqn sin/cos/mul/add chain, per eqn", bench_make_jaxpr, (), 0.25),
     ("(c) eager `sin`, f32[16]", bench_eager, ("sin",), 0.5),
     ("(c) eager `add`, f32[16]", bench_eager, ("add",), 0.5),

@@ -78,6 +78,14 @@ def buffer_device(buf):
     return next(iter(buf.devices()))
 
 
+# Each execution of a program on arguments that outlive it leaves jaxlib a few Python objects
+# (about 70 bytes per call) to release once the execution is done, which jaxlib defers to its
+# garbage hook. JAX runs that hook from a Python GC callback (jax/_src/lib/__init__.py), but
+# a loop of cached calls allocates nothing that wakes the collector, and memory would grow
+# by the call. So the hook runs after every execution: about 0.1 µs, and memory stays flat.
+_collect_garbage = _jax.collect_garbage
+
+
 class Executable:
     """A compiled program for one device: ``call(buffers) -> buffers``."""
 
@@ -93,7 +101,9 @@ class Executable:
                                                    _skip_checks=True) for a in out_avals]
 
     def call(self, buffers):
-        return self.loaded.execute_sharded(buffers).consume_with_handlers(self.handlers)
+        outs = self.loaded.execute_sharded(buffers).consume_with_handlers(self.handlers)
+        _collect_garbage()
+        return outs
 
 
 def compile_module(module, out_avals, device=None):
@@ -203,6 +213,7 @@ class SpmdExecutable:
                     out.block_until_ready()
         outs = self.loaded.execute_sharded(arrays).consume_with_handlers(self.handlers)
         _in_flight = outs
+        _collect_garbage()
         return outs
 
 

@@ -38,7 +38,7 @@ def test_protocols():
     np.testing.assert_array_equal(list(x)[1], host[1])
     with pytest.raises(ValueError, match="ambiguous"):
         bool(x)
-    with pytest.raises(TypeError, match="only length-1 arrays"):
+    with pytest.raises(TypeError, match="only scalar arrays"):
         float(x)
     assert float(from_host(np.float32(2.5))) == 2.5
     assert [0, 1, 2][from_host(np.int32(1))] == 1

@@ -393,7 +393,7 @@ def test_conv_errors():
         conv(x, np.ones((3, 4, 2)), (1,), [(-4, -3)])
     with pytest.raises(ValueError, match="padding should be a string or a sequence"):
         conv(x, np.ones((3, 4, 2)), (1,), [1, 2])
-    with pytest.raises(ValueError, match="Unrecognized padding type"):
+    with pytest.raises(RuntimeError, match="Unrecognized padding type"):
         conv(x, np.ones((3, 4, 2)), (1,), "FULL")
     with pytest.raises(TypeError, match=r"dimension_numbers\[1\] must contain the characters "
                                         r"'O' and 'I'"):

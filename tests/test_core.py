@@ -13,6 +13,7 @@ from xform.errors import (
     ConcretizationTypeError,
     JaxprTypeError,
     MissingRuleError,
+    TracerArrayConversionError,
     TracerBoolConversionError,
     TracerIntegerConversionError,
     UnexpectedTracerError,
@@ -81,10 +82,10 @@ def test_typechecker_accepts_traced_jaxprs_and_quotes_bad_equations():
 
 @pytest.mark.parametrize("use, error", [
     (lambda x: 1.0 if lax.gt(x, 0.0) else 2.0, TracerBoolConversionError),
-    (int, TracerIntegerConversionError),
+    (int, ConcretizationTypeError),
     (float, ConcretizationTypeError),
     (lambda x: x.item(), ConcretizationTypeError),
-    (np.asarray, ConcretizationTypeError),
+    (np.asarray, TracerArrayConversionError),
     (lambda x: lax.broadcast_in_dim(1.0, (lax.convert_element_type(x, np.int32),), ()),
      TracerIntegerConversionError),
 ])
@@ -153,5 +154,7 @@ def test_core_and_interpreters_do_not_import_the_backend():
             else:
                 continue
             for m in modules:
+                if path.name == "errors.py" and m == "jax.errors":
+                    continue  # xform's error classes subclass JAX's, so `except` clauses match
                 top = m.split(".")[0]
                 assert top not in ("lowering", "jaxlib", "jax"), f"{path.name} imports {m}"

@@ -426,7 +426,7 @@ def test_dtype_errors():
 
 def test_special_op_errors():
     f32 = np.ones(3, np.float32)
-    with pytest.raises(ValueError, match="integer_pow: integers cannot be raised to the "
+    with pytest.raises(TypeError, match="integer_pow: integers cannot be raised to the "
                                          "negative power -2"):
         lax.integer_pow(np.ones(3, np.int32), -2)
     with pytest.raises(TypeError, match="integer_pow does not accept dtype bool"):

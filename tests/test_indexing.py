@@ -407,7 +407,7 @@ ERRORS = [
      r"size 3"),
     (lambda: lax.slice_in_dim(X, 0, 1, axis=2), ValueError, r"lax.slice_in_dim: axis 2 is out "
      r"of bounds"),
-    (lambda: lax.dynamic_slice(X, (I32,), (1, 1)), TypeError, r"lax.dynamic_slice: got 1 "
+    (lambda: lax.dynamic_slice(X, (I32,), (1, 1)), ValueError, r"lax.dynamic_slice: got 1 "
      r"start indices for an operand of shape \(3, 4\)"),
     (lambda: lax.dynamic_slice(X, (I32, np.float32(0)), (1, 1)), TypeError,
      r"lax.dynamic_slice: start indices must be integers of one dtype, got int32, float32"),
@@ -419,7 +419,7 @@ ERRORS = [
      r"slice_sizes \(4, 1\) must be in \[0, dim\] for operand shape \(3, 4\)"),
     (lambda: lax.dynamic_slice(X, (I32, I32), (1,)), TypeError,
      r"slice_sizes \(1,\) must have one entry per operand dimension"),
-    (lambda: lax.dynamic_slice(X, np.zeros((2, 1), np.int32), (1, 1)), TypeError,
+    (lambda: lax.dynamic_slice(X, np.zeros((2, 1), np.int32), (1, 1)), ValueError,
      r"lax.dynamic_slice: start_indices must be a sequence of scalars or a 1-D array, got an "
      r"array of shape \(2, 1\)"),
     (lambda: lax.dynamic_slice(X, (0, -1), (1, 1), allow_negative_indices=False), ValueError,

@@ -259,7 +259,7 @@ def test_one_hot_errors():
         nn.one_hot(x, "3")
     with pytest.raises(xform.errors.ConcretizationTypeError, match="num_classes"):
         xform.jit(lambda n: nn.one_hot(x, n))(3)
-    with pytest.raises(ValueError, match="num_classes"):
+    with pytest.raises(TypeError, match="num_classes"):
         nn.one_hot(x, -1)
     with pytest.raises(ValueError, match="out of bounds"):
         nn.one_hot(x, 3, axis=2)

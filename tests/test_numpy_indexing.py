@@ -459,7 +459,7 @@ def test_errors():
     with pytest.raises(IndexError, match=r"boolean index did not match.*got \(2,\), "
                                          r"expected \[3\]"):
         getitem(x, np.array([True, False]))
-    with pytest.raises(IndexError, match="could not be broadcast together"):
+    with pytest.raises(ValueError, match="could not be broadcast together"):
         getitem(x, (np.array([0, 1]), np.array([0, 1, 2])))
     with pytest.raises(IndexError, match="out of bounds for axis 1 with size 0"):
         getitem(from_host(np.zeros((2, 0), np.float32)), (slice(None), 0))
@@ -472,8 +472,8 @@ def test_errors():
                                                                        fill_value=f))(x, 1.0)
     with pytest.raises(ValueError, match=r"Incompatible shapes.*\(3,\).*\(2, 4\)"):
         IndexUpdateHelper(x)[1:].set(np.zeros(3, np.float32))
-    with pytest.raises(TypeError, match="power needs a floating"):
-        IndexUpdateHelper(from_host(np.arange(3)))[0].power(2)
+    # Integer arrays take integer powers, as in JAX.
+    assert IndexUpdateHelper(from_host(np.arange(3)))[2].power(2).tolist() == [0, 1, 4]
     with pytest.raises(ValueError, match="Unknown gather/scatter mode"):
         IndexUpdateHelper(x)[0].get(mode="wrap")
 

@@ -189,7 +189,7 @@ def test_integer_power_is_exact_and_uses_integer_pow():
     f = np.array([0.5, 2.0, -1.5], np.float32)
     assert_same(xnp.power(f, np.array([2, 3, -1], np.int32)),
                 jnp.power(f, np.array([2, 3, -1], np.int32)))
-    with pytest.raises(ValueError, match="negative"):
+    with pytest.raises(TypeError, match="negative"):
         xnp.power(x, -1)
 
 
@@ -222,14 +222,12 @@ def test_where_and_clip():
              lambda c, x: (jnp.where(c, x, 0), jnp.where(c, 1.5, x), jnp.where(c[0], x, x * 2)),
              c, np.array([1, 2, 3], np.int8))
     x = np.array([-2.0, 0.5, 3.0], np.float32)
-    run_both(lambda x: (xnp.clip(x, -1, 1), xnp.clip(x, max=0.0), xnp.clip(x, a_min=0),
+    run_both(lambda x: (xnp.clip(x, -1, 1), xnp.clip(x, max=0.0), xnp.clip(x, min=0),
                         xnp.clip(x, np.zeros(3, np.float32), 2)),
              lambda x: (jnp.clip(x, -1, 1), jnp.clip(x, max=0.0), jnp.clip(x, min=0),
                         jnp.clip(x, np.zeros(3, np.float32), 2)), x)
-    with pytest.raises(NotImplementedError, match="three-argument"):
-        xnp.where(c)
-    with pytest.raises(ValueError, match="both or neither"):
-        xnp.where(c, 1)
+    with pytest.raises(TypeError, match="pass both x and y"):
+        xnp.where(c, 1.0)
 
 
 def test_complex_parts_and_predicates():

@@ -184,7 +184,7 @@ X = np.ones((3, 4), np.float32)
     (lambda: lax.top_k(X, 5), ValueError,
      r"lax.top_k: k=5 must be non-negative and at most the size 4 of axis 1 .*\(3, 4\)"),
     (lambda: lax.top_k(X, -1), ValueError, "lax.top_k: k=-1 must be non-negative"),
-    (lambda: lax.top_k(X, 2.0), TypeError, "lax.top_k: k must be a Python int, got float"),
+    (lambda: lax.top_k(X, 2.0), TypeError, "lax.top_k: k must be an integer, got 2.0"),
     (lambda: lax.top_k(np.float32(1), 1), ValueError,
      "lax.top_k: axis -1 is out of bounds for an array of rank 0"),
     (lambda: lax.top_k(X, 1, axis=2), ValueError, "lax.top_k: axis 2 is out of bounds"),

@@ -368,7 +368,7 @@ ERRORS = [
     (lambda: lax.broadcast_in_dim(X, (2, 3, 4), (1, 1)), TypeError, "duplicates"),
     (lambda: lax.broadcast_in_dim(X, (2, 3), (0, 2)), TypeError, "dimensions of the target"),
     (lambda: lax.broadcast_in_dim(X, (2, 4), (0, 1)), TypeError, r"sizes must be 1 or equal"),
-    (lambda: lax.broadcast_in_dim(X, (2, -3), (0, 1)), ValueError, "negative dimension"),
+    (lambda: lax.broadcast_in_dim(X, (2, -3), (0, 1)), TypeError, "negative dimension"),
     (lambda: lax.broadcast(X, (1.5,)), TypeError, "sequences of integers"),
     (lambda: lax.reshape(X, (4,)), TypeError, r"total size must be unchanged.*\(2, 3\)"),
     (lambda: lax.reshape(X, (6,), (0, 0)), TypeError, "permutation of the operand dimensions"),
@@ -406,7 +406,7 @@ ERRORS = [
     (lambda: lax.iota(np.bool_, 3), TypeError, "iota does not accept dtype bool"),
     (lambda: lax.broadcasted_iota(np.int32, (2, 3), 2), ValueError,
      r"dimension=2 for shape=\(2, 3\)"),
-    (lambda: lax.iota(np.int32, -1), ValueError, "negative dimension"),
+    (lambda: lax.iota(np.int32, -1), TypeError, "negative dimension"),
     (lambda: lax.full((2,), np.ones(2)), TypeError, r"scalar fill_value.*\(2,\)"),
 ]
 

@@ -7,6 +7,7 @@ import contextlib
 import functools
 import inspect
 import time
+import weakref
 
 import numpy as np
 from jax import tree_util
@@ -228,62 +229,174 @@ class _CacheEntry:
         return outs
 
 
+# --------------------------------------------------------------------------- jit's caches
+# As in JAX, the caches belong to the function, not to the wrapper ``jit`` returns:
+# ``jit(f)(x)`` written inline reuses the trace and the executable of every earlier
+# ``jit(f)``. A function's traces are shared by all its jit options (static arguments are in
+# the key; donation and the device change the program, not the trace); its cache entries and
+# executables are per options. Functions are held weakly: their caches go with them.
+
+
+class _JitState:
+    """The caches and normalized options that the jit wrappers of one function with the same
+    options share. Holds no reference to the function (its key in ``_jit_states``)."""
+
+    __slots__ = ("name", "static_argnums", "static_argnames", "has_statics", "donate_argnums",
+                 "donate_argnames", "device", "traces", "cache", "flat_caches", "wrapper_attrs")
+
+    def __init__(self, fun, traces, static_argnums, static_argnames, donate_argnums,
+                 donate_argnames, device, backend):
+        self.name = name = _fun_name(fun)
+        self.static_argnums, self.static_argnames = _normalize_statics(
+            fun, static_argnums, static_argnames)
+        self.has_statics = bool(self.static_argnums or self.static_argnames)
+        self.donate_argnums, self.donate_argnames = _normalize_statics(
+            fun, donate_argnums, donate_argnames, "donate")
+        both = set(self.donate_argnums) & set(self.static_argnums)
+        if both:
+            raise ValueError(f"jit of {name}: arguments {sorted(both)} are both static "
+                             "and donated; static arguments are not buffers to donate")
+        if backend is not None and device is None:
+            device = runtime.devices(backend)[0]
+        self.device = device
+        # (in_tree, statics, avals, x64, axis env) -> (jaxpr, consts, out_tree): shared by
+        # every options of the function
+        self.traces = traces
+        # The same key -> _CacheEntry: the trace with this options' donation and executable.
+        self.cache = {}
+        # avals -> entry, for calls whose arguments are all plain Arrays; one per x64 mode
+        self.flat_caches = ({}, {})
+        # The names functools.update_wrapper copies (``__name__``, ``__doc__``, ...), read
+        # once; not ``__wrapped__``, which would keep the function alive through its cache.
+        self.wrapper_attrs = {a: getattr(fun, a) for a in functools.WRAPPER_ASSIGNMENTS
+                              if hasattr(fun, a)}
+
+    def key(self):
+        return (self.static_argnums, self.static_argnames, self.donate_argnums,
+                self.donate_argnames, self.device)
+
+
+class _FunCaches:
+    """Everything jit keeps for one function: its traces and a state per jit options."""
+
+    __slots__ = ("traces", "states", "default")
+
+    def __init__(self):
+        self.traces = {}
+        self.states = {}  # options as passed, and as normalized -> _JitState
+        self.default = None  # the state of jit(fun) without options
+
+
+# function -> _FunCaches
+_jit_states = weakref.WeakKeyDictionary()
+_NO_OPTIONS = (None,) * 6
+
+
+def _hashable(option):
+    return tuple(option) if isinstance(option, list) else option
+
+
+def _jit_state(fun, options):
+    """The shared state of ``jit(fun, **options)`` (``options``: jit's keyword arguments in
+    order); a state of its own for a function that cannot be weakly referenced or hashed."""
+    try:
+        caches = _jit_states.get(fun)
+        if caches is None:
+            caches = _jit_states[fun] = _FunCaches()
+    except TypeError:
+        return _JitState(fun, {}, *options)
+    if options == _NO_OPTIONS and caches.default is not None:
+        return caches.default
+    try:
+        state = caches.states.get(options)
+    except TypeError:  # unhashable options: lists of argnums, say
+        options = tuple(_hashable(o) for o in options)
+        try:
+            state = caches.states.get(options)
+        except TypeError:
+            return _JitState(fun, caches.traces, *options)
+    if state is None:
+        state = _JitState(fun, caches.traces, *options)
+        state = caches.states.setdefault(state.key(), state)
+        caches.states[options] = state
+    if options == _NO_OPTIONS:
+        caches.default = state
+    return state
+
+
 class JitFunction:
     """A function compiled with XLA on first call per signature; see ``jit``."""
 
-    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
-                 device):
-        functools.update_wrapper(self, fun)
+    # No instance dict to fill: a fresh wrapper per call (``jit(f)(x)`` inline) costs little.
+    # What functools.update_wrapper would copy (the name, the docstring, the function's own
+    # attributes, ``__wrapped__``) is read through to the function instead.
+    __slots__ = ("_fun", "_state", "__weakref__")
+
+    def __init__(self, fun, state):
         self._fun = fun
-        self._name = _fun_name(fun)
-        self._static_argnums, self._static_argnames = _normalize_statics(
-            fun, static_argnums, static_argnames)
-        self._has_statics = bool(self._static_argnums or self._static_argnames)
-        self._donate_argnums, self._donate_argnames = _normalize_statics(
-            fun, donate_argnums, donate_argnames, "donate")
-        both = set(self._donate_argnums) & set(self._static_argnums)
-        if both:
-            raise ValueError(f"jit of {self._name}: arguments {sorted(both)} are both static "
-                             "and donated; static arguments are not buffers to donate")
-        self._device = device
-        # Keys carry the x64 flag: the same arguments trace to other dtypes when it changes.
-        self._cache = {}
-        # avals -> entry, for calls whose arguments are all plain Arrays; one per x64 mode
-        self._flat_caches = ({}, {})
+        self._state = state
+
+    def __getattr__(self, name):
+        if name == "__wrapped__":
+            return self._fun
+        if name in JitFunction.__slots__:  # not set (yet): no state to read through
+            raise AttributeError(name)
+        attrs = self._state.wrapper_attrs
+        if name in attrs:
+            return attrs[name]
+        try:
+            return vars(self._fun)[name]
+        except (KeyError, TypeError):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute "
+                                 f"{name!r}") from None
+
+    __doc__ = property(lambda self: self._state.wrapper_attrs.get("__doc__"))
+    __module__ = property(lambda self: self._state.wrapper_attrs.get("__module__"))
+
+    _name = property(lambda self: self._state.name)
+    _device = property(lambda self: self._state.device)
 
     def __get__(self, instance, owner):  # jit on methods
         return self if instance is None else functools.partial(self, instance)
 
     def _entry(self, args, kwargs, abstractify=core.get_aval):
+        state = self._state
         dyn_args, dyn_kwargs, statics = _split_statics(
-            self._fun, args, kwargs, self._static_argnums, self._static_argnames)
+            self._fun, args, kwargs, state.static_argnums, state.static_argnames)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         avals = _arg_avals(leaves, in_tree, self._fun, abstractify)
         key = (in_tree, None if statics is None else statics.key, tuple(avals),
-               config.enable_x64)
+               config.x64_enabled(), core.trace_state.axis_env)
         return self._lookup(key, in_tree, statics, avals), leaves, avals
 
     def _lookup(self, key, in_tree, statics, avals):
-        entry = self._cache.get(key)
+        state = self._state
+        entry = state.cache.get(key)
         if entry is None:
-            entry = self._trace(in_tree, statics, avals)
+            traced = state.traces.get(key)
+            if traced is None:
+                traced = self._trace(in_tree, statics, avals)
+            jaxpr, consts, out_tree = traced
+            donated = self._donated_leaves(in_tree, statics)
+            if donated is not None:
+                donated = (False,) * len(consts) + donated
+            entry = _CacheEntry(jaxpr, consts, out_tree, state.name, donated)
             if not entry.consts_are_traced:
-                self._cache[key] = entry
+                state.traces[key] = traced
+                state.cache[key] = entry
         return entry
 
     def _trace(self, in_tree, statics, avals):
         store = {}
         flat = _flatten_fun(self._fun, in_tree, store, statics)
-        closed = trace_to_jaxpr(flat, avals, f"tracing `{self._name}` for jit")
+        closed = trace_to_jaxpr(flat, avals, f"tracing `{self._state.name}` for jit")
         jaxpr, consts = convert_constvars(closed)
-        donated = self._donated_leaves(in_tree, statics)
-        if donated is not None:
-            donated = (False,) * len(consts) + donated
-        return _CacheEntry(jaxpr, consts, store["out_tree"], self._name, donated)
+        return jaxpr, consts, store["out_tree"]
 
     def _donated_leaves(self, in_tree, statics):
         """A bool per argument leaf: is it inside a donated argument? None if none is."""
-        if not self._donate_argnums and not self._donate_argnames:
+        state = self._state
+        if not state.donate_argnums and not state.donate_argnames:
             return None
         dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, range(in_tree.num_leaves))
         static_positions = () if statics is None else statics.positions
@@ -291,15 +404,16 @@ class JitFunction:
                      if i not in static_positions]
         donated = set()
         for position, arg in zip(positions, dyn_args, strict=True):
-            if position in self._donate_argnums:
+            if position in state.donate_argnums:
                 donated.update(tree_util.tree_leaves(arg))
         for name, arg in dyn_kwargs.items():
-            if name in self._donate_argnames:
+            if name in state.donate_argnames:
                 donated.update(tree_util.tree_leaves(arg))
         return tuple(i in donated for i in range(in_tree.num_leaves))
 
     def __call__(self, *args, **kwargs):
-        if not kwargs and not self._has_statics and core.trace_state.trace is core.eval_trace:
+        state = self._state
+        if not kwargs and not state.has_statics and core.trace_state.trace is core.eval_trace:
             # Fastest path: every argument is one Array already on the device, the signature
             # was seen before and its program takes exactly these buffers.
             avals, bufs = [], []
@@ -309,7 +423,7 @@ class JitFunction:
                 avals.append(x.aval)
                 bufs.append(x._buf)
             else:
-                entry = self._flat_caches[config.enable_x64].get(tuple(avals))
+                entry = state.flat_caches[config.x64_enabled()].get(tuple(avals))
                 if entry is not None and entry.direct is not None:
                     outs = entry.direct.call(bufs)
                     if entry.single_output:
@@ -318,10 +432,10 @@ class JitFunction:
                         Array(v.aval, None, b)
                         for v, b in zip(entry.jaxpr.jaxpr.outvars, outs, strict=True)])
                 if entry is not None:
-                    outs = entry.run(list(args), avals, self._device)
+                    outs = entry.run(list(args), avals, state.device)
                     return outs[0] if entry.single_output else tree_util.tree_unflatten(
                         entry.out_tree, outs)
-        if self._has_statics or kwargs:
+        if state.has_statics or kwargs:
             entry, leaves, avals = self._entry(args, kwargs)
             concrete = not any(isinstance(x, Tracer) for x in leaves)
         else:
@@ -335,14 +449,16 @@ class JitFunction:
                     avals = _arg_avals(leaves, in_tree, self._fun)
                     concrete = not any(isinstance(x, Tracer) for x in leaves)
                     break
-            entry = self._lookup((in_tree, None, tuple(avals), config.enable_x64), in_tree,
-                                 None, avals)
-            if in_tree == _flat_tree(len(args)) and not entry.consts_are_traced:
-                self._flat_caches[config.enable_x64][tuple(avals)] = entry
+            x64, axis_env = config.x64_enabled(), core.trace_state.axis_env
+            entry = self._lookup((in_tree, None, tuple(avals), x64, axis_env), in_tree, None,
+                                 avals)
+            if in_tree == _flat_tree(len(args)) and not entry.consts_are_traced and \
+                    not axis_env:
+                state.flat_caches[x64][tuple(avals)] = entry
         if concrete and core.trace_state.trace is core.eval_trace:
-            outs = entry.run(leaves, avals, self._device)
+            outs = entry.run(leaves, avals, state.device)
         else:
-            outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=self._name)
+            outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=state.name)
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
     def lower(self, *args, **kwargs):
@@ -356,15 +472,18 @@ class JitFunction:
                                                          entry.jaxpr.out_avals])
 
     def clear_cache(self):
-        self._cache.clear()
-        for cache in self._flat_caches:
+        """Forget this function's traces, and the programs compiled for these options."""
+        state = self._state
+        state.traces.clear()
+        state.cache.clear()
+        for cache in state.flat_caches:
             cache.clear()
 
     def _cache_size(self):
-        return len(self._cache)
+        return len(self._state.cache)
 
     def __repr__(self):
-        return f"<jit-compiled function {self._name}>"
+        return f"<jit-compiled function {self._state.name}>"
 
 
 class Lowered:
@@ -422,6 +541,9 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
         donate_argnames=None, device=None, backend=None, inline=False, keep_unused=False):
     """Compile ``fun`` with XLA: traced once per signature, cached, run as one program.
 
+    As in JAX, the cache belongs to ``fun`` (held weakly), not to the wrapper: a fresh
+    ``jit(fun)`` reuses the traces and programs of earlier ones.
+
     Args:
       fun: the function; pytrees of arrays in and out.
       static_argnums, static_argnames: arguments that are Python values baked into the
@@ -444,10 +566,9 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
                                  backend=backend, inline=inline, keep_unused=keep_unused)
     if not callable(fun):
         raise TypeError(f"jit: expected a callable, got {type(fun).__name__}")
-    if backend is not None and device is None:
-        device = runtime.devices(backend)[0]
-    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
-                       device)
+    # inline and keep_unused change neither the trace nor the program here.
+    return JitFunction(fun, _jit_state(fun, (static_argnums, static_argnames, donate_argnums,
+                                             donate_argnames, device, backend)))
 
 
 # --------------------------------------------------------------------------- make_jaxpr & co

@@ -144,16 +144,22 @@ class _Linearized:
     def pullback_flat(self, ct_leaves):
         """Cotangents of the flat inputs (arrays) from those of the flat outputs, which the
         caller has checked."""
-        linear = self.linear
-        cts = [ct for ct, nz in zip(ct_leaves, self.nonzero, strict=True) if nz]
-        args = [transpose.UndefinedPrimal(a) for a in linear.in_avals]
-        cts_in = iter(transpose.backward_pass(linear.jaxpr, linear.consts, args, cts))
-        flat_cts = []
-        for aval, d in zip(self.avals, self.diff, strict=True):
-            ct = next(cts_in) if d else None
-            flat_cts.append(_zero_cotangent(aval) if ct is None or type(ct) is ad.Zero
-                            else _typed_like(aval, _as_output(ct)))
-        return flat_cts
+        return _pull_back(self.linear.jaxpr, self.linear.consts, self.nonzero, self.avals,
+                          self.diff, ct_leaves)
+
+
+def _pull_back(linear_jaxpr, residuals, nonzero, avals, diff, ct_leaves):
+    """Transpose the linear program (``linear_jaxpr`` closed over ``residuals``): the flat
+    input cotangents from the flat output ones (``nonzero``: which outputs it computes)."""
+    cts = [ct for ct, nz in zip(ct_leaves, nonzero, strict=True) if nz]
+    args = [transpose.UndefinedPrimal(v.aval) for v in linear_jaxpr.invars]
+    cts_in = iter(transpose.backward_pass(linear_jaxpr, residuals, args, cts))
+    flat_cts = []
+    for aval, d in zip(avals, diff, strict=True):
+        ct = next(cts_in) if d else None
+        flat_cts.append(_zero_cotangent(aval) if ct is None or type(ct) is ad.Zero
+                        else _typed_like(aval, _as_output(ct)))
+    return flat_cts
 
 
 def _typed_like(aval, ct):
@@ -176,29 +182,77 @@ def vjp(fun, *primals, has_aux=False):
 
     Returns ``(primals_out, vjp_fun)`` (plus ``aux`` with ``has_aux``), where
     ``vjp_fun(cotangents_out)`` returns a tuple of cotangents, one per primal argument.
+    As in JAX, ``vjp_fun`` is a pytree whose leaves are the residuals of the linearization,
+    so it can be returned from ``jit`` or passed into it.
 
     Example:
       >>> y, pullback = xform.vjp(xform.numpy.sin, 0.5)
       >>> pullback(1.0)  # (cos 0.5,)
     """
     lin = _Linearized(fun, primals, has_aux)
-    in_tree, out_tree, out_avals, store = lin.in_tree, lin.out_tree, lin.out_avals, lin.store
-    primals_out = [_as_output(p) for p in lin.primals_out]
+    linear = lin.linear
+    meta = _PullbackMeta(_fun_name(fun), linear.jaxpr, lin.nonzero, lin.avals, lin.diff,
+                         lin.in_tree, lin.out_tree, lin.out_avals)
+    out = tree_util.tree_unflatten(lin.out_tree, [_as_output(p) for p in lin.primals_out])
+    vjp_fun = VJP(meta, list(linear.consts))
+    return (out, vjp_fun, lin.store["aux"]) if has_aux else (out, vjp_fun)
 
-    def vjp_fun(cotangents):
+
+class _PullbackMeta:
+    """What a pullback knows besides its residuals: the linear program (its constvars stand
+    for the residuals) and the structure and types of the inputs and outputs. Compared by
+    identity in pytree structures, as JAX's is."""
+
+    __slots__ = ("name", "jaxpr", "nonzero", "avals", "diff", "in_tree", "out_tree",
+                 "out_avals")
+
+    def __init__(self, name, jaxpr, nonzero, avals, diff, in_tree, out_tree, out_avals):
+        self.name = name
+        self.jaxpr = jaxpr
+        self.nonzero = nonzero
+        self.avals = avals
+        self.diff = diff
+        self.in_tree = in_tree
+        self.out_tree = out_tree
+        self.out_avals = out_avals
+
+
+class VJP:
+    """The pullback ``vjp`` returns: ``vjp_fun(cotangents_out)`` is a tuple of cotangents, one
+    per primal argument. A pytree (its leaves: the residuals), as JAX's ``VJP`` is."""
+
+    __slots__ = ("meta", "residuals")
+
+    def __init__(self, meta, residuals):
+        self.meta = meta
+        self.residuals = residuals
+
+    def __call__(self, cotangents, *extra_args):
+        meta = self.meta
+        if extra_args:
+            raise TypeError(f"The function returned by `vjp` applied to {meta.name} was called "
+                            f"with {len(extra_args) + 1} arguments, but it takes a single "
+                            "argument: the cotangent of the single value the function returned "
+                            "(a tuple of cotangents if that value is a tuple).")
         ct_leaves, ct_tree = tree_util.tree_flatten(cotangents)
-        if ct_tree != out_tree:
-            raise TypeError(f"vjp of {_fun_name(fun)}: the cotangent must have the structure "
-                            f"of the primal output, {out_tree}; got {ct_tree}")
-        for i, (ct, aval) in enumerate(zip(ct_leaves, out_avals, strict=True)):
+        if ct_tree != meta.out_tree:
+            raise TypeError(f"vjp of {meta.name}: the cotangent must have the structure "
+                            f"of the primal output, {meta.out_tree}; got {ct_tree}")
+        for i, (ct, aval) in enumerate(zip(ct_leaves, meta.out_avals, strict=True)):
             ct_aval = core.get_aval(ct)
             if ct_aval.shape != aval.shape:
-                raise ValueError(f"vjp of {_fun_name(fun)}: cotangent {i} has shape "
+                raise ValueError(f"vjp of {meta.name}: cotangent {i} has shape "
                                  f"{ct_aval.shape}, the primal output {aval.shape}")
-        return tree_util.tree_unflatten(in_tree, lin.pullback_flat(ct_leaves))[0]
+        flat = _pull_back(meta.jaxpr, self.residuals, meta.nonzero, meta.avals,
+                          meta.diff, ct_leaves)
+        return tree_util.tree_unflatten(meta.in_tree, flat)[0]
 
-    out = tree_util.tree_unflatten(out_tree, primals_out)
-    return (out, vjp_fun, store["aux"]) if has_aux else (out, vjp_fun)
+    def __repr__(self):
+        return f"<vjp pullback of {self.meta.name}>"
+
+
+tree_util.register_pytree_node(VJP, lambda pb: (pb.residuals, pb.meta),
+                               lambda meta, residuals: VJP(meta, list(residuals)))
 
 
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
@@ -268,9 +322,8 @@ def _check_grad_input(name, arg, holomorphic, allow_int):
         dtype = core.get_aval(leaf).dtype
         if dtype in _REAL and not holomorphic:  # the common case, by a set lookup
             continue
-        if dtypes.is_complex(dtype) and not holomorphic:
-            raise TypeError(f"grad of {name} requires real-valued inputs (float dtypes), got "
-                            f"{dtype}. For holomorphic differentiation pass holomorphic=True.")
+        # A complex input of a real-valued function is allowed, as in JAX: the gradient is
+        # the cotangent of the input, df/dx - i df/dy for z = x + iy (JAX's convention).
         if not dtypes.is_inexact(dtype) and not allow_int:
             raise TypeError(f"grad of {name} requires real- or complex-valued inputs (input "
                             f"dtype that is a sub-dtype of np.inexact), but got {dtype}. To "

@@ -81,7 +81,7 @@ class PmapFunction:
         if not kwargs and not self._statics:
             # The common case, kept lean: positional arrays already seen with these types.
             avals = tuple(x.aval if isinstance(x, Array) else None for x in args)
-            entry = self._flat_cache[config.enable_x64].get(avals)
+            entry = self._flat_cache[config.x64_enabled()].get(avals)
             if entry is not None:
                 return entry, list(args)
         if kwargs or self._statics:
@@ -95,14 +95,14 @@ class PmapFunction:
             avals = _arg_avals(leaves, in_tree, self._fun)
         # The axes and sizes follow from the structure and types: checked once per signature.
         key = (in_tree, None if statics is None else statics.key, tuple(avals),
-               config.enable_x64)
+               config.x64_enabled())
         entry = self._cache.get(key)
         if entry is None:
             entry = self._trace(in_tree, statics, avals, dyn_args, dyn_kwargs)
             if not any(isinstance(c, Tracer) for c in entry["consts"]):
                 self._cache[key] = entry
                 if in_tree == _flat_tree(len(args)) and not kwargs and statics is None:
-                    self._flat_cache[config.enable_x64][tuple(avals)] = entry
+                    self._flat_cache[config.x64_enabled()][tuple(avals)] = entry
         return entry, leaves
 
     def _mapped_axes(self, dyn_args, dyn_kwargs, avals):
@@ -117,6 +117,10 @@ class PmapFunction:
         axes = tuple(_canonical_axis(s, a, "in_axes") for s, a in zip(specs, avals, strict=True))
         size = _axis_size("pmap", self._name, avals, axes, _leaf_paths(
             (dyn_args, dyn_kwargs)), _arg_names(self._fun, len(dyn_args)), self._axis_size)
+        if size == 0:  # ValueError, as JAX's
+            raise ValueError(f"pmap of {self._name}: the mapped axis has size 0, but pmap runs "
+                             "one instance per device and needs at least one; skip the call "
+                             "for empty inputs, or use vmap")
         return axes, size
 
     def _trace(self, in_tree, statics, avals, dyn_args, dyn_kwargs):

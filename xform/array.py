@@ -103,6 +103,9 @@ class Array:
     __hash__ = None
 
     def __bool__(self):
+        if self.aval.size == 0:
+            raise ValueError("The truth value of an empty array is ambiguous. Use "
+                             "`array.size > 0` to check that an array is not empty.")
         if self.aval.size != 1:
             raise ValueError(f"The truth value of an array with {self.aval.size} elements is "
                              "ambiguous. Use a.any() or a.all()")
@@ -118,16 +121,18 @@ class Array:
         return complex(self._scalar("complex()"))
 
     def __index__(self):
-        if not dtypes.is_int(self.aval.dtype) and self.aval.dtype != dtypes.bool_:
-            raise TypeError(f"only integer scalar arrays can be converted to a scalar index, "
+        if not dtypes.is_int(self.aval.dtype) or self.aval.ndim:
+            raise TypeError(f"Only integer scalar arrays can be converted to a scalar index, "
                             f"got {self.aval.str_short()}")
-        return int(self._scalar("__index__"))
+        return int(self._host_value()[()])
 
     def _scalar(self, what):
-        if self.aval.size != 1:
-            raise TypeError(f"{what}: only length-1 arrays can be converted to Python "
-                            f"scalars, got shape {self.aval.shape}")
-        return self._host_value().reshape(())[()]
+        # As JAX (NumPy only deprecates it): size-1 arrays of rank > 0 are not scalars.
+        if self.aval.ndim:
+            raise TypeError(f"{what}: only scalar arrays can be converted to Python scalars, "
+                            f"got shape {self.aval.shape}; index the element first (x[0]) "
+                            "or use x.item()")
+        return self._host_value()[()]
 
     def item(self, *args):
         return self._host_value().item(*args)
@@ -167,7 +172,7 @@ class Array:
     def __repr__(self):
         host = self._host_value()
         prefix = "Array("
-        if host.size == 0 and host.shape != (0,):
+        if host.size == 0:  # as JAX: Array([], shape=(0,), dtype=float32)
             body = f"[], shape={host.shape}"
         else:
             body = np.array2string(host, separator=", ", prefix=prefix)

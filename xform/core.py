@@ -23,6 +23,7 @@ from xform.errors import (
     ConcretizationTypeError,
     JaxprTypeError,
     MissingRuleError,
+    TracerArrayConversionError,
     TracerBoolConversionError,
     TracerIntegerConversionError,
     UnexpectedTracerError,
@@ -396,7 +397,7 @@ class Tracer:
                                      TracerBoolConversionError))
 
     def __int__(self):
-        return int(self._concretize("int()", TracerIntegerConversionError))
+        return int(self._concretize("int()"))
 
     def __index__(self):
         return self._concretize("__index__ (use as an index, a length or a shape)",
@@ -415,7 +416,8 @@ class Tracer:
         return self._concretize(".tolist()").tolist()
 
     def __array__(self, dtype=None, copy=None):
-        value = self._concretize("conversion to a NumPy array (np.asarray)")
+        value = self._concretize("conversion to a NumPy array (np.asarray or a NumPy function)",
+                                 TracerArrayConversionError)
         return np.asarray(value, dtype)
 
     def __hash__(self):

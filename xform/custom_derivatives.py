@@ -1,7 +1,9 @@
 """``custom_jvp`` and ``custom_vjp``: functions whose derivatives are given by the user.
 
-Each call traces the function once (its jaxpr is what runs) and binds a call primitive that
-carries the user's rule, wrapped to work on flat lists; pytrees are handled here.
+A call binds a call primitive carrying the function and the user's rules, wrapped to work on
+flat lists; pytrees are handled here. As in JAX, the function itself is traced only where a
+jaxpr is needed (jit, make_jaxpr, vmap): under ``jvp`` and ``grad`` only the rule runs, so the
+function's Python control flow on its (concrete) arguments keeps working there.
 """
 
 import functools
@@ -13,12 +15,11 @@ from xform import core, dtypes
 from xform.api import _arg_avals, _fun_name
 from xform.core import Tracer
 from xform.interpreters import ad
-from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.autodiff import custom_jvp_call_p, custom_vjp_call_p
 
 
 class _CustomFunction:
-    """What custom_jvp and custom_vjp share: argument handling and tracing the function."""
+    """What custom_jvp and custom_vjp share: argument handling and the flat function."""
 
     def __init__(self, fun, nondiff_argnums):
         functools.update_wrapper(self, fun)
@@ -39,22 +40,23 @@ class _CustomFunction:
             raise TypeError(f"{self.name}: keyword arguments need an inspectable signature")
         return args
 
-    def _trace(self, args):
-        """(nondiff args, diff args, flat leaves, in_tree, jaxpr, consts, store)."""
+    def _flatten(self, args):
+        """(nondiff args, diff args, flat leaves, in_tree, the function on flat leaves, store):
+        ``store["out_tree"]`` is set by the first of the function and its rules to run."""
         nondiff = [args[i] for i in self.nondiff_argnums]
         diff = tuple(a for i, a in enumerate(args) if i not in self.nondiff_argnums)
         leaves, in_tree = tree_util.tree_flatten(diff)
-        avals = _arg_avals(leaves, tree_util.tree_structure((diff, {})), self.fun)
+        _arg_avals(leaves, tree_util.tree_structure((diff, {})), self.fun)  # checks the types
         store = {}
 
         def flat_fun(*flat):
             out = self.fun(*self._merge_args(nondiff, tree_util.tree_unflatten(in_tree, flat)))
-            out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
+            out_leaves, out_tree = tree_util.tree_flatten(out)
+            _check_out_tree(self.name, "output", out_tree, store)
             return out_leaves
 
-        closed = trace_to_jaxpr(flat_fun, avals, f"tracing custom-derivative `{self.name}`")
-        jaxpr, consts = convert_constvars(closed)
-        return nondiff, diff, leaves, in_tree, jaxpr, consts, store
+        flat_fun.__name__ = self.name
+        return nondiff, diff, leaves, in_tree, flat_fun, store
 
     def _runs_plainly(self, args):
         """No transformation is active and no argument is traced: just run the function."""
@@ -66,6 +68,15 @@ class _CustomFunction:
         total = len(nondiff) + len(diff)
         nondiff, diff = iter(nondiff), iter(diff)
         return [next(nondiff) if i in self.nondiff_argnums else next(diff) for i in range(total)]
+
+
+def _check_out_tree(name, what, tree, store):
+    """Record the output structure, or check it against the one already recorded (by the
+    function or a rule, whichever ran first)."""
+    expected = store.setdefault("out_tree", tree)
+    if tree != expected:
+        raise TypeError(f"{name}: the {what} must have the structure of the function's "
+                        f"output, {expected}; got {tree}")
 
 
 def _check_pair(name, what, got, expected_tree, expected_avals):
@@ -176,9 +187,7 @@ class custom_jvp(_CustomFunction):
         args = self._positional(args, kwargs)
         if self._runs_plainly(args):
             return self.fun(*args)
-        nondiff, _, leaves, in_tree, jaxpr, consts, store = self._trace(args)
-        out_tree = store["out_tree"]
-        out_avals = jaxpr.out_avals
+        nondiff, _, leaves, in_tree, flat_fun, store = self._flatten(args)
         name, rule = self.name, self.jvp
 
         def flat_jvp(primal_leaves, tangent_leaves):
@@ -188,15 +197,15 @@ class custom_jvp(_CustomFunction):
             if not isinstance(result, (tuple, list)) or len(result) != 2:
                 raise TypeError(f"custom_jvp rule of {name} must return a pair (primal_out, "
                                 f"tangent_out), got {type(result).__name__}")
-            out = _check_pair(name, "primal output of its custom_jvp rule", result[0],
-                              out_tree, out_avals)
+            out, out_tree = tree_util.tree_flatten(result[0])
+            _check_out_tree(name, "primal output of its custom_jvp rule", out_tree, store)
+            out_avals = [core.get_aval(x) for x in out]
             tangent = _check_pair(name, "tangent output of its custom_jvp rule", result[1],
                                   out_tree, out_avals)
             return list(out), list(tangent)
 
-        outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, jvp=flat_jvp,
-                                      num_consts=len(consts))
-        return tree_util.tree_unflatten(out_tree, outs)
+        outs = custom_jvp_call_p.bind(*leaves, fun=flat_fun, jvp=flat_jvp, num_consts=0)
+        return tree_util.tree_unflatten(store["out_tree"], outs)
 
 
 class custom_vjp(_CustomFunction):
@@ -220,9 +229,7 @@ class custom_vjp(_CustomFunction):
         args = self._positional(args, kwargs)
         if self._runs_plainly(args):
             return self.fun(*args)
-        nondiff, diff, leaves, in_tree, jaxpr, consts, store = self._trace(args)
-        out_tree = store["out_tree"]
-        out_avals = jaxpr.out_avals
+        nondiff, diff, leaves, in_tree, flat_fun, store = self._flatten(args)
         in_avals = [core.get_aval(x) for x in leaves]
         name, fwd, bwd, merge = self.name, self.fwd, self.bwd, self._merge_args
         residual_tree = {}
@@ -232,16 +239,17 @@ class custom_vjp(_CustomFunction):
             if not isinstance(result, (tuple, list)) or len(result) != 2:
                 raise TypeError(f"custom_vjp fwd rule of {name} must return a pair (output, "
                                 f"residuals), got {type(result).__name__}")
-            out = _check_pair(name, "output of its custom_vjp fwd rule", result[0], out_tree,
-                              out_avals)
+            out, out_tree = tree_util.tree_flatten(result[0])
+            _check_out_tree(name, "output of its custom_vjp fwd rule", out_tree, store)
             res_leaves, residual_tree["tree"] = tree_util.tree_flatten(result[1])
             return list(out), res_leaves
 
         def flat_bwd(res_leaves, ct_leaves):
             residuals = tree_util.tree_unflatten(residual_tree["tree"], res_leaves)
-            cts = bwd(*nondiff, residuals, tree_util.tree_unflatten(out_tree, ct_leaves))
+            cts = bwd(*nondiff, residuals, tree_util.tree_unflatten(store["out_tree"],
+                                                                    ct_leaves))
             return _bwd_cotangents(name, cts, diff, in_tree, in_avals)
 
-        outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, fwd=flat_fwd,
-                                      bwd=flat_bwd, num_consts=len(consts))
-        return tree_util.tree_unflatten(out_tree, outs)
+        outs = custom_vjp_call_p.bind(*leaves, fun=flat_fun, fwd=flat_fwd, bwd=flat_bwd,
+                                      num_consts=0)
+        return tree_util.tree_unflatten(store["out_tree"], outs)

@@ -44,19 +44,19 @@ def canonicalize(dtype):
         dt = np.dtype(dtype)
     except TypeError as e:
         raise TypeError(f"{dtype!r} is not a valid dtype") from e
-    return _canonical(dt, config.enable_x64)
+    return _canonical(dt, config.x64_enabled())
 
 
 def default_int():
-    return int64 if config.enable_x64 else int32
+    return int64 if config.x64_enabled() else int32
 
 
 def default_float():
-    return float64 if config.enable_x64 else float32
+    return float64 if config.x64_enabled() else float32
 
 
 def default_complex():
-    return complex128 if config.enable_x64 else complex64
+    return complex128 if config.x64_enabled() else complex64
 
 
 def is_float(dtype):
@@ -146,7 +146,7 @@ def _join(nodes, x64):
 def promote(*dtype_weak_pairs):
     """The (dtype, weak_type) jax.numpy gives a binary/n-ary op on these operand types."""
     nodes = frozenset(_node(d, w) for d, w in dtype_weak_pairs)
-    return _join(nodes, config.enable_x64)
+    return _join(nodes, config.x64_enabled())
 
 
 def python_scalar_dtype(x):

@@ -1,23 +1,43 @@
-"""The exceptions xform raises at its users, each with a message that says what to do."""
+"""The exceptions xform raises at its users, each with a message that says what to do.
+
+The tracer errors subclass their namesakes in ``jax.errors``, so code written for JAX
+(``except jax.errors.ConcretizationTypeError``) catches xform's too. JAX's constructors take
+a tracer and build the message themselves; xform's take the message, as any exception does.
+"""
+
+import jax.errors as _jax_errors
 
 
 class XformError(Exception):
     """Base class of xform's own error types."""
 
+    def __init__(self, *args):
+        # Skips the constructors of JAX's error classes: they take a tracer, not a message.
+        Exception.__init__(self, *args)
 
-class ConcretizationTypeError(TypeError, XformError):
+
+class ConcretizationTypeError(XformError, _jax_errors.ConcretizationTypeError):
     """A traced value was used where Python needs a concrete one (``if``, ``int()``, a shape)."""
 
 
-class TracerBoolConversionError(ConcretizationTypeError):
+class TracerBoolConversionError(ConcretizationTypeError, _jax_errors.TracerBoolConversionError):
     """``bool()`` of a traced value, usually a Python ``if`` or ``while`` on it."""
 
 
-class TracerIntegerConversionError(ConcretizationTypeError):
-    """``int()`` or ``__index__`` of a traced value."""
+class TracerIntegerConversionError(ConcretizationTypeError,
+                                   _jax_errors.TracerIntegerConversionError):
+    """``__index__`` of a traced value (a list index, ``range``, a shape).
+
+    Also a ``ConcretizationTypeError``, which JAX's is not: xform's own code catches both
+    kinds as one."""
 
 
-class NonConcreteBooleanIndexError(IndexError, XformError):
+class TracerArrayConversionError(ConcretizationTypeError,
+                                 _jax_errors.TracerArrayConversionError):
+    """``np.asarray`` (or any NumPy function) applied to a traced value."""
+
+
+class NonConcreteBooleanIndexError(XformError, _jax_errors.NonConcreteBooleanIndexError):
     """A boolean mask index was traced: the result's shape would depend on its values."""
 
 
@@ -26,7 +46,7 @@ class IncompatibleShapesError(ValueError, TypeError, XformError):
     ``broadcast_arrays``/``where`` and ``TypeError`` from its ufuncs; this is both."""
 
 
-class UnexpectedTracerError(XformError):
+class UnexpectedTracerError(XformError, _jax_errors.UnexpectedTracerError):
     """A tracer escaped the transformation that created it and was used afterwards."""
 
 
@@ -34,5 +54,5 @@ class MissingRuleError(NotImplementedError, XformError):
     """A primitive has no rule for the transformation being applied to it."""
 
 
-class JaxprTypeError(TypeError, XformError):
+class JaxprTypeError(XformError, _jax_errors.JaxprTypeError):
     """The jaxpr typechecker found an ill-typed equation."""

@@ -2,14 +2,18 @@
 
 ``check_grads`` compares forward-mode and reverse-mode derivatives against central finite
 differences (and against each other), to any order. The strategies draw arrays and pytrees of
-arrays for property-based gradient tests. Importing this module needs ``hypothesis``
-(``pip install hypothesis``, or xform's ``dev`` extra).
+arrays for property-based gradient tests; they need ``hypothesis`` (``pip install hypothesis``,
+or xform's ``dev`` extra), which ``check_grads`` does not.
 """
 
-import hypothesis.extra.numpy as hnp
-import hypothesis.strategies as st
 import numpy as np
 from jax import tree_util
+
+try:
+    import hypothesis.extra.numpy as hnp
+    import hypothesis.strategies as st
+except ImportError:  # an optional dependency: only the strategies below use it
+    hnp = st = None
 
 from xform import dtypes
 from xform.api_autodiff import jvp, vjp
@@ -22,7 +26,9 @@ _TOL = {np.dtype(np.float16): 1e-1, dtypes.bfloat16: 1e-1, np.dtype(np.float32):
 
 def _dtype_of(leaves):
     """The least precise inexact dtype among ``leaves``: it sets the step and tolerance."""
-    inexact = [np.asarray(x).dtype for x in leaves if dtypes.is_inexact(np.asarray(x).dtype)]
+    # Canonical: a Python float computes in float32 unless x64 is on, whatever NumPy says.
+    leaf_dtypes = [dtypes.canonicalize(np.asarray(x).dtype) for x in leaves]
+    inexact = [d for d in leaf_dtypes if dtypes.is_inexact(d)]
     return max(inexact, key=lambda d: _EPS.get(d, 1e-3), default=np.dtype(np.float32))
 
 
@@ -137,14 +143,22 @@ def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=
 # --------------------------------------------------------------------------- strategies
 
 
+def _require_hypothesis(name):
+    if st is None:
+        raise ImportError(f"xform.test_util.{name} is a hypothesis strategy and needs the "
+                          "`hypothesis` package: pip install hypothesis")
+
+
 def shapes(max_rank=3, max_side=4, min_rank=0):
     """Array shapes of rank ``min_rank..max_rank`` with sides ``1..max_side``."""
+    _require_hypothesis("shapes")
     return hnp.array_shapes(min_dims=min_rank, max_dims=max_rank, min_side=1,
                             max_side=max_side)
 
 
 def arrays(dtype=np.float32, shape=None, min_value=-3.0, max_value=3.0):
     """NumPy arrays of ``dtype`` with finite values in ``[min_value, max_value]``."""
+    _require_hypothesis("arrays")
     dtype = np.dtype(dtype)
     if dtypes.is_float(dtype):
         elements = st.floats(min_value, max_value, width=min(dtype.itemsize * 8, 64),
@@ -158,6 +172,7 @@ def arrays(dtype=np.float32, shape=None, min_value=-3.0, max_value=3.0):
 
 def pytrees(leaves=None, max_leaves=4):
     """Pytrees (nested tuples, lists and dicts) whose leaves are drawn from ``leaves``."""
+    _require_hypothesis("pytrees")
     leaves = leaves if leaves is not None else arrays()
     return st.recursive(leaves, lambda children: st.one_of(
         st.lists(children, min_size=1, max_size=3),

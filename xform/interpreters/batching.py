@@ -13,7 +13,8 @@ interpreter. A rule may return outputs batched at any dimension; most put it at 
 
 The axis name is recorded so that collectives (``psum`` over the vmapped axis) can be
 batched: a primitive in ``axis_rules`` is handed to its rule even when nothing it receives is
-mapped (``axis_index`` has no operands at all).
+mapped (``axis_index`` has no operands at all; a custom-derivative call's function may close
+over mapped values).
 
 Registrars: ``defvectorized`` (the op acts on each element or row independently, wherever
 the batch dimension sits), ``defbroadcasting`` (n-ary elementwise ops, mixing mapped and
@@ -29,7 +30,7 @@ from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 
 not_mapped = None
 batch_rules = {}
-axis_rules = {}  # collectives: rule(axis, args, dims, **params), called even with no mapped arg
+axis_rules = {}  # rule(axis, args, dims, **params), called even with no mapped arg
 
 # Filled by the structural family ("transpose", "broadcast_in_dim", "reshape"), which imports
 # this module: the helpers below need them and cannot import the family.
@@ -126,7 +127,7 @@ def axis_names(jaxpr):
         names = set()
         for eqn in jaxpr.eqns:
             if eqn.primitive in axis_rules:
-                names.update(eqn.params["axes"])
+                names.update(eqn.params.get("axes", ()))
             inner = set().union(*map(axis_names, core.subjaxprs(eqn.params)))
             names.update(inner - {eqn.params.get("axis_name")})
         names = _axis_names[jaxpr] = frozenset(names)

@@ -2,16 +2,21 @@
 
 A ``JaxprTracer`` carries a ``Var`` of the jaxpr under construction. Rule used per
 primitive: its abstract evaluation (``core.abstract_eval_rules``), which gives the output
-types without computing anything. Values that are not this trace's tracers become inputs
-of the jaxpr: scalars as inline ``Literal``s, arrays and tracers of enclosing
-transformations as constvars (``ClosedJaxpr.consts``), so closing over an outer ``grad`` or
-``vmap`` variable inside ``jit`` works.
+types without computing anything; a primitive bound with a Python function that staging
+must trace first (the custom-derivative calls) has a rule of its own in ``staging_rules``,
+``rule(trace, args, params) -> outputs``, which records it with ``trace.stage``.
+Values that are not this trace's tracers become inputs of the jaxpr: scalars as inline
+``Literal``s, arrays and tracers of enclosing transformations as constvars
+(``ClosedJaxpr.consts``), so closing over an outer ``grad`` or ``vmap`` variable inside
+``jit`` works.
 """
 
 import numpy as np
 
 from xform import config, core
 from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Tracer, Var
+
+staging_rules = {}
 
 
 class JaxprTracer(Tracer):
@@ -73,6 +78,9 @@ class JaxprTrace(core.Trace):
         return var
 
     def process_primitive(self, prim, args, params):
+        rule = staging_rules.get(prim)
+        if rule is not None:
+            return rule(self, args, params)
         invars = []
         for x in args:  # this trace's own tracers inline: the common case, per operand
             invars.append(x.jaxpr_var if type(x) is JaxprTracer and x._trace is self

@@ -252,9 +252,9 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
     except TypeError:
         raise TypeError(f"one_hot: argument `num_classes` must be an integer, got "
                         f"{num_classes!r}") from None
-    if num_classes < 0:
-        raise ValueError(f"one_hot: argument `num_classes` must be non-negative, got "
-                         f"{num_classes}")
+    if num_classes < 0:  # TypeError, as JAX's (a negative shape)
+        raise TypeError(f"one_hot: argument `num_classes` must be non-negative, got "
+                        f"{num_classes}")
     check_arraylike("one_hot", x)
     x = xnp.asarray(x)
     aval = aval_of(x)

@@ -10,7 +10,7 @@ import numpy as np
 
 from xform.array import Array
 from xform.core import Tracer
-from xform.numpy import _contractions, _reductions, _shape, _sorting, _ufuncs
+from xform.numpy import _contractions, _promote, _reductions, _shape, _sorting, _ufuncs
 from xform.numpy._indexing import IndexUpdateHelper, getitem
 from xform.numpy._promote import _is_arraylike
 
@@ -65,6 +65,26 @@ def _operator_round(self, ndigits=None):
     return _shape.astype(out, int) if ndigits is None else out
 
 
+def _setitem(self, idx, value):
+    raise TypeError("xform arrays are immutable and do not support in-place item assignment. "
+                    "Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method "
+                    "(add, multiply, min, max, ...).")
+
+
+def _contains(self, value):
+    # As JAX (departing from NumPy): a scalar searched for in a 1-d array.
+    if value is None or isinstance(value, str):
+        raise TypeError(f"Array.__contains__: unsupported operand type {type(value)}.")
+    if self.ndim != 1:
+        raise ValueError("Array.__contains__: search array must be one-dimensional, got "
+                         f"arr.shape={self.shape}; use (x == value).any() for other shapes.")
+    query = _promote.asarray(value)
+    if query.ndim != 0:
+        raise ValueError(f"Array.__contains__: query value must be a scalar, got "
+                         f"query.shape={query.shape}")
+    return _reductions.any(_ufuncs.equal(self, query))
+
+
 def _method(fn):
     def method(self, *args, **kwargs):
         return fn(self, *args, **kwargs)
@@ -82,7 +102,8 @@ _METHODS = {
     "cumprod": _reductions.cumprod, "ptp": _reductions.ptp,
     "squeeze": _shape.squeeze, "ravel": _shape.ravel, "flatten": _shape.ravel,
     "swapaxes": _shape.swapaxes, "clip": _shape.clip, "astype": _shape.astype,
-    "copy": _shape.copy, "repeat": _shape.repeat, "round": _ufuncs.round,
+    "copy": _shape.copy, "repeat": _shape.repeat, "nonzero": _shape.nonzero,
+    "round": _ufuncs.round,
     "conj": _ufuncs.conjugate, "conjugate": _ufuncs.conjugate, "dot": _contractions.dot,
     "diagonal": _contractions.diagonal, "trace": _contractions.trace,
     "sort": _sorting.sort, "argsort": _sorting.argsort,
@@ -102,6 +123,8 @@ def _attach(cls):
     cls.__invert__ = _ufuncs.invert
     cls.__round__ = _operator_round
     cls.__getitem__ = getitem
+    cls.__setitem__ = _setitem
+    cls.__contains__ = _contains
     cls.at = property(IndexUpdateHelper)
     cls.T = property(_shape.transpose)
     cls.mT = property(_shape.matrix_transpose)

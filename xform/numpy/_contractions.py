@@ -3,10 +3,12 @@ diagonal), all lowered to ``dot_general`` plus transposes, reshapes and reductio
 """
 
 import builtins
+import operator
 import string
 
 from xform import dtypes, lax
 from xform.numpy._promote import (
+    _canonical_dtype,
     asarray,
     aval_of,
     broadcast_shapes,
@@ -26,11 +28,15 @@ __all__ = ["dot", "matmul", "vdot", "vecdot", "inner", "outer", "tensordot", "ei
 
 def _operands(name, a, b, preferred_element_type):
     check_arraylike(name, a, b)
-    if preferred_element_type is None:
-        dtype, weak = result_type(a, b, return_weak_type_flag=True)
-    else:
-        dtype, weak = dtypes.canonicalize(preferred_element_type), False
-    common, _ = result_type(a, b, return_weak_type_flag=True)
+    common, weak = result_type(a, b, return_weak_type_flag=True)
+    dtype = common
+    if preferred_element_type is not None:
+        dtype, weak = _canonical_dtype(preferred_element_type, name), False
+        # As lax.dot_general's check (JAX's jnp functions pass the type on to it).
+        if not dtypes.is_float(common) and dtype.itemsize < common.itemsize:
+            raise TypeError(f"{name}: `preferred_element_type` must not be narrower than the "
+                            f"original type, got preferred_element_type of {dtype} for "
+                            f"result type of {common}.")
     return convert(asarray(a), common), convert(asarray(b), common), dtype, weak
 
 
@@ -67,9 +73,9 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     except ValueError:
         raise ValueError(f"Incompatible shapes for matmul arguments: {a_shape} and "
                          f"{b_shape}") from None
-    if a_shape[-1] != b_shape[-2]:
-        raise ValueError(f"matmul: contracting dimensions differ: operand shapes {a_shape} "
-                         f"and {b_shape} ({a_shape[-1]} != {b_shape[-2]})")
+    if a_shape[-1] != b_shape[-2]:  # TypeError, as JAX's (from dot_general)
+        raise TypeError(f"matmul: contracting dimensions differ: operand shapes {a_shape} "
+                        f"and {b_shape} ({a_shape[-1]} != {b_shape[-2]})")
     a = broadcast_to_shape(a, batch + a_shape[-2:])
     b = broadcast_to_shape(b, batch + b_shape[-2:])
     nb = len(batch)
@@ -128,15 +134,15 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     if isinstance(axes, int) or hasattr(axes, "__index__"):
         n = int(axes)
         if n < 0 or n > builtins.min(a_ndim, b_ndim):
-            raise ValueError(f"tensordot: number of contracting axes {n} must be between 0 "
-                             f"and min(a.ndim, b.ndim) = {builtins.min(a_ndim, b_ndim)}")
+            raise TypeError(f"tensordot: number of contracting axes {n} must be between 0 "
+                            f"and min(a.ndim, b.ndim) = {builtins.min(a_ndim, b_ndim)}")
         ca, cb = tuple(range(a_ndim - n, a_ndim)), tuple(range(n))
     elif isinstance(axes, (list, tuple)) and len(axes) == 2:
         ax_a, ax_b = axes
         ax_a = (ax_a,) if isinstance(ax_a, int) else tuple(ax_a)
         ax_b = (ax_b,) if isinstance(ax_b, int) else tuple(ax_b)
         if len(ax_a) != len(ax_b):
-            raise ValueError(f"tensordot requires axes lists of equal length, got {axes}")
+            raise TypeError(f"tensordot requires axes lists of equal length, got {axes}")
         ca = tuple(canonicalize_axis(i, a_ndim, "tensordot") for i in ax_a)
         cb = tuple(canonicalize_axis(i, b_ndim, "tensordot") for i in ax_b)
     else:
@@ -307,11 +313,11 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     axis1 = canonicalize_axis(axis1, ndim, "diagonal")
     axis2 = canonicalize_axis(axis2, ndim, "diagonal")
     if axis1 == axis2:
-        raise ValueError("diagonal: axis1 and axis2 must be different")
+        raise TypeError("diagonal: axis1 and axis2 must be different")  # as JAX's
     a = moveaxis(a, (axis1, axis2), (-2, -1))
     shape = aval_of(a).shape
     n, m = shape[-2:]
-    offset = int(offset)
+    offset = operator.index(offset)  # TypeError for a float, as JAX
     rows = lax.broadcasted_iota(dtypes.int32, shape, len(shape) - 2)
     cols = lax.broadcasted_iota(dtypes.int32, shape, len(shape) - 1)
     mask = lax.eq(lax.add(rows, asarray(offset, dtypes.int32)), cols)
@@ -326,4 +332,8 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """Sum along a diagonal."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to xform.numpy.trace is not supported.")
+    ndim = aval_of(asarray(a)).ndim
+    if canonicalize_axis(axis1, ndim, "trace") == canonicalize_axis(axis2, ndim, "trace"):
+        raise ValueError(f"trace: axis1 and axis2 can not be the same, got axis1={axis1} and "
+                         f"axis2={axis2}")  # ValueError here, as JAX's (diagonal: TypeError)
     return sum_(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)

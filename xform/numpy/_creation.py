@@ -1,6 +1,8 @@
 """Array creation: zeros, ones, full, empty, their ``_like`` forms, arange, linspace, eye,
 identity, tri, tril, triu."""
 
+import operator
+
 import numpy as np
 
 from xform import core, dtypes, lax
@@ -39,8 +41,8 @@ def _shape(shape, name):
             raise
         raise TypeError(f"{name}: shape must be an int or a sequence of ints, got "
                         f"{shape!r}") from None
-    if any(d < 0 for d in out):
-        raise ValueError(f"{name}: negative dimensions are not allowed, got shape {out}")
+    if any(d < 0 for d in out):  # TypeError, as JAX's shape checks
+        raise TypeError(f"{name}: negative dimensions are not allowed, got shape {out}")
     return out
 
 
@@ -54,7 +56,9 @@ def _filled(shape, value, dtype, weak=False):
         scalar = convert(value, dtype, weak)
     else:
         with np.errstate(all="ignore"):
-            host = np.array(value, dtype)
+            # A Python int is read by NumPy (int64, or uint64 if larger) and wraps around to
+            # dtype, as JAX's full does; np.array(300, int8) would raise instead.
+            host = np.array(np.array(value) if type(value) is int else value).astype(dtype)
         host.flags.writeable = False
         scalar = Array(ShapedArray((), dtype, weak), host)
     return lax.broadcast_in_dim(scalar, shape, ()) if shape else scalar
@@ -104,7 +108,8 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
         dtype, weak = aval.dtype, aval.weak_type
     else:
         dtype, weak = _canonical_dtype(dtype, "full_like"), False
-    if not isinstance(fill_value, (Tracer, Array)) and np.ndim(fill_value):
+    if (aval_of(fill_value).ndim if isinstance(fill_value, (Tracer, Array))
+            else np.ndim(fill_value)):
         return broadcast_to_shape(asarray(fill_value, dtype), shape)
     return _filled(shape, fill_value, dtype, weak)
 
@@ -171,7 +176,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
              device=None):
     """``num`` evenly spaced values from ``start`` to ``stop``."""
     del device
-    num = int(num)
+    num = operator.index(num)  # TypeError for a float, as JAX
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     check_arraylike("linspace", start, stop)
@@ -223,9 +228,16 @@ def eye(N, M=None, k=0, dtype=None, *, device=None):
     """A 2-D array with ones on the ``k``-th diagonal."""
     del device
     dtype = _canonical_dtype(float if dtype is None else dtype, "eye")
-    n = _shape(N, "eye")[0]
-    m = n if M is None else _shape(M, "eye")[0]
-    k = int(k)
+    n = operator.index(N)
+    m = n if M is None else operator.index(M)
+    if n < 0 or m < 0:  # ValueError here, as JAX's eye (its zeros raise TypeError)
+        raise ValueError(f"eye: negative dimensions are not allowed, got {N} and {M}")
+    try:
+        k = operator.index(k)
+    except TypeError as e:
+        if isinstance(e, core.ConcretizationTypeError):  # a traced k: its own message
+            raise
+        raise ValueError(f"eye: k must be a scalar integer; got {k}") from None
     i = lax.broadcasted_iota(dtypes.int32, (n, m), 0)
     j = lax.broadcasted_iota(dtypes.int32, (n, m), 1)
     mask = lax.eq(lax.add(i, asarray(k, dtypes.int32)), j)
@@ -244,7 +256,8 @@ def tri(N, M=None, k=0, dtype=None):
     m = n if M is None else _shape(M, "tri")[0]
     i = lax.broadcasted_iota(dtypes.int32, (n, m), 0)
     j = lax.broadcasted_iota(dtypes.int32, (n, m), 1)
-    return lax.convert_element_type(lax.ge(lax.add(i, asarray(int(k), dtypes.int32)), j), dtype)
+    i = lax.add(i, asarray(operator.index(k), dtypes.int32))
+    return lax.convert_element_type(lax.ge(i, j), dtype)
 
 
 def _tri_mask(name, m, k, lower):
@@ -256,7 +269,7 @@ def _tri_mask(name, m, k, lower):
     n, cols = shape[-2:]
     i = lax.broadcasted_iota(dtypes.int32, (n, cols), 0)
     j = lax.broadcasted_iota(dtypes.int32, (n, cols), 1)
-    i = lax.add(i, asarray(int(k), dtypes.int32))
+    i = lax.add(i, asarray(operator.index(k), dtypes.int32))
     mask = lax.ge(i, j) if lower else lax.le(i, j)
     mask = broadcast_to_shape(mask, shape)
     return where_(mask, m, full_like_aval(m, 0))

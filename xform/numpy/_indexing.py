@@ -22,6 +22,7 @@ import numpy as np
 from xform import core, dtypes, lax
 from xform.core import Tracer, get_aval
 from xform.errors import NonConcreteBooleanIndexError
+from xform.numpy._ufuncs import power
 from xform.primitives.elementwise import convert_folding_constants
 
 __all__ = ["getitem", "IndexUpdateHelper", "NonConcreteBooleanIndexError"]
@@ -452,8 +453,9 @@ def _broadcast_indices(arrays):
     try:
         shape = np.broadcast_shapes(*shapes)
     except ValueError:
-        raise IndexError("shape mismatch: indexing arrays could not be broadcast together "
-                         f"with shapes {' '.join(map(str, shapes))}") from None
+        # ValueError, as JAX's (NumPy raises IndexError here).
+        raise ValueError("Incompatible shapes for broadcasting: indexing arrays could not be "
+                         f"broadcast together, got shapes {' '.join(map(str, shapes))}") from None
     out = []
     for a, s in zip(arrays, shapes, strict=True):
         if s == shape:
@@ -665,12 +667,9 @@ class _IndexUpdateRef:
 
     def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
               wrap_negative_indices=True):
-        """Pure ``x[idx] **= values`` (floating and complex arrays)."""
-        dtype = get_aval(self.array).dtype
-        if not dtypes.is_inexact(dtype):
-            raise TypeError(f"x.at[idx].power needs a floating or complex array, got dtype "
-                            f"{dtype}; convert x with x.astype(float) first")
-        return lax.pow(self.array, self._ones_with(values, locals()))
+        """Pure ``x[idx] **= values``, with ``xform.numpy.power``'s rules (integer arrays
+        take integer powers, as in JAX)."""
+        return power(self.array, self._ones_with(values, locals()))
 
     def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             wrap_negative_indices=True):

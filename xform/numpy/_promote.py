@@ -15,6 +15,7 @@ from xform import config, core, dtypes, lax
 from xform.array import Array, from_host
 from xform.core import ShapedArray, Tracer
 from xform.errors import IncompatibleShapesError
+from xform.primitives.base import user_dtype
 from xform.primitives.elementwise import convert_element_type_p
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -26,8 +27,9 @@ _WEAK_PY_TYPES = (int, float, complex)
 # --------------------------------------------------------------------------- dtypes
 
 
-def _canonical_dtype(dtype, name="dtype"):
-    """A user's dtype argument (np type, string, dtype, Python type) in canonical form."""
+def _canonical_dtype(dtype, name="dtype", warn=True):
+    """A user's dtype argument (np type, string, dtype, Python type) in canonical form; a
+    64-bit dtype without x64 warns (``warn``), as JAX's dtype arguments do."""
     if dtype is bool:
         return dtypes.bool_
     if dtype is int:
@@ -46,7 +48,7 @@ def _canonical_dtype(dtype, name="dtype"):
     if dt not in dtypes.SUPPORTED:
         raise TypeError(f"xform.numpy only supports number and bool dtypes, got dtype {dt} "
                         f"in {name}")
-    return dtypes.canonicalize(dt)
+    return user_dtype(dt, name, stacklevel=4) if warn else dtypes.canonicalize(dt)
 
 
 def _dtype_and_weak(x):
@@ -57,15 +59,16 @@ def _dtype_and_weak(x):
     if t in _PY_SCALARS:
         return dtypes.python_scalar_dtype(x), t is not bool
     if isinstance(x, type) and x in _PY_SCALARS:
-        return _canonical_dtype(x), x is not bool
+        return _canonical_dtype(x, warn=False), x is not bool
     if isinstance(x, (np.ndarray, np.generic)):
-        return _canonical_dtype(x.dtype), False
+        return _canonical_dtype(x.dtype, warn=False), False
     if isinstance(x, _PY_SCALARS):  # subclasses of Python scalars (IntEnum, np.float64)
         return dtypes.python_scalar_dtype(x), not isinstance(x, bool)
     if isinstance(x, str) or isinstance(x, (np.dtype, type)):
-        return _canonical_dtype(x, "result_type"), False
+        return _canonical_dtype(x, "result_type", warn=False), False
     if hasattr(x, "dtype"):
-        return _canonical_dtype(x.dtype, "result_type"), bool(getattr(x, "weak_type", False))
+        return (_canonical_dtype(x.dtype, "result_type", warn=False),
+                bool(getattr(x, "weak_type", False)))
     raise TypeError(f"Cannot determine dtype of {x!r} (type {type(x).__name__})")
 
 
@@ -125,7 +128,7 @@ def promote_types(a, b):
         out, _ = dtypes.promote(*nodes)
     # Without x64, JAX never forms a 64-bit type from narrower inputs (uint32 x int32 is
     # int32, not int64).
-    if not config.enable_x64 and out in _WIDE and not any(
+    if not config.x64_enabled() and out in _WIDE and not any(
             w or d in _WIDE for d, w in nodes):
         out = dtypes.canonicalize(out)
     return out
@@ -162,10 +165,46 @@ def _scalar_aval(dtype, weak):
     return aval
 
 
-def _scalar_array(x, dtype, weak):
+_INT_RANGES = {}  # dtype -> (min, max) of the integer dtypes, for the Python-int checks
+
+
+def _int_range(dtype):
+    bounds = _INT_RANGES.get(dtype)
+    if bounds is None:
+        info = np.iinfo(dtype)
+        bounds = _INT_RANGES[dtype] = (int(info.min), int(info.max))
+    return bounds
+
+
+def _python_int(x, dtype, requested):
+    """The Python int ``x`` as JAX converts it to ``dtype``. A ``requested`` dtype (``asarray(x,
+    dtype)``) must hold it, as in NumPy. Otherwise (``int8_array + 300``, promotion) it must fit
+    the default integer type, int32 or int64 with x64, and then wraps around to ``dtype`` as
+    XLA's conversion does."""
+    if requested:
+        if dtype.kind in "iu":
+            lo, hi = _int_range(dtype)
+            if not lo <= x <= hi:
+                raise OverflowError(f"Python integer {x} out of bounds for {dtype}")
+        return x
+    default = dtypes.default_int()
+    lo, hi = _int_range(default)
+    if not lo <= x <= hi:
+        raise OverflowError(f"xform.numpy: Python int {x} too large to convert to {default}")
+    if dtype.kind in "iu":
+        lo, hi = _int_range(dtype)
+        if lo <= x <= hi:
+            return x
+    elif -65504 <= x <= 65504:  # within the range of every float type (float16's)
+        return x
+    with np.errstate(all="ignore"):
+        return np.array(x, default).astype(dtype)
+
+
+def _scalar_array(x, dtype, weak, requested=False):
     """A rank-0 Array from a Python scalar (a jaxpr literal when staged)."""
-    if isinstance(x, int) and not isinstance(x, bool) and dtype.kind in "iu":
-        dtypes.check_int_range(int(x), dtype, "xform.numpy")
+    if isinstance(x, int) and not isinstance(x, bool):
+        x = _python_int(int(x), dtype, requested)
     host = np.array(x, dtype)
     host.flags.writeable = False
     return Array(_scalar_aval(dtype, weak), host)
@@ -215,13 +254,15 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     dtype = None if dtype is None else _canonical_dtype(dtype, "asarray")
     if isinstance(a, (Tracer, Array)):
         return a if dtype is None else convert(a, dtype, False)
+    if a is None:
+        raise ValueError("None is not a valid value for xform.numpy.array")  # as JAX's
     if isinstance(a, str) or (isinstance(a, np.ndarray) and a.dtype.kind in "USO"):
         raise TypeError(f"xform.numpy does not support string or object arrays, got {a!r}")
     if type(a) in _PY_SCALARS or (isinstance(a, _PY_SCALARS) and not isinstance(a, np.generic)):
         if dtype is None:
             d, weak = _dtype_and_weak(a)
             return _scalar_array(a, d, weak)
-        return _scalar_array(a, dtype, False)
+        return _scalar_array(a, dtype, False, requested=True)
     if isinstance(a, (np.ndarray, np.generic)):
         out = from_host(a)
         return out if dtype is None else convert(out, dtype, False)
@@ -239,6 +280,9 @@ def _from_sequence(a, dtype):
     leaves = _nested_shape(a)
     values = [v for _, v in leaves]
     for v in values:
+        if v is None:
+            raise ValueError("None is not a valid value for xform.numpy.array (found in a "
+                             "sequence)")
         if isinstance(v, str):
             raise TypeError(f"xform.numpy does not support strings, got {v!r} in a sequence")
         if not _is_arraylike(v) and not hasattr(v, "__array__"):

@@ -59,7 +59,7 @@ def _promote_integer_dtype(dtype):
     if dtype == dtypes.bool_:
         return dtypes.default_int()
     if dtypes.is_unsigned_int(dtype):
-        default = dtypes.uint64 if config.enable_x64 else dtypes.uint32
+        default = dtypes.uint64 if config.x64_enabled() else dtypes.uint32
         return default if dtype.itemsize < default.itemsize else dtype
     if dtypes.is_int(dtype):
         default = dtypes.default_int()
@@ -110,8 +110,7 @@ def _reduction(a, name, lax_reduce, *, axis, dtype, keepdims, initial, where, bo
     a = lax.convert_element_type(a, computation_dtype)
     reduce = bool_reduce if (computation_dtype == dtypes.bool_ and bool_reduce) else lax_reduce
     if where is not None:
-        check_arraylike(name, where)
-        mask = broadcast_to_shape(asarray(where, dtypes.bool_), aval.shape)
+        mask = broadcast_to_shape(_where_mask(name, where), aval.shape)
         fill = lax.broadcast_in_dim(const(a, _identity(name, computation_dtype)), aval.shape,
                                     ()) if aval.shape else const(a, _identity(name,
                                                                                computation_dtype))
@@ -196,11 +195,21 @@ def _no_out(name, out):
         raise NotImplementedError(f"The 'out' argument to xform.numpy.{name} is not supported.")
 
 
-def _count(a, axes, keepdims, where, dtype):
+def _where_mask(name, where):
+    """The ``where`` argument of a reduction: a boolean array (a Python bool too), as JAX."""
+    check_arraylike(name, where)
+    mask = asarray(where)
+    if aval_of(mask).dtype != dtypes.bool_:
+        raise ValueError(f"jnp.{name}: where must be None or a boolean array; got "
+                         f"where.dtype={aval_of(mask).dtype!r}.")
+    return mask
+
+
+def _count(a, axes, keepdims, where, dtype, name):
     aval = aval_of(a)
     if where is None:
         return asarray(math.prod(aval.shape[i] for i in axes), dtype)
-    mask = broadcast_to_shape(asarray(where), aval.shape)
+    mask = broadcast_to_shape(_where_mask(name, where), aval.shape)
     return sum(mask, axes, dtype=dtype, keepdims=keepdims)
 
 
@@ -217,7 +226,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     computation_dtype = _upcast_f16(result_dtype) if dtypes.is_inexact(
         result_dtype) else result_dtype
     axes = reduction_axes("mean", aval.ndim, axis)
-    normalizer = _count(a, axes, keepdims, where, computation_dtype)
+    normalizer = _count(a, axes, keepdims, where, computation_dtype, "mean")
     total = sum(a, axes, dtype=computation_dtype, keepdims=keepdims, where=where)
     return convert(lax.div(total, normalizer), result_dtype, False)
 
@@ -258,7 +267,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         computation_dtype = aval_of(centered).dtype
     else:
         centered = lax.integer_pow(centered, 2)
-    normalizer = _count(a, axes, keepdims, where, computation_dtype)
+    normalizer = _count(a, axes, keepdims, where, computation_dtype, "var")
     normalizer = lax.sub(normalizer, asarray(correction, computation_dtype))
     result = sum(centered, axes, dtype=computation_dtype, keepdims=keepdims, where=where)
     result = convert(lax.div(result, normalizer), dtype, False)

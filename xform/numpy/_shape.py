@@ -3,14 +3,18 @@ flip, where, clip, and friends. Axis errors are ``ValueError`` (NumPy's ``AxisEr
 
 import builtins
 import math
+import operator
 
 import numpy as np
 
 from xform import dtypes, lax
 from xform.array import Array
 from xform.core import Tracer
+from xform.errors import IncompatibleShapesError
+from xform.numpy._indexing import IndexUpdateHelper, getitem
 from xform.numpy._promote import (
     _canonical_dtype,
+    _dtype_and_weak,
     asarray,
     aval_of,
     broadcast_shapes,
@@ -28,7 +32,7 @@ __all__ = [
     "vstack", "dstack", "column_stack", "split", "array_split", "hsplit", "vsplit",
     "broadcast_to", "broadcast_arrays", "broadcast_shapes", "atleast_1d", "atleast_2d",
     "atleast_3d", "flip", "fliplr", "flipud", "where", "clip", "shape", "ndim", "size",
-    "astype", "copy", "repeat", "tile",
+    "astype", "copy", "repeat", "tile", "nonzero", "flatnonzero", "argwhere",
 ]
 
 
@@ -50,9 +54,11 @@ def _canonicalize_shape(name, newshape, size):
             from None
     unknown = [i for i, d in enumerate(shape) if d == -1]
     if len(unknown) > 1:
-        raise ValueError(f"{name}: can only specify one unknown dimension, got {shape}")
+        raise TypeError(f"{name}: can only specify one unknown axis size with a `-1` value, "
+                        f"got {shape}")
     if builtins.any(d < -1 for d in shape):
-        raise ValueError(f"{name}: negative dimensions are not allowed, got {shape}")
+        raise TypeError(f"{name}: cannot reshape array of size {size} into shape {shape}: "
+                        "negative sizes other than a single -1 are not allowed")
     if unknown:
         known = math.prod(d for d in shape if d != -1)
         if known == 0 or size % known:
@@ -79,7 +85,10 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         t = transpose(a)
         out = lax.reshape(t, shape[::-1])
         return transpose(out)
-    raise NotImplementedError(f"reshape: order={order!r} is not supported; use 'C' or 'F'")
+    if order == "A":
+        raise NotImplementedError("reshape: order='A' is not supported; use 'C' or 'F'")
+    raise ValueError(f"reshape: unexpected value for the 'order' argument: {order!r}; use "
+                     "'C' or 'F'")
 
 
 def ravel(a, order="C"):
@@ -98,8 +107,8 @@ def transpose(a, axes=None):
         axes = _axes_tuple(axes)
         perm = tuple(canonicalize_axis(i, ndim, "transpose") for i in axes)
         if sorted(perm) != list(range(ndim)):
-            raise ValueError(f"transpose: axes {axes} are not a permutation of the "
-                             f"{ndim} axes of an array of shape {aval_of(a).shape}")
+            raise TypeError(f"transpose: axes {axes} are not a permutation of the "
+                            f"{ndim} axes of an array of shape {aval_of(a).shape}")
     return a if perm == tuple(range(ndim)) else lax.transpose(a, perm)
 
 
@@ -137,8 +146,9 @@ def moveaxis(a, source, destination):
         raise ValueError(f"moveaxis: source {source} and destination {destination} must have "
                          "the same number of elements")
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
-        raise ValueError(f"moveaxis: repeated axis in source {source} or destination "
-                         f"{destination}")
+        # TypeError, as JAX's (from the transpose it builds).
+        raise TypeError(f"moveaxis: repeated axis in source {source} or destination "
+                        f"{destination}")
     perm = [i for i in range(ndim) if i not in src]
     for d, s in sorted(zip(dst, src, strict=True)):
         perm.insert(d, s)
@@ -195,8 +205,8 @@ def concatenate(arrays, axis=0, dtype=None):
     ndim = aval_of(arrays[0]).ndim
     for x in arrays[1:]:
         if aval_of(x).ndim != ndim:
-            raise ValueError(f"Cannot concatenate arrays with different numbers of "
-                             f"dimensions: got {', '.join(str(aval_of(y).shape) for y in arrays)}")
+            raise TypeError(f"Cannot concatenate arrays with different numbers of "
+                            f"dimensions: got {', '.join(str(aval_of(y).shape) for y in arrays)}")
     axis = canonicalize_axis(axis, ndim, "concatenate")
     if dtype is None:
         arrays = promote_dtypes(*arrays)
@@ -206,9 +216,9 @@ def concatenate(arrays, axis=0, dtype=None):
     for x in arrays[1:]:
         s0, s = aval_of(arrays[0]).shape, aval_of(x).shape
         if s0[:axis] + s0[axis + 1:] != s[:axis] + s[axis + 1:]:
-            raise ValueError(f"concatenate: all input array dimensions except axis {axis} "
-                             f"must match exactly, got shapes "
-                             f"{', '.join(str(aval_of(y).shape) for y in arrays)}")
+            raise TypeError(f"concatenate: all input array dimensions except axis {axis} "
+                            f"must match exactly, got shapes "
+                            f"{', '.join(str(aval_of(y).shape) for y in arrays)}")
     return arrays[0] if len(arrays) == 1 else lax.concatenate(arrays, axis)
 
 
@@ -303,10 +313,16 @@ def _split(name, ary, indices_or_sections, axis, equal):
     shape = aval_of(ary).shape
     axis = canonicalize_axis(axis, len(shape), name)
     size = shape[axis]
-    if isinstance(indices_or_sections, (tuple, list, np.ndarray, Array)):
-        cuts = [int(i) for i in np.asarray(indices_or_sections).ravel()]
-        bounds = [0] + [builtins.min(builtins.max(c + size if c < 0 else c, 0), size)
-                        for c in cuts] + [size]
+    if isinstance(indices_or_sections, (tuple, list)) or (
+            isinstance(indices_or_sections, (np.ndarray, Array))
+            and np.ndim(indices_or_sections) > 0):
+        # As JAX, unlike NumPy: indices are not wrapped or clipped, and must not decrease.
+        bounds = [0] + [int(i) for i in indices_or_sections] + [size]
+        sizes = [hi - lo for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+        if builtins.any(d < 0 for d in sizes):
+            raise ValueError(f"{name}: the indices {list(bounds[1:-1])} must be increasing and "
+                             f"within [0, {size}] (the size of axis {axis}): they give the "
+                             f"section sizes {sizes}, and sizes must be nonnegative")
     else:
         n = int(indices_or_sections)
         if n <= 0:
@@ -319,10 +335,9 @@ def _split(name, ary, indices_or_sections, axis, equal):
         bounds = [0] + list(np.cumsum(sizes))
     out = []
     for start, limit in zip(bounds[:-1], bounds[1:], strict=True):
-        stop = builtins.max(start, limit)
         starts = [0] * len(shape)
         limits = list(shape)
-        starts[axis], limits[axis] = int(start), int(stop)
+        starts[axis], limits[axis] = int(start), int(limit)
         out.append(lax.slice(ary, tuple(starts), tuple(limits)))
     return out
 
@@ -352,8 +367,9 @@ def broadcast_to(array, shape):
     """``array`` broadcast to ``shape``."""
     array = _arr("broadcast_to", array)
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
-    if builtins.any(d < 0 for d in shape):
-        raise ValueError(f"broadcast_to: negative dimensions are not allowed, got {shape}")
+    if builtins.any(d < 0 for d in shape):  # JAX raises TypeError or ValueError: this is both
+        raise IncompatibleShapesError(f"broadcast_to: negative dimensions are not allowed, "
+                                      f"got {shape}")
     return broadcast_to_shape(array, shape)
 
 
@@ -385,32 +401,95 @@ def flipud(m):
 
 
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
-    """``x`` where ``condition`` else ``y``, with broadcasting and dtype promotion."""
+    """``x`` where ``condition`` else ``y``, with broadcasting and dtype promotion; with
+    ``condition`` alone, ``nonzero(condition, size=size, fill_value=fill_value)``."""
     if x is None and y is None:
-        raise NotImplementedError(
-            "xform.numpy.where(condition) with one argument (nonzero) is not supported: its "
-            "output shape depends on the data. Use the three-argument form where(c, x, y).")
+        return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
-        raise ValueError("Either both or neither of the x and y arguments should be provided "
-                         "to where.")
+        raise TypeError(f"where: got condition and {'y' if x is None else 'x'} only; pass "
+                        "both x and y (where(c, x, y)), or neither (where(c) is nonzero(c))")
     return where_(condition, x, y)
 
 
-def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):  # noqa: A002
-    """``arr`` limited to ``[min, max]`` (``a_min``/``a_max`` are accepted too)."""
+def _concrete(x, what):
+    """The NumPy value of ``x``; ``ConcretizationTypeError`` for a traced value."""
+    if isinstance(x, Tracer):
+        return np.asarray(x._concretize(what))
+    return np.asarray(x)
+
+
+def nonzero(a, *, size=None, fill_value=None):
+    """The indices of the nonzero elements of ``a``: one integer array per dimension.
+
+    The result's length is the number of nonzeros, which must be known when tracing: under
+    ``jit`` pass ``size``; the indices are then cut to ``size`` or padded with ``fill_value``
+    (0 by default; a scalar, or one value per dimension).
+
+    Example:
+      >>> nonzero(jnp.array([[1, 0], [0, 2]]))
+      (Array([0, 1], dtype=int32), Array([0, 1], dtype=int32))
+    """
+    check_arraylike("nonzero", a)
+    a = asarray(a)
+    shp = aval_of(a).shape
+    if not shp:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
+                         "jnp.atleast_1d(scalar).nonzero() instead.")
+    index_dtype = dtypes.default_int()
+    mask = a if aval_of(a).dtype == dtypes.bool_ else lax.ne(a, convert(0, aval_of(a).dtype))
+    if size is None:
+        host = _concrete(mask, "nonzero (its result's size depends on the values: pass "
+                               "`size` to use it under jit)")
+        return tuple(asarray(i.astype(index_dtype)) for i in np.nonzero(host))
+    size = operator.index(size)
+    fills = fill_value if isinstance(fill_value, (tuple, list)) else (fill_value,) * len(shp)
+    if len(fills) != len(shp):
+        raise ValueError(f"nonzero: fill_value must be a scalar or a tuple of length "
+                         f"{len(shp)} (a.ndim), got {fill_value!r}")
+    fills = [convert(0 if f is None else f, index_dtype) for f in fills]
+    n = math.prod(shp)
+    if n == 0 or size == 0:
+        return tuple(lax.full((size,), f) for f in fills)
+    flat_mask = lax.convert_element_type(lax.reshape(mask, (n,)), index_dtype)
+    # Each nonzero's slot in the result is the count of nonzeros before it; slot `size`
+    # (out of bounds, so dropped by the scatter) for the zeros.
+    slots = lax.sub(lax.cumsum(flat_mask, 0), convert(1, index_dtype))
+    slots = where_(lax.ne(flat_mask, convert(0, index_dtype)), slots, convert(size, index_dtype))
+    flat = IndexUpdateHelper(lax.full((size,), 0, index_dtype))[slots].set(
+        lax.iota(index_dtype, n), mode="drop")
+    found = lax.lt(lax.iota(index_dtype, size), lax.reduce_sum(flat_mask, (0,)))
+    out, stride = [], n
+    for d, f in zip(shp, fills, strict=True):
+        stride //= d
+        i = lax.rem(lax.div(flat, convert(stride, index_dtype)), convert(d, index_dtype))
+        out.append(where_(found, i, f))
+    return tuple(out)
+
+
+def flatnonzero(a, *, size=None, fill_value=None):
+    """The indices of the nonzero elements of ``ravel(a)`` (see ``nonzero``)."""
+    return nonzero(ravel(a), size=size, fill_value=fill_value)[0]
+
+
+def argwhere(a, *, size=None, fill_value=None):
+    """The indices of the nonzero elements of ``a``, one row per element (see ``nonzero``)."""
+    a = _arr("argwhere", a)
+    if aval_of(a).ndim == 0:
+        rows = nonzero(reshape(a, (1,)), size=size, fill_value=fill_value)[0]
+        return reshape(rows[:0], (aval_of(rows).shape[0], 0))
+    return stack(nonzero(a, size=size, fill_value=fill_value), axis=1)
+
+
+def clip(arr=None, /, min=None, max=None):  # noqa: A002
+    """``arr`` limited to ``[min, max]`` (either may be None). As in JAX 0.10.2, NumPy's
+    older ``a``/``a_min``/``a_max`` keywords are not accepted."""
     if arr is None:
-        arr = a
-    if arr is None:
-        raise TypeError("clip: the array argument is required")
-    if a_min is not None:
-        if min is not None:
-            raise ValueError("clip: pass either min or a_min, not both")
-        min = a_min  # noqa: A001
-    if a_max is not None:
-        if max is not None:
-            raise ValueError("clip: pass either max or a_max, not both")
-        max = a_max  # noqa: A001
+        raise ValueError("No input was provided to the clip function.")  # as JAX's
     check_arraylike("clip", arr)
+    if builtins.any(x is not None and dtypes.is_complex(_dtype_and_weak(x)[0])
+                    for x in (arr, min, max)):
+        raise ValueError("clip: complex values have no ordering and cannot be clipped; clip "
+                         "the real and imaginary parts (or the absolute value) separately")
     if min is not None:
         arr = maximum(min, arr)
     if max is not None:
@@ -453,26 +532,63 @@ def copy(a, order=None):
 
 
 def repeat(a, repeats, axis=None, *, total_repeat_length=None):
-    """Repeat each element ``repeats`` times (an int) along ``axis``."""
-    del total_repeat_length
-    a = _arr("repeat", a)
-    if not isinstance(repeats, (int, np.integer)):
-        raise NotImplementedError("repeat: only an integer number of repeats is supported")
+    """Repeat each element of ``a`` along ``axis`` (of the flattened ``a`` by default):
+    ``repeats`` times if it is a scalar, ``repeats[i]`` times for element i if an array.
+
+    The result's length must be known when tracing: under ``jit`` pass
+    ``total_repeat_length`` (the result is cut, or padded with the last element, to it) or
+    a concrete ``repeats``.
+
+    Example:
+      >>> repeat(jnp.array([1, 2, 3]), jnp.array([2, 0, 1]))
+      Array([1, 1, 3], dtype=int32)
+    """
+    check_arraylike("repeat", a, repeats)
+    a = asarray(a)
     if axis is None:
         a = ravel(a)
         axis = 0
     shp = aval_of(a).shape
     axis = canonicalize_axis(axis, len(shp), "repeat")
-    expanded = lax.expand_dims(a, (axis + 1,))
-    target = shp[:axis + 1] + (int(repeats),) + shp[axis + 1:]
-    out = broadcast_to_shape(expanded, target)
-    return lax.reshape(out, shp[:axis] + (shp[axis] * int(repeats),) + shp[axis + 1:])
+    if total_repeat_length is None:
+        repeats = _concrete(repeats, "repeats of jnp.repeat (the result's size depends on "
+                                     "it: pass `total_repeat_length` to use it under jit)")
+        if repeats.dtype.kind not in "iub":
+            raise TypeError(f"repeat: repeats must be integers, got dtype {repeats.dtype}")
+        if repeats.ndim == 0:
+            n = int(repeats)
+            expanded = lax.expand_dims(a, (axis + 1,))
+            out = broadcast_to_shape(expanded, shp[:axis + 1] + (n,) + shp[axis + 1:])
+            return lax.reshape(out, shp[:axis] + (shp[axis] * n,) + shp[axis + 1:])
+        repeats = np.broadcast_to(repeats.ravel(), (shp[axis],))
+        total_repeat_length = int(repeats.sum())
+        repeats = asarray(repeats.astype(np.int32))
+    else:
+        total_repeat_length = operator.index(total_repeat_length)
+        repeats = broadcast_to(ravel(repeats), (shp[axis],))
+        if not dtypes.is_int(aval_of(repeats).dtype):
+            raise TypeError(f"repeat: repeats must be integers, got dtype "
+                            f"{aval_of(repeats).dtype}")
+    if shp[axis] == 0:
+        return a
+    if total_repeat_length == 0:
+        return lax.slice_in_dim(a, 0, 0, axis=axis)
+    # As JAX: a 1 where each element's block starts (blocks of zero length add up), so that
+    # the running count of starts is the index of the element each output position repeats.
+    index_dtype = dtypes.int32
+    repeats = lax.convert_element_type(repeats, index_dtype)
+    starts = lax.cumsum(lax.pad(repeats, convert(0, index_dtype), ((1, -1, 0),)), 0)
+    indicators = IndexUpdateHelper(lax.full((total_repeat_length,), 0, index_dtype))[
+        starts].add(convert(1, index_dtype))
+    gather = lax.sub(lax.cumsum(indicators, 0), convert(1, index_dtype))
+    return getitem(a, (slice(None),) * axis + (gather,))
 
 
 def tile(A, reps):
     """``A`` repeated ``reps`` times along each axis."""
     A = _arr("tile", A)
-    reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
+    # __index__: a float count is a TypeError, as in JAX.
+    reps = (operator.index(reps),) if np.ndim(reps) == 0 else tuple(map(operator.index, reps))
     shp = aval_of(A).shape
     nd = builtins.max(len(shp), len(reps))
     shp = (1,) * (nd - len(shp)) + shp

@@ -5,6 +5,8 @@ functions become the default float, as in jax.numpy. Algorithms that must agree 
 jax.numpy bit for bit (floor_divide, remainder, integer power, hypot, logaddexp) follow it.
 """
 
+import operator
+
 import numpy as np
 
 from xform import dtypes, lax
@@ -325,16 +327,14 @@ acosh = arccosh
 def log2(x, /):
     """Base-2 logarithm."""
     x, = promote_args_inexact("log2", x)
-    if dtypes.is_complex(aval_of(x).dtype):
-        raise NotImplementedError("log2 of complex inputs is not implemented in xform.numpy")
     return lax.div(lax.log(x), lax.log(strong_const(x, 2)))
 
 
 def log10(x, /):
     """Base-10 logarithm."""
     x, = promote_args_inexact("log10", x)
-    if dtypes.is_complex(aval_of(x).dtype):
-        raise NotImplementedError("log10 of complex inputs is not implemented in xform.numpy")
+    if dtypes.is_complex(aval_of(x).dtype):  # as JAX: a complex division by log(10)
+        return lax.div(lax.log(x), lax.log(strong_const(x, 10)))
     return lax.mul(lax.log(x), strong_const(x, 0.4342944819032518))
 
 
@@ -490,7 +490,7 @@ def round(a, decimals=0, out=None):  # noqa: A001  (NumPy's name)
     check_arraylike("round", a)
     if out is not None:
         raise NotImplementedError("The 'out' argument to xform.numpy.round is not supported.")
-    decimals = int(decimals)
+    decimals = operator.index(decimals)  # TypeError for a float, as JAX
     a = asarray(a)
     dtype = aval_of(a).dtype
     if _is_int_or_bool(dtype):
@@ -655,10 +655,25 @@ bitwise_right_shift = right_shift
 
 equal = _two_args(lax.eq, promote_args, "equal")
 not_equal = _two_args(lax.ne, promote_args, "not_equal")
-less = _two_args(lax.lt, promote_args, "less")
-less_equal = _two_args(lax.le, promote_args, "less_equal")
-greater = _two_args(lax.gt, promote_args, "greater")
-greater_equal = _two_args(lax.ge, promote_args, "greater_equal")
+
+
+def _ordering(lax_fn):
+    """``lax_fn`` extended to complex operands as jax.numpy orders them: by real part, then
+    by imaginary part."""
+    def compare(x, y):
+        if not dtypes.is_complex(x.aval.dtype):
+            return lax_fn(x, y)
+        x_re, y_re = lax.real(x), lax.real(y)
+        return lax.select(lax.eq(x_re, y_re), lax_fn(lax.imag(x), lax.imag(y)),
+                          lax_fn(x_re, y_re))
+
+    return compare
+
+
+less = _two_args(_ordering(lax.lt), promote_args, "less")
+less_equal = _two_args(_ordering(lax.le), promote_args, "less_equal")
+greater = _two_args(_ordering(lax.gt), promote_args, "greater")
+greater_equal = _two_args(_ordering(lax.ge), promote_args, "greater_equal")
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):

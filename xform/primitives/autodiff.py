@@ -3,9 +3,17 @@ derivative is zero) and the calls behind ``custom_jvp`` and ``custom_vjp``."""
 
 
 from xform import tree_util
-from xform.core import eager_rules, eval_jaxpr, eval_trace, get_aval, set_current_trace
+from xform.core import (
+    ShapedArray,
+    eager_rules,
+    eval_jaxpr,
+    eval_trace,
+    get_aval,
+    set_current_trace,
+)
 from xform.interpreters import ad, batching, transpose
-from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.interpreters.ad import aval_of
+from xform.interpreters.staging import convert_constvars, staging_rules, trace_to_jaxpr
 from xform.primitives.base import standard_primitive
 
 __all__ = ["stop_gradient"]
@@ -25,20 +33,57 @@ ad.defjvp_zero(stop_gradient_p)
 
 
 # --------------------------------------------------------------------------- custom rules
-# ``custom_jvp_call`` and ``custom_vjp_call`` run a traced function (``call_jaxpr``, its
-# closed-over values as the first ``num_consts`` operands) and carry the user's rules as
-# params, so a staged program keeps them: differentiating it later still uses the rules.
-# The API (xform/custom_derivatives.py) wraps the rules to work on flat lists.
+# ``custom_jvp_call`` and ``custom_vjp_call`` run a function and carry the user's rules as
+# params. As in JAX, the function is traced only by the interpreters that need its jaxpr: the
+# API binds it as a Python function (param ``fun``), which eager evaluation calls, JVP never
+# calls (the rule gives the primal outputs too) and vmap wraps for whichever runs it; staging
+# traces it and records the equation with its jaxpr (param ``call_jaxpr``, its closed-over
+# values as the first ``num_consts`` operands), so a staged program keeps the rules:
+# differentiating it later still uses them. A replayed equation binds that jaxpr again.
+# The API (xform/custom_derivatives.py) wraps the function and rules to work on flat lists.
 
 
-def _call_abstract_eval(*avals, call_jaxpr, **params):
+def _call_fun(params):
+    """The function a custom call runs: ``fun``, or its staged ``call_jaxpr`` replayed."""
+    fun = params.get("fun")
+    if fun is not None:
+        return fun
+    jaxpr = params["call_jaxpr"]
+    return lambda *args: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
+
+
+def _trace_call(fun, avals):
+    """``fun`` traced for ``avals``: a const-free ClosedJaxpr and the closed-over values."""
+    what = f"tracing custom-derivative `{getattr(fun, '__name__', 'function')}`"
+    return convert_constvars(trace_to_jaxpr(fun, avals, what))
+
+
+def _call_abstract_eval(*avals, call_jaxpr=None, fun=None, **params):
+    if call_jaxpr is None:
+        call_jaxpr, _ = _trace_call(fun, list(avals))
     return call_jaxpr.out_avals
 
 
-def _call_eager(*args, call_jaxpr, **params):
+def _call_eager(*args, **params):
     # Evaluated by the eager interpreter, whichever trace handed the call down to it.
     with set_current_trace(eval_trace):
-        return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+        return list(_call_fun(params)(*args))
+
+
+def _staged_call(prim):
+    """Staging rule: trace the function (once) and record the call with its jaxpr."""
+
+    def stage(trace, args, params):
+        fun = params.get("fun")
+        if fun is None:  # a staged equation replayed: its jaxpr is already there
+            return trace.stage(prim, args, params, params["call_jaxpr"].out_avals)
+        body, consts = _trace_call(fun, [aval_of(x) for x in args])
+        staged = {"call_jaxpr": body}
+        staged.update((k, v) for k, v in params.items() if k != "fun")
+        staged["num_consts"] += len(consts)
+        return trace.stage(prim, [*consts, *args], staged, body.out_avals)
+
+    return stage
 
 
 custom_jvp_call_p = standard_primitive("custom_jvp_call", _call_abstract_eval,
@@ -47,16 +92,18 @@ custom_vjp_call_p = standard_primitive("custom_vjp_call", _call_abstract_eval,
                                        multiple_results=True)
 eager_rules[custom_jvp_call_p] = _call_eager
 eager_rules[custom_vjp_call_p] = _call_eager
+staging_rules[custom_jvp_call_p] = _staged_call(custom_jvp_call_p)
+staging_rules[custom_vjp_call_p] = _staged_call(custom_vjp_call_p)
 
 
-def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts):
+def _custom_jvp_call_jvp(primals, tangents, *, jvp, num_consts, **call):
     # Closed-over values are not differentiated through: the rule sees the arguments only.
     args = primals[num_consts:]
     arg_tangents = [ad.instantiate(t) for t in tangents[num_consts:]]
     return jvp(args, arg_tangents)
 
 
-def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts):
+def _custom_vjp_call_jvp(primals, tangents, *, fwd, bwd, num_consts, **call):
     primals_out, residuals = fwd(primals[num_consts:])
     arg_tangents = [ad.instantiate(t) for t in tangents[num_consts:]]
     out_avals = tuple(ad.tangent_aval(get_aval(p)) for p in primals_out)
@@ -97,9 +144,13 @@ transpose.transpose_rules[custom_lin_p] = _custom_lin_transpose
 
 
 # --------------------------------------------------------------------------- batching
-# The custom-derivative calls are batched by batching their jaxpr and wrapping the user's
-# rules in a vmap of their own: a rule always sees the per-example values it was written for.
-# Every output (and residual) is batched at 0, so the wrapped rules agree on where the batch is.
+# The custom-derivative calls are batched lazily, as they are differentiated: the function
+# and the rules are wrapped in a vmap of their own and bound on the parent trace, which runs
+# the one it needs; a rule always sees the per-example values it was written for. The
+# function may close over values mapped by this vmap, so the call is batched even when none
+# of its operands is (it is in ``axis_rules``): traced per example first, it finds them among
+# its closed-over values. What nothing maps stays unmapped; otherwise every output (and
+# residual) is batched at 0, so the wrapped function and rules agree on where the batch is.
 
 batching.defvectorized(stop_gradient_p)
 
@@ -108,16 +159,37 @@ def _all_at_front(n):
     return [0] * n
 
 
-def _batched_call_jaxpr(call_jaxpr, axis, dims):
-    in_avals = [batching.batched_aval(a, d, axis.size)
-                for a, d in zip(call_jaxpr.in_avals, dims, strict=True)]
+def _mapped_here(x, axis):
+    """Whether ``x`` is a tracer of a vmap over ``axis`` (the one whose rule is running)."""
+    return isinstance(x, batching.BatchTracer) and x._trace.axis is axis
 
-    def batched(*args):
-        return batching.vmap_flat(lambda *xs: eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts,
-                                                         *xs),
-                                  axis, args, dims, _all_at_front)
 
-    return convert_constvars(trace_to_jaxpr(batched, in_avals, "vectorizing a custom rule"))
+def _unbatched_aval(aval, dim):
+    if dim is batching.not_mapped:
+        return aval
+    return ShapedArray(aval.shape[:dim] + aval.shape[dim + 1:], aval.dtype, aval.weak_type)
+
+
+def _batched_fun(fun, axis, dims, out_dims):
+    """``fun`` on operands batched along ``dims``; sets ``out_dims`` when it runs."""
+
+    def batched(*vals):
+        avals = [_unbatched_aval(get_aval(v), d) for v, d in zip(vals, dims, strict=True)]
+        body, consts = _trace_call(fun, avals)
+        const_vals = [c.val if _mapped_here(c, axis) else c for c in consts]
+        const_dims = [c.batch_dim if _mapped_here(c, axis) else batching.not_mapped
+                      for c in consts]
+        all_dims = const_dims + list(dims)
+        if all(d is batching.not_mapped for d in all_dims) and (
+                axis.name is None or axis.name not in batching.axis_names(body.jaxpr)):
+            out_dims[:] = [batching.not_mapped] * len(body.out_avals)
+            return eval_jaxpr(body.jaxpr, body.consts, *const_vals, *vals)
+        out_dims[:] = [0] * len(body.out_avals)
+        return batching.vmap_flat(lambda *xs: eval_jaxpr(body.jaxpr, body.consts, *xs), axis,
+                                  const_vals + list(vals), all_dims, _all_at_front)
+
+    batched.__name__ = getattr(fun, "__name__", "function")
+    return batched
 
 
 def _batched_bwd(bwd, axis, res_dims, ct_dims, arg_dims):
@@ -135,49 +207,68 @@ def _batched_bwd(bwd, axis, res_dims, ct_dims, arg_dims):
     return batched_bwd
 
 
-def _custom_jvp_call_batch(axis, args, dims, *, call_jaxpr, jvp, num_consts):
-    body, consts = _batched_call_jaxpr(call_jaxpr, axis, dims)
+def _custom_jvp_call_batch(axis, args, dims, *, jvp, num_consts, **call):
+    out_dims = []  # set by whichever of the function and the rule the parent runs
+    fun = _batched_fun(_call_fun(call), axis, dims, out_dims)
     arg_dims = list(dims[num_consts:])
-    n_out = len(call_jaxpr.out_avals)
+    n_out = []
+
+    def jvp_counting(primals, tangents):
+        primals_out, tangents_out = jvp(primals, tangents)
+        n_out[:] = [len(primals_out)]
+        return primals_out, tangents_out
 
     def batched_jvp(primals, tangents):
-        outs = batching.vmap_flat(lambda *xs: _concat(jvp(list(xs[:len(primals)]),
-                                                          list(xs[len(primals):]))),
+        if all(d is batching.not_mapped for d in arg_dims):
+            primals_out, tangents_out = jvp(primals, tangents)
+            out_dims[:] = [batching.not_mapped] * len(primals_out)
+            return primals_out, tangents_out
+        outs = batching.vmap_flat(lambda *xs: _concat(jvp_counting(list(xs[:len(primals)]),
+                                                                   list(xs[len(primals):]))),
                                   axis, list(primals) + list(tangents), arg_dims + arg_dims,
                                   _all_at_front)
-        return outs[:n_out], outs[n_out:]
+        out_dims[:] = [0] * n_out[0]
+        return outs[:n_out[0]], outs[n_out[0]:]
 
-    outs = custom_jvp_call_p.bind(*consts, *args, call_jaxpr=body, jvp=batched_jvp,
-                                  num_consts=len(consts) + num_consts)
-    return outs, [0] * len(outs)
+    outs = custom_jvp_call_p.bind(*args, fun=fun, jvp=batched_jvp, num_consts=num_consts)
+    return outs, list(out_dims)
 
 
 def _concat(pair):
     return list(pair[0]) + list(pair[1])
 
 
-def _custom_vjp_call_batch(axis, args, dims, *, call_jaxpr, fwd, bwd, num_consts):
-    body, consts = _batched_call_jaxpr(call_jaxpr, axis, dims)
+def _custom_vjp_call_batch(axis, args, dims, *, fwd, bwd, num_consts, **call):
+    out_dims = []
+    fun = _batched_fun(_call_fun(call), axis, dims, out_dims)
     arg_dims = list(dims[num_consts:])
-    n_out = len(call_jaxpr.out_avals)
-    num_res = []
+    n_out, num_res = [], []
 
     def batched_fwd(primals):
+        if all(d is batching.not_mapped for d in arg_dims):
+            outs, residuals = fwd(primals)
+            out_dims[:] = [batching.not_mapped] * len(outs)
+            num_res[:] = [None]  # residuals unmapped too
+            return outs, residuals
+
         def flat_fwd(*xs):
             outs, residuals = fwd(list(xs))
-            num_res[:] = [len(residuals)]
+            n_out[:], num_res[:] = [len(outs)], [len(residuals)]
             return list(outs) + list(residuals)
 
         outs = batching.vmap_flat(flat_fwd, axis, list(primals), arg_dims, _all_at_front)
-        return outs[:n_out], outs[n_out:]
+        out_dims[:] = [0] * n_out[0]
+        return outs[:n_out[0]], outs[n_out[0]:]
 
     def batched_bwd(residuals, cts):
-        inner = _batched_bwd(bwd, axis, [0] * num_res[0], [0] * n_out, arg_dims)
+        if num_res[0] is None:
+            return bwd(residuals, cts)
+        inner = _batched_bwd(bwd, axis, [0] * num_res[0], [0] * n_out[0], arg_dims)
         return inner(residuals, cts)
 
-    outs = custom_vjp_call_p.bind(*consts, *args, call_jaxpr=body, fwd=batched_fwd,
-                                  bwd=batched_bwd, num_consts=len(consts) + num_consts)
-    return outs, [0] * len(outs)
+    outs = custom_vjp_call_p.bind(*args, fun=fun, fwd=batched_fwd, bwd=batched_bwd,
+                                  num_consts=num_consts)
+    return outs, list(out_dims)
 
 
 def _custom_lin_batch(axis, args, dims, *, num_res, bwd, out_avals):
@@ -188,6 +279,6 @@ def _custom_lin_batch(axis, args, dims, *, num_res, bwd, out_avals):
     return outs, [0] * len(outs)
 
 
-batching.batch_rules[custom_jvp_call_p] = _custom_jvp_call_batch
-batching.batch_rules[custom_vjp_call_p] = _custom_vjp_call_batch
+batching.axis_rules[custom_jvp_call_p] = _custom_jvp_call_batch
+batching.axis_rules[custom_vjp_call_p] = _custom_vjp_call_batch
 batching.batch_rules[custom_lin_p] = _custom_lin_batch

@@ -7,6 +7,7 @@ evaluation on a CPU), and later its jvp, transpose and batching rules. Lowering 
 """
 
 import functools
+import warnings
 
 import numpy as np
 
@@ -25,6 +26,26 @@ NUMBER = (FLOAT, COMPLEX, SIGNED, UNSIGNED)
 ANY = (FLOAT, COMPLEX, SIGNED, UNSIGNED, BOOL)
 INT_OR_BOOL = (SIGNED, UNSIGNED, BOOL)
 FLOAT_OR_INT = (FLOAT, SIGNED, UNSIGNED)
+
+
+_PYTHON_TYPES = (bool, int, float, complex)
+
+
+def user_dtype(dtype, name, stacklevel=3):
+    """The canonical form of a dtype a user asked for. A 64-bit dtype without x64 is narrowed
+    with a ``UserWarning``, as JAX warns; Python's ``int``/``float``/``complex`` mean the
+    default types and never warn. ``stacklevel``: how far up the caller is, for the warning."""
+    canonical = dtypes.canonicalize(dtype)
+    if canonical == dtype:  # the common case, kept cheap
+        return canonical
+    requested = np.dtype(dtype)
+    if canonical != requested and not (isinstance(dtype, type) and dtype in _PYTHON_TYPES):
+        warnings.warn(f"Explicitly requested dtype {requested} requested in {name} is not "
+                      f"available, and will be truncated to dtype {canonical}. To enable "
+                      "more dtypes, set the jax_enable_x64 configuration option "
+                      "(xform.config.update('jax_enable_x64', True)) or the JAX_ENABLE_X64 "
+                      "shell environment variable.", UserWarning, stacklevel=stacklevel)
+    return canonical
 
 
 def standard_primitive(name, abstract_eval, host_impl=None, multiple_results=False):
@@ -134,6 +155,7 @@ def as_shape(shape, name):
         if isinstance(e, core.ConcretizationTypeError):
             raise
         raise TypeError(f"{name}: shapes must be sequences of integers, got {shape!r}") from None
-    if any(d < 0 for d in out):
-        raise ValueError(f"{name}: shape {out} has a negative dimension")
+    if any(d < 0 for d in out):  # TypeError, as JAX's shape checks
+        raise TypeError(f"{name}: shape {out} has a negative dimension; every dimension "
+                        "must be nonnegative")
     return out

@@ -394,6 +394,7 @@ def _all_gather_batch(axis, x, d, *, axes, axis_size, all_gather_dimension, tile
 
 @_over_own_axis(psum_scatter_p, several=True)
 def _psum_scatter_batch(axis, x, d, *, axes, axis_size, scatter_dimension, tiled):
+    _check_lanes("psum_scatter", "dimension", x, d, scatter_dimension, axis_size, tiled)
     s = scatter_dimension
     summed = (x * np.asarray(axis.size, get_aval(x).dtype) if d is not_mapped
               else reduce_sum(x, (d,)))
@@ -435,8 +436,18 @@ def _ppermute_batch(axis, x, d, *, axes, perm):
     return concatenate(rows, 0), 0
 
 
+def _check_lanes(name, what, x, d, dim, axis_size, tiled):
+    """The abstract evaluation's shape check, on one lane's value (the batch rules bypass
+    it): under vmap, as under pmap, a mis-sized operand is a ``ValueError``."""
+    aval = get_aval(x)
+    if d is not not_mapped:
+        aval = ShapedArray(aval.shape[:d] + aval.shape[d + 1:], aval.dtype)
+    _split_over_devices(name, what, aval, dim, axis_size, tiled)
+
+
 @_over_own_axis(all_to_all_p)
 def _all_to_all_batch(axis, x, d, *, axes, axis_size, split_axis, concat_axis, tiled):
+    _check_lanes("all_to_all", "the split axis", x, d, split_axis, axis_size, tiled)
     x = batching.batch_at_front(x, d, axis.size)  # x[j, ...]: lane j's value
     s = split_axis + 1
     if tiled:  # split_axis (n*k) -> (n, k): lane i gets chunk i

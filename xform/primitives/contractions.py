@@ -317,8 +317,8 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding):
     if kind == "VALID":
         return [(0, 0)] * len(in_shape)
     if kind not in ("SAME", "SAME_LOWER"):
-        raise ValueError(f"Unrecognized padding type: expected 'VALID', 'SAME', or "
-                         f"'SAME_LOWER', got {padding}.")
+        raise RuntimeError(f"Unrecognized padding type: expected 'VALID', 'SAME', or "
+                           f"'SAME_LOWER', got {padding}.")  # RuntimeError, as JAX's
     pads = []
     for d, k, s in zip(in_shape, window_shape, window_strides, strict=True):
         out = -(-d // s)

@@ -31,6 +31,7 @@ from xform.primitives.base import (
     elementwise,
     elementwise_abstract_eval,
     standard_primitive,
+    user_dtype,
 )
 
 __all__ = [
@@ -570,7 +571,7 @@ def _integer_pow_abstract_eval(x, *, y):
     if not isinstance(y, int):
         raise TypeError(f"integer_pow: the exponent y must be a Python int, got {y!r}")
     if y < 0 and dtypes.is_int(x.dtype):
-        raise ValueError(f"integer_pow: integers cannot be raised to the negative power {y}")
+        raise TypeError(f"integer_pow: integers cannot be raised to the negative power {y}")
     return [x]
 
 
@@ -678,9 +679,19 @@ convert_element_type_p = standard_primitive("convert_element_type", _convert_abs
                                             _convert_host)
 
 
+def _python_int_as(x, dtype):
+    """A Python int converted to ``dtype`` as JAX does it, on the host: NumPy reads it (int64,
+    or uint64 when larger) and it wraps around to ``dtype``. Converting it to the default
+    integer type first would raise for ``2**40`` without x64, where JAX gives a value."""
+    with np.errstate(all="ignore"):
+        return np.asarray(x).astype(dtype)
+
+
 def convert_element_type(operand, new_dtype):
     """``operand`` converted to ``new_dtype`` (canonicalized; 64-bit types need x64)."""
-    new_dtype = dtypes.canonicalize(new_dtype)
+    new_dtype = user_dtype(new_dtype, "convert_element_type")
+    if type(operand) is int:
+        operand = _python_int_as(operand, new_dtype)
     aval = get_aval(operand)
     # A no-op on xform values; NumPy and Python inputs always become xform arrays (as JAX).
     if aval.dtype == new_dtype and not aval.weak_type and not isinstance(
@@ -692,6 +703,8 @@ def convert_element_type(operand, new_dtype):
 def convert_folding_constants(x, dtype, weak_type=False):
     """``x`` as ``dtype`` (and ``weak_type``); concrete values convert right away, as JAX folds
     them, so a jaxpr shows a constant rather than a conversion."""
+    if type(x) is int:
+        x = _python_int_as(x, dtype)
     aval = get_aval(x)
     if aval.dtype == dtype and aval.weak_type == weak_type:
         return x
@@ -717,12 +730,13 @@ def _bitcast_abstract_eval(x, *, new_dtype):
 
 def _bitcast_host(x, *, new_dtype):
     a, b = x.dtype.itemsize, new_dtype.itemsize
+    # ascontiguousarray makes a 0-d array 1-d: every result is reshaped to its aval's shape.
     out = np.ascontiguousarray(x).view(new_dtype)
     if a > b:
         return [out.reshape(x.shape + (a // b,))]
     if a < b:
         return [out.reshape(x.shape[:-1])]
-    return [out]
+    return [out.reshape(x.shape)]
 
 
 bitcast_convert_type_p = standard_primitive("bitcast_convert_type", _bitcast_abstract_eval,

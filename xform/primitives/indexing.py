@@ -212,18 +212,18 @@ def _dynamic_slice_indices(name, operand, start_indices, allow_negative_indices)
     if not isinstance(start_indices, (list, tuple)) and (
             isinstance(start_indices, (Tracer, np.ndarray)) or hasattr(start_indices, "aval")):
         idx_aval = get_aval(start_indices)
-        if idx_aval.ndim != 1:
-            raise TypeError(f"lax.{name}: start_indices must be a sequence of scalars or a 1-D "
-                            f"array, got an array of shape {idx_aval.shape}")
+        if idx_aval.ndim != 1:  # ValueError, as JAX's
+            raise ValueError(f"lax.{name}: start_indices must be a sequence of scalars or a "
+                             f"1-D array, got an array of shape {idx_aval.shape}")
         if isinstance(start_indices, np.ndarray):
             start_indices = list(start_indices)  # NumPy scalars: static indices
         else:  # an xform array or a tracer: split it into scalar operands
             start_indices = [reshape(slice(start_indices, (k,), (k + 1,)), ())
                              for k in range(idx_aval.shape[0])]
     start_indices = list(start_indices)
-    if len(start_indices) != aval.ndim:
-        raise TypeError(f"lax.{name}: got {len(start_indices)} start indices for an operand of "
-                        f"shape {aval.shape}; pass one scalar index per dimension")
+    if len(start_indices) != aval.ndim:  # ValueError, as JAX's
+        raise ValueError(f"lax.{name}: got {len(start_indices)} start indices for an operand "
+                         f"of shape {aval.shape}; pass one scalar index per dimension")
     if isinstance(allow_negative_indices, bool):
         allow_negative_indices = [allow_negative_indices] * aval.ndim
     out = []

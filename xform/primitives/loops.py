@@ -36,6 +36,7 @@ from xform.core import (
     eval_jaxpr,
     eval_trace,
     get_aval,
+    is_concrete_array,
     set_current_trace,
 )
 from xform.interpreters import ad, batching, dce, partial_eval, transpose
@@ -527,7 +528,8 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     and can be reverse-differentiated; with traced bounds it is a ``while_loop``.
 
     Args:
-      lower, upper: integer bounds (``upper <= lower`` runs no iteration).
+      lower, upper: the bounds (``upper <= lower`` runs no iteration); integers, or floats,
+        which are truncated when known and counted in their dtype when traced, as in JAX.
       body_fun: ``(i, val) -> val``.
       init_val: the initial value, a pytree of arrays.
       unroll: how many iterations one step of the compiled loop runs (static bounds only).
@@ -538,15 +540,15 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     if not callable(body_fun):
         raise TypeError("lax.fori_loop: body_fun argument should be callable.")
     lo_aval, hi_aval = get_aval(lower), get_aval(upper)
-    if not dtypes.is_int(lo_aval.dtype) or not dtypes.is_int(hi_aval.dtype):
-        raise TypeError(f"fori_loop: lower and upper bounds must be integers, got lower of "
-                        f"type {lo_aval.str_short()} and upper of type {hi_aval.str_short()}")
+    # As JAX: bounds of any one dtype (known float bounds are truncated to ints below, traced
+    # ones count in their dtype); of two dtypes only if both are signed integers and one is
+    # weakly typed (a Python int), which takes the other's dtype.
     dtype = lo_aval.dtype
     if lo_aval.dtype != hi_aval.dtype:
-        # As in JAX: a weakly typed bound (a Python int) takes the other one's dtype.
-        if lo_aval.weak_type and not hi_aval.weak_type:
+        signed = dtypes.is_signed_int(lo_aval.dtype) and dtypes.is_signed_int(hi_aval.dtype)
+        if signed and lo_aval.weak_type and not hi_aval.weak_type:
             dtype = hi_aval.dtype
-        elif hi_aval.weak_type and not lo_aval.weak_type:
+        elif signed and hi_aval.weak_type and not lo_aval.weak_type:
             dtype = lo_aval.dtype
         else:
             raise TypeError(f"fori_loop: lower and upper arguments must have equal types, got "
@@ -571,15 +573,24 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         i, hi_, _ = carry
         return lt(i, hi_)
 
+    one = np.ones((), dtype)  # of the counter's dtype (int16, float32, ...), not a weak int
+
     def while_body(carry):
         i, hi_, x = carry
-        return add(i, 1), hi_, body_fun(i, x)
+        return add(i, one), hi_, body_fun(i, x)
 
     _, _, result = while_loop(while_cond, while_body, (lower, upper, init_val))
     return result
 
 
 # --------------------------------------------------------------------------- scan
+
+
+def _type_name(x):
+    """``f32[3]`` for an array or a tracer; the repr of anything else (for error messages)."""
+    if isinstance(x, Tracer) or is_concrete_array(x):
+        return get_aval(x).str_short()
+    return repr(x)
 
 
 def _scan_length(xs, length):
@@ -652,8 +663,10 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
         x = tree_util.tree_unflatten(xs_tree, args[n:])
         out = f(carry, x)
         if not isinstance(out, (tuple, list)) or len(out) != 2:
-            got = type(out).__name__
-            raise TypeError(f"scan body output must be a pair, got {got}.")
+            got = tree_util.tree_map(_type_name, out)
+            if isinstance(out, (tuple, list)):
+                got = f"a {type(out).__name__} of length {len(out)}: {got}"
+            raise TypeError(f"scan body output must be a pair (carry, y), got {got}.")
         carry_out, out_tree = tree_util.tree_flatten(out[0])
         _check_tree("scan body function carry input and carry output", in_tree, out_tree)
         ys, y_tree["tree"] = tree_util.tree_flatten(out[1])

@@ -6,10 +6,13 @@ total order of the bits, so -0.0 < 0.0, a positive NaN is the largest value and 
 NaN the smallest. Host implementations sort integer keys that encode these orders.
 """
 
+import operator
+
 import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
+from xform.errors import ConcretizationTypeError
 from xform.interpreters import ad, batching, transpose
 from xform.primitives.base import (
     ANY,
@@ -158,9 +161,13 @@ def top_k(operand, k, *, axis=-1):
       >>> values, indices = top_k(np.array([1., 3., 2.]), 2)  # [3., 2.], [1, 2]
     """
     axis = canonicalize_axis(axis, get_aval(operand).ndim, "lax.top_k")
-    if not isinstance(k, (int, np.integer)):
-        raise TypeError(f"lax.top_k: k must be a Python int, got {type(k).__name__}")
-    return top_k_p.bind(operand, k=int(k), axis=axis)  # a list, as JAX returns
+    try:
+        k = operator.index(k)  # an int, or a concrete integer array (a traced one raises)
+    except TypeError as e:
+        if isinstance(e, ConcretizationTypeError):
+            raise
+        raise TypeError(f"lax.top_k: k must be an integer, got {k!r}") from None
+    return top_k_p.bind(operand, k=k, axis=axis)  # a list, as JAX returns
 
 
 # --------------------------------------------------------------------------- jvp rules

@@ -19,6 +19,7 @@ from xform.primitives.base import (
     canonicalize_axis,
     check_dtype,
     standard_primitive,
+    user_dtype,
 )
 from xform.primitives.elementwise import convert_folding_constants, select, sub
 
@@ -400,7 +401,7 @@ def broadcasted_iota(dtype, shape, dimension):
       Array([[0, 1, 2],
              [0, 1, 2]], dtype=int32)
     """
-    dtype = dtypes.canonicalize(dtype)
+    dtype = user_dtype(dtype, "broadcasted_iota")
     shape = as_shape(shape, "lax.broadcasted_iota")
     dimension = _axis(dimension, len(shape))
     return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension)
@@ -432,12 +433,12 @@ def full(shape, fill_value, dtype=None):
     """An array of ``shape`` filled with the scalar ``fill_value`` (converted to ``dtype`` if
     given; weakly typed if ``dtype`` is None and ``fill_value`` is a Python scalar)."""
     shape = as_shape(shape, "lax.full")
+    if dtype is not None:  # first: a Python int wraps around to dtype (lax.full(s, 300, i8))
+        fill_value = convert_folding_constants(fill_value, user_dtype(dtype, "full"), False)
     aval = get_aval(fill_value)
     if aval.shape:
         raise TypeError(f"lax.full must be called with a scalar fill_value, got "
                         f"fill_value.shape {aval.shape}")
-    if dtype is not None:
-        fill_value = convert_folding_constants(fill_value, dtypes.canonicalize(dtype), False)
     return broadcast(fill_value, shape)
 
 
@@ -451,7 +452,7 @@ def full_like(x, fill_value, dtype=None, shape=None):
                              bool(getattr(x, "weak_type", False)))
     fill_shape = x_aval.shape if shape is None else as_shape(shape, "lax.full_like")
     weak_type = dtype is None and x_aval.weak_type
-    dtype = x_aval.dtype if dtype is None else dtypes.canonicalize(dtype)
+    dtype = x_aval.dtype if dtype is None else user_dtype(dtype, "full_like")
     return full(fill_shape, convert_folding_constants(fill_value, dtype, weak_type))
 
 

@@ -123,7 +123,7 @@ def _seed(name, seed, impl):
     _check_impl(name, impl)
     if isinstance(seed, int) and not isinstance(seed, bool):
         seed = np.int64(seed)  # as JAX: overflow-checked, then narrowed by wrapping without x64
-        if not config.enable_x64:
+        if not config.x64_enabled():
             seed = seed.astype(np.int32)
     try:
         aval = core.get_aval(seed)
@@ -192,7 +192,7 @@ def bits(key, shape=(), dtype=None):
     """Uniform random bits as unsigned integers of ``dtype`` (default uint32, uint64 under
     x64), bit-equal to JAX's ``random.bits``."""
     key = check_key("bits", key)
-    default = np.uint64 if config.enable_x64 else np.uint32
+    default = np.uint64 if config.x64_enabled() else np.uint32
     dt = canonical_dtype("bits", dtype, default, "uint")
     return _bits(key, shape=canonical_shape("bits", shape), bit_width=dt.itemsize * 8)
 

@@ -111,7 +111,7 @@ def random_bits(key, bit_width, shape):
     b1, b2 = threefry2x32(k1, k2, hi, lo)
     dtype = UINT_DTYPES[bit_width]
     if bit_width == 64:
-        if not config.enable_x64:
+        if not config.x64_enabled():
             raise ValueError("xform.random: 64-bit random bits need x64 mode "
                              "(xform.config.update('enable_x64', True))")
         b1 = lax.convert_element_type(b1, dtype)
