@@ -5,7 +5,7 @@ feature.
 """
 
 import lowering  # noqa: F401  (registers the lowering rules)
-from xform import config, dispatch, errors, lax, nn, numpy, random, scipy, spmd, tree_util  # noqa: F401
+from xform import config, dispatch, errors, lax, nn, numpy, ops, random, scipy, spmd, tree_util  # noqa: F401
 from xform.api import (  # noqa: F401
     ShapeDtypeStruct,
     block_until_ready,
