@@ -12,7 +12,7 @@ import weakref
 import numpy as np
 
 from lowering import mlir, runtime
-from xform import config, core
+from xform import config, core, dtypes
 from xform.array import Array
 from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Tracer, Var, host_impls
 from xform.interpreters import dce
@@ -35,6 +35,48 @@ def host_value(x, aval):
     return np.asarray(v, aval.dtype)
 
 
+# XLA's CPU backend runs with denormals-are-zero and flush-to-zero: arithmetic reads a
+# subnormal float operand as zero and writes zero for a subnormal result, keeping its sign;
+# only bit moves (copy, neg, abs, select, reshape, ...) pass one through. NumPy keeps them,
+# so the host path flushes (1) results, when NumPy signalled an underflow, which costs
+# nothing until one happens, and (2) the plain Python and NumPy operands of a primitive.
+# Results that are exactly subnormal signal nothing and stay, as do subnormals in an xform
+# Array made from user data: checking every operand and result would double the cost of an
+# eager op. float16 is left alone: XLA computes it in float32, where its subnormals are normal.
+_TINY = {np.dtype(d): np.finfo(d).tiny for d in ("float32", "float64", "complex64",
+                                                 "complex128")}
+_TINY[np.dtype(dtypes.bfloat16)] = np.float32(np.finfo(np.float32).tiny)
+
+
+def flush_subnormals(x):
+    """``x`` with its subnormal floats replaced by zeros of the same sign, as XLA's CPU."""
+    tiny = _TINY.get(x.dtype)
+    if tiny is None:
+        return x
+    if x.dtype.kind == "c":
+        return flush_subnormals(x.real) + 1j * flush_subnormals(x.imag)
+    wide = x.astype(np.float32) if x.dtype == dtypes.bfloat16 else x
+    return np.where(np.abs(wide) < tiny, x * 0, x)
+
+
+def _operand_daz(v):
+    """A Python or NumPy operand with subnormals read as zero; ``v`` itself when it has none."""
+    tiny = _TINY.get(v.dtype)
+    if tiny is None:
+        return v
+    if v.ndim == 0:  # a scalar: a Python comparison, far cheaper than NumPy's
+        return flush_subnormals(v) if 0 < abs(v.item()) < tiny else v
+    for part in (v.real, v.imag) if v.dtype.kind == "c" else (v,):
+        mags = np.abs(part)
+        if np.count_nonzero((mags < tiny) & (mags > 0)):
+            return flush_subnormals(v)
+    return v
+
+
+def _note_underflow(kind, flag):
+    _quiet.underflow = True
+
+
 def device_buffer(x, aval, device=None):
     """A device buffer holding concrete argument ``x``."""
     if type(x) is Array:
@@ -49,8 +91,10 @@ class _Quiet(threading.local):
     must the host path. Entering a context costs nothing, unlike ``np.errstate``."""
 
     def __init__(self):
+        self.underflow = False  # set by NumPy, through _note_underflow, in self.context
         self.context = contextvars.copy_context()
-        self.context.run(np.seterr, all="ignore")
+        self.context.run(np.seterr, all="ignore", under="call")
+        self.context.run(np.seterrcall, _note_underflow)
 
 
 _quiet = _Quiet()
@@ -69,9 +113,12 @@ def host_apply(prim, args, params):
         else:
             aval = concrete_aval(x, prim)
             avals.append(aval)
-            vals.append(host_value(x, aval))
+            vals.append(_operand_daz(host_value(x, aval)))
     out_avals = out_avals_of(prim, avals, params)
     outs = _quiet.context.run(impl, *vals, **params)
+    if _quiet.underflow:  # rare: flush to zero as XLA does
+        _quiet.underflow = False
+        outs = [flush_subnormals(np.asarray(out)) for out in outs]
     if len(outs) == 1 == len(out_avals):  # most primitives: no loop to set up
         out, a = outs[0], out_avals[0]
         if type(out) is not np.ndarray:

@@ -352,7 +352,7 @@ def promote_dtypes_inexact(*args):
 
 
 def promote_dtypes_numeric(*args):
-    """Promote, then bools become the default int."""
+    """Promote, then bools become int32, as JAX's ``to_numeric_dtype`` (int32 under x64 too)."""
     if len(args) == 1:  # one array that is numeric already (``sum(x)``): nothing to do
         x = args[0]
         if isinstance(x, _ARRAY_TYPES) and x.aval.dtype in _NUMERIC:
@@ -360,7 +360,7 @@ def promote_dtypes_numeric(*args):
     dtype, weak = lattice_result_type(*args)
     dtype = dtypes.canonicalize(dtype)
     if dtype == dtypes.bool_:
-        dtype, weak = dtypes.default_int(), False
+        dtype, weak = dtypes.int32, False
     return [convert(x, dtype, weak) for x in args]
 
 

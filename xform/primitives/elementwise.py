@@ -150,13 +150,19 @@ def _exp2_host(x):
     return [np.asarray(np.exp(log2 * x))]
 
 
+def _sign_host(x):
+    # NumPy's sign(-0.0) is +0.0; XLA's keeps the sign of a zero.
+    s = np.sign(x)
+    return np.copysign(s, x) if x.dtype.kind == "f" else s
+
+
 def _population_count_host(x):
     # NumPy counts the bits of |x| for signed integers; XLA those of the two's complement.
     return np.bitwise_count(x.view(f"u{x.dtype.itemsize}")).astype(x.dtype)
 
 
 neg_p = elementwise("neg", NUMBER, np.negative)
-sign_p = elementwise("sign", NUMBER, np.sign)
+sign_p = elementwise("sign", NUMBER, _sign_host)
 floor_p = elementwise("floor", (FLOAT,), np.floor)
 ceil_p = elementwise("ceil", (FLOAT,), np.ceil)
 round_p = elementwise("round", (FLOAT,), _round_host)

@@ -982,9 +982,8 @@ def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes,
         scatter_dims_to_operand_dims=dn.start_index_map,
         operand_batching_dims=dn.operand_batching_dims,
         scatter_indices_batching_dims=dn.start_indices_batching_dims)
-    # A gather that may go out of bounds clamps unless it fills; so must its transpose.
-    if mode != GatherScatterMode.FILL_OR_DROP:
-        mode = GatherScatterMode.CLIP
+    # The same mode, as JAX: under PROMISE_IN_BOUNDS an out-of-bounds window is clamped by
+    # the gather but dropped by its transpose (XLA's scatter), so its cotangent is zero.
     out = scatter_add_p.bind(_zeros(operand.aval), indices, ct, dimension_numbers=scatter_dn,
                              indices_are_sorted=indices_are_sorted,
                              unique_indices=unique_indices, mode=mode)
