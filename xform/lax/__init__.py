@@ -17,6 +17,9 @@ from xform.primitives import (
     structural,
 )
 from xform.primitives import (
+    fft as _fft,
+)
+from xform.primitives import (
     linalg as _linalg,
 )
 from xform.primitives.autodiff import *  # noqa: F403
@@ -25,6 +28,7 @@ from xform.primitives.cond import *  # noqa: F403
 from xform.primitives.contractions import *  # noqa: F403
 from xform.primitives.elementwise import *  # noqa: F403
 from xform.primitives.elementwise import RoundingMethod  # noqa: F401
+from xform.primitives.fft import *  # noqa: F403
 from xform.primitives.indexing import *  # noqa: F403
 from xform.primitives.loops import *  # noqa: F403
 from xform.primitives.reductions import *  # noqa: F403
@@ -33,7 +37,7 @@ from xform.primitives.solves import *  # noqa: F403
 from xform.primitives.sorting import *  # noqa: F403
 from xform.primitives.structural import *  # noqa: F403
 
-for _family in (autodiff, contractions, elementwise, indexing, _linalg, loops, reductions, solves,
-                sorting, structural):
+for _family in (autodiff, contractions, elementwise, _fft, indexing, _linalg, loops, reductions,
+                solves, sorting, structural):
     globals().update({k: v for k, v in vars(_family).items() if k.endswith("_p")})
 del _family

@@ -12,6 +12,7 @@ from xform import dtypes as _dtypes
 from xform.array import Array as ndarray
 from xform.numpy import (
     _array_methods,  # noqa: F401  (attaches operators and methods)
+    fft,  # noqa: F401  (the submodule, as jax.numpy.fft)
     linalg,  # noqa: F401  (the submodule, as jax.numpy.linalg)
 )
 from xform.numpy._contractions import *  # noqa: F403
