@@ -17,10 +17,17 @@ from xform.numpy import (
 )
 from xform.numpy._contractions import *  # noqa: F403
 from xform.numpy._creation import *  # noqa: F403
+from xform.numpy._index_tricks import *  # noqa: F403
+from xform.numpy._manipulation import *  # noqa: F403
+from xform.numpy._math import *  # noqa: F403
+from xform.numpy._polynomial import *  # noqa: F403
 from xform.numpy._promote import array, asarray, promote_types, result_type  # noqa: F401
 from xform.numpy._reductions import *  # noqa: F403
+from xform.numpy._selecting import *  # noqa: F403
+from xform.numpy._setops import *  # noqa: F403
 from xform.numpy._shape import *  # noqa: F403
 from xform.numpy._sorting import *  # noqa: F403
+from xform.numpy._statistics import *  # noqa: F403
 from xform.numpy._ufuncs import *  # noqa: F403
 
 Array = ndarray

@@ -10,7 +10,15 @@ import numpy as np
 
 from xform.array import Array
 from xform.core import Tracer
-from xform.numpy import _contractions, _promote, _reductions, _shape, _sorting, _ufuncs
+from xform.numpy import (
+    _contractions,
+    _manipulation,
+    _promote,
+    _reductions,
+    _shape,
+    _sorting,
+    _ufuncs,
+)
 from xform.numpy._indexing import IndexUpdateHelper, getitem
 from xform.numpy._promote import _is_arraylike
 
@@ -106,7 +114,8 @@ _METHODS = {
     "round": _ufuncs.round,
     "conj": _ufuncs.conjugate, "conjugate": _ufuncs.conjugate, "dot": _contractions.dot,
     "diagonal": _contractions.diagonal, "trace": _contractions.trace,
-    "sort": _sorting.sort, "argsort": _sorting.argsort,
+    "sort": _sorting.sort, "argsort": _sorting.argsort, "take": _manipulation.take,
+    "searchsorted": _sorting.searchsorted, "argpartition": _sorting.argpartition,
 }
 
 
