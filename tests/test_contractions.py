@@ -159,7 +159,8 @@ def test_dot_general_jaxpr_and_lowering_match_jax():
     x, y = np.ones((5, 2, 3), np.float32), np.ones((5, 3, 4), np.float32)
     dn = (((2,), (1,)), ((0,), (0,)))
     text = str(xform.make_jaxpr(lambda a, b: lax.dot_general(a, b, dn))(x, y))
-    assert "c:f32[5,2,4] = dot_general[dimension_numbers=(((2,), (1,)), ((0,), (0,)))" in text
+    # as JAX prints it: dimension numbers as lists, a None precision hidden
+    assert "c:f32[5,2,4] = dot_general[dimension_numbers=(([2], [1]), ([0], [0]))] a b" in text
     for a, b, kw in [(x, y, {}), (x.astype(np.int8), y.astype(np.int8),
                                   {"preferred_element_type": np.float32}),
                      (x, y.astype(np.int32), {})]:
@@ -353,8 +354,9 @@ def test_conv_jaxpr_and_lowering_match_jax():
     ls, rs, kwargs = _CONV_CASES["2d_dilated_nhwc"]
     x, w = np.ones(ls, np.float32), np.ones(rs, np.float32)
     text = str(xform.make_jaxpr(lambda a, b: lax.conv_general_dilated(a, b, **kwargs))(x, w))
-    assert ("conv_general_dilated[batch_group_count=1 dimension_numbers=ConvDimensionNumbers("
-            "lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1), out_spec=(0, 3, 1, 2))") in text
+    assert "conv_general_dilated[\n      batch_group_count=1\n" in text  # one param a line
+    assert ("dimension_numbers=ConvDimensionNumbers(lhs_spec=(0, 3, 1, 2), "
+            "rhs_spec=(3, 2, 0, 1), out_spec=(0, 3, 1, 2))\n") in text
     for case in sorted(_CONV_CASES):
         ls, rs, kwargs = _CONV_CASES[case]
         x, w = np.ones(ls, np.float32), np.ones(rs, np.float32)

@@ -24,10 +24,15 @@ F32_3 = np.ones(3, np.float32)
 
 def test_make_jaxpr_text():
     jaxpr = xform.make_jaxpr(lambda x: lax.mul(lax.sin(x), 2.0))(F32_3)
+    # as JAX prints it: on one line when it fits in 80 columns
+    assert str(jaxpr) == ("{ lambda ; a:f32[3]. let b:f32[3] = sin a; "
+                          "c:f32[3] = mul b 2.0:f32[] in (c,) }")
+    jaxpr = xform.make_jaxpr(lambda x: lax.add(lax.mul(lax.sin(x), 2.0), 1.0))(F32_3)
     assert str(jaxpr) == ("{ lambda ; a:f32[3]. let\n"
                           "    b:f32[3] = sin a\n"
                           "    c:f32[3] = mul b 2.0:f32[]\n"
-                          "  in (c,) }")
+                          "    d:f32[3] = add c 1.0:f32[]\n"
+                          "  in (d,) }")
 
 
 def test_make_jaxpr_shows_params_consts_and_multiple_outputs():
@@ -45,9 +50,10 @@ def test_make_jaxpr_shows_params_consts_and_multiple_outputs():
 def test_nested_jit_is_an_equation_with_an_indented_sub_jaxpr():
     inner = xform.jit(lax.sin)
     text = str(xform.make_jaxpr(lambda x: lax.cos(inner(x)))(F32_3))
-    assert "= jit[\n      jaxpr={ lambda ; c:f32[3]. let\n          d:f32[3] = sin c\n" in text
-    assert "name=sin" in text
-    assert text.rstrip().endswith("in (e,) }")
+    # name first; the body's binders named after the equation's atoms, as JAX prints them
+    assert ("b:f32[3] = jit[\n      name=sin\n"
+            "      jaxpr={ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }\n    ] a\n") in text
+    assert text.rstrip().endswith("in (c,) }")
 
 
 def test_make_jaxpr_static_argnums_and_pytrees():

@@ -336,7 +336,7 @@ def test_gather_scatter_text():
                "stablehlo.gather", "stablehlo.select"):
         assert op in fill, op
     jaxpr = str(xform.make_jaxpr(lambda a, i: g(a, i, "fill"))(x, idx))
-    assert "gather[dimension_numbers=GatherDimensionNumbers(offset_dims=(1,)" in jaxpr
+    assert "gather[\n      dimension_numbers=GatherDimensionNumbers(offset_dims=(1,)" in jaxpr
     assert "fill_value=nan" in jaxpr and "mode=GatherScatterMode.FILL_OR_DROP" in jaxpr
 
     sdn = lax.ScatterDimensionNumbers((1,), (0,), (0,))
@@ -357,8 +357,8 @@ def test_gather_scatter_text():
     clip = xform.jit(lambda a, i, v: lax.scatter(a, i, v, sdn, mode="clip")).lower(x, idx, u)
     assert "stablehlo.clamp" in clip.as_text()
     jaxpr = str(xform.make_jaxpr(lambda a, i, v: lax.scatter_add(a, i, v, sdn))(x, idx, u))
-    assert "scatter-add[dimension_numbers=ScatterDimensionNumbers(update_window_dims=(1,)" in (
-        jaxpr)
+    assert ("scatter-add[\n      dimension_numbers=ScatterDimensionNumbers("
+            "update_window_dims=(1,)") in jaxpr
 
 
 def test_x64(x64):

@@ -291,7 +291,7 @@ def test_static_indexing_lowers_to_slice_not_gather():
     text = str(xform.make_jaxpr(lambda a: getitem(a, (np.array([0, 2]),)))(x))
     assert "gather[" in text, text
     text = str(xform.make_jaxpr(lambda a: getitem(a, ...))(x))
-    assert "let\n  in" in text.replace("    ", "").replace("\n  \n", "\n"), text
+    assert "let  in (a,)" in text, text  # no equations
     lowered = xform.jit(lambda a: getitem(a, slice(1, 3))).lower(x).as_text()
     assert "stablehlo.slice" in lowered and "gather" not in lowered
     lowered = xform.jit(lambda a: getitem(a, np.array([[0], [3]]))).lower(x).as_text()

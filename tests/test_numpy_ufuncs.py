@@ -261,3 +261,15 @@ def test_logaddexp_derivative_at_ties_and_infinities_equals_jax(name):
         for g, e in zip(got, expected, strict=True):
             np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-6)
     assert float(xform.grad(xf)(np.float32(1.0), np.float32(1.0))) == 0.5
+
+
+def test_logaddexp_derivative_of_arrays():
+    # Its JVP's +inf guard once selected between an array and a scalar zero (found by the
+    # differential fuzzer): only 0-d inputs worked.
+    x = np.array([[1.0, -2.0], [np.inf, 0.0]], np.float32)
+
+    def loss(lib):
+        return lambda x: lib.sum(lib.logaddexp(x, lib.zeros_like(x)))
+
+    np.testing.assert_allclose(np.asarray(xform.grad(loss(xnp))(x)),
+                               np.asarray(jax.grad(loss(jnp))(x)), rtol=1e-6)

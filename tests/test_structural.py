@@ -306,10 +306,10 @@ def test_make_jaxpr_text():
     c:f32[3,2] = transpose[permutation=(1, 0)] a
     d:f32[3,2] = rev[dimensions=(0,)] c
     e:f32[5,2] = pad[padding_config=((1, -1, 1), (0, 0, 0))] d 0.0:f32[]
-    f:f32[5,2] = iota[dimension=0 dtype=float32 shape=(5, 2)]
+    f:f32[5,2] = iota[dimension=0 dtype=float32 shape=(5, 2)]\x20
     g:f32[5,4] = concatenate[dimension=1] e f
     h:f32[2,10] = reshape[dimensions=None new_sizes=(2, 10)] g
-    i:f32[1] = broadcast_in_dim[broadcast_dimensions=() shape=(1,)] b
+    i:f32[1] = broadcast_in_dim b
     j:f32[] = squeeze[dimensions=(0,)] i
   in (h, j) }"""
     assert text == expected

@@ -204,6 +204,7 @@ class custom_jvp(_CustomFunction):
                                   out_tree, out_avals)
             return list(out), list(tangent)
 
+        flat_jvp.__name__ = getattr(rule, "__name__", "jvp")  # printed as the jvp= param
         outs = custom_jvp_call_p.bind(*leaves, fun=flat_fun, jvp=flat_jvp, num_consts=0)
         return tree_util.tree_unflatten(store["out_tree"], outs)
 
@@ -250,6 +251,8 @@ class custom_vjp(_CustomFunction):
                                                                     ct_leaves))
             return _bwd_cotangents(name, cts, diff, in_tree, in_avals)
 
+        flat_fwd.__name__ = getattr(fwd, "__name__", "fwd")  # printed as the fwd= param
+        flat_bwd.__name__ = getattr(bwd, "__name__", "bwd")  # ... and bwd=
         outs = custom_vjp_call_p.bind(*leaves, fun=flat_fun, fwd=flat_fwd, bwd=flat_bwd,
                                       num_consts=0)
         return tree_util.tree_unflatten(store["out_tree"], outs)

@@ -422,7 +422,7 @@ def _log_add_jvp(fn, exp):
 
 
 def _posinf_to_zero(x):
-    return lax.select(lax.eq(x, const(x, np.inf)), const(x, 0), x)
+    return lax.select(lax.eq(x, const(x, np.inf)), lax.full_like(x, 0), x)
 
 
 _logaddexp.defjvp(_log_add_jvp(_logaddexp, lax.exp))

@@ -1,0 +1,244 @@
+"""Jaxprs print as JAX prints them: layout, names, literals, types and params.
+
+Each program of the table is traced by both libraries. Where the two jaxprs are the same
+program the printed texts must be equal; where the equations legitimately differ (a param
+only one library has, a different but equivalent lowering of a NumPy function), each param
+that both libraries give the same primitive must print the same, and the layout checks run
+on xform's text alone.
+"""
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax as jlax
+from jax._src import core as jcore
+
+import xform
+import xform.numpy as xnp
+from xform import core
+from xform import lax as xlax
+
+F = np.arange(6, dtype=np.float32).reshape(2, 3)
+V = np.arange(3, dtype=np.float32)
+I = np.arange(3, dtype=np.int32)  # noqa: E741
+IDX = np.array([1, 0], np.int32)
+
+
+class _Lib:
+    """One library's namespace for the programs: ``L.np``, ``L.lax``, ``L.jit``, ..."""
+
+    def __init__(self, top, np_, lax):
+        self.top, self.np, self.lax = top, np_, lax
+        self.jit, self.grad, self.vmap = top.jit, top.grad, top.vmap
+        self.custom_jvp, self.custom_vjp = top.custom_jvp, top.custom_vjp
+
+
+XF, JX = _Lib(xform, xnp, xlax), _Lib(jax, jnp, jlax)
+
+
+def _custom_jvp(L):
+    @L.custom_jvp
+    def f(x):
+        return L.np.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        return f(primals[0]), 2.0 * tangents[0]
+
+    return f
+
+
+def _custom_vjp(L):
+    @L.custom_vjp
+    def f(x):
+        return L.np.sin(x)
+
+    def f_fwd(x):
+        return L.np.sin(x), L.np.cos(x)
+
+    def f_bwd(res, ct):
+        return (res * ct,)
+
+    f.defvjp(f_fwd, f_bwd)
+    return f
+
+
+def _jit_twice(L):
+    g = L.jit(lambda y: y * 2.0)
+    return lambda x: g(x) + g(x + 1.0)
+
+
+# name -> (program(L), args, exact): exact if both libraries trace the same equations.
+PROGRAMS = {
+    "literals": (lambda L: lambda x: L.np.sin(x) * 2.0 + 1, (F,), True),
+    "int_literal": (lambda L: lambda x: x + 3, (I,), True),
+    "bool_literal": (lambda L: lambda x: L.lax.bitwise_and(x, True), (I > 0,), True),
+    "one_line": (lambda L: lambda x: L.lax.mul(L.lax.sin(x), 2.0), (V,), True),
+    "identity": (lambda L: lambda x: x, (V,), True),
+    "two_outputs": (lambda L: lambda x: (L.lax.sin(x), L.lax.cos(x)), (V,), True),
+    "sum_axes": (lambda L: lambda x: L.np.sum(x, axis=1, keepdims=True), (F,), False),
+    "max_all": (lambda L: lambda x: L.lax.reduce_max(x, (0, 1)), (F,), False),
+    "broadcast_in_dim": (lambda L: lambda x: L.lax.broadcast_in_dim(x, (4, 3), (1,)),
+                         (V,), True),
+    "broadcast_scalar": (lambda L: lambda x: L.lax.broadcast_in_dim(x, (2, 2), ()),
+                         (np.float32(1),), True),
+    "reshape": (lambda L: lambda x: L.lax.reshape(x, (3, 2)), (F,), False),
+    "transpose": (lambda L: lambda x: L.lax.transpose(x, (1, 0)), (F,), True),
+    "dot_general": (lambda L: lambda x: L.lax.dot_general(x, x, (((1,), (1,)), ((), ()))),
+                    (F,), False),
+    "matmul": (lambda L: lambda x: x.T @ x, (F,), False),
+    "convert": (lambda L: lambda x: L.lax.convert_element_type(x, np.int32), (F,), True),
+    "astype": (lambda L: lambda x: x.astype(L.np.float16), (F,), True),
+    "slice": (lambda L: lambda x: x[0, 1:], (F,), True),
+    # xform folds the constant index's wrap-around at trace time: fewer equations
+    "gather": (lambda L: lambda x: x[L.np.array([1, 0])], (F,), False),
+    "dynamic_slice": (lambda L: lambda x, i: L.lax.dynamic_slice(x, (i, 0), (1, 3)),
+                      (F, np.int32(1)), True),
+    "concatenate": (lambda L: lambda x: L.lax.concatenate([x, x], 0), (F,), True),
+    "pad": (lambda L: lambda x: L.lax.pad(x, 0.0, [(1, 0, 1)]), (V,), True),
+    "iota": (lambda L: lambda x: L.lax.iota(np.float32, 3) + x, (V,), False),
+    "cumsum": (lambda L: lambda x: L.lax.cumsum(x, 1), (F,), True),
+    "sort": (lambda L: L.lax.sort, (V,), True),
+    "cond": (lambda L: lambda x: L.lax.cond(x.sum() > 0, lambda y: y * 2, lambda y: y, x),
+             (F,), False),
+    "while": (lambda L: lambda x: L.lax.while_loop(lambda c: c[0] < 3,
+                                                   lambda c: (c[0] + 1, c[1] * 2.0),
+                                                   (0, x))[1], (F,), True),
+    "fori_loop": (lambda L: lambda x: L.lax.fori_loop(0, 3, lambda i, y: y * 2.0, x),
+                  (F,), False),
+    "scan": (lambda L: lambda x: L.lax.scan(lambda c, r: (c + r, c * r),
+                                            L.lax.full((3,), 0.0, np.float32), x), (F,), False),
+    "jit_in_jit": (lambda L: lambda x: L.jit(lambda y: y * 2.0)(x) + 1.0, (F,), True),
+    "jit_twice": (_jit_twice, (V,), True),
+    "custom_jvp": (_custom_jvp, (V,), False),
+    "custom_vjp": (_custom_vjp, (V,), False),
+    "grad": (lambda L: L.grad(lambda x: L.np.sum(L.np.sin(x))), (F,), False),
+    "grad_of_jit": (lambda L: L.grad(L.jit(lambda x: L.lax.reduce_sum(L.lax.sin(x), (0,)))),
+                    (V,), False),
+    "vmap": (lambda L: L.vmap(lambda x: L.lax.dot_general(x, x, (((0,), (0,)), ((), ())))),
+             (F,), False),
+}
+
+
+# Params whose values (not their printing) differ, by design or pending elsewhere.
+KNOWN_PARAM_DIFFERENCES = {
+    # xform names a differentiated jit body "jvp(f)"; JAX keeps "f" (tests/test_jvp.py pins it)
+    ("grad_of_jit", "jit", "name"),
+}
+
+
+def _trace(name):
+    build, args, _ = PROGRAMS[name]
+    with jax.numpy_rank_promotion("allow"):
+        theirs = jax.make_jaxpr(build(JX))(*args)
+    ours = xform.make_jaxpr(build(XF))(*args)
+    return ours, theirs
+
+
+def _split_params(line, prim):
+    """``{key: printed value}`` of the params of a one-line equation ``... = prim[k=v ...]``."""
+    start = line.find(f"{prim}[", line.find(" = ") + 1 if " = " in line else 0)
+    if start < 0:
+        return {}
+    i, depth, begin, parts = start + len(prim) + 1, 0, start + len(prim) + 1, []
+    while i < len(line):
+        c = line[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")}" or (c == "]" and depth > 0):
+            depth -= 1
+        elif c == "]" and depth == 0:
+            parts.append(line[begin:i])
+            break
+        elif c == " " and depth == 0 and re.match(r"[A-Za-z_]\w*=", line[i + 1:]):
+            parts.append(line[begin:i])
+            begin = i + 1
+        i += 1
+    return dict(p.split("=", 1) for p in parts if "=" in p)
+
+
+def _eqns(jaxpr):
+    """Every equation, sub-jaxprs' included, in order."""
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for v in eqn.params.values():
+            for sub in (v if type(v) is tuple else (v,)):
+                if hasattr(sub, "eqns"):
+                    yield from _eqns(sub.jaxpr if hasattr(sub, "consts") else sub)
+
+
+def _our_params(eqn):
+    line = core._layout(core._pp_eqn_doc(eqn, core._Names()), 10**9)
+    return _split_params(line, eqn.primitive.name)
+
+
+def _their_params(eqn):
+    ctx, settings = jcore.JaxprPpContext(), jcore.JaxprPpSettings()
+    line = jcore.pp_eqn(eqn, ctx, settings).format(10**9, use_color=False)
+    return _split_params(line, eqn.primitive.name)
+
+
+def _first_by_primitive(eqns, params):
+    out = {}
+    for eqn in eqns:
+        out.setdefault(eqn.primitive.name, params(eqn))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_printed_like_jax(name):
+    ours, theirs = _trace(name)
+    text, expected = str(ours), str(theirs)
+    if PROGRAMS[name][2]:
+        assert text == expected
+        return
+    # The equations differ: every param both give one primitive prints the same.
+    mine = _first_by_primitive(_eqns(ours.jaxpr), _our_params)
+    jaxs = _first_by_primitive(_eqns(theirs.jaxpr), _their_params)
+    shared = set(mine) & set(jaxs)
+    assert shared, (text, expected)
+    for prim in shared:
+        for key in set(mine[prim]) & set(jaxs[prim]):
+            if (mine[prim][key].startswith("{ lambda")
+                    or (name, prim, key) in KNOWN_PARAM_DIFFERENCES):
+                continue  # sub-jaxprs: their equations are compared above
+            assert mine[prim][key] == jaxs[prim][key], (prim, key, text, expected)
+    # ... and the layout reads as JAX's: the header, the indentation, the result tuple.
+    assert re.match(r"\{ lambda [^;]*; [^.]*\. let", text), text
+    assert text.endswith(expected[expected.rindex(" in ("):][-3:])
+    assert [len(s) - len(s.lstrip()) for s in text.splitlines()][:2] == [
+        len(s) - len(s.lstrip()) for s in expected.splitlines()][:2]
+
+
+def test_sub_jaxprs_on_one_line_when_they_fit():
+    ours, theirs = _trace("cond")
+    assert "{ lambda ; f:f32[2,3]. let  in (f,) }" in str(ours)
+    assert "{ lambda ; g:f32[2,3]. let h:f32[2,3] = mul g 2.0:f32[] in (h,) }" in str(ours)
+
+
+def test_unread_results_print_as_underscore():
+    ours, theirs = _trace("fori_loop")
+    assert "    _:i32[] b:f32[2,3] = scan[" in str(ours)
+    assert "    _:i32[] b:f32[2,3] = scan[" in str(theirs)
+
+
+def test_jaxpr_used_twice_prints_once_by_name():
+    text = str(_trace("jit_twice")[0])
+    assert text.startswith("let lambda = { lambda ; ")
+    assert text.count("jaxpr=lambda") == 2
+
+
+def test_long_equation_breaks_params_one_a_line():
+    ours, theirs = _trace("gather")
+    assert "    c:f32[2,3] = gather[\n      dimension_numbers=GatherDimensionNumbers(" in (
+        str(ours))
+
+
+def test_equation_and_jaxpr_reprs():
+    jaxpr = xform.make_jaxpr(lambda x: xlax.add(xlax.sin(x), 1.0))(V).jaxpr
+    assert repr(jaxpr.eqns[0]) == "a:f32[3] = sin b"
+    assert core.pp_eqn(jaxpr.eqns[1], core._Names()) == "a:f32[3] = add b 1.0:f32[]"
+    assert repr(jaxpr) == str(jaxpr)
