@@ -120,3 +120,13 @@ def x64_for(dtype):
         return
     with xform.enable_x64(), jax.enable_x64(True):
         yield
+
+
+def call_id(name, args, kwargs):
+    """A readable test id for ``name(*args, **kwargs)``: arrays shown as dtype and shape."""
+    def short(v):
+        return f"{np.asarray(v).dtype}{list(np.shape(v))}" if isinstance(v, np.ndarray) \
+            else repr(v)
+
+    words = [short(a) for a in args] + [f"{k}={short(v)}" for k, v in kwargs.items()]
+    return f"{name}({', '.join(words)})"

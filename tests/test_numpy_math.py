@@ -10,7 +10,7 @@ import pytest
 
 import xform
 import xform.numpy as xnp
-from tests.harness import assert_same, check_against_jax, check_vmap
+from tests.harness import assert_same, call_id, check_against_jax, check_vmap
 
 _rng = np.random.default_rng(1)
 I1 = np.array([12, -18, 0, 7, 0], np.int32)
@@ -27,11 +27,7 @@ MATS = _rng.standard_normal((2, 3, 4)).astype(np.float32)
 
 
 def _case(name, *args, jit=True, **kwargs):
-    def short(v):
-        return f"{np.asarray(v).dtype}{list(np.shape(v))}" if isinstance(v, np.ndarray) else repr(v)
-
-    words = [short(a) for a in args] + [f"{k}={short(v)}" for k, v in kwargs.items()]
-    return pytest.param(name, args, kwargs, jit, id=f"{name}({', '.join(words)})")
+    return pytest.param(name, args, kwargs, jit, id=call_id(name, args, kwargs))
 
 
 CASES = [

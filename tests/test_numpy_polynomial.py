@@ -8,7 +8,7 @@ import pytest
 
 import xform
 import xform.numpy as xnp
-from tests.harness import assert_same, check_against_jax, check_vmap
+from tests.harness import assert_same, call_id, check_against_jax, check_vmap
 
 _rng = np.random.default_rng(2)
 P = np.array([2.0, -1.0, 0.5, 3.0], np.float32)
@@ -21,12 +21,7 @@ LEADING = np.array([0.0, 0.0, 1.0, -3.0, 2.0], np.float32)
 
 
 def _case(name, *args, jit=True, tol=1e-5, **kwargs):
-    def short(v):
-        return f"{np.asarray(v).dtype}{list(np.shape(v))}" if isinstance(v, np.ndarray) \
-            else repr(v)
-
-    words = [short(a) for a in args] + [f"{k}={short(v)}" for k, v in kwargs.items()]
-    return pytest.param(name, args, kwargs, jit, tol, id=f"{name}({', '.join(words)})")
+    return pytest.param(name, args, kwargs, jit, tol, id=call_id(name, args, kwargs))
 
 
 CASES = [
