@@ -13,6 +13,7 @@ from xform import dtypes, lax
 from xform.numpy import linalg
 from xform.numpy._contractions import dot, outer
 from xform.numpy._creation import arange
+from xform.numpy._manipulation import vander
 from xform.numpy._math import convolve
 from xform.numpy._promote import (
     asarray,
@@ -162,13 +163,6 @@ def polyint(p, m=1, k=None):
     return true_divide(lax.concatenate([p, k], 0), coeff)
 
 
-def _vander(x, n):
-    powers = lax.rev(arange(n, dtype=aval_of(x).dtype), (0,))
-    shape = (aval_of(x).shape[0], n)
-    return lax.pow(lax.broadcast_in_dim(x, shape, (0,)),
-                   lax.broadcast_in_dim(powers, shape, (1,)))
-
-
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):  # noqa: PLR0912
     """Least-squares polynomial fit of degree ``deg`` to the points ``(x, y)`` (``y`` may
     hold several data sets as columns); with ``full`` also the residuals, rank, singular
@@ -191,7 +185,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):  # noqa: PLR0
     if rcond is None:
         rcond = n * float(dtypes.finfo(_inexact(x)).eps)
     rcond = float(rcond)
-    lhs, rhs = _vander(promote_dtypes_inexact(x)[0], order), y
+    lhs, rhs = vander(promote_dtypes_inexact(x)[0], order), y
     if w is not None:
         w = promote_dtypes_inexact(asarray(w))[0]
         if aval_of(w).ndim != 1:

@@ -46,6 +46,7 @@ from xform.numpy._reductions import (
 )
 from xform.numpy._shape import atleast_2d, clip, squeeze
 from xform.numpy._shape import stack as stack_
+from xform.numpy._sorting import searchsorted
 from xform.numpy._ufuncs import (
     add,
     const,
@@ -447,20 +448,13 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 def _searchsorted_right(edges, x):
-    """For sorted 1-D ``edges``: the number of edges <= each ``x`` (searchsorted, side
-    right), as int32 like jax.numpy's searchsorted, by comparing with every edge."""
-    x_shape = aval_of(x).shape
-    e = lax.broadcast_in_dim(edges, x_shape + aval_of(edges).shape, (len(x_shape),))
-    xb = lax.broadcast_in_dim(x, x_shape + aval_of(edges).shape, tuple(range(len(x_shape))))
-    return sum(lax.le(e, xb), -1, dtype=dtypes.int32)
+    """The number of sorted 1-D ``edges`` <= each ``x``, by comparing with every edge."""
+    return searchsorted(edges, x, side="right", method="compare_all")
 
 
 def _searchsorted_left(edges, x):
-    """The number of edges < each ``x`` (searchsorted, side left)."""
-    x_shape = aval_of(x).shape
-    e = lax.broadcast_in_dim(edges, x_shape + aval_of(edges).shape, (len(x_shape),))
-    xb = lax.broadcast_in_dim(x, x_shape + aval_of(edges).shape, tuple(range(len(x_shape))))
-    return sum(lax.lt(e, xb), -1, dtype=dtypes.int32)
+    """The number of edges < each ``x``."""
+    return searchsorted(edges, x, side="left", method="compare_all")
 
 
 def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):

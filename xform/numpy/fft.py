@@ -16,6 +16,7 @@ import numpy as np
 from xform import dtypes, lax
 from xform.lax import FftType
 from xform.numpy._creation import arange
+from xform.numpy._manipulation import roll
 from xform.numpy._promote import array, asarray, aval_of, check_arraylike, convert
 from xform.numpy._reductions import canonicalize_axis, prod
 from xform.numpy._shape import moveaxis
@@ -292,16 +293,6 @@ def _to_inexact(dtype):
 # --------------------------------------------------------------------------- shifts
 
 
-def _roll(x, shift, axis):
-    """``x`` rotated by ``shift`` places along ``axis`` (a static shift)."""
-    size = aval_of(x).shape[axis]
-    shift = shift % size if size else 0
-    if not shift:
-        return x
-    return lax.concatenate([lax.slice_in_dim(x, size - shift, size, axis=axis),
-                            lax.slice_in_dim(x, 0, size - shift, axis=axis)], axis)
-
-
 def _shift(func_name, x, axes, sign):
     check_arraylike(func_name, x)
     x = asarray(x)
@@ -312,7 +303,7 @@ def _shift(func_name, x, axes, sign):
         axes = (axes,)
     for ax in axes:
         axis = canonicalize_axis(ax, len(shape), func_name)
-        x = _roll(x, sign * (shape[axis] // 2), axis)
+        x = roll(x, sign * (shape[axis] // 2), axis)
     return x
 
 
