@@ -36,6 +36,7 @@ from xform.numpy._promote import (
     promote_dtypes_inexact,
 )
 from xform.numpy._reductions import canonicalize_axis
+from xform.primitives.linalg import lu_solve, solve_with_lu
 from xform.primitives.qr import geqrf  # not public in jax.lax.linalg either
 
 __all__ = [
@@ -140,21 +141,6 @@ def _take_rows(x, rows):
 def _take_columns(x, cols):
     """``x[..., :, cols[..., j]]`` per batch entry."""
     return _shape.matrix_transpose(_take_rows(_shape.matrix_transpose(x), cols))
-
-
-def _lu_solve(lu, permutation, b):
-    """``A^-1 b`` from ``A``'s packed LU factors; ``b`` is ``(..., m, k)`` with ``lu``'s
-    batch dimensions. Linear in ``b``: the solves inside derivative rules are these."""
-    x = _take_rows(b, permutation)
-    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
-    return lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
-
-
-def _plain_solve(a, b):
-    """``A^-1 b`` for ``a`` ``(..., m, m)`` and ``b`` ``(..., m, k)`` of one batch shape,
-    differentiated through its primitives (no custom rule)."""
-    lu, _, permutation = lax_linalg.lu(a)
-    return _lu_solve(lu, permutation, b)
 
 
 def _batched_matmul(a, b):
@@ -371,7 +357,7 @@ def matrix_power(a, n):
 @custom_jvp
 def _solve(a, b):
     # a (..., m, m), b (..., m, k), one batch shape.
-    return _plain_solve(a, b)
+    return lu_solve(a, b)
 
 
 @_solve.defjvp
@@ -379,8 +365,8 @@ def _solve_jvp(primals, tangents):
     # x = A^-1 b, so dx = A^-1 (db - dA x): one LU serves the value and the derivative.
     (a, b), (da, db) = primals, tangents
     lu, _, permutation = lax_linalg.lu(a)
-    x = _lu_solve(lu, permutation, b)
-    dx = _lu_solve(lu, permutation, _ufuncs.subtract(db, _batched_matmul(da, x)))
+    x = solve_with_lu(lu, permutation, b)
+    dx = solve_with_lu(lu, permutation, _ufuncs.subtract(db, _batched_matmul(da, x)))
     return x, dx
 
 
@@ -587,7 +573,7 @@ def _slogdet_jvp_of(slogdet_fn):
     def rule(primals, tangents):
         (x,), (g,) = primals, tangents
         sign, logabsdet = slogdet_fn(x)
-        log_dot = _contractions.trace(_plain_solve(x, g), axis1=-1, axis2=-2)
+        log_dot = _contractions.trace(lu_solve(x, g), axis1=-1, axis2=-2)
         return (sign, logabsdet), _log_det_tangent_out(x, sign, log_dot)
 
     return rule

@@ -39,15 +39,13 @@ from xform.primitives.linalg import (
     check_matrix,
     const,
     eye_like,
-    lu,
+    lu_solve,
     matmul,
     matrix_transpose,
     real_dtype,
     symmetrize,
-    triangular_solve,
 )
 from xform.primitives.reductions import argmax, reduce_sum
-from xform.primitives.sorting import take_along_axis
 from xform.primitives.structural import broadcast_in_dim, broadcasted_iota, expand_dims
 
 __all__ = [
@@ -111,17 +109,6 @@ def _gaps_reciprocal(w):
     along_rows, along_columns = _rows_and_columns(w)
     eye = eye_like(along_rows)
     return sub(integer_pow(add(eye, sub(along_rows, along_columns)), -1), eye)
-
-
-def _solve(a, b):
-    """``a^{-1} b`` for square ``a`` and ``b`` of shape ``(..., n, k)``, by LU with partial
-    pivoting. Differentiable in both (through lu's and triangular_solve's rules)."""
-    lu_, _, perm = lu(a)
-    aval = get_aval(b)
-    rows = broadcast_in_dim(perm, aval.shape, tuple(range(aval.ndim - 1)))
-    permuted = take_along_axis(b, rows, aval.ndim - 2)
-    lower = triangular_solve(lu_, permuted, left_side=True, lower=True, unit_diagonal=True)
-    return triangular_solve(lu_, lower, left_side=True, lower=False)
 
 
 def _make_complex(re, im, dtype):
@@ -280,7 +267,7 @@ def _eig_vectors_jvp(w, v, da):
     # 2-norm with its largest component k real; the two real constraints fix the multiple
     # c = -Re(v^H u) - i Im(u[k]) / v[k], u = v (F * P).
     nd = get_aval(v).ndim
-    projected = matmul(_solve(v, da), v)
+    projected = matmul(lu_solve(v, da), v)
     dw = _diagonal(projected)
     u = matmul(v, mul(_gaps_reciprocal(w), projected))
     k = argmax(abs_(v), nd - 2, dtypes.int32)
@@ -309,7 +296,7 @@ def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eige
     if not vectors:
         # dw[i] = (vr^{-1} da vr)[i, i]
         nd = get_aval(vr).ndim
-        dw = reduce_sum(mul(_solve(vr, da), matrix_transpose(vr)), (nd - 1,))
+        dw = reduce_sum(mul(lu_solve(vr, da), matrix_transpose(vr)), (nd - 1,))
         return [w], [dw]
     dw, dvr = _eig_vectors_jvp(w, vr, da)
     primals_out, tangents_out = [w], [dw]

@@ -335,6 +335,23 @@ def lu_factors(lu_):
     return lower, upper
 
 
+def solve_with_lu(lu_, permutation, b):
+    """``a^{-1} b`` from ``lu(a)``'s packed factors and row permutation; ``b`` is
+    ``(..., m, k)`` with ``a``'s batch dimensions. Linear in ``b``."""
+    aval = get_aval(b)
+    rows = broadcast_in_dim(permutation, aval.shape, tuple(range(aval.ndim - 1)))
+    permuted = take_along_axis(b, rows, aval.ndim - 2)
+    lower = triangular_solve(lu_, permuted, left_side=True, lower=True, unit_diagonal=True)
+    return triangular_solve(lu_, lower, left_side=True, lower=False)
+
+
+def lu_solve(a, b):
+    """``a^{-1} b`` by LU with partial pivoting, differentiable in both through the rules of
+    ``lu`` and ``triangular_solve`` (no custom rule)."""
+    lu_, _, permutation = lu(a)
+    return solve_with_lu(lu_, permutation, b)
+
+
 def _lu_jvp(primals, tangents):
     # With P A = L U: L^{-1} P dA U^{-1} = L^{-1} dL + dU U^{-1}, strictly lower plus upper.
     # Rectangular matrices are completed to square L (m x m) and U (n x n) with identities.
