@@ -301,6 +301,8 @@ def test_nested_vmap():
 
 def _scalar_loss(lib, xl):
     # An elementwise scalar function of scalars: per-example gradients need no reductions.
+    # Its derivative sums several f32 terms, so the tests compare at 1e-5: transcendental
+    # kernels differ by an ulp between host and XLA, and inputs depend on test order.
     def loss(w, x):
         z = xl.mul(w, x)
         return xl.add(xl.mul(xl.tanh(z), xl.exp(xl.neg(w))),
@@ -313,11 +315,11 @@ def test_vmap_of_grad_per_example():
     w, x = _rand((5,)), _rand((5,))
     got = xform.vmap(xform.grad(_scalar_loss(xnp, lax)))(w, x)
     expected = jax.vmap(jax.grad(_scalar_loss(jnp, jlax)))(w, x)
-    assert_same(got, expected, rtol=1e-6, atol=1e-6)
+    assert_same(got, expected, rtol=1e-5, atol=1e-5)
     got = xform.jit(xform.vmap(xform.grad(_scalar_loss(xnp, lax), argnums=1), (None, 0)))(
         w[0], x)
     expected = jax.vmap(jax.grad(_scalar_loss(jnp, jlax), argnums=1), (None, 0))(w[0], x)
-    assert_same(got, expected, rtol=1e-6, atol=1e-6)
+    assert_same(got, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_grad_and_jvp_of_vmap():
@@ -326,7 +328,7 @@ def test_grad_and_jvp_of_vmap():
     vj = jax.vmap(_scalar_loss(jnp, jlax))
     got = xform.jvp(vx, (w, x), (np.ones(5, np.float32), x))
     expected = jax.jvp(vj, (w, x), (np.ones(5, np.float32), x))
-    assert_same(got, expected, rtol=1e-6, atol=1e-6)
+    assert_same(got, expected, rtol=1e-5, atol=1e-5)
     got = xform.vjp(vx, w, x)[1](x)
     expected = jax.vjp(vj, w, x)[1](x)
-    assert_same(got, expected, rtol=1e-6, atol=1e-6)
+    assert_same(got, expected, rtol=1e-5, atol=1e-5)
