@@ -36,6 +36,11 @@ NO_HOST_IMPL = {
     "pmap": "runs its SPMD program on the devices (core.eager_rules, xform/spmd.py)",
     **{name: "a LAPACK kernel, compiled by XLA for the one equation: eager equals jit"
        for name in LAPACK_PRIMITIVES if name != "symmetric_product"},
+    # reduce_window family (windowed.py, reductions.py):
+    # special functions (special.py):
+    # contractions (contractions.py):
+    # elementwise/structural/indexing additions:
+    # rng, compiler, sorting and collective additions:
     **{name: "a collective: only meaningful inside pmap or vmap, which replace it"
        for name in ("psum", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
                     "all_to_all", "axis_index")},
