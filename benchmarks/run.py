@@ -34,6 +34,7 @@ from benchmarks import (  # noqa: E402
     bench_api,
     bench_control_flow,
     bench_linalg,
+    bench_numpy,
     bench_pmap,
     bench_random,
     bench_vmap,
@@ -233,6 +234,7 @@ BENCHMARKS = [
     *bench_random.BENCHMARKS,
     *bench_pmap.BENCHMARKS,
     *bench_linalg.BENCHMARKS,
+    *bench_numpy.BENCHMARKS,
 ]
 
 

@@ -154,23 +154,20 @@ def _search_scan(a, v, side, dtype, unrolled):
     high = lax.full(aval_of(v).shape, n, dtype)
 
     def step(_, state):
-        # The insertion point lies in [low, high]; halve that range while it is not empty.
+        # The insertion point lies in [low, high]; each step halves the range, and once it
+        # is a single point the step leaves it there, so no "still searching" mask is needed.
         low, high = state
-        active = lax.lt(low, high)
         mid = lax.add(low, lax.div(lax.sub(high, low), convert(2, dtype)))
-        before = _goes_before(side, getitem(a, mid), v)
-        new_low = lax.select(lax.bitwise_and(active, before), lax.add(mid, convert(1, dtype)),
-                             low)
-        new_high = lax.select(lax.bitwise_and(active, lax.bitwise_not(before)), mid, high)
-        return new_low, new_high
+        right_half = _goes_before(side, getitem(a, mid), v)
+        return lax.select(right_half, mid, low), lax.select(right_half, high, mid)
 
     levels = int(np.ceil(np.log2(n + 1)))
     if unrolled:
         state = (low, high)
         for i in range(levels):
             state = step(i, state)
-        return state[0]
-    return lax.fori_loop(0, levels, step, (low, high))[0]
+        return state[1]
+    return lax.fori_loop(0, levels, step, (low, high))[1]
 
 
 def _search_compare_all(a, v, side, dtype):
