@@ -179,6 +179,10 @@ def is_sharding(x):
     return isinstance(x, jax.sharding.Sharding)
 
 
+def is_device(x):
+    return isinstance(x, jax.Device)
+
+
 def local_devices_of(devices):
     """The devices of ``devices`` this process drives (all of them, unless it is one of
     several processes started with ``jax.distributed.initialize``)."""

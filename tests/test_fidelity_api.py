@@ -378,3 +378,36 @@ def test_cached_jit_calls_do_not_grow_python_memory():
         tracemalloc.stop()
         gc.enable()
     assert grown < 200_000, f"{grown} bytes over 20k calls"  # was ~1.4 MB (72 B per call)
+
+
+def _takes(x, y=1, *, k=2):
+    return x
+
+
+@pytest.mark.parametrize("kwargs", [dict(static_argnames=("zz",)),
+                                    dict(static_argnames=("k", "zz")),
+                                    dict(donate_argnames=("q",))], ids=str)
+def test_jit_rejects_argnames_the_function_does_not_take_as_jax(kwargs):
+    with pytest.raises(ValueError) as expected:
+        jax.jit(_takes, **kwargs)
+    with pytest.raises(ValueError, match="invalid argnames .* Function does not take"):
+        xform.jit(_takes, **kwargs)
+    assert type(expected.value) is ValueError
+
+
+def test_jit_accepts_argnames_a_function_takes_or_may_take():
+    assert xform.jit(_takes, static_argnames=("k",))(1.0, k=3) == 1.0
+    assert xform.jit(lambda x, **kw: x, static_argnames="anything")(1.0) == 1.0
+
+
+@pytest.mark.parametrize("device", ["cpu", 3])
+def test_device_put_rejects_what_is_not_a_device_or_sharding_as_jax(device):
+    with pytest.raises(ValueError):
+        jax.device_put(X3, device)
+    with pytest.raises(ValueError, match="device_put.*received invalid value"):
+        xform.device_put(X3, device)
+
+
+def test_device_put_to_a_device():
+    target = xform.devices()[-1]
+    assert xform.device_put(X3, target).devices() == {target}

@@ -158,6 +158,12 @@ def _normalize_statics(fun, static_argnums, static_argnames, what="static"):
                                  f"function takes {n} positional arguments")
             norm.append(i)
         nums = tuple(norm)
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            unknown = set(names) - {p.name for p in params
+                                    if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+            if unknown:
+                raise ValueError(f"Jitted function has invalid argnames {unknown} in "
+                                 f"{what}_argnames. Function does not take these args.")
         # A static name that is also a positional parameter is static by position as well.
         by_name = {p.name: i for i, p in enumerate(positional)}
         nums = tuple(sorted(set(nums) | {by_name[m] for m in names if m in by_name}))
@@ -658,6 +664,10 @@ def device_put(x, device=None):
     """Copy a pytree of arrays to ``device`` (default device if None), or lay them out over
     several devices as a JAX ``Sharding`` says (``NamedSharding(mesh, P("i"))``: the layout a
     pmap over ``mesh``'s devices reads in place); returns Arrays (ShardedArrays)."""
+
+    if not (device is None or runtime.is_sharding(device) or runtime.is_device(device)):
+        raise ValueError("`device_put` only accepts `None`, a `Sharding` or a `Device` (e.g. "
+                         f"`xform.devices()[0]`); received invalid value: {device!r}")
 
     def put(leaf):
         if isinstance(leaf, Tracer):
