@@ -411,3 +411,24 @@ def test_device_put_rejects_what_is_not_a_device_or_sharding_as_jax(device):
 def test_device_put_to_a_device():
     target = xform.devices()[-1]
     assert xform.device_put(X3, target).devices() == {target}
+
+
+_CONVERSIONS = {"float": lambda x: float(x) * x, "complex": lambda x: complex(x).real * x,
+                "asarray": lambda x: np.asarray(x).sum() * x, "tolist": lambda x: x.tolist() * x,
+                "int": lambda x: int(x) * x, "bool": lambda x: x if x > 0 else -x,
+                "item": lambda x: x.item() * x}
+
+
+@pytest.mark.parametrize("how", sorted(_CONVERSIONS))
+def test_python_conversions_of_a_jvp_tracer_as_jax(how):
+    # JAX lets int/bool/item see a JVP tracer's value but refuses float/complex/tolist/asarray.
+    f = _CONVERSIONS[how]
+    try:
+        expected = jax.grad(f)(2.0)
+    except Exception as e:  # noqa: BLE001  (the oracle decides which error, if any)
+        with pytest.raises(type(e)):
+            xform.grad(f)(2.0)
+        with pytest.raises(type(e)):
+            xform.jvp(f, (2.0,), (1.0,))
+    else:
+        assert float(xform.grad(f)(2.0)) == float(expected)

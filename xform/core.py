@@ -392,6 +392,12 @@ class Tracer:
             raise error(concretization_message(self, what))
         return value
 
+    # JAX lets bool/int/index/item see the value a JVP tracer knows, but never float,
+    # complex, tolist or NumPy conversion: a function that works under grad must not
+    # depend on which of these it calls, so xform draws the same line.
+    def _refuse(self, what, error=ConcretizationTypeError):
+        raise error(concretization_message(self, what))
+
     def __bool__(self):
         return bool(self._concretize("bool() (a Python `if`, `while`, `and`/`or` on it)",
                                      TracerBoolConversionError))
@@ -404,21 +410,20 @@ class Tracer:
                                 TracerIntegerConversionError).__index__()
 
     def __float__(self):
-        return float(self._concretize("float()"))
+        self._refuse("float()")
 
     def __complex__(self):
-        return complex(self._concretize("complex()"))
+        self._refuse("complex()")
 
     def item(self):
         return self._concretize(".item()").item()
 
     def tolist(self):
-        return self._concretize(".tolist()").tolist()
+        self._refuse(".tolist()")
 
     def __array__(self, dtype=None, copy=None):
-        value = self._concretize("conversion to a NumPy array (np.asarray or a NumPy function)",
-                                 TracerArrayConversionError)
-        return np.asarray(value, dtype)
+        self._refuse("conversion to a NumPy array (np.asarray or a NumPy function)",
+                     TracerArrayConversionError)
 
     def __hash__(self):
         raise TypeError(f"unhashable type: traced array {self.aval.str_short()}; traced "
