@@ -432,3 +432,20 @@ def test_python_conversions_of_a_jvp_tracer_as_jax(how):
             xform.jvp(f, (2.0,), (1.0,))
     else:
         assert float(xform.grad(f)(2.0)) == float(expected)
+
+
+def test_linearized_jvp_is_a_pytree_that_passes_through_jit_as_jax():
+    def f(x):
+        return {"a": x * xnp.sin(x), "b": xnp.cos(x)}
+
+    def jf(x):
+        return {"a": x * jnp.sin(x), "b": jnp.cos(x)}
+
+    x, t = X3 + 1, X3 - 1
+    out, f_jvp = xform.linearize(f, x)
+    j_out, j_jvp = jax.linearize(jf, x)
+    leaves = xform.tree_util.tree_leaves(f_jvp)  # the residuals
+    assert len(leaves) >= 2
+    close(xform.jit(lambda g, t: g(t))(f_jvp, t), j_jvp(t))
+    close(f_jvp(t), j_jvp(t))
+    close(out, j_out)

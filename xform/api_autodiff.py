@@ -199,9 +199,9 @@ def vjp(fun, *primals, has_aux=False):
 
 
 class _PullbackMeta:
-    """What a pullback knows besides its residuals: the linear program (its constvars stand
-    for the residuals) and the structure and types of the inputs and outputs. Compared by
-    identity in pytree structures, as JAX's is."""
+    """What a pullback (or a linearized JVP) knows besides its residuals: the linear program
+    (its constvars stand for the residuals) and the structure and types of the inputs and
+    outputs. Compared by identity in pytree structures, as JAX's is."""
 
     __slots__ = ("name", "jaxpr", "nonzero", "avals", "diff", "in_tree", "out_tree",
                  "out_avals")
@@ -368,21 +368,45 @@ def linearize(fun, *primals, has_aux=False):
     # backward pass transposes only the equations a cotangent reaches.)
     linear, _ = dce.dce_closed_jaxpr(lin.linear, [True] * len(lin.linear.jaxpr.outvars))
 
-    def f_jvp(*tangents):
-        t_leaves, t_tree = tree_util.tree_flatten((tangents, {}))
-        if t_tree != in_tree:
-            raise TypeError(f"linearize of {_fun_name(fun)}: tangents must have the structure "
-                            f"of the primals, {in_tree}; got {t_tree}")
-        for i, (t, aval) in enumerate(zip(t_leaves, avals, strict=True)):
-            _check_tangent(f"tangent {i}", aval, t)
-        inputs = [t for t, d in zip(t_leaves, diff, strict=True) if d]
-        outs = iter(core.eval_jaxpr(linear.jaxpr, linear.consts, *inputs))
-        flat_out = [_as_output(next(outs)) if nz else _as_output(ad.instantiate(
-            ad.Zero(ad.tangent_aval(a)))) for a, nz in zip(out_avals, nonzero, strict=True)]
-        return tree_util.tree_unflatten(out_tree, flat_out)
-
+    meta = _PullbackMeta(_fun_name(fun), linear.jaxpr, nonzero, avals, diff, in_tree, out_tree,
+                         out_avals)
+    f_jvp = LinearizedJVP(meta, list(linear.consts))
     out = tree_util.tree_unflatten(out_tree, [_as_output(p) for p in primals_out])
     return (out, f_jvp, store["aux"]) if has_aux else (out, f_jvp)
+
+
+class LinearizedJVP:
+    """The linear map ``linearize`` returns: ``f_jvp(*tangents)`` replays the staged tangent
+    program. A pytree whose leaves are the residuals, as JAX's (a ``Partial``) is, so it can
+    be passed through ``jit``."""
+
+    __slots__ = ("meta", "residuals")
+
+    def __init__(self, meta, residuals):
+        self.meta = meta
+        self.residuals = residuals
+
+    def __call__(self, *tangents):
+        meta = self.meta
+        t_leaves, t_tree = tree_util.tree_flatten((tangents, {}))
+        if t_tree != meta.in_tree:
+            raise TypeError(f"linearize of {meta.name}: tangents must have the structure "
+                            f"of the primals, {meta.in_tree}; got {t_tree}")
+        for i, (t, aval) in enumerate(zip(t_leaves, meta.avals, strict=True)):
+            _check_tangent(f"tangent {i}", aval, t)
+        inputs = [t for t, d in zip(t_leaves, meta.diff, strict=True) if d]
+        outs = iter(core.eval_jaxpr(meta.jaxpr, self.residuals, *inputs))
+        flat_out = [_as_output(next(outs)) if nz else _as_output(ad.instantiate(
+            ad.Zero(ad.tangent_aval(a)))) for a, nz in zip(meta.out_avals, meta.nonzero,
+                                                           strict=True)]
+        return tree_util.tree_unflatten(meta.out_tree, flat_out)
+
+    def __repr__(self):
+        return f"<linearized jvp of {self.meta.name}>"
+
+
+tree_util.register_pytree_node(LinearizedJVP, lambda f: (f.residuals, f.meta),
+                               lambda meta, residuals: LinearizedJVP(meta, list(residuals)))
 
 
 def linear_transpose(fun, *primals):
