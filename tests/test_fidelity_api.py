@@ -449,3 +449,31 @@ def test_linearized_jvp_is_a_pytree_that_passes_through_jit_as_jax():
     close(xform.jit(lambda g, t: g(t))(f_jvp, t), j_jvp(t))
     close(f_jvp(t), j_jvp(t))
     close(out, j_out)
+
+
+def _int_grad(lib):
+    return lib.grad(lambda x, i: x * i, argnums=(0, 1), allow_int=True)
+
+
+def _same_float0(got, expected):
+    assert isinstance(got, np.ndarray) and got.dtype == xform.dtypes.float0
+    assert got.shape == np.shape(expected) and np.asarray(expected).dtype.itemsize == 0
+
+
+def test_jit_returns_float0_gradients_of_integers_as_jax():
+    f, jf = xform.jit(_int_grad(xform)), jax.jit(_int_grad(jax))
+    for _ in range(2):  # the traced call and the cached one
+        (gx, gi), (ex, ei) = f(2.0, 3), jf(2.0, 3)
+        close(gx, ex)
+        _same_float0(gi, ei)
+    close(xform.grad(lambda x: f(x, 3)[0] * x)(2.0), jax.grad(lambda x: jf(x, 3)[0] * x)(2.0))
+
+
+def test_vmap_maps_float0_gradients_as_jax():
+    got = xform.vmap(xform.jit(_int_grad(xform)), (0, None))(X3, 3)
+    expected = jax.vmap(jax.jit(_int_grad(jax)), (0, None))(X3, 3)
+    close(got[0], expected[0])
+    _same_float0(got[1], expected[1])
+    got = xform.vmap(_int_grad(xform), (None, 0))(2.0, np.arange(3))
+    expected = jax.vmap(_int_grad(jax), (None, 0))(2.0, np.arange(3))
+    _same_float0(got[1], expected[1])

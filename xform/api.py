@@ -201,10 +201,11 @@ class _CacheEntry:
     """One traced signature of a jitted function; compiled on its first eager call."""
 
     __slots__ = ("jaxpr", "consts", "const_avals", "out_tree", "compiled", "name",
-                 "single_output", "consts_are_traced", "donated", "direct")
+                 "single_output", "consts_are_traced", "donated", "direct", "float0s")
 
-    def __init__(self, jaxpr, consts, out_tree, name, donated=None):
+    def __init__(self, jaxpr, consts, out_tree, name, donated=None, float0s=()):
         self.jaxpr = jaxpr
+        self.float0s = float0s  # (position, shape) of the outputs that are float0 zeros
         self.donated = donated  # a bool per jaxpr input, or None when nothing is donated
         self.consts = consts
         self.const_avals = [core.get_aval(c) for c in consts]
@@ -222,7 +223,8 @@ class _CacheEntry:
         if compiled is None:
             compiled = self.compiled = dispatch.compile_jaxpr(self.jaxpr, self.name, device,
                                                               self.donated)
-            if not self.consts and self.donated is None and device is None:
+            if not self.consts and self.donated is None and device is None and \
+                    not self.float0s:
                 self.direct = compiled.executable
         if self.consts:
             outs = compiled.run(self.consts + leaves, self.const_avals + avals)
@@ -232,6 +234,13 @@ class _CacheEntry:
             for x, donated in zip(leaves, self.donated[len(self.consts):], strict=True):
                 if donated and type(x) is Array:
                     x._donated()
+        return self.restore_float0s(outs)
+
+    def restore_float0s(self, outs):
+        """The float0 outputs, which the program returns as bool zeros, as NumPy float0
+        arrays (the values JAX's jit returns for them)."""
+        for i, shape in self.float0s:
+            outs[i] = np.zeros(shape, dtypes.float0)
         return outs
 
 
@@ -382,11 +391,11 @@ class JitFunction:
             traced = state.traces.get(key)
             if traced is None:
                 traced = self._trace(in_tree, statics, avals)
-            jaxpr, consts, out_tree = traced
+            jaxpr, consts, out_tree, float0s = traced
             donated = self._donated_leaves(in_tree, statics)
             if donated is not None:
                 donated = (False,) * len(consts) + donated
-            entry = _CacheEntry(jaxpr, consts, out_tree, state.name, donated)
+            entry = _CacheEntry(jaxpr, consts, out_tree, state.name, donated, float0s)
             if not entry.consts_are_traced:
                 state.traces[key] = traced
                 state.cache[key] = entry
@@ -395,9 +404,21 @@ class JitFunction:
     def _trace(self, in_tree, statics, avals):
         store = {}
         flat = _flatten_fun(self._fun, in_tree, store, statics)
-        closed = trace_to_jaxpr(flat, avals, f"tracing `{self._state.name}` for jit")
+
+        def float0s_as_bools(*leaves):
+            # float0 (the tangent type of integers) has no XLA type: the program returns bool
+            # zeros in its place, and the call puts float0 zeros back.
+            outs = flat(*leaves)
+            store["float0s"] = tuple((i, np.shape(x)) for i, x in enumerate(outs)
+                                     if getattr(x, "dtype", None) == dtypes.float0)
+            for i, shape in store["float0s"]:
+                outs[i] = np.zeros(shape, np.bool_)
+            return outs
+
+        closed = trace_to_jaxpr(float0s_as_bools, avals,
+                                f"tracing `{self._state.name}` for jit")
         jaxpr, consts = convert_constvars(closed)
-        return jaxpr, consts, store["out_tree"]
+        return jaxpr, consts, store["out_tree"], store["float0s"]
 
     def _donated_leaves(self, in_tree, statics):
         """A bool per argument leaf: is it inside a donated argument? None if none is."""
@@ -464,7 +485,8 @@ class JitFunction:
         if concrete and core.trace_state.trace is core.eval_trace:
             outs = entry.run(leaves, avals, state.device)
         else:
-            outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=state.name)
+            outs = entry.restore_float0s(
+                jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=state.name))
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
     def lower(self, *args, **kwargs):

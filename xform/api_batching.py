@@ -10,7 +10,7 @@ import inspect
 import numpy as np
 from jax import tree_util
 
-from xform import core
+from xform import dtypes
 from xform.api import _arg_avals, _flatten_fun, _fun_name
 from xform.api_autodiff import _as_output
 from xform.interpreters import batching
@@ -120,12 +120,21 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
 
         def flat_recording_ranks(*xs):
             outs = flat(*xs)
-            store["out_ranks"] = [core.get_aval(o).ndim for o in outs]
+            store["out_ranks"] = [np.ndim(o) for o in outs]
+            # float0 zeros (integer inputs' gradients) have no XLA type: they are mapped as
+            # bool zeros and turned back into float0 below.
+            store["float0s"] = [i for i, o in enumerate(outs)
+                                if getattr(o, "dtype", None) == dtypes.float0]
+            for i in store["float0s"]:
+                outs[i] = np.zeros(np.shape(outs[i]), np.bool_)
             return outs
 
         outs = batching.vmap_flat(flat_recording_ranks, AxisData(axis_name, size), leaves,
                                   in_dims, out_dims)
-        return tree_util.tree_unflatten(store["out_tree"], [_as_output(o) for o in outs])
+        outs = [_as_output(o) for o in outs]
+        for i in store["float0s"]:
+            outs[i] = np.zeros(np.shape(outs[i]), dtypes.float0)
+        return tree_util.tree_unflatten(store["out_tree"], outs)
 
     return vmapped
 
