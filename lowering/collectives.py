@@ -12,7 +12,9 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from lowering.mlir import aval_to_ir, constant, dtype_to_ir, lowering_rules
+from lowering import runtime
+from lowering.linalg import lower_composition
+from lowering.mlir import aval_to_ir, constant, dtype_to_ir, full_like_aval, lowering_rules
 from lowering.reductions import COMBINERS, scalar_type
 from xform import dtypes
 from xform.primitives import collectives as coll
@@ -166,3 +168,48 @@ def _axis_index(ctx, *, axes, sizes):
 
 
 lowering_rules[coll.axis_index_p] = _axis_index
+
+
+def _pbroadcast(ctx, x, *, axes, source):
+    # The source's value, zeros elsewhere, summed over each group: JAX's definition, and an
+    # all-reduce XLA:CPU runs (it has no collective-broadcast).
+    (aval,) = ctx.avals_in
+    is_source = hlo.compare(axis_index(ctx.module, axes), constant(source, np.int32),
+                            hlo.ComparisonDirectionAttr.get("EQ"))
+    pred = hlo.broadcast_in_dim(ir.RankedTensorType.get(aval.shape, dtype_to_ir(dtypes.bool_)),
+                                is_source, ir.DenseI64ArrayAttr.get([]))
+    masked = hlo.select(pred, x, full_like_aval(0, aval))
+    monoid = "or" if aval.dtype == dtypes.bool_ else "add"
+    return [_all_reduce(masked, aval, replica_groups(ctx.module, axes), monoid)]
+
+
+lowering_rules[coll.pbroadcast_p] = _pbroadcast
+
+
+def _ragged_all_to_all(ctx, *args, axes):
+    groups = replica_groups(ctx.module, axes)
+    if runtime.platform() == "gpu":  # as JAX lowers it: XLA's op (not in XLA:CPU)
+        op = hlo.CustomCallOp.build_generic(
+            results=[aval_to_ir(ctx.avals_out[0])], operands=list(args),
+            attributes={"call_target_name": ir.StringAttr.get("ragged_all_to_all"),
+                        "api_version": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
+                        "backend_config": ir.DictAttr.get(
+                            {"replica_groups": groups_attr(groups)})})
+        return list(op.results)
+    # On CPU: every device's operand and offsets gathered, each receiver takes its slices.
+    n = len(groups[0])
+    sizes = tuple(dict(ctx.module.axis_env)[name] for name in axes)
+
+    def exchange(operand, output, input_offsets, send_sizes, output_offsets, recv_sizes):
+        def everyone(x):
+            return coll.all_gather_p.bind(x, axes=axes, axis_size=n, all_gather_dimension=0,
+                                          tiled=False)
+
+        me = coll.axis_index_p.bind(axes=axes, sizes=sizes)
+        return [coll.ragged_receive(me, output, everyone(operand), everyone(input_offsets),
+                                    everyone(send_sizes), everyone(output_offsets))]
+
+    return lower_composition(ctx, exchange, ctx.avals_in, args, "lowering ragged_all_to_all")
+
+
+lowering_rules[coll.ragged_all_to_all_p] = _ragged_all_to_all

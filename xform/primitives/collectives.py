@@ -1,5 +1,7 @@
 """Collectives over named axes: ``psum``, ``pmean``, ``pmax``, ``pmin``, ``all_gather``,
-``psum_scatter``, ``ppermute``, ``pshuffle``, ``all_to_all`` and ``axis_index``.
+``psum_scatter``, ``ppermute``, ``pshuffle``, ``all_to_all``, ``pswapaxes``, ``pbroadcast``,
+``ragged_all_to_all``, ``axis_index`` and ``axis_size`` (and ``pcast``, ``psend``, ``precv``,
+see below).
 
 A collective names the axes it works across (``axes``, a tuple of names bound by ``pmap`` or
 by ``vmap(axis_name=...)``). Under ``pmap`` each one is lowered to a StableHLO collective
@@ -10,17 +12,42 @@ turns the named axis into the batch dimension: ``psum`` becomes a ``reduce_sum``
 batch dimension carried along.
 
 Outside any binding of its axis name a collective raises ``NameError``, as in JAX.
+
+``pcast`` changes only the varying-manual-axes type of ``shard_map``, which xform does not
+have: it is the identity where JAX's is (``to='varying'`` or ``'reduced'`` under ``pmap``).
+``psend``/``precv`` (XLA Send/Recv, GPU-only in JAX) raise ``NotImplementedError``.
+``ragged_all_to_all`` lowers as JAX's on GPUs; XLA:CPU has no such op, so on CPU (and under
+``vmap``, where JAX has no rule) it is composed of an ``all_gather`` and per-slice
+gathers (``ragged_receive``).
 """
 
 import numpy as np
 
-from xform import core, tree_util
+from xform import core, dtypes, tree_util
 from xform.core import ShapedArray, Tracer, get_aval
 from xform.interpreters import ad, batching
 from xform.interpreters import transpose as transpose_interp
 from xform.interpreters.batching import moveaxis, not_mapped
 from xform.primitives.base import ANY, NUMBER, canonicalize_axis, check_dtype, standard_primitive
-from xform.primitives.elementwise import add, mul
+from xform.primitives.elementwise import (
+    add,
+    bitwise_and,
+    bitwise_or,
+    clamp,
+    convert_element_type,
+    eq,
+    ge,
+    lt,
+    mul,
+    select,
+    sub,
+)
+from xform.primitives.indexing import (
+    GatherDimensionNumbers,
+    dynamic_index_in_dim,
+    gather,
+    index_in_dim,
+)
 from xform.primitives.indexing import slice as lax_slice
 from xform.primitives.reductions import reduce_max, reduce_min, reduce_sum
 from xform.primitives.structural import (
@@ -33,7 +60,9 @@ from xform.primitives.structural import (
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
            "pshuffle", "all_to_all", "axis_index", "psum_p", "pmax_p", "pmin_p",
-           "all_gather_p", "psum_scatter_p", "ppermute_p", "all_to_all_p", "axis_index_p"]
+           "all_gather_p", "psum_scatter_p", "ppermute_p", "all_to_all_p", "axis_index_p",
+           "pswapaxes", "pbroadcast", "pcast", "psend", "precv", "ragged_all_to_all",
+           "axis_size", "pbroadcast_p", "ragged_all_to_all_p"]
 
 
 def _axes(axis_name):
@@ -475,3 +504,265 @@ def _axis_index_batch(axis, args, dims, *, axes, sizes):
 
 
 batching.axis_rules[axis_index_p] = _axis_index_batch
+
+
+# --------------------------------------------------------------------------- additions
+
+
+def axis_size(axis_name):
+    """The size of the named axis (or the product over a tuple of names), a Python int.
+
+    Example:
+      >>> xform.vmap(lambda x: x * axis_size("i"), axis_name="i")(np.ones(3))  # [3, 3, 3]
+    """
+    return _size(_axes(axis_name), "axis_size")
+
+
+def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
+    """Swap the mapped axis ``axis_name`` with the positional ``axis`` of ``x`` (a pytree),
+    whose size must equal the axis size: ``all_to_all(x, axis_name, axis, axis)``."""
+    return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
+
+
+def pbroadcast(x, axis_name, source):
+    """Every device's ``x`` (a pytree) replaced by the value on device ``source`` of the
+    named axis: ``psum(where(axis_index(axis_name) == source, x, 0), axis_name)``."""
+    axes = _axes(axis_name)
+    size = _size(axes, "pbroadcast")
+    source = int(source)
+    if not 0 <= source < size:
+        raise ValueError(f"pbroadcast: source {source} is out of range for axis {axis_name!r} "
+                         f"of size {size}")
+    return _tree_bind(pbroadcast_p, x, axes=axes, source=source)
+
+
+_PCAST_TO = ("varying", "reduced", "unreduced")
+
+
+def pcast(x, axis_name, *, to):
+    """Cast the varying-manual-axes type of ``x`` (a pytree) over ``axis_name`` to ``to``.
+
+    xform has no ``shard_map`` types: under ``pmap`` every value already varies over its
+    axes, so ``to='varying'`` and ``to='reduced'`` are the identity, as in JAX, and
+    ``to='unreduced'`` is a ``ValueError``, as in JAX.
+    """
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"pcast: axis_name={axis_name} must be a tuple or a str")
+    axes = _axes(axis_name)
+    if not axis_name:
+        return x
+    if to not in _PCAST_TO:
+        raise ValueError(f"pcast: unexpected `to` value {to!r}. Allowed `to` values are: "
+                         f"{set(_PCAST_TO)}")
+    _size(axes, "pcast")
+    if to == "unreduced":
+        raise ValueError(f"pcast: unsupported pcast from='invarying' to={to!r}")
+    return x
+
+
+def psend(x, axis_name, perm):
+    """XLA's Send (GPU-only in JAX): not supported by xform, whose backend is XLA:CPU."""
+    raise NotImplementedError("psend: XLA Send/Recv collectives are implemented only on GPU "
+                              "(in JAX as well); xform does not support them. Use ppermute.")
+
+
+def precv(token, out_shape, axis_name, perm):
+    """XLA's Recv (GPU-only in JAX): not supported by xform, whose backend is XLA:CPU."""
+    raise NotImplementedError("precv: XLA Send/Recv collectives are implemented only on GPU "
+                              "(precv is currently only implemented on GPU in JAX); xform "
+                              "does not support them. Use ppermute.")
+
+
+def ragged_all_to_all(operand, output, input_offsets, send_sizes, output_offsets, recv_sizes,
+                      *, axis_name, axis_index_groups=None):
+    """The ragged ``all_to_all``: device ``i`` sends rows ``input_offsets[j]`` to
+    ``input_offsets[j] + send_sizes[j]`` of ``operand`` to device ``j``, which writes them at
+    its ``output_offsets``; ``output`` supplies the rows nothing writes. With ``k`` slices per
+    device, the offsets and sizes have ``k`` entries per device of the axis."""
+    axes = _axes(axis_name)
+    _no_groups(axis_index_groups, "ragged_all_to_all")
+    _size(axes, "ragged_all_to_all")
+    args = (operand, output, input_offsets, send_sizes, output_offsets, recv_sizes)
+    # Checked here, not only by the abstract evaluation: vmap's rule raises before that.
+    _ragged_all_to_all_abstract_eval(*[get_aval(a) for a in args], axes=axes)
+    return ragged_all_to_all_p.bind(operand, output, input_offsets, send_sizes,
+                                    output_offsets, recv_sizes, axes=axes)
+
+
+pbroadcast_p = _collective("pbroadcast", _same_type("pbroadcast", ANY))
+ad.deflinear(pbroadcast_p)
+
+
+def _pbroadcast_transpose(ct, x, *, axes, source):
+    # Every device's output is the source's input: the source's cotangent is the sum of all.
+    total = psum_p.bind(ad.instantiate(ct), axes=axes)
+    return [select(eq(axis_index(axes), np.int32(source)), total, total * 0)]
+
+
+transpose_interp.transpose_rules[pbroadcast_p] = _pbroadcast_transpose
+
+
+@_over_own_axis(pbroadcast_p)
+def _pbroadcast_batch(axis, x, d, *, axes, source):
+    return (x if d is not_mapped else index_in_dim(x, source, d, keepdims=False)), not_mapped
+
+
+def _ragged_all_to_all_abstract_eval(operand, output, *offsets_and_sizes, axes):
+    names = ("input_offsets", "send_sizes", "output_offsets", "recv_sizes")
+    for name, a in zip(names, offsets_and_sizes, strict=True):
+        if not (dtypes.is_signed_int(a.dtype) or dtypes.is_unsigned_int(a.dtype)):
+            raise ValueError(f"ragged_all_to_all {name} must be integer type, got {a.dtype}.")
+        if a.ndim != 1 or a.shape[0] < 1:
+            raise ValueError(f"ragged_all_to_all {name} must be rank 1 with positive dimension "
+                             f"size, but got shape {a.shape}")
+    if operand.dtype != output.dtype or operand.shape[1:] != output.shape[1:]:
+        raise TypeError(f"ragged_all_to_all: operand {operand.str_short()} and output "
+                        f"{output.str_short()} must agree in dtype and in every dimension but "
+                        "the first")
+    return [ShapedArray(output.shape, output.dtype)]
+
+
+ragged_all_to_all_p = _collective("ragged_all_to_all", _ragged_all_to_all_abstract_eval)
+
+
+def _ragged_all_to_all_eager(*args, axes):
+    raise RuntimeError("ragged_all_to_all must be used within a mapped context like pmap")
+
+
+core.eager_rules[ragged_all_to_all_p] = _ragged_all_to_all_eager
+
+
+def _ragged_all_to_all_jvp(primals, tangents, *, axes):
+    # Linear in (operand, output) together; the offsets and sizes are integers.
+    out = ragged_all_to_all_p.bind(*primals, axes=axes)
+    if type(tangents[0]) is ad.Zero and type(tangents[1]) is ad.Zero:
+        return [out], [ad.Zero(ad.tangent_aval(get_aval(out)))]
+    t = ragged_all_to_all_p.bind(ad.instantiate(tangents[0]), ad.instantiate(tangents[1]),
+                                 *primals[2:], axes=axes)
+    return [out], [t]
+
+
+ad.jvp_rules[ragged_all_to_all_p] = _ragged_all_to_all_jvp
+
+
+def _ragged_all_to_all_transpose(ct, operand, output, input_offsets, send_sizes,
+                                 output_offsets, recv_sizes, *, axes):
+    # JAX's rule: the cotangent's received windows go back to their senders (the exchange
+    # with the roles of the offsets swapped), and the output's cotangent is what no window
+    # overwrote.
+    undefined = [transpose_interp.is_undefined(operand), transpose_interp.is_undefined(output)]
+    if type(ct) is ad.Zero:
+        return [ad.Zero(x.aval) if u else None
+                for x, u in zip((operand, output), undefined, strict=True)] + [None] * 4
+    n = _size(axes, "ragged_all_to_all")
+
+    def exchange(x):  # entry i of device d goes to entry d*k + j of device i // k
+        return all_to_all_p.bind(x, axes=axes, axis_size=n, split_axis=0, concat_axis=0,
+                                 tiled=True)
+
+    received_at = exchange(output_offsets)  # where each received window starts here
+    operand_aval = operand.aval if undefined[0] else get_aval(operand)
+    zeros = broadcast_in_dim(np.zeros((), operand_aval.dtype), operand_aval.shape, ())
+    operand_ct = ragged_all_to_all_p.bind(ct, zeros, received_at, recv_sizes,
+                                          exchange(input_offsets), send_sizes, axes=axes)
+    shape = get_aval(ct).shape
+    position = iota(np.int32, shape[0])
+    written = None
+    for i in range(get_aval(recv_sizes).shape[0]):
+        start = convert_element_type(index_in_dim(received_at, i, keepdims=False), np.int32)
+        size = convert_element_type(index_in_dim(recv_sizes, i, keepdims=False), np.int32)
+        inside = bitwise_and(ge(position, start), lt(position, add(start, size)))
+        written = inside if written is None else bitwise_or(written, inside)
+    output_ct = select(broadcast_in_dim(written, shape, (0,)), ct * 0, ct)
+    return [operand_ct if undefined[0] else None, output_ct if undefined[1] else None,
+            None, None, None, None]
+
+
+transpose_interp.transpose_rules[ragged_all_to_all_p] = _ragged_all_to_all_transpose
+
+
+def ragged_receive(me, output, operands, input_offsets, send_sizes, output_offsets):
+    """What ``ragged_all_to_all`` leaves on device ``me`` (an int32 scalar): ``output`` with
+    the slices every sender ``s`` addressed to ``me`` written in. ``operands`` and the
+    offsets and sizes are every device's, stacked along a leading axis (an all_gather)."""
+    n, rows = get_aval(operands).shape[:2]
+    per_device = get_aval(input_offsets).shape[1] // n  # slices each sender sends a device
+    shape = get_aval(output).shape
+    position = iota(np.int32, shape[0])
+    dn = GatherDimensionNumbers(offset_dims=tuple(range(1, len(shape))),
+                                collapsed_slice_dims=(0,), start_index_map=(0,))
+
+    def entry(table, s, i):
+        row = index_in_dim(table, s, keepdims=False)
+        return convert_element_type(dynamic_index_in_dim(row, i, keepdims=False), np.int32)
+
+    result = output
+    for s in range(n):
+        data = index_in_dim(operands, s, keepdims=False)
+        for j in range(per_device):
+            i = add(mul(me, np.int32(per_device)), np.int32(j))
+            start_in = entry(input_offsets, s, i)
+            size = entry(send_sizes, s, i)
+            start_out = entry(output_offsets, s, i)
+            # output row p takes the sender's row start_in + (p - start_out) in the window
+            source = clamp(np.int32(0), add(start_in, sub(position, start_out)),
+                           np.int32(rows - 1))
+            taken = gather(data, reshape(source, (shape[0], 1)), dn, (1, *shape[1:]),
+                           mode="promise_in_bounds")
+            inside = bitwise_and(ge(position, start_out), lt(position, add(start_out, size)))
+            result = select(broadcast_in_dim(inside, shape, (0,)), taken, result)
+    return result
+
+
+def _ragged_all_to_all_batch(axis, args, dims, *, axes):
+    if axis.name not in axes:
+        if all(d is not_mapped for d in dims):
+            return [ragged_all_to_all_p.bind(*args, axes=axes)], [not_mapped]
+        return [_ragged_over_other_axis(axis.size, args, dims, axes)], [0]
+    if len(axes) > 1:
+        raise NotImplementedError(f"ragged_all_to_all over several axes {axes} where one is a "
+                                  f"vmap axis ({axis.name!r}) is not supported by xform")
+    # Every lane's values are at hand: each lane receives from the stacked senders. (JAX has
+    # no vmap rule over the collective's own axis.)
+    stacked = [batching.move_or_broadcast(x, d, 0, axis.size) for x, d in
+               zip(args, dims, strict=True)]
+    operands, output, input_offsets, send_sizes, output_offsets, _ = stacked
+    lanes = [ragged_receive(np.int32(r), index_in_dim(output, r, keepdims=False), operands,
+                            input_offsets, send_sizes, output_offsets)
+             for r in range(axis.size)]
+    return [concatenate([expand(lane) for lane in lanes], 0)], [0]
+
+
+def _ragged_over_other_axis(size, args, dims, axes):
+    # JAX's rule: the lanes' operands (and outputs) are concatenated, each lane's offsets
+    # shifted to its block; entry i of lane b becomes entry i * size + b, so every device
+    # still gets its entries in one contiguous run.
+    operand, output = (batching.batch_at_front(x, d, size)
+                       for x, d in zip(args[:2], dims[:2], strict=True))
+    n_rows, m_rows = get_aval(operand).shape[1], get_aval(output).shape[1]
+    lane = iota(np.int32, size)
+
+    def lanes_last(x, d, shift=None):
+        x = batching.move_or_broadcast(x, d, 1, size)
+        if shift is not None:
+            offsets = convert_element_type(lane * np.int32(shift), get_aval(x).dtype)
+            x = add(x, broadcast_in_dim(offsets, get_aval(x).shape, (1,)))
+        return reshape(x, (get_aval(x).size,))
+
+    input_offsets = lanes_last(args[2], dims[2], n_rows)
+    send_sizes = lanes_last(args[3], dims[3])
+    output_offsets = lanes_last(args[4], dims[4], m_rows)
+    recv_sizes = lanes_last(args[5], dims[5])
+    flat = ragged_all_to_all_p.bind(
+        reshape(operand, (size * n_rows, *get_aval(operand).shape[2:])),
+        reshape(output, (size * m_rows, *get_aval(output).shape[2:])),
+        input_offsets, send_sizes, output_offsets, recv_sizes, axes=axes)
+    return reshape(flat, get_aval(output).shape)
+
+
+def expand(x):
+    """``x`` with a new leading axis of size 1."""
+    return reshape(x, (1, *get_aval(x).shape))
+
+
+batching.axis_rules[ragged_all_to_all_p] = _ragged_all_to_all_batch

@@ -1,11 +1,17 @@
-"""Sorting primitives: multi-operand ``sort`` and ``top_k``.
+"""Sorting primitives: multi-operand ``sort``, ``top_k`` and ``approx_top_k``.
 
 ``sort`` orders floats by a total order in which -0.0 equals 0.0 and every NaN equals every
 other NaN and comes after +inf (JAX's order). ``top_k`` uses XLA's order instead: the IEEE
 total order of the bits, so -0.0 < 0.0, a positive NaN is the largest value and a negative
 NaN the smallest. Host implementations sort integer keys that encode these orders.
+
+``approx_top_k`` (``approx_max_k``, ``approx_min_k``) is XLA's ``ApproxTopK``, approximate on
+TPUs only: elsewhere XLA runs its exact fallback, and its recall knobs only change the output
+size when ``aggregate_to_topk=False``. It has no host implementation: eagerly, the one
+equation is compiled, so values and indices are XLA's, as JAX's are.
 """
 
+import math
 import operator
 
 import numpy as np
@@ -26,7 +32,7 @@ from xform.primitives.base import (
 from xform.primitives.indexing import GatherDimensionNumbers, gather
 from xform.primitives.structural import broadcasted_iota, expand_dims
 
-__all__ = ["sort", "sort_key_val", "top_k"]
+__all__ = ["sort", "sort_key_val", "top_k", "approx_max_k", "approx_min_k"]
 
 
 # --------------------------------------------------------------------------- order keys
@@ -170,6 +176,124 @@ def top_k(operand, k, *, axis=-1):
     return top_k_p.bind(operand, k=k, axis=axis)  # a list, as JAX returns
 
 
+# --------------------------------------------------------------------------- approx_top_k
+
+
+def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+    """The (approximately, on TPUs) ``k`` largest values along ``reduction_dimension`` and
+    their int32 indices. Off TPU the result is exact (XLA's fallback).
+
+    Args:
+      operand: a floating-point array of rank >= 1.
+      k: how many values to keep (positive, at most the reduced dimension's size).
+      reduction_dimension: the dimension to reduce.
+      recall_target: the recall the approximation aims for, in (0, 1].
+      reduction_input_size_override: if positive, the logical size of the reduced
+        dimension (for a dimension sharded elsewhere), at least its size here.
+      aggregate_to_topk: keep the ``k`` best (True), or the approximate candidates, sorted.
+
+    Returns:
+      ``(values, indices)``.
+
+    Example:
+      >>> values, indices = approx_max_k(np.array([1., 3., 2.]), 2)  # [3., 2.], [1, 2]
+    """
+    return _approx_top_k(operand, k, reduction_dimension, recall_target,
+                         reduction_input_size_override, aggregate_to_topk, True)
+
+
+def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+    """The (approximately, on TPUs) ``k`` smallest values along ``reduction_dimension`` and
+    their int32 indices; the arguments are ``approx_max_k``'s.
+
+    Example:
+      >>> values, indices = approx_min_k(np.array([1., 3., 2.]), 2)  # [1., 2.], [0, 2]
+    """
+    return _approx_top_k(operand, k, reduction_dimension, recall_target,
+                         reduction_input_size_override, aggregate_to_topk, False)
+
+
+def _approx_top_k(operand, k, reduction_dimension, recall_target,
+                  reduction_input_size_override, aggregate_to_topk, is_max_k):
+    ndim = get_aval(operand).ndim
+    if ndim == 0:
+        raise TypeError(f"approx_top_k operand must have >= 1 dimension, got "
+                        f"{get_aval(operand).shape}")
+    dim = canonicalize_axis(reduction_dimension, ndim, "approx_top_k")
+    return approx_top_k_p.bind(operand, k=operator.index(k), reduction_dimension=dim,
+                               recall_target=float(recall_target), is_max_k=is_max_k,
+                               reduction_input_size_override=int(reduction_input_size_override),
+                               aggregate_to_topk=bool(aggregate_to_topk))
+
+
+def _log2_floor(n):
+    return n.bit_length() - 1 if n else 0
+
+
+def _log2_ceil(n):
+    return (n - 1).bit_length() if n else 0
+
+
+def approx_top_k_output_size(input_size, rank, k, recall_target, aggregate_to_topk,
+                             input_size_override):
+    """The size of the reduced dimension of ``approx_top_k``'s results: XLA's rule (which
+    ``ApproxTopK`` checks), from the expected recall of ``k`` values spread over windows."""
+    if aggregate_to_topk:
+        return k
+    tiling = 1024 if rank == 1 else 128  # the TPU's tile along the reduced dimension
+    if input_size <= tiling:
+        return input_size
+    if input_size_override >= 0 and input_size > input_size_override:
+        raise ValueError(f"approx_top_k: reduction_input_size_override "
+                         f"{input_size_override} should be at least the size {input_size} "
+                         "of the reduced dimension")
+    logical = input_size_override if input_size_override >= 0 else input_size
+    if k == 1:
+        return tiling
+    recall = float(np.float32(recall_target))  # XLA takes it as a float32
+    if recall == 1.0:
+        return input_size
+    if not 0.0 < recall < 1.0:
+        raise ValueError(f"approx_top_k: recall_target should range in (0, 1], got "
+                         f"{recall_target}")
+    # With M windows, a top-k value is alone in its window with probability about
+    # exp((1 - k) / M): M = (1 - k) / log(recall) windows reach the recall.
+    windows = min(max(int((1.0 - k) / math.log(recall)), tiling), logical)
+    reduction = _log2_floor(logical // windows)
+    if reduction == 0:
+        return input_size
+    # Not too much reduction when the logical size is much larger than the real one.
+    reduction = min(reduction, _log2_ceil(input_size // tiling))
+    tiles = -(-input_size // tiling)
+    return -(-tiles // (1 << reduction)) * tiling
+
+
+def _approx_top_k_abstract_eval(x, *, k, reduction_dimension, recall_target, is_max_k,
+                                reduction_input_size_override, aggregate_to_topk):
+    if k <= 0:
+        raise ValueError(f"approx_top_k: k must be positive, got {k}")
+    if x.ndim == 0:
+        raise TypeError(f"approx_top_k operand must have >= 1 dimension, got {x.shape}")
+    size = x.shape[reduction_dimension]
+    if size < k:
+        raise ValueError(f"approx_top_k: k must be smaller than the size of reduction_dim "
+                         f"{size}, got {k} (operand shape {x.shape})")
+    if not dtypes.is_float(x.dtype):
+        raise ValueError(f"approx_top_k: operand must be a floating type, got {x.dtype}")
+    out = approx_top_k_output_size(size, x.ndim, k, recall_target, aggregate_to_topk,
+                                   reduction_input_size_override)
+    shape = x.shape[:reduction_dimension] + (out,) + x.shape[reduction_dimension + 1:]
+    # The indices inherit the operand's weak type, as in JAX.
+    return [ShapedArray(shape, x.dtype, x.weak_type),
+            ShapedArray(shape, dtypes.int32, x.weak_type)]
+
+
+approx_top_k_p = standard_primitive("approx_top_k", _approx_top_k_abstract_eval,
+                                    multiple_results=True)
+
+
 # --------------------------------------------------------------------------- jvp rules
 # The rules build tangents with the indexing and structural wrappers.
 
@@ -212,6 +336,18 @@ def _top_k_jvp(primals, tangents, *, k, axis):
 
 
 ad.jvp_rules[top_k_p] = _top_k_jvp
+
+
+def _approx_top_k_jvp(primals, tangents, **params):
+    values, indices = approx_top_k_p.bind(primals[0], **params)
+    if type(tangents[0]) is ad.Zero:
+        t = ad.Zero(ad.tangent_aval(get_aval(values)))
+    else:
+        t = take_along_axis(tangents[0], indices, params["reduction_dimension"])
+    return [values, indices], [t, ad.Zero(ad.tangent_aval(get_aval(indices)))]
+
+
+ad.jvp_rules[approx_top_k_p] = _approx_top_k_jvp
 
 
 # --------------------------------------------------------------------------- transpose rules
@@ -273,3 +409,13 @@ def _top_k_batch(axis_data, args, dims, *, k, axis):
 
 batching.batch_rules[sort_p] = _sort_batch
 batching.batch_rules[top_k_p] = _top_k_batch
+
+
+def _approx_top_k_batch(axis_data, args, dims, *, reduction_dimension, **params):
+    (x,), (d,) = args, dims
+    dim = reduction_dimension + (reduction_dimension >= d)
+    outs = approx_top_k_p.bind(x, reduction_dimension=dim, **params)
+    return outs, [d, d]
+
+
+batching.batch_rules[approx_top_k_p] = _approx_top_k_batch
