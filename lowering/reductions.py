@@ -1,11 +1,12 @@
 """Lowering of the reductions family: ``stablehlo.reduce`` and ``stablehlo.reduce_window``
-with a combiner region, as JAX emits them on CPU."""
+with a combiner region, as JAX emits them on CPU. The generic ``reduce`` gets its region from
+the reducer's jaxpr (``build_jaxpr_region``, shared with the windowed family)."""
 
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from lowering.mlir import aval_to_ir, constant, dtype_to_ir, lowering_rules
+from lowering.mlir import aval_to_ir, constant, dtype_to_ir, lower_jaxpr, lowering_rules
 from xform import dtypes
 from xform.primitives import reductions as red
 
@@ -32,6 +33,17 @@ def build_region(op, arg_dtypes, body):
     block = op.regions[0].blocks.append(*[scalar_type(d) for d in arg_dtypes])
     with ir.InsertionPoint(block):
         hlo.return_(body(*block.arguments))
+
+
+def build_jaxpr_region(ctx, region, closed, arg_dtypes):
+    """Give ``region`` one block with scalar arguments of ``arg_dtypes`` that computes the
+    ClosedJaxpr ``closed`` on them (its constants emitted inside the region)."""
+    block = region.blocks.append(*[scalar_type(d) for d in arg_dtypes])
+    with ir.InsertionPoint(block):
+        jaxpr = closed.jaxpr
+        consts = [constant(c, v.aval.dtype)
+                  for v, c in zip(jaxpr.constvars, closed.consts, strict=True)]
+        hlo.return_(lower_jaxpr(ctx.module, jaxpr, consts, list(block.arguments)))
 
 
 # --------------------------------------------------------------------------- combiners
@@ -174,3 +186,18 @@ def _cumulative_rule(monoid):
 
 for _prim, _monoid in red.CUMULATIVE_MONOIDS.items():
     lowering_rules[_prim] = _cumulative_rule(_monoid)
+
+
+# --------------------------------------------------------------------------- reduce (generic)
+
+
+def _reduce_lower(ctx, *args, jaxpr, dimensions):
+    n = len(args) // 2
+    op = hlo.ReduceOp([aval_to_ir(a) for a in ctx.avals_out], list(args[:n]), list(args[n:]),
+                      ir.DenseI64ArrayAttr.get(list(dimensions)))
+    dtypes_ = [a.dtype for a in ctx.avals_in[n:]]
+    build_jaxpr_region(ctx, op.regions[0], jaxpr, dtypes_ + dtypes_)
+    return list(op.results)
+
+
+lowering_rules[red.reduce_p] = _reduce_lower

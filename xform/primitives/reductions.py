@@ -1,4 +1,5 @@
-"""Reduction primitives: monoid reductions over axes, argmax/argmin, cumulative reductions.
+"""Reduction primitives: monoid reductions over axes, argmax/argmin, cumulative reductions,
+and the generic ``reduce`` with a Python reducer.
 
 ``reduce_<op>[axes]`` folds the given axes with a monoid (the combiner and its identity are
 listed once, in ``MONOIDS``, and shared with the lowering); ``argmax``/``argmin`` return the
@@ -12,9 +13,10 @@ within the half type's precision.
 
 import numpy as np
 
-from xform import dtypes
-from xform.core import ShapedArray, get_aval
+from xform import dtypes, tree_util
+from xform.core import ShapedArray, Tracer, eval_jaxpr, get_aval, is_concrete_array
 from xform.interpreters import ad, batching, transpose
+from xform.interpreters.staging import trace_to_jaxpr
 from xform.primitives.base import (
     ANY,
     BOOL,
@@ -29,7 +31,11 @@ from xform.primitives.base import (
 from xform.primitives.elementwise import abs as abs_
 from xform.primitives.elementwise import (
     add,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
     convert_element_type,
+    convert_element_type_p,
     div,
     eq,
     exp,
@@ -68,6 +74,7 @@ __all__ = [
     "cummax",
     "cummin",
     "cumlogsumexp",
+    "reduce",
 ]
 
 _HALF = (dtypes.float16, dtypes.bfloat16)
@@ -580,3 +587,234 @@ def _defaxes_batching(prim):
 
 for _prim in (*REDUCTION_MONOIDS, argmax_p, argmin_p, *CUMULATIVE_MONOIDS):
     _defaxes_batching(_prim)
+
+
+# --------------------------------------------------------------------------- reduce (generic)
+# Its rules sit together here, in the usual order: wrapper, reduce_p, abstract eval, jvp,
+# batching. There is no host impl: eagerly, the one equation is compiled with XLA.
+
+# Traced reducers, per (computation, init avals, tree): a repeated call reuses the jaxpr, so
+# eager evaluation hits the compile cache as it does in JAX.
+_reducer_jaxprs = {}
+_MAX_CACHED_REDUCERS = 512
+
+
+def reduction_jaxpr(computation, init_avals, tree, name):
+    """``computation(xs, ys)`` (pytrees of ``tree``'s structure, scalars of ``init_avals``)
+    traced to a ClosedJaxpr on the flat leaves of ``xs`` then ``ys``; returns it and the
+    output tree. A reducer closing over tracers is a ``NotImplementedError``, as in JAX."""
+    key = (computation, tuple(init_avals), tree)
+    try:
+        hit = _reducer_jaxprs.get(key)
+    except TypeError:  # an unhashable computation: trace it every time
+        hit, key = None, None
+    if hit is not None:
+        return hit
+    n = len(init_avals)
+    out_trees = []
+
+    def flat_computation(*args):
+        xs = tree_util.tree_unflatten(tree, args[:n])
+        ys = tree_util.tree_unflatten(tree, args[n:])
+        outs, out_tree = tree_util.tree_flatten(computation(xs, ys))
+        out_trees.append(out_tree)
+        return outs
+
+    closed = trace_to_jaxpr(flat_computation, list(init_avals) * 2, f"tracing the {name}")
+    if any(isinstance(c, Tracer) for c in closed.consts):
+        raise NotImplementedError(f"{name} can't close over Tracers (values of an enclosing "
+                                  "transformation): pass them as operands instead.")
+    hit = (closed, out_trees[0])
+    if key is not None:
+        if len(_reducer_jaxprs) >= _MAX_CACHED_REDUCERS:  # fresh lambdas on every call
+            _reducer_jaxprs.clear()
+        _reducer_jaxprs[key] = hit
+    return hit
+
+
+def _is_intlike(dtype):
+    return dtype == dtypes.bool_ or dtypes.is_int(dtype)
+
+
+# reducer function -> (monoid name, reduction wrapper, dtype condition)
+_MONOID_REDUCERS = {
+    add: ("add", lambda: reduce_sum, None),
+    mul: ("mul", lambda: reduce_prod, None),
+    max_: ("max", lambda: reduce_max, None),
+    min_: ("min", lambda: reduce_min, None),
+    bitwise_and: ("and", lambda: reduce_and, _is_intlike),
+    bitwise_or: ("or", lambda: reduce_or, _is_intlike),
+    bitwise_xor: ("xor", lambda: reduce_xor, _is_intlike),
+}
+
+
+def monoid_of(computation, init_values, monoids=None):
+    """The monoid name of ``computation`` if it is one of lax's monoid ops and its one init
+    value is a concrete scalar equal to that monoid's identity (JAX's test), else None."""
+    try:
+        entry = _MONOID_REDUCERS.get(computation)
+    except TypeError:
+        return None
+    if entry is None or len(init_values) != 1 or (monoids and entry[0] not in monoids):
+        return None
+    (x,) = init_values
+    if not is_concrete_array(x):
+        return None
+    aval = get_aval(x)
+    if aval.shape or (entry[2] is not None and not entry[2](aval.dtype)):
+        return None
+    value = np.asarray(x._host_value() if hasattr(x, "_host_value") else x)
+    return entry[0] if bool(np.equal(value, identity(entry[0], aval.dtype))) else None
+
+
+def reduce(operands, init_values, computation, dimensions):  # noqa: A001  (lax's name)
+    """Reduce ``operands`` over ``dimensions`` with ``computation``, XLA's Reduce.
+
+    Args:
+      operands: an array or a pytree of arrays of one shape.
+      init_values: scalars, a pytree of the structure of ``operands``: the identity of
+        ``computation``.
+      computation: ``(xs, ys) -> zs``, pytrees like ``operands``; with ``init_values`` it must
+        form a monoid (associative, with that identity), else the result is undefined.
+      dimensions: the dimensions to reduce.
+
+    Returns:
+      A pytree like ``operands``, each leaf without the reduced dimensions.
+
+    Example:
+      >>> reduce(np.arange(4.), 0., xform.lax.add, (0,))  # 6.0, as reduce_sum
+    """
+    flat_operands, operand_tree = tree_util.tree_flatten(operands)
+    flat_inits, init_tree = tree_util.tree_flatten(init_values)
+    if operand_tree != init_tree:
+        raise ValueError("lax.reduce: operands must have the same tree structure as "
+                         f"init_values: {operand_tree} vs. {init_tree}")
+    if len(flat_operands) != len(flat_inits):
+        raise ValueError("lax.reduce: must have the same total number of operands as "
+                         f"init_values: {len(flat_operands)} vs. {len(flat_inits)}")
+    dimensions = tuple(int(d) for d in dimensions)
+    monoid = monoid_of(computation, flat_inits)
+    if monoid is not None:
+        (operand,), (init,) = flat_operands, flat_inits
+        weak = get_aval(operand).weak_type and get_aval(init).weak_type
+        wrapper = _MONOID_REDUCERS[computation][1]()
+        out = wrapper(operand, dimensions)
+        aval = get_aval(out)
+        if aval.weak_type != weak:
+            out = convert_element_type_p.bind(out, new_dtype=aval.dtype, weak_type=weak)
+        return out
+    init_avals = [get_aval(x) for x in flat_inits]
+    jaxpr, out_tree = reduction_jaxpr(computation, init_avals, init_tree,
+                                      "reduction computation of lax.reduce")
+    outs = reduce_p.bind(*flat_operands, *flat_inits, jaxpr=jaxpr, dimensions=dimensions)
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _check_reducer(name, jaxpr, init_avals):
+    """The reducer's jaxpr maps pairs of scalars of the init types to scalars of them."""
+    outs = jaxpr.out_avals
+    if len(outs) != len(init_avals) or any(
+            o.shape or o.dtype != i.dtype for o, i in zip(outs, init_avals, strict=True)):
+        got = ", ".join(a.str_short() for a in outs)
+        want = ", ".join(a.str_short() for a in init_avals)
+        raise TypeError(f"{name}: the reduction computation must return scalars of the "
+                        f"init_values' types ({want}), got ({got})")
+
+
+def _reduce_abstract_eval(*avals, jaxpr, dimensions):
+    n = len(avals) // 2
+    operands, inits = avals[:n], avals[n:]
+    if any(a.shape for a in inits):
+        raise ValueError(f"lax.reduce found non-scalar initial value: "
+                         f"{[a.shape for a in inits]}")
+    if [a.dtype for a in operands] != [a.dtype for a in inits]:
+        raise TypeError("lax.reduce operand dtypes should match corresponding initial value "
+                        f"dtypes, got operands=({', '.join(a.str_short() for a in operands)}) "
+                        f"and initial_values=({', '.join(a.str_short() for a in inits)})")
+    shape = operands[0].shape
+    if any(a.shape != shape for a in operands):
+        raise ValueError("lax.reduce: operands must have one shape, got "
+                         f"{[a.shape for a in operands]}")
+    if len(set(dimensions)) != len(dimensions) or any(
+            not 0 <= d < len(shape) for d in dimensions):
+        raise ValueError(f"lax.reduce: reduction axes {dimensions} contains out-of-bounds "
+                         f"or repeated indices for {operands[0].str_short()}.")
+    _check_reducer("lax.reduce", jaxpr, inits)
+    out_shape = tuple(d for i, d in enumerate(shape) if i not in dimensions)
+    return [ShapedArray(out_shape, o.dtype, o.weak_type and i.weak_type)
+            for o, i in zip(operands, inits, strict=True)]
+
+
+reduce_p = standard_primitive("reduce", _reduce_abstract_eval, multiple_results=True)
+
+
+def vectorized_reducer(jaxpr):
+    """The scalar reducer ``jaxpr`` applied elementwise to flat 1-D arrays, by vmap."""
+
+    def apply(*args):
+        size = get_aval(args[0]).shape[0]
+        return batching.vmap_flat(lambda *xs: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs),
+                                  batching.AxisData(None, size), list(args),
+                                  [0] * len(args), [0] * len(jaxpr.out_avals))
+
+    return apply
+
+
+def _reduce_tree(jaxpr, inits, xs):
+    """JAX's evaluation order for differentiating ``reduce``: ``xs`` (the reduced dims first,
+    flattened to one) halved pairwise, the odd one out padded with the init values."""
+    apply = vectorized_reducer(jaxpr)
+    rest = get_aval(xs[0]).shape[1:]
+    m = int(np.prod(rest, dtype=np.int64))
+    if get_aval(xs[0]).shape[0] == 0:
+        return [full(rest, i, get_aval(i).dtype) for i in inits]
+    while (n := get_aval(xs[0]).shape[0]) > 1:
+        n1 = (n + 1) // 2
+        xs1 = [slice_in_dim(x, 0, n1) for x in xs]
+        xs2 = [slice_in_dim(x, n1, None) for x in xs]
+        if n - n1 != n1:
+            config = [(0, 1, 0)] + [(0, 0, 0)] * len(rest)
+            xs2 = [pad(x, i, config) for x, i in zip(xs2, inits, strict=True)]
+        outs = apply(*[reshape(x, (n1 * m,)) for x in xs1 + xs2])
+        xs = [reshape(o, (n1,) + rest) for o in outs]
+    return [reshape(x, rest) for x in xs]
+
+
+def _reduce_jvp(primals, tangents, *, jaxpr, dimensions):
+    n = len(primals) // 2
+    xs, inits = primals[:n], primals[n:]
+    if any(type(t) is not ad.Zero for t in tangents[n:]):
+        raise NotImplementedError("Gradient of general lax.reduce with non-zero tangents for "
+                                  "initial values to reduction not implemented")
+    if all(type(t) is ad.Zero for t in tangents[:n]):
+        outs = reduce_p.bind(*primals, jaxpr=jaxpr, dimensions=dimensions)
+        return outs, [ad.Zero(ad.tangent_aval(get_aval(o))) for o in outs]
+    shape = get_aval(xs[0]).shape
+    rest = tuple(i for i in range(len(shape)) if i not in dimensions)
+    count = int(np.prod([shape[d] for d in dimensions], dtype=np.int64))
+    new_shape = (count,) + tuple(shape[i] for i in rest)
+    perm = tuple(dimensions) + rest
+    xs = [reshape(x, new_shape, perm) for x in xs]
+    # integer operands (an argmax's indices) keep symbolic zero tangents
+    ts = [reshape(ad.instantiate(t), new_shape, perm) if ad.is_differentiable(get_aval(x))
+          else ad.Zero(ad.tangent_aval(get_aval(x)))
+          for x, t in zip(xs, tangents[:n], strict=True)]
+    outs, touts = ad.jvp_flat(lambda *a: _reduce_tree(jaxpr, inits, list(a)), xs, ts)
+    return outs, touts
+
+
+ad.jvp_rules[reduce_p] = _reduce_jvp
+
+
+def _reduce_batch(axis, args, dims, *, jaxpr, dimensions):
+    n = len(args) // 2
+    if any(d is not batching.not_mapped for d in dims[n:]):
+        raise NotImplementedError("lax.reduce: vmap over the init_values is not implemented")
+    xs = [batching.batch_at_front(x, d, axis.size)
+          for x, d in zip(args[:n], dims[:n], strict=True)]
+    outs = reduce_p.bind(*xs, *args[n:], jaxpr=jaxpr,
+                         dimensions=tuple(d + 1 for d in dimensions))
+    return outs, [0] * n
+
+
+batching.batch_rules[reduce_p] = _reduce_batch
