@@ -81,8 +81,13 @@ _HALF = (dtypes.float16, dtypes.bfloat16)
 
 
 def _compute_dtype(dtype):
-    """The dtype a host impl computes in: float32 for the half floats, else ``dtype``."""
-    return dtypes.float32 if dtype in _HALF else dtype
+    """The dtype a host impl computes in: float32 for the half floats, 32-bit integers for
+    int4 and kin (NumPy has no loops for them; the result wraps back), else ``dtype``."""
+    if dtype in _HALF:
+        return dtypes.float32
+    if dtype in dtypes.NARROW_SIGNED or dtype in dtypes.NARROW_UNSIGNED:
+        return dtypes.int32 if dtype in dtypes.NARROW_SIGNED else dtypes.uint32
+    return dtype
 
 
 # NumPy adds along a non-innermost axis (and in a cumulative sum) one element at a time in the
@@ -104,17 +109,17 @@ def _sum_dtype(x, dtype):
 def _max_identity(dtype):
     if dtype == dtypes.bool_:
         return False
-    if dtypes.is_inexact(dtype):
-        return -np.inf
-    return np.iinfo(dtype).min
+    if dtypes.is_inexact(dtype):  # the lowest finite value where there is no infinity
+        return -np.inf if dtypes.supports_inf(dtype) else dtypes.finfo(dtype).min
+    return dtypes.iinfo(dtype).min
 
 
 def _min_identity(dtype):
     if dtype == dtypes.bool_:
         return True
     if dtypes.is_inexact(dtype):
-        return np.inf
-    return np.iinfo(dtype).max
+        return np.inf if dtypes.supports_inf(dtype) else dtypes.finfo(dtype).max
+    return dtypes.iinfo(dtype).max
 
 
 def _all_ones(dtype):

@@ -37,7 +37,7 @@ __all__ = ["sort", "sort_key_val", "top_k", "approx_max_k", "approx_min_k"]
 
 # --------------------------------------------------------------------------- order keys
 
-_BITS = {2: np.int16, 4: np.int32, 8: np.int64}
+_BITS = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 
 
 def _float_order_key(x):
