@@ -477,3 +477,11 @@ def test_vmap_maps_float0_gradients_as_jax():
     got = xform.vmap(_int_grad(xform), (None, 0))(2.0, np.arange(3))
     expected = jax.vmap(_int_grad(jax), (None, 0))(2.0, np.arange(3))
     _same_float0(got[1], expected[1])
+
+
+def test_device_put_of_a_traced_value_is_an_equation_as_in_jax():
+    got = xform.make_jaxpr(lambda x: xform.device_put(x) * 2)(1.0)
+    expected = jax.make_jaxpr(lambda x: jax.device_put(x) * 2)(1.0)
+    assert str(got) == str(expected)
+    close(xform.grad(lambda x: xform.device_put(x) * x)(3.0), 6.0)
+    close(xform.vmap(lambda x: xform.device_put(x) * 2)(X3), X3 * 2)

@@ -18,6 +18,7 @@ from xform.array import Array, ShardedArray
 from xform.core import ShapedArray, Tracer
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.call import jit_p
+from xform.primitives.compiler import device_put_traced
 from xform.primitives.pmap import replicas_needed
 
 
@@ -693,7 +694,7 @@ def device_put(x, device=None):
 
     def put(leaf):
         if isinstance(leaf, Tracer):
-            return leaf
+            return device_put_traced(leaf, device)
         aval = core.get_aval(leaf)
         if runtime.is_sharding(device):
             buf = runtime.put_with_sharding(dispatch.host_value(leaf, aval), device)

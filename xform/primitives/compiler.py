@@ -12,6 +12,7 @@ rather than a ``!stablehlo.token``. No xform primitive consumes tokens for order
 (there are no side effects to order), so they only have to flow through programs.
 """
 
+import enum
 import functools
 
 import numpy as np
@@ -383,6 +384,23 @@ batching.batch_rules[dce_sink_p] = _dce_sink_batch
 
 
 # --------------------------------------------------------------------------- device_put_p
+
+
+class ArrayCopySemantics(enum.Enum):
+    """Whether ``device_put`` copies its input (a parameter of ``device_put_p``, as JAX's)."""
+
+    ALWAYS_COPY = 0
+    REUSE_INPUT = 1
+    DONATE_INPUT = 2
+
+    def __repr__(self):
+        return f"ArrayCopySemantics.{self.name}"
+
+
+def device_put_traced(x, device):
+    """``device_put`` of a traced value: an equation, as JAX stages it."""
+    return device_put_p.bind(x, devices=(device,), srcs=(None,),
+                             copy_semantics=(ArrayCopySemantics.REUSE_INPUT,))[0]
 
 
 def _device_put_abstract_eval(*avals, devices, srcs, copy_semantics):
