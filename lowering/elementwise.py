@@ -38,6 +38,7 @@ _SIMPLE = {
     ew.or_p: hlo.or_, ew.xor_p: hlo.xor, ew.shift_left_p: hlo.shift_left,
     ew.shift_right_logical_p: hlo.shift_right_logical,
     ew.shift_right_arithmetic_p: hlo.shift_right_arithmetic,
+    ew.clz_p: hlo.count_leading_zeros, ew.mulhi_p: chlo.mulhi, ew.complex_p: hlo.complex,
 }
 for _prim, _op in _SIMPLE.items():
     lowering_rules[_prim] = _nary(_op)
@@ -130,6 +131,24 @@ for _prim, _dir in ((ew.eq_p, "EQ"), (ew.ne_p, "NE"), (ew.lt_p, "LT"), (ew.le_p,
     lowering_rules[_prim] = _compare_rule(_dir)
 
 
+def _total_order_rule(direction):
+    """``eq_to``/``le_to``/``lt_to``: floats compare by XLA's TOTALORDER (as JAX lowers them),
+    integers as ``eq``/``le``/``lt`` do."""
+
+    def rule(ctx, x, y):
+        out, dtype = ctx.avals_out[0], ctx.avals_in[0].dtype
+        x, y = (broadcast_to(v, a, out) for v, a in zip((x, y), ctx.avals_in, strict=True))
+        kind = "TOTALORDER" if dtypes.is_inexact(dtype) else _compare_type(dtype)
+        return [hlo.compare(x, y, hlo.ComparisonDirectionAttr.get(direction),
+                            compare_type=hlo.ComparisonTypeAttr.get(kind))]
+
+    return rule
+
+
+for _prim, _dir in ((ew.eq_to_p, "EQ"), (ew.le_to_p, "LE"), (ew.lt_to_p, "LT")):
+    lowering_rules[_prim] = _total_order_rule(_dir)
+
+
 def _pow_lower(ctx, x, y):
     out = ctx.avals_out[0]
     x_aval, y_aval = ctx.avals_in
@@ -193,6 +212,24 @@ def _bitcast_lower(ctx, x, *, new_dtype):
     return [hlo.bitcast_convert(aval_to_ir(ctx.avals_out[0]), x)]
 
 
+def _square_lower(ctx, x):
+    if dtypes.is_int(ctx.avals_in[0].dtype):
+        return [hlo.multiply(x, x)]
+    return [chlo.square(x)]
+
+
+def _reduce_precision_lower(ctx, x, *, exponent_bits, mantissa_bits):
+    return [hlo.reduce_precision(x, exponent_bits, mantissa_bits)]
+
+
+def _identity_lower(ctx, x):
+    return [x]
+
+
+lowering_rules[ew.square_p] = _square_lower
+lowering_rules[ew.reduce_precision_p] = _reduce_precision_lower
+lowering_rules[ew.copy_p] = _identity_lower
+lowering_rules[ew.stage_p] = _identity_lower
 lowering_rules[ew.sign_p] = _sign_lower
 lowering_rules[ew.round_p] = _round_lower
 lowering_rules[ew.exp2_p] = _exp2_lower

@@ -53,6 +53,51 @@ def _iota_lower(ctx, *, dtype, shape, dimension):
     return [hlo.iota(aval_to_ir(ctx.avals_out[0]), dim)]
 
 
+def _tile_lower(ctx, x, *, reps):
+    # As JAX: reshape to (1, d0, 1, d1, ...), broadcast to (r0, d0, r1, d1, ...), merge pairs.
+    aval = ctx.avals_in[0]
+    pairs = aval.update(shape=tuple(n for d in aval.shape for n in (1, d)))
+    x = hlo.reshape(aval_to_ir(pairs), x)
+    tiled = aval.update(shape=tuple(n for pair in zip(reps, aval.shape, strict=True)
+                                    for n in pair))
+    x = hlo.broadcast_in_dim(aval_to_ir(tiled), x, _i64_array(range(2 * aval.ndim)))
+    return [hlo.reshape(aval_to_ir(ctx.avals_out[0]), x)]
+
+
+def _slices_along(x, aval, axis, sizes):
+    """The consecutive slices of ``x`` (of type ``aval``) of the given sizes along ``axis``."""
+    start, limit = [0] * aval.ndim, list(aval.shape)
+    outs = []
+    for n in sizes:
+        limit[axis] = start[axis] + n
+        outs.append(hlo.slice(x, _i64_array(start), _i64_array(limit),
+                              _i64_array([1] * aval.ndim)))
+        start[axis] = limit[axis]
+    return outs
+
+
+def _split_lower(ctx, x, *, sizes, axis):
+    return _slices_along(x, ctx.avals_in[0], axis, sizes)
+
+
+def _stack_lower(ctx, *xs, axis):
+    aval = ctx.avals_in[0]
+    one = aval.update(shape=aval.shape[:axis] + (1,) + aval.shape[axis:])
+    dims = [i for i in range(aval.ndim + 1) if i != axis]
+    expanded = [hlo.broadcast_in_dim(aval_to_ir(one), x, _i64_array(dims)) for x in xs]
+    return _concatenate_lower(ctx, *expanded, dimension=axis)
+
+
+def _unstack_lower(ctx, x, *, axis):
+    aval = ctx.avals_in[0]
+    return [hlo.reshape(aval_to_ir(out), piece) for out, piece in
+            zip(ctx.avals_out, _slices_along(x, aval, axis, [1] * aval.shape[axis]), strict=True)]
+
+
+lowering_rules[st.tile_p] = _tile_lower
+lowering_rules[st.split_p] = _split_lower
+lowering_rules[st.stack_p] = _stack_lower
+lowering_rules[st.unstack_p] = _unstack_lower
 lowering_rules[st.broadcast_in_dim_p] = _broadcast_in_dim_lower
 lowering_rules[st.reshape_p] = _reshape_lower
 lowering_rules[st.squeeze_p] = _reshape_lower

@@ -6,14 +6,16 @@ Operands of an n-ary op share one dtype and one shape, except that rank-0 operan
 Each primitive is a row: its name, the dtypes it accepts, and its NumPy host function.
 """
 
+import builtins
 import enum
+import operator
 
 import numpy as np
 
-from xform import dtypes
+from xform import core, dtypes
 from xform.core import ShapedArray, Tracer, eval_trace, get_aval, set_current_trace
 from xform.errors import MissingRuleError
-from xform.interpreters import ad, batching, transpose
+from xform.interpreters import ad, batching, staging, transpose
 from xform.interpreters.batching import not_mapped
 from xform.primitives.base import (
     ANY,
@@ -101,6 +103,16 @@ __all__ = [
     "clamp",
     "convert_element_type",
     "bitcast_convert_type",
+    "clz",
+    "mulhi",
+    "square",
+    "reciprocal",
+    "complex",
+    "reduce_precision",
+    "AccuracyMode",
+    "Tolerance",
+    "stage",
+    "dtype",
 ]
 
 # Host functions need no np.errstate: dispatch runs every host impl in a context where NumPy
@@ -128,6 +140,37 @@ _F32_F64 = ((lambda d: d in (dtypes.float32, dtypes.float64)), "float32, float64
 class RoundingMethod(enum.IntEnum):
     AWAY_FROM_ZERO = 0
     TO_NEAREST_EVEN = 1
+
+
+class Tolerance:
+    """The tolerances a unary op's implementation must meet (the ``accuracy=`` argument of
+    ``exp``, ``log``, ``sin``, ...): at most two of ``atol``, ``rtol`` and ``ulps``."""
+
+    def __init__(self, atol=0.0, rtol=0.0, ulps=0):
+        if atol < 0.0 or rtol < 0.0 or ulps < 0:
+            raise ValueError("lax.Tolerance: tolerances must be non-negative, got "
+                             f"atol={atol}, rtol={rtol}, ulps={ulps}")
+        if atol == 0.0 and rtol == 0.0 and ulps == 0:
+            raise ValueError("lax.Tolerance: at least one of atol, rtol or ulps must be set")
+        self.atol = atol
+        self.rtol = rtol
+        self.ulps = ulps
+
+
+class AccuracyMode(enum.Enum):
+    """The implementation a unary op should use (the ``accuracy=`` argument of ``exp``, ...)."""
+
+    HIGHEST = 1
+    DEFAULT = 2
+
+
+def _check_accuracy(name, accuracy):
+    """Accept an ``accuracy=`` argument as JAX does. XLA's CPU backend has one implementation
+    of each of these ops and JAX's results there do not depend on it, so it is checked, not
+    passed on (the op's jaxpr shows no ``accuracy`` parameter)."""
+    if not isinstance(accuracy, (Tolerance, AccuracyMode)):
+        raise NotImplementedError(f"lax.{name}: accuracy {accuracy!r} not supported; expected "
+                                  "a lax.Tolerance, a lax.AccuracyMode or None")
 
 
 # --------------------------------------------------------------------------- unary
@@ -232,47 +275,69 @@ def abs(x):  # noqa: A001  (lax's name)
     return abs_p.bind(x)
 
 
-def exp(x):
+def exp(x, *, accuracy=None):
+    if accuracy is not None:  # checked only when given: these ops are on the hot path
+        _check_accuracy("exp", accuracy)
     return exp_p.bind(x)
 
 
-def exp2(x):
+def exp2(x, *, accuracy=None):
+    if accuracy is not None:
+        _check_accuracy("exp2", accuracy)
     return exp2_p.bind(x)
 
 
-def log(x):
+def log(x, *, accuracy=None):
+    if accuracy is not None:
+        _check_accuracy("log", accuracy)
     return log_p.bind(x)
 
 
-def log1p(x):
+def log1p(x, *, accuracy=None):
+    if accuracy is not None:
+        _check_accuracy("log1p", accuracy)
     return log1p_p.bind(x)
 
 
-def expm1(x):
+def expm1(x, *, accuracy=None):
+    if accuracy is not None:
+        _check_accuracy("expm1", accuracy)
     return expm1_p.bind(x)
 
 
-def sqrt(x):
+def sqrt(x, *, accuracy=None):
+    if accuracy is not None:
+        _check_accuracy("sqrt", accuracy)
     return sqrt_p.bind(x)
 
 
-def rsqrt(x):
+def rsqrt(x, *, accuracy=None):
+    if accuracy is not None:
+        _check_accuracy("rsqrt", accuracy)
     return rsqrt_p.bind(x)
 
 
-def cbrt(x):
+def cbrt(x, *, accuracy=None):
+    if accuracy is not None:
+        _check_accuracy("cbrt", accuracy)
     return cbrt_p.bind(x)
 
 
-def sin(x):
+def sin(x, *, accuracy=None):
+    if accuracy is not None:
+        _check_accuracy("sin", accuracy)
     return sin_p.bind(x)
 
 
-def cos(x):
+def cos(x, *, accuracy=None):
+    if accuracy is not None:
+        _check_accuracy("cos", accuracy)
     return cos_p.bind(x)
 
 
-def tan(x):
+def tan(x, *, accuracy=None):
+    if accuracy is not None:
+        _check_accuracy("tan", accuracy)
     return tan_p.bind(x)
 
 
@@ -296,7 +361,9 @@ def cosh(x):
     return cosh_p.bind(x)
 
 
-def tanh(x):
+def tanh(x, *, accuracy=None):
+    if accuracy is not None:
+        _check_accuracy("tanh", accuracy)
     return tanh_p.bind(x)
 
 
@@ -312,7 +379,9 @@ def atanh(x):
     return atanh_p.bind(x)
 
 
-def logistic(x):
+def logistic(x, *, accuracy=None):
+    if accuracy is not None:
+        _check_accuracy("logistic", accuracy)
     return logistic_p.bind(x)
 
 
@@ -701,7 +770,7 @@ def convert_element_type(operand, new_dtype):
     aval = get_aval(operand)
     # A no-op on xform values; NumPy and Python inputs always become xform arrays (as JAX).
     if aval.dtype == new_dtype and not aval.weak_type and not isinstance(
-            operand, (int, float, complex, np.generic, np.ndarray)):
+            operand, (int, float, builtins.complex, np.generic, np.ndarray)):
         return operand
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=False)
 
@@ -752,6 +821,214 @@ bitcast_convert_type_p = standard_primitive("bitcast_convert_type", _bitcast_abs
 def bitcast_convert_type(operand, new_dtype):
     """Reinterpret the bits of ``operand`` as ``new_dtype``."""
     return bitcast_convert_type_p.bind(operand, new_dtype=dtypes.canonicalize(new_dtype))
+
+
+# --------------------------------------------------------------------------- more of lax
+# clz, mulhi, square, complex, reduce_precision, the total-order comparisons (JAX's sort
+# comparator uses them), copy and stage; reciprocal and dtype are plain functions.
+
+
+def _clz_host(x):
+    # Binary search for the highest set bit of the two's complement pattern.
+    bits = 8 * x.dtype.itemsize
+    y = x.view(f"u{x.dtype.itemsize}")
+    n = np.full(x.shape, bits, np.int64)
+    shift = bits // 2
+    while shift:
+        t = y >> np.array(shift, y.dtype)
+        hit = t != 0
+        n = np.where(hit, n - shift, n)
+        y = np.where(hit, t, y)
+        shift //= 2
+    return (n - (y != 0)).astype(x.dtype)
+
+
+def _mulhi_host(x, y):
+    # Python ints hold the full 2N-bit product; >> on them is arithmetic, as signed mulhi is.
+    bits = 8 * x.dtype.itemsize
+    prod = np.asarray(x, object) * np.asarray(y, object)
+    high = np.vectorize(lambda p: p >> bits, otypes=[object])(prod)
+    return np.asarray(high).astype(x.dtype)
+
+
+def _square_host(x):
+    with np.errstate(all="ignore"):
+        return np.multiply(x, x)
+
+
+def _complex_host(x, y):
+    x, y = np.broadcast_arrays(x, y)
+    out = np.empty(x.shape, _complex_dtype(x.dtype))
+    out.real, out.imag = x, y  # not x + 1j * y: 1j * inf has a NaN real part
+    return out
+
+
+def _total_order_key(x):
+    """Integers ordered as XLA's TOTALORDER orders floats: -NaN < -inf < ... < -0 < +0 < ...
+    < inf < NaN. The bits of a negative float have their magnitude bits flipped."""
+    if x.dtype.kind != "f" and x.dtype.name != "bfloat16":
+        return x
+    bits = x.view(f"i{x.dtype.itemsize}")
+    magnitude = np.array(np.iinfo(bits.dtype).max, bits.dtype)
+    return bits ^ ((bits >> np.array(8 * x.dtype.itemsize - 1, bits.dtype)) & magnitude)
+
+
+def _eq_to_host(x, y):
+    if dtypes.is_complex(x.dtype):
+        return _eq_to_host(np.real(x), np.real(y)) & _eq_to_host(np.imag(x), np.imag(y))
+    return _total_order_key(x) == _total_order_key(y)
+
+
+clz_p = elementwise("clz", INT, _clz_host)
+mulhi_p = elementwise("mulhi", INT, _mulhi_host)
+square_p = elementwise("square", NUMBER, _square_host)
+complex_p = elementwise("complex", (_F32_F64,), _complex_host, out_dtype=_complex_dtype)
+eq_to_p = standard_primitive("eq_to", elementwise_abstract_eval("eq_to", ANY, _bool),
+                             lambda x, y: [_eq_to_host(x, y)])
+le_to_p = standard_primitive(
+    "le_to", elementwise_abstract_eval("le_to", _ORDERED, _bool),
+    lambda x, y: [_total_order_key(x) <= _total_order_key(y)])
+lt_to_p = standard_primitive(
+    "lt_to", elementwise_abstract_eval("lt_to", _ORDERED, _bool),
+    lambda x, y: [_total_order_key(x) < _total_order_key(y)])
+
+
+def clz(x):
+    """The number of leading zero bits of each element of the integer array ``x``."""
+    return clz_p.bind(x)
+
+
+def mulhi(x, y, /):
+    """The high N bits of the 2N-bit product ``x * y`` of N-bit integers (signed integers
+    give the high half of the signed product)."""
+    return mulhi_p.bind(x, y)
+
+
+def square(x):
+    """Elementwise ``x * x``."""
+    return square_p.bind(x)
+
+
+def reciprocal(x):
+    """Elementwise ``1 / x``, as ``integer_pow(x, -1)`` (JAX's definition)."""
+    return integer_pow(x, -1)
+
+
+def complex(x, y):  # noqa: A001  (lax's name)
+    """The complex number ``x + 1j * y`` from float32 or float64 ``x`` and ``y`` (complex64
+    or complex128)."""
+    return complex_p.bind(x, y)
+
+
+def _reduce_precision_abstract_eval(x, *, exponent_bits, mantissa_bits):
+    check_dtype("reduce_precision", x.dtype, (FLOAT,))
+    if exponent_bits < 1:
+        raise ValueError(f"reduce_precision: exponent_bits must be positive; got "
+                         f"{exponent_bits}")
+    if mantissa_bits < 0:
+        raise ValueError(f"reduce_precision: mantissa_bits must be non-negative; got "
+                         f"{mantissa_bits}")
+    return [x]
+
+
+def _reduce_precision_host(x, *, exponent_bits, mantissa_bits):
+    """XLA's ReducePrecision on the bits: the mantissa rounded to nearest even, then
+    exponents beyond the reduced range made infinities and below it (subnormals included)
+    signed zeros; NaNs pass through. XLA's CPU backend computes bfloat16 in float32."""
+    dtype = x.dtype
+    if dtype == dtypes.bfloat16:
+        if exponent_bits >= 8 and mantissa_bits >= 23:  # a no-op XLA drops, NaN bits and all
+            return [x]
+        out = _reduce_precision_host(x.astype(np.float32), exponent_bits=exponent_bits,
+                                     mantissa_bits=mantissa_bits)[0]
+        return [out.astype(dtype)]
+    nbits, src_mant = 8 * dtype.itemsize, np.finfo(dtype).nmant
+    src_exp = nbits - 1 - src_mant
+    if exponent_bits >= src_exp and mantissa_bits >= src_mant:
+        return [x]
+    unsigned = np.dtype(f"u{dtype.itemsize}")
+    b, one = x.view(unsigned).astype(np.uint64), np.uint64(1)
+    if mantissa_bits < src_mant:
+        shift = np.uint64(src_mant - mantissa_bits)
+        last = one << shift  # the lowest mantissa bit kept
+        bias = ((b & last) >> shift) + (last >> one) - one  # ties go to the even neighbour
+        b = ((b + bias) & ~(last - one)) & np.uint64((1 << nbits) - 1)
+    if exponent_bits < src_exp:
+        exp_mask = np.uint64(((1 << src_exp) - 1) << src_mant)
+        src_bias, bias = (1 << (src_exp - 1)) - 1, (1 << (exponent_bits - 1)) - 1
+        exponent, signed_zero = b & exp_mask, b & np.uint64(1 << (nbits - 1))
+        b = np.where(exponent > np.uint64((src_bias + bias) << src_mant), signed_zero | exp_mask,
+                     np.where(exponent <= np.uint64((src_bias - bias) << src_mant), signed_zero,
+                              b))
+    return [np.where(np.isnan(x), x, b.astype(unsigned).view(dtype))]
+
+
+reduce_precision_p = standard_primitive("reduce_precision", _reduce_precision_abstract_eval,
+                                        _reduce_precision_host)
+
+
+def _static_int(value, what):
+    if isinstance(value, Tracer):
+        raise core.ConcretizationTypeError(
+            f"{what} must be a concrete int, got a traced value {value.aval.str_short()}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an int, got {value!r}") from None
+
+
+def reduce_precision(operand, exponent_bits, mantissa_bits):
+    """``operand`` rounded to a float format with ``exponent_bits`` exponent and
+    ``mantissa_bits`` mantissa bits (XLA's ReducePrecision), keeping its dtype.
+
+    Example:
+      >>> reduce_precision(np.float32(1 / 3), 8, 7)  # bfloat16's precision: 0.333984375
+    """
+    exponent_bits = _static_int(exponent_bits, "exponent_bits argument of lax.reduce_precision")
+    mantissa_bits = _static_int(mantissa_bits, "mantissa_bits argument of lax.reduce_precision")
+    return reduce_precision_p.bind(operand, exponent_bits=exponent_bits,
+                                   mantissa_bits=mantissa_bits)
+
+
+# copy: an explicit copy of a runtime array (jnp.array(x, copy=True)); never simplified away.
+copy_p = standard_primitive("copy", lambda x: [x], lambda x: [np.array(x, copy=True)])
+
+# stage: the identity that lifts a value (a Python scalar, a NumPy array) into the current
+# trace. Eagerly it makes an xform array; a jaxpr shows no equation for it (see the staging
+# rule below), as in JAX.
+stage_p = standard_primitive("stage", lambda x: [x], lambda x: [np.asarray(x)])
+
+
+def stage(x, /):
+    """``x`` lifted into the current trace: an xform array eagerly, a traced value under
+    ``jit``; logically the identity."""
+    return stage_p.bind(x)
+
+
+def _stage_staging_rule(trace, args, params):
+    (x,) = args
+    if isinstance(x, Tracer) and x._trace is trace:
+        return [x]
+    atom = trace.to_atom(x)  # a captured constant, or a literal that stays one (as in JAX)
+    return [x if isinstance(atom, core.Literal) else staging.JaxprTracer(trace, atom, None)]
+
+
+staging.staging_rules[stage_p] = _stage_staging_rule
+
+
+def dtype(x):
+    """The canonical dtype of ``x`` (an array, a scalar, a dtype or its name): JAX's
+    ``dtypes.dtype``. Without x64, 64-bit types narrow; a dtype asked for by name or type
+    (not a value's) warns as it does so."""
+    if isinstance(x, (bool, int, float, builtins.complex)) and not isinstance(x, np.generic):
+        return get_aval(x).dtype
+    if hasattr(x, "dtype") and not isinstance(x, type):
+        return dtypes.canonicalize(np.dtype(x.dtype))  # a value's dtype narrows silently
+    try:
+        np.dtype(x)
+    except TypeError:
+        raise TypeError(f"lax.dtype: cannot determine the dtype of {x!r}") from None
+    return user_dtype(x, "dtype")  # Python's int/float/complex: the default types
 
 
 ad.tangent_ops["add"] = add
@@ -986,6 +1263,11 @@ ad.defjvp(clamp_p,
           lambda t, lo, x, hi: _pass_where(bitwise_and(gt(x, lo), lt(x, hi)), t, x),
           lambda t, lo, x, hi: _pass_where(lt(hi, x), t, x))
 ad.jvp_rules[convert_element_type_p] = _convert_element_type_jvp
+for _prim in (clz_p, mulhi_p, eq_to_p, le_to_p, lt_to_p):
+    ad.defjvp_zero(_prim)
+ad.defjvp(square_p, lambda t, x: mul(t, mul(_const(x, 2), x)))
+for _prim in (complex_p, reduce_precision_p, copy_p, stage_p):
+    ad.deflinear(_prim)
 
 
 # --------------------------------------------------------------------------- transpose rules
@@ -1111,6 +1393,12 @@ _deftranspose(imag_p, _imag_transpose)
 _deftranspose(conj_p, _conj_transpose)
 _deftranspose(convert_element_type_p, _convert_element_type_transpose)
 transpose.transpose_rules[select_n_p] = _select_n_transpose
+# complex(x, y) = x + 1j * y: x gets the real part of ct, y minus its imaginary part.
+_deftranspose(complex_p, lambda ct, x, y: _unbroadcast(x.aval, real(ct)),
+              lambda ct, x, y: _unbroadcast(y.aval, neg(imag(ct))))
+_deftranspose(reduce_precision_p, lambda ct, x, **params: reduce_precision_p.bind(ct, **params))
+_deftranspose(copy_p, lambda ct, x: copy_p.bind(ct))
+_deftranspose(stage_p, lambda ct, x: ct)
 
 
 # --------------------------------------------------------------------------- batching rules
@@ -1121,11 +1409,13 @@ for _prim in (neg_p, sign_p, floor_p, ceil_p, round_p, is_finite_p, abs_p, exp_p
               log_p, log1p_p, expm1_p, sqrt_p, rsqrt_p, cbrt_p, sin_p, cos_p, tan_p, asin_p,
               acos_p, atan_p, sinh_p, cosh_p, tanh_p, asinh_p, acosh_p, atanh_p, logistic_p,
               erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p, not_p, population_count_p,
-              real_p, imag_p, conj_p, integer_pow_p, convert_element_type_p):
+              real_p, imag_p, conj_p, integer_pow_p, convert_element_type_p, clz_p, square_p,
+              reduce_precision_p, copy_p, stage_p):
     batching.defvectorized(_prim)
 for _prim in (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p,
               and_p, or_p, xor_p, shift_left_p, shift_right_logical_p,
-              shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
+              shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p, mulhi_p, complex_p,
+              eq_to_p, le_to_p, lt_to_p):
     batching.defbroadcasting(_prim)
 
 

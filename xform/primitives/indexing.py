@@ -20,7 +20,7 @@ from xform import dtypes
 from xform.core import ShapedArray, Tracer, get_aval
 from xform.interpreters import ad, batching, transpose
 from xform.primitives.base import ANY, NUMBER, canonicalize_axis, check_dtype, standard_primitive
-from xform.primitives.elementwise import add, div, eq, lt, mul, select, select_n, sub
+from xform.primitives.elementwise import add, div, eq, lt, mul, rem, select, select_n, sub
 from xform.primitives.structural import (
     broadcast_in_dim,
     concatenate,
@@ -51,6 +51,9 @@ __all__ = [
     "scatter_mul",
     "scatter_min",
     "scatter_max",
+    "scatter_sub",
+    "scatter_apply",
+    "index_take",
 ]
 
 _builtin_slice = slice
@@ -741,6 +744,7 @@ scatter_add_p = _scatter_primitive("scatter-add", NUMBER, np.add)
 scatter_mul_p = _scatter_primitive("scatter-mul", NUMBER, np.multiply)
 scatter_min_p = _scatter_primitive("scatter-min", ANY, np.minimum)
 scatter_max_p = _scatter_primitive("scatter-max", ANY, np.maximum)
+scatter_sub_p = _scatter_primitive("scatter-sub", NUMBER, np.subtract)
 
 
 def _scatter_wrapper(prim, name, doc):
@@ -780,6 +784,62 @@ scatter_min = _scatter_wrapper(
 scatter_max = _scatter_wrapper(
     scatter_max_p, "scatter_max",
     "``scatter`` keeping the maximum of ``operand`` and ``updates`` (``x.at[idx].max(v)``).")
+
+scatter_sub = _scatter_wrapper(
+    scatter_sub_p, "scatter_sub",
+    "``scatter`` that subtracts ``updates`` from ``operand`` (``x.at[idx].subtract(v)``).")
+
+
+def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_shape=(),
+                  indices_are_sorted=False, unique_indices=False, mode=None):
+    """``operand`` with the unary elementwise ``func`` applied at the windows that
+    ``scatter_indices`` and ``dimension_numbers`` select (``x.at[idx].apply(func)``);
+    ``update_shape`` is the shape the updates of such a scatter would have.
+
+    Unlike JAX, an element that several windows select gets ``func`` applied once, not
+    once per window.
+    """
+    dn = _as_dnums(ScatterDimensionNumbers, dimension_numbers, "lax.scatter_apply")
+    if not callable(func):
+        raise TypeError(f"lax.scatter_apply: func must be callable, got {func!r}")
+    dtype = get_aval(operand).dtype
+    # Where some window lands, by a scatter of ones with the same windows and mode.
+    hits = scatter_add_p.bind(full(get_aval(operand).shape, 0, dtypes.int32), scatter_indices,
+                              full(update_shape, 1, dtypes.int32), dimension_numbers=dn,
+                              indices_are_sorted=bool(indices_are_sorted),
+                              unique_indices=bool(unique_indices),
+                              mode=GatherScatterMode.from_any(mode))
+    applied = func(operand)
+    if get_aval(applied).dtype != dtype:
+        raise TypeError(f"lax.scatter_apply: func must keep the operand's dtype {dtype}, got "
+                        f"{get_aval(applied).dtype}")
+    return select(lt(np.int32(0), hits), applied, operand)
+
+
+def index_take(src, idxs, axes):
+    """``src`` indexed along ``axes`` by the integer arrays ``idxs`` (one per axis, of one
+    shape; negative or large indices wrap around): JAX's ``lax.index_take``."""
+    src_shape = get_aval(src).shape
+    for a in axes:  # IndexError, as JAX's (which indexes src.shape with the axis)
+        if not -len(src_shape) <= a < len(src_shape):
+            raise IndexError(f"lax.index_take: axis {a} is out of bounds for src of shape "
+                             f"{src_shape}")
+    axes = tuple(canonicalize_axis(a, len(src_shape), "lax.index_take") for a in axes)
+    idxs = tuple(idxs)
+    if len(idxs) != len(axes):
+        raise TypeError(f"lax.index_take: one index array per axis, got {len(idxs)} index "
+                        f"arrays for axes {axes}")
+    indices = concatenate([reshape(i, get_aval(i).shape[:1] + (1,) + get_aval(i).shape[1:])
+                           for i in idxs], 1)
+    i_aval = get_aval(indices)
+    sizes = broadcast_in_dim(np.array([src_shape[a] for a in axes], i_aval.dtype),
+                             i_aval.shape, (i_aval.ndim - 1,))
+    r = rem(indices, sizes)  # a floor modulo: a negative index counts from the end
+    indices = select(lt(r, np.zeros((), i_aval.dtype)), add(r, sizes), r)
+    slice_sizes = tuple(1 if d in axes else n for d, n in enumerate(src_shape))
+    dn = GatherDimensionNumbers(offset_dims=tuple(range(1, len(src_shape) - len(axes) + 1)),
+                                collapsed_slice_dims=axes, start_index_map=axes)
+    return gather(src, indices, dn, slice_sizes)
 
 
 # --------------------------------------------------------------------------- jvp rules
@@ -923,6 +983,21 @@ def _scatter_extremal_jvp(prim, primals, tangents, **params):
 
 ad.jvp_rules[scatter_p] = _scatter_jvp
 ad.jvp_rules[scatter_add_p] = _scatter_add_jvp
+
+
+def _scatter_sub_jvp(primals, tangents, **params):
+    # Linear in operand and updates jointly (as scatter_add): the indices get no tangent.
+    operand, indices, updates = primals
+    out = scatter_sub_p.bind(operand, indices, updates, **params)
+    t_operand, _, t_updates = tangents
+    if type(t_operand) is ad.Zero and type(t_updates) is ad.Zero:
+        return [out], [ad.Zero(ad.tangent_aval(get_aval(out)))]
+    t = scatter_sub_p.bind(ad.instantiate(t_operand), indices, ad.instantiate(t_updates),
+                           **params)
+    return [out], [t]
+
+
+ad.jvp_rules[scatter_sub_p] = _scatter_sub_jvp
 ad.defjvp(scatter_mul_p, lambda t, x, indices, updates, **params: scatter_mul_p.bind(
     t, indices, updates, **params), None, _scatter_mul_jvp_updates)
 ad.jvp_rules[scatter_min_p] = lambda primals, tangents, **params: _scatter_extremal_jvp(
@@ -1036,6 +1111,18 @@ transpose.transpose_rules[dynamic_slice_p] = _dynamic_slice_transpose
 transpose.transpose_rules[dynamic_update_slice_p] = _dynamic_update_slice_transpose
 transpose.transpose_rules[gather_p] = _gather_transpose
 transpose.transpose_rules[scatter_add_p] = _scatter_add_transpose
+
+
+def _scatter_sub_transpose(ct, operand, indices, updates, **params):
+    t_operand = ct if transpose.is_undefined(operand) else None
+    t_updates = None
+    if transpose.is_undefined(updates):
+        windows = _gather_windows(ct, indices, updates.aval, **params)
+        t_updates = sub(_zeros(updates.aval), windows)
+    return [t_operand, None, t_updates]
+
+
+transpose.transpose_rules[scatter_sub_p] = _scatter_sub_transpose
 transpose.transpose_rules[scatter_p] = _scatter_transpose
 transpose.transpose_rules[scatter_mul_p] = _scatter_mul_transpose
 
@@ -1187,5 +1274,6 @@ batching.batch_rules[slice_p] = _slice_batch
 batching.batch_rules[dynamic_slice_p] = _dynamic_slice_batch
 batching.batch_rules[dynamic_update_slice_p] = _dynamic_update_slice_batch
 batching.batch_rules[gather_p] = _gather_batch
-for _prim in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p):
+for _prim in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p,
+              scatter_sub_p):
     batching.batch_rules[_prim] = functools.partial(_scatter_batch, _prim)

@@ -1,11 +1,15 @@
 """Structural primitives: shapes and layout (broadcast, reshape, squeeze, transpose, rev, pad,
-concatenate, iota), and the ``lax`` wrappers built from them (broadcast, expand_dims, full,
-full_like).
+concatenate, iota, tile, split, stack, unstack), and the ``lax`` wrappers built from them
+(broadcast, expand_dims, full, full_like, empty, collapse, broadcast_like, broadcast_to_rank)
+and the shape helpers broadcast_shapes and shape_as_value.
 
 Every primitive here keeps its operand's dtype (iota makes one), and the result is weakly
 typed exactly when every array operand is, as in JAX. Wrappers map negative axes to
 non-negative ones and leave out-of-range ones for the abstract evaluation to report.
 """
+
+import builtins
+import math
 
 import numpy as np
 
@@ -21,7 +25,7 @@ from xform.primitives.base import (
     standard_primitive,
     user_dtype,
 )
-from xform.primitives.elementwise import convert_folding_constants, select, sub
+from xform.primitives.elementwise import convert_folding_constants, select, stage, sub
 
 __all__ = [
     "broadcast_in_dim",
@@ -37,6 +41,16 @@ __all__ = [
     "broadcasted_iota",
     "full",
     "full_like",
+    "tile",
+    "split",
+    "stack",
+    "unstack",
+    "collapse",
+    "broadcast_like",
+    "broadcast_to_rank",
+    "broadcast_shapes",
+    "empty",
+    "shape_as_value",
 ]
 
 
@@ -456,6 +470,195 @@ def full_like(x, fill_value, dtype=None, shape=None):
     return full(fill_shape, convert_folding_constants(fill_value, dtype, weak_type))
 
 
+def empty(shape, dtype, *, out_sharding=None):
+    """An array of ``shape`` and ``dtype`` whose values are unspecified (zeros here, as JAX's
+    CPU backend gives). ``out_sharding`` must be None: xform has no shardings."""
+    if out_sharding is not None:
+        raise NotImplementedError("lax.empty: out_sharding is not supported (xform has no "
+                                  "shardings)")
+    return full(shape, 0, dtype)
+
+
+def shape_as_value(shape):
+    """``shape`` as a 1-d integer array (int32, or int64 for a dimension beyond int32)."""
+    shape = tuple(int(d.__index__()) for d in shape)
+    dtype = dtypes.int64 if any(d > np.iinfo(np.int32).max for d in shape) else dtypes.int32
+    if not shape:
+        return full((0,), np.array(0, dtype))
+    return np.asarray(shape, dtype)
+
+
+# --------------------------------------------------------------------------- tile
+
+
+def tile(operand, reps):
+    """``operand`` repeated ``reps[i]`` times along each dimension i (one rep per dimension).
+
+    Example:
+      >>> tile(jnp.array([1, 2]), (3,))
+      Array([1, 2, 1, 2, 1, 2], dtype=int32)
+    """
+    return tile_p.bind(operand, reps=tuple(int(r.__index__()) for r in reps))
+
+
+def _tile_abstract_eval(x, *, reps):
+    if x.ndim != len(reps):
+        raise TypeError(f"lax.tile: reps length must be equal to the ndim of x, got "
+                        f"len(reps)={len(reps)} and x.ndim={x.ndim} (x.shape {x.shape})")
+    if any(r < 0 for r in reps):
+        raise TypeError(f"lax.tile: reps must be nonnegative, got {reps}")
+    return [x.update(shape=tuple(d * r for d, r in zip(x.shape, reps, strict=True)))]
+
+
+tile_p = standard_primitive("tile", _tile_abstract_eval,
+                            lambda x, *, reps: [np.tile(x, reps) if reps else x.copy()])
+
+
+# --------------------------------------------------------------------------- split
+
+
+def split(operand, sizes, axis=0):
+    """``operand`` cut along ``axis`` into consecutive pieces of the given ``sizes`` (which sum
+    to that dimension's size): a list of ``len(sizes)`` arrays."""
+    aval = get_aval(operand)
+    axis = canonicalize_axis(axis, aval.ndim, "lax.split")
+    return split_p.bind(operand, sizes=tuple(int(n.__index__()) for n in sizes), axis=axis)
+
+
+def _split_abstract_eval(x, *, sizes, axis):
+    if any(n < 0 for n in sizes):
+        raise ValueError(f"lax.split: sizes must be nonnegative, got {list(sizes)}")
+    if x.shape[axis] != sum(sizes):
+        raise ValueError(f"lax.split: sum of sizes {sum(sizes)} must be equal to dimension "
+                         f"{axis} of the operand shape {list(x.shape)}")
+    return [x.update(shape=x.shape[:axis] + (n,) + x.shape[axis + 1:]) for n in sizes]
+
+
+def _split_host(x, *, sizes, axis):
+    return np.split(x, np.cumsum(sizes)[:-1], axis=axis)
+
+
+split_p = standard_primitive("split", _split_abstract_eval, _split_host, multiple_results=True)
+
+
+# --------------------------------------------------------------------------- stack, unstack
+
+
+def stack(operands, axis=0):
+    """Arrays of one shape and dtype joined along a new dimension ``axis``."""
+    operands = tuple(operands)
+    if not operands:
+        raise ValueError("lax.stack expects at least one operand, got 0.")
+    axis = canonicalize_axis(axis, get_aval(operands[0]).ndim + 1, "lax.stack")
+    return stack_p.bind(*operands, axis=axis)
+
+
+def _stack_abstract_eval(*xs, axis):
+    if not xs:
+        raise ValueError("lax.stack expects at least one operand, got 0.")
+    shapes = ", ".join(str(x.shape) for x in xs)
+    if len({x.ndim for x in xs}) != 1:
+        raise ValueError(f"lax.stack: cannot stack arrays with different numbers of "
+                         f"dimensions: got {shapes}.")
+    if len({x.shape for x in xs}) != 1:
+        raise ValueError(f"lax.stack: all input arrays must have the same shape. Got {shapes}.")
+    if len({x.dtype for x in xs}) != 1:
+        got = ", ".join(str(x.dtype) for x in xs)
+        raise TypeError(f"lax.stack requires arguments to have the same dtypes, got {got}.")
+    s = xs[0].shape
+    return [ShapedArray(s[:axis] + (len(xs),) + s[axis:], xs[0].dtype,
+                        all(x.weak_type for x in xs))]
+
+
+stack_p = standard_primitive("stack", _stack_abstract_eval,
+                             lambda *xs, axis: [np.stack(xs, axis=axis)])
+
+
+def unstack(x, axis=0):
+    """The slices of ``x`` along ``axis``, as a tuple of arrays of rank ``x.ndim - 1``."""
+    aval = get_aval(x)
+    if aval.ndim == 0:
+        raise ValueError(f"lax.unstack requires arrays with rank > 0, however a scalar array "
+                         f"of shape {aval.shape} was passed.")
+    axis = canonicalize_axis(axis, aval.ndim, "lax.unstack")
+    return tuple(unstack_p.bind(x, axis=axis))
+
+
+def _unstack_abstract_eval(x, *, axis):
+    if x.ndim == 0:
+        raise ValueError(f"lax.unstack requires arrays with rank > 0, however a scalar array "
+                         f"of shape {x.shape} was passed.")
+    shape = x.shape[:axis] + x.shape[axis + 1:]
+    return [x.update(shape=shape)] * x.shape[axis]
+
+
+unstack_p = standard_primitive(
+    "unstack", _unstack_abstract_eval,
+    lambda x, *, axis: [np.take(x, i, axis=axis) for i in range(x.shape[axis])],
+    multiple_results=True)
+
+
+# --------------------------------------------------------------------------- shape helpers
+# Compositions, as in JAX: no primitives of their own.
+
+
+def collapse(operand, start_dimension, stop_dimension=None):
+    """``operand`` with dimensions ``[start_dimension, stop_dimension)`` merged into one
+    (row-major); ``stop_dimension=None`` merges through the last dimension."""
+    shape = get_aval(operand).shape
+    lo, hi, _ = builtins.slice(start_dimension, stop_dimension).indices(len(shape))
+    if hi < lo:
+        raise ValueError(f"lax.collapse: invalid dimension range passed to collapse: "
+                         f"{shape}[{start_dimension}:{stop_dimension}]")
+    return reshape(operand, shape[:lo] + (math.prod(shape[lo:hi]),) + shape[hi:])
+
+
+def _broadcast_to(arr, shape, name):
+    aval = get_aval(arr)
+    if aval.shape == shape:
+        return arr if _is_array(arr) else stage(arr)
+    if len(shape) < aval.ndim:
+        raise ValueError(f"{name}: cannot broadcast to shape with fewer dimensions: "
+                         f"arr_shape={aval.shape} shape={shape}")
+    nlead = len(shape) - aval.ndim
+    if any(a not in (1, s) for a, s in zip(aval.shape, shape[nlead:], strict=True)):
+        raise ValueError(f"{name}: incompatible types for broadcasting: input type="
+                         f"{aval.str_short()} and requested shape {shape}")
+    return broadcast_in_dim(arr, shape, tuple(range(nlead, len(shape))))
+
+
+def broadcast_like(arr, like_arr):
+    """``arr`` broadcast (NumPy-style, adding leading dimensions) to ``like_arr``'s shape."""
+    like = like_arr if isinstance(like_arr, ShapedArray) else get_aval(like_arr)
+    return _broadcast_to(arr, like.shape, "lax.broadcast_like")
+
+
+def broadcast_to_rank(x, rank):
+    """``x`` with leading dimensions of size 1 added to make its rank ``rank``."""
+    ndim = get_aval(x).ndim
+    if ndim == rank:
+        return x if _is_array(x) else stage(x)
+    return broadcast(x, (1,) * (rank - ndim))
+
+
+def broadcast_shapes(*shapes):
+    """The shape NumPy broadcasting gives ``shapes``; ``ValueError`` if they do not
+    broadcast."""
+    shapes = [as_shape(s, "lax.broadcast_shapes") for s in shapes]
+    if not shapes:
+        return ()
+    rank = builtins.max(len(s) for s in shapes)
+    padded = [(1,) * (rank - len(s)) + s for s in shapes]
+    out = []
+    for sizes in zip(*padded, strict=True):
+        big = {n for n in sizes if n != 1}
+        if len(big) > 1:
+            raise ValueError(f"lax.broadcast_shapes: incompatible shapes for broadcasting: "
+                             f"shapes={[tuple(s) for s in shapes]}")
+        out.append(big.pop() if big else 1)
+    return tuple(out)
+
+
 def _zeros(aval):
     """Zeros of ``aval``'s shape and dtype: a broadcast scalar, never a dense constant."""
     return broadcast(np.zeros((), aval.dtype), aval.shape)
@@ -473,7 +676,7 @@ batching.batch_ops["reshape"] = reshape
 # concatenate in all its operands); iota has no operands and so never has a tangent.
 
 for _prim in (broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p, rev_p, pad_p,
-              concatenate_p):
+              concatenate_p, tile_p, split_p, stack_p, unstack_p):
     ad.deflinear(_prim)
 ad.defjvp_zero(iota_p)
 
@@ -568,6 +771,39 @@ def _concatenate_transpose(ct, *operands, dimension):
     return cts
 
 
+def _tile_transpose(ct, operand, *, reps):
+    # Each operand element appears once per tile: split every dim into (rep, size), sum reps.
+    shape = operand.aval.shape
+    ct = reshape(ct, tuple(n for pair in zip(reps, shape, strict=True) for n in pair))
+    return [reshape(_sum(ct, range(0, 2 * len(shape), 2)), shape)]
+
+
+def _instantiated(cts):
+    return [ad.instantiate(ct) for ct in cts]
+
+
+def _split_transpose(cts, operand, *, sizes, axis):
+    if all(type(ct) is ad.Zero for ct in cts):
+        return [ad.Zero(operand.aval)]
+    return [concatenate_p.bind(*_instantiated(cts), dimension=axis)]
+
+
+def _stack_transpose(ct, *operands, axis):
+    pieces = unstack_p.bind(ct, axis=axis)
+    return [p if transpose_interp.is_undefined(x) else None
+            for p, x in zip(pieces, operands, strict=True)]
+
+
+def _unstack_transpose(cts, operand, *, axis):
+    if all(type(ct) is ad.Zero for ct in cts):
+        return [ad.Zero(operand.aval)]
+    return [stack_p.bind(*_instantiated(cts), axis=axis)]
+
+
+transpose_interp.transpose_rules[tile_p] = _tile_transpose
+transpose_interp.transpose_rules[split_p] = _split_transpose
+transpose_interp.transpose_rules[stack_p] = _stack_transpose
+transpose_interp.transpose_rules[unstack_p] = _unstack_transpose
 transpose_interp.transpose_rules[broadcast_in_dim_p] = _broadcast_in_dim_transpose
 transpose_interp.transpose_rules[reshape_p] = _reshape_transpose
 transpose_interp.transpose_rules[squeeze_p] = _squeeze_transpose
@@ -645,6 +881,45 @@ def _concatenate_batch(axis, args, dims, *, dimension):
     return [concatenate_p.bind(*xs, dimension=dimension + (dimension >= d))], [d]
 
 
+def _tile_batch(axis, args, dims, *, reps):
+    (x,), (d,) = args, dims
+    return [tile_p.bind(x, reps=reps[:d] + (1,) + reps[d:])], [d]
+
+
+# split, stack and unstack have a param named ``axis``: their rules call the batch axis
+# ``frame`` (rules get it positionally).
+
+
+def _split_batch(frame, args, dims, *, sizes, axis):
+    (x,), (d,) = args, dims
+    outs = split_p.bind(x, sizes=sizes, axis=axis + (axis >= d))
+    return outs, [d] * len(outs)
+
+
+def _stack_batch(frame, args, dims, *, axis):
+    d = next(k for k in dims if k is not batching.not_mapped)
+    if any(k != d for k in dims):
+        args = [batching.move_or_broadcast(x, k, d, frame.size)
+                for x, k in zip(args, dims, strict=True)]
+    # The new dim goes in front of the batch dim when it comes first, else after it.
+    if axis <= d:
+        return [stack_p.bind(*args, axis=axis)], [d + 1]
+    return [stack_p.bind(*args, axis=axis + 1)], [d]
+
+
+def _unstack_batch(frame, args, dims, *, axis):
+    (x,), (d,) = args, dims
+    if axis < d:
+        outs = unstack_p.bind(x, axis=axis)
+        return outs, [d - 1] * len(outs)
+    outs = unstack_p.bind(x, axis=axis + 1)
+    return outs, [d] * len(outs)
+
+
+batching.batch_rules[tile_p] = _tile_batch
+batching.batch_rules[split_p] = _split_batch
+batching.batch_rules[stack_p] = _stack_batch
+batching.batch_rules[unstack_p] = _unstack_batch
 batching.batch_rules[broadcast_in_dim_p] = _broadcast_in_dim_batch
 batching.batch_rules[reshape_p] = _reshape_batch
 batching.batch_rules[squeeze_p] = _squeeze_batch
