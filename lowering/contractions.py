@@ -9,7 +9,11 @@ from xform.primitives import contractions as la
 
 
 def _precision_attr(precision):
-    pair = ("DEFAULT", "DEFAULT") if precision is None else tuple(p.name for p in precision)
+    pair = ("DEFAULT", "DEFAULT")
+    if isinstance(precision, tuple) and not isinstance(precision, la.DotAlgorithm):
+        pair = tuple(p.name for p in precision)
+    # An algorithm is carried by the operand and result types instead (the CPU backend
+    # ignores the algorithm attribute, so none is emitted).
     return ir.ArrayAttr.get([hlo.PrecisionAttr.get(p) for p in pair])
 
 
@@ -18,7 +22,15 @@ def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision,
     (lc, rc), (lb, rb) = dimension_numbers
     lhs_aval, rhs_aval = ctx.avals_in
     out = ctx.avals_out[0]
-    if lhs_aval.dtype != rhs_aval.dtype:
+    lhs_t, rhs_t, acc = la.dot_algorithm_types(precision, lhs_aval.dtype, rhs_aval.dtype,
+                                            out.dtype)
+    if isinstance(precision, (la.DotAlgorithm, la.DotAlgorithmPreset)):
+        # An explicit algorithm: operands in its input types, accumulated in its type.
+        if lhs_t != lhs_aval.dtype:
+            lhs = hlo.convert(aval_to_ir(lhs_aval.update(dtype=lhs_t)), lhs)
+        if rhs_t != rhs_aval.dtype:
+            rhs = hlo.convert(aval_to_ir(rhs_aval.update(dtype=rhs_t)), rhs)
+    elif lhs_aval.dtype != rhs_aval.dtype:
         # XLA's CPU and GPU code generators reject some mixed-dtype dots: convert both
         # operands to the result type first, as JAX does.
         lhs = hlo.convert(aval_to_ir(lhs_aval.update(dtype=out.dtype)), lhs)
@@ -26,8 +38,11 @@ def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision,
     dnums = hlo.DotDimensionNumbers.get(
         lhs_batching_dimensions=list(lb), rhs_batching_dimensions=list(rb),
         lhs_contracting_dimensions=list(lc), rhs_contracting_dimensions=list(rc))
-    return [hlo.dot_general(aval_to_ir(out), lhs, rhs, dnums,
-                            precision_config=_precision_attr(precision))]
+    result = hlo.dot_general(aval_to_ir(out.update(dtype=acc)), lhs, rhs, dnums,
+                             precision_config=_precision_attr(precision))
+    if acc != out.dtype:
+        result = hlo.convert(aval_to_ir(out), result)
+    return [result]
 
 
 def _conv_general_dilated_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation,

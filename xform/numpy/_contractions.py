@@ -4,7 +4,8 @@ diagonal), all lowered to ``dot_general`` plus transposes, reshapes and reductio
 
 import builtins
 import operator
-import string
+
+import opt_einsum
 
 from xform import dtypes, lax
 from xform.numpy._promote import (
@@ -23,7 +24,7 @@ from xform.numpy._shape import moveaxis, ravel
 from xform.numpy._ufuncs import conjugate, full_like_aval, multiply, where_
 
 __all__ = ["dot", "matmul", "vdot", "vecdot", "inner", "outer", "tensordot", "einsum",
-           "trace", "diagonal"]
+           "einsum_path", "trace", "diagonal"]
 
 
 def _operands(name, a, b, preferred_element_type):
@@ -49,9 +50,13 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
     a, b, dtype, weak = _operands("dot", a, b, preferred_element_type)
     a_ndim, b_ndim = aval_of(a).ndim, aval_of(b).ndim
     if a_ndim == 0 or b_ndim == 0:
-        return _finish(multiply(a, b), dtype, weak)
-    contract = ((a_ndim - 1,), (0,)) if b_ndim == 1 else ((a_ndim - 1,), (b_ndim - 2,))
-    out = lax.dot_general(a, b, (contract, ((), ())), precision=precision)
+        contract = ((), ())
+    else:
+        contract = ((a_ndim - 1,), (0,)) if b_ndim == 1 else ((a_ndim - 1,), (b_ndim - 2,))
+    # The product accumulates in the result type (uint8 operands into an int32 result
+    # do not wrap), as JAX's.
+    out = lax.dot_general(a, b, (contract, ((), ())), precision=precision,
+                          preferred_element_type=dtype)
     return _finish(out, dtype, weak)
 
 
@@ -80,7 +85,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     b = broadcast_to_shape(b, batch + b_shape[-2:])
     nb = len(batch)
     dims = (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
-    out = lax.dot_general(a, b, dims, precision=precision)
+    out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=dtype)
     squeeze = ((nb,) if a_vec else ()) + ((nb + 1,) if b_vec else ())
     if squeeze:
         out = lax.squeeze(out, squeeze)
@@ -100,21 +105,29 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     """Vector dot product along ``axis`` (conjugating ``x1``), with broadcasting."""
     x1, x2, dtype, weak = _operands("vecdot", x1, x2, preferred_element_type)
+    s1, s2 = aval_of(x1).shape, aval_of(x2).shape
+    if not s1 or not s2 or s1[axis] != s2[axis]:
+        raise ValueError(f"vecdot: axes must match; got shapes {s1} and {s2} with axis={axis}")
     x1 = moveaxis(x1, axis, -1)
     x2 = moveaxis(x2, axis, -1)
     if dtypes.is_complex(aval_of(x1).dtype):
         x1 = conjugate(x1)
-    return _finish(sum_(multiply(x1, x2), axis=-1), dtype, weak)
+    batch = broadcast_shapes(aval_of(x1).shape[:-1], aval_of(x2).shape[:-1])
+    x1 = broadcast_to_shape(x1, batch + aval_of(x1).shape[-1:])
+    x2 = broadcast_to_shape(x2, batch + aval_of(x2).shape[-1:])
+    nb = len(batch)
+    dims = (((nb,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
+    out = lax.dot_general(x1, x2, dims, precision=precision, preferred_element_type=dtype)
+    return _finish(out, dtype, weak)
 
 
 def inner(a, b, *, precision=None, preferred_element_type=None):
     """Sum product over the last axes of ``a`` and ``b``."""
     a, b, dtype, weak = _operands("inner", a, b, preferred_element_type)
     a_ndim, b_ndim = aval_of(a).ndim, aval_of(b).ndim
-    if a_ndim == 0 or b_ndim == 0:
-        return _finish(multiply(a, b), dtype, weak)
-    out = lax.dot_general(a, b, (((a_ndim - 1,), (b_ndim - 1,)), ((), ())),
-                          precision=precision)
+    contract = ((), ()) if a_ndim == 0 or b_ndim == 0 else ((a_ndim - 1,), (b_ndim - 1,))
+    out = lax.dot_general(a, b, (contract, ((), ())), precision=precision,
+                          preferred_element_type=dtype)
     return _finish(out, dtype, weak)
 
 
@@ -147,68 +160,95 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
         cb = tuple(canonicalize_axis(i, b_ndim, "tensordot") for i in ax_b)
     else:
         raise TypeError(f"tensordot: axes must be an int or a pair of sequences, got {axes!r}")
-    out = lax.dot_general(a, b, ((ca, cb), ((), ())), precision=precision)
+    out = lax.dot_general(a, b, ((ca, cb), ((), ())), precision=precision,
+                          preferred_element_type=dtype)
     return _finish(out, dtype, weak)
 
 
 # --------------------------------------------------------------------------- einsum
 
 
-def _parse_einsum(subscripts, shapes):
-    """Per-operand letter strings and the output letters, ellipses spelled out."""
-    subscripts = subscripts.replace(" ", "")
-    if "->" in subscripts:
-        lhs, out = subscripts.split("->")
-        explicit = True
-    else:
-        lhs, out, explicit = subscripts, None, False
-    inputs = lhs.split(",")
+class _Unoptimized(opt_einsum.paths.PathOptimizer):
+    """The path ``optimize=False`` asks for: operands contracted left to right."""
+
+    def __call__(self, inputs, *args, **kwargs):
+        return [(0, 1)] * (len(inputs) - 1)
+
+
+class _ShapeOnly:
+    """What opt_einsum sees of an operand: its shape (the path depends on nothing else)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = shape, dtype
+
+
+def _path_type(optimize):
+    if optimize is True:
+        return "optimal"
+    if optimize is False:
+        return _Unoptimized()
+    return optimize
+
+
+def _check_subscripts(subscripts, shapes):
+    """Errors that name the operand and the letter, before opt_einsum plans the string form
+    (it raises ``ValueError`` for these too, with its own words)."""
+    inputs = subscripts.replace(" ", "").split("->")[0].split(",")
     if len(inputs) != len(shapes):
         raise ValueError(f"einsum: subscripts {subscripts!r} name {len(inputs)} operands, got "
                          f"{len(shapes)}")
-    used = set(subscripts) - set(".,->")
-    for c in used:
-        if c not in string.ascii_letters:
-            raise ValueError(f"einsum: invalid subscript character {c!r} in {subscripts!r}")
-    spare = [c for c in string.ascii_letters if c not in used]
-    ell_ndim = 0
+    sizes = {}
     for spec, shape in zip(inputs, shapes, strict=True):
-        if "..." in spec:
-            ell_ndim = builtins.max(ell_ndim, len(shape) - (len(spec) - 3))
-    ell = "".join(spare[:ell_ndim])
-    terms = []
-    for given, shape in zip(inputs, shapes, strict=True):
-        spec = given
-        if "..." in spec:
-            n = len(shape) - (len(spec) - 3)
-            if n < 0:
-                raise ValueError(f"einsum: operand of shape {shape} has fewer dimensions than "
-                                 f"subscripts {spec!r}")
-            spec = spec.replace("...", ell[ell_ndim - n:])
-        if "." in spec:
-            raise ValueError(f"einsum: invalid ellipsis in {subscripts!r}")
-        if len(spec) != len(shape):
+        letters = spec.replace("...", "")
+        rank_ok = (len(letters) <= len(shape) if "..." in spec else len(letters) == len(shape))
+        if not rank_ok:
             raise ValueError(f"einsum: subscripts {spec!r} do not match an operand of rank "
                              f"{len(shape)} (shape {shape})")
-        terms.append(spec)
-    if explicit:
-        out = out.replace("...", ell)
-        for c in out:
-            if not any(c in t for t in terms):
-                raise ValueError(f"einsum: output subscript {c!r} does not appear in the "
-                                 "inputs")
-        if len(set(out)) != len(out):
-            raise ValueError(f"einsum: output subscripts {out!r} repeat a letter")
-    else:
-        counts = {}
-        for t in terms:
-            for c in t:
-                counts[c] = counts.get(c, 0) + 1
-        out = ell + "".join(sorted(c for c, k in counts.items() if k == 1 and c not in ell))
-    return terms, out
+        dims = shape
+        if "..." in spec:  # the letters before and after the ellipsis
+            before, after = spec.index("..."), len(spec) - spec.index("...") - 3
+            dims = shape[:before] + shape[len(shape) - after:]
+        for c, d in zip(letters, dims, strict=True):
+            if sizes.get(c, d) != d and 1 not in (d, sizes[c]):
+                raise ValueError(f"einsum: index {c!r} has incompatible sizes {sizes[c]} and "
+                                 f"{d}")
+            sizes[c] = d if sizes.get(c, 1) == 1 else sizes[c]
 
 
-def _sum_axes(x, axes):
+def _contract_path(name, args, optimize):
+    """opt_einsum's plan for ``args`` (string or sublist form): the operands in the order the
+    plan consumes them and, per step, (operand positions, einsum string)."""
+    if not args:
+        raise ValueError(f"{name}: at least one operand is required")
+    if isinstance(args[0], str):
+        arrays = list(args[1:])
+    else:  # sublist form: op, sublist, op, sublist, ..., [output sublist]
+        arrays = list(args[0:2 * (len(args) // 2):2])
+    if not arrays:
+        raise ValueError(f"{name}: at least one operand is required")
+    check_arraylike(name, *arrays)
+    arrays = [asarray(x) for x in arrays]
+    if isinstance(args[0], str):
+        _check_subscripts(args[0], [aval_of(x).shape for x in arrays])
+    stand_ins = {}
+    plan_args = list(args)
+    positions = range(1, len(args)) if isinstance(args[0], str) else range(0, len(args) - 1, 2)
+    for pos, x in zip(positions, arrays, strict=False):
+        aval = aval_of(x)
+        plan_args[pos] = _ShapeOnly(aval.shape, aval.dtype)
+        stand_ins[id(plan_args[pos])] = x
+    ordered, steps = opt_einsum.contract_path(*plan_args, einsum_call=True, use_blas=True,
+                                              optimize=_path_type(optimize))
+    return [stand_ins[id(d)] for d in ordered], [(tuple(c[0]), c[2]) for c in steps]
+
+
+def _sum_axes(x, axes, dtype=None):
+    """Sum out ``axes``; first widening ``x`` to ``dtype`` where that promotes (as JAX's einsum
+    accumulates in its preferred type)."""
+    if dtype is not None and result_type(aval_of(x).dtype, dtype) != aval_of(x).dtype:
+        x = convert(x, dtype)
     if not axes:
         return x
     if aval_of(x).dtype == dtypes.bool_:
@@ -216,7 +256,7 @@ def _sum_axes(x, axes):
     return lax.reduce_sum(x, tuple(axes))
 
 
-def _take_diagonal(x, spec):
+def _take_diagonal(x, spec, dtype=None):
     """Collapse repeated letters of one operand (``ii->i``) to their diagonal."""
     while True:
         dup = next((c for c in spec if spec.count(c) > 1), None)
@@ -225,78 +265,92 @@ def _take_diagonal(x, spec):
         i = spec.index(dup)
         j = spec.index(dup, i + 1)
         shape = aval_of(x).shape
-        if shape[i] != shape[j]:
-            raise ValueError(f"einsum: repeated index {dup!r} has sizes {shape[i]} and "
-                             f"{shape[j]}")
         mask = lax.eq(lax.broadcasted_iota(dtypes.int32, shape, i),
                       lax.broadcasted_iota(dtypes.int32, shape, j))
-        x = _sum_axes(where_(mask, x, full_like_aval(x, 0)), (j,))
+        x = _sum_axes(where_(mask, x, full_like_aval(x, 0)), (j,), dtype)
         spec = spec[:j] + spec[j + 1:]
 
 
-def einsum(subscripts, *operands, out=None, optimize=None, precision=None,
+def _sum_letters(x, names, keep, dtype):
+    """Sum out the dimensions whose letters are not in ``keep``."""
+    axes = [i for i, c in enumerate(names) if c not in keep]
+    if not axes:
+        return x, names
+    return _sum_axes(x, axes, dtype), "".join(c for c in names if c in keep)
+
+
+def _squeeze_broadcast(x, names, other, other_names):
+    """Drop ``x``'s size-1 dimensions whose letter has another size in ``other``: they
+    broadcast, so ``x`` is constant along them."""
+    shape, other_shape = aval_of(x).shape, aval_of(other).shape
+    drop = [i for i, c in enumerate(names)
+            if shape[i] == 1 and c in other_names and other_shape[other_names.index(c)] != 1]
+    if not drop:
+        return x, names
+    return lax.squeeze(x, tuple(drop)), "".join(c for i, c in enumerate(names) if i not in drop)
+
+
+def _einsum_step(xs, einstr, dtype, precision):
+    """One step of the plan: one operand reduced, or two contracted by ``dot_general``."""
+    inputs, result = einstr.split("->")
+    names = inputs.split(",")
+    if len(xs) == 1:
+        x, n = _take_diagonal(xs[0], names[0], dtype)
+        x, n = _sum_letters(x, n, set(result), dtype)
+    elif len(xs) == 2:
+        (x, y), (n, m) = xs, names
+        x, n = _squeeze_broadcast(x, n, y, m)
+        y, m = _squeeze_broadcast(y, m, x, n)
+        x, n = _take_diagonal(x, n, dtype)
+        y, m = _take_diagonal(y, m, dtype)
+        x, n = _sum_letters(x, n, set(result) | set(m), dtype)
+        y, m = _sum_letters(y, m, set(result) | set(n), dtype)
+        batch = [c for c in result if c in n and c in m]
+        contract = [c for c in n if c in m and c not in result]
+        dims = ((tuple(n.index(c) for c in contract), tuple(m.index(c) for c in contract)),
+                (tuple(n.index(c) for c in batch), tuple(m.index(c) for c in batch)))
+        x = lax.dot_general(x, y, dims, precision=precision, preferred_element_type=dtype)
+        shared = set(batch) | set(contract)
+        n = ("".join(batch) + "".join(c for c in n if c not in shared)
+             + "".join(c for c in m if c not in shared))
+    else:
+        raise NotImplementedError(
+            "xform.numpy.einsum does not support simultaneous contraction of 3 or more "
+            f"operands (a step {einstr!r} of the path); give a path of pairs to optimize")
+    perm = tuple(n.index(c) for c in result)
+    return x if perm == tuple(range(len(perm))) else lax.transpose(x, perm)
+
+
+def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
            preferred_element_type=None):
-    """Einstein summation: contractions pairwise in the order given, via ``dot_general``."""
-    del optimize
+    """Einstein summation, as ``jnp.einsum``: pairwise ``dot_general`` contractions in the
+    order opt_einsum plans (``optimize``: ``'auto'``, ``True`` (``'optimal'``), ``False``
+    (left to right), an opt_einsum strategy name such as ``'greedy'``, or an explicit path
+    such as ``[(0, 1), (0, 1)]``).
+
+    Takes the string form ``einsum('ij,jk->ik', a, b)`` and the sublist form
+    ``einsum(a, [0, 1], b, [1, 2], [0, 2])``. With ``preferred_element_type`` every
+    contraction and sum accumulates in that type.
+    """
     if out is not None:
         raise NotImplementedError("The 'out' argument to xform.numpy.einsum is not supported.")
-    if not isinstance(subscripts, str):
-        raise TypeError("einsum: only the string form of subscripts is supported")
-    if not operands:
-        raise ValueError("einsum: at least one operand is required")
-    check_arraylike("einsum", *operands)
+    arrays, steps = _contract_path("einsum", (subscripts,) + operands, optimize)
     if preferred_element_type is None:
-        dtype, weak = result_type(*operands, return_weak_type_flag=True)
+        dtype, weak = result_type(*arrays, return_weak_type_flag=True)
     else:
-        dtype, weak = dtypes.canonicalize(preferred_element_type), False
-    common = result_type(*operands)
-    ops = [convert(asarray(x), common) for x in operands]
-    terms, out_spec = _parse_einsum(subscripts, [aval_of(x).shape for x in ops])
-    sizes = {}
-    for t, x in zip(terms, ops, strict=True):
-        for c, d in zip(t, aval_of(x).shape, strict=True):
-            if sizes.get(c, d) != d and d != 1 and sizes[c] != 1:
-                raise ValueError(f"einsum: index {c!r} has incompatible sizes {sizes[c]} and "
-                                 f"{d}")
-            sizes[c] = builtins.max(sizes.get(c, d), d)
-    prepared = []
-    for term, op in zip(terms, ops, strict=True):
-        x, t = _take_diagonal(op, term)
-        # Size-1 axes broadcast against their letter's size (ellipsis broadcasting).
-        shape = tuple(sizes[c] for c in t)
-        if aval_of(x).shape != shape:
-            x = lax.broadcast_in_dim(x, shape, tuple(range(len(shape))))
-        prepared.append((x, t))
+        dtype, weak = _canonical_dtype(preferred_element_type, "einsum"), False
+    common = result_type(*arrays)
+    arrays = [convert(x, common) for x in arrays]
+    for positions, einstr in steps:
+        xs = [arrays.pop(i) for i in positions]
+        arrays.append(_einsum_step(xs, einstr, dtype, precision))
+    return _finish(arrays[0], dtype, weak)
 
-    def needed_after(k):
-        keep = set(out_spec)
-        for _, t in prepared[k:]:
-            keep |= set(t)
-        return keep
 
-    def sum_unneeded(x, t, keep):
-        axes = [i for i, c in enumerate(t) if c not in keep]
-        return _sum_axes(x, axes), "".join(c for c in t if c in keep)
-
-    x, t = sum_unneeded(*prepared[0], needed_after(1))
-    for k in range(1, len(prepared)):
-        y, u = prepared[k]
-        keep = needed_after(k + 1)
-        y, u = sum_unneeded(y, u, keep | set(t))
-        x, t = sum_unneeded(x, t, keep | set(u))
-        shared = [c for c in t if c in u]
-        batch = [c for c in shared if c in keep]
-        contract = [c for c in shared if c not in keep]
-        dims = ((tuple(t.index(c) for c in contract), tuple(u.index(c) for c in contract)),
-                (tuple(t.index(c) for c in batch), tuple(u.index(c) for c in batch)))
-        x = lax.dot_general(x, y, dims, precision=precision)
-        t = ("".join(batch) + "".join(c for c in t if c not in shared)
-             + "".join(c for c in u if c not in shared))
-    x, t = sum_unneeded(x, t, set(out_spec))
-    perm = tuple(t.index(c) for c in out_spec)
-    if perm != tuple(range(len(perm))):
-        x = lax.transpose(x, perm)
-    return _finish(x, dtype, weak)
+def einsum_path(subscripts, /, *operands, optimize="auto"):
+    """The contraction order ``einsum`` would follow, as ``jnp.einsum_path``: opt_einsum's
+    ``contract_path`` result, ``(path, PathInfo)``."""
+    return opt_einsum.contract_path(subscripts, *operands, optimize=_path_type(optimize))
 
 
 # --------------------------------------------------------------------------- diagonals
