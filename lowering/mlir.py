@@ -8,6 +8,7 @@ being built. Rules are registered in ``lowering_rules`` by the family modules be
 import threading
 
 import numpy as np
+from jaxlib import _jax
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import chlo, func
@@ -49,6 +50,12 @@ def context():
 _FLOAT_TYPES = {
     dtypes.float16: ir.F16Type, dtypes.bfloat16: ir.BF16Type,
     dtypes.float32: ir.F32Type, dtypes.float64: ir.F64Type,
+    dtypes.float8_e3m4: ir.Float8E3M4Type, dtypes.float8_e4m3: ir.Float8E4M3Type,
+    dtypes.float8_e4m3b11fnuz: ir.Float8E4M3B11FNUZType,
+    dtypes.float8_e4m3fn: ir.Float8E4M3FNType, dtypes.float8_e4m3fnuz: ir.Float8E4M3FNUZType,
+    dtypes.float8_e5m2: ir.Float8E5M2Type, dtypes.float8_e5m2fnuz: ir.Float8E5M2FNUZType,
+    dtypes.float8_e8m0fnu: ir.Float8E8M0FNUType, dtypes.float4_e2m1fn: ir.Float4E2M1FNType,
+    dtypes.float6_e2m3fn: ir.Float6E2M3FNType, dtypes.float6_e3m2fn: ir.Float6E3M2FNType,
 }
 
 
@@ -57,10 +64,12 @@ def dtype_to_ir(dtype):
         return ir.IntegerType.get_signless(1)
     if dtype in _FLOAT_TYPES:
         return _FLOAT_TYPES[dtype].get()
+    # int4 and kin take one host byte each, but their MLIR types have their own bit width.
+    bits = dtypes.BITS.get(dtype) or dtype.itemsize * 8
     if dtypes.is_signed_int(dtype):
-        return ir.IntegerType.get_signless(dtype.itemsize * 8)
+        return ir.IntegerType.get_signless(bits)
     if dtypes.is_unsigned_int(dtype):
-        return ir.IntegerType.get_unsigned(dtype.itemsize * 8)
+        return ir.IntegerType.get_unsigned(bits)
     if dtype == dtypes.complex64:
         return ir.ComplexType.get(ir.F32Type.get())
     if dtype == dtypes.complex128:
@@ -72,9 +81,19 @@ def aval_to_ir(aval):
     return ir.RankedTensorType.get(aval.shape, dtype_to_ir(aval.dtype))
 
 
+_NO_LITERALS = (dtypes.float6_e2m3fn, dtypes.float6_e3m2fn)
+
+
 def constant(value, dtype=None):
-    """A ``stablehlo.constant`` holding ``value`` (converted to ``dtype`` if given)."""
+    """A ``stablehlo.constant`` holding ``value`` (converted to ``dtype`` if given). The
+    bindings read ml_dtypes' narrow types (float8, int4, ...) from their one-byte storage."""
     x = np.asarray(value, dtype)
+    if x.dtype in _NO_LITERALS:
+        # XLA aborts the process on a literal of these types; JAX's CPU runtime rejects
+        # them with this error type before getting that far.
+        raise _jax.JaxRuntimeError(
+            f"INVALID_ARGUMENT: XLA has no literals of type {x.dtype}: a {x.dtype} constant "
+            "cannot be compiled; compute in float32 and convert at the end")
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
     elt = dtype_to_ir(x.dtype)

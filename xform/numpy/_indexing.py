@@ -525,7 +525,7 @@ def _scatter_update(x, idx, values, op, *, indices_are_sorted, unique_indices, m
     x_aval = get_aval(x)
     dtype, weak = x_aval.dtype, x_aval.weak_type
     if (type(values) is int and dtypes.is_int(dtype)
-            and np.iinfo(dtype).min <= values <= np.iinfo(dtype).max):
+            and dtypes.iinfo(dtype).min <= values <= dtypes.iinfo(dtype).max):
         values = np.asarray(values, dtype)
     elif isinstance(values, Sequence):
         values = np.asarray(values)

@@ -171,7 +171,7 @@ _INT_RANGES = {}  # dtype -> (min, max) of the integer dtypes, for the Python-in
 def _int_range(dtype):
     bounds = _INT_RANGES.get(dtype)
     if bounds is None:
-        info = np.iinfo(dtype)
+        info = dtypes.iinfo(dtype)
         bounds = _INT_RANGES[dtype] = (int(info.min), int(info.max))
     return bounds
 

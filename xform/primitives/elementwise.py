@@ -432,7 +432,7 @@ def _safe_divisor(x, y):
     """``y`` with the divisors XLA defines specially (0, and -1 under INT_MIN) replaced by 1."""
     bad = y == 0
     if dtypes.is_signed_int(x.dtype):
-        bad = bad | ((x == np.iinfo(x.dtype).min) & (y == -1))
+        bad = bad | ((x == dtypes.iinfo(x.dtype).min) & (y == -1))
     return np.where(bad, np.ones_like(y), y)
 
 
@@ -743,12 +743,18 @@ def _convert_host(x, *, new_dtype, weak_type):
         return [x != 0]
     if dtypes.is_int(new_dtype) and dtypes.is_float(x.dtype):
         # XLA saturates out-of-range floats and maps NaN to 0.
-        info = np.iinfo(new_dtype)
+        info = dtypes.iinfo(new_dtype)
         wide = np.nan_to_num(x.astype(np.float64), nan=0.0)
         out = np.clip(wide, info.min, info.max).astype(new_dtype)
         return [np.where(wide >= float(info.max), info.max, out).astype(new_dtype)]
-    return [np.asarray(x).astype(new_dtype)]
+    out = np.asarray(x).astype(new_dtype)
+    if x.dtype in _FNUZ_FLOATS and dtypes.is_inexact(new_dtype):
+        out = np.where(np.isnan(out), np.abs(out), out)  # XLA's NaN from these is positive
+    return [out]
 
+
+# float8 types whose single NaN is the bit pattern of -0 (ml_dtypes reads it as a negative NaN)
+_FNUZ_FLOATS = frozenset(d for d in dtypes.SUPPORTED if d.name.endswith("fnuz"))
 
 convert_element_type_p = standard_primitive("convert_element_type", _convert_abstract_eval,
                                             _convert_host)

@@ -569,9 +569,9 @@ def _default_fill_value(dtype):
     if dtypes.is_inexact(dtype):
         return np.nan
     if dtypes.is_signed_int(dtype):
-        return int(np.iinfo(dtype).min)
+        return int(dtypes.iinfo(dtype).min)
     if dtypes.is_unsigned_int(dtype):
-        return int(np.iinfo(dtype).max)
+        return int(dtypes.iinfo(dtype).max)
     return True
 
 
