@@ -14,7 +14,6 @@ import numpy as np
 
 from xform import core, dtypes
 from xform.core import ShapedArray, Tracer, eval_trace, get_aval, set_current_trace
-from xform.errors import MissingRuleError
 from xform.interpreters import ad, batching, staging, transpose
 from xform.interpreters.batching import not_mapped
 from xform.primitives.base import (
@@ -1094,12 +1093,6 @@ def _abs_jvp(t, ans, x):
     return select(ge(x, _const(x, 0)), t, neg(t))
 
 
-def _digamma_jvp(t, x):
-    raise MissingRuleError(
-        "the derivative of digamma is polygamma(1, x), and xform has no polygamma primitive "
-        "yet: digamma can be evaluated but not differentiated")
-
-
 def _rem_jvp_rhs(t, x, y):
     q = div(x, y)
     return mul(neg(t), mul(sign(q), floor(abs(q))))
@@ -1251,7 +1244,7 @@ ad.defjvp(erfc_p, lambda t, x: mul(_const(x, -2 / np.sqrt(np.pi)),
 _defjvp_with_ans(erf_inv_p, lambda t, ans, x: mul(_const(x, np.sqrt(np.pi) / 2),
                                                   mul(t, exp(_square(ans)))))
 ad.defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
-ad.defjvp(digamma_p, _digamma_jvp)
+# digamma's JVP, polygamma(1, x), is registered in special.py, where polygamma lives.
 ad.jvp_rules[mul_p] = _mul_jvp
 ad.defjvp(div_p, lambda t, x, y: div(t, y),
           lambda t, x, y: mul(mul(neg(t), x), integer_pow(y, -2)))
