@@ -6,15 +6,41 @@ side on first need, once: arrays are immutable, so both copies stay valid.
 Operators and NumPy-style methods are attached by ``xform.numpy``.
 """
 
+import _abc
+import functools
+
 import numpy as np
 
 from lowering import runtime
 from xform import core, dtypes
-from xform.core import ShapedArray
+from xform.core import ShapedArray, Tracer
 
 
-class Array:
-    """A concrete, immutable array on a device (or its host mirror)."""
+class _ArrayMeta(type):
+    """Makes ``isinstance(x, Array)`` true for tracers too, as ``jax.Array`` is: user code
+    checks for arrays without caring whether it runs under a transformation.
+
+    Tracers are registered as virtual subclasses, and the checks are CPython's own ABC
+    checks (C, with a per-type cache), bound to ``Array`` below: a Python
+    ``__instancecheck__`` would cost a frame on every ``isinstance(x, (Array, ...))`` in
+    xform that is not given an exact Array (those CPython answers before asking the
+    metaclass). Subclasses of Array get ``_ExactArrayMeta``: plain checks.
+    """
+
+    def __new__(mcls, name, bases, namespace, **kwargs):
+        if mcls is _ArrayMeta and bases:  # a subclass of Array
+            mcls = _ExactArrayMeta
+        return super().__new__(mcls, name, bases, namespace, **kwargs)
+
+
+class _ExactArrayMeta(_ArrayMeta):
+    __instancecheck__ = type.__instancecheck__
+    __subclasscheck__ = type.__subclasscheck__
+
+
+class Array(metaclass=_ArrayMeta):
+    """A concrete, immutable array on a device (or its host mirror); ``isinstance`` also
+    accepts the tracers that stand for arrays inside transformations."""
 
     __slots__ = ("aval", "_host", "_buf", "__weakref__")
     __array_priority__ = 100
@@ -180,6 +206,13 @@ class Array:
         return f"{prefix}{body}, dtype={self.aval.dtype.name}{weak})"
 
 
+# Not descriptors, so called with the instance alone: ``Array``'s checks, in C.
+_abc._abc_init(Array)
+_abc._abc_register(Array, Tracer)
+_ArrayMeta.__instancecheck__ = functools.partial(_abc._abc_instancecheck, Array)
+_ArrayMeta.__subclasscheck__ = functools.partial(_abc._abc_subclasscheck, Array)
+
+
 class ShardedArray(Array):
     """An Array whose data is spread over several devices, as ``pmap`` leaves its results:
     one slice per device along the mapped axis. A following ``pmap`` reads the slices where
@@ -221,6 +254,14 @@ def from_host(x, weak_type=False):
 
 def from_buffer(buf, aval):
     return Array(aval, None, buf)
+
+
+def share_jax_array(x):
+    """An Array on the buffer of JAX array ``x``, without a copy; None if ``x`` is not a JAX
+    array or has a dtype xform does not keep as it is (float64 without x64)."""
+    if type(x) is not runtime.BufferType or x.dtype != dtypes.canonicalize(x.dtype):
+        return None
+    return Array(ShapedArray(x.shape, x.dtype, False), None, x)
 
 
 def _buffer_aval(buf):

@@ -18,6 +18,7 @@ from xform.numpy import (
 from xform.numpy._contractions import *  # noqa: F403
 from xform.numpy._creation import *  # noqa: F403
 from xform.numpy._index_tricks import *  # noqa: F403
+from xform.numpy._io import *  # noqa: F403
 from xform.numpy._manipulation import *  # noqa: F403
 from xform.numpy._math import *  # noqa: F403
 from xform.numpy._polynomial import *  # noqa: F403
@@ -29,6 +30,7 @@ from xform.numpy._shape import *  # noqa: F403
 from xform.numpy._sorting import *  # noqa: F403
 from xform.numpy._statistics import *  # noqa: F403
 from xform.numpy._ufuncs import *  # noqa: F403
+from xform.numpy._vectorize import vectorize  # noqa: F401
 
 Array = ndarray
 
@@ -66,6 +68,11 @@ int8, int16, int32, int64 = map(_scalar_type, (np.int8, np.int16, np.int32, np.i
 uint8, uint16, uint32, uint64 = map(_scalar_type, (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = map(_scalar_type, (np.float16, np.float32, np.float64))
 bfloat16 = _scalar_type(ml_dtypes.bfloat16, "bfloat16")
+(float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2,
+ float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn, float6_e2m3fn,
+ float6_e3m2fn) = map(_scalar_type, _dtypes.NARROW_FLOATS)
+int1, int2, int4 = map(_scalar_type, _dtypes.NARROW_SIGNED)
+uint1, uint2, uint4 = map(_scalar_type, _dtypes.NARROW_UNSIGNED)
 complex64, complex128 = map(_scalar_type, (np.complex64, np.complex128))
 int_, uint, float_, complex_ = int64, uint64, float64, complex128
 double, single, half, cfloat, cdouble, csingle = (float64, float32, float16, complex128,
@@ -77,7 +84,7 @@ complexfloating, integer, signedinteger = np.complexfloating, np.integer, np.sig
 unsignedinteger = np.unsignedinteger
 
 dtype = np.dtype
-iinfo = np.iinfo
+iinfo = _dtypes.iinfo
 finfo = _dtypes.finfo
 
 pi, e, inf, nan, euler_gamma = np.pi, np.e, np.inf, np.nan, np.euler_gamma
@@ -90,15 +97,22 @@ def _scalar_class(x):
     return np.dtype(x).type
 
 
-_BF16_PARENTS = (ml_dtypes.bfloat16, np.floating, np.inexact, np.number, np.generic)
+# ml_dtypes' scalar types (bfloat16, float8_*, int4, ...) subclass only np.generic: place
+# them in NumPy's abstract hierarchy by hand, as jax.numpy does.
+_CUSTOM_PARENTS = {
+    **{d.type: (np.floating, np.inexact) for d in (_dtypes.bfloat16, *_dtypes.NARROW_FLOATS)},
+    **{d.type: (np.signedinteger, np.integer) for d in _dtypes.NARROW_SIGNED},
+    **{d.type: (np.unsignedinteger, np.integer) for d in _dtypes.NARROW_UNSIGNED},
+}
 
 
 def issubdtype(arg1, arg2):
-    """``np.issubdtype`` that also knows bfloat16 is a floating type."""
+    """``np.issubdtype`` that also places bfloat16, the float8s and int4 and kin in NumPy's
+    abstract hierarchy (``issubdtype(int4, np.signedinteger)`` is True)."""
     t1, t2 = _scalar_class(arg1), _scalar_class(arg2)
-    if t1 is ml_dtypes.bfloat16:
-        return t2 in _BF16_PARENTS
-    if t2 is ml_dtypes.bfloat16:
+    if t1 in _CUSTOM_PARENTS:
+        return t2 in (t1, *_CUSTOM_PARENTS[t1], np.number, np.generic)
+    if t2 in _CUSTOM_PARENTS:
         return False
     return np.issubdtype(t1, t2)
 
@@ -149,3 +163,9 @@ def isscalar(element):
     if isinstance(element, (bool, int, float, complex, np.generic)):
         return True
     return hasattr(element, "shape") and element.shape == () and hasattr(element, "dtype")
+
+
+ComplexWarning = np.exceptions.ComplexWarning
+bool = bool_  # noqa: A001  (jax.numpy.bool is the bool scalar type)
+# NumPy's abstract scalar types for non-numeric data, as jax.numpy exposes them.
+object_, character, flexible = np.object_, np.character, np.flexible

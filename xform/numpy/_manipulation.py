@@ -29,6 +29,7 @@ from xform.numpy._promote import (
 from xform.numpy._reductions import canonicalize_axis, mean
 from xform.numpy._shape import (
     _concrete,
+    _split,
     broadcast_shapes,
     broadcast_to,
     concatenate,
@@ -48,6 +49,7 @@ __all__ = [
     "pad", "take", "take_along_axis", "put_along_axis", "roll", "rollaxis", "rot90", "diff",
     "ediff1d", "append", "insert", "delete", "unstack", "resize", "apply_along_axis",
     "apply_over_axes", "block", "kron", "vander", "trim_zeros", "array_equal", "array_equiv",
+    "dsplit", "packbits", "unpackbits", "iterable",
 ]
 
 
@@ -861,3 +863,79 @@ def array_equiv(a1, a2):
     except ValueError:
         return array(False)
     return _reductions.all(eq)
+
+
+# --------------------------------------------------------------------------- splitting, bits
+
+
+def dsplit(ary, indices_or_sections):
+    """Split along axis 2 (depth)."""
+    return _split("dsplit", ary, indices_or_sections, 2, True)
+
+
+iterable = np.iterable
+
+
+def _bit_order(bitorder):
+    if bitorder not in ("little", "big"):
+        raise ValueError(f"'order' must be either 'little' or 'big', got bitorder={bitorder!r}")
+
+
+def _u8(value):
+    return _arr("packbits", np.uint8(value))
+
+
+def packbits(a, axis=None, bitorder="big"):
+    """Packs the truth values of ``a`` into the bits of uint8s along ``axis`` (None: of the
+    flattened array), padding with zeros to a multiple of 8."""
+    a = _arr("packbits", a)
+    dtype = aval_of(a).dtype
+    if not (dtypes.is_int(dtype) or dtype == dtypes.bool_):
+        raise TypeError(f"packbits: expected an input array of integer or boolean data type, "
+                        f"got {dtype}")
+    _bit_order(bitorder)
+    a = lax.convert_element_type(_ufuncs.to_bool(a), np.uint8)
+    if axis is None:
+        a, axis = ravel(a), 0
+    a = swapaxes(a, axis, -1)
+    shape = aval_of(a).shape
+    if shape[-1] % 8:
+        a = lax.pad(a, _u8(0), [(0, 0, 0)] * (len(shape) - 1) + [(0, 8 - shape[-1] % 8, 0)])
+        shape = aval_of(a).shape
+    a = lax.reshape(a, (*shape[:-1], shape[-1] // 8, 8))
+    shifts = np.arange(8, dtype=np.uint8)[::-1 if bitorder == "big" else 1]
+    shifts = lax.broadcast_in_dim(_arr("packbits", shifts), aval_of(a).shape,
+                                  (len(shape),))
+    packed = lax.reduce_sum(lax.shift_left(a, shifts), (len(shape),))
+    return swapaxes(packed, axis, -1)
+
+
+def unpackbits(a, axis=None, count=None, bitorder="big"):
+    """Unpacks the bits of the uint8 array ``a`` along ``axis`` (None: of the flattened
+    array); ``count`` keeps that many bits (pads with zeros if larger; negative: drops that
+    many from the end)."""
+    a = _arr("unpackbits", a)
+    if aval_of(a).dtype != np.uint8:
+        raise TypeError(f"unpackbits: expected an input array of unsigned byte data type, got "
+                        f"{aval_of(a).dtype}")
+    _bit_order(bitorder)
+    if axis is None:
+        a, axis = ravel(a), 0
+    a = swapaxes(a, axis, -1)
+    shape = aval_of(a).shape
+    bits = (np.uint8(1) << np.arange(8, dtype=np.uint8))[::-1 if bitorder == "big" else 1]
+    full = (*shape, 8)
+    bits = lax.broadcast_in_dim(_arr("unpackbits", bits), full, (len(shape),))
+    a = lax.broadcast_in_dim(a, full, tuple(range(len(shape))))
+    unpacked = lax.convert_element_type(lax.gt(lax.bitwise_and(a, bits), _u8(0)), np.uint8)
+    unpacked = lax.reshape(unpacked, (*shape[:-1], shape[-1] * 8))
+    if count is not None:
+        count = operator.index(count)
+        n = shape[-1] * 8
+        if count > n:
+            unpacked = lax.pad(unpacked, _u8(0), [(0, 0, 0)] * (len(shape) - 1) +
+                               [(0, count - n, 0)])
+        else:
+            stop = count if count >= 0 else builtins.max(n + count, 0)
+            unpacked = lax.slice_in_dim(unpacked, 0, stop, axis=len(shape) - 1)
+    return swapaxes(unpacked, axis, -1)

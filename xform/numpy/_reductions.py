@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from xform import config, dtypes, lax
+from xform.numpy import _ufuncs
 from xform.numpy._promote import (
     _canonical_dtype,
     _to_inexact,
@@ -20,6 +21,7 @@ from xform.numpy._promote import (
     check_arraylike,
     convert,
     promote_args,
+    promote_dtypes_inexact,
     promote_dtypes_numeric,
 )
 from xform.numpy._ufuncs import const, isclose, multiply, where_
@@ -71,12 +73,16 @@ def _upcast_f16(dtype):
     return dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
 
 
-_IDENTITY = {"sum": 0, "prod": 1, "all": True, "any": False}
+_IDENTITY = {"sum": 0, "prod": 1, "all": True, "any": False, "bitwise_or": 0,
+             "bitwise_xor": 0, "logical_xor": False}
 
 
 def _identity(name, dtype):
     if name in _IDENTITY:
         return _IDENTITY[name]
+    if name == "bitwise_and":  # all bits set
+        return True if dtype == dtypes.bool_ else -1 if dtypes.is_signed_int(dtype) else \
+            np.iinfo(dtype).max
     big = name == "min"
     if dtype == dtypes.bool_:
         return big
@@ -122,7 +128,9 @@ def _reduction(a, name, lax_reduce, *, axis, dtype, keepdims, initial, where, bo
             raise ValueError(f"initial value must be a scalar. Got array of shape "
                              f"{aval_of(init).shape}")
         combine = {"sum": lax.add, "prod": lax.mul, "max": lax.max, "min": lax.min,
-                   "all": lax.bitwise_and, "any": lax.bitwise_or}[name]
+                   "all": lax.bitwise_and, "any": lax.bitwise_or,
+                   "bitwise_and": lax.bitwise_and, "bitwise_or": lax.bitwise_or,
+                   "bitwise_xor": lax.bitwise_xor, "logical_xor": lax.bitwise_xor}[name]
         if computation_dtype == dtypes.bool_ and name in ("sum", "prod"):
             combine = lax.bitwise_or if name == "sum" else lax.bitwise_and
         result = combine(init, result)
@@ -231,6 +239,9 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     return convert(lax.div(total, normalizer), result_dtype, False)
 
 
+_mean = mean  # var's ``mean`` parameter shadows the function
+
+
 def _var_promote_types(a_dtype, dtype):
     if dtype is not None:
         if not dtypes.is_complex(dtype) and dtypes.is_complex(a_dtype):
@@ -246,8 +257,9 @@ def _var_promote_types(a_dtype, dtype):
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
-        correction=None):
-    """Variance over ``axis``, dividing by ``N - ddof``."""
+        mean=None, correction=None):
+    """Variance over ``axis``, dividing by ``N - ddof``; ``mean``, when given, is used as the
+    mean (it must broadcast against ``a``, e.g. computed with ``keepdims=True``)."""
     _no_out("var", out)
     check_arraylike("var", a)
     if correction is None:
@@ -260,7 +272,11 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     computation_dtype, dtype = _var_promote_types(aval_of(a).dtype, dtype)
     a = convert(a, computation_dtype, False)
     axes = reduction_axes("var", aval_of(a).ndim, axis)
-    a_mean = mean(a, axes, dtype=computation_dtype, keepdims=True, where=where)
+    if mean is None:
+        a_mean = _mean(a, axes, dtype=computation_dtype, keepdims=True, where=where)
+    else:
+        check_arraylike("var", mean)
+        a_mean = convert(asarray(mean), computation_dtype, False)
     centered = lax.sub(a, broadcast_to_shape(a_mean, aval_of(a).shape))
     if dtypes.is_complex(computation_dtype):
         centered = lax.real(lax.mul(centered, lax.conj(centered)))
@@ -275,14 +291,14 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
-        correction=None):
-    """Standard deviation over ``axis``."""
+        mean=None, correction=None):
+    """Standard deviation over ``axis``; ``mean`` as in ``var``."""
     _no_out("std", out)
     if dtype is not None:
         dtype = _canonical_dtype(dtype, "std")
         if not dtypes.is_inexact(dtype):
             raise ValueError(f"dtype argument to std must be inexact; got {dtype}")
-    return lax.sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where,
+    return lax.sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                         correction=correction))
 
 
@@ -453,3 +469,65 @@ def _same(x, y):
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """True if every element of ``a`` is close to ``b``."""
     return all(isclose(a, b, rtol, atol, equal_nan))
+
+
+# --------------------------------------------------------------------------- ufunc methods
+# The ufunc objects live in _ufuncs, below this module; their reductions are registered here.
+
+
+def _require_integer(a):
+    if not (dtypes.is_int(aval_of(a).dtype) or aval_of(a).dtype == dtypes.bool_):
+        raise ValueError(f"integer argument required; got dtype={aval_of(a).dtype}")
+    return a
+
+
+def _ufunc_reduction(name, lax_reduce, **options):
+    def reduce(a, *, axis, dtype, keepdims, initial, where):
+        return _reduction(a, name, lax_reduce, axis=axis, dtype=dtype, keepdims=keepdims,
+                          initial=initial, where=where, **options)
+
+    return reduce
+
+
+def _logsumexp(a, *, axis, dtype, keepdims, initial, where, scale=None):
+    """``logaddexp.reduce``: ``log(sum(exp(a)))`` shifted by the (constant) maximum, as JAX's
+    (which accepts ``dtype`` but does not use it); ``scale`` = ln 2 gives ``logaddexp2``."""
+    name = "logaddexp.reduce" if scale is None else "logaddexp2.reduce"
+    check_arraylike(name, a)
+    if dtype is not None:
+        _canonical_dtype(dtype, name)
+    a, = promote_dtypes_inexact(asarray(a))
+    if scale is not None:
+        a = lax.mul(a, const(a, scale))
+        initial = None if initial is None else lax.mul(asarray(initial), const(a, scale))
+    axes = reduction_axes(name, aval_of(a).ndim, axis)
+    amax = max(a, axis=axes, keepdims=keepdims, where=where, initial=-np.inf)
+    amax = lax.stop_gradient(where_(lax.is_finite(amax), amax, const(amax, 0)))
+    shift = amax if keepdims else lax.expand_dims(amax, axes)
+    exp_a = lax.exp(lax.sub(a, broadcast_to_shape(shift, aval_of(a).shape)))
+    result = lax.add(lax.log(sum(exp_a, axis=axes, keepdims=keepdims, where=where)), amax)
+    if initial is not None:
+        result = _ufuncs.logaddexp(initial, result)
+    return result if scale is None else lax.div(result, const(result, scale))
+
+
+def _logsumexp2(a, **kwargs):
+    return _logsumexp(a, **kwargs, scale=float(np.log(2)))
+
+
+_ufuncs.add._register(reduce=sum, accumulate=cumsum)
+_ufuncs.logaddexp._register(reduce=_logsumexp)
+_ufuncs.logaddexp2._register(reduce=_logsumexp2)
+_ufuncs.multiply._register(reduce=prod, accumulate=cumprod)
+_ufuncs.maximum._register(reduce=_ufunc_reduction("max", lax.reduce_max, has_identity=False))
+_ufuncs.minimum._register(reduce=_ufunc_reduction("min", lax.reduce_min, has_identity=False))
+_ufuncs.logical_and._register(reduce=_ufunc_reduction("all", lax.reduce_and,
+                                                      preproc=_cast_to_bool))
+_ufuncs.logical_or._register(reduce=_ufunc_reduction("any", lax.reduce_or,
+                                                     preproc=_cast_to_bool))
+_ufuncs.logical_xor._register(reduce=_ufunc_reduction("logical_xor", lax.reduce_xor,
+                                                      preproc=_cast_to_bool))
+for _name, _lax_reduce in (("bitwise_and", lax.reduce_and), ("bitwise_or", lax.reduce_or),
+                           ("bitwise_xor", lax.reduce_xor)):
+    getattr(_ufuncs, _name)._register(reduce=_ufunc_reduction(_name, _lax_reduce,
+                                                              preproc=_require_integer))

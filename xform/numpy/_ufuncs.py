@@ -5,11 +5,14 @@ functions become the default float, as in jax.numpy. Algorithms that must agree 
 jax.numpy bit for bit (floor_divide, remainder, integer power, hypot, logaddexp) follow it.
 """
 
+import math
 import operator
 
 import numpy as np
 
 from xform import dtypes, lax
+from xform.api import eval_shape
+from xform.api_batching import vmap
 from xform.array import Array
 from xform.core import ShapedArray, Tracer
 from xform.custom_derivatives import custom_jvp
@@ -17,6 +20,8 @@ from xform.numpy._promote import (
     ACCEPTED_DTYPES,
     asarray,
     aval_of,
+    broadcast_shapes,
+    broadcast_to_shape,
     check_arraylike,
     promote_args,
     promote_args_inexact,
@@ -26,6 +31,7 @@ from xform.numpy._promote import (
     promote_shapes,
     result_type,
 )
+from xform.numpy._vectorize import vectorize
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "mod",
@@ -40,7 +46,7 @@ __all__ = [
     "bitwise_left_shift", "bitwise_right_shift", "equal", "not_equal", "less", "less_equal",
     "greater", "greater_equal", "real", "imag", "conj", "conjugate", "square", "reciprocal",
     "hypot", "deg2rad", "rad2deg", "degrees", "radians", "nextafter", "logaddexp",
-    "logaddexp2", "heaviside", "sinc", "copysign", "isclose",
+    "logaddexp2", "heaviside", "sinc", "copysign", "isclose", "ufunc", "frompyfunc",
 ]
 
 
@@ -598,14 +604,26 @@ def signbit(x, /):
                                      dtypes.bool_)
 
 
+def _broadcast_pair(name, x1, x2):
+    """``x1, x2`` as arrays broadcast to one shape; a rank-0 one is left for lax."""
+    check_arraylike(name, x1, x2)
+    s1, s2 = np.shape(x1), np.shape(x2)
+    if s1 == s2 or not s1 or not s2:
+        return x1, x2
+    shape = broadcast_shapes(s1, s2, name=name)
+    return broadcast_to_shape(asarray(x1), shape), broadcast_to_shape(asarray(x2), shape)
+
+
 def fmax(x1, x2):
     """Elementwise maximum, ignoring NaNs."""
+    x1, x2 = _broadcast_pair("fmax", x1, x2)
     mask = lax.bitwise_or(greater(x1, x2), isnan(x2))
     return where_(mask, x1, x2)
 
 
 def fmin(x1, x2):
     """Elementwise minimum, ignoring NaNs."""
+    x1, x2 = _broadcast_pair("fmin", x1, x2)
     mask = lax.bitwise_or(less(x1, x2), isnan(x2))
     return where_(mask, x1, x2)
 
@@ -719,3 +737,394 @@ def conjugate(x, /):
 
 
 conj = conjugate
+
+
+# --------------------------------------------------------------------------- ufunc objects
+
+
+class ufunc:  # noqa: N801  (NumPy's name)
+    """A universal function, as ``jax.numpy.ufunc``: callable elementwise, with ``nin``,
+    ``nout``, ``nargs``, ``identity`` and the methods ``reduce``, ``accumulate``, ``at``,
+    ``reduceat`` and ``outer``.
+
+    A call goes straight to the wrapped function. The methods use a dedicated implementation
+    where one is registered (``add.reduce`` is ``sum``; ``_reductions`` registers those) and
+    otherwise a generic loop over the binary function, as JAX does.
+
+    Example:
+      >>> xform.numpy.add.reduce(xform.numpy.arange(4))
+      Array(6, dtype=int32)
+    """
+
+    def __init__(self, func, /, nin, nout, *, name=None, nargs=None, identity=None, call=None,
+                 reduce=None, accumulate=None, at=None, reduceat=None):
+        self.__doc__ = func.__doc__
+        self.__name__ = self.__qualname__ = name or func.__name__
+        self._func = func
+        self.nin, self.nout = operator.index(nin), operator.index(nout)
+        self.nargs = operator.index(nargs or nin)
+        self.identity = identity
+        self._call = call or self._call_vectorized
+        self._vectorized = None if call else vectorize(func)
+        self._reduce, self._accumulate = reduce, accumulate
+        self._at, self._reduceat = at, reduceat
+
+    def __repr__(self):
+        return f"<jnp.ufunc '{self.__name__}'>"
+
+    def __call__(self, *args, out=None, where=None):
+        if out is not None or where is not None:
+            what = "out" if out is not None else "where"
+            raise NotImplementedError(f"The {what!r} argument of {self!r} is not supported")
+        return self._call(*args)
+
+    def _call_vectorized(self, *args):
+        check_arraylike(self.__name__, *args)
+        return self._vectorized(*args)
+
+    def _register(self, *, reduce=None, accumulate=None):
+        """Sets the dedicated ``reduce``/``accumulate`` (from modules built on this one)."""
+        self._reduce, self._accumulate = reduce, accumulate
+
+    def _require_binary(self, method):
+        if self.nin != 2:
+            raise ValueError(f"{self.__name__}.{method}: {method} is only supported for "
+                             f"binary ufuncs, and {self.__name__} takes {self.nin} inputs")
+        if self.nout != 1:
+            raise ValueError(f"{self.__name__}.{method}: {method} is only supported for "
+                             "functions returning a single value")
+
+    def _result_dtype(self, *args):
+        ones = [strong_const(a, 1) for a in args]
+        return eval_shape(self._func, *ones).dtype
+
+    # ------------------------------------------------------------------ reduce
+    def reduce(self, a, axis=0, dtype=None, out=None, keepdims=False, initial=None,
+               where=None):
+        """Reduces ``a`` along ``axis`` with this binary ufunc (``add.reduce`` is ``sum``).
+
+        Args:
+          a: the array to reduce.
+          axis: an int or None (all axes); default 0.
+          dtype: the result dtype (default: the ufunc's result type).
+          out: unsupported, must be None.
+          keepdims: keep the reduced axes with size 1.
+          initial: the starting value (required with ``where`` when there is no identity).
+          where: a boolean mask of the elements to include.
+
+        Returns:
+          The reduced array.
+        """
+        name = f"{self.__name__}.reduce"
+        check_arraylike(name, a)
+        self._require_binary("reduce")
+        if out is not None:
+            raise NotImplementedError(f"The 'out' argument of {name} is not supported")
+        if initial is not None:
+            check_arraylike(name, initial)
+        if where is not None:
+            check_arraylike(name, where)
+            if self.identity is None and initial is None:
+                raise ValueError(f"reduction operation {self.__name__!r} does not have an "
+                                 "identity, so to use a where mask one has to specify "
+                                 "'initial'.")
+            where_dtype = aval_of(asarray(where)).dtype
+            if where_dtype != dtypes.bool_:
+                raise ValueError(f"{name}: where argument must have dtype=bool; got "
+                                 f"dtype={where_dtype}")
+        reduce = self._reduce or self._reduce_via_loop
+        return reduce(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial,
+                      where=where)
+
+    def _reduce_via_loop(self, a, *, axis, dtype, keepdims, initial, where):
+        a = asarray(a)
+        if initial is None:
+            initial = self.identity
+        if dtype is None:
+            dtype = self._result_dtype(a, a)
+        shape = aval_of(a).shape
+        if where is not None:
+            where = broadcast_to_shape(asarray(where), shape)
+        if isinstance(axis, tuple):
+            raise NotImplementedError(f"{self.__name__}.reduce over a tuple of axes is not "
+                                      "supported")
+        if axis is None:
+            final_shape = (1,) * len(shape) if keepdims else ()
+            a = lax.reshape(a, (math.prod(shape),))
+            where = None if where is None else lax.reshape(where, (math.prod(shape),))
+            axis = 0
+        else:
+            axis = _canonicalize_axis(axis, len(shape), f"{self.__name__}.reduce")
+            final_shape = shape[:axis] + ((1,) if keepdims else ()) + shape[axis + 1:]
+            a = _axis_to_front(a, axis)
+            where = None if where is None else _axis_to_front(where, axis)
+        n, rest = aval_of(a).shape[0], aval_of(a).shape[1:]
+        if n == 0:
+            if initial is None:
+                raise ValueError(f"zero-size array to reduction operation {self.__name__} "
+                                 "which has no identity")
+            return asarray(np.full(final_shape, initial, dtype))
+
+        def body(i, acc):
+            new = self(acc, lax.convert_element_type(lax.dynamic_index_in_dim(
+                a, i, 0, keepdims=False), dtype))
+            if where is not None:
+                new = where_(lax.dynamic_index_in_dim(where, i, 0, keepdims=False), new, acc)
+            return new
+
+        if initial is None:
+            start, acc = 1, lax.index_in_dim(a, 0, 0, keepdims=False)
+        else:
+            start, acc = 0, asarray(initial)
+        acc = broadcast_to_shape(lax.convert_element_type(acc, dtype), rest)
+        result = lax.fori_loop(start, n, body, acc)
+        return lax.reshape(result, final_shape) if keepdims else result
+
+    # ------------------------------------------------------------------ accumulate
+    def accumulate(self, a, axis=0, dtype=None, out=None):
+        """The running reduction of ``a`` along ``axis`` (``add.accumulate`` is ``cumsum``).
+
+        Args:
+          a: the array to accumulate.
+          axis: an int; default 0.
+          dtype: the result dtype (default: the ufunc's result type).
+          out: unsupported, must be None.
+
+        Returns:
+          An array of ``a``'s shape.
+        """
+        name = f"{self.__name__}.accumulate"
+        self._require_binary("accumulate")
+        if out is not None:
+            raise NotImplementedError(f"The 'out' argument of {name} is not supported")
+        accumulate = self._accumulate or self._accumulate_via_scan
+        return accumulate(a, axis=axis, dtype=dtype)
+
+    def _accumulate_via_scan(self, a, *, axis, dtype):
+        name = f"{self.__name__}.accumulate"
+        check_arraylike(name, a)
+        a = asarray(a)
+        if dtype is None:
+            dtype = self._result_dtype(a, a)
+        if axis is None or isinstance(axis, tuple):
+            raise ValueError(f"{name}: accumulate does not allow multiple axes, got "
+                             f"axis={axis!r}")
+        shape = aval_of(a).shape
+        axis = _canonicalize_axis(axis, len(shape), name)
+        a = lax.convert_element_type(a, dtype)
+        if math.prod(shape) == 0:
+            return a
+        a = _axis_to_front(a, axis)
+        first = lax.index_in_dim(a, 0, 0, keepdims=False)
+
+        def step(acc, x):
+            acc = self(acc, x)
+            return acc, acc
+
+        _, rest = lax.scan(step, first, lax.slice_in_dim(a, 1, aval_of(a).shape[0], axis=0))
+        result = lax.concatenate([lax.expand_dims(first, (0,)), rest], 0)
+        return _axis_from_front(result, axis)
+
+    # ------------------------------------------------------------------ at
+    def at(self, a, indices, b=None, /, *, inplace=True):
+        """``a`` with this ufunc applied at ``indices`` (with ``b`` for binary ufuncs): the
+        updated copy, since arrays are immutable; ``inplace=False`` is required.
+
+        Args:
+          a: the array to update.
+          indices: an index, slice, or tuple of them (as ``a[indices]``); repeated indices
+            apply the ufunc repeatedly.
+          b: the second operand for binary ufuncs.
+          inplace: must be False.
+
+        Returns:
+          The updated copy of ``a``.
+        """
+        if inplace:
+            raise NotImplementedError(
+                "xform arrays are immutable, so ufunc.at() cannot operate in place as "
+                "np.ufunc.at() does; pass inplace=False and use the result, e.g. "
+                f"arr = xnp.{self.__name__}.at(arr, ind, val, inplace=False)")
+        at = self._at or self._at_via_scan
+        return at(a, indices) if b is None else at(a, indices, b)
+
+    def _at_via_scan(self, a, indices, *args):
+        check_arraylike(f"{self.__name__}.at", a, *args)
+        a = asarray(a)
+        dtype = self._result_dtype(a, *(asarray(x) for x in args))
+        a = lax.convert_element_type(a, dtype)
+        args = [lax.convert_element_type(asarray(x), dtype) for x in args]
+        indices = indices if isinstance(indices, tuple) else (indices,)
+        if not indices:
+            return a
+        shapes = [np.shape(i) for i in indices if not isinstance(i, slice) and i is not None
+                  and i is not Ellipsis]
+        shape = broadcast_shapes(*shapes) if shapes else ()
+        if not shape:
+            return a.at[indices].set(self(a.at[indices].get(), *args))
+        size = math.prod(shape)
+        if args:
+            arg_shape = aval_of(args[0]).shape
+            tail = arg_shape[len(shape):]
+            args = [lax.reshape(broadcast_to_shape(args[0], shape + tail), (size, *tail))]
+        flat = [i if isinstance(i, slice) or i is None or i is Ellipsis else
+                lax.reshape(broadcast_to_shape(asarray(i), shape), (size,)) for i in indices]
+
+        def step(carry, xs):
+            k, arr = carry
+            idx = tuple(i if isinstance(i, slice) or i is None or i is Ellipsis
+                        else lax.dynamic_index_in_dim(i, k, 0, keepdims=False) for i in flat)
+            extra = [lax.dynamic_index_in_dim(x, k, 0, keepdims=False) for x in args]
+            arr = arr.at[idx].set(self(arr.at[idx].get(), *extra))
+            return (lax.add(k, weak_const(k, 1)), arr), None
+
+        counter = Array(ShapedArray((), dtypes.int32, False), np.array(0, np.int32))
+        (_, result), _ = lax.scan(step, (counter, a), None, length=size)
+        return result
+
+    # ------------------------------------------------------------------ reduceat
+    def reduceat(self, a, indices, axis=0, dtype=None, out=None):
+        """Reductions of ``a`` over the segments that start at ``indices`` along ``axis``
+        (``add.reduceat`` sums ``a[indices[i]:indices[i+1]]``).
+
+        Args:
+          a: the array to reduce.
+          indices: a 1-D array of segment starts.
+          axis: an int; default 0.
+          dtype: the result dtype (default: ``a``'s).
+          out: unsupported, must be None.
+
+        Returns:
+          The segment reductions, with ``len(indices)`` along ``axis``.
+        """
+        name = f"{self.__name__}.reduceat"
+        self._require_binary("reduceat")
+        if out is not None:
+            raise NotImplementedError(f"The 'out' argument of {name} is not supported")
+        reduceat = self._reduceat or self._reduceat_via_loop
+        return reduceat(a, indices, axis=axis, dtype=dtype)
+
+    def _reduceat_via_loop(self, a, indices, *, axis, dtype):
+        name = f"{self.__name__}.reduceat"
+        check_arraylike(name, a, indices)
+        a, indices = asarray(a), asarray(indices)
+        shape = aval_of(a).shape
+        if not shape:
+            raise ValueError(f"{name}: a must have 1 or more dimension, got a.shape={shape}")
+        if aval_of(indices).ndim != 1:
+            raise ValueError(f"{name}: indices must be one-dimensional, got "
+                             f"indices.shape={aval_of(indices).shape}")
+        if axis is None or isinstance(axis, (tuple, list)):
+            raise ValueError(f"{name}: reduceat requires a single integer axis, got "
+                             f"axis={axis!r}")
+        axis = _canonicalize_axis(axis, len(shape), name)
+        if dtype is not None:
+            a = lax.convert_element_type(a, dtype)
+        a = _axis_to_front(a, axis)
+        n = aval_of(a).shape[0]
+        out = a[indices]
+        bounds = lax.concatenate([indices, lax.reshape(strong_const(indices, n), (1,))], 0)
+        starts = lax.slice_in_dim(bounds, 0, aval_of(indices).shape[0], axis=0)
+        ends = lax.slice_in_dim(bounds, 1, aval_of(indices).shape[0] + 1, axis=0)
+        trailing = (1,) * (aval_of(a).ndim - 1)
+
+        def body(i, acc):
+            i = lax.convert_element_type(i, aval_of(starts).dtype)
+            inside = lax.reshape(lax.bitwise_and(lax.gt(i, starts), lax.lt(i, ends)),
+                                 (aval_of(starts).shape[0], *trailing))
+            row = lax.dynamic_slice_in_dim(a, i, 1, axis=0)
+            return where_(inside, self(acc, row), acc)
+
+        out = lax.fori_loop(0, n, body, out)
+        return _axis_from_front(out, axis)
+
+    # ------------------------------------------------------------------ outer
+    def outer(self, A, B, /):
+        """This binary ufunc on every pair of elements: shape ``A.shape + B.shape``.
+
+        Args:
+          A, B: arrays.
+
+        Returns:
+          ``result[i..., j...] = ufunc(A[i...], B[j...])``.
+        """
+        self._require_binary("outer")
+        check_arraylike(f"{self.__name__}.outer", A, B)
+        A, B = asarray(A), asarray(B)
+        sa, sb = aval_of(A).shape, aval_of(B).shape
+        flat_a, flat_b = lax.reshape(A, (math.prod(sa),)), lax.reshape(B, (math.prod(sb),))
+        result = vmap(vmap(self, (None, 0)), (0, None))(flat_a, flat_b)
+        return lax.reshape(result, (*sa, *sb))
+
+
+def _canonicalize_axis(axis, ndim, name):
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(f"{name}: axis {axis} is out of bounds for array of "
+                                      f"dimension {ndim}")
+    return axis % ndim if ndim else axis
+
+
+def _axis_to_front(x, axis):
+    if axis == 0:
+        return x
+    ndim = aval_of(x).ndim
+    return lax.transpose(x, (axis, *(d for d in range(ndim) if d != axis)))
+
+
+def _axis_from_front(x, axis):
+    if axis == 0:
+        return x
+    ndim = aval_of(x).ndim
+    perm = list(range(1, ndim))
+    perm.insert(axis, 0)
+    return lax.transpose(x, tuple(perm))
+
+
+def frompyfunc(func, /, nin, nout, *, identity=None):
+    """A ``ufunc`` from a scalar function of ``nin`` arguments returning ``nout`` values,
+    vectorized with ``vectorize`` (``vmap``), as ``jax.numpy.frompyfunc``.
+
+    Example:
+      >>> add = frompyfunc(operator.add, nin=2, nout=1, identity=0)
+      >>> add.reduce(xform.numpy.arange(4))
+      Array(6, dtype=int32)
+    """
+    return ufunc(func, nin, nout, identity=identity)
+
+
+def _bool_as_int_at(method):
+    """``ufunc.at`` through ``x.at[...].<method>``; bools go through int32, as JAX's."""
+    def at(a, indices, b):
+        a = asarray(a)
+        if aval_of(a).dtype == dtypes.bool_:
+            b = lax.convert_element_type(to_bool(asarray(b)), dtypes.int32)
+            a = lax.convert_element_type(a, dtypes.int32)
+            return lax.convert_element_type(getattr(a.at[indices], method)(b), dtypes.bool_)
+        return getattr(a.at[indices], method)(b)
+
+    return at
+
+
+def _subtract_at(a, indices, b):
+    return asarray(a).at[indices].subtract(b)
+
+
+def _binary(func, identity, at=None):
+    return ufunc(func, 2, 1, call=func, identity=identity, at=at)
+
+
+add = _binary(add, 0, _bool_as_int_at("add"))
+multiply = _binary(multiply, 1, _bool_as_int_at("multiply"))
+subtract = _binary(subtract, None, _subtract_at)
+bitwise_and = _binary(bitwise_and, -1)
+bitwise_or = _binary(bitwise_or, 0)
+bitwise_xor = _binary(bitwise_xor, 0)
+logaddexp = _binary(logaddexp, -np.inf)
+logaddexp2 = _binary(logaddexp2, -np.inf)
+logical_and = _binary(logical_and, True)
+logical_or = _binary(logical_or, False)
+logical_xor = _binary(logical_xor, False)
+maximum = _binary(maximum, None)
+minimum = _binary(minimum, None)
+negative = ufunc(negative, 1, 1, call=negative)
