@@ -37,10 +37,23 @@ NO_HOST_IMPL = {
     **{name: "a LAPACK kernel, compiled by XLA for the one equation: eager equals jit"
        for name in LAPACK_PRIMITIVES if name != "symmetric_product"},
     # reduce_window family (windowed.py, reductions.py):
+    **{name: "runs its traced reducer jaxpr: compiled by XLA for the one equation"
+       for name in ("reduce", "reduce_window", "select_and_scatter")},
+    "select_and_gather_add": "a variadic reduce_window whose tie order XLA defines: compiled "
+                             "for the one equation, eager equals jit",
     # special functions (special.py):
+    **{name: "XLA's kernel (a CHLO op or JAX's series), compiled for the one equation"
+       for name in ("igamma", "igammac", "igamma_grad_a", "regularized_incomplete_beta",
+                    "bessel_i0e", "bessel_i1e", "zeta", "polygamma")},
     # contractions (contractions.py):
     # elementwise/structural/indexing additions:
     # rng, compiler, sorting and collective additions:
+    "rng_bit_generator": "XLA's RngBitGenerator, compiled for the one equation: JAX's bits",
+    "rng_uniform": "XLA's stateful Rng, compiled for the one equation, as in JAX",
+    "approx_top_k": "XLA's ApproxTopK (its exact fallback off TPU), compiled for the equation",
+    "composite": "evaluates its decomposition jaxpr eagerly (core.eager_rules)",
+    "pbroadcast": "a collective: only meaningful inside pmap or vmap, which replace it",
+    "ragged_all_to_all": "a collective: only inside pmap or vmap; eagerly an error, as in JAX",
     **{name: "a collective: only meaningful inside pmap or vmap, which replace it"
        for name in ("psum", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
                     "all_to_all", "axis_index")},
