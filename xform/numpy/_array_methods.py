@@ -24,6 +24,7 @@ from xform.numpy._promote import _is_arraylike
 
 
 def _binary(fn, reflected=False):
+    fn = _plain(fn)
     if reflected:
         def op(self, other):
             if not _is_arraylike(other):
@@ -119,6 +120,12 @@ _METHODS = {
 }
 
 
+def _plain(fn):
+    """The function behind a ufunc object: operators skip the object's call layer (and a
+    ufunc object, not being a function, would not bind ``self`` as a method)."""
+    return fn._call if isinstance(fn, _ufuncs.ufunc) else fn
+
+
 def _attach(cls):
     for name, fn in _BINARY.items():
         setattr(cls, f"__{name}__", _binary(fn))
@@ -126,7 +133,7 @@ def _attach(cls):
     for name, fn in _COMPARISONS.items():
         setattr(cls, f"__{name}__", _binary(fn))
     # Plain functions become methods: ``x.__neg__()`` calls ``negative(x)``.
-    cls.__neg__ = _ufuncs.negative
+    cls.__neg__ = _plain(_ufuncs.negative)
     cls.__pos__ = _ufuncs.positive
     cls.__abs__ = _ufuncs.absolute
     cls.__invert__ = _ufuncs.invert

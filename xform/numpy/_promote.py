@@ -403,7 +403,7 @@ def promote_shapes(name, *args):
             for x, s in zip(args, shapes, strict=True)]
 
 
-_ARRAY_TYPES = (Array, Tracer)
+_ARRAY_TYPES = (Tracer, Array)  # tracers first: their check is the plain one
 _INEXACT = frozenset(d for d in dtypes.SUPPORTED if dtypes.is_inexact(d))
 _NUMERIC = frozenset(d for d in dtypes.SUPPORTED if d != dtypes.bool_)
 _FAST_SCALARS = {int: _NUMERIC, float: _INEXACT}
