@@ -5,7 +5,21 @@ feature.
 """
 
 import lowering  # noqa: F401  (registers the lowering rules)
-from xform import config, dispatch, errors, lax, nn, numpy, ops, random, scipy, spmd, tree_util  # noqa: F401
+from xform import (  # noqa: F401
+    config,
+    dispatch,
+    errors,
+    example_libraries,
+    image,
+    lax,
+    nn,
+    numpy,
+    ops,
+    random,
+    scipy,
+    spmd,
+    tree_util,
+)
 from xform.api import (  # noqa: F401
     ShapeDtypeStruct,
     block_until_ready,

@@ -1,0 +1,3 @@
+"""``xform.scipy.cluster``, as ``jax.scipy.cluster``."""
+
+from xform.scipy.cluster import vq  # noqa: F401

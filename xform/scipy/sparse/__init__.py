@@ -1,0 +1,3 @@
+"""``xform.scipy.sparse``, as ``jax.scipy.sparse``."""
+
+from xform.scipy.sparse import linalg  # noqa: F401

@@ -1,0 +1,3 @@
+"""``xform.scipy.spatial``, as ``jax.scipy.spatial``."""
+
+from xform.scipy.spatial import transform  # noqa: F401
