@@ -930,15 +930,20 @@ def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, un
     return [out], [t]
 
 
-def _scatter_add_jvp(primals, tangents, **params):
-    operand, indices, updates = primals
-    out = scatter_add_p.bind(operand, indices, updates, **params)
-    t_operand, _, t_updates = tangents
-    if type(t_operand) is ad.Zero and type(t_updates) is ad.Zero:
-        return [out], [ad.Zero(ad.tangent_aval(get_aval(out)))]
-    t = scatter_add_p.bind(ad.instantiate(t_operand), indices, ad.instantiate(t_updates),
-                           **params)
-    return [out], [t]
+def _linear_scatter_jvp(prim):
+    """The JVP of scatter_add / scatter_sub: linear in operand and updates jointly, so the
+    tangent is the same scatter of the tangents (the indices get none)."""
+
+    def jvp(primals, tangents, **params):
+        operand, indices, updates = primals
+        out = prim.bind(operand, indices, updates, **params)
+        t_operand, _, t_updates = tangents
+        if type(t_operand) is ad.Zero and type(t_updates) is ad.Zero:
+            return [out], [ad.Zero(ad.tangent_aval(get_aval(out)))]
+        return [out], [prim.bind(ad.instantiate(t_operand), indices, ad.instantiate(t_updates),
+                                 **params)]
+
+    return jvp
 
 
 def _scatter_mul_jvp_updates(t, x, indices, updates, **params):
@@ -982,22 +987,10 @@ def _scatter_extremal_jvp(prim, primals, tangents, **params):
 
 
 ad.jvp_rules[scatter_p] = _scatter_jvp
-ad.jvp_rules[scatter_add_p] = _scatter_add_jvp
+ad.jvp_rules[scatter_add_p] = _linear_scatter_jvp(scatter_add_p)
 
 
-def _scatter_sub_jvp(primals, tangents, **params):
-    # Linear in operand and updates jointly (as scatter_add): the indices get no tangent.
-    operand, indices, updates = primals
-    out = scatter_sub_p.bind(operand, indices, updates, **params)
-    t_operand, _, t_updates = tangents
-    if type(t_operand) is ad.Zero and type(t_updates) is ad.Zero:
-        return [out], [ad.Zero(ad.tangent_aval(get_aval(out)))]
-    t = scatter_sub_p.bind(ad.instantiate(t_operand), indices, ad.instantiate(t_updates),
-                           **params)
-    return [out], [t]
-
-
-ad.jvp_rules[scatter_sub_p] = _scatter_sub_jvp
+ad.jvp_rules[scatter_sub_p] = _linear_scatter_jvp(scatter_sub_p)
 ad.defjvp(scatter_mul_p, lambda t, x, indices, updates, **params: scatter_mul_p.bind(
     t, indices, updates, **params), None, _scatter_mul_jvp_updates)
 ad.jvp_rules[scatter_min_p] = lambda primals, tangents, **params: _scatter_extremal_jvp(

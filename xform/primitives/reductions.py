@@ -672,6 +672,20 @@ def monoid_of(computation, init_values, monoids=None):
     return entry[0] if bool(np.equal(value, identity(entry[0], aval.dtype))) else None
 
 
+def flatten_operands_and_inits(name, operands, init_values):
+    """The leaves of ``operands`` and ``init_values`` (pytrees of one structure, as the
+    variadic reductions take them) and that structure; ValueError naming ``name`` if not."""
+    flat_operands, operand_tree = tree_util.tree_flatten(operands)
+    flat_inits, init_tree = tree_util.tree_flatten(init_values)
+    if operand_tree != init_tree:
+        raise ValueError(f"{name}: operands must have the same tree structure as "
+                         f"init_values: {operand_tree} vs. {init_tree}")
+    if len(flat_operands) != len(flat_inits):
+        raise ValueError(f"{name}: must have the same total number of operands as "
+                         f"init_values: {len(flat_operands)} vs. {len(flat_inits)}")
+    return flat_operands, flat_inits, operand_tree
+
+
 def reduce(operands, init_values, computation, dimensions):  # noqa: A001  (lax's name)
     """Reduce ``operands`` over ``dimensions`` with ``computation``, XLA's Reduce.
 
@@ -689,14 +703,8 @@ def reduce(operands, init_values, computation, dimensions):  # noqa: A001  (lax'
     Example:
       >>> reduce(np.arange(4.), 0., xform.lax.add, (0,))  # 6.0, as reduce_sum
     """
-    flat_operands, operand_tree = tree_util.tree_flatten(operands)
-    flat_inits, init_tree = tree_util.tree_flatten(init_values)
-    if operand_tree != init_tree:
-        raise ValueError("lax.reduce: operands must have the same tree structure as "
-                         f"init_values: {operand_tree} vs. {init_tree}")
-    if len(flat_operands) != len(flat_inits):
-        raise ValueError("lax.reduce: must have the same total number of operands as "
-                         f"init_values: {len(flat_operands)} vs. {len(flat_inits)}")
+    flat_operands, flat_inits, operand_tree = flatten_operands_and_inits(
+        "lax.reduce", operands, init_values)
     dimensions = tuple(int(d) for d in dimensions)
     monoid = monoid_of(computation, flat_inits)
     if monoid is not None:
@@ -709,7 +717,7 @@ def reduce(operands, init_values, computation, dimensions):  # noqa: A001  (lax'
             out = convert_element_type_p.bind(out, new_dtype=aval.dtype, weak_type=weak)
         return out
     init_avals = [get_aval(x) for x in flat_inits]
-    jaxpr, out_tree = reduction_jaxpr(computation, init_avals, init_tree,
+    jaxpr, out_tree = reduction_jaxpr(computation, init_avals, operand_tree,
                                       "reduction computation of lax.reduce")
     outs = reduce_p.bind(*flat_operands, *flat_inits, jaxpr=jaxpr, dimensions=dimensions)
     return tree_util.tree_unflatten(out_tree, outs)

@@ -37,7 +37,12 @@ from xform.primitives.base import NUMBER, accepted_dtypes, standard_primitive
 from xform.primitives.contractions import padtype_to_pads
 from xform.primitives.elementwise import ge_p, le_p
 from xform.primitives.indexing import slice as slice_
-from xform.primitives.reductions import identity, monoid_of, reduction_jaxpr
+from xform.primitives.reductions import (
+    flatten_operands_and_inits,
+    identity,
+    monoid_of,
+    reduction_jaxpr,
+)
 from xform.primitives.structural import pad
 
 __all__ = ["reduce_window", "reduce_window_shape_tuple"]
@@ -170,14 +175,8 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     Example:
       >>> reduce_window(np.arange(10.), 1., xform.lax.mul, (2,))  # [0., 2., 6., ..., 72.]
     """
-    flat_operands, operand_tree = tree_util.tree_flatten(operand)
-    flat_inits, init_tree = tree_util.tree_flatten(init_value)
-    if operand_tree != init_tree:
-        raise ValueError("reduce_window: operands must have the same tree structure as "
-                         f"init_values: {operand_tree} vs. {init_tree}")
-    if len(flat_operands) != len(flat_inits):
-        raise ValueError("reduce_window: must have the same total number of operands as "
-                         f"init_values: {len(flat_operands)} vs. {len(flat_inits)}")
+    flat_operands, flat_inits, operand_tree = flatten_operands_and_inits(
+        "reduce_window", operand, init_value)
     if not flat_operands:
         raise ValueError("reduce_window must have at least one operand.")
     window_dimensions = _int_tuple(window_dimensions, "window_dimensions")
@@ -207,7 +206,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
         out = _MONOID_PRIMITIVES[monoid].bind(flat_operands[0], **params)
         return tree_util.tree_unflatten(operand_tree, [out])
     init_avals = [get_aval(x) for x in flat_inits]
-    jaxpr, out_tree = reduction_jaxpr(computation, init_avals, init_tree,
+    jaxpr, out_tree = reduction_jaxpr(computation, init_avals, operand_tree,
                                       "reduction computation of reduce_window")
     if out_tree != operand_tree:
         raise ValueError("reduce_window output must have the same tree structure as the "
