@@ -34,6 +34,7 @@ from benchmarks import (  # noqa: E402
     bench_api,
     bench_control_flow,
     bench_linalg,
+    bench_nn,
     bench_numpy,
     bench_pmap,
     bench_random,
@@ -235,6 +236,7 @@ BENCHMARKS = [
     *bench_pmap.BENCHMARKS,
     *bench_linalg.BENCHMARKS,
     *bench_numpy.BENCHMARKS,
+    *bench_nn.BENCHMARKS,
 ]
 
 

@@ -1,5 +1,8 @@
 """xform.nn against jax.nn: values (eager, jit, float32/float64), gradients (check_grads to
-order 2 and JAX's derivatives at kinks and extreme inputs), vmap, one_hot errors, initializers."""
+order 2 and JAX's derivatives at kinks and extreme inputs), vmap, one_hot errors, initializers
+(bit for bit), dot_product_attention (against JAX and a written-out NumPy attention: masks,
+bias, causal, sequence lengths, local windows, grouped-query heads, jit, grad, vmap), the
+scaled matmuls, and the completeness of jax.nn's and jax.nn.initializers' names."""
 
 import functools
 
@@ -378,3 +381,270 @@ def test_initializers_errors():
         initializers.normal()(key, 3)
     with pytest.raises(TypeError, match="shape"):
         initializers.zeros(key, (2.5, 3))
+
+
+# --------------------------------------------------------------------------- newer activations
+
+NEW_ELEMENTWISE = {
+    "squareplus": (nn.squareplus, jax.nn.squareplus),
+    "squareplus_b1": (functools.partial(nn.squareplus, b=1.0),
+                      functools.partial(jax.nn.squareplus, b=1.0)),
+    "sparse_plus": (nn.sparse_plus, jax.nn.sparse_plus),
+    "sparse_sigmoid": (nn.sparse_sigmoid, jax.nn.sparse_sigmoid),
+    "tanh": (nn.tanh, jax.nn.tanh),
+    "log1mexp": (lambda x: nn.log1mexp(xnp.abs(x) + 0.01),
+                 lambda x: jax.nn.log1mexp(jnp.abs(x) + 0.01)),
+    "glu": (nn.glu, jax.nn.glu),
+    "glu_axis0": (lambda x: nn.glu(x.reshape(2, -1), axis=0),
+                  lambda x: jax.nn.glu(x.reshape(2, -1), axis=0)),
+}
+XF_NEW = {k: v[0] for k, v in NEW_ELEMENTWISE.items()}
+JF_NEW = {k: v[1] for k, v in NEW_ELEMENTWISE.items()}
+
+
+def test_new_activations_values_and_grads():
+    x = _values(np.float32)  # 28 values, including +-1 and 0 (the sparse_* kinks)
+    check_table(XF_NEW, JF_NEW, x, rtol=3e-6, atol=1e-6)
+    check_grad_table(XF_NEW, JF_NEW, x, rtol=3e-6, atol=1e-6)
+    assert_same(nn.sparse_plus(2), jax.nn.sparse_plus(2))  # a Python int promotes as JAX's
+    assert_same(nn.squareplus(np.int32(3)), jax.nn.squareplus(np.int32(3)))
+
+
+def test_log1mexp_small_and_large_x():
+    x = np.array([1e-6, 1e-3, 0.5, np.log(2.0), 2.0, 40.0], np.float32)
+    assert_same(nn.log1mexp(x), jax.nn.log1mexp(x), 2e-6, 0)
+    assert_same(xform.grad(lambda v: nn.log1mexp(v).sum())(x),
+                jax.grad(lambda v: jax.nn.log1mexp(v).sum())(x), 2e-6, 0)
+
+
+def test_logmeanexp():
+    x = np.random.default_rng(1).normal(size=(3, 4)).astype(np.float32)
+    where = np.array([[1, 1, 0, 1], [0, 0, 0, 1], [1, 1, 1, 1]], bool)
+    for kwargs in ({}, {"axis": 1}, {"axis": 0, "keepdims": True}, {"axis": 1, "where": where}):
+        assert_same(nn.logmeanexp(x, **kwargs), jax.nn.logmeanexp(x, **kwargs), 2e-6, 1e-6,
+                    what=str(kwargs))
+    g = xform.grad(lambda v: nn.logmeanexp(v, axis=1, where=where).sum())(x)
+    assert_same(g, jax.grad(lambda v: jax.nn.logmeanexp(v, axis=1, where=where).sum())(x),
+                2e-6, 1e-7)
+    assert_same(nn.logmeanexp(np.arange(6)), jax.nn.logmeanexp(np.arange(6)), 2e-6, 0)
+
+
+def test_new_activation_errors():
+    with pytest.raises(AssertionError, match=r"glu: .*divisible by 2.*\(3, 5\)"):
+        nn.glu(np.ones((3, 5)))
+    with pytest.raises(TypeError, match="squareplus"):
+        nn.squareplus([1.0, 2.0])
+    with pytest.raises(TypeError, match="log1mexp"):
+        nn.log1mexp("x")
+
+
+# --------------------------------------------------------------------------- attention
+
+
+def _attention_inputs(b=2, t=5, s=6, n=4, k=2, h=8, dtype=np.float32, seed=0):
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=(b, t, n, h)).astype(dtype)
+    kk = rng.normal(size=(b, s, k, h)).astype(dtype)
+    v = rng.normal(size=(b, s, k, h)).astype(dtype)
+    return q, kk, v
+
+
+_RNG = np.random.default_rng(5)
+_BIAS = _RNG.normal(size=(2, 4, 5, 6)).astype(np.float32)
+_BIAS_1HEAD = _RNG.normal(size=(1, 1, 5, 6)).astype(np.float32)
+_MASK = _RNG.uniform(size=(2, 4, 5, 6)) > 0.3
+_QLEN = np.array([3, 5], np.int32)
+_KVLEN = np.array([6, 2], np.int32)
+# name -> (bias, mask, keyword arguments), all on the GQA inputs (4 query heads, 2 kv heads).
+ATTENTION_CASES = {
+    "plain": (None, None, {}),
+    "bias": (_BIAS, None, {}),
+    "bias one head": (_BIAS_1HEAD, None, {"scale": 0.3}),
+    "mask": (None, _MASK, {}),
+    "causal": (None, None, {"is_causal": True}),
+    "seq lengths": (None, None, {"query_seq_lengths": _QLEN, "key_value_seq_lengths": _KVLEN}),
+    "window": (None, None, {"local_window_size": (2, 1)}),
+    "window int causal": (None, None, {"local_window_size": 1, "is_causal": True}),
+    "all": (_BIAS, _MASK, {"is_causal": True, "query_seq_lengths": _QLEN,
+                           "key_value_seq_lengths": _KVLEN, "local_window_size": 3,
+                           "implementation": "xla"}),
+}
+
+
+def _attention_table(attention):
+    def run(q, k, v):
+        return {name: attention(q, k, v, bias, mask, **kw)
+                for name, (bias, mask, kw) in ATTENTION_CASES.items()}
+    return run
+
+
+def _reference_attention(q, k, v, bias, mask, kw):
+    """softmax(Q K^T / sqrt(d) + bias) V written out in NumPy, masks as -inf-like logits."""
+    b, t, n, h = q.shape
+    s, kh = k.shape[1], k.shape[2]
+    k, v = np.repeat(k, n // kh, axis=2), np.repeat(v, n // kh, axis=2)
+    logits = np.einsum("btnh,bsnh->bnts", q, k).astype(np.float64) * kw.get("scale", h**-0.5)
+    if bias is not None:
+        logits = logits + bias
+    keep = np.ones(logits.shape, bool) if mask is None else np.broadcast_to(mask, logits.shape)
+    qi, ki = np.arange(t)[:, None], np.arange(s)[None, :]
+    if kw.get("is_causal"):
+        keep = keep & (qi >= ki)
+    window = kw.get("local_window_size")
+    if window is not None:
+        left, right = (window, window) if isinstance(window, int) else window
+        keep = keep & (qi <= ki + left) & (qi >= ki - right)
+    qlen = kw.get("query_seq_lengths", np.full(b, t))
+    kvlen = kw.get("key_value_seq_lengths", np.full(b, s))
+    keep = keep & (np.arange(t)[None, None, :, None] < qlen[:, None, None, None])
+    keep = keep & (np.arange(s)[None, None, None, :] < kvlen[:, None, None, None])
+    logits = np.where(keep, logits, -0.7 * np.finfo(np.float32).max)
+    probs = np.exp(logits - logits.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    out = np.einsum("bnts,bsnh->btnh", probs, v)
+    return out * (np.arange(t)[None, :] < qlen[:, None])[:, :, None, None]
+
+
+def test_dot_product_attention_matches_jax_and_reference():
+    q, k, v = _attention_inputs()
+    expected = jax.jit(_attention_table(jax.nn.dot_product_attention))(q, k, v)
+    got_jit = xform.jit(_attention_table(nn.dot_product_attention))(q, k, v)
+    for name, (bias, mask, kw) in ATTENTION_CASES.items():
+        assert_same(got_jit[name], expected[name], 2e-5, 2e-6, what=f"{name}, jit")
+        reference = _reference_attention(q, k, v, bias, mask, kw).astype(np.float32)
+        np.testing.assert_allclose(np.asarray(got_jit[name]), reference, 2e-5, 2e-6,
+                                   err_msg=name)
+    bias, mask, kw = ATTENTION_CASES["all"]
+    assert_same(nn.dot_product_attention(q, k, v, bias, mask, **kw), expected["all"], 2e-5,
+                2e-6, what="all, eager")
+
+
+def test_dot_product_attention_grads():
+    q, k, v = _attention_inputs(seed=1)
+    bias, mask, kw = ATTENTION_CASES["all"]
+    w = np.random.default_rng(2).normal(size=q.shape).astype(np.float32)
+
+    def loss(attention):
+        return lambda q, k, v, bias: (attention(q, k, v, bias, mask, **kw) * w).sum()
+
+    expected = jax.jit(jax.grad(loss(jax.nn.dot_product_attention), (0, 1, 2, 3)))(q, k, v, bias)
+    got = xform.jit(xform.grad(loss(nn.dot_product_attention), (0, 1, 2, 3)))(q, k, v, bias)
+    assert_same(got, expected, 5e-5, 5e-6)
+
+
+def test_dot_product_attention_layouts_dtypes_and_residual():
+    q, k, v = _attention_inputs(b=1, n=2, k=2, h=4)
+    qb, kb, vb = (a.astype(jnp.bfloat16) for a in (q, k, v))
+
+    def run(attention):
+        # Unbatched T N H inputs with the logsumexp residual; bfloat16 in and out (the
+        # softmax runs in float32), as JAX's.
+        return lambda q, k, v, qb, kb, vb: (
+            attention(q[0], k[0], v[0], is_causal=True, return_residual=True),
+            attention(qb, kb, vb, is_causal=True))
+
+    (out, res), out_bf16 = xform.jit(run(nn.dot_product_attention))(q, k, v, qb, kb, vb)
+    (e_out, e_res), e_bf16 = jax.jit(run(jax.nn.dot_product_attention))(q, k, v, qb, kb, vb)
+    assert_same((out, res), (e_out, e_res), 2e-5, 2e-6)
+    assert_same(out_bf16, e_bf16, 2e-2, 2e-2)
+    # vmap over a leading axis equals jax.vmap and a loop.
+    q3, k3, v3 = _attention_inputs(b=3, t=4, s=4, n=2, k=1, h=4, seed=3)
+    check_vmap(xform.jit(nn.dot_product_attention), jax.nn.dot_product_attention,
+               (q3[:, None], k3[:, None], v3[:, None]), rtol=2e-5, atol=2e-6, jit=False)
+
+
+def test_dot_product_attention_errors():
+    q, k, v = _attention_inputs()
+    with pytest.raises(ValueError, match=r"query shape should be \(2, \*, \*, 8\).*\(2, 5, 4, 6\)"):
+        nn.dot_product_attention(q[..., :6], k, v)
+    with pytest.raises(ValueError, match=r"value shape should be .*\(2, 6, 2, 8\)"):
+        nn.dot_product_attention(q, k, v[:, :3])
+    with pytest.raises(ValueError, match=r"multiple of key/value heads.*3 vs 2"):
+        nn.dot_product_attention(q[:, :, :3], k, v)
+    with pytest.raises(ValueError, match="query dtype should be float32"):
+        nn.dot_product_attention(q.astype(np.float16), k, v)
+    with pytest.raises(ValueError, match="mask dtype should be bool"):
+        nn.dot_product_attention(q, k, v, mask=_MASK.astype(np.int32))
+    with pytest.raises(ValueError, match="query_seq_lengths dtype should be int32"):
+        nn.dot_product_attention(q, k, v, query_seq_lengths=_QLEN.astype(np.float32))
+    with pytest.raises(AssertionError, match=r"bias heads must be 1 or 4.*\(1, 2, 5, 6\)"):
+        nn.dot_product_attention(q, k, v, bias=np.ones((1, 2, 5, 6), np.float32))
+    with pytest.raises(RuntimeError, match="cuDNN is not detected"):
+        nn.dot_product_attention(q, k, v, implementation="cudnn")
+    with pytest.raises(ValueError, match="unsupported implementation"):
+        nn.dot_product_attention(q, k, v, implementation="flash")
+
+
+# --------------------------------------------------------------------------- scaled matmuls
+
+
+def test_scaled_matmul_and_dot_general():
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=(2, 3, 64)), rng.normal(size=(2, 5, 64))
+    sa, sb = rng.uniform(0.5, 2, size=(2, 3, 2)), rng.uniform(0.5, 2, size=(2, 5, 2))
+    a, b, sa, sb = (x.astype(np.float32) for x in (a, b, sa, sb))
+    expected = np.einsum("bmk,bnk->bmn", a * np.repeat(sa, 32, -1), b * np.repeat(sb, 32, -1))
+    got = nn.scaled_matmul(a, b, sa, sb)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(got), expected, 2e-5, 2e-5)
+    a8 = a.astype(jnp.float8_e4m3fn)
+    s8 = np.ones((2, 3, 2), jnp.float8_e8m0fnu)
+    np.testing.assert_allclose(np.asarray(nn.scaled_matmul(a8, a8, s8, s8, jnp.bfloat16)
+                                          .astype(np.float32)),
+                               np.einsum("bmk,bnk->bmn", *(a8.astype(np.float32),) * 2), 1e-2)
+    dims = (((2,), (2,)), ((0,), (0,)))
+    assert_same(nn.scaled_dot_general(a, b, dims), jax.nn.scaled_dot_general(a, b, dims),
+                2e-6, 2e-6)
+    for mode in ("mxfp8", "nvfp4"):
+        mine, theirs = (nn.get_scaled_dot_general_config(mode),
+                        jax.nn.get_scaled_dot_general_config(mode))
+        assert (mine.mode, mine.block_size, mine.data_type, mine.scale_type) == (
+            theirs.mode, theirs.block_size, theirs.data_type, theirs.scale_type)
+    with pytest.raises(ValueError, match=r"matching batch \(B\) and contract.*\(2, 3, 64\)"):
+        nn.scaled_matmul(a, b[:, :, :32], sa, sb)
+    with pytest.raises(ValueError, match="3-dimensional"):
+        nn.scaled_matmul(a[0], b, sa, sb)
+    with pytest.raises(ValueError, match="unsupported mode"):
+        nn.get_scaled_dot_general_config("int4")
+    with pytest.raises(NotImplementedError, match="scaled_dot_general"):
+        nn.scaled_dot_general(a, b, dims, configs=[nn.get_scaled_dot_general_config("mxfp8")] * 3)
+
+
+# --------------------------------------------------------------------------- orthogonal inits
+
+
+def test_orthogonal_initializers_match_jax_bit_for_bit():
+    key = np.asarray(jax.random.PRNGKey(11))
+    cases = {"orthogonal, column axis 0": ("orthogonal", (2.0, 0), (4, 2, 3)),
+             "delta 4-D": ("delta_orthogonal", (0.5,), (3, 3, 2, 4))}
+
+    def table(module):
+        return lambda key: {name: getattr(module, builder)(*args)(key, shape)
+                            for name, (builder, args, shape) in cases.items()}
+
+    got, expected = xform.jit(table(initializers))(key), jax.jit(table(jax.nn.initializers))(key)
+    for name in cases:
+        assert_same(got[name], expected[name], 0, 0, what=name)
+    with pytest.raises(ValueError, match=r"at least a 2D shape.*\(4,\)"):
+        initializers.orthogonal()(key, (4,))
+    with pytest.raises(ValueError, match="3D, 4D or 5D"):
+        initializers.delta_orthogonal()(key, (2, 2))
+    with pytest.raises(ValueError, match="fan_in"):
+        initializers.delta_orthogonal()(key, (3, 4, 2))
+    with pytest.raises(NotImplementedError, match="orthogonal: argument `out_sharding`"):
+        initializers.orthogonal()(key, (2, 2), out_sharding="x")
+    assert_same(initializers.zeros(key, (2,), np.int32, out_sharding=None),
+                jax.nn.initializers.zeros(key, (2,), jnp.int32, out_sharding=None))
+
+
+# --------------------------------------------------------------------------- completeness
+
+
+def _public(module):
+    return {name for name in dir(module) if not name.startswith("_")}
+
+
+def test_nn_names_complete():
+    assert _public(jax.nn) <= _public(nn), sorted(_public(jax.nn) - _public(nn))
+    assert _public(jax.nn.initializers) <= _public(initializers), sorted(
+        _public(jax.nn.initializers) - _public(initializers))

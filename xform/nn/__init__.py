@@ -16,6 +16,8 @@ from xform import numpy as xnp
 from xform.custom_derivatives import custom_jvp
 from xform.errors import ConcretizationTypeError
 from xform.nn import initializers  # noqa: F401
+from xform.nn._attention import dot_product_attention
+from xform.nn._scaled import get_scaled_dot_general_config, scaled_dot_general, scaled_matmul
 from xform.numpy._promote import aval_of, check_arraylike, promote_args_inexact
 from xform.numpy._reductions import canonicalize_axis
 from xform.scipy.special import logsumexp
@@ -24,7 +26,9 @@ __all__ = [
     "relu", "relu6", "leaky_relu", "elu", "celu", "selu", "gelu", "silu", "swish", "sigmoid",
     "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "soft_sign", "softplus",
     "log_sigmoid", "mish", "identity", "softmax", "log_softmax", "logsumexp", "one_hot",
-    "standardize", "initializers",
+    "standardize", "initializers", "tanh", "squareplus", "sparse_plus", "sparse_sigmoid",
+    "glu", "log1mexp", "logmeanexp", "dot_product_attention", "scaled_matmul",
+    "scaled_dot_general", "get_scaled_dot_general_config",
 ]
 
 
@@ -180,6 +184,76 @@ def mish(x):
     check_arraylike("mish", x)
     x = xnp.asarray(x)
     return x * xnp.tanh(softplus(x))
+
+
+tanh = xnp.tanh
+
+
+def squareplus(x, b=4):
+    """``(x + sqrt(x^2 + b)) / 2``, a smooth ReLU with smoothness ``b``."""
+    x, b = promote_args_inexact("squareplus", x, b)
+    return (x + xnp.sqrt(xnp.square(x) + b)) / 2
+
+
+def sparse_plus(x):
+    """0 for ``x <= -1``, ``(x + 1)^2 / 4`` on ``(-1, 1)``, ``x`` for ``x >= 1``."""
+    check_arraylike("sparse_plus", x)
+    x = xnp.asarray(x)
+    return xnp.where(x <= -1.0, 0.0, xnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
+
+
+def sparse_sigmoid(x):
+    """``clip((x + 1) / 2, 0, 1)``, the derivative of ``sparse_plus``."""
+    check_arraylike("sparse_sigmoid", x)
+    return 0.5 * xnp.clip(xnp.asarray(x) + 1.0, 0.0, 2.0)
+
+
+def glu(x, axis=-1):
+    """The gated linear unit: the first half of ``x`` along ``axis`` times the sigmoid of the
+    second half.
+
+    Args:
+      x: input array; its ``axis`` dimension must have an even size.
+      axis: the axis that is split in two.
+    """
+    check_arraylike("glu", x)
+    x = xnp.asarray(x)
+    shape = aval_of(x).shape
+    size = shape[canonicalize_axis(axis, len(shape), "glu")]
+    if size % 2 != 0:  # AssertionError, as JAX's
+        raise AssertionError(f"glu: the size of axis {axis} must be divisible by 2, got shape "
+                             f"{shape}")
+    x1, x2 = xnp.split(x, 2, axis)
+    return x1 * sigmoid(x2)
+
+
+@custom_jvp
+def log1mexp(x):
+    """``log(1 - exp(-x))`` computed stably (through ``expm1`` below ``log 2``); undefined for
+    ``x < 0``."""
+    x, = promote_args_inexact("log1mexp", x)
+    return xnp.where(x < np.log(2.0), xnp.log(-xnp.expm1(-x)), xnp.log1p(-xnp.exp(-x)))
+
+
+log1mexp.defjvps(lambda g, ans, x: g / xnp.expm1(x))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims=False):
+    """``log(mean(exp(x)))`` over ``axis``: ``logsumexp(x) - log(n)``.
+
+    Args:
+      x: input array.
+      axis: an int, a tuple of ints or ``None`` (all axes).
+      where: elements to include.
+      keepdims: keep the reduced axes with size 1.
+    """
+    check_arraylike("logmeanexp", x)
+    lse = logsumexp(x, axis=axis, where=where, keepdims=keepdims)
+    ones = xnp.ones(aval_of(xnp.asarray(x)).shape, aval_of(lse).dtype)
+    if where is not None:
+        ones = xnp.where(where, ones, 0)
+    count = xnp.sum(ones, axis=axis, keepdims=keepdims)
+    return lse - xnp.log(count)
 
 
 # --------------------------------------------------------------------------- softmax

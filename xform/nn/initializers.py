@@ -7,6 +7,7 @@ An initializer is a function ``init(key, shape, dtype=None)`` that draws an arra
 
 import math
 import operator
+from typing import Protocol
 
 import numpy as np
 
@@ -17,7 +18,15 @@ __all__ = [
     "zeros", "ones", "constant", "uniform", "normal", "truncated_normal", "variance_scaling",
     "glorot_uniform", "glorot_normal", "xavier_uniform", "xavier_normal", "lecun_uniform",
     "lecun_normal", "he_uniform", "he_normal", "kaiming_uniform", "kaiming_normal",
+    "orthogonal", "delta_orthogonal", "Initializer",
 ]
+
+
+class Initializer(Protocol):
+    """What every initializer is: ``init(key, shape, dtype=None, out_sharding=None)``."""
+
+    def __call__(self, key, shape, dtype=None, out_sharding=None):
+        raise NotImplementedError
 
 
 def _shape(shape, name):
@@ -32,30 +41,40 @@ def _shape(shape, name):
     return dims
 
 
+def _no_sharding(out_sharding, name):
+    if out_sharding is not None:
+        raise NotImplementedError(f"{name}: argument `out_sharding` is not supported (xform "
+                                  f"arrays are not sharded), got {out_sharding!r}")
+
+
 def _dtype(dtype):
     return dtypes.default_float() if dtype is None else np.dtype(dtype)
 
 
-def zeros(key, shape, dtype=None):
+def zeros(key, shape, dtype=None, out_sharding=None):
     """An array of zeros (``key`` is ignored)."""
+    _no_sharding(out_sharding, "zeros")
     return xnp.zeros(_shape(shape, "zeros"), _dtype(dtype))
 
 
-def ones(key, shape, dtype=None):
+def ones(key, shape, dtype=None, out_sharding=None):
     """An array of ones (``key`` is ignored)."""
+    _no_sharding(out_sharding, "ones")
     return xnp.ones(_shape(shape, "ones"), _dtype(dtype))
 
 
 def constant(value, dtype=None):
     """An initializer that fills arrays with ``value``."""
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _no_sharding(out_sharding, "constant")
         return xnp.full(_shape(shape, "constant"), value, dtype=_dtype(dtype))
     return init
 
 
 def uniform(scale=1e-2, dtype=None):
     """An initializer drawing uniformly from ``[0, scale)``."""
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _no_sharding(out_sharding, "uniform")
         dtype = _dtype(dtype)
         return random.uniform(key, _shape(shape, "uniform"), dtype) * xnp.array(scale, dtype)
     return init
@@ -63,7 +82,8 @@ def uniform(scale=1e-2, dtype=None):
 
 def normal(stddev=1e-2, dtype=None):
     """An initializer drawing from a normal distribution with mean 0 and ``stddev``."""
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _no_sharding(out_sharding, "normal")
         dtype = _dtype(dtype)
         return random.normal(key, _shape(shape, "normal"), dtype) * xnp.array(stddev, dtype)
     return init
@@ -71,7 +91,8 @@ def normal(stddev=1e-2, dtype=None):
 
 def truncated_normal(stddev=1e-2, dtype=None, lower=-2.0, upper=2.0):
     """An initializer drawing from a normal truncated to ``(lower, upper)``, times ``stddev``."""
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _no_sharding(out_sharding, "truncated_normal")
         dtype = _dtype(dtype)
         draw = random.truncated_normal(key, lower, upper, _shape(shape, "truncated_normal"),
                                        dtype)
@@ -139,7 +160,8 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
         raise ValueError(f"variance_scaling: invalid distribution {distribution!r}; expected "
                          f"one of {_DISTRIBUTIONS}")
 
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _no_sharding(out_sharding, "variance_scaling")
         shape = _shape(shape, "variance_scaling")
         dtype = _dtype(dtype)
         fan_in, fan_out = _compute_fans(shape, in_axis, out_axis, batch_axis)
@@ -200,3 +222,55 @@ xavier_uniform = glorot_uniform
 xavier_normal = glorot_normal
 kaiming_uniform = he_uniform
 kaiming_normal = he_normal
+
+
+def orthogonal(scale=1.0, column_axis=-1, dtype=None):
+    """An initializer of uniformly distributed orthogonal matrices times ``scale``: the
+    ``column_axis`` columns are orthonormal (or the rows, if there are fewer of them).
+
+    Args:
+      scale: the factor applied to the orthogonal matrix.
+      column_axis: the axis holding the columns; the other axes are flattened into rows.
+      dtype: the default dtype of the weights.
+    """
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _no_sharding(out_sharding, "orthogonal")
+        shape = _shape(shape, "orthogonal")
+        dtype = _dtype(dtype)
+        if len(shape) < 2:
+            raise ValueError(f"orthogonal initializer requires at least a 2D shape, got "
+                             f"{shape}")
+        if 0 in shape:
+            return xnp.zeros(shape, dtype)
+        n_cols = shape[column_axis]
+        n_rows = math.prod(shape) // n_cols
+        q = random.orthogonal(key, n_rows, (), dtype, n_cols)
+        rest = tuple(np.delete(np.array(shape), column_axis).tolist())
+        q = xnp.moveaxis(xnp.reshape(q, rest + (n_cols,)), -1, column_axis)
+        return xnp.array(scale, dtype) * q
+    return init
+
+
+def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
+    """An initializer of delta-orthogonal convolution kernels: zeros except an orthogonal
+    ``(fan_in, fan_out)`` matrix at the spatial centre of a 3-, 4- or 5-D kernel.
+
+    Args:
+      scale: the factor applied to the orthogonal matrix.
+      column_axis: the axis of that matrix holding the columns.
+      dtype: the default dtype of the weights.
+    """
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _no_sharding(out_sharding, "delta_orthogonal")
+        shape = _shape(shape, "delta_orthogonal")
+        dtype = _dtype(dtype)
+        if len(shape) not in (3, 4, 5):
+            raise ValueError(f"Delta orthogonal initializer requires a 3D, 4D or 5D shape, got "
+                             f"{shape}")
+        if shape[-1] < shape[-2]:
+            raise ValueError(f"delta_orthogonal: `fan_in` must be less or equal than "
+                             f"`fan_out`, got shape {shape}")
+        matrix = orthogonal(scale=scale, column_axis=column_axis, dtype=dtype)(key, shape[-2:])
+        centre = tuple((k - 1) // 2 for k in shape[:-2])
+        return xnp.zeros(shape, dtype).at[centre].set(matrix)
+    return init
