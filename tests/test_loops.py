@@ -376,3 +376,14 @@ def test_python_control_flow_on_a_traced_carry_raises():
         lax.while_loop(lambda c: c < 3, lambda c: c + 1 if c > 0 else c, 0)
     with pytest.raises(ConcretizationTypeError, match="scan"):
         lax.scan(lambda c, x: (c if x.sum() > 0 else -c, x), V3, XS)
+
+
+def test_vmapped_while_keeps_an_unmapped_weak_carry_weak_as_jax():
+    def loop(lib):
+        body = lambda c: (c[0] + 1, c[1] * 2.0)  # noqa: E731
+        return lambda x: lib.lax.while_loop(lambda c: c[0] < 3, body, (0, x))
+
+    x = np.ones(2, np.float32)
+    got, expected = xform.vmap(loop(xform))(x), jax.vmap(loop(jax))(x)
+    assert got[0].weak_type == expected[0].weak_type
+    np.testing.assert_array_equal(got[0], expected[0])

@@ -135,6 +135,10 @@ def _scalar_value(x, aval):
         return x
     if hasattr(x, "_host_value"):  # a concrete xform Array
         x = x._host_value()
+    if aval.weak_type and np.ndim(x) == 0:
+        # A weak scalar that reached here as NumPy (a Python scalar promoted by a jnp
+        # function) is kept as the Python scalar, for the same reason.
+        return np.asarray(x, aval.dtype).item()
     return np.asarray(x, aval.dtype)
 
 
