@@ -58,7 +58,7 @@ def _check(xf_fn, jax_fn, seed, args=(), statics=(), kwargs=None, *, tol=None):
 @given(st.integers(-2 ** 63, 2 ** 63 - 1))
 def test_prngkey_matches_jax(seed):
     assert_same(xr.PRNGKey(seed), jr.PRNGKey(seed))
-    assert_same(xr.key(seed), jr.key_data(jr.key(seed)))
+    assert_same(xr.key_data(xr.key(seed)), jr.key_data(jr.key(seed)))
 
 
 @pytest.mark.parametrize("seed", [np.int8(-1), np.uint32(2 ** 32 - 1), np.int32(-7), True])
@@ -97,7 +97,7 @@ def test_fold_in_matches_jax(seed, data):
 def test_key_data_round_trip():
     key = xr.PRNGKey(3)
     assert_same(xr.key_data(key), key)
-    assert_same(xr.wrap_key_data(xr.split(key, 4)), xr.split(key, 4))
+    assert_same(xr.key_data(xr.wrap_key_data(xr.split(key, 4))), xr.split(key, 4))
     assert_same(xr.key_data(xr.split(key, (2, 3))), xr.split(key, (2, 3)))
 
 
@@ -414,8 +414,8 @@ def test_bad_arguments():
         xr.multivariate_normal(key, np.zeros(2), np.eye(2), method="qr")
     with pytest.raises(ValueError, match="requires cov.shape"):
         xr.multivariate_normal(key, np.zeros(2), np.eye(3))
-    with pytest.raises(ValueError, match="only the 'threefry2x32' PRNG"):
-        xr.PRNGKey(0, impl="rbg")
+    with pytest.raises(ValueError, match="unrecognized PRNG implementation 'philox'"):
+        xr.PRNGKey(0, impl="philox")
 
 
 def test_jnp_sized_keys_work_with_numpy_namespace():

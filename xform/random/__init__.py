@@ -1,15 +1,16 @@
-"""``xform.random``: JAX's counter-based PRNG (threefry2x32), bit for bit.
+"""``xform.random``: JAX's counter-based PRNG, bit for bit.
 
-Keys are raw ``uint32[2]`` arrays, as JAX's legacy ``jax.random.PRNGKey``; ``key`` returns the
-same raw form (xform has no extended key dtype) and ``key_data``/``wrap_key_data`` check and
-pass key data through. For the same key and arguments, ``split``, ``fold_in``, ``bits``,
-``uniform``, ``normal``, ``randint``, ``permutation`` and the samplers built only on them equal
-JAX's default PRNG exactly (``jax_threefry_partitionable=True``, JAX's default). Everything is a
-composition of ``xform.lax`` primitives, so it works under ``jit``, ``vmap`` (over keys too),
-``grad`` and ``pmap``.
+Keys come in JAX's two styles: raw ``uint32[2]`` arrays from ``PRNGKey`` (legacy, always
+threefry2x32), and typed key arrays from ``key`` (dtype ``key<fry>``, ``key<rbg>`` or
+``key<urbg>``, for the ``threefry2x32``, ``rbg`` and ``unsafe_rbg`` implementations), with
+``key_data``/``wrap_key_data`` to convert. For the same key and arguments every sampler
+equals JAX's default PRNG (``jax_threefry_partitionable=True``, JAX's default): it follows
+JAX's algorithm op for op. Everything is a composition of ``xform.lax`` primitives, so it
+works under ``jit``, ``vmap`` (over keys too), ``grad`` and ``pmap``; typed keys are pytrees
+over their data and cross those transformations as arrays do.
 
 Example:
-  >>> key = xform.random.PRNGKey(0)
+  >>> key = xform.random.key(0)
   >>> key, sub = xform.random.split(key)
   >>> x = xform.random.normal(sub, (3,))
 """
@@ -34,11 +35,47 @@ from xform.random._distributions import (
     truncated_normal,
     uniform,
 )
-from xform.random._keys import PRNGKey, bits, fold_in, key, key_data, split, wrap_key_data
+from xform.random._keys import (
+    KeyArray,
+    PRNGKey,
+    bits,
+    clone,
+    fold_in,
+    key,
+    key_data,
+    key_dtype,
+    key_impl,
+    split,
+    wrap_key_data,
+)
+from xform.random._samplers import (
+    ball,
+    binomial,
+    cauchy,
+    chisquare,
+    double_sided_maxwell,
+    f,
+    generalized_normal,
+    geometric,
+    lognormal,
+    maxwell,
+    multinomial,
+    pareto,
+    poisson,
+    rademacher,
+    rayleigh,
+    t,
+    triangular,
+    wald,
+    weibull_min,
+)
 
 __all__ = [
-    "PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits", "uniform",
-    "normal", "truncated_normal", "bernoulli", "categorical", "randint", "choice",
-    "permutation", "gamma", "loggamma", "beta", "dirichlet", "exponential", "laplace",
-    "logistic", "multivariate_normal", "gumbel", "orthogonal",
+    "PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "key_dtype", "clone", "split",
+    "fold_in", "bits", "uniform", "normal", "truncated_normal", "bernoulli", "categorical",
+    "randint", "choice", "permutation", "gamma", "loggamma", "beta", "dirichlet",
+    "exponential", "laplace", "logistic", "multivariate_normal", "gumbel", "orthogonal",
+    "ball", "binomial", "cauchy", "chisquare", "double_sided_maxwell", "f",
+    "generalized_normal", "geometric", "lognormal", "maxwell", "multinomial", "pareto",
+    "poisson", "rademacher", "rayleigh", "t", "triangular", "wald", "weibull_min", "KeyArray",
 ]

@@ -20,10 +20,9 @@ from xform import numpy as xnp
 from xform.api import jit
 from xform.api_batching import vmap
 from xform.random import _threefry
-from xform.random._keys import canonical_dtype, canonical_shape, check_key, check_shape
-
-_split = _threefry.split
-_random_bits = _threefry.random_bits
+from xform.random._keys import THREEFRY, canonical_dtype, canonical_shape, check_key, check_shape
+from xform.random._keys import random_bits as _random_bits
+from xform.random._keys import split_key as _split
 
 
 def _shape_of(x):
@@ -32,7 +31,7 @@ def _shape_of(x):
 
 def _pair(key):
     keys = _split(key, (2,))
-    return lax.index_in_dim(keys, 0, keepdims=False), lax.index_in_dim(keys, 1, keepdims=False)
+    return keys[0], keys[1]
 
 
 def _to_rank(x, rank):
@@ -51,7 +50,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     """Uniform values in ``[minval, maxval)``, bit-equal to ``jax.random.uniform``.
 
     Args:
-      key: a key (``uint32[2]``).
+      key: a key (typed, from ``key``, or raw ``uint32[2]``, from ``PRNGKey``).
       shape: the result shape (a tuple of ints).
       dtype: a float dtype (default float32, float64 under x64).
       minval, maxval: bounds broadcast-compatible with ``shape``.
@@ -503,7 +502,11 @@ def _gamma_impl(key, a, shape, dtype, log_space):
         return xnp.zeros(shape, dtype)
     keys = _split(key, (size,))
     one = functools.partial(_gamma_one, log_space=log_space)
-    return vmap(one)(keys, a.reshape(size)).reshape(shape)
+    if key._impl is THREEFRY:
+        return vmap(one)(keys, a.reshape(size)).reshape(shape)
+    # rng_bit_generator batches by drawing every lane from the first lane's key (JAX's rule),
+    # so other impls draw element by element, as JAX does.
+    return lax.map(lambda args: one(*args), (keys, a.reshape(size))).reshape(shape)
 
 
 def _param_shape(name, shape, *params):

@@ -1,45 +1,233 @@
-"""Keys: seeding, splitting, folding in data, raw bits; and the argument checks every sampler
-shares (a key of the right shape and dtype, a shape of non-negative ints).
+"""Keys: PRNG implementations, typed key arrays, seeding, splitting, folding in data, raw
+bits; and the argument checks every sampler shares (a valid key, a shape of non-negative
+ints).
 
-Keys are raw ``uint32[2]`` arrays, as JAX's legacy ``jax.random.PRNGKey``; ``key`` returns the
-same raw form (xform has no extended key dtype), and ``key_data``/``wrap_key_data`` check and
-pass the data through, so code written for either JAX key style runs unchanged.
+Two key styles, as in JAX:
+
+- raw keys (``PRNGKey``): ``uint32[..., 2]`` arrays, always threefry2x32;
+- typed keys (``key``, ``wrap_key_data``): a ``KeyArray`` holding the ``uint32`` key data of
+  an implementation (``threefry2x32``: 2 words a key; ``rbg`` and ``unsafe_rbg``: 4). Its
+  ``shape`` leaves out the trailing key words, it indexes and reshapes as an array of keys,
+  and it is a pytree over its data, so it crosses ``jit`` (arguments and results), ``vmap``,
+  ``while_loop`` and ``scan`` as the data does, with the implementation in the tree
+  structure.
+
+Every sampler turns its key into a ``KeyArray`` (a raw key is wrapped as threefry2x32) and
+works on that; ``split``/``fold_in``/``clone`` hand back the style they were given.
 """
 
+import math
 import operator
 from collections.abc import Sequence
 
+import jax.dtypes
 import numpy as np
 
-from xform import config, core, dtypes, lax
+from xform import config, core, dtypes, lax, tree_util
 from xform import numpy as xnp
 from xform.api import jit
 from xform.random import _threefry
 
-_IMPL = "threefry2x32"
+# --------------------------------------------------------------------------- implementations
+
+
+class PRNGImpl:
+    """A PRNG implementation: key data of ``key_shape`` uint32 words, and its seed, split,
+    fold-in and random-bits functions on that data (compositions of ``xform.lax``)."""
+
+    __slots__ = ("name", "tag", "key_shape", "seed", "split", "fold_in", "random_bits")
+
+    def __init__(self, name, tag, key_shape, seed, split, fold_in, random_bits):
+        self.name, self.tag, self.key_shape = name, tag, key_shape
+        self.seed, self.split, self.fold_in, self.random_bits = seed, split, fold_in, random_bits
+
+    def __repr__(self):
+        return f"PRNGImpl({self.name!r})"
+
+
+def _rbg_seed(seed):
+    half = _threefry.seed(seed)
+    return lax.concatenate([half, half], 0)
+
+
+def _halves(key):
+    return lax.slice(key, (0,), (2,)), lax.slice(key, (2,), (4,))
+
+
+def _rbg_split(key, shape):
+    """Each half of the key split as a threefry key, the halves side by side."""
+    return lax.concatenate([_threefry.split(h, shape) for h in _halves(key)], len(shape))
+
+
+def _rbg_fold_in(key, data):
+    return lax.concatenate([_threefry.fold_in(h, data) for h in _halves(key)], 0)
+
+
+def _rbg_random_bits(key, bit_width, shape):
+    return lax.rng_bit_generator(key, shape, _threefry.UINT_DTYPES[bit_width])[1]
+
+
+def _unsafe_rbg_split(key, shape):
+    """Every tenth of ``10 * n`` rng_bit_generator draws of 4 words (a 'hash')."""
+    n = math.prod(shape)
+    _, words = lax.rng_bit_generator(key, (10 * n, 4), np.uint32)
+    return lax.reshape(lax.slice(words, (0, 0), (10 * n, 4), (10, 1)), (*shape, 4))
+
+
+def _unsafe_rbg_fold_in(key, data):
+    _, words = lax.rng_bit_generator(_rbg_seed(data), (10, 4), np.uint32)
+    return lax.bitwise_xor(key, lax.index_in_dim(words, 9, keepdims=False))
+
+
+THREEFRY = PRNGImpl("threefry2x32", "fry", (2,), _threefry.seed, _threefry.split,
+                    _threefry.fold_in, _threefry.random_bits)
+RBG = PRNGImpl("rbg", "rbg", (4,), _rbg_seed, _rbg_split, _rbg_fold_in, _rbg_random_bits)
+UNSAFE_RBG = PRNGImpl("unsafe_rbg", "urbg", (4,), _rbg_seed, _unsafe_rbg_split,
+                      _unsafe_rbg_fold_in, _rbg_random_bits)
+IMPLS = {impl.name: impl for impl in (THREEFRY, RBG, UNSAFE_RBG)}
+
+
+def resolve_impl(name, impl):
+    """The ``PRNGImpl`` named by ``impl`` (a name, a ``PRNGImpl`` or a key dtype; None means
+    threefry2x32); ``ValueError`` naming the choices otherwise."""
+    if impl is None:
+        return THREEFRY
+    if isinstance(impl, PRNGImpl):
+        return impl
+    if isinstance(impl, KeyDType):
+        return impl.impl
+    if isinstance(impl, str) and impl in IMPLS:
+        return IMPLS[impl]
+    raise ValueError(f"xform.random.{name}: unrecognized PRNG implementation {impl!r}; "
+                     f"choose one of {', '.join(repr(n) for n in IMPLS)}")
+
+
+# --------------------------------------------------------------------------- typed keys
+
+
+class KeyDType:
+    """The dtype of a typed key array, ``key<tag>``; a subtype of ``jax.dtypes.prng_key``
+    (its ``type``), as JAX's key dtypes are."""
+
+    __slots__ = ("impl",)
+    type = jax.dtypes.prng_key
+
+    def __init__(self, impl):
+        self.impl = impl
+
+    @property
+    def name(self):
+        return f"key<{self.impl.tag}>"
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
+
+    def __eq__(self, other):
+        return isinstance(other, KeyDType) and other.impl is self.impl
+
+    def __hash__(self):
+        return hash((KeyDType, self.impl.name))
+
+
+class KeyArray:
+    """An array of typed PRNG keys: ``uint32`` key data of shape ``(*shape, *key_shape)``
+    and its implementation. Indexing, ``reshape``, iteration and ``len`` act on the key
+    axes; ``xform.random.key_data`` gives the data back."""
+
+    __slots__ = ("_data", "_impl")
+
+    def __init__(self, data, impl):
+        self._data, self._impl = data, impl
+
+    @property
+    def shape(self):
+        return tuple(core.get_aval(self._data).shape[:-len(self._impl.key_shape)])
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return math.prod(self.shape)
+
+    @property
+    def dtype(self):
+        return KeyDType(self._impl)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object (a scalar key array)")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d key array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __getitem__(self, index):
+        index = index if isinstance(index, tuple) else (index,)
+        if any(i is Ellipsis for i in index):  # the key words stay whole at the end
+            at = next(n for n, i in enumerate(index) if i is Ellipsis)
+            explicit = sum(i is not None for i in index) - 1
+            index = (index[:at] + (slice(None),) * (self.ndim - explicit) + index[at + 1:])
+        return KeyArray(self._data[index], self._impl)
+
+    def reshape(self, *shape):
+        """The keys in a new shape (the key words stay whole)."""
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], Sequence) else shape
+        key_shape = self._impl.key_shape
+        return KeyArray(xnp.reshape(self._data, (*shape, *key_shape)), self._impl)
+
+    def ravel(self):
+        """The keys as a 1-d key array."""
+        return self.reshape(self.size)
+
+    def __repr__(self):
+        return f"Array({self.shape}, dtype={self.dtype}) overlaying:\n{self._data}"
+
+
+tree_util.register_pytree_node(KeyArray, lambda k: ((k._data,), k._impl),
+                               lambda impl, children: KeyArray(children[0], impl))
 
 
 # --------------------------------------------------------------------------- argument checks
 
 
-def check_key(name, key, allow_batched=False):
-    """``key`` as an xform array after checking it is a ``uint32`` array ending in ``(2,)``
-    (a single key unless ``allow_batched``)."""
+def _check_data(name, data, impl, what="key"):
+    """``data`` checked as ``uint32[..., *impl.key_shape]`` key data; an xform array."""
+    words = impl.key_shape[0]
     try:
-        aval = core.get_aval(key)
+        aval = core.get_aval(data)
     except TypeError:
-        raise TypeError(f"xform.random.{name}: `key` must be a uint32 array of shape (2,) "
-                        f"(from xform.random.PRNGKey), got {type(key).__name__}") from None
-    if aval.ndim < 1 or aval.shape[-1:] != _threefry.KEY_SHAPE:
-        raise TypeError(f"xform.random.{name}: `key` must be a uint32 array of shape (2,) "
-                        f"(a threefry2x32 key), got shape {aval.shape}")
+        raise TypeError(f"xform.random.{name}: `{what}` must be a uint32 array of shape "
+                        f"({words},) (from xform.random.PRNGKey) or a typed key array (from "
+                        f"xform.random.key), got {type(data).__name__}") from None
+    if aval.ndim < 1 or aval.shape[-1:] != impl.key_shape:
+        raise TypeError(f"xform.random.{name}: `{what}` must be a uint32 array of shape "
+                        f"({words},) (a {impl.name} key), got shape {aval.shape}")
     if aval.dtype != np.uint32:
-        raise TypeError(f"xform.random.{name}: `key` must have dtype uint32 (a threefry2x32 "
+        raise TypeError(f"xform.random.{name}: `{what}` must have dtype uint32 (a {impl.name} "
                         f"key), got {aval.dtype}")
-    if not allow_batched and aval.ndim > 1:
+    return data if isinstance(data, core.Tracer) else xnp.asarray(data)
+
+
+def check_key(name, key, allow_batched=False):
+    """``key`` as a ``KeyArray``: a typed key as is, a raw ``uint32[2]`` array checked and
+    wrapped as threefry2x32 (a single key unless ``allow_batched``)."""
+    if not isinstance(key, KeyArray):
+        key = KeyArray(_check_data(name, key, THREEFRY), THREEFRY)
+    if not allow_batched and key.ndim:
         raise ValueError(f"xform.random.{name} accepts a single key, but was given a key array "
-                         f"of shape {aval.shape[:-1]} != (). Use xform.vmap for batching.")
-    return key if isinstance(key, core.Tracer) else xnp.asarray(key)
+                         f"of shape {key.shape} != (). Use xform.vmap for batching.")
+    return key
+
+
+def _returned(was_raw, key):
+    """Keys back in the style they came in: raw data for a raw key."""
+    return key._data if was_raw else key
 
 
 def canonical_shape(name, shape):
@@ -90,37 +278,47 @@ def canonical_dtype(name, dtype, default, kinds, error=ValueError):
 # --------------------------------------------------------------------------- keys
 
 
-def _check_impl(name, impl):
-    if impl is not None and str(impl) != _IMPL:
-        raise ValueError(f"xform.random.{name}: only the {_IMPL!r} PRNG is implemented, got "
-                         f"impl={impl!r}")
+def split_key(key, shape):
+    """``shape`` new keys from the ``KeyArray`` ``key`` (a ``KeyArray`` of that shape)."""
+    return KeyArray(key._impl.split(key._data, shape), key._impl)
+
+
+def random_bits(key, bit_width, shape):
+    """Random ``uint{bit_width}[*shape]`` bits from the single ``KeyArray`` ``key``."""
+    return key._impl.random_bits(key._data, bit_width, shape)
 
 
 def PRNGKey(seed, *, impl=None):  # noqa: N802  (JAX's name)
-    """A key (a ``uint32[2]`` array) from an integer seed, equal to JAX's ``PRNGKey(seed)``.
+    """A raw key (legacy style: ``uint32[2]`` data, or ``uint32[4]`` for the rbg impls) from
+    an integer seed, equal to JAX's ``PRNGKey(seed, impl=impl)``.
 
     Args:
       seed: a 64- or 32-bit integer scalar (without x64, Python ints wrap to 32 bits as in
         JAX).
+      impl: None or "threefry2x32" (the default), "rbg" or "unsafe_rbg".
 
     Returns:
-      The key, a ``uint32`` array of shape ``(2,)``.
+      The key data, a ``uint32`` array of shape ``(2,)`` (threefry2x32) or ``(4,)``.
 
     Example:
       >>> xform.random.PRNGKey(42)
       Array([ 0, 42], dtype=uint32)
     """
-    return _seed("PRNGKey", seed, impl)
+    return _seed("PRNGKey", seed, resolve_impl("PRNGKey", impl))._data
 
 
 def key(seed, *, impl=None):
-    """Same as ``PRNGKey``: xform's keys are raw ``uint32[2]`` arrays, never an extended
-    key dtype, so ``key(s)`` equals ``key_data(jax.random.key(s))``."""
-    return _seed("key", seed, impl)
+    """A typed key (a scalar ``KeyArray`` of dtype ``key<fry>``, ``key<rbg>`` or
+    ``key<urbg>``) from an integer seed, equal to JAX's ``key(seed, impl=impl)``.
+
+    Example:
+      >>> k = xform.random.key(0)
+      >>> k1, k2 = xform.random.split(k)
+    """
+    return _seed("key", seed, resolve_impl("key", impl))
 
 
 def _seed(name, seed, impl):
-    _check_impl(name, impl)
     if isinstance(seed, int) and not isinstance(seed, bool):
         seed = np.int64(seed)  # as JAX: overflow-checked, then narrowed by wrapping without x64
         if not config.x64_enabled():
@@ -138,42 +336,63 @@ def _seed(name, seed, impl):
                         f"{aval.dtype}")
     if not isinstance(seed, core.Tracer):
         seed = xnp.asarray(seed, aval.dtype)
-    return _seed_jit(seed)
+    return _seed_jit(seed, impl=impl)
 
 
-@jit
-def _seed_jit(seed):
-    return _threefry.seed(seed)
+@jit(static_argnames=("impl",))
+def _seed_jit(seed, impl):
+    return KeyArray(impl.seed(seed), impl)
 
 
 def key_data(keys):
-    """The ``uint32[..., 2]`` data of a key array: the keys themselves, checked."""
-    return check_key("key_data", keys, allow_batched=True)
+    """The ``uint32[..., n]`` data of a key array (typed or raw; raw keys are returned as
+    they are, after checking)."""
+    return check_key("key_data", keys, allow_batched=True)._data
 
 
 def wrap_key_data(key_bits_array, *, impl=None):
-    """A key array from ``uint32[..., 2]`` data: the data itself, checked."""
-    _check_impl("wrap_key_data", impl)
-    return check_key("wrap_key_data", key_bits_array, allow_batched=True)
+    """A typed key array from ``uint32[..., n]`` key data of the implementation ``impl``
+    (default threefry2x32, ``n == 2``; ``n == 4`` for the rbg impls)."""
+    impl = resolve_impl("wrap_key_data", impl)
+    if isinstance(key_bits_array, KeyArray):
+        raise TypeError("xform.random.wrap_key_data: `key_bits_array` must be a uint32 array, "
+                        f"got a typed key array of dtype {key_bits_array.dtype}")
+    return KeyArray(_check_data("wrap_key_data", key_bits_array, impl, "key_bits_array"), impl)
+
+
+def key_impl(keys):
+    """The name of the PRNG implementation of ``keys`` (a raw key is threefry2x32)."""
+    return check_key("key_impl", keys, allow_batched=True)._impl.name
+
+
+def key_dtype(impl=None):
+    """The key dtype (``key<fry>``, ...) of the implementation ``impl``."""
+    return KeyDType(resolve_impl("key_dtype", impl))
+
+
+def clone(key):
+    """``key`` itself: a copy for reuse (JAX's key-reuse checker is not modeled here)."""
+    check_key("clone", key, allow_batched=True)
+    return key
 
 
 def split(key, num=2):
     """Split ``key`` into ``num`` new keys (an int or a shape), bit-equal to JAX.
 
     Returns:
-      A ``uint32[*shape, 2]`` array of keys.
+      The keys, typed if ``key`` is typed, else raw data of shape ``(*shape, 2)``.
 
     Example:
-      >>> k1, k2 = xform.random.split(xform.random.PRNGKey(0))
+      >>> k1, k2 = xform.random.split(xform.random.key(0))
     """
-    key = check_key("split", key)
+    typed = check_key("split", key)
     shape = tuple(num) if isinstance(num, Sequence) else (num,)
-    return _split(key, shape=canonical_shape("split", shape))
+    return _returned(typed is not key, _split(typed, shape=canonical_shape("split", shape)))
 
 
 def fold_in(key, data):
     """A new key from ``key`` and a 32-bit integer scalar ``data``, bit-equal to JAX."""
-    key = check_key("fold_in", key)
+    typed = check_key("fold_in", key)
     if np.ndim(data) if not isinstance(data, core.Tracer) else data.ndim:
         raise TypeError(f"xform.random.fold_in accepts a scalar `data`, but was given an array "
                         f"of shape {np.shape(data)} != (). Use xform.vmap for batching.")
@@ -181,11 +400,15 @@ def fold_in(key, data):
         dtypes.check_int_range(data, np.dtype(np.uint32), "xform.random.fold_in `data`")
         data = np.uint32(data)
     data = lax.convert_element_type(xnp.asarray(data), np.uint32)
-    return _fold_in(key, data)
+    return _returned(typed is not key, _fold_in(typed, data))
 
 
-_split = jit(_threefry.split, static_argnames=("shape",))
-_fold_in = jit(_threefry.fold_in)
+_split = jit(split_key, static_argnames=("shape",))
+
+
+@jit
+def _fold_in(key, data):
+    return KeyArray(key._impl.fold_in(key._data, data), key._impl)
 
 
 def bits(key, shape=(), dtype=None):
@@ -199,4 +422,4 @@ def bits(key, shape=(), dtype=None):
 
 @jit(static_argnames=("shape", "bit_width"))
 def _bits(key, shape, bit_width):
-    return _threefry.random_bits(key, bit_width, shape)
+    return random_bits(key, bit_width, shape)

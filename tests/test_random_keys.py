@@ -1,0 +1,167 @@
+"""xform.random's typed keys (``key``, ``key_data``, ``wrap_key_data``, ``key_impl``, the rbg
+impls) and the samplers added beside JAX's core ones (poisson, binomial, multinomial, t, ...):
+values bit-equal to jax.random for the same key, eagerly and under jit(vmap) over typed keys;
+a few distributions against scipy on the same draws; and the errors.
+
+Compiling is what costs here, so each sampler compiles once per library: the scipy checks
+reuse the draws of the equality checks, and one jit(vmap) program covers every sampler."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.stats as scipy_stats
+
+import xform
+from tests.harness import assert_same
+from xform import random as xr
+
+jr = jax.random
+N = 2000  # draws of the samplers also checked against scipy
+
+_LAMS = np.array([0.0, 0.5, 9.9, 10.0, 1e4] + [4.0] * 1000 + [30.0] * 1000, np.float32)
+
+# name -> (args after the key, scipy distribution of the draws or None, tolerance)
+SAMPLERS = {
+    "cauchy": (((N,),), scipy_stats.cauchy(), 0),
+    "pareto": ((2.5, (4,)), None, 0),
+    "lognormal": ((0.5, (4,)), None, 0),
+    "rademacher": (((6,),), None, 0),
+    # the norm fuses with the normal draw into one XLA loop: within an ulp of JAX's
+    "maxwell": (((4,),), None, 1e-6),
+    "double_sided_maxwell": ((1.0, 2.0, (4,)), None, 1e-6),
+    "weibull_min": ((2.0, 1.5, (N,)), scipy_stats.weibull_min(1.5, scale=2.0), 0),
+    "rayleigh": ((2.0, (4,)), None, 0),
+    "wald": ((1.5, (N,)), scipy_stats.invgauss(1.5), 0),
+    "geometric": ((0.3, (6,)), None, 0),
+    "triangular": ((0.0, 0.3, 1.0, (4,)), None, 0),
+    # the gamma-based ones: f draws chisquare, ball draws generalized_normal
+    "f": ((3.0, 5.0, (2,)), None, 0),
+    "ball": ((3, 2, (2,)), None, 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLERS))
+def test_sampler_matches_jax(name):
+    args, dist, tol = SAMPLERS[name]
+    key = np.asarray(jr.PRNGKey(11))
+    out = getattr(xr, name)(key, *args)
+    assert_same(out, getattr(jr, name)(key, *args), rtol=tol, atol=0)
+    if dist is not None:  # the same draws, against the distribution
+        assert scipy_stats.kstest(np.asarray(out), dist.cdf).pvalue > 1e-3
+
+
+def _looped(r, k):
+    """The samplers built on while_loop/scan (gamma, poisson, binomial, multinomial)."""
+    return (r.poisson(k, _LAMS), r.t(k, 4.0, (3,)),
+            r.binomial(k, np.array([5.0, 200.0, 1e3, np.inf, -1.0], np.float32), 0.7),
+            r.multinomial(k, 9.0, np.array([0.2, 0.3, 0.5], np.float32)))
+
+
+def test_looped_samplers_under_jit_vmap_over_typed_keys():
+    xkeys, jkeys = xr.split(xr.key(5), 2), jr.split(jr.key(5), 2)
+    outs = xform.jit(xform.vmap(lambda k: _looped(xr, k)))(xkeys)
+    expected = jax.jit(jax.vmap(lambda k: _looped(jr, k)))(jkeys)
+    assert_same(outs[0], expected[0])  # integers: equal
+    for out, exp in zip(outs[1:], expected[1:], strict=True):
+        # exact but for t, whose normal draw XLA fuses with the division: within an ulp
+        assert_same(out, exp, rtol=1e-6, atol=0)
+    draws = np.asarray(outs[0])[:, 5:].reshape(2, 2, 1000)
+    np.testing.assert_allclose(draws.mean(-1), [[4.0, 30.0]] * 2, rtol=0.08)
+    np.testing.assert_allclose(draws.var(-1), [[4.0, 30.0]] * 2, rtol=0.25)
+
+
+# --------------------------------------------------------------------------- typed keys
+
+
+def test_typed_key_api_matches_jax():
+    k, jk = xr.key(42), jr.key(42)
+    assert k.shape == () and k.ndim == 0 and str(k.dtype) == str(jk.dtype) == "key<fry>"
+    assert issubclass(k.dtype.type, jax.dtypes.prng_key)
+    assert jnp.issubdtype(k.dtype.type, jax.dtypes.prng_key)
+    assert_same(xr.key_data(k), jr.key_data(jk))
+    assert xr.key_impl(k) == jr.key_impl(jk) == "threefry2x32"
+    assert xr.key_impl(xr.PRNGKey(0)) == "threefry2x32"
+    assert str(xr.key_dtype("rbg")) == str(jr.key_dtype("rbg"))
+    keys, jkeys = xr.split(k, (2, 3)), jr.split(jk, (2, 3))
+    assert isinstance(keys, xr.KeyArray) and keys.shape == (2, 3) and len(keys) == 2
+    assert_same(xr.key_data(keys), jr.key_data(jkeys))
+    assert_same(xr.key_data(keys[1, ::2]), jr.key_data(jkeys[1, ::2]))
+    assert_same(xr.key_data(keys[..., 0]), jr.key_data(jkeys[..., 0]))
+    assert_same(xr.key_data(keys.reshape(6)), jr.key_data(jkeys.reshape(6)))
+    assert_same(xr.key_data(list(keys)[1]), jr.key_data(list(jkeys)[1]))
+    assert_same(xr.key_data(xr.fold_in(k, 7)), jr.key_data(jr.fold_in(jk, 7)))
+    assert xr.clone(k) is k
+    wrapped = xr.wrap_key_data(xr.key_data(keys))
+    assert_same(xr.normal(wrapped[0, 1], (3,)), jr.normal(jkeys[0, 1], (3,)))
+    # raw keys stay raw through split/fold_in; typed and raw give the same draws
+    raw = xr.PRNGKey(42)
+    assert_same(xr.split(raw), jr.split(jr.PRNGKey(42)))
+    assert_same(xr.uniform(raw, (2,)), xr.uniform(k, (2,)))
+
+
+def test_typed_keys_cross_jit_and_vmap():
+    k = xr.key(3)
+    split2 = xform.jit(xr.split)
+    out = split2(k)
+    assert isinstance(out, xr.KeyArray) and out.shape == (2,)
+    assert_same(xr.key_data(out), jr.key_data(jr.split(jr.key(3))))
+    keys = xform.vmap(lambda k: xr.fold_in(k, 1))(out)  # keys in and out of vmap
+    assert_same(xr.key_data(keys), jr.key_data(jax.vmap(lambda k: jr.fold_in(k, 1))(
+        jr.split(jr.key(3)))))
+    seeds = np.arange(3, dtype=np.int32)
+    assert_same(xr.key_data(xform.vmap(xr.key)(seeds)), jr.key_data(jax.vmap(jr.key)(seeds)))
+
+
+@pytest.mark.parametrize("impl", ["rbg", "unsafe_rbg"])
+def test_rbg_impls_match_jax(impl):
+    k, jk = xr.key(9, impl=impl), jr.key(9, impl=impl)
+    assert str(k.dtype) == str(jk.dtype) and xr.key_impl(k) == impl
+    assert_same(xr.PRNGKey(9, impl=impl), jr.PRNGKey(9, impl=impl))
+    assert_same(xr.key_data(xr.split(k, 3)), jr.key_data(jr.split(jk, 3)))
+    assert_same(xr.key_data(xr.fold_in(k, 5)), jr.key_data(jr.fold_in(jk, 5)))
+    assert_same(xr.bits(k, (3,)), jr.bits(jk, (3,)))
+    assert_same(xr.uniform(k, (3,)), jr.uniform(jk, (3,)))
+    if impl == "rbg":  # gamma draws element by element for rbg keys, as JAX
+        assert_same(xr.gamma(k, 2.0, (2,)), jr.gamma(jk, 2.0, (2,)))
+    assert_same(xr.key_data(xr.wrap_key_data(np.zeros(4, np.uint32), impl=impl)),
+                jr.key_data(jr.wrap_key_data(np.zeros(4, np.uint32), impl=impl)))
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_bad_keys_and_impls():
+    with pytest.raises(TypeError, match=r"wrap_key_data: `key_bits_array` must be a uint32 "
+                                        r"array, got a typed key array"):
+        xr.wrap_key_data(xr.key(0))
+    with pytest.raises(TypeError, match=r"wrap_key_data: `key_bits_array` must be a uint32 "
+                                        r"array of shape \(4,\) \(a rbg key\), got shape"):
+        xr.wrap_key_data(np.zeros(2, np.uint32), impl="rbg")
+    with pytest.raises(TypeError, match="key_data: `key` must have dtype uint32"):
+        xr.key_data(np.zeros(2, np.int32))
+    with pytest.raises(TypeError, match=r"t: `key` must be a uint32 array of shape \(2,\)"):
+        xr.t(np.zeros(4, np.uint32), 3.0)
+    with pytest.raises(ValueError, match=r"poisson accepts a single key.*xform.vmap"):
+        xr.poisson(xr.split(xr.key(0)), 3.0)
+    with pytest.raises(ValueError, match="key: unrecognized PRNG implementation 'philox'"):
+        xr.key(0, impl="philox")
+    with pytest.raises(NotImplementedError, match="poisson is only implemented for the "
+                                                  "threefry2x32 PRNG, not rbg"):
+        xr.poisson(xr.key(0, impl="rbg"), 3.0)
+    with pytest.raises(TypeError, match="len.. of unsized object"):
+        len(xr.key(0))
+
+
+def test_bad_sampler_arguments():
+    key = xr.key(0)
+    with pytest.raises(ValueError, match="cauchy: `dtype` must be a float dtype"):
+        xr.cauchy(key, (2,), np.int32)
+    with pytest.raises(ValueError, match="poisson: `dtype` must be an integer dtype"):
+        xr.poisson(key, 3.0, dtype=np.float32)
+    with pytest.raises(ValueError, match=r"t: parameter shapes \[\(3,\)\] must broadcast"):
+        xr.t(key, np.ones(3, np.float32), (2,))
+    with pytest.raises(ValueError, match="multinomial requires p.ndim >= 1"):
+        xr.multinomial(key, 3.0, 0.5)
+    with pytest.raises(TypeError, match="ball: `d` must be a concrete integer"):
+        xform.jit(lambda d: xr.ball(key, d))(3)
