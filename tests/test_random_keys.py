@@ -13,6 +13,7 @@ import pytest
 import scipy.stats as scipy_stats
 
 import xform
+import xform.numpy as xnp
 from tests.harness import assert_same
 from xform import random as xr
 
@@ -165,3 +166,9 @@ def test_bad_sampler_arguments():
         xr.multinomial(key, 3.0, 0.5)
     with pytest.raises(TypeError, match="ball: `d` must be a concrete integer"):
         xform.jit(lambda d: xr.ball(key, d))(3)
+
+
+def test_issubdtype_knows_key_dtypes_as_jax():
+    k, jk = xform.random.key(0), jax.random.key(0)
+    for parent in (jax.dtypes.prng_key, jax.dtypes.extended, np.floating, np.integer):
+        assert xnp.issubdtype(k.dtype, parent) == jnp.issubdtype(jk.dtype, parent), parent

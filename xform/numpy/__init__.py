@@ -94,6 +94,9 @@ newaxis = None
 def _scalar_class(x):
     if isinstance(x, type) and issubclass(x, np.generic):
         return x
+    t = getattr(x, "type", None)  # a dtype-like object NumPy cannot read (a key dtype)
+    if not isinstance(x, (np.dtype, str)) and isinstance(t, type) and issubclass(t, np.generic):
+        return t
     return np.dtype(x).type
 
 
