@@ -56,4 +56,5 @@ def ppf(q, loc=0, scale=1):
 
 def isf(q, loc=0, scale=1):
     """The inverse survival function, ``ppf(1 - q)``."""
+    q, loc, scale = promote_args_inexact("norm.isf", q, loc, scale)
     return ppf(1 - q, loc, scale)
