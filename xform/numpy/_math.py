@@ -473,6 +473,10 @@ def matvec(x1, x2, /):
     if aval_of(x1).ndim < 2 or aval_of(x2).ndim < 1:
         raise ValueError(f"matvec: expected a matrix and a vector, got shapes "
                          f"{aval_of(x1).shape} and {aval_of(x2).shape}")
+    if aval_of(x1).shape[-1] != aval_of(x2).shape[-1]:
+        raise ValueError(f"matvec: inconsistent size for core dimension 'm': "
+                         f"{aval_of(x1).shape[-1]} vs {aval_of(x2).shape[-1]} (shapes "
+                         f"{aval_of(x1).shape} and {aval_of(x2).shape})")
     return matmul(x1, lax.expand_dims(x2, (aval_of(x2).ndim,)))[..., 0]
 
 
@@ -483,6 +487,10 @@ def vecmat(x1, x2, /):
     if aval_of(x1).ndim < 1 or aval_of(x2).ndim < 2:
         raise ValueError(f"vecmat: expected a vector and a matrix, got shapes "
                          f"{aval_of(x1).shape} and {aval_of(x2).shape}")
+    if aval_of(x1).shape[-1] != aval_of(x2).shape[-2]:
+        raise ValueError(f"vecmat: inconsistent size for core dimension 'n': "
+                         f"{aval_of(x1).shape[-1]} vs {aval_of(x2).shape[-2]} (shapes "
+                         f"{aval_of(x1).shape} and {aval_of(x2).shape})")
     if dtypes.is_complex(aval_of(x1).dtype):
         x1 = lax.conj(x1)
     return matmul(lax.expand_dims(x1, (aval_of(x1).ndim - 1,)), x2)[..., 0, :]

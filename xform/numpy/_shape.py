@@ -112,7 +112,9 @@ def transpose(a, axes=None):
     return a if perm == tuple(range(ndim)) else lax.transpose(a, perm)
 
 
-permute_dims = transpose
+def permute_dims(a, /, axes):
+    """``a`` with its axes permuted by ``axes`` (required, unlike ``transpose``)."""
+    return transpose(a, axes)
 
 
 def matrix_transpose(x, /):
