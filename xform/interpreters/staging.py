@@ -13,7 +13,7 @@ Values that are not this trace's tracers become inputs of the jaxpr: scalars as 
 
 import numpy as np
 
-from xform import config, core
+from xform import config, core, dtypes
 from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Tracer, Var
 
 staging_rules = {}
@@ -135,11 +135,15 @@ def _scalar_value(x, aval):
         return x
     if hasattr(x, "_host_value"):  # a concrete xform Array
         x = x._host_value()
-    if aval.weak_type and np.ndim(x) == 0:
+    x = np.asarray(x, aval.dtype)
+    if aval.weak_type and x.ndim == 0:
         # A weak scalar that reached here as NumPy (a Python scalar promoted by a jnp
-        # function) is kept as the Python scalar, for the same reason.
-        return np.asarray(x, aval.dtype).item()
-    return np.asarray(x, aval.dtype)
+        # function) is kept as the Python scalar, for the same reason, where reading that
+        # scalar back gives this dtype again (a weak int32 under x64 stays NumPy).
+        value = x.item()
+        if dtypes.canonicalize(np.asarray(value).dtype) == aval.dtype:
+            return value
+    return x
 
 
 def trace_to_jaxpr(fun, in_avals, name):
