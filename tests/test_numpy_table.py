@@ -21,18 +21,9 @@ PUBLIC = sorted(n for n in dir(jnp) if not n.startswith("_") and callable(getatt
 # those checks leave test_name and run in test_known_mismatch, strictly xfailed (a fix must
 # drop its entry here).
 _UFUNCS = "xform/numpy/_ufuncs.py: "
-_REDUCTIONS = "xform/numpy/_reductions.py: "
 XFAIL = {
     ("arctan2", 6): _UFUNCS + "complex arctan2 raises TypeError; JAX computes it",
     ("atan2", 6): _UFUNCS + "complex atan2 raises TypeError; JAX computes it",
-    ("logaddexp", 6): _UFUNCS + "complex logaddexp raises NotImplementedError; JAX computes it",
-    ("logaddexp2", 6): _UFUNCS + "complex logaddexp2 raises NotImplementedError; JAX computes it",
-    ("round", 3): _UFUNCS + "complex round raises NotImplementedError; JAX rounds both parts",
-    ("around", 3): _UFUNCS + "complex around raises NotImplementedError; JAX rounds both parts",
-    ("rint", 3): _UFUNCS + "complex rint raises NotImplementedError; JAX rounds both parts",
-    ("fabs", 3): _UFUNCS + "fabs accepts complex; JAX raises TypeError",
-    ("nanmax", 5): _REDUCTIONS + "nanmax of size 0 with initial= gives nan; JAX gives initial",
-    ("nanmin", 5): _REDUCTIONS + "nanmin of size 0 with initial= gives nan; JAX gives initial",
 }
 
 

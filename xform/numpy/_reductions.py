@@ -409,6 +409,8 @@ def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
         return max(a, axis, out, keepdims, initial, where)
     nan_mask = lax.ne(a, a)
     out_ = max(where_(nan_mask, const(a, -np.inf), a), axis, out, keepdims, initial, where)
+    if initial is not None:  # as JAX: an all-NaN (or empty) slice gives ``initial``
+        return out_
     all_nan = all(nan_mask, axis, keepdims=keepdims)
     return where_(all_nan, const(out_, np.nan), out_)
 
@@ -421,6 +423,8 @@ def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
         return min(a, axis, out, keepdims, initial, where)
     nan_mask = lax.ne(a, a)
     out_ = min(where_(nan_mask, const(a, np.inf), a), axis, out, keepdims, initial, where)
+    if initial is not None:  # as JAX: an all-NaN (or empty) slice gives ``initial``
+        return out_
     all_nan = all(nan_mask, axis, keepdims=keepdims)
     return where_(all_nan, const(out_, np.nan), out_)
 

@@ -278,7 +278,10 @@ abs = absolute  # noqa: A001  (NumPy's name)
 
 def fabs(x, /):
     """``|x|`` for real inputs, as a float."""
-    return lax.abs(*promote_args_inexact("fabs", x))
+    x, = promote_args_inexact("fabs", x)
+    if dtypes.is_complex(aval_of(x).dtype):
+        raise TypeError("ufunc 'fabs' does not support complex dtypes")
+    return lax.abs(x)
 
 
 def square(x, /):
@@ -379,16 +382,12 @@ def logaddexp(x1, x2, /):
     """``log(exp(x1) + exp(x2))`` without overflow; its derivative is JAX's (each input's
     share ``exp(x - out)``, half each where they are equal)."""
     x1, x2 = promote_args_inexact("logaddexp", x1, x2)
-    if not dtypes.is_float(aval_of(x1).dtype):
-        raise NotImplementedError("logaddexp of complex inputs is not implemented")
     return _logaddexp(x1, x2)
 
 
 def logaddexp2(x1, x2, /):
     """``log2(exp2(x1) + exp2(x2))`` without overflow; derivative as ``logaddexp``'s."""
     x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
-    if not dtypes.is_float(aval_of(x1).dtype):
-        raise NotImplementedError("logaddexp2 of complex inputs is not implemented")
     return _logaddexp2(x1, x2)
 
 
@@ -396,11 +395,28 @@ def _log_add(x1, x2, exp, log_scale):
     # max + log1p(exp(-|x1 - x2|)) (scaled for base 2); x1 + x2 where the difference is NaN
     # (both infinite, or a NaN).
     amax = lax.max(x1, x2)
+    if dtypes.is_complex(aval_of(amax).dtype):
+        return _complex_log_add(x1, x2, amax, exp, log_scale)
     delta = lax.sub(x1, x2)
     tail = lax.log1p(exp(lax.neg(lax.abs(delta))))
     if log_scale is not None:
         tail = lax.mul(const(amax, log_scale), tail)
     return lax.select(lax.ne(delta, delta), lax.add(x1, x2), lax.add(amax, tail))
+
+
+def _complex_log_add(x1, x2, amax, exp, log_scale):
+    # JAX's complex form: max + log1p(exp(x1 + x2 - 2 max)), the imaginary part wrapped into
+    # one period of the log ([-pi, pi), scaled for base 2).
+    tail = lax.log1p(exp(lax.sub(lax.add(x1, x2), lax.mul(amax, const(amax, 2)))))
+    if log_scale is not None:
+        tail = lax.mul(const(amax, log_scale), tail)
+    out = lax.add(amax, tail)
+    half = np.pi * (1 if log_scale is None else log_scale)
+    imag = lax.imag(out)
+    wrapped = lax.rem(lax.add(imag, const(imag, half)), const(imag, 2 * half))
+    wrapped = lax.select(lax.lt(wrapped, const(imag, 0)),
+                         lax.add(wrapped, const(imag, 2 * half)), wrapped)
+    return lax.complex(lax.real(out), lax.sub(wrapped, const(imag, half)))
 
 
 @custom_jvp
@@ -503,8 +519,8 @@ def round(a, decimals=0, out=None):  # noqa: A001  (NumPy's name)
         if decimals < 0:
             raise NotImplementedError("integer round is not implemented for decimals < 0")
         return a
-    if dtypes.is_complex(dtype):
-        raise NotImplementedError("round of complex inputs is not implemented in xform.numpy")
+    if dtypes.is_complex(dtype):  # each part, as JAX
+        return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
     if decimals == 0:
         return lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)
     if decimals > np.log10(float(dtypes.finfo(dtype).max)):
@@ -525,8 +541,8 @@ def rint(x, /):
     dtype = aval_of(x).dtype
     if _is_int_or_bool(dtype):
         return lax.convert_element_type(x, dtypes.default_float())
-    if dtypes.is_complex(dtype):
-        raise NotImplementedError("rint of complex inputs is not implemented in xform.numpy")
+    if dtypes.is_complex(dtype):  # each part, as JAX
+        return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
