@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import xform
+import xform.numpy as xnp
 from tests.harness import assert_same
 from xform.array import from_host
 from xform.errors import NonConcreteBooleanIndexError
@@ -503,3 +504,11 @@ def test_operator_syntax_once_attached():
     got = xform.jit(lambda a, i: (a[i, 1:], a.at[i].max(5.0)))(x, 1)
     assert_same(got, (j[1, 1:], j.at[1].max(5.0)))
     assert_same(list(x), list(j))
+
+
+def test_at_set_takes_a_tuple_of_traced_values_as_jax():
+    def f(lib, jit):
+        return jit(lambda a, b: lib.zeros((2, 2)).at[0, :].set((a, b)))(1.0, 2.0)
+
+    assert_same(f(xnp, xform.jit), f(jnp, jax.jit))
+    assert_same(xnp.zeros(2, np.int32).at[:].add([1, 2]), jnp.zeros(2, np.int32).at[:].add([1, 2]))

@@ -22,6 +22,7 @@ import numpy as np
 from xform import core, dtypes, lax
 from xform.core import Tracer, get_aval
 from xform.errors import NonConcreteBooleanIndexError
+from xform.numpy._promote import asarray
 from xform.numpy._ufuncs import power
 from xform.primitives.elementwise import convert_folding_constants
 
@@ -527,9 +528,8 @@ def _scatter_update(x, idx, values, op, *, indices_are_sorted, unique_indices, m
     if (type(values) is int and dtypes.is_int(dtype)
             and dtypes.iinfo(dtype).min <= values <= dtypes.iinfo(dtype).max):
         values = np.asarray(values, dtype)
-    elif isinstance(values, Sequence):
-        values = np.asarray(values)
-        values = values.astype(dtypes.canonicalize(values.dtype))
+    elif isinstance(values, Sequence):  # a list or tuple, perhaps of traced values
+        values = asarray(values)
     y_aval = get_aval(values)
     if y_aval.dtype != dtype and dtypes.promote((y_aval.dtype, y_aval.weak_type),
                                                 (dtype, False))[0] != dtype:
