@@ -203,7 +203,21 @@ def test_every_name_has_a_recipe_or_a_reason():
 def test_name(name):
     if not hasattr(xnp, name):
         pytest.skip(f"xform.numpy has no {name} yet")
-    _run(name, [k for k in _checks(name, RECIPES[name]) if (name, k) not in XFAIL])
+    _run(name, [k for k in _checks(name, RECIPES[name])
+                if isinstance(k, int) and (name, k) not in XFAIL])
+
+
+# grad and vmap of every name double the table's compile time, past what the default run
+# can spend; the family tests (test_grad_*, test_vmap_numpy, ...) cover them by default, and
+# `python -m pytest -m slow tests/test_numpy_table.py` runs them all.
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n in PUBLIC if n in RECIPES and (
+    RECIPES[n].grad is not None or RECIPES[n].vmap)])
+def test_name_grad_and_vmap(name):
+    if not hasattr(xnp, name):
+        pytest.skip(f"xform.numpy has no {name} yet")
+    _run(name, [k for k in _checks(name, RECIPES[name])
+                if not isinstance(k, int) and (name, k) not in XFAIL])
 
 
 @pytest.mark.parametrize(("name", "k"), [
