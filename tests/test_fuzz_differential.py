@@ -57,7 +57,7 @@ ERROR_KINDS = (IndexError, ZeroDivisionError, NotImplementedError, OverflowError
                ValueError)
 
 # CI: examples per test (11 tests, about 45 s on two cores); slow: 10,000 programs in all.
-CI_EXAMPLES, SLOW_EXAMPLES = 30, 910
+CI_EXAMPLES, SLOW_EXAMPLES = 20, 910
 
 
 def _fuzz(ci=CI_EXAMPLES):

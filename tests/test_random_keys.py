@@ -59,6 +59,7 @@ def _looped(r, k):
             r.multinomial(k, 9.0, np.array([0.2, 0.3, 0.5], np.float32)))
 
 
+@pytest.mark.slow  # ~13 s of XLA compiles (four while-loop samplers batched); eager bits above
 def test_looped_samplers_under_jit_vmap_over_typed_keys():
     xkeys, jkeys = xr.split(xr.key(5), 2), jr.split(jr.key(5), 2)
     outs = xform.jit(xform.vmap(lambda k: _looped(xr, k)))(xkeys)
