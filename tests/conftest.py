@@ -2,15 +2,9 @@
 
 import os
 
-# The suite compiles thousands of tiny XLA programs and runs each once or twice: LLVM's
-# optimization passes cost more than they save there (a quarter of the suite's time). xform
-# and JAX share the process and so the flag; benchmarks/ keep XLA's default.
-os.environ["XLA_FLAGS"] = " ".join(
-    filter(None, [os.environ.get("XLA_FLAGS"), "--xla_backend_optimization_level=0"]))
-
-import hypothesis  # noqa: E402
-import jax  # noqa: E402
-import pytest  # noqa: E402
+import hypothesis
+import jax
+import pytest
 
 # pmap tests need several devices: 8 CPU devices, set before any backend starts. Everything
 # else runs on the first one, as it would on a one-device machine.
