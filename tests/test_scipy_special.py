@@ -2,6 +2,7 @@
 float32/float64), check_grads to order 2, JAX's gradients at extreme inputs, vmap, errors."""
 
 import functools
+import inspect
 
 import jax
 import jax.scipy.special as jsp
@@ -330,7 +331,7 @@ REST = {
                ([0.5, 1.0, 2.0, 3.0, 0.0], [0.0, 1.5, -0.5, 0.0, 2.0]), None),
     "boxcox1p": (xsp.boxcox1p, jsp.boxcox1p, osp.boxcox1p,
                  ([0.5, 1e-6, 2.0, -0.5, 0.0], [0.0, 1.5, -0.5, 0.0, 2.0]), (0, 1)),
-    "softmax": (xsp.softmax, jsp.softmax, functools.partial(osp.softmax, axis=-1), (_LOGITS,),
+    "softmax": (xsp.softmax, jsp.softmax, osp.softmax, (_LOGITS,),
                 None),
     "softmax_axis0": (functools.partial(xsp.softmax, axis=0),
                       functools.partial(jsp.softmax, axis=0),
@@ -590,7 +591,7 @@ def test_rest_vmap():
     x = np.array([[0.3, 1.5, 7.0], [0.01, 2.0, 40.0]], np.float32)
     expn2 = functools.partial(xsp.expn, 2)
     assert_same(xform.vmap(expn2, 1)(x), expn2(x.T), 1e-6, 0)
-    assert_same(xform.vmap(xsp.softmax, 1)(x), xsp.softmax(x.T), 1e-6, 0)
+    assert_same(xform.vmap(xsp.softmax, 1)(x), xsp.softmax(x.T, axis=-1), 1e-6, 0)
     assert_same(xform.vmap(xsp.poch, (None, 0))(x[0], x), xsp.poch(x[0], x), 1e-6, 0)
 
 
@@ -622,3 +623,18 @@ def test_rest_errors():
         xsp.sici(np.array([1j]))
     with pytest.raises(TypeError, match="softmax"):
         xsp.softmax([1.0, 2.0])
+
+
+def test_softmax_defaults_to_all_axes_and_takes_axis_by_keyword_as_jax():
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    for name in ("softmax", "log_softmax"):
+        xf, jf = getattr(xsp, name), getattr(jsp, name)
+        shape = [(p.name, p.kind, p.default) for p in inspect.signature(xf).parameters.values()]
+        assert shape == [(p.name, p.kind, p.default)
+                         for p in inspect.signature(jf).parameters.values()], name
+        np.testing.assert_allclose(xf(x), jf(x), rtol=1e-6, err_msg=name)
+        np.testing.assert_allclose(xf(x, axis=0), jf(x, axis=0), rtol=1e-6, err_msg=name)
+        with pytest.raises(TypeError):
+            jf(x, 0)
+        with pytest.raises(TypeError):
+            xf(x, 0)

@@ -21,6 +21,7 @@ from xform.nn._scaled import get_scaled_dot_general_config, scaled_dot_general, 
 from xform.numpy._promote import aval_of, check_arraylike, promote_args_inexact
 from xform.numpy._reductions import canonicalize_axis
 from xform.scipy.special import logsumexp
+from xform.scipy.special._basic import log_softmax_over, softmax_over
 
 __all__ = [
     "relu", "relu6", "leaky_relu", "elu", "celu", "selu", "gelu", "silu", "swish", "sigmoid",
@@ -271,15 +272,7 @@ def softmax(x, axis=-1, where=None):
     Example:
       >>> softmax(xform.numpy.array([1000.0, 1000.0]))  # [0.5, 0.5]
     """
-    check_arraylike("softmax", x)
-    x = xnp.asarray(x)
-    x_max = xnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
-    x_safe = x if where is None else xnp.where(where, x, -np.inf)
-    unnormalized = xnp.exp(x_safe - lax.stop_gradient(x_max))
-    result = unnormalized / xnp.sum(unnormalized, axis, where=where, keepdims=True)
-    if where is not None:
-        result = xnp.where(where, result, 0)
-    return result
+    return softmax_over(x, axis, where)
 
 
 def log_softmax(x, axis=-1, where=None):
@@ -290,16 +283,7 @@ def log_softmax(x, axis=-1, where=None):
       axis: an int, a tuple of ints or ``None`` (all axes).
       where: elements to include; the output is ``-inf`` elsewhere.
     """
-    check_arraylike("log_softmax", x)
-    x = xnp.asarray(x)
-    x_max = xnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
-    x_safe = x if where is None else xnp.where(where, x, -np.inf)
-    shifted = x_safe - lax.stop_gradient(x_max)
-    shifted_logsumexp = xnp.log(xnp.sum(xnp.exp(shifted), axis, where=where, keepdims=True))
-    result = shifted - shifted_logsumexp
-    if where is not None:
-        return xnp.where(where, result, -np.inf)
-    return result
+    return log_softmax_over(x, axis, where)
 
 
 # --------------------------------------------------------------------------- one_hot, standardize

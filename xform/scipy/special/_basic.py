@@ -717,14 +717,9 @@ def boxcox1p(x, lmbda):
 # --------------------------------------------------------------------------- softmax
 
 
-def softmax(x, axis=-1, where=None):
-    """``exp(x) / sum(exp(x), axis)``, stable for large inputs (as ``jax.nn.softmax``).
-
-    Args:
-      x: the input array.
-      axis: an int, a tuple of ints or ``None``: where the output sums to 1.
-      where: elements to include; the output is 0 elsewhere.
-    """
+def softmax_over(x, axis, where=None):
+    """``exp(x) / sum(exp(x), axis)``, stable for large inputs, 0 outside ``where``: the one
+    implementation behind ``jax.scipy.special.softmax`` and ``jax.nn.softmax``."""
     check_arraylike("softmax", x)
     x = xnp.asarray(x)
     x_max = xnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
@@ -734,9 +729,9 @@ def softmax(x, axis=-1, where=None):
     return result if where is None else xnp.where(where, result, 0)
 
 
-def log_softmax(x, axis=-1, where=None):
-    """``x - logsumexp(x, axis)``, stable for large inputs (as ``jax.nn.log_softmax``); the
-    output is ``-inf`` outside ``where``."""
+def log_softmax_over(x, axis, where=None):
+    """``x - logsumexp(x, axis)``, stable for large inputs, ``-inf`` outside ``where``: the
+    one implementation behind both ``log_softmax``s."""
     check_arraylike("log_softmax", x)
     x = xnp.asarray(x)
     x_max = xnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
@@ -744,3 +739,13 @@ def log_softmax(x, axis=-1, where=None):
     shifted = x_safe - lax.stop_gradient(x_max)
     result = shifted - xnp.log(xnp.sum(xnp.exp(shifted), axis, where=where, keepdims=True))
     return result if where is None else xnp.where(where, result, -np.inf)
+
+
+def softmax(x, /, *, axis=None):
+    """``exp(x) / sum(exp(x), axis)`` over ``axis`` (all axes by default, as SciPy's)."""
+    return softmax_over(x, axis)
+
+
+def log_softmax(x, /, *, axis=None):
+    """``x - logsumexp(x, axis)`` over ``axis`` (all axes by default, as SciPy's)."""
+    return log_softmax_over(x, axis)
