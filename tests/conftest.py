@@ -19,6 +19,9 @@ hypothesis.settings.register_profile("dev", max_examples=50, deadline=None)
 hypothesis.settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 xform.config.update("check_jaxprs", True)
+# Many tests call one jitted function on several shapes on purpose; the third-trace warning
+# (an error under filterwarnings) is tested on its own in tests/test_config_flags.py.
+xform.config.update("xform_warn_recompiles", False)
 
 
 @pytest.fixture

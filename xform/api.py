@@ -5,8 +5,12 @@ Pytrees are handled here, at the edge; everything below works on flat lists.
 
 import contextlib
 import functools
+import gc
 import inspect
+import logging
+import threading
 import time
+import warnings
 import weakref
 
 import numpy as np
@@ -23,28 +27,75 @@ from xform.primitives.pmap import replicas_needed
 
 
 class ShapeDtypeStruct:
-    """The shape and dtype of an array, without data (``eval_shape``'s outputs)."""
+    """The shape and dtype of an array, without data (``eval_shape``'s outputs, a
+    ``pure_callback``'s result type). Immutable and hashable, as JAX's.
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    Args:
+      shape: a sequence of ints.
+      dtype: a dtype (not canonicalized: ``int64`` stays ``int64``), or a key dtype.
+      sharding: optional, a ``jax.sharding.Sharding`` the array is laid out by.
+      weak_type: whether the type is weak (a Python scalar's).
+    """
 
-    def __init__(self, shape, dtype, weak_type=False):
-        self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
-        self.weak_type = weak_type
+    __slots__ = ("shape", "dtype", "sharding", "weak_type")
+
+    def __init__(self, shape, dtype, *, sharding=None, weak_type=False):
+        if dtype is None:
+            raise ValueError("ShapeDtypeStruct: dtype must be specified.")
+        if sharding is not None and not runtime.is_sharding(sharding):
+            raise ValueError("ShapeDtypeStruct: sharding should be an instance of "
+                             f"`jax.sharding.Sharding`. Got {sharding} of type "
+                             f"{type(sharding)}.")
+        set_ = object.__setattr__
+        set_(self, "shape", tuple(shape))
+        set_(self, "dtype", dtype if dtypes.issubdtype(dtype, dtypes.extended)
+             else np.dtype(dtype))
+        set_(self, "sharding", sharding)
+        set_(self, "weak_type", bool(weak_type))
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
+    @classmethod
+    def like(cls, x):
+        """The shape, dtype, weak type and sharding of an array (or of anything with
+        ``shape`` and ``dtype``)."""
+        aval = _abstractify(x)
+        sharding = getattr(x, "sharding", None) if isinstance(x, ShardedArray) else None
+        return cls(aval.shape, aval.dtype, sharding=sharding, weak_type=aval.weak_type)
+
+    def update(self, **kwargs):
+        """A copy with some of ``shape``, ``dtype``, ``sharding``, ``weak_type`` replaced."""
+        unknown = set(kwargs) - set(self.__slots__)
+        if unknown:
+            raise TypeError(f"ShapeDtypeStruct.update: unexpected fields {sorted(unknown)}")
+        fields = {k: getattr(self, k) for k in self.__slots__}
+        return ShapeDtypeStruct(**{**fields, **kwargs})
+
+    def __setattr__(self, name, value):
+        raise RuntimeError(f"Cannot reassign attributes ({name}) of immutable "
+                           "ShapeDtypeStruct objects")
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def _key(self):
+        return (self.shape, self.dtype, self.sharding, self.weak_type)
+
     def __eq__(self, other):
-        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+        return isinstance(other, ShapeDtypeStruct) and self._key() == other._key()
 
     def __hash__(self):
-        return hash((self.shape, self.dtype, self.weak_type))
+        return hash(self._key())
 
     def __repr__(self):
+        sharding = f", sharding={self.sharding}" if self.sharding is not None else ""
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sharding}{weak})"
+
+    __str__ = __repr__
 
 
 def _fun_name(fun):
@@ -340,6 +391,130 @@ def _jit_state(fun, options):
     return state
 
 
+def clear_caches():
+    """Forget every trace and compiled program: those of all jitted functions (their next
+    call retraces and recompiles, wrappers made earlier included) and eager's per-primitive
+    programs. As ``jax.clear_caches``."""
+    for caches in list(_jit_states.values()):
+        caches.traces.clear()
+        for state in caches.states.values():
+            state.cache.clear()
+            for cache in state.flat_caches:
+                cache.clear()
+    _jit_states.clear()
+    dispatch._compiled.clear()
+    dispatch._single_eqn.clear()
+
+
+class _Checking(threading.local):
+    active = False  # inside _checked_call's own call of the jitted function
+
+
+_checking = _Checking()
+_log = logging.getLogger(__name__)  # "xform.api": cache misses, as JAX's jax._src.pjit
+
+
+def _leaf_names(fun, in_tree, statics_key):
+    """A name per argument leaf, as the user wrote it: ``x``, ``params['w']``, ``args[2]``."""
+    dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, range(in_tree.num_leaves))
+    try:
+        params = [p.name for p in inspect.signature(fun).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    static_positions = () if statics_key is None else statics_key[0]
+    positions = [i for i in range(len(dyn_args) + len(static_positions))
+                 if i not in static_positions]
+    names = [f"leaf {i}" for i in range(in_tree.num_leaves)]
+    for keys, leaf in tree_util.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]:
+        if keys[0].idx == 0:
+            pos = positions[keys[1].idx]
+            base = repr(params[pos]) if pos < len(params) else f"args[{pos}]"
+        else:
+            base = repr(keys[1].key)
+        rest = tree_util.keystr(keys[2:])
+        names[leaf] = f"{base}{' at ' + rest if rest else ''}"
+    return names
+
+
+def _describe(aval):
+    return aval.str_short() + (" (weakly typed)" if aval.weak_type else "")
+
+
+def _why_retraced(fun, key, previous):
+    """What differs between two trace keys of ``fun``: which argument, and how."""
+    in_tree, statics, avals, x64, axis_env = key
+    old_tree, old_statics, old_avals, old_x64, _ = previous
+    if in_tree != old_tree:
+        return f"the pytree structure of the arguments changed from {old_tree} to {in_tree}"
+    if statics != old_statics:
+        try:
+            params = list(inspect.signature(fun).parameters)
+        except (TypeError, ValueError):
+            params = []
+        old_pos = dict(zip(old_statics[0], old_statics[1], strict=True)) if old_statics else {}
+        new_pos = dict(zip(statics[0], statics[1], strict=True)) if statics else {}
+        changed = [(repr(params[i]) if i < len(params) else f"args[{i}]", old_pos.get(i),
+                    v) for i, v in new_pos.items() if old_pos.get(i, v) != v or i not in old_pos]
+        old_kw, new_kw = dict(old_statics[2]) if old_statics else {}, dict(statics[2]) if \
+            statics else {}
+        changed += [(repr(k), old_kw.get(k), v) for k, v in new_kw.items() if old_kw.get(k) != v]
+        if changed:
+            name, old, new = changed[0]
+            return f"static argument {name} changed from {old!r} to {new!r}"
+        return "the static arguments changed"
+    for name, new, old in zip(_leaf_names(fun, in_tree, statics), avals, old_avals,
+                              strict=True):
+        if new != old:
+            what = ("shape" if new.shape != old.shape else
+                    "dtype" if new.dtype != old.dtype else "weak type")
+            return f"argument {name} changed {what}: {_describe(old)} -> {_describe(new)}"
+    if x64 != old_x64:
+        return f"jax_enable_x64 changed to {x64}"
+    return f"the named axes in scope changed to {axis_env}"
+
+
+def _note_retrace(fun, state, key):
+    """A jitted function traces again: log why (jax_explain_cache_misses) and, on its third
+    trace, warn once naming what changed (xform_warn_recompiles)."""
+    flags = config.values
+    third = len(state.traces) == 2 and flags.warn_recompiles
+    if not (third or flags.explain_cache_misses):
+        return
+    info = core.source_info()
+    reason = _why_retraced(fun, key, next(reversed(state.traces)))
+    where = core.format_source_info(info)
+    if flags.explain_cache_misses:
+        _log.warning("TRACING CACHE MISS at %s because: for %s, %s", where, state.name, reason)
+    if third:
+        message = (f"jit of {state.name} is tracing for the third time (called at {where}): "
+                   f"{reason}. Each new signature traces and compiles again; keep shapes, "
+                   "dtypes and static values fixed, or silence this with "
+                   "xform.config.update('xform_warn_recompiles', False).")
+        if info is None:
+            warnings.warn(message, UserWarning, stacklevel=2)
+        else:
+            warnings.warn_explicit(message, UserWarning, info[0], info[1])
+
+
+def _check_tracer_leaks(jaxpr, name):
+    """jax_check_tracer_leaks: raise when a tracer of the trace that made ``jaxpr`` outlives
+    it (stored in a global, a closure, an object), as JAX's ``Leaked trace`` error."""
+    gc.collect()
+    own = {id(v) for v in jaxpr.invars} | {id(v) for e in jaxpr.eqns for v in e.outvars}
+    leaked = [t for t in gc.get_objects() if isinstance(t, Tracer)
+              and id(getattr(t, "jaxpr_var", None)) in own]
+    if leaked:
+        shown = leaked[:3]
+        holders = [type(r).__name__ for t in shown for r in gc.get_referrers(t)
+                   if r is not leaked and r is not shown]
+        raise Exception(  # noqa: TRY002  (JAX raises a plain Exception)
+            f"Leaked trace of jit of {name}: {len(leaked)} tracer(s) outlived it "
+            f"({', '.join(repr(t.aval) for t in shown)}), referred to by "
+            f"{', '.join(holders) or 'unknown objects'}. A traced value was kept after the "
+            "function returned (in a global, a closure or an object's attribute).")
+
+
 class JitFunction:
     """A function compiled with XLA on first call per signature; see ``jit``."""
 
@@ -391,6 +566,8 @@ class JitFunction:
         if entry is None:
             traced = state.traces.get(key)
             if traced is None:
+                if state.traces:
+                    _note_retrace(self._fun, state, key)
                 traced = self._trace(in_tree, statics, avals)
             jaxpr, consts, out_tree, float0s = traced
             donated = self._donated_leaves(in_tree, statics)
@@ -418,6 +595,8 @@ class JitFunction:
 
         closed = trace_to_jaxpr(float0s_as_bools, avals,
                                 f"tracing `{self._state.name}` for jit")
+        if config.values.check_tracer_leaks:
+            _check_tracer_leaks(closed.jaxpr, self._state.name)
         jaxpr, consts = convert_constvars(closed)
         return jaxpr, consts, store["out_tree"], store["float0s"]
 
@@ -440,6 +619,8 @@ class JitFunction:
         return tuple(i in donated for i in range(in_tree.num_leaves))
 
     def __call__(self, *args, **kwargs):
+        if config.slow_calls and not _checking.active:  # disable_jit, debug_nans/infs
+            return self._checked_call(args, kwargs)
         state = self._state
         if not kwargs and not state.has_statics and core.trace_state.trace is core.eval_trace:
             # Fastest path: every argument is one Array already on the device, the signature
@@ -489,6 +670,35 @@ class JitFunction:
             outs = entry.restore_float0s(
                 jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=state.name))
         return tree_util.tree_unflatten(entry.out_tree, outs)
+
+    def _checked_call(self, args, kwargs):
+        """A call while some thread may have ``jax_disable_jit``, ``jax_debug_nans`` or
+        ``jax_debug_infs`` on: as JAX, disable_jit calls the function itself (op by op, its
+        Python control flow on concrete values), and a NaN/inf in the results re-runs the
+        call op by op to raise ``FloatingPointError`` at the primitive that made it."""
+        flags = config.values
+        if flags.disable_jit:
+            return self._fun(*args, **kwargs)
+        _checking.active = True
+        try:
+            out = self(*args, **kwargs)
+        finally:
+            _checking.active = False
+        if not (flags.debug_nans or flags.debug_infs):
+            return out
+        kind = dispatch.invalid_value(tree_util.tree_leaves(out))
+        if kind is None:
+            return out
+        print(f"Invalid {kind} value encountered in the output of a jit function "
+              f"({self._state.name}). Calling the de-optimized version.")
+        with config.disable_jit():
+            self._fun(*args, **kwargs)  # raises FloatingPointError at the primitive
+        raise FloatingPointError(
+            f"invalid value ({kind}) encountered in {self._state.name}. Because "
+            "jax_debug_nans and/or jax_debug_infs is set, the de-optimized function (the "
+            "function as if the `jit` decorator were removed) was called to find the "
+            "primitive, but it did not produce invalid values: the compiled program's "
+            "optimizations may have made the value, or it is a nan/inf input or constant.")
 
     def lower(self, *args, **kwargs):
         """Trace and lower for these arguments; ``.as_text()`` is the StableHLO module."""
@@ -632,7 +842,7 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
 
 
 def _shape_struct(aval):
-    return ShapeDtypeStruct(aval.shape, aval.dtype, aval.weak_type)
+    return ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)
 
 
 def eval_shape(fun, *args, **kwargs):
@@ -743,6 +953,17 @@ def block_until_ready(x):
         if hasattr(leaf, "block_until_ready"):
             leaf.block_until_ready()
     return x
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+    """Context manager: evaluate operations right away, even inside ``jit``, as JAX's.
+
+    Values that do not depend on traced arguments become concrete (a Python ``if`` may read
+    them); an operation on a traced value inside the block raises the escaped-tracer error.
+    """
+    with core.set_current_trace(core.eval_trace):
+        yield
 
 
 def timed(fn, *args):

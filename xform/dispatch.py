@@ -6,6 +6,7 @@ GPU or TPU, it compiles the single equation with XLA once per signature and runs
 """
 
 import contextvars
+import logging
 import threading
 import weakref
 
@@ -18,6 +19,8 @@ from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Tracer, Var, host_impls
 from xform.interpreters import dce
 from xform.interpreters.staging import out_avals_of
 from xform.primitives.pmap import replicas_needed
+
+_log = logging.getLogger(__name__)  # "xform.dispatch": compiles, as JAX's jax._src.dispatch
 
 
 def concrete_aval(x, prim):
@@ -173,6 +176,9 @@ def compile_jaxpr(closed, name, device=None, donated=None):
     if entry is None:
         # A program holding pmaps runs as one replica per device they need.
         replicas = replicas_needed(closed.jaxpr)
+        if config.values.log_compiles:  # as JAX: a WARNING while the flag is on
+            _log.warning("Compiling %s with global shapes and types %s.", name,
+                         [v.aval for v in closed.jaxpr.invars])
         module = mlir.lower_to_module(without_dead_code(closed), name, replicas, donated)
         if replicas == 1:
             exe = runtime.compile_module(module, closed.out_avals, device)
@@ -206,11 +212,55 @@ def device_apply(prim, args, params):
     return compiled.run(args, avals)
 
 
+_eager_apply = None  # the eager path chosen by _first_apply: host_apply or device_apply
+
+
 def _first_apply(prim, args, params):
     """Choose the eager path once the backend is known, then use it."""
+    global _eager_apply
     use_host = config.host_eager and runtime.platform() == "cpu"
-    core.set_eager_impl(host_apply if use_host else device_apply)
+    _eager_apply = host_apply if use_host else device_apply
+    _install_eager_impl(config.slow_calls)
     return core.eval_trace.apply(prim, args, params)
 
 
+# --------------------------------------------------------------------------- debug_nans/infs
+
+
+def invalid_value(values):
+    """"nan" or "inf" when a concrete floating-point value among ``values`` holds one that
+    ``jax_debug_nans`` / ``jax_debug_infs`` (this thread's) asks to catch, else None."""
+    flags = config.values
+    for x in values:
+        if type(x) is not Array or not dtypes.is_inexact(x.aval.dtype):
+            continue
+        value = np.asarray(x._host if x._host is not None else x._host_value())
+        if flags.debug_nans and np.isnan(value).any():
+            return "nan"
+        if flags.debug_infs and np.isinf(value).any():
+            return "inf"
+    return None
+
+
+def _checked_apply(prim, args, params):
+    """Eager evaluation while some thread may want NaNs/infs caught: JAX's
+    ``FloatingPointError`` naming the primitive and the user's line."""
+    outs = _eager_apply(prim, args, params)
+    flags = config.values
+    if flags.debug_nans or flags.debug_infs:
+        kind = invalid_value(outs)
+        if kind is not None:
+            where = core.format_source_info(core.source_info())
+            raise FloatingPointError(f"invalid value ({kind}) encountered in {prim.name} "
+                                     f"(at {where})")
+    return outs
+
+
+def _install_eager_impl(slow):
+    if _eager_apply is None:  # the backend has not started: _first_apply installs it later
+        return
+    core.set_eager_impl(_checked_apply if slow else _eager_apply)
+
+
 core.set_eager_impl(_first_apply)
+config.on_update("slow_calls", _install_eager_impl)

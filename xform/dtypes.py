@@ -1,6 +1,7 @@
 """Dtypes as jax.numpy has them: canonical dtypes, weak Python scalars, the promotion lattice."""
 
 import functools
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -121,14 +122,9 @@ def is_unsigned_int(dtype):
     return dtype in _NARROW_UNSIGNED or np.issubdtype(dtype, np.unsignedinteger)
 
 
-def finfo(dtype):
-    """Machine limits of a float type (ml_dtypes' ``finfo``, which knows the narrow ones)."""
-    return ml_dtypes.finfo(dtype)
-
-
-def iinfo(dtype):
-    """Machine limits of an integer type (ml_dtypes' ``iinfo``, which knows int4 and kin)."""
-    return ml_dtypes.iinfo(dtype)
+# Machine limits: ml_dtypes' classes (which know the narrow types), as JAX's are.
+finfo = ml_dtypes.finfo
+iinfo = ml_dtypes.iinfo
 
 
 # The promotion lattice of jax.numpy. "i*", "f*", "c*" are the weak Python-scalar types.
@@ -245,3 +241,177 @@ def check_int_range(x, dtype, what):
     info = iinfo(dtype)
     if not info.min <= x <= info.max:
         raise OverflowError(f"{what}: Python int {x} too large to convert to {dtype}")
+
+
+# --------------------------------------------------------------------------- jax.dtypes' names
+
+
+class extended(np.generic):
+    """Abstract scalar class of the extended dtypes (the key dtypes ``key<impl>``), for
+    ``issubdtype``; never instantiated."""
+
+
+class prng_key(extended):
+    """Abstract scalar class of the PRNG key dtypes, for ``issubdtype``: true of
+    ``xform.random.key(0).dtype``."""
+
+
+# xform's key dtypes have JAX's ``jax.dtypes.prng_key`` as their scalar type, so that JAX's
+# own checks accept them; the two names above must then be JAX's classes too, for
+# ``issubdtype(key.dtype, xform.dtypes.prng_key)`` (here and in xform.numpy). This module may
+# not import JAX (the core stays free of the backend), so ``xform.api_host`` rebinds
+# ``extended`` and ``prng_key`` to JAX's classes when xform is imported; the classes above
+# serve only this module used on its own.
+
+
+def _is_extended(dtype):
+    """An extended dtype (a typed key's ``key<impl>``): not a NumPy dtype, its ``type`` a
+    subclass of ``extended``."""
+    t = getattr(dtype, "type", None)
+    return not isinstance(dtype, (np.dtype, type, str)) and isinstance(t, type) and \
+        issubclass(t, extended)
+
+
+def canonicalize_dtype(dtype, allow_extended_dtype=False):
+    """``dtype`` as xform stores it: 64-bit types narrow to 32 bits unless x64 is on.
+
+    Any NumPy dtype passes (as in JAX); an extended dtype (a key dtype) only with
+    ``allow_extended_dtype=True``.
+    """
+    if _is_extended(dtype):
+        if not allow_extended_dtype:
+            raise ValueError(f"canonicalize_dtype called on extended dtype {dtype} with "
+                             "allow_extended_dtype=False")
+        return dtype
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"canonicalize_dtype: data type {dtype!r} not understood") from e
+    return dt if config.x64_enabled() else _TO_32.get(dt, dt)
+
+
+# ml_dtypes' scalar types subclass only np.generic: their place in NumPy's abstract hierarchy.
+_CUSTOM_PARENTS = {
+    **{d.type: (np.floating, np.inexact) for d in (bfloat16, *NARROW_FLOATS)},
+    **{d.type: (np.signedinteger, np.integer) for d in NARROW_SIGNED},
+    **{d.type: (np.unsignedinteger, np.integer) for d in NARROW_UNSIGNED},
+}
+
+
+def _scalar_type(x):
+    if isinstance(x, type) and issubclass(x, np.generic):
+        return x
+    return np.dtype(x).type
+
+
+def issubdtype(a, b):
+    """``np.issubdtype`` that also places bfloat16, the float8s, int4 and kin in NumPy's
+    hierarchy and knows the extended (key) dtypes: ``issubdtype(key.dtype, prng_key)``."""
+    if _is_extended(b):
+        return a == b
+    if _is_extended(a):
+        a = a.type
+    ta, tb = _scalar_type(a), _scalar_type(b)
+    if issubclass(ta, extended) or issubclass(tb, extended):
+        return issubclass(ta, tb)
+    if ta in _CUSTOM_PARENTS:
+        return tb in (ta, *_CUSTOM_PARENTS[ta], np.number, np.generic)
+    return bool(np.issubdtype(ta, tb))
+
+
+def itemsize_bits(dtype):
+    """Bits per element of ``dtype`` (4 for int4; 8 for bool, as it is stored)."""
+    if dtype is None:
+        raise ValueError("itemsize_bits: dtype cannot be None.")
+    if _is_extended(dtype):
+        raise ValueError(f"itemsize_bits: unexpected input: dtype={dtype}")
+    dt = np.dtype(dtype)
+    if dt == bool_:
+        return 8
+    if is_int(dt):
+        return iinfo(dt).bits
+    if is_float(dt):
+        return finfo(dt).bits
+    if is_complex(dt):
+        return 2 * finfo(dt).bits
+    raise ValueError(f"itemsize_bits: unexpected input: dtype={dt}")
+
+
+_PY_SCALAR_DTYPES = {bool: bool_, int: int64, float: float64, complex: complex128}
+
+
+def _dtype_and_weak(x):
+    """(canonical dtype, weak_type) of a value or a dtype specifier, as the lattice sees it:
+    Python scalars and the types ``int``/``float``/``complex`` are weak."""
+    if x is None:
+        raise ValueError("Invalid argument to dtype: None.")
+    aval = getattr(x, "aval", None)  # xform's Arrays and tracers
+    if aval is not None and hasattr(aval, "weak_type"):
+        return aval.dtype, aval.weak_type
+    py_type = x if isinstance(x, type) else type(x)
+    for t in (bool, int, float, complex):  # also subclasses (IntEnum, np.float64)
+        if issubclass(py_type, t) and not issubclass(py_type, np.generic):
+            return canonicalize(_PY_SCALAR_DTYPES[t]), t is not bool
+    if isinstance(x, (str, np.dtype, type)):
+        dt = x
+    else:
+        dt = getattr(x, "dtype", None)
+        if dt is None:
+            try:
+                dt = np.result_type(x)
+            except TypeError as e:
+                raise TypeError(f"Cannot determine dtype of {x!r}") from e
+    try:
+        with warnings.catch_warnings():  # NumPy's deprecated aliases ('a') are no dtypes here
+            warnings.simplefilter("error", DeprecationWarning)
+            dt = np.dtype(dt)
+    except (TypeError, DeprecationWarning) as e:
+        raise TypeError(f"data type {x!r} not understood") from e
+    if dt not in SUPPORTED:
+        raise TypeError(f"Value {x!r} with dtype {dt} is not a valid xform array type. Only "
+                        "arrays of numeric types are supported.")
+    return canonicalize(dt), bool(getattr(x, "weak_type", False))
+
+
+def result_type(*args, return_weak_type_flag=False):
+    """The dtype jax.numpy's promotion gives an operation on ``args`` (arrays, scalars or
+    dtypes; ``None`` means the default float); with ``return_weak_type_flag=True`` the pair
+    ``(dtype, weak_type)``.
+
+    Example:
+      >>> xform.dtypes.result_type(xform.numpy.int8(1), 2.0)
+      dtype('float32')
+    """
+    if not args:
+        raise ValueError("result_type: at least one array or dtype is required")
+    pairs = [_dtype_and_weak(default_float() if a is None else a) for a in args]
+    if len(pairs) == 1:
+        dtype, weak = pairs[0]
+    elif len({d for d, _ in pairs}) == 1 and not all(w for _, w in pairs):
+        dtype, weak = pairs[0][0], False
+    elif all(w for _, w in pairs):
+        # All weak: the join of the strong counterparts, kept weak.
+        dtype, _ = promote(*[(d, False) for d, _ in pairs])
+        weak = True
+    else:
+        dtype, weak = promote(*pairs)
+    weak = weak and dtype != bool_
+    if weak:  # a weak result is the default type of its kind
+        dtype = (default_complex() if is_complex(dtype) else default_float() if is_float(dtype)
+                 else default_int())
+    return (dtype, weak) if return_weak_type_flag else dtype
+
+
+def scalar_type_of(x):
+    """The Python scalar type (``bool``, ``int``, ``float``, ``complex``) of a value's dtype."""
+    try:
+        dtype, _ = _dtype_and_weak(x)
+    except TypeError as e:
+        raise TypeError(f"scalar_type_of: invalid scalar value {x!r} ({e})") from None
+    if dtype == bool_:
+        return bool
+    if is_int(dtype):
+        return int
+    if is_float(dtype):
+        return float
+    return complex

@@ -16,6 +16,30 @@ class XformError(Exception):
         Exception.__init__(self, *args)
 
 
+# JaxRuntimeError is the error jaxlib's runtime (PJRT: compiling, running, transferring)
+# raises; xform runs on that runtime, so it is the same class, not a subclass.
+JaxRuntimeError = _jax_errors.JaxRuntimeError
+
+
+class JAXTypeError(XformError, _jax_errors.JAXTypeError):
+    """A ``TypeError`` specific to xform (a subclass of ``jax.errors.JAXTypeError``)."""
+
+
+class JAXIndexError(XformError, _jax_errors.JAXIndexError):
+    """An ``IndexError`` specific to xform (a subclass of ``jax.errors.JAXIndexError``)."""
+
+
+class InconclusiveDimensionOperation(XformError, _jax_errors.InconclusiveDimensionOperation):
+    """A comparison or arithmetic on symbolic dimensions whose result is not determined.
+
+    xform has no symbolic shapes, so it never raises this; it exists so that code written for
+    JAX (``except jax.errors.InconclusiveDimensionOperation``) also reads with xform."""
+
+
+class KeyReuseError(JAXTypeError, _jax_errors.KeyReuseError):
+    """A PRNG key used twice where key-reuse checking is on (a ``JAXTypeError``)."""
+
+
 class ConcretizationTypeError(XformError, _jax_errors.ConcretizationTypeError):
     """A traced value was used where Python needs a concrete one (``if``, ``int()``, a shape)."""
 

@@ -8,6 +8,7 @@ as ``mul a 2.0:f32[]``).
 """
 
 import builtins
+import warnings
 
 import numpy as np
 
@@ -72,11 +73,31 @@ def _dtype_and_weak(x):
     raise TypeError(f"Cannot determine dtype of {x!r} (type {type(x).__name__})")
 
 
+_WEAK_KIND = {int: "iufVc", float: "fVc", complex: "c"}  # V: bfloat16
+
+
+def _check_strict_promotion(pairs):
+    """jax_numpy_dtype_promotion "strict": no implicit promotion between different dtypes; a
+    weak Python scalar joins only an array of its own kind."""
+    strong = {d for d, w in pairs if not w}
+    weak = {int if d.kind in "iu" else float if d.kind in "fV" else complex
+            for d, w in pairs if w}
+    ok = len(strong) <= 1 and all(d.kind in _WEAK_KIND[t] for d in strong for t in weak)
+    if not ok:
+        names = sorted({str(d) for d in strong} | {str(t) for t in weak})
+        raise dtypes.TypePromotionError(
+            f"Input dtypes {tuple(names)} have no available implicit dtype promotion path "
+            "when jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the "
+            "desired output type, or set jax_numpy_dtype_promotion=standard.")
+
+
 def lattice_result_type(*args):
     """(dtype, weak_type) of an operation on ``args``: JAX's ``lattice_result_type``."""
     pairs = [_dtype_and_weak(x) for x in args]
     if not pairs:
         raise ValueError("at least one array or dtype is required")
+    if config.values.numpy_dtype_promotion == "strict":
+        _check_strict_promotion(pairs)
     if len(pairs) == 1:
         dtype, weak = pairs[0]
     elif len({d for d, _ in pairs}) == 1 and not all(w for _, w in pairs):
@@ -391,6 +412,21 @@ def broadcast_to_shape(x, shape):
     return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
 
 
+def _check_rank_promotion(name, shapes):
+    """jax_numpy_rank_promotion "raise" or "warn": operands of different nonzero ranks."""
+    if len({len(s) for s in shapes if s}) < 2:
+        return
+    listed = " ".join(map(str, shapes))
+    link = "see https://docs.jax.dev/en/latest/rank_promotion_warning.html."
+    if config.values.numpy_rank_promotion == "raise":
+        raise ValueError(f"Operands could not be broadcast together for {name} on shapes "
+                         f"{listed} and with the config option "
+                         f"jax_numpy_rank_promotion='raise'. For more information, {link}")
+    warnings.warn(f"Following NumPy automatic rank promotion for {name} on shapes {listed}. "
+                  "Set the jax_numpy_rank_promotion config option to 'allow' to disable this "
+                  f"warning; for more information, {link}", UserWarning, stacklevel=4)
+
+
 def promote_shapes(name, *args):
     """Broadcast operands to one shape; rank-0 operands are left for lax to broadcast."""
     if len(args) < 2:
@@ -398,6 +434,8 @@ def promote_shapes(name, *args):
     shapes = [core.get_aval(x).shape for x in args]
     if all(s == shapes[0] for s in shapes):
         return list(args)
+    if config.values.numpy_rank_promotion != "allow":
+        _check_rank_promotion(name, shapes)
     shape = broadcast_shapes(*shapes, name=name)
     return [x if (not s and shape) else broadcast_to_shape(x, shape)
             for x, s in zip(args, shapes, strict=True)]
