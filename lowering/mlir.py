@@ -6,6 +6,7 @@ being built. Rules are registered in ``lowering_rules`` by the family modules be
 """
 
 import threading
+import weakref
 
 import numpy as np
 from jaxlib import _jax
@@ -149,6 +150,9 @@ class ModuleContext:
         # The pmap axes being lowered, outermost first: ((name, size), ...). Replica ``r``
         # sits at index ``(r // stride) % size`` along each (lowering/collectives.py).
         self.axis_env = axis_env
+        # The Python functions the module's host-callback custom calls name by index
+        # (lowering/callback.py); the runtime passes them to the compiler.
+        self.host_callbacks = []
 
     def function_for(self, closed, name):
         """The symbol of a private function computing ``closed`` (emitted once per jaxpr and
@@ -169,6 +173,12 @@ def sanitize(name):
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "fn"
 
 
+# Set by lowering/callback.py: ``rule(eqn_rule, ctx, args, params) -> outs`` lowers an
+# equation that holds jaxprs in program order with the ordered host callbacks around it;
+# ``rule.applies(jaxpr)`` says whether a jaxpr has any (else nothing changes).
+ordered_region_rule = None
+
+
 def lower_jaxpr(mctx, jaxpr, consts, args):
     """Emit the equations of ``jaxpr`` at the current insertion point; return its outputs."""
     env = {}
@@ -182,13 +192,17 @@ def lower_jaxpr(mctx, jaxpr, consts, args):
             return constant(x.val, x.aval.dtype)
         return env[x]
 
+    ordered = ordered_region_rule is not None and ordered_region_rule.applies(jaxpr)
     for eqn in jaxpr.eqns:
         rule = lowering_rules.get(eqn.primitive)
         if rule is None:
             raise MissingRuleError(f"primitive '{eqn.primitive.name}' has no lowering rule, "
                                    "so it cannot be compiled with jit")
         ctx = RuleContext(mctx, [x.aval for x in eqn.invars], [v.aval for v in eqn.outvars])
-        outs = rule(ctx, *[read(x) for x in eqn.invars], **eqn.params)
+        if ordered and eqn.params:  # a loop, branch or call may hold ordered callbacks
+            outs = ordered_region_rule(rule, ctx, [read(x) for x in eqn.invars], eqn.params)
+        else:
+            outs = rule(ctx, *[read(x) for x in eqn.invars], **eqn.params)
         for v, out in zip(eqn.outvars, outs, strict=True):
             env[v] = out
     return [read(x) for x in jaxpr.outvars]
@@ -252,12 +266,19 @@ def build_module(symbol, num_replicas, emit_main, donation=None, axis_env=()):
         i32 = ir.IntegerType.get_signless(32)
         module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, num_replicas)
         module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, 1)
-        main = emit_main(ModuleContext(module, num_replicas, axis_env))
+        mctx = ModuleContext(module, num_replicas, axis_env)
+        main = emit_main(mctx)
+        if mctx.host_callbacks:
+            host_callbacks[module] = mctx.host_callbacks
         if donation is not None and donation[2] is not None and any(donation[2]):
             _alias_donated_inputs(main, *donation)
         if not module.operation.verify():
             raise RuntimeError(f"internal error: the StableHLO module {symbol} does not verify")
         return module
+
+
+# module -> the host callbacks it calls (only modules that call any are here)
+host_callbacks = weakref.WeakKeyDictionary()
 
 
 def module_text(module):

@@ -13,6 +13,7 @@ from jax import core as jax_core
 from jaxlib import _jax
 
 from lowering import mlir
+from xform import config
 
 BufferType = _jax.ArrayImpl
 
@@ -27,19 +28,39 @@ _devices = None
 
 
 def devices(backend=None):
-    """The devices of the default backend (GPU or TPU when JAX sees one, else CPU)."""
+    """The devices of the default backend: the first of ``jax_platforms`` (or
+    ``jax_platform_name``) that starts when the flag is set, else GPU or TPU when JAX sees
+    one, else CPU."""
     global _devices
     if backend is not None:
         return jax.devices(backend)
     if _devices is None:
-        _devices = jax.devices()
+        platforms = config.values.platforms or config.values.platform_name
+        if not platforms:
+            _devices = jax.devices()
+        else:
+            errors = []
+            for platform in platforms.split(","):
+                try:
+                    _devices = jax.devices(platform.strip())
+                    break
+                except RuntimeError as e:
+                    errors.append(f"{platform.strip()}: {e}")
+            else:
+                raise RuntimeError(f"Unable to initialize backend for jax_platforms="
+                                   f"{platforms!r}: {'; '.join(errors)}")
     return _devices
 
 
 def use_host_devices(n):
     """Give the CPU backend ``n`` devices (for pmap on one machine); only before any backend
-    has started. A program's own choice: xform never calls it behind the user's back."""
-    jax.config.update("jax_num_cpu_devices", n)
+    has started (``RuntimeError`` after, as JAX). Set by ``jax_num_cpu_devices``: a program's
+    own choice, xform never calls it behind the user's back."""
+    if n is not None and n >= 0:
+        jax.config.update("jax_num_cpu_devices", n)
+
+
+config.on_update("jax_num_cpu_devices", use_host_devices)
 
 
 def default_device():
@@ -106,12 +127,23 @@ class Executable:
         return outs
 
 
+def _compile(client, module, text, device_list, options):
+    """XLA's executable for ``module`` (its MLIR ``text``). A module that calls host callbacks
+    (lowering/callback.py) goes in as the module itself, with the Python functions its custom
+    calls name: jaxlib takes ``host_callbacks`` only with a module object."""
+    callbacks = mlir.host_callbacks.get(module)
+    if callbacks is None:
+        return client.compile_and_load(text, device_list, options)
+    with mlir._lock, mlir.context():  # the module is read in the shared MLIR context
+        return client.compile_and_load(module, device_list, options, host_callbacks=callbacks)
+
+
 def compile_module(module, out_avals, device=None):
     """Compile a verified StableHLO module for one device; ``out_avals`` type its results."""
     device = device or default_device()
     text = mlir.module_text(module)
     options = _jax.CompileOptions()
-    loaded = device.client.compile_and_load(text, _jax.DeviceList((device,)), options)
+    loaded = _compile(device.client, module, text, _jax.DeviceList((device,)), options)
     return Executable(loaded, text, device, out_avals)
 
 
@@ -231,7 +263,7 @@ def compile_spmd(module, devices, outs):
     options.num_replicas = len(devices)
     options.device_assignment = _jax.DeviceAssignment.create(
         np.array([d.id for d in devices]).reshape(len(devices), 1))
-    loaded = devices[0].client.compile_and_load(text, _jax.DeviceList(tuple(devices)), options)
+    loaded = _compile(devices[0].client, module, text, _jax.DeviceList(tuple(devices)), options)
     return SpmdExecutable(loaded, text, devices, outs)
 
 

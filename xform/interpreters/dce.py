@@ -2,7 +2,9 @@
 
 One backward walk over the equations: a variable is live if a kept output or a kept
 equation reads it; an equation is kept if one of its outputs is live or its primitive has
-effects (``effectful``; none of xform's primitives has any yet, callbacks and prints will).
+effects (``effectful``: ``debug_callback`` and ``io_callback``, xform/primitives/callback.py)
+or holds a jaxpr that has (a loop, branch or ``jit`` body with a print in it): such an
+equation is kept whole, even when nothing reads its results.
 
 Rule table: ``dce_rules[prim](used_outputs, eqn) -> (used_inputs, eqn)`` for equations that
 can shed part of themselves (a ``jit`` call whose body computes unused outputs); the rule
@@ -13,7 +15,7 @@ reads all its operands.
 
 import weakref
 
-from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
+from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, subjaxprs
 
 dce_rules = {}
 effectful = set()
@@ -56,9 +58,12 @@ def _live_eqns(jaxpr, used_outputs):
     kept = []
     for eqn in reversed(jaxpr.eqns):
         used_outs = [v in live for v in eqn.outvars]
-        if not any(used_outs) and eqn.primitive not in effectful:
-            continue
-        rule = dce_rules.get(eqn.primitive)
+        effects = False
+        if not any(used_outs):
+            if not has_effects(eqn):
+                continue
+            effects = True  # kept whole: a rule would drop it, having no results to keep
+        rule = None if effects else dce_rules.get(eqn.primitive)
         new_eqn = eqn
         if rule is None:
             used_ins = [True] * len(eqn.invars)
@@ -79,11 +84,28 @@ def has_dead_code(jaxpr):
     that lets callers keep the jaxpr object, and the caches keyed on it, when it would not)."""
     live = {v for v in jaxpr.outvars if type(v) is not Literal}
     for eqn in reversed(jaxpr.eqns):
-        if eqn.primitive not in effectful and not any(v in live for v in eqn.outvars):
+        if not any(v in live for v in eqn.outvars) and not has_effects(eqn):
             return True
         if eqn.primitive in dce_rules:  # a call: its body may hold dead code of its own
             return True
         live.update(x for x in eqn.invars if type(x) is not Literal)
+    return False
+
+
+_effects = weakref.WeakKeyDictionary()  # jaxpr -> whether an equation in it has effects
+
+
+def has_effects(eqn):
+    """Whether running ``eqn`` has effects: its primitive has, or a jaxpr among its params
+    holds such an equation (at any depth)."""
+    if eqn.primitive in effectful:
+        return True
+    for jaxpr in subjaxprs(eqn.params):
+        known = _effects.get(jaxpr)
+        if known is None:
+            known = _effects[jaxpr] = any(has_effects(e) for e in jaxpr.eqns)
+        if known:
+            return True
     return False
 
 
