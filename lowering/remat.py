@@ -8,7 +8,7 @@ checkpoint carries is not merged (common-subexpression eliminated) with the forw
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from lowering.mlir import lower_jaxpr, lowering_rules
-from xform.primitives.remat import remat_p
+from xform.primitives.remat import name_p, remat_p
 
 
 def _remat_lower(ctx, *args, jaxpr, prevent_cse, differentiated, policy):
@@ -19,3 +19,10 @@ def _remat_lower(ctx, *args, jaxpr, prevent_cse, differentiated, policy):
 
 
 lowering_rules[remat_p] = _remat_lower
+
+
+def _name_lower(ctx, x, *, name):
+    return [x]  # the identity: a name matters only to the checkpoint policies
+
+
+lowering_rules[name_p] = _name_lower

@@ -163,8 +163,10 @@ def _pull_back(linear_jaxpr, residuals, nonzero, avals, diff, ct_leaves):
 
 
 def _typed_like(aval, ct):
-    """As in JAX, a cotangent has its primal's type: weakly typed for a Python scalar's."""
-    if aval.weak_type and isinstance(ct, (Array, Tracer)):
+    """As in JAX, a cotangent has its primal's type: weakly typed for a Python scalar's.
+    (A complex one keeps the weak type its computation gave it: JAX's cotangents through
+    ``real``/``imag``/``abs`` are strongly typed.)"""
+    if aval.weak_type and isinstance(ct, (Array, Tracer)) and aval.dtype.kind != "c":
         ct_aval = core.get_aval(ct)
         if not ct_aval.weak_type and ct_aval.dtype == aval.dtype:
             return convert_folding_constants(ct, aval.dtype, True)
@@ -284,7 +286,10 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         lin = _Linearized(partial, tuple(args[i] for i in positions), has_aux)
         out = tree_util.tree_unflatten(lin.out_tree, [_as_output(p) for p in lin.primals_out])
         _check_grad_output(name, out, holomorphic)
-        cts = lin.pullback_flat([_one(core.get_aval(out).dtype)])
+        out_aval = core.get_aval(out)
+        # A complex seed is weak where the output is, as JAX's (real ones: see _typed_like).
+        cts = lin.pullback_flat([_one(out_aval.dtype, out_aval.weak_type and
+                                      out_aval.dtype.kind == "c")])
         cts = tree_util.tree_unflatten(lin.in_tree, cts)[0]
         grads = cts[0] if int_argnums else tuple(cts)
         value = (out, lin.store["aux"]) if has_aux else out
@@ -294,9 +299,10 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
 
 
 @functools.cache
-def _one(dtype):
+def _one(dtype, weak_type=False):
     """The cotangent that seeds a gradient: made once per dtype (arrays are immutable)."""
-    return from_host(np.ones((), dtype))
+    return from_host(np.ones((), dtype), weak_type) if weak_type else \
+        from_host(np.ones((), dtype))
 
 
 def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):

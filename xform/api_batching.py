@@ -15,6 +15,7 @@ from xform.api import _arg_avals, _flatten_fun, _fun_name
 from xform.api_autodiff import _as_output
 from xform.interpreters import batching
 from xform.interpreters.batching import AxisData, not_mapped
+from xform.primitives.reductions import reduce_sum
 
 
 def _check_axis_spec(spec, what):
@@ -57,7 +58,8 @@ def _arg_names(fun, n):
     return [p.name for p in params[:n]]
 
 
-def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None,
+         sum_match=False):
     """Vectorize ``fun`` over an axis of its arguments.
 
     Args:
@@ -70,6 +72,11 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         None for outputs that do not vary along it.
       axis_name: a name for the mapped axis, for collectives (``psum(x, axis_name)``).
       axis_size: the size of the axis, needed only when no argument is mapped.
+      spmd_axis_name: the mesh axis (or tuple of axes) the mapped axis would be sharded
+        over, as in JAX. xform does no SPMD partitioning yet: the name is accepted and
+        stored (``vmapped.spmd_axis_name``), and the results are as without it.
+      sum_match: an output that varies along the mapped axis but whose ``out_axes`` is None
+        is summed over that axis (instead of being an error), as JAX's ``sum_match``.
 
     Returns:
       A function with the signature of ``fun`` whose outputs carry the mapped axis.
@@ -84,8 +91,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
                         f"to the positional arguments passed to the function, but got "
                         f"{in_axes!r}.")
-    if spmd_axis_name is not None:
-        raise NotImplementedError("vmap: spmd_axis_name is not supported by xform")
+    if spmd_axis_name is not None and not isinstance(spmd_axis_name, tuple):
+        spmd_axis_name = (spmd_axis_name,)
     name = _fun_name(fun)
 
     @functools.wraps(fun)
@@ -129,14 +136,32 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                 outs[i] = np.zeros(np.shape(outs[i]), np.bool_)
             return outs
 
-        outs = batching.vmap_flat(flat_recording_ranks, AxisData(axis_name, size), leaves,
-                                  in_dims, out_dims)
+        axis = AxisData(axis_name, size)
+        if sum_match:
+            outs = _vmap_summing(flat_recording_ranks, axis, leaves, in_dims, out_dims)
+        else:
+            outs = batching.vmap_flat(flat_recording_ranks, axis, leaves, in_dims, out_dims)
         outs = [_as_output(o) for o in outs]
         for i in store["float0s"]:
             outs[i] = np.zeros(np.shape(outs[i]), dtypes.float0)
         return tree_util.tree_unflatten(store["out_tree"], outs)
 
+    vmapped.spmd_axis_name = spmd_axis_name
     return vmapped
+
+
+def _vmap_summing(fun, axis, args, in_dims, out_dims):
+    """``batching.vmap_flat`` with ``sum_match``: an output batched where its out axis is
+    None is summed over the mapped axis."""
+    vals, dims = batching.batch_flat(fun, axis, args, in_dims)
+    wants = out_dims(len(vals))
+    results = []
+    for val, dim, want in zip(vals, dims, wants, strict=True):
+        if want is not_mapped:
+            results.append(val if dim is not_mapped else reduce_sum(val, (dim,)))
+        else:
+            results.append(batching.move_or_broadcast(val, dim, want, axis.size))
+    return results
 
 
 def _unflatten_placeholder(tree):

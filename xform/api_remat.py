@@ -15,7 +15,7 @@ from xform import core
 from xform.api import _arg_avals, _flatten_fun, _fun_name
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.contractions import conv_general_dilated_p, dot_general_p
-from xform.primitives.remat import remat_p
+from xform.primitives.remat import Offloadable, Recompute, Saveable, name_p, remat_p
 
 # --------------------------------------------------------------------------- policies
 # ``policy(prim, *avals_in, **params) -> bool``: whether the outputs of a primal equation are
@@ -45,11 +45,110 @@ def dots_with_no_batch_dims_saveable(prim, *_, **params):
     return not lhs_batch and not rhs_batch
 
 
+def offload_dot_with_no_batch_dims(offload_src, offload_dst):
+    """As ``dots_with_no_batch_dims_saveable``, but the saved values are offloaded from the
+    memory ``offload_src`` to ``offload_dst``. xform has no memory kinds yet: they are saved
+    on the device, which gives the same values and derivatives."""
+
+    def policy(prim, *_, **params):
+        if prim is dot_general_p:
+            (_, _), (lhs_batch, rhs_batch) = params["dimension_numbers"]
+            if not lhs_batch and not rhs_batch:
+                return Offloadable(src=offload_src, dst=offload_dst)
+        return Recompute
+
+    return policy
+
+
+class _SaveOnlyTheseNames:
+    """Policy saving the values named (``checkpoint_name``) with one of ``names``."""
+
+    __slots__ = ("names",)
+
+    def __init__(self, names):
+        self.names = names
+
+    def __call__(self, prim, *_, **params):
+        return prim is name_p and params["name"] in self.names
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.names == self.names
+
+    def __hash__(self):
+        return hash((type(self), self.names))
+
+    def __repr__(self):
+        return f"{type(self).__name__[1:]}({sorted(self.names)})"
+
+
+class _SaveAnyNamesButThese(_SaveOnlyTheseNames):
+    """Policy saving every named value except those named with one of ``names``."""
+
+    __slots__ = ()
+
+    def __call__(self, prim, *_, **params):
+        return prim is name_p and params["name"] not in self.names
+
+
+def _check_names(what, names):
+    for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"checkpoint_policies.{what}: names must be strings, got "
+                            f"{type(n).__name__} {n!r}")
+    return frozenset(names)
+
+
+def save_only_these_names(*names_which_can_be_saved):
+    """Save only values named (by ``checkpoint_name``) with one of the given names."""
+    return _SaveOnlyTheseNames(_check_names("save_only_these_names", names_which_can_be_saved))
+
+
+def save_any_names_but_these(*names_not_to_save):
+    """Save every named value (``checkpoint_name``) except those with the given names."""
+    return _SaveAnyNamesButThese(_check_names("save_any_names_but_these", names_not_to_save))
+
+
+def save_anything_except_these_names(*names_not_to_save):
+    """Save any value, named or not. (As in JAX 0.10.2, the names are not looked at.)"""
+    return everything_saveable
+
+
+def save_and_offload_only_these_names(*, names_which_can_be_saved,
+                                      names_which_can_be_offloaded, offload_src, offload_dst):
+    """As ``save_only_these_names``, and the values named in ``names_which_can_be_offloaded``
+    are saved offloaded from ``offload_src`` to ``offload_dst`` (on the device for now: xform
+    has no memory kinds yet)."""
+    saved = set(names_which_can_be_saved)
+    offloaded = set(names_which_can_be_offloaded)
+    both = saved & offloaded
+    if both:
+        raise ValueError("checkpoint_policies.save_and_offload_only_these_names: the names "
+                         "should be exclusive and should not intersect in "
+                         "`names_which_can_be_saved` and `names_which_can_be_offloaded`. Got "
+                         f"names_which_can_be_saved={saved}, names_which_can_be_offloaded="
+                         f"{offloaded} and the intersection={both}")
+
+    def policy(prim, *_, **params):
+        if prim is name_p and params["name"] in saved:
+            return Saveable
+        if prim is name_p and params["name"] in offloaded:
+            return Offloadable(src=offload_src, dst=offload_dst)
+        return Recompute
+
+    return policy
+
+
 def save_from_both_policies(policy_1, policy_2):
-    """A policy saving what either of two policies saves."""
+    """A policy saving what either of two policies saves (both must return bools)."""
 
     def policy(prim, *args, **params):
-        return bool(policy_1(prim, *args, **params)) or bool(policy_2(prim, *args, **params))
+        out_1 = policy_1(prim, *args, **params)
+        out_2 = policy_2(prim, *args, **params)
+        if not (isinstance(out_1, bool) and isinstance(out_2, bool)):
+            raise ValueError("save_from_both_policies: the return value of the policies should "
+                             f"be a boolean. Got: {out_1} and {out_2}. Please write a custom "
+                             "policy function directly, rather than using this helper.")
+        return out_1 or out_2
 
     return policy
 
@@ -61,7 +160,12 @@ checkpoint_policies = types.SimpleNamespace(
     checkpoint_dots=dots_saveable,
     dots_with_no_batch_dims_saveable=dots_with_no_batch_dims_saveable,
     checkpoint_dots_with_no_batch_dims=dots_with_no_batch_dims_saveable,
+    offload_dot_with_no_batch_dims=offload_dot_with_no_batch_dims,
+    save_anything_except_these_names=save_anything_except_these_names,
+    save_any_names_but_these=save_any_names_but_these,
+    save_only_these_names=save_only_these_names,
     save_from_both_policies=save_from_both_policies,
+    save_and_offload_only_these_names=save_and_offload_only_these_names,
 )
 
 
@@ -83,9 +187,21 @@ def _with_statics(fun, positions, static_values, nargs):
     def dyn_fun(*dyn_args, **kwargs):
         dyn, static = iter(dyn_args), iter(static_values)
         args = [next(static) if i in positions else next(dyn) for i in range(nargs)]
+        if args and type(args[-1]) is _StaticKwargs:
+            kwargs = {**kwargs, **dict(args.pop())}
         return fun(*args, **kwargs)
 
     return dyn_fun
+
+
+def _with_static_kwargs(positions, static_values, nargs, static_kwargs):
+    """Static keyword arguments as one more static positional one: a dict of them, which
+    ``_with_statics`` passes back as keywords (see ``_StaticKwargs``)."""
+    return positions | {nargs}, static_values + (_StaticKwargs(static_kwargs),), nargs + 1
+
+
+class _StaticKwargs(tuple):
+    """The static keyword arguments, riding in the static positional values (hashable)."""
 
 
 def _static_key(values):
@@ -97,7 +213,7 @@ def _static_key(values):
     return values
 
 
-def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
+def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_argnames=()):
     """``fun``, differentiated by recomputing its intermediate values rather than storing them.
 
     Under ``grad`` (any reverse mode) the forward pass keeps only ``fun``'s inputs (and what
@@ -114,6 +230,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
         ``None`` saves nothing.
       static_argnums: positions of arguments passed as Python values (not traced), so
         Python control flow may depend on them.
+      static_argnames: names of keyword arguments passed as Python values, likewise.
 
     Returns:
       A function with the signature of ``fun``.
@@ -125,6 +242,14 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
       >>> xform.grad(f)(1.0)  # the backward pass recomputes sin(x)
     """
     static_argnums = _check_static_argnums(static_argnums)
+    static_argnames = (static_argnames,) if isinstance(static_argnames, str) \
+        else tuple(static_argnames)
+    if isinstance(prevent_cse, (tuple, list)):
+        # JAX takes one flag per argument; the barrier here covers all inputs or none.
+        prevent_cse = any(tree_util.tree_leaves(tuple(prevent_cse)))
+    elif not isinstance(prevent_cse, bool):
+        raise TypeError("checkpoint: prevent_cse must be a bool or tuple of bools, got "
+                        f"{type(prevent_cse)=}")
     name = _fun_name(fun)
     cache = {}  # (in_tree, avals, static args) -> (jaxpr, consts, out_tree)
 
@@ -139,6 +264,12 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
         positions = frozenset(d % nargs for d in static_argnums)
         static_values = tuple(args[i] for i in sorted(positions))
         dyn_args = tuple(a for i, a in enumerate(args) if i not in positions)
+        if static_argnames and any(k in kwargs for k in static_argnames):
+            static_kwargs = tuple(sorted((k, v) for k, v in kwargs.items()
+                                         if k in static_argnames))
+            kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
+            positions, static_values, nargs = _with_static_kwargs(
+                positions, static_values, nargs, static_kwargs)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
         avals = _arg_avals(leaves, in_tree, fun)
         statics = _static_key((tuple(sorted(positions)), nargs, static_values))

@@ -4,32 +4,112 @@ A call binds a call primitive carrying the function and the user's rules, wrappe
 flat lists; pytrees are handled here. As in JAX, the function itself is traced only where a
 jaxpr is needed (jit, make_jaxpr, vmap): under ``jvp`` and ``grad`` only the rule runs, so the
 function's Python control flow on its (concrete) arguments keeps working there.
+
+Also here, with JAX's ``jax.custom_derivatives`` names: ``SymbolicZero``/``zero_from_primal``
+and ``CustomVJPPrimal``/``custom_vjp_primal_tree_values`` for rules defined with
+``symbolic_zeros=True``, ``custom_gradient`` (TensorFlow's style, on ``custom_vjp``) and
+``closure_convert``. JAX's ``linear_call`` is not implemented yet.
 """
 
+import dataclasses
 import functools
 import inspect
+import typing
 
 from jax import tree_util
 
 from xform import core, dtypes
 from xform.api import _arg_avals, _fun_name
 from xform.core import Tracer
-from xform.interpreters import ad
-from xform.primitives.autodiff import custom_jvp_call_p, custom_vjp_call_p
+from xform.interpreters import ad, transpose
+from xform.interpreters.staging import trace_to_jaxpr
+from xform.primitives.autodiff import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p
+
+# --------------------------------------------------------------------------- symbolic zeros
+
+
+class SymbolicZero:
+    """A zero tangent (or cotangent) known to be zero without a value: what a custom rule
+    defined with ``symbolic_zeros=True`` gets for an input that is not differentiated.
+
+    It has the zero's type (``aval``, and its ``shape``/``dtype``); it is not an array and
+    cannot be passed to ``xform.numpy`` functions. A rule may return one for a zero output.
+    """
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __repr__(self):
+        return "SymbolicZero"
+
+    def __getattr__(self, name):
+        if name == "aval":  # not set yet (unpickling, copying): no recursion
+            raise AttributeError(name)
+        try:
+            return getattr(self.aval, name)
+        except AttributeError:
+            raise AttributeError(f"SymbolicZero has no attribute {name}") from None
+
+    @staticmethod
+    def from_primal_value(val):
+        """The symbolic zero tangent of the primal value ``val``."""
+        return SymbolicZero(ad.tangent_aval(core.get_aval(val)))
+
+
+def zero_from_primal(val, symbolic_zeros=False):
+    """Zero tangents for the primal pytree ``val``: ``SymbolicZero``s with
+    ``symbolic_zeros=True``, else arrays of zeros of the tangent types."""
+
+    def zero(x):
+        t_aval = ad.tangent_aval(core.get_aval(x))
+        return SymbolicZero(t_aval) if symbolic_zeros else ad.instantiate(ad.Zero(t_aval))
+
+    return tree_util.tree_map(zero, val)
+
+
+def _from_symbolic(t, aval):
+    """A rule's output tangent, a SymbolicZero made the internal zero of the output type."""
+    return ad.Zero(ad.tangent_aval(aval)) if type(t) is SymbolicZero else t
+
+
+@dataclasses.dataclass(frozen=True)
+class CustomVJPPrimal:
+    """A primal argument leaf as a ``custom_vjp`` fwd rule defined with
+    ``symbolic_zeros=True`` gets it: the ``value`` and whether it is ``perturbed``
+    (differentiated)."""
+
+    value: typing.Any
+    perturbed: bool
+
+
+def custom_vjp_primal_tree_values(tree):
+    """``tree`` with each ``CustomVJPPrimal`` leaf replaced by its value: the arguments of a
+    symbolic-zeros fwd rule in their plain form."""
+    return tree_util.tree_map(lambda x: x.value if isinstance(x, CustomVJPPrimal) else x,
+                              tree, is_leaf=lambda x: isinstance(x, CustomVJPPrimal))
 
 
 class _CustomFunction:
     """What custom_jvp and custom_vjp share: argument handling and the flat function."""
 
-    def __init__(self, fun, nondiff_argnums):
+    def __init__(self, fun, nondiff_argnums, nondiff_argnames=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.name = _fun_name(fun)
-        self.nondiff_argnums = tuple(sorted(nondiff_argnums))
         try:
             self._signature = inspect.signature(fun)
         except (TypeError, ValueError):
             self._signature = None
+        if isinstance(nondiff_argnames, str):
+            nondiff_argnames = (nondiff_argnames,)
+        positions = set(nondiff_argnums)
+        if nondiff_argnames and self._signature is not None:
+            # As JAX: a name counts where it is a parameter that may be passed by position.
+            for i, param in enumerate(self._signature.parameters.values()):
+                if param.name in nondiff_argnames and param.kind in (
+                        param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+                    positions.add(i)
+        self.nondiff_argnums = tuple(sorted(positions))
 
     def _positional(self, args, kwargs):
         if kwargs and self._signature is not None:
@@ -85,8 +165,11 @@ def _check_pair(name, what, got, expected_tree, expected_avals):
         raise TypeError(f"{name}: the {what} must have the structure of the function's "
                         f"output, {expected_tree}; got {tree}")
     for i, (x, aval) in enumerate(zip(leaves, expected_avals, strict=True)):
-        shape = core.get_aval(x).shape if not hasattr(x, "dtype") or x.dtype.kind != "V" \
-            else x.shape
+        if type(x) is SymbolicZero:
+            shape = x.aval.shape
+        else:
+            shape = core.get_aval(x).shape if not hasattr(x, "dtype") or \
+                x.dtype.kind != "V" else x.shape
         if shape != aval.shape:
             raise ValueError(f"{name}: output {i} of the {what} has shape {shape}, expected "
                              f"{aval.shape}")
@@ -130,7 +213,7 @@ def _bwd_cotangents(name, cts, diff, in_tree, in_avals):
     out = []
     for i, (ct, aval) in enumerate(zip(flat, in_avals, strict=True)):
         t_aval = ad.tangent_aval(aval)
-        if ct is _ZERO or t_aval.dtype == dtypes.float0:
+        if ct is _ZERO or type(ct) is SymbolicZero or t_aval.dtype == dtypes.float0:
             out.append(ad.Zero(t_aval))
             continue
         ct_aval = core.get_aval(ct)
@@ -156,13 +239,20 @@ class custom_jvp(_CustomFunction):
       ...     return f(x), xform.numpy.cos(x) * t
     """
 
-    def __init__(self, fun, nondiff_argnums=()):
-        super().__init__(fun, nondiff_argnums)
+    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
+        super().__init__(fun, nondiff_argnums, nondiff_argnames)
         self.jvp = None
+        self.symbolic_zeros = False
 
     def defjvp(self, jvp, symbolic_zeros=False):
-        """Set the rule ``jvp(*nondiff_args, primals, tangents) -> (out, tangent_out)``."""
+        """Set the rule ``jvp(*nondiff_args, primals, tangents) -> (out, tangent_out)``.
+
+        With ``symbolic_zeros=True`` the rule gets a ``SymbolicZero`` in place of the
+        tangent of each input that is not being differentiated, and may return one for an
+        output whose tangent is zero.
+        """
         self.jvp = jvp
+        self.symbolic_zeros = bool(symbolic_zeros)
         return jvp
 
     def defjvps(self, *tangent_fns):
@@ -192,7 +282,8 @@ class custom_jvp(_CustomFunction):
 
         def flat_jvp(primal_leaves, tangent_leaves):
             primals = tree_util.tree_unflatten(in_tree, primal_leaves)
-            tangents = tree_util.tree_unflatten(in_tree, tangent_leaves)
+            tangents = tree_util.tree_unflatten(in_tree, [
+                SymbolicZero(t.aval) if type(t) is ad.Zero else t for t in tangent_leaves])
             result = rule(*nondiff, tuple(primals), tuple(tangents))
             if not isinstance(result, (tuple, list)) or len(result) != 2:
                 raise TypeError(f"custom_jvp rule of {name} must return a pair (primal_out, "
@@ -202,9 +293,11 @@ class custom_jvp(_CustomFunction):
             out_avals = [core.get_aval(x) for x in out]
             tangent = _check_pair(name, "tangent output of its custom_jvp rule", result[1],
                                   out_tree, out_avals)
-            return list(out), list(tangent)
+            return list(out), [_from_symbolic(t, a) for t, a in zip(tangent, out_avals,
+                                                                    strict=True)]
 
         flat_jvp.__name__ = getattr(rule, "__name__", "jvp")  # printed as the jvp= param
+        flat_jvp.symbolic_zeros = self.symbolic_zeros
         outs = custom_jvp_call_p.bind(*leaves, fun=flat_fun, jvp=flat_jvp, num_consts=0)
         return tree_util.tree_unflatten(store["out_tree"], outs)
 
@@ -216,12 +309,22 @@ class custom_vjp(_CustomFunction):
     cotangent per (differentiable) argument.
     """
 
-    def __init__(self, fun, nondiff_argnums=()):
-        super().__init__(fun, nondiff_argnums)
+    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
+        super().__init__(fun, nondiff_argnums, nondiff_argnames)
         self.fwd = self.bwd = None
+        self.symbolic_zeros = False
 
-    def defvjp(self, fwd, bwd, symbolic_zeros=False):
+    def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
+        """Set the rules: ``fwd(*args) -> (out, residuals)`` and
+        ``bwd(*nondiff_args, residuals, ct) -> tuple`` of cotangents, one per argument.
+
+        With ``symbolic_zeros=True``, ``fwd`` gets each differentiable argument's leaves as
+        ``CustomVJPPrimal(value, perturbed)`` records (``perturbed``: whether it is being
+        differentiated), and ``bwd`` gets a ``SymbolicZero`` for each zero output cotangent.
+        ``optimize_remat`` is accepted and has no effect here.
+        """
         self.fwd, self.bwd = fwd, bwd
+        self.symbolic_zeros = bool(symbolic_zeros)
 
     def __call__(self, *args, **kwargs):
         if self.fwd is None:
@@ -235,7 +338,13 @@ class custom_vjp(_CustomFunction):
         name, fwd, bwd, merge = self.name, self.fwd, self.bwd, self._merge_args
         residual_tree = {}
 
-        def flat_fwd(arg_leaves):
+        symbolic_zeros = self.symbolic_zeros
+
+        def flat_fwd(arg_leaves, perturbed=None):
+            if symbolic_zeros:  # the leaves say what is perturbed (all: under vmap's rule)
+                perturbed = [True] * len(arg_leaves) if perturbed is None else perturbed
+                arg_leaves = [CustomVJPPrimal(x, p)
+                              for x, p in zip(arg_leaves, perturbed, strict=True)]
             result = fwd(*merge(nondiff, tree_util.tree_unflatten(in_tree, arg_leaves)))
             if not isinstance(result, (tuple, list)) or len(result) != 2:
                 raise TypeError(f"custom_vjp fwd rule of {name} must return a pair (output, "
@@ -247,12 +356,176 @@ class custom_vjp(_CustomFunction):
 
         def flat_bwd(res_leaves, ct_leaves):
             residuals = tree_util.tree_unflatten(residual_tree["tree"], res_leaves)
+            ct_leaves = [SymbolicZero(ct.aval) if type(ct) is ad.Zero else ct
+                         for ct in ct_leaves]
             cts = bwd(*nondiff, residuals, tree_util.tree_unflatten(store["out_tree"],
                                                                     ct_leaves))
             return _bwd_cotangents(name, cts, diff, in_tree, in_avals)
 
         flat_fwd.__name__ = getattr(fwd, "__name__", "fwd")  # printed as the fwd= param
         flat_bwd.__name__ = getattr(bwd, "__name__", "bwd")  # ... and bwd=
+        flat_fwd.symbolic_zeros = flat_bwd.symbolic_zeros = self.symbolic_zeros
         outs = custom_vjp_call_p.bind(*leaves, fun=flat_fun, fwd=flat_fwd, bwd=flat_bwd,
                                       num_consts=0)
         return tree_util.tree_unflatten(store["out_tree"], outs)
+
+
+# --------------------------------------------------------------------------- custom_gradient
+
+
+class _GradientRule:
+    """The residuals of a ``custom_gradient`` function: its gradient rule as a jaxpr (static)
+    closed over ``consts`` (the pytree's leaves, so they can cross transformations)."""
+
+    __slots__ = ("jaxpr", "in_tree", "consts")
+
+    def __init__(self, jaxpr, in_tree, consts):
+        self.jaxpr, self.in_tree, self.consts = jaxpr, in_tree, consts
+
+
+tree_util.register_pytree_node(
+    _GradientRule, lambda r: (r.consts, (r.jaxpr, r.in_tree)),
+    lambda aux, consts: _GradientRule(aux[0], aux[1], list(consts)))
+
+
+def custom_gradient(fun):
+    """A function with a custom gradient, in TensorFlow's ``tf.custom_gradient`` style.
+
+    ``fun(*args)`` returns ``(out, vjp)`` where ``vjp(ct)`` maps an output cotangent to the
+    cotangents of the arguments (a tuple, or one value for a single argument). The result
+    is a function returning ``out`` whose reverse-mode derivative is given by ``vjp``.
+
+    Example:
+      >>> @xform.custom_gradient
+      ... def f(x):
+      ...     return x ** 2, lambda g: (g * x,)
+      >>> xform.grad(f)(3.0)  # 3.0, not 6.0
+    """
+    name = _fun_name(fun)
+
+    @custom_vjp
+    def wrapped_fun(*args, **kwargs):
+        out, _ = fun(*args, **kwargs)
+        return out
+
+    def fwd(*args, **kwargs):
+        out, rule = fun(*args, **kwargs)
+        out_leaves, out_tree = tree_util.tree_flatten((out,))
+        store = {}
+
+        def flat_rule(*cts):
+            result = rule(*tree_util.tree_unflatten(out_tree, cts))
+            leaves, store["in_tree"] = tree_util.tree_flatten(result)
+            return leaves
+
+        ct_avals = [ad.tangent_aval(core.get_aval(x)) for x in out_leaves]
+        closed = trace_to_jaxpr(flat_rule, ct_avals, f"tracing the gradient rule of `{name}`")
+        return out, _GradientRule(closed.jaxpr, store["in_tree"], list(closed.consts))
+
+    def bwd(res, ct):
+        cts = core.eval_jaxpr(res.jaxpr, res.consts, *tree_util.tree_leaves((ct,)))
+        cts = tree_util.tree_unflatten(res.in_tree, cts)
+        return (cts,) if tree_util.treedef_is_leaf(res.in_tree) else cts
+
+    wrapped_fun.defvjp(fwd, bwd)
+    return wrapped_fun
+
+
+# --------------------------------------------------------------------------- closure_convert
+
+
+def _maybe_perturbed(x):
+    """Whether a closed-over value may carry a tangent (as JAX's heuristic): a tracer of an
+    inexact type, unless it is a JVP tracer whose tangent is a known zero."""
+    if not isinstance(x, Tracer):
+        return False
+    if isinstance(x, ad.JVPTracer) and type(x.tangent) is ad.Zero:
+        return _maybe_perturbed(x.primal)
+    return dtypes.is_inexact(x.aval.dtype)
+
+
+def closure_convert(fun, *example_args):
+    """``fun`` with the values it closes over that differentiation may perturb (tracers of
+    enclosing transformations) hoisted out as extra trailing arguments.
+
+    Returns ``(converted_fun, hoisted_consts)``: ``converted_fun(*args, *hoisted_consts)``
+    equals ``fun(*args)``. This lets a ``custom_vjp`` rule (e.g. of a solver taking a
+    function argument) differentiate with respect to what the function closes over.
+
+    Example:
+      >>> f, consts = xform.closure_convert(lambda x: x * y, 1.0)  # y: a traced value
+      >>> f(2.0, *consts)  # 2.0 * y
+    """
+    leaves, in_tree = tree_util.tree_flatten(example_args)
+    avals = _arg_avals(leaves, tree_util.tree_structure((example_args, {})), fun)
+    store = {}
+
+    def flat_fun(*flat):
+        out = fun(*tree_util.tree_unflatten(in_tree, flat))
+        out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
+        return out_leaves
+
+    closed = trace_to_jaxpr(flat_fun, avals, f"tracing `{_fun_name(fun)}` for closure_convert")
+    consts = list(closed.consts)
+    hoisted_at = [i for i, c in enumerate(consts) if _maybe_perturbed(c)]
+    hoisted = [consts[i] for i in hoisted_at]
+    jaxpr, out_tree = closed.jaxpr, store["out_tree"]
+
+    def converted_fun(*args_and_consts):
+        num_args = len(args_and_consts) - len(hoisted)
+        args, new_consts = args_and_consts[:num_args], args_and_consts[num_args:]
+        all_consts = list(consts)
+        for i, c in zip(hoisted_at, new_consts, strict=True):
+            all_consts[i] = c
+        flat, tree = tree_util.tree_flatten(tuple(args))
+        if tree != in_tree:
+            raise TypeError(f"closure_convert of {_fun_name(fun)}: the converted function "
+                            f"was called with arguments of structure {tree}, but the example "
+                            f"arguments had {in_tree}")
+        return tree_util.tree_unflatten(out_tree, core.eval_jaxpr(jaxpr, all_consts, *flat))
+
+    return converted_fun, hoisted
+
+
+# --------------------------------------------------------------------------- symbolic rules
+# The custom-call rules of xform/primitives/autodiff.py hand the user's rules instantiated
+# (materialized) zeros. A rule defined with ``symbolic_zeros=True`` (its flat wrapper says so)
+# is given the internal zeros instead, which the wrappers above turn into SymbolicZeros. The
+# other rules keep going through the plain ones.
+
+_plain_custom_jvp_call_jvp = ad.jvp_rules[custom_jvp_call_p]
+_plain_custom_vjp_call_jvp = ad.jvp_rules[custom_vjp_call_p]
+_plain_custom_lin_transpose = transpose.transpose_rules[custom_lin_p]
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, jvp, num_consts, **call):
+    if not getattr(jvp, "symbolic_zeros", False):
+        return _plain_custom_jvp_call_jvp(primals, tangents, jvp=jvp, num_consts=num_consts,
+                                          **call)
+    return jvp(list(primals[num_consts:]), list(tangents[num_consts:]))
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, fwd, bwd, num_consts, **call):
+    if not getattr(fwd, "symbolic_zeros", False):
+        return _plain_custom_vjp_call_jvp(primals, tangents, fwd=fwd, bwd=bwd,
+                                          num_consts=num_consts, **call)
+    arg_tangents = tangents[num_consts:]
+    primals_out, residuals = fwd(list(primals[num_consts:]),
+                                 [type(t) is not ad.Zero for t in arg_tangents])
+    out_avals = tuple(ad.tangent_aval(core.get_aval(p)) for p in primals_out)
+    tangents_out = custom_lin_p.bind(*residuals, *[ad.instantiate(t) for t in arg_tangents],
+                                     num_res=len(residuals), bwd=bwd, out_avals=out_avals)
+    return primals_out, tangents_out
+
+
+def _custom_lin_transpose(cts, *invals, num_res, bwd, out_avals):
+    if not getattr(bwd, "symbolic_zeros", False):
+        return _plain_custom_lin_transpose(cts, *invals, num_res=num_res, bwd=bwd,
+                                           out_avals=out_avals)
+    cts = [ad.Zero(a) if ct is None else ct for ct, a in zip(cts, out_avals, strict=True)]
+    return [None] * num_res + list(bwd(list(invals[:num_res]), cts))
+
+
+ad.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
+ad.jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp
+transpose.transpose_rules[custom_lin_p] = _custom_lin_transpose

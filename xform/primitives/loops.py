@@ -683,14 +683,55 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
             tree_util.tree_unflatten(y_tree["tree"], outs[n:]))
 
 
-def map(f, xs):  # noqa: A001  (lax's name)
+def map(f, xs, *, batch_size=None):  # noqa: A001  (lax's name)
     """``f`` applied to each slice of ``xs`` along its leading axis, results stacked.
+
+    With ``batch_size``, ``f`` is vectorized (vmapped) over ``batch_size`` slices at a time
+    and the batches are scanned over; the slices left over run as one last vmapped batch.
 
     Example:
       >>> xform.lax.map(lambda x: x * 2, xform.numpy.arange(3.0))  # [0., 2., 4.]
     """
-    _, ys = scan(lambda _, x: ((), f(x)), (), xs)
+    if batch_size is None:
+        _, ys = scan(lambda _, x: ((), f(x)), (), xs)
+        return ys
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or \
+            batch_size < 0:
+        raise TypeError(f"lax.map: batch_size must be a non-negative int, got {batch_size!r}")
+    leaves, tree = tree_util.tree_flatten(xs)
+    if not leaves:
+        _, ys = scan(lambda _, x: ((), f(x)), (), xs)
+        return ys
+    length = get_aval(leaves[0]).shape[0] if get_aval(leaves[0]).shape else 0
+    num_batches = length // batch_size if batch_size else 0
+    batched = num_batches * batch_size
+    ys = None
+    if num_batches:
+        scan_xs = [reshape(slice_in_dim(x, 0, batched, axis=0),
+                           (num_batches, batch_size) + get_aval(x).shape[1:]) for x in leaves]
+        _, ys = scan(lambda _, x: ((), _vmap_leading(f, x)), (),
+                     tree_util.tree_unflatten(tree, scan_xs))
+        ys = tree_util.tree_map(lambda y: reshape(y, (batched,) + get_aval(y).shape[2:]), ys)
+    if batched < length:
+        rest = _vmap_leading(f, tree_util.tree_unflatten(
+            tree, [slice_in_dim(x, batched, length, axis=0) for x in leaves]))
+        ys = rest if ys is None else tree_util.tree_map(
+            lambda y, r: concatenate([y, r], 0), ys, rest)
     return ys
+
+
+def _vmap_leading(f, xs):
+    """``f`` vectorized over the leading axis of every leaf of ``xs`` (vmap, at this level)."""
+    leaves, tree = tree_util.tree_flatten(xs)
+    store = {}
+
+    def flat_f(*flat):
+        out, store["tree"] = tree_util.tree_flatten(f(tree_util.tree_unflatten(tree, flat)))
+        return out
+
+    axis = batching.AxisData(None, get_aval(leaves[0]).shape[0])
+    outs = batching.vmap_flat(flat_f, axis, leaves, [0] * len(leaves), lambda n: [0] * n)
+    return tree_util.tree_unflatten(store["tree"], outs)
 
 
 def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, unroll,
@@ -855,15 +896,22 @@ def _scan_partial_eval(trace, args, params):
     num_known_outs = len(kj.outvars) - num_res
     res_vars = kj.outvars[num_known_outs:]
     invariant = [type(v) is Literal or v in const_vars for v in res_vars]
-    body = _permuted(known_jaxpr, outvars=kj.outvars[:num_known_outs] +
-                     _pick(res_vars, invariant, False))
-    known_args = known_consts_in + _pick(carry, carry_uk, False) + _pick(xs, xs_uk, False)
+    # Residuals that are slices of known xs are those xs, not stacked again (as JAX).
+    known_xs = _pick(xs, xs_uk, False)
+    xs_vars = dict(zip(kj.invars[len(kj.invars) - len(known_xs):], known_xs, strict=True))
+    forwarded = [not inv and v in xs_vars for v, inv in zip(res_vars, invariant, strict=True)]
+    body = _permuted(known_jaxpr, outvars=kj.outvars[:num_known_outs] + [
+        v for v, inv, fw in zip(res_vars, invariant, forwarded, strict=True)
+        if not inv and not fw])
+    known_args = known_consts_in + _pick(carry, carry_uk, False) + known_xs
     with set_current_trace(trace.parent):
         known_outs = scan_p.bind(
             *known_args, jaxpr=body, num_consts=len(known_consts_in), num_carry=num_known_carry,
             length=length, reverse=params["reverse"], unroll=params["unroll"],
             linear=(False,) * len(known_args))
-    known_outs, stacked = known_outs[:num_known_outs], known_outs[num_known_outs:]
+    known_outs, stacked = known_outs[:num_known_outs], iter(known_outs[num_known_outs:])
+    stacked = [xs_vars[v] if fw else next(stacked)
+               for v, inv, fw in zip(res_vars, invariant, forwarded, strict=True) if not inv]
     invariant_vals = [np.asarray(v.val, v.aval.dtype) if type(v) is Literal else const_vars[v]
                       for v, inv in zip(res_vars, invariant, strict=True) if inv]
 

@@ -6,7 +6,11 @@ differ from a plain call is its partial evaluation: when it is linearized, the k
 part runs now, but the unknown (tangent) part is staged as another ``checkpoint`` that
 *recomputes* the primal values it needs from the call's inputs instead of taking them as
 residuals. Only values the ``policy`` marks saveable are kept: ``policy(prim, *avals_in,
-**params) -> bool`` is asked per primal equation (``None`` saves nothing).
+**params) -> bool`` (or ``Saveable``/``Recompute``/``Offloadable``) is asked per primal
+equation (``None`` saves nothing), inside the body's scans and jits too.
+
+``name[name] x`` (``checkpoint_name``) is the identity; it marks values for the policies that
+save by name.
 
 ``differentiated`` is True on the checkpoints made by differentiation (the JVP'd, staged and
 transposed ones). Lowering puts their inputs behind a ``stablehlo.optimization_barrier`` when
@@ -16,10 +20,16 @@ repeats; an undifferentiated checkpoint lowers to its body alone, as in JAX.
 The public function (``checkpoint``/``remat``) and the policies are in ``xform/api_remat.py``.
 """
 
+import typing
 import weakref
 
+import numpy as np
+
+from xform import tree_util
 from xform.core import (
+    ClosedJaxpr,
     Jaxpr,
+    JaxprEqn,
     Primitive,
     abstract_eval_rules,
     eager_rules,
@@ -29,12 +39,13 @@ from xform.core import (
 )
 from xform.interpreters import ad, batching, dce, partial_eval, transpose
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.primitives.base import standard_primitive
 
 # The JVP and transpose rules rewrite the body exactly as ``jit``'s do (and share their
 # caches): only the primitive they bind and its params differ.
 from xform.primitives.call import call_abstract_eval, call_jvp, transposed_jaxpr
 
-__all__ = []
+__all__ = ["checkpoint_name", "Offloadable", "Recompute", "Saveable"]
 
 remat_p = Primitive("checkpoint", multiple_results=True)
 
@@ -99,16 +110,90 @@ class _Split:
         self.staged_known = staged_known  # a bool per known const and known input: read?
 
 
+class RecomputeType:
+    """What a policy returns to recompute an equation's outputs (as ``False`` does)."""
+
+    def __repr__(self):
+        return "Recompute"
+
+
+class SaveableType:
+    """What a policy returns to save an equation's outputs (as ``True`` does)."""
+
+    def __repr__(self):
+        return "Saveable"
+
+
+Recompute = RecomputeType()
+Saveable = SaveableType()
+
+
+class Offloadable(typing.NamedTuple):
+    """What a policy returns to save an equation's outputs in another memory (``src`` to
+    ``dst``, e.g. ``"device"`` to ``"pinned_host"``). xform has no memory kinds yet: such
+    values are saved where they are, as ``Saveable`` ones."""
+
+    src: str
+    dst: str
+
+
 def _saveable(policy, eqn):
     if policy is None:
         return False
-    return bool(policy(eqn.primitive, *[x.aval for x in eqn.invars], **eqn.params))
+    choice = policy(eqn.primitive, *[x.aval for x in eqn.invars], **eqn.params)
+    if isinstance(choice, (bool, np.bool_)):
+        return bool(choice)
+    if isinstance(choice, (SaveableType, Offloadable)):
+        return True
+    if isinstance(choice, RecomputeType):
+        return False
+    raise TypeError(f"checkpoint policy {policy!r} returned {choice!r} for the primitive "
+                    f"'{eqn.primitive.name}': a policy must return a bool, Saveable, "
+                    "Recompute or an Offloadable")
+
+
+# A policy also chooses what is saved inside the loops and jitted calls of the body, as in
+# JAX: their bodies become checkpoints with the same policy, so splitting them (their own
+# partial-evaluation rules) keeps only what the policy saves as their residuals, and those
+# residuals are saved rather than recomputed by rerunning the loop or call.
+_POLICY_INSIDE = frozenset({"scan", "jit"})
+
+
+def _policy_inside(closed, policy):
+    """``closed`` with the bodies of its scans and jits made checkpoints under ``policy``."""
+    if policy is None or not any(e.primitive.name in _POLICY_INSIDE for e in closed.jaxpr.eqns):
+        return closed
+    jaxpr = closed.jaxpr
+    eqns = []
+    for eqn in jaxpr.eqns:
+        body = eqn.params.get("jaxpr")
+        if eqn.primitive.name in _POLICY_INSIDE and isinstance(body, ClosedJaxpr):
+            params = {**eqn.params, "jaxpr": _as_checkpoint(body, policy)}
+            eqns.append(JaxprEqn(eqn.primitive, eqn.invars, eqn.outvars, params,
+                                 eqn.source_info))
+        else:
+            eqns.append(eqn)
+    return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns),
+                       closed.consts)
+
+
+def _as_checkpoint(body, policy):
+    """A const-free body that runs ``body`` as a checkpoint under ``policy``."""
+
+    def run(*args):
+        return remat_p.bind(*args, jaxpr=body, prevent_cse=False, differentiated=False,
+                            policy=policy)
+
+    wrapped, consts = convert_constvars(trace_to_jaxpr(run, body.in_avals,
+                                                       "checkpointing a loop body"))
+    assert not consts
+    return wrapped
 
 
 def _remat_split(jaxpr, unknowns, policy):
     name = "partially evaluating a checkpointed function"
     known, known_consts, unknown, out_unknowns, num_res = partial_eval.partial_eval_jaxpr(
-        jaxpr, unknowns, name)
+        _policy_inside(jaxpr, policy), unknowns, name)
     k = known.jaxpr
     num_known_out = len(k.outvars) - num_res
     # U reads the residuals (only those it uses: partial_eval_jaxpr keeps no others) and
@@ -117,7 +202,8 @@ def _remat_split(jaxpr, unknowns, policy):
     # The rerun of K: its equations less the saved ones, whose outputs become inputs.
     saved_vars, rerun_eqns = [], []
     for eqn in k.eqns:
-        if _saveable(policy, eqn):
+        if _saveable(policy, eqn) or (policy is not None and
+                                      eqn.primitive.name in _POLICY_INSIDE):
             saved_vars.extend(eqn.outvars)
         else:
             rerun_eqns.append(eqn)
@@ -203,3 +289,42 @@ batching.batch_rules[remat_p] = _remat_batch
 
 # --------------------------------------------------------------------------- dead code
 dce.dce_rules[remat_p] = dce.dce_call
+
+
+# --------------------------------------------------------------------------- name
+# ``name[name] x`` is the identity; it marks ``x`` for the name-based checkpoint policies
+# (``save_only_these_names`` & co), which see the equation in a checkpoint's primal part.
+# As in JAX the tangent is not named: only primal values are ever saved by name.
+
+
+def checkpoint_name(x, name):
+    """``x`` unchanged, its arrays named ``name`` for the checkpoint policies that save by
+    name (``xform.checkpoint_policies.save_only_these_names`` and the like).
+
+    Outside ``checkpoint`` this is the identity. ``x`` may be a pytree; ``name`` is usually a
+    string (any hashable value is accepted, as in JAX).
+    """
+    leaves, tree = tree_util.tree_flatten(x)
+    return tree_util.tree_unflatten(tree, [name_p.bind(leaf, name=name) for leaf in leaves])
+
+
+def _name_abstract_eval(aval, *, name):
+    return [aval]
+
+
+name_p = standard_primitive("name", _name_abstract_eval, host_impl=lambda x, *, name: [x])
+
+
+def _name_jvp(primals, tangents, *, name):
+    return [name_p.bind(primals[0], name=name)], [tangents[0]]
+
+
+ad.jvp_rules[name_p] = _name_jvp
+
+
+def _name_transpose(ct, x, *, name):
+    return [ct]
+
+
+transpose.transpose_rules[name_p] = _name_transpose
+batching.defvectorized(name_p)
