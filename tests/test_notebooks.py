@@ -12,6 +12,8 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 # jupyter_core warns (DeprecationWarning, an error under our pytest config) unless told to use
 # the platformdirs locations, which are the future default anyway.
 os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
+# Kernels inherit this: matplotlib draws off-screen (Agg) and no figure window is opened.
+os.environ.setdefault("MPLBACKEND", "Agg")
 
 from nbclient import NotebookClient  # noqa: E402  (after the environment is set)
 from nbclient.exceptions import CellExecutionError  # noqa: E402

@@ -147,6 +147,7 @@ class JaxprEqn:
     """``outvars = primitive[params] invars``, with where in the user's code it came from."""
 
     __slots__ = ("primitive", "invars", "outvars", "params", "source_info")
+    effects = frozenset()  # as JAX's equations have: xform has no effect system
 
     def __init__(self, primitive, invars, outvars, params, source_info=None):
         self.primitive = primitive
@@ -163,6 +164,7 @@ class Jaxpr:
     """A typed program: ``{ lambda constvars ; invars . let eqns in outvars }``."""
 
     __slots__ = ("constvars", "invars", "outvars", "eqns", "__weakref__")
+    effects = frozenset()  # as JAX's jaxprs have: xform has no effect system
 
     def __init__(self, constvars, invars, outvars, eqns):
         self.constvars = list(constvars)
@@ -191,6 +193,7 @@ class ClosedJaxpr:
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
     eqns = property(lambda self: self.jaxpr.eqns)
+    literals = property(lambda self: self.consts)  # JAX's other name for the consts
 
     def __str__(self):
         return str(self.jaxpr)
@@ -245,6 +248,29 @@ class Primitive:
     def bind(self, *args, **params):
         outs = trace_state.trace.process_primitive(self, args, params)
         return outs if self.multiple_results else outs[0]
+
+    # The registrars of JAX's ``Primitive``, for primitives defined outside xform (see
+    # ``xform.extend``). Their rules follow JAX's convention: one result, unless
+    # ``multiple_results``; they are stored in xform's tables in xform's (a list).
+
+    def def_impl(self, impl):
+        """Eager evaluation: ``impl(*args, **params)`` returns the result (a sequence of
+        them when ``multiple_results``). Returns ``impl``, so it works as a decorator."""
+        eager_rules[self] = self._as_list(impl)
+        return impl
+
+    def def_abstract_eval(self, abstract_eval):
+        """Shape/dtype rule: ``abstract_eval(*avals, **params)`` returns the result's
+        ``ShapedArray`` (a sequence of them when ``multiple_results``)."""
+        abstract_eval_rules[self] = self._as_list(abstract_eval)
+        return abstract_eval
+
+    def _as_list(self, rule):
+        # ``multiple_results`` is read per call: JAX lets it be set after the rules.
+        def listed(*args, **params):
+            out = rule(*args, **params)
+            return list(out) if self.multiple_results else [out]
+        return listed
 
     def __repr__(self):
         return self.name
@@ -813,6 +839,15 @@ def eval_jaxpr(jaxpr, consts, *args):
         for v, out in zip(eqn.outvars, outs, strict=True):
             env[v] = out
     return [read(x) for x in jaxpr.outvars]
+
+
+def jaxpr_as_fun(closed_jaxpr):
+    """``closed_jaxpr`` as a function of its inputs that returns the list of its outputs."""
+
+    def fun(*args):
+        return eval_jaxpr(closed_jaxpr.jaxpr, closed_jaxpr.consts, *args)
+
+    return fun
 
 
 # --------------------------------------------------------------------------- typechecking
