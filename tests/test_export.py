@@ -1,0 +1,311 @@
+"""xform.export against jax.export: the exported attributes and module, calling (eagerly,
+under jit, grad and vmap), serialization both ways between xform and JAX, symbolic shapes
+and multi-platform modules, and the errors for bad input."""
+
+import collections
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import xform
+import xform.numpy as xnp
+from tests.harness import assert_same
+from xform import export as xe
+
+# Public names of jax.export that xform.export does not have, and why.
+NOT_PROVIDED = {}
+
+X = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+Y = np.linspace(0.5, 2, 3, dtype=np.float32)
+
+
+def _f_xform(x, y, unused):
+    return xnp.sin(x) * y, {"s": (x * y).sum()}
+
+
+def _f_jax(x, y, unused):
+    return jnp.sin(x) * y, {"s": (x * y).sum()}
+
+
+def _loss_xform(e):
+    return lambda x, y: e.call(x, y, 0)[1]["s"] + e.call(x, y, 0)[0].sum()
+
+
+def _loss_jax(f):
+    return lambda x, y: f(x, y, 0)[1]["s"] + f(x, y, 0)[0].sum()
+
+
+@pytest.fixture(scope="module")
+def exported():
+    """The same function exported by xform and by JAX, for (array, ShapeDtypeStruct, int)."""
+    args_x = (X, xform.ShapeDtypeStruct((3,), np.float32), np.int32(0))
+    args_j = (X, jax.ShapeDtypeStruct((3,), np.float32), np.int32(0))
+    return (xe.export(xform.jit(_f_xform))(*args_x),
+            jax.export.export(jax.jit(_f_jax))(*args_j))
+
+
+def test_every_public_name_of_jax_export():
+    names = {n for n in dir(jax.export) if not n.startswith("_")}
+    missing = {n for n in names if not hasattr(xe, n)} - set(NOT_PROVIDED)
+    assert not missing, f"xform.export lacks {sorted(missing)}"
+    assert xe.default_export_platform() == jax.export.default_export_platform()
+    assert (xe.minimum_supported_calling_convention_version,
+            xe.maximum_supported_calling_convention_version) == (
+        jax.export.minimum_supported_calling_convention_version,
+        jax.export.maximum_supported_calling_convention_version)
+
+
+def test_attributes_and_module_follow_jax(exported):
+    ex, ej = exported
+    assert (ex.fun_name, ej.fun_name) == ("_f_xform", "_f_jax")
+    assert ex.in_tree == ej.in_tree and ex.out_tree == ej.out_tree
+    for got, want in zip(ex.in_avals + ex.out_avals, ej.in_avals + ej.out_avals, strict=True):
+        assert (got.shape, got.dtype) == (want.shape, want.dtype)
+    for name in ("nr_devices", "platforms", "calling_convention_version", "module_kept_var_idx",
+                 "uses_global_constants", "in_shardings_hlo", "out_shardings_hlo",
+                 "ordered_effects", "unordered_effects", "disabled_safety_checks"):
+        assert getattr(ex, name) == getattr(ej, name), name
+    assert ex.module_kept_var_idx == (0, 1)  # the unused argument is dropped, as in JAX
+    assert ex.in_shardings_jax(None) == (None, None, None)
+    text_x, text_j = ex.mlir_module(), ej.mlir_module()
+    info = re.compile(r'jax\.result_info = "[^"]*"')
+    assert info.findall(text_x) == info.findall(text_j) == [
+        'jax.result_info = "result[0]"', "jax.result_info = \"result[1]['s']\""]
+    assert "jax.uses_shape_polymorphism = false" in text_x
+    assert re.search(r"func\.func public @main\(%arg0: tensor<2x3xf32>, %arg1: tensor<3xf32>\)",
+                     text_x)
+
+
+def test_call_eagerly_under_jit_and_grad(exported):
+    ex, ej = exported
+    want = jax.jit(_f_jax)(X, Y, 0)
+    assert_same(ex.call(X, Y, 0), want, check_weak_type=False)
+    assert_same(xform.jit(ex.call)(X, Y, 0), want, check_weak_type=False)
+    grad_want = jax.grad(_loss_jax(_f_jax), argnums=(0, 1))(X, Y)
+    assert_same(xform.grad(_loss_xform(ex), argnums=(0, 1))(X, Y), grad_want)
+    # The exported VJP: flat primals then output cotangents in, input cotangents out.
+    vx, vj = ex.vjp(), ej.vjp()
+    assert [(a.shape, a.dtype) for a in vx.in_avals] == [(a.shape, a.dtype) for a in vj.in_avals]
+    assert [a.shape for a in vx.out_avals] == [a.shape for a in vj.out_avals]
+
+
+def test_xform_bytes_run_in_jax(exported):
+    ex, _ = exported
+    blob = ex.serialize(vjp_order=1)
+    ej = jax.export.deserialize(bytearray(blob))
+    assert ej.platforms == ex.platforms and ej.in_tree == ex.in_tree
+    assert_same(ej.call(X, Y, 0), jax.jit(_f_jax)(X, Y, 0))
+    assert_same(jax.grad(_loss_jax(ej.call), argnums=(0, 1))(X, Y),
+                jax.grad(_loss_jax(_f_jax), argnums=(0, 1))(X, Y))
+    # ... and in xform again, with the same fields.
+    back = xe.deserialize(blob)
+    assert back.in_avals == ex.in_avals and back.out_tree == ex.out_tree and back.has_vjp()
+    assert_same(back.call(X, Y, 0), jax.jit(_f_jax)(X, Y, 0), check_weak_type=False)
+
+
+def test_jax_bytes_run_in_xform(exported):
+    _, ej = exported
+    ex = xe.deserialize(ej.serialize(vjp_order=1))
+    want = jax.jit(_f_jax)(X, Y, 0)
+    assert_same(ex.call(X, Y, 0), want, check_weak_type=False)
+    assert_same(xform.jit(ex.call)(X, Y, 0), want, check_weak_type=False)
+    assert_same(xform.grad(_loss_xform(ex), argnums=(0, 1))(X, Y),
+                jax.grad(_loss_jax(_f_jax), argnums=(0, 1))(X, Y))
+    assert_same(xform.jit(xform.grad(_loss_xform(ex)))(X, Y),
+                jax.grad(_loss_jax(_f_jax))(X, Y))
+    no_vjp = xe.deserialize(ej.serialize())
+    with pytest.raises(ValueError, match="No VJP is available"):
+        xform.grad(_loss_xform(no_vjp))(X, Y)
+
+
+def test_second_order_with_integer_inputs_and_outputs():
+    def fx(x, n):
+        return x * xnp.sin(x), xnp.argmax(x), n
+
+    def fj(x, n):
+        return x * jnp.sin(x), jnp.argmax(x), n
+
+    def hess_diag(grad, call):
+        return grad(lambda x: grad(lambda x: call(x, 1)[0].sum())(x).sum())(Y)
+
+    want = hess_diag(jax.grad, fj)
+    ex = xe.export(xform.jit(fx))(Y, np.int32(1))
+    vjp = ex.vjp()  # an integer's cotangent is float0, as in JAX
+    assert [a.dtype for a in vjp.in_avals][3:] == [jax.dtypes.float0] * 2
+    assert vjp.out_avals[1].dtype == jax.dtypes.float0
+    ej = jax.export.deserialize(bytearray(ex.serialize(vjp_order=2)))
+    assert_same(hess_diag(jax.grad, ej.call), want)
+    back = xe.deserialize(jax.export.export(jax.jit(fj))(Y, np.int32(1)).serialize(vjp_order=2))
+    assert_same(hess_diag(xform.grad, back.call), want)
+
+
+def test_call_a_shape_polymorphic_jax_module():
+    def f(x, y):
+        return jnp.tanh(x) * y + x.shape[0], jnp.concatenate([x, x]).sum(axis=1)
+
+    specs = jax.export.symbolic_args_specs((X, Y), ("b, 3", "3"))
+    ej = jax.export.export(jax.jit(f))(*specs)
+    ex = xe.deserialize(ej.serialize(vjp_order=1))
+    assert [str(a.shape) for a in ex.in_avals] == ["(b, 3)", "(3,)"]
+    assert str(ex.out_avals[1].shape) == "(2*b,)" and ex.uses_global_constants
+    for x in (X, np.ones((5, 3), np.float32)):
+        assert_same(ex.call(x, Y), jax.jit(f)(x, Y), check_weak_type=False)
+        assert_same(xform.jit(ex.call)(x, Y), jax.jit(f)(x, Y), check_weak_type=False)
+    assert_same(xform.grad(lambda x: ex.call(x, Y)[0].sum())(X),
+                jax.grad(lambda x: f(x, Y)[0].sum())(X))
+    with pytest.raises(ValueError, match=r"Shape mismatch for args\[1\]\.shape\[0\]"):
+        ex.call(X, np.ones(4, np.float32))
+
+    same_b = jax.export.export(jax.jit(lambda a, b: a + b))(
+        *jax.export.symbolic_args_specs((Y, Y), "b"))
+    with pytest.raises(ValueError, match="inconsistency"):
+        xe.deserialize(same_b.serialize()).call(Y, np.ones(4, np.float32))
+
+
+def test_multi_platform_both_ways():
+    def f(x):
+        return xnp.cos(x) * 2
+
+    ex = xe.export(xform.jit(f), platforms=("cpu", "cuda"))(X)
+    assert ex.platforms == ("cpu", "cuda") and ex.uses_global_constants
+    text = ex.mlir_module()
+    assert 'jax.global_constant = "_platform_index"' in text
+    assert "jax.uses_shape_polymorphism = true" in text
+    want = np.cos(X) * 2
+    np.testing.assert_allclose(jax.export.deserialize(ex.serialize()).call(X), want, rtol=1e-6)
+    np.testing.assert_allclose(ex.call(X), want, rtol=1e-6)
+
+    def g(x):  # a LAPACK kernel on CPU, cuSOLVER on GPU: one case branch per platform
+        return jnp.linalg.cholesky(x @ x.T + 3 * jnp.eye(2))
+
+    ej = jax.export.export(jax.jit(g), platforms=("cuda", "cpu"))(X)
+    got = xform.jit(xe.deserialize(ej.serialize()).call)(X)
+    assert_same(got, jax.jit(g)(X), check_weak_type=False)
+    # xform lowers for the platform it runs on: a kernel call cannot serve another one.
+    with pytest.raises(NotImplementedError, match="calls kernels of"):
+        xe.export(xform.jit(lambda x: xnp.linalg.cholesky(x @ x.T)),
+                  platforms=("cpu", "cuda"))(X)
+
+
+def test_static_arguments_and_keywords():
+    def f(x, n, *, k, y):
+        return x * n + k * y
+
+    ex = xe.export(xform.jit(f, static_argnums=1, static_argnames="k"))(Y, 3, k=2.0, y=Y)
+    ej = jax.export.export(jax.jit(f, static_argnums=1, static_argnames="k"))(Y, 3, k=2.0, y=Y)
+    assert ex.in_tree == ej.in_tree  # the static arguments are baked in
+    assert_same(ex.call(Y, y=Y + 1), ej.call(Y, y=Y + 1), check_weak_type=False)
+    assert_same(xform.grad(lambda y: ex.call(Y, y=y).sum())(Y), 2 * np.ones(3, np.float32))
+    with pytest.raises(ValueError, match="args is a tuple of length 2 in the invocation and a "
+                                         "tuple of length 1 when exported, so the lengths do "
+                                         "not match"):
+        ex.call(Y, 3, y=Y)
+
+
+Pair = collections.namedtuple("Pair", ["a", "b"])
+xe.register_namedtuple_serialization(Pair, serialized_name="test_export.Pair")
+jax.export.register_namedtuple_serialization(Pair, serialized_name="test_export.Pair")
+
+
+def test_custom_pytrees_and_safety_checks():
+    ex = xe.export(xform.jit(lambda p: Pair(p.b, p.a * 2)))(Pair(Y, Y))
+    blob = ex.serialize()
+    for e in (xe.deserialize(blob), jax.export.deserialize(bytearray(blob))):
+        out = e.call(Pair(Y, Y + 1))
+        assert type(out) is Pair
+        np.testing.assert_allclose(out.a, Y + 1)
+    with pytest.raises(ValueError, match="Duplicate serialization registration"):
+        xe.register_namedtuple_serialization(Pair, serialized_name="other")
+
+    # A custom call without compatibility guarantees needs an explicit DisabledSafetyCheck.
+    def cb(x):
+        return xform.pure_callback(np.sin, xform.ShapeDtypeStruct((3,), np.float32), x)
+
+    with pytest.raises(ValueError, match="custom calls whose targets have no compatibility"):
+        xe.export(xform.jit(cb))(Y)
+    allow = xe.DisabledSafetyCheck.custom_call("ALL")
+    assert xe.export(xform.jit(cb), disabled_checks=[allow])(Y).disabled_safety_checks == (
+        allow,)
+    # DisabledSafetyCheck.platform() lets a module exported for another platform run.
+    other = xe.export(xform.jit(lambda x: x + 1), platforms=("tpu",),
+                      disabled_checks=[xe.DisabledSafetyCheck.platform()])(Y)
+    np.testing.assert_allclose(xe.deserialize(other.serialize()).call(Y), Y + 1)
+
+
+def test_symbolic_shapes_match_jax():
+    for spec in ("b, 784", "(b, 2*b + 1, floordiv(b, 2))", "b - 1, max(a, b)", "(3,)"):
+        got, want = xe.symbolic_shape(spec), jax.export.symbolic_shape(spec)
+        assert [str(d) for d in got] == [str(d) for d in want], spec
+        assert [xe.is_symbolic_dim(d) for d in got] == [
+            jax.export.is_symbolic_dim(d) for d in want]
+    b = xe.symbolic_shape("b")[0]
+    assert [str(e) for e in (2 * b, b + 1, b - 1, b // 2)] == [
+        "2*b", "b + 1", "b - 1", "floordiv(b, 2)"]
+    with pytest.raises(ValueError, match="Invalid mixing of symbolic scopes"):
+        b + xe.symbolic_shape("c")[0]
+    assert xe.symbolic_shape("_, c", like=(3, None))[0] == 3
+    specs = xe.symbolic_args_specs((X, {"y": Y}), ("b, _", {"y": None}))
+    assert str(specs[0].shape) == "(b, 3)" and specs[1]["y"].shape == (3,)
+    scope = xe.SymbolicScope(["b >= 2"])
+    assert xe.symbolic_shape("b", scope=scope)[0] == xe.symbolic_shape("b", scope=scope)[0]
+    with pytest.raises(ValueError, match="syntax error in symbolic shape"):
+        xe.symbolic_shape("b +* 2")
+    with pytest.raises(ValueError, match="Cannot specify both a `scope` and `constraints`"):
+        xe.symbolic_shape("b", constraints=["b >= 2"], scope=scope)
+    with pytest.raises(NotImplementedError, match="cannot export a function for symbolic"):
+        xe.export(xform.jit(xnp.sin))(*xe.symbolic_args_specs((Y,), "b"))
+
+
+def test_bad_calls_raise_jax_errors(exported):
+    ex, ej = exported
+    for e in (ex, xe.deserialize(ej.serialize())):
+        with pytest.raises(ValueError, match=r"Shape mismatch for args\[0\]\.shape\[0\] "
+                                             r"\(expected same constant\)"):
+            e.call(np.ones((4, 3), np.float32), Y, 0)
+        with pytest.raises(ValueError, match=r"Dtype mismatch for args\[1\]: expected "
+                                             "float32 and called with int32"):
+            e.call(X, Y.astype(np.int32), 0)
+        with pytest.raises(ValueError, match=r"Rank mismatch for args\[1\]"):
+            xform.jit(e.call)(X, X, 0)
+        with pytest.raises(ValueError, match="must have the same pytree structure"):
+            e.call(X, Y)
+    with pytest.raises(NotImplementedError, match="Batching rule for 'call_exported' not "
+                                                  "implemented"):
+        xform.vmap(lambda x: ex.call(x, Y, 0))(X[None])
+    with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
+        xform.jvp(lambda x: ex.call(x, Y, 0)[0], (X,), (X,))
+    tpu_only = xe.export(xform.jit(xnp.sin), platforms=("tpu",))(Y)
+    with pytest.raises(ValueError, match=r"was exported for platforms '\('tpu',\)' but it "
+                                         r"is used on '\('(cpu|cuda|rocm)',\)'"):
+        tpu_only.call(Y)
+    with pytest.raises(ValueError, match="must be the result of `jit`"):
+        xe.export(xnp.sin)(Y)
+
+
+def test_deserialize_rejects_bad_bytes(exported, monkeypatch):
+    for blob in (b"", b"garbage", bytes(64)):
+        with pytest.raises(ValueError, match="not a serialized Exported: expected JAX's "
+                                             "flatbuffer format"):
+            xe.deserialize(blob)
+    ex, _ = exported
+    with monkeypatch.context() as m:
+        m.setattr(xe._serialization, "_WRITTEN_SERIALIZATION_VERSION", 99)
+        newer = ex.serialize()
+    with pytest.raises(ValueError, match="unsupported serialization version 99; xform reads "
+                                         "versions 1 to 11"):
+        xe.deserialize(newer)
+    future = xe.Exported(**{**_fields(ex), "calling_convention_version": 99})
+    with pytest.raises(ValueError, match="unsupported calling convention version 99; xform "
+                                         "supports versions 9 to 10"):
+        xe.deserialize(future.serialize())
+
+
+def _fields(e):
+    names = ("fun_name", "in_tree", "in_avals", "out_tree", "out_avals", "nr_devices",
+             "platforms", "ordered_effects", "unordered_effects", "disabled_safety_checks",
+             "mlir_module_serialized", "calling_convention_version", "module_kept_var_idx",
+             "uses_global_constants")
+    return {n: getattr(e, n) for n in names}

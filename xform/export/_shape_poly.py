@@ -1,0 +1,515 @@
+"""Symbolic dimensions: ``symbolic_shape("b, 784")`` and what calling a shape-polymorphic
+exported program needs.
+
+xform traces with concrete shapes, so it does not export polymorphic functions; but a program
+JAX exported with symbolic dimensions can be called from xform: the call solves the dimension
+variables from the actual argument shapes (``solve_dim_vars``) and evaluates the result shapes.
+
+A dimension expression is kept as a small syntax tree over integers, dimension variables,
+``+``, ``-``, ``*`` and JAX's functions (``floordiv``, ``mod``, ``max``, ``min``,
+``non_negative``); it prints in JAX's syntax, so serialized shapes parse back in JAX.
+"""
+
+import re
+
+import numpy as np
+
+from xform import tree_util
+from xform.api import ShapeDtypeStruct
+from xform.errors import InconclusiveDimensionOperation
+
+__all__ = ["SymbolicScope", "is_symbolic_dim", "symbolic_args_specs", "symbolic_shape"]
+
+_FUNCTIONS = {
+    "floordiv": lambda a, b: a // b,
+    "mod": lambda a, b: a % b,
+    "max": max,
+    "min": min,
+    "non_negative": lambda a: max(a, 0),
+}
+
+
+class SymbolicScope:
+    """The scope that the symbolic dimensions of one exported function share, with the
+    constraints on them (strings ``"e1 >= e2"``, ``"e1 <= e2"`` or ``"e1 == e2"``).
+
+    Dimensions from different scopes must not meet in one shape or one call.
+    """
+
+    def __init__(self, constraints_str=()):
+        if isinstance(constraints_str, str):
+            raise ValueError("The symbolic constraints should be a sequence of strings. "
+                             f"Got {constraints_str!r}")
+        self._constraints = []
+        for c in constraints_str:
+            m = re.fullmatch(r"(.+?)(>=|<=|==)(.+)", c.strip())
+            if m is None:
+                raise ValueError(f"Invalid symbolic constraint {c!r}: expected the form "
+                                 "'e1 >= e2', 'e1 <= e2' or 'e1 == e2'")
+            self._constraints.append((_parse(m.group(1), self), m.group(2),
+                                      _parse(m.group(3), self)))
+
+    def check(self, env):
+        """Raise ``ValueError`` if a constraint does not hold for these variable values."""
+        for lhs, op, rhs in self._constraints:
+            a, b = lhs.evaluate(env), rhs.evaluate(env)
+            ok = a >= b if op == ">=" else a <= b if op == "<=" else a == b
+            if not ok:
+                raise ValueError(f"Symbolic constraint '{lhs} {op} {rhs}' does not hold for "
+                                 f"{lhs} = {a} and {rhs} = {b}")
+
+    def __str__(self):
+        return "SymbolicScope(" + ", ".join(f"{a} {op} {b}" for a, op, b in
+                                            self._constraints) + ")"
+
+    __repr__ = __str__
+
+
+class _DimExpr:
+    """A symbolic dimension: a syntax tree ``(op, *children)``; op is ``"var"``, ``"const"``,
+    ``"+"``, ``"*"``, ``"neg"`` or a function name."""
+
+    __slots__ = ("node", "scope")
+
+    def __init__(self, node, scope):
+        self.node = node
+        self.scope = scope
+
+    def evaluate(self, env):
+        """The integer value for ``env`` (variable name -> int)."""
+        return _evaluate(self.node, env)
+
+    def variables(self):
+        return _variables(self.node)
+
+    def linear(self):
+        """``({var: coefficient}, constant)`` if the expression is linear, else None."""
+        return _linear(self.node)
+
+    def __str__(self):
+        return _show(self.node)
+
+    def __repr__(self):
+        return str(self)
+
+    def __eq__(self, other):
+        if isinstance(other, _DimExpr):
+            return self.node == other.node
+        return False
+
+    def __hash__(self):
+        return hash(self.node)
+
+    # Arithmetic builds larger expressions, as with JAX's symbolic dimensions.
+    def _combine(self, op, other, swap=False):
+        if isinstance(other, _DimExpr):
+            if other.scope is not self.scope:
+                raise ValueError(f"Invalid mixing of symbolic scopes: {self} and {other} come "
+                                 "from different SymbolicScope objects")
+            node = other.node
+        elif isinstance(other, int) or hasattr(other, "__index__"):
+            node = ("const", int(other))
+        else:
+            return NotImplemented
+        a, b = (node, self.node) if swap else (self.node, node)
+        if op == "*" and b[0] == "const":  # constants first: "2*b", as JAX prints
+            a, b = b, a
+        if op == "-":
+            return _DimExpr(("+", a, ("neg", b)), self.scope)
+        return _DimExpr((op, a, b), self.scope)
+
+    def __add__(self, other):
+        return self._combine("+", other)
+
+    def __radd__(self, other):
+        return self._combine("+", other, swap=True)
+
+    def __sub__(self, other):
+        return self._combine("-", other)
+
+    def __rsub__(self, other):
+        return self._combine("-", other, swap=True)
+
+    def __mul__(self, other):
+        return self._combine("*", other)
+
+    def __rmul__(self, other):
+        return self._combine("*", other, swap=True)
+
+    def __floordiv__(self, other):
+        return self._combine("floordiv", other)
+
+    def __mod__(self, other):
+        return self._combine("mod", other)
+
+    def __neg__(self):
+        return _DimExpr(("neg", self.node), self.scope)
+
+    def __index__(self):
+        raise _inconclusive(f"symbolic dimension {self} cannot be used as an integer: xform "
+                            "traces with concrete shapes")
+
+    __int__ = __index__
+
+
+def _inconclusive(message):
+    return InconclusiveDimensionOperation(message)
+
+
+def _evaluate(node, env):
+    op = node[0]
+    if op == "const":
+        return node[1]
+    if op == "var":
+        if node[1] not in env:
+            raise KeyError(node[1])
+        return env[node[1]]
+    args = [_evaluate(c, env) for c in node[1:]]
+    if op == "+":
+        return sum(args)
+    if op == "*":
+        return int(np.prod(args, dtype=object))
+    if op == "neg":
+        return -args[0]
+    return _FUNCTIONS[op](*args)
+
+
+def _variables(node):
+    if node[0] == "var":
+        return {node[1]}
+    if node[0] == "const":
+        return set()
+    return set().union(*(_variables(c) for c in node[1:]))
+
+
+def _linear(node):
+    op = node[0]
+    if op == "const":
+        return {}, node[1]
+    if op == "var":
+        return {node[1]: 1}, 0
+    if op in ("+", "neg"):
+        parts = [_linear(c) for c in node[1:]]
+        if any(p is None for p in parts):
+            return None
+        sign = -1 if op == "neg" else 1
+        coeffs, const = {}, 0
+        for cs, c in parts:
+            for v, k in cs.items():
+                coeffs[v] = coeffs.get(v, 0) + sign * k
+            const += sign * c
+        return coeffs, const
+    if op == "*":
+        parts = [_linear(c) for c in node[1:]]
+        if any(p is None for p in parts) or sum(1 for cs, _ in parts if cs) > 1:
+            return None
+        factor = int(np.prod([c for cs, c in parts if not cs], dtype=object))
+        for cs, c in parts:
+            if cs:
+                return {v: k * factor for v, k in cs.items()}, c * factor
+        return {}, factor
+    return None
+
+
+def _show(node, parent=None):
+    op = node[0]
+    if op == "const":
+        return str(node[1])
+    if op == "var":
+        return node[1]
+    if op == "neg":
+        return f"-{_show(node[1], '*')}"
+    if op == "+":
+        text = _show(node[1], "+")
+        for c in node[2:]:
+            if c[0] == "neg":
+                text += f" - {_show(c[1], '*')}"
+            else:
+                text += f" + {_show(c, '+')}"
+        return f"({text})" if parent == "*" else text
+    if op == "*":
+        return "*".join(_show(c, "*") for c in node[1:])
+    return f"{op}(" + ", ".join(_show(c) for c in node[1:]) + ")"
+
+
+# --------------------------------------------------------------------------- parsing
+
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z][A-Za-z0-9_]*)|(.))")
+
+
+def _tokens(text):
+    out = []
+    pos = 0
+    text = text.rstrip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        num, name, sym = m.groups()
+        out.append(("num", int(num)) if num else ("name", name) if name else ("sym", sym))
+        pos = m.end()
+    return out
+
+
+class _Parser:
+    def __init__(self, text):
+        self.text = text
+        self.toks = _tokens(text)
+        self.i = 0
+
+    def error(self, what):
+        return ValueError(f"syntax error in symbolic shape {self.text!r}: {what}")
+
+    def peek(self):
+        return self.toks[self.i] if self.i < len(self.toks) else ("end", None)
+
+    def take(self, sym=None):
+        tok = self.peek()
+        if sym is not None and tok != ("sym", sym):
+            raise self.error(f"expected {sym!r}")
+        self.i += 1
+        return tok
+
+    def expr(self):
+        terms = [self.term()]
+        while self.peek() in (("sym", "+"), ("sym", "-")):
+            sign = self.take()[1]
+            t = self.term()
+            terms.append(("neg", t) if sign == "-" else t)
+        return terms[0] if len(terms) == 1 else ("+", *terms)
+
+    def term(self):
+        factors = [self.factor()]
+        while self.peek() == ("sym", "*"):
+            self.take()
+            factors.append(self.factor())
+        return factors[0] if len(factors) == 1 else ("*", *factors)
+
+    def factor(self):
+        kind, val = self.take()
+        if kind == "num":
+            return ("const", val)
+        if kind == "sym" and val == "-":
+            return ("neg", self.factor())
+        if kind == "sym" and val == "(":
+            e = self.expr()
+            self.take(")")
+            return e
+        if kind == "name":
+            if self.peek() == ("sym", "("):
+                if val not in _FUNCTIONS:
+                    raise self.error(f"unknown function {val!r}")
+                self.take("(")
+                args = [self.expr()]
+                while self.peek() == ("sym", ","):
+                    self.take()
+                    args.append(self.expr())
+                self.take(")")
+                return (val, *args)
+            return ("var", val)
+        raise self.error(f"unexpected {val!r}")
+
+
+def _parse(text, scope):
+    p = _Parser(text)
+    node = p.expr()
+    if p.peek()[0] != "end":
+        raise p.error(f"unexpected {p.peek()[1]!r}")
+    return _DimExpr(node, scope)
+
+
+def _dim(text, scope):
+    d = _parse(text, scope)
+    return d.node[1] if d.node[0] == "const" else d
+
+
+def symbolic_shape(shape_spec, *, constraints=(), scope=None, like=None):
+    """A shape with symbolic dimensions from a string such as ``"b, 784"`` or ``"(b, 2*b)"``.
+
+    Args:
+      shape_spec: comma-separated dimension expressions (integers, variables, ``+``, ``-``,
+        ``*``, ``floordiv``, ``mod``, ``max``, ``min``), optionally in parentheses; ``_``
+        takes the dimension from ``like``, ``...`` the rest of ``like``. None means ``"..."``.
+      constraints: constraints on the dimensions (``"b >= 16"``), for a new scope.
+      scope: the ``SymbolicScope`` the dimensions belong to (not with ``constraints``).
+      like: a shape that fills in the placeholders.
+
+    Returns:
+      A tuple of ints and symbolic dimensions.
+
+    Example:
+      >>> symbolic_shape("b, 784")  # (b, 784)
+    """
+    if scope is not None and constraints:
+        raise ValueError("Cannot specify both a `scope` and `constraints`.")
+    if scope is None:
+        scope = SymbolicScope(constraints)
+    spec = "..." if shape_spec is None else shape_spec
+    if not isinstance(spec, str):
+        raise ValueError(f"polymorphic shape spec should be a string, got {shape_spec!r}")
+    spec = spec.strip()
+    if spec.startswith("(") and spec.endswith(")") and _balanced(spec[1:-1]):
+        spec = spec[1:-1]
+    parts = [p.strip() for p in _split_top(spec)] if spec.strip() else []
+    if parts and parts[-1] == "":
+        parts.pop()  # "b," is a 1-tuple
+    out = []
+    for i, p in enumerate(parts):
+        if p == "...":
+            if i != len(parts) - 1:
+                raise ValueError(f"syntax error in symbolic shape {shape_spec!r}: '...' must "
+                                 "be last")
+            if like is None:
+                raise ValueError(f"polymorphic shape {shape_spec!r} uses '...' but no `like` "
+                                 "shape was given")
+            rest = list(like[i:])
+            if any(d is None for d in rest):
+                raise ValueError(f"polymorphic shape {shape_spec!r} in dimension {i} uses "
+                                 f"'...' for an unknown dimension of {tuple(like)}")
+            out.extend(rest)
+        elif p == "_":
+            if like is None or i >= len(like) or like[i] is None:
+                raise ValueError(f"polymorphic shape {shape_spec!r} in dimension {i} uses "
+                                 "'_' for a dimension with no known value in `like`")
+            out.append(like[i])
+        else:
+            d = _dim(p, scope)
+            if like is not None and isinstance(d, int) and i < len(like) and \
+                    like[i] is not None and like[i] != d:
+                raise ValueError(f"polymorphic shape {shape_spec!r} in dimension {i} must "
+                                 f"match the known dimension size {like[i]}")
+            out.append(d)
+    if like is not None and len(out) != len(like):
+        raise ValueError(f"polymorphic shape {shape_spec!r} of rank {len(out)} must match the "
+                         f"rank {len(like)} of the known shape {tuple(like)}")
+    return tuple(out)
+
+
+def _balanced(text):
+    depth = 0
+    for c in text:
+        depth += c == "("
+        depth -= c == ")"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _split_top(text):
+    parts, depth, cur = [], 0, ""
+    for c in text:
+        if c == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        depth += (c == "(") - (c == ")")
+        cur += c
+    parts.append(cur)
+    return parts
+
+
+def is_symbolic_dim(p):
+    """Whether a dimension is symbolic (not an integer)."""
+    return isinstance(p, _DimExpr)
+
+
+def symbolic_args_specs(args, shapes_specs, constraints=(), scope=None):
+    """``ShapeDtypeStruct`` specs for ``export``: ``args``'s pytree and dtypes with the shapes
+    of ``shapes_specs`` (None, one string for every argument, or a prefix pytree of
+    strings), placeholders filled from ``args``."""
+    if scope is not None and constraints:
+        raise ValueError("Cannot specify both a `scope` and `constraints`.")
+    if scope is None:
+        scope = SymbolicScope(constraints)
+    leaves, tree = tree_util.tree_flatten(args)
+    if shapes_specs is None:
+        specs = [None] * len(leaves)
+    elif isinstance(shapes_specs, str):
+        specs = [shapes_specs] * len(leaves)
+    else:
+        specs = _broadcast_prefix(shapes_specs, args)
+    out = []
+    for x, spec in zip(leaves, specs, strict=True):
+        shape = tuple(np.shape(x)) if not hasattr(x, "shape") else tuple(x.shape)
+        dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+        if spec is not None:
+            shape = symbolic_shape(spec, scope=scope, like=shape)
+        out.append(ShapeDtypeStruct(shape, dtype))
+    return tree_util.tree_unflatten(tree, out)
+
+
+def _broadcast_prefix(prefix, full):
+    """One spec per leaf of ``full``, ``prefix`` broadcast along its subtrees."""
+    out = []
+    tree_util.tree_map(lambda spec, sub: out.extend([spec] * len(tree_util.tree_leaves(sub))),
+                       prefix, full, is_leaf=lambda x: x is None or isinstance(x, str))
+    return out
+
+
+# --------------------------------------------------------------------------- calling
+
+
+def solve_dim_vars(exp_avals, actual_shapes, describe):
+    """The values of the dimension variables of ``exp_avals`` (shapes with symbolic
+    dimensions) for arguments of ``actual_shapes``. ``describe(i, d)`` names argument ``i``'s
+    dimension ``d`` (or the argument, for ``d=None``) in errors, as JAX's."""
+    env = {}
+    pending = []
+    for i, (aval, shape) in enumerate(zip(exp_avals, actual_shapes, strict=True)):
+        for d, (e, actual) in enumerate(zip(aval.shape, shape, strict=True)):
+            if isinstance(e, int):
+                continue
+            lin = e.linear()
+            if lin is not None and lin[1] == 0 and list(lin[0].values()) == [1]:
+                var = next(iter(lin[0]))
+                if var in env and env[var] != actual:
+                    raise ValueError(
+                        f"Found inconsistency between dimension size {describe(i, d)} "
+                        f"(= {actual}) and dimension variable '{var}' (= {env[var]}); "
+                        f"expected {aval.shape} and called with {tuple(shape)}")
+                env[var] = actual
+            else:
+                pending.append((i, d, e, actual, aval.shape, shape))
+    progress = True
+    while pending and progress:
+        progress, rest = False, []
+        for item in pending:
+            i, d, e, actual, exp_shape, shape = item
+            unknown = e.variables() - set(env)
+            lin = e.linear()
+            if len(unknown) == 1 and lin is not None:
+                var = unknown.pop()
+                coeff = lin[0][var]
+                known = lin[1] + sum(k * env[v] for v, k in lin[0].items() if v != var)
+                if (actual - known) % coeff:
+                    raise ValueError(f"Division had remainder {(actual - known) % coeff} when "
+                                     f"computing the value of '{var}' from {describe(i, d)} "
+                                     f"= {actual}, which must be {e}")
+                env[var] = (actual - known) // coeff
+                progress = True
+            elif not unknown:
+                progress = True
+            else:
+                rest.append(item)
+                continue
+            if e.evaluate(env) != actual:
+                raise ValueError(f"Found inconsistency between dimension size {describe(i, d)} "
+                                 f"(= {actual}) and its expression {e} (= {e.evaluate(env)}); "
+                                 f"expected {exp_shape} and called with {tuple(shape)}")
+        pending = rest
+    if pending:
+        e = pending[0][2]
+        raise NotImplementedError(f"cannot solve for the dimension variables of {e}: xform "
+                                  "solves a variable from a linear dimension expression only")
+    for var, value in env.items():
+        if value < 1:
+            raise ValueError(f"Expected value >= 1 for dimension variable '{var}'. Using the "
+                             f"following polymorphic shapes specifications: "
+                             f"{[str(tuple(a.shape)) for a in exp_avals]}. Obtained dimension "
+                             f"variables: '{var}' = {value}")
+    scopes = {e.scope for a in exp_avals for e in a.shape if isinstance(e, _DimExpr)}
+    for scope in scopes:
+        scope.check(env)
+    return env
+
+
+def evaluate_shape(shape, env):
+    return tuple(d if isinstance(d, int) else d.evaluate(env) for d in shape)
