@@ -11,6 +11,7 @@ import builtins
 
 import numpy as np
 
+from lowering import runtime
 from xform import config, core, dtypes, lax
 from xform.array import Array, from_host
 from xform.core import ShapedArray, Tracer
@@ -138,8 +139,9 @@ def promote_types(a, b):
 
 
 def _is_arraylike(x):
-    return isinstance(x, (Tracer, Array, np.ndarray, np.generic)) or type(x) in _PY_SCALARS \
-        or isinstance(x, _PY_SCALARS)
+    # runtime.BufferType: JAX's own arrays, which xform computes on in place.
+    return isinstance(x, (Tracer, Array, np.ndarray, np.generic, runtime.BufferType)) \
+        or type(x) in _PY_SCALARS or isinstance(x, _PY_SCALARS)
 
 
 def check_arraylike(name, *args):
