@@ -12,7 +12,7 @@ import numpy as np
 from jax import core as jax_core
 from jaxlib import _jax
 
-from lowering import mlir
+from lowering import compile_cache, mlir
 
 BufferType = _jax.ArrayImpl
 
@@ -106,12 +106,22 @@ class Executable:
         return outs
 
 
-def compile_module(module, out_avals, device=None):
-    """Compile a verified StableHLO module for one device; ``out_avals`` type its results."""
+def compile_options(xla_options=()):
+    """jaxlib's CompileOptions, with XLA debug options (``(name, value)`` pairs) set."""
+    options = _jax.CompileOptions()
+    if xla_options:
+        options.env_option_overrides = list(xla_options)
+    return options
+
+
+def compile_module(module, out_avals, device=None, min_cache_secs=0.0, xla_options=()):
+    """Compile a verified StableHLO module for one device; ``out_avals`` type its results.
+    The persistent cache keeps it if compiling took ``min_cache_secs`` or more."""
     device = device or default_device()
     text = mlir.module_text(module)
-    options = _jax.CompileOptions()
-    loaded = device.client.compile_and_load(text, _jax.DeviceList((device,)), options)
+    options = compile_options(xla_options)
+    loaded = compile_cache.compile_and_load(device.client, text, (device,), options,
+                                            min_compile_secs=min_cache_secs)
     return Executable(loaded, text, device, out_avals)
 
 
@@ -224,14 +234,14 @@ class SpmdExecutable:
 _in_flight = None  # the results of the last replicated program, while it may still run
 
 
-def compile_spmd(module, devices, outs):
+def compile_spmd(module, devices, outs, xla_options=()):
     """Compile a module of ``len(devices)`` replicas, replica ``r`` on ``devices[r]``."""
     text = mlir.module_text(module)
-    options = _jax.CompileOptions()
+    options = compile_options(xla_options)
     options.num_replicas = len(devices)
     options.device_assignment = _jax.DeviceAssignment.create(
         np.array([d.id for d in devices]).reshape(len(devices), 1))
-    loaded = devices[0].client.compile_and_load(text, _jax.DeviceList(tuple(devices)), options)
+    loaded = compile_cache.compile_and_load(devices[0].client, text, devices, options)
     return SpmdExecutable(loaded, text, devices, outs)
 
 
@@ -253,12 +263,12 @@ class ReplicatedExecutable:
         return [out.addressable_shards[0].data for out in self.spmd.call(arrays)]
 
 
-def compile_replicated(module, out_avals, num_replicas):
+def compile_replicated(module, out_avals, num_replicas, xla_options=()):
     """Compile a jit module of ``num_replicas`` replicas (it holds pmaps) on the first devices."""
     devices = tuple(devices_for_replicas(num_replicas))
     sharding = mapped_sharding(devices, "_replicas", len(devices), None)
-    return ReplicatedExecutable(compile_spmd(module, devices, [(a, sharding) for a in out_avals]),
-                                sharding)
+    return ReplicatedExecutable(compile_spmd(module, devices, [(a, sharding) for a in out_avals],
+                                             xla_options), sharding)
 
 
 def devices_for_replicas(num_replicas):

@@ -1,6 +1,8 @@
 """Test setup: jaxprs typechecked after every transformation; bounded hypothesis profiles."""
 
 import os
+import shutil
+import tempfile
 
 import hypothesis
 import jax
@@ -19,6 +21,22 @@ hypothesis.settings.register_profile("dev", max_examples=50, deadline=None)
 hypothesis.settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 xform.config.update("check_jaxprs", True)
+
+# The persistent compilation cache stays on, as users run it, in a directory of this run that
+# the xdist workers share (made by the controller before it starts them) and that goes after.
+if "XFORM_TEST_CACHE_DIR" not in os.environ:
+    os.environ["XFORM_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="xform-test-cache-")
+    _OWN_CACHE_DIR = True
+else:
+    _OWN_CACHE_DIR = False
+from lowering import compile_cache  # noqa: E402
+
+compile_cache.set_directory(os.environ["XFORM_TEST_CACHE_DIR"])
+
+
+def pytest_unconfigure(config):
+    if _OWN_CACHE_DIR:
+        shutil.rmtree(os.environ["XFORM_TEST_CACHE_DIR"], ignore_errors=True)
 
 
 @pytest.fixture
