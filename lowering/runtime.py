@@ -12,7 +12,7 @@ import numpy as np
 from jax import core as jax_core
 from jaxlib import _jax
 
-from lowering import mlir
+from lowering import compile_cache, mlir
 from xform import config
 
 BufferType = _jax.ArrayImpl
@@ -127,23 +127,35 @@ class Executable:
         return outs
 
 
-def _compile(client, module, text, device_list, options):
-    """XLA's executable for ``module`` (its MLIR ``text``). A module that calls host callbacks
-    (lowering/callback.py) goes in as the module itself, with the Python functions its custom
-    calls name: jaxlib takes ``host_callbacks`` only with a module object."""
+def compile_options(xla_options=()):
+    """jaxlib's CompileOptions, with XLA debug options (``(name, value)`` pairs) set."""
+    options = _jax.CompileOptions()
+    if xla_options:
+        options.env_option_overrides = list(xla_options)
+    return options
+
+
+def _compile(client, module, text, devices, options, min_cache_secs=0.0):
+    """XLA's executable for ``module`` (its MLIR ``text``), through the persistent cache. A
+    module that calls host callbacks (lowering/callback.py) is never cached and goes in as the
+    module itself, with the Python functions its custom calls name: jaxlib takes
+    ``host_callbacks`` only with a module object."""
     callbacks = mlir.host_callbacks.get(module)
     if callbacks is None:
-        return client.compile_and_load(text, device_list, options)
+        return compile_cache.compile_and_load(client, text, devices, options,
+                                              min_compile_secs=min_cache_secs)
     with mlir._lock, mlir.context():  # the module is read in the shared MLIR context
-        return client.compile_and_load(module, device_list, options, host_callbacks=callbacks)
+        return client.compile_and_load(module, _jax.DeviceList(tuple(devices)), options,
+                                       host_callbacks=callbacks)
 
 
-def compile_module(module, out_avals, device=None):
-    """Compile a verified StableHLO module for one device; ``out_avals`` type its results."""
+def compile_module(module, out_avals, device=None, min_cache_secs=0.0, xla_options=()):
+    """Compile a verified StableHLO module for one device; ``out_avals`` type its results.
+    The persistent cache keeps it if compiling took ``min_cache_secs`` or more."""
     device = device or default_device()
     text = mlir.module_text(module)
-    options = _jax.CompileOptions()
-    loaded = _compile(device.client, module, text, _jax.DeviceList((device,)), options)
+    options = compile_options(xla_options)
+    loaded = _compile(device.client, module, text, (device,), options, min_cache_secs)
     return Executable(loaded, text, device, out_avals)
 
 
@@ -256,14 +268,14 @@ class SpmdExecutable:
 _in_flight = None  # the results of the last replicated program, while it may still run
 
 
-def compile_spmd(module, devices, outs):
+def compile_spmd(module, devices, outs, xla_options=()):
     """Compile a module of ``len(devices)`` replicas, replica ``r`` on ``devices[r]``."""
     text = mlir.module_text(module)
-    options = _jax.CompileOptions()
+    options = compile_options(xla_options)
     options.num_replicas = len(devices)
     options.device_assignment = _jax.DeviceAssignment.create(
         np.array([d.id for d in devices]).reshape(len(devices), 1))
-    loaded = _compile(devices[0].client, module, text, _jax.DeviceList(tuple(devices)), options)
+    loaded = _compile(devices[0].client, module, text, devices, options)
     return SpmdExecutable(loaded, text, devices, outs)
 
 
@@ -285,12 +297,12 @@ class ReplicatedExecutable:
         return [out.addressable_shards[0].data for out in self.spmd.call(arrays)]
 
 
-def compile_replicated(module, out_avals, num_replicas):
+def compile_replicated(module, out_avals, num_replicas, xla_options=()):
     """Compile a jit module of ``num_replicas`` replicas (it holds pmaps) on the first devices."""
     devices = tuple(devices_for_replicas(num_replicas))
     sharding = mapped_sharding(devices, "_replicas", len(devices), None)
-    return ReplicatedExecutable(compile_spmd(module, devices, [(a, sharding) for a in out_avals]),
-                                sharding)
+    return ReplicatedExecutable(compile_spmd(module, devices, [(a, sharding) for a in out_avals],
+                                             xla_options), sharding)
 
 
 def devices_for_replicas(num_replicas):

@@ -1,6 +1,8 @@
 """Test setup: jaxprs typechecked after every transformation; bounded hypothesis profiles."""
 
 import os
+import shutil
+import tempfile
 
 import hypothesis
 import jax
@@ -22,6 +24,22 @@ xform.config.update("check_jaxprs", True)
 # Many tests call one jitted function on several shapes on purpose; the third-trace warning
 # (an error under filterwarnings) is tested on its own in tests/test_config_flags.py.
 xform.config.update("xform_warn_recompiles", False)
+
+# The persistent compilation cache stays on, as users run it, in a directory of this run that
+# the xdist workers share (made by the controller before it starts them) and that goes after.
+if "XFORM_TEST_CACHE_DIR" not in os.environ:
+    os.environ["XFORM_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="xform-test-cache-")
+    _OWN_CACHE_DIR = True
+else:
+    _OWN_CACHE_DIR = False
+from lowering import compile_cache  # noqa: E402
+
+compile_cache.set_directory(os.environ["XFORM_TEST_CACHE_DIR"])
+
+
+def pytest_unconfigure(config):
+    if _OWN_CACHE_DIR:
+        shutil.rmtree(os.environ["XFORM_TEST_CACHE_DIR"], ignore_errors=True)
 
 
 @pytest.fixture

@@ -485,3 +485,18 @@ def test_device_put_of_a_traced_value_is_an_equation_as_in_jax():
     assert str(got) == str(expected)
     close(xform.grad(lambda x: xform.device_put(x) * x)(3.0), 6.0)
     close(xform.vmap(lambda x: xform.device_put(x) * 2)(X3), X3 * 2)
+
+
+def test_xform_numpy_computes_on_jax_arrays():
+    """JAX's own arrays are array-likes to xform.numpy (as xform's are to jax.numpy), eagerly
+    and mixed with xform arrays; dtypes and weak types follow from the array's type."""
+    a = jnp.arange(3.0)
+    cases = {"sin": lambda m, x: m.sin(x), "sum": lambda m, x: m.sum(x),
+             "mixed": lambda m, x: m.add(x, m.ones(3, m.float32)),
+             "concatenate": lambda m, x: m.concatenate([x, x]),
+             "where": lambda m, x: m.where(x > 1, x, 0.0)}
+    for name, fn in cases.items():
+        got, want = fn(xnp, a), fn(jnp, a)
+        assert isinstance(got, xform.Array), name
+        assert got.dtype == want.dtype and got.weak_type == want.weak_type, name
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, err_msg=name)

@@ -86,6 +86,22 @@ def test_triangular_solve_matches_jax(dtype, kw):
                "jit")
 
 
+@pytest.mark.parametrize("left_side", [True, False])
+def test_triangular_solve_of_a_vector_per_matrix_matches_jax(left_side):
+    # b with one dimension less than a: a column (left_side) or a row per matrix, as JAX.
+    rng = np.random.default_rng(3)
+    a = _general(rng, (2, 4, 4), np.float32) + 4 * np.eye(4, dtype=np.float32)
+    b = _general(rng, (2, 4), np.float32)
+    kw = dict(left_side=left_side, lower=True, transpose_a=True)
+    expected = jla.triangular_solve(a, b, **kw)
+    assert expected.shape == (2, 4)
+    _close(la.triangular_solve(a, b, **kw), expected, np.float32, "eager")
+    grad = xform.grad(lambda a, b: la.triangular_solve(a, b, **kw).sum(), (0, 1))(a, b)
+    want = jax.grad(lambda a, b: jla.triangular_solve(a, b, **kw).sum(), (0, 1))(a, b)
+    for g, w in zip(grad, want, strict=True):
+        _close(g, w, np.float32, "grad")
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("shape", [(4, 4), (2, 5, 3), (3, 5)], ids=str)
 def test_lu_matches_jax(dtype, shape):

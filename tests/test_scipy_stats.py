@@ -168,11 +168,6 @@ _JAX_STRONG_FROM_SCALARS = {("norm", f) for f in ("cdf", "isf", "logcdf", "logsf
 _JAX_STRONG_FROM_SCALARS |= {("truncnorm", f) for f in ("cdf", "logcdf", "logpdf", "logsf", "pdf",
                                                          "sf")}
 _JAX_STRONG_FROM_SCALARS |= {("uniform", "cdf")}
-# Where xform's weak type differs from JAX's, with the reason.
-_WEAK_TYPE_KNOWN_DIFFERENT = {
-    ("logistic", "ppf"): "xform.scipy.special.logit drops the weak type",
-    ("logistic", "isf"): "xform.scipy.special.logit drops the weak type",
-}
 
 
 def test_python_scalars_weak_types():
@@ -182,7 +177,7 @@ def test_python_scalars_weak_types():
     assert_same(xstats.norm.cdf(0.5), jstats.norm.cdf(0.5))
     for name, (x, q, params) in _SPECS.items():
         for fname in _public(getattr(jstats, name)):
-            if (name, fname) in _WEAK_TYPE_KNOWN_DIFFERENT or fname == "entropy":
+            if fname == "entropy":
                 continue
             first = float(q[2] if fname in _QUANTILE_FUNCTIONS else x[2])
             fn = getattr(getattr(xstats, name), fname)

@@ -16,14 +16,13 @@ import weakref
 import numpy as np
 from jax import tree_util
 
-from lowering import mlir, runtime
-from xform import config, core, dispatch, dtypes
+from lowering import runtime
+from xform import config, core, dispatch, dtypes, stages
 from xform.array import Array, ShardedArray
 from xform.core import ShapedArray, Tracer
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.call import jit_p
 from xform.primitives.compiler import device_put_traced
-from xform.primitives.pmap import replicas_needed
 
 
 class ShapeDtypeStruct:
@@ -275,9 +274,13 @@ class _CacheEntry:
         if compiled is None:
             compiled = self.compiled = dispatch.compile_jaxpr(self.jaxpr, self.name, device,
                                                               self.donated)
-            if not self.consts and self.donated is None and device is None and \
-                    not self.float0s:
-                self.direct = compiled.executable
+        if self.direct is None and not self.consts and self.donated is None and \
+                device is None and not self.float0s:
+            self.direct = compiled.executable
+        return self.run_with(compiled, leaves, avals)
+
+    def run_with(self, compiled, leaves, avals):
+        """Run ``compiled`` (this signature's program, maybe compiled with other options)."""
         if self.consts:
             outs = compiled.run(self.consts + leaves, self.const_avals + avals)
         else:
@@ -550,7 +553,8 @@ class JitFunction:
     def __get__(self, instance, owner):  # jit on methods
         return self if instance is None else functools.partial(self, instance)
 
-    def _entry(self, args, kwargs, abstractify=core.get_aval):
+    def _signature(self, args, kwargs, abstractify=core.get_aval):
+        """``(cache key, leaves, in_tree, statics, avals)`` of a call's arguments."""
         state = self._state
         dyn_args, dyn_kwargs, statics = _split_statics(
             self._fun, args, kwargs, state.static_argnums, state.static_argnames)
@@ -558,6 +562,10 @@ class JitFunction:
         avals = _arg_avals(leaves, in_tree, self._fun, abstractify)
         key = (in_tree, None if statics is None else statics.key, tuple(avals),
                config.x64_enabled(), core.trace_state.axis_env)
+        return key, leaves, in_tree, statics, avals
+
+    def _entry(self, args, kwargs, abstractify=core.get_aval):
+        key, leaves, in_tree, statics, avals = self._signature(args, kwargs, abstractify)
         return self._lookup(key, in_tree, statics, avals), leaves, avals
 
     def _lookup(self, key, in_tree, statics, avals):
@@ -700,10 +708,16 @@ class JitFunction:
             "primitive, but it did not produce invalid values: the compiled program's "
             "optimizations may have made the value, or it is a nan/inf input or constant.")
 
+    def trace(self, *args, **kwargs):
+        """Trace for these arguments (arrays or ``ShapeDtypeStruct``s): a ``Traced`` stage,
+        whose ``.jaxpr`` is the trace and ``.lower()`` the next stage."""
+        key, _, in_tree, statics, avals = self._signature(args, kwargs, _abstractify)
+        return stages.Traced(self, self._lookup(key, in_tree, statics, avals), in_tree, avals)
+
     def lower(self, *args, **kwargs):
-        """Trace and lower for these arguments; ``.as_text()`` is the StableHLO module."""
-        entry, _, _ = self._entry(args, kwargs, _abstractify)
-        return Lowered(self, entry)
+        """Trace and lower for these arguments: a ``Lowered`` stage (``.as_text()`` is the
+        StableHLO module, ``.compile()`` the next stage)."""
+        return self.trace(*args, **kwargs).lower()
 
     def eval_shape(self, *args, **kwargs):
         entry, _, _ = self._entry(args, kwargs, _abstractify)
@@ -723,57 +737,6 @@ class JitFunction:
 
     def __repr__(self):
         return f"<jit-compiled function {self._state.name}>"
-
-
-class Lowered:
-    """A traced and lowered jitted function, ready to compile."""
-
-    def __init__(self, jitted, entry):
-        self._jitted = jitted
-        self._entry = entry
-        self._module = mlir.lower_to_module(dispatch.without_dead_code(entry.jaxpr),
-                                            jitted._name, replicas_needed(entry.jaxpr.jaxpr),
-                                            entry.donated)
-
-    def as_text(self):
-        """The StableHLO module, as MLIR text."""
-        return mlir.module_text(self._module)
-
-    def compiler_ir(self, dialect="stablehlo"):
-        return self._module
-
-    @property
-    def jaxpr(self):
-        return self._entry.jaxpr
-
-    def compile(self):
-        """Compile with XLA; the result is called like the jitted function."""
-        entry = self._entry
-        if entry.compiled is None:
-            entry.compiled = dispatch.compile_jaxpr(entry.jaxpr, self._jitted._name,
-                                                    self._jitted._device, entry.donated)
-        return CompiledFunction(self._jitted, entry)
-
-
-class CompiledFunction:
-    """The compiled program of one signature of a jitted function."""
-
-    def __init__(self, jitted, entry):
-        self._jitted = jitted
-        self._entry = entry
-
-    def __call__(self, *args, **kwargs):
-        entry, leaves, avals = self._jitted._entry(args, kwargs)
-        if entry is not self._entry:
-            raise TypeError(f"compiled function {self._jitted._name} was called with "
-                            "arguments whose structure or types differ from those it was "
-                            "lowered for")
-        outs = entry.run(leaves, avals, self._jitted._device)
-        return tree_util.tree_unflatten(entry.out_tree, outs)
-
-    def as_text(self):
-        return self._entry.compiled.executable.loaded.get_hlo_text() \
-            if hasattr(self._entry.compiled.executable.loaded, "get_hlo_text") else ""
 
 
 def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=None,

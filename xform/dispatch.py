@@ -169,10 +169,13 @@ def without_dead_code(closed):
     return dce.dce_closed_jaxpr(closed, [True] * len(closed.jaxpr.outvars))[0]
 
 
-def compile_jaxpr(closed, name, device=None, donated=None):
-    """Compile a const-free ClosedJaxpr (cached per jaxpr, device and donated inputs)."""
+def compile_jaxpr(closed, name, device=None, donated=None, min_cache_secs=0.0, options=()):
+    """Compile a const-free ClosedJaxpr (cached per jaxpr, device, donated inputs and XLA
+    ``options``, ``(name, value)`` pairs; on disk too, if compiling took ``min_cache_secs``
+    or more)."""
     per_jaxpr = _compiled.setdefault(closed.jaxpr, {})
-    entry = per_jaxpr.get((device, donated))
+    key = (device, donated, options) if options else (device, donated)
+    entry = per_jaxpr.get(key)
     if entry is None:
         # A program holding pmaps runs as one replica per device they need.
         replicas = replicas_needed(closed.jaxpr)
@@ -181,10 +184,11 @@ def compile_jaxpr(closed, name, device=None, donated=None):
                          [v.aval for v in closed.jaxpr.invars])
         module = mlir.lower_to_module(without_dead_code(closed), name, replicas, donated)
         if replicas == 1:
-            exe = runtime.compile_module(module, closed.out_avals, device)
+            exe = runtime.compile_module(module, closed.out_avals, device, min_cache_secs,
+                                         options)
         else:
-            exe = runtime.compile_replicated(module, closed.out_avals, replicas)
-        entry = per_jaxpr[(device, donated)] = Compiled(exe, closed.out_avals, device)
+            exe = runtime.compile_replicated(module, closed.out_avals, replicas, options)
+        entry = per_jaxpr[key] = Compiled(exe, closed.out_avals, device)
     return entry
 
 
@@ -206,7 +210,9 @@ def device_apply(prim, args, params):
         out_avals = core.abstract_eval(prim, *avals, **params)
         outvars = [Var(a) for a in out_avals]
         jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(prim, invars, outvars, params)])
-        compiled = compile_jaxpr(ClosedJaxpr(jaxpr, []), prim.name)
+        # One primitive: trivially small for the disk cache on a CPU unless slow to compile.
+        min_secs = 0.01 if runtime.platform() == "cpu" else 0.0
+        compiled = compile_jaxpr(ClosedJaxpr(jaxpr, []), prim.name, min_cache_secs=min_secs)
         if key is not None:
             _single_eqn[key] = compiled
     return compiled.run(args, avals)

@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from lowering import runtime
 from xform import config, core, dtypes, lax
 from xform.array import Array, from_host
 from xform.core import ShapedArray, Tracer
@@ -159,8 +160,9 @@ def promote_types(a, b):
 
 
 def _is_arraylike(x):
-    return isinstance(x, (Tracer, Array, np.ndarray, np.generic)) or type(x) in _PY_SCALARS \
-        or isinstance(x, _PY_SCALARS)
+    # runtime.BufferType: JAX's own arrays, which xform computes on in place.
+    return isinstance(x, (Tracer, Array, np.ndarray, np.generic, runtime.BufferType)) \
+        or type(x) in _PY_SCALARS or isinstance(x, _PY_SCALARS)
 
 
 def check_arraylike(name, *args):

@@ -41,6 +41,7 @@ from xform.primitives.structural import (
     broadcasted_iota,
     expand_dims,
     pad,
+    squeeze,
 )
 from xform.primitives.structural import (
     transpose as transpose_dims,
@@ -242,19 +243,27 @@ def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
 
     Args:
       a: ``(..., m, m)``; only its ``lower`` (or upper) triangle is read.
-      b: ``(..., m, n)`` if ``left_side`` else ``(..., n, m)``, with ``a``'s batch dimensions.
+      b: ``(..., m, n)`` if ``left_side`` else ``(..., n, m)``, with ``a``'s batch dimensions;
+        or one dimension less than ``a`` (a vector per matrix), solved as a column (``left_side``)
+        or a row, with that dimension dropped from the result again.
       unit_diagonal: take ``a``'s diagonal to be ones (without reading it).
 
     Example:
       >>> triangular_solve(np.array([[2., 0.], [1., 1.]]), np.array([[2.], [3.]]),
       ...                  left_side=True, lower=True)  # [[1.], [2.]]
     """
-    if not dtypes.is_complex(get_aval(a).dtype):
+    a_aval = get_aval(a)
+    if not dtypes.is_complex(a_aval.dtype):
         conjugate_a = False
-    return triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
-                                   transpose_a=bool(transpose_a),
-                                   conjugate_a=bool(conjugate_a),
-                                   unit_diagonal=bool(unit_diagonal))
+    vector = len(get_aval(b).shape) == len(a_aval.shape) - 1
+    if vector:
+        b = expand_dims(b, (-1 if left_side else -2,))
+    out = triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
+                                  transpose_a=bool(transpose_a), conjugate_a=bool(conjugate_a),
+                                  unit_diagonal=bool(unit_diagonal))
+    if vector:
+        out = squeeze(out, (out.ndim - 1 if left_side else out.ndim - 2,))
+    return out
 
 
 def _triangular_solve_jvp(primals, tangents, **params):

@@ -134,10 +134,10 @@ def expit(x):
 def logit(x):
     """The inverse of ``expit``: ``log(x / (1 - x))``."""
     x, = promote_args_inexact("logit", x)
-    return xnp.log(x / (_const(x, 1) - x))
+    return xnp.log(x / (1 - x))  # a Python 1 keeps a weakly typed x weak, as in JAX
 
 
-logit.defjvps(lambda g, ans, x: g / (x * (_const(x, 1) - x)))
+logit.defjvps(lambda g, ans, x: g / (x * (1 - x)))
 
 
 def gammaln(x):

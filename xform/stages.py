@@ -1,0 +1,220 @@
+"""Ahead-of-time stages of a jitted function, as JAX's ``jax.stages``.
+
+``jit(f).trace(*args)`` gives a ``Traced`` (the jaxpr), ``.lower()`` a ``Lowered`` (the
+StableHLO module), ``.compile()`` a ``Compiled`` (XLA's executable, called like ``f`` for
+arguments of the types it was compiled for). Arguments may be abstract
+(``ShapeDtypeStruct``s). Each stage reuses the jitted function's caches: tracing here is the
+trace a call would make, and compiling without options is the executable a call would run.
+"""
+
+import dataclasses
+import inspect
+
+from jax import tree_util
+from jax.sharding import SingleDeviceSharding
+from jaxlib import _jax
+
+from lowering import mlir, runtime
+from xform import dispatch
+from xform.primitives.pmap import replicas_needed
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgInfo:
+    """The type of one argument leaf of a stage, and whether its buffer is donated."""
+
+    _aval: object
+    donated: bool
+
+    shape = property(lambda self: self._aval.shape)
+    dtype = property(lambda self: self._aval.dtype)
+
+
+def _shape_struct(aval):
+    from xform.api import ShapeDtypeStruct  # noqa: PLC0415  (api imports this module)
+
+    return ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)
+
+
+class _Stage:
+    """What every stage knows: the traced signature of the jitted function."""
+
+    def __init__(self, jitted, entry, in_tree, avals):
+        self._jitted = jitted
+        self._entry = entry
+        self.in_tree = in_tree
+        self.in_avals = tree_util.tree_unflatten(in_tree, avals)
+        self._avals = avals
+
+    fun_name = property(lambda self: self._jitted._name)
+    jaxpr = property(lambda self: self._entry.jaxpr, doc="The ClosedJaxpr traced.")
+    out_tree = property(lambda self: self._entry.out_tree)
+    out_avals = property(lambda self: tree_util.tree_unflatten(
+        self._entry.out_tree, self._entry.jaxpr.out_avals))
+
+    @property
+    def args_info(self):
+        """An ``ArgInfo`` per argument leaf, in the arguments' pytree."""
+        donated = self._entry.donated
+        n_consts = len(self._entry.consts)
+        flags = donated[n_consts:] if donated is not None else (False,) * len(self._avals)
+        return tree_util.tree_unflatten(self.in_tree, [
+            ArgInfo(a, d) for a, d in zip(self._avals, flags, strict=True)])
+
+    @property
+    def out_info(self):
+        """A ``ShapeDtypeStruct`` per output, in the outputs' pytree."""
+        return tree_util.tree_unflatten(self._entry.out_tree,
+                                        [_shape_struct(a) for a in self._entry.jaxpr.out_avals])
+
+
+class Traced(_Stage):
+    """A jitted function traced for one signature; ``.lower()`` lowers it."""
+
+    def lower(self):
+        return Lowered(self._jitted, self._entry, self.in_tree, self._avals)
+
+
+class Lowered(_Stage):
+    """A traced and lowered jitted function, ready to compile."""
+
+    def __init__(self, jitted, entry, in_tree, avals):
+        super().__init__(jitted, entry, in_tree, avals)
+        self._module = mlir.lower_to_module(dispatch.without_dead_code(entry.jaxpr),
+                                            jitted._name, replicas_needed(entry.jaxpr.jaxpr),
+                                            entry.donated)
+
+    def as_text(self, dialect=None):
+        """The module as text: StableHLO (the default) or, with ``dialect="hlo"``, XLA HLO."""
+        if dialect in (None, "stablehlo"):
+            return mlir.module_text(self._module)
+        if dialect == "hlo":
+            return self._hlo().as_hlo_text()
+        raise ValueError(f"Lowered.as_text: unknown dialect {dialect!r}; expected "
+                         "'stablehlo' or 'hlo'")
+
+    def compiler_ir(self, dialect=None):
+        """The module: an MLIR ``Module`` (StableHLO) or, with ``dialect="hlo"``, an
+        ``XlaComputation``."""
+        if dialect in (None, "stablehlo"):
+            return self._module
+        if dialect == "hlo":
+            return self._hlo()
+        raise ValueError(f"Lowered.compiler_ir: unknown dialect {dialect!r}; expected "
+                         "'stablehlo' or 'hlo'")
+
+    def _hlo(self):
+        return _jax.mlir.mlir_module_to_xla_computation(
+            mlir.module_text(self._module), use_tuple_args=False, return_tuple=False)
+
+    def cost_analysis(self):
+        """XLA's cost estimates of the unoptimized module (flops, bytes accessed, ...)."""
+        device = self._jitted._device or runtime.default_device()
+        return _jax.hlo_module_cost_analysis(device.client, self._hlo().as_hlo_module())
+
+    def compile(self, compiler_options=None):
+        """Compile with XLA (``compiler_options``: XLA debug options by name, as JAX's)."""
+        entry, jitted = self._entry, self._jitted
+        options = tuple(sorted((compiler_options or {}).items()))
+        compiled = dispatch.compile_jaxpr(entry.jaxpr, jitted._name, jitted._device,
+                                          entry.donated, options=options)
+        if not options and entry.compiled is None:
+            entry.compiled = compiled  # what the next call of the jitted function runs
+        return Compiled(jitted, entry, self.in_tree, self._avals, compiled)
+
+
+class Compiled(_Stage):
+    """The compiled program of one signature of a jitted function; call it like the function
+    with arguments of the types it was compiled for."""
+
+    def __init__(self, jitted, entry, in_tree, avals, compiled):
+        super().__init__(jitted, entry, in_tree, avals)
+        self._compiled = compiled
+
+    def __call__(self, *args, **kwargs):
+        key, leaves, in_tree, statics, avals = self._jitted._signature(args, kwargs)
+        if in_tree != self.in_tree:
+            raise TypeError(
+                "Function compiled with input pytree does not match the input pytree it was "
+                f"called with. Compiled for {self.in_tree}, called with {in_tree}")
+        if tuple(avals) != tuple(self._avals):
+            raise TypeError(_mismatch_message(self._jitted, in_tree, self._avals, avals))
+        if self._jitted._lookup(key, in_tree, statics, avals) is not self._entry:
+            raise TypeError(f"compiled function {self.fun_name} was called with static "
+                            "arguments other than those it was compiled for; compile again "
+                            "for these (static arguments are part of the program)")
+        outs = self._entry.run_with(self._compiled, leaves, avals)
+        return tree_util.tree_unflatten(self._entry.out_tree, outs)
+
+    def _loaded(self):
+        executable = self._compiled.executable
+        return getattr(executable, "loaded", None) or executable.spmd.loaded
+
+    def runtime_executable(self):
+        """jaxlib's loaded executable."""
+        return self._loaded()
+
+    def as_text(self):
+        """XLA's optimized HLO of the program."""
+        return "\n\n".join(m.to_string() for m in self._loaded().hlo_modules())
+
+    def cost_analysis(self):
+        """XLA's cost estimates of the optimized program (flops, bytes accessed, ...)."""
+        return self._loaded().cost_analysis()
+
+    def memory_analysis(self):
+        """XLA's memory figures: argument, output, alias, temporary and code bytes."""
+        return self._loaded().get_compiled_memory_stats()
+
+    @property
+    def input_shardings(self):
+        """Where each argument lives: ``(args, kwargs)`` of shardings, as JAX's."""
+        s = self._sharding()
+        return tree_util.tree_unflatten(self.in_tree, [s] * self.in_tree.num_leaves)
+
+    @property
+    def output_shardings(self):
+        s = self._sharding()
+        return tree_util.tree_unflatten(self._entry.out_tree, [s] * self._entry.out_tree.num_leaves)
+
+    def _sharding(self):
+        return SingleDeviceSharding(self._compiled.device or runtime.default_device())
+
+
+def _mismatch_message(jitted, in_tree, compiled_avals, called_avals):
+    names = _leaf_names(jitted, in_tree)
+    lines = [f"Argument '{name}' compiled with {_type_name(c)} and called with "
+             f"{_type_name(a)}"
+             for name, c, a in zip(names, compiled_avals, called_avals, strict=True) if c != a]
+    return ("Argument types differ from the types for which this computation was compiled. "
+            "Perhaps you are calling the compiled executable with a different enable_x64 "
+            "mode than when it was AOT compiled? The mismatches are:\n" + "\n".join(lines))
+
+
+def _type_name(aval):
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+
+
+def _leaf_names(jitted, in_tree):
+    """A name per argument leaf: the parameter's name, then the path inside it."""
+    try:
+        params = list(inspect.signature(jitted.__wrapped__).parameters)
+    except (TypeError, ValueError):
+        params = []
+    statics = jitted._state.static_argnums
+    params = [p for i, p in enumerate(params) if i not in statics]  # the traced ones
+    skeleton = tree_util.tree_unflatten(in_tree, range(in_tree.num_leaves))
+    names = []
+    for path, _ in tree_util.tree_flatten_with_path(skeleton)[0]:
+        first, rest = path[0], path[1:]
+        if first.idx == 0:  # positional
+            i = path[1].idx
+            head = params[i] if i < len(params) else f"args[{i}]"
+            rest = path[2:]
+        else:
+            head, rest = path[1].key, path[2:]
+        names.append(head + tree_util.keystr(rest))
+    return names
+
+
+__all__ = ["ArgInfo", "Compiled", "Lowered", "Traced"]
