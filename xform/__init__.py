@@ -54,3 +54,66 @@ from xform.config import enable_x64_scope as enable_x64  # noqa: F401
 from xform.custom_derivatives import custom_jvp, custom_vjp  # noqa: F401
 
 __version__ = "0.1.0"
+
+# --- [tree+top-level] names (helper A owns this block) ---
+from xform import flatten_util, tree, typing, version  # noqa: E402, F401, I001
+from xform.api import clear_caches  # noqa: E402, F401
+from xform.api_host import (  # noqa: E402, F401
+    Device,
+    device_get,
+    host_count,
+    host_id,
+    host_ids,
+    live_arrays,
+    named_call,
+    named_scope,
+    print_environment_info,
+    process_indices,
+    typeof,
+)
+from xform.dtypes import float0  # noqa: E402, F401
+# --- end [tree+top-level] ---
+
+# --- [callbacks] names (helper B owns this block) ---
+from xform import debug, experimental  # noqa: E402, F401
+from xform.primitives.callback import pure_callback  # noqa: E402, F401
+# --- end [callbacks] ---
+
+# --- [config] names (helper C owns this block) ---
+from xform.api import ensure_compile_time_eval  # noqa: E402, F401
+from xform.config import (  # noqa: E402, F401
+    check_tracer_leaks,
+    checking_leaks,
+    debug_infs,
+    debug_key_reuse,
+    debug_nans,
+    default_device,
+    default_matmul_precision,
+    default_prng_impl,
+    disable_jit,
+    enable_checks,
+    enable_custom_prng,
+    explain_cache_misses,
+    log_compiles,
+    numpy_dtype_promotion,
+    numpy_rank_promotion,
+    threefry_partitionable,
+    transfer_guard,
+    transfer_guard_device_to_device,
+    transfer_guard_device_to_host,
+    transfer_guard_host_to_device,
+)
+# --- end [config] ---
+
+# --- [remat+ad] names (helper D owns this block) ---
+from xform import ad_checkpoint, custom_derivatives  # noqa: F401, E402
+from xform.custom_derivatives import closure_convert, custom_gradient  # noqa: F401, E402
+# --- end [remat+ad] ---
+
+# --- [extend] names (helper E owns this block) ---
+from xform import extend  # noqa: F401, E402  (jax.extend's counterpart: needs the API above)
+# --- end [extend] ---
+
+# --- [export] names (helper G owns this block) ---
+from xform import export  # noqa: F401, E402  (jax.export's counterpart: needs the API above)
+# --- end [export] ---
