@@ -14,15 +14,17 @@ deleted and recompiled. A read touches the entry's mtime, and when the directory
 once; compiling goes on as before.
 
 It is on by default, in ``$XDG_CACHE_HOME/xform`` (``~/.cache/xform``); the
-``jax_compilation_cache_dir`` flag or ``JAX_COMPILATION_CACHE_DIR`` moves it, and
-``XFORM_COMPILATION_CACHE=0`` (or ``set_directory(None)``) turns it off. Every program is
-cached except trivially small ones: an eager single-primitive program on a CPU is kept only
-when it took 10 ms or more to compile (most such primitives run on the host path anyway, and
-an elementwise op compiles in about as long as a read takes). A program with Python host
-callbacks is never cached: the callbacks are objects of this process.
+``jax_compilation_cache_dir`` flag (or ``JAX_COMPILATION_CACHE_DIR``) moves it,
+``jax_enable_compilation_cache`` (``JAX_ENABLE_COMPILATION_CACHE=0``) turns it off, and
+``jax_log_compiles`` logs its hits and misses. Every program is cached except trivially small
+ones: an eager single-primitive program on a CPU is kept only when it took 10 ms or more to
+compile (most such primitives run on the host path anyway, and an elementwise op compiles in
+about as long as a read takes). A program with Python host callbacks is never cached: the
+callbacks are objects of this process.
 """
 
 import hashlib
+import logging
 import os
 import sys
 import tempfile
@@ -34,34 +36,52 @@ import zlib
 import jaxlib.version
 from jaxlib import _jax
 
+from xform import config
+
 MAGIC = b"xform-xla-executable-v1\n"
+_log = logging.getLogger("xform.compile_cache")
 _DIGEST = 32  # bytes of SHA-256
 
 
 def _default_directory():
-    if os.environ.get("XFORM_COMPILATION_CACHE", "1").lower() in ("0", "false", "off", "no"):
-        return None
-    explicit = os.environ.get("JAX_COMPILATION_CACHE_DIR")
-    if explicit:
-        return explicit
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "xform")
 
 
 class _State:
-    directory = _default_directory()
+    enabled = config.read("jax_enable_compilation_cache")
+    chosen = config.read("jax_compilation_cache_dir")  # None: the default directory
+    directory = (chosen or _default_directory()) if enabled else None
     max_bytes = 2 << 30  # 2 GiB
+    min_compile_secs = config.read("jax_persistent_cache_min_compile_time_secs")
     unwritable_warned = False
     known_bytes = None  # the directory's size as this process last counted it, plus writes
     lock = threading.Lock()
     hits = misses = 0
 
+    @classmethod
+    def configure(cls, enabled=None, chosen=False):
+        if enabled is not None:
+            cls.enabled = enabled
+        if chosen is not False:
+            cls.chosen = chosen
+        cls.directory = (cls.chosen or _default_directory()) if cls.enabled else None
+        cls.unwritable_warned = False
+        cls.known_bytes = None
+
+
+config.on_update("jax_enable_compilation_cache", lambda on: _State.configure(enabled=on))
+config.on_update("jax_compilation_cache_dir", lambda path: _State.configure(chosen=path))
+config.on_update("jax_persistent_cache_min_compile_time_secs",
+                 lambda secs: setattr(_State, "min_compile_secs", secs))
+
 
 def set_directory(path):
-    """Cache compiled programs in ``path`` (created when first written); None turns it off."""
-    _State.directory = None if path is None else os.fspath(path)
-    _State.unwritable_warned = False
-    _State.known_bytes = None
+    """Cache compiled programs in ``path`` (created when first written); None turns the cache
+    off (``jax_compilation_cache_dir`` and ``jax_enable_compilation_cache`` in one call)."""
+    if path is not None:
+        config.update("jax_compilation_cache_dir", os.fspath(path))
+    config.update("jax_enable_compilation_cache", path is not None)
 
 
 def directory():
@@ -111,13 +131,26 @@ def compile_and_load(client, text, devices, options, *, cacheable=True, min_comp
     loaded = _load(client, path, device_list, options)
     if loaded is not None:
         _State.hits += 1
+        if config.values.log_compiles:
+            _log.warning("Persistent compilation cache hit for %s", _module_name(text))
         return loaded
     _State.misses += 1
     start = time.perf_counter()
     loaded = client.compile_and_load(text, device_list, options)
-    if time.perf_counter() - start >= min_compile_secs:
+    elapsed = time.perf_counter() - start
+    stored = elapsed >= max(min_compile_secs, _State.min_compile_secs)
+    if stored:
         _store(folder, path, loaded)
+    if config.values.log_compiles:
+        _log.warning("Persistent compilation cache miss for %s: compiled in %.3f s%s",
+                     _module_name(text), elapsed, ", written" if stored else "")
     return loaded
+
+
+def _module_name(text):
+    head = text[:200]
+    start = head.find("module @")
+    return head[start + 8:].split(" ", 1)[0] if start >= 0 else "a module"
 
 
 def _load(client, path, device_list, options):

@@ -17,14 +17,15 @@ import xform
 import xform.numpy as xnp
 from xform import config
 
-# Flags whose default xform shares with JAX (jax_num_cpu_devices is set by conftest in JAX).
+# Flags whose default xform shares with JAX (jax_num_cpu_devices is set by conftest in JAX;
+# the compilation cache's directory by conftest in xform, and its default differs: xform's
+# cache is on in the user's cache directory, JAX's off until a directory is given).
 _SHARED = ["jax_enable_x64", "jax_platforms", "jax_default_device", "jax_disable_jit",
            "jax_debug_nans", "jax_debug_infs", "jax_log_compiles", "jax_explain_cache_misses",
            "jax_default_matmul_precision", "jax_numpy_rank_promotion",
            "jax_numpy_dtype_promotion", "jax_default_prng_impl", "jax_threefry_partitionable",
-           "jax_traceback_filtering", "jax_check_tracer_leaks", "jax_compilation_cache_dir",
-           "jax_enable_checks", "jax_transfer_guard", "jax_enable_custom_prng",
-           "jax_debug_key_reuse"]
+           "jax_traceback_filtering", "jax_check_tracer_leaks", "jax_enable_checks",
+           "jax_transfer_guard", "jax_enable_custom_prng", "jax_debug_key_reuse"]
 
 
 def _plain(v):
@@ -200,6 +201,30 @@ def test_rank_and_dtype_promotion_as_jax():
                                    match="when jax_numpy_dtype_promotion=strict"):
                     np_.asarray(x) + (np_.asarray(y) if isinstance(y, np.ndarray) else y)
             assert (np_.asarray(a) + 1).dtype == np.float32  # weak scalars still join
+
+
+@pytest.mark.parametrize("precision", ["float32", "tensorfloat32", "bfloat16", "F32_F32_F32"])
+def test_default_matmul_precision_as_jax(precision):
+    """The flag is dot_general's precision when none is given: in the jaxpr and the lowered
+    module as JAX's, and part of jit's cache key (a jitted function traced outside the scope
+    traces again inside it)."""
+    a = np.ones((2, 3), np.float32)
+    f = xform.jit(lambda a: a @ a.T)
+    outside = f.lower(a).as_text()
+    with xform.default_matmul_precision(precision), jax.default_matmul_precision(precision):
+        got = xform.make_jaxpr(lambda a: a @ a.T)(a).eqns[1].params["precision"]
+        want = jax.make_jaxpr(lambda a: a @ a.T)(a).eqns[1].params["precision"]
+        inside = f.lower(a).as_text()
+        jax_text = jax.jit(lambda a: a @ a.T).lower(a).as_text()
+    assert str(got) == str(want)
+    if precision == "F32_F32_F32":
+        return  # xform emits no algorithm attribute on CPU (its backend ignores it); JAX does
+    dot = [line.split("precision")[-1] for line in inside.splitlines() if "dot_general" in line]
+    jax_dot = [line.split("precision")[-1] for line in jax_text.splitlines()
+               if "dot_general" in line]
+    assert dot == jax_dot
+    assert (inside != outside) == (precision != "bfloat16")  # bfloat16 is DEFAULT
+    assert f.lower(a).as_text() == outside  # the default again after the scope
 
 
 def test_ensure_compile_time_eval_is_concrete_inside_jit():

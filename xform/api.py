@@ -17,12 +17,11 @@ import numpy as np
 from jax import tree_util
 
 from lowering import runtime
-from xform import config, core, dispatch, dtypes, stages
+from xform import api_sharding, config, core, dispatch, dtypes, stages
 from xform.array import Array, ShardedArray
 from xform.core import ShapedArray, Tracer
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.call import jit_p
-from xform.primitives.compiler import device_put_traced
 
 
 class ShapeDtypeStruct:
@@ -312,10 +311,11 @@ class _JitState:
     options share. Holds no reference to the function (its key in ``_jit_states``)."""
 
     __slots__ = ("name", "static_argnums", "static_argnames", "has_statics", "donate_argnums",
-                 "donate_argnames", "device", "traces", "cache", "flat_caches", "wrapper_attrs")
+                 "donate_argnames", "device", "traces", "cache", "flat_caches", "wrapper_attrs",
+                 "shardings")
 
     def __init__(self, fun, traces, static_argnums, static_argnames, donate_argnums,
-                 donate_argnames, device, backend):
+                 donate_argnames, device, backend, in_shardings=None, out_shardings=None):
         self.name = name = _fun_name(fun)
         self.static_argnums, self.static_argnames = _normalize_statics(
             fun, static_argnums, static_argnames)
@@ -329,13 +329,16 @@ class _JitState:
         if backend is not None and device is None:
             device = runtime.devices(backend)[0]
         self.device = device
-        # (in_tree, statics, avals, x64, axis env) -> (jaxpr, consts, out_tree): shared by
-        # every options of the function
+        # (in_shardings, out_shardings) of a partitioned jit (xform/api_sharding.py), else None
+        self.shardings = None if in_shardings is None and out_shardings is None else (
+            in_shardings, out_shardings)
+        # (in_tree, statics, avals, trace context, axis env) -> (jaxpr, consts, out_tree):
+        # shared by every options of the function
         self.traces = traces
         # The same key -> _CacheEntry: the trace with this options' donation and executable.
         self.cache = {}
-        # avals -> entry, for calls whose arguments are all plain Arrays; one per x64 mode
-        self.flat_caches = ({}, {})
+        # trace context -> avals -> entry, for calls whose arguments are all plain Arrays
+        self.flat_caches = {}
         # The names functools.update_wrapper copies (``__name__``, ``__doc__``, ...), read
         # once; not ``__wrapped__``, which would keep the function alive through its cache.
         self.wrapper_attrs = {a: getattr(fun, a) for a in functools.WRAPPER_ASSIGNMENTS
@@ -343,7 +346,7 @@ class _JitState:
 
     def key(self):
         return (self.static_argnums, self.static_argnames, self.donate_argnums,
-                self.donate_argnames, self.device)
+                self.donate_argnames, self.device, self.shardings)
 
 
 class _FunCaches:
@@ -359,7 +362,8 @@ class _FunCaches:
 
 # function -> _FunCaches
 _jit_states = weakref.WeakKeyDictionary()
-_NO_OPTIONS = (None,) * 6
+_NO_OPTIONS = (None,) * 8
+_NO_ENTRIES = {}  # flat_caches' answer for a trace context not seen yet (never written)
 
 
 def _hashable(option):
@@ -402,7 +406,7 @@ def clear_caches():
         caches.traces.clear()
         for state in caches.states.values():
             state.cache.clear()
-            for cache in state.flat_caches:
+            for cache in state.flat_caches.values():
                 cache.clear()
     _jit_states.clear()
     dispatch._compiled.clear()
@@ -418,26 +422,9 @@ _log = logging.getLogger(__name__)  # "xform.api": cache misses, as JAX's jax._s
 
 
 def _leaf_names(fun, in_tree, statics_key):
-    """A name per argument leaf, as the user wrote it: ``x``, ``params['w']``, ``args[2]``."""
-    dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, range(in_tree.num_leaves))
-    try:
-        params = [p.name for p in inspect.signature(fun).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
-    static_positions = () if statics_key is None else statics_key[0]
-    positions = [i for i in range(len(dyn_args) + len(static_positions))
-                 if i not in static_positions]
-    names = [f"leaf {i}" for i in range(in_tree.num_leaves)]
-    for keys, leaf in tree_util.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]:
-        if keys[0].idx == 0:
-            pos = positions[keys[1].idx]
-            base = repr(params[pos]) if pos < len(params) else f"args[{pos}]"
-        else:
-            base = repr(keys[1].key)
-        rest = tree_util.keystr(keys[2:])
-        names[leaf] = f"{base}{' at ' + rest if rest else ''}"
-    return names
+    """A name per argument leaf, as the user wrote it: ``'x'``, ``'params' at ['w']``."""
+    return [f"{name!r}{' at ' + rest if rest else ''}"
+            for name, rest in stages.leaf_paths(fun, in_tree, statics_key)]
 
 
 def _describe(aval):
@@ -446,8 +433,8 @@ def _describe(aval):
 
 def _why_retraced(fun, key, previous):
     """What differs between two trace keys of ``fun``: which argument, and how."""
-    in_tree, statics, avals, x64, axis_env = key
-    old_tree, old_statics, old_avals, old_x64, _ = previous
+    in_tree, statics, avals, context, axis_env = key
+    old_tree, old_statics, old_avals, old_context, _ = previous
     if in_tree != old_tree:
         return f"the pytree structure of the arguments changed from {old_tree} to {in_tree}"
     if statics != old_statics:
@@ -472,8 +459,9 @@ def _why_retraced(fun, key, previous):
             what = ("shape" if new.shape != old.shape else
                     "dtype" if new.dtype != old.dtype else "weak type")
             return f"argument {name} changed {what}: {_describe(old)} -> {_describe(new)}"
-    if x64 != old_x64:
-        return f"jax_enable_x64 changed to {x64}"
+    if context != old_context:
+        return f"the flags a trace depends on changed (x64, matmul precision, promotion, " \
+               f"PRNG): {old_context} -> {context}"
     return f"the named axes in scope changed to {axis_env}"
 
 
@@ -561,7 +549,7 @@ class JitFunction:
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         avals = _arg_avals(leaves, in_tree, self._fun, abstractify)
         key = (in_tree, None if statics is None else statics.key, tuple(avals),
-               config.x64_enabled(), core.trace_state.axis_env)
+               config.trace_context(), core.trace_state.axis_env)
         return key, leaves, in_tree, statics, avals
 
     def _entry(self, args, kwargs, abstractify=core.get_aval):
@@ -630,7 +618,8 @@ class JitFunction:
         if config.slow_calls and not _checking.active:  # disable_jit, debug_nans/infs
             return self._checked_call(args, kwargs)
         state = self._state
-        if not kwargs and not state.has_statics and core.trace_state.trace is core.eval_trace:
+        if not kwargs and not state.has_statics and core.trace_state.trace is core.eval_trace \
+                and state.shardings is None:
             # Fastest path: every argument is one Array already on the device, the signature
             # was seen before and its program takes exactly these buffers.
             avals, bufs = [], []
@@ -640,7 +629,8 @@ class JitFunction:
                 avals.append(x.aval)
                 bufs.append(x._buf)
             else:
-                entry = state.flat_caches[config.x64_enabled()].get(tuple(avals))
+                entry = state.flat_caches.get(config.trace_context(), _NO_ENTRIES).get(
+                    tuple(avals))
                 if entry is not None and entry.direct is not None:
                     outs = entry.direct.call(bufs)
                     if entry.single_output:
@@ -666,18 +656,30 @@ class JitFunction:
                     avals = _arg_avals(leaves, in_tree, self._fun)
                     concrete = not any(isinstance(x, Tracer) for x in leaves)
                     break
-            x64, axis_env = config.x64_enabled(), core.trace_state.axis_env
-            entry = self._lookup((in_tree, None, tuple(avals), x64, axis_env), in_tree, None,
-                                 avals)
+            context, axis_env = config.trace_context(), core.trace_state.axis_env
+            entry = self._lookup((in_tree, None, tuple(avals), context, axis_env), in_tree,
+                                 None, avals)
             if in_tree == _flat_tree(len(args)) and not entry.consts_are_traced and \
                     not axis_env:
-                state.flat_caches[x64][tuple(avals)] = entry
+                state.flat_caches.setdefault(context, {})[tuple(avals)] = entry
         if concrete and core.trace_state.trace is core.eval_trace:
-            outs = entry.run(leaves, avals, state.device)
+            if state.shardings is not None or api_sharding.is_sharded(leaves):
+                shardings = state.shardings or (None, None)
+                outs = api_sharding.run_partitioned(
+                    entry, leaves, avals, self._positional(args, kwargs), *shardings,
+                    state.name)
+            else:
+                outs = entry.run(leaves, avals, state.device)
         else:
             outs = entry.restore_float0s(
                 jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=state.name))
         return tree_util.tree_unflatten(entry.out_tree, outs)
+
+    def _positional(self, args, kwargs):
+        """The dynamic positional arguments (what ``in_shardings`` is a prefix of)."""
+        state = self._state
+        return _split_statics(self._fun, args, kwargs, state.static_argnums,
+                              state.static_argnames)[0]
 
     def _checked_call(self, args, kwargs):
         """A call while some thread may have ``jax_disable_jit``, ``jax_debug_nans`` or
@@ -729,7 +731,7 @@ class JitFunction:
         state = self._state
         state.traces.clear()
         state.cache.clear()
-        for cache in state.flat_caches:
+        for cache in state.flat_caches.values():
             cache.clear()
 
     def _cache_size(self):
@@ -739,8 +741,9 @@ class JitFunction:
         return f"<jit-compiled function {self._state.name}>"
 
 
-def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=None,
-        donate_argnames=None, device=None, backend=None, inline=False, keep_unused=False):
+def jit(fun=None, *, in_shardings=None, out_shardings=None, static_argnums=None,
+        static_argnames=None, donate_argnums=None, donate_argnames=None, device=None,
+        backend=None, inline=False, keep_unused=False):
     """Compile ``fun`` with XLA: traced once per signature, cached, run as one program.
 
     As in JAX, the cache belongs to ``fun`` (held weakly), not to the wrapper: a fresh
@@ -753,6 +756,9 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
       donate_argnums, donate_argnames: arguments whose buffers the program may reuse for an
         output of the same shape and dtype; a donated array is deleted by the call.
       device: the device to run on (default: the first device of the default backend).
+      in_shardings, out_shardings: shardings (or pytree prefixes of the positional arguments
+        and of the result) that make the call one program partitioned over their mesh;
+        arrays already spread over devices are partitioned by their own shardings.
 
     Returns:
       The jitted function, which also has ``.lower(*args)``.
@@ -762,7 +768,8 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
       >>> f(xform.numpy.ones(3))
     """
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums,
+        return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
+                                 static_argnums=static_argnums,
                                  static_argnames=static_argnames, donate_argnums=donate_argnums,
                                  donate_argnames=donate_argnames, device=device,
                                  backend=backend, inline=inline, keep_unused=keep_unused)
@@ -770,7 +777,8 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
         raise TypeError(f"jit: expected a callable, got {type(fun).__name__}")
     # inline and keep_unused change neither the trace nor the program here.
     return JitFunction(fun, _jit_state(fun, (static_argnums, static_argnames, donate_argnums,
-                                             donate_argnames, device, backend)))
+                                             donate_argnames, device, backend, in_shardings,
+                                             out_shardings)))
 
 
 # --------------------------------------------------------------------------- make_jaxpr & co
@@ -858,27 +866,9 @@ def default_backend():
 
 def device_put(x, device=None):
     """Copy a pytree of arrays to ``device`` (default device if None), or lay them out over
-    several devices as a JAX ``Sharding`` says (``NamedSharding(mesh, P("i"))``: the layout a
-    pmap over ``mesh``'s devices reads in place); returns Arrays (ShardedArrays)."""
-
-    if not (device is None or runtime.is_sharding(device) or runtime.is_device(device)):
-        raise ValueError("`device_put` only accepts `None`, a `Sharding` or a `Device` (e.g. "
-                         f"`xform.devices()[0]`); received invalid value: {device!r}")
-
-    def put(leaf):
-        if isinstance(leaf, Tracer):
-            return device_put_traced(leaf, device)
-        aval = core.get_aval(leaf)
-        if runtime.is_sharding(device):
-            buf = runtime.put_with_sharding(dispatch.host_value(leaf, aval), device)
-            return (ShardedArray if len(device.device_set) > 1 else Array)(aval, None, buf)
-        if type(leaf) is Array:
-            buf = leaf._device_buffer(device)
-        else:
-            buf = dispatch.device_buffer(leaf, aval, device)
-        return Array(aval, None, buf)
-
-    return tree_util.tree_map(put, x)
+    several devices as a ``Sharding`` (or a pytree prefix of shardings) says; arrays already
+    on the mesh's devices move device to device (xform/api_sharding.py)."""
+    return api_sharding.device_put(x, device)
 
 
 def device_put_sharded(shards, devices):

@@ -56,7 +56,8 @@ class PmapFunction:
         self._devices = None if devices is None else tuple(devices)
         self._axis_size = axis_size
         self._cache = {}
-        self._flat_cache = ({}, {})  # avals -> entry, for positional Array arguments; per x64
+        # trace context -> avals -> entry, for positional Array arguments
+        self._flat_cache = {}
 
     def __call__(self, *args, **kwargs):
         entry, leaves = self._entry(args, kwargs)
@@ -81,7 +82,7 @@ class PmapFunction:
         if not kwargs and not self._statics:
             # The common case, kept lean: positional arrays already seen with these types.
             avals = tuple(x.aval if isinstance(x, Array) else None for x in args)
-            entry = self._flat_cache[config.x64_enabled()].get(avals)
+            entry = self._flat_cache.get(config.trace_context(), {}).get(avals)
             if entry is not None:
                 return entry, list(args)
         if kwargs or self._statics:
@@ -95,14 +96,14 @@ class PmapFunction:
             avals = _arg_avals(leaves, in_tree, self._fun)
         # The axes and sizes follow from the structure and types: checked once per signature.
         key = (in_tree, None if statics is None else statics.key, tuple(avals),
-               config.x64_enabled())
+               config.trace_context())
         entry = self._cache.get(key)
         if entry is None:
             entry = self._trace(in_tree, statics, avals, dyn_args, dyn_kwargs)
             if not any(isinstance(c, Tracer) for c in entry["consts"]):
                 self._cache[key] = entry
                 if in_tree == _flat_tree(len(args)) and not kwargs and statics is None:
-                    self._flat_cache[config.x64_enabled()][tuple(avals)] = entry
+                    self._flat_cache.setdefault(config.trace_context(), {})[tuple(avals)] = entry
         return entry, leaves
 
     def _mapped_axes(self, dyn_args, dyn_kwargs, avals):

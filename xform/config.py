@@ -34,8 +34,8 @@ _NO_DEFAULT = object()
 
 
 class _Flag:
-    """One flag: its kind (``bool``, ``int``, ``str``, ``enum``, ``any``), default, the values an
-    enum accepts, and whether a context manager may set it per thread."""
+    """One flag: its kind (``bool``, ``int``, ``float``, ``str``, ``enum``, ``any``), default,
+    the values an enum accepts, and whether a context manager may set it per thread."""
 
     __slots__ = ("name", "kind", "default", "choices", "per_thread", "help")
 
@@ -68,6 +68,11 @@ class _Flag:
                 return value
             raise ValueError(f"config flag {name!r}: new int config value must be None or of "
                              f"type int, got {value!r} of type {type(value).__name__}")
+        if kind == "float":
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return float(value)
+            raise ValueError(f"config flag {name!r}: new float config value must be None or "
+                             f"a number, got {value!r} of type {type(value).__name__}")
         if kind == "str":
             if isinstance(value, str):
                 return value
@@ -96,17 +101,22 @@ class _Flag:
             if low in ("n", "no", "f", "false", "off", "0"):
                 return False
             raise ValueError(f"invalid truth value {raw!r} for environment variable {env!r}")
-        if self.kind == "int":
+        if self.kind in ("int", "float"):
             try:
-                return int(raw)
+                return int(raw) if self.kind == "int" else float(raw)
             except ValueError:
-                raise ValueError(f"environment variable {env!r} must be an integer, got "
+                raise ValueError(f"environment variable {env!r} must be a number, got "
                                  f"{raw!r}") from None
         return self.check(raw)
 
 
 _TRANSFER = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
-_PRECISIONS = ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32")
+_PRECISIONS = ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
+               # and the names of lax.DotAlgorithmPreset, as JAX's flag takes them
+               "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY",
+               "ANY_F8_ANY_F8_ANY_FAST_ACCUM", "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16",
+               "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "BF16_BF16_F32_X9",
+               "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
 
 _FLAGS = {f.name: f for f in [
     _Flag("jax_enable_x64", "bool", False, help="64-bit dtypes"),
@@ -137,7 +147,13 @@ _FLAGS = {f.name: f for f in [
     _Flag("jax_check_tracer_leaks", "bool", False,
           help="raise when a tracer outlives its jit trace"),
     _Flag("jax_compilation_cache_dir", "str", None, per_thread=False,
-          help="accepted and stored; not acted on"),
+          help="where the persistent compilation cache lives (default $XDG_CACHE_HOME/xform)"),
+    _Flag("jax_enable_compilation_cache", "bool", True, per_thread=False,
+          help="the persistent compilation cache on or off"),
+    _Flag("jax_persistent_cache_min_compile_time_secs", "float", 0.0, per_thread=False,
+          help="cache only programs that took this long to compile (xform: 0)"),
+    _Flag("jax_persistent_cache_min_entry_size_bytes", "int", 0, per_thread=False,
+          help="accepted; xform caches entries of every size"),
     _Flag("jax_enable_checks", "bool", False, per_thread=False,
           help="typecheck every jaxpr a transformation produces"),
     _Flag("jax_transfer_guard", "enum", None, _TRANSFER, help="accepted; not acted on"),
@@ -158,6 +174,10 @@ _ALIASES = {"enable_x64": "jax_enable_x64", "check_jaxprs": "jax_enable_checks"}
 
 # The flags jit's cached-call path must notice (see ``slow_calls``).
 _SLOW = frozenset(("jax_disable_jit", "jax_debug_nans", "jax_debug_infs"))
+# The flags besides x64 that change what a trace makes: part of jit's cache key (see
+# ``trace_context``) while any is away from its default.
+_TRACE = ("jax_default_matmul_precision", "jax_numpy_rank_promotion",
+          "jax_numpy_dtype_promotion", "jax_default_prng_impl")
 
 
 class _PerThread(threading.local):
@@ -173,6 +193,8 @@ _PerThread.enable_checks = check_jaxprs
 _per_thread = _PerThread()
 values = _per_thread  # read flags as ``config.values.debug_nans`` (this thread's value)
 _scopes_slow = 0  # scopes now open, in any thread, that set a _SLOW flag
+_scopes_trace = 0  # scopes now open, in any thread, that set a _TRACE flag
+_trace_flags_set = False  # a _TRACE flag is away from its default in some thread
 _lock = threading.Lock()
 _hooks = {}  # flag name -> [hook(value)] called on each global update
 
@@ -187,6 +209,26 @@ def _update_slow_calls():
 
 
 _update_slow_calls()
+
+
+def _update_trace_flags():
+    global _trace_flags_set
+    _trace_flags_set = _scopes_trace > 0 or any(
+        getattr(_PerThread, _FLAGS[n].attr) != _FLAGS[n].default for n in _TRACE)
+
+
+_update_trace_flags()
+
+
+def trace_context():
+    """What a jit trace depends on besides its arguments: the x64 mode of this thread, and
+    the other flags that change traces (``_TRACE``) when any is set. A cache key part, cheap
+    while those flags keep their defaults."""
+    v = _per_thread
+    if not _trace_flags_set:
+        return v.enable_x64
+    return (v.enable_x64, v.default_matmul_precision, v.numpy_rank_promotion,
+            v.numpy_dtype_promotion, v.default_prng_impl)
 
 
 def _flag(name, what):
@@ -231,6 +273,8 @@ def update(name, value):
         check_jaxprs = value
     if flag.name in _SLOW:
         _update_slow_calls()
+    if flag.name in _TRACE:
+        _update_trace_flags()
 
 
 def read(name):
@@ -264,7 +308,7 @@ class scope:
         self.value = flag.check(value)
 
     def __enter__(self):
-        global _scopes_slow
+        global _scopes_slow, _scopes_trace
         flag = self.flag
         if not flag.per_thread:  # a process-wide flag: set and restore the global value
             self.saved = read(flag.name)
@@ -278,9 +322,13 @@ class scope:
             with _lock:
                 _scopes_slow += 1
                 _update_slow_calls()
+        if flag.name in _TRACE:
+            with _lock:
+                _scopes_trace += 1
+                _update_trace_flags()
 
     def __exit__(self, *exc):
-        global _scopes_slow
+        global _scopes_slow, _scopes_trace
         flag = self.flag
         if not flag.per_thread:
             update(flag.name, self.saved)
@@ -293,6 +341,10 @@ class scope:
             with _lock:
                 _scopes_slow -= 1
                 _update_slow_calls()
+        if flag.name in _TRACE:
+            with _lock:
+                _scopes_trace -= 1
+                _update_trace_flags()
 
     def __call__(self, fun):
         def scoped(*args, **kwargs):

@@ -138,7 +138,7 @@ class Compiled(_Stage):
                 "Function compiled with input pytree does not match the input pytree it was "
                 f"called with. Compiled for {self.in_tree}, called with {in_tree}")
         if tuple(avals) != tuple(self._avals):
-            raise TypeError(_mismatch_message(self._jitted, in_tree, self._avals, avals))
+            raise TypeError(_mismatch_message(self._jitted, in_tree, key[1], self._avals, avals))
         if self._jitted._lookup(key, in_tree, statics, avals) is not self._entry:
             raise TypeError(f"compiled function {self.fun_name} was called with static "
                             "arguments other than those it was compiled for; compile again "
@@ -181,11 +181,12 @@ class Compiled(_Stage):
         return SingleDeviceSharding(self._compiled.device or runtime.default_device())
 
 
-def _mismatch_message(jitted, in_tree, compiled_avals, called_avals):
-    names = _leaf_names(jitted, in_tree)
-    lines = [f"Argument '{name}' compiled with {_type_name(c)} and called with "
+def _mismatch_message(jitted, in_tree, statics_key, compiled_avals, called_avals):
+    paths = leaf_paths(jitted.__wrapped__, in_tree, statics_key)
+    lines = [f"Argument '{name}{path}' compiled with {_type_name(c)} and called with "
              f"{_type_name(a)}"
-             for name, c, a in zip(names, compiled_avals, called_avals, strict=True) if c != a]
+             for (name, path), c, a in zip(paths, compiled_avals, called_avals, strict=True)
+             if c != a]
     return ("Argument types differ from the types for which this computation was compiled. "
             "Perhaps you are calling the compiled executable with a different enable_x64 "
             "mode than when it was AOT compiled? The mismatches are:\n" + "\n".join(lines))
@@ -195,26 +196,27 @@ def _type_name(aval):
     return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
 
 
-def _leaf_names(jitted, in_tree):
-    """A name per argument leaf: the parameter's name, then the path inside it."""
+def leaf_paths(fun, in_tree, statics_key):
+    """``(name, path)`` per argument leaf of ``fun``'s call: the parameter's name (``args[i]``
+    past the named ones, the keyword for keywords) and the leaf's path inside it (keystr)."""
+    dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, range(in_tree.num_leaves))
     try:
-        params = list(inspect.signature(jitted.__wrapped__).parameters)
+        params = [p.name for p in inspect.signature(fun).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):
         params = []
-    statics = jitted._state.static_argnums
-    params = [p for i, p in enumerate(params) if i not in statics]  # the traced ones
-    skeleton = tree_util.tree_unflatten(in_tree, range(in_tree.num_leaves))
-    names = []
-    for path, _ in tree_util.tree_flatten_with_path(skeleton)[0]:
-        first, rest = path[0], path[1:]
-        if first.idx == 0:  # positional
-            i = path[1].idx
-            head = params[i] if i < len(params) else f"args[{i}]"
-            rest = path[2:]
+    static_positions = () if statics_key is None else statics_key[0]
+    positions = [i for i in range(len(dyn_args) + len(static_positions))
+                 if i not in static_positions]
+    paths = [(f"leaf {i}", "") for i in range(in_tree.num_leaves)]
+    for keys, leaf in tree_util.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]:
+        if keys[0].idx == 0:
+            pos = positions[keys[1].idx]
+            name = params[pos] if pos < len(params) else f"args[{pos}]"
         else:
-            head, rest = path[1].key, path[2:]
-        names.append(head + tree_util.keystr(rest))
-    return names
+            name = keys[1].key
+        paths[leaf] = (name, tree_util.keystr(keys[2:]))
+    return paths
 
 
 __all__ = ["ArgInfo", "Compiled", "Lowered", "Traced"]

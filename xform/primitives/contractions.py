@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from xform import dtypes
+from xform import config, dtypes
 from xform.core import ShapedArray, get_aval
 from xform.interpreters import ad, batching, transpose
 from xform.interpreters.batching import not_mapped
@@ -219,9 +219,11 @@ def _one_precision(p):
 
 def canonicalize_precision(precision, name="lax.dot_general"):
     """``None``, a pair ``(Precision, Precision)`` (lhs, rhs), a ``DotAlgorithm`` or a
-    ``DotAlgorithmPreset``; ``ValueError`` for anything else, as JAX's."""
+    ``DotAlgorithmPreset``; ``ValueError`` for anything else, as JAX's. ``None`` is the
+    ``jax_default_matmul_precision`` flag's value (None when it is unset)."""
     if precision is None:
-        return None
+        default = config.values.default_matmul_precision
+        return None if default is None else canonicalize_precision(default, name)
     if isinstance(precision, (DotAlgorithm, DotAlgorithmPreset)):
         return precision
     if isinstance(precision, str) and precision in DotAlgorithmPreset.__members__:
