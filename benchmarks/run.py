@@ -32,6 +32,7 @@ import xform  # noqa: E402
 import xform.numpy as xnp  # noqa: E402
 from benchmarks import (  # noqa: E402
     bench_api,
+    bench_callbacks,
     bench_control_flow,
     bench_linalg,
     bench_nn,
@@ -237,6 +238,7 @@ BENCHMARKS = [
     *bench_linalg.BENCHMARKS,
     *bench_numpy.BENCHMARKS,
     *bench_nn.BENCHMARKS,
+    *bench_callbacks.BENCHMARKS,
 ]
 
 
