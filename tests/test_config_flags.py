@@ -118,6 +118,37 @@ def _log_then_scale(x):
     return y * 2.0
 
 
+def test_disable_jit_runs_control_flow_in_python_as_jax():
+    """Under disable_jit, scan/fori_loop/while_loop/cond/switch run their Python functions on
+    concrete values (a Python ``if`` on a carried value works), with JAX's results."""
+    def programs(lib, lax):
+        def body(c, x):
+            c = c + x if float(c) < 3 else c - x  # needs concrete values
+            return c, c * 2
+        return {
+            "scan": lambda: lax.scan(body, 0.0, lib.arange(5.0)),
+            "scan_reverse": lambda: lax.scan(body, 0.0, lib.arange(4.0), reverse=True),
+            "fori": lambda: lax.fori_loop(0, 4, lambda i, v: v * 2 if int(i) % 2 else v + 1,
+                                          1.0),
+            "fori_empty": lambda: lax.fori_loop(3, 3, lambda i, v: v + 1, 1.0),
+            "while": lambda: lax.while_loop(lambda v: v < 10, lambda v: v * 3, 1),
+            "cond": lambda: lax.cond(float(lib.sum(lib.ones(2))) > 1, lambda x: [x, x + 1],
+                                     lambda x: [x, x], 2.0),
+            "switch": lambda: lax.switch(5, [lambda: 0.0, lambda: 1.0]),
+        }
+    with xform.disable_jit(), jax.disable_jit():
+        got = {k: f() for k, f in programs(xnp, xform.lax).items()}
+        want = {k: f() for k, f in programs(jnp, jax.lax).items()}
+        with pytest.raises(ValueError, match="zero-length scan"):
+            xform.lax.scan(lambda c, x: (c, x), 0.0, xnp.zeros((0,)))
+    for k in want:
+        for g, w in zip(jax.tree_util.tree_leaves(got[k]), jax.tree_util.tree_leaves(want[k]),
+                        strict=True):
+            np.testing.assert_allclose(g, w, err_msg=k)
+            assert (np.asarray(g).dtype, getattr(g, "weak_type", None)) == \
+                (np.asarray(w).dtype, getattr(w, "weak_type", None)), k
+
+
 def test_debug_nans_names_the_primitive_and_line(capsys):
     x = -np.ones(3, np.float32)
     with jax.debug_nans(True), pytest.raises(FloatingPointError, match=_NAN_IN_LOG):

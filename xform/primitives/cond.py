@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from xform import dtypes, tree_util
+from xform import config, dtypes, tree_util
 from xform.core import (
     ClosedJaxpr,
     Jaxpr,
@@ -80,9 +80,11 @@ def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
         pred_dtype = get_aval(pred).dtype
     except TypeError as e:
         raise TypeError(f"Pred type must be either boolean or number, got {pred!r}.") from e
+    if pred_dtype != dtypes.bool_ and pred_dtype.kind not in "iuf":
+        raise TypeError(f"Pred type must be either boolean or number, got {pred_dtype}.")
+    if config.values.disable_jit and not isinstance(pred, Tracer):
+        return true_fun(*operands) if pred else false_fun(*operands)  # Python, as JAX's
     if pred_dtype != dtypes.bool_:
-        if pred_dtype.kind not in "iuf":
-            raise TypeError(f"Pred type must be either boolean or number, got {pred_dtype}.")
         pred = ne(pred, np.zeros((), pred_dtype))
     index = convert_element_type(pred, np.int32)
     return _bind_branches("cond", index, (false_fun, true_fun), ("false_fun", "true_fun"),
@@ -116,6 +118,8 @@ def switch(index, branches, *operands, operand=_NO_OPERAND):
         return branches[0](*operands)
     index = convert_element_type(index, np.int32)
     index = clamp(np.int32(0), index, np.int32(len(branches) - 1))
+    if config.values.disable_jit and not isinstance(index, Tracer):
+        return branches[int(index)](*operands)  # Python, as JAX's
     names = tuple(f"branches[{i}]" for i in range(len(branches)))
     return _bind_branches("switch", index, branches, names, operands)
 

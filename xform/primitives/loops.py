@@ -24,7 +24,7 @@ import weakref
 
 import numpy as np
 
-from xform import dtypes, tree_util
+from xform import config, dtypes, tree_util
 from xform.core import (
     ClosedJaxpr,
     Jaxpr,
@@ -39,6 +39,7 @@ from xform.core import (
     is_concrete_array,
     set_current_trace,
 )
+from xform.errors import ConcretizationTypeError
 from xform.interpreters import ad, batching, dce, partial_eval, transpose
 from xform.interpreters.batching import not_mapped
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
@@ -152,6 +153,14 @@ def while_loop(cond_fun, body_fun, init_val):
     """
     if not callable(cond_fun) or not callable(body_fun):
         raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
+    if config.values.disable_jit:
+        try:  # a Python loop, as JAX runs it under disable_jit
+            val = tree_util.tree_map(asarray, init_val)
+            while cond_fun(val):
+                val = tree_util.tree_map(asarray, body_fun(val))
+            return val
+        except ConcretizationTypeError:
+            pass  # a traced predicate (under vmap, say): the primitive below, as JAX
     init, in_tree = tree_util.tree_flatten(init_val)
 
     def flat_body(*carry):
@@ -560,6 +569,8 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
             return (add(i, 1), body_fun(i, x)), None
 
         unroll = 1 if unroll is None else unroll
+        if config.values.disable_jit and hi <= lo:
+            return init_val  # the Python scan of disable_jit cannot run zero iterations
         (_, result), _ = scan(scan_body, (lo, init_val), None, length=max(hi - lo, 0),
                               unroll=unroll)
         return result
@@ -650,6 +661,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     unroll = int(unroll)
     if unroll < 1:
         raise ValueError("`unroll` must be a `bool` or a positive `int`.")
+    if config.values.disable_jit:
+        return _python_scan(f, init, xs_flat, xs_tree, length, reverse)
     init_flat, in_tree = tree_util.tree_flatten(init)
     n = len(init_flat)
     x_avals = []
@@ -681,6 +694,35 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
                        linear=(False,) * len(operands))
     return (tree_util.tree_unflatten(in_tree, outs[:n]),
             tree_util.tree_unflatten(y_tree["tree"], outs[n:]))
+
+
+def asarray(x):
+    """``x`` as an xform value: Python and NumPy values become arrays of their type (a Python
+    scalar's weak type kept); traced values and arrays are returned as they are."""
+    if isinstance(x, Tracer) or not isinstance(x, (bool, int, float, complex, np.generic,
+                                                   np.ndarray)):
+        return x
+    aval = get_aval(x)
+    return convert_element_type_p.bind(x, new_dtype=aval.dtype, weak_type=aval.weak_type)
+
+
+def _python_scan(f, init, xs_flat, xs_tree, length, reverse):
+    """``scan`` as a Python loop over the slices (JAX's ``disable_jit`` mode)."""
+    if length == 0:
+        raise ValueError("zero-length scan is not supported in disable_jit() mode because "
+                         "the output type is unknown.")
+    carry, ys = init, []
+    steps = range(length - 1, -1, -1) if reverse else range(length)
+    for i in steps:
+        x = tree_util.tree_unflatten(xs_tree, [index_in_dim(v, i, keepdims=False)
+                                               for v in xs_flat])
+        carry, y = f(carry, x)
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+    stacked = tree_util.tree_map(
+        lambda *ys: concatenate([expand_dims(asarray(y), (0,)) for y in ys], 0), *ys)
+    return carry, stacked
 
 
 def map(f, xs, *, batch_size=None):  # noqa: A001  (lax's name)
