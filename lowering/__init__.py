@@ -5,6 +5,7 @@ import jax  # noqa: F401, I001  (before jaxlib: importing JAX first quiets XLA's
 from lowering import (  # noqa: F401  (each module registers its family's lowering rules)
     autodiff,
     call,
+    callback,
     collectives,
     compiler,
     cond,
@@ -25,5 +26,6 @@ from lowering import (  # noqa: F401  (each module registers its family's loweri
     special,
     structural,
     svd,
+    threefry,
     windowed,
 )

@@ -176,9 +176,7 @@ def test_issubdtype_knows_key_dtypes_as_jax():
 
 
 # Names of jax.random xform.random does not have yet, and why.
-NOT_YET = {
-    "random_gamma_p": "xform's gamma sampler is a composition of lax ops, not a primitive",
-}
+NOT_YET = {}
 
 
 def test_the_names_of_jax_random():

@@ -5,9 +5,11 @@ threefry2x32), and typed key arrays from ``key`` (dtype ``key<fry>``, ``key<rbg>
 ``key<urbg>``, for the ``threefry2x32``, ``rbg`` and ``unsafe_rbg`` implementations), with
 ``key_data``/``wrap_key_data`` to convert. For the same key and arguments every sampler
 equals JAX's default PRNG (``jax_threefry_partitionable=True``, JAX's default): it follows
-JAX's algorithm op for op. Everything is a composition of ``xform.lax`` primitives, so it
-works under ``jit``, ``vmap`` (over keys too), ``grad`` and ``pmap``; typed keys are pytrees
-over their data and cross those transformations as arrays do.
+JAX's algorithm op for op. Everything is a composition of ``xform.lax`` primitives and, as
+in JAX, two of its own: ``threefry2x32_p`` (the hash, lowered once per module and operand
+types as a called function) and ``random_gamma_p`` (the gamma sampler, differentiable in
+``a``). So it works under ``jit``, ``vmap`` (over keys too), ``grad`` and ``pmap``; typed
+keys are pytrees over their data and cross those transformations as arrays do.
 
 Example:
   >>> key = xform.random.key(0)
@@ -32,6 +34,7 @@ from xform.random._distributions import (
     orthogonal,
     permutation,
     randint,
+    random_gamma_p,
     truncated_normal,
     uniform,
 )
@@ -78,4 +81,5 @@ __all__ = [
     "ball", "binomial", "cauchy", "chisquare", "double_sided_maxwell", "f",
     "generalized_normal", "geometric", "lognormal", "maxwell", "multinomial", "pareto",
     "poisson", "rademacher", "rayleigh", "t", "triangular", "wald", "weibull_min", "KeyArray",
+    "random_gamma_p",
 ]

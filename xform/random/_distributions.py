@@ -19,8 +19,18 @@ from xform import core, dtypes, lax
 from xform import numpy as xnp
 from xform.api import jit
 from xform.api_batching import vmap
+from xform.interpreters import ad, batching
+from xform.primitives.base import standard_primitive
 from xform.random import _threefry
-from xform.random._keys import THREEFRY, canonical_dtype, canonical_shape, check_key, check_shape
+from xform.random._keys import (
+    IMPLS,
+    THREEFRY,
+    KeyArray,
+    canonical_dtype,
+    canonical_shape,
+    check_key,
+    check_shape,
+)
 from xform.random._keys import random_bits as _random_bits
 from xform.random._keys import split_key as _split
 
@@ -495,18 +505,83 @@ def _gamma_one(key, alpha, log_space):
     return d * v * boost
 
 
-def _gamma_impl(key, a, shape, dtype, log_space):
-    a = xnp.broadcast_to(lax.convert_element_type(a, dtype), shape)
-    size = math.prod(shape)
+def gamma_sampler(key_data, a, *, log_space, impl):
+    """What ``random_gamma_p`` computes (its lowering emits this): a Gamma(``a``) draw per
+    element of ``a``, from keys split off the keys ``key_data`` (``uint32[*batch,
+    *key_shape]``, ``batch`` a prefix of ``a.shape``), as JAX's ``_gamma_impl``."""
+    impl = IMPLS[impl]
+    batch = core.get_aval(key_data).shape[:-len(impl.key_shape)]
+    size = math.prod(a.shape)
     if size == 0:
-        return xnp.zeros(shape, dtype)
-    keys = _split(key, (size,))
+        return xnp.zeros(a.shape, a.dtype)
+    count = size // max(math.prod(batch), 1)
+    if batch:
+        data = lax.reshape(key_data, (math.prod(batch), *impl.key_shape))
+        data = vmap(lambda d: impl.split(d, (count,)))(data)
+        data = lax.reshape(data, (size, *impl.key_shape))
+    else:
+        data = impl.split(key_data, (size,))
+    keys = KeyArray(data, impl)
     one = functools.partial(_gamma_one, log_space=log_space)
-    if key._impl is THREEFRY:
-        return vmap(one)(keys, a.reshape(size)).reshape(shape)
+    if impl is THREEFRY:
+        return vmap(one)(keys, a.reshape(size)).reshape(a.shape)
     # rng_bit_generator batches by drawing every lane from the first lane's key (JAX's rule),
     # so other impls draw element by element, as JAX does.
-    return lax.map(lambda args: one(*args), (keys, a.reshape(size))).reshape(shape)
+    return lax.map(lambda args: one(*args), (keys, a.reshape(size))).reshape(a.shape)
+
+
+def _random_gamma_abstract_eval(key, a, *, log_space, impl):
+    key_shape = IMPLS[impl].key_shape
+    if key.dtype != dtypes.uint32 or key.shape[key.ndim - len(key_shape):] != key_shape:
+        raise TypeError(f"random_gamma: the key must be {impl} key data, uint32[..., "
+                        f"{key_shape[0]}], got {key.dtype}{list(key.shape)}")
+    batch = key.shape[:key.ndim - len(key_shape)]
+    if not dtypes.is_float(a.dtype) or a.shape[:len(batch)] != batch:
+        raise TypeError(f"random_gamma: `a` must be a float array whose shape starts with the "
+                        f"keys' shape {batch}, got {a.dtype}{list(a.shape)}")
+    return [a]
+
+
+# No host impl: eagerly the one equation is compiled, as under jit (gamma_sampler).
+random_gamma_p = standard_primitive("random_gamma", _random_gamma_abstract_eval)
+
+
+def _gamma_grad(sample, a, log_space):
+    """d sample / d a at fixed uniform draws (implicit reparameterization), JAX's rule."""
+    if not log_space:
+        return lax.random_gamma_grad(a, sample)
+    # d log(sample) = d sample / sample; exp may round to 0: use the smallest normal instead
+    sample = lax.exp(sample)
+    tiny = xnp.full_like(sample, dtypes.finfo(sample.dtype).tiny)
+    sample = lax.select(lax.eq(sample, xnp.zeros_like(sample)), tiny, sample)
+    return lax.div(lax.random_gamma_grad(a, sample), sample)
+
+
+def _random_gamma_jvp(primals, tangents, *, log_space, impl):
+    key, a = primals
+    out = random_gamma_p.bind(key, a, log_space=log_space, impl=impl)
+    t = tangents[1]
+    if type(t) is ad.Zero:
+        return [out], [ad.Zero(ad.tangent_aval(core.get_aval(out)))]
+    return [out], [lax.mul(t, _gamma_grad(out, a, log_space))]
+
+
+ad.jvp_rules[random_gamma_p] = _random_gamma_jvp
+
+
+def _random_gamma_batch(axis, args, dims, *, log_space, impl):
+    size = next(core.get_aval(x).shape[d] for x, d in zip(args, dims, strict=True)
+                if d is not batching.not_mapped)
+    key, a = (batching.batch_at_front(x, d, size) for x, d in zip(args, dims, strict=True))
+    return [random_gamma_p.bind(key, a, log_space=log_space, impl=impl)], [0]
+
+
+batching.batch_rules[random_gamma_p] = _random_gamma_batch
+
+
+def _gamma_impl(key, a, shape, dtype, log_space):
+    a = xnp.broadcast_to(lax.convert_element_type(a, dtype), shape)
+    return random_gamma_p.bind(key._data, a, log_space=log_space, impl=key._impl.name)
 
 
 def _param_shape(name, shape, *params):
@@ -519,8 +594,8 @@ def _param_shape(name, shape, *params):
 
 
 def gamma(key, a, shape=None, dtype=None):
-    """Gamma(a, 1) values (Marsaglia-Tsang, JAX's algorithm); not differentiable in ``a``
-    (JAX's implicit reparameterization gradient is not implemented)."""
+    """Gamma(a, 1) values (Marsaglia-Tsang, JAX's algorithm, one ``random_gamma_p``
+    equation); differentiable in ``a`` by implicit reparameterization, as in JAX."""
     key = check_key("gamma", key)
     dt = canonical_dtype("gamma", dtype, float, "float")
     return _gamma(key, a, shape=_param_shape("gamma", shape, a), dtype=dt, log_space=False)

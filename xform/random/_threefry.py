@@ -1,7 +1,8 @@
 """The threefry2x32 counter-based hash and the key operations built on it.
 
-Everything here is a composition of ``xform.lax`` uint32 primitives (add, xor, shifts), so it
-runs eagerly and under ``jit``, ``vmap`` and ``pmap`` alike. The bits equal JAX's default PRNG
+The hash is one primitive, ``threefry2x32_p``, with a NumPy host impl, a broadcasting batch
+rule and an outlined lowering; the rest is ``xform.lax`` uint32 ops, so everything runs
+eagerly and under ``jit``, ``vmap`` and ``pmap`` alike. The bits equal JAX's default PRNG
 (``threefry2x32`` with ``jax_threefry_partitionable=True``, the default since JAX 0.5): a key
 ``(k1, k2)`` hashes the 64-bit counter of every output position, split into its high and low
 32-bit words, and
@@ -19,44 +20,18 @@ import math
 import numpy as np
 
 from xform import config, lax
+from xform.primitives.threefry import threefry2x32_p
 
 KEY_SHAPE = (2,)
 UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
                64: np.dtype(np.uint64)}
 
-_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
-_PARITY = np.uint32(0x1BD11BDA)  # threefry's key-schedule constant
-
-
-def _u32(v):
-    return np.uint32(v)
-
-
-def _rotate_left(x, r):
-    return lax.bitwise_or(lax.shift_left(x, _u32(r)), lax.shift_right_logical(x, _u32(32 - r)))
-
-
-def _rounds(x1, x2, rotations):
-    for r in rotations:
-        x1 = lax.add(x1, x2)
-        x2 = lax.bitwise_xor(x1, _rotate_left(x2, r))
-    return x1, x2
-
 
 def threefry2x32(k1, k2, x1, x2):
     """The threefry2x32 hash (20 rounds) of the counter words ``(x1, x2)`` under the key
-    ``(k1, k2)``; uint32 operands of one shape (rank-0 keys broadcast). Returns two words.
-
-    The rounds are unrolled: a rolled ``fori_loop`` (JAX's choice on CPU) measured no faster
-    at run time here and slower to compile over the sampler test suite."""
-    ks = (k1, k2, lax.bitwise_xor(lax.bitwise_xor(k1, k2), _PARITY))
-    x1 = lax.add(x1, ks[0])
-    x2 = lax.add(x2, ks[1])
-    for i in range(1, 6):
-        x1, x2 = _rounds(x1, x2, _ROTATIONS[(i - 1) % 2])
-        x1 = lax.add(x1, ks[i % 3])
-        x2 = lax.add(lax.add(x2, ks[(i + 1) % 3]), _u32(i))
-    return x1, x2
+    ``(k1, k2)``: one ``threefry2x32_p`` equation (``xform/primitives/threefry.py``), lowered
+    as a private function called at each use, as JAX's. Returns two words."""
+    return threefry2x32_p.bind(k1, k2, x1, x2)
 
 
 def _counters(shape):
