@@ -214,6 +214,24 @@ def test_recompile_warning_names_the_argument():
         with pytest.warns(UserWarning, match=r"argument 'params' at \['w'\] changed dtype: "
                                              r"f32\[3\] -> i32\[3\]"):
             g(xnp.ones(3), {"w": xnp.ones(3, xnp.int32)}, scale=1)
+        with warnings.catch_warnings():  # xform's own jitted helpers retrace per shape silently
+            warnings.simplefilter("error")
+            for n in range(1, 5):
+                xform.random.normal(xform.random.PRNGKey(0), (n,))
+
+
+@pytest.mark.parametrize("impl", ["rbg", "unsafe_rbg"])
+def test_default_prng_impl_as_jax(impl):
+    """The flag picks what PRNGKey/key make and how raw keys are read: JAX's key data and
+    bits for the same seed."""
+    with xform.default_prng_impl(impl), jax.default_prng_impl(impl):
+        raw, want = xform.random.PRNGKey(3), jax.random.PRNGKey(3)
+        assert raw.shape == want.shape == (4,) and np.array_equal(raw, want)
+        assert str(xform.random.key(1).dtype) == str(jax.random.key(1).dtype)
+        np.testing.assert_array_equal(xform.random.split(raw), jax.random.split(want))
+        np.testing.assert_array_equal(xform.random.bits(raw, (3,)),
+                                      jax.random.bits(want, (3,)))
+    assert xform.random.PRNGKey(3).shape == (2,)  # threefry again after the scope
 
 
 def test_rank_and_dtype_promotion_as_jax():

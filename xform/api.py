@@ -469,7 +469,9 @@ def _note_retrace(fun, state, key):
     """A jitted function traces again: log why (jax_explain_cache_misses) and, on its third
     trace, warn once naming what changed (xform_warn_recompiles)."""
     flags = config.values
-    third = len(state.traces) == 2 and flags.warn_recompiles
+    # xform's own jitted helpers (random's samplers, ...) retrace per user shape by design:
+    # the warning is for the user's functions.
+    third = len(state.traces) == 2 and flags.warn_recompiles and not _is_xform_internal(fun)
     if not (third or flags.explain_cache_misses):
         return
     info = core.source_info()
@@ -486,6 +488,11 @@ def _note_retrace(fun, state, key):
             warnings.warn(message, UserWarning, stacklevel=2)
         else:
             warnings.warn_explicit(message, UserWarning, info[0], info[1])
+
+
+def _is_xform_internal(fun):
+    module = getattr(fun, "__module__", None) or ""
+    return module == "xform" or module.startswith(("xform.", "lowering."))
 
 
 def _check_tracer_leaks(jaxpr, name):

@@ -87,11 +87,17 @@ UNSAFE_RBG = PRNGImpl("unsafe_rbg", "urbg", (4,), _rbg_seed, _unsafe_rbg_split,
 IMPLS = {impl.name: impl for impl in (THREEFRY, RBG, UNSAFE_RBG)}
 
 
+def default_impl():
+    """The implementation of raw keys and of ``key``/``PRNGKey`` without ``impl=``: the
+    ``jax_default_prng_impl`` flag's (threefry2x32 unless set), as JAX's."""
+    return IMPLS[config.values.default_prng_impl]
+
+
 def resolve_impl(name, impl):
     """The ``PRNGImpl`` named by ``impl`` (a name, a ``PRNGImpl`` or a key dtype; None means
-    threefry2x32); ``ValueError`` naming the choices otherwise."""
+    the default, ``default_impl()``); ``ValueError`` naming the choices otherwise."""
     if impl is None:
-        return THREEFRY
+        return default_impl()
     if isinstance(impl, PRNGImpl):
         return impl
     if isinstance(impl, KeyDType):
@@ -215,10 +221,11 @@ def _check_data(name, data, impl, what="key"):
 
 
 def check_key(name, key, allow_batched=False):
-    """``key`` as a ``KeyArray``: a typed key as is, a raw ``uint32[2]`` array checked and
-    wrapped as threefry2x32 (a single key unless ``allow_batched``)."""
+    """``key`` as a ``KeyArray``: a typed key as is, a raw ``uint32`` array checked and
+    wrapped as a key of the default implementation (a single key unless ``allow_batched``)."""
     if not isinstance(key, KeyArray):
-        key = KeyArray(_check_data(name, key, THREEFRY), THREEFRY)
+        impl = default_impl()
+        key = KeyArray(_check_data(name, key, impl), impl)
     if not allow_batched and key.ndim:
         raise ValueError(f"xform.random.{name} accepts a single key, but was given a key array "
                          f"of shape {key.shape} != (). Use xform.vmap for batching.")
