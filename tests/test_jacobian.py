@@ -84,3 +84,35 @@ def test_has_aux_under_jit_and_vmap():
     assert_same(xform.jit(xform.grad(f, has_aux=True))(Y), expected, rtol=1e-6)
     assert_same(xform.vmap(xform.grad(f, has_aux=True))(X),
                 jax.vmap(jax.grad(fj, has_aux=True))(X), rtol=1e-6)
+
+
+def _dtype_cases(lib):
+    square = lambda z: z * z  # noqa: E731
+    z, x, i = np.complex64(1 + 2j), np.float32(1.0), np.int32(1)
+    return {
+        "jacfwd_complex_in": lambda: lib.jacfwd(square)(z),
+        "jacrev_complex_out": lambda: lib.jacrev(square)(z),
+        "jacfwd_holomorphic_real": lambda: lib.jacfwd(square, holomorphic=True)(x),
+        "jacrev_holomorphic_real": lambda: lib.jacrev(square, holomorphic=True)(x),
+        "jacrev_real_part": lambda: lib.jacrev(lambda z: z.real)(z),
+        "hessian_complex": lambda: lib.hessian(square)(z),
+        "jacrev_int_in": lambda: lib.jacrev(square)(i),
+        "jacfwd_int_in": lambda: lib.jacfwd(square)(i),
+        "jacfwd_holomorphic": lambda: lib.jacfwd(square, holomorphic=True)(z),
+        "jacrev_int_out": lambda: lib.jacrev(lambda x: (x * 2).astype(np.int32))(x),
+    }
+
+
+def test_jacobian_dtype_rules_as_jax():
+    """Which input/output dtypes jacfwd/jacrev/hessian take (complex, integer, holomorphic),
+    with JAX's values or JAX's TypeError and message."""
+    got, want = _dtype_cases(xform), _dtype_cases(jax)
+    for name in want:
+        try:
+            expected = want[name]()
+        except TypeError as e:
+            with pytest.raises(TypeError) as err:
+                got[name]()
+            assert str(err.value).split(",")[0] == str(e).split(",")[0], name
+            continue
+        np.testing.assert_allclose(got[name](), expected, rtol=1e-6, err_msg=name)

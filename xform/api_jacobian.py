@@ -9,10 +9,9 @@ it stays unbatched and runs once.
 import numpy as np
 from jax import tree_util
 
-from xform import core
+from xform import core, dtypes
 from xform import numpy as xnp
-from xform.api import _fun_name
-from xform.api_autodiff import _check_grad_input, jvp, vjp
+from xform.api_autodiff import jvp, vjp
 from xform.api_batching import vmap
 
 
@@ -31,7 +30,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     """The Jacobian of ``fun`` by reverse mode: one VJP, its pullback vmapped over the
     outputs' basis. Same result layout as ``jacfwd``."""
-    return _jacobian(fun, argnums, has_aux, holomorphic, forward=False)
+    return _jacobian(fun, argnums, has_aux, holomorphic, forward=False, allow_int=allow_int)
 
 
 jacobian = jacrev
@@ -67,15 +66,55 @@ def _block(batched, start, basis_aval, other_aval, basis_last):
     return xnp.reshape(rows, basis_aval.shape + other_aval.shape)
 
 
-def _jacobian(fun, argnums, has_aux, holomorphic, forward):
+def _check_inputs(forward, holomorphic, allow_int, arg):
+    """JAX's checks of the differentiated inputs' dtypes, with its messages."""
+    name = "jacfwd" if forward else "jacrev"
+    for leaf in tree_util.tree_leaves(arg):
+        dtype = core.get_aval(leaf).dtype
+        if holomorphic and not dtypes.is_complex(dtype):
+            raise TypeError(f"{name} with holomorphic=True requires inputs with complex "
+                            f"dtype, but got {dtype.name}.")
+        if forward and not holomorphic and not dtypes.is_float(dtype):
+            raise TypeError(
+                f"jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
+                f"np.floating), but got {dtype.name}. For holomorphic differentiation, pass "
+                "holomorphic=True. For differentiation of non-holomorphic functions involving "
+                "complex inputs or integer inputs, use jax.jvp directly.")
+        if not forward and not dtypes.is_inexact(dtype) and not allow_int:
+            raise TypeError(
+                f"jacrev requires real- or complex-valued inputs (input dtype that is a "
+                f"sub-dtype of np.inexact), but got {dtype.name}. If you want to use Boolean- "
+                "or integer-valued inputs, use vjp or set allow_int to True.")
+
+
+def _check_outputs(forward, holomorphic, leaves):
+    name = "jacfwd" if forward else "jacrev"
+    for leaf in leaves:
+        dtype = core.get_aval(leaf).dtype
+        if holomorphic and not dtypes.is_complex(dtype):
+            raise TypeError(f"{name} with holomorphic=True requires outputs with complex "
+                            f"dtype, but got {dtype.name}.")
+        if not forward and not holomorphic and dtypes.is_complex(dtype):
+            raise TypeError(
+                f"jacrev requires real-valued outputs (output dtype that is a sub-dtype of "
+                f"np.floating), but got {dtype.name}. For holomorphic differentiation, pass "
+                "holomorphic=True. For differentiation of non-holomorphic functions involving "
+                "complex outputs, use jax.vjp directly.")
+        if not forward and not holomorphic and not dtypes.is_inexact(dtype):
+            raise TypeError(
+                f"jacrev requires real-valued outputs (output dtype that is a sub-dtype of "
+                f"np.floating), but got {dtype.name}. For differentiation of functions with "
+                "integer outputs, use jax.vjp directly.")
+
+
+def _jacobian(fun, argnums, has_aux, holomorphic, forward, allow_int=False):
     int_argnums = isinstance(argnums, int)
     nums = (argnums,) if int_argnums else tuple(argnums)
-    name = _fun_name(fun)
 
     def jac(*args, **kwargs):
         positions = [i % len(args) for i in nums]
         for i in positions:
-            _check_grad_input(name, args[i], holomorphic, allow_int=False)
+            _check_inputs(forward, holomorphic, allow_int, args[i])
 
         def partial(*diff_args):
             full = list(args)
@@ -97,6 +136,7 @@ def _jacobian(fun, argnums, has_aux, holomorphic, forward):
 
             tangents, aux = vmap(pushforward, out_axes=(0, None))(*basis)
             t_leaves, out_tree = tree_util.tree_flatten(tangents)
+            _check_outputs(forward, holomorphic, t_leaves)
             out_avals = [core.ShapedArray(np.shape(t)[1:], t.dtype) for t in t_leaves]
             blocks = [[_block(t, s, a, o_aval, True) for s, a in zip(starts, in_avals,
                                                                       strict=True)]
@@ -105,6 +145,7 @@ def _jacobian(fun, argnums, has_aux, holomorphic, forward):
             outs, pullback, *rest = vjp(partial, *diff_args, has_aux=has_aux)
             aux = rest[0] if has_aux else None
             out_leaves, out_tree = tree_util.tree_flatten(outs)
+            _check_outputs(forward, holomorphic, out_leaves)
             out_avals = [core.get_aval(o) for o in out_leaves]
             basis, starts = _std_basis(out_avals)
             cts = vmap(lambda *cs: pullback(tree_util.tree_unflatten(out_tree, cs)))(*basis)
