@@ -229,3 +229,28 @@ def test_nested_custom_jvp_calls_under_jit():
     got = xform.jit(xform.grad(make(xnp, xform.custom_jvp)))(np.float32(1.0))
     expected = jax.grad(make(jnp, jax.custom_jvp))(np.float32(1.0))
     np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-6)
+
+
+def test_custom_vjp_with_an_integer_argument_as_jax():
+    """An integer argument has a float0 tangent: under grad, vmap(grad) and jit(grad) the rule
+    runs and its cotangent for the integer is dropped, as JAX does."""
+    def make(lib):
+        @lib.custom_vjp
+        def scaled(x, n):
+            return x * n
+        scaled.defvjp(lambda x, n: (x * n, n), lambda n, g: (g * n, None))
+        return {"grad": lambda: lib.grad(lambda x: scaled(x, 3))(2.0),
+                "both": lambda: lib.grad(scaled)(2.0, 3),
+                "vmap": lambda: lib.vmap(lib.grad(scaled), (0, None))(np.ones(2), 3),
+                "jit": lambda: lib.jit(lib.grad(lambda x: scaled(x, 3)))(2.0)}
+    got, want = make(xform), make(jax)
+    for k in want:
+        np.testing.assert_allclose(got[k](), want[k](), err_msg=k)
+
+
+def test_vjp_pullback_takes_float0_cotangents_as_jax():
+    _, pullback = xform.vjp(lambda x, n: (x * n, n), 2.0, 3)
+    ct_x, ct_n = pullback((1.0, np.zeros((), jax.dtypes.float0)))
+    assert float(ct_x) == 3.0 and ct_n.dtype == jax.dtypes.float0
+    with pytest.raises(ValueError, match="cotangent 1 has shape"):
+        pullback((1.0, np.zeros((2,), jax.dtypes.float0)))

@@ -162,6 +162,10 @@ def _pull_back(linear_jaxpr, residuals, nonzero, avals, diff, ct_leaves):
     return flat_cts
 
 
+def _is_float0(x):
+    return getattr(x, "dtype", None) == dtypes.float0
+
+
 def _typed_like(aval, ct):
     """As in JAX, a cotangent has its primal's type: weakly typed for a Python scalar's.
     (A complex one keeps the weak type its computation gave it: JAX's cotangents through
@@ -241,10 +245,11 @@ class VJP:
             raise TypeError(f"vjp of {meta.name}: the cotangent must have the structure "
                             f"of the primal output, {meta.out_tree}; got {ct_tree}")
         for i, (ct, aval) in enumerate(zip(ct_leaves, meta.out_avals, strict=True)):
-            ct_aval = core.get_aval(ct)
-            if ct_aval.shape != aval.shape:
+            # float0 (an integer output's cotangent, as JAX's) has no aval: its shape is read
+            shape = np.shape(ct) if _is_float0(ct) else core.get_aval(ct).shape
+            if shape != aval.shape:
                 raise ValueError(f"vjp of {meta.name}: cotangent {i} has shape "
-                                 f"{ct_aval.shape}, the primal output {aval.shape}")
+                                 f"{shape}, the primal output {aval.shape}")
         flat = _pull_back(meta.jaxpr, self.residuals, meta.nonzero, meta.avals,
                           meta.diff, ct_leaves)
         return tree_util.tree_unflatten(meta.in_tree, flat)[0]

@@ -21,9 +21,9 @@ from jax import tree_util
 from xform import core, dtypes
 from xform.api import _arg_avals, _fun_name
 from xform.core import Tracer
-from xform.interpreters import ad, transpose
+from xform.interpreters import ad
 from xform.interpreters.staging import trace_to_jaxpr
-from xform.primitives.autodiff import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p
+from xform.primitives.autodiff import custom_jvp_call_p, custom_vjp_call_p
 
 # --------------------------------------------------------------------------- symbolic zeros
 
@@ -487,45 +487,3 @@ def closure_convert(fun, *example_args):
     return converted_fun, hoisted
 
 
-# --------------------------------------------------------------------------- symbolic rules
-# The custom-call rules of xform/primitives/autodiff.py hand the user's rules instantiated
-# (materialized) zeros. A rule defined with ``symbolic_zeros=True`` (its flat wrapper says so)
-# is given the internal zeros instead, which the wrappers above turn into SymbolicZeros. The
-# other rules keep going through the plain ones.
-
-_plain_custom_jvp_call_jvp = ad.jvp_rules[custom_jvp_call_p]
-_plain_custom_vjp_call_jvp = ad.jvp_rules[custom_vjp_call_p]
-_plain_custom_lin_transpose = transpose.transpose_rules[custom_lin_p]
-
-
-def _custom_jvp_call_jvp(primals, tangents, *, jvp, num_consts, **call):
-    if not getattr(jvp, "symbolic_zeros", False):
-        return _plain_custom_jvp_call_jvp(primals, tangents, jvp=jvp, num_consts=num_consts,
-                                          **call)
-    return jvp(list(primals[num_consts:]), list(tangents[num_consts:]))
-
-
-def _custom_vjp_call_jvp(primals, tangents, *, fwd, bwd, num_consts, **call):
-    if not getattr(fwd, "symbolic_zeros", False):
-        return _plain_custom_vjp_call_jvp(primals, tangents, fwd=fwd, bwd=bwd,
-                                          num_consts=num_consts, **call)
-    arg_tangents = tangents[num_consts:]
-    primals_out, residuals = fwd(list(primals[num_consts:]),
-                                 [type(t) is not ad.Zero for t in arg_tangents])
-    out_avals = tuple(ad.tangent_aval(core.get_aval(p)) for p in primals_out)
-    tangents_out = custom_lin_p.bind(*residuals, *[ad.instantiate(t) for t in arg_tangents],
-                                     num_res=len(residuals), bwd=bwd, out_avals=out_avals)
-    return primals_out, tangents_out
-
-
-def _custom_lin_transpose(cts, *invals, num_res, bwd, out_avals):
-    if not getattr(bwd, "symbolic_zeros", False):
-        return _plain_custom_lin_transpose(cts, *invals, num_res=num_res, bwd=bwd,
-                                           out_avals=out_avals)
-    cts = [ad.Zero(a) if ct is None else ct for ct, a in zip(cts, out_avals, strict=True)]
-    return [None] * num_res + list(bwd(list(invals[:num_res]), cts))
-
-
-ad.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
-ad.jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp
-transpose.transpose_rules[custom_lin_p] = _custom_lin_transpose

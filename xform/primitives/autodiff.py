@@ -2,7 +2,7 @@
 derivative is zero) and the calls behind ``custom_jvp`` and ``custom_vjp``."""
 
 
-from xform import tree_util
+from xform import dtypes, tree_util
 from xform.core import (
     ShapedArray,
     eager_rules,
@@ -96,20 +96,48 @@ staging_rules[custom_jvp_call_p] = _staged_call(custom_jvp_call_p)
 staging_rules[custom_vjp_call_p] = _staged_call(custom_vjp_call_p)
 
 
+# A rule defined with ``symbolic_zeros=True`` (xform/custom_derivatives.py marks its flat
+# wrapper so) is handed the internal ``ad.Zero``s, which that wrapper turns into JAX's
+# ``SymbolicZero``s; any other rule gets zeros as arrays.
+
+def _symbolic(rule):
+    return getattr(rule, "symbolic_zeros", False)
+
+
 def _custom_jvp_call_jvp(primals, tangents, *, jvp, num_consts, **call):
     # Closed-over values are not differentiated through: the rule sees the arguments only.
-    args = primals[num_consts:]
-    arg_tangents = [ad.instantiate(t) for t in tangents[num_consts:]]
+    args, arg_tangents = list(primals[num_consts:]), list(tangents[num_consts:])
+    if not _symbolic(jvp):
+        arg_tangents = [ad.instantiate(t) for t in arg_tangents]
     return jvp(args, arg_tangents)
 
 
 def _custom_vjp_call_jvp(primals, tangents, *, fwd, bwd, num_consts, **call):
-    primals_out, residuals = fwd(primals[num_consts:])
-    arg_tangents = [ad.instantiate(t) for t in tangents[num_consts:]]
+    args, arg_tangents = primals[num_consts:], tangents[num_consts:]
+    if _symbolic(fwd):  # fwd is told which arguments are perturbed
+        primals_out, residuals = fwd(list(args), [type(t) is not ad.Zero for t in arg_tangents])
+    else:
+        primals_out, residuals = fwd(args)
+    # An integer or boolean argument's tangent is float0, which traces do not hold: it is no
+    # operand of custom_lin, and bwd's cotangent for it is dropped.
+    kept = [ad.tangent_aval(get_aval(x)).dtype != dtypes.float0 for x in args]
+    arg_tangents = [ad.instantiate(t) for t, k in zip(arg_tangents, kept, strict=True) if k]
     out_avals = tuple(ad.tangent_aval(get_aval(p)) for p in primals_out)
     tangents_out = custom_lin_p.bind(*residuals, *arg_tangents, num_res=len(residuals),
-                                     bwd=bwd, out_avals=out_avals)
+                                     bwd=_kept_cotangents(bwd, kept), out_avals=out_avals)
     return primals_out, tangents_out
+
+
+def _kept_cotangents(bwd, kept):
+    """``bwd`` returning only the cotangents of the arguments that ``kept`` marks."""
+    if all(kept):
+        return bwd
+
+    def kept_bwd(residuals, cts):
+        return [ct for ct, k in zip(bwd(residuals, cts), kept, strict=True) if k]
+
+    kept_bwd.symbolic_zeros = _symbolic(bwd)
+    return kept_bwd
 
 
 ad.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
@@ -136,8 +164,10 @@ eager_rules[custom_lin_p] = _custom_lin_forward
 
 def _custom_lin_transpose(cts, *invals, num_res, bwd, out_avals):
     residuals = invals[:num_res]
-    cts_in = bwd(list(residuals), [ad.instantiate(ct) for ct in cts])
-    return [None] * num_res + list(cts_in)
+    cts = [ad.Zero(a) if ct is None else ct for ct, a in zip(cts, out_avals, strict=True)]
+    if not _symbolic(bwd):
+        cts = [ad.instantiate(ct) for ct in cts]
+    return [None] * num_res + list(bwd(list(residuals), cts))
 
 
 transpose.transpose_rules[custom_lin_p] = _custom_lin_transpose
