@@ -409,8 +409,7 @@ def clear_caches():
             for cache in state.flat_caches.values():
                 cache.clear()
     _jit_states.clear()
-    dispatch._compiled.clear()
-    dispatch._single_eqn.clear()
+    dispatch.clear_caches()
 
 
 class _Checking(threading.local):

@@ -23,10 +23,6 @@ from xform.array import Array
 from xform.core import Tracer
 from xform.tree_util import tree_leaves, tree_map
 
-# xform's key dtypes have JAX's ``prng_key`` as their scalar type: ``xform.dtypes``' abstract
-# extended classes are JAX's then (that module may not import JAX; see the note there).
-dtypes.extended, dtypes.prng_key = jax.dtypes.extended, jax.dtypes.prng_key
-
 
 def device_get(x):
     """Copy the arrays of pytree ``x`` to the host as NumPy arrays.

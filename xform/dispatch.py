@@ -195,6 +195,12 @@ def compile_jaxpr(closed, name, device=None, donated=None, min_cache_secs=0.0, o
 _single_eqn = {}
 
 
+def clear_caches():
+    """Forget the compiled programs of jaxprs and of eager single primitives."""
+    _compiled.clear()
+    _single_eqn.clear()
+
+
 def device_apply(prim, args, params):
     rule = core.eager_rules.get(prim)
     if rule is not None:

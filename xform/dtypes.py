@@ -3,6 +3,7 @@
 import functools
 import warnings
 
+import jax.dtypes as jax_dtypes
 import ml_dtypes
 import numpy as np
 
@@ -144,9 +145,10 @@ _LATTICE = {
 }
 
 
-class TypePromotionError(ValueError):
-    """Operand dtypes with no implicit promotion (a narrow type mixed with another): JAX's
-    ``jax.dtypes.TypePromotionError``, a ``ValueError``."""
+class TypePromotionError(jax_dtypes.TypePromotionError):
+    """Operand dtypes with no implicit promotion (a narrow type mixed with another): a
+    subclass of JAX's ``jax.dtypes.TypePromotionError`` (a ``ValueError``), so ``except``
+    clauses written for JAX catch it."""
 
 
 def _upper_bounds(node):
@@ -246,22 +248,11 @@ def check_int_range(x, dtype, what):
 # --------------------------------------------------------------------------- jax.dtypes' names
 
 
-class extended(np.generic):
-    """Abstract scalar class of the extended dtypes (the key dtypes ``key<impl>``), for
-    ``issubdtype``; never instantiated."""
-
-
-class prng_key(extended):
-    """Abstract scalar class of the PRNG key dtypes, for ``issubdtype``: true of
-    ``xform.random.key(0).dtype``."""
-
-
-# xform's key dtypes have JAX's ``jax.dtypes.prng_key`` as their scalar type, so that JAX's
-# own checks accept them; the two names above must then be JAX's classes too, for
-# ``issubdtype(key.dtype, xform.dtypes.prng_key)`` (here and in xform.numpy). This module may
-# not import JAX (the core stays free of the backend), so ``xform.api_host`` rebinds
-# ``extended`` and ``prng_key`` to JAX's classes when xform is imported; the classes above
-# serve only this module used on its own.
+# The abstract scalar classes of the extended dtypes (the key dtypes ``key<impl>``) are JAX's:
+# xform's key dtypes have JAX's ``prng_key`` as their scalar type, so that JAX's own checks
+# (and flax's, equinox's) accept xform keys, and ``issubdtype(key.dtype, prng_key)`` holds in
+# both libraries.
+extended, prng_key = jax_dtypes.extended, jax_dtypes.prng_key
 
 
 def _is_extended(dtype):
@@ -373,6 +364,36 @@ def _dtype_and_weak(x):
     return canonicalize(dt), bool(getattr(x, "weak_type", False))
 
 
+def lattice_join(pairs):
+    """``(dtype, weak_type)`` of an operation on operands of these ``(dtype, weak_type)``
+    pairs, as JAX's ``lattice_result_type``: equal dtypes stay, weak operands join as their
+    strong counterparts and the result stays weak only if every operand was."""
+    if len(pairs) == 1:
+        dtype, weak = pairs[0]
+    elif len({d for d, _ in pairs}) == 1 and not all(w for _, w in pairs):
+        dtype, weak = pairs[0][0], False
+    elif all(w for _, w in pairs):
+        # All weak: join the strong counterparts and keep the result weak, so two weak
+        # non-default types (a weak float16) do not jump to the default width.
+        dtype, _ = promote(*[(d, False) for d, _ in pairs])
+        weak = True
+    else:
+        dtype, weak = promote(*pairs)
+    return dtype, weak and dtype != bool_
+
+
+def weak_default(dtype):
+    """The type a weakly typed result of ``dtype``'s kind has: the default int, float or
+    complex (bool stays bool)."""
+    if is_complex(dtype):
+        return default_complex()
+    if is_float(dtype):
+        return default_float()
+    if is_int(dtype):
+        return default_int()
+    return dtype
+
+
 def result_type(*args, return_weak_type_flag=False):
     """The dtype jax.numpy's promotion gives an operation on ``args`` (arrays, scalars or
     dtypes; ``None`` means the default float); with ``return_weak_type_flag=True`` the pair
@@ -384,21 +405,10 @@ def result_type(*args, return_weak_type_flag=False):
     """
     if not args:
         raise ValueError("result_type: at least one array or dtype is required")
-    pairs = [_dtype_and_weak(default_float() if a is None else a) for a in args]
-    if len(pairs) == 1:
-        dtype, weak = pairs[0]
-    elif len({d for d, _ in pairs}) == 1 and not all(w for _, w in pairs):
-        dtype, weak = pairs[0][0], False
-    elif all(w for _, w in pairs):
-        # All weak: the join of the strong counterparts, kept weak.
-        dtype, _ = promote(*[(d, False) for d, _ in pairs])
-        weak = True
-    else:
-        dtype, weak = promote(*pairs)
-    weak = weak and dtype != bool_
-    if weak:  # a weak result is the default type of its kind
-        dtype = (default_complex() if is_complex(dtype) else default_float() if is_float(dtype)
-                 else default_int())
+    dtype, weak = lattice_join([_dtype_and_weak(default_float() if a is None else a)
+                                for a in args])
+    if weak:
+        dtype = weak_default(dtype)
     return (dtype, weak) if return_weak_type_flag else dtype
 
 

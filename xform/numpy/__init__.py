@@ -100,24 +100,11 @@ def _scalar_class(x):
     return np.dtype(x).type
 
 
-# ml_dtypes' scalar types (bfloat16, float8_*, int4, ...) subclass only np.generic: place
-# them in NumPy's abstract hierarchy by hand, as jax.numpy does.
-_CUSTOM_PARENTS = {
-    **{d.type: (np.floating, np.inexact) for d in (_dtypes.bfloat16, *_dtypes.NARROW_FLOATS)},
-    **{d.type: (np.signedinteger, np.integer) for d in _dtypes.NARROW_SIGNED},
-    **{d.type: (np.unsignedinteger, np.integer) for d in _dtypes.NARROW_UNSIGNED},
-}
-
-
 def issubdtype(arg1, arg2):
     """``np.issubdtype`` that also places bfloat16, the float8s and int4 and kin in NumPy's
-    abstract hierarchy (``issubdtype(int4, np.signedinteger)`` is True)."""
-    t1, t2 = _scalar_class(arg1), _scalar_class(arg2)
-    if t1 in _CUSTOM_PARENTS:
-        return t2 in (t1, *_CUSTOM_PARENTS[t1], np.number, np.generic)
-    if t2 in _CUSTOM_PARENTS:
-        return False
-    return np.issubdtype(t1, t2)
+    abstract hierarchy (``issubdtype(int4, np.signedinteger)`` is True) and knows the key
+    dtypes (``xform.dtypes.issubdtype``)."""
+    return _dtypes.issubdtype(_scalar_class(arg1), _scalar_class(arg2))
 
 
 def isdtype(dtype, kind):

@@ -99,31 +99,15 @@ def lattice_result_type(*args):
         raise ValueError("at least one array or dtype is required")
     if config.values.numpy_dtype_promotion == "strict":
         _check_strict_promotion(pairs)
-    if len(pairs) == 1:
-        dtype, weak = pairs[0]
-    elif len({d for d, _ in pairs}) == 1 and not all(w for _, w in pairs):
-        dtype, weak = pairs[0][0], False
-    elif all(w for _, w in pairs):
-        # All weak: join the strong counterparts and keep the result weak, so two weak
-        # non-default types (a weak float16) do not jump to the default width.
-        dtype, _ = dtypes.promote(*[(d, False) for d, _ in pairs])
-        weak = True
-    else:
-        dtype, weak = dtypes.promote(*pairs)
-    return dtype, weak and dtype != dtypes.bool_
+    return dtypes.lattice_join(pairs)
 
 
 def result_type(*args, return_weak_type_flag=False):
     """The dtype jax.numpy gives an operation on ``args`` (arrays, scalars or dtypes)."""
     dtype, weak = lattice_result_type(*(dtypes.default_float() if a is None else a
                                         for a in args))
-    if weak:  # a weak result is the default type of its kind
-        if dtypes.is_complex(dtype):
-            dtype = dtypes.default_complex()
-        elif dtypes.is_float(dtype):
-            dtype = dtypes.default_float()
-        elif dtypes.is_int(dtype):
-            dtype = dtypes.default_int()
+    if weak:
+        dtype = dtypes.weak_default(dtype)
     dtype = dtypes.canonicalize(dtype)
     return (dtype, weak) if return_weak_type_flag else dtype
 
