@@ -1,5 +1,11 @@
-"""Every notebook in notebooks/ runs top to bottom without an error (outputs are not kept)."""
+"""Every notebook in notebooks/ runs top to bottom without an error (outputs are not kept),
+and draws the number of matplotlib figures it declares.
 
+A notebook declares its figures in its metadata, ``"xform": {"figures": N}`` with N >= 1:
+after the last cell, N figures must be open (figures are drawn off-screen and never saved; a
+notebook does not close them). Only the notebooks in ``UNDECLARED`` may omit the key."""
+
+import json
 import os
 import pathlib
 
@@ -18,9 +24,43 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 from nbclient import NotebookClient  # noqa: E402  (after the environment is set)
 from nbclient.exceptions import CellExecutionError  # noqa: E402
 
+# Notebooks written before figure counts were declared: add "figures" to the metadata (and a
+# figure where there is none) and remove the entry.
+UNDECLARED = {
+    "01_tour.ipynb": "no figure yet (issue 18: the tour ends with a plot)",
+    "02_data_parallel.ipynb": "no figure yet",
+    "09_extending_xform.ipynb": "draws 2 figures, count not declared yet",
+}
+
 
 def test_there_are_notebooks():
     assert NOTEBOOKS, "notebooks/ holds no .ipynb file"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_declares_its_figures(path):
+    if path.name in UNDECLARED:
+        return
+    figures = nbformat.read(path, as_version=4).metadata.get("xform", {}).get("figures")
+    assert isinstance(figures, int) and figures >= 1, (
+        f"{path.name}: declare the matplotlib figures it draws (at least one) in its metadata "
+        f'as "xform": {{"figures": N}}; found {figures!r}')
+
+
+# Appended to the executed copy (never to the file): how many figures the kernel holds open.
+_COUNT_FIGURES = """\
+import json as _json, sys as _sys
+_plt = _sys.modules.get("matplotlib.pyplot")
+print("__xform_figures__", _json.dumps(len(_plt.get_fignums()) if _plt else 0))
+"""
+
+
+def _figure_count(cell):
+    for out in cell.get("outputs", []):
+        for line in out.get("text", "").splitlines():
+            if line.startswith("__xform_figures__ "):
+                return json.loads(line.split(" ", 1)[1])
+    raise AssertionError(f"the figure-count cell printed nothing: {cell.get('outputs')}")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -28,6 +68,8 @@ def test_notebook_runs(path):
     nb = nbformat.read(path, as_version=4)
     assert all(not cell.get("outputs") for cell in nb.cells if cell.cell_type == "code"), (
         f"{path.name} is saved with outputs; clear them before committing")
+    expected_figures = nb.metadata.get("xform", {}).get("figures")
+    nb.cells.append(nbformat.v4.new_code_cell(_COUNT_FIGURES))
     # The kernel starts in the repo root, so `import xform` finds this checkout (an installed
     # copy is found too).
     client = NotebookClient(nb, kernel_name="python3", timeout=120,
@@ -39,3 +81,8 @@ def test_notebook_runs(path):
     errors = [out for cell in nb.cells if cell.cell_type == "code"
               for out in cell.get("outputs", []) if out.output_type == "error"]
     assert not errors, f"{path.name}: {errors}"
+    if expected_figures is not None:
+        figures = _figure_count(nb.cells[-1])
+        assert figures == expected_figures, (
+            f"{path.name} drew {figures} matplotlib figures; its metadata declares "
+            f"{expected_figures}")
