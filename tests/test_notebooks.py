@@ -27,9 +27,7 @@ from nbclient.exceptions import CellExecutionError  # noqa: E402
 # Notebooks written before figure counts were declared: add "figures" to the metadata (and a
 # figure where there is none) and remove the entry.
 UNDECLARED = {
-    "01_tour.ipynb": "no figure yet (issue 18: the tour ends with a plot)",
     "02_data_parallel.ipynb": "no figure yet",
-    "09_extending_xform.ipynb": "draws 2 figures, count not declared yet",
 }
 
 
