@@ -38,6 +38,7 @@ def test_demo_prints_the_tour():
     assert "== pmap: a data-parallel training step" in out
     assert re.search(r"^8 cpu devices", out, re.M), "the demo's pmap step should get 8 CPU devices"
     assert "matches the one-device step: True" in out
+    assert re.search(r"== Next: the notebooks.*\n.*01_tour\.ipynb", out), out[-400:]
     # Both timings, with a number and a unit.
     number = r"\d+(\.\d+)? (ms|µs)"
     assert re.search(r"first jit call \(trace \+ lower \+ compile \+ run\): " + number, out)

@@ -7,6 +7,7 @@ data-parallel ``pmap`` step over the host devices.
 """
 
 import inspect
+import pathlib
 import platform
 import statistics
 import time
@@ -92,6 +93,7 @@ def main(cached_calls=200):
     _mlp_training()
     _gaussian_process()
     _data_parallel_step()
+    _notebooks()
 
 
 def _per_example_gradients():
@@ -258,6 +260,16 @@ def _data_parallel_step(per_device=16, timed_steps=20):
     print(f"pmap step over {n} device{'s' * (n > 1)} (median of {timed_steps}, parameters "
           f"fed back): {_fmt_seconds(statistics.median(times))}; loss now "
           f"{float(value[0]):.6f}")
+
+
+def _notebooks():
+    _section("Next: the notebooks")
+    folder = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
+    names = sorted(p.name for p in folder.glob("*.ipynb")) if folder.is_dir() else []
+    if names:
+        print(f"in {folder}: " + ", ".join(names))
+    else:
+        print("in notebooks/ of the xform repository (not installed with the package)")
 
 
 if __name__ == "__main__":
