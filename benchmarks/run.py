@@ -39,6 +39,7 @@ from benchmarks import (  # noqa: E402
     bench_numpy,
     bench_pmap,
     bench_random,
+    bench_techniques,
     bench_vmap,
 )
 from benchmarks.common import compare, on_device  # noqa: E402
@@ -239,10 +240,13 @@ BENCHMARKS = [
     *bench_numpy.BENCHMARKS,
     *bench_nn.BENCHMARKS,
     *bench_callbacks.BENCHMARKS,
+    *bench_techniques.BENCHMARKS,
 ]
 
 
-def _fmt(seconds):
+def _fmt(seconds, unit="s"):
+    if unit == "bytes":  # a memory row (g3): bytes from XLA's memory analysis
+        return f"{int(seconds):,} B"
     if seconds >= 1e-3:
         return f"{seconds * 1e3:.2f} ms"
     return f"{seconds * 1e6:.2f} µs"
@@ -275,8 +279,9 @@ def main():
             continue
         ratio = xf_t / jax_t
         met = "yes" if ratio <= target else "no"
-        print(f"| {name} | {_fmt(xf_t)} | {_fmt(jax_t)} | {ratio:.2f}× | ≤ {target}× | {met} |",
-              flush=True)
+        unit = getattr(fn, "unit", "s")
+        print(f"| {name} | {_fmt(xf_t, unit)} | {_fmt(jax_t, unit)} | {ratio:.2f}× | "
+              f"≤ {target}× | {met} |", flush=True)
 
 
 if __name__ == "__main__":
