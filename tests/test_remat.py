@@ -360,3 +360,23 @@ def test_bad_operand_types_name_the_construct_and_both_types():
         xform.make_jaxpr(lambda a: remat_p.bind(a, jaxpr=jaxpr, prevent_cse=True,
                                                 differentiated=False, policy=None))(
             np.zeros(3, np.int32))
+
+
+def test_saved_values_are_rounded_to_their_dtype_as_jax():
+    """Residuals the forward pass also reads go through reduce_precision, as in JAX (XLA's
+    excess precision must not make forward and backward disagree): the same count in the
+    jaxpr and the same temporary memory in the compiled program."""
+    def make(lib, np_):
+        layer = lib.checkpoint(lambda w, h: np_.tanh(h @ w),
+                               policy=lib.checkpoint_policies.everything_saveable)
+        return lib.grad(lambda w, x: np_.sum(layer(w, layer(w, x))))
+
+    w = np.full((64, 64), 0.1, np.float32)
+    x = np.ones((32, 64), np.float32)
+    xg, jg = make(xform, xform.numpy), make(jax, jax.numpy)
+    assert str(xform.make_jaxpr(xg)(w, x)).count("reduce_precision") == \
+        str(jax.make_jaxpr(jg)(w, x)).count("reduce_precision") == 2
+    memory = [lib.jit(g).lower(w, x).compile().memory_analysis().temp_size_in_bytes
+              for lib, g in ((xform, xg), (jax, jg))]
+    assert memory[0] == memory[1]
+    np.testing.assert_allclose(xg(w, x), jg(w, x), rtol=1e-5, atol=1e-5)

@@ -19,6 +19,7 @@ from xform.api_autodiff import vjp
 from xform.api_remat import checkpoint, checkpoint_policies, remat
 from xform.core import Literal, subjaxprs
 from xform.primitives.call import jit_p
+from xform.primitives.elementwise import reduce_precision_p
 from xform.primitives.remat import Offloadable, Recompute, Saveable, checkpoint_name, name_p
 
 __all__ = ["Offloadable", "Recompute", "Saveable", "checkpoint", "checkpoint_name",
@@ -121,11 +122,21 @@ def saved_residuals(f, *args, **kwargs):
                         eqn.source_info)
         return "" if info is None else f"{info[0]}:{info[1]} ({info[2]})"
 
-    for eqn in jaxpr.eqns:
-        if not any(v in res_vars for v in eqn.outvars):
+    producers = {v: e for e in jaxpr.eqns for v in e.outvars}
+
+    def origin(eqn):
+        # A checkpoint rounds the values it saves with reduce_precision (as JAX does, after
+        # JAX reports its residuals): the value's own producer is the source.
+        while eqn.primitive is reduce_precision_p and eqn.invars[0] in producers:
+            eqn = producers[eqn.invars[0]]
+        return eqn
+
+    for saved_by in jaxpr.eqns:
+        if not any(v in res_vars for v in saved_by.outvars):
             continue
+        eqn = origin(saved_by)
         src = where(eqn)
-        for v in eqn.outvars:
+        for v in saved_by.outvars:
             if v not in res_vars:
                 continue
             if eqn.primitive is name_p:

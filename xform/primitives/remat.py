@@ -25,12 +25,13 @@ import weakref
 
 import numpy as np
 
-from xform import tree_util
+from xform import dtypes, tree_util
 from xform.core import (
     ClosedJaxpr,
     Jaxpr,
     JaxprEqn,
     Primitive,
+    Var,
     abstract_eval_rules,
     eager_rules,
     eval_jaxpr,
@@ -44,6 +45,7 @@ from xform.primitives.base import standard_primitive
 # The JVP and transpose rules rewrite the body exactly as ``jit``'s do (and share their
 # caches): only the primitive they bind and its params differ.
 from xform.primitives.call import call_abstract_eval, call_jvp, transposed_jaxpr
+from xform.primitives.elementwise import reduce_precision_p
 
 __all__ = ["checkpoint_name", "Offloadable", "Recompute", "Saveable"]
 
@@ -215,6 +217,7 @@ def _remat_split(jaxpr, unknowns, policy):
     # K itself, returning the known outputs and the saved values, no longer the residuals.
     known_out = Jaxpr([], k.invars, k.outvars[:num_known_out] + saved, k.eqns)
     known_out, _ = dce.dce_jaxpr(known_out, [True] * len(known_out.outvars))
+    known_out = _round_saved(known_out, saved)
 
     num_in = len(rerun.invars)
 
@@ -226,6 +229,36 @@ def _remat_split(jaxpr, unknowns, policy):
     staged, staged_consts = convert_constvars(trace_to_jaxpr(staged_fun, in_avals, name))
     return _Split(known_out, known_consts, staged, staged_consts, out_unknowns, num_known_out,
                   staged_known)
+
+
+def _round_saved(jaxpr, saved):
+    """``jaxpr`` with each saved float value that its own equations also read passed through
+    ``reduce_precision`` to its dtype, as JAX does (its PR 22244): XLA may keep more precision
+    inside a fusion than a stored value has, and the forward pass and the backward pass
+    (which reads the stored value) must see the same number."""
+    read = {x for e in jaxpr.eqns for x in e.invars if isinstance(x, Var)}
+    targets = {v for v in saved if v in read and dtypes.is_inexact(v.aval.dtype)}
+    if not targets:
+        return jaxpr
+    eqns = []
+    for eqn in jaxpr.eqns:
+        hits = [v for v in eqn.outvars if v in targets]
+        if not hits or (eqn.primitive is reduce_precision_p and
+                        eqn.params == _finfo_bits(eqn.outvars[0].aval.dtype)):
+            eqns.append(eqn)
+            continue
+        fresh = {v: Var(v.aval) for v in hits}
+        eqns.append(JaxprEqn(eqn.primitive, eqn.invars,
+                             [fresh.get(v, v) for v in eqn.outvars], eqn.params,
+                             eqn.source_info))
+        eqns += [JaxprEqn(reduce_precision_p, [fresh[v]], [v], _finfo_bits(v.aval.dtype),
+                          eqn.source_info) for v in hits]
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+
+
+def _finfo_bits(dtype):
+    info = dtypes.finfo(dtype)
+    return {"exponent_bits": int(info.nexp), "mantissa_bits": int(info.nmant)}
 
 
 def _remat_partial_eval(trace, args, params):
