@@ -24,7 +24,6 @@ from xform.primitives.base import (
     INT,
     INT_OR_BOOL,
     NUMBER,
-    canonicalize_axis,
     check_dtype,
     standard_primitive,
 )
@@ -147,12 +146,21 @@ def identity(monoid, dtype):
 
 
 def _canonicalize_axes(operand, axes):
-    """Axes as a sorted tuple with negative axes made non-negative (bad ones are kept, for
-    the abstract eval to report)."""
-    ndim = get_aval(operand).ndim
+    """Axes as a sorted tuple (out-of-range ones, negative ones included, are kept for the
+    abstract eval to report: lax takes no negative axes, as JAX's)."""
     if isinstance(axes, (int, np.integer)):
         axes = (axes,)
-    return tuple(sorted(int(a) + ndim if -ndim <= int(a) < 0 else int(a) for a in axes))
+    return tuple(sorted(int(a) for a in axes))
+
+
+def _lax_axis(name, axis, ndim):
+    """A lax ``axis`` argument: in ``[0, ndim)``, as JAX's lax takes it (jax.numpy is where
+    negative axes count from the end)."""
+    axis = int(axis)
+    if not 0 <= axis < ndim:
+        raise ValueError(f"lax.{name}: invalid axis {axis} for an operand of rank {ndim}: lax "
+                         "takes axes in [0, rank) (no negative axes, unlike xform.numpy)")
+    return axis
 
 
 def _reduce_abstract_eval_rule(name, kinds):
@@ -285,8 +293,7 @@ argmin_p = standard_primitive("argmin", _argminmax_abstract_eval_rule("argmin"),
 
 
 def _argminmax_params(name, operand, axis, index_dtype):
-    ndim = get_aval(operand).ndim
-    axis = canonicalize_axis(axis, ndim, f"lax.{name}")
+    axis = _lax_axis(name, axis, get_aval(operand).ndim)
     try:
         index_dtype = dtypes.canonicalize(index_dtype)
     except TypeError:
@@ -358,7 +365,7 @@ cumlogsumexp_p = _cumulative("cumlogsumexp", "logaddexp", (FLOAT,), np.logaddexp
 
 
 def _cumulative_bind(prim, operand, axis, reverse):
-    axis = canonicalize_axis(axis, get_aval(operand).ndim, f"lax.{prim.name}")
+    axis = _lax_axis(prim.name, axis, get_aval(operand).ndim)
     return prim.bind(operand, axis=axis, reverse=bool(reverse))
 
 
