@@ -291,15 +291,20 @@ def _dims_tuple(dims, ndim):
     return tuple(int(d) + ndim if -ndim <= int(d) < 0 else int(d) for d in dims)
 
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, *,
+                out_sharding=None):
     """General contraction: ``dimension_numbers = ((lhs_contract, rhs_contract),
     (lhs_batch, rhs_batch))``.
 
     Returns an array whose dimensions are the batch dimensions, then the lhs free dimensions,
-    then the rhs free dimensions (as XLA's DotGeneral).
+    then the rhs free dimensions (as XLA's DotGeneral). ``out_sharding`` must be None (as JAX's
+    signature has it; flax passes it).
 
     Example: ``dot_general(x, y, (((2,), (1,)), ((0,), (0,))))`` is a batched matmul.
     """
+    if out_sharding is not None:
+        raise NotImplementedError("lax.dot_general: argument `out_sharding` is not supported "
+                                  f"(xform arrays are not sharded), got {out_sharding!r}")
     try:
         (lc, rc), (lb, rb) = dimension_numbers
     except (TypeError, ValueError):

@@ -1,0 +1,209 @@
+"""The ``jax._src`` internals that optax, flax, equinox, chex and jaxtyping reach for, on xform.
+
+Each entry of ``MODULES`` is one ``jax._src.<name>`` module as the libraries see it under
+``xform.compat``: a table of the names they use. Only small, stable pieces are here, none of
+them part of JAX's transformation machinery:
+
+- ``traceback_util``: traceback filtering hooks (``register_exclusion``, ``api_boundary``,
+  ``include_frame``). xform does not filter tracebacks, so they record paths and pass through.
+- ``tree_util._registry``: JAX's pytree node registry, which xform shares (``xform.tree_util``
+  is JAX's pure-Python tree utilities).
+- ``dtypes``: ``xform.dtypes`` (with ``TypePromotionError``).
+- ``core``: the ``jax.core`` view of xform's IR (``xform.compat._jax_core``).
+- ``state.types.AbstractRef``: a class nothing is an instance of (xform has no mutable refs).
+- ``checkify``: the names flax binds at import time; calling ``checkify`` says xform lacks it.
+- ``dispatch``, ``xla_bridge``: present, with no runtime-token or backend internals.
+
+``LACKING`` are public ``jax`` modules of JAX's tracing internals that libraries bind at import
+time (``jax.interpreters.partial_eval``, ``jax.extend.linear_util``,
+``jax.experimental.checkify``, ``jax.experimental.hijax``): they import, classes they define can
+be named or subclassed, and using what they hold says that xform lacks it. ``EXTRAS`` are names
+that public modules have and their xform counterparts lack (``jax.config.parse_flags_with_absl``,
+``jax.extend.core.get_opaque_trace_state``, ...), answered while compat mode is installed.
+
+``FALLBACKS`` stand in for public ``jax`` modules that xform does not have yet:
+``jax.sharding`` is JAX's sharding description types (``Mesh``, ``PartitionSpec``,
+``NamedSharding``, ...: data, no transformation), until ``xform.sharding`` exists;
+``jax.experimental.layout`` is JAX's layout descriptions (``Format``, ``Layout``), which flax
+names at import time.
+
+Left out (importing them raises an ``ImportError`` saying that xform lacks them): ``literals``
+(equinox and jaxtyping fall back when it is absent), ``interpreters.pxla`` and ``earray`` (flax
+then disables its fp8 extended-dtype path), ``compiler``'s contents (chex's
+``restrict_backends`` imports the module; using it names what is lacking),
+``api_util``, ``callback`` and everything else under ``jax._src``.
+"""
+
+import sys
+
+import jax.experimental.layout as _jax_layout
+import jax.sharding as _jax_sharding
+import numpy as np
+from jax._src.tree_util import _registry as _jax_pytree_registry
+
+from xform import config, dtypes
+from xform import numpy as xnp
+from xform.compat import _jax_core
+
+_excluded_paths = []
+
+
+def register_exclusion(path):
+    """Records a path whose frames JAX would hide from tracebacks (xform shows them all)."""
+    _excluded_paths.append(path)
+
+
+def include_frame(frame):
+    """Whether a traceback frame is outside the excluded paths."""
+    return not any(frame.f_code.co_filename.startswith(p) for p in _excluded_paths)
+
+
+def api_boundary(fun=None, **_):
+    """JAX's traceback-filtering decorator; xform leaves the function as it is."""
+    if fun is None:
+        return lambda f: f
+    return fun
+
+
+class AbstractRef:
+    """``jax._src.state.types.AbstractRef``: xform has no mutable array refs, so no value is
+    an instance of this class."""
+
+
+class JaxException(Exception):
+    """``jax._src.checkify.JaxException``, for signatures that name it."""
+
+
+class Error:
+    """``jax._src.checkify.Error``, for signatures that name it."""
+
+
+class ExtendedDType:
+    """``jax._src.dtypes.ExtendedDType``: the base of the dtypes that libraries define (flax's
+    fp8 meta dtype). xform's operations do not accept them; defining one works."""
+
+    type = dtypes.extended
+
+
+class _LackingMeta(type):
+    def __getattr__(cls, attr):
+        raise NotImplementedError(f"xform lacks {cls.jax_name} (used here as {cls.jax_name}."
+                                  f"{attr})")
+
+
+def lacking_class(jax_name):
+    """A class standing for ``jax_name``, which xform lacks: libraries may name it (in
+    annotations, at import time); using it raises an error that names it."""
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError(f"xform lacks {jax_name}")
+
+    return _LackingMeta(jax_name.rsplit(".", 1)[1], (), {"jax_name": jax_name,
+                                                        "__init__": __init__})
+
+
+def _lacking_function(jax_name):
+    def lacking(*args, **kwargs):
+        raise NotImplementedError(f"xform lacks {jax_name}")
+
+    lacking.__name__ = jax_name.rsplit(".", 1)[1]
+    return lacking
+
+
+class _Inert:
+    """A base class standing for a JAX internal one: subclassing it works, nothing more."""
+
+    def __init__(self, *args, **kwargs):
+        del args, kwargs
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__()
+
+
+class _EffectTypeSet:
+    """``control_flow_allowed_effects`` and the like: xform has no effect system to extend."""
+
+    def add_type(self, effect_type):
+        del effect_type
+
+
+def _aval_method(fun):
+    return fun
+
+
+def _no_op(*args, **kwargs):
+    del args, kwargs
+
+
+def parse_flags_with_absl():
+    """``jax.config.parse_flags_with_absl``: reads ``--jax_<flag>=<value>`` command-line
+    arguments into xform's config (test suites call it at import time)."""
+    for arg in sys.argv[1:]:
+        if arg.startswith("--jax_") and "=" in arg:
+            name, value = arg[2:].split("=", 1)
+            config.update(name, {"true": True, "false": False}.get(value.lower(), value))
+
+
+# What chex and flax bind from checkify at import time (error-category sets, classes for
+# annotations); every function says that xform lacks it.
+_CHECKIFY = {
+    "checkify": _lacking_function("jax.experimental.checkify.checkify"),
+    "JaxException": JaxException, "Error": Error, "Out": object, "ErrorCategory": type,
+    **{f"{kind}_checks": frozenset()
+       for kind in ("user", "nan", "index", "div", "float", "automatic", "all")},
+    **{name: _lacking_function(f"jax.experimental.checkify.{name}")
+       for name in ("check", "check_error", "debug_check")},
+}
+
+# ``jax.experimental.hijax``: flax.nnx defines its hijax Variable (off unless the
+# ``flax_hijax_variable`` flag is set) at import time. Defining works; xform lacks the machinery.
+_HIJAX = {
+    "HiPrimitive": _Inert, "MutableHiType": _Inert, "AbstractValue": _Inert, "AvalQDD": _Inert,
+    "AvalMutableQDD": _Inert, "Zero": lacking_class("jax.experimental.hijax.Zero"),
+    "aval_method": _aval_method, "aval_property": property, "register_hitype": _no_op,
+    "control_flow_allowed_effects": _EffectTypeSet(),
+    **{name: _lacking_function(f"jax.experimental.hijax.{name}")
+       for name in ("instantiate_zeros", "is_undefined_primal")},
+}
+
+MODULES = {
+    "traceback_util": {"register_exclusion": register_exclusion, "include_frame": include_frame,
+                       "api_boundary": api_boundary},
+    "tree_util": {"_registry": _jax_pytree_registry},
+    "dtypes": {**vars(dtypes), "ExtendedDType": ExtendedDType, "DType": np.dtype,
+               "finfo": xnp.finfo, "iinfo": xnp.iinfo},
+    "core": {**vars(_jax_core)},
+    "state": {},
+    "state.types": {"AbstractRef": AbstractRef},
+    "checkify": _CHECKIFY,
+    "dispatch": {},
+    "compiler": {},  # chex's restrict_backends patches its internals: they are lacking
+    "xla_bridge": {"_backends": {}},
+    "interpreters": {},
+}
+
+FALLBACKS = {
+    "jax.sharding": {k: v for k, v in vars(_jax_sharding).items() if not k.startswith("_")},
+    "jax.experimental.layout": {k: v for k, v in vars(_jax_layout).items()
+                                if not k.startswith("_")},
+}
+
+# Public ``jax`` modules of JAX's tracing internals: libraries bind them (and name a class or two
+# in annotations) at import time; xform lacks what is in them.
+LACKING = {
+    "jax.experimental.checkify": _CHECKIFY,
+    "jax.interpreters.partial_eval": {
+        "PartialVal": lacking_class("jax.interpreters.partial_eval.PartialVal")},
+    "jax.extend.linear_util": {},
+    "jax.experimental.hijax": _HIJAX,
+}
+
+# Names that public ``jax`` modules have and xform's counterparts lack, added under compat mode
+# (the xform module's ``__getattr__`` answers them while compat mode is installed).
+EXTRAS = {
+    "jax.extend.source_info_util": {"register_exclusion": register_exclusion},
+    "jax.config": {"parse_flags_with_absl": parse_flags_with_absl},
+    "jax.extend.core": {"Effect": _Inert,
+                        "get_opaque_trace_state": _jax_core.get_opaque_trace_state},
+    "jax.experimental": {"MutableArray": lacking_class("jax.experimental.MutableArray")},
+}
