@@ -366,3 +366,58 @@ def test_make_jaxpr_options():
     assert repr(shapes) == repr(jshapes)
     closed = xform.make_jaxpr(lambda x: xform.lax.psum(x, "i"), axis_env=[("i", 4)])(1.0)
     assert "psum" in str(closed)
+
+
+# Top-level names of JAX 0.10.2 that xform does not have, with the reason.
+_TOP_LEVEL_EXEMPT = {
+    **{n: "mutable array references (jax.ref) need an effect and state system xform's IR lacks"
+       for n in ("Ref", "new_ref", "empty_ref", "free_ref", "freeze", "ref", "ds")},
+    "Shard": "sharded arrays: the sharding issue",
+    "smap": "single-axis shard_map: the sharding issue",
+    "ad": "JAX's internal autodiff namespace; xform's public one is xform.extend.ad",
+    "api_util": "JAX's internal tracing helpers",
+    "lib": "jaxlib's bindings: xform reaches them through lowering/",
+    "custom_batching": "custom_vmap is not implemented yet",
+    "ffi": "foreign-function calls (jax.ffi.ffi_call) are not implemented yet",
+    "make_user_context": "JAX's user contexts of the jit cache are not implemented yet",
+    "memory": "memory kinds: xform arrays live in device memory only",
+}
+
+
+def test_every_top_level_name_of_jax_or_a_reason():
+    public = {n for n in dir(jax) if not n.startswith("_")}
+    missing = sorted(n for n in public if not hasattr(xform, n) and n not in _TOP_LEVEL_EXEMPT)
+    assert not missing, f"xform lacks {missing}"
+    stale = sorted(n for n in _TOP_LEVEL_EXEMPT if hasattr(xform, n))
+    assert not stale, f"drop {stale} from the exemptions: xform has them now"
+
+
+def test_fwd_and_bwd_as_jax():
+    x = np.arange(16, dtype=np.float32).reshape(4, 4) / 10
+    w = np.ones((4, 4), np.float32)
+    for argnums, has_aux, jitted in (((0, 1), False, True), (1, True, False)):
+        got, want = [], []
+        for lib, out in ((xform, got), (jax, want)):
+            fwd, bwd = lib.fwd_and_bwd(lambda x, w: (x @ w, 3) if has_aux else x @ w,
+                                       argnums=argnums, has_aux=has_aux, jitted=jitted)
+            y, residuals, *aux = fwd(x, w)
+            out.append((y, bwd(residuals, np.ones((4, 4), np.float32)), aux))
+        np.testing.assert_allclose(got[0][0], want[0][0], rtol=1e-6)
+        for g, w_ in zip(jax.tree.leaves(got[0][1]), jax.tree.leaves(want[0][1]), strict=True):
+            np.testing.assert_allclose(g, w_, rtol=1e-6)
+        assert got[0][2] == want[0][2]
+
+
+def test_barrier_async_copy_dlpack_and_flag_scopes():
+    x = xform.jit(lambda v: v * 2)(np.ones(3, np.float32))
+    xform.effects_barrier()
+    assert xform.copy_to_host_async({"x": x})["x"] is x
+    np.testing.assert_array_equal(np.asarray(x), 2 * np.ones(3))
+    for dtype in ("float32", "bfloat16", "int4", "complex64", "bool", "float8_e4m3fn"):
+        assert xform.dlpack.is_supported_dtype(dtype) == jax.dlpack.is_supported_dtype(dtype)
+    assert xform.distributed.is_initialized() == jax.distributed.is_initialized()
+    with xform.no_tracing(True), xform.legacy_prng_key("warn"):
+        assert xform.config.jax_no_tracing and xform.config.jax_legacy_prng_key == "warn"
+    assert not xform.config.jax_no_tracing
+    with pytest.raises(ValueError, match="jax_legacy_prng_key"):
+        xform.legacy_prng_key("sometimes")

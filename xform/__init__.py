@@ -103,6 +103,21 @@ from xform.config import (  # noqa: E402, F401
     transfer_guard_device_to_host,
     transfer_guard_host_to_device,
 )
+from xform.config import (  # noqa: E402, F401
+    allow_f16_reductions,
+    array_garbage_collection_guard,
+    auto_pcast,
+    jax2tf_associative_scan_reductions,
+    legacy_prng_key,
+    no_execution,
+    no_tracing,
+    remove_size_one_mesh_axis_from_type,
+    softmax_custom_jvp,
+    thread_guard,
+)
+from xform import distributed, dlpack, monitoring, profiler  # noqa: E402, F401, I001
+from xform.api_autodiff import fwd_and_bwd  # noqa: E402, F401
+from xform.api_host import copy_to_host_async, effects_barrier  # noqa: E402, F401
 # --- end [config] ---
 
 # --- [remat+ad] names (helper D owns this block) ---
@@ -117,3 +132,15 @@ from xform import extend  # noqa: F401, E402  (jax.extend's counterpart: needs t
 # --- [export] names (helper G owns this block) ---
 from xform import export  # noqa: F401, E402  (jax.export's counterpart: needs the API above)
 # --- end [export] ---
+
+# --- [sharding] names (helper I owns this block) ---
+from xform import sharding  # noqa: F401, E402
+from xform.api_sharding import (  # noqa: F401, E402
+    make_array_from_callback,
+    make_array_from_process_local_data,
+    make_array_from_single_device_arrays,
+)
+from xform.sharding import NamedSharding, PartitionSpec as P, reshard, set_mesh  # noqa: F401, E402
+from lowering.sharding import make_mesh  # noqa: F401, E402
+from xform.api_shard_map import shard_map  # noqa: F401, E402
+# --- end [sharding] ---

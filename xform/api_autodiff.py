@@ -12,7 +12,7 @@ import numpy as np
 from jax import tree_util
 
 from xform import core, dtypes
-from xform.api import _abstractify, _arg_avals, _flatten_fun, _fun_name
+from xform.api import _abstractify, _arg_avals, _flatten_fun, _fun_name, jit
 from xform.array import Array, from_host
 from xform.core import Tracer
 from xform.interpreters import ad, dce, partial_eval, transpose
@@ -260,6 +260,36 @@ class VJP:
 
 tree_util.register_pytree_node(VJP, lambda pb: (pb.residuals, pb.meta),
                                lambda meta, residuals: VJP(meta, list(residuals)))
+
+
+def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
+    """The forward and backward passes of ``fun`` as two functions, as ``jax.fwd_and_bwd``:
+    ``fwd(*args)`` is ``vjp`` of ``fun`` in the ``argnums`` arguments, returning
+    ``(out, residuals)`` (``(out, residuals, aux)`` with ``has_aux``); ``bwd(residuals,
+    cotangent)`` the cotangents of those arguments (one, for an int ``argnums``). The
+    residuals are the pullback, a pytree, so both may be jitted (the default) and ``bwd``
+    compiles once for all the forward passes it serves."""
+    int_argnums = isinstance(argnums, int)
+    nums = (argnums,) if int_argnums else tuple(argnums)
+
+    def fwd(*args):
+        positions = [i % len(args) for i in nums]
+
+        def partial(*diff_args):
+            full = list(args)
+            for i, a in zip(positions, diff_args, strict=True):
+                full[i] = a
+            return fun(*full)
+
+        return vjp(partial, *[args[i] for i in positions], has_aux=has_aux)
+
+    def bwd(residuals, cotangent):
+        cts = residuals(cotangent)
+        return cts[0] if int_argnums else cts
+
+    if jitted:
+        fwd, bwd = jit(fwd), jit(bwd)
+    return fwd, bwd
 
 
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):

@@ -140,6 +140,24 @@ def live_arrays(platform=None):
     return found
 
 
+def effects_barrier():
+    """Wait until every computation launched so far, and the host callbacks inside it, has
+    finished: as ``jax.effects_barrier`` (xform's programs run their callbacks in order of
+    execution, so waiting for the live arrays is enough)."""
+    for array in live_arrays():
+        array.block_until_ready()
+
+
+def copy_to_host_async(x):
+    """Start copying every array leaf of ``x`` to the host without waiting (as JAX's); ``x``
+    is returned, so the call can wrap an expression."""
+    for leaf in tree_leaves(x):
+        start = getattr(leaf, "copy_to_host_async", None)
+        if start is not None:
+            start()
+    return x
+
+
 # --------------------------------------------------------------------------- environment
 
 

@@ -165,6 +165,20 @@ _FLAGS = {f.name: f for f in [
           help="accepted; not acted on"),
     _Flag("jax_enable_custom_prng", "bool", False, help="accepted; not acted on"),
     _Flag("jax_debug_key_reuse", "bool", False, help="accepted; not acted on"),
+    # JAX's remaining flags with top-level context managers: accepted, not acted on.
+    _Flag("jax_allow_f16_reductions", "bool", True, help="accepted; not acted on"),
+    _Flag("jax_array_garbage_collection_guard", "enum", None, ("allow", "log", "fatal"),
+          help="accepted; not acted on"),
+    _Flag("jax_auto_pcast", "bool", True, help="accepted; not acted on"),
+    _Flag("jax2tf_associative_scan_reductions", "bool", False, help="accepted; not acted on"),
+    _Flag("jax_legacy_prng_key", "enum", "allow", ("allow", "warn", "error"),
+          help="accepted; not acted on"),
+    _Flag("jax_no_execution", "bool", False, help="accepted; not acted on"),
+    _Flag("jax_no_tracing", "bool", False, help="accepted; not acted on"),
+    _Flag("jax_remove_size_one_mesh_axis_from_type", "bool", False,
+          help="accepted; not acted on"),
+    _Flag("jax_softmax_custom_jvp", "bool", False, help="accepted; not acted on"),
+    _Flag("jax_thread_guard", "bool", False, help="accepted; not acted on"),
     _Flag("xform_warn_recompiles", "bool", True,
           help="warn when one jitted function traces a third time, naming what changed"),
 ]}
@@ -397,6 +411,19 @@ threefry_partitionable = _scoped("jax_threefry_partitionable", "threefry_partiti
 check_tracer_leaks = _scoped("jax_check_tracer_leaks", "check_tracer_leaks")
 enable_checks = _scoped("jax_enable_checks", "enable_checks")
 default_device = _scoped("jax_default_device", "default_device")
+allow_f16_reductions = _scoped("jax_allow_f16_reductions", "allow_f16_reductions")
+array_garbage_collection_guard = _scoped("jax_array_garbage_collection_guard",
+                                         "array_garbage_collection_guard")
+auto_pcast = _scoped("jax_auto_pcast", "auto_pcast")
+jax2tf_associative_scan_reductions = _scoped("jax2tf_associative_scan_reductions",
+                                             "jax2tf_associative_scan_reductions")
+legacy_prng_key = _scoped("jax_legacy_prng_key", "legacy_prng_key")
+no_execution = _scoped("jax_no_execution", "no_execution")
+no_tracing = _scoped("jax_no_tracing", "no_tracing")
+remove_size_one_mesh_axis_from_type = _scoped("jax_remove_size_one_mesh_axis_from_type",
+                                              "remove_size_one_mesh_axis_from_type")
+softmax_custom_jvp = _scoped("jax_softmax_custom_jvp", "softmax_custom_jvp")
+thread_guard = _scoped("jax_thread_guard", "thread_guard")
 transfer_guard_host_to_device = _scoped("jax_transfer_guard_host_to_device",
                                         "transfer_guard_host_to_device")
 transfer_guard_device_to_host = _scoped("jax_transfer_guard_device_to_host",
