@@ -20,11 +20,7 @@ PUBLIC = sorted(n for n in dir(jnp) if not n.startswith("_") and callable(getatt
 # Known mismatches in files this table does not own, by (name, call index or "grad"/"vmap"):
 # those checks leave test_name and run in test_known_mismatch, strictly xfailed (a fix must
 # drop its entry here).
-_UFUNCS = "xform/numpy/_ufuncs.py: "
-XFAIL = {
-    ("arctan2", 6): _UFUNCS + "complex arctan2 raises TypeError; JAX computes it",
-    ("atan2", 6): _UFUNCS + "complex atan2 raises TypeError; JAX computes it",
-}
+XFAIL = {}
 
 
 def _resolve(value, lib):

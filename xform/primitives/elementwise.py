@@ -499,7 +499,16 @@ div_p = elementwise("div", NUMBER, _div_host)
 rem_p = elementwise("rem", FLOAT_OR_INT, _rem_host)
 max_p = elementwise("max", ANY, np.maximum)
 min_p = elementwise("min", ANY, np.minimum)
-atan2_p = elementwise("atan2", (FLOAT,), np.arctan2)
+def _atan2_host(x, y):
+    if x.dtype.kind != "c":
+        return np.arctan2(x, y)
+    # NumPy has no complex arctan2: XLA's definition, -i log((y + i x) / sqrt(y^2 + x^2)).
+    dtype = x.dtype
+    x, y = x.astype(np.complex128), y.astype(np.complex128)  # then rounded once
+    return np.asarray(-1j * np.log((y + 1j * x) / np.sqrt(y * y + x * x))).astype(dtype)
+
+
+atan2_p = elementwise("atan2", INEXACT, _atan2_host)
 def _nextafter_host(x, y):
     if x.dtype != dtypes.bfloat16:  # NumPy steps float16/32/64 in their own precision
         return [np.asarray(np.nextafter(x, y))]
