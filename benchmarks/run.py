@@ -39,6 +39,7 @@ from benchmarks import (  # noqa: E402
     bench_numpy,
     bench_pmap,
     bench_random,
+    bench_sharding,
     bench_techniques,
     bench_vmap,
 )
@@ -241,6 +242,7 @@ BENCHMARKS = [
     *bench_nn.BENCHMARKS,
     *bench_callbacks.BENCHMARKS,
     *bench_techniques.BENCHMARKS,
+    *bench_sharding.BENCHMARKS,
 ]
 
 

@@ -60,8 +60,19 @@ def groups_attr(groups):
     return ir.DenseIntElementsAttr.get(array, type=ir.IntegerType.get_signless(64))
 
 
-def _all_reduce(x, aval, groups, monoid):
-    op = hlo.AllReduceOp([aval_to_ir(aval)], [x], groups_attr(groups))
+def in_partitions(op, mctx, global_ids=True):
+    """Inside a shard_map (lowering/shard_map.py: a partitioned program) a collective
+    addresses devices by their position in the mesh, over a channel, as JAX lowers it."""
+    if mctx is not None and mctx.spmd:
+        op.attributes["channel_handle"] = ir.Attribute.parse(
+            "#stablehlo.channel_handle<handle = 1, type = 1>")
+        if global_ids:
+            op.attributes["use_global_device_ids"] = ir.UnitAttr.get()
+    return op
+
+
+def _all_reduce(x, aval, groups, monoid, mctx=None):
+    op = in_partitions(hlo.AllReduceOp([aval_to_ir(aval)], [x], groups_attr(groups)), mctx)
     combine = COMBINERS[monoid]
     block = op.regions[0].blocks.append(scalar_type(aval.dtype), scalar_type(aval.dtype))
     with ir.InsertionPoint(block):
@@ -73,7 +84,7 @@ def _reducing(monoid, bool_monoid=None):
     def rule(ctx, x, *, axes):
         aval = ctx.avals_out[0]
         m = bool_monoid if aval.dtype == dtypes.bool_ and bool_monoid else monoid
-        return [_all_reduce(x, aval, replica_groups(ctx.module, axes), m)]
+        return [_all_reduce(x, aval, replica_groups(ctx.module, axes), m, ctx.module)]
 
     return rule
 
@@ -94,7 +105,7 @@ def _all_gather(ctx, x, *, axes, axis_size, all_gather_dimension, tiled):
         x = _with_unit_dim(x, aval, all_gather_dimension)
     op = hlo.AllGatherOp([aval_to_ir(out)], [x], all_gather_dimension,
                          groups_attr(replica_groups(ctx.module, axes)))
-    return [op.results[0]]
+    return [in_partitions(op, ctx.module).results[0]]
 
 
 lowering_rules[coll.all_gather_p] = _all_gather
@@ -106,7 +117,9 @@ def _psum_scatter(ctx, x, *, axes, axis_size, scatter_dimension, tiled):
     shape = list(aval.shape)
     shape[d] //= axis_size
     typ = ir.RankedTensorType.get(shape, dtype_to_ir(aval.dtype))
-    op = hlo.ReduceScatterOp(typ, x, d, groups_attr(replica_groups(ctx.module, axes)))
+    op = in_partitions(hlo.ReduceScatterOp(typ, x, d,
+                                           groups_attr(replica_groups(ctx.module, axes))),
+                       ctx.module)
     block = op.regions[0].blocks.append(scalar_type(aval.dtype), scalar_type(aval.dtype))
     with ir.InsertionPoint(block):
         hlo.return_([COMBINERS["add"](*block.arguments, aval.dtype)])
@@ -123,7 +136,7 @@ def _ppermute(ctx, x, *, axes, perm):
         pairs.extend([group[s], group[d]] for s, d in perm)
     attr = ir.DenseIntElementsAttr.get(np.asarray(pairs, np.int64).reshape(-1, 2),
                                        type=ir.IntegerType.get_signless(64))
-    return [hlo.CollectivePermuteOp(x, attr).result]
+    return [in_partitions(hlo.CollectivePermuteOp(x, attr), ctx.module, False).result]
 
 
 lowering_rules[coll.ppermute_p] = _ppermute
@@ -135,11 +148,11 @@ def _all_to_all(ctx, x, *, axes, axis_size, split_axis, concat_axis, tiled):
     if tiled:
         op = hlo.AllToAllOp([x], split_axis, concat_axis, axis_size, groups,
                             results=[aval_to_ir(out)])
-        return [op.results[0]]
+        return [in_partitions(op, ctx.module, False).results[0]]
     # The chunk from device j lands at index j of the split axis; that axis then moves to
     # where the result wants the new one.
-    op = hlo.AllToAllOp([x], split_axis, split_axis, axis_size, groups,
-                        results=[aval_to_ir(aval)])
+    op = in_partitions(hlo.AllToAllOp([x], split_axis, split_axis, axis_size, groups,
+                                      results=[aval_to_ir(aval)]), ctx.module, False)
     perm = [d for d in range(aval.ndim) if d != split_axis]
     perm.insert(concat_axis, split_axis)
     return [hlo.transpose(op.results[0], ir.DenseI64ArrayAttr.get(perm))]
@@ -151,7 +164,9 @@ lowering_rules[coll.all_to_all_p] = _all_to_all
 def axis_index(mctx, axes):
     """This replica's index along ``axes`` (row-major), an int32 scalar value."""
     strides = _strides(mctx)
-    rid = hlo.convert(scalar_type(np.dtype(np.int32)), hlo.ReplicaIdOp().result)
+    # in a shard_map's region (lowering/shard_map.py) the devices are partitions
+    device = hlo.PartitionIdOp() if mctx.spmd else hlo.ReplicaIdOp()
+    rid = hlo.convert(scalar_type(np.dtype(np.int32)), device.result)
     index = None
     for name in axes:
         if name not in strides:
@@ -180,7 +195,7 @@ def _pbroadcast(ctx, x, *, axes, source):
                                 is_source, ir.DenseI64ArrayAttr.get([]))
     masked = hlo.select(pred, x, full_like_aval(0, aval))
     monoid = "or" if aval.dtype == dtypes.bool_ else "add"
-    return [_all_reduce(masked, aval, replica_groups(ctx.module, axes), monoid)]
+    return [_all_reduce(masked, aval, replica_groups(ctx.module, axes), monoid, ctx.module)]
 
 
 lowering_rules[coll.pbroadcast_p] = _pbroadcast

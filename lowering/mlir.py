@@ -12,7 +12,7 @@ import numpy as np
 from jaxlib import _jax
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-from jaxlib.mlir.dialects import chlo, func
+from jaxlib.mlir.dialects import chlo, func, sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from xform import dtypes
@@ -23,7 +23,7 @@ lowering_rules = {}
 
 
 def make_context():
-    """An MLIR context that knows func, stablehlo and chlo, so modules verify."""
+    """An MLIR context that knows func, stablehlo, chlo and sdy, so modules verify."""
     ctx = ir.Context()
     registry = ir.DialectRegistry()
     _jax_mlir_ext.register_dialects(registry)
@@ -31,6 +31,7 @@ def make_context():
     ctx.load_all_available_dialects()
     hlo.register_dialect(ctx)
     chlo.register_dialect(ctx)
+    sdy.register_dialect(ctx)  # Shardy: meshes and shardings of partitioned programs
     return ctx
 
 
@@ -150,6 +151,10 @@ class ModuleContext:
         # The pmap axes being lowered, outermost first: ((name, size), ...). Replica ``r``
         # sits at index ``(r // stride) % size`` along each (lowering/collectives.py).
         self.axis_env = axis_env
+        # A partitioned program (lowering/sharding.py): its mesh; inside a shard_map's region
+        # (lowering/shard_map.py) ``spmd`` is set and the "replicas" are the mesh's devices.
+        self.mesh = None
+        self.spmd = False
         # The Python functions the module's host-callback custom calls name by index
         # (lowering/callback.py); the runtime passes them to the compiler.
         self.host_callbacks = []

@@ -57,6 +57,9 @@ NO_HOST_IMPL = {
     **{name: "a collective: only meaningful inside pmap or vmap, which replace it"
        for name in ("psum", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
                     "all_to_all", "axis_index")},
+    # sharding (sharding.py, shard_map.py):
+    "sharding_constraint": "lays the array out on the mesh's devices (core.eager_rules)",
+    "shard_map": "runs as a partitioned jit over its mesh (core.eager_rules)",
 }
 NO_JVP_RULE = {
     "custom_lin": "only ever transposed (its transpose is the user's bwd rule)",

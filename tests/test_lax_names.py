@@ -4,9 +4,7 @@ import jax.lax as jlax
 
 import xform.lax as xlax
 
-NOT_YET = {
-    'sharding_constraint_p', 'with_sharding_constraint',
-}
+NOT_YET = set()
 
 # Names that cannot mean the same thing in xform, each with the reason.
 EXEMPT = {

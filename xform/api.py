@@ -666,10 +666,10 @@ class JitFunction:
             entry = self._lookup((in_tree, None, tuple(avals), context, axis_env), in_tree,
                                  None, avals)
             if in_tree == _flat_tree(len(args)) and not entry.consts_are_traced and \
-                    not axis_env:
+                    not axis_env and api_sharding.jaxpr_mesh(entry.jaxpr.jaxpr) is None:
                 state.flat_caches.setdefault(context, {})[tuple(avals)] = entry
         if concrete and core.trace_state.trace is core.eval_trace:
-            if state.shardings is not None or api_sharding.is_sharded(leaves):
+            if state.shardings is not None or api_sharding.needs_partitioning(entry, leaves):
                 shardings = state.shardings or (None, None)
                 outs = api_sharding.run_partitioned(
                     entry, leaves, avals, self._positional(args, kwargs), *shardings,
@@ -677,8 +677,10 @@ class JitFunction:
             else:
                 outs = entry.run(leaves, avals, state.device)
         else:
+            jaxpr = entry.jaxpr if state.shardings is None else api_sharding.constrained_jaxpr(
+                entry, self._positional(args, kwargs), *state.shardings, state.name)
             outs = entry.restore_float0s(
-                jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=state.name))
+                jit_p.bind(*entry.consts, *leaves, jaxpr=jaxpr, name=state.name))
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
     def _positional(self, args, kwargs):
@@ -725,7 +727,8 @@ class JitFunction:
     def lower(self, *args, **kwargs):
         """Trace and lower for these arguments: a ``Lowered`` stage (``.as_text()`` is the
         StableHLO module, ``.compile()`` the next stage)."""
-        return self.trace(*args, **kwargs).lower()
+        traced = self.trace(*args, **kwargs)
+        return api_sharding.lower(self, traced, args, kwargs) or traced.lower()
 
     def eval_shape(self, *args, **kwargs):
         entry, _, _ = self._entry(args, kwargs, _abstractify)

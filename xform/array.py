@@ -69,6 +69,11 @@ class Array(metaclass=_ArrayMeta):
             return runtime.to_device(self._host_value(), device)
         return buf
 
+    def __jax_array__(self):
+        """This array as a JAX array: its device buffer (a jaxlib array, no copy once on the
+        device), so JAX functions given an xform array compute on it."""
+        return self._device_buffer()
+
     # ------------------------------------------------------------------ metadata
     shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)
@@ -94,6 +99,11 @@ class Array(metaclass=_ArrayMeta):
             self._buf.block_until_ready()
         return self
 
+    def copy_to_host_async(self):
+        """Start copying the data to the host; a later ``np.asarray`` finds it there."""
+        if self._buf is not None and self._host is None:
+            self._buf.copy_to_host_async()
+
     def is_deleted(self):
         return self._host is None and self._buf.is_deleted()
 
@@ -110,8 +120,43 @@ class Array(metaclass=_ArrayMeta):
         if self._buf is not None and self._buf.is_deleted():
             self._host = None
 
+    # ------------------------------------------------------------------ sharding
+    @property
+    def sharding(self):
+        """How the array is laid out: a ``SingleDeviceSharding`` for an array on one device,
+        a ``NamedSharding`` for one spread over a mesh."""
+        if self._buf is not None:
+            return self._buf.sharding
+        return runtime._sharding(runtime.default_device())
+
+    @property
     def is_fully_replicated(self):
-        return True
+        """Does every device hold the whole array?"""
+        return self._buf is None or self._buf.is_fully_replicated
+
+    @property
+    def committed(self):
+        """Is the array pinned to its devices (spread over a mesh by ``device_put`` or a
+        partitioned ``jit``)? An array on one device follows the others in a call."""
+        return False
+
+    @property
+    def addressable_shards(self):
+        """The shards on this process's devices: ``Shard``s with ``.device``, ``.index``
+        (slices of the global array), ``.replica_id`` and ``.data`` (an Array)."""
+        if self._buf is None:
+            self._device_buffer()
+        return [Shard(s.device, s.index, s.replica_id, _shard_array(s.data, self.aval))
+                for s in self._buf.addressable_shards]
+
+    @property
+    def global_shards(self):
+        """Every device's shard (one process: the addressable ones)."""
+        return self.addressable_shards
+
+    def addressable_data(self, index):
+        """The data of addressable shard ``index``, as an Array on its device."""
+        return self.addressable_shards[index].data
 
     # ------------------------------------------------------------------ Python protocols
     def __array__(self, dtype=None, copy=None):
@@ -214,9 +259,13 @@ _ArrayMeta.__subclasscheck__ = functools.partial(_abc._abc_subclasscheck, Array)
 
 
 class ShardedArray(Array):
-    """An Array whose data is spread over several devices, as ``pmap`` leaves its results:
-    one slice per device along the mapped axis. A following ``pmap`` reads the slices where
-    they are; anything else gathers them first (``np.asarray`` gives the whole array)."""
+    """An Array whose data is spread over several devices, with a ``NamedSharding``: what
+    ``pmap``, a partitioned ``jit`` and ``device_put`` with a sharding leave. A following
+    ``pmap`` or partitioned ``jit`` reads the shards where they are; a one-device program
+    gathers them first (``np.asarray`` gives the whole array).
+
+    It stays a subclass rather than a plain Array so that jit's fastest path, which hands an
+    exact ``Array``'s buffer straight to a one-device program, never sees a sharded one."""
 
     __slots__ = ()
 
@@ -227,16 +276,29 @@ class ShardedArray(Array):
     def devices(self):
         return set(self._buf.devices())
 
-    def is_fully_replicated(self):
-        return self._buf.is_fully_replicated
-
     @property
-    def sharding(self):
-        return self._buf.sharding
+    def committed(self):
+        return True
 
-    @property
-    def addressable_shards(self):
-        return self._buf.addressable_shards
+
+class Shard:
+    """One device's piece of an Array (as ``jax.Shard``)."""
+
+    __slots__ = ("device", "index", "replica_id", "data")
+
+    def __init__(self, device, index, replica_id, data):
+        self.device = device
+        self.index = index
+        self.replica_id = replica_id
+        self.data = data
+
+    def __repr__(self):
+        return (f"Shard(device={self.device!r}, index={self.index}, "
+                f"replica_id={self.replica_id}, data={self.data})")
+
+
+def _shard_array(buf, aval):
+    return Array(ShapedArray(tuple(buf.shape), aval.dtype, aval.weak_type), None, buf)
 
 
 def _rebuild(host, weak_type):

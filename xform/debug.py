@@ -20,6 +20,11 @@ import traceback
 import numpy as np
 
 from xform import tree_util
+from xform.api_sharding import (  # noqa: F401  (jax.debug's sharding pictures)
+    inspect_array_sharding,
+    visualize_array_sharding,
+    visualize_sharding,
+)
 from xform.core import Tracer
 from xform.primitives.autodiff import stop_gradient
 from xform.primitives.callback import (
@@ -29,13 +34,11 @@ from xform.primitives.callback import (
     split_callback_args,
 )
 
-__all__ = ["callback", "print", "log", "breakpoint", "DebugEffect", "OrderedDebugEffect"]
+__all__ = ["callback", "print", "log", "breakpoint", "DebugEffect", "OrderedDebugEffect",
+           "visualize_array_sharding", "visualize_sharding", "inspect_array_sharding"]
 
 # jax.debug's names that xform does not have yet, and why.
 NOT_PROVIDED = {
-    "visualize_array_sharding": "belongs to the sharding issue (meshes and NamedSharding)",
-    "visualize_sharding": "belongs to the sharding issue (meshes and NamedSharding)",
-    "inspect_array_sharding": "belongs to the sharding issue (meshes and NamedSharding)",
 }
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from lowering import mlir, runtime
 from xform import config, core, dtypes
-from xform.array import Array
+from xform.array import Array, ShardedArray
 from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Tracer, Var, host_impls
 from xform.interpreters import dce
 from xform.interpreters.staging import out_avals_of
@@ -104,6 +104,11 @@ class _Quiet(threading.local):
 _quiet = _Quiet()
 
 
+# Set by xform/api_sharding.py: ``sharded_apply(prim, args, params)`` runs an eager primitive
+# with a sharded operand as one partitioned program, as JAX does (never gathered to a host).
+sharded_apply = None
+
+
 def host_apply(prim, args, params):
     impl = host_impls.get(prim)
     if impl is None:
@@ -114,6 +119,8 @@ def host_apply(prim, args, params):
             avals.append(x.aval)
             host = x._host
             vals.append(host if host is not None else x._host_value())
+        elif type(x) is ShardedArray and sharded_apply is not None:
+            return sharded_apply(prim, args, params)
         else:
             aval = concrete_aval(x, prim)
             avals.append(aval)
@@ -205,6 +212,8 @@ def device_apply(prim, args, params):
     rule = core.eager_rules.get(prim)
     if rule is not None:
         return rule(*args, **params)
+    if sharded_apply is not None and any(type(x) is ShardedArray for x in args):
+        return sharded_apply(prim, args, params)
     avals = tuple(concrete_aval(x, prim) for x in args)
     key = (prim, tuple(params.items()), avals)
     try:

@@ -6,6 +6,14 @@ here, and so does the known half of a differentiated pmap.
 
 Several processes (``jax.distributed.initialize``): the devices are all processes'
 devices; each process passes and gets back only the slices of its own devices, as in JAX.
+
+Why pmap keeps its replica program rather than running as ``jit(shard_map)`` as JAX 0.10.2
+does: the replica program is already one SPMD program per signature with the same
+collectives, it carries nested pmaps and pmaps inside jit (the module context's replica
+model, lowering/collectives.py), and its results are ordinary arrays on a ``NamedSharding``
+over the devices (a mesh with the pmap axis), which a partitioned jit or a shard_map reads
+where they are (xform/api_sharding.py), so the two interoperate without host copies.
+Re-basing would trade that for a partitioner pass per pmap and nothing a user can see.
 """
 
 import weakref

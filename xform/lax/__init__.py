@@ -39,6 +39,7 @@ from xform.primitives.loops import *  # noqa: F403
 from xform.primitives.reductions import *  # noqa: F403
 from xform.primitives.remat import remat_p  # noqa: F401
 from xform.primitives.rng import *  # noqa: F403
+from xform.primitives.sharding import *  # noqa: F403
 from xform.primitives.solves import *  # noqa: F403
 from xform.primitives.sorting import *  # noqa: F403
 from xform.primitives.special import *  # noqa: F403

@@ -1,0 +1,240 @@
+"""Partitioned programs: one SPMD program over a mesh, split by XLA's Shardy partitioner.
+
+A jit with shardings lowers as JAX 0.10.2 lowers it: an ``sdy.mesh`` at module level,
+``sdy.sharding`` on the arguments and (when given) the results, ``mhlo.num_partitions``; the
+compiler partitions it (``use_spmd_partitioning`` with ``use_shardy_partitioner``) and picks
+the shardings left open. The mesh and sharding classes are JAX's runtime objects: the arrays
+jaxlib hands back carry them.
+"""
+
+import functools
+
+import jax
+import numpy as np
+from jax import sharding as jax_sharding
+from jaxlib import _hlo, _jax
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import sdy
+
+from lowering import compile_cache, mlir, runtime
+from xform.primitives.sharding import sharding_constraint_p
+
+Mesh = jax_sharding.Mesh
+AbstractMesh = jax_sharding.AbstractMesh
+AbstractDevice = jax_sharding.AbstractDevice
+AxisType = jax_sharding.AxisType
+ManualAxisType = jax_sharding.ManualAxisType
+NamedSharding = jax_sharding.NamedSharding
+PartitionSpec = jax_sharding.PartitionSpec
+Sharding = jax_sharding.Sharding
+SingleDeviceSharding = jax_sharding.SingleDeviceSharding
+get_abstract_mesh = jax_sharding.get_abstract_mesh
+get_mesh = jax_sharding.get_mesh
+set_mesh = jax_sharding.set_mesh
+use_abstract_mesh = jax_sharding.use_abstract_mesh
+make_single_device_sharding = jax_sharding.make_single_device_sharding
+make_mesh = jax.make_mesh
+
+
+def mesh_text(mesh):
+    axes = ", ".join(f'"{name}"={size}' for name, size in mesh.shape.items())
+    return f"<[{axes}]>"
+
+
+def spec_text(spec, ndim, mesh_symbol="mesh", open_dims=False):
+    """The Shardy sharding of an array of rank ``ndim`` split as PartitionSpec ``spec``;
+    ``open_dims``: each dimension may be split further by the partitioner (``?``)."""
+    dims = []
+    for k in range(ndim):
+        entry = spec[k] if k < len(spec) else None
+        names = [f'"{n}"' for n in (() if entry is None else (entry,) if isinstance(entry, str)
+                                    else entry)]
+        dims.append("{" + ", ".join(names + ["?"] * open_dims) + "}")
+    return f"#sdy.sharding<@{mesh_symbol}, [{', '.join(dims)}]>"
+
+
+def sharding_attr(sharding, ndim):
+    return ir.Attribute.parse(spec_text(sharding.spec, ndim))
+
+
+def add_mesh(module, mesh):
+    """Declare ``sdy.mesh @mesh`` at the top of ``module`` (inside its context)."""
+    with ir.InsertionPoint.at_block_begin(module.body):
+        sdy.MeshOp("mesh", ir.Attribute.parse(f"#sdy.mesh{mesh_text(mesh)}"))
+
+
+def annotate_main(main, in_shardings, in_avals, out_shardings, out_avals, donated):
+    """Set ``sdy.sharding`` on main's arguments and results (None: left to the compiler),
+    and the aliasing of donated arguments to results of the same type."""
+    free = list(enumerate(out_avals))
+    i32 = ir.IntegerType.get_signless(32)
+    arg_attrs = []
+    for k, (s, aval) in enumerate(zip(in_shardings, in_avals, strict=True)):
+        entries = {"sdy.sharding": sharding_attr(s, aval.ndim)}
+        if donated is not None and donated[k]:
+            match = next((j for j, (_, a) in enumerate(free) if a.shape == aval.shape
+                          and a.dtype == aval.dtype), None)
+            if match is not None:
+                out_index, _ = free.pop(match)
+                entries["tf.aliasing_output"] = ir.IntegerAttr.get(i32, out_index)
+        arg_attrs.append(ir.DictAttr.get(entries))
+    main.attributes["arg_attrs"] = ir.ArrayAttr.get(arg_attrs)
+    res_attrs = [ir.DictAttr.get({} if s is None else {"sdy.sharding": sharding_attr(s, a.ndim)})
+                 for s, a in zip(out_shardings, out_avals, strict=True)]
+    main.attributes["res_attrs"] = ir.ArrayAttr.get(res_attrs)
+
+
+def lower_partitioned(closed, name, mesh, in_shardings, out_shardings, donated=None):
+    """A verified module computing ``closed`` as one program over ``mesh``'s devices."""
+    def emit_main(mctx):
+        i32 = ir.IntegerType.get_signless(32)
+        mctx.module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(
+            i32, mesh.size)
+        add_mesh(mctx.module, mesh)
+        mctx.mesh = mesh  # read by the rules of sharding constraints and shard_map
+        main = mlir.emit_function(mctx, closed, "main", public=True)
+        annotate_main(main, in_shardings, closed.in_avals, out_shardings, closed.out_avals,
+                      donated)
+        return main
+
+    return mlir.build_module(f"jit_{mlir.sanitize(name)}", 1, emit_main)
+
+
+def partition_options(devices, num_outputs, xla_options=()):
+    options = runtime.compile_options(xla_options)
+    options.num_replicas = 1
+    options.num_partitions = len(devices)
+    options.device_assignment = _jax.DeviceAssignment.create(
+        np.array([d.id for d in devices]).reshape(1, len(devices)))
+    build = options.executable_build_options
+    build.use_spmd_partitioning = True
+    build.use_shardy_partitioner = True
+    build.allow_spmd_sharding_propagation_to_output = [True] * max(num_outputs, 1)
+    return options
+
+
+@functools.lru_cache(maxsize=4096)
+def named_from_hlo(mesh, hlo_text, ndim):
+    """The NamedSharding over ``mesh`` equal to the compiler's sharding ``hlo_text`` for an
+    array of rank ``ndim`` (each mesh axis on at most one dimension, in mesh order)."""
+    hlo = _hlo.HloSharding.from_string(hlo_text)
+    names = mesh.axis_names
+    explicit = all(t == AxisType.Explicit for t in mesh.axis_types)
+    for choice in np.ndindex(*([ndim + 1] * len(names))):
+        dims = [[] for _ in range(ndim)]
+        for name, d in zip(names, choice, strict=True):
+            if d < ndim:
+                dims[d].append(name)
+        spec = PartitionSpec(*[None if not d else d[0] if len(d) == 1 else tuple(d)
+                               for d in dims])
+        # As JAX: on a mesh of Explicit axes a result's spec names every dimension (its type
+        # carries it); else trailing unsplit dimensions are left out.
+        while len(spec) and spec[-1] is None and not explicit:
+            spec = PartitionSpec(*spec[:-1])
+        candidate = NamedSharding(mesh, spec)
+        if candidate._to_xla_hlo_sharding(ndim) == hlo:
+            return candidate
+    raise NotImplementedError(f"the compiler chose sharding {hlo_text} for a rank-{ndim} "
+                              f"result, which no PartitionSpec over mesh {mesh.shape} gives; "
+                              "pass out_shardings")
+
+
+class PartitionedExecutable:
+    """One program over the devices of a mesh: ``call(global arrays) -> global arrays``."""
+
+    __slots__ = ("loaded", "text", "devices", "out_shardings", "handlers", "one_at_a_time")
+
+    def __init__(self, loaded, text, devices, out_avals, out_shardings):
+        self.loaded = loaded
+        self.text = text
+        self.devices = devices
+        self.out_shardings = out_shardings
+        self.handlers = [_jax.array_result_handler(runtime._jax_aval(a.shape, a.dtype), s, True,
+                                                   _skip_checks=True)
+                         for a, s in zip(out_avals, out_shardings, strict=True)]
+        # XLA's CPU collectives deadlock (then abort the process) when programs over several
+        # devices are queued while earlier ones still run (seen here: a loop of jit(shard_map
+        # (psum)) calls not waiting for their results); one at a time on CPU, shared with
+        # pmap's programs (lowering/runtime.py, SpmdExecutable).
+        self.one_at_a_time = len(devices) > 1 and devices[0].platform == "cpu"
+
+    def call(self, arrays):
+        if self.one_at_a_time and runtime._in_flight is not None:
+            for out in runtime._in_flight:
+                if not out.is_deleted():
+                    out.block_until_ready()
+        outs = self.loaded.execute_sharded(arrays).consume_with_handlers(self.handlers)
+        if self.one_at_a_time:
+            runtime._in_flight = outs
+        runtime._collect_garbage()
+        return outs
+
+
+def compile_partitioned(module, mesh, out_avals, out_shardings, xla_options=()):
+    """Compile a module of ``lower_partitioned``; results without a sharding get the one the
+    partitioner chose, as a NamedSharding over ``mesh``."""
+    devices = tuple(mesh.devices.flat)
+    text = mlir.module_text(module)
+    options = partition_options(devices, len(out_avals), xla_options)
+    loaded = runtime._compile(devices[0].client, module, text, devices, options)
+    if any(s is None for s in out_shardings):
+        chosen = loaded.get_output_shardings()
+        if chosen is None:  # one partition: every layout is the whole array on the device
+            chosen = [_hlo.HloSharding.replicate().to_proto()] * len(out_avals)
+        out_shardings = [
+            named_from_hlo(mesh, str(_hlo.HloSharding.from_proto(c)), a.ndim) if s is None
+            else s for s, c, a in zip(out_shardings, chosen, out_avals, strict=True)]
+    return PartitionedExecutable(loaded, text, devices, out_avals, out_shardings)
+
+
+def put(x, sharding):
+    """A NumPy array laid out as ``sharding`` (a global array)."""
+    return runtime.put_with_sharding(np.ascontiguousarray(x), sharding)
+
+
+@functools.lru_cache(maxsize=1024)
+def _reshard_executable(shape, dtype, src, dst):
+    mesh = src.mesh
+    typ = f"tensor<{'x'.join(map(str, shape)) + 'x' if shape else ''}{_elt_text(dtype)}>"
+    text = (f"module @reshard attributes {{mhlo.num_partitions = {mesh.size} : i32, "
+            f"mhlo.num_replicas = 1 : i32}} {{\n  sdy.mesh @mesh = {mesh_text(mesh)}\n"
+            f"  func.func public @main(%arg0: {typ} {{sdy.sharding = "
+            f"{spec_text(src.spec, len(shape))}}}) -> ({typ} {{sdy.sharding = "
+            f"{spec_text(dst.spec, len(shape))}}}) {{\n    return %arg0 : {typ}\n  }}\n}}")
+    devices = tuple(mesh.devices.flat)
+    loaded = compile_cache.compile_and_load(devices[0].client, text, devices,
+                                            partition_options(devices, 1))
+    aval = runtime._jax_aval(shape, dtype)
+    return PartitionedExecutable(loaded, text, devices, [aval], [dst])
+
+
+def _elt_text(dtype):
+    with mlir._lock, mlir.context():
+        return str(mlir.dtype_to_ir(dtype))
+
+
+def reshard(buf, sharding):
+    """Device array ``buf`` laid out as ``sharding``, device to device, when both are
+    NamedShardings over the same mesh (None otherwise: then it goes through the host)."""
+    src = buf.sharding
+    if src == sharding or src.is_equivalent_to(sharding, buf.ndim):
+        return buf
+    if not (isinstance(src, NamedSharding) and isinstance(sharding, NamedSharding)
+            and src.mesh == sharding.mesh and sharding.is_fully_addressable):
+        return None
+    exe = _reshard_executable(buf.shape, np.dtype(buf.dtype), src, sharding)
+    return exe.call([buf])[0]
+
+
+def _sharding_constraint_lower(ctx, x, *, sharding):
+    mesh = ctx.module.mesh
+    if mesh is None:  # a program on one device: nothing to constrain
+        return [x]
+    if sharding.mesh != mesh:
+        raise ValueError(f"with_sharding_constraint: its mesh {sharding.mesh.shape} is not the "
+                         f"mesh {mesh.shape} of the jit it is in")
+    attr = sharding_attr(sharding, ctx.avals_in[0].ndim)
+    return [sdy.ShardingConstraintOp(x, attr).result]
+
+
+mlir.lowering_rules[sharding_constraint_p] = _sharding_constraint_lower

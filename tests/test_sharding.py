@@ -1,0 +1,304 @@
+"""Meshes, sharded arrays and partitioned jit, against JAX on 8 host CPU devices."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import xform
+import xform.numpy as xnp
+from tests.harness import assert_same
+from tests.multiprocess_worker import mlp_loss
+from xform.primitives.sharding import with_sharding_constraint
+
+# jax.sharding's names that xform.sharding does not have, each with the reason.
+EXEMPT = {
+    "auto_axes": "sharding in types (explicit mode): xform's avals carry no sharding",
+    "explicit_axes": "sharding in types (explicit mode): xform's avals carry no sharding",
+}
+TOP_LEVEL = ["NamedSharding", "P", "make_mesh", "set_mesh", "reshard", "shard_map",
+             "make_array_from_callback", "make_array_from_single_device_arrays",
+             "make_array_from_process_local_data"]
+
+MESH = jax.make_mesh((4, 2), ("x", "y"))
+AUTO = jax.make_mesh((4, 2), ("x", "y"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+A = np.arange(32, dtype=np.float32).reshape(8, 4) / 7
+
+
+def put_both(a, spec, mesh=MESH):
+    s = NamedSharding(mesh, spec)
+    return xform.device_put(a, s), jax.device_put(a, s)
+
+
+def collectives(hlo_text):
+    """The collective ops of a compiled HLO module, with their replica groups."""
+    ops = re.findall(r"= \S+ (all-reduce|all-gather|reduce-scatter|all-to-all|"
+                     r"collective-permute)\(.*?replica_groups=(\S+)", hlo_text)
+    return sorted(ops)
+
+
+def sdy_annotations(text):
+    """The mesh and the arguments' Shardy shardings of a lowered module."""
+    mesh = re.search(r"sdy\.mesh @\w+ = <[^>]*>", text).group(0)
+    args = re.findall(r"%arg\d+: [^ ]+ \{sdy\.sharding = (#sdy\.sharding<[^>]*>)", text)
+    return mesh, args
+
+
+def test_names_of_jax_sharding():
+    public = {n for n in dir(jax.sharding) if not n.startswith("_")}
+    missing = {n for n in public if not hasattr(xform.sharding, n)}
+    assert missing == set(EXEMPT)
+    for name in TOP_LEVEL:
+        assert hasattr(xform, name), name
+    assert xform.P is P and xform.NamedSharding is NamedSharding
+
+
+def test_device_put_and_array_properties():
+    x, jx = put_both(A, P("x", "y"))
+    assert x.sharding == jx.sharding and x.committed and not x.is_fully_replicated
+    assert [(s.device, s.index, s.replica_id) for s in x.addressable_shards] == \
+        [(s.device, s.index, s.replica_id) for s in jx.addressable_shards]
+    for s, js in zip(x.global_shards, jx.global_shards, strict=True):
+        assert isinstance(s.data, xform.Array)
+        np.testing.assert_array_equal(np.asarray(s.data), np.asarray(js.data))
+    np.testing.assert_array_equal(np.asarray(x.addressable_data(3)), A[2:4, 2:4])
+    np.testing.assert_array_equal(np.asarray(x), A)
+    # a pytree prefix of shardings; already on the devices: moved device to device
+    tree = xform.device_put({"a": x, "b": A}, {"a": NamedSharding(MESH, P(None, "x")),
+                                               "b": NamedSharding(MESH, P())})
+    assert tree["a"].sharding.spec == P(None, "x") and tree["b"].is_fully_replicated
+    np.testing.assert_array_equal(np.asarray(tree["a"]), A)
+    one = xform.numpy.ones(3)
+    assert one.sharding == jnp.ones(3).sharding and one.is_fully_replicated
+
+
+def test_make_array_from():
+    s = NamedSharding(MESH, P("x"))
+    x = xform.make_array_from_callback(A.shape, s, lambda idx: A[idx])
+    jx = jax.make_array_from_callback(A.shape, s, lambda idx: A[idx])
+    assert x.sharding == jx.sharding
+    np.testing.assert_array_equal(np.asarray(x), A)
+    pieces = [xform.device_put(A[idx], d)
+              for d, idx in s.addressable_devices_indices_map(A.shape).items()]
+    y = xform.make_array_from_single_device_arrays(A.shape, s, pieces)
+    np.testing.assert_array_equal(np.asarray(y), A)
+    z = xform.make_array_from_process_local_data(s, A)
+    assert z.sharding == jax.make_array_from_process_local_data(s, A).sharding
+    np.testing.assert_array_equal(np.asarray(z), A)
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 8])
+def test_partitioned_jit_on_n_devices(n):
+    mesh = jax.make_mesh((n,), ("i",))
+    x, jx = put_both(A, P("i"), mesh)
+    f = xform.jit(lambda x: xnp.sin(x) * 2 + x.sum(0))
+    jf = jax.jit(lambda x: jnp.sin(x) * 2 + x.sum(0))
+    out, expected = f(x), jf(jx)
+    assert_same(out, expected, rtol=1e-5)
+    assert out.sharding.is_equivalent_to(expected.sharding, 2)
+    assert out.sharding == expected.sharding or n == 1  # one device: any spec is the same
+
+
+def test_jit_shardings_lowering_and_hlo_match_jax():
+    x, jx = put_both(A, P("x", "y"))
+
+    def f(x, np_):
+        return np_.sin(x).sum(0)
+
+    xf, jf = xform.jit(lambda x: f(x, xnp)), jax.jit(lambda x: f(x, jnp))
+    out, expected = xf(x), jf(jx)
+    assert_same(out, expected, rtol=1e-5)
+    assert out.sharding == expected.sharding  # chosen by the partitioner: P('y')
+    lowered, jlowered = xf.lower(x), jf.lower(jx)
+    for text in (lowered.as_text(), jlowered.as_text()):
+        assert "mhlo.num_partitions = 8" in text
+    assert sdy_annotations(lowered.as_text()) == sdy_annotations(jlowered.as_text())
+    assert collectives(lowered.compile().as_text()) == \
+        collectives(jlowered.compile().as_text())
+    # in_shardings on a NumPy argument, out_shardings
+    s_in, s_out = NamedSharding(MESH, P("x")), NamedSharding(MESH, P(None, "y"))
+    g = xform.jit(lambda x: x * 2, in_shardings=s_in, out_shardings=s_out)
+    jg = jax.jit(lambda x: x * 2, in_shardings=s_in, out_shardings=s_out)
+    out, expected = g(A), jg(A)
+    assert out.sharding == expected.sharding == s_out
+    assert_same(out, expected)
+
+
+def test_tensor_parallel_mlp_one_all_reduce_as_jax():
+    rng = np.random.default_rng(0)
+    w1 = rng.standard_normal((16, 32)).astype(np.float32) / 4
+    w2 = rng.standard_normal((32, 16)).astype(np.float32) / 4
+    b = rng.standard_normal((8, 16)).astype(np.float32)
+    shardings = (NamedSharding(MESH, P(None, "y")), NamedSharding(MESH, P("y", None)),
+                 NamedSharding(MESH, P("x")))
+
+    def mlp(np_, relu):
+        return lambda w1, w2, b: relu(b @ w1) @ w2
+
+    xf = xform.jit(mlp(xnp, xform.nn.relu), in_shardings=shardings,
+                   out_shardings=shardings[2])
+    jf = jax.jit(mlp(jnp, jax.nn.relu), in_shardings=shardings, out_shardings=shardings[2])
+    assert_same(xf(w1, w2, b), jf(w1, w2, b), rtol=1e-5, atol=1e-5)
+    hlo = xf.lower(w1, w2, b).compile().as_text()
+    assert collectives(hlo) == collectives(jf.lower(w1, w2, b).compile().as_text())
+    assert [op for op, _ in collectives(hlo)] == ["all-reduce"]
+
+
+def test_sharding_constraint_reshard_grad_vmap():
+    x, jx = put_both(A, P("x", "y"))
+    s = NamedSharding(AUTO, P("y"))
+    f = xform.jit(lambda x: with_sharding_constraint(x * 2, s) + 1)
+    jf = jax.jit(lambda x: jax.lax.with_sharding_constraint(x * 2, s) + 1)
+    out, expected = f(A), jf(A)
+    assert_same(out, expected)
+    assert out.sharding == expected.sharding
+    assert "sdy.sharding_constraint" in f.lower(A).as_text()
+    with pytest.raises(ValueError, match="can only refer to Auto axes"):
+        xform.jit(lambda x: with_sharding_constraint(x, NamedSharding(MESH, P("x"))))(x)
+    inner = xform.jit(lambda x: xform.reshard(x * 2, NamedSharding(MESH, P(None, "y"))))(x)
+    assert inner.sharding == jax.jit(lambda x: jax.reshard(
+        x * 2, NamedSharding(MESH, P(None, "y"))))(jx).sharding
+    r = xform.reshard(x, NamedSharding(MESH, P(None, "x")))
+    assert r.sharding == jax.reshard(jx, NamedSharding(MESH, P(None, "x"))).sharding
+    np.testing.assert_array_equal(np.asarray(r), A)
+    # grad and vmap of a sharded jit keep the arguments' layout
+    h = xform.jit(lambda x: xnp.sin(x).sum())
+    g = xform.grad(h)(x)
+    jg = jax.jit(jax.grad(lambda x: jnp.sin(x).sum()))(jx)
+    assert_same(g, jg, rtol=1e-6)
+    assert g.sharding == jg.sharding
+    stacked = xform.device_put(np.stack([A, -A]), NamedSharding(MESH, P(None, "x", "y")))
+    v = xform.vmap(xform.jit(lambda x: x * 3))(stacked)
+    assert v.sharding.spec == P(None, "x", "y")
+    np.testing.assert_allclose(np.asarray(v), np.stack([A, -A]) * 3)
+
+
+def test_partition_specs_under_set_mesh():
+    with xform.set_mesh(MESH):
+        y = xform.jit(lambda x: x * 2, in_shardings=P("x"), out_shardings=P(None, "y"))(A)
+        assert y.sharding == NamedSharding(MESH, P(None, "y"))
+        assert xform.reshard(y, P("x", "y")).sharding == NamedSharding(MESH, P("x", "y"))
+    with pytest.raises(ValueError, match=r"PartitionSpec P\('x',\) needs a mesh"):
+        xform.jit(lambda x: x, in_shardings=P("x"))(A)
+
+
+def test_grad_and_vmap_of_jit_with_in_shardings():
+    s = NamedSharding(MESH, P("x"))
+    g = xform.grad(xform.jit(lambda x: xnp.sin(x).sum(), in_shardings=s))(A)
+    v = xform.vmap(xform.jit(lambda x: x * 2, in_shardings=s, out_shardings=s))(
+        np.stack([A, A]))
+    with jax.set_mesh(MESH):
+        jg = jax.grad(jax.jit(lambda x: jnp.sin(x).sum(), in_shardings=s))(A)
+        jv = jax.vmap(jax.jit(lambda x: x * 2, in_shardings=s, out_shardings=s))(
+            np.stack([A, A]))
+    assert_same(g, jg, rtol=1e-6)
+    assert_same(v, jv)
+    # the same layouts (JAX writes some of these specs without their trailing Nones)
+    assert g.sharding.is_equivalent_to(jg.sharding, 2)
+    assert v.sharding.is_equivalent_to(jv.sharding, 3) and not v.sharding.is_fully_replicated
+
+
+def test_pmap_arrays_feed_partitioned_jit():
+    y = xform.pmap(lambda v: v * 2)(np.arange(8.0, dtype=np.float32).reshape(8, 1))
+    assert isinstance(y.sharding, NamedSharding)
+    x = xform.device_put(np.ones((8, 1), np.float32), NamedSharding(MESH, P(("x", "y"))))
+    out = xform.jit(lambda a, b: a + b)(y, x)
+    np.testing.assert_array_equal(np.asarray(out), np.arange(8.0).reshape(8, 1) * 2 + 1)
+
+
+def test_visualize_array_sharding(capsys):
+    x, _ = put_both(A, P("x", "y"))
+    xform.debug.visualize_array_sharding(x)
+    text = capsys.readouterr().out
+    assert all(f"CPU {i}" in text for i in range(8)) and text.count("│") == 12
+    xform.debug.visualize_array_sharding(xform.device_put(A, NamedSharding(MESH, P(None, "y"))))
+    assert "CPU 0,2,4,6" in capsys.readouterr().out
+    seen = []
+    xform.debug.inspect_array_sharding(x, callback=seen.append)
+    assert seen == [x.sharding]
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match=r"Resource axis: z of P\('z',\) is not found in mesh"):
+        xform.device_put(A, NamedSharding(MESH, P("z")))
+    with pytest.raises(ValueError, match=r"dimension 1 \(size 4\) is not divisible by 8"):
+        xform.device_put(A, NamedSharding(MESH, P(None, ("x", "y"))))
+    with pytest.raises(ValueError, match=r"jit of <lambda>: .*f32\[6,4\].*dimension 0 "
+                                         r"\(size 6\) is not divisible by 4"):
+        xform.jit(lambda x: x, in_shardings=NamedSharding(MESH, P("x")))(A[:6])
+    a = xform.device_put(A, NamedSharding(jax.make_mesh((4,), ("i",),
+                                                        devices=jax.devices()[:4]), P("i")))
+    b = xform.device_put(A, NamedSharding(jax.make_mesh((4,), ("i",),
+                                                        devices=jax.devices()[4:]), P("i")))
+    with pytest.raises(ValueError, match=r"incompatible devices.*\[0, 1, 2, 3\].*\[4, 5, 6, 7\]"):
+        xform.jit(lambda a, b: a + b)(a, b)
+    with pytest.raises(ValueError, match=r"Number of devices 8 must be >= .* \(16,\)"):
+        xform.make_mesh((16,), ("i",))
+
+
+@pytest.mark.slow  # two processes start XLA's distributed runtime: ~10 s on 2 busy cores
+def test_two_processes_sharded_jit_and_shard_map(tmp_path):
+    # Two processes x 4 CPU devices: the global batch from each process's rows, a sharded-jit
+    # SGD step and a shard_map psum over all 8 devices, against this process's results.
+    from tests.test_multiprocess import _free_port, _kill, _logs  # noqa: PLC0415
+
+    rng = np.random.default_rng(3)
+    inputs = dict(param0=rng.standard_normal((3, 5)).astype(np.float32),
+                  param1=rng.standard_normal(5).astype(np.float32),
+                  param2=rng.standard_normal((5, 2)).astype(np.float32),
+                  param3=rng.standard_normal(2).astype(np.float32),
+                  x=rng.standard_normal((16, 3)).astype(np.float32),
+                  y=rng.standard_normal((16, 2)).astype(np.float32))
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    port = _free_port()
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
+    worker = Path(__file__).with_name("sharding_worker.py")
+    procs = []
+    for k in range(2):
+        with open(tmp_path / f"worker_{k}.log", "w") as log:
+            procs.append(subprocess.Popen([sys.executable, "-m", "tests.sharding_worker", str(k),
+                                           str(port), str(tmp_path)], stdout=log,
+                                          stderr=subprocess.STDOUT, cwd=worker.parent.parent,
+                                          env=env))
+    try:
+        codes = [p.wait(timeout=120) for p in procs]
+    except subprocess.TimeoutExpired:
+        codes = None
+    finally:
+        _kill(procs)
+    assert codes == [0, 0], _logs(tmp_path)
+    params = tuple(jnp.asarray(inputs[f"param{k}"]) for k in range(4))
+    loss, grads = jax.value_and_grad(lambda p: mlp_loss(p, inputs["x"], inputs["y"], jnp))(
+        params)
+    for process_id in range(2):
+        load = lambda name: np.load(tmp_path / f"{name}_{process_id}.npy")  # noqa: E731, B023
+        np.testing.assert_allclose(load("loss"), loss, rtol=1e-5)
+        for k, (p, g) in enumerate(zip(params, grads, strict=True)):
+            np.testing.assert_allclose(load(f"param{k}"), p - 0.1 * g, rtol=1e-5, atol=1e-6)
+        rows = inputs["x"].reshape(8, 2, 3)
+        np.testing.assert_allclose(load("psum"), np.broadcast_to(rows.sum(0), (4, 2, 3)),
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_eager_ops_on_sharded_arrays_run_partitioned_as_jax():
+    """An eager primitive on a sharded array runs as one partitioned program: the result
+    stays laid out as JAX lays it out (never gathered to one device)."""
+    s = NamedSharding(MESH, P("x", "y"))
+    data = np.arange(32, dtype=np.float32).reshape(8, 4)
+    x, jx = xform.device_put(data, s), jax.device_put(data, s)
+    for name, f in (("affine", lambda m, v: v * 2 + 1), ("sin", lambda m, v: m.sin(v)),
+                    ("sum", lambda m, v: v.sum(axis=0))):
+        got, want = f(xnp, x), f(jnp, jx)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, err_msg=name)
+        assert got.sharding.is_equivalent_to(want.sharding, got.ndim), name
+    y = xform.pmap(lambda v: v * 2.0, donate_argnums=0)(xform.pmap(lambda v: v + 1.0)(
+        np.arange(4.0, dtype=np.float32)))
+    np.testing.assert_allclose(np.asarray(y + 1.0), 2 * np.arange(1.0, 5.0) + 1)

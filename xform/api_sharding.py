@@ -1,0 +1,656 @@
+"""Sharded arrays and partitioned ``jit``: the API edge of ``xform.sharding``.
+
+A ``jit`` given ``in_shardings``/``out_shardings``, or called with arrays spread over several
+devices, runs as one SPMD program over a mesh, partitioned by XLA's Shardy partitioner
+(lowering/sharding.py): arguments without a sharding take their own (an array on one device
+is replicated), results without one get the sharding the partitioner chose. So does a jit
+whose body holds a ``shard_map`` or a sharding constraint, and the eager evaluation of a jit
+equation (what ``grad`` and ``vmap`` of a jitted function leave) on sharded arguments.
+
+Also here: ``device_put`` with shardings (device to device on one mesh, through a compiled
+identity program that changes the layout), building global arrays from shards
+(``make_array_from_*``), the partitioned AOT stages, and ``jax.debug``'s sharding pictures.
+"""
+
+import weakref
+
+import numpy as np
+
+from lowering import runtime
+from lowering import sharding as impl
+from xform import core, dispatch, dtypes, stages, tree_util
+from xform.array import Array, ShardedArray
+from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Tracer, Var
+from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.primitives.call import jit_p
+from xform.primitives.compiler import device_put_traced
+from xform.primitives.sharding import sharding_constraint_p, with_sharding_constraint
+
+__all__ = ["device_put", "reshard", "make_array_from_callback",
+           "make_array_from_single_device_arrays", "make_array_from_process_local_data",
+           "with_sharding_constraint"]
+
+
+def _is_sharding_leaf(s):
+    return s is None or runtime.is_sharding(s) or isinstance(s, impl.PartitionSpec)
+
+
+def as_named(s, what):
+    """A sharding: a PartitionSpec is one over the mesh of ``xform.sharding.set_mesh``."""
+    if not isinstance(s, impl.PartitionSpec):
+        return s
+    mesh = impl.get_mesh()
+    if mesh is None or not mesh.shape:
+        raise ValueError(f"{what}: PartitionSpec {s} needs a mesh; use "
+                         "xform.sharding.set_mesh or pass a NamedSharding")
+    return impl.NamedSharding(mesh, s)
+
+
+def broadcast_prefix(prefix, tree, what):
+    """One entry of pytree-prefix ``prefix`` (shardings or None) per leaf of ``tree``."""
+    if _is_sharding_leaf(prefix):
+        return [prefix] * len(tree_util.tree_leaves(tree))
+    try:
+        groups = tree_util.tree_map(lambda s, sub: Group(s, len(tree_util.tree_leaves(sub))),
+                                    prefix, tree, is_leaf=_is_sharding_leaf)
+    except ValueError as e:
+        raise ValueError(f"{what} must be a sharding or a pytree prefix of the arguments; "
+                         f"{e}") from None
+    return [s for g in tree_util.tree_leaves(groups, is_leaf=lambda g: type(g) is Group)
+            for s in [g.value] * g.count]
+
+
+class Group:
+    """One entry of a prefix tree and how many leaves of the full tree it covers."""
+
+    __slots__ = ("value", "count")
+
+    def __init__(self, value, count):
+        self.value = value
+        self.count = count
+
+
+def wrap(buf, aval):
+    """The Array of global device array ``buf``."""
+    if len(buf.sharding.device_set) > 1 or isinstance(buf.sharding, impl.NamedSharding):
+        return ShardedArray(aval, None, buf)  # on a mesh (of one device, maybe)
+    return Array(aval, None, buf)
+
+
+def _leaf_buffer(x):
+    if isinstance(x, Array) and not isinstance(x, Tracer):
+        return x._buf
+    if type(x) is runtime.BufferType:
+        return x
+    return None
+
+
+def put_leaf(x, sharding, aval=None):
+    """Concrete ``x`` as a global device array laid out as ``sharding``: device to device
+    when it is already on the mesh's devices, else through the host."""
+    buf = _leaf_buffer(x)
+    if buf is not None and buf.sharding == sharding:  # laid out so already: the fast path
+        return buf
+    aval = aval or core.get_aval(x)
+    _check_divisible(sharding, aval, "device_put")
+    if buf is not None and buf.dtype == aval.dtype:
+        moved = impl.reshard(buf, sharding)
+        if moved is not None:
+            return moved
+    return impl.put(dispatch.host_value(x, aval), sharding)
+
+
+def _check_divisible(sharding, aval, what):
+    spec = getattr(sharding, "spec", None)
+    if spec is None:
+        return
+    if len(spec) > aval.ndim:
+        raise ValueError(f"{what}: one of the arguments has rank {aval.ndim} "
+                         f"({aval.str_short()}) but its PartitionSpec {spec} has {len(spec)} "
+                         "entries; a spec may name at most one entry per dimension")
+    mesh = sharding.mesh
+    for dim, entry in enumerate(spec):
+        names = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+        size = 1
+        for name in names:
+            if name not in mesh.shape:
+                raise ValueError(f"{what}: resource axis {name!r} of PartitionSpec {spec} is "
+                                 f"not found in mesh {dict(mesh.shape)}")
+            size *= mesh.shape[name]
+        if aval.shape[dim] % size:
+            raise ValueError(f"{what}: one of the arguments has shape {aval.str_short()} "
+                             f"but dimension {dim} (size {aval.shape[dim]}) is not divisible "
+                             f"by {size}, the size of mesh axes {names} of {spec}")
+
+
+def device_put(x, device=None):
+    """Copy pytree ``x`` to ``device`` or lay it out as a sharding (or a pytree prefix of
+    shardings): the arrays of a mesh's devices move device to device."""
+    if device is None or runtime.is_device(device):
+        per_leaf = None
+    else:
+        per_leaf = broadcast_prefix(device, x, "device_put's device")
+    leaves, tree = tree_util.tree_flatten(x)
+    outs = []
+    for k, leaf in enumerate(leaves):
+        target = device if per_leaf is None else per_leaf[k]
+        if target is not None and not (runtime.is_device(target) or runtime.is_sharding(target)):
+            raise ValueError("`device_put` only accepts `None`, a `Sharding` or a `Device` "
+                             f"(e.g. `xform.devices()[0]`); received invalid value: {target!r}")
+        if isinstance(leaf, Tracer):
+            outs.append(device_put_traced(leaf, target) if not runtime.is_sharding(target)
+                        else sharding_constraint_p.bind(leaf, sharding=target)
+                        if hasattr(target, "spec") else leaf)
+            continue
+        aval = core.get_aval(leaf)
+        if target is None and type(leaf) is ShardedArray:
+            outs.append(leaf)  # already committed to its devices: stays there, as in JAX
+        elif runtime.is_sharding(target):
+            outs.append(wrap(put_leaf(leaf, target, aval), aval))
+        elif type(leaf) is Array:
+            outs.append(Array(aval, None, leaf._device_buffer(target)))
+        else:
+            outs.append(Array(aval, None, dispatch.device_buffer(leaf, aval, target)))
+    return tree_util.tree_unflatten(tree, outs)
+
+
+def reshard(xs, out_shardings):
+    """Lay out pytree ``xs`` as ``out_shardings`` (NamedShardings or PartitionSpecs of the
+    current mesh): a device-to-device copy outside ``jit``, a constraint inside."""
+    shardings = tree_util.tree_map(lambda s: as_named(s, "reshard"), out_shardings,
+                                   is_leaf=lambda s: isinstance(s, impl.PartitionSpec))
+    return device_put(xs, shardings)
+
+
+core.eager_rules[sharding_constraint_p] = lambda x, *, sharding: [
+    wrap(put_leaf(x, sharding), core.get_aval(x))]
+
+
+# --------------------------------------------------------------------------- building arrays
+
+
+def make_array_from_callback(shape, sharding, data_callback, dtype=None):
+    """A global array of ``shape`` laid out as ``sharding``, each device's shard being
+    ``data_callback(index)`` (``index``: a tuple of slices into the global array)."""
+    shape = tuple(shape)
+    indices = sharding.addressable_devices_indices_map(shape)
+    devices = list(indices)
+    pieces = [np.asarray(data_callback(indices[d])) for d in devices]
+    dtype = np.dtype(dtype or (pieces[0].dtype if pieces else np.float32))
+    dtype = dtypes.canonicalize(dtype)
+    expected = sharding.shard_shape(shape)
+    for d, p in zip(devices, pieces, strict=True):
+        if p.shape != expected:
+            raise ValueError(f"make_array_from_callback: the callback returned a shard of "
+                             f"shape {p.shape} for device {d.id}, but sharding {sharding} of "
+                             f"global shape {shape} expects {expected}")
+    buf = runtime._jax.batched_device_put(
+        runtime._jax_aval(shape, dtype), sharding,
+        [np.ascontiguousarray(p, dtype) for p in pieces], devices, True, False,
+        enable_x64=True)
+    return wrap(buf, ShapedArray(shape, dtype))
+
+
+def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
+    """A global array of ``shape`` laid out as ``sharding`` from one array per addressable
+    device (each already on its device), without copying them."""
+    shape = tuple(shape)
+    bufs = []
+    for a in arrays:
+        buf = _leaf_buffer(a)
+        if buf is None or len(buf.sharding.device_set) != 1:
+            raise ValueError("make_array_from_single_device_arrays: every array must live on "
+                             f"one device; got {type(a).__name__}")
+        bufs.append(buf)
+    expected = sharding.shard_shape(shape)
+    for b in bufs:
+        if tuple(b.shape) != expected:
+            raise ValueError(f"make_array_from_single_device_arrays: an array of shape "
+                             f"{tuple(b.shape)} was given for shards of shape {expected} "
+                             f"(global shape {shape}, sharding {sharding})")
+    dtype = np.dtype(dtype or bufs[0].dtype)
+    global_buf = runtime.BufferType(runtime._jax_aval(shape, dtype), sharding, bufs,
+                                    committed=True, _skip_checks=False)
+    return wrap(global_buf, ShapedArray(shape, dtype))
+
+
+def make_array_from_process_local_data(sharding, local_data, global_shape=None):
+    """A global array laid out as ``sharding`` from this process's part of it
+    (``local_data``); with one process the local data is the whole array."""
+    local = np.asarray(local_data)
+    if global_shape is None:
+        global_shape = local.shape
+        if runtime.process_count() > 1:
+            # this process holds a contiguous block along the split dimensions
+            n_local = len(sharding.addressable_devices)
+            n_all = len(sharding.device_set)
+            spec = getattr(sharding, "spec", ())
+            dim = next((k for k, e in enumerate(spec) if e is not None), 0)
+            global_shape = list(local.shape)
+            global_shape[dim] = local.shape[dim] * n_all // n_local
+            global_shape = tuple(global_shape)
+    global_shape = tuple(global_shape)
+    indices = sharding.addressable_devices_indices_map(global_shape)
+    starts = [min((ix[k].start or 0) for ix in indices.values()) for k in range(local.ndim)]
+
+    def local_piece(index):
+        return local[tuple(slice((s.start or 0) - st, (s.stop if s.stop is not None else n) - st)
+                           for s, st, n in zip(index, starts, global_shape, strict=True))]
+
+    return make_array_from_callback(global_shape, sharding, local_piece, local.dtype)
+
+
+# --------------------------------------------------------------------------- partitioned jit
+
+
+class _Partitioned:
+    """The partitioned program of one traced signature and one set of shardings."""
+
+    __slots__ = ("exe", "module", "mesh", "in_shardings", "out_shardings", "out_avals")
+
+    def __init__(self, jaxpr, name, mesh, in_shardings, out_shardings, donated):
+        self.module = module = impl.lower_partitioned(jaxpr, name, mesh, in_shardings,
+                                                      out_shardings, donated)
+        self.exe = impl.compile_partitioned(module, mesh, jaxpr.out_avals, out_shardings)
+        self.mesh = mesh
+        self.in_shardings = in_shardings
+        self.out_shardings = self.exe.out_shardings
+        self.out_avals = jaxpr.out_avals
+
+
+_programs = weakref.WeakKeyDictionary()  # jaxpr -> {(shardings, donated): _Partitioned}
+
+
+_meshes = weakref.WeakKeyDictionary()  # jaxpr -> the mesh its shard_maps/constraints name
+
+
+def jaxpr_mesh(jaxpr):
+    """The mesh a jaxpr's ``shard_map``s or sharding constraints run over (None if none):
+    a jit holding one runs partitioned even on arrays on one device."""
+    try:
+        return _meshes[jaxpr]
+    except KeyError:
+        pass
+    mesh = None
+    for eqn in jaxpr.eqns:
+        params = eqn.params
+        if "mesh" in params and isinstance(params["mesh"], impl.Mesh):
+            mesh = params["mesh"]
+        elif eqn.primitive is sharding_constraint_p:
+            mesh = params["sharding"].mesh
+        else:
+            for v in params.values():
+                for sub in v if isinstance(v, tuple) else (v,):
+                    inner = getattr(sub, "jaxpr", sub)
+                    if isinstance(inner, core.Jaxpr):
+                        mesh = jaxpr_mesh(inner)
+                        if mesh is not None:
+                            break
+                if mesh is not None:
+                    break
+        if mesh is not None:
+            break
+    _meshes[jaxpr] = mesh
+    return mesh
+
+
+def needs_partitioning(entry, leaves):
+    """Must a jit call with these concrete arguments run as a partitioned program?"""
+    return is_sharded(leaves) or jaxpr_mesh(entry.jaxpr.jaxpr) is not None
+
+
+def is_sharded(leaves):
+    """Does any concrete argument live on several devices?"""
+    return any(type(x) is ShardedArray or type(x) is runtime.BufferType and
+               len(x.sharding.device_set) > 1 for x in leaves)
+
+
+def _describe_devices(s):
+    ids = sorted(d.id for d in s.device_set)
+    return f"device ids {ids} on platform {next(iter(s.device_set)).platform.upper()}"
+
+
+def _leaf_sharding(x):
+    if type(x).__name__ == "ShapeDtypeStruct":
+        return getattr(x, "sharding", None)
+    buf = _leaf_buffer(x)
+    if buf is not None and (type(x) is ShardedArray or len(buf.sharding.device_set) > 1):
+        return buf.sharding
+    return None  # on one device, uncommitted: follows the others
+
+
+def _mesh_for(name, shardings, leaves, avals):
+    """The mesh a partitioned call runs over, from the shardings given and the arguments'."""
+    mesh, first = None, None
+    for k, s in enumerate(shardings):
+        if s is None:
+            continue
+        m = getattr(s, "mesh", None)
+        if m is None:
+            m = impl.Mesh(np.array(sorted(s.device_set, key=lambda d: d.id)), ("_devices",))
+        if mesh is None:
+            mesh, first = m, k
+        elif set(m.devices.flat) != set(mesh.devices.flat):
+            a = avals[first] if first < len(avals) else None
+            b = avals[k] if k < len(avals) else None
+            raise ValueError(
+                f"Received incompatible devices for jitted computation. Got argument "
+                f"{first} of {name} with shape {a and a.str_short()} and "
+                f"{_describe_devices(shardings[first])} and argument {k} of {name} with shape "
+                f"{b and b.str_short()} and {_describe_devices(s)}")
+        elif all(n.startswith("_") for n in mesh.axis_names) and \
+                not all(n.startswith("_") for n in m.axis_names):
+            mesh = m  # a user's mesh over the devices of a pmap's result
+    return mesh
+
+
+def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
+    """The partitioned program of jit cache ``entry`` for these arguments and shardings, and
+    the sharding of each of its inputs; None when nothing is sharded after all."""
+    n_consts = len(entry.consts)
+    given = [None] * len(leaves) if in_shardings is None else [
+        as_named(g, f"jit of {name}") for g in broadcast_prefix(in_shardings, args,
+                                                                 "in_shardings")]
+    given = given + [None] * (len(leaves) - len(given))  # keyword arguments: their own
+    own = [_leaf_sharding(x) for x in leaves]
+    chosen = [g if g is not None else o for g, o in zip(given, own, strict=True)]
+    outs_tree = tree_util.tree_unflatten(entry.out_tree, [0] * len(entry.jaxpr.out_avals))
+    outs_given = [None] * len(entry.jaxpr.out_avals) if out_shardings is None else [
+        as_named(g, f"jit of {name}") for g in broadcast_prefix(out_shardings, outs_tree,
+                                                                 "out_shardings")]
+    mesh = _mesh_for(name, chosen + outs_given, leaves, avals) or jaxpr_mesh(entry.jaxpr.jaxpr)
+    if mesh is None:
+        return None, None
+    replicated = impl.NamedSharding(mesh, impl.PartitionSpec())
+
+    def on_mesh(s, aval):
+        if s is None:
+            return replicated
+        if getattr(s, "mesh", None) == mesh:
+            return s
+        # the same devices seen as another mesh (a pmap's, say): as ``mesh`` if it can be
+        for candidate_mesh in (mesh,):
+            try:
+                return impl.named_from_hlo(candidate_mesh, str(s._to_xla_hlo_sharding(
+                    aval.ndim)), aval.ndim)
+            except NotImplementedError:
+                return replicated
+        return replicated
+
+    in_s = [replicated] * n_consts + [on_mesh(s, a) for s, a in zip(chosen, avals, strict=True)]
+    out_s = [None if s is None else on_mesh(s, a)
+             for s, a in zip(outs_given, entry.jaxpr.out_avals, strict=True)]
+    per_jaxpr = _programs.setdefault(entry.jaxpr.jaxpr, {})
+    key = (tuple(in_s), tuple(out_s), entry.donated)
+    program = per_jaxpr.get(key)
+    if program is None:  # checked once per signature and shardings
+        for s, a in zip(in_s[n_consts:], avals, strict=True):
+            _check_divisible(s, a, f"jit of {name}")
+        for s, a in zip(out_s, entry.jaxpr.out_avals, strict=True):
+            if s is not None:
+                _check_divisible(s, a, f"jit of {name} (out_shardings)")
+        program = per_jaxpr[key] = _Partitioned(entry.jaxpr, name, mesh, in_s, out_s,
+                                                entry.donated)
+    return program, in_s
+
+
+def run_partitioned(entry, leaves, avals, args, in_shardings, out_shardings, name):
+    """Run jit cache ``entry`` on concrete ``leaves`` as one partitioned program (the
+    one-device program when nothing is sharded after all)."""
+    program, in_s = prepare(entry, leaves, avals, args, in_shardings, out_shardings, name)
+    if program is None:
+        return entry.run(leaves, avals, None)
+    return _run(entry, program, in_s, leaves, avals)
+
+
+def _run(entry, program, in_s, leaves, avals):
+    n_consts = len(entry.consts)
+    all_args = list(entry.consts) + list(leaves)
+    all_avals = entry.const_avals + list(avals)
+    bufs = [put_leaf(x, s, a) for x, s, a in zip(all_args, in_s, all_avals, strict=True)]
+    outs = program.exe.call(bufs)
+    if entry.donated is not None:
+        for x, flag in zip(leaves, entry.donated[n_consts:], strict=True):
+            if flag and isinstance(x, Array):
+                x._donated()
+    return entry.restore_float0s([wrap(b, a) for b, a in zip(outs, program.out_avals,
+                                                               strict=True)])
+
+
+# --------------------------------------------------------------------------- jit_p, eagerly
+# A jit equation evaluated on concrete arguments (what grad and vmap of a jitted function
+# leave: the known half of a linearized call, a batched call) keeps the arguments' layout:
+# with a sharded argument it runs partitioned by the arguments' shardings.
+
+
+class _CallEntry:
+    """A jit equation's body in the shape of a jit cache entry (consts as leading inputs)."""
+
+    __slots__ = ("jaxpr", "consts", "const_avals", "out_tree", "donated", "__weakref__")
+
+    def __init__(self, closed):
+        self.jaxpr, self.consts = convert_constvars(closed)
+        self.const_avals = [core.get_aval(c) for c in self.consts]
+        self.out_tree = tree_util.tree_structure([0] * len(closed.out_avals))
+        self.donated = None
+
+    def restore_float0s(self, outs):
+        return outs
+
+
+_call_entries = weakref.WeakKeyDictionary()  # jaxpr -> _CallEntry
+
+
+def _jit_eager(*args, jaxpr, name):
+    if is_sharded(args) or jaxpr_mesh(jaxpr.jaxpr) is not None:
+        entry = _call_entries.get(jaxpr.jaxpr)
+        if entry is None:
+            entry = _call_entries[jaxpr.jaxpr] = _CallEntry(jaxpr)
+        program, in_s = prepare(entry, list(args), [core.get_aval(x) for x in args], args,
+                                None, None, name)
+        return _run(entry, program, in_s, list(args), [core.get_aval(x) for x in args])
+    return _one_device(args, {"jaxpr": jaxpr, "name": name})
+
+
+def _one_device(args, params):
+    """What eager evaluation does with a jit equation without an eager rule: compile the one
+    equation (dispatch.device_apply's path), cached with eager's single-equation programs."""
+    avals = tuple(dispatch.concrete_aval(x, jit_p) for x in args)
+    key = (jit_p, tuple(params.items()), avals)
+    compiled = dispatch._single_eqn.get(key)
+    if compiled is None:
+        invars = [Var(a) for a in avals]
+        outvars = [Var(a) for a in core.abstract_eval(jit_p, *avals, **params)]
+        body = Jaxpr([], invars, outvars, [JaxprEqn(jit_p, invars, outvars, params)])
+        min_secs = 0.01 if runtime.platform() == "cpu" else 0.0
+        compiled = dispatch.compile_jaxpr(ClosedJaxpr(body, []), jit_p.name,
+                                          min_cache_secs=min_secs)
+        dispatch._single_eqn[key] = compiled
+    return compiled.run(args, avals)
+
+
+core.eager_rules[jit_p] = _jit_eager
+
+
+# --------------------------------------------------------------------------- stages
+
+
+class PartitionedLowered(stages.Lowered):
+    """``jit(f, in_shardings=...).lower(*args)``: the partitioned module (Shardy
+    annotations, ``mhlo.num_partitions``), as JAX's ``Lowered``."""
+
+    def __init__(self, jitted, entry, in_tree, avals, leaves, positional, shardings):
+        stages._Stage.__init__(self, jitted, entry, in_tree, avals)
+        program, _ = prepare(entry, leaves, avals, positional, *shardings, jitted._name)
+        if program is None:
+            raise ValueError(f"jit of {jitted._name}: nothing to partition")
+        self._program = program
+        self._module = program.module
+
+    def compile(self, compiler_options=None):
+        return PartitionedCompiled(self._program)
+
+
+class PartitionedCompiled:
+    """The compiled partitioned program: ``as_text()`` is XLA's partitioned HLO."""
+
+    def __init__(self, program):
+        self._program = program
+
+    def as_text(self):
+        return self._program.exe.loaded.hlo_modules()[0].to_string()
+
+    @property
+    def output_shardings(self):
+        return list(self._program.out_shardings)
+
+    @property
+    def input_shardings(self):
+        return list(self._program.in_shardings)
+
+
+def lower(jitted, traced, args, kwargs):
+    """The Lowered stage of a jit call that runs partitioned, else None."""
+    state = jitted._state
+    leaves = tree_util.tree_leaves((args, kwargs))
+    if state.shardings is None and not any(
+            _leaf_sharding(x) is not None and len(_leaf_sharding(x).device_set) > 1
+            for x in leaves) and jaxpr_mesh(traced._entry.jaxpr.jaxpr) is None:
+        return None
+    return PartitionedLowered(jitted, traced._entry, traced.in_tree, traced._avals, leaves,
+                              jitted._positional(args, kwargs), state.shardings or (None, None))
+
+
+# --------------------------------------------------------------------------- pictures
+
+
+def _blocks(shape, sharding):
+    """``{(row block, column block): [device labels]}`` of a rank-1 or rank-2 array."""
+    if len(shape) > 2:
+        raise ValueError(f"visualize_sharding: only rank-1 and rank-2 arrays can be drawn; "
+                         f"got shape {tuple(shape)}")
+    shape2 = (1, shape[0]) if len(shape) == 1 else tuple(shape) if shape else (1, 1)
+    cells = {}
+    for device, index in sharding.devices_indices_map(tuple(shape)).items():
+        index2 = ((slice(None),) + tuple(index) if len(shape) == 1 else tuple(index)
+                  if shape else (slice(None), slice(None)))
+        key = tuple((s.start or 0, s.stop if s.stop is not None else n)
+                    for s, n in zip(index2, shape2, strict=True))
+        cells.setdefault(key, []).append(device)
+    return cells
+
+
+def visualize_sharding(shape, sharding, *, use_color=False, scale=1.0, min_width=9,
+                       max_width=80, color_map=None):
+    """Print which devices hold which block of an array of ``shape`` laid out as
+    ``sharding`` (a grid of blocks, each labelled with its devices, as JAX's)."""
+    cells = _blocks(shape, sharding)
+    rows = sorted({k[0] for k in cells})
+    cols = sorted({k[1] for k in cells})
+    labels = {}
+    for key, devices in cells.items():
+        platform = devices[0].platform.upper()
+        ids = ",".join(str(d.id) for d in sorted(devices, key=lambda d: d.id))
+        labels[key] = f"{platform} {ids}"
+    width = max(min_width - 2, *(len(t) for t in labels.values())) + 2
+    width = min(width, max_width)
+    line = "─" * width
+
+    def border(left, mid, right):
+        return left + mid.join([line] * len(cols)) + right
+
+    out = [border("┌", "┬", "┐")]
+    for r, row in enumerate(rows):
+        out.append("│" + "│".join(labels.get((row, col), "").center(width)
+                                    for col in cols) + "│")
+        out.append(border("├", "┼", "┤") if r < len(rows) - 1 else border("└", "┴", "┘"))
+    print("\n".join(out))
+
+
+def visualize_array_sharding(arr, **kwargs):
+    """Print how array ``arr`` is laid out over its devices (see ``visualize_sharding``)."""
+    if isinstance(arr, Tracer):
+        raise TypeError("visualize_array_sharding: needs a concrete array; inside jit use "
+                        "xform.debug.inspect_array_sharding")
+    return visualize_sharding(arr.shape, arr.sharding, **kwargs)
+
+
+def inspect_array_sharding(value, *, callback):
+    """Call ``callback(sharding)`` with the sharding of each array of pytree ``value``
+    (concrete arrays only in xform)."""
+    for leaf in tree_util.tree_leaves(value):
+        if isinstance(leaf, Tracer):
+            raise NotImplementedError(
+                "inspect_array_sharding: xform reports the sharding of concrete arrays only; "
+                "call it outside jit, or read .sharding of the jit's results")
+        callback(leaf.sharding)
+
+
+# --------------------------------------------------------------------------- eager ops
+
+
+_single = {}  # (primitive, params, avals) -> _CallEntry of the one equation
+
+
+def apply_partitioned(prim, args, params):
+    """An eager primitive on arguments of which some are sharded, as JAX runs it: one
+    partitioned program of the single equation, laid out by the arguments' shardings.
+    (For the eager path of xform/dispatch.py to call when ``is_sharded(args)``.)"""
+    for x in args:
+        if isinstance(x, Array) and x.is_deleted():  # (donated): never hand XLA a dead buffer
+            raise RuntimeError(f"Array has been deleted with shape={x.aval.str_short()}: "
+                               f"{prim.name} cannot read it (it was donated or deleted)")
+    avals = tuple(dispatch.concrete_aval(x, prim) for x in args)
+    key = (prim, tuple(params.items()), avals)
+    entry = _single.get(key)
+    if entry is None:
+        invars = [Var(a) for a in avals]
+        outvars = [Var(a) for a in core.abstract_eval(prim, *avals, **params)]
+        body = Jaxpr([], invars, outvars, [JaxprEqn(prim, invars, outvars, params)])
+        entry = _single[key] = _CallEntry(ClosedJaxpr(body, []))
+    program, in_s = prepare(entry, list(args), list(avals), args, None, None, prim.name)
+    return _run(entry, program, in_s, list(args), list(avals))  # a list, as eager rules
+
+
+# --------------------------------------------------------------------------- traced calls
+# A jit with in_shardings/out_shardings called under a transformation (grad, vmap, an outer
+# jit) binds a body whose inputs and outputs carry those shardings as constraints, so the
+# layout survives: the transformed calls run partitioned as the shardings say.
+
+_constrained = weakref.WeakKeyDictionary()  # jaxpr -> {shardings: constrained jaxpr}
+
+
+def constrained_jaxpr(entry, args, in_shardings, out_shardings, name):
+    """``entry.jaxpr`` with sharding constraints on its arguments and results."""
+    n_consts = len(entry.consts)
+    n_args = len(entry.jaxpr.in_avals) - n_consts
+    given = [None] * n_args if in_shardings is None else [
+        as_named(g, f"jit of {name}") for g in broadcast_prefix(in_shardings, args,
+                                                                 "in_shardings")]
+    given = given + [None] * (n_args - len(given))
+    outs_tree = tree_util.tree_unflatten(entry.out_tree, [0] * len(entry.jaxpr.out_avals))
+    outs_given = [None] * len(entry.jaxpr.out_avals) if out_shardings is None else [
+        as_named(g, f"jit of {name}") for g in broadcast_prefix(out_shardings, outs_tree,
+                                                                 "out_shardings")]
+    key = (tuple(given), tuple(outs_given))
+    per_jaxpr = _constrained.setdefault(entry.jaxpr.jaxpr, {})
+    hit = per_jaxpr.get(key)
+    if hit is not None:
+        return hit
+    closed = entry.jaxpr
+
+    def constrain(x, s):
+        return x if s is None else sharding_constraint_p.bind(x, sharding=s)
+
+    def body(*xs):
+        consts, rest = xs[:n_consts], xs[n_consts:]
+        rest = [constrain(x, s) for x, s in zip(rest, given, strict=True)]
+        outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *consts, *rest)
+        return [constrain(o, s) for o, s in zip(outs, outs_given, strict=True)]
+
+    hit = per_jaxpr[key] = trace_to_jaxpr(body, closed.in_avals,
+                                          f"constraining the shardings of {name}")
+    return hit
+
+
+dispatch.sharded_apply = apply_partitioned  # eager primitives on sharded arrays run partitioned

@@ -1,0 +1,277 @@
+"""``shard_map_p``: a body run once per device of a mesh on that device's blocks.
+
+``shard_map[jaxpr, mesh, in_specs, out_specs, manual_axes, check_vma] *args``: operand ``i``
+(a global array) is split into blocks as ``in_specs[i]`` says (rank kept, unlike pmap); the
+body (a const-free closed jaxpr on block types) runs with the mesh's manual axes bound as
+named axes, so the collectives (psum, all_gather, ppermute, ...) work over them; result
+``j``'s blocks are put together as ``out_specs[j]`` says. Lowered as JAX lowers it, an
+``sdy.manual_computation`` in a partitioned program (lowering/shard_map.py).
+
+Differentiation follows JAX's rules without varying-manual-axes types (JAX's
+``check_vma=False`` rules, which give the same values as its ``check_vma=True`` ones for
+programs that pass that check): a result replicated over mesh axes its spec does not name
+has its cotangent divided by their size, and an argument's cotangent is summed over the
+axes its spec does not name.
+"""
+
+import contextlib
+import math
+import weakref
+
+from xform import core
+from xform.core import Primitive, ShapedArray, abstract_eval_rules, eval_jaxpr
+from xform.interpreters import ad, batching, partial_eval, transpose
+from xform.interpreters.batching import not_mapped
+from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.primitives.call import jvp_jaxpr, split_jaxpr
+from xform.primitives.collectives import psum_p
+from xform.primitives.structural import reshape
+
+shard_map_p = Primitive("shard_map", multiple_results=True)
+
+
+# --------------------------------------------------------------------------- blocks
+
+
+def spec_names(entry):
+    return () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+
+
+def dim_sizes(mesh, spec, ndim):
+    """How many blocks each dimension of a rank-``ndim`` array is split into."""
+    return [math.prod(mesh.shape[n] for n in spec_names(spec[d])) if d < len(spec) else 1
+            for d in range(ndim)]
+
+
+def block_aval(aval, mesh, spec):
+    sizes = dim_sizes(mesh, spec, aval.ndim)
+    return ShapedArray(tuple(n // k for n, k in zip(aval.shape, sizes, strict=True)),
+                       aval.dtype, aval.weak_type)
+
+
+def global_aval(aval, mesh, spec):
+    sizes = dim_sizes(mesh, spec, aval.ndim)
+    return ShapedArray(tuple(n * k for n, k in zip(aval.shape, sizes, strict=True)),
+                       aval.dtype, aval.weak_type)
+
+
+def unmentioned(mesh, spec, manual_axes):
+    """The manual axes ``spec`` does not name: those a value is replicated over."""
+    named = {n for entry in spec for n in spec_names(entry)}
+    return tuple(n for n in mesh.axis_names if n in manual_axes and n not in named)
+
+
+@contextlib.contextmanager
+def axis_env(mesh, manual_axes):
+    """The mesh's manual axes bound as named axes, for tracing a body."""
+    with contextlib.ExitStack() as stack:
+        for name in mesh.axis_names:
+            if name in manual_axes:
+                stack.enter_context(core.extend_axis_env(name, mesh.shape[name]))
+        yield
+
+
+def _replicated_spec(spec):
+    return type(spec)()
+
+
+# --------------------------------------------------------------------------- abstract eval
+
+
+def _shard_map_abstract_eval(*avals, jaxpr, mesh, in_specs, out_specs, manual_axes,
+                             check_vma):
+    for k, (a, s, want) in enumerate(zip(avals, in_specs, jaxpr.in_avals, strict=True)):
+        got = block_aval(a, mesh, s)
+        if got.shape != want.shape or got.dtype != want.dtype:
+            raise TypeError(f"shard_map: argument {k} of type {a.str_short()} split as {s} "
+                            f"gives blocks {got.str_short()}, but the body takes "
+                            f"{want.str_short()}")
+    return [global_aval(a, mesh, s) for a, s in zip(jaxpr.out_avals, out_specs, strict=True)]
+
+
+abstract_eval_rules[shard_map_p] = _shard_map_abstract_eval
+
+
+# --------------------------------------------------------------------------- jvp
+
+
+def _shard_map_jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, manual_axes,
+                   check_vma):
+    nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
+    with axis_env(mesh, manual_axes):
+        body, consts, out_nonzeros = jvp_jaxpr(jaxpr, nonzeros)
+    replicated = _replicated_spec(in_specs[0] if in_specs else out_specs[0])
+    specs_in = ((replicated,) * len(consts) + tuple(in_specs)
+                + tuple(s for s, nz in zip(in_specs, nonzeros, strict=True) if nz))
+    specs_out = tuple(out_specs) + tuple(
+        s for s, nz in zip(out_specs, out_nonzeros, strict=True) if nz)
+    outs = shard_map_p.bind(*consts, *primals, *[t for t in tangents if type(t) is not ad.Zero],
+                            jaxpr=body, mesh=mesh, in_specs=specs_in, out_specs=specs_out,
+                            manual_axes=manual_axes, check_vma=check_vma)
+    n = len(out_specs)
+    primals_out, nz_tangents = outs[:n], iter(outs[n:])
+    tangents_out = [next(nz_tangents) if nz else ad.Zero(ad.tangent_aval(ad.aval_of(p)))
+                    for p, nz in zip(primals_out, out_nonzeros, strict=True)]
+    return primals_out, tangents_out
+
+
+ad.jvp_rules[shard_map_p] = _shard_map_jvp
+
+
+# --------------------------------------------------------------------------- partial eval
+# The known part runs as its own shard_map; each device's residuals leave it stacked along a
+# new leading dimension split over every manual axis, and enter the staged part the same way.
+
+_split = weakref.WeakKeyDictionary()  # jaxpr -> {(unknowns, axes): (known, unknown, ...)}
+
+
+def _split_body(jaxpr, unknowns, mesh, manual_axes):
+    cache = _split.setdefault(jaxpr.jaxpr, {})
+    key = (unknowns, manual_axes)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    with axis_env(mesh, manual_axes):
+        known, known_consts, unknown, out_unknowns, num_res = split_jaxpr(
+            jaxpr, unknowns, "partially evaluating a shard_map body")
+        n_known_out = len(known.out_avals) - num_res
+        res_avals = known.out_avals[n_known_out:]
+
+        def known_fun(*args):
+            outs = eval_jaxpr(known.jaxpr, known.consts, *args)
+            return outs[:n_known_out] + [reshape(r, (1,) + r.shape) for r in outs[n_known_out:]]
+
+        def unknown_fun(*args):
+            res = [reshape(r, a.shape) for r, a in zip(args[:num_res], res_avals, strict=True)]
+            return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *args[num_res:])
+
+        stacked = [ShapedArray((1,) + a.shape, a.dtype, a.weak_type) for a in res_avals]
+        known_body = convert_constvars(trace_to_jaxpr(known_fun, known.in_avals,
+                                                      "splitting a shard_map body"))
+        unknown_body = convert_constvars(trace_to_jaxpr(
+            unknown_fun, stacked + unknown.in_avals[num_res:], "splitting a shard_map body"))
+    hit = cache[key] = (known_body, known_consts, unknown_body, out_unknowns, num_res)
+    return hit
+
+
+def _shard_map_partial_eval(trace, args, params):
+    jaxpr, mesh, manual_axes = params["jaxpr"], params["mesh"], params["manual_axes"]
+    in_specs, out_specs = params["in_specs"], params["out_specs"]
+    unknowns = tuple(trace.is_unknown(x) for x in args)
+    known_body, known_consts, unknown_body, out_unknowns, num_res = _split_body(
+        jaxpr, unknowns, mesh, manual_axes)
+    replicated = _replicated_spec(in_specs[0])
+    res_spec = type(replicated)(tuple(n for n in mesh.axis_names if n in manual_axes))
+    (kbody, kconsts), (ubody, uconsts) = known_body, unknown_body
+    known_args = [x for x, u in zip(args, unknowns, strict=True) if not u]
+    known_in = tuple(s for s, u in zip(in_specs, unknowns, strict=True) if not u)
+    known_out = tuple(s for s, u in zip(out_specs, out_unknowns, strict=True) if not u)
+    with core.set_current_trace(trace.parent):
+        known_outs = shard_map_p.bind(
+            *kconsts, *known_consts, *known_args, jaxpr=kbody, mesh=mesh,
+            in_specs=(replicated,) * (len(kconsts) + len(known_consts)) + known_in,
+            out_specs=known_out + (res_spec,) * num_res, manual_axes=manual_axes,
+            check_vma=params["check_vma"])
+    residuals = known_outs[len(known_outs) - num_res:]
+    unknown_args = [x for x, u in zip(args, unknowns, strict=True) if u]
+    unknown_in = tuple(s for s, u in zip(in_specs, unknowns, strict=True) if u)
+    unknown_out = tuple(s for s, u in zip(out_specs, out_unknowns, strict=True) if u)
+    staged_params = dict(jaxpr=ubody, mesh=mesh,
+                         in_specs=(replicated,) * len(uconsts) + (res_spec,) * num_res
+                         + unknown_in, out_specs=unknown_out, manual_axes=manual_axes,
+                         check_vma=params["check_vma"])
+    out_avals = [global_aval(a, mesh, s)
+                 for a, s in zip(ubody.out_avals, unknown_out, strict=True)]
+    unknown_outs = iter(trace.stage(shard_map_p, [*uconsts, *residuals, *unknown_args],
+                                    staged_params, out_avals))
+    known_outs = iter(known_outs[:len(known_outs) - num_res])
+    return [next(unknown_outs) if u else next(known_outs) for u in out_unknowns]
+
+
+partial_eval.partial_eval_rules[shard_map_p] = _shard_map_partial_eval
+
+
+# --------------------------------------------------------------------------- transpose
+
+_transposed = weakref.WeakKeyDictionary()  # jaxpr -> {(linear, specs): (jaxpr, consts)}
+
+
+def _transposed_body(jaxpr, linear, mesh, in_specs, manual_axes):
+    cache = _transposed.setdefault(jaxpr.jaxpr, {})
+    key = (linear, in_specs, manual_axes)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    in_avals = jaxpr.in_avals
+    value_avals = [a for a, lin in zip(in_avals, linear, strict=True) if not lin]
+
+    def transposed(*args):
+        values, cts = iter(args[:len(value_avals)]), args[len(value_avals):]
+        invals = [transpose.UndefinedPrimal(a) if lin else next(values)
+                  for a, lin in zip(in_avals, linear, strict=True)]
+        cts_in = transpose.backward_pass(jaxpr.jaxpr, jaxpr.consts, invals, list(cts))
+        outs = []
+        for ct, lin, spec, aval in zip(cts_in, linear, in_specs, in_avals, strict=True):
+            if not lin:
+                continue
+            dense = ad.instantiate(ct if ct is not None else ad.Zero(ad.tangent_aval(aval)))
+            axes = unmentioned(mesh, spec, manual_axes)
+            outs.append(psum_p.bind(dense, axes=axes) if axes else dense)
+        return outs
+
+    with axis_env(mesh, manual_axes):
+        closed = trace_to_jaxpr(transposed, value_avals + jaxpr.out_avals,
+                                "transposing a shard_map body")
+    hit = cache[key] = convert_constvars(closed)
+    return hit
+
+
+def _shard_map_transpose(cts, *invals, jaxpr, mesh, in_specs, out_specs, manual_axes,
+                         check_vma):
+    linear = tuple(transpose.is_undefined(x) for x in invals)
+    cts_scaled = []
+    for ct, spec, aval in zip(cts, out_specs, jaxpr.out_avals, strict=True):
+        dense = ad.instantiate(ct if ct is not None else ad.Zero(
+            ad.tangent_aval(global_aval(aval, mesh, spec))))
+        size = math.prod(mesh.shape[n] for n in unmentioned(mesh, spec, manual_axes))
+        cts_scaled.append(dense / size if size != 1 else dense)
+    body, consts = _transposed_body(jaxpr, linear, mesh, tuple(in_specs), manual_axes)
+    values = [x for x in invals if not transpose.is_undefined(x)]
+    value_specs = tuple(s for s, lin in zip(in_specs, linear, strict=True) if not lin)
+    replicated = _replicated_spec(in_specs[0])
+    outs = iter(shard_map_p.bind(
+        *consts, *values, *cts_scaled, jaxpr=body, mesh=mesh,
+        in_specs=(replicated,) * len(consts) + value_specs + tuple(out_specs),
+        out_specs=tuple(s for s, lin in zip(in_specs, linear, strict=True) if lin),
+        manual_axes=manual_axes, check_vma=check_vma))
+    return [next(outs) if lin else None for lin in linear]
+
+
+transpose.transpose_rules[shard_map_p] = _shard_map_transpose
+
+
+# --------------------------------------------------------------------------- batching
+
+
+def _insert_none(spec, d):
+    entries = list(spec) + [None] * max(0, d - len(spec))
+    entries.insert(d, None)
+    return type(spec)(*entries)
+
+
+def _shard_map_batch(axis, args, dims, *, jaxpr, mesh, in_specs, out_specs, manual_axes,
+                     check_vma):
+    with axis_env(mesh, manual_axes):
+        body, consts, out_batched = batching.batch_jaxpr(jaxpr, axis, dims)
+    replicated = _replicated_spec(in_specs[0] if in_specs else out_specs[0])
+    specs_in = (replicated,) * len(consts) + tuple(
+        s if d is not_mapped else _insert_none(s, d)
+        for s, d in zip(in_specs, dims, strict=True))
+    specs_out = tuple(_insert_none(s, 0) if b else s
+                      for s, b in zip(out_specs, out_batched, strict=True))
+    outs = shard_map_p.bind(*consts, *args, jaxpr=body, mesh=mesh, in_specs=specs_in,
+                            out_specs=specs_out, manual_axes=manual_axes, check_vma=check_vma)
+    return outs, [0 if b else not_mapped for b in out_batched]
+
+
+batching.batch_rules[shard_map_p] = _shard_map_batch

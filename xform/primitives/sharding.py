@@ -1,0 +1,98 @@
+"""``with_sharding_constraint``: the identity on values, a layout for the partitioner.
+
+Inside a partitioned ``jit`` it lowers to ``sdy.sharding_constraint`` (JAX 0.10.2's
+lowering); in a program on one device it is the identity. Eagerly it lays the array out as
+asked (``device_put``). Linear: its tangent and cotangent carry the same constraint.
+"""
+
+from xform import core, tree_util
+from xform.interpreters import ad, batching
+from xform.interpreters import transpose as transpose_interp
+from xform.primitives.base import standard_primitive
+
+__all__ = ["with_sharding_constraint", "sharding_constraint_p"]
+
+
+def with_sharding_constraint(x, shardings):
+    """Constrain the layout of each array of pytree ``x`` to the matching sharding of
+    ``shardings`` (a NamedSharding, or a pytree prefix of ``x`` of them), as JAX's."""
+    leaves, tree = tree_util.tree_flatten(x)
+    if hasattr(shardings, "spec") or shardings is None:
+        per_leaf = [shardings] * len(leaves)
+    else:
+        counted = tree_util.tree_map(lambda s, sub: (s, len(tree_util.tree_leaves(sub))),
+                                     shardings, x, is_leaf=lambda s: s is None or
+                                     hasattr(s, "spec"))
+        per_leaf = [s for s, n in tree_util.tree_leaves(counted, is_leaf=_is_pair)
+                    for _ in range(n)]
+    outs = []
+    for leaf, sharding in zip(leaves, per_leaf, strict=True):
+        if sharding is None:
+            outs.append(leaf)
+            continue
+        aval = core.get_aval(leaf)
+        _check(sharding, aval)
+        outs.append(sharding_constraint_p.bind(leaf, sharding=sharding))
+    return tree_util.tree_unflatten(tree, outs)
+
+
+def _is_pair(p):
+    return type(p) is tuple and len(p) == 2 and type(p[1]) is int and (
+        p[0] is None or hasattr(p[0], "spec"))
+
+
+def _check(sharding, aval):
+    spec = getattr(sharding, "spec", None)
+    if spec is None:
+        raise TypeError("with_sharding_constraint: shardings must be NamedShardings, got "
+                        f"{type(sharding).__name__}")
+    if len(spec) > aval.ndim:
+        raise ValueError(f"with_sharding_constraint: PartitionSpec {spec} has {len(spec)} "
+                         f"entries but the array has rank {aval.ndim} ({aval.str_short()})")
+    mesh = sharding.mesh
+    types = dict(zip(mesh.axis_names, getattr(mesh, "axis_types", ()), strict=False))
+    named = [n for entry in spec if entry is not None
+             for n in ((entry,) if isinstance(entry, str) else entry)]
+    if any(getattr(types.get(n), "name", "") == "Explicit" for n in named):
+        raise ValueError(f"The spec of NamedSharding passed to with_sharding_constraint can "
+                         f"only refer to Auto axes of the mesh. Got spec={spec} and "
+                         f"mesh={mesh}. You probably meant to use `reshard` API?")
+    for dim, entry in enumerate(spec):
+        names = () if entry is None else (entry,) if isinstance(entry, str) else entry
+        size = 1
+        for name in names:
+            if name not in mesh.shape:
+                raise ValueError(f"with_sharding_constraint: resource axis {name!r} of "
+                                 f"{spec} is not found in mesh {tuple(mesh.axis_names)}")
+            size *= mesh.shape[name]
+        if aval.shape[dim] % size:
+            raise ValueError(f"with_sharding_constraint: dimension {dim} of "
+                             f"{aval.str_short()} (size {aval.shape[dim]}) is not divisible "
+                             f"by {size}, the size of mesh axes {names} in {spec}")
+
+
+def _sharding_constraint_abstract_eval(x, *, sharding):
+    return [x]
+
+
+sharding_constraint_p = standard_primitive("sharding_constraint",
+                                           _sharding_constraint_abstract_eval)
+ad.deflinear(sharding_constraint_p)
+
+
+def _sharding_constraint_transpose(ct, x, *, sharding):
+    return [sharding_constraint_p.bind(ct, sharding=sharding)]
+
+
+transpose_interp.transpose_rules[sharding_constraint_p] = _sharding_constraint_transpose
+
+
+def _sharding_constraint_batch(axis, args, dims, *, sharding):
+    (x,), (d,) = args, dims
+    spec = list(sharding.spec) + [None] * (x.ndim - 1 - len(sharding.spec))
+    spec.insert(d, None)  # the batch dimension is not split
+    batched = type(sharding)(sharding.mesh, type(sharding.spec)(*spec))
+    return [sharding_constraint_p.bind(x, sharding=batched)], [d]
+
+
+batching.batch_rules[sharding_constraint_p] = _sharding_constraint_batch
