@@ -141,8 +141,8 @@ def test_disable_jit_runs_control_flow_in_python_as_jax():
         want = {k: f() for k, f in programs(jnp, jax.lax).items()}
         with pytest.raises(ValueError, match="zero-length scan"):
             xform.lax.scan(lambda c, x: (c, x), 0.0, xnp.zeros((0,)))
-    for k in want:
-        for g, w in zip(jax.tree_util.tree_leaves(got[k]), jax.tree_util.tree_leaves(want[k]),
+    for k, expected in want.items():
+        for g, w in zip(jax.tree_util.tree_leaves(got[k]), jax.tree_util.tree_leaves(expected),
                         strict=True):
             np.testing.assert_allclose(g, w, err_msg=k)
             assert (np.asarray(g).dtype, getattr(g, "weak_type", None)) == \

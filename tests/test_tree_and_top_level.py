@@ -398,7 +398,7 @@ def test_fwd_and_bwd_as_jax():
     for argnums, has_aux, jitted in (((0, 1), False, True), (1, True, False)):
         got, want = [], []
         for lib, out in ((xform, got), (jax, want)):
-            fwd, bwd = lib.fwd_and_bwd(lambda x, w: (x @ w, 3) if has_aux else x @ w,
+            fwd, bwd = lib.fwd_and_bwd(lambda x, w, aux=has_aux: (x @ w, 3) if aux else x @ w,
                                        argnums=argnums, has_aux=has_aux, jitted=jitted)
             y, residuals, *aux = fwd(x, w)
             out.append((y, bwd(residuals, np.ones((4, 4), np.float32)), aux))
