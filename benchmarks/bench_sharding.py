@@ -8,8 +8,6 @@ Needs ``jax.config.update("jax_num_cpu_devices", 8)`` before any backend starts 
 ``python -m benchmarks.bench_sharding``, or from ``run.py``).
 """
 
-import itertools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -18,36 +16,10 @@ from jax.sharding import PartitionSpec as P
 
 import xform
 import xform.numpy as xnp
+from benchmarks.bench_pmap import LEARNING_RATE, SIZES, _data, _loss, _params  # the same MLP
 from benchmarks.common import compare
 
 LIBS = ((xnp, xform), (jnp, jax))
-SIZES = (784, 512, 512, 10)
-GLOBAL_BATCH = 128
-LEARNING_RATE = 0.01
-
-
-def _params(rng):
-    return [(rng.standard_normal((m, n), np.float32) / np.sqrt(m).astype(np.float32),
-             np.zeros(n, np.float32)) for m, n in itertools.pairwise(SIZES)]
-
-
-def _data(rng):
-    x = rng.standard_normal((GLOBAL_BATCH, SIZES[0]), np.float32)
-    labels = np.eye(SIZES[-1], dtype=np.float32)[rng.integers(0, SIZES[-1], GLOBAL_BATCH)]
-    return x, labels
-
-
-def _loss(lib):
-    def loss(params, x, labels):
-        *hidden, (w_out, b_out) = params
-        for w, b in hidden:
-            x = lib.tanh(lib.dot(x, w) + b)
-        logits = lib.dot(x, w_out) + b_out
-        shifted = logits - lib.max(logits, axis=1, keepdims=True)
-        log_probs = shifted - lib.log(lib.sum(lib.exp(shifted), axis=1, keepdims=True))
-        return -lib.mean(lib.sum(log_probs * labels, axis=1))
-
-    return loss
 
 
 def _step(lib, mod):

@@ -24,7 +24,11 @@ from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Tracer, Var
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.call import jit_p
 from xform.primitives.compiler import device_put_traced
-from xform.primitives.sharding import sharding_constraint_p, with_sharding_constraint
+from xform.primitives.sharding import (
+    check_spec_fits,
+    sharding_constraint_p,
+    with_sharding_constraint,
+)
 
 __all__ = ["device_put", "reshard", "make_array_from_callback",
            "make_array_from_single_device_arrays", "make_array_from_process_local_data",
@@ -102,25 +106,8 @@ def put_leaf(x, sharding, aval=None):
 
 def _check_divisible(sharding, aval, what):
     spec = getattr(sharding, "spec", None)
-    if spec is None:
-        return
-    if len(spec) > aval.ndim:
-        raise ValueError(f"{what}: one of the arguments has rank {aval.ndim} "
-                         f"({aval.str_short()}) but its PartitionSpec {spec} has {len(spec)} "
-                         "entries; a spec may name at most one entry per dimension")
-    mesh = sharding.mesh
-    for dim, entry in enumerate(spec):
-        names = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
-        size = 1
-        for name in names:
-            if name not in mesh.shape:
-                raise ValueError(f"{what}: resource axis {name!r} of PartitionSpec {spec} is "
-                                 f"not found in mesh {dict(mesh.shape)}")
-            size *= mesh.shape[name]
-        if aval.shape[dim] % size:
-            raise ValueError(f"{what}: one of the arguments has shape {aval.str_short()} "
-                             f"but dimension {dim} (size {aval.shape[dim]}) is not divisible "
-                             f"by {size}, the size of mesh axes {names} of {spec}")
+    if spec is not None:
+        check_spec_fits(what, sharding.mesh, spec, aval)
 
 
 def device_put(x, device=None):

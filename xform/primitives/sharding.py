@@ -46,9 +46,6 @@ def _check(sharding, aval):
     if spec is None:
         raise TypeError("with_sharding_constraint: shardings must be NamedShardings, got "
                         f"{type(sharding).__name__}")
-    if len(spec) > aval.ndim:
-        raise ValueError(f"with_sharding_constraint: PartitionSpec {spec} has {len(spec)} "
-                         f"entries but the array has rank {aval.ndim} ({aval.str_short()})")
     mesh = sharding.mesh
     types = dict(zip(mesh.axis_names, getattr(mesh, "axis_types", ()), strict=False))
     named = [n for entry in spec if entry is not None
@@ -57,18 +54,29 @@ def _check(sharding, aval):
         raise ValueError(f"The spec of NamedSharding passed to with_sharding_constraint can "
                          f"only refer to Auto axes of the mesh. Got spec={spec} and "
                          f"mesh={mesh}. You probably meant to use `reshard` API?")
+    check_spec_fits("with_sharding_constraint", mesh, spec, aval)
+
+
+def check_spec_fits(what, mesh, spec, aval):
+    """``ValueError`` naming ``what`` unless PartitionSpec ``spec`` fits an array of type
+    ``aval`` on ``mesh``: at most one entry per dimension, axes the mesh has, and each
+    dimension divisible by the product of its axes' sizes."""
+    if len(spec) > aval.ndim:
+        raise ValueError(f"{what}: one of the arguments has rank {aval.ndim} "
+                         f"({aval.str_short()}) but its PartitionSpec {spec} has {len(spec)} "
+                         "entries; a spec may name at most one entry per dimension")
     for dim, entry in enumerate(spec):
-        names = () if entry is None else (entry,) if isinstance(entry, str) else entry
+        names = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
         size = 1
         for name in names:
             if name not in mesh.shape:
-                raise ValueError(f"with_sharding_constraint: resource axis {name!r} of "
-                                 f"{spec} is not found in mesh {tuple(mesh.axis_names)}")
+                raise ValueError(f"{what}: resource axis {name!r} of PartitionSpec {spec} is "
+                                 f"not found in mesh {dict(mesh.shape)}")
             size *= mesh.shape[name]
         if aval.shape[dim] % size:
-            raise ValueError(f"with_sharding_constraint: dimension {dim} of "
-                             f"{aval.str_short()} (size {aval.shape[dim]}) is not divisible "
-                             f"by {size}, the size of mesh axes {names} in {spec}")
+            raise ValueError(f"{what}: one of the arguments has shape {aval.str_short()} "
+                             f"but dimension {dim} (size {aval.shape[dim]}) is not divisible "
+                             f"by {size}, the size of mesh axes {names} of {spec}")
 
 
 def _sharding_constraint_abstract_eval(x, *, sharding):
