@@ -3,7 +3,7 @@ and draws the number of matplotlib figures it declares.
 
 A notebook declares its figures in its metadata, ``"xform": {"figures": N}`` with N >= 1:
 after the last cell, N figures must be open (figures are drawn off-screen and never saved; a
-notebook does not close them). Only the notebooks in ``UNDECLARED`` may omit the key."""
+notebook does not close them)."""
 
 import json
 import os
@@ -24,12 +24,6 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 from nbclient import NotebookClient  # noqa: E402  (after the environment is set)
 from nbclient.exceptions import CellExecutionError  # noqa: E402
 
-# Notebooks written before figure counts were declared: add "figures" to the metadata (and a
-# figure where there is none) and remove the entry.
-UNDECLARED = {
-    "02_data_parallel.ipynb": "no figure yet",
-}
-
 
 def test_there_are_notebooks():
     assert NOTEBOOKS, "notebooks/ holds no .ipynb file"
@@ -37,8 +31,6 @@ def test_there_are_notebooks():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_declares_its_figures(path):
-    if path.name in UNDECLARED:
-        return
     figures = nbformat.read(path, as_version=4).metadata.get("xform", {}).get("figures")
     assert isinstance(figures, int) and figures >= 1, (
         f"{path.name}: declare the matplotlib figures it draws (at least one) in its metadata "
