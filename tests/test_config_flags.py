@@ -183,9 +183,18 @@ def test_log_compiles_and_explain_cache_misses(caplog):
         f(xnp.ones(2), xnp.ones(2))
         f(xnp.ones(2), xnp.ones(2, xnp.int32))
     compiles = [r.getMessage() for r in caplog.records if r.name == "xform.dispatch"]
-    misses = [r.getMessage() for r in caplog.records if r.name == "xform.api"]
-    assert len(compiles) == 2 and all("Compiling scaled_sum" in m for m in compiles)
+    api = [r.getMessage() for r in caplog.records if r.name == "xform.api"]
+    misses = [m for m in api if "CACHE MISS" in m]
+    traces = [m for m in api if m.startswith("Finished tracing + transforming scaled_sum")]
+    # Per compile, as JAX's: what is compiled, then how long lowering and XLA took; per trace
+    # its time and the calling line; a persistent-cache hit or miss per program.
+    assert [m.split(" ")[0] for m in compiles] == ["Compiling", "Finished", "Finished"] * 2
+    assert "Compiling scaled_sum" in compiles[0] and "MLIR module" in compiles[1]
+    assert "XLA compilation of jit(scaled_sum)" in compiles[2]
+    assert len(traces) == 2 and all("test_config_flags.py" in m for m in traces)
     assert len(misses) == 1 and "argument 'y' changed dtype: f32[2] -> i32[2]" in misses[0]
+    cache = [r.getMessage() for r in caplog.records if r.name == "xform.compile_cache"]
+    assert len(cache) == 2 and all("Persistent compilation cache" in m for m in cache)
     caplog.clear()
     f(xnp.ones(3), xnp.ones(3))  # flags off: nothing logged
     assert not caplog.records

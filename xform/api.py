@@ -595,8 +595,14 @@ class JitFunction:
                 outs[i] = np.zeros(shape, np.bool_)
             return outs
 
+        log = config.values.log_compiles
+        start = time.perf_counter() if log else 0.0
         closed = trace_to_jaxpr(float0s_as_bools, avals,
                                 f"tracing `{self._state.name}` for jit")
+        if log:  # as JAX's, with the line that called the function
+            _log.warning("Finished tracing + transforming %s for jit in %.6f sec (called at %s)",
+                         self._state.name, time.perf_counter() - start,
+                         core.format_source_info(core.source_info()))
         if config.values.check_tracer_leaks:
             _check_tracer_leaks(closed.jaxpr, self._state.name)
         jaxpr, consts = convert_constvars(closed)

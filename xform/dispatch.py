@@ -8,6 +8,7 @@ GPU or TPU, it compiles the single equation with XLA once per signature and runs
 import contextvars
 import logging
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -186,15 +187,24 @@ def compile_jaxpr(closed, name, device=None, donated=None, min_cache_secs=0.0, o
     if entry is None:
         # A program holding pmaps runs as one replica per device they need.
         replicas = replicas_needed(closed.jaxpr)
-        if config.values.log_compiles:  # as JAX: a WARNING while the flag is on
+        log = config.values.log_compiles  # as JAX: WARNINGs while the flag is on
+        if log:
             _log.warning("Compiling %s with global shapes and types %s.", name,
                          [v.aval for v in closed.jaxpr.invars])
+            start = time.perf_counter()
         module = mlir.lower_to_module(without_dead_code(closed), name, replicas, donated)
+        if log:
+            lowered = time.perf_counter()
+            _log.warning("Finished jaxpr to MLIR module conversion jit(%s) in %.6f sec", name,
+                         lowered - start)
         if replicas == 1:
             exe = runtime.compile_module(module, closed.out_avals, device, min_cache_secs,
                                          options)
         else:
             exe = runtime.compile_replicated(module, closed.out_avals, replicas, options)
+        if log:
+            _log.warning("Finished XLA compilation of jit(%s) in %.6f sec", name,
+                         time.perf_counter() - lowered)
         entry = per_jaxpr[key] = Compiled(exe, closed.out_avals, device)
     return entry
 
