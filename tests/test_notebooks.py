@@ -46,10 +46,11 @@ print("__xform_figures__", _json.dumps(len(_plt.get_fignums()) if _plt else 0))
 
 
 def _figure_count(cell):
-    for out in cell.get("outputs", []):
-        for line in out.get("text", "").splitlines():
-            if line.startswith("__xform_figures__ "):
-                return json.loads(line.split(" ", 1)[1])
+    # The kernel may split one print into several stream outputs: join them first.
+    text = "".join(out.get("text", "") for out in cell.get("outputs", []))
+    for line in text.splitlines():
+        if line.startswith("__xform_figures__ "):
+            return json.loads(line.split(" ", 1)[1])
     raise AssertionError(f"the figure-count cell printed nothing: {cell.get('outputs')}")
 
 
