@@ -13,7 +13,7 @@ from lowering import shard_map as _lowering  # noqa: F401  (registers its loweri
 from lowering import sharding as impl
 from xform import core, tree_util
 from xform.api import jit
-from xform.api_sharding import Group
+from xform.api_sharding import broadcast_prefix
 from xform.core import Jaxpr, Tracer, Var
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives import collectives as coll
@@ -187,18 +187,11 @@ def _name(f):
 
 
 def broadcast_prefix_specs(prefix, tree, what):
-    if _is_spec(prefix):
-        prefix = impl.PartitionSpec() if prefix is None else prefix
-        return [prefix] * len(tree_util.tree_leaves(tree))
-    try:
-        groups = tree_util.tree_map(lambda s, sub: Group(s, len(tree_util.tree_leaves(sub))),
-                                    prefix, tree, is_leaf=_is_spec)
-    except ValueError as e:
-        raise ValueError(f"shard_map {what} must be a PartitionSpec or a pytree prefix of "
-                         f"the {'arguments' if what == 'in_specs' else 'results'}; {e}") from None
-    return [impl.PartitionSpec() if s is None else s
-            for g in tree_util.tree_leaves(groups, is_leaf=lambda g: type(g) is Group)
-            for s in [g.value] * g.count]
+    """One PartitionSpec per leaf of ``tree`` from pytree-prefix ``prefix`` (None: P())."""
+    specs = broadcast_prefix(prefix, tree, f"shard_map {what}", is_leaf=_is_spec,
+                             expected="a PartitionSpec",
+                             of="the arguments" if what == "in_specs" else "the results")
+    return [impl.PartitionSpec() if s is None else s for s in specs]
 
 
 # --------------------------------------------------------------------------- eagerly

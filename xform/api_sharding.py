@@ -50,16 +50,18 @@ def as_named(s, what):
     return impl.NamedSharding(mesh, s)
 
 
-def broadcast_prefix(prefix, tree, what):
-    """One entry of pytree-prefix ``prefix`` (shardings or None) per leaf of ``tree``."""
-    if _is_sharding_leaf(prefix):
+def broadcast_prefix(prefix, tree, what, is_leaf=None, expected="a sharding",
+                     of="the arguments"):
+    """One entry of pytree-prefix ``prefix`` per leaf of ``tree``; its entries are what
+    ``is_leaf`` accepts (shardings or None by default, ``expected`` in the error)."""
+    is_leaf = is_leaf or _is_sharding_leaf
+    if is_leaf(prefix):
         return [prefix] * len(tree_util.tree_leaves(tree))
     try:
         groups = tree_util.tree_map(lambda s, sub: Group(s, len(tree_util.tree_leaves(sub))),
-                                    prefix, tree, is_leaf=_is_sharding_leaf)
+                                    prefix, tree, is_leaf=is_leaf)
     except ValueError as e:
-        raise ValueError(f"{what} must be a sharding or a pytree prefix of the arguments; "
-                         f"{e}") from None
+        raise ValueError(f"{what} must be {expected} or a pytree prefix of {of}; {e}") from None
     return [s for g in tree_util.tree_leaves(groups, is_leaf=lambda g: type(g) is Group)
             for s in [g.value] * g.count]
 

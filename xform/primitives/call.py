@@ -130,6 +130,16 @@ partial_eval.partial_eval_rules[jit_p] = _jit_partial_eval
 _transposed_jaxprs = weakref.WeakKeyDictionary()  # jaxpr -> {linear mask: jaxpr}
 
 
+def backward(jaxpr, linear, args):
+    """The backward pass of ``jaxpr`` linear in the inputs ``linear`` marks: ``args`` are its
+    other inputs' values, then its outputs' cotangents; a cotangent (or None) per input."""
+    n_values = len(linear) - sum(linear)
+    values, cts = iter(args[:n_values]), args[n_values:]
+    invals = [transpose.UndefinedPrimal(a) if lin else next(values)
+              for a, lin in zip(jaxpr.in_avals, linear, strict=True)]
+    return transpose.backward_pass(jaxpr.jaxpr, jaxpr.consts, invals, list(cts))
+
+
 def transposed_jaxpr(jaxpr, linear):
     cache = _transposed_jaxprs.setdefault(jaxpr.jaxpr, {})
     hit = cache.get(linear)
@@ -139,10 +149,7 @@ def transposed_jaxpr(jaxpr, linear):
     value_avals = [a for a, lin in zip(in_avals, linear, strict=True) if not lin]
 
     def transposed(*args):
-        values, cts = iter(args[:len(value_avals)]), args[len(value_avals):]
-        invals = [transpose.UndefinedPrimal(a) if lin else next(values)
-                  for a, lin in zip(in_avals, linear, strict=True)]
-        cts_in = transpose.backward_pass(jaxpr.jaxpr, jaxpr.consts, invals, list(cts))
+        cts_in = backward(jaxpr, linear, args)
         return [ad.instantiate(ct) for ct, lin in zip(cts_in, linear, strict=True) if lin]
 
     closed = trace_to_jaxpr(transposed, value_avals + jaxpr.out_avals,

@@ -23,7 +23,7 @@ from xform.core import Primitive, ShapedArray, abstract_eval_rules, eval_jaxpr
 from xform.interpreters import ad, batching, partial_eval, transpose
 from xform.interpreters.batching import not_mapped
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
-from xform.primitives.call import jvp_jaxpr, split_jaxpr
+from xform.primitives.call import backward, jvp_jaxpr, split_jaxpr
 from xform.primitives.collectives import psum_p
 from xform.primitives.structural import reshape
 
@@ -206,10 +206,7 @@ def _transposed_body(jaxpr, linear, mesh, in_specs, manual_axes):
     value_avals = [a for a, lin in zip(in_avals, linear, strict=True) if not lin]
 
     def transposed(*args):
-        values, cts = iter(args[:len(value_avals)]), args[len(value_avals):]
-        invals = [transpose.UndefinedPrimal(a) if lin else next(values)
-                  for a, lin in zip(in_avals, linear, strict=True)]
-        cts_in = transpose.backward_pass(jaxpr.jaxpr, jaxpr.consts, invals, list(cts))
+        cts_in = backward(jaxpr, linear, args)
         outs = []
         for ct, lin, spec, aval in zip(cts_in, linear, in_specs, in_avals, strict=True):
             if not lin:
