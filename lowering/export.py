@@ -7,6 +7,9 @@ are the kept array arguments, preceded by an ``i32`` platform index
 (``jax.global_constant = "_platform_index"``) when the module serves several platforms;
 results carry ``jax.result_info``; the module says ``jax.uses_shape_polymorphism``, true when
 it needs shape refinement before compilation (symbolic dimensions, a platform index).
+With symbolic dimensions (``_export_symbolic``), main computes the dimension variables and
+calls ``_wrapped_jax_export_main``, lowered with dynamic shapes (``mlir.symbolic_shape_tensor``
+set for its duration: dynamic broadcasts, reshapes and iotas; calls inlined).
 """
 
 import io
@@ -38,13 +41,16 @@ def _bool_attr(value):
     return ir.BoolAttr.get(bool(value))
 
 
-def export_module(jaxpr, consts, name, kept, nr_platforms, result_info):
+def export_module(jaxpr, consts, name, kept, nr_platforms, result_info, describe=None):
     """A verified module in JAX's export convention computing ``jaxpr`` (its leading invars
     bound to ``consts``, the rest its arguments, of which only those at ``kept`` reach
-    ``main``)."""
+    ``main``). With symbolic dimensions in the arguments' shapes, ``describe(i, d)`` names
+    argument ``i``'s dimension ``d`` in the shape assertions' messages."""
     nconsts = len(consts)
     arg_vars = jaxpr.invars[nconsts:]
     multi = nr_platforms > 1
+    if any(mlir.is_symbolic(v.aval.shape) for v in arg_vars):
+        return _export_symbolic(jaxpr, consts, name, kept, multi, result_info, describe)
 
     def emit_main(mctx):
         i32 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))
@@ -76,6 +82,226 @@ def export_module(jaxpr, consts, name, kept, nr_platforms, result_info):
     # JAX's module name: jit_<name> with characters other than word, "." and "-" replaced.
     return mlir.build_module(re.sub(r"[^\w.-]", "_", f"jit_{name}").rstrip("_"), 1,
                              emit_main)
+
+
+# --------------------------------------------------------------------------- symbolic shapes
+
+
+def _i32(value):
+    return mlir.constant(np.int32(value))
+
+
+def _dim_value(node, values):
+    """The i32 scalar value of a dimension expression's syntax tree (``_shape_poly``)."""
+    op = node[0]
+    if op == "const":
+        return _i32(node[1])
+    if op == "var":
+        return values[node[1]]
+    args = [_dim_value(c, values) for c in node[1:]]
+    binary = {"+": hlo.add, "*": hlo.multiply, "floordiv": hlo.divide, "mod": hlo.remainder,
+              "max": hlo.maximum, "min": hlo.minimum}
+    if op == "neg":
+        return hlo.negate(args[0])
+    if op == "non_negative":
+        return hlo.maximum(args[0], _i32(0))
+    out = args[0]
+    for a in args[1:]:
+        out = binary[op](out, a)
+    return out
+
+
+def _shape_tensor(values):
+    def shape_tensor(shape):
+        i32_1 = ir.RankedTensorType.get([1], ir.IntegerType.get_signless(32))
+        parts = [hlo.reshape(i32_1, _i32(d) if isinstance(d, (int, np.integer))
+                             else _dim_value(d.node, values)) for d in shape]
+        return parts[0] if len(parts) == 1 else hlo.concatenate(parts, 0)
+    return shape_tensor
+
+
+# The primitives whose lowering handles symbolic dimensions: those whose StableHLO op takes
+# its result's shape from its type (dynamic), plus broadcasts and dimension values.
+SYMBOLIC_OK = {
+    "abs", "acos", "acosh", "add", "and", "asin", "asinh", "atan", "atan2", "atanh",
+    "broadcast_in_dim", "cbrt", "ceil", "clamp", "concatenate", "convert_element_type",
+    "copy", "copy_p", "cos", "cosh", "dimension_as_value", "div", "dot_general", "eq", "erf",
+    "erf_inv", "exp", "exp2", "expm1", "floor", "ge", "gt", "imag", "integer_pow",
+    "is_finite", "le", "log", "log1p", "logistic", "lt", "max", "min", "mul", "ne", "neg",
+    "not", "or", "pow", "real", "reduce_and", "reduce_max", "reduce_min", "reduce_or",
+    "reduce_prod", "reduce_sum", "rem", "round", "rsqrt", "select_n", "sign", "sin", "sinh",
+    "sqrt", "square", "stop_gradient", "sub", "tan", "tanh", "transpose", "xor",
+    "squeeze", "expand_dims", "argmax", "argmin", "reshape", "iota", "slice",
+    "pad",  # with constant padding (its abstract evaluation needs integers)
+    # calls: inlined (lowering/call.py), their bodies checked in turn
+    "jit", "custom_jvp_call", "custom_vjp_call",
+}
+
+
+def _check_symbolic_support(jaxpr, name):
+    for eqn in jaxpr.eqns:
+        avals = [getattr(x, "aval", None) for x in (*eqn.invars, *eqn.outvars)]
+        symbolic = any(a is not None and mlir.is_symbolic(getattr(a, "shape", ()))
+                       for a in avals) or eqn.primitive.name == "dimension_as_value"
+        if symbolic and eqn.primitive.name not in SYMBOLIC_OK:
+            shapes = ", ".join(str(a) for a in avals if a is not None)
+            raise NotImplementedError(
+                f"export of {name}: the primitive '{eqn.primitive.name}' is not supported with "
+                f"a symbolic dimension (its operands and results: {shapes}); export with "
+                "concrete shapes")
+        for p in eqn.params.values():
+            sub = getattr(p, "jaxpr", p)
+            if symbolic and hasattr(sub, "eqns"):
+                _check_symbolic_support(sub, name)
+
+
+def _assertion(ok, value, message):
+    """JAX's ``shape_assertion`` custom call: the program fails with ``message`` ({0}: the
+    value) unless ``ok``."""
+    hlo.CustomCallOp([], [ok, value], call_target_name=ir.StringAttr.get("shape_assertion"),
+                     has_side_effect=ir.BoolAttr.get(True),
+                     api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 2),
+                     backend_config=None).attributes["error_message"] = \
+        ir.StringAttr.get(message)
+
+
+def _dim_var_locations(arg_vars, kept, name):
+    """Dimension variable -> (position among the kept arguments, dimension) where it is a
+    dimension by itself: main reads it from there."""
+    where = {}
+    for pos, k in enumerate(kept):
+        for d, e in enumerate(arg_vars[k].aval.shape):
+            lin = None if isinstance(e, (int, np.integer)) else e.linear()
+            if lin is not None and lin[1] == 0 and list(lin[0].values()) == [1]:
+                where.setdefault(next(iter(lin[0])), (pos, d))
+    all_vars = set()
+    for v in arg_vars:
+        for e in v.aval.shape:
+            if not isinstance(e, (int, np.integer)):
+                all_vars |= e.variables()
+    missing = sorted(all_vars - set(where))
+    if missing:
+        raise NotImplementedError(
+            f"export of {name}: the dimension variable '{missing[0]}' must be some "
+            "argument's dimension by itself (xform solves a variable from such a dimension)")
+    return where
+
+
+def _shape_assertions(main_args, arg_vars, kept, where, values, describe, specs):
+    """JAX's assertions in main: each variable >= 1, every other symbolic dimension equal
+    to its expression."""
+    one = _i32(1)
+    for v in sorted(where):
+        pos, d = where[v]
+        _assertion(hlo.compare(values[v], one, hlo.ComparisonDirectionAttr.get("GE"),
+                               compare_type=hlo.ComparisonTypeAttr.get("SIGNED")),
+                   values[v],
+                   "Input shapes do not match the polymorphic shapes specification. "
+                   f"Expected value >= 1 for dimension variable '{v}'. Using the "
+                   f"following polymorphic shapes specifications: {specs}. Obtained "
+                   f"dimension variables: '{v}' = {{0}} from specification '{v}' for "
+                   f"dimension {describe(kept[pos], d)} (= {{0}}), .")
+    for pos, k in enumerate(kept):
+        for d, e in enumerate(arg_vars[k].aval.shape):
+            if isinstance(e, (int, np.integer)) or where.get(str(e)) == (pos, d):
+                continue
+            actual = hlo.get_dimension_size(main_args[pos], d)
+            want = _dim_value(e.node, values)
+            _assertion(hlo.compare(actual, want, hlo.ComparisonDirectionAttr.get("EQ"),
+                                   compare_type=hlo.ComparisonTypeAttr.get("SIGNED")),
+                       actual,
+                       "Input shapes do not match the polymorphic shapes "
+                       f"specification. Found inconsistency between dimension size "
+                       f"{describe(k, d)} (= {{0}}) and the specification '{e}'. "
+                       f"Using the following polymorphic shapes specifications: "
+                       f"{specs}.")
+
+
+def _export_symbolic(jaxpr, consts, name, kept, multi, result_info, describe):
+    """``export_module`` for arguments of symbolic shapes, in JAX's form: ``main`` reads each
+    dimension variable from an argument's dimension (``get_dimension_size``), asserts
+    ``>= 1`` and the other dimensions' consistency, and calls ``_wrapped_jax_export_main``,
+    which takes the variables first (``jax.global_constant``) and lowers with dynamic
+    shapes."""
+    nconsts = len(consts)
+    arg_vars = jaxpr.invars[nconsts:]
+    _check_symbolic_support(jaxpr, name)
+    where = _dim_var_locations(arg_vars, kept, name)
+    dim_vars = sorted(where)
+    describe = describe or (lambda i, d: f"args[{i}].shape[{d}]")
+    specs = ", ".join(f"{describe(k, None)}.shape = "
+                      f"({', '.join(str(d) for d in arg_vars[k].aval.shape)})"
+                      for k in kept if mlir.is_symbolic(arg_vars[k].aval.shape))
+
+    def emit_main(mctx):
+        i32 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))
+        kept_types = [aval_to_ir(arg_vars[k].aval) for k in kept]
+        out_types = [aval_to_ir(v.aval) for v in jaxpr.outvars]
+        lead = [i32] if multi else []
+        inner_types = lead + [i32] * len(dim_vars) + kept_types
+        with ir.InsertionPoint(mctx.module.body):
+            inner = func.FuncOp("_wrapped_jax_export_main",
+                                ir.FunctionType.get(inner_types, out_types))
+            fn = func.FuncOp("main", ir.FunctionType.get(lead + kept_types, out_types))
+        # main first, as JAX's module
+        fn.operation.move_before(inner.operation)
+        fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
+        inner.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        platform_attr = [ir.DictAttr.get(
+            {"jax.global_constant": ir.StringAttr.get("_platform_index")})] if multi else []
+        fn.attributes["arg_attrs"] = ir.ArrayAttr.get(
+            platform_attr + [ir.DictAttr.get({}) for _ in kept_types])
+        inner.attributes["arg_attrs"] = ir.ArrayAttr.get(
+            platform_attr +
+            [ir.DictAttr.get({"jax.global_constant": ir.StringAttr.get(v)}) for v in dim_vars] +
+            [ir.DictAttr.get({}) for _ in kept_types])
+        res_attrs = ir.ArrayAttr.get(
+            [ir.DictAttr.get({"jax.result_info": ir.StringAttr.get(info)})
+             for info in result_info])
+        fn.attributes["res_attrs"] = res_attrs
+        inner.attributes["res_attrs"] = res_attrs
+        block = fn.add_entry_block()
+        with ir.InsertionPoint(block):
+            main_args = list(block.arguments)[int(multi):]
+            values = {v: hlo.get_dimension_size(main_args[where[v][0]], where[v][1])
+                      for v in dim_vars}
+            _shape_assertions(main_args, arg_vars, kept, where, values, describe, specs)
+            call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get("_wrapped_jax_export_main"),
+                               list(block.arguments)[:int(multi)] +
+                               [values[v] for v in dim_vars] + main_args)
+            func.ReturnOp(list(call.results))
+        inner_block = inner.add_entry_block()
+        with ir.InsertionPoint(inner_block):
+            inner_args = list(inner_block.arguments)
+            dim_values = dict(zip(dim_vars, inner_args[int(multi):int(multi) + len(dim_vars)],
+                                  strict=True))
+            args = [None] * len(arg_vars)  # the dropped arguments are never read
+            for k, arg in zip(kept, inner_args[int(multi) + len(dim_vars):], strict=True):
+                args[k] = arg
+            const_values = [mlir.constant(c, v.aval.dtype)
+                            for v, c in zip(jaxpr.invars[:nconsts], consts, strict=True)]
+            previous = mlir.symbolic_shape_tensor
+            mlir.symbolic_shape_tensor = _shape_tensor(dim_values)
+            mctx.dim_values = dim_values
+            try:
+                outs = mlir.lower_jaxpr(mctx, jaxpr, [], const_values + args)
+            finally:
+                mlir.symbolic_shape_tensor = previous
+            func.ReturnOp(outs)
+        mctx.module.operation.attributes["jax.uses_shape_polymorphism"] = _bool_attr(True)
+        return fn
+
+    return mlir.build_module(re.sub(r"[^\w.-]", "_", f"jit_{name}").rstrip("_"), 1,
+                             emit_main)
+
+
+def _dimension_as_value_lower(ctx, *, dim):
+    value = _dim_value(dim.node, ctx.module.dim_values)
+    return [_convert(value, aval_to_ir(ctx.avals_out[0]))]
+
+
+def register_dimension_as_value(prim):
+    lowering_rules[prim] = _dimension_as_value_lower
 
 
 def custom_call_targets(module):

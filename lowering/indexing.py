@@ -9,6 +9,7 @@ clamped first in ``CLIP`` mode).
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
+from lowering import mlir
 from lowering.elementwise import compare
 from lowering.mlir import aval_to_ir, constant, dtype_to_ir, full_like_aval, lowering_rules
 from xform import dtypes
@@ -23,6 +24,10 @@ def _i64s(values):
 
 def _slice_lower(ctx, x, *, start_indices, limit_indices, strides):
     strides = strides or (1,) * len(start_indices)
+    if mlir.is_dynamic(limit_indices):  # a whole symbolic dimension kept (export)
+        tensor = mlir.symbolic_shape_tensor
+        return [hlo.real_dynamic_slice(aval_to_ir(ctx.avals_out[0]), x, tensor(start_indices),
+                                       tensor(limit_indices), tensor(strides))]
     return [hlo.slice(x, _i64s(start_indices), _i64s(limit_indices), _i64s(strides))]
 
 

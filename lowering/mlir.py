@@ -80,7 +80,37 @@ def dtype_to_ir(dtype):
 
 
 def aval_to_ir(aval):
-    return ir.RankedTensorType.get(aval.shape, dtype_to_ir(aval.dtype))
+    try:
+        return ir.RankedTensorType.get(aval.shape, dtype_to_ir(aval.dtype))
+    except TypeError:  # symbolic dimensions (export): dynamic ones
+        if not is_symbolic(aval.shape):
+            raise
+        return ir.RankedTensorType.get(
+            [d if isinstance(d, (int, np.integer)) else ir.ShapedType.get_dynamic_size()
+             for d in aval.shape], dtype_to_ir(aval.dtype))
+
+
+# Set only while lowering a program with symbolic dimensions (lowering/export.py): a
+# function from such a shape to its 1-D i32 shape tensor. Free for every other lowering.
+symbolic_shape_tensor = None
+
+
+def is_symbolic(shape):
+    return not all(isinstance(d, (int, np.integer)) for d in shape)
+
+
+def is_dynamic(shape):
+    """Whether ``shape`` needs dynamic ops (while lowering symbolic dimensions)."""
+    return symbolic_shape_tensor is not None and is_symbolic(shape)
+
+
+def broadcast_dynamic(typ, x, shape, dims):
+    """``broadcast_in_dim`` of ``x`` to ``typ`` (of ``shape``); dynamic when ``shape`` holds
+    symbolic dimensions."""
+    if is_dynamic(shape):
+        return hlo.dynamic_broadcast_in_dim(typ, x, symbolic_shape_tensor(shape),
+                                            ir.DenseI64ArrayAttr.get(list(dims)))
+    return hlo.broadcast_in_dim(typ, x, ir.DenseI64ArrayAttr.get(list(dims)))
 
 
 _NO_LITERALS = (dtypes.float6_e2m3fn, dtypes.float6_e3m2fn)
@@ -114,6 +144,8 @@ def full_like_aval(value, aval):
     c = constant(value, aval.dtype)
     if not aval.shape:
         return c
+    if is_dynamic(aval.shape):
+        return broadcast_dynamic(aval_to_ir(aval), c, aval.shape, [])
     return hlo.broadcast_in_dim(aval_to_ir(aval), c, ir.DenseI64ArrayAttr.get([]))
 
 
@@ -122,6 +154,9 @@ def broadcast_to(x, aval_in, aval_out):
     one of the same rank along its size-1 dimensions."""
     if aval_in.shape == aval_out.shape:
         return x
+    if is_dynamic(aval_out.shape):
+        return broadcast_dynamic(aval_to_ir(aval_out.update(dtype=aval_in.dtype)), x,
+                                 aval_out.shape, range(aval_in.ndim))
     typ = ir.RankedTensorType.get(aval_out.shape, dtype_to_ir(aval_in.dtype))
     return hlo.broadcast_in_dim(typ, x, ir.DenseI64ArrayAttr.get(list(range(aval_in.ndim))))
 
@@ -256,6 +291,11 @@ def lower_to_module(closed, name, num_replicas=1, donated=None):
     """
     if not isinstance(closed, ClosedJaxpr):
         raise TypeError(f"lower_to_module expects a ClosedJaxpr, got {type(closed).__name__}")
+    if any(is_symbolic(a.shape) for a in closed.in_avals):
+        raise NotImplementedError(
+            f"lowering {name} for arguments with symbolic dimensions "
+            f"({[str(a) for a in closed.in_avals]}): xform lowers symbolic dimensions only in "
+            "xform.export.export")
     return build_module(f"jit_{sanitize(name)}", num_replicas,
                         lambda mctx: emit_function(mctx, closed, "main", public=True),
                         (closed.in_avals, closed.out_avals, donated))

@@ -3,6 +3,7 @@
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
+from lowering import mlir
 from lowering.mlir import aval_to_ir, lowering_rules
 from xform.primitives import structural as st
 
@@ -12,12 +13,19 @@ def _i64_array(values):
 
 
 def _broadcast_in_dim_lower(ctx, x, *, shape, broadcast_dimensions):
+    if mlir.is_dynamic(shape):  # a symbolic dimension (export)
+        return [mlir.broadcast_dynamic(aval_to_ir(ctx.avals_out[0]), x, shape,
+                                       broadcast_dimensions)]
     return [hlo.broadcast_in_dim(aval_to_ir(ctx.avals_out[0]), x,
                                  _i64_array(broadcast_dimensions))]
 
 
 def _reshape_lower(ctx, x, **params):
     # Also squeeze's rule: the output type says everything.
+    shape = ctx.avals_out[0].shape
+    if mlir.is_dynamic(shape):  # a symbolic dimension (export)
+        return [hlo.dynamic_reshape(aval_to_ir(ctx.avals_out[0]), x,
+                                    mlir.symbolic_shape_tensor(shape))]
     return [hlo.reshape(aval_to_ir(ctx.avals_out[0]), x)]
 
 
@@ -50,6 +58,9 @@ def _concatenate_lower(ctx, *xs, dimension):
 
 def _iota_lower(ctx, *, dtype, shape, dimension):
     dim = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dimension)
+    if mlir.is_dynamic(shape):  # a symbolic dimension (export)
+        return [hlo.dynamic_iota(aval_to_ir(ctx.avals_out[0]),
+                                 mlir.symbolic_shape_tensor(shape), dim)]
     return [hlo.iota(aval_to_ir(ctx.avals_out[0]), dim)]
 
 

@@ -255,8 +255,91 @@ def test_symbolic_shapes_match_jax():
         xe.symbolic_shape("b +* 2")
     with pytest.raises(ValueError, match="Cannot specify both a `scope` and `constraints`"):
         xe.symbolic_shape("b", constraints=["b >= 2"], scope=scope)
-    with pytest.raises(NotImplementedError, match="cannot export a function for symbolic"):
-        xe.export(xform.jit(xnp.sin))(*xe.symbolic_args_specs((Y,), "b"))
+
+
+def _mlp(nn, np_):
+    def mlp(params, x):
+        (w1, b1), (w2, b2) = params
+        h = np_.tanh(x @ w1 + b1)
+        logits = h @ w2 + b2
+        return (np_.mean(nn.log_softmax(logits), axis=0), nn.logsumexp(logits, axis=1),
+                np_.concatenate([h, np_.maximum(h, 0.)], axis=1).T)
+    return mlp
+
+
+@pytest.fixture(scope="module")
+def mlp_exports():
+    """An MLP exported by xform and by JAX for a symbolic batch size ``b``."""
+    rng = np.random.default_rng(0)
+    params = [(rng.normal(size=(4, 8)).astype(np.float32), np.zeros(8, np.float32)),
+              (rng.normal(size=(8, 3)).astype(np.float32), np.ones(3, np.float32))]
+    specs = dict(params=None, x="b, 4")
+    ex = xe.export(xform.jit(_mlp(xform.nn, xnp)))(
+        *xe.symbolic_args_specs((params, np.zeros((2, 4), np.float32)), tuple(specs.values())))
+    ej = jax.export.export(jax.jit(_mlp(jax.nn, jnp)))(
+        *jax.export.symbolic_args_specs((params, np.zeros((2, 4), np.float32)),
+                                        tuple(specs.values())))
+    xs = [rng.normal(size=(n, 4)).astype(np.float32) for n in (2, 5)]
+    return params, ex, ej, xs
+
+
+def test_export_symbolic_batch_module_follows_jax(mlp_exports):
+    _, ex, ej, _ = mlp_exports
+    def shapes(avals):
+        return [(str(a.shape), a.dtype) for a in avals]
+
+    assert shapes(ex.in_avals) == shapes(ej.in_avals)
+    assert shapes(ex.out_avals[:2]) == shapes(ej.out_avals[:2])
+    assert ex.uses_global_constants == ej.uses_global_constants
+    assert ex.calling_convention_version == ej.calling_convention_version
+    text = ex.mlir_module()
+    for piece in ("tensor<?x4xf32>", "stablehlo.get_dimension_size", "@shape_assertion",
+                  'jax.global_constant = "b"', "@_wrapped_jax_export_main",
+                  "stablehlo.dynamic_broadcast_in_dim"):
+        assert piece in text and piece in ej.mlir_module(), piece
+
+
+def test_export_symbolic_batch_xform_to_jax_and_xform(mlp_exports):
+    params, ex, ej, xs = mlp_exports
+    blob = ex.serialize(vjp_order=1)
+    in_jax, in_xform = jax.export.deserialize(blob), xe.deserialize(blob)
+    assert str(in_xform.in_avals[-1]) == "ShapedArray(f32[b,4])"
+
+    def loss(call):
+        return lambda p, x: call(p, x)[1].sum()
+
+    for x in xs:  # two batch sizes, one program
+        want = ej.call(params, x)
+        assert_same(in_jax.call(params, x), want, rtol=1e-5, atol=1e-6)
+        assert_same(in_xform.call(params, x), want, rtol=1e-5, atol=1e-6)
+        assert_same(xform.jit(in_xform.call)(params, x), want, rtol=1e-5, atol=1e-6)
+        want_grad = jax.grad(loss(ej.call))(params, x)
+        assert_same(jax.grad(loss(in_jax.call))(params, x), want_grad, rtol=1e-5, atol=1e-6)
+        assert_same(xform.grad(loss(in_xform.call))(params, x), want_grad, rtol=1e-5,
+                    atol=1e-6)
+    with pytest.raises(ValueError, match=r"Shape mismatch for args\[1\]\.shape\[1\]"):
+        in_xform.call(params, np.ones((2, 5), np.float32))
+
+
+def test_export_symbolic_unsupported_and_inconclusive():
+    spec = xe.symbolic_args_specs((X,), "b, 3")
+    with pytest.raises(NotImplementedError, match="'sort' is not supported with a symbolic "
+                       "dimension"):
+        xe.export(xform.jit(lambda x: xnp.sort(x, axis=0)))(*spec)
+
+    def f(np_):
+        return lambda x: x[:2] if x.shape[0] >= 2 else x
+
+    with pytest.raises(jax.errors.InconclusiveDimensionOperation):
+        jax.export.export(jax.jit(f(jnp)))(*jax.export.symbolic_args_specs((X,), "b, 3"))
+    with pytest.raises(jax.errors.InconclusiveDimensionOperation, match="'b' >= '2'"):
+        xe.export(xform.jit(f(xnp)))(*spec)
+    b = spec[0].shape[0]
+    assert b >= 1 and b + 1 > b and not b < 1 and 2 * b >= b
+    # A scope's constraint decides what the default bound (>= 1) leaves open, as in JAX.
+    for module in (xe, jax.export):
+        c = module.symbolic_shape("c", constraints=["c >= 2"])[0]
+        assert c >= 2 and c > 1 and not c < 2
 
 
 def test_bad_calls_raise_jax_errors(exported):
@@ -309,3 +392,39 @@ def _fields(e):
              "mlir_module_serialized", "calling_convention_version", "module_kept_var_idx",
              "uses_global_constants")
     return {n: getattr(e, n) for n in names}
+
+
+def test_export_symbolic_sizes_as_values_reshape_and_iota():
+    def f(np_):
+        def fun(x, z):
+            b = x.shape[0]
+            return (x * np_.arange(b)[:, None] + b, np_.zeros((b, 2)), x[:, 0],
+                    z.reshape(2, -1).sum(axis=0), np_.mean(z))
+        return fun
+
+    shapes = ("b, 3", "2*b")
+    args = (np.zeros((2, 3), np.float32), np.zeros(4, np.float32))
+    ex = xe.export(xform.jit(f(xnp)))(*xe.symbolic_args_specs(args, shapes))
+    ej = jax.export.export(jax.jit(f(jnp)))(*jax.export.symbolic_args_specs(args, shapes))
+    assert [str(a.shape) for a in ex.out_avals] == [str(a.shape) for a in ej.out_avals]
+    in_jax = jax.export.deserialize(ex.serialize())
+    for n in (1, 4):
+        x = np.linspace(-1, 1, 3 * n, dtype=np.float32).reshape(n, 3)
+        z = np.linspace(0, 1, 2 * n, dtype=np.float32)
+        assert_same(in_jax.call(x, z), ej.call(x, z))
+        assert_same(ex.call(x, z), ej.call(x, z))
+    with pytest.raises(ValueError, match="inconsistency"):
+        ex.call(x, np.ones(3, np.float32))
+
+
+def test_export_symbolic_multi_platform():
+    def f(np_):
+        return lambda x: np_.cos(x).sum(axis=1) + x.shape[0]
+
+    spec = xe.symbolic_args_specs((X,), "b, 3")
+    ex = xe.export(xform.jit(f(xnp)), platforms=("cpu", "cuda"))(*spec)
+    assert ex.platforms == ("cpu", "cuda") and ex.uses_global_constants
+    in_jax = jax.export.deserialize(ex.serialize())
+    for x in (X, np.ones((5, 3), np.float32)):
+        assert_same(in_jax.call(x), jax.jit(f(jnp))(x))
+        assert_same(ex.call(x), jax.jit(f(jnp))(x))

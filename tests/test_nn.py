@@ -346,7 +346,7 @@ def test_initializers_match_jax_bit_for_bit():
     xf_inits, jf_inits = _inits(initializers), _inits(jax.nn.initializers)
     expected = jax.jit(lambda k: {n: f(k, _shape_for(n)) for n, f in jf_inits.items()})(key)
     got_jit = xform.jit(lambda k: {n: f(k, _shape_for(n)) for n, f in xf_inits.items()})(key)
-    for name, xf in xf_inits.items():
+    for name in xf_inits:
         assert_same(got_jit[name], expected[name], 0, 0, what=f"{name}, jit")
     # Eagerly each initializer compiles its own sampler: a few stand for the rest.
     for name in sorted(xf_inits)[::5]:

@@ -12,6 +12,7 @@ Calling convention, for every rule table in xform: array operands positional, pa
 keyword-only and hashable, results a list.
 """
 
+import math
 import os
 import sys
 import threading
@@ -21,6 +22,7 @@ import numpy as np
 from xform import dtypes
 from xform.errors import (
     ConcretizationTypeError,
+    InconclusiveDimensionOperation,
     JaxprTypeError,
     MissingRuleError,
     TracerArrayConversionError,
@@ -30,6 +32,30 @@ from xform.errors import (
 )
 
 # --------------------------------------------------------------------------- abstract values
+
+
+class SymbolicDim:
+    """Base of symbolic dimension expressions (``xform.export.symbolic_shape``): they appear
+    in avals only while tracing a function for export."""
+
+    __slots__ = ()
+
+
+def is_symbolic_dim(d):
+    """Whether the dimension ``d`` is symbolic (not an integer)."""
+    return isinstance(d, SymbolicDim)
+
+
+def shape_size(shape):
+    try:
+        return int(np.prod(shape, dtype=np.int64))
+    except InconclusiveDimensionOperation:  # symbolic dimensions (export): an expression
+        return math.prod(shape)
+
+
+def dimension_as_value(d):
+    """A dimension as a value: an int, or for a symbolic dimension a traced integer scalar."""
+    return d.as_value() if isinstance(d, SymbolicDim) else d
 
 
 class ShapedArray:
@@ -44,7 +70,7 @@ class ShapedArray:
         self._hash = None  # computed on first use: avals key the caches of jit and dispatch
 
     ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    size = property(lambda self: shape_size(self.shape))
 
     def update(self, shape=None, dtype=None, weak_type=None):
         return ShapedArray(self.shape if shape is None else shape,

@@ -252,20 +252,14 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
 
 
 def _export(fun_jit, args, kwargs, platforms, disabled_checks):
-    leaves = tree_util.tree_leaves((args, kwargs))
-    for x in leaves:
-        if any(_shape_poly.is_symbolic_dim(d) for d in getattr(x, "shape", ())):
-            raise NotImplementedError(
-                f"export of {fun_jit._name}: xform traces with concrete shapes and cannot "
-                f"export a function for symbolic shapes (got an argument of shape {x.shape}). "
-                "Export with concrete shapes, or export with jax.export and call the "
-                "result from xform.")
     entry, _, avals = fun_jit._entry(args, kwargs, api._abstractify)
     name = fun_jit._name
     nconsts = len(entry.consts)
     jaxpr = dispatch.without_dead_code(entry.jaxpr).jaxpr
     used = _used_vars(jaxpr)
-    kept = tuple(k for k, v in enumerate(jaxpr.invars[nconsts:]) if v in used)
+    # Arguments with symbolic dimensions are kept unused: main reads the dimensions there.
+    kept = tuple(k for k, v in enumerate(jaxpr.invars[nconsts:])
+                 if v in used or any(core.is_symbolic_dim(d) for d in v.aval.shape))
     foreign = set(platforms) != {default_export_platform()}
     if foreign:
         _check_platform_independent(jaxpr, name, platforms)
@@ -275,9 +269,12 @@ def _export(fun_jit, args, kwargs, platforms, disabled_checks):
              tree_util.tree_flatten_with_path(tree_util.tree_unflatten(
                  out_tree, range(out_tree.num_leaves)))[0]]
     result_info = [f"result{p}" for p in paths]
-    module = lowering_export.export_module(jaxpr, entry.consts, name, kept, len(platforms),
-                                           result_info)
-    if foreign and lowering_export.custom_call_targets(module):
+    symbolic = any(not isinstance(d, int) for a in avals for d in a.shape)
+    module = lowering_export.export_module(
+        jaxpr, entry.consts, name, kept, len(platforms), result_info,
+        _arg_describer(args, kwargs, fun_jit) if symbolic else None)
+    if foreign and any(target != "shape_assertion"  # (platform-independent)
+                       for target, _ in lowering_export.custom_call_targets(module)):
         raise NotImplementedError(
             f"export of {name} for platforms {platforms}: its module calls kernels of "
             f"'{default_export_platform()}' (custom calls), and xform lowers for the platform it "
@@ -303,8 +300,23 @@ def _export(fun_jit, args, kwargs, platforms, disabled_checks):
         mlir_module_serialized=lowering_export.serialize(module),
         calling_convention_version=_serialization.CALLING_CONVENTION_VERSION,
         module_kept_var_idx=kept,
-        uses_global_constants=len(platforms) > 1,
+        uses_global_constants=len(platforms) > 1 or symbolic,
         get_vjp=lambda primal: _export_vjp(primal, fun_jit, statics))
+
+
+def _arg_describer(args, kwargs, fun_jit):
+    """``describe(i, d)``: flat argument ``i``'s dimension ``d`` as JAX's messages name it."""
+    state = fun_jit._state
+    dyn_args, dyn_kwargs, _ = api._split_statics(
+        fun_jit._fun, args, kwargs, state.static_argnums, state.static_argnames)
+    paths = [p for p, _ in tree_util.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]]
+
+    def describe(i, d):
+        keys = paths[i]
+        where = ("args" if getattr(keys[0], "idx", 0) == 0 else "kwargs") + \
+            tree_util.keystr(keys[1:])
+        return where if d is None else f"{where}.shape[{d}]"
+    return describe
 
 
 def _used_vars(jaxpr):
@@ -465,3 +477,4 @@ def _call_exported_batch(axis, args, dims, *, exported):
 
 batching.batch_rules[call_exported_p] = _call_exported_batch
 lowering_export.register(call_exported_p)
+lowering_export.register_dimension_as_value(_shape_poly.dimension_as_value_p)

@@ -1,22 +1,28 @@
 """Symbolic dimensions: ``symbolic_shape("b, 784")`` and what calling a shape-polymorphic
 exported program needs.
 
-xform traces with concrete shapes, so it does not export polymorphic functions; but a program
-JAX exported with symbolic dimensions can be called from xform: the call solves the dimension
-variables from the actual argument shapes (``solve_dim_vars``) and evaluates the result shapes.
+Exporting: ``export`` traces a function whose argument shapes hold dimension expressions;
+they flow through the shape rules as ``core.SymbolicDim``s (arithmetic builds expressions,
+comparisons decide from bounds or raise ``InconclusiveDimensionOperation``, a dimension used
+as a value binds ``dimension_as_value_p``), and lowering/export.py emits dynamic shapes.
+Calling: a program exported with symbolic dimensions (by xform or JAX) is called after
+solving the dimension variables from the actual argument shapes (``solve_dim_vars``).
 
 A dimension expression is kept as a small syntax tree over integers, dimension variables,
 ``+``, ``-``, ``*`` and JAX's functions (``floordiv``, ``mod``, ``max``, ``min``,
 ``non_negative``); it prints in JAX's syntax, so serialized shapes parse back in JAX.
 """
 
+import operator
 import re
 
 import numpy as np
 
-from xform import tree_util
+from xform import core, dtypes, tree_util
 from xform.api import ShapeDtypeStruct
+from xform.core import ShapedArray
 from xform.errors import InconclusiveDimensionOperation
+from xform.primitives.base import standard_primitive
 
 __all__ = ["SymbolicScope", "is_symbolic_dim", "symbolic_args_specs", "symbolic_shape"]
 
@@ -49,6 +55,15 @@ class SymbolicScope:
             self._constraints.append((_parse(m.group(1), self), m.group(2),
                                       _parse(m.group(3), self)))
 
+    def lower_bound(self, var):
+        """The lower bound of ``var``: 1, or c from a constraint ``var >= c``."""
+        bound = 1
+        for a, op, b in self._constraints:
+            big, small = (b, a) if op == "<=" else (a, b)
+            if op != "==" and big.node == ("var", var) and small.node[0] == "const":
+                bound = max(bound, small.node[1])
+        return bound
+
     def check(self, env):
         """Raise ``ValueError`` if a constraint does not hold for these variable values."""
         for lhs, op, rhs in self._constraints:
@@ -65,7 +80,7 @@ class SymbolicScope:
     __repr__ = __str__
 
 
-class _DimExpr:
+class _DimExpr(core.SymbolicDim):
     """A symbolic dimension: a syntax tree ``(op, *children)``; op is ``"var"``, ``"const"``,
     ``"+"``, ``"*"``, ``"neg"`` or a function name."""
 
@@ -93,12 +108,24 @@ class _DimExpr:
         return str(self)
 
     def __eq__(self, other):
+        # Equal when structurally equal, or when both are linear with the same terms (so
+        # that b*3 == 3*b, as shape rules compare sizes).
         if isinstance(other, _DimExpr):
-            return self.node == other.node
+            return self.node == other.node or (
+                self._canonical() is not None and self._canonical() == other._canonical())
+        if isinstance(other, (int, np.integer)):
+            return self._canonical() == ((), int(other))
         return False
 
+    def _canonical(self):
+        lin = self.linear()
+        if lin is None:
+            return None
+        return tuple(sorted((v, k) for v, k in lin[0].items() if k)), lin[1]
+
     def __hash__(self):
-        return hash(self.node)
+        canonical = self._canonical()
+        return hash(self.node if canonical is None else canonical)
 
     # Arithmetic builds larger expressions, as with JAX's symbolic dimensions.
     def _combine(self, op, other, swap=False):
@@ -107,13 +134,40 @@ class _DimExpr:
                 raise ValueError(f"Invalid mixing of symbolic scopes: {self} and {other} come "
                                  "from different SymbolicScope objects")
             node = other.node
-        elif isinstance(other, int) or hasattr(other, "__index__"):
+        elif isinstance(other, core.Tracer):  # x.shape[0] + x: arithmetic on the value
+            fn = {"+": operator.add, "-": operator.sub, "*": operator.mul,
+                  "floordiv": operator.floordiv, "mod": operator.mod}[op]
+            return fn(other, self.as_value()) if swap else fn(self.as_value(), other)
+        elif isinstance(other, int) or (hasattr(other, "__index__") and
+                                        not isinstance(other, core.Tracer)):
             node = ("const", int(other))
         else:
             return NotImplemented
         a, b = (node, self.node) if swap else (self.node, node)
+        neutral = {"*": 1, "+": 0, "-": 0, "floordiv": 1}.get(op)
+        if node == ("const", neutral) and (not swap or op in ("*", "+")):
+            return self  # b*1, 1*b, b+0, b-0: kept as b, so that equal shapes print equal
+        lin = self.linear()
+        if op in ("floordiv", "mod") and node[0] == "const" and not swap and \
+                lin is not None and node[1] > 0 and \
+                all(k % node[1] == 0 for k in (*lin[0].values(), lin[1])):
+            if op == "mod":  # mod(3*b, 3) is 0
+                return 0
+            return _from_linear({v: k // node[1] for v, k in lin[0].items()},
+                                lin[1] // node[1], self.scope)  # floordiv(3*b, 3) is b
         if op == "*" and b[0] == "const":  # constants first: "2*b", as JAX prints
             a, b = b, a
+        if op in ("+", "-"):
+            lin_a, lin_b = _linear(a), _linear(b)
+            if lin_a is not None and lin_b is not None:
+                # b + b is 2*b, (b + b) - b is b: sums of variables are collected, as JAX's
+                sign = 1 if op == "+" else -1
+                coeffs = dict(lin_a[0])
+                for v, k in lin_b[0].items():
+                    coeffs[v] = coeffs.get(v, 0) + sign * k
+                if not any(coeffs.values()):  # a constant, as JAX's b - b
+                    return lin_a[1] + sign * lin_b[1]
+                return _from_linear(coeffs, lin_a[1] + sign * lin_b[1], self.scope)
         if op == "-":
             return _DimExpr(("+", a, ("neg", b)), self.scope)
         return _DimExpr((op, a, b), self.scope)
@@ -146,10 +200,77 @@ class _DimExpr:
         return _DimExpr(("neg", self.node), self.scope)
 
     def __index__(self):
-        raise _inconclusive(f"symbolic dimension {self} cannot be used as an integer: xform "
-                            "traces with concrete shapes")
+        raise _inconclusive(f"Symbolic dimension {self} cannot be used as an integer (a "
+                            "concrete value is needed here)")
+
+    def as_value(self):
+        """The dimension as a traced integer scalar (``dimension_as_value_p``)."""
+        return dimension_as_value_p.bind(dim=self)
+
+    # Comparisons decide from the bounds of the difference (every variable is >= 1), as
+    # JAX's; one that the bounds cannot decide raises InconclusiveDimensionOperation.
+    def _compare(self, other, op):
+        if not isinstance(other, (_DimExpr, int)) and not hasattr(other, "__index__"):
+            return NotImplemented
+        diff = self - other
+        lo, hi = (diff, diff) if isinstance(diff, int) else _bounds(diff.node, self.scope)
+        if op == ">=":
+            decided = True if lo >= 0 else False if hi < 0 else None
+        else:  # ">"
+            decided = True if lo > 0 else False if hi <= 0 else None
+        if decided is None:
+            raise _inconclusive(f"Symbolic dimension comparison '{self}' {op} '{other}' is "
+                                "inconclusive.")
+        return decided
+
+    def __ge__(self, other):
+        return self._compare(other, ">=")
+
+    def __gt__(self, other):
+        return self._compare(other, ">")
+
+    def __le__(self, other):
+        return _as_expr(other, self.scope)._compare(self, ">=")
+
+    def __lt__(self, other):
+        return _as_expr(other, self.scope)._compare(self, ">")
 
     __int__ = __index__
+
+
+def _from_linear(coeffs, const, scope):
+    def term(k, node):
+        positive = node if abs(k) == 1 else ("*", ("const", abs(k)), node)
+        return positive if k > 0 else ("neg", positive)
+
+    terms = [term(k, ("var", v)) for v, k in sorted(coeffs.items()) if k]
+    if const or not terms:
+        terms.append(("const", const) if const >= 0 or not terms else term(const, ("const", 1))
+                     if abs(const) == 1 else ("neg", ("const", -const)))
+    node = terms[0]
+    for t in terms[1:]:
+        node = ("+", node, t)
+    return _DimExpr(node, scope)
+
+
+def _as_expr(x, scope):
+    return x if isinstance(x, _DimExpr) else _DimExpr(("const", int(x)), scope)
+
+
+def _bounds(node, scope):
+    """``(lower, upper)`` bounds of a linear expression for variables >= 1, or >= c under a
+    constraint ``"v >= c"`` of ``scope`` (infinite when not linear or unbounded)."""
+    lin = _linear(node)
+    if lin is None:
+        return -np.inf, np.inf
+    coeffs, const = lin
+    lo = hi = const
+    for v, k in coeffs.items():
+        if k > 0:
+            lo, hi = lo + k * scope.lower_bound(v), np.inf
+        elif k < 0:
+            lo, hi = -np.inf, hi + k * scope.lower_bound(v)
+    return lo, hi
 
 
 def _inconclusive(message):
@@ -513,3 +634,16 @@ def solve_dim_vars(exp_avals, actual_shapes, describe):
 
 def evaluate_shape(shape, env):
     return tuple(d if isinstance(d, int) else d.evaluate(env) for d in shape)
+
+
+# --------------------------------------------------------------------------- tracing
+
+
+def _dimension_as_value_abstract_eval(*, dim):
+    return [ShapedArray((), dtypes.default_int(), weak_type=True)]
+
+
+# A symbolic dimension's value in a program exported with symbolic shapes (the mean's count,
+# for one); lowered from the module's dimension variables (lowering/export.py).
+dimension_as_value_p = standard_primitive("dimension_as_value",
+                                          _dimension_as_value_abstract_eval)

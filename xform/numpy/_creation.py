@@ -34,7 +34,8 @@ def _shape(shape, name):
     try:
         dims = (shape,) if np.ndim(shape) == 0 and not isinstance(shape, (tuple, list)) \
             else tuple(shape)
-        out = tuple(int(d.__index__()) if hasattr(d, "__index__") else _bad(d, name)
+        out = tuple(d if core.is_symbolic_dim(d) else  # symbolic dimensions (export)
+                    int(d.__index__()) if hasattr(d, "__index__") else _bad(d, name)
                     for d in dims)
     except TypeError as e:
         if isinstance(e, core.ConcretizationTypeError):
@@ -142,6 +143,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
     del device
     if dtype is not None:
         dtype = _canonical_dtype(dtype, "arange")
+    if core.is_symbolic_dim(start) and stop is None and step is None:  # export: arange(b)
+        return lax.iota(dtype or dtypes.default_int(), start)
     for v in (start, stop, step):
         if v is not None:
             check_arraylike("arange", v)

@@ -203,6 +203,11 @@ def _static_slice(x, shape, entries, wrap):
             strides.append(1)
             squeeze_dims.append(axis)
             continue
+        if core.is_symbolic_dim(size) and v == slice(None):  # a whole symbolic dimension
+            starts.append(0)
+            limits.append(size)
+            strides.append(1)
+            continue
         start, stop, step = v.indices(size)
         n = _slice_size(start, stop, step)
         if step > 0:

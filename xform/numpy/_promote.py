@@ -279,6 +279,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
         return asarray(a.__jax_array__(), dtype)
     if hasattr(a, "__array__"):
         return asarray(np.asarray(a), dtype)
+    if core.is_symbolic_dim(a):  # a symbolic dimension (export) as a value
+        return asarray(a.as_value(), dtype)
     raise TypeError(f"asarray: cannot convert an object of type {type(a).__name__} to an "
                     "xform array")
 

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from xform import config, dtypes, lax
+from xform import config, core, dtypes, lax
 from xform.numpy import _ufuncs
 from xform.numpy._promote import (
     _canonical_dtype,
@@ -216,7 +216,7 @@ def _where_mask(name, where):
 def _count(a, axes, keepdims, where, dtype, name):
     aval = aval_of(a)
     if where is None:
-        return asarray(math.prod(aval.shape[i] for i in axes), dtype)
+        return asarray(core.dimension_as_value(math.prod(aval.shape[i] for i in axes)), dtype)
     mask = broadcast_to_shape(_where_mask(name, where), aval.shape)
     return sum(mask, axes, dtype=dtype, keepdims=keepdims)
 

@@ -7,7 +7,7 @@ import operator
 
 import numpy as np
 
-from xform import dtypes, lax
+from xform import core, dtypes, lax
 from xform.array import Array
 from xform.core import Tracer
 from xform.errors import IncompatibleShapesError
@@ -48,7 +48,7 @@ def _axes_tuple(axis):
 def _canonicalize_shape(name, newshape, size):
     shape = _axes_tuple(newshape) if not isinstance(newshape, (int, np.integer)) else (newshape,)
     try:
-        shape = tuple(int(d.__index__()) for d in shape)
+        shape = tuple(d if core.is_symbolic_dim(d) else int(d.__index__()) for d in shape)
     except AttributeError:
         raise TypeError(f"{name}: shape must be a sequence of integers, got {newshape!r}") \
             from None

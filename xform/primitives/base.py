@@ -151,6 +151,8 @@ def as_shape(shape, name):
         shape = (shape,)
     try:
         out = tuple(int(d.__index__()) for d in shape)
+    except core.InconclusiveDimensionOperation:  # symbolic dimensions (export) pass as they are
+        out = tuple(d if core.is_symbolic_dim(d) else int(d.__index__()) for d in shape)
     except (TypeError, AttributeError) as e:
         if isinstance(e, core.ConcretizationTypeError):
             raise

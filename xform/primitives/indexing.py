@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from xform import dtypes
+from xform import core, dtypes
 from xform.core import ShapedArray, Tracer, get_aval
 from xform.interpreters import ad, batching, transpose
 from xform.primitives.base import ANY, NUMBER, canonicalize_axis, check_dtype, standard_primitive
@@ -63,6 +63,8 @@ def _ints(values, name, what):
     """A sequence of Python ints as a tuple; ``TypeError`` naming the op otherwise."""
     try:
         return tuple(int(v.__index__()) for v in values)
+    except core.InconclusiveDimensionOperation:  # a whole symbolic dimension kept (export)
+        return tuple(v if core.is_symbolic_dim(v) else int(v.__index__()) for v in values)
     except (TypeError, AttributeError):
         raise TypeError(f"{name}: {what} must be a sequence of integers, got {values!r}") from None
 

@@ -169,7 +169,7 @@ def _reshape_abstract_eval(x, *, new_sizes, dimensions):
                         f"{dimensions}; lax.reshape applies `dimensions` as a transpose first")
     if any(d < 0 for d in new_sizes):
         raise TypeError(f"lax.reshape: new_sizes must be non-negative, got {new_sizes}")
-    size = int(np.prod(new_sizes, dtype=np.int64))
+    size = core.shape_size(new_sizes)
     if size != x.size:
         raise TypeError(f"lax.reshape: total size must be unchanged, got new_sizes {new_sizes} "
                         f"(of total size {size}) for shape {x.shape} (of total size {x.size})")
