@@ -98,6 +98,8 @@ def _dim_value(node, values):
         return _i32(node[1])
     if op == "var":
         return values[node[1]]
+    if op == "neg" and node[1][0] == "const":  # a constant: shape refinement folds no negate
+        return _i32(-node[1][1])
     args = [_dim_value(c, values) for c in node[1:]]
     binary = {"+": hlo.add, "*": hlo.multiply, "floordiv": hlo.divide, "mod": hlo.remainder,
               "max": hlo.maximum, "min": hlo.minimum}
@@ -133,8 +135,38 @@ SYMBOLIC_OK = {
     "sqrt", "square", "stop_gradient", "sub", "tan", "tanh", "transpose", "xor",
     "squeeze", "expand_dims", "argmax", "argmin", "reshape", "iota", "slice",
     "pad",  # with constant padding (its abstract evaluation needs integers)
+    "sort",
     # calls: inlined (lowering/call.py), their bodies checked in turn
     "jit", "custom_jvp_call", "custom_vjp_call",
+}
+
+
+def _symbolic_axes(aval):
+    return {i for i, d in enumerate(aval.shape) if not isinstance(d, (int, np.integer))}
+
+
+def _windows_skip_symbolic(eqn):
+    # A window of one element, stride 1 and no padding along each symbolic axis: the op's
+    # attributes do not depend on that axis' size.
+    p = eqn.params
+    return all(p["window_dimensions"][i] == 1 and p["window_strides"][i] == 1
+               and tuple(p["padding"][i]) == (0, 0)
+               for i in _symbolic_axes(eqn.invars[0].aval))
+
+
+def _conv_symbolic_batch_only(eqn):
+    lhs_spec, rhs_spec, out_spec = eqn.params["dimension_numbers"]
+    return (_symbolic_axes(eqn.invars[0].aval) <= {lhs_spec[0]}
+            and not _symbolic_axes(eqn.invars[1].aval))
+
+
+# The primitives whose lowering handles symbolic dimensions only in some positions.
+SYMBOLIC_WHEN = {
+    **{name: (lambda eqn: eqn.params["axis"] not in _symbolic_axes(eqn.invars[0].aval))
+       for name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp")},
+    **{name: _windows_skip_symbolic
+       for name in ("reduce_window_sum", "reduce_window_max", "reduce_window_min")},
+    "conv_general_dilated": _conv_symbolic_batch_only,
 }
 
 
@@ -143,11 +175,13 @@ def _check_symbolic_support(jaxpr, name):
         avals = [getattr(x, "aval", None) for x in (*eqn.invars, *eqn.outvars)]
         symbolic = any(a is not None and mlir.is_symbolic(getattr(a, "shape", ()))
                        for a in avals) or eqn.primitive.name == "dimension_as_value"
-        if symbolic and eqn.primitive.name not in SYMBOLIC_OK:
+        prim = eqn.primitive.name
+        if symbolic and prim not in SYMBOLIC_OK and not (
+                prim in SYMBOLIC_WHEN and SYMBOLIC_WHEN[prim](eqn)):
             shapes = ", ".join(str(a) for a in avals if a is not None)
             raise NotImplementedError(
-                f"export of {name}: the primitive '{eqn.primitive.name}' is not supported with "
-                f"a symbolic dimension (its operands and results: {shapes}); export with "
+                f"export of {name}: the primitive '{prim}' is not supported with "
+                f"a symbolic dimension there (its operands and results: {shapes}); export with "
                 "concrete shapes")
         for p in eqn.params.values():
             sub = getattr(p, "jaxpr", p)

@@ -113,6 +113,15 @@ def broadcast_dynamic(typ, x, shape, dims):
     return hlo.broadcast_in_dim(typ, x, ir.DenseI64ArrayAttr.get(list(dims)))
 
 
+def iota(aval, dimension):
+    """``stablehlo.iota`` of type ``aval`` along ``dimension``; dynamic when its shape holds
+    symbolic dimensions."""
+    dim = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dimension)
+    if is_dynamic(aval.shape):
+        return hlo.dynamic_iota(aval_to_ir(aval), symbolic_shape_tensor(aval.shape), dim)
+    return hlo.iota(aval_to_ir(aval), dim)
+
+
 _NO_LITERALS = (dtypes.float6_e2m3fn, dtypes.float6_e3m2fn)
 
 

@@ -6,6 +6,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
+from lowering import mlir
 from lowering.mlir import aval_to_ir, constant, dtype_to_ir, lower_jaxpr, lowering_rules
 from xform import dtypes
 from xform.primitives import reductions as red
@@ -129,8 +130,7 @@ def _argminmax_rule(direction, monoid):
     def rule(ctx, x, *, axes, index_dtype):
         aval = ctx.avals_in[0]
         dtype, ctype = aval.dtype, compare_type(aval.dtype)
-        index_type = ir.RankedTensorType.get(aval.shape, dtype_to_ir(index_dtype))
-        iota = hlo.iota(index_type, axes[0])
+        iota = mlir.iota(aval.update(dtype=index_dtype), axes[0])
         out_values = aval_to_ir(ctx.avals_out[0].update(dtype=dtype))
         op = hlo.ReduceOp([out_values, aval_to_ir(ctx.avals_out[0])], [x, iota],
                           [_init_value(monoid, dtype), constant(0, index_dtype)],

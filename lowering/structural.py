@@ -57,11 +57,7 @@ def _concatenate_lower(ctx, *xs, dimension):
 
 
 def _iota_lower(ctx, *, dtype, shape, dimension):
-    dim = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dimension)
-    if mlir.is_dynamic(shape):  # a symbolic dimension (export)
-        return [hlo.dynamic_iota(aval_to_ir(ctx.avals_out[0]),
-                                 mlir.symbolic_shape_tensor(shape), dim)]
-    return [hlo.iota(aval_to_ir(ctx.avals_out[0]), dim)]
+    return [mlir.iota(ctx.avals_out[0], dimension)]
 
 
 def _tile_lower(ctx, x, *, reps):

@@ -155,6 +155,15 @@ class _DimExpr(core.SymbolicDim):
                 return 0
             return _from_linear({v: k // node[1] for v, k in lin[0].items()},
                                 lin[1] // node[1], self.scope)  # floordiv(3*b, 3) is b
+        if op == "*" and node[0] == "const" and lin is not None:  # 4*(3*b) is 12*b
+            if node[1] == 0:
+                return 0
+            return _from_linear({v: k * node[1] for v, k in lin[0].items()},
+                                lin[1] * node[1], self.scope)
+        if op in ("floordiv", "mod") and not swap and node[0] != "const":
+            ratio = _ratio(lin, _linear(node))  # floordiv(12*b, b) is 12, mod(12*b, b) 0
+            if ratio is not None:
+                return 0 if op == "mod" else ratio
         if op == "*" and b[0] == "const":  # constants first: "2*b", as JAX prints
             a, b = b, a
         if op in ("+", "-"):
@@ -236,6 +245,19 @@ class _DimExpr(core.SymbolicDim):
         return _as_expr(other, self.scope)._compare(self, ">")
 
     __int__ = __index__
+
+
+def _ratio(lin_a, lin_b):
+    """The integer c with ``a == c * b`` for two linear forms, or None."""
+    if lin_a is None or lin_b is None or not any(lin_b[0].values()):
+        return None
+    pairs = [(lin_a[0].get(v, 0), lin_b[0].get(v, 0)) for v in {*lin_a[0], *lin_b[0]}]
+    pairs.append((lin_a[1], lin_b[1]))
+    ka, kb = next((ka, kb) for ka, kb in pairs if kb)
+    if ka % kb:
+        return None
+    c = ka // kb
+    return c if all(x == c * y for x, y in pairs) else None
 
 
 def _from_linear(coeffs, const, scope):

@@ -128,6 +128,18 @@ def _expand_ellipsis(entries, n_missing):
     return out + full
 
 
+def _symbolic_slice_start(v, axis, size):
+    """The start of ``x[v]`` along a symbolic axis, for the slices whose size is simply
+    ``size - start + stop``: steps of 1, ``start >= 0``, ``stop`` None or negative."""
+    start = 0 if v.start is None else v.start
+    if ((v.step or 1) != 1 or not isinstance(start, int) or start < 0
+            or not (v.stop is None or isinstance(v.stop, int) and v.stop < 0)):
+        raise NotImplementedError(
+            f"indexing: the slice {v} of axis {axis} of symbolic size {size}: xform exports "
+            "x[k:] and x[:-k] (k >= 0) along a symbolic dimension")
+    return start
+
+
 def _slice_size(start, stop, step):
     return len(range(start, stop, step))
 
@@ -203,9 +215,17 @@ def _static_slice(x, shape, entries, wrap):
             strides.append(1)
             squeeze_dims.append(axis)
             continue
-        if core.is_symbolic_dim(size) and v == slice(None):  # a whole symbolic dimension
-            starts.append(0)
-            limits.append(size)
+        if core.is_symbolic_dim(size):  # export: x[:], x[k:] and x[:-k] of a symbolic size
+            starts.append(_symbolic_slice_start(v, axis, size))
+            limits.append(size if v.stop is None else size + v.stop)
+            try:
+                known_non_negative = limits[-1] - starts[-1] >= 0
+            except core.InconclusiveDimensionOperation:
+                known_non_negative = False
+            if not known_non_negative:
+                raise NotImplementedError(
+                    f"indexing: the slice {v} of axis {axis} of symbolic size {size} may be "
+                    "empty; declare a bound (symbolic_shape(..., constraints=('b >= 2',)))")
             strides.append(1)
             continue
         start, stop, step = v.indices(size)

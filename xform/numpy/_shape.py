@@ -61,7 +61,7 @@ def _canonicalize_shape(name, newshape, size):
                         "negative sizes other than a single -1 are not allowed")
     if unknown:
         known = math.prod(d for d in shape if d != -1)
-        if known == 0 or size % known:
+        if known == 0 or not isinstance(size % known, int) or size % known:
             raise TypeError(f"cannot reshape array of size {size} into shape {shape}")
         shape = tuple(size // known if d == -1 else d for d in shape)
     if math.prod(shape) != size:
