@@ -11,7 +11,7 @@ compiled (lowering/export.py); reverse-mode derivatives go through the exported 
 import numpy as np
 
 from lowering import export as lowering_export
-from xform import api, core, dispatch, dtypes, tree_util
+from xform import api, core, dispatch, dtypes, lax, tree_util
 from xform.api import ShapeDtypeStruct
 from xform.api_autodiff import vjp as _vjp
 from xform.core import ShapedArray
@@ -472,7 +472,19 @@ call_exported_p = standard_primitive("call_exported", _call_exported_abstract_ev
 
 
 def _call_exported_batch(axis, args, dims, *, exported):
-    raise NotImplementedError("Batching rule for 'call_exported' not implemented")
+    # The program is opaque, so its batched form is a loop over the batch: a lax.map whose
+    # body calls it on one example (JAX has no batching rule for it).
+    batched = [i for i, d in enumerate(dims) if d is not None]
+    xs = [batching.moveaxis(args[i], dims[i], 0) for i in batched]
+
+    def one(example):
+        full = list(args)
+        for i, x in zip(batched, example, strict=True):
+            full[i] = x
+        return call_exported_p.bind(*full, exported=exported)
+
+    outs = lax.map(one, xs)
+    return outs, [0] * len(outs)
 
 
 batching.batch_rules[call_exported_p] = _call_exported_batch
