@@ -13,9 +13,7 @@ def emit_call(ctx, args, closed, name):
     if mlir.symbolic_shape_tensor is not None:
         # Symbolic dimensions (export): their values live in the enclosing function, so
         # the body is emitted inline.
-        consts = [mlir.constant(c, v.aval.dtype)
-                  for v, c in zip(closed.jaxpr.constvars, closed.consts, strict=True)]
-        return mlir.lower_jaxpr(ctx.module, closed.jaxpr, consts, list(args))
+        return mlir.lower_inline(ctx.module, closed, args)
     symbol = ctx.module.function_for(closed, name)
     out_types = [aval_to_ir(a) for a in ctx.avals_out]
     call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(symbol), list(args))

@@ -5,6 +5,7 @@ A lowering rule has the signature ``rule(ctx, *operands, **params) -> list[ir.Va
 being built. Rules are registered in ``lowering_rules`` by the family modules beside this one.
 """
 
+import re
 import threading
 import weakref
 
@@ -191,6 +192,10 @@ class ModuleContext:
         self.module = module
         self.functions = {}
         self.symbol_count = 0
+        # Symbols taken, and the count MLIR's symbol table renames clashes with (``f``,
+        # ``f_0``, ``g_1``, ...): private functions are named as JAX names them.
+        self.symbols = {"main"}
+        self.uniquing_count = 0
         self.num_replicas = num_replicas
         # The pmap axes being lowered, outermost first: ((name, size), ...). Replica ``r``
         # sits at index ``(r // stride) % size`` along each (lowering/collectives.py).
@@ -209,13 +214,22 @@ class ModuleContext:
         key = (id(closed.jaxpr), self.axis_env)
         entry = self.functions.get(key)
         if entry is None:
-            # The number is taken before emitting: the body may emit functions of its own
+            # The symbol is taken before emitting: the body may emit functions of its own
             # (nested calls), which must not get the same symbol.
-            self.symbol_count += 1
-            symbol = f"{sanitize(name)}_{self.symbol_count}"
+            symbol = self.unique_symbol(name)
             fn = emit_function(self, closed, symbol, public=False)
             entry = self.functions[key] = (symbol, fn, closed)
         return entry[0]
+
+    def unique_symbol(self, name):
+        """``name`` made a symbol (as JAX's ``sanitize_name``), renamed as MLIR's symbol table
+        renames a clash: ``name_<k>``, ``k`` counting the module's renames."""
+        base = symbol = re.sub(r"[^\w.-]", "_", name) or "fn"
+        while symbol in self.symbols:
+            symbol = f"{base}_{self.uniquing_count}"
+            self.uniquing_count += 1
+        self.symbols.add(symbol)
+        return symbol
 
 
 def sanitize(name):
@@ -226,6 +240,14 @@ def sanitize(name):
 # equation that holds jaxprs in program order with the ordered host callbacks around it;
 # ``rule.applies(jaxpr)`` says whether a jaxpr has any (else nothing changes).
 ordered_region_rule = None
+
+
+def lower_inline(mctx, closed, args):
+    """Emit ClosedJaxpr ``closed`` applied to ``args`` at the current insertion point (its
+    consts as constants); return its outputs."""
+    consts = [constant(c, v.aval.dtype)
+              for v, c in zip(closed.jaxpr.constvars, closed.consts, strict=True)]
+    return lower_jaxpr(mctx, closed.jaxpr, consts, list(args))
 
 
 def lower_jaxpr(mctx, jaxpr, consts, args):
@@ -305,7 +327,8 @@ def lower_to_module(closed, name, num_replicas=1, donated=None):
             f"lowering {name} for arguments with symbolic dimensions "
             f"({[str(a) for a in closed.in_avals]}): xform lowers symbolic dimensions only in "
             "xform.export.export")
-    return build_module(f"jit_{sanitize(name)}", num_replicas,
+    # JAX's module name: the symbol characters XLA keeps, no trailing underscores.
+    return build_module(re.sub(r"[^\w.-]", "_", f"jit_{name}").rstrip("_"), num_replicas,
                         lambda mctx: emit_function(mctx, closed, "main", public=True),
                         (closed.in_avals, closed.out_avals, donated))
 

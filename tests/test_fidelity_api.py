@@ -5,6 +5,7 @@ pullback is a pytree, enable_x64 is per thread, and cached calls do not grow mem
 import gc
 import threading
 import tracemalloc
+import warnings
 import weakref
 
 import jax
@@ -500,3 +501,84 @@ def test_xform_numpy_computes_on_jax_arrays():
         assert isinstance(got, xform.Array), name
         assert got.dtype == want.dtype and got.weak_type == want.weak_type, name
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, err_msg=name)
+
+
+# --------------------------------------------------------------------------- issue 19's cases
+# Each case the fidelity issue names, run by both libraries: the same exception class
+# (TypeError / ValueError), or the same values, dtypes, weak types and warnings.
+
+
+def _outcome(run):
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = run()
+    except Exception as e:  # noqa: BLE001 (the class is what is compared)
+        return "raises", isinstance(e, TypeError), isinstance(e, ValueError)
+    leaves = [(np.asarray(x), getattr(x, "weak_type", None))
+              for x in jax.tree_util.tree_leaves(out)]
+    return "returns", leaves, sorted(type(w.message).__name__ for w in caught)
+
+
+def _assert_same_outcome(mine, jaxs):
+    assert mine[0] == jaxs[0], (mine, jaxs)
+    if mine[0] == "raises":
+        assert mine == jaxs
+        return
+    assert mine[2] == jaxs[2]  # warnings
+    assert len(mine[1]) == len(jaxs[1])
+    for (a, weak_a), (b, weak_b) in zip(mine[1], jaxs[1], strict=True):
+        assert (a.shape, a.dtype, weak_a) == (b.shape, b.dtype, weak_b)
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+_E = np.zeros((0,), np.int32)
+ISSUE_19 = {
+    "matmul_shapes": lambda L, N: N.matmul(N.ones((2, 3)), N.ones((2, 3))),
+    "concatenate_shapes": lambda L, N: N.concatenate([N.ones((2, 3)), N.ones((2, 4))]),
+    "concatenate_ranks": lambda L, N: N.concatenate([N.ones((2, 3)), N.ones((3,))]),
+    "reshape_two_minus_ones": lambda L, N: N.reshape(N.ones(6), (-1, -1)),
+    "reshape_negative": lambda L, N: N.reshape(N.ones(6), (-2, -3)),
+    "transpose_bad_permutation": lambda L, N: N.transpose(N.ones((2, 3)), (0, 0)),
+    "zeros_negative": lambda L, N: N.zeros((-1,)),
+    "array_of_none": lambda L, N: N.array([1, None]),
+    "sum_bad_axis": lambda L, N: N.sum(N.ones(3), axis=2),
+    "fori_loop_float_bounds": lambda L, N: L.lax.fori_loop(0.0, 3.0, lambda i, c: c + 1.0, 0.0),
+    "grad_of_complex_input": lambda L, N: L.grad(lambda z: N.real(z * N.conj(z)))(1.0 + 2.0j),
+    "greater_equal_complex": lambda L, N: N.greater_equal(N.array([1 + 1j]), N.array([1 + 2j])),
+    "where_one_argument": lambda L, N: N.where(N.array([0, 1, 2]) > 0),
+    "repeat_array_repeats": lambda L, N: N.repeat(N.array([1, 2, 3]), N.array([1, 0, 2])),
+    "repeat_total_zero": lambda L, N: N.repeat(N.array([1, 2]), N.array([0, 0]),
+                                               total_repeat_length=0),
+    "split_empty": lambda L, N: N.split(N.zeros((0,)), 1),
+    "array_split_empty": lambda L, N: N.array_split(N.zeros((0,)), [1]),
+    "pmap_size_zero": lambda L, N: L.pmap(lambda x: x)(N.zeros((0, 3))),
+    "scan_body_not_a_pair": lambda L, N: L.lax.scan(lambda c, x: c, 0.0, N.ones(3)),
+    "sign_of_minus_zero": lambda L, N: N.sign(N.float32(-0.0)),
+    "gather_grad_out_of_bounds": lambda L, N: L.grad(lambda a: N.sum(a[0, N.array([-2])]))(
+        N.ones((1, 1))),
+    "bitcast_0d_stacked": lambda L, N: N.stack(
+        [L.lax.bitcast_convert_type(N.float32(1.0), N.int32)] * 2),
+    "copysign_signbit_0d": lambda L, N: (N.copysign(N.float32(1.0), N.float32(-2.0)),
+                                        N.signbit(N.float32(-1.0))),
+    "in_2d": lambda L, N: 3.0 in N.arange(6.0).reshape(2, 3),
+    "setitem": lambda L, N: N.ones(3).__setitem__(0, 1),
+    "float64_request_warns": lambda L, N: N.zeros(3, dtype="float64"),
+    "integer_floor_divide_by_zero": lambda L, N: L.jit(lambda x: x // 0)(N.int32(7)),
+    "mean_of_empty_int": lambda L, N: L.jit(lambda x: N.sum(x) // x.size)(_E),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ISSUE_19))
+def test_issue_19_cases_behave_as_jax(case):
+    make = ISSUE_19[case]
+    _assert_same_outcome(_outcome(lambda: make(xform, xnp)), _outcome(lambda: make(jax, jnp)))
+
+
+def test_issue_19_x64_cases_behave_as_jax():
+    cases = [lambda N: N.square(N.array(True)), lambda N: N.power(N.array(True), 3),
+             lambda N: N.int32(1) + 2**40,
+             lambda N: N.where(N.array([True, False]), N.int8(1), 2**7)]
+    with jax.enable_x64(True), xform.enable_x64(True):
+        for make in cases:
+            _assert_same_outcome(_outcome(lambda: make(xnp)), _outcome(lambda: make(jnp)))  # noqa: B023

@@ -1,5 +1,7 @@
 """Reverse mode and the grad family: against JAX, composed with jit, nested, and bad input."""
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -156,8 +158,11 @@ def test_bad_input():
 
 
 def test_grad_of_a_jitted_function_shows_forward_then_transposed_programs():
+    # Both programs keep the function's name, as JAX's do.
     text = str(xform.make_jaxpr(xform.grad(xform.jit(lambda x: xnp.sum(xnp.sin(x)))))(X))
-    assert "name=jvp(<lambda>)" in text and "name=transpose(jvp(<lambda>))" in text
+    expected = str(jax.make_jaxpr(jax.grad(jax.jit(lambda x: jnp.sum(jnp.sin(x)))))(X))
+    names = re.findall(r"name=(\S+)", text)
+    assert names == re.findall(r"name=(\S+)", expected) == ["<lambda>", "<lambda>"]
 
 
 def test_gradients_of_python_scalars_are_weakly_typed_as_in_jax():

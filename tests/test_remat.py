@@ -3,14 +3,17 @@ vmapped, in a scan body), what each policy saves and recomputes, static argument
 optimization barrier in the lowered program."""
 
 import functools
+import re
 
 import jax
+import jax.ad_checkpoint
 import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import xform
+import xform.ad_checkpoint
 import xform.numpy as xnp
 from tests.harness import assert_same, check_against_jax
 from xform import core
@@ -380,3 +383,58 @@ def test_saved_values_are_rounded_to_their_dtype_as_jax():
               for lib, g in ((xform, xg), (jax, jg))]
     assert memory[0] == memory[1]
     np.testing.assert_allclose(xg(w, x), jg(w, x), rtol=1e-5, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- saved residuals
+
+
+def _chain(api, np_):
+    def f(x):
+        y = np_.sin(x)
+        z = np_.cos(y) * x
+        return np_.sum(z ** 2)
+    return f
+
+
+def _ratio(api, np_):
+    def f(x):
+        return np_.sum(np_.log(np_.abs(x) + 1.0) / (x * x + 2.0))
+    return f
+
+
+def _named(api, np_):
+    def f(x):
+        h = api.ad_checkpoint.checkpoint_name(np_.tanh(x * 3.0), "h")
+        return np_.sum(np_.exp(h) * x)
+    return f
+
+
+RESIDUAL_CASES = {
+    "plain": (_chain, None),
+    "plain_abs": (_ratio, None),
+    "everything": (_ratio, lambda p: p.everything_saveable),
+    "nothing": (_chain, lambda p: p.nothing_saveable),
+    "default": (_chain, "default"),
+    "names": (_named, lambda p: p.save_only_these_names("h")),
+    "jit": (_chain, "jit"),  # the input residual handed on, as JAX's; the jit's own: no source
+    "everything_named": (_named, lambda p: p.everything_saveable),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RESIDUAL_CASES))
+def test_print_saved_residuals_lines_equal_jax(capsys, case):
+    """Residuals that derivative rules make inside a checkpoint are attributed to the user's
+    line and column where the primal operation was called, as JAX prints them."""
+    make, policy = RESIDUAL_CASES[case]
+    lines = []
+    for api, np_ in (LIBS["xform"], LIBS["jax"]):
+        f = make(api, np_)
+        if policy in ("default", "jit"):
+            f = api.checkpoint(f) if policy == "default" else api.jit(f)
+        elif policy is not None:
+            f = api.checkpoint(f, policy=policy(api.checkpoint_policies))
+        api.ad_checkpoint.print_saved_residuals(f, X)
+        lines.append(capsys.readouterr().out.splitlines())
+    assert lines[0] == lines[1]
+    if policy != "jit" and len(lines[0]) > 1:
+        assert re.search(r"test_remat\.py:\d+:\d+ \(_\w+\.<locals>\.f\)$", lines[0][-1])

@@ -17,7 +17,7 @@ from jax import tree_util
 from xform.api import make_jaxpr
 from xform.api_autodiff import vjp
 from xform.api_remat import checkpoint, checkpoint_policies, remat
-from xform.core import Literal, subjaxprs
+from xform.core import Literal, source_column, source_info
 from xform.primitives.call import jit_p
 from xform.primitives.elementwise import reduce_precision_p
 from xform.primitives.remat import Offloadable, Recompute, Saveable, checkpoint_name, name_p
@@ -61,30 +61,11 @@ def _arg_names(fun, args, kwargs):
     return names
 
 
-def _user_sources(jaxpr, out):
-    """``(primitive, name, out avals) -> [source, ...]`` over ``jaxpr`` and its sub-jaxprs, in
-    program order: where the user's code made each equation."""
-    for eqn in jaxpr.eqns:
-        key = (eqn.primitive, eqn.params.get("name") if eqn.primitive is name_p else None,
-               tuple(v.aval for v in eqn.outvars))
-        out.setdefault(key, []).append(eqn.source_info)
-        for sub in subjaxprs(eqn.params):
-            _user_sources(getattr(sub, "jaxpr", sub), out)
-    return out
-
-
-def _jitted_name(name):
-    """The user's function's name: the known part of a linearized ``jit`` is named after its
-    JVP (``jvp(f)``) here, while JAX keeps ``f``."""
-    while name.startswith("jvp(") and name.endswith(")"):
-        name = name[4:-1]
-    return name
-
-
 def saved_residuals(f, *args, **kwargs):
     """The residuals ``vjp(f, *args, **kwargs)`` keeps: a list of ``(aval, source)`` pairs,
     ``source`` a string saying where the value comes from (as in ``print_saved_residuals``)."""
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+    caller = source_info()  # the user's call of print_saved_residuals
     store = {}
 
     def flat_f(*flat):
@@ -106,21 +87,17 @@ def saved_residuals(f, *args, **kwargs):
     for v, name in zip(jaxpr.invars, names, strict=True):
         if v in res_vars:
             results.append((v.aval, f"from the argument {name}"))
-    # Differentiation re-traces checkpointed bodies, so an equation there is recorded where
-    # the checkpointed function was called: its source is taken, in program order, from the
-    # matching equation of the function as the user's code traced it.
-    sources = _user_sources(make_jaxpr(flat_f)(*leaves).jaxpr, {})
-
     def where(eqn):
-        key = (eqn.primitive, eqn.params.get("name") if eqn.primitive is name_p else None,
-               tuple(v.aval for v in eqn.outvars))
-        candidates = sources.get(key)
-        if candidates:
-            info = candidates.pop(0)
-        else:  # a split loop or call (other outputs): the first of that primitive
-            info = next((c[0] for k, c in sources.items() if k[0] is eqn.primitive and c),
-                        eqn.source_info)
-        return "" if info is None else f"{info[0]}:{info[1]} ({info[2]})"
+        # An equation a transformation made from a staged one (a checkpointed body's) carries
+        # that one's source (core.eval_jaxpr), so each reads as the user's line and column.
+        # What the call of ``f`` itself made (a jit'd ``f``) has no source in ``f``: JAX
+        # prints none.
+        info = eqn.source_info
+        if info is None or (caller is not None and info[3:] == caller[3:]):
+            return ""
+        column = source_column(info)
+        function = info[3].co_qualname if len(info) > 3 else info[2]  # JAX's qualified name
+        return f"{info[0]}:{info[1]}{'' if column is None else f':{column}'} ({function})"
 
     producers = {v: e for e in jaxpr.eqns for v in e.outvars}
 
@@ -142,7 +119,7 @@ def saved_residuals(f, *args, **kwargs):
             if eqn.primitive is name_p:
                 what = f"named '{eqn.params['name']}'"
             elif eqn.primitive is jit_p:
-                what = f"output of jitted function '{_jitted_name(eqn.params['name'])}'"
+                what = f"output of jitted function '{eqn.params['name']}'"
             else:
                 what = f"output of {eqn.primitive.name}"
             results.append((v.aval, f"{what} from {src}"))

@@ -6,6 +6,8 @@ basis of the outputs. The primal computation does not depend on the basis, so un
 it stays unbatched and runs once.
 """
 
+import functools
+
 import numpy as np
 from jax import tree_util
 
@@ -111,6 +113,7 @@ def _jacobian(fun, argnums, has_aux, holomorphic, forward, allow_int=False):
     int_argnums = isinstance(argnums, int)
     nums = (argnums,) if int_argnums else tuple(argnums)
 
+    @functools.wraps(fun)  # named as ``fun``, as JAX's
     def jac(*args, **kwargs):
         positions = [i % len(args) for i in nums]
         for i in positions:

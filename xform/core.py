@@ -12,6 +12,7 @@ Calling convention, for every rule table in xform: array operands positional, pa
 keyword-only and hashable, results a list.
 """
 
+import itertools
 import math
 import os
 import sys
@@ -231,7 +232,12 @@ class ClosedJaxpr:
 
 
 def source_info():
-    """(file, line, function) of the innermost frame outside xform: where the user called us."""
+    """(file, line, function, code, instruction offset) of the innermost frame outside xform:
+    where the user called us. While a staged equation is replayed (``eval_jaxpr``), what it
+    makes comes from where that equation came from, as in JAX."""
+    replayed = trace_state.replayed_source
+    if replayed is not None:
+        return replayed
     frame = sys._getframe(1)
     internal = _internal_code
     while frame is not None:
@@ -240,9 +246,17 @@ def source_info():
         if inside is None:
             inside = internal[code] = code.co_filename.startswith(_XFORM_DIR)
         if not inside:
-            return (code.co_filename, frame.f_lineno, code.co_name)
+            return (code.co_filename, frame.f_lineno, code.co_name, code, frame.f_lasti)
         frame = frame.f_back
     return None
+
+
+def source_column(info):
+    """The column (0-based) where the expression of ``info`` starts, or None."""
+    if info is None or len(info) < 5:
+        return None
+    positions = list(itertools.islice(info[3].co_positions(), info[4] // 2, info[4] // 2 + 1))
+    return positions[0][2] if positions else None
 
 
 _internal_code = {}  # code object -> whether it belongs to xform (memoized: hot when tracing)
@@ -352,6 +366,7 @@ class _TraceState(threading.local):
     def __init__(self):
         self.trace = eval_trace
         self.axis_env = ()  # the named axes (pmap, vmap) in scope: ((name, size), ...)
+        self.replayed_source = None  # the source of the equation eval_jaxpr is binding
 
 
 trace_state = _TraceState()
@@ -751,11 +766,32 @@ pp_param_rules["jit"] = _jit_params
 
 def _custom_call_params(eqn, names):
     p = eqn.params
-    return _sorted_params(p, {"num_consts"} if not p.get("num_consts") else set())
+    rest = _sorted_params(p, {"name"} | ({"num_consts"} if not p.get("num_consts") else set()))
+    return ([("name", p["name"])] if "name" in p else []) + rest
 
 
+def _custom_lin_params(eqn, names):
+    p = dict(eqn.params, in_zeros=list(eqn.params["in_zeros"]))
+    return _sorted_params(p, {"out_avals"})
+
+
+def _with_absent(**absent):
+    """Params JAX's primitive has and xform's does not (xform programs carry no shardings):
+    printed with the value they always have in xform's programs, so texts read as JAX's."""
+    def rule(eqn, names):
+        return _sorted_params({**absent, **eqn.params})
+    return rule
+
+
+pp_param_rules["reduce_sum"] = _with_absent(out_sharding=None)
+pp_param_rules["conv_general_dilated"] = _with_absent(out_sharding=None)
+pp_param_rules["reshape"] = _with_absent(sharding=None)
+pp_param_rules["iota"] = _with_absent(sharding=None)
+# JAX's scan has no ``linear`` param (transposition finds the linear operands itself)
+pp_param_rules["scan"] = lambda eqn, names: _sorted_params(eqn.params, {"linear"})
 pp_param_rules["custom_jvp_call"] = _custom_call_params
 pp_param_rules["custom_vjp_call"] = _custom_call_params
+pp_param_rules["custom_lin"] = _custom_lin_params
 
 
 def _pp_eqn_doc(eqn, names):
@@ -858,12 +894,19 @@ def eval_jaxpr(jaxpr, consts, *args):
         env[v] = x
     for v, x in zip(jaxpr.invars, args, strict=True):
         env[v] = x
-    for eqn in jaxpr.eqns:
-        outs = eqn.primitive.bind(*[read(x) for x in eqn.invars], **eqn.params)
-        if not eqn.primitive.multiple_results:
-            outs = [outs]
-        for v, out in zip(eqn.outvars, outs, strict=True):
-            env[v] = out
+    state = trace_state
+    outer = state.replayed_source
+    try:
+        for eqn in jaxpr.eqns:
+            # what a transformation makes of the equation is attributed to the user's line
+            state.replayed_source = eqn.source_info or outer
+            outs = eqn.primitive.bind(*[read(x) for x in eqn.invars], **eqn.params)
+            if not eqn.primitive.multiple_results:
+                outs = [outs]
+            for v, out in zip(eqn.outvars, outs, strict=True):
+                env[v] = out
+    finally:
+        state.replayed_source = outer
     return [read(x) for x in jaxpr.outvars]
 
 

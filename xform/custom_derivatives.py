@@ -298,7 +298,8 @@ class custom_jvp(_CustomFunction):
 
         flat_jvp.__name__ = getattr(rule, "__name__", "jvp")  # printed as the jvp= param
         flat_jvp.symbolic_zeros = self.symbolic_zeros
-        outs = custom_jvp_call_p.bind(*leaves, fun=flat_fun, jvp=flat_jvp, num_consts=0)
+        outs = custom_jvp_call_p.bind(*leaves, fun=flat_fun, jvp=flat_jvp, num_consts=0,
+                                      name=name, symbolic_zeros=self.symbolic_zeros)
         return tree_util.tree_unflatten(store["out_tree"], outs)
 
 
@@ -366,7 +367,8 @@ class custom_vjp(_CustomFunction):
         flat_bwd.__name__ = getattr(bwd, "__name__", "bwd")  # ... and bwd=
         flat_fwd.symbolic_zeros = flat_bwd.symbolic_zeros = self.symbolic_zeros
         outs = custom_vjp_call_p.bind(*leaves, fun=flat_fun, fwd=flat_fwd, bwd=flat_bwd,
-                                      num_consts=0)
+                                      num_consts=0, name=name,
+                                      symbolic_zeros=self.symbolic_zeros)
         return tree_util.tree_unflatten(store["out_tree"], outs)
 
 

@@ -44,9 +44,10 @@ def is_differentiable(aval):
 
 
 def tangent_aval(aval):
-    """Integer and boolean values have float0 tangents, as in JAX."""
+    """A float or complex value's tangent has its type, weak type included (a Python
+    scalar's tangents are weak, as JAX's); integer and boolean values have float0 tangents."""
     if aval.dtype in _INEXACT:  # a set lookup: this runs for every operand of every op
-        return aval.strip_weak_type()
+        return aval
     return ShapedArray(aval.shape, dtypes.float0)
 
 

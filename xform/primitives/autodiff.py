@@ -118,26 +118,16 @@ def _custom_vjp_call_jvp(primals, tangents, *, fwd, bwd, num_consts, **call):
         primals_out, residuals = fwd(list(args), [type(t) is not ad.Zero for t in arg_tangents])
     else:
         primals_out, residuals = fwd(args)
-    # An integer or boolean argument's tangent is float0, which traces do not hold: it is no
-    # operand of custom_lin, and bwd's cotangent for it is dropped.
-    kept = [ad.tangent_aval(get_aval(x)).dtype != dtypes.float0 for x in args]
-    arg_tangents = [ad.instantiate(t) for t, k in zip(arg_tangents, kept, strict=True) if k]
+    # As JAX's: an argument with a zero tangent (an integer or boolean one's is float0, which
+    # traces do not hold) is no operand of custom_lin, and bwd's cotangent for it is dropped.
+    in_zeros = tuple(type(t) is ad.Zero or ad.tangent_aval(get_aval(x)).dtype == dtypes.float0
+                     for x, t in zip(args, arg_tangents, strict=True))
+    arg_tangents = [t for t, z in zip(arg_tangents, in_zeros, strict=True) if not z]
     out_avals = tuple(ad.tangent_aval(get_aval(p)) for p in primals_out)
     tangents_out = custom_lin_p.bind(*residuals, *arg_tangents, num_res=len(residuals),
-                                     bwd=_kept_cotangents(bwd, kept), out_avals=out_avals)
+                                     bwd=bwd, out_avals=out_avals,
+                                     symbolic_zeros=_symbolic(bwd), in_zeros=in_zeros)
     return primals_out, tangents_out
-
-
-def _kept_cotangents(bwd, kept):
-    """``bwd`` returning only the cotangents of the arguments that ``kept`` marks."""
-    if all(kept):
-        return bwd
-
-    def kept_bwd(residuals, cts):
-        return [ct for ct, k in zip(bwd(residuals, cts), kept, strict=True) if k]
-
-    kept_bwd.symbolic_zeros = _symbolic(bwd)
-    return kept_bwd
 
 
 ad.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
@@ -147,7 +137,7 @@ ad.jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp
 # ``custom_lin`` stands for the derivative of a custom_vjp function: linear in its tangent
 # operands, known only through its transpose, which is the user's bwd rule.
 
-def _custom_lin_abstract_eval(*avals, num_res, bwd, out_avals):
+def _custom_lin_abstract_eval(*avals, num_res, bwd, out_avals, symbolic_zeros, in_zeros):
     return list(out_avals)
 
 
@@ -162,12 +152,13 @@ custom_lin_p = standard_primitive("custom_lin", _custom_lin_abstract_eval,
 eager_rules[custom_lin_p] = _custom_lin_forward
 
 
-def _custom_lin_transpose(cts, *invals, num_res, bwd, out_avals):
+def _custom_lin_transpose(cts, *invals, num_res, bwd, out_avals, symbolic_zeros, in_zeros):
     residuals = invals[:num_res]
     cts = [ad.Zero(a) if ct is None else ct for ct, a in zip(cts, out_avals, strict=True)]
     if not _symbolic(bwd):
         cts = [ad.instantiate(ct) for ct in cts]
-    return [None] * num_res + list(bwd(list(residuals), cts))
+    cts_in = bwd(list(residuals), cts)
+    return [None] * num_res + [ct for ct, z in zip(cts_in, in_zeros, strict=True) if not z]
 
 
 transpose.transpose_rules[custom_lin_p] = _custom_lin_transpose
@@ -234,6 +225,7 @@ def _batched_bwd(bwd, axis, res_dims, ct_dims, arg_dims):
         return [ct if d is not None else ad.tangent_ops["reduce_sum"](ct, (0,))
                 for ct, d in zip(cts_in, arg_dims, strict=True)]
 
+    batched_bwd.__name__ = getattr(bwd, "__name__", "bwd")  # printed as the bwd= param
     return batched_bwd
 
 
@@ -260,7 +252,9 @@ def _custom_jvp_call_batch(axis, args, dims, *, jvp, num_consts, **call):
         out_dims[:] = [0] * n_out[0]
         return outs[:n_out[0]], outs[n_out[0]:]
 
-    outs = custom_jvp_call_p.bind(*args, fun=fun, jvp=batched_jvp, num_consts=num_consts)
+    batched_jvp.__name__ = getattr(jvp, "__name__", "jvp")  # printed as the jvp= param
+    outs = custom_jvp_call_p.bind(*args, fun=fun, jvp=batched_jvp, num_consts=num_consts,
+                                  name=call["name"], symbolic_zeros=call["symbolic_zeros"])
     return outs, list(out_dims)
 
 
@@ -296,16 +290,36 @@ def _custom_vjp_call_batch(axis, args, dims, *, fwd, bwd, num_consts, **call):
         inner = _batched_bwd(bwd, axis, [0] * num_res[0], [0] * n_out[0], arg_dims)
         return inner(residuals, cts)
 
+    batched_fwd.__name__ = getattr(fwd, "__name__", "fwd")  # printed as fwd= and bwd=
+    batched_bwd.__name__ = getattr(bwd, "__name__", "bwd")
     outs = custom_vjp_call_p.bind(*args, fun=fun, fwd=batched_fwd, bwd=batched_bwd,
-                                  num_consts=num_consts)
+                                  num_consts=num_consts, name=call["name"],
+                                  symbolic_zeros=call["symbolic_zeros"])
     return outs, list(out_dims)
 
 
-def _custom_lin_batch(axis, args, dims, *, num_res, bwd, out_avals):
+def _nonzero_cotangents(bwd, in_zeros):
+    """``bwd`` returning only the cotangents of the arguments with nonzero tangents."""
+    if not any(in_zeros):
+        return bwd
+
+    def nonzero_bwd(residuals, cts):
+        return [ct for ct, z in zip(bwd(residuals, cts), in_zeros, strict=True) if not z]
+
+    nonzero_bwd.__name__ = getattr(bwd, "__name__", "bwd")
+    nonzero_bwd.symbolic_zeros = _symbolic(bwd)
+    return nonzero_bwd
+
+
+def _custom_lin_batch(axis, args, dims, *, num_res, bwd, out_avals, symbolic_zeros,
+                      in_zeros):
     res_dims, arg_dims = list(dims[:num_res]), list(dims[num_res:])
-    batched_bwd = _batched_bwd(bwd, axis, res_dims, [0] * len(out_avals), arg_dims)
+    # Only the operands' cotangents are batched (a float0 one could not be).
+    batched_bwd = _batched_bwd(_nonzero_cotangents(bwd, in_zeros), axis, res_dims,
+                               [0] * len(out_avals), arg_dims)
     out_avals = tuple(batching.batched_aval(a, 0, axis.size) for a in out_avals)
-    outs = custom_lin_p.bind(*args, num_res=num_res, bwd=batched_bwd, out_avals=out_avals)
+    outs = custom_lin_p.bind(*args, num_res=num_res, bwd=batched_bwd, out_avals=out_avals,
+                             symbolic_zeros=symbolic_zeros, in_zeros=(False,) * len(arg_dims))
     return outs, [0] * len(outs)
 
 

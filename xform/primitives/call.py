@@ -6,7 +6,14 @@ self-contained and later transformations rewrite the jaxpr, not the Python funct
 
 import weakref
 
-from xform.core import Primitive, abstract_eval_rules, eval_jaxpr, set_current_trace
+from xform.core import (
+    ClosedJaxpr,
+    Jaxpr,
+    Primitive,
+    abstract_eval_rules,
+    eval_jaxpr,
+    set_current_trace,
+)
 from xform.interpreters import ad, batching, dce, partial_eval, transpose
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 
@@ -82,8 +89,9 @@ def call_jvp(jaxpr, primals, tangents, bind):
 
 
 def _jit_jvp(primals, tangents, *, jaxpr, name):
+    # The differentiated, transposed and batched bodies keep the function's name, as JAX's.
     return call_jvp(jaxpr, primals, tangents, lambda body, operands, *_: jit_p.bind(
-        *operands, jaxpr=body, name=f"jvp({name})"))
+        *operands, jaxpr=body, name=name))
 
 
 ad.jvp_rules[jit_p] = _jit_jvp
@@ -103,6 +111,28 @@ def split_jaxpr(jaxpr, unknowns, what):
     return split
 
 
+_forwarding = weakref.WeakKeyDictionary()  # known jaxpr -> forward_residual_inputs(...)
+
+
+def forward_residual_inputs(known_jaxpr, num_res):
+    """As JAX's: a residual that is an input of the known jaxpr is handed on, not returned.
+    (The known jaxpr without those outputs, and per residual its input's index or None.)"""
+    hit = _forwarding.get(known_jaxpr.jaxpr)
+    if hit is not None:
+        return hit
+    body = known_jaxpr.jaxpr
+    position = {v: i for i, v in enumerate(body.invars)}
+    num_out = len(body.outvars) - num_res
+    sources = [position.get(v) for v in body.outvars[num_out:]]
+    if any(i is not None for i in sources):
+        kept = body.outvars[:num_out] + [v for v, i in zip(body.outvars[num_out:], sources,
+                                                           strict=True) if i is None]
+        known_jaxpr = ClosedJaxpr(Jaxpr(body.constvars, body.invars, kept, body.eqns),
+                                  known_jaxpr.consts)
+    hit = _forwarding[body] = (known_jaxpr, sources)
+    return hit
+
+
 def _jit_partial_eval(trace, args, params):
     """Split a jit call with unknown inputs: run the known part now (as its own jit), stage
     the unknown part (another jit) on the residuals it needs."""
@@ -110,15 +140,18 @@ def _jit_partial_eval(trace, args, params):
     unknowns = tuple(trace.is_unknown(x) for x in args)
     split = split_jaxpr(jaxpr, unknowns, f"partially evaluating `{name}`")
     known_jaxpr, known_consts, unknown_jaxpr, out_unknowns, num_res = split
+    known_jaxpr, sources = forward_residual_inputs(known_jaxpr, num_res)
     known_args = [x for x, u in zip(args, unknowns, strict=True) if not u]
     with set_current_trace(trace.parent):
         known_outs = jit_p.bind(*known_consts, *known_args, jaxpr=known_jaxpr, name=name)
-    residuals = known_outs[len(known_outs) - num_res:]
+    num_out = len(known_outs) - sum(i is None for i in sources)
+    returned, known_in = iter(known_outs[num_out:]), [*known_consts, *known_args]
+    residuals = [next(returned) if i is None else known_in[i] for i in sources]
     unknown_args = [x for x, u in zip(args, unknowns, strict=True) if u]
     unknown_outs = iter(trace.stage(jit_p, residuals + unknown_args,
                                     {"jaxpr": unknown_jaxpr, "name": name},
                                     unknown_jaxpr.out_avals))
-    known_outs = iter(known_outs[:len(known_outs) - num_res])
+    known_outs = iter(known_outs[:num_out])
     return [next(unknown_outs) if u else next(known_outs) for u in out_unknowns]
 
 
@@ -163,7 +196,7 @@ def _jit_transpose(cts, *invals, jaxpr, name):
     body, consts = transposed_jaxpr(jaxpr, linear)
     values = [x for x in invals if not transpose.is_undefined(x)]
     cts_in = iter(jit_p.bind(*consts, *values, *[ad.instantiate(ct) for ct in cts],
-                             jaxpr=body, name=f"transpose({name})"))
+                             jaxpr=body, name=name))
     return [next(cts_in) if lin else None for lin in linear]
 
 
@@ -174,7 +207,7 @@ transpose.transpose_rules[jit_p] = _jit_transpose
 
 def _jit_batch(axis, args, dims, *, jaxpr, name):
     body, consts, out_batched = batching.batch_jaxpr(jaxpr, axis, dims)
-    outs = jit_p.bind(*consts, *args, jaxpr=body, name=f"vmap({name})")
+    outs = jit_p.bind(*consts, *args, jaxpr=body, name=name)
     return outs, [0 if b else batching.not_mapped for b in out_batched]
 
 

@@ -236,7 +236,8 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
                                    body.outvars, body.eqns), [])
 
     def bind(args):
-        return custom_jvp_call_p.bind(*args, call_jaxpr=call_jaxpr, jvp=root_jvp, num_consts=0)
+        return custom_jvp_call_p.bind(*args, call_jaxpr=call_jaxpr, jvp=root_jvp, num_consts=0,
+                                      name="_custom_root", symbolic_zeros=False)
 
     def root_jvp(primals, tangents):
         f_args, _, ls_args, _ = _split(primals, lengths)
@@ -248,6 +249,7 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
         aux_dot = [ad.Zero(ad.tangent_aval(ad.aval_of(a))) for a in aux]
         return outs, [neg(t) for t in solution_dot] + aux_dot
 
+    root_jvp.__name__ = "_root_jvp"  # the jvp= param prints as JAX's
     return tree_util.tree_unflatten(out_tree, bind(operands))
 
 
