@@ -1,7 +1,9 @@
 """The public differentiation transformations: ``jvp``, ``vjp``, ``grad``, ``value_and_grad``.
 
 Reverse mode is linearize (JVP on top of partial evaluation, staging only the tangent
-computation) followed by transposition of that linear jaxpr.
+computation) followed by transposition of that linear jaxpr. Eagerly (no enclosing trace),
+``grad``, ``value_and_grad`` and ``vjp`` keep that linear program on a tape instead and
+transpose it from there, with the same rules (``xform.interpreters.tape``).
 
 Pytrees are handled here; ``xform.interpreters.ad`` works on flat lists.
 """
@@ -15,7 +17,7 @@ from xform import core, dtypes
 from xform.api import _abstractify, _arg_avals, _flatten_fun, _fun_name, jit
 from xform.array import Array, from_host
 from xform.core import Tracer
-from xform.interpreters import ad, dce, partial_eval, transpose
+from xform.interpreters import ad, dce, partial_eval, tape, transpose
 from xform.interpreters.staging import trace_to_jaxpr
 from xform.primitives.elementwise import convert_folding_constants
 
@@ -107,9 +109,10 @@ def _with_aux(fun, has_aux, store):
 # --------------------------------------------------------------------------- reverse mode
 
 
-def _linearize_flat(flat_fun, primals, avals):
+def _linearize_flat(flat_fun, primals, avals, taped=True):
     """Primal outputs now, and the linear jaxpr from the tangents of the inexact inputs to
-    the tangents of the outputs, with a mask of which output tangents are not zero."""
+    the tangents of the outputs (or the ``tape.TapeTrace`` holding that linear program),
+    with a mask of which output tangents are not zero."""
     diff = [ad.is_differentiable(a) for a in avals]
     store = {}
 
@@ -123,27 +126,42 @@ def _linearize_flat(flat_fun, primals, avals):
         return [t for t in tangents_out if type(t) is not ad.Zero]
 
     tangent_avals = [ad.tangent_aval(a) for a, d in zip(avals, diff, strict=True) if d]
-    _, linear = partial_eval.partial_eval_flat(tangents_of, primals, tangent_avals,
-                                               "linearizing")
+    if taped and tape.applies(avals):  # eager: the linear part is kept on a tape, not staged
+        _, linear = tape.linearize_flat(tangents_of, primals, tangent_avals, "linearizing")
+    else:
+        _, linear = partial_eval.partial_eval_flat(tangents_of, primals, tangent_avals,
+                                                   "linearizing")
     return store["primals_out"], linear, store["nonzero"], diff
 
 
 class _Linearized:
     """``fun`` linearized at ``primals`` (pytrees): what vjp and linearize both start from."""
 
-    def __init__(self, fun, primals, has_aux):
+    def __init__(self, fun, primals, has_aux, taped=True):
         leaves, self.in_tree = tree_util.tree_flatten((primals, {}))
         self.avals = _arg_avals(leaves, self.in_tree, fun)
         self.store = {}
         flat = _flatten_fun(_with_aux(fun, has_aux, self.store), self.in_tree, self.store)
-        self.primals_out, self.linear, self.nonzero, self.diff = _linearize_flat(
-            flat, leaves, self.avals)
+        self.primals_out, linear, self.nonzero, self.diff = _linearize_flat(
+            flat, leaves, self.avals, taped)
+        self.tape = linear if type(linear) is tape.TapeTrace else None
+        self._linear = None if self.tape is not None else linear
         self.out_tree = self.store["out_tree"]
         self.out_avals = [core.get_aval(p) for p in self.primals_out]
+
+    @property
+    def linear(self):
+        """The linear program as a closed jaxpr (a tape is staged into one)."""
+        if self._linear is None:
+            self._linear = self.tape.closed_jaxpr()
+        return self._linear
 
     def pullback_flat(self, ct_leaves):
         """Cotangents of the flat inputs (arrays) from those of the flat outputs, which the
         caller has checked."""
+        if self.tape is not None and self._linear is None:
+            cts = [ct for ct, nz in zip(ct_leaves, self.nonzero, strict=True) if nz]
+            return _input_cotangents(self.avals, self.diff, self.tape.backward(cts))
         return _pull_back(self.linear.jaxpr, self.linear.consts, self.nonzero, self.avals,
                           self.diff, ct_leaves)
 
@@ -153,7 +171,14 @@ def _pull_back(linear_jaxpr, residuals, nonzero, avals, diff, ct_leaves):
     input cotangents from the flat output ones (``nonzero``: which outputs it computes)."""
     cts = [ct for ct, nz in zip(ct_leaves, nonzero, strict=True) if nz]
     args = [transpose.UndefinedPrimal(v.aval) for v in linear_jaxpr.invars]
-    cts_in = iter(transpose.backward_pass(linear_jaxpr, residuals, args, cts))
+    return _input_cotangents(avals, diff,
+                             transpose.backward_pass(linear_jaxpr, residuals, args, cts))
+
+
+def _input_cotangents(avals, diff, cts_in):
+    """The cotangents of all flat inputs, typed as their primals, from ``cts_in`` (those of
+    the differentiable ones)."""
+    cts_in = iter(cts_in)
     flat_cts = []
     for aval, d in zip(avals, diff, strict=True):
         ct = next(cts_in) if d else None
@@ -196,11 +221,14 @@ def vjp(fun, *primals, has_aux=False):
       >>> pullback(1.0)  # (cos 0.5,)
     """
     lin = _Linearized(fun, primals, has_aux)
-    linear = lin.linear
-    meta = _PullbackMeta(_fun_name(fun), linear.jaxpr, lin.nonzero, lin.avals, lin.diff,
+    meta = _PullbackMeta(_fun_name(fun), None, lin.nonzero, lin.avals, lin.diff,
                          lin.in_tree, lin.out_tree, lin.out_avals)
     out = tree_util.tree_unflatten(lin.out_tree, [_as_output(p) for p in lin.primals_out])
-    vjp_fun = VJP(meta, list(linear.consts))
+    if lin.tape is not None:  # eager: the pullback walks the tape until it is a pytree
+        vjp_fun = VJP(meta, None, lin.tape)
+    else:
+        meta.jaxpr = lin.linear.jaxpr
+        vjp_fun = VJP(meta, list(lin.linear.consts))
     return (out, vjp_fun, lin.store["aux"]) if has_aux else (out, vjp_fun)
 
 
@@ -225,13 +253,25 @@ class _PullbackMeta:
 
 class VJP:
     """The pullback ``vjp`` returns: ``vjp_fun(cotangents_out)`` is a tuple of cotangents, one
-    per primal argument. A pytree (its leaves: the residuals), as JAX's ``VJP`` is."""
+    per primal argument. A pytree (its leaves: the residuals), as JAX's ``VJP`` is.
 
-    __slots__ = ("meta", "residuals")
+    An eager ``vjp`` makes it from a tape (``tape.TapeTrace``), which it walks backwards; it
+    stages the tape into its linear jaxpr and residuals the first time these are read (when
+    the pullback is flattened as a pytree), and transposes that jaxpr from then on."""
 
-    def __init__(self, meta, residuals):
+    __slots__ = ("meta", "_residuals", "tape")
+
+    def __init__(self, meta, residuals, tape=None):
         self.meta = meta
-        self.residuals = residuals
+        self._residuals = residuals
+        self.tape = tape
+
+    @property
+    def residuals(self):
+        if self._residuals is None:
+            closed = self.tape.closed_jaxpr()
+            self.meta.jaxpr, self._residuals, self.tape = closed.jaxpr, list(closed.consts), None
+        return self._residuals
 
     def __call__(self, cotangents, *extra_args):
         meta = self.meta
@@ -250,8 +290,12 @@ class VJP:
             if shape != aval.shape:
                 raise ValueError(f"vjp of {meta.name}: cotangent {i} has shape "
                                  f"{shape}, the primal output {aval.shape}")
-        flat = _pull_back(meta.jaxpr, self.residuals, meta.nonzero, meta.avals,
-                          meta.diff, ct_leaves)
+        if self.tape is not None:
+            cts = [ct for ct, nz in zip(ct_leaves, meta.nonzero, strict=True) if nz]
+            flat = _input_cotangents(meta.avals, meta.diff, self.tape.backward(cts))
+        else:
+            flat = _pull_back(meta.jaxpr, self.residuals, meta.nonzero, meta.avals,
+                              meta.diff, ct_leaves)
         return tree_util.tree_unflatten(meta.in_tree, flat)[0]
 
     def __repr__(self):
@@ -301,6 +345,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     nums = (argnums,) if int_argnums else tuple(argnums)
     name = _fun_name(fun)
 
+    @functools.wraps(fun)  # named as ``fun``, as JAX's (jit's and lowered modules' names)
     def value_and_grad_f(*args, **kwargs):
         if any(i >= len(args) or i < -len(args) for i in nums):
             raise TypeError(f"differentiating {name} with respect to argnums={argnums} "
@@ -322,9 +367,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         out = tree_util.tree_unflatten(lin.out_tree, [_as_output(p) for p in lin.primals_out])
         _check_grad_output(name, out, holomorphic)
         out_aval = core.get_aval(out)
-        # A complex seed is weak where the output is, as JAX's (real ones: see _typed_like).
-        cts = lin.pullback_flat([_one(out_aval.dtype, out_aval.weak_type and
-                                      out_aval.dtype.kind == "c")])
+        # The seed is weak where the output is, as JAX's.
+        cts = lin.pullback_flat([_one(out_aval.dtype, out_aval.weak_type)])
         cts = tree_util.tree_unflatten(lin.in_tree, cts)[0]
         grads = cts[0] if int_argnums else tuple(cts)
         value = (out, lin.store["aux"]) if has_aux else out
@@ -348,6 +392,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     """
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
+    @functools.wraps(fun)
     def grad_f(*args, **kwargs):
         (value, grads) = vg(*args, **kwargs)
         return (grads, value[1]) if has_aux else grads
@@ -400,7 +445,7 @@ def linearize(fun, *primals, has_aux=False):
 
     The primal computation runs now; ``f_jvp`` replays only the staged tangent program.
     """
-    lin = _Linearized(fun, primals, has_aux)
+    lin = _Linearized(fun, primals, has_aux, taped=False)  # f_jvp replays a jaxpr
     in_tree, out_tree, avals, diff = lin.in_tree, lin.out_tree, lin.avals, lin.diff
     nonzero, out_avals, store = lin.nonzero, lin.out_avals, lin.store
     primals_out = lin.primals_out

@@ -34,6 +34,25 @@ def is_undefined(x):
     return type(x) is UndefinedPrimal
 
 
+def pop_cotangent(ct_env, prim, outvars):
+    """The cotangent of an equation's outputs, taken out of ``ct_env``: None when none
+    reached them; for several outputs a list, ``Zero`` where one got none."""
+    if prim.multiple_results:
+        cts = [ct_env.pop(v, None) for v in outvars]
+        if all(ct is None for ct in cts):
+            return None
+        return [Zero(v.aval) if c is None else c for v, c in zip(outvars, cts, strict=True)]
+    return ct_env.pop(outvars[0], None)
+
+
+def transpose_rule(prim):
+    rule = transpose_rules.get(prim)
+    if rule is None:
+        raise MissingRuleError(f"primitive '{prim.name}' has no transpose rule, so it "
+                               "cannot be differentiated in reverse mode")
+    return rule
+
+
 def backward_pass(jaxpr, consts, args, cts_out):
     """Cotangents of the ``UndefinedPrimal`` entries of ``args`` given ``cts_out``.
 
@@ -75,20 +94,10 @@ def backward_pass(jaxpr, consts, args, cts_out):
     # rather than ``zip(strict=True)`` (a keyword argument makes zip parse its arguments).
     for eqn in reversed(linear_eqns):
         prim = eqn.primitive
-        if prim.multiple_results:
-            cts = [ct_env.pop(v, None) for v in eqn.outvars]
-            if all(ct is None for ct in cts):
-                continue
-            ct = [Zero(v.aval) if c is None else c for v, c in zip(eqn.outvars, cts,
-                                                                   strict=True)]
-        else:
-            ct = ct_env.pop(eqn.outvars[0], None)
-            if ct is None:
-                continue
-        rule = transpose_rules.get(prim)
-        if rule is None:
-            raise MissingRuleError(f"primitive '{prim.name}' has no transpose rule, so it "
-                                   "cannot be differentiated in reverse mode")
+        ct = pop_cotangent(ct_env, prim, eqn.outvars)
+        if ct is None:
+            continue
+        rule = transpose_rule(prim)
         invars = eqn.invars
         invals = []
         for x in invars:

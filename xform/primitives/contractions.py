@@ -9,6 +9,8 @@ in the result dtype (half floats in float32, as XLA's CPU backend does) and move
 
 import dataclasses
 import enum
+import functools
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -337,6 +339,7 @@ def _free_dims(ndim, contracting, batch):
     return tuple(d for d in range(ndim) if d not in contracting and d not in batch)
 
 
+@functools.cache  # per dtype: read twice by every dot_general's type rule and eager impl
 def _type_properties(dtype):
     """XLA's order of "higher precision" types (primitive_util.h's HigherPrecisionType)."""
     c = dtypes.is_complex(dtype)
@@ -416,10 +419,8 @@ def _dot_general_host(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
     batch_shape = tuple(lhs.shape[d] for d in lb)
     lf_shape = tuple(lhs.shape[d] for d in lf)
     rf_shape = tuple(rhs.shape[d] for d in rf)
-    k = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))
-    b = int(np.prod(batch_shape, dtype=np.int64))
-    m = int(np.prod(lf_shape, dtype=np.int64))
-    n = int(np.prod(rf_shape, dtype=np.int64))
+    k = math.prod([lhs.shape[d] for d in lc])  # math.prod: np.prod costs µs per call
+    b, m, n = math.prod(batch_shape), math.prod(lf_shape), math.prod(rf_shape)
     # (batch, free, contracted) @ (batch, contracted, free): one batched matmul, BLAS for floats.
     x = np.transpose(lhs, lb + lf + lc).astype(compute, copy=False).reshape(b, m, k)
     y = np.transpose(rhs, rb + rc + rf).astype(compute, copy=False).reshape(b, k, n)
