@@ -5,6 +5,10 @@ cached wrapper: both columns are xform. jit's cache belongs to the function (as 
 so the fresh wrapper finds the trace and the program of the earlier ones and costs only
 its construction; the target is at most 1.2x the cached call. (a3) puts the same inline
 call next to JAX's.
+
+The (c) rows here put one eager op (the (c) rows of ``run.py``, against JAX) next to NumPy
+and HIPS autograd, the references for eager speed: the "JAX" column holds the other
+library's time, and the ratio is xform/NumPy or xform/autograd.
 """
 
 import jax
@@ -42,6 +46,39 @@ def bench_fresh_wrapper_jax(scale):
         fns.append(lambda jit=jit, a=a, b=b: jit(_mul_add)(a, b).block_until_ready())
     return compare(*fns, samples=30 * scale, inner=100, warmup=100)
 
+
+def _eager_op(lib, op, x, y):
+    if op == "sin":
+        return lambda: lib.sin(x)
+    return lambda: lib.add(x, y)
+
+
+def bench_eager_reference(scale, op, reference):
+    """(c) One eager op on float32[16], xform against NumPy or HIPS autograd (outside grad:
+    a NumPy call behind autograd's primitive wrapper)."""
+    if reference == "numpy":
+        ref = np
+    else:
+        import autograd.numpy as ref  # noqa: PLC0415  (optional: only this row needs it)
+    x, y = np.linspace(-1, 1, 16, dtype=np.float32), np.ones(16, np.float32)
+    xf_fn = _eager_op(xnp, op, xnp.asarray(x), xnp.asarray(y))
+    ref_fn = _eager_op(ref, op, x, y)
+    np.testing.assert_array_equal(np.asarray(xf_fn()), ref_fn())
+    return compare(lambda: xf_fn().block_until_ready(), ref_fn, samples=30 * scale,
+                   inner=200, warmup=200)
+
+
+# After the (c) rows of run.py: references, not targets.
+EAGER_REFERENCE_BENCHMARKS = [
+    ("(c) eager `sin`, f32[16], against NumPy (ratio xform/NumPy)", bench_eager_reference,
+     ("sin", "numpy"), None),
+    ("(c) eager `add`, f32[16], against NumPy (ratio xform/NumPy)", bench_eager_reference,
+     ("add", "numpy"), None),
+    ("(c) eager `sin`, f32[16], against HIPS autograd (ratio xform/autograd)",
+     bench_eager_reference, ("sin", "autograd"), None),
+    ("(c) eager `add`, f32[16], against HIPS autograd (ratio xform/autograd)",
+     bench_eager_reference, ("add", "autograd"), None),
+]
 
 BENCHMARKS = [
     ("(a2) `jit(f)(x, y)`, a fresh wrapper per call, against a cached call (xform/xform)",

@@ -152,9 +152,11 @@ def _compile(client, module, text, devices, options, min_cache_secs=0.0):
 def compile_module(module, out_avals, device=None, min_cache_secs=0.0, xla_options=()):
     """Compile a verified StableHLO module for one device; ``out_avals`` type its results.
     The persistent cache keeps it if compiling took ``min_cache_secs`` or more."""
-    device = device or default_device()
     text = mlir.module_text(module)
     options = compile_options(xla_options)
+    if device is not None:  # pinned there (XLA's default assignment is the first device)
+        options.device_assignment = _jax.DeviceAssignment.create(np.array([[device.id]]))
+    device = device or default_device()
     loaded = _compile(device.client, module, text, (device,), options, min_cache_secs)
     return Executable(loaded, text, device, out_avals)
 

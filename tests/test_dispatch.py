@@ -67,3 +67,103 @@ def test_host_path_does_not_warn():
     assert np.isneginf(np.asarray(out)[0]) and np.isnan(np.asarray(out)[1])
     out = lax.div(from_host(np.array([1.0], np.float32)), 0.0)
     assert np.isposinf(np.asarray(out)[0])
+
+
+# --------------------------------------------------------------------------- the fast path
+# A primitive without params on one or two host Arrays runs a memoized NumPy call (see
+# ``dispatch._plans``); its results must be those of the general path, and of JAX.
+
+
+def _fast_cases():
+    import jax.numpy as jnp  # noqa: PLC0415  (the oracle)
+    import ml_dtypes  # noqa: PLC0415
+
+    import xform.numpy as xnp  # noqa: PLC0415
+
+    data = {
+        "f32": np.linspace(-3, 3, 6, dtype=np.float32),
+        "f32_rank0": np.float32(0.5),
+        "bf16": np.linspace(-3, 3, 6).astype(ml_dtypes.bfloat16),  # computed in float32
+        "f16": np.linspace(-3, 3, 6).astype(np.float16),
+        "i32": np.arange(-3, 3, dtype=np.int32),
+        "bool": np.array([True, False, True]),
+    }
+    ops = {
+        "sin": lambda m, x, y: m.sin(x),
+        "negative": lambda m, x, y: m.negative(x),
+        "add": lambda m, x, y: m.add(x, y),
+        "multiply": lambda m, x, y: x * y,
+        "less": lambda m, x, y: x < y,
+        "maximum": lambda m, x, y: m.maximum(x, y),
+    }
+    return jnp, xnp, data, ops
+
+
+def _check_like_jax(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.aval.weak_type == want.weak_type
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
+                               rtol=1e-6)
+
+
+def test_fast_path_matches_jax_and_the_general_path():
+    jnp, xnp, data, ops = _fast_cases()
+    for dname, host in data.items():
+        for oname, op in ops.items():
+            if dname == "bool" and oname in ("sin", "negative"):
+                continue
+            # Two Arrays per operand with one value: the second call finds the plan.
+            x, y = xnp.asarray(host), xnp.asarray(host[::-1] if host.ndim else host)
+            want = op(jnp, jnp.asarray(host), jnp.asarray(host[::-1] if host.ndim else host))
+            first, second = op(xnp, x, y), op(xnp, x, y)
+            _check_like_jax(first, want)
+            _check_like_jax(second, want)
+            assert type(np.asarray(second)) is np.ndarray  # a 0-d result too, not a scalar
+            assert np.asarray(first).tobytes() == np.asarray(second).tobytes(), (dname, oname)
+
+
+def test_fast_path_keeps_weak_types():
+    jnp, xnp, _, _ = _fast_cases()
+    weak = xnp.asarray(2.0) + 1.0  # a weakly typed float32 scalar
+    for _ in range(2):
+        _check_like_jax(xnp.sin(weak), jnp.sin(jnp.asarray(2.0) + 1.0))
+        _check_like_jax(weak * weak, (jnp.asarray(2.0) + 1.0) ** 2)
+
+
+def test_fast_path_flushes_an_underflow():
+    # The plan is made by a call that does not underflow; a later one with the same avals
+    # must flush its subnormal results to zero as XLA does.
+    jnp, xnp, _, _ = _fast_cases()
+    normal, tiny = np.zeros(3, np.float32), np.full(3, -100, np.float32)
+    for host in (normal, tiny, normal, tiny):
+        got, want = xnp.exp(xnp.asarray(host)), jnp.exp(host)
+        assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
+    a, b = xnp.asarray(np.float32([1e-20, 1.0])), xnp.asarray(np.float32([1e-20, 2.0]))
+    for _ in range(2):
+        assert np.asarray(a * b).tolist() == np.asarray(jnp.float32([1e-20, 1]) *
+                                                       jnp.float32([1e-20, 2])).tolist()
+
+
+def test_fast_path_in_threads():
+    # Each thread has its own NumPy error context; results are right in all of them.
+    import concurrent.futures  # noqa: PLC0415
+
+    _, xnp, _, _ = _fast_cases()
+    x = xnp.asarray(np.linspace(0, 1, 8, dtype=np.float32))
+    want = np.asarray(xnp.sin(x) * x - x)
+
+    def work(_):
+        return all(np.array_equal(np.asarray(xnp.sin(x) * x - x), want) for _ in range(200))
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(8)))
+
+
+def test_fast_path_rejects_escaped_tracers():
+    _, xnp, _, _ = _fast_cases()
+    x = xnp.ones(3, dtype=np.float32)
+    xnp.sin(x)  # a plan for this aval
+    leaked = []
+    xform.jit(lambda t: leaked.append(t) or t)(x)
+    with pytest.raises(xform.errors.UnexpectedTracerError):
+        xnp.sin(leaked[0])

@@ -54,6 +54,124 @@ def test_subnormals_pass_through_moves():
     assert np.asarray(xnp.negative(xnp.asarray(x))) == np.asarray(jnp.negative(x)) == -x
 
 
+# Subnormals in Arrays made from user data: XLA reads them as zero in arithmetic and passes
+# them through bit moves (issue 19). Each case is (input maker, op); it runs eagerly on
+# xform and JAX, and under xform.jit with the input as an argument, for float32, float64
+# (x64) and complex64. The tiny values are subnormal in their dtype.
+_TINY = {"float32": 1e-40, "float64": 1e-310, "complex64": 1e-40}
+
+
+def _user_inputs(dtype):
+    t = _TINY[dtype]
+    return {
+        "scalar": lambda m: m.asarray(t, dtype=dtype),
+        "array": lambda m: m.array([t, -t, 1.0, 0.0], dtype=dtype),
+        "full": lambda m: m.full((2, 2), -t, dtype=dtype),
+        "matrix": lambda m: m.asarray(np.array([[t, 1.0], [-t, 2.0]], dtype)),
+    }
+
+
+_ARITHMETIC = {
+    "times_two": lambda m, x: x * 2,
+    "sqrt": lambda m, x: m.sqrt(x),
+    "plus_itself": lambda m, x: x + x,  # not x + 0: XLA folds that under jit
+    "equals_zero": lambda m, x: x == 0,
+    "sum": lambda m, x: m.sum(x),
+    "maximum": lambda m, x: m.maximum(x, m.zeros_like(x)),
+    "abs_times_three": lambda m, x: m.abs(x) * 3,
+}
+
+# Bit moves keep the subnormals (checked against jax.jit), and their results stay marked:
+# the "_then_double" variant multiplies the moved value by 2.
+_MOVES = {
+    "neg": lambda m, x: -x,
+    "reshape": lambda m, x: x.reshape(-1, 1),
+    "transpose": lambda m, x: x.reshape(1, -1).T,
+    "broadcast": lambda m, x: m.broadcast_to(x, (3, *x.shape)),
+    "slice": lambda m, x: x.ravel()[:2],
+    "reverse": lambda m, x: x.ravel()[::-1],
+    "concatenate": lambda m, x: m.concatenate([x.ravel(), x.ravel()]),
+    "where": lambda m, x: m.where(m.ones(x.shape, bool), x, m.ones_like(x)),
+    "gather": lambda m, x: x.ravel()[m.array([1, 0])],
+    "dynamic_slice": lambda m, x: (jax.lax if m is jnp else xform.lax).dynamic_slice(
+        x.ravel(), (0,), (1,)),
+    "pad": lambda m, x: m.pad(x.ravel(), 1),
+    "iterate": lambda m, x: list(x.reshape(-1, 1))[0],
+    "real": lambda m, x: m.real(x),
+    "conj": lambda m, x: m.conj(x),
+}
+
+
+def _eager_jit_jax(make, op, dtype, jit=True):
+    with xform.enable_x64(dtype == "float64"):
+        x = make(xnp)
+        eager = op(xnp, x)
+        jitted = xform.jit(lambda x: op(xnp, x))(x) if jit else eager
+    with jax.enable_x64(dtype == "float64"):
+        expect = op(jnp, make(jnp))
+    return eager, jitted, expect
+
+
+def _same_bits(*arrays):
+    first = np.asarray(arrays[0])
+    for other in arrays[1:]:
+        a = np.asarray(other)
+        assert a.dtype == first.dtype and a.shape == first.shape
+        assert a.tobytes() == first.tobytes(), (first, a)
+
+
+@pytest.mark.parametrize("dtype", list(_TINY))
+def test_user_subnormals_read_as_zero(dtype):
+    for make in _user_inputs(dtype).values():  # every way of making an Array from data
+        _same_bits(*_eager_jit_jax(make, _ARITHMETIC["times_two"], dtype))
+    make = _user_inputs(dtype)["array"]
+    for name, op in _ARITHMETIC.items():
+        if dtype != "complex64" or name not in ("equals_zero", "maximum"):  # no order there
+            _same_bits(*_eager_jit_jax(make, op, dtype))
+
+
+@pytest.mark.parametrize("dtype", list(_TINY))
+def test_user_subnormals_pass_through_moves(dtype):
+    make = _user_inputs(dtype)["matrix"]
+    for move in _MOVES.values():
+        _same_bits(*_eager_jit_jax(make, move, dtype))
+        _same_bits(*_eager_jit_jax(make, lambda m, x, move=move: move(m, x) * 2, dtype,
+                                   jit=False))
+
+
+@pytest.mark.parametrize("convert", [
+    ("float32", "complex64"),  # a float in a complex of its precision: bits kept
+    ("float32", "float64"),  # widened: read as zero
+    ("complex64", "complex128"),
+])
+def test_user_subnormals_through_conversions(convert):
+    source, target = convert
+    make = _user_inputs(source)["array"]
+    with xform.enable_x64(True):
+        x = make(xnp)
+        eager = x.astype(target)
+        jitted = xform.jit(lambda x: x.astype(target))(x)
+    with jax.enable_x64(True):
+        expect = make(jnp).astype(target)
+    _same_bits(eager, jitted, expect)
+
+
+def test_user_subnormals_complex_parts():
+    # abs of a complex number computes a magnitude (read as zero); imag moves bits.
+    x = np.array([1e-40 + 0j, 1.0 + 1e-40j], np.complex64)
+    for op in (lambda m, x: m.abs(x), lambda m, x: m.imag(x) * 2, lambda m, x: m.imag(x)):
+        _same_bits(*_eager_jit_jax(lambda m: m.asarray(x), op, "complex64"))
+
+
+def test_fast_path_keeps_marks_apart():
+    # One aval, two arrays: a marked one must not take the unmarked one's memoized path.
+    plain, tiny = xnp.array([1.0, 2.0], dtype=F32), xnp.array([1e-40, 2.0], dtype=F32)
+    for _ in range(3):
+        _same_bits(xnp.sqrt(plain), jnp.sqrt(np.array([1.0, 2.0], F32)))
+        _same_bits(xnp.sqrt(tiny), jnp.sqrt(np.array([1e-40, 2.0], F32)))
+        _same_bits(tiny + plain, jnp.array([1e-40, 2.0], F32) + jnp.array([1.0, 2.0], F32))
+
+
 # --------------------------------------------------------------------------- sign
 
 

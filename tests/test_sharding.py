@@ -130,6 +130,13 @@ def test_jit_shardings_lowering_and_hlo_match_jax():
     out, expected = g(A), jg(A)
     assert out.sharding == expected.sharding == s_out
     assert_same(out, expected)
+    # The trace stage lowers the same partitioned module; the compiled stage's shardings
+    # come in JAX's pytrees.
+    traced = g.trace(A).lower()
+    assert sdy_annotations(traced.as_text()) == sdy_annotations(jg.trace(A).lower().as_text())
+    compiled, jcompiled = traced.compile(), jg.lower(A).compile()
+    assert compiled.input_shardings == jcompiled.input_shardings == ((s_in,), {})
+    assert compiled.output_shardings == jcompiled.output_shardings == s_out
 
 
 def test_tensor_parallel_mlp_one_all_reduce_as_jax():
@@ -302,3 +309,28 @@ def test_eager_ops_on_sharded_arrays_run_partitioned_as_jax():
     y = xform.pmap(lambda v: v * 2.0, donate_argnums=0)(xform.pmap(lambda v: v + 1.0)(
         np.arange(4.0, dtype=np.float32)))
     np.testing.assert_allclose(np.asarray(y + 1.0), 2 * np.arange(1.0, 5.0) + 1)
+
+
+def test_arrays_committed_to_one_device_as_jax():
+    # device_put to a device commits there; jit and eager ops run on the committed device
+    # and commit their results; two devices at once is JAX's ValueError.
+    for lib, np_ in ((xform, xnp), (jax, jnp)):
+        _check_committed(lib, np_, dev=3)
+    assert_same(xform.jit(lambda a: xnp.sin(a) * 2)(xform.device_put(A, xform.devices()[3])),
+                jnp.sin(A) * 2)
+
+
+def _check_committed(lib, np_, dev):
+    d = lib.device_put(A, lib.devices()[dev])
+    assert d.committed and d.devices() == {lib.devices()[dev]}
+    assert not np_.asarray(A).committed and not lib.device_put(A).committed
+    double = lib.jit(lambda a: np_.sin(a) * 2)
+    for out in (double(d), np_.sin(d) * 2, lib.jit(lambda a, b: a + b)(d, np_.ones(4))):
+        assert out.committed and out.devices() == {lib.devices()[dev]}
+    assert not double(np_.asarray(A)).committed
+    other = lib.device_put(A, lib.devices()[1])
+    message = r"Received incompatible devices for jitted computation.*\[3\].*\[1\]"
+    with pytest.raises(ValueError, match=message):
+        d + other
+    with pytest.raises(ValueError, match=message):
+        lib.jit(lambda a, b: a * b)(d, other)

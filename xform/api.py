@@ -18,7 +18,7 @@ from jax import tree_util
 
 from lowering import runtime
 from xform import api_sharding, config, core, dispatch, dtypes, stages
-from xform.array import Array, ShardedArray
+from xform.array import Array, CommittedArray, ShardedArray
 from xform.core import ShapedArray, Tracer
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.call import jit_p
@@ -270,9 +270,11 @@ class _CacheEntry:
 
     def run(self, leaves, avals, device):
         compiled = self.compiled
-        if compiled is None:
-            compiled = self.compiled = dispatch.compile_jaxpr(self.jaxpr, self.name, device,
-                                                              self.donated)
+        if compiled is None or compiled.device is not device:
+            # (another device: arguments committed elsewhere, compiled once per device)
+            compiled = dispatch.compile_jaxpr(self.jaxpr, self.name, device, self.donated)
+            if self.compiled is None:
+                self.compiled = compiled
         if self.direct is None and not self.consts and self.donated is None and \
                 device is None and not self.float0s:
             self.direct = compiled.executable
@@ -680,6 +682,10 @@ class JitFunction:
                 outs = api_sharding.run_partitioned(
                     entry, leaves, avals, self._positional(args, kwargs), *shardings,
                     state.name)
+            elif state.device is None and any(type(x) is CommittedArray for x in leaves):
+                device = dispatch.committed_device(leaves, avals, state.name)
+                outs = [CommittedArray(x.aval, None, x._buf) if type(x) is Array else x
+                        for x in entry.run(leaves, avals, device)]
             else:
                 outs = entry.run(leaves, avals, state.device)
         else:
@@ -728,13 +734,14 @@ class JitFunction:
         """Trace for these arguments (arrays or ``ShapeDtypeStruct``s): a ``Traced`` stage,
         whose ``.jaxpr`` is the trace and ``.lower()`` the next stage."""
         key, _, in_tree, statics, avals = self._signature(args, kwargs, _abstractify)
-        return stages.Traced(self, self._lookup(key, in_tree, statics, avals), in_tree, avals)
+        traced = stages.Traced(self, self._lookup(key, in_tree, statics, avals), in_tree, avals,
+                               lambda: api_sharding.lower(self, traced, args, kwargs))
+        return traced
 
     def lower(self, *args, **kwargs):
         """Trace and lower for these arguments: a ``Lowered`` stage (``.as_text()`` is the
         StableHLO module, ``.compile()`` the next stage)."""
-        traced = self.trace(*args, **kwargs)
-        return api_sharding.lower(self, traced, args, kwargs) or traced.lower()
+        return self.trace(*args, **kwargs).lower()
 
     def eval_shape(self, *args, **kwargs):
         entry, _, _ = self._entry(args, kwargs, _abstractify)

@@ -19,7 +19,7 @@ import numpy as np
 from lowering import runtime
 from lowering import sharding as impl
 from xform import core, dispatch, dtypes, stages, tree_util
-from xform.array import Array, ShardedArray
+from xform.array import Array, CommittedArray, ShardedArray
 from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Tracer, Var
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.call import jit_p
@@ -132,14 +132,14 @@ def device_put(x, device=None):
                         if hasattr(target, "spec") else leaf)
             continue
         aval = core.get_aval(leaf)
-        if target is None and type(leaf) is ShardedArray:
+        if target is None and (type(leaf) is ShardedArray or type(leaf) is CommittedArray):
             outs.append(leaf)  # already committed to its devices: stays there, as in JAX
         elif runtime.is_sharding(target):
             outs.append(wrap(put_leaf(leaf, target, aval), aval))
-        elif type(leaf) is Array:
-            outs.append(Array(aval, None, leaf._device_buffer(target)))
-        else:
-            outs.append(Array(aval, None, dispatch.device_buffer(leaf, aval, target)))
+        else:  # to a device: committed there, as in JAX; to none: the default, uncommitted
+            buf = dispatch.device_buffer(leaf, aval, target)
+            outs.append(Array(aval, None, buf) if target is None else
+                        CommittedArray(aval, None, buf))
     return tree_util.tree_unflatten(tree, outs)
 
 
@@ -477,25 +477,30 @@ class PartitionedLowered(stages.Lowered):
         self._module = program.module
 
     def compile(self, compiler_options=None):
-        return PartitionedCompiled(self._program)
+        return PartitionedCompiled(self._program, self.in_tree, self._entry.out_tree)
 
 
 class PartitionedCompiled:
     """The compiled partitioned program: ``as_text()`` is XLA's partitioned HLO."""
 
-    def __init__(self, program):
+    def __init__(self, program, in_tree, out_tree):
         self._program = program
+        self._in_tree, self._out_tree = in_tree, out_tree
 
     def as_text(self):
         return self._program.exe.loaded.hlo_modules()[0].to_string()
 
     @property
     def output_shardings(self):
-        return list(self._program.out_shardings)
+        """The results' shardings, in the results' pytree (as JAX's)."""
+        return tree_util.tree_unflatten(self._out_tree, list(self._program.out_shardings))
 
     @property
     def input_shardings(self):
-        return list(self._program.in_shardings)
+        """The arguments' shardings as ``(args, kwargs)`` (as JAX's)."""
+        flat = list(self._program.in_shardings)[-self._in_tree.num_leaves:] \
+            if self._in_tree.num_leaves else []
+        return tree_util.tree_unflatten(self._in_tree, flat)
 
 
 def lower(jitted, traced, args, kwargs):

@@ -42,13 +42,16 @@ class Array(metaclass=_ArrayMeta):
     """A concrete, immutable array on a device (or its host mirror); ``isinstance`` also
     accepts the tracers that stand for arrays inside transformations."""
 
-    __slots__ = ("aval", "_host", "_buf", "__weakref__")
+    # ``_subnormal``: the host data holds subnormal floats, which XLA's CPU reads as zero in
+    # arithmetic (see ``mark_subnormals``); eager dispatch flushes such an operand first.
+    __slots__ = ("aval", "_host", "_buf", "_subnormal", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, aval, host=None, buf=None):
         self.aval = aval
         self._host = host
         self._buf = buf
+        self._subnormal = False
 
     # ------------------------------------------------------------------ data movement
     def _host_value(self):
@@ -221,6 +224,8 @@ class Array(metaclass=_ArrayMeta):
             raise TypeError("iteration over a 0-d array")
         host = self._host_value()
         aval = ShapedArray(self.aval.shape[1:], self.aval.dtype, self.aval.weak_type)
+        if self._subnormal:
+            return (mark_subnormals(Array(aval, row)) for row in host)
         return (Array(aval, row) for row in host)
 
     def __copy__(self):
@@ -281,6 +286,22 @@ class ShardedArray(Array):
         return True
 
 
+class CommittedArray(Array):
+    """An Array pinned to one device, as JAX's committed arrays: what ``device_put(x, device)``
+    leaves, and what a ``jit`` computes from committed arguments. A ``jit`` call runs on the
+    device of its committed arguments (and refuses arguments committed to different devices);
+    a plain Array follows the others.
+
+    A subclass, like ShardedArray, so that jit's fastest path (exact ``Array``s, the default
+    device) needs no device check per argument."""
+
+    __slots__ = ()
+
+    @property
+    def committed(self):
+        return True
+
+
 class Shard:
     """One device's piece of an Array (as ``jax.Shard``)."""
 
@@ -311,7 +332,51 @@ def from_host(x, weak_type=False):
     dtype = dtypes.canonicalize(x.dtype)
     host = np.array(x, dtype, order="C")
     host.flags.writeable = False
-    return Array(ShapedArray(host.shape, dtype, weak_type), host)
+    return mark_subnormals(Array(intern_aval(ShapedArray(host.shape, dtype, weak_type)), host))
+
+
+# Avals of Arrays made from data and by eager ops, interned: such Arrays then share aval
+# objects, which eager dispatch's memo (keyed by their ids) and the ``is`` checks of
+# xform.numpy's fast paths rely on.
+_interned = {}
+
+
+def intern_aval(aval):
+    """The one aval object equal to ``aval`` among those interned (bounded: a full table is
+    emptied)."""
+    if len(_interned) > 4096:
+        _interned.clear()
+    return _interned.setdefault(aval, aval)
+
+
+# XLA's CPU backend reads subnormal float operands as zero (denormals-are-zero) wherever it
+# computes; NumPy does not. Arrays made from user data are checked once, when made (which
+# copies the data anyway), so that eager evaluation can read them as XLA does (see
+# ``xform.dispatch``). float16 is left out: XLA computes it in float32, where its subnormals
+# are normal numbers; bfloat16 shares float32's range, so its limit is float32's.
+TINY = {np.dtype(d): np.finfo(d).tiny for d in ("float32", "float64", "complex64",
+                                                "complex128")}
+TINY[np.dtype(dtypes.bfloat16)] = np.float32(np.finfo(np.float32).tiny)
+
+
+def has_subnormals(host):
+    """Does NumPy array ``host`` hold a float that XLA's CPU reads as zero (a subnormal)?"""
+    tiny = TINY.get(host.dtype)
+    if tiny is None:
+        return False
+    if host.dtype.kind == "c":
+        return has_subnormals(host.real) or has_subnormals(host.imag)
+    if host.ndim == 0:  # a scalar: a Python comparison, far cheaper than NumPy's
+        return 0 < abs(float(host)) < tiny
+    mags = np.abs(host)
+    small = mags < tiny  # zeros too; usually none, and then no second look
+    return bool(small.any() and (mags[small] > 0).any())
+
+
+def mark_subnormals(array):
+    """``array`` (an Array on the host), marked when its data holds subnormal floats."""
+    array._subnormal = has_subnormals(array._host)
+    return array
 
 
 def from_buffer(buf, aval):
@@ -330,5 +395,6 @@ def _buffer_aval(buf):
     return ShapedArray(buf.shape, dtypes.canonicalize(buf.dtype), bool(buf.weak_type))
 
 
-core.pytype_aval_mappings[Array] = core.pytype_aval_mappings[ShardedArray] = lambda x: x.aval
+core.pytype_aval_mappings[Array] = core.pytype_aval_mappings[ShardedArray] = \
+    core.pytype_aval_mappings[CommittedArray] = lambda x: x.aval
 core.pytype_aval_mappings[runtime.BufferType] = _buffer_aval

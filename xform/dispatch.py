@@ -3,8 +3,11 @@
 Eager evaluation on a CPU backend uses a primitive's NumPy implementation when it has one
 (a few microseconds, where a compiled XLA call costs over ten); otherwise, and always on a
 GPU or TPU, it compiles the single equation with XLA once per signature and runs that.
+The common eager op (no params, one or two Arrays on the host) takes a fast path: a NumPy
+function memoized per primitive and operand avals, called directly (``host_apply``).
 """
 
+import collections
 import contextvars
 import logging
 import threading
@@ -15,10 +18,19 @@ import numpy as np
 
 from lowering import mlir, runtime
 from xform import config, core, dtypes
-from xform.array import Array, ShardedArray
+from xform.array import (
+    TINY,
+    Array,
+    CommittedArray,
+    ShardedArray,
+    has_subnormals,
+    intern_aval,
+)
 from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Tracer, Var, host_impls
 from xform.interpreters import dce
 from xform.interpreters.staging import out_avals_of
+from xform.primitives import autodiff, compiler, elementwise, indexing, remat, sorting, structural
+from xform.primitives.base import direct_host_fn
 from xform.primitives.pmap import replicas_needed
 
 _log = logging.getLogger(__name__)  # "xform.dispatch": compiles, as JAX's jax._src.dispatch
@@ -41,15 +53,15 @@ def host_value(x, aval):
 
 # XLA's CPU backend runs with denormals-are-zero and flush-to-zero: arithmetic reads a
 # subnormal float operand as zero and writes zero for a subnormal result, keeping its sign;
-# only bit moves (copy, neg, abs, select, reshape, ...) pass one through. NumPy keeps them,
-# so the host path flushes (1) results, when NumPy signalled an underflow, which costs
-# nothing until one happens, and (2) the plain Python and NumPy operands of a primitive.
-# Results that are exactly subnormal signal nothing and stay, as do subnormals in an xform
-# Array made from user data: checking every operand and result would double the cost of an
-# eager op. float16 is left alone: XLA computes it in float32, where its subnormals are normal.
-_TINY = {np.dtype(d): np.finfo(d).tiny for d in ("float32", "float64", "complex64",
-                                                 "complex128")}
-_TINY[np.dtype(dtypes.bfloat16)] = np.float32(np.finfo(np.float32).tiny)
+# only bit moves (``_BIT_MOVES``) pass one through. NumPy keeps them, so the host path
+# flushes (1) results, when NumPy signalled an underflow, which costs nothing until one
+# happens, (2) the plain Python and NumPy operands of a primitive, and (3) operands that are
+# Arrays marked ``_subnormal`` (made from user data holding subnormals, see
+# ``xform.array.mark_subnormals``), except in a bit move, whose results stay marked. Results
+# that are exactly subnormal signal nothing and stay: checking every result would double the
+# cost of an eager op. float16 is left alone: XLA computes it in float32, where its
+# subnormals are normal.
+_TINY = TINY
 
 
 def flush_subnormals(x):
@@ -57,8 +69,10 @@ def flush_subnormals(x):
     tiny = _TINY.get(x.dtype)
     if tiny is None:
         return x
-    if x.dtype.kind == "c":
-        return flush_subnormals(x.real) + 1j * flush_subnormals(x.imag)
+    if x.dtype.kind == "c":  # part by part: adding the parts would lose a zero's sign
+        out = np.empty_like(x)
+        out.real, out.imag = flush_subnormals(x.real), flush_subnormals(x.imag)
+        return out
     wide = x.astype(np.float32) if x.dtype == dtypes.bfloat16 else x
     with np.errstate(invalid="ignore"):  # inf * 0 in the unselected branch
         return np.where(np.abs(wide) < tiny, x * 0, x)
@@ -78,13 +92,59 @@ def _operand_daz(v):
     return v
 
 
-def _note_underflow(kind, flag):
-    _quiet.underflow = True
+# The primitives whose results are bits of their operands, which XLA's CPU passes through
+# as they are, subnormals included (each checked against ``jax.jit`` on a CPU): a marked
+# Array's subnormals reach their results. Comparisons, sort's order, max/min, ``abs`` of a
+# complex number and widening conversions read them as zero like any arithmetic; top_k
+# compares them exactly. See ``_keeps_subnormals`` for abs and convert_element_type.
+_BIT_MOVES = frozenset([
+    elementwise.neg_p, elementwise.copy_p, elementwise.select_n_p, elementwise.real_p,
+    elementwise.imag_p, elementwise.conj_p, elementwise.complex_p, elementwise.stage_p,
+    elementwise.bitcast_convert_type_p, structural.reshape_p, structural.transpose_p,
+    structural.broadcast_in_dim_p, structural.squeeze_p, structural.concatenate_p,
+    structural.pad_p, structural.rev_p, structural.tile_p, structural.split_p,
+    structural.stack_p, structural.unstack_p, indexing.slice_p, indexing.gather_p,
+    indexing.dynamic_slice_p, indexing.dynamic_update_slice_p, indexing.scatter_p,
+    sorting.top_k_p, compiler.device_put_p, compiler.optimization_barrier_p,
+    autodiff.stop_gradient_p, remat.name_p,
+])
+
+
+def _keeps_subnormals(prim, avals, params):
+    """Does XLA's CPU pass the subnormals of ``prim``'s operands through to its results?"""
+    if prim in _BIT_MOVES:
+        return True
+    if prim is elementwise.abs_p:  # a sign bit cleared; a complex magnitude is computed
+        return avals[0].dtype.kind == "f"
+    if prim is elementwise.convert_element_type_p:  # same precision: a float in a complex
+        old, new = avals[0].dtype, np.dtype(params["new_dtype"])
+        return new == old or (old.kind == "f" and new.kind == "c" and
+                              new.itemsize == 2 * old.itemsize)
+    return False
+
+
+def _subnormal_apply(prim, impl, args, vals, avals, out_avals, params):
+    """``host_apply`` with operands marked ``_subnormal``: flushed first, as XLA reads them,
+    unless ``prim`` moves bits; then its results are marked when they hold any."""
+    keeps = _keeps_subnormals(prim, avals, params)
+    if not keeps:
+        vals = [flush_subnormals(v) if type(x) is Array and x._subnormal else v
+                for x, v in zip(args, vals, strict=True)]
+    outs = _run_impl(impl, vals, params)
+    result = []
+    for out, a in zip(outs, out_avals, strict=True):
+        value = out if type(out) is np.ndarray else np.asarray(out)
+        if value.dtype != a.dtype:
+            value = value.astype(a.dtype)
+        array = Array(_intern(a), value)
+        array._subnormal = keeps and has_subnormals(value)
+        result.append(array)
+    return result
 
 
 def device_buffer(x, aval, device=None):
     """A device buffer holding concrete argument ``x``."""
-    if type(x) is Array:
+    if type(x) is Array or type(x) is CommittedArray:
         return x._device_buffer(device)
     if type(x) is runtime.BufferType and x.dtype == aval.dtype:
         return x
@@ -92,14 +152,17 @@ def device_buffer(x, aval, device=None):
 
 
 class _Quiet(threading.local):
-    """A per-thread context where NumPy does not warn: XLA returns inf/nan silently, and so
-    must the host path. Entering a context costs nothing, unlike ``np.errstate``."""
+    """Per-thread contexts where NumPy does not warn: XLA returns inf/nan silently, and so
+    must the host path. Entering a context costs nothing, unlike ``np.errstate``.
+
+    In ``context`` an underflow raises ``FloatingPointError`` (free until one happens); the
+    impl then runs again in ``lenient`` and its results are flushed to zero, as XLA's are."""
 
     def __init__(self):
-        self.underflow = False  # set by NumPy, through _note_underflow, in self.context
         self.context = contextvars.copy_context()
-        self.context.run(np.seterr, all="ignore", under="call")
-        self.context.run(np.seterrcall, _note_underflow)
+        self.context.run(np.seterr, all="ignore", under="raise")
+        self.lenient = contextvars.copy_context()
+        self.lenient.run(np.seterr, all="ignore")
 
 
 _quiet = _Quiet()
@@ -110,29 +173,104 @@ _quiet = _Quiet()
 sharded_apply = None
 
 
+# The eager fast path's memo, for a primitive without params applied to one or two Arrays
+# on the host: prim -> {id(aval) or (id(aval), id(aval)): (NumPy function, result aval,
+# exact, operand avals)} (two levels: no key tuple to build for one operand),
+# ``exact`` when the function returns an ndarray of the result's dtype (it did the first
+# time; NumPy's result types depend on the operand types alone). The entry holds the operand
+# avals, so their ids cannot be reused while it exists; eager results share interned avals
+# (see ``_interned``), so a loop of eager ops finds its plans every time.
+_plans = collections.defaultdict(dict)
+
+
 def host_apply(prim, args, params):
+    """Evaluate ``prim`` eagerly with its NumPy implementation (``device_apply`` without one)."""
+    if not params:  # the fast path: a plan, Arrays on the host, nothing to flush
+        if len(args) == 1:
+            x = args[0]
+            if type(x) is Array and not x._subnormal:
+                plan = _plans[prim].get(id(x.aval))
+                if plan is not None and x._host is not None:
+                    try:
+                        out = _quiet.context.run(plan[0], x._host)
+                    except FloatingPointError:  # an underflow: the slow path flushes
+                        return _host_apply(prim, args, params)
+                    return [Array(plan[1], out)] if plan[2] else _plan_result(out, plan[1])
+        elif len(args) == 2:
+            x, y = args
+            if type(x) is Array and type(y) is Array and not (x._subnormal or y._subnormal):
+                plan = _plans[prim].get((id(x.aval), id(y.aval)))
+                if plan is not None and x._host is not None and y._host is not None:
+                    try:
+                        out = _quiet.context.run(plan[0], x._host, y._host)
+                    except FloatingPointError:
+                        return _host_apply(prim, args, params)
+                    return [Array(plan[1], out)] if plan[2] else _plan_result(out, plan[1])
+    return _host_apply(prim, args, params)
+
+
+def _plan_result(out, aval):
+    if type(out) is not np.ndarray:
+        out = np.asarray(out)  # NumPy gives 0-d scalars
+    return [Array(aval, out if out.dtype == aval.dtype else out.astype(aval.dtype))]
+
+
+def _make_plan(prim, impl, args, avals, out_aval, out):
+    """Memoize a direct NumPy call for ``host_apply``'s fast path when one applies."""
+    if not 1 <= len(args) <= 2:
+        return
+    if any(type(x) is not Array or x._subnormal or x._host is None for x in args):
+        return
+    fn = direct_host_fn(impl, avals[0].dtype)
+    if fn is not None:
+        plans = _plans[prim]
+        if len(plans) > 1024:
+            plans.clear()
+        # Not for rank 0: NumPy's functions give a scalar there (a flushed result would not).
+        exact = bool(out_aval.shape) and type(out) is np.ndarray and out.dtype == out_aval.dtype
+        key = id(avals[0]) if len(avals) == 1 else (id(avals[0]), id(avals[1]))
+        plans[key] = (fn, out_aval, exact, tuple(avals))
+
+
+_intern = intern_aval  # eager results' avals: see xform.array.intern_aval
+
+
+def _run_impl(impl, vals, params):
+    try:
+        return _quiet.context.run(impl, *vals, **params)
+    except FloatingPointError:  # rare: an underflow, flushed to zero as XLA does
+        outs = _quiet.lenient.run(impl, *vals, **params)
+        return [flush_subnormals(np.asarray(out)) for out in outs]
+
+
+def _host_apply(prim, args, params):
     impl = host_impls.get(prim)
     if impl is None:
         return device_apply(prim, args, params)
     avals, vals = [], []
+    marked = False
     for x in args:
         if type(x) is Array:
             avals.append(x.aval)
             host = x._host
             vals.append(host if host is not None else x._host_value())
+            marked = marked or x._subnormal
         elif type(x) is ShardedArray and sharded_apply is not None:
             return sharded_apply(prim, args, params)
+        elif type(x) is CommittedArray:
+            return _committed_apply(prim, args, params)
         else:
             aval = concrete_aval(x, prim)
             avals.append(aval)
             vals.append(_operand_daz(host_value(x, aval)))
     out_avals = out_avals_of(prim, avals, params)
-    outs = _quiet.context.run(impl, *vals, **params)
-    if _quiet.underflow:  # rare: flush to zero as XLA does
-        _quiet.underflow = False
-        outs = [flush_subnormals(np.asarray(out)) for out in outs]
+    if marked:
+        return _subnormal_apply(prim, impl, args, vals, avals, out_avals, params)
+    outs = _run_impl(impl, vals, params)
     if len(outs) == 1 == len(out_avals):  # most primitives: no loop to set up
-        out, a = outs[0], out_avals[0]
+        out, a = outs[0], _intern(out_avals[0])
+        if not params:
+            _make_plan(prim, impl, args, avals, a, out)
         if type(out) is not np.ndarray:
             out = np.asarray(out)  # NumPy gives 0-d scalars
         return [Array(a, out if out.dtype == a.dtype else out.astype(a.dtype))]
@@ -141,8 +279,36 @@ def host_apply(prim, args, params):
         value = out if type(out) is np.ndarray else np.asarray(out)  # NumPy gives 0-d scalars
         if value.dtype != a.dtype:
             value = value.astype(a.dtype)
-        result.append(Array(a, value))
+        result.append(Array(_intern(a), value))
     return result
+
+
+def committed_device(args, avals, name):
+    """The device that the committed Arrays among ``args`` are on (None if there are none),
+    where an operation on them runs, as in JAX; ``ValueError`` when they are committed to
+    different devices."""
+    first = None
+    for i, x in enumerate(args):
+        if type(x) is CommittedArray:
+            device = x.device
+            if first is None:
+                first = (i, device)
+            elif device != first[1]:
+                def describe(k, d):
+                    return (f"argument {k} of {name} with shape {avals[k].str_short()} and with "
+                            f"device ids [{d.id}] on platform {d.platform.upper()}")
+                raise ValueError("Received incompatible devices for jitted computation. Got "
+                                 f"{describe(*first)} and {describe(i, device)}")
+    return None if first is None else first[1]
+
+
+def _committed_apply(prim, args, params):
+    """An eager primitive with operands committed to a device: its results are committed to
+    that device too. (Computed as any other, from host copies, then put there.)"""
+    device = committed_device(args, [getattr(x, "aval", None) for x in args], prim.name)
+    plain = [Array(x.aval, x._host_value()) if type(x) is CommittedArray else x for x in args]
+    return [CommittedArray(o.aval, None, o._device_buffer(device))
+            for o in host_apply(prim, plain, params)]
 
 
 class Compiled:
@@ -216,6 +382,7 @@ def clear_caches():
     """Forget the compiled programs of jaxprs and of eager single primitives."""
     _compiled.clear()
     _single_eqn.clear()
+    _plans.clear()
 
 
 def device_apply(prim, args, params):
@@ -224,6 +391,8 @@ def device_apply(prim, args, params):
         return rule(*args, **params)
     if sharded_apply is not None and any(type(x) is ShardedArray for x in args):
         return sharded_apply(prim, args, params)
+    if any(type(x) is CommittedArray for x in args):
+        return _committed_apply(prim, args, params)
     avals = tuple(concrete_aval(x, prim) for x in args)
     key = (prim, tuple(params.items()), avals)
     try:

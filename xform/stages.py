@@ -71,8 +71,15 @@ class _Stage:
 class Traced(_Stage):
     """A jitted function traced for one signature; ``.lower()`` lowers it."""
 
+    def __init__(self, jitted, entry, in_tree, avals, partitioned=None):
+        super().__init__(jitted, entry, in_tree, avals)
+        # () -> the partitioned Lowered stage when the call runs partitioned (shardings given
+        # or carried by the arguments), else None (xform/api_sharding.py)
+        self._partitioned = partitioned
+
     def lower(self):
-        return Lowered(self._jitted, self._entry, self.in_tree, self._avals)
+        lowered = self._partitioned and self._partitioned()
+        return lowered or Lowered(self._jitted, self._entry, self.in_tree, self._avals)
 
 
 class Lowered(_Stage):

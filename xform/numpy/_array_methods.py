@@ -25,14 +25,15 @@ from xform.numpy._promote import _is_arraylike
 
 def _binary(fn, reflected=False):
     fn = _plain(fn)
+    # ``type(other) is Array`` first: the common eager case, without a call.
     if reflected:
         def op(self, other):
-            if not _is_arraylike(other):
+            if type(other) is not Array and not _is_arraylike(other):
                 return NotImplemented
             return fn(other, self)
     else:
         def op(self, other):
-            if not _is_arraylike(other):
+            if type(other) is not Array and not _is_arraylike(other):
                 return NotImplemented
             return fn(self, other)
     return op

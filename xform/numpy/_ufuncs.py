@@ -14,7 +14,7 @@ from xform import dtypes, lax
 from xform.api import eval_shape
 from xform.api_batching import vmap
 from xform.array import Array
-from xform.core import ShapedArray, Tracer
+from xform.core import Primitive, ShapedArray, Tracer, eval_trace, trace_state
 from xform.custom_derivatives import custom_jvp
 from xform.numpy._promote import (
     ACCEPTED_DTYPES,
@@ -116,11 +116,21 @@ def _is_int_or_bool(dtype):
     return dtypes.is_int(dtype) or dtype == dtypes.bool_
 
 
-def _one_arg(lax_fn, promote, name):
+# The ufuncs below that are one primitive get it rather than its lax function: given an
+# Array with nothing to promote and no trace active, they apply it eagerly as ``bind``
+# would (``eval_trace.apply``), without bind's Python call.
+
+
+def _one_arg(op, promote, name):
+    """A unary ufunc: ``op`` is a primitive or a lax function."""
     accepted = ACCEPTED_DTYPES[promote]
+    prim = op if isinstance(op, Primitive) else None
+    lax_fn = op.bind if prim is not None else op
 
     def fn(x, /):
         if type(x) is Array and x.aval.dtype in accepted:  # eager fast path: nothing to promote
+            if prim is not None and trace_state.trace is eval_trace:
+                return eval_trace.apply(prim, (x,), {})[0]
             return lax_fn(x)
         return lax_fn(*promote(name, x))
 
@@ -129,9 +139,26 @@ def _one_arg(lax_fn, promote, name):
     return fn
 
 
-def _two_args(lax_fn, promote, name):
+def _two_args(op, promote, name, bool_fn=None):
+    """A binary ufunc: ``op`` is a primitive or a lax function; ``bool_fn`` replaces it for
+    bool operands (add is or)."""
+    accepted = ACCEPTED_DTYPES[promote]
+    if bool_fn is not None:
+        accepted = accepted - {dtypes.bool_}
+    prim = op if isinstance(op, Primitive) else None
+    lax_fn = op.bind if prim is not None else op
+
     def fn(x1, x2, /):
-        return lax_fn(*promote(name, x1, x2))
+        if type(x1) is Array and type(x2) is Array:  # eager fast path: nothing to promote
+            aval = x1.aval
+            if (aval is x2.aval or aval == x2.aval) and aval.dtype in accepted:
+                if prim is not None and trace_state.trace is eval_trace:
+                    return eval_trace.apply(prim, (x1, x2), {})[0]
+                return lax_fn(x1, x2)
+        x1, x2 = promote(name, x1, x2)
+        if bool_fn is not None and x1.aval.dtype.kind == "b":
+            return bool_fn(x1, x2)
+        return lax_fn(x1, x2)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` with NumPy broadcasting and jax.numpy promotion."
@@ -140,21 +167,19 @@ def _two_args(lax_fn, promote, name):
 
 # --------------------------------------------------------------------------- arithmetic
 
-# Promoted operands are arrays, so ``x.aval`` is there; bool add/multiply are or/and.
-add = _two_args(lambda x, y: lax.bitwise_or(x, y) if x.aval.dtype.kind == "b"
-                else lax.add(x, y), promote_args, "add")
-multiply = _two_args(lambda x, y: lax.bitwise_and(x, y) if x.aval.dtype.kind == "b"
-                     else lax.mul(x, y), promote_args, "multiply")
-subtract = _two_args(lax.sub, promote_args, "subtract")
-true_divide = _two_args(lax.div, promote_args_inexact, "true_divide")
+# Bool add/multiply are or/and.
+add = _two_args(lax.add_p, promote_args, "add", lax.bitwise_or)
+multiply = _two_args(lax.mul_p, promote_args, "multiply", lax.bitwise_and)
+subtract = _two_args(lax.sub_p, promote_args, "subtract")
+true_divide = _two_args(lax.div_p, promote_args_inexact, "true_divide")
 divide = true_divide
-maximum = _two_args(lax.max, promote_args, "maximum")
-minimum = _two_args(lax.min, promote_args, "minimum")
-arctan2 = _two_args(lax.atan2, promote_args_inexact, "arctan2")
+maximum = _two_args(lax.max_p, promote_args, "maximum")
+minimum = _two_args(lax.min_p, promote_args, "minimum")
+arctan2 = _two_args(lax.atan2_p, promote_args_inexact, "arctan2")
 atan2 = arctan2
-nextafter = _two_args(lax.nextafter, promote_args_inexact, "nextafter")
-negative = _one_arg(lax.neg, promote_args, "negative")
-sign = _one_arg(lax.sign, promote_args, "sign")
+nextafter = _two_args(lax.nextafter_p, promote_args_inexact, "nextafter")
+negative = _one_arg(lax.neg_p, promote_args, "negative")
+sign = _one_arg(lax.sign_p, promote_args, "sign")
 
 
 def positive(x, /):
@@ -300,25 +325,25 @@ def reciprocal(x, /):
 
 # --------------------------------------------------------------------------- transcendental
 
-sqrt = _one_arg(lax.sqrt, promote_args_inexact, "sqrt")
-rsqrt = _one_arg(lax.rsqrt, promote_args_inexact, "rsqrt")
-cbrt = _one_arg(lax.cbrt, promote_args_inexact, "cbrt")
-exp = _one_arg(lax.exp, promote_args_inexact, "exp")
-exp2 = _one_arg(lax.exp2, promote_args_inexact, "exp2")
-expm1 = _one_arg(lax.expm1, promote_args_inexact, "expm1")
-log = _one_arg(lax.log, promote_args_inexact, "log")
-log1p = _one_arg(lax.log1p, promote_args_inexact, "log1p")
-sin = _one_arg(lax.sin, promote_args_inexact, "sin")
-cos = _one_arg(lax.cos, promote_args_inexact, "cos")
-tan = _one_arg(lax.tan, promote_args_inexact, "tan")
-arcsin = asin = _one_arg(lax.asin, promote_args_inexact, "arcsin")
-arccos = acos = _one_arg(lax.acos, promote_args_inexact, "arccos")
-arctan = atan = _one_arg(lax.atan, promote_args_inexact, "arctan")
-sinh = _one_arg(lax.sinh, promote_args_inexact, "sinh")
-cosh = _one_arg(lax.cosh, promote_args_inexact, "cosh")
-tanh = _one_arg(lax.tanh, promote_args_inexact, "tanh")
-arcsinh = asinh = _one_arg(lax.asinh, promote_args_inexact, "arcsinh")
-arctanh = atanh = _one_arg(lax.atanh, promote_args_inexact, "arctanh")
+sqrt = _one_arg(lax.sqrt_p, promote_args_inexact, "sqrt")
+rsqrt = _one_arg(lax.rsqrt_p, promote_args_inexact, "rsqrt")
+cbrt = _one_arg(lax.cbrt_p, promote_args_inexact, "cbrt")
+exp = _one_arg(lax.exp_p, promote_args_inexact, "exp")
+exp2 = _one_arg(lax.exp2_p, promote_args_inexact, "exp2")
+expm1 = _one_arg(lax.expm1_p, promote_args_inexact, "expm1")
+log = _one_arg(lax.log_p, promote_args_inexact, "log")
+log1p = _one_arg(lax.log1p_p, promote_args_inexact, "log1p")
+sin = _one_arg(lax.sin_p, promote_args_inexact, "sin")
+cos = _one_arg(lax.cos_p, promote_args_inexact, "cos")
+tan = _one_arg(lax.tan_p, promote_args_inexact, "tan")
+arcsin = asin = _one_arg(lax.asin_p, promote_args_inexact, "arcsin")
+arccos = acos = _one_arg(lax.acos_p, promote_args_inexact, "arccos")
+arctan = atan = _one_arg(lax.atan_p, promote_args_inexact, "arctan")
+sinh = _one_arg(lax.sinh_p, promote_args_inexact, "sinh")
+cosh = _one_arg(lax.cosh_p, promote_args_inexact, "cosh")
+tanh = _one_arg(lax.tanh_p, promote_args_inexact, "tanh")
+arcsinh = asinh = _one_arg(lax.asinh_p, promote_args_inexact, "arcsinh")
+arctanh = atanh = _one_arg(lax.atanh_p, promote_args_inexact, "arctanh")
 
 
 def arccosh(x, /):

@@ -127,7 +127,16 @@ def elementwise_host(fn):
             return [out.astype(dtype) if out.dtype == np.float32 else out]
         return [fn(*xs, **params)]  # dispatch turns NumPy's 0-d scalars into arrays
 
+    impl.numpy_fn = fn  # see direct_host_fn
     return impl
+
+
+def direct_host_fn(impl, dtype):
+    """The NumPy function that computes host impl ``impl`` on operands of ``dtype`` when
+    called directly, with one result and no list around it (eager dispatch's fast path);
+    None when ``impl`` needs its wrapper (half floats, impls not made by ``elementwise``)."""
+    fn = getattr(impl, "numpy_fn", None)
+    return None if fn is None or dtype in _HALF else fn
 
 
 def elementwise(name, kinds, host_fn=None, out_dtype=None):
