@@ -34,6 +34,7 @@ from benchmarks import (  # noqa: E402
     bench_api,
     bench_callbacks,
     bench_control_flow,
+    bench_ecosystem,
     bench_linalg,
     bench_nn,
     bench_numpy,
@@ -208,6 +209,38 @@ def bench_eager_grad_autograd(scale):
                    warmup=3)
 
 
+def _mlp_loss(lib):
+    def loss(params, x, target):
+        h = x
+        for w, b in params[:-1]:
+            h = lib.tanh(h @ w + b)
+        w, b = params[-1]
+        return lib.mean((h @ w + b - target) ** 2)
+
+    return loss
+
+
+def bench_eager_grad_mlp_autograd(scale, sizes=(16, 32, 32, 1), batch=8):
+    """(f'') Eager grad of a tanh MLP's squared loss w.r.t. its params, against autograd."""
+    import autograd  # noqa: PLC0415  (optional: only this row needs it)
+    import autograd.numpy as anp  # noqa: PLC0415
+
+    rng = np.random.default_rng(0)
+    params = [(rng.normal(0, m ** -0.5, (m, n)).astype(np.float32),
+               rng.normal(0, 0.1, n).astype(np.float32))
+              for m, n in zip(sizes[:-1], sizes[1:], strict=True)]
+    x = rng.normal(size=(batch, sizes[0])).astype(np.float32)
+    target = rng.normal(size=(batch, sizes[-1])).astype(np.float32)
+    xf_p = [(xnp.asarray(w), xnp.asarray(b)) for w, b in params]
+    xf_x, xf_t = xnp.asarray(x), xnp.asarray(target)
+    xf_g, ag_g = xform.grad(_mlp_loss(xnp)), autograd.grad(_mlp_loss(anp))
+    for got, want in zip(jax.tree.leaves(xf_g(xf_p, xf_x, xf_t)),
+                         jax.tree.leaves(ag_g(params, x, target)), strict=True):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-6)
+    return compare(lambda: xf_g(xf_p, xf_x, xf_t), lambda: ag_g(params, x, target),
+                   samples=10 * scale, inner=20, warmup=3)
+
+
 def bench_grad_trace(scale, n_eqns=2000):
     """(g) make_jaxpr(grad(f)) of a fresh ~2000-equation f, per equation of f."""
     x = np.ones(16, np.float32)
@@ -225,13 +258,16 @@ BENCHMARKS = [
     ("(a) cached jit call, `x * y + 1` on f32[16]", bench_dispatch, (), 1.5),
     *bench_api.BENCHMARKS,
     ("(b) make_jaxpr, 2000-eqn sin/cos/mul/add chain, per eqn", bench_make_jaxpr, (), 0.25),
-    ("(c) eager `sin`, f32[16]", bench_eager, ("sin",), 0.5),
-    ("(c) eager `add`, f32[16]", bench_eager, ("add",), 0.5),
+    ("(c) eager `sin`, f32[16]", bench_eager, ("sin",), 0.25),
+    ("(c) eager `add`, f32[16]", bench_eager, ("add",), 0.25),
+    *bench_api.EAGER_REFERENCE_BENCHMARKS,
     ("(d) first jit call, MLP 128x784-512-512-10", bench_first_call, (), 1.0),
     ("(e) jit(value_and_grad) SGD step, MLP 128x784-512-512-10", bench_train_step, (), 1.0),
     ("(f) eager grad, 10-op scalar function on f32[16]", bench_eager_grad, (), 0.1),
     ("(f') the same, against HIPS autograd (ratio xform/autograd)", bench_eager_grad_autograd,
-     (), 2.0),
+     (), 1.0),
+    ("(f'') eager grad, MLP 8x16-32-32-1 tanh squared loss, against HIPS autograd (ratio "
+     "xform/autograd)", bench_eager_grad_mlp_autograd, (), 1.0),
     ("(g) make_jaxpr(grad(f)), 2000-eqn f, per eqn of f", bench_grad_trace, (), 0.25),
     *bench_vmap.BENCHMARKS,
     *bench_control_flow.BENCHMARKS,
@@ -243,6 +279,7 @@ BENCHMARKS = [
     *bench_callbacks.BENCHMARKS,
     *bench_techniques.BENCHMARKS,
     *bench_sharding.BENCHMARKS,
+    *bench_ecosystem.BENCHMARKS,
 ]
 
 

@@ -297,7 +297,7 @@ def test_bad_structural_inputs():
         lax.collapse(F32, 1, 0)
     with pytest.raises(ValueError, match="incompatible types for broadcasting"):
         lax.broadcast_like(F32, np.ones((2, 4)))
-    with pytest.raises(ValueError, match=r"incompatible shapes for broadcasting: shapes=\[\(3, 1"):
+    with pytest.raises(ValueError, match=r"Incompatible shapes for broadcasting: shapes=\[\(3, 1"):
         lax.broadcast_shapes((3, 1), (4, 1))
 
 

@@ -10,7 +10,7 @@ import inspect
 import numpy as np
 from jax import tree_util
 
-from xform import dtypes
+from xform import core, dtypes
 from xform.api import _arg_avals, _flatten_fun, _fun_name
 from xform.api_autodiff import _as_output
 from xform.interpreters import batching
@@ -102,15 +102,20 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                              "corresponding to the positional arguments passed to the function, "
                              f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
         leaves, in_tree = tree_util.tree_flatten((args, kwargs))
-        avals = _arg_avals(leaves, in_tree, fun)
         arg_specs = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
         specs = _broadcast_prefix((arg_specs, 0), (args, kwargs), "in_axes")
         paths = _leaf_paths((args, kwargs))
+        store = {}
+        flat = _flatten_fun(fun, in_tree, store)
+        try:
+            avals = _arg_avals(leaves, in_tree, fun)
+        except TypeError:
+            flat, leaves, specs, paths = _pass_unmapped_objects(flat, leaves, specs, paths)
+            avals = _arg_avals(leaves, in_tree, fun) if flat is None else [
+                core.get_aval(x) for x in leaves]
         names = _arg_names(fun, len(args))
         in_dims = [_in_dim(spec, aval) for spec, aval in zip(specs, avals, strict=True)]
         size = _axis_size("vmap", name, avals, in_dims, paths, names, axis_size)
-        store = {}
-        flat = _flatten_fun(fun, in_tree, store)
 
         def out_dims(n):
             specs = _broadcast_prefix(out_axes, _unflatten_placeholder(store["out_tree"]),
@@ -148,6 +153,34 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
 
     vmapped.spmd_axis_name = spmd_axis_name
     return vmapped
+
+
+def _pass_unmapped_objects(flat, leaves, specs, paths):
+    """Leaves at ``in_axes`` None that are not arrays (a function, a string, ...) go to the
+    function as they are, as JAX passes them: ``flat`` of the other leaves, and those leaves,
+    specs and paths. ``flat`` is None when an array-or-scalar leaf is still not one."""
+    fixed = {}
+    for i, (x, spec) in enumerate(zip(leaves, specs, strict=True)):
+        if spec is None:
+            try:
+                core.get_aval(x)
+            except TypeError:
+                fixed[i] = x
+    kept = [i for i in range(len(leaves)) if i not in fixed]
+    try:
+        for i in kept:
+            core.get_aval(leaves[i])
+    except TypeError:
+        return None, leaves, specs, paths  # a mapped leaf is not an array: the usual error
+
+    def flat_with_objects(*xs):
+        full = list(leaves)
+        for i, x in zip(kept, xs, strict=True):
+            full[i] = x
+        return flat(*full)
+
+    return (flat_with_objects, [leaves[i] for i in kept], [specs[i] for i in kept],
+            [paths[i] for i in kept])
 
 
 def _vmap_summing(fun, axis, args, in_dims, out_dims):

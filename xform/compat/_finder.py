@@ -93,6 +93,7 @@ class _State:
     real_modules = {}  # real JAX's sys.modules entries, set aside while installed
     patched = []  # (module, previous __getattr__ or None) to undo on uninstall
     replaced = []  # (module, name, previous value) to undo on uninstall
+    added = []  # (class, name) of attributes added on install, deleted on uninstall
     warn_recompiles = True  # xform's flag as it was before install
 
 
@@ -207,6 +208,10 @@ def install():
     if protocol is not None:
         _State.replaced.append((xform.Array, "__jax_array__", protocol))
         del xform.Array.__jax_array__
+    for cls, attr, value in _jax_src.ADDED_ATTRIBUTES:
+        if attr not in vars(cls):
+            setattr(cls, attr, value)
+            _State.added.append((cls, attr))
     _State.finder = JaxFinder()
     sys.meta_path.insert(0, _State.finder)
 
@@ -232,6 +237,9 @@ def uninstall():
     for module, attr, previous in reversed(_State.replaced):
         setattr(module, attr, previous)
     _State.replaced = []
+    for cls, attr in _State.added:
+        delattr(cls, attr)
+    _State.added = []
 
 
 def is_installed():

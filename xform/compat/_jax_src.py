@@ -19,7 +19,9 @@ time (``jax.interpreters.partial_eval``, ``jax.extend.linear_util``,
 ``jax.experimental.checkify``, ``jax.experimental.hijax``): they import, classes they define can
 be named or subclassed, and using what they hold says that xform lacks it. ``EXTRAS`` are names
 that public modules have and their xform counterparts lack (``jax.config.parse_flags_with_absl``,
-``jax.extend.core.get_opaque_trace_state``, ...), answered while compat mode is installed.
+``jax.extend.core.get_opaque_trace_state``, ``jax.interpreters.ad.JVPTracer``, ...), answered
+while compat mode is installed. ``ADDED_ATTRIBUTES`` are attributes xform's classes gain while
+it is installed: a trace's ``main`` (itself), which equinox's ``filter_jvp`` compares.
 
 ``FALLBACKS`` stand in for public ``jax`` modules that xform does not have yet:
 ``jax.sharding`` is JAX's sharding description types (``Mesh``, ``PartitionSpec``,
@@ -41,9 +43,10 @@ import jax.sharding as _jax_sharding
 import numpy as np
 from jax._src.tree_util import _registry as _jax_pytree_registry
 
-from xform import config, dtypes
+from xform import config, core, dtypes
 from xform import numpy as xnp
 from xform.compat import _jax_core
+from xform.interpreters import ad as _ad
 
 _excluded_paths = []
 
@@ -206,4 +209,19 @@ EXTRAS = {
     "jax.extend.core": {"Effect": _Inert,
                         "get_opaque_trace_state": _jax_core.get_opaque_trace_state},
     "jax.experimental": {"MutableArray": lacking_class("jax.experimental.MutableArray")},
+    # xform.extend.ad stands for jax.interpreters.ad; it is patched under the name it is first
+    # reached by, which may be jax.extend.ad.
+    **dict.fromkeys(("jax.interpreters.ad", "jax.extend.ad"),
+                    {"JVPTracer": _ad.JVPTracer, "JVPTrace": _ad.JVPTrace}),
 }
+
+
+def _trace_main(trace):
+    # JAX's traces still answer ``main`` (their ``tag``: one per transformation call), and
+    # equinox's filter_jvp compares it to tell its own tracers from others. An xform trace
+    # is one transformation call: it stands for itself.
+    return trace
+
+
+# Attributes that xform's classes gain while compat mode is installed: (class, name, value).
+ADDED_ATTRIBUTES = [(core.Trace, "main", property(_trace_main))]

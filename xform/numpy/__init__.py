@@ -12,6 +12,7 @@ from xform import dtypes as _dtypes
 from xform.array import Array as ndarray
 from xform.numpy import (
     _array_methods,  # noqa: F401  (attaches operators and methods)
+    _keys,
     fft,  # noqa: F401  (the submodule, as jax.numpy.fft)
     linalg,  # noqa: F401  (the submodule, as jax.numpy.linalg)
 )
@@ -31,6 +32,8 @@ from xform.numpy._sorting import *  # noqa: F403
 from xform.numpy._statistics import *  # noqa: F403
 from xform.numpy._ufuncs import *  # noqa: F403
 from xform.numpy._vectorize import vectorize  # noqa: F401
+
+globals().update(_keys.wrap(globals()))  # these functions also take typed key arrays
 
 Array = ndarray
 

@@ -67,11 +67,8 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
         if aval_of(x).ndim == 0:
             raise ValueError(f"matmul input operand {i} must have ndim at least 1, but it has "
                              "ndim 0")
-    a_vec, b_vec = aval_of(a).ndim == 1, aval_of(b).ndim == 1
-    if a_vec:
-        a = lax.expand_dims(a, (0,))
-    if b_vec:
-        b = lax.expand_dims(b, (1,))
+    if aval_of(a).ndim == 1 or aval_of(b).ndim == 1:
+        return _matvec(a, b, dtype, weak, precision)
     a_shape, b_shape = aval_of(a).shape, aval_of(b).shape
     try:
         batch = broadcast_shapes(a_shape[:-2], b_shape[:-2])
@@ -86,9 +83,21 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     nb = len(batch)
     dims = (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
     out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=dtype)
-    squeeze = ((nb,) if a_vec else ()) + ((nb + 1,) if b_vec else ())
-    if squeeze:
-        out = lax.squeeze(out, squeeze)
+    return _finish(out, dtype, weak)
+
+
+def _matvec(a, b, dtype, weak, precision):
+    # A vector operand contracts as it is (JAX's dot_general): the other operand's dimensions
+    # need no broadcast, and no unit dimension is added and squeezed, which under vmap would
+    # make (B, k, 1) operands that XLA multiplies more slowly than (B, k).
+    a_shape, b_shape = aval_of(a).shape, aval_of(b).shape
+    a_dim = 0 if len(a_shape) == 1 else len(a_shape) - 1
+    b_dim = 0 if len(b_shape) == 1 else len(b_shape) - 2
+    if a_shape[a_dim] != b_shape[b_dim]:  # TypeError, as JAX's (from dot_general)
+        raise TypeError(f"matmul: contracting dimensions differ: operand shapes {a_shape} "
+                        f"and {b_shape} ({a_shape[a_dim]} != {b_shape[b_dim]})")
+    out = lax.dot_general(a, b, (((a_dim,), (b_dim,)), ((), ())), precision=precision,
+                          preferred_element_type=dtype)
     return _finish(out, dtype, weak)
 
 

@@ -6,7 +6,7 @@ import operator
 import numpy as np
 
 from xform import core, dtypes, lax
-from xform.array import Array
+from xform.array import Array, mark_subnormals
 from xform.core import ShapedArray, Tracer
 from xform.numpy._promote import (
     _canonical_dtype,
@@ -61,7 +61,7 @@ def _filled(shape, value, dtype, weak=False):
             # dtype, as JAX's full does; np.array(300, int8) would raise instead.
             host = np.array(np.array(value) if type(value) is int else value).astype(dtype)
         host.flags.writeable = False
-        scalar = Array(ShapedArray((), dtype, weak), host)
+        scalar = mark_subnormals(Array(ShapedArray((), dtype, weak), host))
     return lax.broadcast_in_dim(scalar, shape, ()) if shape else scalar
 
 
@@ -102,8 +102,13 @@ def full(shape, fill_value, dtype=None, *, device=None):
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     """An array like ``a`` (shape, dtype, weak type) filled with ``fill_value``."""
     del device
-    check_arraylike("full_like", a, fill_value)
-    aval = aval_of(asarray(a))
+    if _has_shape_and_dtype_only(a):  # a ShapeDtypeStruct (JAX reads such objects too)
+        check_arraylike("full_like", fill_value)
+        aval = ShapedArray(tuple(a.shape), dtypes.canonicalize(a.dtype),
+                           bool(getattr(a, "weak_type", False)))
+    else:
+        check_arraylike("full_like", a, fill_value)
+        aval = aval_of(asarray(a))
     shape = aval.shape if shape is None else _shape(shape, "full_like")
     if dtype is None:
         dtype, weak = aval.dtype, aval.weak_type
@@ -113,6 +118,12 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
             else np.ndim(fill_value)):
         return broadcast_to_shape(asarray(fill_value, dtype), shape)
     return _filled(shape, fill_value, dtype, weak)
+
+
+def _has_shape_and_dtype_only(a):
+    # Not an array but with a shape and a NumPy dtype (not a typed key: see _keys).
+    return (not isinstance(a, (Tracer, Array, np.ndarray, np.generic)) and hasattr(a, "shape")
+            and isinstance(getattr(a, "dtype", None), np.dtype))
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None):

@@ -14,7 +14,7 @@ import numpy as np
 
 from lowering import runtime
 from xform import config, core, dtypes, lax
-from xform.array import Array, from_host
+from xform.array import Array, from_host, mark_subnormals
 from xform.core import ShapedArray, Tracer
 from xform.errors import IncompatibleShapesError
 from xform.primitives.base import user_dtype
@@ -74,15 +74,15 @@ def _dtype_and_weak(x):
     raise TypeError(f"Cannot determine dtype of {x!r} (type {type(x).__name__})")
 
 
-_WEAK_KIND = {int: "iufVc", float: "fVc", complex: "c"}  # V: bfloat16
+_WEAK_KIND = {bool: "b", int: "iufVc", float: "fVc", complex: "c"}  # V: bfloat16
 
 
 def _check_strict_promotion(pairs):
     """jax_numpy_dtype_promotion "strict": no implicit promotion between different dtypes; a
     weak Python scalar joins only an array of its own kind."""
     strong = {d for d, w in pairs if not w}
-    weak = {int if d.kind in "iu" else float if d.kind in "fV" else complex
-            for d, w in pairs if w}
+    weak = {bool if d.kind == "b" else int if d.kind in "iu" else float if d.kind in "fV"
+            else complex for d, w in pairs if w}
     ok = len(strong) <= 1 and all(d.kind in _WEAK_KIND[t] for d in strong for t in weak)
     if not ok:
         names = sorted({str(d) for d in strong} | {str(t) for t in weak})
@@ -214,7 +214,13 @@ def _scalar_array(x, dtype, weak, requested=False):
         x = _python_int(int(x), dtype, requested)
     host = np.array(x, dtype)
     host.flags.writeable = False
-    return Array(_scalar_aval(dtype, weak), host)
+    array = Array(_scalar_aval(dtype, weak), host)
+    if type(x) is not int and 0 < abs(x) < _F32_TINY:  # rare: it may be subnormal in dtype
+        mark_subnormals(array)
+    return array
+
+
+_F32_TINY = float(np.finfo(np.float32).tiny)  # subnormals of every float type lie below it
 
 
 def convert(x, dtype, weak_type=False):
@@ -275,6 +281,11 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
         return out if dtype is None else convert(out, dtype, False)
     if isinstance(a, (list, tuple)):
         return _from_sequence(a, dtype)
+    if type(a) is runtime.BufferType and a.dtype == dtypes.canonicalize(a.dtype):
+        # A JAX array: an xform array on its device buffer (with its weak type), no copy
+        # through the host (a float64 one without x64 is converted through the host below).
+        out = Array(core.get_aval(a), None, a)
+        return out if dtype is None else convert(out, dtype, False)
     if hasattr(a, "__jax_array__"):
         return asarray(a.__jax_array__(), dtype)
     if hasattr(a, "__array__"):
@@ -375,7 +386,11 @@ def promote_dtypes_numeric(*args):
 
 def broadcast_shapes(*shapes, name="broadcast_shapes"):
     """The NumPy broadcast of ``shapes``; ``ValueError`` if they are incompatible."""
-    ndim = builtins.max((len(s) for s in shapes), default=0)
+    try:
+        ndim = builtins.max((len(s) for s in shapes), default=0)
+    except TypeError:  # an int is a 1-d shape, as for jax.numpy.broadcast_shapes
+        shapes = [(s,) if isinstance(s, (int, np.integer)) else s for s in shapes]
+        ndim = builtins.max((len(s) for s in shapes), default=0)
     out = []
     for i in range(ndim):
         sizes = {s[i - ndim + len(s)] for s in shapes if i - ndim + len(s) >= 0}

@@ -653,7 +653,7 @@ def broadcast_shapes(*shapes):
     for sizes in zip(*padded, strict=True):
         big = {n for n in sizes if n != 1}
         if len(big) > 1:
-            raise ValueError(f"lax.broadcast_shapes: incompatible shapes for broadcasting: "
+            raise ValueError(f"Incompatible shapes for broadcasting: "  # JAX's words
                              f"shapes={[tuple(s) for s in shapes]}")
         out.append(big.pop() if big else 1)
     return tuple(out)

@@ -26,6 +26,7 @@ import numpy as np
 from xform import config, core, dtypes, lax, tree_util
 from xform import numpy as xnp
 from xform.api import jit
+from xform.numpy._keys import KeyArrayBase
 from xform.random import _threefry
 
 # --------------------------------------------------------------------------- implementations
@@ -137,15 +138,19 @@ class KeyDType:
         return hash((KeyDType, self.impl.name))
 
 
-class KeyArray:
+class KeyArray(KeyArrayBase):
     """An array of typed PRNG keys: ``uint32`` key data of shape ``(*shape, *key_shape)``
     and its implementation. Indexing, ``reshape``, iteration and ``len`` act on the key
-    axes; ``xform.random.key_data`` gives the data back."""
+    axes, and so do the xform.numpy functions that move elements (``stack``, ``where``,
+    ``take``, ...: see ``xform.numpy._keys``); ``xform.random.key_data`` gives the data back."""
 
     __slots__ = ("_data", "_impl")
 
     def __init__(self, data, impl):
         self._data, self._impl = data, impl
+
+    def _with_data(self, data):
+        return KeyArray(data, self._impl)
 
     @property
     def shape(self):
@@ -191,8 +196,89 @@ class KeyArray:
         """The keys as a 1-d key array."""
         return self.reshape(self.size)
 
+    flatten = ravel
+
+    def transpose(self, *axes):
+        """The keys with their axes permuted (reversed by default)."""
+        axes = axes[0] if len(axes) == 1 and isinstance(axes[0], Sequence) else axes
+        return xnp.transpose(self, axes or None)
+
+    @property
+    def T(self):  # noqa: N802  (NumPy's name)
+        return xnp.transpose(self)
+
+    def squeeze(self, axis=None):
+        """The keys without their unit axes."""
+        return xnp.squeeze(self, axis)
+
+    def swapaxes(self, axis1, axis2):
+        """The keys with two axes swapped."""
+        return xnp.swapaxes(self, axis1, axis2)
+
+    def take(self, indices, axis=None, **kwargs):
+        """The keys at ``indices`` (as ``xform.numpy.take``)."""
+        return xnp.take(self, indices, axis=axis, **kwargs)
+
+    def copy(self):
+        """A copy of the keys."""
+        return xnp.copy(self)
+
+    @property
+    def at(self):
+        """Functional updates, as ``Array.at``: ``keys.at[i].set(other_keys)``."""
+        return _KeyAt(self)
+
+    def __eq__(self, other):
+        """Elementwise: whether the keys hold the same data (as JAX's key arrays)."""
+        if not isinstance(other, KeyArray):
+            return NotImplemented
+        return xnp.all(self._data == other._data, axis=-1)
+
+    def __ne__(self, other):
+        if not isinstance(other, KeyArray):
+            return NotImplemented
+        return xnp.any(self._data != other._data, axis=-1)
+
+    __hash__ = None  # an array: unhashable, as JAX's
+
     def __repr__(self):
         return f"Array({self.shape}, dtype={self.dtype}) overlaying:\n{self._data}"
+
+
+class _KeyAt:
+    """``keys.at[index]``: ``set`` and ``get`` on the key axes."""
+
+    __slots__ = ("keys",)
+
+    def __init__(self, keys):
+        self.keys = keys
+
+    def __getitem__(self, index):
+        return _KeyAtIndex(self.keys, index)
+
+
+class _KeyAtIndex:
+    __slots__ = ("keys", "index")
+
+    def __init__(self, keys, index):
+        self.keys, self.index = keys, index
+
+    def get(self, **kwargs):
+        """The keys at the index (as ``keys[index]``)."""
+        return _on_words(lambda data: data.at[self.index].get(**kwargs), self.keys)
+
+    def set(self, values, **kwargs):
+        """The keys with those at the index replaced by the key array ``values``."""
+        if not isinstance(values, KeyArray):
+            raise TypeError(f"at[...].set on a key array takes a key array, got "
+                            f"{type(values).__name__}")
+        return _on_words(lambda data, new: data.at[self.index].set(new, **kwargs), self.keys,
+                         values)
+
+
+def _on_words(fn, *keys):
+    """``fn`` of the keys' data, each word on its own (see xform.numpy._keys)."""
+    return xnp._keys.apply_to_keys(fn, *keys)
 
 
 tree_util.register_pytree_node(KeyArray, lambda k: ((k._data,), k._impl),
