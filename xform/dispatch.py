@@ -61,12 +61,11 @@ def host_value(x, aval):
 # that are exactly subnormal signal nothing and stay: checking every result would double the
 # cost of an eager op. float16 is left alone: XLA computes it in float32, where its
 # subnormals are normal.
-_TINY = TINY
 
 
 def flush_subnormals(x):
     """``x`` with its subnormal floats replaced by zeros of the same sign, as XLA's CPU."""
-    tiny = _TINY.get(x.dtype)
+    tiny = TINY.get(x.dtype)
     if tiny is None:
         return x
     if x.dtype.kind == "c":  # part by part: adding the parts would lose a zero's sign
@@ -80,7 +79,7 @@ def flush_subnormals(x):
 
 def _operand_daz(v):
     """A Python or NumPy operand with subnormals read as zero; ``v`` itself when it has none."""
-    tiny = _TINY.get(v.dtype)
+    tiny = TINY.get(v.dtype)
     if tiny is None:
         return v
     if v.ndim == 0:  # a scalar: a Python comparison, far cheaper than NumPy's
@@ -131,14 +130,9 @@ def _subnormal_apply(prim, impl, args, vals, avals, out_avals, params):
         vals = [flush_subnormals(v) if type(x) is Array and x._subnormal else v
                 for x, v in zip(args, vals, strict=True)]
     outs = _run_impl(impl, vals, params)
-    result = []
-    for out, a in zip(outs, out_avals, strict=True):
-        value = out if type(out) is np.ndarray else np.asarray(out)
-        if value.dtype != a.dtype:
-            value = value.astype(a.dtype)
-        array = Array(_intern(a), value)
-        array._subnormal = keeps and has_subnormals(value)
-        result.append(array)
+    result = [_as_array(out, intern_aval(a)) for out, a in zip(outs, out_avals, strict=True)]
+    for array in result:
+        array._subnormal = keeps and has_subnormals(array._host)
     return result
 
 
@@ -195,7 +189,7 @@ def host_apply(prim, args, params):
                         out = _quiet.context.run(plan[0], x._host)
                     except FloatingPointError:  # an underflow: the slow path flushes
                         return _host_apply(prim, args, params)
-                    return [Array(plan[1], out)] if plan[2] else _plan_result(out, plan[1])
+                    return [Array(plan[1], out) if plan[2] else _as_array(out, plan[1])]
         elif len(args) == 2:
             x, y = args
             if type(x) is Array and type(y) is Array and not (x._subnormal or y._subnormal):
@@ -205,14 +199,15 @@ def host_apply(prim, args, params):
                         out = _quiet.context.run(plan[0], x._host, y._host)
                     except FloatingPointError:
                         return _host_apply(prim, args, params)
-                    return [Array(plan[1], out)] if plan[2] else _plan_result(out, plan[1])
+                    return [Array(plan[1], out) if plan[2] else _as_array(out, plan[1])]
     return _host_apply(prim, args, params)
 
 
-def _plan_result(out, aval):
+def _as_array(out, aval):
+    """A NumPy function's result as an Array of type ``aval``."""
     if type(out) is not np.ndarray:
         out = np.asarray(out)  # NumPy gives 0-d scalars
-    return [Array(aval, out if out.dtype == aval.dtype else out.astype(aval.dtype))]
+    return Array(aval, out if out.dtype == aval.dtype else out.astype(aval.dtype))
 
 
 def _make_plan(prim, impl, args, avals, out_aval, out):
@@ -230,9 +225,6 @@ def _make_plan(prim, impl, args, avals, out_aval, out):
         exact = bool(out_aval.shape) and type(out) is np.ndarray and out.dtype == out_aval.dtype
         key = id(avals[0]) if len(avals) == 1 else (id(avals[0]), id(avals[1]))
         plans[key] = (fn, out_aval, exact, tuple(avals))
-
-
-_intern = intern_aval  # eager results' avals: see xform.array.intern_aval
 
 
 def _run_impl(impl, vals, params):
@@ -268,19 +260,11 @@ def _host_apply(prim, args, params):
         return _subnormal_apply(prim, impl, args, vals, avals, out_avals, params)
     outs = _run_impl(impl, vals, params)
     if len(outs) == 1 == len(out_avals):  # most primitives: no loop to set up
-        out, a = outs[0], _intern(out_avals[0])
+        out, a = outs[0], intern_aval(out_avals[0])
         if not params:
             _make_plan(prim, impl, args, avals, a, out)
-        if type(out) is not np.ndarray:
-            out = np.asarray(out)  # NumPy gives 0-d scalars
-        return [Array(a, out if out.dtype == a.dtype else out.astype(a.dtype))]
-    result = []
-    for out, a in zip(outs, out_avals, strict=True):
-        value = out if type(out) is np.ndarray else np.asarray(out)  # NumPy gives 0-d scalars
-        if value.dtype != a.dtype:
-            value = value.astype(a.dtype)
-        result.append(Array(_intern(a), value))
-    return result
+        return [_as_array(out, a)]
+    return [_as_array(out, intern_aval(a)) for out, a in zip(outs, out_avals, strict=True)]
 
 
 def committed_device(args, avals, name):
