@@ -13,7 +13,7 @@ import numpy as np
 
 from lowering import runtime
 from xform import core, dtypes
-from xform.core import ShapedArray, Tracer
+from xform.core import ShapedArray, Tracer, intern_aval
 
 
 class _ArrayMeta(type):
@@ -333,20 +333,6 @@ def from_host(x, weak_type=False):
     host = np.array(x, dtype, order="C")
     host.flags.writeable = False
     return mark_subnormals(Array(intern_aval(ShapedArray(host.shape, dtype, weak_type)), host))
-
-
-# Avals of Arrays made from data and by eager ops, interned: such Arrays then share aval
-# objects, which eager dispatch's memo (keyed by their ids) and the ``is`` checks of
-# xform.numpy's fast paths rely on.
-_interned = {}
-
-
-def intern_aval(aval):
-    """The one aval object equal to ``aval`` among those interned (bounded: a full table is
-    emptied)."""
-    if len(_interned) > 4096:
-        _interned.clear()
-    return _interned.setdefault(aval, aval)
 
 
 # XLA's CPU backend reads subnormal float operands as zero (denormals-are-zero) wherever it

@@ -119,6 +119,20 @@ for _t in (bool, int, float, complex):
 pytype_aval_mappings[np.ndarray] = _numpy_aval
 
 
+# Equal avals as one object: the avals of Arrays made from data, of eager results and of
+# memoized abstract evaluations are interned, so eager dispatch's memo (keyed by their ids),
+# the ``is`` checks of xform.numpy's fast paths and the memo of ``out_avals_of`` mostly
+# compare by identity.
+_interned = {}
+
+
+def intern_aval(aval):
+    """The one aval object equal to ``aval`` among those interned (a full table is emptied)."""
+    if len(_interned) > 4096:
+        _interned.clear()
+    return _interned.setdefault(aval, aval)
+
+
 def get_aval(x):
     """The abstract value of a tracer or a concrete array-like; ``TypeError`` for anything else."""
     if isinstance(x, Tracer):

@@ -24,9 +24,8 @@ from xform.array import (
     CommittedArray,
     ShardedArray,
     has_subnormals,
-    intern_aval,
 )
-from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Tracer, Var, host_impls
+from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Tracer, Var, host_impls, intern_aval
 from xform.interpreters import dce
 from xform.interpreters.staging import out_avals_of
 from xform.primitives import autodiff, compiler, elementwise, indexing, remat, sorting, structural
@@ -173,7 +172,7 @@ sharded_apply = None
 # ``exact`` when the function returns an ndarray of the result's dtype (it did the first
 # time; NumPy's result types depend on the operand types alone). The entry holds the operand
 # avals, so their ids cannot be reused while it exists; eager results share interned avals
-# (see ``_interned``), so a loop of eager ops finds its plans every time.
+# (``core.intern_aval``), so a loop of eager ops finds its plans every time.
 _plans = collections.defaultdict(dict)
 
 

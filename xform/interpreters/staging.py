@@ -106,10 +106,9 @@ class JaxprTrace(core.Trace):
         return [JaxprTracer(self, v, source) for v in outvars]
 
 
-_out_avals = {}  # (prim, *avals) -> output avals, for primitives without params
-# Equal avals as one object: memoized outputs are interned, so the avals of later operands
-# are mostly the very keys of ``_out_avals`` and its lookups compare by identity, not __eq__.
-_interned = {}
+# (prim, *avals) -> output avals, for primitives without params; the outputs interned
+# (core.intern_aval), so later operands' avals are mostly the very keys here.
+_out_avals = {}
 
 
 def out_avals_of(prim, avals, params):
@@ -122,8 +121,7 @@ def out_avals_of(prim, avals, params):
     if out_avals is None:
         if len(_out_avals) > 4096:
             _out_avals.clear()
-            _interned.clear()
-        out_avals = [_interned.setdefault(a, a) for a in core.abstract_eval_rules[prim](*avals)]
+        out_avals = [core.intern_aval(a) for a in core.abstract_eval_rules[prim](*avals)]
         _out_avals[key] = out_avals
     return out_avals
 
