@@ -26,7 +26,7 @@ import numpy as np
 from xform import config, core, dtypes, lax, tree_util
 from xform import numpy as xnp
 from xform.api import jit
-from xform.numpy._keys import KeyArrayBase
+from xform.numpy._keys import KeyArrayBase, apply_to_keys
 from xform.random import _threefry
 
 # --------------------------------------------------------------------------- implementations
@@ -265,20 +265,15 @@ class _KeyAtIndex:
 
     def get(self, **kwargs):
         """The keys at the index (as ``keys[index]``)."""
-        return _on_words(lambda data: data.at[self.index].get(**kwargs), self.keys)
+        return apply_to_keys(lambda data: data.at[self.index].get(**kwargs), self.keys)
 
     def set(self, values, **kwargs):
         """The keys with those at the index replaced by the key array ``values``."""
         if not isinstance(values, KeyArray):
             raise TypeError(f"at[...].set on a key array takes a key array, got "
                             f"{type(values).__name__}")
-        return _on_words(lambda data, new: data.at[self.index].set(new, **kwargs), self.keys,
-                         values)
-
-
-def _on_words(fn, *keys):
-    """``fn`` of the keys' data, each word on its own (see xform.numpy._keys)."""
-    return xnp._keys.apply_to_keys(fn, *keys)
+        return apply_to_keys(lambda data, new: data.at[self.index].set(new, **kwargs),
+                             self.keys, values)
 
 
 tree_util.register_pytree_node(KeyArray, lambda k: ((k._data,), k._impl),
