@@ -90,8 +90,7 @@ def _residual_lines(capsys, lib, policy_of):
 
 
 def _normalized(line):
-    """JAX writes ``file:line:column (qualified.name)``; xform ``file:line (name)``."""
-    line = re.sub(r"(\.py:\d+):\d+ ", r"\1 ", line)
+    """Both write ``file:line:column (name)``; JAX qualifies the name (``outer.<locals>.f``)."""
     return re.sub(r"\(([^()]*\.)?([^.()]+)\)$", r"(\2)", line)
 
 

@@ -18,7 +18,7 @@ from jax._src import core as jcore
 
 import xform
 import xform.numpy as xnp
-from xform import core
+from xform import jaxpr_printer
 from xform import lax as xlax
 
 F = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -179,7 +179,7 @@ def _eqns(jaxpr):
 
 
 def _our_params(eqn):
-    line = core._layout(core._pp_eqn_doc(eqn, core._Names()), 10**9)
+    line = jaxpr_printer._layout(jaxpr_printer._pp_eqn_doc(eqn, jaxpr_printer.Names()), 10**9)
     return _split_params(line, eqn.primitive.name)
 
 
@@ -266,7 +266,8 @@ def test_long_equation_breaks_params_one_a_line():
 def test_equation_and_jaxpr_reprs():
     jaxpr = xform.make_jaxpr(lambda x: xlax.add(xlax.sin(x), 1.0))(V).jaxpr
     assert repr(jaxpr.eqns[0]) == "a:f32[3] = sin b"
-    assert core.pp_eqn(jaxpr.eqns[1], core._Names()) == "a:f32[3] = add b 1.0:f32[]"
+    names = jaxpr_printer.Names()
+    assert jaxpr_printer.pp_eqn(jaxpr.eqns[1], names) == "a:f32[3] = add b 1.0:f32[]"
     assert repr(jaxpr) == str(jaxpr)
 
 

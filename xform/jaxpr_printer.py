@@ -1,0 +1,347 @@
+"""Jaxprs as text, printed as JAX prints them.
+
+The same layout (a document of texts, breaks and groups, laid out for 80 columns by Lindig's
+"strictly pretty" algorithm: a group goes on one line if it fits there, else its breaks become
+newlines), the same variable names (a, b, ..., z, ba, ...; `_` for a top-level result nothing
+reads), the same literal and type forms (`1.0:f32[]`) and the same per-primitive conventions
+for params (`pp_param_rules`).
+"""
+
+import numpy as np
+
+from xform.core import ClosedJaxpr, Jaxpr, Literal, subjaxprs
+
+_PP_WIDTH = 80
+
+
+# A layout document is a tuple: ("text", s), ("brk", s) (s flat, a newline when its group
+# breaks), ("cat", docs), ("group", doc) or ("nest", n, doc).
+
+
+def _text(s):
+    return ("text", s)
+
+
+def _brk(s=" "):
+    return ("brk", s)
+
+
+def _cat(*docs):
+    return ("cat", docs)
+
+
+def _group(doc):
+    return ("group", doc)
+
+
+def _nest(n, doc):
+    return ("nest", n, doc)
+
+
+def _join(sep, docs):
+    out = []
+    for i, d in enumerate(docs):
+        if i:
+            out.append(sep)
+        out.append(d)
+    return ("cat", tuple(out))
+
+
+def _fits(doc, width):
+    """Whether ``doc`` laid out flat takes at most ``width`` columns (the group alone decides,
+    not what follows it on the line)."""
+    stack = [doc]
+    while stack and width >= 0:
+        d = stack.pop()
+        kind = d[0]
+        if kind in ("text", "brk"):
+            width -= len(d[1])
+        elif kind == "cat":
+            stack.extend(reversed(d[1]))
+        else:  # group, nest
+            stack.append(d[-1])
+    return width >= 0
+
+
+def _layout(doc, width=_PP_WIDTH):
+    out, col = [], 0
+    stack = [(0, False, doc)]  # (indent, flat, doc)
+    while stack:
+        indent, flat, d = stack.pop()
+        kind = d[0]
+        if kind == "text":
+            out.append(d[1])
+            col += len(d[1])
+        elif kind == "brk":
+            if flat:
+                out.append(d[1])
+                col += len(d[1])
+            else:
+                out.append("\n" + " " * indent)
+                col = indent
+        elif kind == "cat":
+            stack.extend((indent, flat, c) for c in reversed(d[1]))
+        elif kind == "group":
+            stack.append((indent, flat or _fits(d[1], width - col), d[1]))
+        else:  # nest
+            stack.append((indent + d[1], flat, d[2]))
+    return "".join(out)
+
+
+class Names:
+    """The printing context: hands out a, b, ..., z, ba, bb, ... to variables in order of
+    first appearance (skipping the names of shared jaxprs), and names the jaxprs printed once
+    at the top and referred to by name."""
+
+    def __init__(self, names=None):
+        self.names = dict(names or {})
+        self.count = 0
+        self.shared = {}  # jaxpr -> its name
+        self.shared_names = set()
+
+    def __call__(self, var):
+        name = self.names.get(var)
+        if name is None:
+            while True:
+                n, name = self.count, ""
+                self.count += 1
+                while True:
+                    name = chr(ord("a") + n % 26) + name
+                    n //= 26
+                    if n == 0:
+                        break
+                if name not in self.shared_names:
+                    break
+            self.names[var] = name
+        return name
+
+    def suggest(self, for_vars, like_vars):
+        """Give ``for_vars`` (a sub-jaxpr's binders) the names of ``like_vars`` (the atoms the
+        equation binds them to), as JAX does for a ``jit`` body."""
+        if len(for_vars) != len(like_vars):
+            return
+        used = set()
+        for v, like in zip(for_vars, like_vars, strict=True):
+            if type(like) is not Literal and like not in used and v not in self.names:
+                used.add(like)
+                self.names[v] = self(like)
+
+
+def _pp_atom(x, names):
+    if type(x) is Literal:
+        return f"{_pp_literal(x.val)}:{x.aval.str_short()}"
+    return names(x)
+
+
+def _pp_literal(val):
+    return "[...]" if np.shape(val) else str(np.asarray(val).item())
+
+
+def _pp_vars(vs, names, *, binders=False, sep=""):
+    if binders:
+        items = [_text(f"{names(v)}:{v.aval.str_short()}") for v in vs]
+    else:
+        items = [_text(_pp_atom(v, names)) for v in vs]
+    return _nest(2, _group(_join(_cat(_text(sep), _group(_brk())), items)))
+
+
+def _pp_param(value, names):
+    if isinstance(value, (Jaxpr, ClosedJaxpr)):
+        return _pp_jaxpr_doc(value.jaxpr if isinstance(value, ClosedJaxpr) else value, names)
+    if type(value) is tuple and all(isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value):
+        docs = [_pp_param(v, names) for v in value]
+        return _group(_cat(_nest(2, _cat(_text("("), _brk(""), _join(_brk(), docs))),
+                           _brk(""), _text(")")))
+    if isinstance(value, frozenset):
+        return _text(f"frozenset({{{', '.join(repr(e) for e in sorted(value))}}})")
+    if callable(value) and not isinstance(value, (type, np.dtype)) and hasattr(
+            value, "__name__"):
+        return _text(value.__name__)
+    return _text(str(value))
+
+
+def _pp_params(items, names):
+    if not items:
+        return _text("")
+    pairs = [_cat(_text(f"{k}="), _pp_param(v, names)) for k, v in items]
+    return _group(_cat(_nest(2, _cat(_text("["), _brk(""), _join(_brk(), pairs))),
+                       _brk(""), _text("]")))
+
+
+# Per-primitive printing conventions, keyed by primitive name (the printer sits below the
+# primitive families): ``rule(eqn, names) -> [(key, value), ...]``, the params to show in
+# order. They hide what JAX hides (defaults, what the binder's type implies) and show the
+# rest as JAX does. Primitives without a rule show all params sorted by name.
+pp_param_rules = {}
+
+
+def _sorted_params(params, hide=()):
+    return [(k, params[k]) for k in sorted(params) if k not in hide]
+
+
+def _hide_if_none(*keys):
+    def rule(eqn, names):
+        p = eqn.params
+        return _sorted_params(p, {k for k in keys if k in p and p[k] is None})
+    return rule
+
+
+for _name in ("exp", "exp2", "log", "expm1", "log1p", "tanh", "logistic", "sin", "cos",
+              "tan", "sqrt", "rsqrt", "cbrt"):
+    pp_param_rules[_name] = _hide_if_none("accuracy")
+pp_param_rules["mul"] = _hide_if_none("out_dtype")
+pp_param_rules["convert_element_type"] = lambda eqn, names: _sorted_params(
+    eqn.params, {"sharding"})
+
+
+def _dot_general_params(eqn, names):
+    p = {k: v for k, v in eqn.params.items() if v is not None and k != "out_sharding"}
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    p["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
+    return _sorted_params(p)
+
+
+pp_param_rules["dot_general"] = _dot_general_params
+
+
+def _broadcast_in_dim_params(eqn, names):
+    p = eqn.params
+    hide = {"shape", "sharding"} | (set() if p.get("broadcast_dimensions") else
+                                    {"broadcast_dimensions"})
+    return _sorted_params(p, hide)
+
+
+pp_param_rules["broadcast_in_dim"] = _broadcast_in_dim_params
+
+
+def _jit_params(eqn, names):
+    p = eqn.params
+    body = p["jaxpr"].jaxpr if isinstance(p["jaxpr"], ClosedJaxpr) else p["jaxpr"]
+    if body not in names.shared:  # the body's binders read as the equation's atoms
+        names.suggest(body.invars, eqn.invars)
+        names.suggest(body.outvars, eqn.outvars)
+    hide = {"name", "inline"}
+    if not any(p.get("donated_invars", ())):
+        hide.add("donated_invars")
+    if not p.get("keep_unused", True):
+        hide.add("keep_unused")
+    rest = _sorted_params(p, hide)
+    return ([("name", p["name"])] if "name" in p else []) + rest
+
+
+pp_param_rules["jit"] = _jit_params
+
+
+def _custom_call_params(eqn, names):
+    p = eqn.params
+    rest = _sorted_params(p, {"name"} | ({"num_consts"} if not p.get("num_consts") else set()))
+    return ([("name", p["name"])] if "name" in p else []) + rest
+
+
+def _custom_lin_params(eqn, names):
+    p = dict(eqn.params, in_zeros=list(eqn.params["in_zeros"]))
+    return _sorted_params(p, {"out_avals"})
+
+
+def _with_absent(**absent):
+    """Params JAX's primitive has and xform's does not (xform programs carry no shardings):
+    printed with the value they always have in xform's programs, so texts read as JAX's."""
+    def rule(eqn, names):
+        return _sorted_params({**absent, **eqn.params})
+    return rule
+
+
+pp_param_rules["reduce_sum"] = _with_absent(out_sharding=None)
+pp_param_rules["conv_general_dilated"] = _with_absent(out_sharding=None)
+pp_param_rules["reshape"] = _with_absent(sharding=None)
+pp_param_rules["iota"] = _with_absent(sharding=None)
+# JAX's scan has no ``linear`` param (transposition finds the linear operands itself)
+pp_param_rules["scan"] = lambda eqn, names: _sorted_params(eqn.params, {"linear"})
+pp_param_rules["custom_jvp_call"] = _custom_call_params
+pp_param_rules["custom_vjp_call"] = _custom_call_params
+pp_param_rules["custom_lin"] = _custom_lin_params
+
+
+def _pp_eqn_doc(eqn, names):
+    rule = pp_param_rules.get(eqn.primitive.name)
+    items = rule(eqn, names) if rule else _sorted_params(eqn.params)
+    lhs = _pp_vars(eqn.outvars, names, binders=True)
+    rhs = [_text(eqn.primitive.name), _pp_params(items, names),
+           _text(" "), _pp_vars(eqn.invars, names)]
+    return _cat(lhs, _text(" = "), *rhs) if eqn.outvars else _cat(*rhs)
+
+
+def _pp_jaxpr_doc(jaxpr, names):
+    shared = names.shared.get(jaxpr)
+    if shared is not None:
+        return _text(shared)
+    consts = _pp_vars(jaxpr.constvars, names, binders=True)
+    ins = _pp_vars(jaxpr.invars, names, binders=True)
+    eqns = _join(_brk("; "), [_pp_eqn_doc(e, names) for e in jaxpr.eqns])
+    outs = _cat(_text("("), _pp_vars(jaxpr.outvars, names, sep=","),
+                _text(")" if len(jaxpr.outvars) != 1 else ",)"))
+    return _group(_cat(_nest(2, _cat(
+        _text("{ lambda "), consts, _text("; "), ins, _text(". let"),
+        _nest(2, _cat(_brk(), eqns)), _brk(), _text("in "), outs)), _text(" }")))
+
+
+def _dropped_names(jaxpr):
+    """``_`` for the results of top-level equations that nothing reads."""
+    dropped, used = {}, {x for x in jaxpr.outvars if type(x) is not Literal}
+    for eqn in reversed(jaxpr.eqns):
+        for v in eqn.outvars:
+            if v not in used:
+                dropped[v] = "_"
+        used.update(x for x in eqn.invars if type(x) is not Literal)
+    return dropped
+
+
+def _share_jaxprs(top, names):
+    """Name the sub-jaxprs used more than once (or with more than 10 equations), which print
+    first as ``let name = { ... } in``; returns them in order."""
+    counts, labels, queue = {}, {}, [top]
+    while queue:
+        jaxpr = queue.pop(0)
+        counts[jaxpr] = counts.get(jaxpr, 0) + 1 + (jaxpr is not top and len(jaxpr.eqns) > 10)
+        for eqn in jaxpr.eqns:
+            name = eqn.params.get("name")
+            for sub in subjaxprs(eqn.params):
+                queue.append(sub)
+                if isinstance(name, str):
+                    labels.setdefault(sub, name.strip("<>"))
+    taken, shared = {}, []
+    for jaxpr, c in counts.items():
+        if c == 1:
+            continue
+        name = labels.get(jaxpr, "jaxpr")
+        n = taken.get(name, 0)
+        taken[name] = n + 1
+        if n:
+            name += str(n)
+            taken[name] = taken.get(name, 0) + 1
+        names.shared_names.add(name)
+        names.shared[jaxpr] = name
+        shared.append((name, jaxpr))
+    return shared
+
+
+def pp_toplevel_jaxpr(jaxpr):
+    """``jaxpr`` as JAX prints a jaxpr."""
+    names = Names(_dropped_names(jaxpr))
+    docs = []
+    for name, sub in _share_jaxprs(jaxpr, names):
+        del names.shared[sub]  # print its body here, by name elsewhere
+        body = _pp_jaxpr_doc(sub, names)
+        names.shared[sub] = name
+        docs.append(_cat(_text(f"let {name} = "), body, _text(" in"), _brk()))
+    docs.append(_pp_jaxpr_doc(jaxpr, names))
+    return _layout(_cat(*docs))
+
+
+def pp_eqn(eqn, names, indent=0):
+    """One equation as it prints in a jaxpr (indented by ``indent`` where it breaks)."""
+    return _layout(_nest(indent, _pp_eqn_doc(eqn, names)), _PP_WIDTH - indent)
+
+
+def pp_jaxpr(jaxpr, names, indent=0):
+    return _layout(_nest(indent, _pp_jaxpr_doc(jaxpr, names)), _PP_WIDTH - indent)
