@@ -43,11 +43,12 @@ def _per_example(make_loss, params, x, y, scale):
     return compare(*fns, samples=10 * scale, inner=5, warmup=2)
 
 
-def bench_per_example_logistic(scale):
-    """(h) jit(vmap(grad)) per-example gradients of logistic regression, batch 256, 784 features."""
+def bench_per_example_logistic(scale, features=784):
+    """(h) jit(vmap(grad)) per-example gradients of logistic regression, batch 256; 784
+    features, or ``features`` in rows (h256), (h1024), (h4096)."""
     rng = np.random.default_rng(0)
-    w = rng.standard_normal(784).astype(np.float32) / 28
-    x = rng.standard_normal((256, 784)).astype(np.float32)
+    w = rng.standard_normal(features).astype(np.float32) / np.sqrt(features).astype(np.float32)
+    x = rng.standard_normal((256, features)).astype(np.float32)
     y = np.sign(rng.standard_normal(256)).astype(np.float32)
     return _per_example(_logistic_loss, w, x, y, scale)
 
@@ -80,6 +81,8 @@ def bench_batched_matmul(scale):
 BENCHMARKS = [
     ("(h) jit(vmap(grad)) per-example grads, logistic regression, batch 256",
      bench_per_example_logistic, (), 1.0),
+    *((f"(h{d}) the same, {d} features", bench_per_example_logistic, (d,), 1.0)
+      for d in (256, 1024, 4096)),
     ("(i) jit(vmap(grad)) per-example grads, MLP 64-128-10, batch 256", bench_per_example_mlp,
      (), 1.0),
     ("(j) jit(vmap(dot)) 64x128x128 against xform's hand-batched einsum (xform/xform)",

@@ -9,7 +9,6 @@ ratios xform / JAX; nothing here is asserted by the test suite.
 """
 
 import argparse
-import itertools
 import os
 import platform
 import sys
@@ -41,10 +40,11 @@ from benchmarks import (  # noqa: E402
     bench_pmap,
     bench_random,
     bench_sharding,
+    bench_stages,
     bench_techniques,
     bench_vmap,
 )
-from benchmarks.common import compare, on_device  # noqa: E402
+from benchmarks.common import compare, mlp, mlp_params, on_device  # noqa: E402
 
 # --------------------------------------------------------------------------- the benchmarks
 
@@ -105,47 +105,32 @@ def bench_eager(scale, op):
     return compare(*fns, samples=30 * scale, inner=200, warmup=200)
 
 
-def _mlp_params(rng, sizes=(784, 512, 512, 10)):
-    return [(rng.standard_normal((m, n), np.float32) / np.sqrt(m).astype(np.float32),
-             np.zeros(n, np.float32)) for m, n in itertools.pairwise(sizes)]
-
-
-def _mlp(lib):
-    """A fresh MLP forward function (tanh hidden layers, plain dot)."""
-
-    def mlp(params, x):
-        *hidden, (w_out, b_out) = params
-        for w, b in hidden:
-            x = lib.tanh(lib.dot(x, w) + b)
-        return lib.dot(x, w_out) + b_out
-
-    return mlp
-
-
 def bench_first_call(scale):
     """(d) The first call of a fresh jit: trace + lower + compile + run of an MLP forward."""
     rng = np.random.default_rng(0)
-    params = _mlp_params(rng)
+    params = mlp_params(rng)
     x = rng.standard_normal((128, 784), np.float32)
     expected = None
     fns = []
     for lib, jit in ((xnp, xform.jit), (jnp, jax.jit)):
         p = [(on_device(lib, w), on_device(lib, b)) for w, b in params]
         xd = on_device(lib, x)
-        out = np.asarray(jit(_mlp(lib))(p, xd))
+        out = np.asarray(jit(mlp(lib))(p, xd))
         if expected is None:
             expected = out
         np.testing.assert_allclose(out, expected, rtol=2e-4, atol=2e-4)
         fns.append(lambda lib=lib, jit=jit, p=p, xd=xd:
-                   jit(_mlp(lib))(p, xd).block_until_ready())
-    return compare(*fns, samples=5 * scale, warmup=1)
+                   jit(mlp(lib))(p, xd).block_until_ready())
+    # Cold for both: xform's persistent compilation cache off, as JAX's is by default.
+    with bench_stages.cold_xform_compiles():
+        return compare(*fns, samples=5 * scale, warmup=1)
 
 
 def _train_step(lib, value_and_grad):
     """A fresh SGD step of an MLP with softmax cross-entropy, for one library."""
 
     def loss(params, x, labels):
-        logits = _mlp(lib)(params, x)
+        logits = mlp(lib)(params, x)
         shifted = logits - lib.max(logits, axis=1, keepdims=True)
         log_probs = shifted - lib.log(lib.sum(lib.exp(shifted), axis=1, keepdims=True))
         return -lib.mean(lib.sum(log_probs * labels, axis=1))
@@ -162,7 +147,7 @@ def _train_step(lib, value_and_grad):
 def bench_train_step(scale):
     """(e) A steady-state jit(value_and_grad) SGD step of the MLP (batch 128)."""
     rng = np.random.default_rng(0)
-    params = _mlp_params(rng)
+    params = mlp_params(rng)
     x = rng.standard_normal((128, 784), np.float32)
     labels = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 128)]
     fns, losses = [], []
@@ -261,7 +246,9 @@ BENCHMARKS = [
     ("(c) eager `sin`, f32[16]", bench_eager, ("sin",), 0.25),
     ("(c) eager `add`, f32[16]", bench_eager, ("add",), 0.25),
     *bench_api.EAGER_REFERENCE_BENCHMARKS,
-    ("(d) first jit call, MLP 128x784-512-512-10", bench_first_call, (), 1.0),
+    ("(d) first jit call, MLP 128x784-512-512-10, cold compiles", bench_first_call, (),
+     0.8),
+    *bench_stages.BENCHMARKS,
     ("(e) jit(value_and_grad) SGD step, MLP 128x784-512-512-10", bench_train_step, (), 1.0),
     ("(f) eager grad, 10-op scalar function on f32[16]", bench_eager_grad, (), 0.1),
     ("(f') the same, against HIPS autograd (ratio xform/autograd)", bench_eager_grad_autograd,

@@ -240,3 +240,5 @@ lowering_rules[ew.select_n_p] = _select_n_lower
 lowering_rules[ew.clamp_p] = _clamp_lower
 lowering_rules[ew.convert_element_type_p] = _convert_lower
 lowering_rules[ew.bitcast_convert_type_p] = _bitcast_lower
+# add_any's operands have one shape: a plain stablehlo.add, as JAX lowers it.
+lowering_rules[ew.add_any_p] = _nary(hlo.add)

@@ -125,7 +125,7 @@ def _shape_tensor(values):
 # The primitives whose lowering handles symbolic dimensions: those whose StableHLO op takes
 # its result's shape from its type (dynamic), plus broadcasts and dimension values.
 SYMBOLIC_OK = {
-    "abs", "acos", "acosh", "add", "and", "asin", "asinh", "atan", "atan2", "atanh",
+    "abs", "acos", "acosh", "add", "add_any", "and", "asin", "asinh", "atan", "atan2", "atanh",
     "broadcast_in_dim", "cbrt", "ceil", "clamp", "concatenate", "convert_element_type",
     "copy", "copy_p", "cos", "cosh", "dimension_as_value", "div", "dot_general", "eq", "erf",
     "erf_inv", "exp", "exp2", "expm1", "floor", "ge", "gt", "imag", "integer_pow",

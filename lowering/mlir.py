@@ -241,6 +241,11 @@ def sanitize(name):
 # ``rule.applies(jaxpr)`` says whether a jaxpr has any (else nothing changes).
 ordered_region_rule = None
 
+# Set by lowering/sharding.py: ``rule(eqn_rule, ctx, args, params, prim) -> outs`` lowers an
+# equation of a partitioned program, laying out results whose types carry shardings
+# (explicit sharding mode) as their types say, as JAX does.
+typed_sharding_rule = None
+
 
 def lower_inline(mctx, closed, args):
     """Emit ClosedJaxpr ``closed`` applied to ``args`` at the current insertion point (its
@@ -272,6 +277,9 @@ def lower_jaxpr(mctx, jaxpr, consts, args):
         ctx = RuleContext(mctx, [x.aval for x in eqn.invars], [v.aval for v in eqn.outvars])
         if ordered and eqn.params:  # a loop, branch or call may hold ordered callbacks
             outs = ordered_region_rule(rule, ctx, [read(x) for x in eqn.invars], eqn.params)
+        elif mctx.mesh is not None and typed_sharding_rule is not None:
+            outs = typed_sharding_rule(rule, ctx, [read(x) for x in eqn.invars], eqn.params,
+                                       eqn.primitive)
         else:
             outs = rule(ctx, *[read(x) for x in eqn.invars], **eqn.params)
         for v, out in zip(eqn.outvars, outs, strict=True):

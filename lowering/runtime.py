@@ -81,13 +81,15 @@ def _sharding(device):
     return s
 
 
-def to_device(x, device=None):
-    """Copy a NumPy array to ``device`` (the default device if None); a device buffer."""
+def to_device(x, device=None, copy=False):
+    """Copy a NumPy array to ``device`` (the default device if None); a device buffer. On
+    CPU it may share the array's memory unless ``copy``: an array's own buffer copies, since
+    a jit donated a shared buffer cannot write its result there (XLA copies instead)."""
     device = device or default_device()
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
     return _jax.batched_device_put(_jax_aval(x.shape, x.dtype), _sharding(device), [x],
-                                   [device], True, False, enable_x64=True)
+                                   [device], True, copy, enable_x64=True)
 
 
 def to_host(buf):

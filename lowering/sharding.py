@@ -17,7 +17,9 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
 from lowering import compile_cache, mlir, runtime
-from xform.primitives.sharding import sharding_constraint_p
+from xform.core import ShapedArray
+from xform.primitives.sharding import reshard_p, sharding_constraint_p
+from xform.sharding_rules import ELEMENTWISE, sharding_rules
 
 Mesh = jax_sharding.Mesh
 AbstractMesh = jax_sharding.AbstractMesh
@@ -230,7 +232,7 @@ def _sharding_constraint_lower(ctx, x, *, sharding):
     mesh = ctx.module.mesh
     if mesh is None:  # a program on one device: nothing to constrain
         return [x]
-    if sharding.mesh != mesh:
+    if sharding.mesh not in (mesh, mesh.abstract_mesh):  # (the latter: a type's sharding)
         raise ValueError(f"with_sharding_constraint: its mesh {sharding.mesh.shape} is not the "
                          f"mesh {mesh.shape} of the jit it is in")
     attr = sharding_attr(sharding, ctx.avals_in[0].ndim)
@@ -238,3 +240,39 @@ def _sharding_constraint_lower(ctx, x, *, sharding):
 
 
 mlir.lowering_rules[sharding_constraint_p] = _sharding_constraint_lower
+mlir.lowering_rules[reshard_p] = _sharding_constraint_lower
+
+
+# --------------------------------------------------------------------------- typed shardings
+# In a partitioned program, a result whose type carries a sharding (explicit mode,
+# xform/sharding_rules.py) is constrained to it, as JAX's lowering does; so is each operand
+# an elementwise operation broadcasts to its result's shape, broadcast first.
+
+
+def _lower_typed(rule, ctx, args, params, prim):
+    name = prim.name
+    if ctx.module.spmd or name not in sharding_rules or not any(
+            getattr(a, "sharding", None) is not None for a in ctx.avals_out):
+        return rule(ctx, *args, **params)
+    if name in ELEMENTWISE and len(args) > 1:
+        out = ctx.avals_out[0]
+        avals_in = []
+        for k, a in enumerate(ctx.avals_in):
+            wide = a
+            if a.shape != out.shape:
+                wide = ShapedArray(out.shape, a.dtype, a.weak_type, out.sharding)
+                args[k] = _constrain(mlir.broadcast_to(args[k], a, wide), wide)
+            avals_in.append(wide)
+        ctx = mlir.RuleContext(ctx.module, avals_in, ctx.avals_out)
+    outs = rule(ctx, *args, **params)
+    return [_constrain(x, a) for x, a in zip(outs, ctx.avals_out, strict=True)]
+
+
+def _constrain(x, aval):
+    s = getattr(aval, "sharding", None)
+    if s is None:
+        return x
+    return sdy.ShardingConstraintOp(x, sharding_attr(s, aval.ndim)).result
+
+
+mlir.typed_sharding_rule = _lower_typed

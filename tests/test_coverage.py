@@ -59,6 +59,7 @@ NO_HOST_IMPL = {
                     "all_to_all", "axis_index")},
     # sharding (sharding.py, shard_map.py):
     "sharding_constraint": "lays the array out on the mesh's devices (core.eager_rules)",
+    "reshard": "lays the array out on the mesh's devices (core.eager_rules)",
     "shard_map": "runs as a partitioned jit over its mesh (core.eager_rules)",
 }
 NO_JVP_RULE = {

@@ -42,7 +42,6 @@ EXEMPT = {
     "core.InconclusiveDimensionOperation": "xform has no symbolic (polymorphic) shapes",
     "core.TraceTag": "xform's traces are told apart by identity, not tags",
     "core.get_opaque_trace_state": "xform's trace state is core.current_trace() itself",
-    "core.primitives.add_jaxvals_p": "tangents are added with add_p",
     "core.primitives.call_p": "xform's only call primitive is jit_p",
     "core.primitives.closed_call_p": "xform's only call primitive is jit_p",
     "core.primitives.empty2_p": "xform has no uninitialized-buffer primitive",

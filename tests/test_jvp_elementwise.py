@@ -297,9 +297,10 @@ def test_digamma_derivative_is_polygamma_as_in_jax():
 
 # Primitives of the family without a JVP rule, and why.
 NO_JVP_RULE = {}
-# The later additions, whose JVPs tests/test_lax_more.py checks against JAX.
+# The later additions, whose JVPs tests/test_lax_more.py checks against JAX (add_any's:
+# tests/test_add_any.py).
 TESTED_IN_LAX_MORE = {"clz", "complex", "copy", "eq_to", "le_to", "lt_to", "mulhi",
-                      "reduce_precision", "square", "stage"}
+                      "reduce_precision", "square", "stage", "add_any"}
 
 
 def test_every_elementwise_primitive_has_a_jvp_rule():

@@ -21,8 +21,8 @@ from xform.primitives.sharding import with_sharding_constraint
 
 # jax.sharding's names that xform.sharding does not have, each with the reason.
 EXEMPT = {
-    "auto_axes": "sharding in types (explicit mode): xform's avals carry no sharding",
-    "explicit_axes": "sharding in types (explicit mode): xform's avals carry no sharding",
+    "auto_axes": "switching a mesh's axes between Explicit and Auto inside a function",
+    "explicit_axes": "switching a mesh's axes between Explicit and Auto inside a function",
 }
 TOP_LEVEL = ["NamedSharding", "P", "make_mesh", "set_mesh", "reshard", "shard_map",
              "make_array_from_callback", "make_array_from_single_device_arrays",

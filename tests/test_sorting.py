@@ -208,3 +208,28 @@ def test_direct_bind_errors():
         sorting.sort_p.bind(dimension=0, is_stable=True, num_keys=1)
     with pytest.raises(ValueError, match="lax.top_k: axis -1 is out of bounds"):
         sorting.top_k_p.bind(X, k=1, axis=-1)
+
+
+# --------------------------------------------------------------------------- subnormals
+
+
+@pytest.mark.parametrize("dtype, tiny", [(np.float32, 1e-40), (BF16, 1e-40),
+                                         (COMPLEX, 1e-40), (np.float64, 1e-310)],
+                         ids=["float32", "bfloat16", "complex64", "float64"])
+def test_eager_sort_of_subnormals_gives_jits_bits(dtype, tiny):
+    """XLA's CPU orders subnormals as zeros (ties with ±0.0, kept in order by a stable sort)
+    and moves their bits unchanged; eager sort of an Array marked as holding them does too."""
+    x = np.array([3, tiny, -tiny, 0, -0.0, -1, 2 * tiny, -2 * tiny, 1, 5 * tiny]).astype(dtype)
+    if dtype == COMPLEX:
+        x = x + 1j * x[::-1]
+    wide = dtype == np.float64
+    with jax.enable_x64(wide), xform.enable_x64(wide):
+        ours = xform.numpy.asarray(x)
+        assert ours._subnormal
+        for stable in (True, False):
+            got = lax.sort((ours, xform.numpy.arange(10)), num_keys=1, is_stable=stable)
+            want = jax.jit(lambda a, s=stable: jax.lax.sort(
+                (a, jax.numpy.arange(10)), num_keys=1, is_stable=s))(x)
+            for g, w in zip(got, want, strict=True):
+                assert np.asarray(g).tobytes() == np.asarray(w).tobytes()
+            assert got[0]._subnormal  # the results hold them, and say so

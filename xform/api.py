@@ -250,7 +250,7 @@ def _flat_tree(n):
 class _CacheEntry:
     """One traced signature of a jitted function; compiled on its first eager call."""
 
-    __slots__ = ("jaxpr", "consts", "const_avals", "out_tree", "compiled", "name",
+    __slots__ = ("jaxpr", "consts", "const_avals", "out_tree", "out_avals", "compiled", "name",
                  "single_output", "consts_are_traced", "donated", "direct", "float0s")
 
     def __init__(self, jaxpr, consts, out_tree, name, donated=None, float0s=()):
@@ -262,6 +262,7 @@ class _CacheEntry:
         self.consts_are_traced = any(isinstance(c, Tracer) for c in consts)
         self.out_tree = out_tree
         self.single_output = out_tree == _LEAF
+        self.out_avals = jaxpr.out_avals
         self.compiled = None
         self.name = name
         # The executable, when a call can hand it the argument buffers as they are (no consts,
@@ -514,6 +515,23 @@ def _check_tracer_leaks(jaxpr, name):
             "function returned (in a global, a closure or an object's attribute).")
 
 
+def _warn_unusable_donations(avals, donated, out_avals):
+    """Warn, as JAX does, of donated arguments that no output of the same shape and dtype can
+    reuse (their buffers stay alive: the program cannot write a result there)."""
+    free = [(a.shape, a.dtype) for a in out_avals]
+    unusable = []
+    for aval, d in zip(avals, donated, strict=True):
+        if d:
+            try:
+                free.remove((aval.shape, aval.dtype))
+            except ValueError:
+                unusable.append(f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]")
+    if unusable:
+        warnings.warn(f"Some donated buffers were not usable: {', '.join(unusable)}.\n"
+                      "See an explanation at "
+                      "https://docs.jax.dev/en/latest/faq.html#buffer-donation.", stacklevel=4)
+
+
 class JitFunction:
     """A function compiled with XLA on first call per signature; see ``jit``."""
 
@@ -576,6 +594,7 @@ class JitFunction:
             jaxpr, consts, out_tree, float0s = traced
             donated = self._donated_leaves(in_tree, statics)
             if donated is not None:
+                _warn_unusable_donations(avals, donated, jaxpr.out_avals)
                 donated = (False,) * len(consts) + donated
             entry = _CacheEntry(jaxpr, consts, out_tree, state.name, donated, float0s)
             if not entry.consts_are_traced:
@@ -626,6 +645,8 @@ class JitFunction:
         for name, arg in dyn_kwargs.items():
             if name in state.donate_argnames:
                 donated.update(tree_util.tree_leaves(arg))
+        if not donated:  # (donate_argnums naming arguments without leaves: nothing donated)
+            return None
         return tuple(i in donated for i in range(in_tree.num_leaves))
 
     def __call__(self, *args, **kwargs):
@@ -656,26 +677,41 @@ class JitFunction:
                     outs = entry.run(list(args), avals, state.device)
                     return outs[0] if entry.single_output else tree_util.tree_unflatten(
                         entry.out_tree, outs)
-        if state.has_statics or kwargs:
-            entry, leaves, avals = self._entry(args, kwargs)
-            concrete = not any(isinstance(x, Tracer) for x in leaves)
+        statics = None
+        if state.has_statics:
+            dyn_args, dyn_kwargs, statics = _split_statics(
+                self._fun, args, kwargs, state.static_argnums, state.static_argnames)
+            leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         else:
-            # The common case, kept lean: positional pytrees of arrays, no static arguments.
-            leaves, in_tree = tree_util.tree_flatten((args, {}))
-            avals, concrete = [], True
-            for x in leaves:
-                if type(x) is Array:
-                    avals.append(x.aval)
-                else:
-                    avals = _arg_avals(leaves, in_tree, self._fun)
-                    concrete = not any(isinstance(x, Tracer) for x in leaves)
-                    break
-            context, axis_env = config.trace_context(), core.trace_state.axis_env
-            entry = self._lookup((in_tree, None, tuple(avals), context, axis_env), in_tree,
-                                 None, avals)
-            if in_tree == _flat_tree(len(args)) and not entry.consts_are_traced and \
-                    not axis_env and api_sharding.jaxpr_mesh(entry.jaxpr.jaxpr) is None:
-                state.flat_caches.setdefault(context, {})[tuple(avals)] = entry
+            leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+        statics_key = None if statics is None else statics.key
+        context, axis_env = config.trace_context(), core.trace_state.axis_env
+        # One pass over the leaves: plain Arrays give their avals and buffers as they are.
+        avals, on_device = [], True
+        for x in leaves:
+            if type(x) is not Array:
+                avals = _arg_avals(leaves, in_tree, self._fun)
+                concrete = not any(isinstance(x, Tracer) for x in leaves)
+                break
+            avals.append(x.aval)
+            on_device = on_device and x._buf is not None
+        else:
+            concrete = True
+            if on_device and core.trace_state.trace is core.eval_trace and \
+                    state.shardings is None:
+                # Second fastest path: pytrees, keywords or static arguments around Arrays
+                # already on the default device, for a signature whose program takes them.
+                entry = state.cache.get((in_tree, statics_key, tuple(avals), context, axis_env))
+                if entry is not None and entry.direct is not None:
+                    outs = entry.direct.call([x._buf for x in leaves])
+                    return entry.out_tree.unflatten([
+                        Array(a, None, b) for a, b in zip(entry.out_avals, outs, strict=True)])
+        entry = self._lookup((in_tree, statics_key, tuple(avals), context, axis_env), in_tree,
+                             statics, avals)
+        if statics is None and not kwargs and in_tree == _flat_tree(len(args)) and \
+                not entry.consts_are_traced and not axis_env and \
+                api_sharding.jaxpr_mesh(entry.jaxpr.jaxpr) is None:
+            state.flat_caches.setdefault(context, {})[tuple(avals)] = entry
         if concrete and core.trace_state.trace is core.eval_trace:
             if state.shardings is not None or api_sharding.needs_partitioning(entry, leaves):
                 shardings = state.shardings or (None, None)
@@ -736,6 +772,7 @@ class JitFunction:
         key, _, in_tree, statics, avals = self._signature(args, kwargs, _abstractify)
         traced = stages.Traced(self, self._lookup(key, in_tree, statics, avals), in_tree, avals,
                                lambda: api_sharding.lower(self, traced, args, kwargs))
+        traced._statics_key = key[1]
         return traced
 
     def lower(self, *args, **kwargs):

@@ -21,14 +21,17 @@ from lowering import sharding as impl
 from xform import core, dispatch, dtypes, stages, tree_util
 from xform.array import Array, CommittedArray, ShardedArray
 from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Tracer, Var
-from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.interpreters.staging import convert_constvars, out_avals_of, trace_to_jaxpr
 from xform.primitives.call import jit_p
 from xform.primitives.compiler import device_put_traced
 from xform.primitives.sharding import (
     check_spec_fits,
+    reshard_p,
     sharding_constraint_p,
+    type_sharding,
     with_sharding_constraint,
 )
+from xform.sharding_rules import with_shardings  # noqa: F401  (installs the rules)
 
 __all__ = ["device_put", "reshard", "make_array_from_callback",
            "make_array_from_single_device_arrays", "make_array_from_process_local_data",
@@ -77,8 +80,12 @@ class Group:
 
 
 def wrap(buf, aval):
-    """The Array of global device array ``buf``."""
+    """The Array of global device array ``buf``; on a mesh of Explicit axes its type
+    carries its sharding (xform/sharding_rules.py)."""
     if len(buf.sharding.device_set) > 1 or isinstance(buf.sharding, impl.NamedSharding):
+        typed = type_sharding(buf.sharding, aval.ndim)
+        if typed != aval.sharding:
+            aval = core.intern_aval(ShapedArray(aval.shape, aval.dtype, aval.weak_type, typed))
         return ShardedArray(aval, None, buf)  # on a mesh (of one device, maybe)
     return Array(aval, None, buf)
 
@@ -123,6 +130,8 @@ def device_put(x, device=None):
     outs = []
     for k, leaf in enumerate(leaves):
         target = device if per_leaf is None else per_leaf[k]
+        if isinstance(target, impl.PartitionSpec):  # over the mesh of ``set_mesh``, as JAX's
+            target = as_named(target, "device_put")
         if target is not None and not (runtime.is_device(target) or runtime.is_sharding(target)):
             raise ValueError("`device_put` only accepts `None`, a `Sharding` or a `Device` "
                              f"(e.g. `xform.devices()[0]`); received invalid value: {target!r}")
@@ -148,11 +157,15 @@ def reshard(xs, out_shardings):
     current mesh): a device-to-device copy outside ``jit``, a constraint inside."""
     shardings = tree_util.tree_map(lambda s: as_named(s, "reshard"), out_shardings,
                                    is_leaf=lambda s: isinstance(s, impl.PartitionSpec))
-    return device_put(xs, shardings)
+    leaves, tree = tree_util.tree_flatten(xs)
+    per_leaf = broadcast_prefix(shardings, xs, "reshard's out_shardings")
+    return tree_util.tree_unflatten(tree, [
+        reshard_p.bind(x, sharding=s) if isinstance(x, Tracer) and s is not None
+        else device_put(x, s) for x, s in zip(leaves, per_leaf, strict=True)])
 
 
-core.eager_rules[sharding_constraint_p] = lambda x, *, sharding: [
-    wrap(put_leaf(x, sharding), core.get_aval(x))]
+core.eager_rules[sharding_constraint_p] = core.eager_rules[reshard_p] = \
+    lambda x, *, sharding: [wrap(put_leaf(x, sharding), core.get_aval(x))]
 
 
 # --------------------------------------------------------------------------- building arrays
@@ -265,7 +278,7 @@ def jaxpr_mesh(jaxpr):
         params = eqn.params
         if "mesh" in params and isinstance(params["mesh"], impl.Mesh):
             mesh = params["mesh"]
-        elif eqn.primitive is sharding_constraint_p:
+        elif eqn.primitive is sharding_constraint_p or eqn.primitive is reshard_p:
             mesh = params["sharding"].mesh
         else:
             for v in params.values():
@@ -367,7 +380,9 @@ def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
         return replicated
 
     in_s = [replicated] * n_consts + [on_mesh(s, a) for s, a in zip(chosen, avals, strict=True)]
-    out_s = [None if s is None else on_mesh(s, a)
+    # Results whose types carry shardings (explicit mode) are laid out so, as in JAX.
+    out_s = [on_mesh(s, a) if s is not None else None if a.sharding is None
+             else impl.NamedSharding(mesh, a.sharding.spec)
              for s, a in zip(outs_given, entry.jaxpr.out_avals, strict=True)]
     per_jaxpr = _programs.setdefault(entry.jaxpr.jaxpr, {})
     key = (tuple(in_s), tuple(out_s), entry.donated)
@@ -599,7 +614,7 @@ def apply_partitioned(prim, args, params):
     entry = _single.get(key)
     if entry is None:
         invars = [Var(a) for a in avals]
-        outvars = [Var(a) for a in core.abstract_eval(prim, *avals, **params)]
+        outvars = [Var(a) for a in out_avals_of(prim, list(avals), params)]
         body = Jaxpr([], invars, outvars, [JaxprEqn(prim, invars, outvars, params)])
         entry = _single[key] = _CallEntry(ClosedJaxpr(body, []))
     program, in_s = prepare(entry, list(args), list(avals), args, None, None, prim.name)

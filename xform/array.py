@@ -67,7 +67,7 @@ class Array(metaclass=_ArrayMeta):
     def _device_buffer(self, device=None):
         buf = self._buf
         if buf is None:
-            buf = self._buf = runtime.to_device(self._host, device)
+            buf = self._buf = runtime.to_device(self._host, device, copy=True)
         elif device is not None and runtime.buffer_device(buf) != device:
             return runtime.to_device(self._host_value(), device)
         return buf
@@ -107,13 +107,18 @@ class Array(metaclass=_ArrayMeta):
         if self._buf is not None and self._host is None:
             self._buf.copy_to_host_async()
 
+    def unsafe_buffer_pointer(self):
+        """The address of the device buffer's data (put on the device first if it is on the
+        host only), as JAX's; raises ``RuntimeError`` once the array is deleted."""
+        return self._device_buffer().unsafe_buffer_pointer()
+
     def is_deleted(self):
         return self._host is None and self._buf.is_deleted()
 
     def delete(self):
         """Free this array's memory; using it afterwards raises ``RuntimeError``."""
         if self._buf is None:
-            self._buf = runtime.to_device(self._host)
+            self._buf = runtime.to_device(self._host, copy=True)
         self._host = None
         self._buf.delete()
 

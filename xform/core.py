@@ -60,43 +60,63 @@ def dimension_as_value(d):
 
 
 class ShapedArray:
-    """The abstract value of an array: its shape, dtype and whether its type is weak."""
+    """The abstract value of an array: its shape, dtype, whether its type is weak, and (in
+    explicit sharding mode only) its sharding: a NamedSharding over an abstract mesh whose
+    spec has one entry per dimension, or None (the default: no sharding in the type)."""
 
-    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding", "_hash")
 
-    def __init__(self, shape, dtype, weak_type=False):
+    def __init__(self, shape, dtype, weak_type=False, sharding=None):
         self.shape = shape
         self.dtype = dtype
         self.weak_type = weak_type
+        self.sharding = sharding
         self._hash = None  # computed on first use: avals key the caches of jit and dispatch
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: shape_size(self.shape))
 
-    def update(self, shape=None, dtype=None, weak_type=None):
+    def update(self, shape=None, dtype=None, weak_type=None, sharding=None):
+        # The sharding is kept only while the shape is: a new shape needs a sharding rule.
+        if sharding is None and self.sharding is not None and (shape is None or
+                                                                shape == self.shape):
+            sharding = self.sharding
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type)
+                           self.weak_type if weak_type is None else weak_type, sharding)
 
     def strip_weak_type(self):
-        return ShapedArray(self.shape, self.dtype) if self.weak_type else self
+        return ShapedArray(self.shape, self.dtype, False, self.sharding) if self.weak_type \
+            else self
 
     def __eq__(self, other):
         return (type(other) is ShapedArray and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+                and self.dtype == other.dtype and self.weak_type == other.weak_type
+                and self.sharding == other.sharding)
 
     def __hash__(self):
         h = self._hash
         if h is None:  # cached: avals are hashed on every jit call's cache lookup
-            h = self._hash = hash((self.shape, self.dtype, self.weak_type))
+            h = self._hash = hash((self.shape, self.dtype, self.weak_type, self.sharding))
         return h
 
     def str_short(self):
-        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        dims = map(str, self.shape) if self.sharding is None else map(
+            _sharded_dim, self.shape, self.sharding.spec)
+        return f"{dtypes.short_name(self.dtype)}[{','.join(dims)}]"
 
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short()}{weak})"
+
+
+def _sharded_dim(size, entry):
+    """A dimension as JAX prints it in a sharded type: ``8``, ``8@x``, ``8@(x,y)``."""
+    if entry is None:
+        return str(size)
+    if isinstance(entry, tuple):
+        return f"{size}@({','.join(entry)})"
+    return f"{size}@{entry}"
 
 
 # Concrete Python/NumPy values -> abstract values. Array types register here (see array.py).

@@ -27,6 +27,7 @@ from xform.array import (
 )
 from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Tracer, Var, host_impls, intern_aval
 from xform.interpreters import dce
+from xform.interpreters.staging import _memoized_with_params as staging_memoized
 from xform.interpreters.staging import out_avals_of
 from xform.primitives import autodiff, compiler, elementwise, indexing, remat, sorting, structural
 from xform.primitives.base import direct_host_fn
@@ -92,9 +93,10 @@ def _operand_daz(v):
 
 # The primitives whose results are bits of their operands, which XLA's CPU passes through
 # as they are, subnormals included (each checked against ``jax.jit`` on a CPU): a marked
-# Array's subnormals reach their results. Comparisons, sort's order, max/min, ``abs`` of a
-# complex number and widening conversions read them as zero like any arithmetic; top_k
-# compares them exactly. See ``_keeps_subnormals`` for abs and convert_element_type.
+# Array's subnormals reach their results. Comparisons, max/min, ``abs`` of a
+# complex number and widening conversions read them as zero like any arithmetic; sort orders
+# them as zero (its key function flushes them) and top_k compares them exactly. See
+# ``_keeps_subnormals`` for abs and convert_element_type.
 _BIT_MOVES = frozenset([
     elementwise.neg_p, elementwise.copy_p, elementwise.select_n_p, elementwise.real_p,
     elementwise.imag_p, elementwise.conj_p, elementwise.complex_p, elementwise.stage_p,
@@ -103,7 +105,7 @@ _BIT_MOVES = frozenset([
     structural.pad_p, structural.rev_p, structural.tile_p, structural.split_p,
     structural.stack_p, structural.unstack_p, indexing.slice_p, indexing.gather_p,
     indexing.dynamic_slice_p, indexing.dynamic_update_slice_p, indexing.scatter_p,
-    sorting.top_k_p, compiler.device_put_p, compiler.optimization_barrier_p,
+    sorting.sort_p, sorting.top_k_p, compiler.device_put_p, compiler.optimization_barrier_p,
     autodiff.stop_gradient_p, remat.name_p,
 ])
 
@@ -199,7 +201,41 @@ def host_apply(prim, args, params):
                     except FloatingPointError:
                         return _host_apply(prim, args, params)
                     return [Array(plan[1], out) if plan[2] else _as_array(out, plan[1])]
+    elif len(args) == 1 or len(args) == 2:  # the same for an op with params, one Array or two
+        x = args[0]
+        y = args[1] if len(args) == 2 else x
+        if type(x) is Array and type(y) is Array and not (x._subnormal or y._subnormal):
+            try:
+                plan = _param_plans.get((prim, id(x.aval), id(y.aval), *params.items()))
+            except TypeError:  # an unhashable param value: the slow path
+                plan = None
+            if plan is not None and x._host is not None and y._host is not None:
+                try:
+                    outs = _quiet.context.run(plan[0], *[a._host for a in args], **params)
+                except FloatingPointError:
+                    return _host_apply(prim, args, params)
+                return [_as_array(outs[0], plan[1])]
     return _host_apply(prim, args, params)
+
+
+# The params fast path's memo: (prim, id(aval), id(aval), *params.items()) -> (impl, result
+# aval, operand avals), for the primitives whose type rules are memoized on params (plain
+# hashable params, one result); one operand's key repeats its aval id.
+_param_plans = {}
+
+
+def _make_param_plan(prim, impl, args, avals, params, out_aval):
+    if prim not in staging_memoized or not 1 <= len(args) <= 2:
+        return
+    if any(type(x) is not Array or x._subnormal or x._host is None for x in args):
+        return
+    ids = (id(avals[0]), id(avals[-1]))
+    try:
+        if len(_param_plans) > 1024:
+            _param_plans.clear()
+        _param_plans[(prim, *ids, *params.items())] = (impl, out_aval, tuple(avals))
+    except TypeError:  # an unhashable param value: no plan
+        pass
 
 
 def _as_array(out, aval):
@@ -262,6 +298,8 @@ def _host_apply(prim, args, params):
         out, a = outs[0], intern_aval(out_avals[0])
         if not params:
             _make_plan(prim, impl, args, avals, a, out)
+        else:
+            _make_param_plan(prim, impl, args, avals, params, a)
         return [_as_array(out, a)]
     return [_as_array(out, intern_aval(a)) for out, a in zip(outs, out_avals, strict=True)]
 
@@ -326,10 +364,12 @@ def without_dead_code(closed):
     return dce.dce_closed_jaxpr(closed, [True] * len(closed.jaxpr.outvars))[0]
 
 
-def compile_jaxpr(closed, name, device=None, donated=None, min_cache_secs=0.0, options=()):
+def compile_jaxpr(closed, name, device=None, donated=None, min_cache_secs=0.0, options=(),
+                  module=None):
     """Compile a const-free ClosedJaxpr (cached per jaxpr, device, donated inputs and XLA
     ``options``, ``(name, value)`` pairs; on disk too, if compiling took ``min_cache_secs``
-    or more)."""
+    or more). ``module``: the jaxpr already lowered by ``lower_to_module`` with these
+    arguments (a ``Lowered`` stage's), so that compiling does not lower it again."""
     per_jaxpr = _compiled.setdefault(closed.jaxpr, {})
     key = (device, donated, options) if options else (device, donated)
     entry = per_jaxpr.get(key)
@@ -341,7 +381,8 @@ def compile_jaxpr(closed, name, device=None, donated=None, min_cache_secs=0.0, o
             _log.warning("Compiling %s with global shapes and types %s.", name,
                          [v.aval for v in closed.jaxpr.invars])
             start = time.perf_counter()
-        module = mlir.lower_to_module(without_dead_code(closed), name, replicas, donated)
+        if module is None:
+            module = mlir.lower_to_module(without_dead_code(closed), name, replicas, donated)
         if log:
             lowered = time.perf_counter()
             _log.warning("Finished jaxpr to MLIR module conversion jit(%s) in %.6f sec", name,
@@ -366,6 +407,7 @@ def clear_caches():
     _compiled.clear()
     _single_eqn.clear()
     _plans.clear()
+    _param_plans.clear()
 
 
 def device_apply(prim, args, params):

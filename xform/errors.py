@@ -80,3 +80,8 @@ class MissingRuleError(NotImplementedError, XformError):
 
 class JaxprTypeError(XformError, _jax_errors.JaxprTypeError):
     """The jaxpr typechecker found an ill-typed equation."""
+
+
+class ShardingTypeError(XformError):
+    """Operands whose types carry shardings (explicit sharding mode) that an operation cannot
+    combine, as JAX's ``ShardingTypeError``: ``reshard`` one of them first."""

@@ -192,6 +192,7 @@ for _name in ("exp", "exp2", "log", "expm1", "log1p", "tanh", "logistic", "sin",
 pp_param_rules["mul"] = _hide_if_none("out_dtype")
 pp_param_rules["convert_element_type"] = lambda eqn, names: _sorted_params(
     eqn.params, {"sharding"})
+pp_param_rules["reshard"] = lambda eqn, names: []  # as JAX: the result's type says it
 
 
 def _dot_general_params(eqn, names):
@@ -262,9 +263,20 @@ pp_param_rules["custom_vjp_call"] = _custom_call_params
 pp_param_rules["custom_lin"] = _custom_lin_params
 
 
+# Params JAX's primitive has and xform's does not, derived from the equation by a rule its
+# family registers (a scatter's combining function, as a jaxpr): ``derive(eqn) -> {key:
+# value}``. They print as params do, and their sub-jaxprs are shared by name like theirs.
+pp_derived_params = {}
+
+
+def _printed_params(eqn):
+    derive = pp_derived_params.get(eqn.primitive.name)
+    return eqn.params if derive is None else {**eqn.params, **derive(eqn)}
+
+
 def _pp_eqn_doc(eqn, names):
     rule = pp_param_rules.get(eqn.primitive.name)
-    items = rule(eqn, names) if rule else _sorted_params(eqn.params)
+    items = rule(eqn, names) if rule else _sorted_params(_printed_params(eqn))
     lhs = _pp_vars(eqn.outvars, names, binders=True)
     rhs = [_text(eqn.primitive.name), _pp_params(items, names),
            _text(" "), _pp_vars(eqn.invars, names)]
@@ -305,7 +317,7 @@ def _share_jaxprs(top, names):
         counts[jaxpr] = counts.get(jaxpr, 0) + 1 + (jaxpr is not top and len(jaxpr.eqns) > 10)
         for eqn in jaxpr.eqns:
             name = eqn.params.get("name")
-            for sub in subjaxprs(eqn.params):
+            for sub in subjaxprs(_printed_params(eqn)):
                 queue.append(sub)
                 if isinstance(name, str):
                     labels.setdefault(sub, name.strip("<>"))

@@ -1,8 +1,8 @@
 """Ahead-of-time stages of a jitted function, as JAX's ``jax.stages``.
 
 ``jit(f).trace(*args)`` gives a ``Traced`` (the jaxpr), ``.lower()`` a ``Lowered`` (the
-StableHLO module), ``.compile()`` a ``Compiled`` (XLA's executable, called like ``f`` for
-arguments of the types it was compiled for). Arguments may be abstract
+StableHLO module), ``.compile()`` a ``Compiled`` (XLA's executable, called as ``f`` without
+its static arguments, on arguments of the types it was compiled for). Arguments may be abstract
 (``ShapeDtypeStruct``s). Each stage reuses the jitted function's caches: tracing here is the
 trace a call would make, and compiling without options is the executable a call would run.
 """
@@ -15,7 +15,7 @@ from jax.sharding import SingleDeviceSharding
 from jaxlib import _jax
 
 from lowering import mlir, runtime
-from xform import dispatch
+from xform import core, dispatch
 from xform.primitives.pmap import replicas_needed
 
 
@@ -38,6 +38,8 @@ def _shape_struct(aval):
 
 class _Stage:
     """What every stage knows: the traced signature of the jitted function."""
+
+    _statics_key = None  # the static arguments' part of the cache key, to name parameters
 
     def __init__(self, jitted, entry, in_tree, avals):
         self._jitted = jitted
@@ -79,7 +81,10 @@ class Traced(_Stage):
 
     def lower(self):
         lowered = self._partitioned and self._partitioned()
-        return lowered or Lowered(self._jitted, self._entry, self.in_tree, self._avals)
+        if not lowered:
+            lowered = Lowered(self._jitted, self._entry, self.in_tree, self._avals)
+            lowered._statics_key = self._statics_key
+        return lowered
 
 
 class Lowered(_Stage):
@@ -124,33 +129,33 @@ class Lowered(_Stage):
         entry, jitted = self._entry, self._jitted
         options = tuple(sorted((compiler_options or {}).items()))
         compiled = dispatch.compile_jaxpr(entry.jaxpr, jitted._name, jitted._device,
-                                          entry.donated, options=options)
+                                          entry.donated, options=options, module=self._module)
         if not options and entry.compiled is None:
             entry.compiled = compiled  # what the next call of the jitted function runs
-        return Compiled(jitted, entry, self.in_tree, self._avals, compiled)
+        compiled = Compiled(jitted, entry, self.in_tree, self._avals, compiled)
+        compiled._statics_key = self._statics_key
+        return compiled
 
 
 class Compiled(_Stage):
-    """The compiled program of one signature of a jitted function; call it like the function
-    with arguments of the types it was compiled for."""
+    """The compiled program of one signature of a jitted function; call it with the dynamic
+    arguments (the static ones are part of the program), of the types it was compiled for."""
 
     def __init__(self, jitted, entry, in_tree, avals, compiled):
         super().__init__(jitted, entry, in_tree, avals)
         self._compiled = compiled
 
     def __call__(self, *args, **kwargs):
-        key, leaves, in_tree, statics, avals = self._jitted._signature(args, kwargs)
+        # As JAX's: only the dynamic arguments (the static ones are baked into the program).
+        leaves, in_tree = tree_util.tree_flatten((args, kwargs))
         if in_tree != self.in_tree:
-            raise TypeError(
-                "Function compiled with input pytree does not match the input pytree it was "
-                f"called with. Compiled for {self.in_tree}, called with {in_tree}")
-        if tuple(avals) != tuple(self._avals):
-            raise TypeError(_mismatch_message(self._jitted, in_tree, key[1], self._avals, avals))
-        if self._jitted._lookup(key, in_tree, statics, avals) is not self._entry:
-            raise TypeError(f"compiled function {self.fun_name} was called with static "
-                            "arguments other than those it was compiled for; compile again "
-                            "for these (static arguments are part of the program)")
-        outs = self._entry.run_with(self._compiled, leaves, avals)
+            raise TypeError(_tree_mismatch_message(self.in_tree, in_tree))
+        avals = [core.get_aval(x) for x in leaves]
+        if any(a.shape != c.shape or a.dtype != c.dtype
+               for a, c in zip(avals, self._avals, strict=True)):  # weak types may differ
+            raise TypeError(_mismatch_message(self._jitted, in_tree, self._statics_key,
+                                              self._avals, avals))
+        outs = self._entry.run_with(self._compiled, leaves, self._avals)
         return tree_util.tree_unflatten(self._entry.out_tree, outs)
 
     def _loaded(self):
@@ -188,12 +193,40 @@ class Compiled(_Stage):
         return SingleDeviceSharding(self._compiled.device or runtime.default_device())
 
 
+def _tree_mismatch_message(compiled_tree, called_tree):
+    """What differs between the (args, kwargs) pytree compiled for and the one called with."""
+    want_args, want_kwargs = tree_util.tree_unflatten(compiled_tree, [0] * compiled_tree.num_leaves)
+    got_args, got_kwargs = tree_util.tree_unflatten(called_tree, [0] * called_tree.num_leaves)
+    diffs = []
+    if len(want_args) != len(got_args):
+        diffs.append(f"at args: compiled for {len(want_args)} positional arguments, called "
+                     f"with {len(got_args)}")
+    else:
+        diffs += [f"at args[{i}]: compiled for {tree_util.tree_structure(w)}, called with "
+                  f"{tree_util.tree_structure(g)}"
+                  for i, (w, g) in enumerate(zip(want_args, got_args, strict=True))
+                  if tree_util.tree_structure(w) != tree_util.tree_structure(g)]
+    if want_kwargs.keys() != got_kwargs.keys():
+        diffs.append(f"at kwargs: compiled for keywords {sorted(want_kwargs)}, called with "
+                     f"{sorted(got_kwargs)} (differing: "
+                     f"{sorted(want_kwargs.keys() ^ got_kwargs.keys())})")
+    else:
+        diffs += [f"at kwargs[{k!r}]: compiled for {tree_util.tree_structure(w)}, called with "
+                  f"{tree_util.tree_structure(got_kwargs[k])}"
+                  for k, w in want_kwargs.items()
+                  if tree_util.tree_structure(w) != tree_util.tree_structure(got_kwargs[k])]
+    return ("Function compiled with input pytree does not match the input pytree it was "
+            f"called with. There are {len(diffs)} mismatches, including:\n"
+            + "\n".join(f"    * {d}" for d in diffs)
+            + "\nA compiled function takes the dynamic arguments only (not the static ones).")
+
+
 def _mismatch_message(jitted, in_tree, statics_key, compiled_avals, called_avals):
     paths = leaf_paths(jitted.__wrapped__, in_tree, statics_key)
     lines = [f"Argument '{name}{path}' compiled with {_type_name(c)} and called with "
              f"{_type_name(a)}"
              for (name, path), c, a in zip(paths, compiled_avals, called_avals, strict=True)
-             if c != a]
+             if (c.shape, c.dtype) != (a.shape, a.dtype)]
     return ("Argument types differ from the types for which this computation was compiled. "
             "Perhaps you are calling the compiled executable with a different enable_x64 "
             "mode than when it was AOT compiled? The mismatches are:\n" + "\n".join(lines))

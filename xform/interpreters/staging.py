@@ -106,23 +106,55 @@ class JaxprTrace(core.Trace):
         return [JaxprTracer(self, v, source) for v in outvars]
 
 
-# (prim, *avals) -> output avals, for primitives without params; the outputs interned
+# (prim, *avals) -> output avals, for primitives without params, and (prim, *avals,
+# *params.items()) for those in ``_memoized_with_params``; the outputs interned
 # (core.intern_aval), so later operands' avals are mostly the very keys here.
 _out_avals = {}
+# Primitives whose abstract evaluation depends on the operand types and the params alone,
+# with params of plain hashable values (axes, shapes, dimension numbers, dtypes): not a
+# collective (it reads the axis environment) nor one whose params hold jaxprs or functions
+# (a memo entry would keep their residuals alive).
+_memoized_with_params = set()
+
+
+def memoize_abstract_eval(*prims):
+    """Let ``out_avals_of`` memoize the output types of ``prims`` on their params too (the
+    family modules opt in the primitives that qualify)."""
+    _memoized_with_params.update(prims)
+
+
+# Set by xform/sharding_rules.py: ``rule(prim, avals, out_avals, params) -> out_avals`` gives
+# the results the shardings their types carry when an operand's type carries one.
+sharding_rule = None
 
 
 def out_avals_of(prim, avals, params):
     """The output avals of ``prim`` by its abstract evaluation rule, memoized for primitives
-    without params (the elementwise ones, most of what is staged or run eagerly)."""
-    if params:
-        return core.abstract_eval_rules[prim](*avals, **params)
-    key = (prim, *avals)
-    out_avals = _out_avals.get(key)
+    without params (the elementwise ones, most of what is staged or run eagerly) and for those
+    opted in by ``memoize_abstract_eval``."""
+    if not params:
+        key = (prim, *avals)
+    elif prim in _memoized_with_params:
+        key = (prim, *avals, *params.items())
+    else:
+        return _abstract_eval(prim, avals, params)
+    try:
+        out_avals = _out_avals.get(key)
+    except TypeError:  # an unhashable param value (a list where a tuple belongs): no memo
+        return _abstract_eval(prim, avals, params)
     if out_avals is None:
         if len(_out_avals) > 4096:
             _out_avals.clear()
-        out_avals = [core.intern_aval(a) for a in core.abstract_eval_rules[prim](*avals)]
+        out_avals = [core.intern_aval(a) for a in _abstract_eval(prim, avals, params)]
         _out_avals[key] = out_avals
+    return out_avals
+
+
+def _abstract_eval(prim, avals, params):
+    out_avals = core.abstract_eval_rules[prim](*avals, **params)
+    for a in avals:
+        if getattr(a, "sharding", None) is not None:
+            return sharding_rule(prim, avals, out_avals, params)
     return out_avals
 
 

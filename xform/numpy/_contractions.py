@@ -9,6 +9,7 @@ import opt_einsum
 
 from xform import dtypes, lax
 from xform.numpy._promote import (
+    _ARRAY_TYPES,
     _canonical_dtype,
     asarray,
     aval_of,
@@ -28,6 +29,12 @@ __all__ = ["dot", "matmul", "vdot", "vecdot", "inner", "outer", "tensordot", "ei
 
 
 def _operands(name, a, b, preferred_element_type):
+    if preferred_element_type is None and isinstance(a, _ARRAY_TYPES) and \
+            isinstance(b, _ARRAY_TYPES):
+        # The common case, kept cheap: two arrays of one strong dtype need no promotion.
+        a_aval, b_aval = a.aval, b.aval
+        if a_aval.dtype == b_aval.dtype and not (a_aval.weak_type or b_aval.weak_type):
+            return a, b, a_aval.dtype, False
     check_arraylike(name, a, b)
     common, weak = result_type(a, b, return_weak_type_flag=True)
     dtype = common
@@ -71,15 +78,17 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
         return _matvec(a, b, dtype, weak, precision)
     a_shape, b_shape = aval_of(a).shape, aval_of(b).shape
     try:
-        batch = broadcast_shapes(a_shape[:-2], b_shape[:-2])
+        batch = broadcast_shapes(a_shape[:-2], b_shape[:-2]) \
+            if len(a_shape) > 2 or len(b_shape) > 2 else ()
     except ValueError:
         raise ValueError(f"Incompatible shapes for matmul arguments: {a_shape} and "
                          f"{b_shape}") from None
     if a_shape[-1] != b_shape[-2]:  # TypeError, as JAX's (from dot_general)
         raise TypeError(f"matmul: contracting dimensions differ: operand shapes {a_shape} "
                         f"and {b_shape} ({a_shape[-1]} != {b_shape[-2]})")
-    a = broadcast_to_shape(a, batch + a_shape[-2:])
-    b = broadcast_to_shape(b, batch + b_shape[-2:])
+    if batch:  # matrices need no broadcast
+        a = broadcast_to_shape(a, batch + a_shape[-2:])
+        b = broadcast_to_shape(b, batch + b_shape[-2:])
     nb = len(batch)
     dims = (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
     out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=dtype)
@@ -299,7 +308,7 @@ def _squeeze_broadcast(x, names, other, other_names):
     return lax.squeeze(x, tuple(drop)), "".join(c for i, c in enumerate(names) if i not in drop)
 
 
-def _einsum_step(xs, einstr, dtype, precision):
+def _einsum_step(xs, einstr, dtype, precision, dot_general=lax.dot_general):
     """One step of the plan: one operand reduced, or two contracted by ``dot_general``."""
     inputs, result = einstr.split("->")
     names = inputs.split(",")
@@ -318,7 +327,7 @@ def _einsum_step(xs, einstr, dtype, precision):
         contract = [c for c in n if c in m and c not in result]
         dims = ((tuple(n.index(c) for c in contract), tuple(m.index(c) for c in contract)),
                 (tuple(n.index(c) for c in batch), tuple(m.index(c) for c in batch)))
-        x = lax.dot_general(x, y, dims, precision=precision, preferred_element_type=dtype)
+        x = dot_general(x, y, dims, precision, preferred_element_type=dtype)
         shared = set(batch) | set(contract)
         n = ("".join(batch) + "".join(c for c in n if c not in shared)
              + "".join(c for c in m if c not in shared))
@@ -331,7 +340,7 @@ def _einsum_step(xs, einstr, dtype, precision):
 
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None):
+           preferred_element_type=None, _dot_general=lax.dot_general, out_sharding=None):
     """Einstein summation, as ``jnp.einsum``: pairwise ``dot_general`` contractions in the
     order opt_einsum plans (``optimize``: ``'auto'``, ``True`` (``'optimal'``), ``False``
     (left to right), an opt_einsum strategy name such as ``'greedy'``, or an explicit path
@@ -339,10 +348,14 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
 
     Takes the string form ``einsum('ij,jk->ik', a, b)`` and the sublist form
     ``einsum(a, [0, 1], b, [1, 2], [0, 2])``. With ``preferred_element_type`` every
-    contraction and sum accumulates in that type.
+    contraction and sum accumulates in that type. ``_dot_general`` (as JAX's) is the function
+    each pairwise contraction calls, with ``lax.dot_general``'s signature.
     """
     if out is not None:
         raise NotImplementedError("The 'out' argument to xform.numpy.einsum is not supported.")
+    if out_sharding is not None:
+        raise NotImplementedError("xform.numpy.einsum: out_sharding is not supported; place "
+                                  "the result with jax.device_put or a sharding constraint")
     arrays, steps = _contract_path("einsum", (subscripts,) + operands, optimize)
     if preferred_element_type is None:
         dtype, weak = result_type(*arrays, return_weak_type_flag=True)
@@ -352,7 +365,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     arrays = [convert(x, common) for x in arrays]
     for positions, einstr in steps:
         xs = [arrays.pop(i) for i in positions]
-        arrays.append(_einsum_step(xs, einstr, dtype, precision))
+        arrays.append(_einsum_step(xs, einstr, dtype, precision, _dot_general))
     return _finish(arrays[0], dtype, weak)
 
 

@@ -528,9 +528,13 @@ def astype(x, dtype, /, *, copy=False, device=None):
 
 
 def copy(a, order=None):
-    """A copy of ``a`` (arrays are immutable: the same values)."""
+    """A copy of ``a``. Arrays are immutable, but a copy must not share its buffer: donating
+    one to ``jit`` would delete the other (a copy on the device is made when it is used)."""
     del order
-    return asarray(_arr("copy", a))
+    out = asarray(_arr("copy", a))
+    if out is a and type(a) is Array:
+        return Array(a.aval, a._host_value())
+    return out
 
 
 def repeat(a, repeats, axis=None, *, total_repeat_length=None):

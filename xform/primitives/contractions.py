@@ -18,7 +18,7 @@ import numpy as np
 
 from xform import config, dtypes
 from xform.core import ShapedArray, get_aval
-from xform.interpreters import ad, batching, transpose
+from xform.interpreters import ad, batching, staging, transpose
 from xform.interpreters.batching import not_mapped
 from xform.primitives.base import standard_primitive
 from xform.primitives.elementwise import (
@@ -293,6 +293,27 @@ def _dims_tuple(dims, ndim):
     return tuple(int(d) + ndim if -ndim <= int(d) < 0 else int(d) for d in dims)
 
 
+_canonical_dnums = {}  # (dimension_numbers, lhs ndim, rhs ndim) -> canonical tuples
+
+
+def _canonicalize_dnums(dimension_numbers, ln, rn):
+    try:
+        (lc, rc), (lb, rb) = dimension_numbers
+    except (TypeError, ValueError):
+        raise TypeError("lax.dot_general: dimension_numbers must be ((lhs_contracting, "
+                        "rhs_contracting), (lhs_batch, rhs_batch)), got "
+                        f"{dimension_numbers!r}") from None
+    dnums = ((_dims_tuple(lc, ln), _dims_tuple(rc, rn)),
+             (_dims_tuple(lb, ln), _dims_tuple(rb, rn)))
+    try:
+        if len(_canonical_dnums) > 1024:
+            _canonical_dnums.clear()
+        _canonical_dnums[dimension_numbers, ln, rn] = dnums
+    except TypeError:  # unhashable: not memoized
+        pass
+    return dnums
+
+
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, *,
                 out_sharding=None):
     """General contraction: ``dimension_numbers = ((lhs_contract, rhs_contract),
@@ -307,15 +328,11 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     if out_sharding is not None:
         raise NotImplementedError("lax.dot_general: argument `out_sharding` is not supported "
                                   f"(xform arrays are not sharded), got {out_sharding!r}")
-    try:
-        (lc, rc), (lb, rb) = dimension_numbers
-    except (TypeError, ValueError):
-        raise TypeError("lax.dot_general: dimension_numbers must be ((lhs_contracting, "
-                        "rhs_contracting), (lhs_batch, rhs_batch)), got "
-                        f"{dimension_numbers!r}") from None
     ln, rn = get_aval(lhs).ndim, get_aval(rhs).ndim
-    dnums = ((_dims_tuple(lc, ln), _dims_tuple(rc, rn)),
-             (_dims_tuple(lb, ln), _dims_tuple(rb, rn)))
+    try:
+        dnums = _canonical_dnums[dimension_numbers, ln, rn]
+    except (KeyError, TypeError):  # TypeError: unhashable, dimension numbers as lists
+        dnums = _canonicalize_dnums(dimension_numbers, ln, rn)
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dnums,
                               precision=canonicalize_precision(precision),
                               preferred_element_type=_preferred_dtype(preferred_element_type))
@@ -409,27 +426,51 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
 
 
 def _dot_general_host(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
-    (lc, rc), (lb, rb) = dimension_numbers
-    out_dtype = _dot_result_dtype("lax.dot_general", lhs, rhs, preferred_element_type,
-                                  precision)
-    lhs_t, rhs_t, acc = dot_algorithm_types(precision, lhs.dtype, rhs.dtype, out_dtype)
-    lhs, rhs = lhs.astype(lhs_t, copy=False), rhs.astype(rhs_t, copy=False)
-    compute = _compute_dtype(acc)
-    lf, rf = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
-    batch_shape = tuple(lhs.shape[d] for d in lb)
-    lf_shape = tuple(lhs.shape[d] for d in lf)
-    rf_shape = tuple(rhs.shape[d] for d in rf)
-    k = math.prod([lhs.shape[d] for d in lc])  # math.prod: np.prod costs µs per call
-    b, m, n = math.prod(batch_shape), math.prod(lf_shape), math.prod(rf_shape)
+    signature = (lhs.shape, lhs.dtype, rhs.shape, rhs.dtype, dimension_numbers, precision,
+                 preferred_element_type)
+    try:
+        plan = _host_plan(*signature)
+    except TypeError:  # unhashable params (dimension numbers bound as lists): no memo
+        plan = _host_plan.__wrapped__(*signature)
+    lhs_t, rhs_t, compute, acc, out_dtype, l_perm, r_perm, x_shape, y_shape, out_shape = plan
     # (batch, free, contracted) @ (batch, contracted, free): one batched matmul, BLAS for floats.
-    x = np.transpose(lhs, lb + lf + lc).astype(compute, copy=False).reshape(b, m, k)
-    y = np.transpose(rhs, rb + rc + rf).astype(compute, copy=False).reshape(b, k, n)
-    if k == 0:  # NumPy's matmul rejects empty contractions of some dtypes; the sum is zero
-        out = np.zeros((b, m, n), compute)
+    x = lhs.astype(lhs_t, copy=False)
+    if l_perm is not None:
+        x = np.transpose(x, l_perm)
+    x = x.astype(compute, copy=False).reshape(x_shape)
+    y = rhs.astype(rhs_t, copy=False)
+    if r_perm is not None:
+        y = np.transpose(y, r_perm)
+    y = y.astype(compute, copy=False).reshape(y_shape)
+    if x_shape[2] == 0:  # NumPy's matmul rejects empty contractions of some dtypes: sum zero
+        out = np.zeros((x_shape[0], x_shape[1], y_shape[2]), compute)
     else:
         out = np.matmul(x, y)
-    out = out.reshape(batch_shape + lf_shape + rf_shape).astype(acc, copy=False)
+    out = out.reshape(out_shape).astype(acc, copy=False)
     return [out.astype(out_dtype, copy=False)]
+
+
+@functools.lru_cache(maxsize=512)  # per signature: eager steps repeat the same contractions
+def _host_plan(lhs_shape, lhs_dtype, rhs_shape, rhs_dtype, dimension_numbers, precision,
+               preferred_element_type):
+    """How ``_dot_general_host`` computes a contraction: operand and accumulation types,
+    the transposes (None: the identity) and the shapes of one batched matmul."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    lhs, rhs = ShapedArray(lhs_shape, lhs_dtype), ShapedArray(rhs_shape, rhs_dtype)
+    out_dtype = _dot_result_dtype("lax.dot_general", lhs, rhs, preferred_element_type,
+                                  precision)
+    lhs_t, rhs_t, acc = dot_algorithm_types(precision, lhs_dtype, rhs_dtype, out_dtype)
+    lf, rf = _free_dims(len(lhs_shape), lc, lb), _free_dims(len(rhs_shape), rc, rb)
+    batch_shape = tuple(lhs_shape[d] for d in lb)
+    lf_shape = tuple(lhs_shape[d] for d in lf)
+    rf_shape = tuple(rhs_shape[d] for d in rf)
+    k = math.prod([lhs_shape[d] for d in lc])  # math.prod: np.prod costs µs per call
+    b, m, n = math.prod(batch_shape), math.prod(lf_shape), math.prod(rf_shape)
+    l_perm, r_perm = lb + lf + lc, rb + rc + rf
+    return (lhs_t, rhs_t, _compute_dtype(acc), acc, out_dtype,
+            None if l_perm == tuple(range(len(l_perm))) else l_perm,
+            None if r_perm == tuple(range(len(r_perm))) else r_perm,
+            (b, m, k), (b, k, n), batch_shape + lf_shape + rf_shape)
 
 
 dot_general_p = standard_primitive("dot_general", _dot_general_abstract_eval,
@@ -815,23 +856,38 @@ def _ranges_like(*xs):
     return out
 
 
-def _dot_general_transpose_lhs(ct, x_aval, y, *, dimension_numbers, precision,
-                               preferred_element_type, swap_ans=False):
+@functools.lru_cache(maxsize=256)  # per signature: a gradient step transposes the same dots
+def _transpose_lhs_dims(dimension_numbers, x_ndim, y_ndim, swap_ans):
+    """The dimension numbers contracting ct with y, and the permutation that puts the result
+    in x's dimension order."""
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
-    x_kept = _free_dims(x_aval.ndim, x_contract, x_batch)
-    y_kept = _free_dims(get_aval(y).ndim, y_contract, y_batch)
+    x_kept = _free_dims(x_ndim, x_contract, x_batch)
+    y_kept = _free_dims(y_ndim, y_contract, y_batch)
     if swap_ans:  # ct's dimensions are (batch, y free, x free)
         ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
     else:  # (batch, x free, y free)
         ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
     # Contract ct's y dims with y's free dims: (batch, x free, x contracted in y's order).
     dims = ((ans_y, y_kept), (ans_batch, tuple(y_batch)))
-    x_contract_by_y = tuple(int(x_contract[i]) for i in np.argsort(y_contract))
+    x_contract_by_y = tuple(int(x_contract[i]) for i in _argsort(y_contract))
+    order = tuple(x_batch) + x_kept + x_contract_by_y
+    return dims, tuple(_argsort(order))
+
+
+def _argsort(values):
+    return sorted(range(len(values)), key=values.__getitem__)
+
+
+def _dot_general_transpose_lhs(ct, x_aval, y, *, dimension_numbers, precision,
+                               preferred_element_type, swap_ans=False):
+    signature = (dimension_numbers, x_aval.ndim, get_aval(y).ndim, swap_ans)
+    try:
+        dims, perm = _transpose_lhs_dims(*signature)
+    except TypeError:  # dimension numbers bound as lists: nothing to memoize
+        dims, perm = _transpose_lhs_dims.__wrapped__(*signature)
     out = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=precision,
                              preferred_element_type=preferred_element_type)
-    order = tuple(x_batch) + x_kept + x_contract_by_y
-    out = transpose_dims(out, tuple(int(i) for i in np.argsort(order)))
-    return _as_dtype(out, x_aval.dtype)
+    return _as_dtype(transpose_dims(out, perm), x_aval.dtype)
 
 
 def _dot_general_transpose_rhs(ct, x, y_aval, *, dimension_numbers, precision,
@@ -1463,3 +1519,6 @@ def scaled_dot(lhs, rhs, *, lhs_scale=None, rhs_scale=None, dimension_numbers=No
               for side, x, scale, contract in (("LHS", lhs, lhs_scale, lc),
                                                ("RHS", rhs, rhs_scale, rc))]
     return dot_general(*scaled, dimension_numbers, preferred_element_type=out_type)
+
+
+staging.memoize_abstract_eval(dot_general_p)

@@ -666,6 +666,7 @@ def _integer_pow_host(x, *, y):
 
 integer_pow_p = standard_primitive("integer_pow", _integer_pow_abstract_eval,
                                    _integer_pow_host)
+staging.memoize_abstract_eval(integer_pow_p)
 
 
 def integer_pow(x, y):
@@ -766,6 +767,7 @@ _FNUZ_FLOATS = frozenset(d for d in dtypes.SUPPORTED if d.name.endswith("fnuz"))
 
 convert_element_type_p = standard_primitive("convert_element_type", _convert_abstract_eval,
                                             _convert_host)
+staging.memoize_abstract_eval(convert_element_type_p)
 
 
 def _python_int_as(x, dtype):
@@ -1045,9 +1047,6 @@ def dtype(x):
     return user_dtype(x, "dtype")  # Python's int/float/complex: the default types
 
 
-ad.tangent_ops["add"] = add
-
-
 # --------------------------------------------------------------------------- jvp rules
 
 # Derivatives follow JAX's rules in jax/_src/lax/{lax,special}.py formula for formula (the
@@ -1203,7 +1202,7 @@ def _mul_jvp(primals, tangents):
         return [out], [mul(x, ty)]
     if type(ty) is ad.Zero:
         return [out], [mul(tx, y)]
-    return [out], [add(mul(tx, y), mul(x, ty))]
+    return [out], [ad.add_tangents(mul(tx, y), mul(x, ty))]
 
 
 def _convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type):
@@ -1483,3 +1482,53 @@ def _bitcast_convert_type_batch(axis, args, dims, *, new_dtype):
 batching.batch_rules[select_n_p] = _select_n_batch
 batching.batch_rules[clamp_p] = _clamp_batch
 batching.batch_rules[bitcast_convert_type_p] = _bitcast_convert_type_batch
+
+
+# --------------------------------------------------------------------------- add_any
+
+# add_any sums two tangents or two cotangents of one value (JAX's ``add_jaxvals_p``, printed
+# ``add_any``): ``ad.add_tangents`` binds it, so JVP rules, the backward pass and the tape
+# accumulate with it, and jaxprs of derivatives print as JAX's. Unlike ``add`` it takes
+# operands of exactly one shape and dtype (no rank-0 broadcasting). Its values are
+# ``add``'s, bit for bit, and so is its weak type: weak when both operands are. (JAX gives
+# the first operand's, but JAX types a loop's carry cotangents by the cotangents it gets,
+# xform by the carry: a weakly typed carry's would turn gradients weak.)
+
+
+def add_any(x, y):
+    """The sum of two tangents (or cotangents) of one type."""
+    return add_any_p.bind(x, y)
+
+
+def _add_any_abstract_eval(x, y):
+    if x.shape != y.shape or x.dtype != y.dtype:
+        raise TypeError("add_any requires operands of one shape and dtype, got "
+                        f"{x.str_short()} and {y.str_short()}")
+    return [x if x.weak_type <= y.weak_type else y]
+
+
+# The host impl is add's own: the same NumPy call, half floats computed alike.
+add_any_p = standard_primitive("add_any", _add_any_abstract_eval, core.host_impls[add_p])
+ad.deflinear(add_any_p)
+
+
+def _add_any_transpose(ct, x, y):
+    # The cotangent goes to both operands as it is: they have the result's type.
+    return [(ad.Zero(a.aval) if type(ct) is ad.Zero else ct) if type(a) is _Undefined else None
+            for a in (x, y)]
+
+
+transpose.transpose_rules[add_any_p] = _add_any_transpose
+
+
+def _add_any_batch(axis, args, dims):
+    # Both operands batched at one dimension: the second's, or the first's if it has none.
+    (x, y), (dx, dy) = args, dims
+    d = dx if dy is not_mapped else dy
+    x = batching.move_or_broadcast(x, dx, d, axis.size)
+    y = batching.move_or_broadcast(y, dy, d, axis.size)
+    return [add_any_p.bind(x, y)], [d]
+
+
+batching.batch_rules[add_any_p] = _add_any_batch
+ad.tangent_ops["add"] = add_any

@@ -16,9 +16,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from xform import core, dtypes
+from xform import core, dtypes, jaxpr_printer
 from xform.core import ShapedArray, Tracer, get_aval
 from xform.interpreters import ad, batching, transpose
+from xform.primitives import elementwise
 from xform.primitives.base import ANY, NUMBER, canonicalize_axis, check_dtype, standard_primitive
 from xform.primitives.elementwise import add, div, eq, lt, mul, rem, select, select_n, sub
 from xform.primitives.structural import (
@@ -747,6 +748,30 @@ scatter_mul_p = _scatter_primitive("scatter-mul", NUMBER, np.multiply)
 scatter_min_p = _scatter_primitive("scatter-min", ANY, np.minimum)
 scatter_max_p = _scatter_primitive("scatter-max", ANY, np.maximum)
 scatter_sub_p = _scatter_primitive("scatter-sub", NUMBER, np.subtract)
+
+
+def _printed_update_params(combine):
+    """JAX's scatters carry their combining function as params, ``update_jaxpr`` (one jaxpr
+    per dtype, which JAX caches, so repeated scatters share it) and ``update_consts``;
+    xform's primitive is the combination itself, so they are derived for printing only."""
+
+    @functools.cache
+    def update_jaxpr(dtype):
+        aval = ShapedArray((), dtype)
+        x, y, out = core.Var(aval), core.Var(aval), core.Var(aval)
+        return core.Jaxpr([], [x, y], [out], [core.JaxprEqn(combine, [x, y], [out], {})])
+
+    def derive(eqn):
+        jaxpr = None if combine is None else update_jaxpr(eqn.outvars[0].aval.dtype)
+        return {"update_consts": (), "update_jaxpr": jaxpr}
+
+    return derive
+
+
+for _prim, _combine in ((scatter_p, None), (scatter_add_p, elementwise.add_p),
+                        (scatter_mul_p, elementwise.mul_p), (scatter_min_p, elementwise.min_p),
+                        (scatter_max_p, elementwise.max_p), (scatter_sub_p, elementwise.sub_p)):
+    jaxpr_printer.pp_derived_params[_prim.name] = _printed_update_params(_combine)
 
 
 def _scatter_wrapper(prim, name, doc):

@@ -283,7 +283,8 @@ def _triangular_solve_jvp(primals, tangents, **params):
             da = conj(da)
         rhs = matmul(da, out) if params["left_side"] else matmul(out, da)
         term = neg(triangular_solve_p.bind(a, rhs, **params))
-        total = term if total is None else add(total, term)
+        # a's term first in the sum, as JAX adds its operands' terms in order
+        total = term if total is None else ad.add_tangents(term, total)
     if total is None:
         total = ad.Zero(ad.tangent_aval(get_aval(out)))
     return [out], [total]

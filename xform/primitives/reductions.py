@@ -15,7 +15,7 @@ import numpy as np
 
 from xform import dtypes, tree_util
 from xform.core import ShapedArray, Tracer, eval_jaxpr, get_aval, is_concrete_array
-from xform.interpreters import ad, batching, transpose
+from xform.interpreters import ad, batching, staging, transpose
 from xform.interpreters.staging import trace_to_jaxpr
 from xform.primitives.base import (
     ANY,
@@ -438,7 +438,7 @@ def _ones(x):
 
 def _mul_pair(a, b):
     (x, tx), (y, ty) = a, b
-    return [mul(x, y), add(mul(tx, y), mul(x, ty))]
+    return [mul(x, y), ad.add_tangents(mul(tx, y), mul(x, ty))]
 
 
 def _balanced_eq(x, z, y):
@@ -452,7 +452,8 @@ def _chooser_pair(op):
     def combine(a, b):
         (x, tx), (y, ty) = a, b
         z = op(x, y)
-        return [z, add(mul(tx, _balanced_eq(x, z, y)), mul(ty, _balanced_eq(y, z, x)))]
+        return [z, ad.add_tangents(mul(tx, _balanced_eq(x, z, y)),
+                                   mul(ty, _balanced_eq(y, z, x)))]
 
     return combine
 
@@ -838,3 +839,8 @@ def _reduce_batch(axis, args, dims, *, jaxpr, dimensions):
 
 
 batching.batch_rules[reduce_p] = _reduce_batch
+
+# Type rules of plain params only (not reduce_p's jaxpr): eager ops reuse their output types.
+staging.memoize_abstract_eval(reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p,
+                              reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p,
+                              cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p)

@@ -1,8 +1,13 @@
-"""``with_sharding_constraint``: the identity on values, a layout for the partitioner.
+"""``with_sharding_constraint`` and ``reshard``: the identity on values, a layout for the
+partitioner.
 
 Inside a partitioned ``jit`` it lowers to ``sdy.sharding_constraint`` (JAX 0.10.2's
 lowering); in a program on one device it is the identity. Eagerly it lays the array out as
 asked (``device_put``). Linear: its tangent and cotangent carry the same constraint.
+
+``reshard_p`` is ``reshard`` in a traced function (JAX's ``reshard``): the same layout, and
+the result's type carries the sharding asked for (explicit mode); its cotangent goes back to
+the operand's sharding.
 """
 
 from xform import core, tree_util
@@ -10,7 +15,7 @@ from xform.interpreters import ad, batching
 from xform.interpreters import transpose as transpose_interp
 from xform.primitives.base import standard_primitive
 
-__all__ = ["with_sharding_constraint", "sharding_constraint_p"]
+__all__ = ["with_sharding_constraint", "sharding_constraint_p", "reshard_p"]
 
 
 def with_sharding_constraint(x, shardings):
@@ -79,8 +84,22 @@ def check_spec_fits(what, mesh, spec, aval):
                              f"by {size}, the size of mesh axes {names} of {spec}")
 
 
+def type_sharding(sharding, ndim):
+    """The sharding an array laid out as ``sharding`` carries in its type (explicit sharding
+    mode, xform/sharding_rules.py): a NamedSharding over the mesh's abstract mesh, one spec
+    entry per dimension, when the mesh has Explicit axes; else None (none in the type)."""
+    mesh = getattr(sharding, "mesh", None)
+    if mesh is None or not any(getattr(t, "name", "") == "Explicit" for t in mesh.axis_types):
+        return None
+    spec = tuple(sharding.spec) + (None,) * (ndim - len(sharding.spec))
+    return type(sharding)(mesh.abstract_mesh, type(sharding.spec)(*spec))
+
+
 def _sharding_constraint_abstract_eval(x, *, sharding):
-    return [x]
+    # ``reshard`` in a traced function: the result's type has the sharding asked for; a
+    # constraint over Auto axes (``with_sharding_constraint``'s) leaves the type as it is.
+    new = type_sharding(sharding, x.ndim)
+    return [x if new is None or new == x.sharding else x.update(sharding=new)]
 
 
 sharding_constraint_p = standard_primitive("sharding_constraint",
@@ -95,12 +114,39 @@ def _sharding_constraint_transpose(ct, x, *, sharding):
 transpose_interp.transpose_rules[sharding_constraint_p] = _sharding_constraint_transpose
 
 
+def _batched(sharding, ndim, d):
+    """``sharding`` of the per-example array, for the batch of rank ``ndim`` mapped at ``d``."""
+    spec = list(sharding.spec) + [None] * (ndim - 1 - len(sharding.spec))
+    spec.insert(d, None)  # the batch dimension is not split
+    return type(sharding)(sharding.mesh, type(sharding.spec)(*spec))
+
+
 def _sharding_constraint_batch(axis, args, dims, *, sharding):
     (x,), (d,) = args, dims
-    spec = list(sharding.spec) + [None] * (x.ndim - 1 - len(sharding.spec))
-    spec.insert(d, None)  # the batch dimension is not split
-    batched = type(sharding)(sharding.mesh, type(sharding.spec)(*spec))
-    return [sharding_constraint_p.bind(x, sharding=batched)], [d]
+    return [sharding_constraint_p.bind(x, sharding=_batched(sharding, x.ndim, d))], [d]
 
 
 batching.batch_rules[sharding_constraint_p] = _sharding_constraint_batch
+
+
+reshard_p = standard_primitive("reshard", _sharding_constraint_abstract_eval)
+ad.deflinear(reshard_p)
+
+
+def _reshard_transpose(ct, x, *, sharding):
+    src = x.aval.sharding  # the operand's type: its cotangent is laid out as it was
+    if src is None:
+        return [ct]
+    back = type(sharding)(sharding.mesh, src.spec)
+    return [reshard_p.bind(ct, sharding=back)]
+
+
+transpose_interp.transpose_rules[reshard_p] = _reshard_transpose
+
+
+def _reshard_batch(axis, args, dims, *, sharding):
+    (x,), (d,) = args, dims
+    return [reshard_p.bind(x, sharding=_batched(sharding, x.ndim, d))], [d]
+
+
+batching.batch_rules[reshard_p] = _reshard_batch

@@ -47,11 +47,20 @@ def _float_order_key(x):
     return bits ^ ((bits >> (8 * x.dtype.itemsize - 1)) & np.iinfo(bits.dtype).max)
 
 
+# XLA's CPU compares float32, float64 and bfloat16 with subnormals read as zero (it computes
+# float16 and narrower floats in float32, where their subnormals are normal numbers).
+_TINY = {np.dtype(d): np.finfo(np.float32 if d == "bfloat16" else d).tiny
+         for d in ("float32", "float64", "bfloat16")}
+
+
 def _canonicalize_float(x):
-    """-0.0 -> 0.0 and every NaN -> the positive quiet NaN, so they compare equal."""
+    """-0.0, subnormals (where XLA reads them as zero) -> 0.0 and every NaN -> the positive
+    quiet NaN, so they compare equal."""
     wide = x.astype(np.float32) if x.dtype.itemsize < 4 else x  # exact; ml_dtypes-safe
     zero, nan = np.zeros((), x.dtype), np.array(np.nan, x.dtype)
-    return np.where(np.isnan(wide), nan, np.where(wide == 0, zero, x))
+    tiny = _TINY.get(x.dtype)
+    is_zero = wide == 0 if tiny is None else np.abs(wide) < tiny
+    return np.where(np.isnan(wide), nan, np.where(is_zero, zero, x))
 
 
 def _sort_keys(x):

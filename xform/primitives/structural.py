@@ -15,7 +15,7 @@ import numpy as np
 
 from xform import core, dtypes
 from xform.core import ShapedArray, Tracer, get_aval
-from xform.interpreters import ad, batching
+from xform.interpreters import ad, batching, staging
 from xform.interpreters import transpose as transpose_interp
 from xform.primitives.base import (
     NUMBER,
@@ -927,3 +927,7 @@ batching.batch_rules[transpose_p] = _transpose_batch
 batching.batch_rules[rev_p] = _rev_batch
 batching.batch_rules[pad_p] = _pad_batch
 batching.batch_rules[concatenate_p] = _concatenate_batch
+
+# Type rules of plain params only: eager ops and the tape reuse their output types.
+staging.memoize_abstract_eval(broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p, rev_p,
+                              pad_p, concatenate_p)

@@ -19,6 +19,7 @@ from xform import core, dtypes, lax
 from xform import numpy as xnp
 from xform.api import jit
 from xform.api_batching import vmap
+from xform.api_sharding import reshard as _reshard
 from xform.interpreters import ad, batching
 from xform.primitives.base import standard_primitive
 from xform.random import _threefry
@@ -33,6 +34,18 @@ from xform.random._keys import (
 )
 from xform.random._keys import random_bits as _random_bits
 from xform.random._keys import split_key as _split
+
+
+def takes_out_sharding(sampler):
+    """``sampler`` with JAX's ``out_sharding=`` keyword: the result laid out as that sharding
+    (a NamedSharding, or a PartitionSpec of the current mesh); None leaves it as it is."""
+
+    @functools.wraps(sampler)
+    def sample(*args, out_sharding=None, **kwargs):
+        out = sampler(*args, **kwargs)
+        return out if out_sharding is None else _reshard(out, out_sharding)
+
+    return sample
 
 
 def _shape_of(x):
@@ -56,6 +69,7 @@ def _const(dtype, value):
 # --------------------------------------------------------------------------- uniform, normal
 
 
+@takes_out_sharding
 def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     """Uniform values in ``[minval, maxval)``, bit-equal to ``jax.random.uniform``.
 
@@ -95,6 +109,7 @@ def _uniform(key, minval, maxval, shape, dtype):
 _uniform_jit = jit(_uniform, static_argnames=("shape", "dtype"))
 
 
+@takes_out_sharding
 def normal(key, shape=(), dtype=None):
     """Standard normal values, bit-equal to ``jax.random.normal`` (``sqrt(2) * erf_inv(u)``
     for ``u`` uniform in ``(-1, 1)``; complex dtypes have unit variance in all)."""
@@ -122,6 +137,7 @@ def _normal_real(key, shape, dtype):
 _normal_jit = jit(_normal, static_argnames=("shape", "dtype"))
 
 
+@takes_out_sharding
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
     """Standard normal values truncated to the open interval ``(lower, upper)``, as
     ``jax.random.truncated_normal`` (inverse-CDF)."""
@@ -151,6 +167,7 @@ def _truncated_normal(key, lower, upper, shape, dtype):
 # --------------------------------------------------------------------------- integers
 
 
+@takes_out_sharding
 def randint(key, shape, minval, maxval, dtype=None):
     """Integers uniform in ``[minval, maxval)``, bit-equal to ``jax.random.randint`` (two
     draws per value to shrink the modulo bias; ``maxval <= minval`` gives ``minval``).
@@ -247,6 +264,7 @@ def _axis(name, axis, ndim):
     return axis % ndim
 
 
+@takes_out_sharding
 def permutation(key, x, axis=0, independent=False):
     """A random permutation of ``arange(x)`` (``x`` an int) or of ``x`` along ``axis``,
     bit-equal to ``jax.random.permutation``; ``independent`` shuffles each slice apart."""
@@ -327,6 +345,7 @@ def _choice_p(key, p, shape, replace, mode, int_dtype):
 # --------------------------------------------------------------------------- transforms of u
 
 
+@takes_out_sharding
 def bernoulli(key, p=0.5, shape=None, mode="low"):
     """Booleans that are True with probability ``p`` (as ``jax.random.bernoulli``; ``p``
     outside [0, 1] is not an error, it just saturates)."""
@@ -383,11 +402,11 @@ def _logistic(key, shape, dtype):
     return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
 
 
-exponential = _simple_sampler("exponential", _exponential)
+exponential = takes_out_sharding(_simple_sampler("exponential", _exponential))
 exponential.__doc__ = "Exponential(1) values (``-log1p(-u)``), as ``jax.random.exponential``."
-laplace = _simple_sampler("laplace", _laplace)
+laplace = takes_out_sharding(_simple_sampler("laplace", _laplace))
 laplace.__doc__ = "Laplace(0, 1) values, as ``jax.random.laplace``."
-logistic = _simple_sampler("logistic", _logistic)
+logistic = takes_out_sharding(_simple_sampler("logistic", _logistic))
 logistic.__doc__ = "Standard logistic values, as ``jax.random.logistic``."
 
 
@@ -399,6 +418,7 @@ def _gumbel_mode(mode):
     return mode
 
 
+@takes_out_sharding
 def gumbel(key, shape=(), dtype=None, mode=None):
     """Standard Gumbel values, as ``jax.random.gumbel`` (``mode`` "low", the default, or
     "high" for more random bits near 0; "highest" is not implemented for float32)."""
@@ -424,6 +444,7 @@ def _gumbel(key, shape, dtype, mode):
 _gumbel_jit = jit(_gumbel, static_argnames=("shape", "dtype", "mode"))
 
 
+@takes_out_sharding
 def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     """Indices sampled from the categorical distributions of ``logits`` along ``axis`` (the
     Gumbel-max trick; Gumbel top-k without replacement), as ``jax.random.categorical``."""
@@ -593,6 +614,7 @@ def _param_shape(name, shape, *params):
     return shape
 
 
+@takes_out_sharding
 def gamma(key, a, shape=None, dtype=None):
     """Gamma(a, 1) values (Marsaglia-Tsang, JAX's algorithm, one ``random_gamma_p``
     equation); differentiable in ``a`` by implicit reparameterization, as in JAX."""
@@ -601,6 +623,7 @@ def gamma(key, a, shape=None, dtype=None):
     return _gamma(key, a, shape=_param_shape("gamma", shape, a), dtype=dt, log_space=False)
 
 
+@takes_out_sharding
 def loggamma(key, a, shape=None, dtype=None):
     """``log`` of Gamma(a, 1) values, computed in log space (accurate for small ``a``)."""
     key = check_key("loggamma", key)
@@ -611,6 +634,7 @@ def loggamma(key, a, shape=None, dtype=None):
 _gamma = jit(_gamma_impl, static_argnames=("shape", "dtype", "log_space"))
 
 
+@takes_out_sharding
 def beta(key, a, b, shape=None, dtype=None):
     """Beta(a, b) values, as the ratio of two log-gamma draws (JAX's algorithm)."""
     key = check_key("beta", key)
@@ -628,6 +652,7 @@ def _beta(key, a, b, shape, dtype):
     return ga / (ga + gb)
 
 
+@takes_out_sharding
 def dirichlet(key, alpha, shape=None, dtype=None):
     """Dirichlet(alpha) values over the last axis of ``alpha`` (normalized log-gamma draws)."""
     key = check_key("dirichlet", key)
@@ -654,6 +679,7 @@ def _dirichlet(key, alpha, shape, dtype):
 # --------------------------------------------------------------------------- matrices
 
 
+@takes_out_sharding
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
     """Multivariate normal values ``mean + A @ z`` with ``A @ A^T == cov`` (shape
     ``shape + mean.shape[-1:]``): ``A`` is the Cholesky factor (``method='cholesky'``), or
@@ -701,6 +727,7 @@ def _multivariate_normal(key, mean, cov, shape, dtype, method):
     return mean + xnp.einsum("...ij,...j->...i", factor, z)
 
 
+@takes_out_sharding
 def orthogonal(key, n, shape=(), dtype=None, m=None):
     """A matrix uniform on the orthogonal group O(n) (unitary for complex dtypes; for
     ``m != n`` semi-orthogonal), of shape ``(*shape, n, m)``: the Q of a normal matrix with

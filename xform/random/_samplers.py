@@ -24,6 +24,7 @@ from xform.random._distributions import (
     _normal,
     _param_shape,
     _uniform,
+    takes_out_sharding,
 )
 from xform.random._keys import (
     THREEFRY,
@@ -55,6 +56,7 @@ def _uniform01(key, shape, dtype):
 # --------------------------------------------------------------------------- transforms
 
 
+@takes_out_sharding
 def cauchy(key, shape=(), dtype=None):
     """Standard Cauchy values, ``tan(pi * (u - 1/2))``, as ``jax.random.cauchy``."""
     key, dt = _float_sampler_args("cauchy", key, dtype)
@@ -67,6 +69,7 @@ def _cauchy(key, shape, dtype):
     return lax.tan(lax.mul(np.array(np.pi, dtype), lax.sub(u, np.array(0.5, dtype))))
 
 
+@takes_out_sharding
 def pareto(key, b, shape=None, dtype=None):
     """Pareto(b) values on ``[1, inf)``, ``exp(e / b)`` for ``e`` exponential."""
     key, dt = _float_sampler_args("pareto", key, dtype)
@@ -83,6 +86,7 @@ def _chisquare_body(key, df, shape, dtype):
     return lax.mul(xnp.exp(_gamma_impl(key, half_df, shape, dtype, True)), np.array(2, dtype))
 
 
+@takes_out_sharding
 def chisquare(key, df, shape=None, dtype=None):
     """Chi-square(df) values, ``2 * exp(loggamma(df / 2))``."""
     key, dt = _float_sampler_args("chisquare", key, dtype)
@@ -92,6 +96,7 @@ def chisquare(key, df, shape=None, dtype=None):
 _chisquare = jit(_chisquare_body, static_argnames=("shape", "dtype"))
 
 
+@takes_out_sharding
 def f(key, dfnum, dfden, shape=None, dtype=None):
     """F(dfnum, dfden) values: the ratio of two scaled chi-square draws."""
     key, dt = _float_sampler_args("f", key, dtype)
@@ -107,6 +112,7 @@ def _f(key, dfnum, dfden, shape, dtype):
     return lax.div(lax.div(chi2_num, dfnum), lax.div(chi2_den, dfden))
 
 
+@takes_out_sharding
 def t(key, df, shape=None, dtype=None):
     """Student's t(df) values, ``n * sqrt(df / 2 / g)`` for ``n`` normal and ``g``
     Gamma(df / 2)."""
@@ -124,6 +130,7 @@ def _t(key, df, shape, dtype):
     return n * xnp.sqrt(half_df / g)
 
 
+@takes_out_sharding
 def lognormal(key, sigma=1.0, shape=None, dtype=None):
     """Log-normal values, ``exp(sigma * n)`` for ``n`` standard normal."""
     key, dt = _float_sampler_args("lognormal", key, dtype, "inexact")
@@ -140,6 +147,7 @@ def _rademacher_body(key, shape, dtype, float_dtype):
     return (2 * signs - 1).astype(dtype)
 
 
+@takes_out_sharding
 def rademacher(key, shape=(), dtype=None):
     """Values -1 or +1 with equal probability (default int dtype), as
     ``jax.random.rademacher``."""
@@ -157,6 +165,7 @@ def _maxwell_body(key, shape, dtype):
     return xnp.sqrt(xnp.sum(x * x, axis=-1))
 
 
+@takes_out_sharding
 def maxwell(key, shape=(), dtype=None):
     """One-sided Maxwell values: the norm of a 3-vector of standard normals."""
     key, dt = _float_sampler_args("maxwell", key, dtype)
@@ -204,6 +213,7 @@ def _generalized_normal_body(key, p, shape, dtype, float_dtype):
     return r * g ** (1 / p)
 
 
+@takes_out_sharding
 def generalized_normal(key, p, shape=(), dtype=None):
     """Generalized normal values with density proportional to ``exp(-|x| ** p)``:
     ``sign * g ** (1 / p)`` for ``g`` Gamma(1 / p)."""
@@ -216,6 +226,7 @@ _generalized_normal = jit(_generalized_normal_body,
                           static_argnames=("shape", "dtype", "float_dtype"))
 
 
+@takes_out_sharding
 def ball(key, d, p=2, shape=(), dtype=None):
     """Points uniform in the unit ``p``-norm ball of dimension ``d`` (shape
     ``(*shape, d)``), as ``jax.random.ball``."""
@@ -237,6 +248,7 @@ def _ball(key, p, d, shape, dtype, float_dtype):
     return g / (((xnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
 
 
+@takes_out_sharding
 def rayleigh(key, scale, shape=None, dtype=None):
     """Rayleigh(scale) values, ``scale * sqrt(-2 log u)``."""
     key, dt = _float_sampler_args("rayleigh", key, dtype)
@@ -250,6 +262,7 @@ def _rayleigh(key, scale, shape, dtype):
     return lax.mul(scale, lax.sqrt(lax.mul(lax.log(u), np.array(-2, dtype))))
 
 
+@takes_out_sharding
 def wald(key, mean, shape=None, dtype=None):
     """Wald (inverse Gaussian) values with ``mean`` and unit shape parameter, by
     Michael-Schucany-Haas's transform."""
@@ -271,6 +284,7 @@ def _wald(key, mean, shape, dtype):
     return lax.select(lax.le(z, mean / (mean + x)), x, mean_sq / x)
 
 
+@takes_out_sharding
 def geometric(key, p, shape=None, dtype=None):
     """Geometric(p) values (trials until the first success, from 1), an integer dtype."""
     key = check_key("geometric", key)
@@ -289,6 +303,7 @@ def _geometric(key, p, shape, dtype):
     return (lax.floor(lax.div(lax.log(u), log_one_minus_p)) + 1).astype(dtype)
 
 
+@takes_out_sharding
 def triangular(key, left, mode, right, shape=None, dtype=None):
     """Triangular(left, mode, right) values by the inverse CDF."""
     key, dt = _float_sampler_args("triangular", key, dtype)
@@ -309,6 +324,7 @@ def _triangular(key, left, mode, right, shape, dtype):
 # --------------------------------------------------------------------------- poisson
 
 
+@takes_out_sharding
 def poisson(key, lam, shape=None, dtype=None):
     """Poisson(lam) values (default int dtype), as ``jax.random.poisson``: Knuth's algorithm
     for ``lam < 10``, transformed rejection (Hörmann) above, each a ``while_loop`` over

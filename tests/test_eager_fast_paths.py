@@ -1,0 +1,137 @@
+"""The memos behind eager speed (issue 21): type rules memoized on params, dot_general's host
+plans and transpose dimensions, matmul's no-promotion path, and a ``Lowered`` stage compiled
+without lowering again. Each must give what the unmemoized path gives, checked against JAX.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import xform
+import xform.numpy as xnp
+from lowering import mlir
+from xform import core, lax
+from xform.interpreters import staging
+from xform.primitives import contractions, reductions, structural
+
+F32 = core.ShapedArray((2, 3), np.dtype("float32"))
+
+
+@pytest.mark.parametrize("prim, avals, params", [
+    (contractions.dot_general_p, (F32, core.ShapedArray((3, 4), np.dtype("float32"))),
+     {"dimension_numbers": (((1,), (0,)), ((), ())), "precision": None,
+      "preferred_element_type": np.dtype("float32")}),
+    (structural.broadcast_in_dim_p, (F32,), {"shape": (5, 2, 3),
+                                             "broadcast_dimensions": (1, 2)}),
+    (reductions.reduce_sum_p, (F32.update(weak_type=True),), {"axes": (1,)}),
+    (structural.transpose_p, (F32,), {"permutation": (1, 0)}),
+])
+def test_type_rules_memoized_on_params_match_the_rule(prim, avals, params):
+    expected = core.abstract_eval_rules[prim](*avals, **params)
+    first = staging.out_avals_of(prim, list(avals), params)
+    assert first == expected
+    assert staging.out_avals_of(prim, list(avals), dict(params)) is first  # a memo hit
+
+
+def test_type_rules_with_jaxpr_params_are_not_memoized():
+    # reduce_p's params hold a jaxpr (residuals must not be kept alive by a memo entry).
+    assert reductions.reduce_p not in staging._memoized_with_params
+    assert contractions.dot_general_p in staging._memoized_with_params
+
+
+def test_memoized_type_rule_still_raises_each_time():
+    bad = (F32, core.ShapedArray((4, 4), np.dtype("float32")))
+    params = {"dimension_numbers": (((1,), (0,)), ((), ())), "precision": None,
+              "preferred_element_type": None}
+    for _ in range(2):
+        with pytest.raises(TypeError, match="contracting dimensions to have the same shape"):
+            staging.out_avals_of(contractions.dot_general_p, list(bad), params)
+
+
+def test_unhashable_params_fall_back_to_the_rule():
+    params = {"dimension_numbers": [[[1], [0]], [[], []]], "precision": None,
+              "preferred_element_type": None}
+    out = staging.out_avals_of(contractions.dot_general_p,
+                               [F32, core.ShapedArray((3, 4), np.dtype("float32"))], params)
+    assert out[0].shape == (2, 4)
+
+
+DNUMS = [
+    ((2, 3), (3, 4), (((1,), (0,)), ((), ()))),
+    ((3, 2), (3, 4), (((0,), (0,)), ((), ()))),
+    ((2, 3), (4, 3), (((1,), (1,)), ((), ()))),
+    ((5, 2, 3), (5, 4, 3), (((2,), (2,)), ((0,), (0,)))),
+    ((2, 3, 4), (4, 3), (((1, 2), (1, 0)), ((), ()))),
+]
+
+
+@pytest.mark.parametrize("ls, rs, dnums", DNUMS)
+def test_eager_dot_general_and_its_gradients_match_jax(ls, rs, dnums):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(ls).astype(np.float32)
+    y = rng.standard_normal(rs).astype(np.float32)
+    want = jax.lax.dot_general(x, y, dnums)
+    for dn in (dnums, [[list(d) for d in pair] for pair in dnums]):  # lists: no memo
+        got = lax.dot_general(xnp.asarray(x), xnp.asarray(y), dn)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+
+    def loss(lib_lax, lib):
+        return lambda a, b: lib.sum(lib_lax.dot_general(a, b, dnums) ** 2)
+
+    got = xform.grad(loss(lax, xnp), argnums=(0, 1))(xnp.asarray(x), xnp.asarray(y))
+    want = jax.grad(loss(jax.lax, jnp), argnums=(0, 1))(x, y)
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-4, atol=1e-4)
+
+
+def _weak_matrix(lib):
+    return lib.broadcast_to(lib.asarray(2.0), (3, 3))  # a weakly typed float32 matrix
+
+
+@pytest.mark.parametrize("make_a, make_b", [
+    (lambda lib: lib.ones((3, 3), np.float32), lambda lib: lib.ones((3, 3), np.float32)),
+    (lambda lib: lib.ones((3, 3), np.float32), _weak_matrix),
+    (_weak_matrix, _weak_matrix),
+    (lambda lib: lib.ones((3, 3), np.int32), lambda lib: lib.ones((3, 3), np.float32)),
+    (lambda lib: lib.ones((2, 3, 3), np.float32), lambda lib: lib.ones((3, 3), np.float32)),
+])
+def test_matmul_types_match_jax(make_a, make_b):
+    got = xnp.matmul(make_a(xnp), make_b(xnp))
+    want = jnp.matmul(make_a(jnp), make_b(jnp))
+    assert (got.shape, got.dtype, got.weak_type) == (want.shape, want.dtype, want.weak_type)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_compiling_a_lowered_stage_does_not_lower_again(monkeypatch):
+    calls = []
+    lower = mlir.lower_to_module
+
+    def counting(*args, **kwargs):
+        calls.append(args[1])
+        return lower(*args, **kwargs)
+
+    monkeypatch.setattr(mlir, "lower_to_module", counting)
+    x = np.arange(6.0, dtype=np.float32)
+    lowered = xform.jit(lambda v: xnp.sin(v) * 3.0).lower(x)
+    compiled = lowered.compile()
+    assert len(calls) == 1
+    np.testing.assert_allclose(np.asarray(compiled(x)), np.sin(x) * 3.0, rtol=1e-6)
+
+
+def test_eager_ops_with_params_repeat_correctly_on_their_fast_path():
+    # The first call takes the slow path and leaves a plan; later ones (other values, other
+    # params on the same types) must still compute their own results, as JAX's.
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        x = rng.standard_normal((4, 5)).astype(np.float32)
+        for axes in ((0,), (1,), (0, 1)):
+            got = lax.reduce_sum(xnp.asarray(x), axes)
+            want = jax.lax.reduce_sum(x, axes)
+            assert (got.shape, got.dtype) == (want.shape, want.dtype)
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
+        got = lax.broadcast_in_dim(xnp.asarray(x[0]), (3, 5), (1,))
+        np.testing.assert_array_equal(np.asarray(got), jax.lax.broadcast_in_dim(x[0], (3, 5),
+                                                                                 (1,)))
