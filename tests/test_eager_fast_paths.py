@@ -36,8 +36,8 @@ def test_type_rules_memoized_on_params_match_the_rule(prim, avals, params):
 
 def test_type_rules_with_jaxpr_params_are_not_memoized():
     # reduce_p's params hold a jaxpr (residuals must not be kept alive by a memo entry).
-    assert reductions.reduce_p not in staging._memoized_with_params
-    assert contractions.dot_general_p in staging._memoized_with_params
+    assert reductions.reduce_p not in staging.memoized_with_params
+    assert contractions.dot_general_p in staging.memoized_with_params
 
 
 def test_memoized_type_rule_still_raises_each_time():

@@ -251,9 +251,10 @@ class _CacheEntry:
     """One traced signature of a jitted function; compiled on its first eager call."""
 
     __slots__ = ("jaxpr", "consts", "const_avals", "out_tree", "out_avals", "compiled", "name",
-                 "single_output", "consts_are_traced", "donated", "direct", "float0s")
+                 "single_output", "consts_are_traced", "donated", "direct", "float0s",
+                 "statics_key")
 
-    def __init__(self, jaxpr, consts, out_tree, name, donated=None, float0s=()):
+    def __init__(self, jaxpr, consts, out_tree, name, donated=None, float0s=(), statics_key=None):
         self.jaxpr = jaxpr
         self.float0s = float0s  # (position, shape) of the outputs that are float0 zeros
         self.donated = donated  # a bool per jaxpr input, or None when nothing is donated
@@ -263,6 +264,7 @@ class _CacheEntry:
         self.out_tree = out_tree
         self.single_output = out_tree == _LEAF
         self.out_avals = jaxpr.out_avals
+        self.statics_key = statics_key  # the static arguments' part of the key (for messages)
         self.compiled = None
         self.name = name
         # The executable, when a call can hand it the argument buffers as they are (no consts,
@@ -596,7 +598,7 @@ class JitFunction:
             if donated is not None:
                 _warn_unusable_donations(avals, donated, jaxpr.out_avals)
                 donated = (False,) * len(consts) + donated
-            entry = _CacheEntry(jaxpr, consts, out_tree, state.name, donated, float0s)
+            entry = _CacheEntry(jaxpr, consts, out_tree, state.name, donated, float0s, key[1])
             if not entry.consts_are_traced:
                 state.traces[key] = traced
                 state.cache[key] = entry
@@ -772,7 +774,6 @@ class JitFunction:
         key, _, in_tree, statics, avals = self._signature(args, kwargs, _abstractify)
         traced = stages.Traced(self, self._lookup(key, in_tree, statics, avals), in_tree, avals,
                                lambda: api_sharding.lower(self, traced, args, kwargs))
-        traced._statics_key = key[1]
         return traced
 
     def lower(self, *args, **kwargs):

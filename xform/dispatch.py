@@ -27,8 +27,7 @@ from xform.array import (
 )
 from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Tracer, Var, host_impls, intern_aval
 from xform.interpreters import dce
-from xform.interpreters.staging import _memoized_with_params as staging_memoized
-from xform.interpreters.staging import out_avals_of
+from xform.interpreters.staging import memoized_with_params, out_avals_of
 from xform.primitives import autodiff, compiler, elementwise, indexing, remat, sorting, structural
 from xform.primitives.base import direct_host_fn
 from xform.primitives.pmap import replicas_needed
@@ -201,7 +200,8 @@ def host_apply(prim, args, params):
                     except FloatingPointError:
                         return _host_apply(prim, args, params)
                     return [Array(plan[1], out) if plan[2] else _as_array(out, plan[1])]
-    elif len(args) == 1 or len(args) == 2:  # the same for an op with params, one Array or two
+    elif prim in memoized_with_params and (len(args) == 1 or len(args) == 2):
+        # The same for an op with params whose type rule is memoized: one Array or two.
         x = args[0]
         y = args[1] if len(args) == 2 else x
         if type(x) is Array and type(y) is Array and not (x._subnormal or y._subnormal):
@@ -225,7 +225,7 @@ _param_plans = {}
 
 
 def _make_param_plan(prim, impl, args, avals, params, out_aval):
-    if prim not in staging_memoized or not 1 <= len(args) <= 2:
+    if prim not in memoized_with_params or not 1 <= len(args) <= 2:
         return
     if any(type(x) is not Array or x._subnormal or x._host is None for x in args):
         return

@@ -39,8 +39,6 @@ def _shape_struct(aval):
 class _Stage:
     """What every stage knows: the traced signature of the jitted function."""
 
-    _statics_key = None  # the static arguments' part of the cache key, to name parameters
-
     def __init__(self, jitted, entry, in_tree, avals):
         self._jitted = jitted
         self._entry = entry
@@ -81,10 +79,7 @@ class Traced(_Stage):
 
     def lower(self):
         lowered = self._partitioned and self._partitioned()
-        if not lowered:
-            lowered = Lowered(self._jitted, self._entry, self.in_tree, self._avals)
-            lowered._statics_key = self._statics_key
-        return lowered
+        return lowered or Lowered(self._jitted, self._entry, self.in_tree, self._avals)
 
 
 class Lowered(_Stage):
@@ -132,9 +127,7 @@ class Lowered(_Stage):
                                           entry.donated, options=options, module=self._module)
         if not options and entry.compiled is None:
             entry.compiled = compiled  # what the next call of the jitted function runs
-        compiled = Compiled(jitted, entry, self.in_tree, self._avals, compiled)
-        compiled._statics_key = self._statics_key
-        return compiled
+        return Compiled(jitted, entry, self.in_tree, self._avals, compiled)
 
 
 class Compiled(_Stage):
@@ -153,7 +146,7 @@ class Compiled(_Stage):
         avals = [core.get_aval(x) for x in leaves]
         if any(a.shape != c.shape or a.dtype != c.dtype
                for a, c in zip(avals, self._avals, strict=True)):  # weak types may differ
-            raise TypeError(_mismatch_message(self._jitted, in_tree, self._statics_key,
+            raise TypeError(_mismatch_message(self._jitted, in_tree, self._entry.statics_key,
                                               self._avals, avals))
         outs = self._entry.run_with(self._compiled, leaves, self._avals)
         return tree_util.tree_unflatten(self._entry.out_tree, outs)

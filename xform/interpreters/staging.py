@@ -107,20 +107,20 @@ class JaxprTrace(core.Trace):
 
 
 # (prim, *avals) -> output avals, for primitives without params, and (prim, *avals,
-# *params.items()) for those in ``_memoized_with_params``; the outputs interned
+# *params.items()) for those in ``memoized_with_params``; the outputs interned
 # (core.intern_aval), so later operands' avals are mostly the very keys here.
 _out_avals = {}
 # Primitives whose abstract evaluation depends on the operand types and the params alone,
 # with params of plain hashable values (axes, shapes, dimension numbers, dtypes): not a
 # collective (it reads the axis environment) nor one whose params hold jaxprs or functions
 # (a memo entry would keep their residuals alive).
-_memoized_with_params = set()
+memoized_with_params = set()
 
 
 def memoize_abstract_eval(*prims):
     """Let ``out_avals_of`` memoize the output types of ``prims`` on their params too (the
     family modules opt in the primitives that qualify)."""
-    _memoized_with_params.update(prims)
+    memoized_with_params.update(prims)
 
 
 # Set by xform/sharding_rules.py: ``rule(prim, avals, out_avals, params) -> out_avals`` gives
@@ -134,7 +134,7 @@ def out_avals_of(prim, avals, params):
     opted in by ``memoize_abstract_eval``."""
     if not params:
         key = (prim, *avals)
-    elif prim in _memoized_with_params:
+    elif prim in memoized_with_params:
         key = (prim, *avals, *params.items())
     else:
         return _abstract_eval(prim, avals, params)
