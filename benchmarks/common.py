@@ -2,6 +2,7 @@
 
 import gc
 import itertools
+import math
 import statistics
 import time
 
@@ -25,6 +26,11 @@ def _sample(fn, inner):
         gc.enable()
 
 
+# The paired ratios of every compare() since the last take_interval(): run.py turns them
+# into the interval it prints next to a row's ratio.
+_paired_ratios = []
+
+
 def compare(xf_fn, jax_fn, *, samples, inner=1, warmup=1):
     """Median seconds per call of the two functions, samples interleaved."""
     for _ in range(warmup):
@@ -34,7 +40,28 @@ def compare(xf_fn, jax_fn, *, samples, inner=1, warmup=1):
     for _ in range(samples):
         xf_times.append(_sample(xf_fn, inner))
         jax_times.append(_sample(jax_fn, inner))
+    _paired_ratios.append([x / j for x, j in zip(xf_times, jax_times, strict=True)])
     return statistics.median(xf_times), statistics.median(jax_times)
+
+
+def median_interval(values, z=1.96):
+    """A distribution-free 95 % confidence interval of the median of ``values``: the order
+    statistics at ranks n/2 ∓ z·√n/2 (the binomial approximation); None below 6 values."""
+    n = len(values)
+    if n < 6:
+        return None
+    ordered = sorted(values)
+    half = z * math.sqrt(n) / 2
+    return ordered[max(0, math.floor(n / 2 - half))], ordered[min(n - 1, math.ceil(n / 2 + half))]
+
+
+def take_interval():
+    """The 95 % interval of the median paired ratio (an xform sample over the JAX sample
+    taken right after it) of the one compare() run since the last call, or None when a row
+    ran none or several (its ratio then comes from more than one pairing)."""
+    runs = _paired_ratios[:]
+    _paired_ratios.clear()
+    return median_interval(runs[0]) if len(runs) == 1 else None
 
 
 def on_device(lib, x):

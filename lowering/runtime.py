@@ -106,7 +106,7 @@ def buffer_device(buf):
 # garbage hook. JAX runs that hook from a Python GC callback (jax/_src/lib/__init__.py), but
 # a loop of cached calls allocates nothing that wakes the collector, and memory would grow
 # by the call. So the hook runs after every execution: about 0.1 µs, and memory stays flat.
-_collect_garbage = _jax.collect_garbage
+collect_garbage = _jax.collect_garbage
 
 
 class Executable:
@@ -125,7 +125,7 @@ class Executable:
 
     def call(self, buffers):
         outs = self.loaded.execute_sharded(buffers).consume_with_handlers(self.handlers)
-        _collect_garbage()
+        collect_garbage()
         return outs
 
 
@@ -265,7 +265,7 @@ class SpmdExecutable:
                     out.block_until_ready()
         outs = self.loaded.execute_sharded(arrays).consume_with_handlers(self.handlers)
         _in_flight = outs
-        _collect_garbage()
+        collect_garbage()
         return outs
 
 

@@ -168,7 +168,7 @@ class PartitionedExecutable:
         outs = self.loaded.execute_sharded(arrays).consume_with_handlers(self.handlers)
         if self.one_at_a_time:
             runtime._in_flight = outs
-        runtime._collect_garbage()
+        runtime.collect_garbage()
         return outs
 
 

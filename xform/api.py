@@ -263,7 +263,8 @@ class _CacheEntry:
         self.consts_are_traced = any(isinstance(c, Tracer) for c in consts)
         self.out_tree = out_tree
         self.single_output = out_tree == _LEAF
-        self.out_avals = jaxpr.out_avals
+        # interned: a result fed to the next call finds that call's fast path by identity
+        self.out_avals = [core.intern_aval(a) for a in jaxpr.out_avals]
         self.statics_key = statics_key  # the static arguments' part of the key (for messages)
         self.compiled = None
         self.name = name
@@ -303,6 +304,29 @@ class _CacheEntry:
         return outs
 
 
+def _direct_call(entry, avals):
+    """jit's fastest call of ``entry``: its executable on the argument buffers, the results
+    wrapped as Arrays, in one frame. Holds ``avals``, so the ids that key it stay theirs."""
+    execute, handlers = entry.direct.loaded.execute_sharded, entry.direct.handlers
+    collect_garbage = runtime.collect_garbage
+    if entry.single_output:
+        aval = entry.out_avals[0]
+
+        def call(bufs, _avals=avals):
+            out = execute(bufs).consume_with_handlers(handlers)[0]
+            collect_garbage()
+            return Array(aval, None, out)
+    else:
+        out_tree, out_avals = entry.out_tree, entry.out_avals
+
+        def call(bufs, _avals=avals):
+            outs = execute(bufs).consume_with_handlers(handlers)
+            collect_garbage()
+            return out_tree.unflatten([Array(a, None, b)
+                                       for a, b in zip(out_avals, outs, strict=True)])
+    return call
+
+
 # --------------------------------------------------------------------------- jit's caches
 # As in JAX, the caches belong to the function, not to the wrapper ``jit`` returns:
 # ``jit(f)(x)`` written inline reuses the trace and the executable of every earlier
@@ -316,8 +340,8 @@ class _JitState:
     options share. Holds no reference to the function (its key in ``_jit_states``)."""
 
     __slots__ = ("name", "static_argnums", "static_argnames", "has_statics", "donate_argnums",
-                 "donate_argnames", "device", "traces", "cache", "flat_caches", "wrapper_attrs",
-                 "shardings")
+                 "donate_argnames", "device", "traces", "cache", "flat_caches", "direct_calls",
+                 "wrapper_attrs", "shardings", "plain")
 
     def __init__(self, fun, traces, static_argnums, static_argnames, donate_argnums,
                  donate_argnames, device, backend, in_shardings=None, out_shardings=None):
@@ -344,6 +368,11 @@ class _JitState:
         self.cache = {}
         # trace context -> avals -> entry, for calls whose arguments are all plain Arrays
         self.flat_caches = {}
+        # (trace context, *ids of the avals) -> a function of the argument buffers, for the
+        # entries of flat_caches with a direct executable (see _direct_call)
+        self.direct_calls = {}
+        # Calls with positional arguments only may take the flat caches' paths.
+        self.plain = not self.has_statics and self.shardings is None
         # The names functools.update_wrapper copies (``__name__``, ``__doc__``, ...), read
         # once; not ``__wrapped__``, which would keep the function alive through its cache.
         self.wrapper_attrs = {a: getattr(fun, a) for a in functools.WRAPPER_ASSIGNMENTS
@@ -368,6 +397,7 @@ class _FunCaches:
 # function -> _FunCaches
 _jit_states = weakref.WeakKeyDictionary()
 _NO_OPTIONS = (None,) * 8
+_MISS = object()  # _flat_call's answer for a signature not traced yet
 _NO_ENTRIES = {}  # flat_caches' answer for a trace context not seen yet (never written)
 
 
@@ -411,8 +441,8 @@ def clear_caches():
         caches.traces.clear()
         for state in caches.states.values():
             state.cache.clear()
-            for cache in state.flat_caches.values():
-                cache.clear()
+            state.flat_caches.clear()
+            state.direct_calls.clear()
     _jit_states.clear()
     dispatch.clear_caches()
 
@@ -655,30 +685,23 @@ class JitFunction:
         if config.slow_calls and not _checking.active:  # disable_jit, debug_nans/infs
             return self._checked_call(args, kwargs)
         state = self._state
-        if not kwargs and not state.has_statics and core.trace_state.trace is core.eval_trace \
-                and state.shardings is None:
-            # Fastest path: every argument is one Array already on the device, the signature
-            # was seen before and its program takes exactly these buffers.
-            avals, bufs = [], []
+        if state.plain and not kwargs and core.trace_state.trace is core.eval_trace:
+            # Fastest path: every argument is one Array already on the device, and these
+            # very avals (keyed by identity: no Python hash per aval) were called before
+            # with a program that takes the buffers as they are.
+            key, bufs = [config.trace_context()], []
             for x in args:
                 if type(x) is not Array or x._buf is None:
                     break
-                avals.append(x.aval)
+                key.append(id(x.aval))
                 bufs.append(x._buf)
             else:
-                entry = state.flat_caches.get(config.trace_context(), _NO_ENTRIES).get(
-                    tuple(avals))
-                if entry is not None and entry.direct is not None:
-                    outs = entry.direct.call(bufs)
-                    if entry.single_output:
-                        return Array(entry.jaxpr.jaxpr.outvars[0].aval, None, outs[0])
-                    return tree_util.tree_unflatten(entry.out_tree, [
-                        Array(v.aval, None, b)
-                        for v, b in zip(entry.jaxpr.jaxpr.outvars, outs, strict=True)])
-                if entry is not None:
-                    outs = entry.run(list(args), avals, state.device)
-                    return outs[0] if entry.single_output else tree_util.tree_unflatten(
-                        entry.out_tree, outs)
+                call = state.direct_calls.get(tuple(key))
+                if call is not None:
+                    return call(bufs)
+                out = self._flat_call(args, key, bufs)
+                if out is not _MISS:
+                    return out
         statics = None
         if state.has_statics:
             dyn_args, dyn_kwargs, statics = _split_statics(
@@ -732,6 +755,24 @@ class JitFunction:
             outs = entry.restore_float0s(
                 jit_p.bind(*entry.consts, *leaves, jaxpr=jaxpr, name=state.name))
         return tree_util.tree_unflatten(entry.out_tree, outs)
+
+    def _flat_call(self, args, key, bufs):
+        """The call of a signature of plain device Arrays traced before (``_MISS`` if not),
+        made the fastest path's from now on when its program takes the buffers as they are."""
+        state = self._state
+        avals = [x.aval for x in args]
+        entry = state.flat_caches.get(key[0], _NO_ENTRIES).get(tuple(avals))
+        if entry is None:
+            return _MISS
+        if entry.direct is None:
+            outs = entry.run(list(args), avals, state.device)
+            return outs[0] if entry.single_output else tree_util.tree_unflatten(
+                entry.out_tree, outs)
+        call = _direct_call(entry, avals)
+        if len(state.direct_calls) > 32:  # avals that are new objects call after call
+            state.direct_calls.clear()
+        state.direct_calls[tuple(key)] = call
+        return call(bufs)
 
     def _positional(self, args, kwargs):
         """The dynamic positional arguments (what ``in_shardings`` is a prefix of)."""
@@ -791,8 +832,8 @@ class JitFunction:
         state = self._state
         state.traces.clear()
         state.cache.clear()
-        for cache in state.flat_caches.values():
-            cache.clear()
+        state.flat_caches.clear()
+        state.direct_calls.clear()
 
     def _cache_size(self):
         return len(self._state.cache)
