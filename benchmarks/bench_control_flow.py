@@ -8,7 +8,7 @@ import numpy as np
 import xform
 import xform.lax
 import xform.numpy as xnp
-from benchmarks.common import compare, on_device
+from benchmarks.common import cold_xform_compiles, compare, on_device
 
 # (numpy, lax, library) per library; the benchmarked code is the same for both.
 LIBS = ((xnp, xform.lax, xform), (jnp, jax.lax, jax))
@@ -86,7 +86,8 @@ def bench_scan_rnn_compile(scale):
         fns.append(lambda lib=lib, lax=lax, mod=mod, params=params, h0=h0, xs=xs:
                    _fresh_step(lib, lax, mod)(params, h0, xs)[1][0].block_until_ready())
     _check_same(outs)
-    return compare(*fns, samples=5 * scale, warmup=1)
+    with cold_xform_compiles():  # xform's persistent compilation cache off, as JAX's is
+        return compare(*fns, samples=5 * scale, warmup=1)
 
 
 BENCHMARKS = [

@@ -8,7 +8,6 @@ while these rows run. Rows (d1)-(d4) split row (d)'s MLP forward, (l1)-(l4) row 
 ``value_and_grad`` of the scan RNN.
 """
 
-import contextlib
 import statistics
 import time
 
@@ -20,20 +19,9 @@ import xform
 import xform.lax
 import xform.numpy as xnp
 from benchmarks import bench_control_flow as control_flow
-from benchmarks.common import mlp, mlp_params, on_device
+from benchmarks.common import cold_xform_compiles, mlp, mlp_params, on_device
 
 STAGES = ("trace", "lower", "compile", "execute")
-
-
-@contextlib.contextmanager
-def cold_xform_compiles():
-    """xform's persistent compilation cache off (as JAX's is by default), then restored."""
-    was_on = xform.config.read("jax_enable_compilation_cache")
-    xform.config.update("jax_enable_compilation_cache", False)
-    try:
-        yield
-    finally:
-        xform.config.update("jax_enable_compilation_cache", was_on)
 
 
 def _stage_times(jit, fresh_fn, args):

@@ -1,5 +1,6 @@
 """What every benchmark shares: interleaved timing of xform against JAX."""
 
+import contextlib
 import gc
 import itertools
 import math
@@ -86,3 +87,14 @@ def mlp(lib):
         return lib.dot(x, w_out) + b_out
 
     return forward
+
+
+@contextlib.contextmanager
+def cold_xform_compiles():
+    """xform's persistent compilation cache off (as JAX's is by default), then restored."""
+    was_on = xform.config.read("jax_enable_compilation_cache")
+    xform.config.update("jax_enable_compilation_cache", False)
+    try:
+        yield
+    finally:
+        xform.config.update("jax_enable_compilation_cache", was_on)

@@ -125,7 +125,7 @@ def bench_first_call(scale):
         fns.append(lambda lib=lib, jit=jit, p=p, xd=xd:
                    jit(mlp(lib))(p, xd).block_until_ready())
     # Cold for both: xform's persistent compilation cache off, as JAX's is by default.
-    with bench_stages.cold_xform_compiles():
+    with common.cold_xform_compiles():
         return compare(*fns, samples=5 * scale, warmup=1)
 
 

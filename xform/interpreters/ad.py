@@ -35,18 +35,18 @@ class Zero:
         return f"Zero({self.aval.str_short()})"
 
 
-_INEXACT = frozenset(d for d in dtypes.SUPPORTED if dtypes.is_inexact(d))
+INEXACT = frozenset(d for d in dtypes.SUPPORTED if dtypes.is_inexact(d))
 
 
 def is_differentiable(aval):
     """Whether values of type ``aval`` have tangents (float and complex ones do)."""
-    return aval.dtype in _INEXACT
+    return aval.dtype in INEXACT
 
 
 def tangent_aval(aval):
     """A float or complex value's tangent has its type, weak type included (a Python
     scalar's tangents are weak, as JAX's); integer and boolean values have float0 tangents."""
-    if aval.dtype in _INEXACT:  # a set lookup: this runs for every operand of every op
+    if aval.dtype in INEXACT:  # a set lookup: this runs for every operand of every op
         return aval
     return ShapedArray(aval.shape, dtypes.float0)
 

@@ -168,7 +168,14 @@ def _backward_tape(trace, cts_out):
         if type(v) is Var and ct is not None and type(ct) is not Zero:
             old = ct_env.get(v)
             ct_env[v] = ct if old is None else add_tangents(old, ct)
-    for prim, operands, params, outvars in reversed(trace.tape):
+    transpose_tape(trace.tape, ct_env)
+    return [Zero(v.aval) if (ct := ct_env.get(v)) is None else ct for v in trace.invars]
+
+
+def transpose_tape(tape, ct_env):
+    """Pull the cotangents in ``ct_env`` (``Var`` -> cotangent; updated in place) back
+    through the linear records of ``tape``, last to first."""
+    for prim, operands, params, outvars in reversed(tape):
         ct = pop_cotangent(ct_env, prim, outvars)
         if ct is None:
             continue
@@ -189,7 +196,6 @@ def _backward_tape(trace, cts_out):
             if ct_in is not None and type(ct_in) is not Zero:
                 old = ct_env.get(v)
                 ct_env[v] = ct_in if old is None else add_tangents(old, ct_in)
-    return [Zero(v.aval) if (ct := ct_env.get(v)) is None else ct for v in trace.invars]
 
 
 def linearize_flat(fun, known, tangent_avals, name):

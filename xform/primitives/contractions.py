@@ -18,7 +18,7 @@ import numpy as np
 
 from xform import config, dtypes
 from xform.core import ShapedArray, get_aval
-from xform.interpreters import ad, batching, staging, transpose
+from xform.interpreters import ad, batching, staging, transpose, vjp_tape
 from xform.interpreters.batching import not_mapped
 from xform.primitives.base import standard_primitive
 from xform.primitives.elementwise import (
@@ -818,6 +818,9 @@ ad.defjvp(dot_general_p, lambda t, x, y, **params: dot_general_p.bind(t, y, **pa
 ad.defjvp(conv_general_dilated_p,
           lambda t, x, y, **params: conv_general_dilated_p.bind(t, y, **params),
           lambda t, x, y, **params: conv_general_dilated_p.bind(x, t, **params))
+# Eager grad's direct rules (xform/interpreters/vjp_tape.py): each operand's transpose.
+vjp_tape.defbilinear_vjp(dot_general_p)
+vjp_tape.defbilinear_vjp(conv_general_dilated_p)
 
 
 # --------------------------------------------------------------------------- transpose rules
