@@ -279,3 +279,26 @@ def test_cache_follows_the_x64_flag():
         assert f(x)[1].dtype == np.int64
         assert f(xform.device_put(x))[1].dtype == np.int64
     assert f(xform.device_put(x))[1].dtype == np.int32
+
+
+def test_fastest_call_path_follows_flags_and_stays_bounded():
+    # The third call of a signature of device Arrays takes jit's fastest path (keyed by the
+    # avals' identity); it must still see the x64 flag, fresh aval objects equal to known
+    # ones, and keep a bounded table.
+    f = xform.jit(lambda x, y: (x * y + 1, xform.numpy.arange(2)))
+    x = xform.device_put(np.arange(3, dtype=np.float32))
+    for _ in range(3):
+        out, ints = f(x, x)
+        np.testing.assert_array_equal(out, np.arange(3) ** 2 + 1)
+        assert ints.dtype == np.int32
+    with xform.enable_x64():
+        for _ in range(3):
+            assert f(x, x)[1].dtype == np.int64
+    for i in range(100):  # avals that are new objects on each call
+        y = xform.Array(core.ShapedArray((3,), np.dtype(np.float32)), np.full(3, i, np.float32))
+        y = xform.device_put(y)
+        np.testing.assert_array_equal(f(y, x)[0], np.arange(3) * i + 1)
+    assert len(f._state.direct_calls) <= 33
+    f.clear_cache()
+    assert not f._state.direct_calls
+    np.testing.assert_array_equal(f(x, x)[0], np.arange(3) ** 2 + 1)
