@@ -10,6 +10,7 @@ function memoized per primitive and operand avals, called directly (``host_apply
 import collections
 import contextvars
 import logging
+import math
 import threading
 import time
 import weakref
@@ -192,6 +193,12 @@ def host_apply(prim, args, params):
                     return [Array(plan[1], out) if plan[2] else _as_array(out, plan[1])]
         elif len(args) == 2:
             x, y = args
+            if type(y) is not Array:  # a constant operand (``x * 2.0``) as a cached Array
+                y = _constant_operand(y)
+                args = (x, y) if y is not None else args
+            elif type(x) is not Array:
+                x = _constant_operand(x)
+                args = (x, y) if x is not None else args
             if type(x) is Array and type(y) is Array and not (x._subnormal or y._subnormal):
                 plan = _plans[prim].get((id(x.aval), id(y.aval)))
                 if plan is not None and x._host is not None and y._host is not None:
@@ -216,6 +223,40 @@ def host_apply(prim, args, params):
                     return _host_apply(prim, args, params)
                 return [_as_array(outs[0], plan[1])]
     return _host_apply(prim, args, params)
+
+
+# The Python and 0-d NumPy constants of eager ops (the ``2.0`` of ``x * 2.0``, the ``1`` a
+# JVP rule subtracts from), each made an Array once per value and x64 mode, so that the op
+# takes the fast path. Not zeros (0.0 and -0.0 are one key) nor NaNs (never equal to a key).
+_constants = {}
+
+
+def _constant_operand(v):
+    """``v`` as the Array the slow path would compute with, or None if not cached."""
+    t = type(v)
+    if t is float or t is int:
+        if not v or math.isnan(v):
+            return None
+        key = (t, v, config.x64_enabled())
+    elif t is np.ndarray and v.ndim == 0 and v.dtype.kind in "fiu":
+        item = v.item()
+        if not item or math.isnan(item):
+            return None
+        key = (v.dtype, item)
+    else:
+        return None
+    array = _constants.get(key)
+    if array is None:
+        try:
+            aval = intern_aval(core.get_aval(v))
+            host = _operand_daz(np.array(v, aval.dtype))  # a copy: ``v`` may change
+        except (TypeError, OverflowError):  # the slow path raises what it should
+            return None
+        host.flags.writeable = False
+        if len(_constants) > 256:
+            _constants.clear()
+        array = _constants[key] = Array(aval, host)
+    return array
 
 
 # The params fast path's memo: (prim, id(aval), id(aval), *params.items()) -> (impl, result

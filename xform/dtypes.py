@@ -89,14 +89,17 @@ _CUSTOM_FLOATS = frozenset([bfloat16, *NARROW_FLOATS])
 _NARROW_SIGNED, _NARROW_UNSIGNED = frozenset(NARROW_SIGNED), frozenset(NARROW_UNSIGNED)
 
 
+@functools.cache  # the kind tests run on every eager op: np.issubdtype is slow
 def is_float(dtype):
     return dtype in _CUSTOM_FLOATS or np.issubdtype(dtype, np.floating)
 
 
+@functools.cache
 def is_complex(dtype):
     return np.issubdtype(dtype, np.complexfloating)
 
 
+@functools.cache
 def is_inexact(dtype):
     return is_float(dtype) or is_complex(dtype)
 
@@ -111,14 +114,17 @@ def supports_inf(dtype):
     return is_inexact(dtype) and dtype not in _NO_INF
 
 
+@functools.cache
 def is_int(dtype):
     return is_signed_int(dtype) or is_unsigned_int(dtype)
 
 
+@functools.cache
 def is_signed_int(dtype):
     return dtype in _NARROW_SIGNED or np.issubdtype(dtype, np.signedinteger)
 
 
+@functools.cache
 def is_unsigned_int(dtype):
     return dtype in _NARROW_UNSIGNED or np.issubdtype(dtype, np.unsignedinteger)
 

@@ -386,6 +386,10 @@ def promote_dtypes_numeric(*args):
 
 def broadcast_shapes(*shapes, name="broadcast_shapes"):
     """The NumPy broadcast of ``shapes``; ``ValueError`` if they are incompatible."""
+    if len(shapes) == 2 and type(shapes[0]) is tuple and type(shapes[1]) is tuple:
+        out = _broadcast_pair(*shapes)
+        if out is not None:
+            return out
     try:
         ndim = builtins.max((len(s) for s in shapes), default=0)
     except TypeError:  # an int is a 1-d shape, as for jax.numpy.broadcast_shapes
@@ -400,6 +404,23 @@ def broadcast_shapes(*shapes, name="broadcast_shapes"):
             raise IncompatibleShapesError(f"{where}Incompatible shapes for broadcasting: "
                                           f"shapes={[tuple(s) for s in shapes]}")
         out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def _broadcast_pair(a, b):
+    """Two shapes' broadcast, or None where they do not broadcast (the general path says so
+    in its error). The common case of a binary op, without sets."""
+    if len(a) < len(b):
+        a, b = b, a
+    lead = len(a) - len(b)
+    out = list(a)
+    for i, d in enumerate(b):
+        e = a[lead + i]
+        if d != e:
+            if e == 1:
+                out[lead + i] = d
+            elif d != 1:
+                return None
     return tuple(out)
 
 
@@ -477,11 +498,31 @@ def _already_promoted(args, accepted):
     return list(args)
 
 
+def _same_types(args, accepted):
+    """Whether ``args`` are arrays or tracers of one accepted dtype and weak type (their
+    shapes may differ: a bias added to a batch), so only broadcasting is left to do."""
+    first = args[0]
+    if not isinstance(first, _ARRAY_TYPES):
+        return False
+    aval = first.aval
+    if aval.dtype not in accepted:
+        return False
+    for x in args[1:]:
+        if not isinstance(x, _ARRAY_TYPES):
+            return False
+        a = x.aval
+        if a.dtype != aval.dtype or a.weak_type != aval.weak_type:
+            return False
+    return True
+
+
 def promote_args(name, *args):
     """Check, promote dtypes and broadcast shapes: the start of every jnp ufunc."""
     fast = _already_promoted(args, dtypes.SUPPORTED)
     if fast is not None:
         return fast
+    if _same_types(args, dtypes.SUPPORTED):
+        return promote_shapes(name, *args)
     check_arraylike(name, *args)
     return promote_shapes(name, *promote_dtypes(*args))
 
@@ -490,6 +531,8 @@ def promote_args_inexact(name, *args):
     fast = _already_promoted(args, _INEXACT)
     if fast is not None:
         return fast
+    if _same_types(args, _INEXACT):
+        return promote_shapes(name, *args)
     check_arraylike(name, *args)
     return promote_shapes(name, *promote_dtypes_inexact(*args))
 
@@ -498,6 +541,8 @@ def promote_args_numeric(name, *args):
     fast = _already_promoted(args, _NUMERIC)
     if fast is not None:
         return fast
+    if _same_types(args, _NUMERIC):
+        return promote_shapes(name, *args)
     check_arraylike(name, *args)
     return promote_shapes(name, *promote_dtypes_numeric(*args))
 

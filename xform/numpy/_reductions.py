@@ -58,6 +58,8 @@ def reduction_axes(name, ndim, axis):
 
 def _promote_integer_dtype(dtype):
     # jax.numpy accumulates small integers in the default integer type (NumPy: 64-bit).
+    if dtype.kind in "fc":
+        return dtype
     if dtype == dtypes.bool_:
         return dtypes.default_int()
     if dtypes.is_unsigned_int(dtype):
@@ -216,7 +218,10 @@ def _where_mask(name, where):
 def _count(a, axes, keepdims, where, dtype, name):
     aval = aval_of(a)
     if where is None:
-        return asarray(core.dimension_as_value(math.prod(aval.shape[i] for i in axes)), dtype)
+        count = math.prod(aval.shape[i] for i in axes)
+        if type(count) is int:  # a NumPy scalar: eager division takes it as a cached constant
+            return np.array(count, dtype)
+        return asarray(core.dimension_as_value(count), dtype)
     mask = broadcast_to_shape(_where_mask(name, where), aval.shape)
     return sum(mask, axes, dtype=dtype, keepdims=keepdims)
 

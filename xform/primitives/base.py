@@ -155,6 +155,12 @@ def canonicalize_axis(axis, ndim, name):
 
 def as_shape(shape, name):
     """A shape argument as a tuple of non-negative ints; ``TypeError`` for anything else."""
+    if type(shape) is tuple:  # the common case, checked without a generator
+        for d in shape:
+            if type(d) is not int or d < 0:
+                break
+        else:
+            return shape
     if isinstance(shape, (int, np.integer)) or (hasattr(shape, "__index__") and
                                                  not hasattr(shape, "__len__")):
         shape = (shape,)

@@ -11,6 +11,8 @@ accurate than XLA's CPU kernels (which accumulate in the half type), and agrees 
 within the half type's precision.
 """
 
+import functools
+
 import numpy as np
 
 from xform import dtypes, tree_util
@@ -137,6 +139,7 @@ MONOIDS = {
 }
 
 
+@functools.cache  # read by every eager reduction
 def identity(monoid, dtype):
     """The identity of ``monoid`` as a NumPy scalar of ``dtype`` (the reduction's init)."""
     return np.asarray(MONOIDS[monoid][1](dtype)).astype(dtype)[()]
@@ -561,7 +564,8 @@ def _reduce_sum_transpose(ct, operand, *, axes):
     if type(ct) is ad.Zero:
         return [ad.Zero(aval)]
     kept = tuple(i for i in range(aval.ndim) if i not in axes)
-    return [broadcast_in_dim(ct, aval.shape, kept)]
+    # laid out as the operand (as JAX's: a sharded type's cotangent is typed alike)
+    return [broadcast_in_dim(ct, aval.shape, kept, out_sharding=aval.sharding)]
 
 
 def _cumsum_transpose(ct, operand, *, axis, reverse):
