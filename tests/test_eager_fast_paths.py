@@ -135,3 +135,43 @@ def test_eager_ops_with_params_repeat_correctly_on_their_fast_path():
         got = lax.broadcast_in_dim(xnp.asarray(x[0]), (3, 5), (1,))
         np.testing.assert_array_equal(np.asarray(got), jax.lax.broadcast_in_dim(x[0], (3, 5),
                                                                                  (1,)))
+
+
+@pytest.mark.parametrize("make_op", [
+    lambda c: (lambda x: x * c),
+    lambda c: (lambda x: c - x),
+    lambda c: (lambda x: x / c),
+])
+@pytest.mark.parametrize("c", [2.0, -0.0, 0.0, float("nan"), 3, np.float32(1.5),
+                               np.array(-0.0, np.float32), np.array(7, np.int32)])
+def test_constant_operands_match_jax_and_keep_signed_zeros(make_op, c):
+    # Eager binary ops take a Python or 0-d NumPy constant as a cached Array: the results,
+    # dtypes and weak types stay JAX's, zeros keep their sign, NaNs stay NaNs.
+    x = np.array([1.0, -2.0, 0.0, 3.5], np.float32)
+    for _ in range(2):  # the second call finds the constant cached
+        got = make_op(c)(xnp.asarray(x))
+        want = make_op(c)(jnp.asarray(x))
+        assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type)
+        np.testing.assert_array_equal(np.signbit(np.asarray(got)), np.signbit(want))
+        # (XLA divides by a constant through its reciprocal: an ulp from NumPy's quotient)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=2e-7)
+
+
+def test_constant_operands_follow_x64_and_are_copies():
+    x = xnp.asarray(np.float32(2.0))
+    assert (x * 1.5).dtype == np.float32
+    with xform.enable_x64():
+        assert lax.mul(xnp.asarray(np.float64(2.0)), 1.5).dtype == np.float64
+    c = np.array(3.0, np.float32)
+    assert float(x * c) == 6.0
+    c[...] = 5.0  # the cache holds a copy, not the caller's array
+    assert float(x * c) == 10.0
+
+
+def test_small_and_large_broadcasts_match_jax():
+    rng = np.random.default_rng(0)
+    for shape, operand, dims in [((8, 32), (32,), (1,)), ((300, 300), (300,), (0,)),
+                                 ((2, 3, 4), (4, 3), (2, 1))]:
+        v = rng.standard_normal(operand).astype(np.float32)
+        got = lax.broadcast_in_dim(xnp.asarray(v), shape, dims)
+        np.testing.assert_array_equal(np.asarray(got), jax.lax.broadcast_in_dim(v, shape, dims))
