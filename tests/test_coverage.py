@@ -56,7 +56,7 @@ NO_HOST_IMPL = {
     "ragged_all_to_all": "a collective: only inside pmap or vmap; eagerly an error, as in JAX",
     **{name: "a collective: only meaningful inside pmap or vmap, which replace it"
        for name in ("psum", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
-                    "all_to_all", "axis_index")},
+                    "all_to_all", "axis_index", "pvary")},
     # sharding (sharding.py, shard_map.py):
     "sharding_constraint": "lays the array out on the mesh's devices (core.eager_rules)",
     "reshard": "lays the array out on the mesh's devices (core.eager_rules)",

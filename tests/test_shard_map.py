@@ -1,5 +1,9 @@
-"""shard_map against JAX's on a 4x2 mesh of host CPU devices: every collective, the
-lowering (sdy.manual_computation), jit, grad, vmap, control flow inside, bad input."""
+"""shard_map against JAX's on 8 host CPU devices (a 1-D mesh of 8, a 4x2 mesh): every
+collective x {eager, jit, grad, vmap} over one mesh axis and over both, values and result
+shardings; the lowering (sdy.manual_computation, the collectives' groups); scan, cond and
+while in the body; gradients with replicated arguments (JAX's check_vma=True values);
+check_vma's errors (JAX's type and message); bad input. JAX deadlocks here on pipelined
+8-device shard_maps, so each JAX result is waited for before the next call."""
 
 import re
 
@@ -108,11 +112,11 @@ def test_vmap_and_control_flow_inside():
         return f
 
     # vmap over a leading batch axis: the batch dimension is not split
-    kw = dict(mesh=MESH, in_specs=P("x", "y"), out_specs=(P("y"), P("x")))
+    kw = dict(mesh=MESH, in_specs=P("x", "y"), out_specs=(P("y"), P("x")), check_vma=False)
     stacked = np.stack([A, -A])
     got = xform.vmap(xform.shard_map(body(xform.lax), **kw))(stacked)
     with jax.set_mesh(MESH):
-        expected = jax.jit(jax.vmap(jax.shard_map(body(jax.lax), check_vma=False, **kw)))(
+        expected = jax.jit(jax.vmap(jax.shard_map(body(jax.lax), **kw)))(
             jax.device_put(stacked, NamedSharding(MESH, P(None, "x", "y"))))
     assert_same(got, expected, rtol=1e-5, atol=1e-5)
 
@@ -146,3 +150,419 @@ def test_partial_manual_axes_as_jax():
     text, jtext = xf.lower(A).as_text(), jf.lower(A).as_text()
     assert manual.search(text).group(1) == manual.search(jtext).group(1)  # {"x", ?}: open
     assert _collective_ops(text) == _collective_ops(jtext)
+
+
+# --------------------------------------------------------------------------- the table
+# Every collective x {plain, jit, grad, vmap} x {1-D mesh of 8; 4x2 mesh over "x"; over both}.
+# One shard_map per (mesh, mode) holds every collective (argument k feeds collective k), so a
+# row costs one compile for each library; the rows then compare their own output.
+
+MESH8 = jax.make_mesh((8,), ("i",))
+B = np.sin(np.arange(128, dtype=np.float32).reshape(8, 16)) * 3
+MESHES = {"1d": (MESH8, P("i"), "i"), "2d-x": (MESH, SPEC, "x"), "2d-xy": (MESH, SPEC, ("x", "y"))}
+
+
+def _size(mesh, axes):
+    return int(np.prod([mesh.shape[n] for n in ((axes,) if isinstance(axes, str) else axes)]))
+
+
+def _without(spec, axes):
+    """``spec`` with ``axes`` left out: the layout of a value replicated over them."""
+    gone = {axes} if isinstance(axes, str) else set(axes)
+    entries = []
+    for e in spec:
+        names = () if e is None else (e,) if isinstance(e, str) else tuple(e)
+        kept = tuple(n for n in names if n not in gone)
+        entries.append(None if not kept else kept[0] if len(kept) == 1 else kept)
+    return P(*entries)
+
+
+def _shift(n):
+    return [(k, (k + 1) % n) for k in range(n)]
+
+
+# name -> (body of (lax, axes, size), whether its result is replicated over the axes)
+COLLECTIVES = {
+    "psum": (lambda lax, ax, n: lambda a: lax.psum(a, ax), True),
+    "pmean": (lambda lax, ax, n: lambda a: lax.pmean(a, ax), True),
+    "pmax": (lambda lax, ax, n: lambda a: lax.pmax(a, ax), True),
+    "pmin": (lambda lax, ax, n: lambda a: lax.pmin(a, ax), True),
+    "all_gather": (lambda lax, ax, n: lambda a: lax.all_gather(a, ax, axis=1, tiled=True),
+                   False),  # varying, as JAX types it (all_gather_invariant is not)
+    "psum_scatter": (lambda lax, ax, n: lambda a: lax.psum_scatter(
+        a, ax, scatter_dimension=1, tiled=True), False),
+    "ppermute": (lambda lax, ax, n: lambda a: lax.ppermute(a, ax, _shift(n)), False),
+    "all_to_all": (lambda lax, ax, n: lambda a: lax.all_to_all(a, ax, 1, 0, tiled=True), False),
+    "axis_index": (lambda lax, ax, n: lambda a: a * (lax.axis_index(ax) + 1), False),
+}
+NAMES = tuple(COLLECTIVES)
+SMOOTH = tuple(n for n in NAMES if n not in ("pmax", "pmin"))  # JAX differentiates these
+
+
+def _every(mod, mesh_key, names, **kw):
+    """One shard_map of ``mod`` applying collective k to argument k."""
+    mesh, spec, axes = MESHES[mesh_key]
+    n = _size(mesh, axes)
+    bodies = [COLLECTIVES[c][0](mod.lax, axes, n) for c in names]
+    out_specs = tuple(_without(spec, axes) if COLLECTIVES[c][1] else spec for c in names)
+
+    def body(*blocks):
+        return tuple(b(a) for b, a in zip(bodies, blocks, strict=True))
+
+    return mod.shard_map(body, mesh=mesh, in_specs=spec, out_specs=out_specs, **kw)
+
+
+def _inputs(mod, mesh_key, names, batch=False):
+    mesh, spec, _ = MESHES[mesh_key]
+    xs = [B * (k + 1) + k for k in range(len(names))]
+    if batch:
+        xs, spec = [np.stack([x, 1 - x]) for x in xs], P(None, *spec)
+    if mod is xform:
+        return xs
+    return [jax.device_put(x, NamedSharding(mesh, spec)) for x in xs]
+
+
+def _loss(mod, mesh_key, names):
+    f = _every(mod, mesh_key, names)
+
+    def loss(*xs):
+        return sum(mod.numpy.sin(o).sum() for o in f(*xs))
+
+    return loss
+
+
+def _run(mod, mesh_key, mode):
+    """The outputs of every collective (row order), for ``mod`` in ``mode``."""
+    names = SMOOTH if mode == "grad" else NAMES
+    xs = _inputs(mod, mesh_key, names, batch=mode == "vmap")
+    if mode == "plain":
+        outs = _every(mod, mesh_key, names)(*xs)
+    elif mode == "jit":
+        outs = mod.jit(_every(mod, mesh_key, names))(*xs)
+    elif mode == "grad":
+        argnums = tuple(range(len(names)))
+        outs = mod.jit(mod.grad(_loss(mod, mesh_key, names), argnums=argnums))(*xs)
+    else:
+        outs = mod.vmap(_every(mod, mesh_key, names))(*xs)
+    jax.block_until_ready(outs)  # JAX deadlocks on pipelined 8-device shard_maps here
+    return dict(zip(names, outs, strict=True))
+
+
+_RESULTS = {}
+
+
+def _results(mesh_key, mode):
+    key = (mesh_key, mode)
+    if key not in _RESULTS:
+        try:
+            with jax.set_mesh(MESHES[mesh_key][0]):
+                expected = _run(jax, mesh_key, mode)
+            _RESULTS[key] = (_run(xform, mesh_key, mode), expected)
+        except Exception as e:  # each row reports it, without tracing again
+            _RESULTS[key] = e
+    if isinstance(_RESULTS[key], Exception):
+        raise _RESULTS[key]
+    return _RESULTS[key]
+
+
+@pytest.mark.parametrize("mode", ["plain", "jit", "grad", "vmap"])
+@pytest.mark.parametrize("mesh_key", list(MESHES))
+@pytest.mark.parametrize("name", NAMES)
+def test_collective_table(name, mesh_key, mode):
+    if mode == "grad" and name not in SMOOTH:
+        pytest.skip("JAX does not differentiate pmax/pmin: see test_pmax_pmin_grad_error")
+    got, expected = _results(mesh_key, mode)
+    what = f"{name} on {mesh_key} ({mode})"
+    assert_same(got[name], expected[name], rtol=1e-5, atol=1e-5, what=what)
+    assert got[name].sharding == expected[name].sharding, what
+
+
+@pytest.mark.parametrize("name", ["pmax", "pmin"])
+def test_pmax_pmin_grad_error(name):
+    def errors(mod):
+        loss = _loss(mod, "1d", (name,))
+        with pytest.raises(NotImplementedError) as info:
+            mod.jit(mod.grad(loss))(*_inputs(mod, "1d", (name,)))
+        return str(info.value)
+
+    with jax.set_mesh(MESH8):
+        expected = errors(jax)
+    assert errors(xform) == expected
+
+
+# --------------------------------------------------------------------------- check_vma
+
+
+def _vma_error(mod, body, mesh, in_specs, out_specs, *args):
+    """The message of the ValueError ``mod.shard_map`` raises, less the function's name
+    (JAX 0.10.2 names its own wrapper, '_rem_singleton'; xform names the user's function)."""
+    with pytest.raises(ValueError) as info, jax.set_mesh(mesh):
+        mod.shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_specs)(*args)
+    text = str(info.value).replace("`jax.shard_map`", "`xform.shard_map`")
+    if mod is xform:
+        assert f"to the function '{body.__name__}' was given" in text
+    return re.sub(r"the function '[^']*'", "the function", text)
+
+
+def _scan_sum(lax):
+    def scanned(a):
+        init = lax.pcast(np.zeros(a.shape[1:], np.float32), ("x", "y"), to="varying")
+        return lax.scan(lambda c, r: (c + r, c.sum()), init, a)
+    return scanned
+
+
+def _varying_pred(lax):  # JAX types a cond's results by its branches' alone
+    def branchy(a):
+        s = lax.psum(a, ("x", "y"))
+        return (lax.cond(a.sum() > 0, lambda: s, lambda: -s),)
+    return branchy
+
+
+def _varying_branch(lax):
+    def branchy(a):
+        s = lax.psum(a, "x")
+        return (lax.cond(s.sum() > 0, lambda: lax.pcast(s, "x", to="varying"), lambda: a),)
+    return branchy
+
+
+def _while_carry(lax):
+    def looped(a):
+        init = lax.pcast(np.zeros(a.shape, np.float32), ("x", "y"), to="varying")
+        return (lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + a),
+                               (0, init))[1],)
+    return looped
+
+
+def _invariant_pred(lax):
+    def branchy(a):
+        s = lax.psum(a, "x")
+        return (lax.cond(s.sum() > 0, lambda: s, lambda: -s),)
+    return branchy
+
+
+def _permuted(lax):
+    def permuted(a, w):  # w is replicated, but ppermute's result varies over its axis
+        return a, lax.ppermute(w, "x", [(0, 1), (1, 0), (2, 3), (3, 2)])
+    return permuted
+
+
+def _two_bad(lax):
+    def two_bad(a):
+        return {"sum": lax.psum(a, "y"), "id": a, "gathered": lax.all_gather(a, "x")}
+    return two_bad
+
+
+VMA_ERRORS = {  # name -> (body of lax, in_specs, out_specs)
+    "1-axis": (lambda lax: lambda a: (a * 2,), SPEC, (P("x"),)),
+    "unmentioned-2": (lambda lax: lambda a: (lax.psum(a, "y"),), SPEC, (P(),)),
+    "scan-carry": (_scan_sum, SPEC, (P("y"), P("x"))),
+    "cond-branch": (_varying_branch, SPEC, (P(None, "y"),)),
+    "while-carry": (_while_carry, SPEC, (P(None, "y"),)),
+    "ppermute-replicated": (_permuted, (SPEC, P()), (SPEC, P())),
+    "dict-two": (_two_bad, SPEC, {"sum": P(), "id": SPEC, "gathered": P()}),
+    "pcast": (lambda lax: lambda a: (lax.pcast(lax.psum(a, ("x", "y")), "y", to="varying"),),
+              SPEC, (P(),)),
+}
+
+
+@pytest.mark.parametrize("case", list(VMA_ERRORS))
+def test_check_vma_error_as_jax(case):
+    body, in_specs, out_specs = VMA_ERRORS[case]
+    args = (A, A) if isinstance(in_specs, tuple) else (A,)
+    jargs = [jax.device_put(a, NamedSharding(MESH, s)) for a, s in zip(
+        args, in_specs if isinstance(in_specs, tuple) else (in_specs,), strict=True)]
+    expected = _vma_error(jax, body(jax.lax), MESH, in_specs, out_specs, *jargs)
+    assert _vma_error(xform, body(xform.lax), MESH, in_specs, out_specs, *args) == expected
+
+
+ACCEPTED = {  # name -> (body of lax, out_specs): replicated where their specs say
+    "cond-invariant-pred": (_invariant_pred, (P(None, "y"),)),
+    "cond-varying-pred": (_varying_pred, (P(),)),
+    "pmax-of-psum": (lambda lax: lambda a: (
+        lax.pmax(lax.psum(a, "x") * lax.axis_index("y"), "y"),), (P(),)),
+}
+
+
+@pytest.mark.parametrize("case", list(ACCEPTED))
+def test_check_vma_accepts_replicated_as_jax(case):
+    body, out_specs = ACCEPTED[case]
+    kw = dict(mesh=MESH, in_specs=SPEC, out_specs=out_specs)
+    got = xform.jit(xform.shard_map(body(xform.lax), **kw))(A)
+    expected = jax.jit(jax.shard_map(body(jax.lax), **kw))(JA)
+    jax.block_until_ready(expected)
+    assert_same(got, expected, rtol=1e-6, atol=1e-6)
+    assert got[0].sharding == expected[0].sharding
+
+
+# --------------------------------------------------------------------------- grad with types
+# JAX differentiates with its varying-manual-axes types (check_vma=True, the default): a
+# replicated argument used by every device gets the sum of their cotangents, a replicated
+# result's cotangent is not split. xform's rules must give the same values.
+
+
+def _mixed(lax):
+    def body(a, w, v):  # a varies over x and y, w over none, v over y
+        def step(c, row):
+            return c + lax.psum(row * w[0, :4], "x") * v[0], (c * row).sum()
+        init = lax.pcast(np.zeros(a.shape[1:], np.float32), "y", to="varying")
+        carry, ys = lax.scan(step, init, a)
+        picked = lax.cond(lax.psum(ys.sum(), ("x", "y")) > 0, lambda c: c * 2,
+                          lambda c: c - 1, carry)
+        gathered = lax.all_gather(a * lax.pcast(w[:2, :4], "x", to="varying"), ("x", "y"),
+                                  axis=1, tiled=True)
+        return picked, lax.pmean(gathered, ("x", "y")), ys, lax.psum(w[:, :4], "x") * v
+    return body
+
+
+MIXED_SPECS = dict(in_specs=(SPEC, P(), P(None, "y")),
+                   out_specs=(P("y"), P(), P(("x", "y")), P(None, "y")))
+
+
+def _mixed_loss(mod):
+    f = mod.shard_map(_mixed(mod.lax), mesh=MESH, **MIXED_SPECS)
+
+    def loss(a, w, v):
+        return sum((mod.numpy.sin(o) * (k + 1)).sum() for k, o in enumerate(f(a, w, v)))
+    return loss
+
+
+W = np.cos(np.arange(64, dtype=np.float32)).reshape(8, 8)
+
+
+def test_grad_with_replicated_args_and_control_flow():
+    args = (A, W, W * 0.5)
+    jargs = [jax.device_put(x, NamedSharding(MESH, s))
+             for x, s in zip(args, MIXED_SPECS["in_specs"], strict=True)]
+    with jax.set_mesh(MESH):
+        expected = jax.jit(jax.grad(_mixed_loss(jax), argnums=(0, 1, 2)))(*jargs)
+        jax.block_until_ready(expected)
+        values = jax.jit(_mixed_loss(jax))(*jargs)
+    got = xform.jit(xform.grad(_mixed_loss(xform), argnums=(0, 1, 2)))(*args)
+    assert_same(xform.jit(_mixed_loss(xform))(*args), values, rtol=1e-5, atol=1e-5)
+    for k, (g, e) in enumerate(zip(got, expected, strict=True)):
+        assert_same(g, e, rtol=2e-5, atol=2e-5, what=f"cotangent of argument {k}")
+        assert g.sharding.is_equivalent_to(e.sharding, 2), k
+    eager = xform.grad(_mixed_loss(xform), argnums=1)(*args)  # no jit: eager shard_maps
+    assert_same(eager, expected[1], rtol=2e-5, atol=2e-5)
+
+
+def test_vmap_of_mixed_body():
+    batch = [np.stack([x, x * -0.5]) for x in (A, W, W * 0.5)]
+    kw = dict(mesh=MESH, **MIXED_SPECS)
+    got = xform.vmap(xform.shard_map(_mixed(xform.lax), **kw))(*batch)
+    with jax.set_mesh(MESH):
+        expected = jax.vmap(jax.shard_map(_mixed(jax.lax), **kw))(*[
+            jax.device_put(x, NamedSharding(MESH, P(None, *s)))
+            for x, s in zip(batch, MIXED_SPECS["in_specs"], strict=True)])
+        jax.block_until_ready(expected)
+    assert_same(got, expected, rtol=1e-5, atol=1e-5)
+    for g, e in zip(got, expected, strict=True):
+        assert g.sharding == e.sharding
+
+
+# --------------------------------------------------------------------------- lowering text
+
+
+def _op_names(text):
+    """The sdy and stablehlo operations a module uses."""
+    return sorted(set(re.findall(r'^\s*(?:%[^=]* = )?"?((?:sdy|stablehlo)\.[a-z_]+)', text,
+                                 re.M)))
+
+
+def _arg_shardings(text):
+    return re.findall(r"%arg\d+: tensor<[^>]*> \{sdy\.sharding = ([^}]*\})", text)
+
+
+def _manual_attrs(text):
+    return re.findall(r"sdy\.manual_computation\([^)]*\) (in_shardings=.*?manual_axes=\{[^}]*\})",
+                      text)
+
+
+@pytest.mark.parametrize("mesh_key", list(MESHES))
+@pytest.mark.parametrize("name", ["psum", "all_gather"])
+def test_lowered_ops_as_jax(name, mesh_key):
+    mesh, spec, _ = MESHES[mesh_key]
+    xf = xform.jit(_every(xform, mesh_key, (name,)))
+    jf = jax.jit(_every(jax, mesh_key, (name,)))
+    text = xf.lower(xform.device_put(B, NamedSharding(mesh, spec))).as_text()
+    jtext = jf.lower(jax.device_put(B, NamedSharding(mesh, spec))).as_text()
+    collective = {"psum": "stablehlo.all_reduce", "all_gather": "stablehlo.all_gather"}[name]
+    assert {"sdy.manual_computation", "sdy.return", collective} <= set(_op_names(text))
+    assert _op_names(text) == _op_names(jtext)
+    assert _arg_shardings(text) == _arg_shardings(jtext)
+    assert _manual_attrs(text) == _manual_attrs(jtext)
+    assert _collective_ops(text) == _collective_ops(jtext)
+    assert re.findall(r"sdy\.mesh @\w+ = <[^>]*>", text) == \
+        re.findall(r"sdy\.mesh @\w+ = <[^>]*>", jtext)
+
+
+# --------------------------------------------------------------------------- eager calls
+
+
+def test_eager_calls_trace_once_and_never_keep_tracers():
+    calls = []
+
+    def body(a):
+        calls.append(a.shape)
+        return xform.lax.psum(a, "x")
+
+    f = xform.shard_map(body, mesh=MESH, in_specs=SPEC, out_specs=P(None, "y"))
+    first, second = f(A), f(A + 1)
+    assert len(calls) == 1  # the second call reuses the traced body (and its executable)
+    expected = jax.jit(jax.shard_map(lambda a: jax.lax.psum(a, "x"), mesh=MESH, in_specs=SPEC,
+                                     out_specs=P(None, "y")))(JA + 1)
+    jax.block_until_ready(expected)
+    assert_same(second, expected, rtol=1e-6, atol=1e-6)
+    assert_same(first, np.asarray(expected) - 4, rtol=1e-5, atol=1e-5)
+    f(A[:, :4].copy())  # new shapes trace again
+    assert len(calls) == 2
+
+    cell = {}  # the body reads grad's tracer from here: one shard_map, traced at each call
+    g = xform.shard_map(lambda a: xform.lax.psum(a * cell["w"], "x"), mesh=MESH,
+                        in_specs=SPEC, out_specs=P(None, "y"))
+
+    def closes_over(w):
+        cell["w"] = w
+        return g(A).sum() * w
+
+    for w in (1.5, -2.0):
+        assert_same(xform.grad(closes_over)(w), np.float32(A.sum() * 2 * w), rtol=1e-5,
+                    atol=1e-3)
+
+
+def test_vmap_inside_the_body():
+    def body(lax, vmap):
+        def per_row(r):
+            return (lax.psum(r, "x"), lax.all_gather(r, "y", tiled=True),
+                    lax.ppermute(r, ("x", "y"), _shift(8)), r * lax.axis_index(("x", "y")),
+                    lax.psum_scatter(r, ("x", "y"), tiled=True))
+        return vmap(per_row)
+
+    kw = dict(mesh=MESH, in_specs=P("x", "y"), out_specs=(P("x", "y"), P("x", "y"), SPEC, SPEC,
+                                                          SPEC))
+    data = np.sin(np.arange(8 * 16, dtype=np.float32)).reshape(8, 16)
+    got = xform.jit(xform.shard_map(body(xform.lax, xform.vmap), **kw))(data)
+    expected = jax.jit(jax.shard_map(body(jax.lax, jax.vmap), **kw))(
+        jax.device_put(data, NamedSharding(MESH, SPEC)))
+    jax.block_until_ready(expected)
+    assert_same(got, expected, rtol=1e-6, atol=1e-6)
+    for g, e in zip(got, expected, strict=True):
+        assert g.sharding == e.sharding
+
+
+def test_pcast_outside_shard_map_as_jax():
+    """Under pmap, pcast to 'varying' changes no value or gradient; under vmap(axis_name)
+    it is JAX's ValueError."""
+    xs = np.arange(8 * 3, dtype=np.float32).reshape(8, 3) / 7
+
+    def f(lax):
+        return lambda x: (lax.pcast(x, "i", to="varying") * x).sum()
+
+    got = xform.pmap(xform.grad(f(xform.lax)), axis_name="i")(xs)
+    expected = jax.pmap(jax.grad(f(jax.lax)), axis_name="i")(xs)
+    jax.block_until_ready(expected)
+    assert_same(got, expected, rtol=1e-6)
+    for mod in (jax, xform):
+        with pytest.raises(ValueError, match=f"pvary should be called under {mod.__name__}"
+                                             r"\.shard_map"):
+            mod.vmap(f(mod.lax), axis_name="i")(xs)

@@ -1,9 +1,10 @@
 """``xform.shard_map``: run a function once per device of a mesh on that device's blocks.
 
-The function is traced once on block types with the mesh axes bound (so ``psum``,
-``all_gather``, ``ppermute``, ``axis_index``, ... name them) and bound as ``shard_map_p``
-(xform/primitives/shard_map.py). Called eagerly it runs as a partitioned ``jit`` whose
-arguments and results are laid out by the specs.
+The function is traced on block types with the mesh axes bound (so ``psum``,
+``all_gather``, ``ppermute``, ``axis_index``, ... name them), once per argument signature,
+and bound as ``shard_map_p`` (xform/primitives/shard_map.py). Called eagerly it runs as a
+partitioned ``jit`` whose arguments and results are laid out by the specs. ``check_vma``
+infers, as JAX's types do, the mesh axes each result may vary over.
 """
 
 import functools
@@ -11,12 +12,14 @@ import weakref
 
 from lowering import shard_map as _lowering  # noqa: F401  (registers its lowering rule)
 from lowering import sharding as impl
-from xform import core, tree_util
+from xform import config, core, tree_util
 from xform.api import jit
 from xform.api_sharding import broadcast_prefix
-from xform.core import Jaxpr, Tracer, Var
+from xform.core import ClosedJaxpr, Jaxpr, Tracer, Var
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives import collectives as coll
+from xform.primitives.cond import cond_p
+from xform.primitives.loops import scan_p, while_p
 from xform.primitives.shard_map import (
     axis_env,
     block_aval,
@@ -74,7 +77,9 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
       in_specs, out_specs: PartitionSpecs (or pytree prefixes of them); ``in_specs``
         defaults to the arguments' own shardings.
       axis_names: the mesh axes the body is manual over (default: all).
-      check_vma: kept for JAX's signature; see xform/primitives/shard_map.py.
+      check_vma: as JAX's, reject out_specs that leave out a mesh axis a result may vary
+        over (a ValueError, JAX's message), inferring what varies as JAX types it;
+        differentiation gives JAX's values either way (xform/primitives/shard_map.py).
 
     Example:
       >>> mesh = xform.make_mesh((8,), ("i",))
@@ -86,6 +91,8 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
                                  axis_names=axis_names, check_vma=check_vma)
     if not callable(f):
         raise TypeError(f"shard_map requires a callable for its first argument, got {f!r}")
+
+    traced = {}  # (in_tree, avals, mesh, in_specs, context) -> traced body
 
     @functools.wraps(f)
     def mapped(*args):
@@ -102,24 +109,17 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
             specs_in = broadcast_prefix_specs(in_specs, args, "in_specs")
         for k, (s, a) in enumerate(zip(specs_in, avals, strict=True)):
             _check_spec(the_mesh, s, a, "in_specs", k)
-        store = {}
-
-        def body(*blocks):
-            out = f(*tree_util.tree_unflatten(in_tree, blocks))
-            out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
-            return out_leaves
-
-        block_avals = [block_aval(a, the_mesh, s) for a, s in zip(avals, specs_in, strict=True)]
-        with axis_env(the_mesh, manual):
-            closed = trace_to_jaxpr(body, block_avals, f"tracing {_name(f)} for shard_map")
-        out_tree = store["out_tree"]
-        specs_out = broadcast_prefix_specs(out_specs, tree_util.tree_unflatten(
-            out_tree, [0] * out_tree.num_leaves), "out_specs")
-        for k, (s, a) in enumerate(zip(specs_out, closed.out_avals, strict=True)):
-            _check_spec(the_mesh, s, a, "out_specs", k)
-        if check_vma:
-            _check_replication(_name(f), the_mesh, manual, closed.jaxpr, specs_in, specs_out)
-        jaxpr, consts = convert_constvars(closed)
+        # A cached body keeps eager calls from tracing and lowering again (JAX's eager
+        # shard_map retraces: ~140 ms a call here); none whose consts are outer tracers.
+        key = (in_tree, tuple(avals), the_mesh, tuple(specs_in), config.trace_context(),
+               core.trace_state.axis_env)
+        hit = traced.get(key)
+        if hit is None:
+            hit = _trace_body(f, the_mesh, manual, in_tree, avals, specs_in, out_specs,
+                              check_vma)
+            if not any(isinstance(c, Tracer) for c in hit[1]):
+                traced[key] = hit
+        jaxpr, consts, out_tree, specs_out = hit
         replicated = impl.PartitionSpec()
         outs = shard_map_p.bind(*consts, *leaves, jaxpr=jaxpr, mesh=the_mesh,
                                 in_specs=(replicated,) * len(consts) + tuple(specs_in),
@@ -130,12 +130,41 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     return mapped
 
 
+def _trace_body(f, mesh, manual, in_tree, avals, specs_in, out_specs, check_vma):
+    """``f`` traced on its blocks: ``(jaxpr, consts, out_tree, specs_out)``."""
+    store = {}
+
+    def body(*blocks):
+        out = f(*tree_util.tree_unflatten(in_tree, blocks))
+        out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
+        return out_leaves
+
+    block_avals = [block_aval(a, mesh, s) for a, s in zip(avals, specs_in, strict=True)]
+    with axis_env(mesh, manual):
+        closed = trace_to_jaxpr(body, block_avals, f"tracing {_name(f)} for shard_map")
+    out_tree = store["out_tree"]
+    out_shape = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
+    specs_out = tuple(broadcast_prefix_specs(out_specs, out_shape, "out_specs"))
+    for k, (s, a) in enumerate(zip(specs_out, closed.out_avals, strict=True)):
+        _check_spec(mesh, s, a, "out_specs", k)
+    if check_vma:
+        _check_replication(f, mesh, manual, closed.jaxpr, specs_in, specs_out)
+    jaxpr, consts = convert_constvars(closed)
+    return jaxpr, consts, out_tree, specs_out
+
+
 _REDUCING = (coll.psum_p, coll.pmax_p, coll.pmin_p)
+# As JAX's, these make their operand vary over their axes first (its insert_collective_pvary)
+# and leave it so; axis_index varies over its axes by definition.
+_VARYING = (coll.ppermute_p, coll.all_gather_p, coll.psum_scatter_p, coll.all_to_all_p,
+            coll.axis_index_p, coll.pvary_p)
 
 
 def _varying_axes(jaxpr, manual, in_vma):
-    """Per output of the body, the manual axes its value may vary over (JAX's "vma"), or
-    None where it is not inferred (results of equations holding jaxprs: never reported)."""
+    """Per output of ``jaxpr``, the manual axes its value may vary over (JAX's "vma"),
+    given those of its inputs; through cond, scan, while and calls (jit, remat, custom rules)
+    as JAX types them, and as the union of the inputs' through anything else."""
+    manual = frozenset(manual)
     env = dict(zip(jaxpr.invars, in_vma, strict=True))
 
     def read(v):
@@ -143,43 +172,82 @@ def _varying_axes(jaxpr, manual, in_vma):
 
     for eqn in jaxpr.eqns:
         ins = [read(v) for v in eqn.invars]
-        if any(x is None for x in ins) or any(
-                isinstance(getattr(p, "jaxpr", p), Jaxpr) for p in eqn.params.values()):
-            out = None
-        else:
-            out = frozenset().union(*ins)
-            axes = set(eqn.params.get("axes", ()) or ())
-            if eqn.primitive in _REDUCING:
-                out = out - axes
-            elif eqn.primitive is coll.axis_index_p or eqn.primitive is coll.psum_scatter_p:
-                out = out | (axes & set(manual))
-        for v in eqn.outvars:
-            env[v] = out
-    return [read(v) if isinstance(v, Var) else frozenset() for v in jaxpr.outvars]
+        outs = _eqn_varying_axes(eqn, ins, manual)
+        for v, vma in zip(eqn.outvars, outs, strict=True):
+            env[v] = vma
+    return [read(v) for v in jaxpr.outvars]
 
 
-def _check_replication(name, mesh, manual, jaxpr, specs_in, specs_out):
+def _open(j):
+    return j.jaxpr if isinstance(j, ClosedJaxpr) else j
+
+
+def _eqn_varying_axes(eqn, ins, manual):
+    prim, params, n_out = eqn.primitive, eqn.params, len(eqn.outvars)
+    axes = frozenset(params.get("axes", ()) or ()) & manual
+    union = frozenset().union(*ins)
+    if prim in _REDUCING:
+        return [union - axes] * n_out
+    if prim in _VARYING:
+        return [union | axes] * n_out
+    if prim is cond_p:  # as JAX's: the branches' results, whatever the predicate's
+        branches = [_varying_axes(_open(b), manual, ins[1:]) for b in params["branches"]]
+        return [frozenset().union(*per) for per in zip(*branches, strict=True)]
+    if prim is scan_p:
+        n_consts, n_carry = params["num_consts"], params["num_carry"]
+        body = _open(params["jaxpr"])
+        consts, carry, xs = ins[:n_consts], ins[n_consts:n_consts + n_carry], \
+            ins[n_consts + n_carry:]
+        while True:  # the carries' vma grows to a fixed point (a finite lattice)
+            outs = _varying_axes(body, manual, consts + carry + xs)
+            grown = [c | o for c, o in zip(carry, outs[:n_carry], strict=True)]
+            if grown == carry:
+                return grown + outs[n_carry:]
+            carry = grown
+    if prim is while_p:
+        cn, bn = params["cond_nconsts"], params["body_nconsts"]
+        body = _open(params["body_jaxpr"])
+        bconsts, carry = ins[cn:cn + bn], ins[cn + bn:]
+        while True:  # as JAX's: the predicate's vma does not reach the carries
+            grown = [c | o for c, o in zip(
+                carry, _varying_axes(body, manual, bconsts + carry), strict=True)]
+            if grown == carry:
+                return carry
+            carry = grown
+    calls = [_open(j) for j in params.values() if isinstance(j, (Jaxpr, ClosedJaxpr))]
+    if len(calls) == 1 and len(calls[0].invars) == len(ins) \
+            and len(calls[0].outvars) == n_out:
+        return _varying_axes(calls[0], manual, ins)
+    return [union] * n_out
+
+
+def _check_replication(f, mesh, manual, jaxpr, specs_in, specs_out):
     """JAX's check_vma error: an out_spec that leaves out a mesh axis promises a result
-    replicated over it, which a value that varies over it cannot keep."""
+    replicated over it, which a value that may vary over it cannot keep. As JAX 0.10.2's, it
+    names the first such output's spec only."""
     in_vma = [frozenset(n for e in s for n in spec_names(e) if n in manual) for s in specs_in]
-    for k, (vma, spec) in enumerate(zip(_varying_axes(jaxpr, manual, in_vma), specs_out,
-                                        strict=True)):
-        if vma is None:
-            continue
+    for vma, spec in zip(_varying_axes(jaxpr, manual, in_vma), specs_out, strict=True):
         named = {n for e in spec for n in spec_names(e)}
-        missing = [n for n in manual if n in vma and n not in named]
-        if missing:
-            raise ValueError(
-                f"shard_map applied to the function '{name}' was given out_specs which require "
-                f"replication which can't be statically inferred given the mesh:\n\nThe mesh "
-                f"given has shape {tuple(mesh.shape.values())} with corresponding axis names "
-                f"{tuple(mesh.axis_names)}.\n\nout_specs[{k}] is {spec} which implies that "
-                f"the corresponding output value is replicated across mesh axis "
-                f"{missing[0]!r}, but the value varies over {sorted(vma)}. Check if these "
-                "output values are meant to be replicated over those mesh axes. If not, "
-                "consider revising the corresponding out_specs entries. If so, consider "
-                "disabling the check by passing the check_vma=False argument to "
-                "`xform.shard_map`.")
+        if vma <= named:
+            continue
+        unmentioned = [n for n in mesh.axis_names if n not in named]
+        if len(unmentioned) > 1:
+            need, got, diff = (",".join(n for n in mesh.axis_names if n in group)
+                               for group in (named, vma, set(unmentioned) & vma))
+            why = (f"only varying across mesh axes {{{need}}} and not {{{diff}}}, but it was "
+                   f"inferred to be possibly varying over {{{got}}}")
+        else:
+            why = (f"replicated across mesh axis '{unmentioned[0]}', but could not infer "
+                   "replication over any axes")
+        raise ValueError(
+            f"shard_map applied to the function '{_name(f)}' was given out_specs which "
+            "require replication which can't be statically inferred given the mesh:\n\nThe "
+            f"mesh given has shape {tuple(mesh.shape.values())} with corresponding axis names "
+            f"{tuple(mesh.axis_names)}.\n\nout_specs is {spec} which implies that the "
+            f"corresponding output value is {why}\n\nCheck if these output values are meant "
+            "to be replicated over those mesh axes. If not, consider revising the corresponding "
+            "out_specs entries. If so, consider disabling the check by passing the "
+            "check_vma=False argument to `xform.shard_map`.")
 
 
 def _name(f):

@@ -13,8 +13,9 @@ batch dimension carried along.
 
 Outside any binding of its axis name a collective raises ``NameError``, as in JAX.
 
-``pcast`` changes only the varying-manual-axes type of ``shard_map``, which xform does not
-have: it is the identity where JAX's is (``to='varying'`` or ``'reduced'`` under ``pmap``).
+``pcast`` changes only the varying-manual-axes type of ``shard_map``, which xform infers
+instead of typing (xform/api_shard_map.py): ``to='varying'`` binds ``pvary``, the identity on
+values, so that inference sees it; ``to='reduced'`` is the identity, as JAX's under ``pmap``.
 ``psend``/``precv`` (XLA Send/Recv, GPU-only in JAX) raise ``NotImplementedError``.
 ``ragged_all_to_all`` lowers as JAX's on GPUs; XLA:CPU has no such op, so on CPU (and under
 ``vmap``, where JAX has no rule) it is composed of an ``all_gather`` and per-slice
@@ -62,7 +63,7 @@ __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "pperm
            "pshuffle", "all_to_all", "axis_index", "psum_p", "pmax_p", "pmin_p",
            "all_gather_p", "psum_scatter_p", "ppermute_p", "all_to_all_p", "axis_index_p",
            "pswapaxes", "pbroadcast", "pcast", "psend", "precv", "ragged_all_to_all",
-           "axis_size", "pbroadcast_p", "ragged_all_to_all_p"]
+           "axis_size", "pbroadcast_p", "pvary_p", "ragged_all_to_all_p"]
 
 
 def _axes(axis_name):
@@ -557,7 +558,7 @@ def pcast(x, axis_name, *, to):
     _size(axes, "pcast")
     if to == "unreduced":
         raise ValueError(f"pcast: unsupported pcast from='invarying' to={to!r}")
-    return x
+    return _tree_bind(pvary_p, x, axes=axes) if to == "varying" else x
 
 
 def psend(x, axis_name, perm):
@@ -605,6 +606,22 @@ transpose_interp.transpose_rules[pbroadcast_p] = _pbroadcast_transpose
 @_over_own_axis(pbroadcast_p)
 def _pbroadcast_batch(axis, x, d, *, axes, source):
     return (x if d is not_mapped else index_in_dim(x, source, d, keepdims=False)), not_mapped
+
+
+# pvary marks a value as varying over ``axes`` (JAX's pcast to='varying'); on values the
+# identity. JAX transposes it to psum, its check_vma types putting the sum over devices
+# there; xform's shard_map sums at its boundary instead (xform/primitives/shard_map.py), so
+# here the cotangent passes through.
+pvary_p = _collective("pvary", _same_type("pvary", ANY))
+ad.deflinear(pvary_p)
+transpose_interp.transpose_rules[pvary_p] = lambda ct, x, *, axes: [ct]
+
+
+@_over_own_axis(pvary_p, several=True)
+def _pvary_batch(axis, x, d, *, axes):
+    raise ValueError(f"pvary should be called under xform.shard_map: pcast(..., to='varying') "
+                     f"over {axis.name!r}, a vmap axis, as in JAX (under pmap it is the "
+                     "identity)")
 
 
 def _ragged_all_to_all_abstract_eval(operand, output, *offsets_and_sizes, axes):
