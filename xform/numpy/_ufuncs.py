@@ -251,6 +251,9 @@ def power(x1, x2, /):
     """``x1 ** x2``; integer powers are exact, a concrete integer exponent uses
     ``integer_pow``."""
     check_arraylike("power", x1, x2)
+    if type(x2) is int:  # the common ``x ** 2``, without NumPy calls to classify the exponent
+        x1, = promote_dtypes_numeric(x1)
+        return lax.integer_pow(x1, x2)
     if not isinstance(x2, Tracer) and not isinstance(x2, (float, complex)) and (
             np.ndim(x2) == 0 and _is_int_or_bool(np.result_type(np.asarray(x2)))
             and not isinstance(x2, bool)):
