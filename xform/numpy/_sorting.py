@@ -148,6 +148,9 @@ def _goes_before(side, a_elem, q):
     return lax.bitwise_not(_total_lt(q, a_elem))
 
 
+_UNSIGNED = {dtypes.int32: dtypes.uint32, dtypes.int64: dtypes.uint64}
+
+
 def _search_scan(a, v, side, dtype, unrolled):
     n = aval_of(a).shape[0]
     low = lax.full(aval_of(v).shape, 0, dtype)
@@ -157,7 +160,11 @@ def _search_scan(a, v, side, dtype, unrolled):
         # The insertion point lies in [low, high]; each step halves the range, and once it
         # is a single point the step leaves it there, so no "still searching" mask is needed.
         low, high = state
-        mid = lax.add(low, lax.div(lax.sub(high, low), convert(2, dtype)))
+        # (low + high) // 2 in the unsigned type, where the sum cannot overflow: a shift,
+        # not a division (whose lowering guards against a zero divisor), as JAX's.
+        wide = _UNSIGNED[dtype]
+        total = lax.add(lax.convert_element_type(low, wide), lax.convert_element_type(high, wide))
+        mid = lax.convert_element_type(lax.shift_right_logical(total, convert(1, wide)), dtype)
         right_half = _goes_before(side, getitem(a, mid), v)
         return lax.select(right_half, mid, low), lax.select(right_half, high, mid)
 
