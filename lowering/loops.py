@@ -48,19 +48,22 @@ def _lt(x, y):
 def _scan_loop(ctx, jaxpr, consts, carry, xs, ys, *, start, trips, copies, length, reverse):
     """A ``stablehlo.while`` running ``trips`` trips of ``copies`` iterations each, the first
     being iteration ``start``; returns the carry and the ys buffers after it."""
+    # The loop state in JAX's order (its scan is a while_loop closing over the consts and
+    # xs): the loop-invariant operands first, then the trip counter, the carry and the ys.
     nc, nk, nx = len(consts), len(carry), len(xs)
-    operands = [_i32(0), *consts, *carry, *xs, *ys]
+    operands = [*consts, *xs, _i32(0), *carry, *ys]
     types = [v.type for v in operands]
     op = hlo.WhileOp(types, operands)
     cond_block = op.regions[0].blocks.append(*types)
     with ir.InsertionPoint(cond_block):
-        hlo.return_([_lt(cond_block.arguments[0], _i32(trips))])
+        hlo.return_([_lt(cond_block.arguments[nc + nx], _i32(trips))])
     body_block = op.regions[1].blocks.append(*types)
     with ir.InsertionPoint(body_block):
         a = list(body_block.arguments)
-        trip, consts, carry = a[0], a[1:1 + nc], a[1 + nc:1 + nc + nk]
-        xs, ys = a[1 + nc + nk:1 + nc + nk + nx], a[1 + nc + nk + nx:]
-        first = hlo.add(hlo.multiply(trip, _i32(copies)), _i32(start))
+        consts, xs, trip = a[:nc], a[nc:nc + nx], a[nc + nx]
+        carry, ys = a[nc + nx + 1:nc + nx + 1 + nk], a[nc + nx + 1 + nk:]
+        first = trip if copies == 1 and start == 0 else hlo.add(
+            hlo.multiply(trip, _i32(copies)), _i32(start))
         for k in range(copies):
             step = hlo.add(first, _i32(k)) if k else first
             index = hlo.subtract(_i32(length - 1), step) if reverse else step
@@ -68,9 +71,9 @@ def _scan_loop(ctx, jaxpr, consts, carry, xs, ys, *, start, trips, copies, lengt
             outs = lower_jaxpr(ctx.module, jaxpr.jaxpr, [], consts + carry + slices)
             carry = outs[:nk]
             ys = [_update(buf, y, index) for buf, y in zip(ys, outs[nk:], strict=True)]
-        hlo.return_([hlo.add(trip, _i32(1)), *consts, *carry, *xs, *ys])
+        hlo.return_([*consts, *xs, hlo.add(trip, _i32(1)), *carry, *ys])
     results = list(op.results)
-    return results[1 + nc:1 + nc + nk], results[1 + nc + nk + nx:]
+    return results[nc + nx + 1:nc + nx + 1 + nk], results[nc + nx + 1 + nk:]
 
 
 def _index(x, index):
