@@ -51,7 +51,7 @@ def context():
 # --------------------------------------------------------------------------- types
 
 _FLOAT_TYPES = {
-    dtypes.float16: ir.F16Type, dtypes.bfloat16: ir.BF16Type,
+    dtypes.float16: ir.F16Type, dtypes.bfloat16_dtype: ir.BF16Type,
     dtypes.float32: ir.F32Type, dtypes.float64: ir.F64Type,
     dtypes.float8_e3m4: ir.Float8E3M4Type, dtypes.float8_e4m3: ir.Float8E4M3Type,
     dtypes.float8_e4m3b11fnuz: ir.Float8E4M3B11FNUZType,
@@ -306,20 +306,28 @@ def emit_function(mctx, closed, symbol, public):
 
 def _alias_donated_inputs(fn, in_avals, out_avals, donated):
     """Let each donated input's buffer hold an output of the same type (``tf.aliasing_output``),
-    so XLA writes the result in place and the input array is consumed, as in JAX."""
+    so XLA writes the result in place and the input array is consumed, as in JAX. A donated
+    input that no output of its type takes is offered to XLA (``jax.buffer_donor``) when an
+    output left over has as many elements, as JAX does: XLA may then reuse it."""
     free = list(enumerate(out_avals))
-    attrs = []
-    for aval, donate in zip(in_avals, donated, strict=True):
-        entries = {}
+    entries = [{} for _ in in_avals]
+    unmatched = []
+    for i, (aval, donate) in enumerate(zip(in_avals, donated, strict=True)):
         if donate:
             match = next((k for k, (_, a) in enumerate(free) if a.shape == aval.shape
                           and a.dtype == aval.dtype), None)
-            if match is not None:
-                out_index, _ = free.pop(match)
-                i32 = ir.IntegerType.get_signless(32)
-                entries["tf.aliasing_output"] = ir.IntegerAttr.get(i32, out_index)
-        attrs.append(ir.DictAttr.get(entries))
-    fn.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+            if match is None:
+                unmatched.append(i)
+                continue
+            out_index, _ = free.pop(match)
+            i32 = ir.IntegerType.get_signless(32)
+            entries[i]["tf.aliasing_output"] = ir.IntegerAttr.get(i32, out_index)
+    for i in unmatched:
+        match = next((k for k, (_, a) in enumerate(free) if a.size == in_avals[i].size), None)
+        if match is not None:
+            free.pop(match)
+            entries[i]["jax.buffer_donor"] = ir.BoolAttr.get(True)
+    fn.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(e) for e in entries])
 
 
 def lower_to_module(closed, name, num_replicas=1, donated=None):

@@ -1,10 +1,12 @@
-"""Eager reverse mode on a tape (xform/interpreters/tape.py) against the staged path.
+"""Eager reverse mode on tapes against the staged path.
 
-With no enclosing trace, ``grad``/``value_and_grad``/``vjp`` keep the linear program on a
-tape rather than staging and transposing a jaxpr. Its cotangents must be bit-equal to the
-staged path's (``tape.enabled = False`` forces that one) and close to ``jax.grad``; a
-primitive the tape does not record (jit, control flow) turns it into the staged path
-without running the function twice.
+With no enclosing trace, ``grad``/``value_and_grad`` record the function on the VJP tape
+(xform/interpreters/vjp_tape.py: each operation and its values, pulled back by VJP rules),
+and ``vjp`` keeps the linear program on a tape (xform/interpreters/tape.py) rather than
+staging and transposing a jaxpr. Their cotangents must be bit-equal to one another and to
+the staged path's (``enabled = False`` in each module forces the next path) and close to
+``jax.grad``; a primitive a tape does not record (jit, control flow) is linearized or staged
+where it stands, without running the function twice.
 """
 
 import hypothesis.strategies as st
@@ -18,7 +20,7 @@ from jax import tree_util
 import xform
 import xform.numpy as xnp
 from tests.harness import assert_same
-from xform.interpreters import tape
+from xform.interpreters import tape, vjp_tape
 
 
 def _bits(tree):
@@ -41,17 +43,41 @@ def taped(monkeypatch):
     return calls
 
 
-def _staged(fn, *args):
-    """``fn(*args)`` with reverse mode forced onto the staged path."""
-    tape.enabled = False
+@pytest.fixture
+def recorded(monkeypatch):
+    """Counts the backward passes of the VJP tape."""
+    calls = []
+    backward = vjp_tape.VJPTrace.backward
+
+    def counting(trace, *args):
+        calls.append(trace)
+        return backward(trace, *args)
+
+    monkeypatch.setattr(vjp_tape.VJPTrace, "backward", counting)
+    return calls
+
+
+def _linear_taped(fn, *args):
+    """``fn(*args)`` with reverse mode on the linear tape (the VJP tape off)."""
+    vjp_tape.enabled = False
     try:
         return fn(*args)
+    finally:
+        vjp_tape.enabled = True
+
+
+def _staged(fn, *args):
+    """``fn(*args)`` with reverse mode forced onto the staged path (both tapes off)."""
+    tape.enabled = False
+    try:
+        return _linear_taped(fn, *args)
     finally:
         tape.enabled = True
 
 
 def _check_bit_equal(fn, *args):
     got = fn(*args)
+    assert _bits(got) == _bits(_linear_taped(fn, *args))
     assert _bits(got) == _bits(_staged(fn, *args))
     return got
 
@@ -81,6 +107,11 @@ _UNARY = [
     ("take", lambda L, a: a[L.array([0, 0, a.shape[0] - 1])]),
     ("slice", lambda L, a: a[:, 1:] if a.shape[1] > 1 else a),
     ("where", lambda L, a: L.where(a > 0, a, 0.1 * a)),
+    ("log", lambda L, a: L.log(a * a + 1.0)),
+    ("cube", lambda L, a: a ** 3 - a ** 1),
+    ("neg_exp", lambda L, a: -L.exp(L.cos(a))),
+    ("sigmoid", lambda L, a: 1.0 / (1.0 + L.exp(-a))),
+    ("float64_round_trip", lambda L, a: L.float32(L.tanh(a).astype(L.float16)) * a),
 ]
 _BINARY = [
     ("add", lambda L, a, b: a + b),
@@ -123,15 +154,15 @@ _step = st.tuples(st.sampled_from(["unary", "unary", "binary"]), st.integers(0, 
 # ``taped`` is cleared per example: the fixture is shared by the examples of one run.
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(st.lists(_step, min_size=1, max_size=8), st.integers(0, 2**16))
-def test_random_programs_bit_equal_to_staged_path(taped, steps, seed):
-    taped.clear()
+def test_random_programs_bit_equal_to_staged_path(recorded, steps, seed):
+    recorded.clear()
     build = _program(steps)
     rng = np.random.default_rng(seed)
     x = rng.uniform(-1, 1, (3, 4)).astype(np.float32)
     y = rng.uniform(-1, 1, (4,)).astype(np.float32)
     grad = xform.value_and_grad(build(xnp), argnums=(0, 1))
     got = _check_bit_equal(grad, x, y)
-    assert taped, "the tape was not used"
+    assert recorded, "the VJP tape was not used"
     # JAX under jit: its eager mode compiles op by op, slower for a fresh program.
     expected = jax.jit(jax.value_and_grad(build(jnp), argnums=(0, 1)))(x, y)
     assert_same(got, expected, rtol=2e-5, atol=2e-5)
@@ -170,29 +201,29 @@ def _mlp_data(sizes=(16, 32, 32, 1), batch=8):
     return params, x, target
 
 
-def test_ten_op_function(taped):
+def test_ten_op_function(recorded, taped):
     x = np.linspace(-1, 1, 16, dtype=np.float32)
     got = _check_bit_equal(xform.grad(_ten_ops(xnp)), x)
-    assert len(taped) == 1
+    assert len(recorded) == 1 and len(taped) == 1  # the VJP tape, then the linear one
     assert_same(got, jax.grad(_ten_ops(jnp))(x), rtol=1e-5, atol=1e-6)
 
 
-def test_mlp_loss(taped):
+def test_mlp_loss(recorded, taped):
     params, x, target = _mlp_data()
     got = _check_bit_equal(xform.value_and_grad(_mlp_loss(xnp)), params, x, target)
-    assert len(taped) == 1
+    assert len(recorded) == 1 and len(taped) == 1
     assert_same(got, jax.jit(jax.value_and_grad(_mlp_loss(jnp)))(params, x, target),
                 rtol=1e-5, atol=1e-6)
 
 
-def test_has_aux_argnums_and_python_scalars(taped):
+def test_has_aux_argnums_and_python_scalars(recorded):
     def f(a, b, c):
         return xnp.sum(xnp.sin(a) * b) + c * c, {"aux": a * 2}
 
     x = np.arange(3, dtype=np.float32)
     grad = xform.grad(f, argnums=(0, 2), has_aux=True)
     got = _check_bit_equal(grad, x, 1.5, 0.5)  # a weak c: its gradient is weak too
-    assert len(taped) == 1
+    assert len(recorded) == 1
     expected = jax.grad(lambda a, b, c: (jnp.sum(jnp.sin(a) * b) + c * c, {"aux": a * 2}),
                         argnums=(0, 2), has_aux=True)(x, 1.5, 0.5)
     assert_same(got, expected, rtol=1e-6)
@@ -214,9 +245,10 @@ def test_vjp_pullback_called_twice_and_jitted(taped):
                 rtol=1e-6)
 
 
-def test_falls_back_mid_function_without_rerunning(taped):
-    # jit and a loop inside the differentiated function: the tape becomes the staged jaxpr
-    # at that point, and the Python function still runs once.
+def test_falls_back_mid_function_without_rerunning(recorded, taped):
+    # jit and a loop inside the differentiated function: each is linearized where it stands
+    # (on the linear tape it becomes the staged jaxpr from there on), and the Python function
+    # still runs once per path.
     runs = []
     inner = xform.jit(lambda v: xnp.sin(v) * v)
 
@@ -229,7 +261,7 @@ def test_falls_back_mid_function_without_rerunning(taped):
 
     x = np.linspace(-1, 1, 4, dtype=np.float32)
     got = _check_bit_equal(xform.grad(f), x)
-    assert len(runs) == 2 and not taped  # one run per path; the backward pass was staged
+    assert len(runs) == 3 and len(recorded) == 1 and not taped  # the linear tape staged
 
     def f_jax(x):
         y = jax.jit(lambda v: jnp.sin(v) * v)(jnp.cos(x) * 3.0)
@@ -238,7 +270,7 @@ def test_falls_back_mid_function_without_rerunning(taped):
     assert_same(got, jax.grad(f_jax)(x), rtol=1e-5, atol=1e-6)
 
 
-def test_not_taped_under_a_trace_or_for_other_dtypes(taped):
+def test_not_taped_under_a_trace_or_for_other_dtypes(recorded, taped):
     f = _ten_ops(xnp)
     x = np.linspace(-1, 1, 4, dtype=np.float32)
     assert _bits(xform.jit(xform.grad(f))(x)) == _bits(xform.jit(xform.grad(f))(x))
@@ -249,4 +281,5 @@ def test_not_taped_under_a_trace_or_for_other_dtypes(taped):
     z = np.array([0.5 + 1j, -1.0 + 0.25j], np.complex64)
     got = xform.grad(lambda z: xnp.sum(xnp.abs(xnp.sin(z)) ** 2))(z)
     assert_same(got, jax.grad(lambda z: jnp.sum(jnp.abs(jnp.sin(z)) ** 2))(z), rtol=1e-5)
-    assert len(taped) == 1  # only the outer grad of the second-order derivative
+    # only the outer grad of the second-order derivative (complex inputs: the linear tape)
+    assert len(recorded) == 1 and len(taped) == 0

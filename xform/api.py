@@ -549,15 +549,23 @@ def _check_tracer_leaks(jaxpr, name):
 
 def _warn_unusable_donations(avals, donated, out_avals):
     """Warn, as JAX does, of donated arguments that no output of the same shape and dtype can
-    reuse (their buffers stay alive: the program cannot write a result there)."""
+    reuse (their buffers stay alive: the program cannot write a result there). One that a
+    leftover output of as many elements may reuse is offered to XLA instead (lowering/mlir.py)."""
     free = [(a.shape, a.dtype) for a in out_avals]
-    unusable = []
+    unmatched = []
     for aval, d in zip(avals, donated, strict=True):
         if d:
             try:
                 free.remove((aval.shape, aval.dtype))
             except ValueError:
-                unusable.append(f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]")
+                unmatched.append(aval)
+    sizes = [int(np.prod(shape)) for shape, _ in free]
+    unusable = []
+    for aval in unmatched:
+        if aval.size in sizes:
+            sizes.remove(aval.size)
+        else:
+            unusable.append(f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]")
     if unusable:
         warnings.warn(f"Some donated buffers were not usable: {', '.join(unusable)}.\n"
                       "See an explanation at "

@@ -17,9 +17,10 @@ from xform import core, dtypes
 from xform.api import _abstractify, _arg_avals, _flatten_fun, _fun_name, jit
 from xform.array import Array, from_host
 from xform.core import Tracer
-from xform.interpreters import ad, dce, partial_eval, tape, transpose
+from xform.interpreters import ad, dce, partial_eval, tape, transpose, vjp_tape
 from xform.interpreters.staging import trace_to_jaxpr
 from xform.primitives.elementwise import convert_folding_constants
+from xform.primitives.sharding import reshard_p
 
 
 def _as_output(x):
@@ -28,6 +29,21 @@ def _as_output(x):
         return x
     x = np.asarray(x)
     return x if x.dtype == dtypes.float0 else from_host(x)  # float0 stays NumPy, as in JAX
+
+
+def _zero_tangent(zero):
+    """A ``Zero`` tangent as the array JAX returns: zeros of its type, weak for a Python
+    scalar's (float0 for an integer or boolean value's)."""
+    t = ad.instantiate(zero)
+    if zero.aval.weak_type and zero.aval.dtype != dtypes.float0:
+        return convert_folding_constants(t, zero.aval.dtype, True)
+    return t
+
+
+def _returned_tangent(t):
+    """An output tangent as JAX returns it: a nonzero one as it is (an input's tangent passed
+    through stays a Python or NumPy value), a ``Zero`` as zeros."""
+    return _zero_tangent(t) if type(t) is ad.Zero else t
 
 
 def _check_tangent(path, primal_aval, tangent):
@@ -79,8 +95,9 @@ def jvp(fun, primals, tangents, has_aux=False):
     flat = _flatten_fun(_with_aux(fun, has_aux, store), in_tree, store)
     primals_out, tangents_out = ad.jvp_flat(flat, p_leaves, tangents_in)
     out_tree = store["out_tree"]
-    primals_out = [_as_output(p) for p in primals_out]
-    tangents_out = [_as_output(ad.instantiate(t)) for t in tangents_out]
+    # As JAX's, outputs that are not tracers (constants, inputs passed through) come back as
+    # the function returned them.
+    tangents_out = [_returned_tangent(t) for t in tangents_out]
     result = (tree_util.tree_unflatten(out_tree, primals_out),
               tree_util.tree_unflatten(out_tree, tangents_out))
     return (*result, store["aux"]) if has_aux else result
@@ -100,7 +117,8 @@ def _with_aux(fun, has_aux, store):
         trace = core.trace_state.trace
         store["aux"] = tree_util.tree_map(
             lambda x: _as_output(x.primal) if isinstance(x, ad.JVPTracer) and
-            x._trace is trace else x, out[1])
+            x._trace is trace else _as_output(x.value) if isinstance(x, vjp_tape.VJPTracer)
+            and x._trace is trace else x, out[1])
         return out[0]
 
     return without_aux
@@ -137,8 +155,8 @@ def _linearize_flat(flat_fun, primals, avals, taped=True):
 class _Linearized:
     """``fun`` linearized at ``primals`` (pytrees): what vjp and linearize both start from."""
 
-    def __init__(self, fun, primals, has_aux, taped=True):
-        leaves, self.in_tree = tree_util.tree_flatten((primals, {}))
+    def __init__(self, fun, primals, has_aux, taped=True, flat=None):
+        leaves, self.in_tree = flat or tree_util.tree_flatten((primals, {}))
         self.avals = _arg_avals(leaves, self.in_tree, fun)
         self.store = {}
         flat = _flatten_fun(_with_aux(fun, has_aux, self.store), self.in_tree, self.store)
@@ -148,6 +166,17 @@ class _Linearized:
         self._linear = None if self.tape is not None else linear
         self.out_tree = self.store["out_tree"]
         self.out_avals = [core.get_aval(p) for p in self.primals_out]
+        self.leaves = leaves
+
+    def returned_primals(self):
+        """The primal output as JAX's ``vjp`` returns it: the inputs passed through (and
+        every computed value) as arrays, the constants the function returned as they are."""
+        # A constant has a zero tangent; so has a non-differentiable input, told apart by
+        # identity (a differentiable input passed through has a nonzero tangent).
+        fixed = {id(x) for x, d in zip(self.leaves, self.diff, strict=True) if not d}
+        return tree_util.tree_unflatten(self.out_tree, [
+            p if not (isinstance(p, (Array, Tracer)) or nz or id(p) in fixed)
+            else _as_output(p) for p, nz in zip(self.primals_out, self.nonzero, strict=True)])
 
     @property
     def linear(self):
@@ -166,24 +195,61 @@ class _Linearized:
                           self.diff, ct_leaves)
 
 
-def _pull_back(linear_jaxpr, residuals, nonzero, avals, diff, ct_leaves):
+class _Recorded(_Linearized):
+    """``fun`` run at ``primals`` on a ``vjp_tape.VJPTrace`` (an eager gradient): what
+    ``value_and_grad`` reads of a ``_Linearized``, with no linear program to stage."""
+
+    def __init__(self, fun, leaves, in_tree, avals, has_aux):
+        self.in_tree, self.avals, self.leaves = in_tree, avals, leaves
+        self.diff = [True] * len(leaves)  # (only real floating-point inputs take this path)
+        self.store = {}
+        flat = _flatten_fun(_with_aux(fun, has_aux, self.store), in_tree, self.store)
+        outs, self.trace, inputs = vjp_tape.record_flat(flat, leaves, avals)
+        self.in_nodes = [x.node for x in inputs]
+        trace = self.trace
+        self.out_nodes = [x.node if type(x) is vjp_tape.VJPTracer and x._trace is trace
+                          else None for x in outs]
+        self.primals_out = [x if n is None else x.value
+                            for x, n in zip(outs, self.out_nodes, strict=True)]
+        self.nonzero = [n is not None for n in self.out_nodes]
+        self.out_tree = self.store["out_tree"]
+
+    def pullback_flat(self, ct_leaves):
+        cts = self.trace.backward(self.out_nodes, ct_leaves, self.in_nodes)
+        return _input_cotangents(self.avals, self.diff, cts)
+
+
+def _linearized_for_grad(fun, primals, has_aux):
+    """``fun`` at ``primals`` ready to pull a gradient back: recorded on the VJP tape when
+    the gradient is eager, else linearized."""
+    leaves, in_tree = tree_util.tree_flatten((primals, {}))
+    avals = _arg_avals(leaves, in_tree, fun)
+    if vjp_tape.applies(avals):
+        return _Recorded(fun, leaves, in_tree, avals, has_aux)
+    return _Linearized(fun, primals, has_aux, flat=(leaves, in_tree))
+
+
+def _pull_back(linear_jaxpr, residuals, nonzero, avals, diff, ct_leaves, given=frozenset()):
     """Transpose the linear program (``linear_jaxpr`` closed over ``residuals``): the flat
     input cotangents from the flat output ones (``nonzero``: which outputs it computes)."""
     cts = [ct for ct, nz in zip(ct_leaves, nonzero, strict=True) if nz]
     args = [transpose.UndefinedPrimal(v.aval) for v in linear_jaxpr.invars]
     return _input_cotangents(avals, diff,
-                             transpose.backward_pass(linear_jaxpr, residuals, args, cts))
+                             transpose.backward_pass(linear_jaxpr, residuals, args, cts), given)
 
 
-def _input_cotangents(avals, diff, cts_in):
+def _input_cotangents(avals, diff, cts_in, given=frozenset()):
     """The cotangents of all flat inputs, typed as their primals, from ``cts_in`` (those of
-    the differentiable ones)."""
+    the differentiable ones). A cotangent whose id is in ``given`` (one the caller passed
+    in, which reached an input unchanged) comes back as it was given, as JAX's."""
     cts_in = iter(cts_in)
     flat_cts = []
     for aval, d in zip(avals, diff, strict=True):
         ct = next(cts_in) if d else None
-        flat_cts.append(_zero_cotangent(aval) if ct is None or type(ct) is ad.Zero
-                        else _typed_like(aval, _as_output(ct)))
+        if ct is None or type(ct) is ad.Zero:
+            flat_cts.append(_zero_cotangent(aval))
+        else:
+            flat_cts.append(ct if id(ct) in given else _typed_like(aval, _as_output(ct)))
     return flat_cts
 
 
@@ -223,7 +289,7 @@ def vjp(fun, *primals, has_aux=False):
     lin = _Linearized(fun, primals, has_aux)
     meta = _PullbackMeta(_fun_name(fun), None, lin.nonzero, lin.avals, lin.diff,
                          lin.in_tree, lin.out_tree, lin.out_avals)
-    out = tree_util.tree_unflatten(lin.out_tree, [_as_output(p) for p in lin.primals_out])
+    out = lin.returned_primals()
     if lin.tape is not None:  # eager: the pullback walks the tape until it is a pytree
         vjp_fun = VJP(meta, None, lin.tape)
     else:
@@ -290,12 +356,13 @@ class VJP:
             if shape != aval.shape:
                 raise ValueError(f"vjp of {meta.name}: cotangent {i} has shape "
                                  f"{shape}, the primal output {aval.shape}")
+        given = {id(ct) for ct in ct_leaves}
         if self.tape is not None:
             cts = [ct for ct, nz in zip(ct_leaves, meta.nonzero, strict=True) if nz]
-            flat = _input_cotangents(meta.avals, meta.diff, self.tape.backward(cts))
+            flat = _input_cotangents(meta.avals, meta.diff, self.tape.backward(cts), given)
         else:
             flat = _pull_back(meta.jaxpr, self.residuals, meta.nonzero, meta.avals,
-                              meta.diff, ct_leaves)
+                              meta.diff, ct_leaves, given)
         return tree_util.tree_unflatten(meta.in_tree, flat)[0]
 
     def __repr__(self):
@@ -363,12 +430,16 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
 
         # vjp's steps without its pullback closure and the checks of a user's cotangent: the
         # seed below has the output's structure and shape by construction.
-        lin = _Linearized(partial, tuple(args[i] for i in positions), has_aux)
-        out = tree_util.tree_unflatten(lin.out_tree, [_as_output(p) for p in lin.primals_out])
+        lin = _linearized_for_grad(partial, tuple(args[i] for i in positions), has_aux)
+        out = lin.returned_primals()
         _check_grad_output(name, out, holomorphic)
         out_aval = core.get_aval(out)
-        # The seed is weak where the output is, as JAX's.
-        cts = lin.pullback_flat([_one(out_aval.dtype, out_aval.weak_type)])
+        # The seed is weak where the output is, as JAX's; traced, typed as it (explicit
+        # sharding mode), as JAX's.
+        seed = _one(out_aval.dtype, out_aval.weak_type)
+        if out_aval.sharding is not None and isinstance(out, core.Tracer):
+            seed = reshard_p.bind(seed, sharding=out_aval.sharding)
+        cts = lin.pullback_flat([seed])
         cts = tree_util.tree_unflatten(lin.in_tree, cts)[0]
         grads = cts[0] if int_argnums else tuple(cts)
         value = (out, lin.store["aux"]) if has_aux else out
@@ -430,11 +501,16 @@ def _check_grad_output(name, out, holomorphic):
                         f"had shape: {aval.shape}")
     if aval.dtype in _REAL:
         return
+    # JAX's words, with the function's name.
+    needs = ("grad requires real-valued outputs (output dtype that is a sub-dtype of "
+             f"np.floating), but got {aval.dtype.name}")
     if dtypes.is_complex(aval.dtype) and not holomorphic:
-        raise TypeError(f"grad of {name} requires real-valued outputs (float dtypes), got "
-                        f"{aval.dtype}. For holomorphic differentiation pass holomorphic=True.")
+        raise TypeError(f"{needs} (grad of {name}). For holomorphic differentiation, pass "
+                        "holomorphic=True. For differentiation of non-holomorphic functions "
+                        "involving complex outputs, use jax.vjp directly.")
     if not dtypes.is_inexact(aval.dtype):
-        raise TypeError(f"grad of {name} requires a float output, got {aval.dtype}")
+        raise TypeError(f"{needs} (grad of {name}). For differentiation of functions with "
+                        "integer outputs, use jax.vjp directly.")
 
 
 # --------------------------------------------------------------------------- linearize & co
@@ -457,7 +533,7 @@ def linearize(fun, *primals, has_aux=False):
     meta = _PullbackMeta(_fun_name(fun), linear.jaxpr, nonzero, avals, diff, in_tree, out_tree,
                          out_avals)
     f_jvp = LinearizedJVP(meta, list(linear.consts))
-    out = tree_util.tree_unflatten(out_tree, [_as_output(p) for p in primals_out])
+    out = tree_util.tree_unflatten(out_tree, primals_out)  # as JAX's: not made arrays
     return (out, f_jvp, store["aux"]) if has_aux else (out, f_jvp)
 
 
@@ -482,9 +558,9 @@ class LinearizedJVP:
             _check_tangent(f"tangent {i}", aval, t)
         inputs = [t for t, d in zip(t_leaves, meta.diff, strict=True) if d]
         outs = iter(core.eval_jaxpr(meta.jaxpr, self.residuals, *inputs))
-        flat_out = [_as_output(next(outs)) if nz else _as_output(ad.instantiate(
-            ad.Zero(ad.tangent_aval(a)))) for a, nz in zip(meta.out_avals, meta.nonzero,
-                                                           strict=True)]
+        # A tangent passed through comes back as it was given, as JAX's.
+        flat_out = [next(outs) if nz else _zero_tangent(ad.Zero(ad.tangent_aval(a)))
+                    for a, nz in zip(meta.out_avals, meta.nonzero, strict=True)]
         return tree_util.tree_unflatten(meta.out_tree, flat_out)
 
     def __repr__(self):

@@ -15,6 +15,7 @@ from xform import core, dtypes
 from xform import numpy as xnp
 from xform.api_autodiff import jvp, vjp
 from xform.api_batching import vmap
+from xform.primitives.elementwise import convert_folding_constants
 
 
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
@@ -56,6 +57,18 @@ def _std_basis(avals):
         starts.append(start)
         start += size
     return leaves, starts
+
+
+def _typed_as(x, example):
+    """A Jacobian entry with the type of ``example`` (the output for jacfwd, the input for
+    jacrev), weak type included, as JAX's: an integer output's float0 tangent is its zeros."""
+    aval = core.get_aval(example)
+    if getattr(x, "dtype", None) == dtypes.float0:
+        zeros = xnp.zeros(aval.shape, aval.dtype)  # unbatched: vmap broadcasts it
+        return convert_folding_constants(zeros, aval.dtype, aval.weak_type)
+    if dtypes.is_inexact(aval.dtype) and core.get_aval(x).dtype == aval.dtype:
+        return convert_folding_constants(x, aval.dtype, aval.weak_type)
+    return x
 
 
 def _block(batched, start, basis_aval, other_aval, basis_last):
@@ -135,7 +148,8 @@ def _jacobian(fun, argnums, has_aux, holomorphic, forward, allow_int=False):
             def pushforward(*tangent_leaves):
                 result = jvp(partial, diff_args, tree_util.tree_unflatten(in_tree, tangent_leaves),
                              has_aux=has_aux)
-                return (result[1], result[2]) if has_aux else (result[1], None)
+                tangents = tree_util.tree_map(_typed_as, result[1], result[0])
+                return (tangents, result[2]) if has_aux else (tangents, None)
 
             tangents, aux = vmap(pushforward, out_axes=(0, None))(*basis)
             t_leaves, out_tree = tree_util.tree_flatten(tangents)
@@ -151,7 +165,8 @@ def _jacobian(fun, argnums, has_aux, holomorphic, forward, allow_int=False):
             _check_outputs(forward, holomorphic, out_leaves)
             out_avals = [core.get_aval(o) for o in out_leaves]
             basis, starts = _std_basis(out_avals)
-            cts = vmap(lambda *cs: pullback(tree_util.tree_unflatten(out_tree, cs)))(*basis)
+            cts = vmap(lambda *cs: tree_util.tree_map(
+                _typed_as, pullback(tree_util.tree_unflatten(out_tree, cs)), diff_args))(*basis)
             ct_leaves = tree_util.tree_leaves(cts)
             blocks = [[_block(c, s, o_aval, a, False) for c, a in zip(ct_leaves, in_avals,
                                                                      strict=True)]

@@ -303,6 +303,9 @@ class custom_jvp(_CustomFunction):
         return tree_util.tree_unflatten(store["out_tree"], outs)
 
 
+_PYTHON_SCALARS = frozenset([bool, int, float, complex])
+
+
 class custom_vjp(_CustomFunction):
     """A function with a custom VJP (``defvjp(fwd, bwd)``); see ``jax.custom_vjp``.
 
@@ -353,9 +356,17 @@ class custom_vjp(_CustomFunction):
             out, out_tree = tree_util.tree_flatten(result[0])
             _check_out_tree(name, "output of its custom_vjp fwd rule", out_tree, store)
             res_leaves, residual_tree["tree"] = tree_util.tree_flatten(result[1])
-            return list(out), res_leaves
+            # Python scalars among the residuals reach bwd as they are, as in JAX (where they
+            # stay literals): they are kept here, not bound. (equinox's filter_custom_vjp
+            # passes Python bools that way and tests them with isinstance.)
+            residual_tree["python"] = python = {
+                i: x for i, x in enumerate(res_leaves) if type(x) in _PYTHON_SCALARS}
+            return list(out), [x for i, x in enumerate(res_leaves) if i not in python]
 
         def flat_bwd(res_leaves, ct_leaves):
+            python, bound = residual_tree["python"], iter(res_leaves)
+            res_leaves = [python[i] if i in python else next(bound)
+                          for i in range(residual_tree["tree"].num_leaves)]
             residuals = tree_util.tree_unflatten(residual_tree["tree"], res_leaves)
             ct_leaves = [SymbolicZero(ct.aval) if type(ct) is ad.Zero else ct
                          for ct in ct_leaves]

@@ -13,7 +13,11 @@ bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
-bfloat16 = np.dtype(ml_dtypes.bfloat16)
+# jax.dtypes.bfloat16 is ml_dtypes' scalar type (``bfloat16(1)`` makes a scalar). xform's
+# tables are keyed by dtype instances, which do not hash like their scalar types: the code
+# uses ``bfloat16_dtype``.
+bfloat16 = ml_dtypes.bfloat16
+bfloat16_dtype = np.dtype(bfloat16)
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 float0 = np.dtype([("float0", np.void, 0)])
 
@@ -39,13 +43,13 @@ BITS = {**{d: 8 for d in FLOAT8}, float4_e2m1fn: 4, float6_e2m3fn: 6, float6_e3m
         int1: 1, uint1: 1, int2: 2, uint2: 2, int4: 4, uint4: 4}
 
 SUPPORTED = frozenset([bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                       float16, bfloat16, float32, float64, complex64, complex128,
+                       float16, bfloat16_dtype, float32, float64, complex64, complex128,
                        *NARROW_FLOATS, *NARROW_INTS])
 
 _TO_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
 _SHORT = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64", uint8: "u8",
-          uint16: "u16", uint32: "u32", uint64: "u64", float16: "f16", bfloat16: "bf16",
+          uint16: "u16", uint32: "u32", uint64: "u64", float16: "f16", bfloat16_dtype: "bf16",
           float32: "f32", float64: "f64", complex64: "c64", complex128: "c128", float0: "float0",
           **{d: d.name.replace("uint", "u").replace("int", "i").replace("float", "f")
              for d in NARROW_FLOATS + NARROW_INTS}}
@@ -85,7 +89,7 @@ def default_complex():
     return complex128 if config.x64_enabled() else complex64
 
 
-_CUSTOM_FLOATS = frozenset([bfloat16, *NARROW_FLOATS])
+_CUSTOM_FLOATS = frozenset([bfloat16_dtype, *NARROW_FLOATS])
 _NARROW_SIGNED, _NARROW_UNSIGNED = frozenset(NARROW_SIGNED), frozenset(NARROW_UNSIGNED)
 
 
@@ -143,8 +147,8 @@ _LATTICE = {
     "i*": [uint8, int8, *NARROW_INTS],
     uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: ["f*"],
     int8: [int16], int16: [int32], int32: [int64], int64: ["f*"],
-    "f*": [*NARROW_FLOATS, float16, bfloat16, "c*"],
-    float16: [float32], bfloat16: [float32], float32: [float64, complex64],
+    "f*": [*NARROW_FLOATS, float16, bfloat16_dtype, "c*"],
+    float16: [float32], bfloat16_dtype: [float32], float32: [float64, complex64],
     float64: [complex128],
     "c*": [complex64], complex64: [complex128], complex128: [],
     **{d: [] for d in NARROW_FLOATS + NARROW_INTS},
@@ -289,7 +293,7 @@ def canonicalize_dtype(dtype, allow_extended_dtype=False):
 
 # ml_dtypes' scalar types subclass only np.generic: their place in NumPy's abstract hierarchy.
 _CUSTOM_PARENTS = {
-    **{d.type: (np.floating, np.inexact) for d in (bfloat16, *NARROW_FLOATS)},
+    **{d.type: (np.floating, np.inexact) for d in (bfloat16_dtype, *NARROW_FLOATS)},
     **{d.type: (np.signedinteger, np.integer) for d in NARROW_SIGNED},
     **{d.type: (np.unsignedinteger, np.integer) for d in NARROW_UNSIGNED},
 }

@@ -18,9 +18,9 @@ except ImportError:  # an optional dependency: only the strategies below use it
 from xform import dtypes
 from xform.api_autodiff import jvp, vjp
 
-_EPS = {np.dtype(np.float16): 1e-1, dtypes.bfloat16: 1e-1, np.dtype(np.float32): 3e-3,
+_EPS = {np.dtype(np.float16): 1e-1, dtypes.bfloat16_dtype: 1e-1, np.dtype(np.float32): 3e-3,
         np.dtype(np.float64): 1e-6}
-_TOL = {np.dtype(np.float16): 1e-1, dtypes.bfloat16: 1e-1, np.dtype(np.float32): 2e-2,
+_TOL = {np.dtype(np.float16): 1e-1, dtypes.bfloat16_dtype: 1e-1, np.dtype(np.float32): 2e-2,
         np.dtype(np.float64): 1e-5}
 
 

@@ -117,7 +117,7 @@ def _table_module(jax_name, table):
     mod = types.ModuleType(jax_name, f"{jax_name} under xform.compat (see xform.compat._jax_src)")
     mod.__path__ = []
     for key, value in table.items():
-        if not (key.startswith("__") and key.endswith("__")):
+        if not (key.startswith("__") and key.endswith("__")) or key == "__version__":
             setattr(mod, key, value)
     mod.__getattr__ = _lacks_attribute(jax_name, jax_name)
     return mod

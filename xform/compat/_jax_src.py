@@ -8,7 +8,8 @@ them part of JAX's transformation machinery:
   ``include_frame``). xform does not filter tracebacks, so they record paths and pass through.
 - ``tree_util._registry``: JAX's pytree node registry, which xform shares (``xform.tree_util``
   is JAX's pure-Python tree utilities).
-- ``dtypes``: ``xform.dtypes`` (with ``TypePromotionError``).
+- ``dtypes``: ``xform.dtypes`` (with ``TypePromotionError``), the narrow ml_dtypes names as
+  their scalar types, as JAX's.
 - ``core``: the ``jax.core`` view of xform's IR (``xform.compat._jax_core``).
 - ``state.types.AbstractRef``: a class nothing is an instance of (xform has no mutable refs).
 - ``checkify``: the names flax binds at import time; calling ``checkify`` says xform lacks it.
@@ -27,7 +28,7 @@ it is installed: a trace's ``main`` (itself), which equinox's ``filter_jvp`` com
 ``jax.sharding`` is JAX's sharding description types (``Mesh``, ``PartitionSpec``,
 ``NamedSharding``, ...: data, no transformation), until ``xform.sharding`` exists;
 ``jax.experimental.layout`` is JAX's layout descriptions (``Format``, ``Layout``), which flax
-names at import time.
+names at import time; ``jax.lib`` is jaxlib's ``__version__``.
 
 Left out (importing them raises an ``ImportError`` saying that xform lacks them): ``literals``
 (equinox and jaxtyping fall back when it is absent), ``interpreters.pxla`` and ``earray`` (flax
@@ -39,6 +40,7 @@ then disables its fp8 extended-dtype path), ``compiler``'s contents (chex's
 import sys
 
 import jax.experimental.layout as _jax_layout
+import jax.lib as _jax_lib
 import jax.sharding as _jax_sharding
 import numpy as np
 from jax._src.tree_util import _registry as _jax_pytree_registry
@@ -173,7 +175,11 @@ MODULES = {
     "traceback_util": {"register_exclusion": register_exclusion, "include_frame": include_frame,
                        "api_boundary": api_boundary},
     "tree_util": {"_registry": _jax_pytree_registry},
-    "dtypes": {**vars(dtypes), "ExtendedDType": ExtendedDType, "DType": np.dtype,
+    # JAX's private dtypes module names the ml_dtypes types by their scalar types (as
+    # jax.dtypes.bfloat16 is); xform.dtypes keeps the narrow ones as dtype instances.
+    "dtypes": {**vars(dtypes), **{d.name: d.type for d in dtypes.NARROW_FLOATS +
+                                  dtypes.NARROW_INTS},
+               "ExtendedDType": ExtendedDType, "DType": np.dtype,
                "finfo": xnp.finfo, "iinfo": xnp.iinfo},
     "core": {**vars(_jax_core)},
     "state": {},
@@ -189,6 +195,8 @@ FALLBACKS = {
     "jax.sharding": {k: v for k, v in vars(_jax_sharding).items() if not k.startswith("_")},
     "jax.experimental.layout": {k: v for k, v in vars(_jax_layout).items()
                                 if not k.startswith("_")},
+    # JAX's ``jax.lib`` holds only jaxlib's version now (equinox's tests import it).
+    "jax.lib": {"__version__": _jax_lib.__version__},
 }
 
 # Public ``jax`` modules of JAX's tracing internals: libraries bind them (and name a class or two

@@ -38,7 +38,7 @@ _DTYPES = {
     np.dtype("uint64"): fb.DType.ui64, dtypes.float0: fb.DType.f0,
     np.dtype("float16"): fb.DType.f16, np.dtype("float32"): fb.DType.f32,
     np.dtype("float64"): fb.DType.f64, np.dtype("complex64"): fb.DType.c64,
-    np.dtype("complex128"): fb.DType.c128, dtypes.bfloat16: fb.DType.bf16,
+    np.dtype("complex128"): fb.DType.c128, dtypes.bfloat16_dtype: fb.DType.bf16,
     dtypes.int4: fb.DType.i4, dtypes.uint4: fb.DType.ui4,
     dtypes.float8_e4m3b11fnuz: fb.DType.f8_e4m3b11fnuz,
     dtypes.float8_e4m3fn: fb.DType.f8_e4m3fn, dtypes.float8_e4m3fnuz: fb.DType.f8_e4m3fnuz,

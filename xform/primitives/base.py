@@ -113,7 +113,7 @@ def elementwise_abstract_eval(name, kinds, out_dtype=None):
     return rule
 
 
-_HALF = frozenset([dtypes.float16, dtypes.bfloat16])
+_HALF = frozenset([dtypes.float16, dtypes.bfloat16_dtype])
 
 
 def elementwise_host(fn):

@@ -162,7 +162,7 @@ class DotAlgorithmPreset(enum.Enum):
         if name.startswith("F16_"):
             return (dtypes.float16,)
         if name in ("BF16_BF16_BF16", "BF16_BF16_F32"):
-            return (dtypes.bfloat16, dtypes.float32)
+            return (dtypes.bfloat16_dtype, dtypes.float32)
         if name == "F64_F64_F64":
             return (dtypes.float64,)
         return (dtypes.float32,)
@@ -177,16 +177,16 @@ class DotAlgorithmPreset(enum.Enum):
         name = self.name
         if name in ("DEFAULT", "ANY_F8_ANY_F8_ANY", "ANY_F8_ANY_F8_ANY_FAST_ACCUM"):
             return None
-        return {"F16_F16_F16": dtypes.float16, "BF16_BF16_BF16": dtypes.bfloat16,
+        return {"F16_F16_F16": dtypes.float16, "BF16_BF16_BF16": dtypes.bfloat16_dtype,
                 "F64_F64_F64": dtypes.float64}.get(name, dtypes.float32)
 
     def supported_output_types(self, lhs_dtype, rhs_dtype):
         """The result types the algorithm can produce for these operand types."""
         name = self.name
         if name.startswith("ANY_F8_ANY_F8_F32"):
-            return (dtypes.float32, dtypes.float16, dtypes.bfloat16)
+            return (dtypes.float32, dtypes.float16, dtypes.bfloat16_dtype)
         if name in ("F16_F16_F32", "BF16_BF16_F32"):
-            half = dtypes.float16 if name.startswith("F16") else dtypes.bfloat16
+            half = dtypes.float16 if name.startswith("F16") else dtypes.bfloat16_dtype
             both = np.dtype(lhs_dtype) == np.dtype(rhs_dtype) == half
             return (dtypes.float32, half) if both else (dtypes.float32,)
         acc = self.accumulation_type
@@ -1515,7 +1515,7 @@ def scaled_dot(lhs, rhs, *, lhs_scale=None, rhs_scale=None, dimension_numbers=No
             raise TypeError(f"{name}: LHS contracting dim {i} of size {lhs_aval.shape[i]} "
                             f"does not match RHS contracting dim {j} of size "
                             f"{rhs_aval.shape[j]}.")
-    out_type = dtypes.bfloat16 if preferred_element_type is None else _preferred_dtype(
+    out_type = dtypes.bfloat16_dtype if preferred_element_type is None else _preferred_dtype(
         preferred_element_type)
     scaled = [convert_element_type(x, dtypes.bfloat16) if scale is None
               else _scale_operand(name, side, x, scale, contract, out_type)
