@@ -18,7 +18,7 @@ def _precision_attr(precision):
 
 
 def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision,
-                       preferred_element_type):
+                       preferred_element_type, out_sharding=None):
     (lc, rc), (lb, rb) = dimension_numbers
     lhs_aval, rhs_aval = ctx.avals_in
     out = ctx.avals_out[0]

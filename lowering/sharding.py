@@ -232,15 +232,35 @@ def _sharding_constraint_lower(ctx, x, *, sharding):
     mesh = ctx.module.mesh
     if mesh is None:  # a program on one device: nothing to constrain
         return [x]
-    if sharding.mesh not in (mesh, mesh.abstract_mesh):  # (the latter: a type's sharding)
+    if sharding.mesh not in (mesh, mesh.abstract_mesh) and not _retyped(sharding.mesh, mesh):
         raise ValueError(f"with_sharding_constraint: its mesh {sharding.mesh.shape} is not the "
                          f"mesh {mesh.shape} of the jit it is in")
     attr = sharding_attr(sharding, ctx.avals_in[0].ndim)
     return [sdy.ShardingConstraintOp(x, attr).result]
 
 
+def _retyped(a, b):
+    """Are meshes ``a`` and ``b`` one mesh whose axes have other types (``auto_axes``)?"""
+    return (a.axis_names == b.axis_names and dict(a.shape) == dict(b.shape)
+            and tuple(a.axis_types) != tuple(b.axis_types))
+
+
+def _reshard_lower(ctx, x, *, sharding):
+    # From explicit types to a mesh with Auto axes (into an ``auto_axes`` region, out of an
+    # ``explicit_axes`` one): the partitioner lays out the Auto axes, as JAX's lowering
+    # (no constraint when no axis is Explicit, open dimensions when some are).
+    mesh = ctx.module.mesh
+    if mesh is not None:
+        explicit = [t == AxisType.Explicit for t in sharding.mesh.axis_types]
+        if ctx.avals_in[0].sharding is not None and not any(explicit):
+            return [x]
+        if _retyped(sharding.mesh, mesh) and not all(explicit):
+            return [_constrain(x, ctx.avals_out[0])]
+    return _sharding_constraint_lower(ctx, x, sharding=sharding)
+
+
 mlir.lowering_rules[sharding_constraint_p] = _sharding_constraint_lower
-mlir.lowering_rules[reshard_p] = _sharding_constraint_lower
+mlir.lowering_rules[reshard_p] = _reshard_lower
 
 
 # --------------------------------------------------------------------------- typed shardings
@@ -272,7 +292,10 @@ def _constrain(x, aval):
     s = getattr(aval, "sharding", None)
     if s is None:
         return x
-    return sdy.ShardingConstraintOp(x, sharding_attr(s, aval.ndim)).result
+    # in an ``auto_axes`` region (some axes Auto) each dimension stays open to them, as JAX's
+    open_dims = any(t != AxisType.Explicit for t in s.mesh.axis_types)
+    attr = ir.Attribute.parse(spec_text(s.spec, aval.ndim, open_dims=open_dims))
+    return sdy.ShardingConstraintOp(x, attr).result
 
 
 mlir.typed_sharding_rule = _lower_typed

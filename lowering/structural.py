@@ -12,7 +12,7 @@ def _i64_array(values):
     return ir.DenseI64ArrayAttr.get([int(v) for v in values])
 
 
-def _broadcast_in_dim_lower(ctx, x, *, shape, broadcast_dimensions):
+def _broadcast_in_dim_lower(ctx, x, *, shape, broadcast_dimensions, sharding=None):
     if mlir.is_dynamic(shape):  # a symbolic dimension (export)
         return [mlir.broadcast_dynamic(aval_to_ir(ctx.avals_out[0]), x, shape,
                                        broadcast_dimensions)]

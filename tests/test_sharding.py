@@ -20,10 +20,7 @@ from tests.multiprocess_worker import mlp_loss
 from xform.primitives.sharding import with_sharding_constraint
 
 # jax.sharding's names that xform.sharding does not have, each with the reason.
-EXEMPT = {
-    "auto_axes": "switching a mesh's axes between Explicit and Auto inside a function",
-    "explicit_axes": "switching a mesh's axes between Explicit and Auto inside a function",
-}
+EXEMPT = {}  # jax.sharding names xform.sharding lacks, with the reason
 TOP_LEVEL = ["NamedSharding", "P", "make_mesh", "set_mesh", "reshard", "shard_map",
              "make_array_from_callback", "make_array_from_single_device_arrays",
              "make_array_from_process_local_data"]

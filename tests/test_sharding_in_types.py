@@ -168,3 +168,280 @@ def test_sharding_type_errors(name, make, spec_a, spec_b, match):
             xform.make_jaxpr(make(xnp))(a, b)
         with pytest.raises(ShardingTypeError, match=match):
             make(xnp)(a, b)  # eagerly too
+
+
+# --------------------------------------------------------------------------- more rules
+
+IDX = np.array([3, 1, 0, 7, 2, 5, 6, 4], np.int32)
+
+
+def lax_of(np_):
+    return xform.lax if np_ is xnp else jax.lax
+
+
+# (name, function of the same name in both libraries, its argument's spec, the primitive
+# whose equations' types are compared: jnp functions may stage different equations around it)
+RULES = [
+    ("cumsum", lambda np_: lambda t: lax_of(np_).cumsum(t, 1), P("x", None), "cumsum"),
+    ("cumprod", lambda np_: lambda t: lax_of(np_).cumprod(t, 0), P(None, "y"), "cumprod"),
+    ("cummax", lambda np_: lambda t: lax_of(np_).cummax(t, 1), P("x", None), "cummax"),
+    ("cumlogsumexp", lambda np_: lambda t: lax_of(np_).cumlogsumexp(t, 1), P("x", None),
+     "cumlogsumexp"),
+    ("x[i]", lambda np_: lambda t: t[2], P(None, "y"), "squeeze"),
+    ("x[:, 2:]", lambda np_: lambda t: t[:, 4:], P("x", None), "slice"),
+    ("x[idx]", lambda np_: lambda t: t[IDX], P(None, "y"), "gather"),
+    ("x[:, idx]", lambda np_: lambda t: t[:, IDX], P("x", None), "gather"),
+    ("x[::-1]", lambda np_: lambda t: t[::-1], P(None, "y"), "rev"),
+    ("dynamic_slice", lambda np_: lambda t: lax_of(np_).dynamic_slice(t, (1, 0), (4, 8)),
+     P("x", "y"), "dynamic_slice"),
+    ("dynamic_update_slice", lambda np_: lambda t: lax_of(np_).dynamic_update_slice(
+        t, t[:2] * 0, (1, 0)), P(None, "y"), "dynamic_update_slice"),
+    ("pad", lambda np_: lambda t: lax_of(np_).pad(t, 0.0, ((0, 0, 0), (1, 1, 0))),
+     P("x", None), "pad"),
+    ("concatenate", lambda np_: lambda t: np_.concatenate([t, t], 1), P("x", None),
+     "concatenate"),
+    ("transpose", lambda np_: np_.transpose, P("x", "y"), "transpose"),
+    ("sum keepdims", lambda np_: lambda t: t.sum(1, keepdims=True), P("x", "y"),
+     "broadcast_in_dim"),
+    ("max keepdims", lambda np_: lambda t: t.max(0, keepdims=True), P("x", "y"),
+     "broadcast_in_dim"),
+    ("argmax", lambda np_: lambda t: np_.argmax(t, 0), P("x", "y"), "argmax"),
+    ("sort", lambda np_: lambda t: lax_of(np_).sort(t, dimension=1), P("x", None), "sort"),
+    ("top_k", lambda np_: lambda t: lax_of(np_).top_k(t, 3), P("x", None), "top_k"),
+    ("where", lambda np_: lambda t: lax_of(np_).select(t > 0, t, -t), P("x", "y"),
+     "select_n"),
+    ("clamp", lambda np_: lambda t: lax_of(np_).clamp(0.0, t, 1.0), P("x", "y"), "clamp"),
+    ("expand_dims", lambda np_: lambda t: np_.expand_dims(t, 1), P("x", "y"),
+     "broadcast_in_dim"),
+    ("squeeze", lambda np_: lambda t: np_.squeeze(t[:, :1], 1), P("x", None), "squeeze"),
+    ("broadcast_in_dim", lambda np_: lambda t: lax_of(np_).broadcast_in_dim(
+        t, (8, 2, 8), (0, 2)), P("x", "y"), "broadcast_in_dim"),
+    ("convert", lambda np_: lambda t: lax_of(np_).convert_element_type(t, np_.int32),
+     P("x", "y"), "convert_element_type"),
+    ("iota", lambda np_: lambda t: lax_of(np_).broadcasted_iota(np_.float32, (8, 8), 1) + t,
+     P("x", "y"), "add"),
+    ("reduce_window", lambda np_: lambda t: lax_of(np_).reduce_window(
+        t, 0.0, lax_of(np_).add, (1, 2), (1, 2), "VALID"), P("x", None), "reduce_window_sum"),
+    ("scatter", lambda np_: lambda t: t.at[:, 0].set(1.0), P("x", None), "scatter"),
+    ("scatter-add", lambda np_: lambda t: t.at[IDX].add(1.0), P(None, "y"), "scatter-add"),
+    ("scan", lambda np_: lambda t: lax_of(np_).scan(lambda c, r: (c + r, c * 2), t[0], t)[1],
+     P(None, "y"), "scan"),
+    ("zeros_like", lambda np_: lambda t: np_.zeros_like(t) + 1, P("x", "y"), "broadcast_in_dim"),
+    ("lax.full_like", lambda np_: lambda t: lax_of(np_).full_like(t, 2.0), P("x", None),
+     "broadcast_in_dim"),
+]
+
+
+def eqn_types(closed, name):
+    return [types for prim, types in jaxpr_types(closed)[len(closed.jaxpr.invars):]
+            if prim == name]
+
+
+@pytest.mark.parametrize("name,make,spec,prim", RULES, ids=[c[0] for c in RULES])
+def test_sharding_rules_against_jax(name, make, spec, prim):
+    x, jx = put_both(A, spec)
+    f, jf = make(xnp), make(jnp)
+    with jax.set_mesh(MESH):
+        got, want = xform.make_jaxpr(f)(x), jax.make_jaxpr(jf)(jx)
+        assert eqn_types(got, prim) == eqn_types(want, prim) != []
+        assert [a.str_short() for a in got.out_avals] == \
+            [a.str_short(short_dtypes=True) for a in want.out_avals]
+        outs, jouts = f(x), jf(jx)  # eagerly: one partitioned program per operation
+    for out, jout in zip(xform.tree_util.tree_leaves(outs), jax.tree_util.tree_leaves(jouts),
+                         strict=True):
+        assert out.sharding == jout.sharding
+        np.testing.assert_allclose(np.asarray(out), np.asarray(jout), rtol=1e-6)
+
+
+MORE_ERRORS = [
+    ("cumsum over a split axis", lambda np_: lambda a, b: lax_of(np_).cumsum(a, 0),
+     P("x", None), P(), "Input should be unsharded over the axis being reduced"),
+    ("sort over a split axis", lambda np_: lambda a, b: lax_of(np_).sort(a, dimension=0),
+     P("x", "y"), P(), "Arguments to sort must be unsharded over the sorting dimension"),
+    ("sort of unequal shardings", lambda np_: lambda a, b: lax_of(np_).sort(
+        (a, b), dimension=1, num_keys=1), P("x", None), P("y", None),
+     "Arguments to sort must have equal shardings"),
+    ("top_k over a split axis", lambda np_: lambda a, b: lax_of(np_).top_k(a, 2),
+     P(None, "y"), P(), "The input should be unsharded over the axis along which"),
+    ("gather of a split axis", lambda np_: lambda a, b: a[IDX], P("x", "y"), P(),
+     re.escape("Use `.at[...].get(out_sharding=)` to provide output PartitionSpec")),
+    ("dynamic_update_slice", lambda np_: lambda a, b: lax_of(np_).dynamic_update_slice(
+        a, b[:4], (0, 0)), P("x", "y"), P(None, "y"),
+     re.escape("dynamic_update_slice operand sharding must be equal to update sharding, got "
+               "operand sharding float32[8@x,8@y]({Explicit: ('x', 'y')}) and update "
+               "sharding float32[4,8@y]({Explicit: ('x', 'y')}).")),
+    ("select cases", lambda np_: lambda a, b: lax_of(np_).select(a > 0, a, b), P("x", "y"),
+     P(None, "y"), "select cases must have the same shardings"),
+    ("select predicate", lambda np_: lambda a, b: lax_of(np_).select(b > 0, a, a),
+     P("x", "y"), P(None, "y"), "select `which` must be scalar or have the same sharding"),
+    ("uneven pad", lambda np_: lambda a, b: lax_of(np_).pad(a, 0.0, ((1, 1, 0), (0, 0, 0))),
+     P("x", None), P(), re.escape("padding on sharded dims where out dim (10) is not")),
+    ("concatenate", lambda np_: lambda a, b: np_.concatenate([a, b]), P("x", None),
+     P(None, "y"), "All operands should have the same sharding. Got shardings"),
+]
+
+
+@pytest.mark.parametrize("name,make,spec_a,spec_b,match", MORE_ERRORS,
+                         ids=[e[0] for e in MORE_ERRORS])
+def test_more_sharding_type_errors(name, make, spec_a, spec_b, match):
+    test_sharding_type_errors(name, make, spec_a, spec_b, match)
+
+
+# --------------------------------------------------------------------------- out_sharding
+
+OUT_SHARDING = [
+    ("lax.reshape", lambda lib, np_: lambda t: lib.lax.reshape(t, (16, 4),
+                                                               out_sharding=P("x", None))),
+    ("jnp.reshape", lambda lib, np_: lambda t: np_.reshape(t, (16, 4), out_sharding=P("x"))),
+    ("Array.reshape", lambda lib, np_: lambda t: t.reshape(16, 4, out_sharding=P(None, "y"))),
+    ("reshape order F", lambda lib, np_: lambda t: np_.reshape(t, (16, 4), order="F",
+                                                               out_sharding=P("x", None))),
+    ("lax.dot_general", lambda lib, np_: lambda t: lib.lax.dot_general(
+        t, t, (((1,), (0,)), ((), ())), out_sharding=P("x", "y"))),
+    ("lax.dot", lambda lib, np_: lambda t: lib.lax.dot(t, t.T, out_sharding=P("x", None))),
+    ("jnp.dot", lambda lib, np_: lambda t: np_.dot(t, t, out_sharding=P("x", None))),
+    ("jnp.matmul", lambda lib, np_: lambda t: np_.matmul(t, t, out_sharding=P(None, "y"))),
+    ("einsum", lambda lib, np_: lambda t: np_.einsum("ij,jk->ki", t, t,
+                                                     out_sharding=P("y", None))),
+    ("einsum of 3", lambda lib, np_: lambda t: np_.einsum("ij,jk,kl->il", t, t, t,
+                                                          out_sharding=P("x", None))),
+    ("grad of reshape", lambda lib, np_: lib.grad(
+        lambda u: (u.reshape(16, 4, out_sharding=P("x", None)) ** 2).sum())),
+]
+
+
+@pytest.mark.parametrize("name,make", OUT_SHARDING, ids=[c[0] for c in OUT_SHARDING])
+def test_out_sharding(name, make):
+    x, jx = put_both(A, P("x", "y"))
+    f, jf = make(xform, xnp), make(jax, jnp)
+    with jax.set_mesh(MESH):
+        got, want = xform.make_jaxpr(f)(x), jax.make_jaxpr(jf)(jx)
+        assert [a.str_short() for a in got.out_avals] == \
+            [a.str_short(short_dtypes=True) for a in want.out_avals]
+        if name != "reshape order F":  # (JAX's transposes in its reshape)
+            assert str(got) == str(want)
+        out, jout = f(x), jf(jx)
+    assert out.sharding == jout.sharding
+    np.testing.assert_allclose(np.asarray(out), np.asarray(jout), rtol=1e-5)
+
+
+def test_out_sharding_errors_as_jax():
+    x, jx = put_both(A, P("x", "y"))
+    for lib in (jax, xform):  # a PartitionSpec needs a mesh
+        with pytest.raises(ValueError, match="Using PartitionSpec when you are not under a mesh"):
+            lib.lax.reshape(jx if lib is jax else x, (16, 4), out_sharding=P("x"))
+        with pytest.raises(TypeError, match="`out_sharding` argument of dot_general only"):
+            lib.lax.dot_general(A, A, (((1,), (0,)), ((), ())), out_sharding="x")
+    with jax.set_mesh(MESH):  # without out_sharding: refused, the fix named
+        with pytest.raises(ShardingTypeError, match="specify the sharding of the output via "
+                                                    "the `out_sharding` argument"):
+            x.reshape(16, 4)
+        assert xform.typeof(x.reshape(16, 4, out_sharding=P(("x", "y")))).str_short() == \
+            jax.typeof(jx.reshape(16, 4, out_sharding=P(("x", "y")))).str_short(True)
+
+
+# --------------------------------------------------------------------------- auto/explicit axes
+
+AXES = [
+    ("auto_axes", MESH, P("x", "y"), lambda lib, np_: lib.sharding.auto_axes(
+        lambda t: (t @ t.T).reshape(16, 4), out_sharding=P("x", None))),
+    ("auto_axes of one axis", MESH, P("x", "y"), lambda lib, np_: lib.sharding.auto_axes(
+        lambda t: t * 2, axes="x", out_sharding=P("x", "y"))),
+    ("auto_axes, out_sharding per call", MESH, P("x", "y"), lambda lib, np_: lambda t:
+        lib.sharding.auto_axes(lambda u: np_.sin(u).sum(0))(t, out_sharding=P("y"))),
+    ("explicit_axes", AUTO, P("x", None), lambda lib, np_: lib.sharding.explicit_axes(
+        lambda t: t @ t, in_sharding=P("x", None))),
+    ("explicit_axes of one axis", AUTO, P("x", None), lambda lib, np_:
+        lib.sharding.explicit_axes(np_.sin, axes="y", in_sharding=P(None, "y"))),
+]
+
+
+@pytest.mark.parametrize("name,mesh,spec,make", AXES, ids=[c[0] for c in AXES])
+def test_auto_and_explicit_axes(name, mesh, spec, make):
+    x, jx = put_both(A, spec, mesh)
+    f, jf = make(xform, xnp), make(jax, jnp)
+    with jax.set_mesh(mesh):
+        assert str(xform.make_jaxpr(f)(x)) == str(jax.make_jaxpr(jf)(jx))
+        text, jtext = xform.jit(f).lower(x).as_text(), jax.jit(jf).lower(jx).as_text()
+        out, jout = f(x), xform.jit(f)(x)
+        want = jf(jx)
+    # the Shardy constraints: none into an all-Auto region, open dimensions into a mixed one
+    constraints = r"sdy\.sharding_constraint %\S+ (<[^>]*>)"
+    assert re.findall(constraints, text) == re.findall(constraints, jtext)
+    assert xform.typeof(out).str_short() == jax.typeof(want).str_short(short_dtypes=True)
+    if mesh is MESH:
+        assert out.sharding == jout.sharding == want.sharding
+    for o in (out, jout):
+        np.testing.assert_allclose(np.asarray(o), np.asarray(want), rtol=1e-5)
+
+
+def test_auto_and_explicit_axes_errors_as_jax():
+    x, jx = put_both(A, P("x", None), AUTO)
+    for lib in (jax, xform):
+        with pytest.raises(ValueError, match="Context mesh cannot be empty"):
+            lib.sharding.explicit_axes(lambda t: t, in_sharding=P())(x if lib is xform else jx)
+        with jax.set_mesh(AUTO):
+            with pytest.raises(TypeError, match="Missing required keyword argument: 'in_"):
+                lib.sharding.explicit_axes(lambda t: t)(x if lib is xform else jx)
+        with jax.set_mesh(MESH):
+            with pytest.raises(TypeError, match="Missing required keyword argument: 'out_"):
+                lib.sharding.auto_axes(lambda t: t)(A)
+
+
+# --------------------------------------------------------------------------- grad
+
+
+def test_grad_cotangents_of_dots_take_their_operands_types():
+    """The transpose of a dot gives its cotangent the operand's type by its own
+    ``out_sharding`` (as JAX's), with no reshard after it."""
+    x, jx = put_both(A, P("x", "y"))
+    w, jw = put_both(A[:, :4], P("y", None))
+
+    def loss(lib, np_):
+        def f(w, x):
+            h = lib.sharding.reshard(np_.sin(x), P("x", None))
+            return (np_.tanh(h @ w) ** 2).sum() + (x @ lib.sharding.reshard(w, P())).sum()
+        return f
+
+    def picked(closed):  # the contractions, their transposes and the reshards of arrays
+        return [(e.primitive.name, [str(v.aval.str_short(*(() if isinstance(
+            v.aval, xform.core.ShapedArray) else (True,)))) for v in e.outvars])
+            for e in closed.jaxpr.eqns if e.primitive.name in ("dot_general", "transpose")
+            or e.primitive.name == "reshard" and e.invars[0].aval.shape]
+
+    with jax.set_mesh(MESH):
+        got = xform.make_jaxpr(xform.grad(loss(xform, xnp), (0, 1)))(w, x)
+        want = jax.make_jaxpr(jax.grad(loss(jax, jnp), (0, 1)))(jw, jx)
+        g = xform.jit(xform.grad(loss(xform, xnp), (0, 1)))(w, x)
+        jg = jax.jit(jax.grad(loss(jax, jnp), (0, 1)))(jw, jx)
+    assert picked(got) == picked(want)
+    assert [a.str_short() for a in got.out_avals] == ["f32[8@y,4]", "f32[8@x,8@y]"]
+    for a, b in zip(g, jg, strict=True):
+        assert a.sharding == b.sharding
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+
+
+GRADS = [
+    ("dot of a resharded operand", lambda lib, np_: lambda w, x: (
+        np_.sin(x @ lib.sharding.reshard(w, P(None, None))) * 2).sum()),
+    ("sums and mean", lambda lib, np_: lambda w, x: (x.T * 3.0).sum(0).sum() + (w * w).mean()),
+    ("reshape and dot", lambda lib, np_: lambda w, x: np_.sin(
+        x.reshape(4, 16, out_sharding=P("x", None))
+        @ w.reshape(16, 2, out_sharding=P("x", None))).sum()),
+]
+
+
+@pytest.mark.parametrize("name,make", GRADS, ids=[c[0] for c in GRADS])
+def test_grad_jaxpr_as_jax(name, make):
+    """``make_jaxpr(grad(f))`` prints as JAX's: the seed, the broadcast of a sum's cotangent
+    and each dot's cotangent typed as JAX types them, no reshard of xform's own."""
+    x, jx = put_both(A, P("x", "y"))
+    w, jw = put_both(A[:, :4], P("y", None))
+    with jax.set_mesh(MESH):
+        got = xform.make_jaxpr(xform.grad(make(xform, xnp)))(w, x)
+        want = jax.make_jaxpr(jax.grad(make(jax, jnp)))(jw, jx)
+        g = xform.grad(make(xform, xnp))(w, x)  # eagerly
+        jg = jax.grad(make(jax, jnp))(jw, jx)
+    assert str(got) == str(want)
+    assert xform.typeof(g).str_short() == jax.typeof(jg).str_short(short_dtypes=True)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(jg), rtol=1e-4, atol=1e-5)

@@ -12,6 +12,7 @@ identity program that changes the layout), building global arrays from shards
 (``make_array_from_*``), the partitioned AOT stages, and ``jax.debug``'s sharding pictures.
 """
 
+import functools
 import weakref
 
 import numpy as np
@@ -22,6 +23,7 @@ from xform import core, dispatch, dtypes, stages, tree_util
 from xform.array import Array, CommittedArray, ShardedArray
 from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Tracer, Var
 from xform.interpreters.staging import convert_constvars, out_avals_of, trace_to_jaxpr
+from xform.primitives import sharding as primitives_sharding
 from xform.primitives.call import jit_p
 from xform.primitives.compiler import device_put_traced
 from xform.primitives.sharding import (
@@ -33,7 +35,7 @@ from xform.primitives.sharding import (
 )
 from xform.sharding_rules import with_shardings  # noqa: F401  (installs the rules)
 
-__all__ = ["device_put", "reshard", "make_array_from_callback",
+__all__ = ["auto_axes", "device_put", "explicit_axes", "reshard", "make_array_from_callback",
            "make_array_from_single_device_arrays", "make_array_from_process_local_data",
            "with_sharding_constraint"]
 
@@ -108,8 +110,9 @@ def put_leaf(x, sharding, aval=None):
     _check_divisible(sharding, aval, "device_put")
     if buf is not None and buf.dtype == aval.dtype:
         moved = impl.reshard(buf, sharding)
-        if moved is not None:
-            return moved
+        if moved is not None:  # (laid out so already, over a mesh whose axes have other
+            # types: the same shards, relabelled, as ``auto_axes``/``explicit_axes`` need)
+            return moved if moved.sharding == sharding else _relabelled(moved, sharding)
     return impl.put(dispatch.host_value(x, aval), sharding)
 
 
@@ -161,8 +164,176 @@ def reshard(xs, out_shardings):
     per_leaf = broadcast_prefix(shardings, xs, "reshard's out_shardings")
     return tree_util.tree_unflatten(tree, [
         reshard_p.bind(x, sharding=s) if isinstance(x, Tracer) and s is not None
-        else device_put(x, s) for x, s in zip(leaves, per_leaf, strict=True)])
+        else _untyped(x, s) if _leaves_types(x, s) else device_put(x, s)
+        for x, s in zip(leaves, per_leaf, strict=True)])
 
+
+def _leaves_types(x, s):
+    """Does concrete ``x``, whose type carries its sharding, go to a mesh without Explicit
+    axes (into ``auto_axes``, out of ``explicit_axes``)? Then its layout stays, as JAX's
+    (whose reshard constrains nothing there)."""
+    return s is not None and type(x) is ShardedArray and x.aval.sharding is not None and \
+        not any(t == impl.AxisType.Explicit for t in s.mesh.axis_types)
+
+
+def _untyped(x, s):
+    """``x``'s shards, as they are, as an array over ``s``'s mesh (the spec trailing unsplit
+    dimensions left out, as the partitioner reports them)."""
+    spec = list(x._buf.sharding.spec)
+    while spec and spec[-1] is None:
+        spec.pop()
+    moved = _relabelled(x._buf, impl.NamedSharding(s.mesh, impl.PartitionSpec(*spec)))
+    return wrap(moved, ShapedArray(x.aval.shape, x.aval.dtype, x.aval.weak_type))
+
+
+def _relabelled(buf, sharding):
+    """Global array ``buf``'s shards as they are, as an array laid out as ``sharding`` (an
+    equivalent one, over a mesh whose axes have other types)."""
+    shards = [shard.data for shard in buf.addressable_shards]
+    return runtime.BufferType(runtime._jax_aval(buf.shape, buf.dtype), sharding, shards,
+                              committed=True, _skip_checks=False)
+
+
+def _resolve_sharding(sharding, what):
+    """``out_sharding=`` of ``what`` as the sharding a type carries, as JAX's
+    ``canonicalize_sharding``: over the abstract mesh; a PartitionSpec over the current one."""
+    if isinstance(sharding, impl.PartitionSpec):
+        mesh = impl.get_abstract_mesh()
+        if mesh.empty:
+            raise ValueError("Using PartitionSpec when you are not under a mesh context is not "
+                             "allowed. Please pass a NamedSharding instance or enter into a "
+                             f"mesh context via `jax.set_mesh`. Got {sharding}")
+        return impl.NamedSharding(mesh, sharding)
+    if not isinstance(sharding, impl.NamedSharding):
+        raise TypeError(f"`out_sharding` argument of {what} only supports instances of "
+                        f"`NamedSharding` or `PartitionSpec`. Got {sharding} of type: "
+                        f"{type(sharding)}")
+    return impl.NamedSharding(sharding.mesh.abstract_mesh, sharding.spec)
+
+
+def _lay_out(x, sharding):
+    """Concrete ``x`` laid out as ``sharding`` (a param's, over an abstract mesh): over the
+    current mesh where that is its mesh; else left as it is (no devices to put it on)."""
+    mesh = impl.get_mesh()
+    if mesh is None or not mesh.shape or mesh.abstract_mesh != sharding.mesh:
+        return x
+    return device_put(x, impl.NamedSharding(mesh, sharding.spec))
+
+
+primitives_sharding.resolve_sharding = _resolve_sharding
+primitives_sharding.lay_out = _lay_out
+
+
+# --------------------------------------------------------------------------- auto/explicit axes
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+    """``f`` run with mesh ``axes`` (all by default) of type Auto: its arguments' types drop
+    those axes and the partitioner lays them out inside; its results are resharded to
+    ``out_sharding`` (given here or as a keyword of each call), as JAX's ``auto_axes``.
+
+    Example:
+      >>> f = auto_axes(lambda x: x.reshape(16, 4), out_sharding=P("x", None))
+    """
+    if f is None:
+        return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        out_s = out_sharding
+        if out_s is None:
+            if "out_sharding" not in kwargs:
+                raise TypeError("Missing required keyword argument: 'out_sharding'")
+            out_s = kwargs.pop("out_sharding")
+        retyped = _retyped_mesh(axes, impl.AxisType.Auto, "auto_axes", out_s)
+        if retyped is None or retyped[0] == retyped[1]:
+            return f(*args, **kwargs)
+        old, new = retyped
+        with impl.use_abstract_mesh(new.abstract_mesh):
+            args = tree_util.tree_map(lambda x: reshard(x, impl.NamedSharding(
+                new, _explicit_spec(_spec_of(x), new))), args)
+            out = f(*args, **kwargs)
+        return reshard(out, out_s)
+
+    return wrapped
+
+
+def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
+    """``f`` run with mesh ``axes`` (all by default) of type Explicit: its arguments are
+    resharded to ``in_sharding`` (given here or as a keyword of each call) and their types
+    carry it inside; its results leave with the specs of the outer mesh's Explicit axes, as
+    JAX's ``explicit_axes``."""
+    if f is None:
+        return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        in_s = in_sharding
+        if in_s is None:
+            if "in_sharding" not in kwargs:
+                raise TypeError("Missing required keyword argument: 'in_sharding'")
+            in_s = kwargs.pop("in_sharding")
+        retyped = _retyped_mesh(axes, impl.AxisType.Explicit, "explicit_axes")
+        if retyped is None:
+            raise ValueError("Context mesh cannot be empty. Please use `jax.set_mesh` API to "
+                             "enter into a mesh context when using `explicit_axes` API.")
+        old, new = retyped
+        with impl.use_abstract_mesh(new.abstract_mesh):
+            given = tree_util.tree_map(
+                lambda s: impl.NamedSharding(new, s) if isinstance(s, impl.PartitionSpec)
+                else s, in_s, is_leaf=lambda s: isinstance(s, impl.PartitionSpec))
+            args = reshard(args, given)
+            out = f(*args, **kwargs)
+        return tree_util.tree_map(lambda o: reshard(o, impl.NamedSharding(
+            old, _explicit_spec(_spec_of(o), old))), out)
+
+    return wrapped
+
+
+def _spec_of(x):
+    s = core.get_aval(x).sharding
+    return impl.PartitionSpec() if s is None else s.spec
+
+
+def _explicit_spec(spec, mesh):
+    """``spec`` naming only ``mesh``'s Explicit axes (the others are the partitioner's)."""
+    types = dict(zip(mesh.axis_names, mesh.axis_types, strict=True))
+
+    def keep(entry):
+        if entry is None:
+            return None
+        names = tuple(n for n in ((entry,) if isinstance(entry, str) else entry)
+                      if types[n] == impl.AxisType.Explicit)
+        return None if not names else names[0] if len(names) == 1 else names
+
+    return impl.PartitionSpec(*(keep(e) for e in spec))
+
+
+def _retyped_mesh(axes, axis_type, name, shardings=None):
+    """``(mesh, mesh with axes of type axis_type)`` for ``auto_axes``/``explicit_axes``: the
+    current mesh, else that of ``shardings``; None when there is neither."""
+    current = impl.get_mesh()
+    current = None if current is None or not current.shape else current
+    theirs = None
+    for s in tree_util.tree_leaves(shardings, is_leaf=lambda s: isinstance(
+            s, impl.PartitionSpec)):
+        if isinstance(s, impl.NamedSharding):
+            if theirs is not None and theirs.abstract_mesh != s.mesh.abstract_mesh:
+                raise ValueError(f"Shardings passed to {name} should have the same mesh. Got "
+                                 f"one mesh {theirs} and another {s.mesh}")
+            theirs = s.mesh
+    if current is not None and theirs is not None and \
+            current.abstract_mesh != theirs.abstract_mesh:
+        raise ValueError(f"Context mesh {current.abstract_mesh} must match the mesh passed to "
+                         f"shardings {theirs.abstract_mesh}. Recommended approach is to use "
+                         "`jax.set_mesh` context manager.")
+    mesh = current if current is not None else theirs
+    if mesh is None:
+        return None
+    names = mesh.axis_names if axes is None else (axes,) if isinstance(axes, str) else axes
+    types = tuple(axis_type if n in names else t
+                  for n, t in zip(mesh.axis_names, mesh.axis_types, strict=True))
+    return mesh, impl.Mesh(mesh.devices, mesh.axis_names, axis_types=types)
 
 core.eager_rules[sharding_constraint_p] = core.eager_rules[reshard_p] = \
     lambda x, *, sharding: [wrap(put_leaf(x, sharding), core.get_aval(x))]

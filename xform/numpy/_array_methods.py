@@ -53,14 +53,14 @@ _COMPARISONS = {
 }
 
 
-def _reshape(self, *args, order="C", **kwargs):
+def _reshape(self, *args, order="C", out_sharding=None, **kwargs):
     shape = kwargs.pop("shape", None)
     if kwargs:
         raise TypeError(f"reshape() got unexpected keyword arguments {sorted(kwargs)}")
     if shape is None:
         shape = args[0] if len(args) == 1 and not isinstance(args[0], (int, np.integer)) \
             else args
-    return _shape.reshape(self, shape, order)
+    return _shape.reshape(self, shape, order, out_sharding=out_sharding)
 
 
 def _transpose(self, *axes):

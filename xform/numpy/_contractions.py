@@ -8,6 +8,7 @@ import operator
 import opt_einsum
 
 from xform import dtypes, lax
+from xform.api_sharding import auto_axes
 from xform.numpy._promote import (
     _ARRAY_TYPES,
     _canonical_dtype,
@@ -52,8 +53,9 @@ def _finish(out, dtype, weak):
     return convert(out, dtype, weak)
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
-    """Dot product: sum over the last axis of ``a`` and the second-to-last of ``b``."""
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
+    """Dot product: sum over the last axis of ``a`` and the second-to-last of ``b``;
+    ``out_sharding`` lays the result out so (as ``lax.dot_general``'s)."""
     a, b, dtype, weak = _operands("dot", a, b, preferred_element_type)
     a_ndim, b_ndim = aval_of(a).ndim, aval_of(b).ndim
     if a_ndim == 0 or b_ndim == 0:
@@ -63,19 +65,20 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
     # The product accumulates in the result type (uint8 operands into an int32 result
     # do not wrap), as JAX's.
     out = lax.dot_general(a, b, (contract, ((), ())), precision=precision,
-                          preferred_element_type=dtype)
+                          preferred_element_type=dtype, out_sharding=out_sharding)
     return _finish(out, dtype, weak)
 
 
-def matmul(a, b, *, precision=None, preferred_element_type=None):
-    """Matrix product with NumPy's batching rules (``a @ b``)."""
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
+    """Matrix product with NumPy's batching rules (``a @ b``); ``out_sharding`` lays the
+    result out so (as ``lax.dot_general``'s)."""
     a, b, dtype, weak = _operands("matmul", a, b, preferred_element_type)
     for i, x in enumerate((a, b)):
         if aval_of(x).ndim == 0:
             raise ValueError(f"matmul input operand {i} must have ndim at least 1, but it has "
                              "ndim 0")
     if aval_of(a).ndim == 1 or aval_of(b).ndim == 1:
-        return _matvec(a, b, dtype, weak, precision)
+        return _matvec(a, b, dtype, weak, precision, out_sharding)
     a_shape, b_shape = aval_of(a).shape, aval_of(b).shape
     try:
         batch = broadcast_shapes(a_shape[:-2], b_shape[:-2]) \
@@ -91,11 +94,12 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
         b = broadcast_to_shape(b, batch + b_shape[-2:])
     nb = len(batch)
     dims = (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
-    out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=dtype)
+    out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=dtype,
+                          out_sharding=out_sharding)
     return _finish(out, dtype, weak)
 
 
-def _matvec(a, b, dtype, weak, precision):
+def _matvec(a, b, dtype, weak, precision, out_sharding=None):
     # A vector operand contracts as it is (JAX's dot_general): the other operand's dimensions
     # need no broadcast, and no unit dimension is added and squeezed, which under vmap would
     # make (B, k, 1) operands that XLA multiplies more slowly than (B, k).
@@ -106,7 +110,7 @@ def _matvec(a, b, dtype, weak, precision):
         raise TypeError(f"matmul: contracting dimensions differ: operand shapes {a_shape} "
                         f"and {b_shape} ({a_shape[a_dim]} != {b_shape[b_dim]})")
     out = lax.dot_general(a, b, (((a_dim,), (b_dim,)), ((), ())), precision=precision,
-                          preferred_element_type=dtype)
+                          preferred_element_type=dtype, out_sharding=out_sharding)
     return _finish(out, dtype, weak)
 
 
@@ -308,8 +312,10 @@ def _squeeze_broadcast(x, names, other, other_names):
     return lax.squeeze(x, tuple(drop)), "".join(c for i, c in enumerate(names) if i not in drop)
 
 
-def _einsum_step(xs, einstr, dtype, precision, dot_general=lax.dot_general):
-    """One step of the plan: one operand reduced, or two contracted by ``dot_general``."""
+def _einsum_step(xs, einstr, dtype, precision, dot_general=lax.dot_general,
+                 out_sharding=None):
+    """One step of the plan: one operand reduced, or two contracted by ``dot_general``
+    (its result laid out as ``out_sharding`` says of the step's result, when given)."""
     inputs, result = einstr.split("->")
     names = inputs.split(",")
     if len(xs) == 1:
@@ -327,10 +333,13 @@ def _einsum_step(xs, einstr, dtype, precision, dot_general=lax.dot_general):
         contract = [c for c in n if c in m and c not in result]
         dims = ((tuple(n.index(c) for c in contract), tuple(m.index(c) for c in contract)),
                 (tuple(n.index(c) for c in batch), tuple(m.index(c) for c in batch)))
-        x = dot_general(x, y, dims, precision, preferred_element_type=dtype)
         shared = set(batch) | set(contract)
-        n = ("".join(batch) + "".join(c for c in n if c not in shared)
-             + "".join(c for c in m if c not in shared))
+        out = ("".join(batch) + "".join(c for c in n if c not in shared)
+               + "".join(c for c in m if c not in shared))
+        given = {} if out_sharding is None else {
+            "out_sharding": _permuted(out_sharding, result, out)}
+        x = dot_general(x, y, dims, precision, preferred_element_type=dtype, **given)
+        n = out
     else:
         raise NotImplementedError(
             "xform.numpy.einsum does not support simultaneous contraction of 3 or more "
@@ -353,20 +362,35 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     """
     if out is not None:
         raise NotImplementedError("The 'out' argument to xform.numpy.einsum is not supported.")
-    if out_sharding is not None:
-        raise NotImplementedError("xform.numpy.einsum: out_sharding is not supported; place "
-                                  "the result with jax.device_put or a sharding constraint")
     arrays, steps = _contract_path("einsum", (subscripts,) + operands, optimize)
     if preferred_element_type is None:
         dtype, weak = result_type(*arrays, return_weak_type_flag=True)
     else:
         dtype, weak = _canonical_dtype(preferred_element_type, "einsum"), False
     common = result_type(*arrays)
-    arrays = [convert(x, common) for x in arrays]
-    for positions, einstr in steps:
-        xs = [arrays.pop(i) for i in positions]
-        arrays.append(_einsum_step(xs, einstr, dtype, precision, _dot_general))
-    return _finish(arrays[0], dtype, weak)
+
+    def contract(*arrays, out_sharding=None):
+        arrays = [convert(x, common) for x in arrays]
+        for positions, einstr in steps:
+            xs = [arrays.pop(i) for i in positions]
+            arrays.append(_einsum_step(xs, einstr, dtype, precision, _dot_general,
+                                       out_sharding))
+        return _finish(arrays[0], dtype, weak)
+
+    if out_sharding is not None and (len(steps) != 1 or len(steps[0][0]) != 2):
+        # Not one contraction: the partitioner lays out the intermediates and the result is
+        # resharded (in ``auto_axes``), as JAX's einsum does.
+        return auto_axes(contract, out_sharding=out_sharding)(*arrays)
+    return contract(*arrays, out_sharding=out_sharding)
+
+
+def _permuted(sharding, result, letters):
+    """``sharding`` of an einsum result named by ``result``, for the same array with its
+    dimensions named (ordered) by ``letters``."""
+    given = getattr(sharding, "spec", sharding)  # a NamedSharding's, or a PartitionSpec
+    spec = tuple(given) + (None,) * (len(result) - len(given))
+    new = type(given)(*(spec[result.index(c)] for c in letters))
+    return new if given is sharding else type(sharding)(sharding.mesh, new)
 
 
 def einsum_path(subscripts, /, *operands, optimize="auto"):

@@ -51,8 +51,9 @@ def _bad(d, name):
     raise TypeError(f"{name}: shape entries must be integers, got {d!r}")
 
 
-def _filled(shape, value, dtype, weak=False):
-    """``lax.full``: a scalar broadcast to ``shape`` (one broadcast_in_dim)."""
+def _filled(shape, value, dtype, weak=False, out_sharding=None):
+    """``lax.full``: a scalar broadcast to ``shape`` (one broadcast_in_dim), laid out as
+    ``out_sharding`` when given."""
     if isinstance(value, (Tracer, Array)):
         scalar = convert(value, dtype, weak)
     else:
@@ -62,7 +63,8 @@ def _filled(shape, value, dtype, weak=False):
             host = np.array(np.array(value) if type(value) is int else value).astype(dtype)
         host.flags.writeable = False
         scalar = mark_subnormals(Array(ShapedArray((), dtype, weak), host))
-    return lax.broadcast_in_dim(scalar, shape, ()) if shape else scalar
+    return lax.broadcast_in_dim(scalar, shape, (), out_sharding=out_sharding) if shape \
+        else scalar
 
 
 def zeros(shape, dtype=None, *, device=None):
@@ -117,7 +119,9 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     if (aval_of(fill_value).ndim if isinstance(fill_value, (Tracer, Array))
             else np.ndim(fill_value)):
         return broadcast_to_shape(asarray(fill_value, dtype), shape)
-    return _filled(shape, fill_value, dtype, weak)
+    # where a's type carries its sharding (explicit mode), the result is laid out so, as JAX's
+    like = aval.sharding if shape == aval.shape else None
+    return _filled(shape, fill_value, dtype, weak, like)
 
 
 def _has_shape_and_dtype_only(a):

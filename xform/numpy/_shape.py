@@ -69,8 +69,9 @@ def _canonicalize_shape(name, newshape, size):
     return shape
 
 
-def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
-    """``a`` with a new shape (one dimension may be -1); ``order`` 'C' or 'F'."""
+def reshape(a, shape=None, order="C", *, newshape=None, copy=None, out_sharding=None):
+    """``a`` with a new shape (one dimension may be -1); ``order`` 'C' or 'F';
+    ``out_sharding`` lays the result out so (as ``lax.reshape``'s)."""
     del copy
     if shape is None:
         shape = newshape
@@ -80,10 +81,17 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     aval = aval_of(a)
     shape = _canonicalize_shape("reshape", shape, aval.size)
     if order == "C":
-        return a if shape == aval.shape else lax.reshape(a, shape)
+        if shape == aval.shape and out_sharding is None:
+            return a
+        return lax.reshape(a, shape, out_sharding=out_sharding)
     if order == "F":
         t = transpose(a)
-        out = lax.reshape(t, shape[::-1])
+        if out_sharding is not None:  # given for the result, whose dimensions come reversed
+            given = getattr(out_sharding, "spec", out_sharding)  # (or a PartitionSpec)
+            spec = type(given)(*(tuple(given) + (None,) * (len(shape) - len(given)))[::-1])
+            out_sharding = spec if given is out_sharding else \
+                type(out_sharding)(out_sharding.mesh, spec)
+        out = lax.reshape(t, shape[::-1], out_sharding=out_sharding)
         return transpose(out)
     if order == "A":
         raise NotImplementedError("reshape: order='A' is not supported; use 'C' or 'F'")

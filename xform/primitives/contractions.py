@@ -32,6 +32,7 @@ from xform.primitives.elementwise import (
     sub,
 )
 from xform.primitives.reductions import cumsum
+from xform.primitives.sharding import bind_laid_out, full_spec, out_sharding_param, typed
 from xform.primitives.structural import (
     broadcast_in_dim,
     broadcasted_iota,
@@ -320,25 +321,29 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     (lhs_batch, rhs_batch))``.
 
     Returns an array whose dimensions are the batch dimensions, then the lhs free dimensions,
-    then the rhs free dimensions (as XLA's DotGeneral). ``out_sharding`` must be None (as JAX's
-    signature has it; flax passes it).
+    then the rhs free dimensions (as XLA's DotGeneral). ``out_sharding`` (a NamedSharding, or
+    a PartitionSpec of the current mesh) lays the result out so, its type carrying it under
+    a mesh of Explicit axes (what a contraction over sharded dimensions needs).
 
     Example: ``dot_general(x, y, (((2,), (1,)), ((0,), (0,))))`` is a batched matmul.
     """
-    if out_sharding is not None:
-        raise NotImplementedError("lax.dot_general: argument `out_sharding` is not supported "
-                                  f"(xform arrays are not sharded), got {out_sharding!r}")
     ln, rn = get_aval(lhs).ndim, get_aval(rhs).ndim
     try:
         dnums = _canonical_dnums[dimension_numbers, ln, rn]
     except (KeyError, TypeError):  # TypeError: unhashable, dimension numbers as lists
         dnums = _canonicalize_dnums(dimension_numbers, ln, rn)
-    return dot_general_p.bind(lhs, rhs, dimension_numbers=dnums,
-                              precision=canonicalize_precision(precision),
-                              preferred_element_type=_preferred_dtype(preferred_element_type))
+    sharding = None
+    if out_sharding is not None:  # (a param only when given: the rules' default is None)
+        (lc, _), (lb, _) = dnums
+        sharding = out_sharding_param(out_sharding, "dot_general",
+                                      ln + rn - 2 * len(lc) - len(lb))
+    params = dict(dimension_numbers=dnums, precision=canonicalize_precision(precision),
+                  preferred_element_type=_preferred_dtype(preferred_element_type))
+    return bind_laid_out(dot_general_p, [lhs, rhs], params, "out_sharding", sharding)
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None):
+def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None,
+        out_sharding=None):
     """Vector/matrix product: ``lhs`` and ``rhs`` of rank 1 or 2, contracting the last
     dimension of ``lhs`` with the first of ``rhs``; any contraction with ``dimension_numbers``.
     """
@@ -349,7 +354,8 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numb
                              "simple un-batched matrix-matrix, matrix-vector, or vector-vector "
                              f"products; got lhs_shape={ls} rhs_shape={rs}")
         dimension_numbers = (((len(ls) - 1,), (0,)), ((), ()))
-    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type)
+    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type,
+                       out_sharding=out_sharding)
 
 
 def _free_dims(ndim, contracting, batch):
@@ -386,7 +392,7 @@ def _dot_result_dtype(name, lhs, rhs, preferred, precision=None):
 
 
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
-                               preferred_element_type):
+                               preferred_element_type, out_sharding=None):
     name = "lax.dot_general"
     (lc, rc), (lb, rb) = dimension_numbers
     for side, aval, contract, batch in (("lhs", lhs, lc, lb), ("rhs", rhs, rc, rb)):
@@ -422,10 +428,11 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
     shape = (lbs + tuple(lhs.shape[d] for d in _free_dims(lhs.ndim, lc, lb)) +
              tuple(rhs.shape[d] for d in _free_dims(rhs.ndim, rc, rb)))
     dtype = _dot_result_dtype(name, lhs, rhs, preferred_element_type, precision)
-    return [ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)]
+    return [typed(ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type), out_sharding)]
 
 
-def _dot_general_host(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+def _dot_general_host(lhs, rhs, *, dimension_numbers, precision, preferred_element_type,
+                      out_sharding=None):
     signature = (lhs.shape, lhs.dtype, rhs.shape, rhs.dtype, dimension_numbers, precision,
                  preferred_element_type)
     try:
@@ -882,19 +889,25 @@ def _argsort(values):
 
 
 def _dot_general_transpose_lhs(ct, x_aval, y, *, dimension_numbers, precision,
-                               preferred_element_type, swap_ans=False):
+                               preferred_element_type, out_sharding=None, swap_ans=False):
     signature = (dimension_numbers, x_aval.ndim, get_aval(y).ndim, swap_ans)
     try:
         dims, perm = _transpose_lhs_dims(*signature)
     except TypeError:  # dimension numbers bound as lists: nothing to memoize
         dims, perm = _transpose_lhs_dims.__wrapped__(*signature)
+    params = {}
+    if x_aval.sharding is not None:  # the cotangent is laid out as x (as JAX's)
+        spec = x_aval.sharding.spec
+        order = sorted(range(len(perm)), key=perm.__getitem__)
+        params["out_sharding"] = type(x_aval.sharding)(
+            x_aval.sharding.mesh, type(spec)(*(spec[o] for o in order)))
     out = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=precision,
-                             preferred_element_type=preferred_element_type)
+                             preferred_element_type=preferred_element_type, **params)
     return _as_dtype(transpose_dims(out, perm), x_aval.dtype)
 
 
 def _dot_general_transpose_rhs(ct, x, y_aval, *, dimension_numbers, precision,
-                               preferred_element_type):
+                               preferred_element_type, out_sharding=None):
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     swapped = ((y_contract, x_contract), (y_batch, x_batch))
     return _dot_general_transpose_lhs(ct, y_aval, x, dimension_numbers=swapped,
@@ -1019,7 +1032,7 @@ def _shift_past(dims, bdim):
 
 
 def _dot_general_batch(axis, args, dims, *, dimension_numbers, precision,
-                       preferred_element_type):
+                       preferred_element_type, out_sharding=None):
     # One dot, however the operands are mapped: the batch dimension of both operands joins
     # the dot's batch dimensions (first in the output); that of one operand alone is one
     # more of its free dimensions, whose output position is where the free dims fall.
@@ -1038,8 +1051,16 @@ def _dot_general_batch(axis, args, dims, *, dimension_numbers, precision,
         lhs_free = _free_dims(get_aval(lhs).ndim, lc, lb)
         free = _free_dims(get_aval(rhs).ndim, dnums[0][1], dnums[1][1])
         out_dim = len(lb) + len(lhs_free) + free.index(rd)
+    params = {}
+    if out_sharding is not None:  # the batch dimension is not split
+        rank = (get_aval(lhs).ndim + get_aval(rhs).ndim - 2 * len(dnums[0][0])
+                - len(dnums[1][0]))
+        spec = list(full_spec(out_sharding, rank - 1))
+        spec.insert(out_dim, None)
+        params["out_sharding"] = type(out_sharding)(out_sharding.mesh,
+                                                    type(out_sharding.spec)(*spec))
     out = dot_general_p.bind(lhs, rhs, dimension_numbers=dnums, precision=precision,
-                             preferred_element_type=preferred_element_type)
+                             preferred_element_type=preferred_element_type, **params)
     return [out], [out_dim]
 
 

@@ -11,11 +11,13 @@ the operand's sharding.
 """
 
 from xform import core, tree_util
+from xform.core import ShapedArray
 from xform.interpreters import ad, batching
 from xform.interpreters import transpose as transpose_interp
 from xform.primitives.base import standard_primitive
 
-__all__ = ["with_sharding_constraint", "sharding_constraint_p", "reshard_p"]
+__all__ = ["with_sharding_constraint", "sharding_constraint_p", "reshard_p",
+           "out_sharding_param", "full_spec", "typed", "bind_laid_out"]
 
 
 def with_sharding_constraint(x, shardings):
@@ -95,6 +97,51 @@ def type_sharding(sharding, ndim):
     return type(sharding)(mesh.abstract_mesh, type(sharding.spec)(*spec))
 
 
+def out_sharding_param(sharding, what, ndim):
+    """An ``out_sharding=`` argument (of ``lax.reshape``, ``lax.dot_general``...) for a result
+    of rank ``ndim`` as the param its equation carries: a NamedSharding over an abstract mesh,
+    a PartitionSpec being one over the current mesh (its spec as given, as JAX's)."""
+    s = resolve_sharding(sharding, what)
+    if len(s.spec) > ndim:
+        raise ValueError(f"{what}: out_sharding {s.spec} has {len(s.spec)} entries for a "
+                         f"result of rank {ndim}")
+    return s
+
+
+def full_spec(sharding, ndim):
+    """``sharding``'s spec with one entry per dimension of a rank-``ndim`` array."""
+    return tuple(sharding.spec) + (None,) * (ndim - len(sharding.spec))
+
+
+def typed(aval, sharding):
+    """``aval`` with the type a sharding param (``out_sharding=``) gives it; None: as it is.
+    (For the abstract evaluation of the primitives that take one: their results have it
+    whatever their operands' types.)"""
+    if sharding is None:
+        return aval
+    return ShapedArray(aval.shape, aval.dtype, aval.weak_type,
+                       type_sharding(sharding, len(aval.shape)))
+
+
+def bind_laid_out(prim, operands, params, name, sharding):
+    """``prim.bind(*operands, **params)`` with sharding param ``name`` (None: without it).
+    Eager on operands of no sharding (computed on one device), the result is laid out as it
+    says after, by ``lay_out``."""
+    if sharding is None:
+        return prim.bind(*operands, **params)
+    if core.trace_state.trace is not core.eval_trace or any(
+            core.get_aval(x).sharding is not None for x in operands):
+        return prim.bind(*operands, **params, **{name: sharding})
+    return lay_out(prim.bind(*operands, **params), sharding)
+
+
+# Set by xform/api_sharding.py (it knows the current mesh): ``resolve_sharding(sharding,
+# what) -> NamedSharding`` over the mesh's abstract mesh; ``lay_out(x, sharding)``: concrete
+# ``x`` laid out as such a sharding, over the current mesh.
+resolve_sharding = None
+lay_out = None
+
+
 def _sharding_constraint_abstract_eval(x, *, sharding):
     # ``reshard`` in a traced function: the result's type has the sharding asked for; a
     # constraint over Auto axes (``with_sharding_constraint``'s) leaves the type as it is.
@@ -129,7 +176,14 @@ def _sharding_constraint_batch(axis, args, dims, *, sharding):
 batching.batch_rules[sharding_constraint_p] = _sharding_constraint_batch
 
 
-reshard_p = standard_primitive("reshard", _sharding_constraint_abstract_eval)
+def _reshard_abstract_eval(x, *, sharding):
+    # The type carries the sharding asked for; none over a mesh without Explicit axes (into
+    # an ``auto_axes`` region, or out of an ``explicit_axes`` one).
+    new = type_sharding(sharding, x.ndim)
+    return [x if new == x.sharding else ShapedArray(x.shape, x.dtype, x.weak_type, new)]
+
+
+reshard_p = standard_primitive("reshard", _reshard_abstract_eval)
 ad.deflinear(reshard_p)
 
 

@@ -26,6 +26,7 @@ from xform.primitives.base import (
     user_dtype,
 )
 from xform.primitives.elementwise import convert_folding_constants, select, stage, sub
+from xform.primitives.sharding import bind_laid_out, out_sharding_param, typed
 
 __all__ = [
     "broadcast_in_dim",
@@ -77,22 +78,29 @@ def _axes(dims, ndim, name):
 # --------------------------------------------------------------------------- broadcast_in_dim
 
 
-def broadcast_in_dim(operand, shape, broadcast_dimensions):
+def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
     """Broadcast ``operand`` to ``shape``: its dimension i becomes dimension
-    ``broadcast_dimensions[i]`` of the result (sizes must match or be 1).
+    ``broadcast_dimensions[i]`` of the result (sizes must match or be 1); ``out_sharding`` (a
+    NamedSharding, or a PartitionSpec of the current mesh) lays the result out so.
 
     Example:
       >>> broadcast_in_dim(jnp.ones(3), (2, 3), (1,)).shape
       (2, 3)
     """
     shape = as_shape(shape, "lax.broadcast_in_dim")
-    dims = tuple(int(d.__index__()) for d in broadcast_dimensions)
-    if not shape and not dims and _is_array(operand) and not get_aval(operand).shape:
+    dims = broadcast_dimensions if type(broadcast_dimensions) is tuple and all(
+        type(d) is int for d in broadcast_dimensions) else tuple(
+        int(d.__index__()) for d in broadcast_dimensions)
+    if out_sharding is None and not shape and not dims and _is_array(operand) and \
+            not get_aval(operand).shape:
         return operand
-    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims)
+    sharding = None if out_sharding is None else out_sharding_param(
+        out_sharding, "broadcast_in_dim", len(shape))
+    return bind_laid_out(broadcast_in_dim_p, [operand],
+                         dict(shape=shape, broadcast_dimensions=dims), "sharding", sharding)
 
 
-def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
+def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions, sharding=None):
     dims = broadcast_dimensions
     if len(dims) != x.ndim:
         raise TypeError(f"lax.broadcast_in_dim: broadcast_dimensions {dims} must have one "
@@ -108,17 +116,27 @@ def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
             raise TypeError(f"lax.broadcast_in_dim: operand dimension sizes must be 1 or equal "
                             f"to their target dimension; got operand shape {x.shape}, target "
                             f"shape {shape}, broadcast_dimensions {dims}")
-    return [ShapedArray(shape, x.dtype, x.weak_type)]
+    return [typed(ShapedArray(shape, x.dtype, x.weak_type), sharding)]
 
 
-def _broadcast_in_dim_host(x, *, shape, broadcast_dimensions):
+def _broadcast_in_dim_host(x, *, shape, broadcast_dimensions, sharding=None):
     # broadcast_dimensions need not be increasing: order the operand's axes first.
-    order = sorted(range(x.ndim), key=lambda i: broadcast_dimensions[i])
-    x = np.transpose(x, order)
+    if list(broadcast_dimensions) != sorted(broadcast_dimensions):
+        order = sorted(range(x.ndim), key=lambda i: broadcast_dimensions[i])
+        x = np.transpose(x, order)
+        broadcast_dimensions = [broadcast_dimensions[i] for i in order]
     expanded = [1] * len(shape)
-    for j, i in enumerate(order):
-        expanded[broadcast_dimensions[i]] = x.shape[j]
-    return [np.broadcast_to(x.reshape(expanded), shape)]
+    for d, size in zip(broadcast_dimensions, x.shape, strict=True):
+        expanded[d] = size
+    x = x.reshape(expanded)
+    if math.prod(shape) > _COPY_BROADCAST_MAX:  # a read-only view, as NumPy broadcasts
+        return [np.broadcast_to(x, shape)]
+    out = np.empty(shape, x.dtype)  # small: a copy costs less than np.broadcast_to's checks
+    out[...] = x
+    return [out]
+
+
+_COPY_BROADCAST_MAX = 1 << 16
 
 
 broadcast_in_dim_p = standard_primitive("broadcast_in_dim", _broadcast_in_dim_abstract_eval,
@@ -139,9 +157,11 @@ def broadcast(operand, sizes):
 # --------------------------------------------------------------------------- reshape
 
 
-def reshape(operand, new_sizes, dimensions=None):
+def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
     """``operand`` with shape ``new_sizes``, reading elements in row-major order; if
     ``dimensions`` is given, ``operand`` is first transposed by that permutation.
+    ``out_sharding`` (a NamedSharding, or a PartitionSpec of the current mesh) lays the
+    result out so (what a reshape the sharding rule cannot follow needs).
 
     Example:
       >>> reshape(jnp.arange(6).reshape(2, 3), (6,), (1, 0))
@@ -158,12 +178,16 @@ def reshape(operand, new_sizes, dimensions=None):
             # One way to do it: the permutation is a transpose before a plain reshape.
             operand = transpose(operand, dims)
             aval = get_aval(operand)
-    if aval.shape and aval.shape == new_sizes and _is_array(operand):
+    sharding = None if out_sharding is None else out_sharding_param(  # (a param only when
+        out_sharding, "reshape", len(new_sizes))  # given: the rules' default is None)
+    if aval.shape and aval.shape == new_sizes and _is_array(operand) and (
+            sharding is None or sharding == aval.sharding):
         return operand
-    return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None)
+    return bind_laid_out(reshape_p, [operand], dict(new_sizes=new_sizes, dimensions=None),
+                         "sharding", sharding)
 
 
-def _reshape_abstract_eval(x, *, new_sizes, dimensions):
+def _reshape_abstract_eval(x, *, new_sizes, dimensions, sharding=None):
     if dimensions is not None:
         raise TypeError(f"reshape: the primitive's dimensions param must be None, got "
                         f"{dimensions}; lax.reshape applies `dimensions` as a transpose first")
@@ -173,10 +197,10 @@ def _reshape_abstract_eval(x, *, new_sizes, dimensions):
     if size != x.size:
         raise TypeError(f"lax.reshape: total size must be unchanged, got new_sizes {new_sizes} "
                         f"(of total size {size}) for shape {x.shape} (of total size {x.size})")
-    return [ShapedArray(new_sizes, x.dtype, x.weak_type)]
+    return [typed(ShapedArray(new_sizes, x.dtype, x.weak_type), sharding)]
 
 
-def _reshape_host(x, *, new_sizes, dimensions):
+def _reshape_host(x, *, new_sizes, dimensions, sharding=None):
     return [x.reshape(new_sizes)]
 
 
@@ -467,7 +491,11 @@ def full_like(x, fill_value, dtype=None, shape=None):
     fill_shape = x_aval.shape if shape is None else as_shape(shape, "lax.full_like")
     weak_type = dtype is None and x_aval.weak_type
     dtype = x_aval.dtype if dtype is None else user_dtype(dtype, "full_like")
-    return full(fill_shape, convert_folding_constants(fill_value, dtype, weak_type))
+    fill = convert_folding_constants(fill_value, dtype, weak_type)
+    if shape is None and x_aval.sharding is not None:
+        # laid out as x, as JAX's (whose type it carries, explicit sharding mode)
+        return broadcast_in_dim(fill, fill_shape, (), out_sharding=x_aval.sharding)
+    return full(fill_shape, fill)
 
 
 def empty(shape, dtype, *, out_sharding=None):
@@ -698,7 +726,7 @@ def _zero_scalar(x):
     return np.zeros((), get_aval(x).dtype)
 
 
-def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions):
+def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions, sharding=None):
     in_shape = operand.aval.shape
     # Summed: the new dims, and the size-1 operand dims that were expanded.
     kept_ops = [i for i, d in enumerate(broadcast_dimensions)
@@ -710,8 +738,9 @@ def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions):
     return [reshape(summed, in_shape)]
 
 
-def _reshape_transpose(ct, operand, *, new_sizes, dimensions):
-    return [reshape(ct, operand.aval.shape)]
+def _reshape_transpose(ct, operand, *, new_sizes, dimensions, sharding=None):
+    # laid out as the operand (as JAX's, which gives the reshape its sharding)
+    return [reshape(ct, operand.aval.shape, out_sharding=operand.aval.sharding)]
 
 
 def _squeeze_transpose(ct, operand, *, dimensions):
@@ -828,19 +857,24 @@ def _shift(dims, d):
     return tuple(k + (k >= d) for k in dims)
 
 
-def _broadcast_in_dim_batch(axis, args, dims, *, shape, broadcast_dimensions):
+def _broadcast_in_dim_batch(axis, args, dims, *, shape, broadcast_dimensions, sharding=None):
     (x,), (d,) = args, dims
     # The batch becomes the leading dim of the result wherever it sits in the operand: the
     # broadcast moves it there itself (broadcast_dimensions need not be increasing).
     out_dims = [k + 1 for k in broadcast_dimensions]
     out_dims.insert(d, 0)
-    return [broadcast_in_dim(x, (axis.size,) + shape, tuple(out_dims))], [0]
+    if sharding is not None:  # the batch dimension is not split
+        sharding = type(sharding)(sharding.mesh, type(sharding.spec)(None, *sharding.spec))
+    return [broadcast_in_dim(x, (axis.size,) + shape, tuple(out_dims),
+                             out_sharding=sharding)], [0]
 
 
-def _reshape_batch(axis, args, dims, *, new_sizes, dimensions):
+def _reshape_batch(axis, args, dims, *, new_sizes, dimensions, sharding=None):
     # Row-major order only keeps the batch apart from the other dims when it leads.
     x = batching.moveaxis(args[0], dims[0], 0)
-    return [reshape(x, (axis.size,) + new_sizes)], [0]
+    if sharding is not None:  # the batch dimension is not split
+        sharding = type(sharding)(sharding.mesh, type(sharding.spec)(None, *sharding.spec))
+    return [reshape(x, (axis.size,) + new_sizes, out_sharding=sharding)], [0]
 
 
 def _squeeze_batch(axis, args, dims, *, dimensions):
