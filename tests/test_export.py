@@ -303,7 +303,7 @@ def test_export_symbolic_batch_xform_to_jax_and_xform(mlp_exports):
     params, ex, ej, xs = mlp_exports
     blob = ex.serialize(vjp_order=1)
     in_jax, in_xform = jax.export.deserialize(blob), xe.deserialize(blob)
-    assert str(in_xform.in_avals[-1]) == "ShapedArray(f32[b,4])"
+    assert repr(in_xform.in_avals[-1]) == "ShapedArray(float32[b,4])"
 
     def loss(call):
         return lambda p, x: call(p, x)[1].sum()

@@ -331,3 +331,28 @@ def _check_committed(lib, np_, dev):
         d + other
     with pytest.raises(ValueError, match=message):
         lib.jit(lambda a, b: a * b)(d, other)
+
+
+@pytest.mark.parametrize("mesh", [MESH, AUTO], ids=["explicit", "auto"])
+def test_repeated_calls_of_sharded_arrays_take_the_fast_path_as_jax(mesh, monkeypatch):
+    # After a first call, jit's fastest path runs the partitioned program on sharded Arrays
+    # of the same avals and layouts; results, types and shardings stay JAX's, call after
+    # call (each feeding the next), and other arguments still take the general path.
+    from xform import api_sharding  # noqa: PLC0415  (only to count the general path)
+
+    general = []
+    run = api_sharding.run_partitioned
+    monkeypatch.setattr(api_sharding, "run_partitioned",
+                        lambda *args: (general.append(1), run(*args))[1])
+    step = lambda lib: lambda w, x: (lib.tanh(x @ w), w * 0.5)  # noqa: E731
+    xf, jf = xform.jit(step(xnp)), jax.jit(step(jnp))
+    w, jw = put_both(np.ones((4, 4), np.float32) / 4, P(None, "y"), mesh)
+    x, jx = put_both(A, P("x", None), mesh)
+    for _ in range(4):
+        (y, w), (jy, jw) = xf(w, x), jf(jw, jx)
+        assert_same((y, w), (jy, jw), rtol=1e-6)
+        assert y.sharding == jy.sharding and w.sharding == jw.sharding
+        assert str(xform.typeof(y)) == str(jax.typeof(jy)), (xform.typeof(y), jax.typeof(jy))
+    assert len(general) == 2  # the first call, and the first with the program's own layouts
+    np.testing.assert_allclose(xf(w, np.asarray(x))[0], jf(jw, np.asarray(jx))[0], rtol=1e-6)
+    assert len(general) == 3  # a host array: the general path

@@ -341,7 +341,7 @@ class _JitState:
 
     __slots__ = ("name", "static_argnums", "static_argnames", "has_statics", "donate_argnums",
                  "donate_argnames", "device", "traces", "cache", "flat_caches", "direct_calls",
-                 "wrapper_attrs", "shardings", "plain")
+                 "sharded_calls", "wrapper_attrs", "shardings", "plain")
 
     def __init__(self, fun, traces, static_argnums, static_argnames, donate_argnums,
                  donate_argnames, device, backend, in_shardings=None, out_shardings=None):
@@ -371,6 +371,8 @@ class _JitState:
         # (trace context, *ids of the avals) -> a function of the argument buffers, for the
         # entries of flat_caches with a direct executable (see _direct_call)
         self.direct_calls = {}
+        # The same for sharded Arrays, keyed by the ids of their avals and shardings.
+        self.sharded_calls = {}
         # Calls with positional arguments only may take the flat caches' paths.
         self.plain = not self.has_statics and self.shardings is None
         # The names functools.update_wrapper copies (``__name__``, ``__doc__``, ...), read
@@ -443,6 +445,7 @@ def clear_caches():
             state.cache.clear()
             state.flat_caches.clear()
             state.direct_calls.clear()
+            state.sharded_calls.clear()
     _jit_states.clear()
     dispatch.clear_caches()
 
@@ -700,6 +703,10 @@ class JitFunction:
             key, bufs = [config.trace_context()], []
             for x in args:
                 if type(x) is not Array or x._buf is None:
+                    out = self._sharded_call(args) if type(x) is ShardedArray and \
+                        state.sharded_calls else _MISS
+                    if out is not _MISS:
+                        return out
                     break
                 key.append(id(x.aval))
                 bufs.append(x._buf)
@@ -747,10 +754,7 @@ class JitFunction:
             state.flat_caches.setdefault(context, {})[tuple(avals)] = entry
         if concrete and core.trace_state.trace is core.eval_trace:
             if state.shardings is not None or api_sharding.needs_partitioning(entry, leaves):
-                shardings = state.shardings or (None, None)
-                outs = api_sharding.run_partitioned(
-                    entry, leaves, avals, self._positional(args, kwargs), *shardings,
-                    state.name)
+                outs = self._run_partitioned(entry, args, kwargs, leaves, avals, in_tree)
             elif state.device is None and any(type(x) is CommittedArray for x in leaves):
                 device = dispatch.committed_device(leaves, avals, state.name)
                 outs = [CommittedArray(x.aval, None, x._buf) if type(x) is Array else x
@@ -763,6 +767,46 @@ class JitFunction:
             outs = entry.restore_float0s(
                 jit_p.bind(*entry.consts, *leaves, jaxpr=jaxpr, name=state.name))
         return tree_util.tree_unflatten(entry.out_tree, outs)
+
+    def _sharded_call(self, args):
+        """The call of sharded Arrays whose avals and layouts (by identity) were called
+        before with a program that takes their buffers as they are (``_MISS`` if not)."""
+        key, bufs = [config.trace_context()], []
+        for x in args:
+            if type(x) is not ShardedArray:
+                return _MISS
+            buf = x._buf
+            key.append(id(x.aval))
+            key.append(id(buf.sharding))
+            bufs.append(buf)
+        call = self._state.sharded_calls.get(tuple(key))
+        return _MISS if call is None else call(bufs)
+
+    def _run_partitioned(self, entry, args, kwargs, leaves, avals, in_tree):
+        """Run ``entry`` as one partitioned program; a call of sharded Arrays alone is made
+        the fast path for their types and layouts."""
+        state = self._state
+        outs = api_sharding.run_partitioned(entry, leaves, avals, self._positional(
+            args, kwargs), *(state.shardings or (None, None)), state.name)
+        if state.plain and not kwargs and in_tree == _flat_tree(len(args)) and all(
+                type(x) is ShardedArray for x in args):
+            self._remember_sharded_call(entry, args, leaves, avals)
+        return outs
+
+    def _remember_sharded_call(self, entry, args, leaves, avals):
+        """Make a partitioned call of sharded Arrays ``args`` jit's fast path for them."""
+        state = self._state
+        call = api_sharding.direct_call(entry, leaves, avals, state.name)
+        if call is None:
+            return
+        if len(state.sharded_calls) > 32:  # avals or shardings new objects call after call
+            state.sharded_calls.clear()
+        shardings = [x._buf.sharding for x in args]
+        key = [config.trace_context()]
+        for a, s in zip(avals, shardings, strict=True):
+            key += [id(a), id(s)]
+        # The entry keeps the avals and shardings whose ids key it.
+        state.sharded_calls[tuple(key)] = lambda bufs, _keep=(avals, shardings): call(bufs)
 
     def _flat_call(self, args, key, bufs):
         """The call of a signature of plain device Arrays traced before (``_MISS`` if not),
@@ -842,6 +886,7 @@ class JitFunction:
         state.cache.clear()
         state.flat_caches.clear()
         state.direct_calls.clear()
+        state.sharded_calls.clear()
 
     def _cache_size(self):
         return len(self._state.cache)

@@ -85,10 +85,7 @@ def wrap(buf, aval):
     """The Array of global device array ``buf``; on a mesh of Explicit axes its type
     carries its sharding (xform/sharding_rules.py)."""
     if len(buf.sharding.device_set) > 1 or isinstance(buf.sharding, impl.NamedSharding):
-        typed = type_sharding(buf.sharding, aval.ndim)
-        if typed != aval.sharding:
-            aval = core.intern_aval(ShapedArray(aval.shape, aval.dtype, aval.weak_type, typed))
-        return ShardedArray(aval, None, buf)  # on a mesh (of one device, maybe)
+        return ShardedArray(typed_aval(buf.sharding, aval), None, buf)  # (a mesh of one, maybe)
     return Array(aval, None, buf)
 
 
@@ -567,6 +564,39 @@ def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
         program = per_jaxpr[key] = _Partitioned(entry.jaxpr, name, mesh, in_s, out_s,
                                                 entry.donated)
     return program, in_s
+
+
+def direct_call(entry, leaves, avals, name):
+    """A function of the argument buffers running jit cache ``entry``'s partitioned program,
+    for a later call with sharded Arrays of the same types and layouts as ``leaves`` (jit's
+    fastest path for sharded arguments); None when the call needs more than that (consts,
+    donation, float0 outputs, an argument to lay out first)."""
+    if entry.consts or entry.donated is not None or entry.float0s:
+        return None
+    program, in_s = prepare(entry, leaves, avals, leaves, None, None, name)
+    if program is None or any(type(x) is not ShardedArray or x._buf.sharding != s
+                              for x, s in zip(leaves, in_s, strict=True)):
+        return None
+    call_program = program.exe.call
+    # What ``wrap`` makes of each result, decided once: its layout is the program's.
+    outs = [(ShardedArray, typed_aval(s, a)) if len(s.device_set) > 1 or
+            isinstance(s, impl.NamedSharding) else (Array, a)
+            for s, a in zip(program.exe.out_shardings, program.out_avals, strict=True)]
+    out_tree = entry.out_tree
+
+    def call(bufs):
+        return out_tree.unflatten([cls(a, None, b) for (cls, a), b in zip(
+            outs, call_program(bufs), strict=True)])
+
+    return call
+
+
+def typed_aval(sharding, aval):
+    """``aval`` as the type of an array laid out as ``sharding`` (what ``wrap`` gives)."""
+    typed = type_sharding(sharding, aval.ndim)
+    if typed == aval.sharding:
+        return aval
+    return core.intern_aval(ShapedArray(aval.shape, aval.dtype, aval.weak_type, typed))
 
 
 def run_partitioned(entry, leaves, avals, args, in_shardings, out_shardings, name):

@@ -100,14 +100,20 @@ class ShapedArray:
             h = self._hash = hash((self.shape, self.dtype, self.weak_type, self.sharding))
         return h
 
-    def str_short(self):
+    def str_short(self, short_dtypes=True):
+        """``f32[8,4@x]`` as jaxprs print types; ``float32[8,4@x]`` with ``short_dtypes``
+        False, as JAX's ``str`` of a type."""
         dims = map(str, self.shape) if self.sharding is None else map(
             _sharded_dim, self.shape, self.sharding.spec)
-        return f"{dtypes.short_name(self.dtype)}[{','.join(dims)}]"
+        name = dtypes.short_name(self.dtype) if short_dtypes else str(self.dtype)
+        return f"{name}[{','.join(dims)}]"
+
+    def __str__(self):  # as JAX's: ``jax.typeof(x)`` prints ``float32[8,4]``, weak ones ``~``
+        return ("~" if self.weak_type else "") + self.str_short(short_dtypes=False)
 
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.str_short()}{weak})"
+        return f"ShapedArray({self.str_short(short_dtypes=False)}{weak})"
 
 
 def _sharded_dim(size, entry):
