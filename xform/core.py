@@ -23,7 +23,7 @@ import numpy as np
 from xform import dtypes
 from xform.errors import (
     ConcretizationTypeError,
-    InconclusiveDimensionOperation,
+    InconclusiveDimensionOperation,  # noqa: F401  (re-exported: callers catch it as core's)
     JaxprTypeError,
     MissingRuleError,
     TracerArrayConversionError,
@@ -48,10 +48,9 @@ def is_symbolic_dim(d):
 
 
 def shape_size(shape):
-    try:
-        return int(np.prod(shape, dtype=np.int64))
-    except InconclusiveDimensionOperation:  # symbolic dimensions (export): an expression
-        return math.prod(shape)
+    """The number of elements of ``shape`` (exact; an expression for symbolic dimensions)."""
+    size = math.prod(shape)
+    return int(size) if isinstance(size, (int, np.integer)) else size
 
 
 def dimension_as_value(d):

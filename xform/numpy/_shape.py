@@ -46,6 +46,9 @@ def _axes_tuple(axis):
 
 
 def _canonicalize_shape(name, newshape, size):
+    if type(newshape) is tuple and type(size) is int and all(
+            type(d) is int and d >= 0 for d in newshape) and math.prod(newshape) == size:
+        return newshape  # the common case: nothing to infer or to check further
     shape = _axes_tuple(newshape) if not isinstance(newshape, (int, np.integer)) else (newshape,)
     try:
         shape = tuple(d if core.is_symbolic_dim(d) else int(d.__index__()) for d in shape)
