@@ -440,21 +440,28 @@ def _dot_general_host(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
     except TypeError:  # unhashable params (dimension numbers bound as lists): no memo
         plan = _host_plan.__wrapped__(*signature)
     lhs_t, rhs_t, compute, acc, out_dtype, l_perm, r_perm, x_shape, y_shape, out_shape = plan
-    # (batch, free, contracted) @ (batch, contracted, free): one batched matmul, BLAS for floats.
-    x = lhs.astype(lhs_t, copy=False)
+    # (batch, free, contracted) @ (batch, contracted, free): one batched matmul, BLAS for floats
+    # (without a batch, one 2-D product: the same BLAS call, less of NumPy's batching).
+    x = lhs if lhs.dtype == lhs_t else lhs.astype(lhs_t)
     if l_perm is not None:
         x = np.transpose(x, l_perm)
-    x = x.astype(compute, copy=False).reshape(x_shape)
-    y = rhs.astype(rhs_t, copy=False)
+    if x.dtype != compute:
+        x = x.astype(compute)
+    y = rhs if rhs.dtype == rhs_t else rhs.astype(rhs_t)
     if r_perm is not None:
         y = np.transpose(y, r_perm)
-    y = y.astype(compute, copy=False).reshape(y_shape)
+    if y.dtype != compute:
+        y = y.astype(compute)
     if x_shape[2] == 0:  # NumPy's matmul rejects empty contractions of some dtypes: sum zero
         out = np.zeros((x_shape[0], x_shape[1], y_shape[2]), compute)
+    elif x_shape[0] == 1:
+        out = np.matmul(x.reshape(x_shape[1:]), y.reshape(y_shape[1:]))
     else:
-        out = np.matmul(x, y)
-    out = out.reshape(out_shape).astype(acc, copy=False)
-    return [out.astype(out_dtype, copy=False)]
+        out = np.matmul(x.reshape(x_shape), y.reshape(y_shape))
+    out = out.reshape(out_shape)
+    if out.dtype != acc:
+        out = out.astype(acc)
+    return [out if out.dtype == out_dtype else out.astype(out_dtype)]
 
 
 @functools.lru_cache(maxsize=512)  # per signature: eager steps repeat the same contractions
