@@ -237,11 +237,7 @@ def auto_axes(f=None, /, *, axes=None, out_sharding=None):
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
-        out_s = out_sharding
-        if out_s is None:
-            if "out_sharding" not in kwargs:
-                raise TypeError("Missing required keyword argument: 'out_sharding'")
-            out_s = kwargs.pop("out_sharding")
+        out_s = _sharding_argument(out_sharding, kwargs, "out_sharding")
         retyped = _retyped_mesh(axes, impl.AxisType.Auto, "auto_axes", out_s)
         if retyped is None or retyped[0] == retyped[1]:
             return f(*args, **kwargs)
@@ -265,11 +261,7 @@ def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
-        in_s = in_sharding
-        if in_s is None:
-            if "in_sharding" not in kwargs:
-                raise TypeError("Missing required keyword argument: 'in_sharding'")
-            in_s = kwargs.pop("in_sharding")
+        in_s = _sharding_argument(in_sharding, kwargs, "in_sharding")
         retyped = _retyped_mesh(axes, impl.AxisType.Explicit, "explicit_axes")
         if retyped is None:
             raise ValueError("Context mesh cannot be empty. Please use `jax.set_mesh` API to "
@@ -285,6 +277,16 @@ def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
             old, _explicit_spec(_spec_of(o), old))), out)
 
     return wrapped
+
+
+def _sharding_argument(given, kwargs, name):
+    """``auto_axes``' out_sharding or ``explicit_axes``' in_sharding: the one given when the
+    function was wrapped, else the keyword of this call (taken out of ``kwargs``)."""
+    if given is not None:
+        return given
+    if name not in kwargs:
+        raise TypeError(f"Missing required keyword argument: '{name}'")
+    return kwargs.pop(name)
 
 
 def _spec_of(x):
