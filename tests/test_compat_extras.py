@@ -328,5 +328,66 @@ def test_equinox_filter_custom_jvp_matches_jax():
     assert got == want
 
 
+def _custom_vjp_scaling(lib, record):
+    """``x * n`` with a custom VJP whose rules record what kind of value ``n`` is."""
+
+    @lib.custom_vjp
+    def f(x, n):
+        return x * n
+
+    def fwd(x, n):
+        record.append(("fwd", hasattr(n, "shape")))
+        return x * n, (n,)
+
+    def bwd(res, g):
+        return g * res[0], None
+
+    f.defvjp(fwd, bwd)
+    return f
+
+
+@pytest.mark.parametrize("how", ["jit_grad", "grad_jit", "vjp_jit"])
+def test_custom_vjp_fwd_sees_arrays_for_staged_python_scalars(how):
+    # A Python scalar argument becomes a literal of the staged call; differentiating the
+    # call later must hand fwd an array (equinox's checkpointed loops read its .shape).
+    results = {}
+    for name, lib in (("xform", xform), ("jax", jax)):
+        record = []
+        f = _custom_vjp_scaling(lib, record)
+        g = lambda x, f=f: f(x, 3)  # noqa: E731
+        if how == "jit_grad":
+            out = lib.jit(lib.grad(g))(1.5)
+        elif how == "grad_jit":
+            out = lib.grad(lib.jit(g))(1.5)
+        else:
+            out = lib.vjp(lib.jit(g), 1.5)[1](1.0)[0]
+        results[name] = (float(out), record)
+    assert results["xform"] == results["jax"]
+
+
+def test_donation_by_number_and_name_together_as_jax():
+    # Given both donate_argnums and donate_argnames, JAX takes each as it is: numbers pick
+    # positional arguments, names keyword ones; given one, the other follows the signature.
+    def f(x, y):
+        return x + 1, y + 1
+
+    cases = [({"donate_argnames": "y"}, False), ({"donate_argnames": "y"}, True),
+             ({"donate_argnums": 0, "donate_argnames": "y"}, False),
+             ({"donate_argnums": 0, "donate_argnames": "y"}, True),
+             ({"donate_argnums": (), "donate_argnames": "y"}, False),
+             ({"donate_argnums": (), "donate_argnames": "y"}, True),
+             ({"donate_argnums": 1}, True)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for options, by_keyword in cases:
+            deleted = []
+            for lib, put in ((xform, xform.device_put), (jax, jax.device_put)):
+                x, y = put(np.ones(3, np.float32)), put(np.ones(3, np.float32))
+                g = lib.jit(f, **options)
+                g(x, y=y) if by_keyword else g(x, y)
+                deleted.append((x.is_deleted(), y.is_deleted()))
+            assert deleted[0] == deleted[1], (options, by_keyword)
+
+
 if __name__ == "__main__" and sys.argv[1:] == ["--programs"]:  # the compat subprocess
     print(json.dumps(_program_filter_custom_jvp()))

@@ -180,8 +180,11 @@ def _check_hashable(value, what, fun):
 
 
 def _normalize_statics(fun, static_argnums, static_argnames, what="static"):
-    """Positions and names of the arguments ``*_argnums``/``*_argnames`` select, each also
-    given by the other where the signature tells it (``what``: "static" or "donate")."""
+    """Positions and names of the arguments ``*_argnums``/``*_argnames`` select (``what``:
+    "static" or "donate"). Where only one of the two is given the other is inferred from the
+    signature. As JAX's donation, where both donate lists are given (``()`` included) each is
+    taken as it is: positions select positional arguments only, names keyword ones only."""
+    infer = what != "donate" or static_argnums is None or static_argnames is None
     nums = () if static_argnums is None else (
         (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums))
     names = () if static_argnames is None else (
@@ -214,10 +217,10 @@ def _normalize_statics(fun, static_argnums, static_argnames, what="static"):
             if unknown:
                 raise ValueError(f"Jitted function has invalid argnames {unknown} in "
                                  f"{what}_argnames. Function does not take these args.")
-        # A static name that is also a positional parameter is static by position as well.
-        by_name = {p.name: i for i, p in enumerate(positional)}
-        nums = tuple(sorted(set(nums) | {by_name[m] for m in names if m in by_name}))
-        names = tuple(sorted(set(names) | {positional[i].name for i in nums if i < n}))
+        if infer:  # a name that is also a positional parameter selects its position too
+            by_name = {p.name: i for i, p in enumerate(positional)}
+            nums = tuple(sorted(set(nums) | {by_name[m] for m in names if m in by_name}))
+            names = tuple(sorted(set(names) | {positional[i].name for i in nums if i < n}))
     return tuple(sorted(set(nums))), frozenset(names)
 
 

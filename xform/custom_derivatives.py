@@ -16,13 +16,15 @@ import functools
 import inspect
 import typing
 
+import numpy as np
 from jax import tree_util
 
 from xform import core, dtypes
 from xform.api import _arg_avals, _fun_name
+from xform.array import from_host
 from xform.core import Tracer
 from xform.interpreters import ad
-from xform.interpreters.staging import trace_to_jaxpr
+from xform.interpreters.staging import JaxprTrace, trace_to_jaxpr
 from xform.primitives.autodiff import custom_jvp_call_p, custom_vjp_call_p
 
 # --------------------------------------------------------------------------- symbolic zeros
@@ -148,6 +150,31 @@ class _CustomFunction:
         total = len(nondiff) + len(diff)
         nondiff, diff = iter(nondiff), iter(diff)
         return [next(nondiff) if i in self.nondiff_argnums else next(diff) for i in range(total)]
+
+
+_PYTHON_SCALARS = frozenset([bool, int, float, complex])
+
+
+def _as_passed(leaves):
+    """For a custom function called with argument ``leaves``: a function giving its rule the
+    primal values of those arguments with the kinds they were passed as.
+
+    A call being staged is differentiated (if ever) by replaying its equation, where the
+    program's literals reach the rule as Python scalars; JAX traces that rule from the avals,
+    so every argument is a tracer there and code such as ``x.shape`` in the rule works. Such
+    values become arrays of the argument's type here. Outside staging the values are those
+    of the call, and a Python scalar stays one (JAX's rule gets a ``float`` there too).
+    """
+    if not isinstance(core.trace_state.trace, JaxprTrace):
+        return lambda values: values
+    avals = [core.get_aval(x) for x in leaves]
+
+    def as_passed(values):
+        return [from_host(np.asarray(x, a.dtype), a.weak_type)
+                if type(x) in _PYTHON_SCALARS else x
+                for x, a in zip(values, avals, strict=True)]
+
+    return as_passed
 
 
 def _check_out_tree(name, what, tree, store):
@@ -278,10 +305,10 @@ class custom_jvp(_CustomFunction):
         if self._runs_plainly(args):
             return self.fun(*args)
         nondiff, _, leaves, in_tree, flat_fun, store = self._flatten(args)
-        name, rule = self.name, self.jvp
+        name, rule, as_passed = self.name, self.jvp, _as_passed(leaves)
 
         def flat_jvp(primal_leaves, tangent_leaves):
-            primals = tree_util.tree_unflatten(in_tree, primal_leaves)
+            primals = tree_util.tree_unflatten(in_tree, as_passed(primal_leaves))
             tangents = tree_util.tree_unflatten(in_tree, [
                 SymbolicZero(t.aval) if type(t) is ad.Zero else t for t in tangent_leaves])
             result = rule(*nondiff, tuple(primals), tuple(tangents))
@@ -303,7 +330,6 @@ class custom_jvp(_CustomFunction):
         return tree_util.tree_unflatten(store["out_tree"], outs)
 
 
-_PYTHON_SCALARS = frozenset([bool, int, float, complex])
 
 
 class custom_vjp(_CustomFunction):
@@ -341,10 +367,10 @@ class custom_vjp(_CustomFunction):
         in_avals = [core.get_aval(x) for x in leaves]
         name, fwd, bwd, merge = self.name, self.fwd, self.bwd, self._merge_args
         residual_tree = {}
-
-        symbolic_zeros = self.symbolic_zeros
+        symbolic_zeros, as_passed = self.symbolic_zeros, _as_passed(leaves)
 
         def flat_fwd(arg_leaves, perturbed=None):
+            arg_leaves = as_passed(arg_leaves)
             if symbolic_zeros:  # the leaves say what is perturbed (all: under vmap's rule)
                 perturbed = [True] * len(arg_leaves) if perturbed is None else perturbed
                 arg_leaves = [CustomVJPPrimal(x, p)

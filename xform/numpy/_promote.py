@@ -18,7 +18,7 @@ from xform.array import Array, from_host, mark_subnormals
 from xform.core import ShapedArray, Tracer
 from xform.errors import IncompatibleShapesError
 from xform.primitives.base import user_dtype
-from xform.primitives.elementwise import convert_element_type_p
+from xform.primitives.elementwise import convert_element_type_p, copy_p
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -336,8 +336,11 @@ def _stack_nested(obj, dtype):
 
 def array(object, dtype=None, copy=True, order="K", ndmin=0):  # noqa: A002  (NumPy's name)
     """Like ``asarray``; ``ndmin`` prepends size-1 dimensions."""
-    del copy, order
-    out = asarray(object, dtype)
+    del order
+    if copy and isinstance(object, Tracer):  # as JAX's: a traced value is copied (an equation)
+        out = asarray(copy_p.bind(object), dtype)
+    else:
+        out = asarray(object, dtype)
     if out.aval.ndim < ndmin:
         out = lax.expand_dims(out, tuple(range(ndmin - out.aval.ndim)))
     return out
