@@ -4,7 +4,9 @@
 cached wrapper: both columns are xform. jit's cache belongs to the function (as JAX's does),
 so the fresh wrapper finds the trace and the program of the earlier ones and costs only
 its construction; the target is at most 1.2x the cached call. (a3) puts the same inline
-call next to JAX's.
+call next to JAX's. (a4)-(a6) are cached calls of other signatures than (a)'s: a static
+argument with a Python-float learning rate, a static keyword, and a dict of six parameter
+arrays beside an array.
 
 The (c) rows here put one eager op (the (c) rows of ``run.py``, against JAX) next to NumPy
 and HIPS autograd, the references for eager speed: the "JAX" column holds the other
@@ -47,6 +49,31 @@ def bench_fresh_wrapper_jax(scale):
     return compare(*fns, samples=30 * scale, inner=100, warmup=100)
 
 
+def _call_kinds(lib, mod, kind):
+    """A cached jit call of signature ``kind`` on ``lib``'s arrays, checked, then timed."""
+    x0 = np.linspace(-1.0, 1.0, 16, dtype=np.float32)
+    x = on_device(lib, x0)
+    if kind == "static+scalar":
+        f = mod.jit(lambda x, n, lr: x * lr + n, static_argnums=(1,))
+        want, call = x0 * np.float32(0.1) + 3, lambda: f(x, 3, 0.1)
+    elif kind == "static keyword":
+        f = mod.jit(lambda x, *, mode: x + 1 if mode == "add" else x * 2,
+                    static_argnames=("mode",))
+        want, call = x0 + 1, lambda: f(x, mode="add")
+    else:
+        params = {k: on_device(lib, x0 * i) for i, k in enumerate("abcdef")}
+        f = mod.jit(lambda p, x: sum(v * x for v in p.values()))
+        want, call = sum(x0 * i * x0 for i in range(6)), lambda: f(params, x)
+    np.testing.assert_allclose(np.asarray(call()), want, rtol=1e-6)
+    return lambda: call().block_until_ready()
+
+
+def bench_call_kind(scale, kind):
+    """(a4)-(a6) a cached jit call of another signature than (a)'s, xform against JAX."""
+    return compare(_call_kinds(xnp, xform, kind), _call_kinds(jax.numpy, jax, kind),
+                   samples=30 * scale, inner=200, warmup=200)
+
+
 def _eager_op(lib, op, x, y):
     if op == "sin":
         return lambda: lib.sin(x)
@@ -84,4 +111,10 @@ BENCHMARKS = [
     ("(a2) `jit(f)(x, y)`, a fresh wrapper per call, against a cached call (xform/xform)",
      bench_fresh_wrapper, (), 1.2),
     ("(a3) `jit(f)(x, y)`, a fresh wrapper per call", bench_fresh_wrapper_jax, (), 1.0),
+    ("(a4) cached jit call, a static argument and a Python float", bench_call_kind,
+     ("static+scalar",), 1.0),
+    ("(a5) cached jit call, a static keyword argument", bench_call_kind,
+     ("static keyword",), 1.0),
+    ("(a6) cached jit call, a dict of 6 f32[16] and an f32[16]", bench_call_kind,
+     ("pytree",), 1.0),
 ]

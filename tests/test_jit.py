@@ -302,3 +302,60 @@ def test_fastest_call_path_follows_flags_and_stays_bounded():
     f.clear_cache()
     assert not f._state.direct_calls
     np.testing.assert_array_equal(f(x, x)[0], np.arange(3) ** 2 + 1)
+
+
+def test_keyed_call_path_static_arguments_keywords_and_python_scalars():
+    # Calls with static arguments, keywords or Python scalars take jit's keyed path once
+    # seen: static values are keyed by value, scalars by type (their values change freely),
+    # and each result equals JAX's, dtype and weak type included.
+    def counted(traces):
+        def fun(x, n, lr, *, mode="a", y=None):
+            traces[(n, mode)] += 1
+            out = x * lr + n
+            return out if y is None else out * y
+        return fun
+
+    traces = collections.Counter()
+    f = xform.jit(counted(traces), static_argnums=(1,), static_argnames=("mode",))
+    g = jax.jit(counted(collections.Counter()), static_argnums=(1,), static_argnames=("mode",))
+    x = xform.device_put(np.arange(3, dtype=np.float32))
+    y = xform.device_put(np.full(3, 2.0, np.float32))
+    cases = [(2, 0.5, {}), (2, 0.25, {}), (3, 0.25, {}), (2, -0.0, {}), (2, float("nan"), {}),
+             (2, 3, {}), (2, True, {}), (2, 1.5, {"mode": "b"}), (2, 1.5, {"y": y}),
+             (2, 1.5, {"y": y, "mode": "b"}), (2, 1.5, {"mode": "b", "y": y})]
+    for _ in range(3):
+        for n, lr, kw in cases:
+            jkw = {k: np.asarray(v) if k == "y" else v for k, v in kw.items()}
+            got, want = f(x, n, lr, **kw), g(np.asarray(x), n, lr, **jkw)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+            np.testing.assert_array_equal(got, want)
+            assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type)
+    assert traces == {(2, "a"): 4, (3, "a"): 1, (2, "b"): 2}  # one per signature
+    assert f._state.direct_calls  # the keyed path was taken
+    scalars = xform.jit(lambda a, b: a * b)
+    for _ in range(2):
+        got = scalars(2.0, 3)
+        assert float(got) == 6.0 and got.dtype == np.float32 and got.weak_type
+    big = np.arange(3000, dtype=np.float32)  # a constant the program takes as an argument
+    consts = xform.jit(lambda a, lr, n: (a * lr + big[:3] * n, xform.grad(lambda v: v * n)(1.0)))
+    for lr, n in [(0.5, 2), (0.25, 2), (0.25, 3)] * 2:
+        got, dn = consts(x, lr, n)
+        np.testing.assert_array_equal(got, np.arange(3, dtype=np.float32) * (lr + n))
+        assert float(dn) == n
+    assert consts._state.direct_calls
+    tree_traces = []
+    trees = xform.jit(lambda p, s: tree_traces.append(1) or xform.tree.map(lambda v: v * s, p))
+    jtrees = jax.jit(lambda p, s: jax.tree.map(lambda v: v * s, p))
+    for p in [{"a": x, "b": (y, 2.0), "c": None}, {"a": x, "b": (x, 3.0), "c": None},
+              {"a": x, "b": [y, 2.0], "c": None}, {"a": y, "c": x}] * 2:
+        got, want = trees(p, 0.5), jtrees(jax.tree.map(
+            lambda v: np.asarray(v) if isinstance(v, xform.Array) else v, p), 0.5)
+        assert jax.tree.structure(got) == jax.tree.structure(want)
+        for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+            np.testing.assert_array_equal(g, w)
+            assert (g.dtype, g.weak_type) == (w.dtype, w.weak_type)
+    assert len(tree_traces) == 3 and trees._state.direct_calls
+    with pytest.raises(ValueError, match="Non-hashable static arguments"):
+        f(x, [2], 0.5)
+    with pytest.raises(OverflowError):
+        f(x, 2, 2 ** 40)

@@ -8,6 +8,7 @@ import functools
 import gc
 import inspect
 import logging
+import math
 import threading
 import time
 import warnings
@@ -310,6 +311,13 @@ class _CacheEntry:
 def _direct_call(entry, avals):
     """jit's fastest call of ``entry``: its executable on the argument buffers, the results
     wrapped as Arrays, in one frame. Holds ``avals``, so the ids that key it stay theirs."""
+    if entry.direct is None:  # consts to pass, or float0 outputs to restore
+        in_avals = entry.jaxpr.in_avals[len(entry.consts):]
+
+        def call(bufs, _avals=avals):
+            outs = entry.run(bufs, in_avals, None)
+            return outs[0] if entry.single_output else entry.out_tree.unflatten(outs)
+        return call
     execute, handlers = entry.direct.loaded.execute_sharded, entry.direct.handlers
     collect_garbage = runtime.collect_garbage
     if entry.single_output:
@@ -330,6 +338,84 @@ def _direct_call(entry, avals):
     return call
 
 
+_SCALAR_TYPES = (float, int, bool)
+_INT32 = np.iinfo(np.int32)
+
+
+def _direct_signature(state, args, kwargs):
+    """``(key, leaves)`` of a call for jit's keyed fast path, or None where it cannot
+    take it. Each argument adds its key items: an Array on the device its aval's id (and its
+    buffer to the leaves), a static argument its value, a Python scalar its type (and
+    itself to the leaves), a pytree of those its structure and its leaves' items; keywords
+    follow in sorted order (the order of their leaves) as name and items, then the number
+    of positional arguments."""
+    key, leaves, static = [config.trace_context()], [], state.static_argnums
+    for i, x in enumerate(args):
+        if not _signature_item(x, i in static, key, leaves):
+            return None
+    if kwargs:
+        names = state.static_argnames
+        for name in sorted(kwargs):
+            key.append(name)
+            if not _signature_item(kwargs[name], name in names, key, leaves):
+                return None
+    key.append(len(args))
+    return tuple(key), leaves
+
+
+def _signature_item(x, static, key, leaves):
+    t = type(x)
+    if static:
+        key.append(x)
+    elif t is Array and x._buf is not None:
+        key.append(id(x.aval))
+        leaves.append(x._buf)
+    elif t is float or t is bool or (t is int and _INT32.min <= x <= _INT32.max):
+        key.append(t)
+        leaves.append(x)
+    else:  # a pytree of such leaves: its structure, then theirs
+        flat, tree = tree_util.tree_flatten(x)
+        if tree.num_nodes == 1 and tree.num_leaves == 1:
+            return False  # a leaf of another kind (NumPy data, a tracer, a bad argument)
+        key.append(tree)
+        for leaf in flat:
+            if type(leaf) is Array and leaf._buf is not None:
+                key.append(id(leaf.aval))
+                leaves.append(leaf._buf)
+            elif not _signature_item(leaf, False, key, leaves):
+                return False
+    return True
+
+
+def _with_scalar_buffers(call, scalars):
+    """``call`` with the Python scalars at ``scalars`` (position, dtype) made buffers."""
+
+    def call_with_scalars(leaves):
+        for i, dtype in scalars:
+            leaves[i] = _scalar_buffer(leaves[i], dtype)
+        return call(leaves)
+
+    return call_with_scalars
+
+
+_scalar_buffers = {}
+
+
+def _scalar_buffer(x, dtype):
+    """A device buffer of Python scalar ``x`` as ``dtype``; the buffers of recent values are
+    kept (a learning rate passed on each step), but not of a float 0 (the key cannot tell
+    -0.0 from 0.0) nor NaN."""
+    key = (type(x), x, dtype)
+    buf = _scalar_buffers.get(key)
+    if buf is None:
+        buf = runtime.to_device(np.asarray(x, dtype))
+        if x and not math.isnan(x):
+            if len(_scalar_buffers) > 256:
+                _scalar_buffers.clear()
+            _scalar_buffers[key] = buf
+    return buf
+
+
 # --------------------------------------------------------------------------- jit's caches
 # As in JAX, the caches belong to the function, not to the wrapper ``jit`` returns:
 # ``jit(f)(x)`` written inline reuses the trace and the executable of every earlier
@@ -343,7 +429,7 @@ class _JitState:
     options share. Holds no reference to the function (its key in ``_jit_states``)."""
 
     __slots__ = ("name", "static_argnums", "static_argnames", "has_statics", "donate_argnums",
-                 "donate_argnames", "device", "traces", "cache", "flat_caches", "direct_calls",
+                 "donate_argnames", "device", "traces", "cache", "direct_calls",
                  "sharded_calls", "wrapper_attrs", "shardings", "plain")
 
     def __init__(self, fun, traces, static_argnums, static_argnames, donate_argnums,
@@ -369,14 +455,13 @@ class _JitState:
         self.traces = traces
         # The same key -> _CacheEntry: the trace with this options' donation and executable.
         self.cache = {}
-        # trace context -> avals -> entry, for calls whose arguments are all plain Arrays
-        self.flat_caches = {}
-        # (trace context, *ids of the avals) -> a function of the argument buffers, for the
-        # entries of flat_caches with a direct executable (see _direct_call)
+        # A call signature (see _direct_signature: the ids of the Arrays' avals, static
+        # values, scalar types) -> a function of its leaves, for signatures run before on
+        # the default device without donation (jit's fastest path)
         self.direct_calls = {}
         # The same for sharded Arrays, keyed by the ids of their avals and shardings.
         self.sharded_calls = {}
-        # Calls with positional arguments only may take the flat caches' paths.
+        # Calls with positional arguments only may take the fastest path's own loop.
         self.plain = not self.has_statics and self.shardings is None
         # The names functools.update_wrapper copies (``__name__``, ``__doc__``, ...), read
         # once; not ``__wrapped__``, which would keep the function alive through its cache.
@@ -402,8 +487,7 @@ class _FunCaches:
 # function -> _FunCaches
 _jit_states = weakref.WeakKeyDictionary()
 _NO_OPTIONS = (None,) * 8
-_MISS = object()  # _flat_call's answer for a signature not traced yet
-_NO_ENTRIES = {}  # flat_caches' answer for a trace context not seen yet (never written)
+_MISS = object()  # the fast paths' answer for a signature not seen yet
 
 
 def _hashable(option):
@@ -446,7 +530,6 @@ def clear_caches():
         caches.traces.clear()
         for state in caches.states.values():
             state.cache.clear()
-            state.flat_caches.clear()
             state.direct_calls.clear()
             state.sharded_calls.clear()
     _jit_states.clear()
@@ -706,20 +789,22 @@ class JitFunction:
             key, bufs = [config.trace_context()], []
             for x in args:
                 if type(x) is not Array or x._buf is None:
-                    out = self._sharded_call(args) if type(x) is ShardedArray and \
-                        state.sharded_calls else _MISS
+                    out = self._sharded_call(args) if type(x) is ShardedArray else \
+                        self._keyed_call(args, kwargs)  # maybe Python scalars among Arrays
                     if out is not _MISS:
                         return out
                     break
                 key.append(id(x.aval))
                 bufs.append(x._buf)
             else:
+                key.append(len(args))  # (as _direct_signature's keys end)
                 call = state.direct_calls.get(tuple(key))
                 if call is not None:
                     return call(bufs)
-                out = self._flat_call(args, key, bufs)
-                if out is not _MISS:
-                    return out
+        elif state.direct_calls and core.trace_state.trace is core.eval_trace:
+            out = self._keyed_call(args, kwargs)  # static arguments, keywords, scalars
+            if out is not _MISS:
+                return out
         statics = None
         if state.has_statics:
             dyn_args, dyn_kwargs, statics = _split_statics(
@@ -751,10 +836,6 @@ class JitFunction:
                         Array(a, None, b) for a, b in zip(entry.out_avals, outs, strict=True)])
         entry = self._lookup((in_tree, statics_key, tuple(avals), context, axis_env), in_tree,
                              statics, avals)
-        if statics is None and not kwargs and in_tree == _flat_tree(len(args)) and \
-                not entry.consts_are_traced and not axis_env and \
-                api_sharding.jaxpr_mesh(entry.jaxpr.jaxpr) is None:
-            state.flat_caches.setdefault(context, {})[tuple(avals)] = entry
         if concrete and core.trace_state.trace is core.eval_trace:
             if state.shardings is not None or api_sharding.needs_partitioning(entry, leaves):
                 outs = self._run_partitioned(entry, args, kwargs, leaves, avals, in_tree)
@@ -764,6 +845,8 @@ class JitFunction:
                         for x in entry.run(leaves, avals, device)]
             else:
                 outs = entry.run(leaves, avals, state.device)
+                if not axis_env:
+                    self._remember_keyed_call(entry, args, kwargs)
         else:
             jaxpr = entry.jaxpr if state.shardings is None else api_sharding.constrained_jaxpr(
                 entry, self._positional(args, kwargs), *state.shardings, state.name)
@@ -774,6 +857,8 @@ class JitFunction:
     def _sharded_call(self, args):
         """The call of sharded Arrays whose avals and layouts (by identity) were called
         before with a program that takes their buffers as they are (``_MISS`` if not)."""
+        if not self._state.sharded_calls:
+            return _MISS
         key, bufs = [config.trace_context()], []
         for x in args:
             if type(x) is not ShardedArray:
@@ -811,23 +896,46 @@ class JitFunction:
         # The entry keeps the avals and shardings whose ids key it.
         state.sharded_calls[tuple(key)] = lambda bufs, _keep=(avals, shardings): call(bufs)
 
-    def _flat_call(self, args, key, bufs):
-        """The call of a signature of plain device Arrays traced before (``_MISS`` if not),
-        made the fastest path's from now on when its program takes the buffers as they are."""
-        state = self._state
-        avals = [x.aval for x in args]
-        entry = state.flat_caches.get(key[0], _NO_ENTRIES).get(tuple(avals))
-        if entry is None:
+    def _keyed_call(self, args, kwargs):
+        """The call of a signature seen before by ``_remember_keyed_call`` (``_MISS`` if
+        not): Arrays keyed by their avals' ids, static arguments by value, Python scalars
+        by type."""
+        if not self._state.direct_calls:
             return _MISS
-        if entry.direct is None:
-            outs = entry.run(list(args), avals, state.device)
-            return outs[0] if entry.single_output else tree_util.tree_unflatten(
-                entry.out_tree, outs)
+        signature = _direct_signature(self._state, args, kwargs)
+        if signature is None:
+            return _MISS
+        try:
+            call = self._state.direct_calls.get(signature[0])
+        except TypeError:  # an unhashable static argument: the ordinary path says so
+            return _MISS
+        return _MISS if call is None else call(signature[1])
+
+    def _remember_keyed_call(self, entry, args, kwargs):
+        """Make this call's signature a fast path (on the default device, without
+        donation or a mesh)."""
+        state = self._state
+        if state.shardings is not None or state.device is not None or \
+                entry.donated is not None or api_sharding.jaxpr_mesh(entry.jaxpr.jaxpr):
+            return
+        signature = _direct_signature(state, args, kwargs)
+        if signature is None:
+            return
+        key, bufs = signature
+        avals = [x.aval for x in tree_util.tree_leaves((args, kwargs)) if type(x) is Array]
+        scalars = [(i, a.dtype) for i, (b, a) in enumerate(zip(
+            bufs, entry.jaxpr.in_avals[len(entry.consts):], strict=True))
+            if type(b) in _SCALAR_TYPES]
+        # The argument avals whose ids key the call live as long as it.
         call = _direct_call(entry, avals)
-        if len(state.direct_calls) > 32:  # avals that are new objects call after call
+        if scalars:
+            call = _with_scalar_buffers(call, scalars)
+        if len(state.direct_calls) > 32:  # avals or static values new call after call
             state.direct_calls.clear()
-        state.direct_calls[tuple(key)] = call
-        return call(bufs)
+        try:
+            state.direct_calls[key] = call
+        except TypeError:
+            pass
 
     def _positional(self, args, kwargs):
         """The dynamic positional arguments (what ``in_shardings`` is a prefix of)."""
@@ -887,7 +995,6 @@ class JitFunction:
         state = self._state
         state.traces.clear()
         state.cache.clear()
-        state.flat_caches.clear()
         state.direct_calls.clear()
         state.sharded_calls.clear()
 
