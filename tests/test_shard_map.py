@@ -566,3 +566,122 @@ def test_pcast_outside_shard_map_as_jax():
         with pytest.raises(ValueError, match=f"pvary should be called under {mod.__name__}"
                                              r"\.shard_map"):
             mod.vmap(f(mod.lax), axis_name="i")(xs)
+
+
+# --------------------------------------------------------------------------- vma types
+# With check_vma=True the types inside a body carry the manual axes each value varies over
+# (JAX 0.10.2 spells them ``typeof(x).mat.varying`` and prints ``f32[2,4]{V:(x,y)}``); make_jaxpr
+# shows them and the pvary equations JAX inserts. Traced only (no compiles), against JAX.
+
+VB = np.ones((2, 8), np.float32) * 3
+VJB = jax.device_put(VB, NamedSharding(MESH, P(None, "y")))
+
+
+def vma_mixed(lax, record):
+    def body(a, b):
+        c = a * b
+        s = lax.psum(c, "x")
+        i = lax.axis_index("y")
+        g = lax.all_gather(b, "x", tiled=True)
+        m = lax.pmax(c, ("x", "y"))
+        v = lax.pcast(b[0], "x", to="varying")
+        record(a, b, c, s, i, g, m, v, s + i, c + 1.0)
+        return s + i, c + 1.0
+    return body
+
+
+VMA_BODIES = {
+    "mixed": vma_mixed,
+    "scan": lambda lax, record: lambda a, b: (lax.scan(
+        lambda c, x: (c + a * x, c.sum()), lax.pcast(b, "x", to="varying"),
+        np.arange(3, dtype=np.float32))[0], b * 2),
+    "cond_on_varying": lambda lax, record: lambda a, b: (
+        lax.cond(a[0, 0] > 0, lambda: b, lambda: b * 2), lax.psum(b, "y")),
+}
+VMA_OUT = (P("x", "y"), P(None, "y"))
+
+
+def _body_jaxpr(closed):
+    """The shard_map body of make_jaxpr(jit(shard_map(...))), printed."""
+    return str(closed.eqns[0].params["jaxpr"].eqns[0].params["jaxpr"])
+
+
+@pytest.mark.parametrize("name", list(VMA_BODIES))
+def test_vma_jaxpr_as_jax(name):
+    make = VMA_BODIES[name]
+    out_specs = (P(None, "y"), P("x", "y")) if name == "mixed" else VMA_OUT
+    kw = dict(mesh=MESH, in_specs=(SPEC, P(None, "y")), out_specs=out_specs)
+    text = _body_jaxpr(xform.make_jaxpr(xform.jit(xform.shard_map(
+        make(xform.lax, lambda *v: None), **kw)))(A, VB))
+    jtext = _body_jaxpr(jax.make_jaxpr(jax.jit(jax.shard_map(
+        make(jax.lax, lambda *v: None), **kw)))(JA, VJB))
+    assert text == jtext
+
+
+def test_vma_types_as_jax():
+    got, want = [], []
+    kw = dict(mesh=MESH, in_specs=(SPEC, P(None, "y")), out_specs=(P(None, "y"), SPEC))
+
+    def recorder(into, typeof, vma):
+        return lambda *vs: into.extend((str(typeof(v)), vma(typeof(v))) for v in vs)
+
+    xform.make_jaxpr(xform.jit(xform.shard_map(vma_mixed(xform.lax, recorder(
+        got, xform.typeof, lambda t: t.vma)), **kw)))(A, VB)
+    jax.make_jaxpr(jax.jit(jax.shard_map(vma_mixed(jax.lax, recorder(
+        want, jax.typeof, lambda t: t.mat.varying)), **kw)))(JA, VJB)
+    assert got == want and got[0][1] == {"x", "y"}  # from in_specs
+    got, want = [], []
+    xform.make_jaxpr(xform.jit(xform.shard_map(lambda a: recorder(
+        got, xform.typeof, lambda t: t.mat.varying)(a) or a, mesh=MESH, in_specs=SPEC,
+        out_specs=SPEC, check_vma=False)))(A)
+    assert got == [("float32[2,4]", frozenset())]  # check_vma=False: nothing typed
+    assert xform.typeof(A).vma == frozenset() and "{" not in str(xform.typeof(A))
+
+
+def _carry_cases(lax, jnp):
+    zeros = jnp.zeros((2, 4))
+    return {
+        "scan": lambda a: lax.scan(lambda c, x: (c + a, None), zeros, None, length=3)[0],
+        "while_loop": lambda a: lax.while_loop(lambda c: c[0, 0] < 3, lambda c: c + a, zeros),
+        "fori_loop": lambda a: lax.fori_loop(0, 3, lambda i, c: c + a, zeros),
+        "cond": lambda a: lax.cond(True, lambda: a, lambda: zeros),
+    }
+
+
+@pytest.mark.parametrize("case", ["scan", "while_loop", "fori_loop", "cond"])
+def test_vma_carry_and_branch_mismatch_as_jax(case):
+    kw = dict(mesh=MESH, in_specs=SPEC, out_specs=SPEC)
+    with pytest.raises(TypeError) as jax_error:
+        jax.make_jaxpr(jax.jit(jax.shard_map(_carry_cases(jax.lax, jax.numpy)[case], **kw)))(JA)
+    gist = ("type float32[2,4] but the corresponding output carry component has type "
+            "float32[2,4]{V:(x,y)}, so the manual axis types do not match")
+    if case == "cond":
+        gist = ("has type float32[2,4]{V:(x,y)} but the corresponding output of false_fun has "
+                "type float32[2,4], so the manual axis types do not match")
+    assert gist in str(jax_error.value)
+    f = xform.jit(xform.shard_map(_carry_cases(xform.lax, xform.numpy)[case], **kw))
+    with pytest.raises(TypeError, match=re.escape(gist)) as error:
+        f(A)
+    assert "pcast(..., ('x', 'y'), to='varying')" in str(error.value)
+
+
+def test_vma_carry_cast_by_user_runs_as_jax():
+    def body(lax):
+        return lambda a: lax.scan(lambda c, x: (c + a * x, None), lax.pcast(
+            np.ones((2, 4), np.float32), ("x", "y"), to="varying"),
+            np.arange(3, dtype=np.float32))[0]
+
+    kw = dict(mesh=MESH, in_specs=SPEC, out_specs=SPEC)
+    assert_same(xform.shard_map(body(xform.lax), **kw)(A),
+                jax.shard_map(body(jax.lax), **kw)(JA))
+
+
+def test_pcast_of_varying_value_as_jax():
+    def body(lax):
+        return lambda a: lax.pcast(a, "x", to="varying")
+
+    kw = dict(mesh=MESH, in_specs=SPEC, out_specs=SPEC)
+    with pytest.raises(ValueError, match="Unsupported pcast from=varying, to='varying'"):
+        jax.make_jaxpr(jax.shard_map(body(jax.lax), **kw))(JA)
+    with pytest.raises(ValueError, match="Unsupported pcast from=varying, to='varying'"):
+        xform.make_jaxpr(xform.shard_map(body(xform.lax), **kw))(A)

@@ -3,8 +3,10 @@
 The function is traced on block types with the mesh axes bound (so ``psum``,
 ``all_gather``, ``ppermute``, ``axis_index``, ... name them), once per argument signature,
 and bound as ``shard_map_p`` (xform/primitives/shard_map.py). Called eagerly it runs as a
-partitioned ``jit`` whose arguments and results are laid out by the specs. ``check_vma``
-infers, as JAX's types do, the mesh axes each result may vary over.
+partitioned ``jit`` whose arguments and results are laid out by the specs. With
+``check_vma`` the body's types carry, as JAX's, the manual axes each value varies over
+(``typeof(x).vma``, printed ``f32[4]{V:x}``; xform/primitives/shard_map.py), and an out_spec
+that leaves out an axis a result may vary over is JAX's ValueError.
 """
 
 import functools
@@ -26,6 +28,7 @@ from xform.primitives.shard_map import (
     dim_sizes,
     shard_map_p,
     spec_names,
+    spec_vma,
 )
 
 __all__ = ["shard_map"]
@@ -137,10 +140,16 @@ def _trace_body(f, mesh, manual, in_tree, avals, specs_in, out_specs, check_vma)
     def body(*blocks):
         out = f(*tree_util.tree_unflatten(in_tree, blocks))
         out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
-        return out_leaves
+        if not check_vma:
+            return out_leaves
+        # As JAX's: a result is cast to vary over the manual axes its out_spec splits it over.
+        specs = broadcast_prefix_specs(out_specs, out, "out_specs")
+        return [_vary(x, spec_vma(s, manual)) for x, s in zip(out_leaves, specs, strict=True)]
 
-    block_avals = [block_aval(a, mesh, s) for a, s in zip(avals, specs_in, strict=True)]
-    with axis_env(mesh, manual):
+    # With check_vma, as JAX's: a block varies over the manual axes its in_spec splits it over.
+    block_avals = [block_aval(a, mesh, s, spec_vma(s, manual) if check_vma else frozenset())
+                   for a, s in zip(avals, specs_in, strict=True)]
+    with axis_env(mesh, manual, check_vma):
         closed = trace_to_jaxpr(body, block_avals, f"tracing {_name(f)} for shard_map")
     out_tree = store["out_tree"]
     out_shape = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
@@ -248,6 +257,11 @@ def _check_replication(f, mesh, manual, jaxpr, specs_in, specs_out):
             "to be replicated over those mesh axes. If not, consider revising the corresponding "
             "out_specs entries. If so, consider disabling the check by passing the "
             "check_vma=False argument to `xform.shard_map`.")
+
+
+def _vary(x, vma):
+    missing = vma - core.get_aval(x).vma
+    return coll.pvary_p.bind(x, axes=core.vma_order(missing)) if missing else x
 
 
 def _name(f):

@@ -58,46 +58,59 @@ def dimension_as_value(d):
     return d.as_value() if isinstance(d, SymbolicDim) else d
 
 
+_NO_AXES = frozenset()
+
+
 class ShapedArray:
     """The abstract value of an array: its shape, dtype, whether its type is weak, and (in
     explicit sharding mode only) its sharding: a NamedSharding over an abstract mesh whose
     spec has one entry per dimension, or None (the default: no sharding in the type)."""
 
-    __slots__ = ("shape", "dtype", "weak_type", "sharding", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding", "vma", "_hash")
 
-    def __init__(self, shape, dtype, weak_type=False, sharding=None):
+    def __init__(self, shape, dtype, weak_type=False, sharding=None, vma=_NO_AXES):
         self.shape = shape
         self.dtype = dtype
         self.weak_type = weak_type
         self.sharding = sharding
+        # JAX's varying manual axes: inside a shard_map body traced with check_vma=True, the
+        # mesh axes the value may differ over; empty everywhere else.
+        self.vma = vma
         self._hash = None  # computed on first use: avals key the caches of jit and dispatch
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: shape_size(self.shape))
 
-    def update(self, shape=None, dtype=None, weak_type=None, sharding=None):
+    def update(self, shape=None, dtype=None, weak_type=None, sharding=None, vma=None):
         # The sharding is kept only while the shape is: a new shape needs a sharding rule.
         if sharding is None and self.sharding is not None and (shape is None or
                                                                 shape == self.shape):
             sharding = self.sharding
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type, sharding)
+                           self.weak_type if weak_type is None else weak_type, sharding,
+                           self.vma if vma is None else vma)
 
     def strip_weak_type(self):
-        return ShapedArray(self.shape, self.dtype, False, self.sharding) if self.weak_type \
-            else self
+        return ShapedArray(self.shape, self.dtype, False, self.sharding, self.vma) \
+            if self.weak_type else self
 
     def __eq__(self, other):
         return (type(other) is ShapedArray and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type
-                and self.sharding == other.sharding)
+                and self.sharding == other.sharding and self.vma == other.vma)
 
     def __hash__(self):
         h = self._hash
         if h is None:  # cached: avals are hashed on every jit call's cache lookup
-            h = self._hash = hash((self.shape, self.dtype, self.weak_type, self.sharding))
+            h = self._hash = hash((self.shape, self.dtype, self.weak_type, self.sharding,
+                                   self.vma))
         return h
+
+    @property
+    def mat(self):
+        """JAX 0.10.2's spelling of the varying manual axes: ``typeof(x).mat.varying``."""
+        return ManualAxisType(self.vma)
 
     def str_short(self, short_dtypes=True):
         """``f32[8,4@x]`` as jaxprs print types; ``float32[8,4@x]`` with ``short_dtypes``
@@ -105,7 +118,12 @@ class ShapedArray:
         dims = map(str, self.shape) if self.sharding is None else map(
             _sharded_dim, self.shape, self.sharding.spec)
         name = dtypes.short_name(self.dtype) if short_dtypes else str(self.dtype)
-        return f"{name}[{','.join(dims)}]"
+        if not self.vma:
+            return f"{name}[{','.join(dims)}]"
+        # as JAX's: ``f32[4]{V:x}``, ``f32[4]{V:(x,y)}``
+        axes = vma_order(self.vma)
+        varying = axes[0] if len(axes) == 1 else f"({','.join(axes)})"
+        return f"{name}[{','.join(dims)}]{{V:{varying}}}"
 
     def __str__(self):  # as JAX's: ``jax.typeof(x)`` prints ``float32[8,4]``, weak ones ``~``
         return ("~" if self.weak_type else "") + self.str_short(short_dtypes=False)
@@ -113,6 +131,26 @@ class ShapedArray:
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short(short_dtypes=False)}{weak})"
+
+
+class ManualAxisType:
+    """JAX's ``ManualAxisType`` as far as xform types it: the varying axes (xform types no
+    reduced or unreduced ones)."""
+
+    __slots__ = ("varying",)
+    unreduced = reduced = _NO_AXES
+
+    def __init__(self, varying):
+        self.varying = varying
+
+    def __repr__(self):
+        return f"ManualAxisType(varying={set(self.varying) or 'frozenset()'})"
+
+
+def vma_order(vma):
+    """The varying axes in the order a type prints them. JAX prints the mesh's order, which
+    a type does not know: the names sort (as a mesh's usually do)."""
+    return tuple(sorted(vma, key=str))
 
 
 def _sharded_dim(size, entry):

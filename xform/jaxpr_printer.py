@@ -261,6 +261,27 @@ pp_param_rules["scan"] = lambda eqn, names: _sorted_params(eqn.params, {"linear"
 pp_param_rules["custom_jvp_call"] = _custom_call_params
 pp_param_rules["custom_vjp_call"] = _custom_call_params
 pp_param_rules["custom_lin"] = _custom_lin_params
+# JAX's axis_index names its axis (a tuple only for several); its size comes from the mesh
+pp_param_rules["axis_index"] = lambda eqn, names: [
+    ("axis_name", eqn.params["axes"][0] if len(eqn.params["axes"]) == 1
+     else eqn.params["axes"])]
+pp_param_rules["shard_map"] = lambda eqn, names: _sorted_params(
+    {("newly_manual_axes" if k == "manual_axes" else k): v for k, v in eqn.params.items()})
+
+# JAX's collectives carry axis_index_groups (None in xform's programs: xform has none), and
+# those that move data name their axes ``axis_name``; psum_invariant has neither.
+pp_param_rules["psum"] = lambda eqn, names: _sorted_params(
+    eqn.params if eqn.invars[0].aval.vma else {"axis_index_groups": None, **eqn.params})
+for _name in ("pmax", "pmin"):
+    pp_param_rules[_name] = _with_absent(axis_index_groups=None)
+for _name in ("all_gather", "psum_scatter", "all_to_all"):
+    pp_param_rules[_name] = lambda eqn, names: _sorted_params(
+        {"axis_index_groups": None, "axis_name": eqn.params["axes"],
+         **{k: v for k, v in eqn.params.items() if k != "axes"}})
+
+# Names JAX gives an equation by its types: ``rule(eqn) -> name``. In a shard_map body typed
+# with check_vma=True, JAX's psum is ``psum_invariant`` (varying operand, invariant result).
+pp_name_rules = {"psum": lambda eqn: "psum_invariant" if eqn.invars[0].aval.vma else "psum"}
 
 
 # Params JAX's primitive has and xform's does not, derived from the equation by a rule its
@@ -278,7 +299,9 @@ def _pp_eqn_doc(eqn, names):
     rule = pp_param_rules.get(eqn.primitive.name)
     items = rule(eqn, names) if rule else _sorted_params(_printed_params(eqn))
     lhs = _pp_vars(eqn.outvars, names, binders=True)
-    rhs = [_text(eqn.primitive.name), _pp_params(items, names),
+    name_rule = pp_name_rules.get(eqn.primitive.name)
+    name = name_rule(eqn) if name_rule else eqn.primitive.name
+    rhs = [_text(name), _pp_params(items, names),
            _text(" "), _pp_vars(eqn.invars, names)]
     return _cat(lhs, _text(" = "), *rhs) if eqn.outvars else _cat(*rhs)
 

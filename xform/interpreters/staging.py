@@ -89,6 +89,8 @@ class JaxprTrace(core.Trace):
             raise core.MissingRuleError(f"primitive '{prim.name}' has no abstract evaluation "
                                         f"rule, so it cannot be staged out ({self.name})")
         out_avals = out_avals_of(prim, [v.aval for v in invars], params)
+        if out_avals and out_avals[0].vma:  # in a shard_map body: JAX's implicit pvary
+            invars, out_avals = vma_cast(self, prim, invars, params, out_avals)
         return self._record(prim, invars, params, out_avals)
 
     def stage(self, prim, args, params, out_avals):
@@ -150,11 +152,23 @@ def out_avals_of(prim, avals, params):
     return out_avals
 
 
+# Set by xform/primitives/shard_map.py, for the operands of a shard_map body typed with
+# varying manual axes (JAX's check_vma=True): ``vma_rule(prim, avals, out_avals, params) ->
+# out_avals`` gives the results theirs, and ``vma_cast(trace, prim, invars, params,
+# out_avals) -> (invars, out_avals)`` makes operands that vary over fewer axes vary over all
+# by recording ``pvary`` equations, as JAX's primitives' wrappers do.
+vma_rule = vma_cast = None
+
+
 def _abstract_eval(prim, avals, params):
     out_avals = core.abstract_eval_rules[prim](*avals, **params)
     for a in avals:
         if getattr(a, "sharding", None) is not None:
-            return sharding_rule(prim, avals, out_avals, params)
+            out_avals = sharding_rule(prim, avals, out_avals, params)
+            break
+    for a in avals:
+        if getattr(a, "vma", None):
+            return vma_rule(prim, avals, out_avals, params)
     return out_avals
 
 

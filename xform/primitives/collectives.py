@@ -13,14 +13,16 @@ batch dimension carried along.
 
 Outside any binding of its axis name a collective raises ``NameError``, as in JAX.
 
-``pcast`` changes only the varying-manual-axes type of ``shard_map``, which xform infers
-instead of typing (xform/api_shard_map.py): ``to='varying'`` binds ``pvary``, the identity on
-values, so that inference sees it; ``to='reduced'`` is the identity, as JAX's under ``pmap``.
+``pcast`` changes only the varying-manual-axes type of ``shard_map`` (see "vma types"
+below): ``to='varying'`` binds ``pvary``, the identity on values; ``to='reduced'`` is the
+identity, as JAX's under ``pmap``.
 ``psend``/``precv`` (XLA Send/Recv, GPU-only in JAX) raise ``NotImplementedError``.
 ``ragged_all_to_all`` lowers as JAX's on GPUs; XLA:CPU has no such op, so on CPU (and under
 ``vmap``, where JAX has no rule) it is composed of an ``all_gather`` and per-slice
 gathers (``ragged_receive``).
 """
+
+import threading
 
 import numpy as np
 
@@ -82,7 +84,41 @@ def _no_groups(axis_index_groups, what):
 
 def _tree_bind(prim, x, **params):
     leaves, tree = tree_util.tree_flatten(x)
-    return tree_util.tree_unflatten(tree, [prim.bind(leaf, **params) for leaf in leaves])
+    return tree_util.tree_unflatten(tree, [prim.bind(_vary(leaf, params["axes"]), **params)
+                                           for leaf in leaves])
+
+
+# --------------------------------------------------------------------------- vma types
+# Inside a shard_map body traced with check_vma=True (xform/primitives/shard_map.py sets
+# ``typed_axes.axes`` to its manual axes while it traces), types carry the manual axes a
+# value varies over (``ShapedArray.vma``), as JAX's: a reduction over axes removes them, the
+# other collectives, pvary and axis_index make their results vary over theirs. Elsewhere
+# (pmap, vmap, check_vma=False) no axis is typed and every vma stays empty.
+
+
+class _TypedAxes(threading.local):
+    axes = frozenset()
+
+
+typed_axes = _TypedAxes()
+
+
+def _vary(x, axes):
+    """``x`` made to vary over the typed ones of ``axes`` first, as JAX's collectives do
+    (their operands must vary over the axes they work across)."""
+    typed = typed_axes.axes
+    if not typed:
+        return x
+    missing = [a for a in axes if a in typed and a not in get_aval(x).vma]
+    return pvary_p.bind(x, axes=tuple(missing)) if missing else x
+
+
+def _reduced_vma(x, axes):
+    return x.vma - frozenset(axes)
+
+
+def _varied_vma(x, axes):
+    return x.vma | (frozenset(axes) & typed_axes.axes)
 
 
 # --------------------------------------------------------------------------- the API
@@ -97,7 +133,7 @@ def psum(x, axis_name, *, axis_index_groups=None):
     # A value known before tracing is the same everywhere: its sum is size times itself.
     outs = [leaf * size if not isinstance(leaf, Tracer) and np.ndim(leaf) == 0 and
             isinstance(leaf, (int, float, complex, np.number))
-            else psum_p.bind(leaf, axes=axes) for leaf in leaves]
+            else psum_p.bind(_vary(leaf, axes), axes=axes) for leaf in leaves]
     return tree_util.tree_unflatten(tree, outs)
 
 
@@ -134,8 +170,8 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
     def gather(leaf):
         ndim = get_aval(leaf).ndim
         dim = canonicalize_axis(axis, ndim if tiled else ndim + 1, "all_gather")
-        return all_gather_p.bind(leaf, axes=axes, axis_size=size, all_gather_dimension=dim,
-                                 tiled=bool(tiled))
+        return all_gather_p.bind(_vary(leaf, axes), axes=axes, axis_size=size,
+                                 all_gather_dimension=dim, tiled=bool(tiled))
 
     return tree_util.tree_map(gather, x)
 
@@ -150,8 +186,8 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
 
     def scatter(leaf):
         dim = canonicalize_axis(scatter_dimension, get_aval(leaf).ndim, "psum_scatter")
-        return psum_scatter_p.bind(leaf, axes=axes, axis_size=size, scatter_dimension=dim,
-                                   tiled=bool(tiled))
+        return psum_scatter_p.bind(_vary(leaf, axes), axes=axes, axis_size=size,
+                                   scatter_dimension=dim, tiled=bool(tiled))
 
     return tree_util.tree_map(scatter, x)
 
@@ -193,7 +229,7 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
         ndim = get_aval(leaf).ndim
         split = canonicalize_axis(split_axis, ndim, "all_to_all")
         concat = canonicalize_axis(concat_axis, ndim, "all_to_all")
-        return all_to_all_p.bind(leaf, axes=axes, axis_size=size, split_axis=split,
+        return all_to_all_p.bind(_vary(leaf, axes), axes=axes, axis_size=size, split_axis=split,
                                  concat_axis=concat, tiled=bool(tiled))
 
     return tree_util.tree_map(exchange, x)
@@ -209,10 +245,10 @@ def axis_index(axis_name):
 # --------------------------------------------------------------------------- types
 
 
-def _same_type(name, kinds):
+def _same_type(name, kinds, vma=_varied_vma):
     def rule(x, *, axes, **params):
         check_dtype(name, x.dtype, kinds)
-        return [ShapedArray(x.shape, x.dtype, x.weak_type)]
+        return [ShapedArray(x.shape, x.dtype, x.weak_type, vma=vma(x, axes))]
 
     return rule
 
@@ -223,7 +259,7 @@ def _all_gather_abstract_eval(x, *, axes, axis_size, all_gather_dimension, tiled
         shape[d] *= axis_size
     else:
         shape.insert(d, axis_size)
-    return [ShapedArray(tuple(shape), x.dtype, x.weak_type)]
+    return [ShapedArray(tuple(shape), x.dtype, x.weak_type, vma=_varied_vma(x, axes))]
 
 
 def _split_over_devices(name, what, x, d, axis_size, tiled):
@@ -247,7 +283,7 @@ def _psum_scatter_abstract_eval(x, *, axes, axis_size, scatter_dimension, tiled)
     check_dtype("psum_scatter", x.dtype, NUMBER)
     shape = _split_over_devices("psum_scatter", "dimension", x, scatter_dimension, axis_size,
                                 tiled)
-    return [ShapedArray(tuple(shape), x.dtype, x.weak_type)]
+    return [ShapedArray(tuple(shape), x.dtype, x.weak_type, vma=_varied_vma(x, axes))]
 
 
 def _all_to_all_abstract_eval(x, *, axes, axis_size, split_axis, concat_axis, tiled):
@@ -256,20 +292,20 @@ def _all_to_all_abstract_eval(x, *, axes, axis_size, split_axis, concat_axis, ti
         shape[concat_axis] *= axis_size
     else:
         shape.insert(concat_axis, axis_size)
-    return [ShapedArray(tuple(shape), x.dtype, x.weak_type)]
+    return [ShapedArray(tuple(shape), x.dtype, x.weak_type, vma=_varied_vma(x, axes))]
 
 
 def _axis_index_abstract_eval(*, axes, sizes):
-    return [ShapedArray((), np.dtype(np.int32))]
+    return [ShapedArray((), np.dtype(np.int32), vma=frozenset(axes) & typed_axes.axes)]
 
 
 def _collective(name, abstract_eval):
     return standard_primitive(name, abstract_eval)
 
 
-psum_p = _collective("psum", _same_type("psum", NUMBER))
-pmax_p = _collective("pmax", _same_type("pmax", ANY))
-pmin_p = _collective("pmin", _same_type("pmin", ANY))
+psum_p = _collective("psum", _same_type("psum", NUMBER, _reduced_vma))
+pmax_p = _collective("pmax", _same_type("pmax", ANY, _reduced_vma))
+pmin_p = _collective("pmin", _same_type("pmin", ANY, _reduced_vma))
 ppermute_p = _collective("ppermute", _same_type("ppermute", ANY))
 all_gather_p = _collective("all_gather", _all_gather_abstract_eval)
 psum_scatter_p = _collective("psum_scatter", _psum_scatter_abstract_eval)
@@ -543,8 +579,9 @@ _PCAST_TO = ("varying", "reduced", "unreduced")
 def pcast(x, axis_name, *, to):
     """Cast the varying-manual-axes type of ``x`` (a pytree) over ``axis_name`` to ``to``.
 
-    xform has no ``shard_map`` types: under ``pmap`` every value already varies over its
-    axes, so ``to='varying'`` and ``to='reduced'`` are the identity, as in JAX, and
+    In a ``shard_map`` body with check_vma=True, ``to='varying'`` adds the axes to the
+    value's type (``typeof(x).vma``); under ``pmap`` every value already varies over its
+    axes, so ``to='varying'`` and ``to='reduced'`` are the identity on values, as in JAX, and
     ``to='unreduced'`` is a ``ValueError``, as in JAX.
     """
     if isinstance(axis_name, (set, frozenset)):
@@ -558,7 +595,16 @@ def pcast(x, axis_name, *, to):
     _size(axes, "pcast")
     if to == "unreduced":
         raise ValueError(f"pcast: unsupported pcast from='invarying' to={to!r}")
-    return _tree_bind(pvary_p, x, axes=axes) if to == "varying" else x
+    if to == "reduced":
+        return x
+
+    def vary(leaf):
+        if typed_axes.axes and set(axes) <= get_aval(leaf).vma:
+            raise ValueError("Unsupported pcast from=varying, to='varying': the value "
+                             f"{get_aval(leaf).str_short()} already varies over {axes}")
+        return pvary_p.bind(leaf, axes=axes)
+
+    return tree_util.tree_map(vary, x)
 
 
 def psend(x, axis_name, perm):

@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from xform import config, dtypes, tree_util
+from xform import config, core, dtypes, tree_util
 from xform.core import (
     ClosedJaxpr,
     Jaxpr,
@@ -155,11 +155,14 @@ def _bind_branches(construct, index, funs, names, operands):
         if trees[i] != trees[j]:
             raise TypeError(f"{construct} branches must have the same output structure: "
                             f"{names[j]} output {trees[j]} and {names[i]} output {trees[i]}")
-        if not _same_types(traced[i].out_avals, traced[j].out_avals):
-            t_j = _types_str(tree_util.tree_unflatten(trees[j], traced[j].out_avals))
-            t_i = _types_str(tree_util.tree_unflatten(trees[i], traced[i].out_avals))
+        outs_i, outs_j = traced[i].out_avals, traced[j].out_avals
+        if not _same_types(outs_i, outs_j):
+            t_j = _types_str(tree_util.tree_unflatten(trees[j], outs_j))
+            t_i = _types_str(tree_util.tree_unflatten(trees[i], outs_i))
             raise TypeError(f"{construct} branches must have equal output types: {names[j]} "
                             f"output {t_j} and {names[i]} output {t_i}")
+        if any(a.vma != b.vma for a, b in zip(outs_j, outs_i, strict=True)):
+            raise _vma_mismatch(construct, names[j], names[i], outs_j, outs_i)
     branches, consts = _join_consts([convert_constvars(c) for c in traced])
     outs = cond_p.bind(index, *consts, *leaves, branches=branches)
     return tree_util.tree_unflatten(trees[0], outs)
@@ -169,6 +172,25 @@ def _report_order(n):
     """Branches in the order errors name them: true_fun before false_fun, as users write
     ``cond``; branch 0 first otherwise."""
     return [1, 0] if n == 2 else list(range(n))
+
+
+def _vma_mismatch(construct, name_a, name_b, outs_a, outs_b):
+    """As JAX's: branch results that vary over different manual axes of a shard_map body
+    (check_vma=True) are a TypeError, which names the outputs and the cast that fixes them."""
+    diffs, fixes = [], []
+    for k, (a, b) in enumerate(zip(outs_a, outs_b, strict=True)):
+        if a.vma == b.vma:
+            continue
+        diffs.append(f"the output {k} of {name_a} has type {a.str_short(False)} but the "
+                     f"corresponding output of {name_b} has type {b.str_short(False)}, so the "
+                     "manual axis types do not match")
+        for name, missing in ((name_a, b.vma - a.vma), (name_b, a.vma - b.vma)):
+            if missing:
+                fixes.append(f"applying `xform.lax.pcast(..., {core.vma_order(missing)}, "
+                             f"to='varying')` to the output {k} of {name}")
+    return TypeError(f"{construct} branches must have equal output types but they differ: "
+                     + "; ".join(diffs) + ". This might be fixed by " + "; ".join(fixes)
+                     + f". Revise {name_a} and/or {name_b} so that all output types match.")
 
 
 def _same_types(avals_a, avals_b):

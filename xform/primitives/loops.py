@@ -24,7 +24,7 @@ import weakref
 
 import numpy as np
 
-from xform import config, dtypes, tree_util
+from xform import config, core, dtypes, tree_util
 from xform.core import (
     ClosedJaxpr,
     Jaxpr,
@@ -95,13 +95,29 @@ def _promote_weak_carry(init, in_avals, out_avals):
     return changed
 
 
+def _same_carry(a, b):
+    """A loop carry keeps its type, varying manual axes included (shard_map's check_vma)."""
+    return _same_type(a, b) and a.vma == b.vma
+
+
 def _carry_type_error(what, paths, in_avals, out_avals):
-    diffs = [f"the input carry{p} has type {a.str_short()} but the corresponding output carry "
-             f"component has type {b.str_short()}"
-             for p, a, b in zip(paths, in_avals, out_avals, strict=True)
-             if not _same_type(a, b)]
-    return TypeError(f"{what}, but they differ: " + "; ".join(diffs) + ". Revise the function "
-                     "so that all output types match the corresponding input types.")
+    diffs, fixes = [], []
+    for p, a, b in zip(paths, in_avals, out_avals, strict=True):
+        if _same_carry(a, b):
+            continue
+        vma_only = _same_type(a, b)
+        short = not vma_only  # JAX's long dtypes where only the manual axes differ
+        diffs.append(f"the input carry{p} has type {a.str_short(short)} but the "
+                     f"corresponding output carry component has type {b.str_short(short)}"
+                     + (", so the manual axis types do not match" if vma_only else ""))
+        if vma_only and b.vma - a.vma:
+            fixes.append(f"applying `xform.lax.pcast(..., {core.vma_order(b.vma - a.vma)}, "
+                         f"to='varying')` to the initial carry value corresponding to the "
+                         f"input carry{p}")
+    hint = f" This might be fixed by {'; '.join(fixes)}." if fixes else ""
+    return TypeError(f"{what}, but they differ: " + "; ".join(diffs) + "." + hint +
+                     " Revise the function so that all output types match the "
+                     "corresponding input types.")
 
 
 def _trace_carry_body(flat_fun, init, paths, extra_avals, name, what):
@@ -116,7 +132,7 @@ def _trace_carry_body(flat_fun, init, paths, extra_avals, name, what):
         out_avals = jaxpr.out_avals[:len(init)]
         if not _promote_weak_carry(init, in_avals, out_avals):
             break
-    if not all(_same_types(in_avals, out_avals)):
+    if not all(_same_carry(a, b) for a, b in zip(in_avals, out_avals, strict=True)):
         raise _carry_type_error(what, paths, in_avals, out_avals)
     return jaxpr, consts, init
 

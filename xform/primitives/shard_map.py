@@ -20,11 +20,14 @@ import weakref
 
 from xform import core
 from xform.core import Primitive, ShapedArray, abstract_eval_rules, eval_jaxpr
-from xform.interpreters import ad, batching, partial_eval, transpose
+from xform.interpreters import ad, batching, partial_eval, staging, transpose
 from xform.interpreters.batching import not_mapped
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.primitives import collectives as coll
 from xform.primitives.call import backward, jvp_jaxpr, split_jaxpr
-from xform.primitives.collectives import psum_p
+from xform.primitives.collectives import psum_p, pvary_p
+from xform.primitives.cond import cond_p
+from xform.primitives.loops import while_p
 from xform.primitives.structural import reshape
 
 shard_map_p = Primitive("shard_map", multiple_results=True)
@@ -43,10 +46,16 @@ def dim_sizes(mesh, spec, ndim):
             for d in range(ndim)]
 
 
-def block_aval(aval, mesh, spec):
+def block_aval(aval, mesh, spec, vma=frozenset()):
+    """The type of a device's block of ``aval`` split as ``spec``, varying over ``vma``."""
     sizes = dim_sizes(mesh, spec, aval.ndim)
     return ShapedArray(tuple(n // k for n, k in zip(aval.shape, sizes, strict=True)),
-                       aval.dtype, aval.weak_type)
+                       aval.dtype, aval.weak_type, vma=vma)
+
+
+def spec_vma(spec, manual_axes):
+    """The manual axes a block split as ``spec`` varies over (JAX's in_specs typing)."""
+    return frozenset(n for entry in spec for n in spec_names(entry) if n in manual_axes)
 
 
 def global_aval(aval, mesh, spec):
@@ -62,17 +71,77 @@ def unmentioned(mesh, spec, manual_axes):
 
 
 @contextlib.contextmanager
-def axis_env(mesh, manual_axes):
-    """The mesh's manual axes bound as named axes, for tracing a body."""
-    with contextlib.ExitStack() as stack:
-        for name in mesh.axis_names:
-            if name in manual_axes:
-                stack.enter_context(core.extend_axis_env(name, mesh.shape[name]))
-        yield
+def axis_env(mesh, manual_axes, check_vma=False):
+    """The mesh's manual axes bound as named axes, for tracing a body; with ``check_vma``,
+    typed as JAX's (the collectives give their results the axes they vary over)."""
+    saved = coll.typed_axes.axes
+    coll.typed_axes.axes = frozenset(manual_axes) if check_vma else frozenset()
+    try:
+        with contextlib.ExitStack() as stack:
+            for name in mesh.axis_names:
+                if name in manual_axes:
+                    stack.enter_context(core.extend_axis_env(name, mesh.shape[name]))
+            yield
+    finally:
+        coll.typed_axes.axes = saved
 
 
 def _replicated_spec(spec):
     return type(spec)()
+
+
+# --------------------------------------------------------------------------- vma types
+# Staging types a body's equations (xform/interpreters/staging.py calls these when an operand
+# varies): results vary over the union of the operands' axes, the operands that vary over
+# fewer get a ``pvary`` first (JAX's wrappers insert it: make_jaxpr shows it); collectives
+# type their results themselves; a call, scan, while or cond takes its body's types.
+
+_typed_by_rule = {coll.psum_p, coll.pmax_p, coll.pmin_p, coll.ppermute_p, coll.all_gather_p,
+                  coll.psum_scatter_p, coll.all_to_all_p, coll.axis_index_p, coll.pbroadcast_p,
+                  pvary_p, coll.ragged_all_to_all_p}
+
+
+def _open(j):
+    return j.jaxpr if isinstance(j, core.ClosedJaxpr) else j
+
+
+def _vma_rule(prim, avals, out_avals, params):
+    if prim in _typed_by_rule:
+        return out_avals
+    union = frozenset().union(*(a.vma for a in avals))
+    if prim is cond_p:  # as JAX's: the branches' types, whatever the index's
+        vmas = [frozenset().union(*vs) for vs in zip(
+            *([a.vma for a in b.out_avals] for b in params["branches"]), strict=True)]
+    elif prim is while_p:
+        vmas = [a.vma for a in _open(params["body_jaxpr"]).out_avals]
+    else:
+        subs = list(core.subjaxprs(params))
+        if len(subs) == 1 and len(subs[0].outvars) == len(out_avals):  # scan, calls
+            vmas = [a.vma for a in subs[0].out_avals]
+        else:
+            vmas = [union] * len(out_avals)
+    return [a.update(vma=v) for a, v in zip(out_avals, vmas, strict=True)]
+
+
+def _vma_cast(trace, prim, invars, params, out_avals):
+    if prim in _typed_by_rule or len(invars) < 2 or any(core.subjaxprs(params)):
+        return invars, out_avals
+    union = frozenset().union(*(v.aval.vma for v in invars))
+    if all(v.aval.vma == union for v in invars):
+        return invars, out_avals
+    cast = []
+    for v in invars:
+        missing = union - v.aval.vma
+        if missing:
+            axes = core.vma_order(missing)
+            (out,) = trace._record(pvary_p, [v], {"axes": axes}, [v.aval.update(vma=union)])
+            cast.append(out.jaxpr_var)
+        else:
+            cast.append(v)
+    return cast, staging.out_avals_of(prim, [v.aval for v in cast], params)
+
+
+staging.vma_rule, staging.vma_cast = _vma_rule, _vma_cast
 
 
 # --------------------------------------------------------------------------- abstract eval
