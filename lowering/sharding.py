@@ -43,16 +43,20 @@ def mesh_text(mesh):
     return f"<[{axes}]>"
 
 
-def spec_text(spec, ndim, mesh_symbol="mesh", open_dims=False):
+def spec_text(spec, ndim, mesh_symbol="mesh", open_dims=False, replicated=()):
     """The Shardy sharding of an array of rank ``ndim`` split as PartitionSpec ``spec``;
-    ``open_dims``: each dimension may be split further by the partitioner (``?``)."""
+    ``open_dims``: each dimension may be split further by the partitioner (``?``), except
+    by the mesh axes ``replicated``."""
     dims = []
     for k in range(ndim):
         entry = spec[k] if k < len(spec) else None
         names = [f'"{n}"' for n in (() if entry is None else (entry,) if isinstance(entry, str)
                                     else entry)]
         dims.append("{" + ", ".join(names + ["?"] * open_dims) + "}")
-    return f"#sdy.sharding<@{mesh_symbol}, [{', '.join(dims)}]>"
+    tail = ""
+    if replicated:
+        tail = ", replicated={" + ", ".join(f'"{n}"' for n in replicated) + "}"
+    return f"#sdy.sharding<@{mesh_symbol}, [{', '.join(dims)}]{tail}>"
 
 
 def sharding_attr(sharding, ndim):
@@ -184,9 +188,20 @@ def compile_partitioned(module, mesh, out_avals, out_shardings, xla_options=()):
         if chosen is None:  # one partition: every layout is the whole array on the device
             chosen = [_hlo.HloSharding.replicate().to_proto()] * len(out_avals)
         out_shardings = [
-            named_from_hlo(mesh, str(_hlo.HloSharding.from_proto(c)), a.ndim) if s is None
+            _chosen(mesh, _hlo.HloSharding.from_proto(c), a) if s is None
             else s for s, c, a in zip(out_shardings, chosen, out_avals, strict=True)]
     return PartitionedExecutable(loaded, text, devices, out_avals, out_shardings)
+
+
+def _chosen(mesh, hlo, aval):
+    """The NamedSharding over ``mesh`` of a result the partitioner laid out as ``hlo``: its
+    type's where that is the same layout (as JAX reports it), else one read off ``hlo``."""
+    typed = getattr(aval, "sharding", None)
+    if typed is not None and typed.mesh == mesh.abstract_mesh:
+        candidate = NamedSharding(mesh, typed.spec)
+        if candidate._to_xla_hlo_sharding(aval.ndim) == hlo:
+            return candidate
+    return named_from_hlo(mesh, str(hlo), aval.ndim)
 
 
 def put(x, sharding):
@@ -246,15 +261,16 @@ def _retyped(a, b):
 
 
 def _reshard_lower(ctx, x, *, sharding):
-    # From explicit types to a mesh with Auto axes (into an ``auto_axes`` region, out of an
-    # ``explicit_axes`` one): the partitioner lays out the Auto axes, as JAX's lowering
-    # (no constraint when no axis is Explicit, open dimensions when some are).
+    # To a type over a mesh with Auto axes (into an ``auto_axes`` region, out of an
+    # ``explicit_axes`` one, or on a jit's own mesh of both kinds): the partitioner lays out
+    # the Auto axes, as JAX's lowering (no constraint when no axis is Explicit, open
+    # dimensions when some are).
     mesh = ctx.module.mesh
     if mesh is not None:
         explicit = [t == AxisType.Explicit for t in sharding.mesh.axis_types]
         if ctx.avals_in[0].sharding is not None and not any(explicit):
             return [x]
-        if _retyped(sharding.mesh, mesh) and not all(explicit):
+        if any(explicit) and not all(explicit) and ctx.avals_out[0].sharding is not None:
             return [_constrain(x, ctx.avals_out[0])]
     return _sharding_constraint_lower(ctx, x, sharding=sharding)
 
@@ -292,9 +308,16 @@ def _constrain(x, aval):
     s = getattr(aval, "sharding", None)
     if s is None:
         return x
-    # in an ``auto_axes`` region (some axes Auto) each dimension stays open to them, as JAX's
+    # On a mesh with Auto axes each dimension stays open to them, as JAX's; the Explicit axes
+    # the type does not name are kept out (replicated).
     open_dims = any(t != AxisType.Explicit for t in s.mesh.axis_types)
-    attr = ir.Attribute.parse(spec_text(s.spec, aval.ndim, open_dims=open_dims))
+    replicated = ()
+    if open_dims:
+        named = {n for e in s.spec if e is not None for n in ((e,) if isinstance(e, str) else e)}
+        replicated = [n for n, t in zip(s.mesh.axis_names, s.mesh.axis_types, strict=True)
+                      if t == AxisType.Explicit and n not in named]
+    attr = ir.Attribute.parse(spec_text(s.spec, aval.ndim, open_dims=open_dims,
+                                        replicated=replicated))
     return sdy.ShardingConstraintOp(x, attr).result
 
 

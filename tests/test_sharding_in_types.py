@@ -16,6 +16,7 @@ from xform.errors import ShardingTypeError
 
 MESH = jax.make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
 AUTO = jax.make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+MIXED = jax.make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Explicit, AxisType.Auto))
 A = (np.arange(64, dtype=np.float32).reshape(8, 8) - 20) / 9
 
 
@@ -75,6 +76,7 @@ CASES = [
     ("matmul", lambda np_: lambda t: t @ (t * 2), P(None, "y")),
     ("reshard", lambda np_: lambda t: (xform if np_ is xnp else jax).sharding.reshard(
         t, P(None, "x")), P("x", "y")),
+    ("tile", lambda np_: lambda t: np_.tile(t, (2, 1, 2)), P("x", None)),
 ]
 
 
@@ -175,8 +177,15 @@ def test_sharding_type_errors(name, make, spec_a, spec_b, match):
 IDX = np.array([3, 1, 0, 7, 2, 5, 6, 4], np.int32)
 
 
+IDX2 = np.argsort(-A, axis=1).astype(np.int32)
+
+
 def lax_of(np_):
     return xform.lax if np_ is xnp else jax.lax
+
+
+def lib_of(np_):
+    return xform if np_ is xnp else jax
 
 
 # (name, function of the same name in both libraries, its argument's spec, the primitive
@@ -229,12 +238,36 @@ RULES = [
     ("zeros_like", lambda np_: lambda t: np_.zeros_like(t) + 1, P("x", "y"), "broadcast_in_dim"),
     ("lax.full_like", lambda np_: lambda t: lax_of(np_).full_like(t, 2.0), P("x", None),
      "broadcast_in_dim"),
+    # along the batch (unindexed) dimension: one gather with batching dimensions, as JAX's
+    ("take_along_axis", lambda np_: lambda t: np_.take_along_axis(t, IDX2, axis=1),
+     P("x", None), "gather"),
+    ("take_along_axis of argsort", lambda np_: lambda t: np_.take_along_axis(
+        t, np_.argsort(t, axis=1), axis=1), P("x", None), "gather"),
+    ("take_along_axis, indices broadcast", lambda np_: lambda t: np_.take_along_axis(
+        t, IDX2[:1], axis=0), P(None, "y"), "gather"),
+    ("tile", lambda np_: lambda t: np_.tile(t, (1, 2)), P("x", None), "tile"),
+    ("lax.tile", lambda np_: lambda t: lax_of(np_).tile(t, (2, 1)), P(None, "y"), "tile"),
+    ("concatenate a replicated constant", lambda np_: lambda t: np_.concatenate(
+        [t, np_.zeros((2, 8))]), P(), "concatenate"),
+    ("concatenate a resharded constant", lambda np_: lambda t: np_.concatenate(
+        [t, lib_of(np_).sharding.reshard(np_.zeros((2, 8)), P(None, "y"))]), P(None, "y"),
+     "concatenate"),
+    ("dynamic_update_slice of a resharded constant", lambda np_: lambda t: lax_of(
+        np_).dynamic_update_slice(t, lib_of(np_).sharding.reshard(np_.zeros((2, 8)),
+                                                                  P(None, "y")), (3, 0)),
+     P(None, "y"), "dynamic_update_slice"),
 ]
 
 
 def eqn_types(closed, name):
-    return [types for prim, types in jaxpr_types(closed)[len(closed.jaxpr.invars):]
-            if prim == name]
+    """The result types of the ``name`` equations of ``closed``, those of the ``jit``s in it
+    included (JAX's ``jnp.take_along_axis`` is one)."""
+    found = [types for prim, types in jaxpr_types(closed)[len(closed.jaxpr.invars):]
+             if prim == name]
+    for e in closed.jaxpr.eqns:
+        if e.primitive.name == "jit":
+            found += eqn_types(e.params["jaxpr"], name)
+    return found
 
 
 @pytest.mark.parametrize("name,make,spec,prim", RULES, ids=[c[0] for c in RULES])
@@ -278,6 +311,24 @@ MORE_ERRORS = [
      P("x", None), P(), re.escape("padding on sharded dims where out dim (10) is not")),
     ("concatenate", lambda np_: lambda a, b: np_.concatenate([a, b]), P("x", None),
      P(None, "y"), "All operands should have the same sharding. Got shardings"),
+    # a constant is replicated: it is not laid out as a split operand by itself
+    ("concatenate with a constant", lambda np_: lambda a, b: np_.concatenate(
+        [a, np_.zeros((2, 8))]), P(None, "y"), P(),
+     re.escape("spec=P(None, 'y')), NamedSharding(mesh=AbstractMesh('x': 4, 'y': 2, "
+               "axis_types=(Explicit, Explicit), device_kind=cpu, num_cores=None, "
+               "platform=cpu), spec=P(None, None))")),
+    ("constant first", lambda np_: lambda a, b: np_.concatenate([np_.ones((8, 2)), a], 1),
+     P("x", None), P(), "All operands should have the same sharding"),
+    ("dynamic_update_slice of a constant", lambda np_: lambda a, b: lax_of(
+        np_).dynamic_update_slice(a, np_.zeros((2, 8)), (0, 0)), P(None, "y"), P(),
+     re.escape("got operand sharding float32[8,8@y]({Explicit: ('x', 'y')}) and update "
+               "sharding float32[2,8]({Explicit: ('x', 'y')}).")),
+    ("dynamic_update_slice into a constant", lambda np_: lambda a, b: lax_of(
+        np_).dynamic_update_slice(np_.zeros((8, 8)), a[:2], (0, 0)), P(None, "y"), P(),
+     "dynamic_update_slice operand sharding must be equal to update sharding"),
+    ("tile of a split axis", lambda np_: lambda a, b: np_.tile(a, (2, 1)), P("x", None), P(),
+     re.escape("Operand cannot be sharded on dimension 0 when the tiling is non-trivial. Got "
+               "input type: float32[8@x,8] with reps: (2, 1)")),
 ]
 
 
@@ -353,6 +404,15 @@ AXES = [
         lambda t: t @ t, in_sharding=P("x", None))),
     ("explicit_axes of one axis", AUTO, P("x", None), lambda lib, np_:
         lib.sharding.explicit_axes(np_.sin, axes="y", in_sharding=P(None, "y"))),
+    # over a mesh with both kinds of axes: the Auto axis keeps its split out of the region
+    ("explicit_axes, mixed mesh", MIXED, P("x", None), lambda lib, np_:
+        lib.sharding.explicit_axes(lambda t: t * 2, axes="y", in_sharding=P("x", "y"))),
+    ("explicit_axes, mixed mesh, reduced", MIXED, P("x", None), lambda lib, np_:
+        lib.sharding.explicit_axes(lambda t: t.sum(0), axes="y", in_sharding=P("x", "y"))),
+    ("auto_axes, mixed mesh", MIXED, P("x", "y"), lambda lib, np_: lib.sharding.auto_axes(
+        lambda t: t @ t, axes="x", out_sharding=P("x", None))),
+    ("auto_axes of one axis, into a mixed region", MESH, P("x", "y"), lambda lib, np_:
+        lib.sharding.auto_axes(lambda t: np_.sin(t).sum(1), axes="y", out_sharding=P("x"))),
 ]
 
 
@@ -369,8 +429,9 @@ def test_auto_and_explicit_axes(name, mesh, spec, make):
     constraints = r"sdy\.sharding_constraint %\S+ (<[^>]*>)"
     assert re.findall(constraints, text) == re.findall(constraints, jtext)
     assert xform.typeof(out).str_short() == jax.typeof(want).str_short(short_dtypes=True)
+    assert out.sharding == want.sharding  # eagerly: the layout too, Auto axes' splits kept
     if mesh is MESH:
-        assert out.sharding == jout.sharding == want.sharding
+        assert jout.sharding == want.sharding
     for o in (out, jout):
         np.testing.assert_allclose(np.asarray(o), np.asarray(want), rtol=1e-5)
 
@@ -445,3 +506,122 @@ def test_grad_jaxpr_as_jax(name, make):
     assert str(got) == str(want)
     assert xform.typeof(g).str_short() == jax.typeof(jg).str_short(short_dtypes=True)
     np.testing.assert_allclose(np.asarray(g), np.asarray(jg), rtol=1e-4, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- vmap of dots
+
+B = np.arange(4 * 8 * 8, dtype=np.float32).reshape(4, 8, 8) / 100
+
+# (name, function, its arguments' specs): the dot's out_sharding names the per-example
+# result's dimensions; vmap gives the batch dimension the mapped operands' split, as JAX's.
+VMAP_DOTS = [
+    ("both mapped, batch split", lambda lib, np_: lib.vmap(lambda a, b: lib.lax.dot_general(
+        a, b, (((1,), (0,)), ((), ())), out_sharding=P(None, "y"))), (P("x"), P("x"))),
+    ("lhs mapped at 1", lambda lib, np_: lib.vmap(lambda a: lib.lax.dot_general(
+        a, A, (((1,), (0,)), ((), ())), out_sharding=P(None, "y")), in_axes=1),
+     (P(None, "x"),)),
+    ("rhs mapped at 2, batch split", lambda lib, np_: lib.vmap(lambda b: lib.lax.dot_general(
+        A[:, :4], b, (((1,), (0,)), ((), ())), out_sharding=P("y", None)), in_axes=2),
+     (P(None, None, "x"),)),
+    ("batch unsplit", lambda lib, np_: lib.vmap(lambda a, b: np_.matmul(
+        a, b, out_sharding=P("x", None))), (P(None, "x"), P())),
+]
+
+
+@pytest.mark.parametrize("name,make,specs", VMAP_DOTS, ids=[c[0] for c in VMAP_DOTS])
+def test_vmap_of_dots_with_out_sharding(name, make, specs):
+    args = [put_both(B, s) for s in specs]
+    xs, jxs = [a for a, _ in args], [b for _, b in args]
+    f, jf = make(xform, xnp), make(jax, jnp)
+    with jax.set_mesh(MESH):
+        got, want = xform.make_jaxpr(f)(*xs), jax.make_jaxpr(jf)(*jxs)
+        assert str(got) == str(want)
+        assert [a.str_short() for a in got.out_avals] == \
+            [a.str_short(short_dtypes=True) for a in want.out_avals]
+        out, jout = f(*xs), jf(*jxs)
+    assert xform.typeof(out).str_short() == jax.typeof(jout).str_short(short_dtypes=True)
+    assert out.sharding == jout.sharding
+    np.testing.assert_allclose(np.asarray(out), np.asarray(jout), rtol=1e-5)
+
+
+# --------------------------------------------------------------------------- mixed meshes
+
+# (mesh axis types, the array's layout, the reshard's spec): over a mesh with Auto axes the
+# partitioner keeps an Auto axis where the Explicit ones asked for leave it room.
+E_, AU_ = AxisType.Explicit, AxisType.Auto
+RESHARD_MIXED = [
+    ((E_, AU_), P("x", "y"), P("x", None)),
+    ((E_, AU_), P("x", "y"), P()),
+    ((E_, AU_), P(None, "y"), P("x", None)),
+    ((E_, AU_), P("y", "x"), P("x", None)),
+    ((E_, AU_), P("y", "x"), P(None, None)),
+    ((E_, AU_), P(("x", "y")), P("x", None)),
+    ((E_, AU_), P(("x", "y")), P(None, None)),
+    ((AU_, E_), P("x", "y"), P(None, None)),
+    ((AU_, E_), P(("x", "y")), P(None, "y")),
+    ((AU_, E_), P(("x", "y")), P("y", None)),
+    ((AU_, E_), P("y", "x"), P("y", None)),
+]
+
+
+@pytest.mark.parametrize("types,src,dst", RESHARD_MIXED, ids=[f"{s}->{d}@{t[0].name}"
+                                                              for t, s, d in RESHARD_MIXED])
+def test_eager_reshard_on_a_mixed_mesh(types, src, dst):
+    mesh = jax.make_mesh((4, 2), ("x", "y"), axis_types=types)
+    x, jx = put_both(A, src, MESH)  # laid out over the all-Explicit mesh of the same devices
+    with jax.set_mesh(mesh):
+        out, jout = xform.sharding.reshard(x, dst), jax.sharding.reshard(jx, dst)
+    assert out.sharding == jout.sharding
+    assert xform.typeof(out).str_short() == jax.typeof(jout).str_short(short_dtypes=True)
+    np.testing.assert_array_equal(np.asarray(out), A)
+
+
+def test_mixed_mesh_types_and_reshard_errors_as_jax():
+    x, jx = put_both(A, P("x", "y"), MIXED)  # the Auto axis is no part of the type
+    assert xform.typeof(x).str_short() == jax.typeof(jx).str_short(short_dtypes=True) == \
+        "f32[8@x,8]"
+    match = re.escape("PartitionSpec passed to reshard cannot contain axis names that are of "
+                      "type Auto or Manual. Got PartitionSpec: P(None, 'y') with axis name: y "
+                      "of type: AxisType.Auto.")
+    with jax.set_mesh(MIXED):
+        for lib, t in ((jax, jx), (xform, x)):
+            with pytest.raises(ValueError, match=match):
+                lib.sharding.reshard(t, P(None, "y"))
+            with pytest.raises(ValueError, match=match):
+                lib.jit(lambda u, lib=lib: lib.sharding.reshard(u, P(None, "y")))(t)
+
+
+# --------------------------------------------------------------------------- jit's annotations
+
+# (name, mesh, argument spec, function): the arguments and results of jit's module are
+# annotated as JAX's: results as their types say over a mesh of Explicit axes (a constant's
+# replicated), left open over one with Auto axes unless every dimension is split.
+ANNOTATED = [
+    ("a constant and a scalar", MESH, P("x", None), lambda np_: lambda t: (
+        np_.zeros((4, 4)), t.sum())),
+    ("passed through", MESH, P("x", "y"), lambda np_: lambda t: (t, t * 2)),
+    ("mixed mesh", MIXED, P("x", "y"), lambda np_: lambda t: (t * 2, t.sum(1), t.sum())),
+    ("mixed mesh, reduced", MIXED, P("x", None), lambda np_: lambda t: np_.sin(t).sum(0)),
+    ("auto mesh", AUTO, P("x", None), lambda np_: lambda t: t.T * 2),
+]
+
+
+@pytest.mark.parametrize("name,mesh,spec,make", ANNOTATED, ids=[c[0] for c in ANNOTATED])
+def test_jit_module_annotations_as_jax(name, mesh, spec, make):
+    x, jx = put_both(A, spec, mesh)
+    f, jf = make(xnp), make(jnp)
+    with jax.set_mesh(mesh):
+        text, jtext = xform.jit(f).lower(x).as_text(), jax.jit(jf).lower(jx).as_text()
+        outs, jouts = xform.jit(f)(x), jax.jit(jf)(jx)
+
+    def signature(t):  # main's arguments and results, less JAX's result_info
+        sig = re.search(r"func\.func public @main(.*) \{$", t, re.M).group(1)
+        sig = re.sub(r'(, )?jax\.result_info = "[^"]*"(, )?', "", sig).replace(" {}", "")
+        return re.sub(r"-> \((.*)\)$", r"-> \1", sig)
+
+    assert signature(text) == signature(jtext)
+    for out, jout in zip(xform.tree_util.tree_leaves(outs), jax.tree_util.tree_leaves(jouts),
+                         strict=True):
+        assert out.sharding == jout.sharding
+        assert xform.typeof(out).str_short() == jax.typeof(jout).str_short(short_dtypes=True)
+        np.testing.assert_allclose(np.asarray(out), np.asarray(jout), rtol=1e-5)

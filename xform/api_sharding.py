@@ -154,33 +154,87 @@ def device_put(x, device=None):
 
 def reshard(xs, out_shardings):
     """Lay out pytree ``xs`` as ``out_shardings`` (NamedShardings or PartitionSpecs of the
-    current mesh): a device-to-device copy outside ``jit``, a constraint inside."""
+    current mesh): a device-to-device copy outside ``jit``, a constraint inside. Their specs
+    may name only Explicit axes (a ``ValueError`` otherwise, as JAX's)."""
     shardings = tree_util.tree_map(lambda s: as_named(s, "reshard"), out_shardings,
                                    is_leaf=lambda s: isinstance(s, impl.PartitionSpec))
     leaves, tree = tree_util.tree_flatten(xs)
     per_leaf = broadcast_prefix(shardings, xs, "reshard's out_shardings")
+    for s in per_leaf:
+        _check_explicit_axes(s, "reshard")
     return tree_util.tree_unflatten(tree, [
         reshard_p.bind(x, sharding=s) if isinstance(x, Tracer) and s is not None
-        else _untyped(x, s) if _leaves_types(x, s) else device_put(x, s)
-        for x, s in zip(leaves, per_leaf, strict=True)])
+        else _resharded(x, s) for x, s in zip(leaves, per_leaf, strict=True)])
 
 
-def _leaves_types(x, s):
-    """Does concrete ``x``, whose type carries its sharding, go to a mesh without Explicit
-    axes (into ``auto_axes``, out of ``explicit_axes``)? Then its layout stays, as JAX's
-    (whose reshard constrains nothing there)."""
-    return s is not None and type(x) is ShardedArray and x.aval.sharding is not None and \
-        not any(t == impl.AxisType.Explicit for t in s.mesh.axis_types)
+def _check_explicit_axes(sharding, what):
+    spec = getattr(sharding, "spec", None)
+    if spec is None:
+        return
+    mesh = impl.get_abstract_mesh()  # inside auto_axes/explicit_axes: the retyped mesh
+    mesh = sharding.mesh if mesh.empty else mesh
+    types = dict(zip(mesh.axis_names, mesh.axis_types, strict=True))
+    for entry in spec:
+        for name in () if entry is None else (entry,) if isinstance(entry, str) else entry:
+            if types.get(name, impl.AxisType.Explicit) != impl.AxisType.Explicit:
+                raise ValueError(f"PartitionSpec passed to {what} cannot contain axis names "
+                                 f"that are of type Auto or Manual. Got PartitionSpec: {spec} "
+                                 f"with axis name: {name} of type: {types[name]}. Reshard "
+                                 "over Explicit axes only (or use with_sharding_constraint "
+                                 "for Auto ones).")
 
 
-def _untyped(x, s):
-    """``x``'s shards, as they are, as an array over ``s``'s mesh (the spec trailing unsplit
-    dimensions left out, as the partitioner reports them)."""
-    spec = list(x._buf.sharding.spec)
-    while spec and spec[-1] is None:
-        spec.pop()
-    moved = _relabelled(x._buf, impl.NamedSharding(s.mesh, impl.PartitionSpec(*spec)))
-    return wrap(moved, ShapedArray(x.aval.shape, x.aval.dtype, x.aval.weak_type))
+def _resharded(x, s):
+    """Concrete ``x`` laid out as ``s``. Over a mesh with axes that are not Explicit, those
+    axes are the partitioner's: as JAX's, each dimension keeps the ones that split it after
+    the Explicit axes ``s`` gives it (the shards stay where they can)."""
+    kept = _kept_layout(x, s)
+    if kept is None:
+        return device_put(x, s)
+    return wrap(put_leaf(x, kept), core.get_aval(x))
+
+
+def _kept_layout(x, s):
+    """The layout of ``x`` resharded to ``s`` where ``s``'s mesh has non-Explicit axes and
+    ``x`` is laid out over its devices; None otherwise (then just ``s``)."""
+    buf = x._buf if type(x) is ShardedArray else None
+    if s is None or buf is None or not isinstance(buf.sharding, impl.NamedSharding):
+        return None
+    mesh, src = s.mesh, buf.sharding
+    explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types, strict=True)
+                if t == impl.AxisType.Explicit}
+    if len(explicit) == len(mesh.axis_names) or src.mesh.axis_names != mesh.axis_names or \
+            src.mesh.devices.shape != mesh.devices.shape or \
+            (src.mesh.devices != mesh.devices).any():
+        return None
+    out = []
+    for d in range(x.ndim):
+        want, have = _axes_at(s.spec, d), _axes_at(src.spec, d)
+        axes, matched = list(want), 0
+        for name in have:  # the Explicit ones s asks for, then the others that followed them
+            if name in explicit:
+                if matched == len(want) or want[matched] != name:
+                    break
+                matched += 1
+            elif matched == len(want):
+                axes.append(name)
+            else:
+                break
+        out.append(_entry(axes))
+    if out == [_entry(_axes_at(s.spec, d)) for d in range(x.ndim)]:
+        return s  # as asked: reported as asked
+    while out and out[-1] is None:  # as the partitioner reports a layout it chose
+        out.pop()
+    return impl.NamedSharding(mesh, impl.PartitionSpec(*out))
+
+
+def _axes_at(spec, d):
+    entry = spec[d] if d < len(spec) else None
+    return () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+
+
+def _entry(axes):
+    return None if not axes else axes[0] if len(axes) == 1 else tuple(axes)
 
 
 def _relabelled(buf, sharding):
@@ -516,6 +570,26 @@ def _mesh_for(name, shardings, leaves, avals):
     return mesh
 
 
+def _typed_result(mesh, aval):
+    """How a jit over ``mesh`` lays out a result of type ``aval`` left to it, as JAX's: as
+    its type says (one without a sharding, a constant's, typed replicated when the context
+    mesh is ``mesh`` with Explicit axes only). Over a mesh with Auto axes too, an unsplit
+    dimension is open to them, and then the whole layout is left to the partitioner (None)."""
+    typed = aval.sharding
+    if typed is None:
+        context = impl.get_abstract_mesh()
+        if context.empty or context != mesh.abstract_mesh or not _all_explicit(context):
+            return None
+        return impl.NamedSharding(mesh, impl.PartitionSpec(*(None,) * aval.ndim))
+    if not _all_explicit(typed.mesh) and None in typed.spec:
+        return None
+    return impl.NamedSharding(mesh, typed.spec)
+
+
+def _all_explicit(mesh):
+    return all(t == impl.AxisType.Explicit for t in mesh.axis_types)
+
+
 def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
     """The partitioned program of jit cache ``entry`` for these arguments and shardings, and
     the sharding of each of its inputs; None when nothing is sharded after all."""
@@ -550,9 +624,7 @@ def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
         return replicated
 
     in_s = [replicated] * n_consts + [on_mesh(s, a) for s, a in zip(chosen, avals, strict=True)]
-    # Results whose types carry shardings (explicit mode) are laid out so, as in JAX.
-    out_s = [on_mesh(s, a) if s is not None else None if a.sharding is None
-             else impl.NamedSharding(mesh, a.sharding.spec)
+    out_s = [on_mesh(s, a) if s is not None else _typed_result(mesh, a)
              for s, a in zip(outs_given, entry.jaxpr.out_avals, strict=True)]
     per_jaxpr = _programs.setdefault(entry.jaxpr.jaxpr, {})
     key = (tuple(in_s), tuple(out_s), entry.donated)

@@ -362,13 +362,15 @@ def _operand_rule(k):
 
 
 def _concatenate_rule(avals, specs, out_avals, **params):
-    """Operands laid out alike (those without a sharding aside) give their sharding."""
-    sharded = [a.sharding for a in avals if a.sharding is not None]
-    if any(s != sharded[0] for s in sharded):
-        got = ", ".join(str(_named(sharded[0], s)) for s in specs)
+    """Operands laid out alike give their sharding. One without a sharding (a constant) is
+    replicated, and so differs from a split one, as in JAX (whose constants are typed
+    replicated over the mesh): ``reshard`` one of them first."""
+    if any(s != specs[0] for s in specs):
+        like = next(a.sharding for a in avals if a.sharding is not None)
+        got = ", ".join(str(_named(like, s)) for s in specs)
         raise ShardingTypeError(f"All operands should have the same sharding. Got shardings "
                                 f"{got}")
-    return [tuple(sharded[0].spec)]
+    return [specs[0]]
 
 
 sharding_rules["transpose"] = _transpose_rule

@@ -17,7 +17,12 @@ from xform.api_batching import vmap
 from xform.core import Tracer
 from xform.numpy import _reductions, _ufuncs
 from xform.numpy._creation import arange, empty_like, full, linspace, ones, zeros_like
-from xform.numpy._indexing import IndexUpdateHelper, getitem
+from xform.numpy._indexing import (
+    IndexUpdateHelper,
+    _index_dtype,
+    _normalize_traced,
+    getitem,
+)
 from xform.numpy._promote import (
     array,
     asarray,
@@ -409,9 +414,41 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
         wrap_negative_indices = mode != "promise_in_bounds"
     if mode == "one_hot":
         mode = None
-    return getitem(a, _along_axis_index(shape, indices, axis),
-                   mode="fill" if mode is None else mode, fill_value=fill_value,
-                   wrap_negative_indices=wrap_negative_indices)
+    indices = _normalize_traced(indices, shape[axis], _index_dtype((shape[axis],)),
+                                wrap_negative_indices)
+    return _gather_along_axis(a, indices, axis, mode, fill_value)
+
+
+def _gather_along_axis(a, indices, axis, mode, fill_value):
+    """One gather, as JAX's: the other dimensions the two arrays share are batching
+    dimensions (no iota indices, so an array split along them stays split so), those where
+    ``indices`` has size 1 are taken whole, and those where ``a`` has size 1 are dropped."""
+    shape, idx_shape = aval_of(a).shape, aval_of(indices).shape
+    # the dimensions of ``indices`` the gather's indices keep (before their index vector)
+    index_dims = [i for i, n in enumerate(idx_shape) if i == axis or n != 1]
+    offset_dims, slice_sizes, squeezed = [], [], []
+    operand_batching_dims, indices_batching_dims = [], []
+    for i, n in enumerate(shape):
+        kept = i - len(squeezed)  # the dimension's number once ``a`` is squeezed
+        if i == axis:
+            start_dim = kept
+            slice_sizes.append(1)
+        elif idx_shape[i] == 1:
+            offset_dims.append(i)
+            slice_sizes.append(n)
+        elif n == 1:
+            squeezed.append(i)
+        else:
+            operand_batching_dims.append(kept)
+            indices_batching_dims.append(index_dims.index(i))
+            slice_sizes.append(1 if n else 0)
+    dnums = lax.GatherDimensionNumbers(
+        offset_dims=tuple(offset_dims), collapsed_slice_dims=(start_dim,),
+        start_index_map=(start_dim,), operand_batching_dims=tuple(operand_batching_dims),
+        start_indices_batching_dims=tuple(indices_batching_dims))
+    indices = lax.reshape(indices, tuple(idx_shape[i] for i in index_dims) + (1,))
+    return lax.gather(lax.squeeze(a, tuple(squeezed)), indices, dnums, tuple(slice_sizes),
+                      mode="fill" if mode is None else mode, fill_value=fill_value)
 
 
 def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):

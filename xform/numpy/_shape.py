@@ -602,17 +602,14 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
 
 
 def tile(A, reps):
-    """``A`` repeated ``reps`` times along each axis."""
+    """``A`` repeated ``reps`` times along each axis: ``lax.tile`` (a primitive, as JAX's,
+    with its own sharding rule) after leading size-1 axes make the ranks equal."""
     A = _arr("tile", A)
     # __index__: a float count is a TypeError, as in JAX.
     reps = (operator.index(reps),) if np.ndim(reps) == 0 else tuple(map(operator.index, reps))
-    shp = aval_of(A).shape
-    nd = builtins.max(len(shp), len(reps))
-    shp = (1,) * (nd - len(shp)) + shp
-    reps = (1,) * (nd - len(reps)) + reps
-    A = lax.reshape(A, shp)
-    expanded = lax.reshape(A, tuple(v for s in shp for v in (1, s)))
-    target = tuple(v for r, s in zip(reps, shp, strict=True) for v in (r, s))
-    out = broadcast_to_shape(expanded, target)
-    return lax.reshape(out, tuple(r * s for r, s in zip(reps, shp, strict=True)))
+    ndim = aval_of(A).ndim
+    reps = (1,) * (ndim - len(reps)) + reps
+    if len(reps) > ndim:
+        A = lax.expand_dims(A, tuple(range(len(reps) - ndim)))
+    return lax.tile(A, reps)
 

@@ -1059,16 +1059,26 @@ def _dot_general_batch(axis, args, dims, *, dimension_numbers, precision,
         free = _free_dims(get_aval(rhs).ndim, dnums[0][1], dnums[1][1])
         out_dim = len(lb) + len(lhs_free) + free.index(rd)
     params = {}
-    if out_sharding is not None:  # the batch dimension is not split
+    if out_sharding is not None:  # the batch dimension split as the mapped operands' are
         rank = (get_aval(lhs).ndim + get_aval(rhs).ndim - 2 * len(dnums[0][0])
                 - len(dnums[1][0]))
         spec = list(full_spec(out_sharding, rank - 1))
-        spec.insert(out_dim, None)
+        spec.insert(out_dim, _mapped_entry((lhs, ld), (rhs, rd)))
         params["out_sharding"] = type(out_sharding)(out_sharding.mesh,
                                                     type(out_sharding.spec)(*spec))
     out = dot_general_p.bind(lhs, rhs, dimension_numbers=dnums, precision=precision,
                              preferred_element_type=preferred_element_type, **params)
     return [out], [out_dim]
+
+
+def _mapped_entry(*operands):
+    """The mesh axes splitting the vmapped dimension of mapped ``operands`` (``(x, dim)``
+    pairs), as JAX's vmap gives them to a result whose sharding is otherwise given."""
+    for x, d in operands:
+        sharding = get_aval(x).sharding if d is not not_mapped else None
+        if sharding is not None and d < len(sharding.spec) and sharding.spec[d] is not None:
+            return sharding.spec[d]
+    return None
 
 
 def _fold_batch_into(x, bdim, dim, groups=1):

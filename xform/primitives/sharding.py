@@ -89,12 +89,25 @@ def check_spec_fits(what, mesh, spec, aval):
 def type_sharding(sharding, ndim):
     """The sharding an array laid out as ``sharding`` carries in its type (explicit sharding
     mode, xform/sharding_rules.py): a NamedSharding over the mesh's abstract mesh, one spec
-    entry per dimension, when the mesh has Explicit axes; else None (none in the type)."""
+    entry per dimension, naming only the mesh's Explicit axes (the others are the
+    partitioner's, as in JAX's types), when it has some; else None (none in the type)."""
     mesh = getattr(sharding, "mesh", None)
-    if mesh is None or not any(getattr(t, "name", "") == "Explicit" for t in mesh.axis_types):
+    explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types, strict=True)
+                if getattr(t, "name", "") == "Explicit"} if mesh is not None else ()
+    if not explicit:
         return None
     spec = tuple(sharding.spec) + (None,) * (ndim - len(sharding.spec))
+    if len(explicit) < len(mesh.axis_names):
+        spec = tuple(_only(entry, explicit) for entry in spec)
     return type(sharding)(mesh.abstract_mesh, type(sharding.spec)(*spec))
+
+
+def _only(entry, axes):
+    """Spec ``entry`` naming only the mesh axes in ``axes``."""
+    if entry is None:
+        return None
+    names = tuple(n for n in ((entry,) if isinstance(entry, str) else entry) if n in axes)
+    return None if not names else names[0] if len(names) == 1 else names
 
 
 def out_sharding_param(sharding, what, ndim):
