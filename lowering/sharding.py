@@ -18,6 +18,7 @@ from jaxlib.mlir.dialects import sdy
 
 from lowering import compile_cache, mlir, runtime
 from xform.core import ShapedArray
+from xform.primitives import sharding as sharding_primitives
 from xform.primitives.sharding import reshard_p, sharding_constraint_p
 from xform.sharding_rules import ELEMENTWISE, sharding_rules
 
@@ -322,3 +323,4 @@ def _constrain(x, aval):
 
 
 mlir.typed_sharding_rule = _lower_typed
+sharding_primitives.named_sharding = NamedSharding

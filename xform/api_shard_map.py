@@ -61,10 +61,29 @@ def _check_spec(mesh, spec, aval, what, k):
                     f"(mesh {dict(mesh.shape)})")
 
 
+def _check_specs_are_the_arguments(specs, avals):
+    """On a mesh of Explicit axes, all of them manual, the arguments' types hold their
+    shardings and the in_specs must be those (JAX's check and message)."""
+    for s, a in zip(specs, avals, strict=True):
+        want = impl.PartitionSpec(*s, *(None,) * (a.ndim - len(s)))
+        have = a.sharding.spec if a.sharding is not None else \
+            impl.PartitionSpec(*(None,) * a.ndim)
+        if want != have:
+            raise ValueError(
+                f"in_specs passed to shard_map: {want} does not match the specs of the input: "
+                f"{have} for arg: {a.str_short(short_dtypes=False)}. `in_specs` is an "
+                "optional argument so you can omit specifying it and shard_map will infer "
+                "the in_specs from the arguments. If you want to reshard your inputs, you can "
+                "use `xform.reshard` on the arguments and then pass those args to shard_map.")
+
+
 def _inferred_spec(x, mesh):
     s = getattr(x, "sharding", None) if not isinstance(x, Tracer) else None
     if isinstance(s, impl.NamedSharding) and s.mesh == mesh:
         return s.spec
+    typed = core.get_aval(x).sharding  # a traced value's, in explicit mode
+    if typed is not None and typed.mesh == mesh.abstract_mesh:
+        return typed.spec
     return impl.PartitionSpec()
 
 
@@ -112,6 +131,9 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
             specs_in = broadcast_prefix_specs(in_specs, args, "in_specs")
         for k, (s, a) in enumerate(zip(specs_in, avals, strict=True)):
             _check_spec(the_mesh, s, a, "in_specs", k)
+        if in_specs is not Infer and len(manual) == len(the_mesh.axis_names) and all(
+                t == impl.AxisType.Explicit for t in the_mesh.axis_types):
+            _check_specs_are_the_arguments(specs_in, avals)
         # A cached body keeps eager calls from tracing and lowering again (JAX's eager
         # shard_map retraces: ~140 ms a call here); none whose consts are outer tracers.
         key = (in_tree, tuple(avals), the_mesh, tuple(specs_in), config.trace_context(),

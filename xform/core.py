@@ -12,6 +12,7 @@ Calling convention, for every rule table in xform: array operands positional, pa
 keyword-only and hashable, results a list.
 """
 
+import contextlib
 import itertools
 import math
 import os
@@ -147,10 +148,28 @@ class ManualAxisType:
         return f"ManualAxisType(varying={set(self.varying) or 'frozenset()'})"
 
 
+class _MeshAxisOrder:
+    # JAX prints a type's varying axes in its mesh's order, which an xform type does not
+    # hold: the mesh axes of the shard_map being traced or printed (mesh_axis_order).
+    names = ()
+
+
+@contextlib.contextmanager
+def mesh_axis_order(names):
+    """Print varying axes in the order of ``names`` (a mesh's axis names) meanwhile."""
+    saved, _MeshAxisOrder.names = _MeshAxisOrder.names, tuple(names)
+    try:
+        yield
+    finally:
+        _MeshAxisOrder.names = saved
+
+
 def vma_order(vma):
-    """The varying axes in the order a type prints them. JAX prints the mesh's order, which
-    a type does not know: the names sort (as a mesh's usually do)."""
-    return tuple(sorted(vma, key=str))
+    """The varying axes in the order a type prints them: the mesh's (see mesh_axis_order),
+    then by name."""
+    order = _MeshAxisOrder.names
+    return tuple(sorted(vma, key=lambda n: (order.index(n) if n in order else len(order),
+                                            str(n))))
 
 
 def _sharded_dim(size, entry):

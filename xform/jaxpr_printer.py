@@ -9,7 +9,7 @@ for params (`pp_param_rules`).
 
 import numpy as np
 
-from xform.core import ClosedJaxpr, Jaxpr, Literal, subjaxprs
+from xform.core import ClosedJaxpr, Jaxpr, Literal, mesh_axis_order, subjaxprs
 
 _PP_WIDTH = 80
 
@@ -279,9 +279,14 @@ for _name in ("all_gather", "psum_scatter", "all_to_all"):
         {"axis_index_groups": None, "axis_name": eqn.params["axes"],
          **{k: v for k, v in eqn.params.items() if k != "axes"}})
 
+pp_param_rules["ppermute"] = lambda eqn, names: _sorted_params(
+    {("axis_name" if k == "axes" else k): v for k, v in eqn.params.items()})
+
 # Names JAX gives an equation by its types: ``rule(eqn) -> name``. In a shard_map body typed
-# with check_vma=True, JAX's psum is ``psum_invariant`` (varying operand, invariant result).
-pp_name_rules = {"psum": lambda eqn: "psum_invariant" if eqn.invars[0].aval.vma else "psum"}
+# with check_vma=True, JAX's psum is ``psum_invariant`` (varying operand, invariant result);
+# JAX's psum_scatter binds its ``reduce_scatter``.
+pp_name_rules = {"psum": lambda eqn: "psum_invariant" if eqn.invars[0].aval.vma else "psum",
+                 "psum_scatter": lambda eqn: "reduce_scatter"}
 
 
 # Params JAX's primitive has and xform's does not, derived from the equation by a rule its
@@ -362,6 +367,22 @@ def _share_jaxprs(top, names):
 
 def pp_toplevel_jaxpr(jaxpr):
     """``jaxpr`` as JAX prints a jaxpr."""
+    with mesh_axis_order(_shard_map_axes(jaxpr)):  # varying axes print in mesh order
+        return _pp_toplevel_jaxpr(jaxpr)
+
+
+def _shard_map_axes(jaxpr):
+    """The axis names of the meshes of ``jaxpr``'s shard_maps (nested ones too)."""
+    axes, queue = [], [jaxpr]
+    while queue:
+        for eqn in queue.pop().eqns:
+            if eqn.primitive.name == "shard_map":
+                axes += [n for n in eqn.params["mesh"].axis_names if n not in axes]
+            queue.extend(subjaxprs(eqn.params))
+    return axes
+
+
+def _pp_toplevel_jaxpr(jaxpr):
     names = Names(_dropped_names(jaxpr))
     docs = []
     for name, sub in _share_jaxprs(jaxpr, names):

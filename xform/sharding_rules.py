@@ -33,7 +33,7 @@ sharding_rules = {}
 # body, traced with them; ``reshard``'s: the one asked for, xform/primitives/sharding.py):
 # their results keep what it gave.
 _keep_rules = {"jit", "sharding_constraint", "reshard", "checkpoint", "custom_jvp_call",
-               "custom_vjp_call", "cond", "while"}
+               "custom_vjp_call", "cond", "while", "shard_map"}
 
 
 def _named(like, spec):

@@ -63,10 +63,7 @@ class BatchTracer(Tracer):
     def aval(self):
         aval = self._aval
         if aval is None:
-            full = get_aval(self.val)
-            d = self.batch_dim
-            aval = self._aval = ShapedArray(full.shape[:d] + full.shape[d + 1:], full.dtype,
-                                            full.weak_type)
+            aval = self._aval = _unbatched_aval(self.val, self.batch_dim)
         return aval
 
 
@@ -208,8 +205,14 @@ def batch_jaxpr(closed, axis, dims, force=None):
 
 
 def _unbatched_aval(val, dim):
+    """An example's type: ``val``'s without dimension ``dim`` (and its sharding entry, in
+    explicit sharding mode, as JAX's)."""
     full = get_aval(val)
-    return ShapedArray(full.shape[:dim] + full.shape[dim + 1:], full.dtype)
+    s = full.sharding
+    if s is not None:
+        s = type(s)(s.mesh, type(s.spec)(*s.spec[:dim], *s.spec[dim + 1:]))
+    return ShapedArray(full.shape[:dim] + full.shape[dim + 1:], full.dtype, full.weak_type, s,
+                       full.vma)
 
 
 # --------------------------------------------------------------------------- helpers for rules
@@ -249,8 +252,11 @@ def batched_aval(aval, dim, size):
     """The type of a value of type ``aval`` batched along ``dim`` with ``size`` entries."""
     if dim is not_mapped:
         return aval
+    s = aval.sharding
+    if s is not None:  # the batch dimension is not sharded (JAX's, with no spmd_axis_name)
+        s = type(s)(s.mesh, type(s.spec)(*s.spec[:dim], None, *s.spec[dim:]))
     return ShapedArray(aval.shape[:dim] + (size,) + aval.shape[dim:], aval.dtype,
-                       aval.weak_type)
+                       aval.weak_type, s, aval.vma)
 
 
 # --------------------------------------------------------------------------- registrars

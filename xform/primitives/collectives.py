@@ -113,6 +113,20 @@ def _vary(x, axes):
     return pvary_p.bind(x, axes=tuple(missing)) if missing else x
 
 
+def _one_state(x, axes, name):
+    """JAX's check that ``x`` varies over all of ``axes`` or over none of them (a sum over
+    some axes it varies over and some it does not is refused, not silently cast)."""
+    if not typed_axes.axes:
+        return
+    aval = get_aval(x)
+    states = {"varying" if a in aval.vma else "invarying" for a in axes}
+    if len(states) > 1:
+        raise ValueError(f"{name} can only accept axis_name which corresponds to one of "
+                         f"varying, unreduced, reduced or invarying state of the input. Got "
+                         f"input type: {aval}, axes: {axes} and input state: "
+                         "{'varying', 'invarying'}")
+
+
 def _reduced_vma(x, axes):
     return x.vma - frozenset(axes)
 
@@ -130,6 +144,8 @@ def psum(x, axis_name, *, axis_index_groups=None):
     _no_groups(axis_index_groups, "psum")
     size = _size(axes, "psum")
     leaves, tree = tree_util.tree_flatten(x)
+    for leaf in leaves:
+        _one_state(leaf, axes, "xform.lax.psum")
     # A value known before tracing is the same everywhere: its sum is size times itself.
     outs = [leaf * size if not isinstance(leaf, Tracer) and np.ndim(leaf) == 0 and
             isinstance(leaf, (int, float, complex, np.number))
@@ -185,6 +201,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
     size = _size(axes, "psum_scatter")
 
     def scatter(leaf):
+        _one_state(leaf, axes, "xform.lax.psum_scatter")
         dim = canonicalize_axis(scatter_dimension, get_aval(leaf).ndim, "psum_scatter")
         return psum_scatter_p.bind(_vary(leaf, axes), axes=axes, axis_size=size,
                                    scatter_dimension=dim, tiled=bool(tiled))

@@ -684,7 +684,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     x_avals = []
     for x in xs_flat:
         a = get_aval(x)
-        x_avals.append(ShapedArray(a.shape[1:], a.dtype, a.weak_type))
+        x_avals.append(ShapedArray(a.shape[1:], a.dtype, a.weak_type, vma=a.vma))
     y_tree = {}
 
     def flat_f(*args):
@@ -797,7 +797,7 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, u
     consts, carry, xs = _split(avals, num_consts, num_carry)
     if any(not x.shape or x.shape[0] != length for x in xs):
         raise TypeError(f"scan of length {length} got xs of types ({_types(xs)})")
-    slices = [ShapedArray(x.shape[1:], x.dtype, x.weak_type) for x in xs]
+    slices = [ShapedArray(x.shape[1:], x.dtype, x.weak_type, vma=x.vma) for x in xs]
     _check_operands("scan body", jaxpr.in_avals, consts + carry + slices)
     carry_out, ys = _split(jaxpr.out_avals, num_carry)
     if not all(_same_types(carry, carry_out)):
@@ -805,7 +805,8 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, u
                         f"types: input ({_types(carry)}), output ({_types(carry_out)})")
     if len(linear) != len(avals):
         raise TypeError(f"scan: `linear` has {len(linear)} entries for {len(avals)} operands")
-    return carry_out + [ShapedArray((length,) + y.shape, y.dtype, y.weak_type) for y in ys]
+    return carry_out + [ShapedArray((length,) + y.shape, y.dtype, y.weak_type, vma=y.vma)
+                        for y in ys]
 
 
 scan_p = standard_primitive("scan", _scan_abstract_eval, multiple_results=True)

@@ -28,6 +28,7 @@ from xform.primitives.call import backward, jvp_jaxpr, split_jaxpr
 from xform.primitives.collectives import psum_p, pvary_p
 from xform.primitives.cond import cond_p
 from xform.primitives.loops import while_p
+from xform.primitives.sharding import typed_sharding_of
 from xform.primitives.structural import reshape
 
 shard_map_p = Primitive("shard_map", multiple_results=True)
@@ -59,9 +60,12 @@ def spec_vma(spec, manual_axes):
 
 
 def global_aval(aval, mesh, spec):
+    """The type of the result whose blocks (of type ``aval``) are put together as ``spec``:
+    on a mesh with Explicit axes it carries that sharding, as JAX's."""
     sizes = dim_sizes(mesh, spec, aval.ndim)
     return ShapedArray(tuple(n * k for n, k in zip(aval.shape, sizes, strict=True)),
-                       aval.dtype, aval.weak_type)
+                       aval.dtype, aval.weak_type,
+                       typed_sharding_of(mesh, spec, aval.ndim))
 
 
 def unmentioned(mesh, spec, manual_axes):
@@ -78,6 +82,7 @@ def axis_env(mesh, manual_axes, check_vma=False):
     coll.typed_axes.axes = frozenset(manual_axes) if check_vma else frozenset()
     try:
         with contextlib.ExitStack() as stack:
+            stack.enter_context(core.mesh_axis_order(mesh.axis_names))
             for name in mesh.axis_names:
                 if name in manual_axes:
                     stack.enter_context(core.extend_axis_env(name, mesh.shape[name]))
@@ -167,7 +172,7 @@ abstract_eval_rules[shard_map_p] = _shard_map_abstract_eval
 def _shard_map_jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, manual_axes,
                    check_vma):
     nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
-    with axis_env(mesh, manual_axes):
+    with axis_env(mesh, manual_axes, check_vma):  # tangents vary as their primals
         body, consts, out_nonzeros = jvp_jaxpr(jaxpr, nonzeros)
     replicated = _replicated_spec(in_specs[0] if in_specs else out_specs[0])
     specs_in = ((replicated,) * len(consts) + tuple(in_specs)
@@ -194,13 +199,13 @@ ad.jvp_rules[shard_map_p] = _shard_map_jvp
 _split = weakref.WeakKeyDictionary()  # jaxpr -> {(unknowns, axes): (known, unknown, ...)}
 
 
-def _split_body(jaxpr, unknowns, mesh, manual_axes):
+def _split_body(jaxpr, unknowns, mesh, manual_axes, check_vma):
     cache = _split.setdefault(jaxpr.jaxpr, {})
-    key = (unknowns, manual_axes)
+    key = (unknowns, manual_axes, check_vma)
     hit = cache.get(key)
     if hit is not None:
         return hit
-    with axis_env(mesh, manual_axes):
+    with axis_env(mesh, manual_axes, check_vma):  # each part keeps its types
         known, known_consts, unknown, out_unknowns, num_res = split_jaxpr(
             jaxpr, unknowns, "partially evaluating a shard_map body")
         n_known_out = len(known.out_avals) - num_res
@@ -214,7 +219,8 @@ def _split_body(jaxpr, unknowns, mesh, manual_axes):
             res = [reshape(r, a.shape) for r, a in zip(args[:num_res], res_avals, strict=True)]
             return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *args[num_res:])
 
-        stacked = [ShapedArray((1,) + a.shape, a.dtype, a.weak_type) for a in res_avals]
+        stacked = [ShapedArray((1,) + a.shape, a.dtype, a.weak_type, vma=a.vma)
+                   for a in res_avals]
         known_body = convert_constvars(trace_to_jaxpr(known_fun, known.in_avals,
                                                       "splitting a shard_map body"))
         unknown_body = convert_constvars(trace_to_jaxpr(
@@ -228,7 +234,7 @@ def _shard_map_partial_eval(trace, args, params):
     in_specs, out_specs = params["in_specs"], params["out_specs"]
     unknowns = tuple(trace.is_unknown(x) for x in args)
     known_body, known_consts, unknown_body, out_unknowns, num_res = _split_body(
-        jaxpr, unknowns, mesh, manual_axes)
+        jaxpr, unknowns, mesh, manual_axes, params["check_vma"])
     replicated = _replicated_spec(in_specs[0])
     res_spec = type(replicated)(tuple(n for n in mesh.axis_names if n in manual_axes))
     (kbody, kconsts), (ubody, uconsts) = known_body, unknown_body
@@ -327,7 +333,7 @@ def _insert_none(spec, d):
 
 def _shard_map_batch(axis, args, dims, *, jaxpr, mesh, in_specs, out_specs, manual_axes,
                      check_vma):
-    with axis_env(mesh, manual_axes):
+    with axis_env(mesh, manual_axes, check_vma):  # batching keeps what varies
         body, consts, out_batched = batching.batch_jaxpr(jaxpr, axis, dims)
     replicated = _replicated_spec(in_specs[0] if in_specs else out_specs[0])
     specs_in = (replicated,) * len(consts) + tuple(

@@ -86,6 +86,16 @@ def check_spec_fits(what, mesh, spec, aval):
                              f"by {size}, the size of mesh axes {names} of {spec}")
 
 
+# The runtime's NamedSharding class, for types made from a mesh and a spec (shard_map's
+# results): this layer imports no backend; lowering/sharding.py sets it.
+named_sharding = None
+
+
+def typed_sharding_of(mesh, spec, ndim):
+    """``type_sharding`` of an array laid out over concrete ``mesh`` as ``spec``."""
+    return type_sharding(named_sharding(mesh, spec), ndim)
+
+
 def type_sharding(sharding, ndim):
     """The sharding an array laid out as ``sharding`` carries in its type (explicit sharding
     mode, xform/sharding_rules.py): a NamedSharding over the mesh's abstract mesh, one spec
