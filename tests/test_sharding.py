@@ -356,3 +356,44 @@ def test_repeated_calls_of_sharded_arrays_take_the_fast_path_as_jax(mesh, monkey
     assert len(general) == 2  # the first call, and the first with the program's own layouts
     np.testing.assert_allclose(xf(w, np.asarray(x))[0], jf(jw, np.asarray(jx))[0], rtol=1e-6)
     assert len(general) == 3  # a host array: the general path
+
+
+def test_repeated_calls_of_pytrees_with_given_shardings_take_the_fast_path(monkeypatch):
+    # A training step's call: pytrees of sharded Arrays into a jit with in_shardings and
+    # out_shardings, its results fed back. After the first calls, each runs the program
+    # without the general path; results and shardings stay JAX's.
+    from xform import api_sharding  # noqa: PLC0415  (only to count the general path)
+
+    general = []
+    run = api_sharding.run_partitioned
+    monkeypatch.setattr(api_sharding, "run_partitioned",
+                        lambda *args: (general.append(1), run(*args))[1])
+
+    def step(lib):
+        def f(params, batch):
+            w, b = params["w"], params["b"]
+            y = lib.tanh(batch["x"] @ w + b)
+            return {"w": w - 0.1 * batch["x"].T @ y / 8, "b": b * 0.9}, y.sum()
+        return f
+
+    p_s = {"w": NamedSharding(AUTO, P(None, "y")), "b": NamedSharding(AUTO, P("y"))}
+    b_s = {"x": NamedSharding(AUTO, P("x", None))}
+    kw = dict(in_shardings=(p_s, b_s), out_shardings=(p_s, NamedSharding(AUTO, P())))
+    params = {"w": np.ones((4, 8), np.float32) / 8, "b": np.arange(8, dtype=np.float32)}
+    batch = {"x": A}
+    xf, jf = xform.jit(step(xnp), **kw), jax.jit(step(jnp), **kw)
+    xp, xb = xform.device_put(params, p_s), xform.device_put(batch, b_s)
+    jp, jb = jax.device_put(params, p_s), jax.device_put(batch, b_s)
+    for _ in range(4):
+        (xp, xv), (jp, jv) = xf(xp, xb), jf(jp, jb)
+        assert_same((xp, xv), (jp, jv), rtol=1e-5, atol=1e-6)
+        assert xp["w"].sharding == jp["w"].sharding and xv.sharding == jv.sharding
+    assert len(general) <= 2
+    # laid out otherwise than in_shardings: the general path, and JAX's error
+    before, other = len(general), NamedSharding(AUTO, P())
+    for lib, params_, jit_step in ((xform, xp, xf), (jax, jp, jf)):
+        with pytest.raises(ValueError, match=r"Sharding passed to jit does not match the "
+                           r"sharding on the respective arg. Got jit sharding: .*P\('x', None\)"
+                           r".*\narg sharding: .*spec=P\(\).* for arg type: float32\[8,4\]"):
+            jit_step(params_, lib.device_put(batch, other))
+    assert len(general) == before + 1

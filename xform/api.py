@@ -801,8 +801,9 @@ class JitFunction:
                 call = state.direct_calls.get(tuple(key))
                 if call is not None:
                     return call(bufs)
-        elif state.direct_calls and core.trace_state.trace is core.eval_trace:
-            out = self._keyed_call(args, kwargs)  # static arguments, keywords, scalars
+        elif (state.direct_calls or state.sharded_calls) and \
+                core.trace_state.trace is core.eval_trace:
+            out = self._keyed_call(args, kwargs)
             if out is not _MISS:
                 return out
         statics = None
@@ -855,42 +856,56 @@ class JitFunction:
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
     def _sharded_call(self, args):
-        """The call of sharded Arrays whose avals and layouts (by identity) were called
-        before with a program that takes their buffers as they are (``_MISS`` if not)."""
-        if not self._state.sharded_calls:
+        """The call of sharded Arrays (positional, or a pytree of them) whose avals and
+        layouts (by identity) were called before with a program that takes their buffers as
+        they are (``_MISS`` if not)."""
+        calls = self._state.sharded_calls
+        if not calls:
             return _MISS
         key, bufs = [config.trace_context()], []
         for x in args:
+            if type(x) is not ShardedArray:
+                leaves, tree = tree_util.tree_flatten(args)
+                key, bufs = [config.trace_context(), tree], []
+                break
+        else:
+            leaves = args
+        for x in leaves:
             if type(x) is not ShardedArray:
                 return _MISS
             buf = x._buf
             key.append(id(x.aval))
             key.append(id(buf.sharding))
             bufs.append(buf)
-        call = self._state.sharded_calls.get(tuple(key))
+        call = calls.get(tuple(key))
         return _MISS if call is None else call(bufs)
 
     def _run_partitioned(self, entry, args, kwargs, leaves, avals, in_tree):
         """Run ``entry`` as one partitioned program; a call of sharded Arrays alone is made
         the fast path for their types and layouts."""
         state = self._state
-        outs = api_sharding.run_partitioned(entry, leaves, avals, self._positional(
-            args, kwargs), *(state.shardings or (None, None)), state.name)
-        if state.plain and not kwargs and in_tree == _flat_tree(len(args)) and all(
-                type(x) is ShardedArray for x in args):
-            self._remember_sharded_call(entry, args, leaves, avals)
+        positional = self._positional(args, kwargs)
+        outs = api_sharding.run_partitioned(entry, leaves, avals, positional,
+                                            *(state.shardings or (None, None)), state.name)
+        if not kwargs and not state.has_statics and all(
+                type(x) is ShardedArray for x in leaves):
+            self._remember_sharded_call(entry, args, leaves, avals, in_tree, positional)
         return outs
 
-    def _remember_sharded_call(self, entry, args, leaves, avals):
-        """Make a partitioned call of sharded Arrays ``args`` jit's fast path for them."""
+    def _remember_sharded_call(self, entry, args, leaves, avals, in_tree, positional):
+        """Make a partitioned call of sharded Arrays ``args`` (or a pytree of them) jit's
+        fast path for them: keyed as ``_sharded_call`` keys it."""
         state = self._state
-        call = api_sharding.direct_call(entry, leaves, avals, state.name)
+        call = api_sharding.direct_call(entry, leaves, avals, positional,
+                                        *(state.shardings or (None, None)), state.name)
         if call is None:
             return
         if len(state.sharded_calls) > 32:  # avals or shardings new objects call after call
             state.sharded_calls.clear()
-        shardings = [x._buf.sharding for x in args]
+        shardings = [x._buf.sharding for x in leaves]
         key = [config.trace_context()]
+        if in_tree != _flat_tree(len(args)):
+            key.append(tree_util.tree_structure(args))
         for a, s in zip(avals, shardings, strict=True):
             key += [id(a), id(s)]
         # The entry keeps the avals and shardings whose ids key it.
@@ -899,10 +914,15 @@ class JitFunction:
     def _keyed_call(self, args, kwargs):
         """The call of a signature seen before by ``_remember_keyed_call`` (``_MISS`` if
         not): Arrays keyed by their avals' ids, static arguments by value, Python scalars
-        by type."""
-        if not self._state.direct_calls:
+        by type; or of a pytree of sharded Arrays seen before (``_sharded_call``)."""
+        state = self._state
+        if state.sharded_calls and not kwargs:
+            out = self._sharded_call(args)
+            if out is not _MISS:
+                return out
+        if not state.direct_calls:
             return _MISS
-        signature = _direct_signature(self._state, args, kwargs)
+        signature = _direct_signature(state, args, kwargs)
         if signature is None:
             return _MISS
         try:

@@ -545,6 +545,17 @@ def _leaf_sharding(x):
     return None  # on one device, uncommitted: follows the others
 
 
+def _check_committed_layout(given, own, aval):
+    """JAX's refusal of a committed argument laid out otherwise than in_shardings says
+    (jit does not move it; device_put or reshard does)."""
+    a, b = given._to_xla_hlo_sharding(aval.ndim), own._to_xla_hlo_sharding(aval.ndim)
+    if (a.is_replicated() and b.is_replicated()) or a == b:
+        return
+    raise ValueError(f"Sharding passed to jit does not match the sharding on the respective "
+                     f"arg. Got jit sharding: {given},\narg sharding: {own} for arg type: "
+                     f"{aval}")
+
+
 def _mesh_for(name, shardings, leaves, avals):
     """The mesh a partitioned call runs over, from the shardings given and the arguments'."""
     mesh, first = None, None
@@ -599,6 +610,10 @@ def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
                                                                  "in_shardings")]
     given = given + [None] * (len(leaves) - len(given))  # keyword arguments: their own
     own = [_leaf_sharding(x) for x in leaves]
+    for x, g, a in zip(leaves, given, avals, strict=True):
+        if g is not None and (type(x) is ShardedArray or type(x) is CommittedArray) and \
+                x._buf.sharding != g:
+            _check_committed_layout(g, x._buf.sharding, a)
     chosen = [g if g is not None else o for g, o in zip(given, own, strict=True)]
     outs_tree = tree_util.tree_unflatten(entry.out_tree, [0] * len(entry.jaxpr.out_avals))
     outs_given = [None] * len(entry.jaxpr.out_avals) if out_shardings is None else [
@@ -640,14 +655,14 @@ def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
     return program, in_s
 
 
-def direct_call(entry, leaves, avals, name):
+def direct_call(entry, leaves, avals, args, in_shardings, out_shardings, name):
     """A function of the argument buffers running jit cache ``entry``'s partitioned program,
     for a later call with sharded Arrays of the same types and layouts as ``leaves`` (jit's
     fastest path for sharded arguments); None when the call needs more than that (consts,
     donation, float0 outputs, an argument to lay out first)."""
     if entry.consts or entry.donated is not None or entry.float0s:
         return None
-    program, in_s = prepare(entry, leaves, avals, leaves, None, None, name)
+    program, in_s = prepare(entry, leaves, avals, args, in_shardings, out_shardings, name)
     if program is None or any(type(x) is not ShardedArray or x._buf.sharding != s
                               for x, s in zip(leaves, in_s, strict=True)):
         return None
