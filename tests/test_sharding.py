@@ -397,3 +397,35 @@ def test_repeated_calls_of_pytrees_with_given_shardings_take_the_fast_path(monke
                            r".*\narg sharding: .*spec=P\(\).* for arg type: float32\[8,4\]"):
             jit_step(params_, lib.device_put(batch, other))
     assert len(general) == before + 1
+
+
+def test_mesh_utils_as_jax():
+    from jax.experimental import mesh_utils as jax_mesh_utils  # noqa: PLC0415
+
+    from xform.experimental import mesh_utils  # noqa: PLC0415
+
+    assert sorted(n for n in dir(jax_mesh_utils) if not n.startswith("_")) == \
+        sorted(mesh_utils.__all__)
+    for shape in [(8,), (4, 2), (2, 2, 2), (np.int64(2), 4)]:
+        got = mesh_utils.create_device_mesh(shape)
+        assert got.shape == tuple(int(s) for s in shape)
+        assert (got == jax_mesh_utils.create_device_mesh(shape)).all()
+    devices = jax.devices()[:4][::-1]
+    assert (mesh_utils.create_device_mesh((2, 2), devices) ==
+            jax_mesh_utils.create_device_mesh((2, 2), devices)).all()
+    hybrid = mesh_utils.create_hybrid_device_mesh((4, 2), (1, 1), process_is_granule=True)
+    assert (hybrid == jax_mesh_utils.create_hybrid_device_mesh(
+        (4, 2), (1, 1), process_is_granule=True)).all()
+    mesh = xform.sharding.Mesh(mesh_utils.create_device_mesh((4, 2)), ("x", "y"))
+    x = xform.device_put(A, NamedSharding(mesh, P("x", "y")))
+    assert x.sharding.shard_shape(A.shape) == (2, 2)
+    for call in (lambda m: m.create_device_mesh((3, 3)),
+                 lambda m: m.create_device_mesh((2, "a")),
+                 lambda m: m.create_hybrid_device_mesh((4, 2), (1, 1)),
+                 lambda m: m.create_hybrid_device_mesh((2, 2), (2, 1), process_is_granule=True)):
+        messages = []
+        for m in (mesh_utils, jax_mesh_utils):
+            with pytest.raises(ValueError) as info:
+                call(m)
+            messages.append(str(info.value))
+        assert messages[0] == messages[1]

@@ -1,6 +1,9 @@
 """``xform.experimental``: JAX's ``jax.experimental`` names that xform has."""
 
-from xform.experimental import shard_map  # noqa: F401  (the module, as jax.experimental's)
+from xform.experimental import (  # noqa: F401  (the modules, as jax.experimental's)
+    mesh_utils,
+    shard_map,
+)
 from xform.primitives.callback import io_callback
 
 __all__ = ["io_callback"]
