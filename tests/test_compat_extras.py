@@ -19,6 +19,7 @@ import pytest
 
 import xform
 import xform.numpy as xnp
+from tests.harness import assert_same
 from xform import compat
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -391,3 +392,35 @@ def test_donation_by_number_and_name_together_as_jax():
 
 if __name__ == "__main__" and sys.argv[1:] == ["--programs"]:  # the compat subprocess
     print(json.dumps(_program_filter_custom_jvp()))
+
+
+def test_what_flax_nnx_reaches_for_as_jax():
+    """Eager with_sharding_constraint to a sharding over the abstract mesh (flax's partitioned
+    params) lays out over the set_mesh mesh, or the array's own; without either it is JAX's
+    ValueError. lax.scan takes JAX's private _split_transpose. A key array whose data a
+    library swapped for a ShapeDtypeStruct still has a shape and a type."""
+    from jax.sharding import AxisType, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = jax.make_mesh((2, 2), ("in", "out"), axis_types=(AxisType.Auto,) * 2)
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    outs = {}
+    for mod in (xform, jax):
+        with mod.set_mesh(mesh):
+            s = NamedSharding(mod.sharding.get_abstract_mesh(), P("in", "out"))
+            y = mod.lax.with_sharding_constraint(x, s)
+        z = mod.lax.with_sharding_constraint(y, s)  # no context mesh: y's
+        with pytest.raises(ValueError, match="Target sharding contains a `jax.sharding."
+                           "AbstractMesh` which requires the input passed should be a "
+                           r"`jax.Array`. Got .* with shape float32\[2,6\]"):
+            mod.lax.with_sharding_constraint(x, s)
+        outs[mod] = (y, z)
+    for got, want in zip(outs[xform], outs[jax], strict=True):
+        assert_same(got, want)
+        assert got.sharding == want.sharding
+    step = lambda c, a: (c + a, c * a)  # noqa: E731
+    assert_same(xform.lax.scan(step, 0.0, x[0], _split_transpose=True),
+                jax.lax.scan(step, 0.0, x[0], _split_transpose=True))
+    keys = xform.random.split(xform.random.key(0), 3)
+    abstract = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), keys)
+    assert abstract.shape == (3,) and xform.typeof(abstract) == xform.typeof(keys)

@@ -388,8 +388,25 @@ def _retyped_mesh(axes, axis_type, name, shardings=None):
                   for n, t in zip(mesh.axis_names, mesh.axis_types, strict=True))
     return mesh, impl.Mesh(mesh.devices, mesh.axis_names, axis_types=types)
 
+def _concrete(sharding, x):
+    """``sharding`` over a concrete mesh: one over an abstract mesh (a library's, from
+    ``get_abstract_mesh``) lays out over the context mesh of ``set_mesh``, or the mesh ``x``
+    is laid out over, as JAX's eager constraints do."""
+    mesh = getattr(sharding, "mesh", None)
+    if not isinstance(mesh, impl.AbstractMesh):
+        return sharding
+    own = getattr(_leaf_buffer(x), "sharding", None)
+    for concrete in (impl.get_mesh(), getattr(own, "mesh", None)):
+        if isinstance(concrete, impl.Mesh) and not concrete.empty and \
+                concrete.abstract_mesh == mesh:
+            return impl.NamedSharding(concrete, sharding.spec, memory_kind=sharding.memory_kind)
+    raise ValueError("Target sharding contains a `jax.sharding.AbstractMesh` which requires "
+                     f"the input passed should be a `jax.Array`. Got {type(x)} with shape "
+                     f"{core.get_aval(x).str_short(short_dtypes=False)}")
+
+
 core.eager_rules[sharding_constraint_p] = core.eager_rules[reshard_p] = \
-    lambda x, *, sharding: [wrap(put_leaf(x, sharding), core.get_aval(x))]
+    lambda x, *, sharding: [wrap(put_leaf(x, _concrete(sharding, x)), core.get_aval(x))]
 
 
 # --------------------------------------------------------------------------- building arrays

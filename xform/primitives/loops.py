@@ -642,7 +642,7 @@ def _scan_length(xs, length):
     return lengths.pop()
 
 
-def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
     """Scan ``f`` over the leading axis of ``xs`` while carrying state.
 
     The semantics, in Python::
@@ -661,6 +661,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
       length: the number of iterations, when ``xs`` is None (or to check it).
       reverse: scan from the end of ``xs`` to its start (``ys`` stays in ``xs``'s order).
       unroll: how many iterations one step of the compiled loop runs (True: all).
+      _split_transpose: JAX's private hint to split the transposed loop (libraries such
+        as flax pass it); the values are the same without it, and xform ignores it.
 
     Returns:
       ``(final carry, stacked ys)``.

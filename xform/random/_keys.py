@@ -154,7 +154,11 @@ class KeyArray(KeyArrayBase):
 
     @property
     def shape(self):
-        return tuple(core.get_aval(self._data).shape[:-len(self._impl.key_shape)])
+        data = self._data  # an array or tracer; or a ShapeDtypeStruct (a library's
+        # abstract state: flax.nnx's graph of a module, say)
+        shape = data.shape if type(data).__name__ == "ShapeDtypeStruct" else \
+            core.get_aval(data).shape
+        return tuple(shape[:-len(self._impl.key_shape)])
 
     @property
     def ndim(self):
