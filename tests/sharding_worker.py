@@ -32,8 +32,10 @@ def main():
     split = NamedSharding(mesh, P("batch"))
     x = xform.make_array_from_process_local_data(split, inputs["x"][local])
     y = xform.make_array_from_process_local_data(split, inputs["y"][local])
-    params = tuple(inputs[f"param{k}"] for k in range(4))
     replicated = NamedSharding(mesh, P())
+    # laid out first: on an Explicit mesh a host array's type has no sharding, and the
+    # weight gradients' contraction over the split batch would be ambiguous (JAX's error)
+    params = tuple(xform.device_put(inputs[f"param{k}"], replicated) for k in range(4))
 
     def step(params, x, y):
         loss, grads = xform.value_and_grad(lambda p: mlp_loss(p, x, y, xnp))(params)
@@ -49,6 +51,26 @@ def main():
                             out_specs=P("batch"))(x)
     np.save(os.path.join(out_dir, f"psum_{process_id}.npy"),
             np.stack([np.asarray(s.data) for s in total.addressable_shards]))
+
+    from xform.experimental import multihost_utils  # noqa: PLC0415
+
+    multihost_utils.sync_global_devices("after the step")
+    mine = np.array([process_id, 10 + process_id], np.int32)
+    np.save(os.path.join(out_dir, f"allgather_{process_id}.npy"),
+            multihost_utils.process_allgather(mine))
+    np.save(os.path.join(out_dir, f"tiled_{process_id}.npy"),
+            multihost_utils.process_allgather(mine, tiled=True))
+    np.save(os.path.join(out_dir, f"broadcast_{process_id}.npy"),
+            multihost_utils.broadcast_one_to_all(np.arange(3, dtype=np.float32) + process_id))
+    multihost_utils.assert_equal(np.arange(4), "the same on both")
+    rows = inputs["x"][local]
+    glob = multihost_utils.host_local_array_to_global_array(rows, mesh, P("batch"))
+    back = multihost_utils.global_array_to_host_local_array(glob, mesh, P("batch"))
+    np.save(os.path.join(out_dir, f"roundtrip_{process_id}.npy"),
+            np.concatenate([np.asarray(s.data) for s in sorted(
+                back.addressable_shards, key=lambda s: s.index[0].start or 0)]))
+    np.save(os.path.join(out_dir, f"global_{process_id}.npy"),
+            multihost_utils.process_allgather(glob, tiled=True))
 
 
 if __name__ == "__main__":

@@ -290,6 +290,14 @@ def test_two_processes_sharded_jit_and_shard_map(tmp_path):
         rows = inputs["x"].reshape(8, 2, 3)
         np.testing.assert_allclose(load("psum"), np.broadcast_to(rows.sum(0), (4, 2, 3)),
                                    rtol=1e-5, atol=1e-6)
+        # multihost_utils across the two processes
+        np.testing.assert_array_equal(load("allgather"), [[0, 10], [1, 11]])
+        np.testing.assert_array_equal(load("tiled"), [0, 10, 1, 11])
+        np.testing.assert_array_equal(load("broadcast"), np.arange(3, dtype=np.float32))
+        half = inputs["x"].shape[0] // 2
+        np.testing.assert_array_equal(load("roundtrip"),
+                                      inputs["x"][process_id * half:(process_id + 1) * half])
+        np.testing.assert_array_equal(load("global"), inputs["x"])
 
 
 def test_eager_ops_on_sharded_arrays_run_partitioned_as_jax():
@@ -429,3 +437,41 @@ def test_mesh_utils_as_jax():
                 call(m)
             messages.append(str(info.value))
         assert messages[0] == messages[1]
+
+
+def test_multihost_utils_in_one_process_as_jax():
+    from jax.experimental import multihost_utils as jax_mhu  # noqa: PLC0415
+
+    from xform.experimental import multihost_utils as mhu  # noqa: PLC0415
+
+    tree = {"a": np.arange(6.0, dtype=np.float32).reshape(2, 3), "s": np.float32(2.5)}
+    x = xform.device_put(A, NamedSharding(MESH, P("x", "y")))
+    jx = jax.device_put(A, NamedSharding(MESH, P("x", "y")))
+    for tiled in (False, True):
+        for got, want in ((mhu.process_allgather(tree, tiled=tiled),
+                           jax_mhu.process_allgather(tree, tiled=tiled)),
+                          (mhu.process_allgather(x, tiled=tiled),
+                           jax_mhu.process_allgather(jx, tiled=tiled))):
+            for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+                assert type(g) is np.ndarray and g.shape == w.shape
+                np.testing.assert_array_equal(g, w)
+    for g, w in zip(jax.tree.leaves(mhu.broadcast_one_to_all(tree)),
+                    jax.tree.leaves(jax_mhu.broadcast_one_to_all(tree)), strict=True):
+        np.testing.assert_array_equal(g, w)
+    mhu.assert_equal(tree, "same everywhere")
+    mhu.sync_global_devices("step")
+    for m in (mhu, jax_mhu):
+        with pytest.raises(ValueError, match="`None` is not a valid input to the pspecs"):
+            m.host_local_array_to_global_array({"a": A}, MESH, {"a": None})
+    specs = {"a": P("x"), "s": P()}
+    placed = {"a": np.arange(8.0, dtype=np.float32), "s": np.float32(1)}
+    glob = mhu.host_local_array_to_global_array(placed, MESH, specs)
+    jglob = jax_mhu.host_local_array_to_global_array(placed, MESH, specs)
+    back = mhu.global_array_to_host_local_array(glob, MESH, specs)
+    assert {s.data.shape for s in glob["s"].addressable_shards} == {()}  # a scalar's shards
+    for k, value in placed.items():
+        assert glob[k].sharding == jglob[k].sharding
+        assert_same(glob[k], jglob[k])
+        assert_same(back[k], value)
+    with pytest.raises(RuntimeError, match="xform lacks it"):
+        mhu.reached_preemption_sync_point(0)

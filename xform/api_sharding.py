@@ -429,7 +429,8 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
                              f"global shape {shape} expects {expected}")
     buf = runtime._jax.batched_device_put(
         runtime._jax_aval(shape, dtype), sharding,
-        [np.ascontiguousarray(p, dtype) for p in pieces], devices, True, False,
+        # (not ascontiguousarray: it makes a scalar's shards 1-d)
+        [np.asarray(p, dtype, order="C") for p in pieces], devices, True, False,
         enable_x64=True)
     return wrap(buf, ShapedArray(shape, dtype))
 

@@ -143,6 +143,12 @@ class Array(metaclass=_ArrayMeta):
         return self._buf is None or self._buf.is_fully_replicated
 
     @property
+    def is_fully_addressable(self):
+        """Does this process hold every shard (not so for a global array of a run over
+        several processes)?"""
+        return self.sharding.is_fully_addressable
+
+    @property
     def committed(self):
         """Is the array pinned to its devices (spread over a mesh by ``device_put`` or a
         partitioned ``jit``)? An array on one device follows the others in a call."""

@@ -2,6 +2,7 @@
 
 from xform.experimental import (  # noqa: F401  (the modules, as jax.experimental's)
     mesh_utils,
+    multihost_utils,
     shard_map,
 )
 from xform.primitives.callback import io_callback
