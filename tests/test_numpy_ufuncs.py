@@ -114,6 +114,16 @@ def test_unary_functions_of_python_scalars_are_weak():
             assert_same(getattr(xnp, name)(v), getattr(jnp, name)(v), what=f"{name}({v})")
 
 
+def test_integer_division_of_bools_by_python_scalars_is_weak():
+    # (found by the slow differential fuzzer: the correction step's constant was strong)
+    b = np.array([True, False, True])
+    for name in ["floor_divide", "remainder", "divmod"]:
+        for args in ((2, b), (b, 2), (-3, b)):
+            with np.errstate(all="ignore"):
+                assert_same(getattr(xnp, name)(*args), getattr(jnp, name)(*args),
+                            what=f"{name}{tuple(type(a).__name__ for a in args)}")
+
+
 BINARY = ["add", "subtract", "multiply", "true_divide", "floor_divide", "remainder", "fmod",
           "power", "maximum", "minimum", "fmax", "fmin", "equal", "not_equal", "less",
           "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor",

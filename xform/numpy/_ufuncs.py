@@ -197,7 +197,7 @@ def floor_divide(x1, x2, /):
         quotient = lax.div(x1, x2)
         select = lax.bitwise_and(lax.ne(lax.sign(x1), lax.sign(x2)),
                                  lax.ne(lax.rem(x1, x2), const(x1, 0)))
-        return where_(select, lax.sub(quotient, const(quotient, 1)), quotient)
+        return where_(select, lax.sub(quotient, weak_const(quotient, 1)), quotient)
     if dtypes.is_complex(dtype):
         raise TypeError("floor_divide does not support complex inputs")
     return _float_divmod(x1, x2)[0]
@@ -218,8 +218,9 @@ def remainder(x1, x2, /):
     """``x1 % x2`` with the sign of the divisor (Python semantics)."""
     x1, x2 = promote_args_numeric("remainder", x1, x2)
     zero = const(x1, 0)
-    if dtypes.is_int(aval_of(x2).dtype):
-        x2 = where_(lax.eq(x2, const(x2, 0)), const(x2, 1), x2)
+    if dtypes.is_int(aval_of(x2).dtype):  # x2's ones keep its weak type (JAX's lax._ones)
+        one = weak_const(x2, 1) if aval_of(x2).weak_type else const(x2, 1)
+        x2 = where_(lax.eq(x2, const(x2, 0)), one, x2)
     trunc_mod = lax.rem(x1, x2)
     trunc_mod_not_zero = lax.ne(trunc_mod, zero)
     do_plus = lax.bitwise_and(lax.ne(lax.lt(trunc_mod, zero), lax.lt(x2, const(x2, 0))),
