@@ -193,7 +193,7 @@ def test_unhashable_static_arguments():
 
 
 def test_static_argnums_out_of_range():
-    with pytest.raises(ValueError, match="static_argnums=.*takes 1 positional"):
+    with pytest.raises(ValueError, match="static_argnums=.*only accepts 1 positional"):
         xform.jit(lambda x: x, static_argnums=3)
 
 
@@ -246,7 +246,7 @@ def test_donation_by_name_and_in_pytrees():
 def test_static_and_donated_together_is_an_error():
     with pytest.raises(ValueError, match="both static and donated"):
         xform.jit(lambda x, n: x, static_argnums=1, donate_argnums=1)
-    with pytest.raises(ValueError, match="donate_argnums=.*takes 1 positional"):
+    with pytest.raises(ValueError, match="donate_argnums=.*only accepts 1 positional"):
         xform.jit(lambda x: x, donate_argnums=2)
 
 
@@ -359,3 +359,14 @@ def test_keyed_call_path_static_arguments_keywords_and_python_scalars():
         f(x, [2], 0.5)
     with pytest.raises(OverflowError):
         f(x, 2, 2 ** 40)
+
+
+@pytest.mark.parametrize("what", ["static", "donate"])
+def test_argnums_out_of_range_as_jax(what):
+    def error(mod):
+        with pytest.raises(ValueError) as info:
+            mod.jit(lambda a, b, c: a, **{f"{what}_argnums": (5,)})
+        return str(info.value).split("\n")[0]
+
+    assert error(xform) == error(jax) == (f"Jitted function has {what}_argnums=(5,), but only "
+                                          "accepts 3 positional arguments.")

@@ -208,8 +208,8 @@ def _normalize_statics(fun, static_argnums, static_argnames, what="static"):
                                      f"({i}) need a fixed number of positional arguments")
                 i += n
             if not has_varargs and not 0 <= i < n:
-                raise ValueError(f"jit of {_fun_name(fun)}: {what}_argnums={nums} but the "
-                                 f"function takes {n} positional arguments")
+                raise ValueError(f"Jitted function has {what}_argnums={nums}, but only "
+                                 f"accepts {n} positional arguments.")  # (JAX's words)
             norm.append(i)
         nums = tuple(norm)
         if not any(p.kind == p.VAR_KEYWORD for p in params):
