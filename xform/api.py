@@ -862,14 +862,10 @@ class JitFunction:
         calls = self._state.sharded_calls
         if not calls:
             return _MISS
-        key, bufs = [config.trace_context()], []
-        for x in args:
-            if type(x) is not ShardedArray:
-                leaves, tree = tree_util.tree_flatten(args)
-                key, bufs = [config.trace_context(), tree], []
-                break
-        else:
-            leaves = args
+        key, bufs, leaves = [config.trace_context()], [], args
+        if any(type(x) is not ShardedArray for x in args):  # a pytree: keyed by its structure
+            leaves, tree = tree_util.tree_flatten(args)
+            key.append(tree)
         for x in leaves:
             if type(x) is not ShardedArray:
                 return _MISS

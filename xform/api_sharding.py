@@ -388,6 +388,7 @@ def _retyped_mesh(axes, axis_type, name, shardings=None):
                   for n, t in zip(mesh.axis_names, mesh.axis_types, strict=True))
     return mesh, impl.Mesh(mesh.devices, mesh.axis_names, axis_types=types)
 
+
 def _concrete(sharding, x):
     """``sharding`` over a concrete mesh: one over an abstract mesh (a library's, from
     ``get_abstract_mesh``) lays out over the context mesh of ``set_mesh``, or the mesh ``x``

@@ -14,6 +14,7 @@ import numpy as np
 from xform import tree_util
 from xform.api import devices, jit, local_devices, process_count, process_index
 from xform.api_sharding import (
+    broadcast_prefix,
     make_array_from_process_local_data,
     make_array_from_single_device_arrays,
 )
@@ -132,11 +133,8 @@ def global_array_to_host_local_array(global_inputs, global_mesh, pspecs):
 
 def _per_leaf(tree, pspecs, fn):
     leaves, structure = tree_util.tree_flatten(tree)
-    specs = tree_util.tree_leaves(tree_util.tree_map(
-        lambda s, sub: [s] * len(tree_util.tree_leaves(sub)), pspecs, tree,
-        is_leaf=lambda s: s is None or isinstance(s, PartitionSpec)),
-        is_leaf=lambda s: isinstance(s, list))
-    specs = [s for group in specs for s in group]
+    specs = broadcast_prefix(pspecs, tree, "pspecs", expected="a PartitionSpec",
+                             is_leaf=lambda s: s is None or isinstance(s, PartitionSpec))
     if any(s is None for s in specs):
         raise ValueError("`None` is not a valid input to the pspecs argument. Please use "
                          "xform.sharding.PartitionSpec() if you wanted to replicate your input.")
