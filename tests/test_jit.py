@@ -58,10 +58,15 @@ def test_static_arguments_are_part_of_the_cache_key():
     np.testing.assert_allclose(g(F32_3, 2, scale=3.0), F32_3 * 9)
     np.testing.assert_allclose(g(F32_3, 2, scale=3.0), F32_3 * 9)
     np.testing.assert_allclose(g(F32_3, 3, scale=3.0), F32_3 * 27)
-    np.testing.assert_allclose(g(F32_3, n=1, scale=2.0), F32_3 * 2)
-    assert traces == [(2, 3.0), (3, 3.0), (1, 2.0)]
+    assert traces == [(2, 3.0), (3, 3.0)]
+    # Both lists given: each is taken as it is (JAX's rule), so `n` given by name is traced.
+    for lib in (xform, jax):
+        with pytest.raises(lib.errors.TracerIntegerConversionError):
+            lib.jit(f, static_argnums=1, static_argnames="scale")(F32_3, n=1, scale=2.0)
     h = xform.jit(f, static_argnames=("n", "scale"))  # a positional arg made static by name
     np.testing.assert_allclose(h(F32_3, 2, scale=3.0), F32_3 * 9)
+    k = xform.jit(f, static_argnums=1)  # and the name of a static position inferred
+    np.testing.assert_allclose(k(F32_3, n=1, scale=np.float32(2.0)), F32_3 * 2)
 
 
 def test_decorator_forms():

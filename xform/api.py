@@ -183,9 +183,9 @@ def _check_hashable(value, what, fun):
 def _normalize_statics(fun, static_argnums, static_argnames, what="static"):
     """Positions and names of the arguments ``*_argnums``/``*_argnames`` select (``what``:
     "static" or "donate"). Where only one of the two is given the other is inferred from the
-    signature. As JAX's donation, where both donate lists are given (``()`` included) each is
-    taken as it is: positions select positional arguments only, names keyword ones only."""
-    infer = what != "donate" or static_argnums is None or static_argnames is None
+    signature. As JAX, where both are given (``()`` included) each is taken as it is:
+    positions select positional arguments only, names keyword ones only."""
+    infer = static_argnums is None or static_argnames is None
     nums = () if static_argnums is None else (
         (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums))
     names = () if static_argnames is None else (
