@@ -115,6 +115,62 @@ def test_typed_keys_cross_jit_and_vmap():
     assert_same(xr.key_data(xform.vmap(xr.key)(seeds)), jr.key_data(jax.vmap(jr.key)(seeds)))
 
 
+def test_key_arrays_are_pytree_leaves_as_jax():
+    # A typed key array is one leaf of a user's pytree (JAX's), though the engine flattens it
+    # into its key data: every flattening name of tree_util/tree stops at it.
+    def describe(x):
+        return (type(x).__name__.endswith("KeyArray"), tuple(x.shape), str(x.dtype))
+
+    def run(lib):
+        k, ks = lib.random.key(1), lib.random.split(lib.random.key(2), 3)
+        tree = {"a": np.ones(2, np.float32), "k": k, "s": [ks, (k, 3.0)]}
+        tu, tr = lib.tree_util, lib.tree
+        paths = [(tu.keystr(p), describe(x) if hasattr(x, "shape") else x)
+                 for p, x in tu.tree_flatten_with_path(tree)[0]]
+        return {
+            "leaves": [describe(x) for x in tr.leaves(k)],
+            "structure": str(tr.structure(tree)),
+            "map": tr.map(np.shape, tree),
+            "is_leaf": tu.tree_map(lambda x: len(x) if isinstance(x, list) else np.shape(x),
+                                   tree, is_leaf=lambda x: isinstance(x, list)),
+            "paths": paths,
+            "path_is_leaf": [tu.keystr(p) for p, _ in tu.tree_leaves_with_path(
+                tree, is_leaf=lambda p, x: isinstance(x, tuple), is_leaf_takes_path=True)],
+            "sizes": tu.tree_reduce(lambda acc, x: acc + np.size(x), tree, 0),
+            "all_leaves": (tu.all_leaves([k, ks]), tu.is_tree_node(type(k))),
+            "broadcast": tr.map(np.shape, tr.broadcast({"a": 0, "k": 1, "s": k}, tree)),
+            "transpose": tr.map(np.shape, tr.transpose(tr.structure([0, 0]),
+                                                       tr.structure((0, 0)), [(1, k), (ks, 2)])),
+        }, tu.flatten_one_level
+
+    got, xflat = run(xform)
+    want, jflat = run(jax)
+    assert got == want
+    for flat, lib in ((xflat, xform), (jflat, jax)):
+        with pytest.raises(ValueError, match="can't tree-flatten"):
+            flat(lib.random.key(0))
+    # The transformations still take key arrays anywhere in their pytrees.
+    state = {"key": xr.key(5), "w": np.float32(2.0)}
+
+    def step(state):
+        key, sub = xr.split(state["key"])
+        return {"key": key, "w": state["w"] * xr.uniform(sub)}
+
+    def jstep(state):
+        key, sub = jr.split(state["key"])
+        return {"key": key, "w": state["w"] * jr.uniform(sub)}
+
+    got = xform.jit(step)(xform.jit(step)(state))
+    want = jax.jit(jstep)(jax.jit(jstep)({"key": jr.key(5), "w": np.float32(2.0)}))
+    assert_same(got["w"], want["w"])
+    assert_same(xr.key_data(got["key"]), jr.key_data(want["key"]))
+    carry, ws = xform.lax.scan(lambda c, _: (step(c), c["w"]), state, None, length=3)
+    jcarry, jws = jax.lax.scan(lambda c, _: (jstep(c), c["w"]),
+                               {"key": jr.key(5), "w": np.float32(2.0)}, None, length=3)
+    assert_same(ws, jws)
+    assert_same(xr.key_data(carry["key"]), jr.key_data(jcarry["key"]))
+
+
 @pytest.mark.parametrize("impl", ["rbg", "unsafe_rbg"])
 def test_rbg_impls_match_jax(impl):
     k, jk = xr.key(9, impl=impl), jr.key(9, impl=impl)

@@ -12,8 +12,7 @@ and where it comes from (an argument, a constant, or the equation that computes 
 
 import inspect
 
-from jax import tree_util
-
+from xform import pytree
 from xform.api import make_jaxpr
 from xform.api_autodiff import vjp
 from xform.api_remat import checkpoint, checkpoint_policies, remat
@@ -53,28 +52,28 @@ def _arg_names(fun, args, kwargs):
 
     names = []
     for i, a in enumerate(args):
-        names.extend(arg_name(i) + tree_util.keystr(p)
-                     for p, _ in tree_util.tree_flatten_with_path(a)[0])
+        names.extend(arg_name(i) + pytree.keystr(p)
+                     for p, _ in pytree.tree_flatten_with_path(a)[0])
     for k, v in sorted(kwargs.items()):
-        names.extend(kwarg_name(k) + tree_util.keystr(p)
-                     for p, _ in tree_util.tree_flatten_with_path(v)[0])
+        names.extend(kwarg_name(k) + pytree.keystr(p)
+                     for p, _ in pytree.tree_flatten_with_path(v)[0])
     return names
 
 
 def saved_residuals(f, *args, **kwargs):
     """The residuals ``vjp(f, *args, **kwargs)`` keeps: a list of ``(aval, source)`` pairs,
     ``source`` a string saying where the value comes from (as in ``print_saved_residuals``)."""
-    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+    leaves, in_tree = pytree.tree_flatten((args, kwargs))
     caller = source_info()  # the user's call of print_saved_residuals
     store = {}
 
     def flat_f(*flat):
-        f_args, f_kwargs = tree_util.tree_unflatten(in_tree, flat)
+        f_args, f_kwargs = pytree.tree_unflatten(in_tree, flat)
         return f(*f_args, **f_kwargs)
 
     def vjp_of_f(*flat):
         out, pullback = vjp(flat_f, *flat)
-        store["num_out"] = len(tree_util.tree_leaves(out))
+        store["num_out"] = len(pytree.tree_leaves(out))
         return out, pullback
 
     closed = make_jaxpr(vjp_of_f)(*leaves)

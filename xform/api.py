@@ -15,10 +15,9 @@ import warnings
 import weakref
 
 import numpy as np
-from jax import tree_util
 
 from lowering import runtime
-from xform import api_sharding, config, core, dispatch, dtypes, stages
+from xform import api_sharding, config, core, dispatch, dtypes, pytree, stages
 from xform.array import Array, CommittedArray, ShardedArray
 from xform.core import ShapedArray, Tracer
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
@@ -114,12 +113,12 @@ def _arg_avals(leaves, in_tree, fun, abstractify=core.get_aval):
     try:
         return [abstractify(x) for x in leaves]
     except TypeError:
-        tree = tree_util.tree_unflatten(in_tree, leaves)
-        for keys, x in tree_util.tree_flatten_with_path(tree)[0]:
+        tree = pytree.tree_unflatten(in_tree, leaves)
+        for keys, x in pytree.tree_flatten_with_path(tree)[0]:
             try:
                 abstractify(x)
             except TypeError as e:
-                where = ("args" if keys[0].idx == 0 else "kwargs") + tree_util.keystr(keys[1:])
+                where = ("args" if keys[0].idx == 0 else "kwargs") + pytree.keystr(keys[1:])
                 raise TypeError(
                     f"Error interpreting argument to {_fun_name(fun)} as an abstract array: the "
                     f"value at {where} is of type {type(x).__name__} ({e}). Arguments must be "
@@ -132,14 +131,14 @@ def _flatten_fun(fun, in_tree, store, statics=None):
     """A function of flat leaves that calls ``fun`` on the pytree and flattens its output."""
 
     def flat_fun(*leaves):
-        args, kwargs = tree_util.tree_unflatten(in_tree, leaves)
+        args, kwargs = pytree.tree_unflatten(in_tree, leaves)
         if statics is not None:
             args, kwargs = statics.merge(args, kwargs)
         out = fun(*args, **kwargs)
-        out_leaves, out_tree = tree_util.tree_flatten(out)
+        out_leaves, out_tree = pytree.tree_flatten(out)
         for i, x in enumerate(out_leaves):
             if not isinstance(x, Tracer) and not core.is_concrete_array(x):
-                path = tree_util.keystr(tree_util.tree_flatten_with_path(out)[0][i][0])
+                path = pytree.keystr(pytree.tree_flatten_with_path(out)[0][i][0])
                 raise TypeError(f"{_fun_name(fun)} returned a value of type "
                                 f"{type(x).__name__} at output path {path or '(root)'}, which "
                                 "is not a valid xform type: outputs must be arrays or scalars")
@@ -243,12 +242,12 @@ def _split_statics(fun, args, kwargs, static_argnums, static_argnames):
 # --------------------------------------------------------------------------- jit
 
 
-_LEAF = tree_util.tree_structure(0)
+_LEAF = pytree.tree_structure(0)
 
 
 @functools.lru_cache(maxsize=64)
 def _flat_tree(n):
-    return tree_util.tree_structure((tuple(range(n)), {}))
+    return pytree.tree_structure((tuple(range(n)), {}))
 
 
 class _CacheEntry:
@@ -374,7 +373,7 @@ def _signature_item(x, static, key, leaves):
         key.append(t)
         leaves.append(x)
     else:  # a pytree of such leaves: its structure, then theirs
-        flat, tree = tree_util.tree_flatten(x)
+        flat, tree = pytree.tree_flatten(x)
         if tree.num_nodes == 1 and tree.num_leaves == 1:
             return False  # a leaf of another kind (NumPy data, a tracer, a bad argument)
         key.append(tree)
@@ -701,7 +700,7 @@ class JitFunction:
         state = self._state
         dyn_args, dyn_kwargs, statics = _split_statics(
             self._fun, args, kwargs, state.static_argnums, state.static_argnames)
-        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        leaves, in_tree = pytree.tree_flatten((dyn_args, dyn_kwargs))
         avals = _arg_avals(leaves, in_tree, self._fun, abstractify)
         key = (in_tree, None if statics is None else statics.key, tuple(avals),
                config.trace_context(), core.trace_state.axis_env)
@@ -763,17 +762,17 @@ class JitFunction:
         state = self._state
         if not state.donate_argnums and not state.donate_argnames:
             return None
-        dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, range(in_tree.num_leaves))
+        dyn_args, dyn_kwargs = pytree.tree_unflatten(in_tree, range(in_tree.num_leaves))
         static_positions = () if statics is None else statics.positions
         positions = [i for i in range(len(dyn_args) + len(static_positions))
                      if i not in static_positions]
         donated = set()
         for position, arg in zip(positions, dyn_args, strict=True):
             if position in state.donate_argnums:
-                donated.update(tree_util.tree_leaves(arg))
+                donated.update(pytree.tree_leaves(arg))
         for name, arg in dyn_kwargs.items():
             if name in state.donate_argnames:
-                donated.update(tree_util.tree_leaves(arg))
+                donated.update(pytree.tree_leaves(arg))
         if not donated:  # (donate_argnums naming arguments without leaves: nothing donated)
             return None
         return tuple(i in donated for i in range(in_tree.num_leaves))
@@ -810,9 +809,9 @@ class JitFunction:
         if state.has_statics:
             dyn_args, dyn_kwargs, statics = _split_statics(
                 self._fun, args, kwargs, state.static_argnums, state.static_argnames)
-            leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+            leaves, in_tree = pytree.tree_flatten((dyn_args, dyn_kwargs))
         else:
-            leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+            leaves, in_tree = pytree.tree_flatten((args, kwargs))
         statics_key = None if statics is None else statics.key
         context, axis_env = config.trace_context(), core.trace_state.axis_env
         # One pass over the leaves: plain Arrays give their avals and buffers as they are.
@@ -853,7 +852,7 @@ class JitFunction:
                 entry, self._positional(args, kwargs), *state.shardings, state.name)
             outs = entry.restore_float0s(
                 jit_p.bind(*entry.consts, *leaves, jaxpr=jaxpr, name=state.name))
-        return tree_util.tree_unflatten(entry.out_tree, outs)
+        return pytree.tree_unflatten(entry.out_tree, outs)
 
     def _sharded_call(self, args):
         """The call of sharded Arrays (positional, or a pytree of them) whose avals and
@@ -864,7 +863,7 @@ class JitFunction:
             return _MISS
         key, bufs, leaves = [config.trace_context()], [], args
         if any(type(x) is not ShardedArray for x in args):  # a pytree: keyed by its structure
-            leaves, tree = tree_util.tree_flatten(args)
+            leaves, tree = pytree.tree_flatten(args)
             key.append(tree)
         for x in leaves:
             if type(x) is not ShardedArray:
@@ -901,7 +900,7 @@ class JitFunction:
         shardings = [x._buf.sharding for x in leaves]
         key = [config.trace_context()]
         if in_tree != _flat_tree(len(args)):
-            key.append(tree_util.tree_structure(args))
+            key.append(pytree.tree_structure(args))
         for a, s in zip(avals, shardings, strict=True):
             key += [id(a), id(s)]
         # The entry keeps the avals and shardings whose ids key it.
@@ -938,7 +937,7 @@ class JitFunction:
         if signature is None:
             return
         key, bufs = signature
-        avals = [x.aval for x in tree_util.tree_leaves((args, kwargs)) if type(x) is Array]
+        avals = [x.aval for x in pytree.tree_leaves((args, kwargs)) if type(x) is Array]
         scalars = [(i, a.dtype) for i, (b, a) in enumerate(zip(
             bufs, entry.jaxpr.in_avals[len(entry.consts):], strict=True))
             if type(b) in _SCALAR_TYPES]
@@ -974,7 +973,7 @@ class JitFunction:
             _checking.active = False
         if not (flags.debug_nans or flags.debug_infs):
             return out
-        kind = dispatch.invalid_value(tree_util.tree_leaves(out))
+        kind = dispatch.invalid_value(pytree.tree_leaves(out))
         if kind is None:
             return out
         print(f"Invalid {kind} value encountered in the output of a jit function "
@@ -1003,7 +1002,7 @@ class JitFunction:
 
     def eval_shape(self, *args, **kwargs):
         entry, _, _ = self._entry(args, kwargs, _abstractify)
-        return tree_util.tree_unflatten(entry.out_tree, [_shape_struct(a) for a in
+        return pytree.tree_unflatten(entry.out_tree, [_shape_struct(a) for a in
                                                          entry.jaxpr.out_avals])
 
     def clear_cache(self):
@@ -1076,7 +1075,7 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
     @functools.wraps(fun)
     def make(*args, **kwargs):
         dyn_args, dyn_kwargs, statics = _split_statics(fun, args, kwargs, nums, frozenset())
-        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        leaves, in_tree = pytree.tree_flatten((dyn_args, dyn_kwargs))
         avals = _arg_avals(leaves, in_tree, fun, _abstractify)
         store = {}
         flat = _flatten_fun(fun, in_tree, store, statics)
@@ -1086,7 +1085,7 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
             closed = trace_to_jaxpr(flat, avals, f"tracing `{_fun_name(fun)}` for make_jaxpr")
         if return_shape:
             shapes = [_shape_struct(a) for a in closed.out_avals]
-            return closed, tree_util.tree_unflatten(store["out_tree"], shapes)
+            return closed, pytree.tree_unflatten(store["out_tree"], shapes)
         return closed
 
     return make
@@ -1098,12 +1097,12 @@ def _shape_struct(aval):
 
 def eval_shape(fun, *args, **kwargs):
     """The shapes and dtypes ``fun`` would return, computed without running it."""
-    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+    leaves, in_tree = pytree.tree_flatten((args, kwargs))
     avals = _arg_avals(leaves, in_tree, fun, _abstractify)
     store = {}
     closed = trace_to_jaxpr(_flatten_fun(fun, in_tree, store), avals,
                             f"tracing `{_fun_name(fun)}` for eval_shape")
-    return tree_util.tree_unflatten(store["out_tree"],
+    return pytree.tree_unflatten(store["out_tree"],
                                     [_shape_struct(a) for a in closed.out_avals])
 
 
@@ -1157,14 +1156,14 @@ def device_put_sharded(shards, devices):
     if len(shards) != len(devices):
         raise ValueError(f"device_put_sharded: got {len(shards)} shards for {len(devices)} "
                          "devices; pass one shard per device")
-    return tree_util.tree_map(lambda *xs: _put_stacked(np.stack([_host(x) for x in xs]),
+    return pytree.tree_map(lambda *xs: _put_stacked(np.stack([_host(x) for x in xs]),
                                                        devices), *shards)
 
 
 def device_put_replicated(x, devices):
     """A copy of pytree ``x`` on each of ``devices``, stacked along a new leading axis (as
     ``pmap`` reads replicated parameters). Returns ShardedArrays."""
-    return tree_util.tree_map(lambda leaf: _put_stacked(
+    return pytree.tree_map(lambda leaf: _put_stacked(
         np.broadcast_to(_host(leaf)[None], (len(devices),) + np.shape(leaf)), devices), x)
 
 
@@ -1182,7 +1181,7 @@ def _put_stacked(stacked, devices):
 
 def block_until_ready(x):
     """Wait for every array in the pytree ``x``; returns ``x``."""
-    for leaf in tree_util.tree_leaves(x):
+    for leaf in pytree.tree_leaves(x):
         if hasattr(leaf, "block_until_ready"):
             leaf.block_until_ready()
     return x

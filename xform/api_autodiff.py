@@ -11,9 +11,8 @@ Pytrees are handled here; ``xform.interpreters.ad`` works on flat lists.
 import functools
 
 import numpy as np
-from jax import tree_util
 
-from xform import core, dtypes
+from xform import core, dtypes, pytree
 from xform.api import _abstractify, _arg_avals, _flatten_fun, _fun_name, jit
 from xform.array import Array, from_host
 from xform.core import Tracer
@@ -78,14 +77,14 @@ def jvp(fun, primals, tangents, has_aux=False):
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primal and tangent arguments must be tuples or lists; found "
                         f"{type(primals).__name__} and {type(tangents).__name__}")
-    p_leaves, p_tree = tree_util.tree_flatten(tuple(primals))
-    t_leaves, t_tree = tree_util.tree_flatten(tuple(tangents))
+    p_leaves, p_tree = pytree.tree_flatten(tuple(primals))
+    t_leaves, t_tree = pytree.tree_flatten(tuple(tangents))
     if p_tree != t_tree:
         raise TypeError(f"jvp: primal and tangent arguments must have the same tree "
                         f"structure; got {p_tree} and {t_tree}")
-    in_tree = tree_util.tree_structure((tuple(primals), {}))
+    in_tree = pytree.tree_structure((tuple(primals), {}))
     avals = _arg_avals(p_leaves, in_tree, fun)
-    paths = [tree_util.keystr(k) for k, _ in tree_util.tree_flatten_with_path(primals)[0]]
+    paths = [pytree.keystr(k) for k, _ in pytree.tree_flatten_with_path(primals)[0]]
     for path, aval, t in zip(paths, avals, t_leaves, strict=True):
         _check_tangent(f"primals{path}", aval, t)
     tangents_in = [ad.Zero(ad.tangent_aval(a)) if a.dtype.kind in "biu" or (
@@ -98,8 +97,8 @@ def jvp(fun, primals, tangents, has_aux=False):
     # As JAX's, outputs that are not tracers (constants, inputs passed through) come back as
     # the function returned them.
     tangents_out = [_returned_tangent(t) for t in tangents_out]
-    result = (tree_util.tree_unflatten(out_tree, primals_out),
-              tree_util.tree_unflatten(out_tree, tangents_out))
+    result = (pytree.tree_unflatten(out_tree, primals_out),
+              pytree.tree_unflatten(out_tree, tangents_out))
     return (*result, store["aux"]) if has_aux else result
 
 
@@ -115,7 +114,7 @@ def _with_aux(fun, has_aux, store):
         # aux is not differentiated: its traced leaves are returned as their primal values,
         # never as tracers of a differentiation that is over once the caller gets them.
         trace = core.trace_state.trace
-        store["aux"] = tree_util.tree_map(
+        store["aux"] = pytree.tree_map(
             lambda x: _as_output(x.primal) if isinstance(x, ad.JVPTracer) and
             x._trace is trace else _as_output(x.value) if isinstance(x, vjp_tape.VJPTracer)
             and x._trace is trace else x, out[1])
@@ -156,7 +155,7 @@ class _Linearized:
     """``fun`` linearized at ``primals`` (pytrees): what vjp and linearize both start from."""
 
     def __init__(self, fun, primals, has_aux, taped=True, flat=None):
-        leaves, self.in_tree = flat or tree_util.tree_flatten((primals, {}))
+        leaves, self.in_tree = flat or pytree.tree_flatten((primals, {}))
         self.avals = _arg_avals(leaves, self.in_tree, fun)
         self.store = {}
         flat = _flatten_fun(_with_aux(fun, has_aux, self.store), self.in_tree, self.store)
@@ -174,7 +173,7 @@ class _Linearized:
         # A constant has a zero tangent; so has a non-differentiable input, told apart by
         # identity (a differentiable input passed through has a nonzero tangent).
         fixed = {id(x) for x, d in zip(self.leaves, self.diff, strict=True) if not d}
-        return tree_util.tree_unflatten(self.out_tree, [
+        return pytree.tree_unflatten(self.out_tree, [
             p if not (isinstance(p, (Array, Tracer)) or nz or id(p) in fixed)
             else _as_output(p) for p, nz in zip(self.primals_out, self.nonzero, strict=True)])
 
@@ -222,7 +221,7 @@ class _Recorded(_Linearized):
 def _linearized_for_grad(fun, primals, has_aux):
     """``fun`` at ``primals`` ready to pull a gradient back: recorded on the VJP tape when
     the gradient is eager, else linearized."""
-    leaves, in_tree = tree_util.tree_flatten((primals, {}))
+    leaves, in_tree = pytree.tree_flatten((primals, {}))
     avals = _arg_avals(leaves, in_tree, fun)
     if vjp_tape.applies(avals):
         return _Recorded(fun, leaves, in_tree, avals, has_aux)
@@ -346,7 +345,7 @@ class VJP:
                             f"with {len(extra_args) + 1} arguments, but it takes a single "
                             "argument: the cotangent of the single value the function returned "
                             "(a tuple of cotangents if that value is a tuple).")
-        ct_leaves, ct_tree = tree_util.tree_flatten(cotangents)
+        ct_leaves, ct_tree = pytree.tree_flatten(cotangents)
         if ct_tree != meta.out_tree:
             raise TypeError(f"vjp of {meta.name}: the cotangent must have the structure "
                             f"of the primal output, {meta.out_tree}; got {ct_tree}")
@@ -363,13 +362,13 @@ class VJP:
         else:
             flat = _pull_back(meta.jaxpr, self.residuals, meta.nonzero, meta.avals,
                               meta.diff, ct_leaves, given)
-        return tree_util.tree_unflatten(meta.in_tree, flat)[0]
+        return pytree.tree_unflatten(meta.in_tree, flat)[0]
 
     def __repr__(self):
         return f"<vjp pullback of {self.meta.name}>"
 
 
-tree_util.register_pytree_node(VJP, lambda pb: (pb.residuals, pb.meta),
+pytree.register_pytree_node(VJP, lambda pb: (pb.residuals, pb.meta),
                                lambda meta, residuals: VJP(meta, list(residuals)))
 
 
@@ -440,7 +439,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         if out_aval.sharding is not None and isinstance(out, core.Tracer):
             seed = reshard_p.bind(seed, sharding=out_aval.sharding)
         cts = lin.pullback_flat([seed])
-        cts = tree_util.tree_unflatten(lin.in_tree, cts)[0]
+        cts = pytree.tree_unflatten(lin.in_tree, cts)[0]
         grads = cts[0] if int_argnums else tuple(cts)
         value = (out, lin.store["aux"]) if has_aux else out
         return value, grads
@@ -475,7 +474,7 @@ _REAL = frozenset(d for d in dtypes.SUPPORTED if dtypes.is_float(d))
 
 
 def _check_grad_input(name, arg, holomorphic, allow_int):
-    for leaf in tree_util.tree_leaves(arg):
+    for leaf in pytree.tree_leaves(arg):
         dtype = core.get_aval(leaf).dtype
         if dtype in _REAL and not holomorphic:  # the common case, by a set lookup
             continue
@@ -533,7 +532,7 @@ def linearize(fun, *primals, has_aux=False):
     meta = _PullbackMeta(_fun_name(fun), linear.jaxpr, nonzero, avals, diff, in_tree, out_tree,
                          out_avals)
     f_jvp = LinearizedJVP(meta, list(linear.consts))
-    out = tree_util.tree_unflatten(out_tree, primals_out)  # as JAX's: not made arrays
+    out = pytree.tree_unflatten(out_tree, primals_out)  # as JAX's: not made arrays
     return (out, f_jvp, store["aux"]) if has_aux else (out, f_jvp)
 
 
@@ -550,7 +549,7 @@ class LinearizedJVP:
 
     def __call__(self, *tangents):
         meta = self.meta
-        t_leaves, t_tree = tree_util.tree_flatten((tangents, {}))
+        t_leaves, t_tree = pytree.tree_flatten((tangents, {}))
         if t_tree != meta.in_tree:
             raise TypeError(f"linearize of {meta.name}: tangents must have the structure "
                             f"of the primals, {meta.in_tree}; got {t_tree}")
@@ -561,13 +560,13 @@ class LinearizedJVP:
         # A tangent passed through comes back as it was given, as JAX's.
         flat_out = [next(outs) if nz else _zero_tangent(ad.Zero(ad.tangent_aval(a)))
                     for a, nz in zip(meta.out_avals, meta.nonzero, strict=True)]
-        return tree_util.tree_unflatten(meta.out_tree, flat_out)
+        return pytree.tree_unflatten(meta.out_tree, flat_out)
 
     def __repr__(self):
         return f"<linearized jvp of {self.meta.name}>"
 
 
-tree_util.register_pytree_node(LinearizedJVP, lambda f: (f.residuals, f.meta),
+pytree.register_pytree_node(LinearizedJVP, lambda f: (f.residuals, f.meta),
                                lambda meta, residuals: LinearizedJVP(meta, list(residuals)))
 
 
@@ -577,7 +576,7 @@ def linear_transpose(fun, *primals):
     ``fun`` must be linear in its arguments; the result maps output cotangents to a tuple of
     input cotangents.
     """
-    leaves, in_tree = tree_util.tree_flatten((primals, {}))
+    leaves, in_tree = pytree.tree_flatten((primals, {}))
     avals = _arg_avals(leaves, in_tree, fun, _abstractify)
     for aval in avals:
         if not dtypes.is_inexact(aval.dtype):
@@ -589,7 +588,7 @@ def linear_transpose(fun, *primals):
     out_tree = store["out_tree"]
 
     def transposed(*cotangents):
-        ct_leaves, ct_tree = tree_util.tree_flatten(cotangents[0] if len(cotangents) == 1
+        ct_leaves, ct_tree = pytree.tree_flatten(cotangents[0] if len(cotangents) == 1
                                                     else cotangents)
         if ct_tree != out_tree:
             raise TypeError(f"linear_transpose of {_fun_name(fun)}: cotangent structure "
@@ -598,6 +597,6 @@ def linear_transpose(fun, *primals):
         cts = transpose.backward_pass(closed.jaxpr, closed.consts, args, ct_leaves)
         flat = [_zero_cotangent(a) if type(ct) is ad.Zero else _as_output(ct)
                 for ct, a in zip(cts, avals, strict=True)]
-        return tree_util.tree_unflatten(in_tree, flat)[0]
+        return pytree.tree_unflatten(in_tree, flat)[0]
 
     return transposed

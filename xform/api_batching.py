@@ -8,9 +8,8 @@ import functools
 import inspect
 
 import numpy as np
-from jax import tree_util
 
-from xform import core, dtypes
+from xform import core, dtypes, pytree
 from xform.api import _arg_avals, _flatten_fun, _fun_name
 from xform.api_autodiff import _as_output
 from xform.interpreters import batching
@@ -30,20 +29,20 @@ def _broadcast_prefix(prefix, tree, what):
     """One axis spec per leaf of ``tree``, from ``prefix``, a pytree prefix of it."""
     specs = []
     try:
-        tree_util.tree_map(lambda spec, sub: specs.extend(
-            [spec] * len(tree_util.tree_leaves(sub))),
+        pytree.tree_map(lambda spec, sub: specs.extend(
+            [spec] * len(pytree.tree_leaves(sub))),
             prefix, tree, is_leaf=lambda x: x is None)
     except ValueError as e:
         raise ValueError(f"vmap {what} specification must be a tree prefix of the "
                          f"corresponding value, got specification {prefix!r} for value tree "
-                         f"{tree_util.tree_structure(tree)}:\n{e}") from None
+                         f"{pytree.tree_structure(tree)}:\n{e}") from None
     for spec in specs:
         _check_axis_spec(spec, what)
     return specs
 
 
 def _leaf_paths(tree):
-    return [tree_util.keystr(k) for k, _ in tree_util.tree_flatten_with_path(tree)[0]]
+    return [pytree.keystr(k) for k, _ in pytree.tree_flatten_with_path(tree)[0]]
 
 
 def _arg_names(fun, n):
@@ -101,7 +100,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "
                              "corresponding to the positional arguments passed to the function, "
                              f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
-        leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+        leaves, in_tree = pytree.tree_flatten((args, kwargs))
         arg_specs = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
         specs = _broadcast_prefix((arg_specs, 0), (args, kwargs), "in_axes")
         paths = _leaf_paths((args, kwargs))
@@ -149,7 +148,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         outs = [_as_output(o) for o in outs]
         for i in store["float0s"]:
             outs[i] = np.zeros(np.shape(outs[i]), dtypes.float0)
-        return tree_util.tree_unflatten(store["out_tree"], outs)
+        return pytree.tree_unflatten(store["out_tree"], outs)
 
     vmapped.spmd_axis_name = spmd_axis_name
     return vmapped
@@ -198,7 +197,7 @@ def _vmap_summing(fun, axis, args, in_dims, out_dims):
 
 
 def _unflatten_placeholder(tree):
-    return tree_util.tree_unflatten(tree, [0] * tree.num_leaves)
+    return pytree.tree_unflatten(tree, [0] * tree.num_leaves)
 
 
 def _in_dim(spec, aval):

@@ -21,7 +21,7 @@ from lowering import runtime
 from xform import core, dtypes, version
 from xform.array import Array
 from xform.core import Tracer
-from xform.tree_util import tree_leaves, tree_map
+from xform.pytree import tree_leaves, tree_map
 
 
 def device_get(x):

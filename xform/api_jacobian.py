@@ -9,9 +9,8 @@ it stays unbatched and runs once.
 import functools
 
 import numpy as np
-from jax import tree_util
 
-from xform import core, dtypes
+from xform import core, dtypes, pytree
 from xform import numpy as xnp
 from xform.api_autodiff import jvp, vjp
 from xform.api_batching import vmap
@@ -84,7 +83,7 @@ def _block(batched, start, basis_aval, other_aval, basis_last):
 def _check_inputs(forward, holomorphic, allow_int, arg):
     """JAX's checks of the differentiated inputs' dtypes, with its messages."""
     name = "jacfwd" if forward else "jacrev"
-    for leaf in tree_util.tree_leaves(arg):
+    for leaf in pytree.tree_leaves(arg):
         dtype = core.get_aval(leaf).dtype
         if holomorphic and not dtypes.is_complex(dtype):
             raise TypeError(f"{name} with holomorphic=True requires inputs with complex "
@@ -139,20 +138,20 @@ def _jacobian(fun, argnums, has_aux, holomorphic, forward, allow_int=False):
             return fun(*full, **kwargs)
 
         diff_args = tuple(args[i] for i in positions)
-        in_leaves, in_tree = tree_util.tree_flatten(diff_args)
+        in_leaves, in_tree = pytree.tree_flatten(diff_args)
         in_avals = [core.get_aval(x) for x in in_leaves]
         aux = None
         if forward:
             basis, starts = _std_basis(in_avals)
 
             def pushforward(*tangent_leaves):
-                result = jvp(partial, diff_args, tree_util.tree_unflatten(in_tree, tangent_leaves),
+                result = jvp(partial, diff_args, pytree.tree_unflatten(in_tree, tangent_leaves),
                              has_aux=has_aux)
-                tangents = tree_util.tree_map(_typed_as, result[1], result[0])
+                tangents = pytree.tree_map(_typed_as, result[1], result[0])
                 return (tangents, result[2]) if has_aux else (tangents, None)
 
             tangents, aux = vmap(pushforward, out_axes=(0, None))(*basis)
-            t_leaves, out_tree = tree_util.tree_flatten(tangents)
+            t_leaves, out_tree = pytree.tree_flatten(tangents)
             _check_outputs(forward, holomorphic, t_leaves)
             out_avals = [core.ShapedArray(np.shape(t)[1:], t.dtype) for t in t_leaves]
             blocks = [[_block(t, s, a, o_aval, True) for s, a in zip(starts, in_avals,
@@ -161,20 +160,20 @@ def _jacobian(fun, argnums, has_aux, holomorphic, forward, allow_int=False):
         else:
             outs, pullback, *rest = vjp(partial, *diff_args, has_aux=has_aux)
             aux = rest[0] if has_aux else None
-            out_leaves, out_tree = tree_util.tree_flatten(outs)
+            out_leaves, out_tree = pytree.tree_flatten(outs)
             _check_outputs(forward, holomorphic, out_leaves)
             out_avals = [core.get_aval(o) for o in out_leaves]
             basis, starts = _std_basis(out_avals)
-            cts = vmap(lambda *cs: tree_util.tree_map(
-                _typed_as, pullback(tree_util.tree_unflatten(out_tree, cs)), diff_args))(*basis)
-            ct_leaves = tree_util.tree_leaves(cts)
+            cts = vmap(lambda *cs: pytree.tree_map(
+                _typed_as, pullback(pytree.tree_unflatten(out_tree, cs)), diff_args))(*basis)
+            ct_leaves = pytree.tree_leaves(cts)
             blocks = [[_block(c, s, o_aval, a, False) for c, a in zip(ct_leaves, in_avals,
                                                                      strict=True)]
                       for s, o_aval in zip(starts, out_avals, strict=True)]
-        per_output = [tree_util.tree_unflatten(in_tree, b) for b in blocks]
+        per_output = [pytree.tree_unflatten(in_tree, b) for b in blocks]
         if int_argnums:
             per_output = [p[0] for p in per_output]
-        result = tree_util.tree_unflatten(out_tree, per_output)
+        result = pytree.tree_unflatten(out_tree, per_output)
         return (result, aux) if has_aux else result
 
     return jac

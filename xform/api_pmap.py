@@ -8,9 +8,7 @@ is traced once per signature with the axis name bound, so collectives can name i
 
 import functools
 
-from jax import tree_util
-
-from xform import config, core, spmd
+from xform import config, core, pytree, spmd
 from xform.api import (
     _arg_avals,
     _flat_tree,
@@ -70,7 +68,7 @@ class PmapFunction:
             outs = spmd.run_program(program, operands, entry["params"]["donated"])
         else:
             outs = pmap_p.bind(*operands, **entry["params"])
-        return tree_util.tree_unflatten(entry["out_tree"], outs)
+        return pytree.tree_unflatten(entry["out_tree"], outs)
 
     def lower(self, *args, **kwargs):
         """The SPMD program for these arguments; ``.as_text()`` is its StableHLO module (the
@@ -90,7 +88,7 @@ class PmapFunction:
                                                            self._statics, frozenset())
         else:
             dyn_args, dyn_kwargs, statics = args, {}, None
-        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        leaves, in_tree = pytree.tree_flatten((dyn_args, dyn_kwargs))
         avals = [x.aval if isinstance(x, Array) else None for x in leaves]
         if None in avals:
             avals = _arg_avals(leaves, in_tree, self._fun)
@@ -133,7 +131,7 @@ class PmapFunction:
         with core.extend_axis_env(self._axis_name, size):
             closed = trace_to_jaxpr(flat, per_device, f"tracing `{self._name}` for pmap")
         jaxpr, consts = convert_constvars(closed)
-        out_specs = _broadcast_prefix(self._out_axes, tree_util.tree_unflatten(
+        out_specs = _broadcast_prefix(self._out_axes, pytree.tree_unflatten(
             store["out_tree"], [0] * len(jaxpr.out_avals)), "out_axes")
         out_axes = tuple(_canonical_axis(s, a, "out_axes")
                          for s, a in zip(out_specs, jaxpr.out_avals, strict=True))
@@ -151,7 +149,7 @@ class PmapFunction:
                      if i not in self._statics]
         flags = []
         for position, arg in zip(positions, dyn_args, strict=False):
-            flags += [position in self._donate] * len(tree_util.tree_leaves(arg))
+            flags += [position in self._donate] * len(pytree.tree_leaves(arg))
         return tuple(flags + [False] * (in_tree.num_leaves - len(flags)))
 
     def __repr__(self):

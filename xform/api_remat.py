@@ -9,9 +9,7 @@ primitive's partial-evaluation rule. Pytrees are handled here.
 import functools
 import types
 
-from jax import tree_util
-
-from xform import core
+from xform import core, pytree
 from xform.api import _arg_avals, _flatten_fun, _fun_name
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.contractions import conv_general_dilated_p, dot_general_p
@@ -246,7 +244,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_
         else tuple(static_argnames)
     if isinstance(prevent_cse, (tuple, list)):
         # JAX takes one flag per argument; the barrier here covers all inputs or none.
-        prevent_cse = any(tree_util.tree_leaves(tuple(prevent_cse)))
+        prevent_cse = any(pytree.tree_leaves(tuple(prevent_cse)))
     elif not isinstance(prevent_cse, bool):
         raise TypeError("checkpoint: prevent_cse must be a bool or tuple of bools, got "
                         f"{type(prevent_cse)=}")
@@ -270,7 +268,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_
             kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
             positions, static_values, nargs = _with_static_kwargs(
                 positions, static_values, nargs, static_kwargs)
-        leaves, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
+        leaves, in_tree = pytree.tree_flatten((dyn_args, kwargs))
         avals = _arg_avals(leaves, in_tree, fun)
         statics = _static_key((tuple(sorted(positions)), nargs, static_values))
         key = None if statics is None else (in_tree, tuple(avals), statics)
@@ -288,7 +286,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_
         jaxpr, consts, out_tree = hit
         outs = remat_p.bind(*consts, *leaves, jaxpr=jaxpr, prevent_cse=bool(prevent_cse),
                             differentiated=False, policy=policy)
-        return tree_util.tree_unflatten(out_tree, outs)
+        return pytree.tree_unflatten(out_tree, outs)
 
     return fun_remat
 

@@ -14,7 +14,7 @@ import weakref
 
 from lowering import shard_map as _lowering  # noqa: F401  (registers its lowering rule)
 from lowering import sharding as impl
-from xform import config, core, tree_util
+from xform import config, core, pytree
 from xform.api import jit
 from xform.api_sharding import broadcast_prefix
 from xform.core import ClosedJaxpr, Jaxpr, Tracer, Var
@@ -123,7 +123,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
             raise ValueError("shard_map: no mesh given; pass mesh= or set one with "
                              "xform.sharding.set_mesh")
         manual = tuple(n for n in the_mesh.axis_names if not axis_names or n in axis_names)
-        leaves, in_tree = tree_util.tree_flatten(args)
+        leaves, in_tree = pytree.tree_flatten(args)
         avals = [core.get_aval(x) for x in leaves]
         if in_specs is Infer:
             specs_in = [_inferred_spec(x, the_mesh) for x in leaves]
@@ -150,7 +150,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
                                 in_specs=(replicated,) * len(consts) + tuple(specs_in),
                                 out_specs=tuple(specs_out), manual_axes=frozenset(manual),
                                 check_vma=bool(check_vma))
-        return tree_util.tree_unflatten(out_tree, outs)
+        return pytree.tree_unflatten(out_tree, outs)
 
     return mapped
 
@@ -160,8 +160,8 @@ def _trace_body(f, mesh, manual, in_tree, avals, specs_in, out_specs, check_vma)
     store = {}
 
     def body(*blocks):
-        out = f(*tree_util.tree_unflatten(in_tree, blocks))
-        out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
+        out = f(*pytree.tree_unflatten(in_tree, blocks))
+        out_leaves, store["out_tree"] = pytree.tree_flatten(out)
         if not check_vma:
             return out_leaves
         # As JAX's: a result is cast to vary over the manual axes its out_spec splits it over.
@@ -174,7 +174,7 @@ def _trace_body(f, mesh, manual, in_tree, avals, specs_in, out_specs, check_vma)
     with axis_env(mesh, manual, check_vma):
         closed = trace_to_jaxpr(body, block_avals, f"tracing {_name(f)} for shard_map")
     out_tree = store["out_tree"]
-    out_shape = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
+    out_shape = pytree.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
     specs_out = tuple(broadcast_prefix_specs(out_specs, out_shape, "out_specs"))
     for k, (s, a) in enumerate(zip(specs_out, closed.out_avals, strict=True)):
         _check_spec(mesh, s, a, "out_specs", k)

@@ -19,7 +19,7 @@ import numpy as np
 
 from lowering import runtime
 from lowering import sharding as impl
-from xform import core, dispatch, dtypes, stages, tree_util
+from xform import core, dispatch, dtypes, pytree, stages
 from xform.array import Array, CommittedArray, ShardedArray
 from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Tracer, Var
 from xform.interpreters.staging import convert_constvars, out_avals_of, trace_to_jaxpr
@@ -61,13 +61,13 @@ def broadcast_prefix(prefix, tree, what, is_leaf=None, expected="a sharding",
     ``is_leaf`` accepts (shardings or None by default, ``expected`` in the error)."""
     is_leaf = is_leaf or _is_sharding_leaf
     if is_leaf(prefix):
-        return [prefix] * len(tree_util.tree_leaves(tree))
+        return [prefix] * len(pytree.tree_leaves(tree))
     try:
-        groups = tree_util.tree_map(lambda s, sub: Group(s, len(tree_util.tree_leaves(sub))),
+        groups = pytree.tree_map(lambda s, sub: Group(s, len(pytree.tree_leaves(sub))),
                                     prefix, tree, is_leaf=is_leaf)
     except ValueError as e:
         raise ValueError(f"{what} must be {expected} or a pytree prefix of {of}; {e}") from None
-    return [s for g in tree_util.tree_leaves(groups, is_leaf=lambda g: type(g) is Group)
+    return [s for g in pytree.tree_leaves(groups, is_leaf=lambda g: type(g) is Group)
             for s in [g.value] * g.count]
 
 
@@ -126,7 +126,7 @@ def device_put(x, device=None):
         per_leaf = None
     else:
         per_leaf = broadcast_prefix(device, x, "device_put's device")
-    leaves, tree = tree_util.tree_flatten(x)
+    leaves, tree = pytree.tree_flatten(x)
     outs = []
     for k, leaf in enumerate(leaves):
         target = device if per_leaf is None else per_leaf[k]
@@ -149,20 +149,20 @@ def device_put(x, device=None):
             buf = dispatch.device_buffer(leaf, aval, target)
             outs.append(Array(aval, None, buf) if target is None else
                         CommittedArray(aval, None, buf))
-    return tree_util.tree_unflatten(tree, outs)
+    return pytree.tree_unflatten(tree, outs)
 
 
 def reshard(xs, out_shardings):
     """Lay out pytree ``xs`` as ``out_shardings`` (NamedShardings or PartitionSpecs of the
     current mesh): a device-to-device copy outside ``jit``, a constraint inside. Their specs
     may name only Explicit axes (a ``ValueError`` otherwise, as JAX's)."""
-    shardings = tree_util.tree_map(lambda s: as_named(s, "reshard"), out_shardings,
+    shardings = pytree.tree_map(lambda s: as_named(s, "reshard"), out_shardings,
                                    is_leaf=lambda s: isinstance(s, impl.PartitionSpec))
-    leaves, tree = tree_util.tree_flatten(xs)
+    leaves, tree = pytree.tree_flatten(xs)
     per_leaf = broadcast_prefix(shardings, xs, "reshard's out_shardings")
     for s in per_leaf:
         _check_explicit_axes(s, "reshard")
-    return tree_util.tree_unflatten(tree, [
+    return pytree.tree_unflatten(tree, [
         reshard_p.bind(x, sharding=s) if isinstance(x, Tracer) and s is not None
         else _resharded(x, s) for x, s in zip(leaves, per_leaf, strict=True)])
 
@@ -297,7 +297,7 @@ def auto_axes(f=None, /, *, axes=None, out_sharding=None):
             return f(*args, **kwargs)
         old, new = retyped
         with impl.use_abstract_mesh(new.abstract_mesh):
-            args = tree_util.tree_map(lambda x: reshard(x, impl.NamedSharding(
+            args = pytree.tree_map(lambda x: reshard(x, impl.NamedSharding(
                 new, _explicit_spec(_spec_of(x), new))), args)
             out = f(*args, **kwargs)
         return reshard(out, out_s)
@@ -322,12 +322,12 @@ def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
                              "enter into a mesh context when using `explicit_axes` API.")
         old, new = retyped
         with impl.use_abstract_mesh(new.abstract_mesh):
-            given = tree_util.tree_map(
+            given = pytree.tree_map(
                 lambda s: impl.NamedSharding(new, s) if isinstance(s, impl.PartitionSpec)
                 else s, in_s, is_leaf=lambda s: isinstance(s, impl.PartitionSpec))
             args = reshard(args, given)
             out = f(*args, **kwargs)
-        return tree_util.tree_map(lambda o: reshard(o, impl.NamedSharding(
+        return pytree.tree_map(lambda o: reshard(o, impl.NamedSharding(
             old, _explicit_spec(_spec_of(o), old))), out)
 
     return wrapped
@@ -368,7 +368,7 @@ def _retyped_mesh(axes, axis_type, name, shardings=None):
     current = impl.get_mesh()
     current = None if current is None or not current.shape else current
     theirs = None
-    for s in tree_util.tree_leaves(shardings, is_leaf=lambda s: isinstance(
+    for s in pytree.tree_leaves(shardings, is_leaf=lambda s: isinstance(
             s, impl.PartitionSpec)):
         if isinstance(s, impl.NamedSharding):
             if theirs is not None and theirs.abstract_mesh != s.mesh.abstract_mesh:
@@ -634,7 +634,7 @@ def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
                 x._buf.sharding != g:
             _check_committed_layout(g, x._buf.sharding, a)
     chosen = [g if g is not None else o for g, o in zip(given, own, strict=True)]
-    outs_tree = tree_util.tree_unflatten(entry.out_tree, [0] * len(entry.jaxpr.out_avals))
+    outs_tree = pytree.tree_unflatten(entry.out_tree, [0] * len(entry.jaxpr.out_avals))
     outs_given = [None] * len(entry.jaxpr.out_avals) if out_shardings is None else [
         as_named(g, f"jit of {name}") for g in broadcast_prefix(out_shardings, outs_tree,
                                                                  "out_shardings")]
@@ -744,7 +744,7 @@ class _CallEntry:
     def __init__(self, closed):
         self.jaxpr, self.consts = convert_constvars(closed)
         self.const_avals = [core.get_aval(c) for c in self.consts]
-        self.out_tree = tree_util.tree_structure([0] * len(closed.out_avals))
+        self.out_tree = pytree.tree_structure([0] * len(closed.out_avals))
         self.donated = None
 
     def restore_float0s(self, outs):
@@ -817,20 +817,20 @@ class PartitionedCompiled:
     @property
     def output_shardings(self):
         """The results' shardings, in the results' pytree (as JAX's)."""
-        return tree_util.tree_unflatten(self._out_tree, list(self._program.out_shardings))
+        return pytree.tree_unflatten(self._out_tree, list(self._program.out_shardings))
 
     @property
     def input_shardings(self):
         """The arguments' shardings as ``(args, kwargs)`` (as JAX's)."""
         flat = list(self._program.in_shardings)[-self._in_tree.num_leaves:] \
             if self._in_tree.num_leaves else []
-        return tree_util.tree_unflatten(self._in_tree, flat)
+        return pytree.tree_unflatten(self._in_tree, flat)
 
 
 def lower(jitted, traced, args, kwargs):
     """The Lowered stage of a jit call that runs partitioned, else None."""
     state = jitted._state
-    leaves = tree_util.tree_leaves((args, kwargs))
+    leaves = pytree.tree_leaves((args, kwargs))
     if state.shardings is None and not any(
             _leaf_sharding(x) is not None and len(_leaf_sharding(x).device_set) > 1
             for x in leaves) and jaxpr_mesh(traced._entry.jaxpr.jaxpr) is None:
@@ -896,7 +896,7 @@ def visualize_array_sharding(arr, **kwargs):
 def inspect_array_sharding(value, *, callback):
     """Call ``callback(sharding)`` with the sharding of each array of pytree ``value``
     (concrete arrays only in xform)."""
-    for leaf in tree_util.tree_leaves(value):
+    for leaf in pytree.tree_leaves(value):
         if isinstance(leaf, Tracer):
             raise NotImplementedError(
                 "inspect_array_sharding: xform reports the sharding of concrete arrays only; "
@@ -946,7 +946,7 @@ def constrained_jaxpr(entry, args, in_shardings, out_shardings, name):
         as_named(g, f"jit of {name}") for g in broadcast_prefix(in_shardings, args,
                                                                  "in_shardings")]
     given = given + [None] * (n_args - len(given))
-    outs_tree = tree_util.tree_unflatten(entry.out_tree, [0] * len(entry.jaxpr.out_avals))
+    outs_tree = pytree.tree_unflatten(entry.out_tree, [0] * len(entry.jaxpr.out_avals))
     outs_given = [None] * len(entry.jaxpr.out_avals) if out_shardings is None else [
         as_named(g, f"jit of {name}") for g in broadcast_prefix(out_shardings, outs_tree,
                                                                  "out_shardings")]

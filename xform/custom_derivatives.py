@@ -17,9 +17,8 @@ import inspect
 import typing
 
 import numpy as np
-from jax import tree_util
 
-from xform import core, dtypes
+from xform import core, dtypes, pytree
 from xform.api import _arg_avals, _fun_name
 from xform.array import from_host
 from xform.core import Tracer
@@ -66,7 +65,7 @@ def zero_from_primal(val, symbolic_zeros=False):
         t_aval = ad.tangent_aval(core.get_aval(x))
         return SymbolicZero(t_aval) if symbolic_zeros else ad.instantiate(ad.Zero(t_aval))
 
-    return tree_util.tree_map(zero, val)
+    return pytree.tree_map(zero, val)
 
 
 def _from_symbolic(t, aval):
@@ -87,7 +86,7 @@ class CustomVJPPrimal:
 def custom_vjp_primal_tree_values(tree):
     """``tree`` with each ``CustomVJPPrimal`` leaf replaced by its value: the arguments of a
     symbolic-zeros fwd rule in their plain form."""
-    return tree_util.tree_map(lambda x: x.value if isinstance(x, CustomVJPPrimal) else x,
+    return pytree.tree_map(lambda x: x.value if isinstance(x, CustomVJPPrimal) else x,
                               tree, is_leaf=lambda x: isinstance(x, CustomVJPPrimal))
 
 
@@ -127,13 +126,13 @@ class _CustomFunction:
         ``store["out_tree"]`` is set by the first of the function and its rules to run."""
         nondiff = [args[i] for i in self.nondiff_argnums]
         diff = tuple(a for i, a in enumerate(args) if i not in self.nondiff_argnums)
-        leaves, in_tree = tree_util.tree_flatten(diff)
-        _arg_avals(leaves, tree_util.tree_structure((diff, {})), self.fun)  # checks the types
+        leaves, in_tree = pytree.tree_flatten(diff)
+        _arg_avals(leaves, pytree.tree_structure((diff, {})), self.fun)  # checks the types
         store = {}
 
         def flat_fun(*flat):
-            out = self.fun(*self._merge_args(nondiff, tree_util.tree_unflatten(in_tree, flat)))
-            out_leaves, out_tree = tree_util.tree_flatten(out)
+            out = self.fun(*self._merge_args(nondiff, pytree.tree_unflatten(in_tree, flat)))
+            out_leaves, out_tree = pytree.tree_flatten(out)
             _check_out_tree(self.name, "output", out_tree, store)
             return out_leaves
 
@@ -143,7 +142,7 @@ class _CustomFunction:
     def _runs_plainly(self, args):
         """No transformation is active and no argument is traced: just run the function."""
         return core.trace_state.trace is core.eval_trace and not any(
-            isinstance(x, Tracer) for x in tree_util.tree_leaves(args))
+            isinstance(x, Tracer) for x in pytree.tree_leaves(args))
 
     def _merge_args(self, nondiff, diff):
         """The full argument list from the non-differentiable and differentiable ones."""
@@ -187,7 +186,7 @@ def _check_out_tree(name, what, tree, store):
 
 
 def _check_pair(name, what, got, expected_tree, expected_avals):
-    leaves, tree = tree_util.tree_flatten(got)
+    leaves, tree = pytree.tree_flatten(got)
     if tree != expected_tree:
         raise TypeError(f"{name}: the {what} must have the structure of the function's "
                         f"output, {expected_tree}; got {tree}")
@@ -223,19 +222,19 @@ def _bwd_cotangents(name, cts, diff, in_tree, in_avals):
 
     def collect(ct, arg):
         if ct is None:
-            flat.extend([_ZERO] * len(tree_util.tree_leaves(arg)))
+            flat.extend([_ZERO] * len(pytree.tree_leaves(arg)))
         else:
             flat.append(ct)
 
     try:  # None is a leaf here, so it may stand for a whole subtree of the arguments
-        tree_util.tree_map(collect, cts, diff, is_leaf=lambda x: x is None)
+        pytree.tree_map(collect, cts, diff, is_leaf=lambda x: x is None)
     except ValueError:
         raise TypeError(f"custom_vjp bwd rule of {name} returned cotangents with the "
-                        f"structure {tree_util.tree_structure(cts)}; the arguments have "
+                        f"structure {pytree.tree_structure(cts)}; the arguments have "
                         f"{in_tree}") from None
     if len(flat) != len(in_avals):
         raise TypeError(f"custom_vjp bwd rule of {name} returned cotangents with the "
-                        f"structure {tree_util.tree_structure(cts)}; the arguments have "
+                        f"structure {pytree.tree_structure(cts)}; the arguments have "
                         f"{in_tree}")
     out = []
     for i, (ct, aval) in enumerate(zip(flat, in_avals, strict=True)):
@@ -291,7 +290,7 @@ class custom_jvp(_CustomFunction):
             for fn, t in zip(tangent_fns, tangents, strict=True):
                 if fn is not None:
                     term = fn(t, out, *primals)
-                    total = term if total is None else tree_util.tree_map(
+                    total = term if total is None else pytree.tree_map(
                         lambda a, b: a + b, total, term)
             return out, total
 
@@ -308,14 +307,14 @@ class custom_jvp(_CustomFunction):
         name, rule, as_passed = self.name, self.jvp, _as_passed(leaves)
 
         def flat_jvp(primal_leaves, tangent_leaves):
-            primals = tree_util.tree_unflatten(in_tree, as_passed(primal_leaves))
-            tangents = tree_util.tree_unflatten(in_tree, [
+            primals = pytree.tree_unflatten(in_tree, as_passed(primal_leaves))
+            tangents = pytree.tree_unflatten(in_tree, [
                 SymbolicZero(t.aval) if type(t) is ad.Zero else t for t in tangent_leaves])
             result = rule(*nondiff, tuple(primals), tuple(tangents))
             if not isinstance(result, (tuple, list)) or len(result) != 2:
                 raise TypeError(f"custom_jvp rule of {name} must return a pair (primal_out, "
                                 f"tangent_out), got {type(result).__name__}")
-            out, out_tree = tree_util.tree_flatten(result[0])
+            out, out_tree = pytree.tree_flatten(result[0])
             _check_out_tree(name, "primal output of its custom_jvp rule", out_tree, store)
             out_avals = [core.get_aval(x) for x in out]
             tangent = _check_pair(name, "tangent output of its custom_jvp rule", result[1],
@@ -327,7 +326,7 @@ class custom_jvp(_CustomFunction):
         flat_jvp.symbolic_zeros = self.symbolic_zeros
         outs = custom_jvp_call_p.bind(*leaves, fun=flat_fun, jvp=flat_jvp, num_consts=0,
                                       name=name, symbolic_zeros=self.symbolic_zeros)
-        return tree_util.tree_unflatten(store["out_tree"], outs)
+        return pytree.tree_unflatten(store["out_tree"], outs)
 
 
 
@@ -375,13 +374,13 @@ class custom_vjp(_CustomFunction):
                 perturbed = [True] * len(arg_leaves) if perturbed is None else perturbed
                 arg_leaves = [CustomVJPPrimal(x, p)
                               for x, p in zip(arg_leaves, perturbed, strict=True)]
-            result = fwd(*merge(nondiff, tree_util.tree_unflatten(in_tree, arg_leaves)))
+            result = fwd(*merge(nondiff, pytree.tree_unflatten(in_tree, arg_leaves)))
             if not isinstance(result, (tuple, list)) or len(result) != 2:
                 raise TypeError(f"custom_vjp fwd rule of {name} must return a pair (output, "
                                 f"residuals), got {type(result).__name__}")
-            out, out_tree = tree_util.tree_flatten(result[0])
+            out, out_tree = pytree.tree_flatten(result[0])
             _check_out_tree(name, "output of its custom_vjp fwd rule", out_tree, store)
-            res_leaves, residual_tree["tree"] = tree_util.tree_flatten(result[1])
+            res_leaves, residual_tree["tree"] = pytree.tree_flatten(result[1])
             # Python scalars among the residuals reach bwd as they are, as in JAX (where they
             # stay literals): they are kept here, not bound. (equinox's filter_custom_vjp
             # passes Python bools that way and tests them with isinstance.)
@@ -393,10 +392,10 @@ class custom_vjp(_CustomFunction):
             python, bound = residual_tree["python"], iter(res_leaves)
             res_leaves = [python[i] if i in python else next(bound)
                           for i in range(residual_tree["tree"].num_leaves)]
-            residuals = tree_util.tree_unflatten(residual_tree["tree"], res_leaves)
+            residuals = pytree.tree_unflatten(residual_tree["tree"], res_leaves)
             ct_leaves = [SymbolicZero(ct.aval) if type(ct) is ad.Zero else ct
                          for ct in ct_leaves]
-            cts = bwd(*nondiff, residuals, tree_util.tree_unflatten(store["out_tree"],
+            cts = bwd(*nondiff, residuals, pytree.tree_unflatten(store["out_tree"],
                                                                     ct_leaves))
             return _bwd_cotangents(name, cts, diff, in_tree, in_avals)
 
@@ -406,7 +405,7 @@ class custom_vjp(_CustomFunction):
         outs = custom_vjp_call_p.bind(*leaves, fun=flat_fun, fwd=flat_fwd, bwd=flat_bwd,
                                       num_consts=0, name=name,
                                       symbolic_zeros=self.symbolic_zeros)
-        return tree_util.tree_unflatten(store["out_tree"], outs)
+        return pytree.tree_unflatten(store["out_tree"], outs)
 
 
 # --------------------------------------------------------------------------- custom_gradient
@@ -422,7 +421,7 @@ class _GradientRule:
         self.jaxpr, self.in_tree, self.consts = jaxpr, in_tree, consts
 
 
-tree_util.register_pytree_node(
+pytree.register_pytree_node(
     _GradientRule, lambda r: (r.consts, (r.jaxpr, r.in_tree)),
     lambda aux, consts: _GradientRule(aux[0], aux[1], list(consts)))
 
@@ -449,12 +448,12 @@ def custom_gradient(fun):
 
     def fwd(*args, **kwargs):
         out, rule = fun(*args, **kwargs)
-        out_leaves, out_tree = tree_util.tree_flatten((out,))
+        out_leaves, out_tree = pytree.tree_flatten((out,))
         store = {}
 
         def flat_rule(*cts):
-            result = rule(*tree_util.tree_unflatten(out_tree, cts))
-            leaves, store["in_tree"] = tree_util.tree_flatten(result)
+            result = rule(*pytree.tree_unflatten(out_tree, cts))
+            leaves, store["in_tree"] = pytree.tree_flatten(result)
             return leaves
 
         ct_avals = [ad.tangent_aval(core.get_aval(x)) for x in out_leaves]
@@ -462,9 +461,9 @@ def custom_gradient(fun):
         return out, _GradientRule(closed.jaxpr, store["in_tree"], list(closed.consts))
 
     def bwd(res, ct):
-        cts = core.eval_jaxpr(res.jaxpr, res.consts, *tree_util.tree_leaves((ct,)))
-        cts = tree_util.tree_unflatten(res.in_tree, cts)
-        return (cts,) if tree_util.treedef_is_leaf(res.in_tree) else cts
+        cts = core.eval_jaxpr(res.jaxpr, res.consts, *pytree.tree_leaves((ct,)))
+        cts = pytree.tree_unflatten(res.in_tree, cts)
+        return (cts,) if pytree.treedef_is_leaf(res.in_tree) else cts
 
     wrapped_fun.defvjp(fwd, bwd)
     return wrapped_fun
@@ -495,13 +494,13 @@ def closure_convert(fun, *example_args):
       >>> f, consts = xform.closure_convert(lambda x: x * y, 1.0)  # y: a traced value
       >>> f(2.0, *consts)  # 2.0 * y
     """
-    leaves, in_tree = tree_util.tree_flatten(example_args)
-    avals = _arg_avals(leaves, tree_util.tree_structure((example_args, {})), fun)
+    leaves, in_tree = pytree.tree_flatten(example_args)
+    avals = _arg_avals(leaves, pytree.tree_structure((example_args, {})), fun)
     store = {}
 
     def flat_fun(*flat):
-        out = fun(*tree_util.tree_unflatten(in_tree, flat))
-        out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
+        out = fun(*pytree.tree_unflatten(in_tree, flat))
+        out_leaves, store["out_tree"] = pytree.tree_flatten(out)
         return out_leaves
 
     closed = trace_to_jaxpr(flat_fun, avals, f"tracing `{_fun_name(fun)}` for closure_convert")
@@ -516,12 +515,12 @@ def closure_convert(fun, *example_args):
         all_consts = list(consts)
         for i, c in zip(hoisted_at, new_consts, strict=True):
             all_consts[i] = c
-        flat, tree = tree_util.tree_flatten(tuple(args))
+        flat, tree = pytree.tree_flatten(tuple(args))
         if tree != in_tree:
             raise TypeError(f"closure_convert of {_fun_name(fun)}: the converted function "
                             f"was called with arguments of structure {tree}, but the example "
                             f"arguments had {in_tree}")
-        return tree_util.tree_unflatten(out_tree, core.eval_jaxpr(jaxpr, all_consts, *flat))
+        return pytree.tree_unflatten(out_tree, core.eval_jaxpr(jaxpr, all_consts, *flat))
 
     return converted_fun, hoisted
 

@@ -19,7 +19,7 @@ import traceback
 
 import numpy as np
 
-from xform import tree_util
+from xform import pytree
 from xform.api_sharding import (  # noqa: F401  (jax.debug's sharding pictures)
     inspect_array_sharding,
     visualize_array_sharding,
@@ -330,9 +330,9 @@ def breakpoint(*, backend=None, filter_frames=True, num_frames=None, ordered=Fal
     names, dynamic = [], []  # the traced values in each frame's locals
     for k, info in enumerate(infos):
         for name, value in info.frame.f_locals.items():
-            leaves = tree_util.tree_leaves(value) if _flattens(value) else []
+            leaves = pytree.tree_leaves(value) if _flattens(value) else []
             if leaves and any(isinstance(x, Tracer) for x in leaves):
-                names.append((k, name, tree_util.tree_structure(value), len(leaves)))
+                names.append((k, name, pytree.tree_structure(value), len(leaves)))
                 dynamic.extend(leaves)
     static_locals = [dict(info.frame.f_locals) for info in infos]
     global_vars = [info.frame.f_globals for info in infos]
@@ -341,14 +341,14 @@ def breakpoint(*, backend=None, filter_frames=True, num_frames=None, ordered=Fal
         local_vars = [dict(d) for d in static_locals]
         it = iter(values)
         for k, name, treedef, n in names:
-            local_vars[k][name] = tree_util.tree_unflatten(treedef, [next(it) for _ in range(n)])
+            local_vars[k][name] = pytree.tree_unflatten(treedef, [next(it) for _ in range(n)])
         frames = [_Frame(info, loc, glob)
                   for info, loc, glob in zip(infos, local_vars, global_vars, strict=True)]
         with _debug_lock:
             _Debugger(frames, **kwargs).cmdloop()
 
     if token is None:
-        debug_callback(FlatCallback(stop, tree_util.tree_structure(((*dynamic,), {}))),
+        debug_callback(FlatCallback(stop, pytree.tree_structure(((*dynamic,), {}))),
                        *dynamic, ordered=ordered, partitioned=False)
         return None
     # Run once ``token`` is computed, and hand it back: what uses the result waits for it.
@@ -363,7 +363,7 @@ def breakpoint(*, backend=None, filter_frames=True, num_frames=None, ordered=Fal
 
 def _flattens(value):
     try:
-        tree_util.tree_leaves(value)
+        pytree.tree_leaves(value)
     except Exception:  # a local that is not a pytree: shown as it is
         return False
     return True

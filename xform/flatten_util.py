@@ -9,7 +9,7 @@ import numpy as np
 
 from xform import dtypes, lax
 from xform import numpy as jnp
-from xform.tree_util import tree_flatten, tree_unflatten
+from xform.pytree import tree_flatten, tree_unflatten
 
 
 def ravel_pytree(pytree):

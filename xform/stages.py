@@ -10,12 +10,11 @@ trace a call would make, and compiling without options is the executable a call 
 import dataclasses
 import inspect
 
-from jax import tree_util
 from jax.sharding import SingleDeviceSharding
 from jaxlib import _jax
 
 from lowering import mlir, runtime
-from xform import core, dispatch
+from xform import core, dispatch, pytree
 from xform.primitives.pmap import replicas_needed
 
 
@@ -43,13 +42,13 @@ class _Stage:
         self._jitted = jitted
         self._entry = entry
         self.in_tree = in_tree
-        self.in_avals = tree_util.tree_unflatten(in_tree, avals)
+        self.in_avals = pytree.tree_unflatten(in_tree, avals)
         self._avals = avals
 
     fun_name = property(lambda self: self._jitted._name)
     jaxpr = property(lambda self: self._entry.jaxpr, doc="The ClosedJaxpr traced.")
     out_tree = property(lambda self: self._entry.out_tree)
-    out_avals = property(lambda self: tree_util.tree_unflatten(
+    out_avals = property(lambda self: pytree.tree_unflatten(
         self._entry.out_tree, self._entry.jaxpr.out_avals))
 
     @property
@@ -58,13 +57,13 @@ class _Stage:
         donated = self._entry.donated
         n_consts = len(self._entry.consts)
         flags = donated[n_consts:] if donated is not None else (False,) * len(self._avals)
-        return tree_util.tree_unflatten(self.in_tree, [
+        return pytree.tree_unflatten(self.in_tree, [
             ArgInfo(a, d) for a, d in zip(self._avals, flags, strict=True)])
 
     @property
     def out_info(self):
         """A ``ShapeDtypeStruct`` per output, in the outputs' pytree."""
-        return tree_util.tree_unflatten(self._entry.out_tree,
+        return pytree.tree_unflatten(self._entry.out_tree,
                                         [_shape_struct(a) for a in self._entry.jaxpr.out_avals])
 
 
@@ -140,7 +139,7 @@ class Compiled(_Stage):
 
     def __call__(self, *args, **kwargs):
         # As JAX's: only the dynamic arguments (the static ones are baked into the program).
-        leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+        leaves, in_tree = pytree.tree_flatten((args, kwargs))
         if in_tree != self.in_tree:
             raise TypeError(_tree_mismatch_message(self.in_tree, in_tree))
         avals = [core.get_aval(x) for x in leaves]
@@ -149,7 +148,7 @@ class Compiled(_Stage):
             raise TypeError(_mismatch_message(self._jitted, in_tree, self._entry.statics_key,
                                               self._avals, avals))
         outs = self._entry.run_with(self._compiled, leaves, self._avals)
-        return tree_util.tree_unflatten(self._entry.out_tree, outs)
+        return pytree.tree_unflatten(self._entry.out_tree, outs)
 
     def _loaded(self):
         executable = self._compiled.executable
@@ -175,12 +174,12 @@ class Compiled(_Stage):
     def input_shardings(self):
         """Where each argument lives: ``(args, kwargs)`` of shardings, as JAX's."""
         s = self._sharding()
-        return tree_util.tree_unflatten(self.in_tree, [s] * self.in_tree.num_leaves)
+        return pytree.tree_unflatten(self.in_tree, [s] * self.in_tree.num_leaves)
 
     @property
     def output_shardings(self):
         s = self._sharding()
-        return tree_util.tree_unflatten(self._entry.out_tree, [s] * self._entry.out_tree.num_leaves)
+        return pytree.tree_unflatten(self._entry.out_tree, [s] * self._entry.out_tree.num_leaves)
 
     def _sharding(self):
         return SingleDeviceSharding(self._compiled.device or runtime.default_device())
@@ -188,26 +187,26 @@ class Compiled(_Stage):
 
 def _tree_mismatch_message(compiled_tree, called_tree):
     """What differs between the (args, kwargs) pytree compiled for and the one called with."""
-    want_args, want_kwargs = tree_util.tree_unflatten(compiled_tree, [0] * compiled_tree.num_leaves)
-    got_args, got_kwargs = tree_util.tree_unflatten(called_tree, [0] * called_tree.num_leaves)
+    want_args, want_kwargs = pytree.tree_unflatten(compiled_tree, [0] * compiled_tree.num_leaves)
+    got_args, got_kwargs = pytree.tree_unflatten(called_tree, [0] * called_tree.num_leaves)
     diffs = []
     if len(want_args) != len(got_args):
         diffs.append(f"at args: compiled for {len(want_args)} positional arguments, called "
                      f"with {len(got_args)}")
     else:
-        diffs += [f"at args[{i}]: compiled for {tree_util.tree_structure(w)}, called with "
-                  f"{tree_util.tree_structure(g)}"
+        diffs += [f"at args[{i}]: compiled for {pytree.tree_structure(w)}, called with "
+                  f"{pytree.tree_structure(g)}"
                   for i, (w, g) in enumerate(zip(want_args, got_args, strict=True))
-                  if tree_util.tree_structure(w) != tree_util.tree_structure(g)]
+                  if pytree.tree_structure(w) != pytree.tree_structure(g)]
     if want_kwargs.keys() != got_kwargs.keys():
         diffs.append(f"at kwargs: compiled for keywords {sorted(want_kwargs)}, called with "
                      f"{sorted(got_kwargs)} (differing: "
                      f"{sorted(want_kwargs.keys() ^ got_kwargs.keys())})")
     else:
-        diffs += [f"at kwargs[{k!r}]: compiled for {tree_util.tree_structure(w)}, called with "
-                  f"{tree_util.tree_structure(got_kwargs[k])}"
+        diffs += [f"at kwargs[{k!r}]: compiled for {pytree.tree_structure(w)}, called with "
+                  f"{pytree.tree_structure(got_kwargs[k])}"
                   for k, w in want_kwargs.items()
-                  if tree_util.tree_structure(w) != tree_util.tree_structure(got_kwargs[k])]
+                  if pytree.tree_structure(w) != pytree.tree_structure(got_kwargs[k])]
     return ("Function compiled with input pytree does not match the input pytree it was "
             f"called with. There are {len(diffs)} mismatches, including:\n"
             + "\n".join(f"    * {d}" for d in diffs)
@@ -232,7 +231,7 @@ def _type_name(aval):
 def leaf_paths(fun, in_tree, statics_key):
     """``(name, path)`` per argument leaf of ``fun``'s call: the parameter's name (``args[i]``
     past the named ones, the keyword for keywords) and the leaf's path inside it (keystr)."""
-    dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, range(in_tree.num_leaves))
+    dyn_args, dyn_kwargs = pytree.tree_unflatten(in_tree, range(in_tree.num_leaves))
     try:
         params = [p.name for p in inspect.signature(fun).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -242,13 +241,13 @@ def leaf_paths(fun, in_tree, statics_key):
     positions = [i for i in range(len(dyn_args) + len(static_positions))
                  if i not in static_positions]
     paths = [(f"leaf {i}", "") for i in range(in_tree.num_leaves)]
-    for keys, leaf in tree_util.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]:
+    for keys, leaf in pytree.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]:
         if keys[0].idx == 0:
             pos = positions[keys[1].idx]
             name = params[pos] if pos < len(params) else f"args[{pos}]"
         else:
             name = keys[1].key
-        paths[leaf] = (name, tree_util.keystr(keys[2:]))
+        paths[leaf] = (name, pytree.keystr(keys[2:]))
     return paths
 
 

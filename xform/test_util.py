@@ -7,7 +7,8 @@ or xform's ``dev`` extra), which ``check_grads`` does not.
 """
 
 import numpy as np
-from jax import tree_util
+
+from xform import pytree
 
 try:
     import hypothesis.extra.numpy as hnp
@@ -34,7 +35,7 @@ def _dtype_of(leaves):
 
 def _inner(a, b):
     """Sum of elementwise products over two pytrees of the same structure."""
-    leaves_a, leaves_b = tree_util.tree_leaves(a), tree_util.tree_leaves(b)
+    leaves_a, leaves_b = pytree.tree_leaves(a), pytree.tree_leaves(b)
     return sum(np.vdot(np.asarray(x, np.float64).ravel(), np.asarray(y, np.float64).ravel())
                for x, y in zip(leaves_a, leaves_b, strict=True))
 
@@ -43,11 +44,11 @@ def _random_like(rng, tree):
     def draw(x):
         x = np.asarray(x)
         return rng.standard_normal(x.shape).astype(x.dtype)
-    return tree_util.tree_map(draw, tree)
+    return pytree.tree_map(draw, tree)
 
 
 def _scaled_add(tree, direction, scale):
-    return tree_util.tree_map(
+    return pytree.tree_map(
         lambda x, d: (np.asarray(x, np.float64) + scale * np.asarray(d, np.float64)).astype(
             np.asarray(x).dtype), tree, direction)
 
@@ -55,7 +56,7 @@ def _scaled_add(tree, direction, scale):
 def _max_error(got, expected, atol, rtol):
     """(largest |got - expected|, index of the first leaf out of tolerance, or None)."""
     worst, bad = 0.0, None
-    pairs = zip(tree_util.tree_leaves(got), tree_util.tree_leaves(expected), strict=True)
+    pairs = zip(pytree.tree_leaves(got), pytree.tree_leaves(expected), strict=True)
     for i, (got_leaf, expected_leaf) in enumerate(pairs):
         g, e = np.asarray(got_leaf, np.float64), np.asarray(expected_leaf, np.float64)
         if g.size:
@@ -73,17 +74,17 @@ def _fail(mode, order, argnum, err, detail):
 def check_jvp(f, args, atol=None, rtol=None, eps=None, order=1, rng=None):
     """``jvp(f)`` agrees with central finite differences along a random direction."""
     rng = rng or np.random.default_rng(0)
-    dtype = _dtype_of(tree_util.tree_leaves(args))
+    dtype = _dtype_of(pytree.tree_leaves(args))
     eps = eps or _EPS.get(dtype, 1e-3)
     atol = atol if atol is not None else _TOL.get(dtype, 1e-2)
     rtol = rtol if rtol is not None else _TOL.get(dtype, 1e-2)
     for argnum in range(len(args)):
-        direction = [_random_like(rng, a) if i == argnum else tree_util.tree_map(np.zeros_like, a)
+        direction = [_random_like(rng, a) if i == argnum else pytree.tree_map(np.zeros_like, a)
                      for i, a in enumerate(args)]
         _, tangent = jvp(f, tuple(args), tuple(direction))
         plus = f(*[_scaled_add(a, d, eps) for a, d in zip(args, direction, strict=True)])
         minus = f(*[_scaled_add(a, d, -eps) for a, d in zip(args, direction, strict=True)])
-        fd = tree_util.tree_map(
+        fd = pytree.tree_map(
             lambda p, m: (np.asarray(p, np.float64) - np.asarray(m, np.float64)) / (2 * eps),
             plus, minus)
         err, where = _max_error(tangent, fd, atol, rtol)
@@ -94,14 +95,14 @@ def check_jvp(f, args, atol=None, rtol=None, eps=None, order=1, rng=None):
 def check_vjp(f, args, atol=None, rtol=None, eps=None, order=1, rng=None):
     """``vjp(f)`` is the transpose of ``jvp(f)``: ``<ct, J t> == <J^T ct, t>``."""
     rng = rng or np.random.default_rng(1)
-    dtype = _dtype_of(tree_util.tree_leaves(args))
+    dtype = _dtype_of(pytree.tree_leaves(args))
     atol = atol if atol is not None else _TOL.get(dtype, 1e-2)
     rtol = rtol if rtol is not None else _TOL.get(dtype, 1e-2)
     out, pullback = vjp(f, *args)
     ct = _random_like(rng, out)
     cts_in = pullback(ct)
     for argnum in range(len(args)):
-        direction = [_random_like(rng, a) if i == argnum else tree_util.tree_map(np.zeros_like, a)
+        direction = [_random_like(rng, a) if i == argnum else pytree.tree_map(np.zeros_like, a)
                      for i, a in enumerate(args)]
         _, tangent = jvp(f, tuple(args), tuple(direction))
         lhs = _inner(ct, tangent)

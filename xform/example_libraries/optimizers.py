@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from xform import numpy as jnp
-from xform import tree_util
+from xform import pytree
 
 __all__ = [
     "Optimizer", "OptimizerState", "JoinPoint", "optimizer", "sgd", "momentum", "nesterov",
@@ -39,7 +39,7 @@ __all__ = [
 # parameters') flattens to a list of leaves; each leaf's own state is an inner pytree, kept as
 # its flat leaves plus its treedef. Only the flat inner leaves are pytree children.
 OptimizerState = namedtuple("OptimizerState", ["packed_state", "tree_def", "subtree_defs"])
-tree_util.register_pytree_node(
+pytree.register_pytree_node(
     OptimizerState,
     lambda state: ((state.packed_state,), (state.tree_def, state.subtree_defs)),
     lambda aux, children: OptimizerState(children[0], aux[0], aux[1]))
@@ -73,12 +73,12 @@ def unzip2(pairs):
 
 
 def _flatten_states(states):
-    return unzip2(tree_util.tree_flatten(s) for s in states)
+    return unzip2(pytree.tree_flatten(s) for s in states)
 
 
 def _unflatten_states(subtree_defs, states_flat):
     pairs = zip(subtree_defs, states_flat, strict=True)
-    return [tree_util.tree_unflatten(d, leaves) for d, leaves in pairs]
+    return [pytree.tree_unflatten(d, leaves) for d, leaves in pairs]
 
 
 def optimizer(opt_maker: Callable[..., tuple[Callable, Callable, Callable]]
@@ -100,14 +100,14 @@ def optimizer(opt_maker: Callable[..., tuple[Callable, Callable, Callable]]
 
         @functools.wraps(init)
         def tree_init(x0_tree):
-            x0_flat, tree = tree_util.tree_flatten(x0_tree)
+            x0_flat, tree = pytree.tree_flatten(x0_tree)
             states_flat, subtrees = _flatten_states(init(x0) for x0 in x0_flat)
             return OptimizerState(states_flat, tree, subtrees)
 
         @functools.wraps(update)
         def tree_update(i, grad_tree, opt_state):
             states_flat, tree, subtrees = opt_state
-            grad_flat, grad_tree_def = tree_util.tree_flatten(grad_tree)
+            grad_flat, grad_tree_def = pytree.tree_flatten(grad_tree)
             if grad_tree_def != tree:
                 raise TypeError(
                     "optimizer update function was passed a gradient tree that did not match "
@@ -127,7 +127,7 @@ def optimizer(opt_maker: Callable[..., tuple[Callable, Callable, Callable]]
         def tree_get_params(opt_state):
             states_flat, tree, subtrees = opt_state
             states = _unflatten_states(subtrees, states_flat)
-            return tree_util.tree_unflatten(tree, [get_params(s) for s in states])
+            return pytree.tree_unflatten(tree, [get_params(s) for s in states])
 
         return Optimizer(tree_init, tree_update, tree_get_params)
 
@@ -472,7 +472,7 @@ def make_schedule(scalar_or_schedule: float | Schedule) -> Schedule:
 
 def l2_norm(tree):
     """The l2 norm of all the leaves of a pytree of arrays taken together."""
-    leaves = tree_util.tree_leaves(tree)
+    leaves = pytree.tree_leaves(tree)
     return jnp.sqrt(sum(jnp.vdot(x, x) for x in leaves))
 
 
@@ -482,7 +482,7 @@ def clip_grads(grad_tree, max_norm):
 
     def normalize(g):
         return jnp.where(norm < max_norm, g, g * (max_norm / norm))
-    return tree_util.tree_map(normalize, grad_tree)
+    return pytree.tree_map(normalize, grad_tree)
 
 
 # --------------------------------------------------------------------------- serialization
@@ -511,7 +511,7 @@ def unpack_optimizer_state(opt_state):
     """
     states_flat, tree_def, subtree_defs = opt_state
     joins = [JoinPoint(s) for s in _unflatten_states(subtree_defs, states_flat)]
-    return tree_util.tree_unflatten(tree_def, joins)
+    return pytree.tree_unflatten(tree_def, joins)
 
 
 def pack_optimizer_state(marked_pytree):
@@ -526,7 +526,7 @@ def pack_optimizer_state(marked_pytree):
     Raises:
       AssertionError: if a leaf is not a ``JoinPoint`` (JAX's type for this error).
     """
-    joins, tree_def = tree_util.tree_flatten(marked_pytree)
+    joins, tree_def = pytree.tree_flatten(marked_pytree)
     for leaf in joins:
         if not isinstance(leaf, JoinPoint):
             raise AssertionError("pack_optimizer_state: every leaf of marked_pytree must be a "

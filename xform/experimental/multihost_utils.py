@@ -11,7 +11,7 @@ import zlib
 
 import numpy as np
 
-from xform import tree_util
+from xform import pytree
 from xform.api import devices, jit, local_devices, process_count, process_index
 from xform.api_sharding import (
     broadcast_prefix,
@@ -51,7 +51,7 @@ def broadcast_one_to_all(in_tree, is_source=None):
     process), or those of the process whose ``is_source`` is True, on every process, as
     NumPy arrays."""
     if process_count() == 1:
-        return tree_util.tree_map(np.asarray, in_tree)
+        return pytree.tree_map(np.asarray, in_tree)
     is_source = process_index() == 0 if is_source is None else is_source
     mesh = _process_mesh()
     replicated = NamedSharding(mesh, PartitionSpec())
@@ -62,7 +62,7 @@ def broadcast_one_to_all(in_tree, is_source=None):
         out = jit(_sum_rows, out_shardings=replicated)(rows)
         return np.asarray(out.addressable_data(0))
 
-    return tree_util.tree_map(broadcast, in_tree)
+    return pytree.tree_map(broadcast, in_tree)
 
 
 def process_allgather(in_tree, tiled=False):
@@ -87,16 +87,16 @@ def process_allgather(in_tree, tiled=False):
         out = np.asarray(out.addressable_data(0))
         return out.reshape((-1, *host.shape[1:])) if tiled and host.ndim else out
 
-    return tree_util.tree_map(gather, in_tree)
+    return pytree.tree_map(gather, in_tree)
 
 
 def assert_equal(in_tree, fail_message=""):
     """Check that every process holds the same values of ``in_tree``
     (``AssertionError`` with ``fail_message`` if not)."""
     gathered = process_allgather(in_tree)
-    same = tree_util.tree_map(lambda x, g: bool(np.all(np.asarray(g) == np.asarray(x))),
+    same = pytree.tree_map(lambda x, g: bool(np.all(np.asarray(g) == np.asarray(x))),
                               in_tree, gathered)
-    if not all(tree_util.tree_leaves(same)):
+    if not all(pytree.tree_leaves(same)):
         raise AssertionError(f"{fail_message}. Expected: {gathered}; got: {in_tree}.")
 
 
@@ -132,13 +132,13 @@ def global_array_to_host_local_array(global_inputs, global_mesh, pspecs):
 
 
 def _per_leaf(tree, pspecs, fn):
-    leaves, structure = tree_util.tree_flatten(tree)
+    leaves, structure = pytree.tree_flatten(tree)
     specs = broadcast_prefix(pspecs, tree, "pspecs", expected="a PartitionSpec",
                              is_leaf=lambda s: s is None or isinstance(s, PartitionSpec))
     if any(s is None for s in specs):
         raise ValueError("`None` is not a valid input to the pspecs argument. Please use "
                          "xform.sharding.PartitionSpec() if you wanted to replicate your input.")
-    return tree_util.tree_unflatten(structure, [
+    return pytree.tree_unflatten(structure, [
         fn(x, s) for x, s in zip(leaves, specs, strict=True)])
 
 

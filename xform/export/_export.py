@@ -11,7 +11,7 @@ compiled (lowering/export.py); reverse-mode derivatives go through the exported 
 import numpy as np
 
 from lowering import export as lowering_export
-from xform import api, core, dispatch, dtypes, lax, tree_util
+from xform import api, core, dispatch, dtypes, lax, pytree
 from xform.api import ShapeDtypeStruct
 from xform.api_autodiff import vjp as _vjp
 from xform.core import ShapedArray
@@ -134,7 +134,7 @@ class Exported:
     def call(self, *args, **kwargs):
         """Call the exported function on arguments of the exported pytree structure (also
         under ``jit``, and ``grad`` when a VJP is available)."""
-        leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+        leaves, in_tree = pytree.tree_flatten((args, kwargs))
         if in_tree != self.in_tree:
             lines = "".join(f"   - {d}.\n" for d in _tree_differences(
                 in_tree.children(), self.in_tree.children(), ("args", "kwargs")))
@@ -146,7 +146,7 @@ class Exported:
         # A float0 result (a VJP's cotangent of an integer) comes back as bools: JAX's value.
         outs = [np.zeros(a.shape, dtypes.float0) if a.dtype == dtypes.float0 else x
                 for x, a in zip(outs, self.out_avals, strict=True)]
-        return tree_util.tree_unflatten(self.out_tree, outs)
+        return pytree.tree_unflatten(self.out_tree, outs)
 
     def _call_flat(self, *leaves):
         if self._call is None:
@@ -265,8 +265,8 @@ def _export(fun_jit, args, kwargs, platforms, disabled_checks):
         _check_platform_independent(jaxpr, name, platforms)
     out_leaves = [v.aval for v in jaxpr.outvars]
     out_tree = entry.out_tree
-    paths = [tree_util.keystr(p) for p, _ in
-             tree_util.tree_flatten_with_path(tree_util.tree_unflatten(
+    paths = [pytree.keystr(p) for p, _ in
+             pytree.tree_flatten_with_path(pytree.tree_unflatten(
                  out_tree, range(out_tree.num_leaves)))[0]]
     result_info = [f"result{p}" for p in paths]
     symbolic = any(not isinstance(d, int) for a in avals for d in a.shape)
@@ -292,7 +292,7 @@ def _export(fun_jit, args, kwargs, platforms, disabled_checks):
     state = fun_jit._state
     dyn_args, dyn_kwargs, statics = api._split_statics(
         fun_jit._fun, args, kwargs, state.static_argnums, state.static_argnames)
-    in_tree = tree_util.tree_structure((dyn_args, dyn_kwargs))  # static arguments are baked in
+    in_tree = pytree.tree_structure((dyn_args, dyn_kwargs))  # static arguments are baked in
     return Exported(
         fun_name=name, in_tree=in_tree, in_avals=avals,
         out_tree=out_tree, out_avals=out_avals, nr_devices=1, platforms=platforms,
@@ -309,12 +309,12 @@ def _arg_describer(args, kwargs, fun_jit):
     state = fun_jit._state
     dyn_args, dyn_kwargs, _ = api._split_statics(
         fun_jit._fun, args, kwargs, state.static_argnums, state.static_argnames)
-    paths = [p for p, _ in tree_util.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]]
+    paths = [p for p, _ in pytree.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]]
 
     def describe(i, d):
         keys = paths[i]
         where = ("args" if getattr(keys[0], "idx", 0) == 0 else "kwargs") + \
-            tree_util.keystr(keys[1:])
+            pytree.keystr(keys[1:])
         return where if d is None else f"{where}.shape[{d}]"
     return describe
 
@@ -360,10 +360,10 @@ def _export_vjp(primal, fun_jit, statics):
     float0_cts = [not dtypes.is_inexact(a.dtype) for a in primal.out_avals]
 
     def flat_primal(*leaves):
-        args, kwargs = tree_util.tree_unflatten(primal.in_tree, leaves)
+        args, kwargs = pytree.tree_unflatten(primal.in_tree, leaves)
         if statics is not None:
             args, kwargs = statics.merge(args, kwargs)
-        outs = tree_util.tree_leaves(fun_jit(*args, **kwargs))
+        outs = pytree.tree_leaves(fun_jit(*args, **kwargs))
         # A float0 output (the VJP's cotangent of an integer) is a bool zero in the module.
         return [np.zeros(x.shape, dtypes.bool_) if getattr(x, "dtype", None) == dtypes.float0
                 else x for x in outs]
@@ -433,11 +433,11 @@ def _flat_call(exported):
 
 def _describe(exported, i, d):
     """Argument ``i``'s dimension ``d`` (or the argument, for None) as JAX's errors say."""
-    paths = tree_util.tree_flatten_with_path(tree_util.tree_unflatten(
+    paths = pytree.tree_flatten_with_path(pytree.tree_unflatten(
         exported.in_tree, range(exported.in_tree.num_leaves)))[0]
     keys = paths[i][0]
     where = ("args" if keys and getattr(keys[0], "idx", 0) == 0 else "kwargs") + \
-        tree_util.keystr(keys[1:])
+        pytree.keystr(keys[1:])
     return where if d is None else f"{where}.shape[{d}]"
 
 

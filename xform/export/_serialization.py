@@ -21,7 +21,7 @@ import flatbuffers
 import numpy as np
 from jax._src.export import serialization_generated as fb
 
-from xform import dtypes, tree_util
+from xform import dtypes, pytree
 from xform.core import ShapedArray
 from xform.export import _shape_poly
 
@@ -101,7 +101,7 @@ deserialization_registry = {}
 def register_pytree_node_serialization(nodetype, *, serialized_name, serialize_auxdata,
                                        deserialize_auxdata, from_children=None):
     """Let pytrees with nodes of ``nodetype`` (registered with
-    ``tree_util.register_pytree_node``) appear in the ``in_tree``/``out_tree`` of a
+    ``pytree.register_pytree_node``) appear in the ``in_tree``/``out_tree`` of a
     serialized ``Exported``.
 
     Args:
@@ -450,9 +450,9 @@ def _read_tree(node):
     kind = node.Kind()
     children = [_read_tree(node.Children(i)) for i in range(node.ChildrenLength())]
     if kind == fb.PyTreeDefKind.leaf:
-        return tree_util.tree_structure(0)
+        return pytree.tree_structure(0)
     if kind == fb.PyTreeDefKind.none:
-        return tree_util.tree_structure(None)
+        return pytree.tree_structure(None)
     if kind == fb.PyTreeDefKind.tuple:
         node_data = (tuple, None)
     elif kind == fb.PyTreeDefKind.list:
@@ -471,9 +471,9 @@ def _read_tree(node):
         if from_children is not None:
             # Build the node from placeholder children, and read its structure back.
             subtrees = [c.unflatten([0.0] * c.num_leaves) for c in children]
-            return tree_util.tree_structure(from_children(aux, subtrees))
+            return pytree.tree_structure(from_children(aux, subtrees))
         node_data = (nodetype, aux)
     else:
         raise ValueError(f"Cannot deserialize PyTreeDef with unknown kind: {kind}")
-    return tree_util.PyTreeDef.from_node_data_and_children(tree_util.default_registry,
+    return pytree.PyTreeDef.from_node_data_and_children(pytree.default_registry,
                                                            node_data, children)

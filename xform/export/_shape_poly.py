@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from xform import core, dtypes, tree_util
+from xform import core, dtypes, pytree
 from xform.api import ShapeDtypeStruct
 from xform.core import ShapedArray
 from xform.errors import InconclusiveDimensionOperation
@@ -562,7 +562,7 @@ def symbolic_args_specs(args, shapes_specs, constraints=(), scope=None):
         raise ValueError("Cannot specify both a `scope` and `constraints`.")
     if scope is None:
         scope = SymbolicScope(constraints)
-    leaves, tree = tree_util.tree_flatten(args)
+    leaves, tree = pytree.tree_flatten(args)
     if shapes_specs is None:
         specs = [None] * len(leaves)
     elif isinstance(shapes_specs, str):
@@ -576,13 +576,13 @@ def symbolic_args_specs(args, shapes_specs, constraints=(), scope=None):
         if spec is not None:
             shape = symbolic_shape(spec, scope=scope, like=shape)
         out.append(ShapeDtypeStruct(shape, dtype))
-    return tree_util.tree_unflatten(tree, out)
+    return pytree.tree_unflatten(tree, out)
 
 
 def _broadcast_prefix(prefix, full):
     """One spec per leaf of ``full``, ``prefix`` broadcast along its subtrees."""
     out = []
-    tree_util.tree_map(lambda spec, sub: out.extend([spec] * len(tree_util.tree_leaves(sub))),
+    pytree.tree_map(lambda spec, sub: out.extend([spec] * len(pytree.tree_leaves(sub))),
                        prefix, full, is_leaf=lambda x: x is None or isinstance(x, str))
     return out
 

@@ -15,10 +15,9 @@ are the arguments searched for keys.
 
 import functools
 
-from jax import tree_util
-
-from xform import core
+from xform import core, pytree
 from xform.api_batching import vmap
+from xform.pytree import ArrayNode
 
 # The functions of xform.numpy that take key arrays (element moves and fills, no arithmetic).
 KEY_FUNCTIONS = (
@@ -33,7 +32,7 @@ KEY_FUNCTIONS = (
 KEY_COMPARISONS = ("array_equal", "array_equiv")
 
 
-class KeyArrayBase:
+class KeyArrayBase(ArrayNode):
     """The base of ``xform.random``'s ``KeyArray``: what this module recognizes as keys. A key
     array has ``_data`` (uint32, the key words last), ``_impl`` and ``_with_data(data)``."""
 
@@ -52,7 +51,7 @@ def on_keys(fn):
         try:
             return fn(*args, **kwargs)
         except TypeError:
-            flat, tree = tree_util.tree_flatten((args, kwargs), is_leaf=_is_key)
+            flat, tree = pytree.tree_flatten((args, kwargs), is_leaf=_is_key)
             if not any(_is_key(x) for x in flat):
                 raise
         return _on_key_data(fn, flat, tree)
@@ -63,7 +62,7 @@ def on_keys(fn):
 def apply_to_keys(fn, *args, **kwargs):
     """``fn`` applied to the key arrays among ``args``/``kwargs`` through their data, each
     word on its own; the results as key arrays."""
-    flat, tree = tree_util.tree_flatten((args, kwargs), is_leaf=_is_key)
+    flat, tree = pytree.tree_flatten((args, kwargs), is_leaf=_is_key)
     return _on_key_data(fn, flat, tree)
 
 
@@ -79,18 +78,18 @@ def _on_key_data(fn, flat, tree):
         full = list(flat)
         for i, data in zip(at, datas, strict=True):
             full[i] = data
-        args, kwargs = tree_util.tree_unflatten(tree, full)
+        args, kwargs = pytree.tree_unflatten(tree, full)
         return fn(*args, **kwargs)
 
     datas = [k._data for k in keys]
     in_axes = tuple(core.get_aval(d).ndim - 1 for d in datas)
     out = vmap(on_data, in_axes=in_axes, out_axes=-1)(*datas)
-    for leaf in tree_util.tree_leaves(out):
+    for leaf in pytree.tree_leaves(out):
         dtype = core.get_aval(leaf).dtype
         if dtype != core.get_aval(datas[0]).dtype:
             raise ValueError(f"{fn.__name__}: key arrays cannot become {dtype} arrays; "
                             "use xform.random.key_data for their uint32 data")
-    return tree_util.tree_map(keys[0]._with_data, out)
+    return pytree.tree_map(keys[0]._with_data, out)
 
 
 def _compares_keys(fn):

@@ -2,7 +2,7 @@
 derivative is zero) and the calls behind ``custom_jvp`` and ``custom_vjp``."""
 
 
-from xform import dtypes, tree_util
+from xform import dtypes, pytree
 from xform.core import (
     ShapedArray,
     eager_rules,
@@ -25,7 +25,7 @@ def stop_gradient(x):
     def stop(leaf):
         return stop_gradient_p.bind(leaf) if get_aval(leaf).dtype.kind in "fc" else leaf
 
-    return tree_util.tree_map(stop, x)
+    return pytree.tree_map(stop, x)
 
 
 stop_gradient_p = standard_primitive("stop_gradient", lambda x: [x], lambda x: [x])

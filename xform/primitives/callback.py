@@ -19,7 +19,7 @@ import weakref
 
 import numpy as np
 
-from xform import core, dtypes, tree_util
+from xform import core, dtypes, pytree
 from xform.core import eval_trace, get_aval, set_current_trace, subjaxprs
 from xform.interpreters import ad, batching, dce, transpose
 from xform.interpreters.batching import moveaxis, not_mapped
@@ -58,7 +58,7 @@ class FlatCallback:
                 leaves.insert(i, value)
         else:
             leaves = flat_args
-        args, kwargs = tree_util.tree_unflatten(self.in_tree, leaves)
+        args, kwargs = pytree.tree_unflatten(self.in_tree, leaves)
         return self.fn(*args, **kwargs)
 
     def __eq__(self, other):
@@ -78,7 +78,7 @@ class FlatCallback:
 def split_callback_args(args, kwargs):
     """``(in_tree, array leaves, static leaves)`` of ``(args, kwargs)``: leaves that are not
     arrays (no abstract value) stay Python values, passed to the callback as they are."""
-    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+    leaves, in_tree = pytree.tree_flatten((args, kwargs))
     dynamic, static = [], []
     for i, leaf in enumerate(leaves):
         try:
@@ -93,7 +93,7 @@ def split_callback_args(args, kwargs):
 def check_results(name, outs, result_avals):
     """The flat results of a callback as NumPy arrays of the declared types; a
     ``RuntimeError`` naming both when one does not match (JAX's words)."""
-    leaves = tree_util.tree_leaves(outs)
+    leaves = pytree.tree_leaves(outs)
     if len(leaves) != len(result_avals):
         raise RuntimeError(f"{name}: Mismatched number of outputs from callback. Expected: "
                            f"{len(result_avals)}, Actual: {len(leaves)}")
@@ -144,7 +144,7 @@ def _to_arrays(values, result_avals):
 
 def _result_avals(name, result_shape_dtypes):
     """The flat declared result types and their tree; 64-bit types need x64, as in JAX."""
-    leaves, out_tree = tree_util.tree_flatten(result_shape_dtypes)
+    leaves, out_tree = pytree.tree_flatten(result_shape_dtypes)
     avals = []
     for leaf in leaves:
         if not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
@@ -249,12 +249,12 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
     if vmap_method not in VMAP_METHODS:
         raise ValueError(f"vmap_method must be on of the allowed methods {list(VMAP_METHODS)}, "
                          f"but got: {vmap_method}")
-    flat_args, in_tree = tree_util.tree_flatten((args, kwargs))
+    flat_args, in_tree = pytree.tree_flatten((args, kwargs))
     result_avals, out_tree = _result_avals("pure_callback", result_shape_dtypes)
     outs = pure_callback_p.bind(*flat_args, callback=FlatCallback(callback, in_tree),
                                 result_avals=result_avals, sharding=sharding,
                                 vmap_method=vmap_method)
-    return tree_util.tree_unflatten(out_tree, outs)
+    return pytree.tree_unflatten(out_tree, outs)
 
 
 def _callback_abstract_eval(*avals, callback, result_avals, **params):
@@ -335,11 +335,11 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=Fal
     Example:
       >>> io_callback(log.append, None, x)
     """
-    flat_args, in_tree = tree_util.tree_flatten((args, kwargs))
+    flat_args, in_tree = pytree.tree_flatten((args, kwargs))
     result_avals, out_tree = _result_avals("io_callback", result_shape_dtypes)
     outs = io_callback_p.bind(*flat_args, callback=FlatCallback(callback, in_tree),
                               result_avals=result_avals, sharding=sharding, ordered=ordered)
-    return tree_util.tree_unflatten(out_tree, outs)
+    return pytree.tree_unflatten(out_tree, outs)
 
 
 io_callback_p = standard_primitive("io_callback", _callback_abstract_eval,

@@ -26,7 +26,7 @@ import threading
 
 import numpy as np
 
-from xform import core, dtypes, tree_util
+from xform import core, dtypes, pytree
 from xform.core import ShapedArray, Tracer, get_aval
 from xform.interpreters import ad, batching
 from xform.interpreters import transpose as transpose_interp
@@ -83,8 +83,8 @@ def _no_groups(axis_index_groups, what):
 
 
 def _tree_bind(prim, x, **params):
-    leaves, tree = tree_util.tree_flatten(x)
-    return tree_util.tree_unflatten(tree, [prim.bind(_vary(leaf, params["axes"]), **params)
+    leaves, tree = pytree.tree_flatten(x)
+    return pytree.tree_unflatten(tree, [prim.bind(_vary(leaf, params["axes"]), **params)
                                            for leaf in leaves])
 
 
@@ -143,14 +143,14 @@ def psum(x, axis_name, *, axis_index_groups=None):
     axes = _axes(axis_name)
     _no_groups(axis_index_groups, "psum")
     size = _size(axes, "psum")
-    leaves, tree = tree_util.tree_flatten(x)
+    leaves, tree = pytree.tree_flatten(x)
     for leaf in leaves:
         _one_state(leaf, axes, "xform.lax.psum")
     # A value known before tracing is the same everywhere: its sum is size times itself.
     outs = [leaf * size if not isinstance(leaf, Tracer) and np.ndim(leaf) == 0 and
             isinstance(leaf, (int, float, complex, np.number))
             else psum_p.bind(_vary(leaf, axes), axes=axes) for leaf in leaves]
-    return tree_util.tree_unflatten(tree, outs)
+    return pytree.tree_unflatten(tree, outs)
 
 
 def pmean(x, axis_name, *, axis_index_groups=None):
@@ -158,7 +158,7 @@ def pmean(x, axis_name, *, axis_index_groups=None):
     axes = _axes(axis_name)
     _no_groups(axis_index_groups, "pmean")
     size = _size(axes, "pmean")
-    return tree_util.tree_map(lambda s: s / size, psum(x, axes))
+    return pytree.tree_map(lambda s: s / size, psum(x, axes))
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):
@@ -189,7 +189,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
         return all_gather_p.bind(_vary(leaf, axes), axes=axes, axis_size=size,
                                  all_gather_dimension=dim, tiled=bool(tiled))
 
-    return tree_util.tree_map(gather, x)
+    return pytree.tree_map(gather, x)
 
 
 def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
@@ -206,7 +206,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
         return psum_scatter_p.bind(_vary(leaf, axes), axes=axes, axis_size=size,
                                    scatter_dimension=dim, tiled=bool(tiled))
 
-    return tree_util.tree_map(scatter, x)
+    return pytree.tree_map(scatter, x)
 
 
 def ppermute(x, axis_name, perm):
@@ -249,7 +249,7 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
         return all_to_all_p.bind(_vary(leaf, axes), axes=axes, axis_size=size, split_axis=split,
                                  concat_axis=concat, tiled=bool(tiled))
 
-    return tree_util.tree_map(exchange, x)
+    return pytree.tree_map(exchange, x)
 
 
 def axis_index(axis_name):
@@ -621,7 +621,7 @@ def pcast(x, axis_name, *, to):
                              f"{get_aval(leaf).str_short()} already varies over {axes}")
         return pvary_p.bind(leaf, axes=axes)
 
-    return tree_util.tree_map(vary, x)
+    return pytree.tree_map(vary, x)
 
 
 def psend(x, axis_name, perm):

@@ -17,7 +17,7 @@ import functools
 
 import numpy as np
 
-from xform import core, dtypes, tree_util
+from xform import core, dtypes, pytree
 from xform.core import ShapedArray, Tracer, get_aval
 from xform.errors import UnexpectedTracerError
 from xform.interpreters import ad, batching, dce, transpose
@@ -45,7 +45,7 @@ def _no_operands_batch(prim):
 
 def _array_leaves(name, tree):
     """The leaves of a pytree of arrays; TypeError naming ``name`` for a leaf that is not."""
-    leaves, treedef = tree_util.tree_flatten(tree)
+    leaves, treedef = pytree.tree_flatten(tree)
     for i, leaf in enumerate(leaves):
         try:
             get_aval(leaf)
@@ -67,7 +67,7 @@ def optimization_barrier(operand, /):
     """
     leaves, tree = _array_leaves("optimization_barrier", operand)
     outs = optimization_barrier_p.bind(*leaves)
-    return tree_util.tree_unflatten(tree, outs)
+    return pytree.tree_unflatten(tree, outs)
 
 
 def _optimization_barrier_abstract_eval(*avals):
@@ -177,12 +177,12 @@ def composite(decomposition, name, version=0):
     def call(*args, **kwargs):
         attributes = tuple((k, _attribute(name, k, v)) for k, v in kwargs.items()
                            if v is not None)
-        leaves, in_tree = tree_util.tree_flatten(args)
+        leaves, in_tree = pytree.tree_flatten(args)
         out_tree = []
 
         def flat(*xs):
-            out = decomposition(*tree_util.tree_unflatten(in_tree, list(xs)), **kwargs)
-            out_leaves, tree = tree_util.tree_flatten(out)
+            out = decomposition(*pytree.tree_unflatten(in_tree, list(xs)), **kwargs)
+            out_leaves, tree = pytree.tree_flatten(out)
             out_tree.append(tree)
             return out_leaves
 
@@ -196,7 +196,7 @@ def composite(decomposition, name, version=0):
                 "such values as positional arguments of the composite.")
         outs = composite_p.bind(*consts, *leaves, name=name, attributes=attributes,
                                 version=int(version), jaxpr=jaxpr)
-        return tree_util.tree_unflatten(out_tree[0], outs)
+        return pytree.tree_unflatten(out_tree[0], outs)
 
     return functools.wraps(decomposition)(call)
 

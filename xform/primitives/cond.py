@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from xform import config, core, dtypes, tree_util
+from xform import config, core, dtypes, pytree
 from xform.core import (
     ClosedJaxpr,
     Jaxpr,
@@ -136,15 +136,15 @@ def _operand_keyword(construct, operands, operand):
 
 def _bind_branches(construct, index, funs, names, operands):
     """Trace each branch on the flattened operands, check they agree, bind ``cond_p``."""
-    leaves, in_tree = tree_util.tree_flatten(operands)
+    leaves, in_tree = pytree.tree_flatten(operands)
     avals = [get_aval(x) for x in leaves]
     traced, trees = [], []
     for fun, name in zip(funs, names, strict=True):
         store = {}
 
         def flat_fun(*xs, fun=fun, store=store):
-            out = fun(*tree_util.tree_unflatten(in_tree, xs))
-            out_leaves, store["tree"] = tree_util.tree_flatten(out)
+            out = fun(*pytree.tree_unflatten(in_tree, xs))
+            out_leaves, store["tree"] = pytree.tree_flatten(out)
             return out_leaves
 
         traced.append(trace_to_jaxpr(flat_fun, avals, f"tracing `{name}` of {construct}"))
@@ -157,15 +157,15 @@ def _bind_branches(construct, index, funs, names, operands):
                             f"{names[j]} output {trees[j]} and {names[i]} output {trees[i]}")
         outs_i, outs_j = traced[i].out_avals, traced[j].out_avals
         if not _same_types(outs_i, outs_j):
-            t_j = _types_str(tree_util.tree_unflatten(trees[j], outs_j))
-            t_i = _types_str(tree_util.tree_unflatten(trees[i], outs_i))
+            t_j = _types_str(pytree.tree_unflatten(trees[j], outs_j))
+            t_i = _types_str(pytree.tree_unflatten(trees[i], outs_i))
             raise TypeError(f"{construct} branches must have equal output types: {names[j]} "
                             f"output {t_j} and {names[i]} output {t_i}")
         if any(a.vma != b.vma for a, b in zip(outs_j, outs_i, strict=True)):
             raise _vma_mismatch(construct, names[j], names[i], outs_j, outs_i)
     branches, consts = _join_consts([convert_constvars(c) for c in traced])
     outs = cond_p.bind(index, *consts, *leaves, branches=branches)
-    return tree_util.tree_unflatten(trees[0], outs)
+    return pytree.tree_unflatten(trees[0], outs)
 
 
 def _report_order(n):
@@ -200,7 +200,7 @@ def _same_types(avals_a, avals_b):
 
 def _types_str(tree):
     """A pytree of avals written with short types: ``(f32[3], {'a': i32[]})``."""
-    return str(tree_util.tree_map(lambda a: _Short(a.str_short()), tree))
+    return str(pytree.tree_map(lambda a: _Short(a.str_short()), tree))
 
 
 class _Short(str):

@@ -24,7 +24,7 @@ import weakref
 
 import numpy as np
 
-from xform import config, core, dtypes, tree_util
+from xform import config, core, dtypes, pytree
 from xform.core import (
     ClosedJaxpr,
     Jaxpr,
@@ -138,7 +138,7 @@ def _trace_carry_body(flat_fun, init, paths, extra_avals, name, what):
 
 
 def _leaf_paths(tree):
-    return [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(tree)[0]]
+    return [pytree.keystr(p) for p, _ in pytree.tree_flatten_with_path(tree)[0]]
 
 
 def _check_tree(what, in_tree, out_tree):
@@ -171,22 +171,22 @@ def while_loop(cond_fun, body_fun, init_val):
         raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
     if config.values.disable_jit:
         try:  # a Python loop, as JAX runs it under disable_jit
-            val = tree_util.tree_map(asarray, init_val)
+            val = pytree.tree_map(asarray, init_val)
             while cond_fun(val):
-                val = tree_util.tree_map(asarray, body_fun(val))
+                val = pytree.tree_map(asarray, body_fun(val))
             return val
         except ConcretizationTypeError:
             pass  # a traced predicate (under vmap, say): the primitive below, as JAX
-    init, in_tree = tree_util.tree_flatten(init_val)
+    init, in_tree = pytree.tree_flatten(init_val)
 
     def flat_body(*carry):
-        out, out_tree = tree_util.tree_flatten(body_fun(tree_util.tree_unflatten(in_tree,
+        out, out_tree = pytree.tree_flatten(body_fun(pytree.tree_unflatten(in_tree,
                                                                                  carry)))
         _check_tree("while_loop body_fun carry input and carry output", in_tree, out_tree)
         return out
 
     def flat_cond(*carry):
-        return tree_util.tree_leaves(cond_fun(tree_util.tree_unflatten(in_tree, carry)))
+        return pytree.tree_leaves(cond_fun(pytree.tree_unflatten(in_tree, carry)))
 
     body_jaxpr, body_consts, init = _trace_carry_body(
         flat_body, init, _leaf_paths(init_val), [], "tracing the body_fun of while_loop",
@@ -202,7 +202,7 @@ def while_loop(cond_fun, body_fun, init_val):
     outs = while_p.bind(*cond_consts, *body_consts, *init, cond_jaxpr=cond_jaxpr,
                         body_jaxpr=body_jaxpr, cond_nconsts=len(cond_consts),
                         body_nconsts=len(body_consts))
-    return tree_util.tree_unflatten(in_tree, outs)
+    return pytree.tree_unflatten(in_tree, outs)
 
 
 def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
@@ -672,7 +672,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     """
     if not callable(f):
         raise TypeError("lax.scan: f argument should be callable.")
-    xs_flat, xs_tree = tree_util.tree_flatten(xs)
+    xs_flat, xs_tree = pytree.tree_flatten(xs)
     length = _scan_length(xs_flat, length)
     if isinstance(unroll, bool):
         unroll = max(length, 1) if unroll else 1
@@ -681,7 +681,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
         raise ValueError("`unroll` must be a `bool` or a positive `int`.")
     if config.values.disable_jit:
         return _python_scan(f, init, xs_flat, xs_tree, length, reverse)
-    init_flat, in_tree = tree_util.tree_flatten(init)
+    init_flat, in_tree = pytree.tree_flatten(init)
     n = len(init_flat)
     x_avals = []
     for x in xs_flat:
@@ -690,17 +690,17 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     y_tree = {}
 
     def flat_f(*args):
-        carry = tree_util.tree_unflatten(in_tree, args[:n])
-        x = tree_util.tree_unflatten(xs_tree, args[n:])
+        carry = pytree.tree_unflatten(in_tree, args[:n])
+        x = pytree.tree_unflatten(xs_tree, args[n:])
         out = f(carry, x)
         if not isinstance(out, (tuple, list)) or len(out) != 2:
-            got = tree_util.tree_map(_type_name, out)
+            got = pytree.tree_map(_type_name, out)
             if isinstance(out, (tuple, list)):
                 got = f"a {type(out).__name__} of length {len(out)}: {got}"
             raise TypeError(f"scan body output must be a pair (carry, y), got {got}.")
-        carry_out, out_tree = tree_util.tree_flatten(out[0])
+        carry_out, out_tree = pytree.tree_flatten(out[0])
         _check_tree("scan body function carry input and carry output", in_tree, out_tree)
-        ys, y_tree["tree"] = tree_util.tree_flatten(out[1])
+        ys, y_tree["tree"] = pytree.tree_flatten(out[1])
         return carry_out + ys
 
     jaxpr, consts, init_flat = _trace_carry_body(
@@ -710,8 +710,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     outs = scan_p.bind(*operands, jaxpr=jaxpr, num_consts=len(consts), num_carry=n,
                        length=length, reverse=bool(reverse), unroll=unroll,
                        linear=(False,) * len(operands))
-    return (tree_util.tree_unflatten(in_tree, outs[:n]),
-            tree_util.tree_unflatten(y_tree["tree"], outs[n:]))
+    return (pytree.tree_unflatten(in_tree, outs[:n]),
+            pytree.tree_unflatten(y_tree["tree"], outs[n:]))
 
 
 def asarray(x):
@@ -732,13 +732,13 @@ def _python_scan(f, init, xs_flat, xs_tree, length, reverse):
     carry, ys = init, []
     steps = range(length - 1, -1, -1) if reverse else range(length)
     for i in steps:
-        x = tree_util.tree_unflatten(xs_tree, [index_in_dim(v, i, keepdims=False)
+        x = pytree.tree_unflatten(xs_tree, [index_in_dim(v, i, keepdims=False)
                                                for v in xs_flat])
         carry, y = f(carry, x)
         ys.append(y)
     if reverse:
         ys.reverse()
-    stacked = tree_util.tree_map(
+    stacked = pytree.tree_map(
         lambda *ys: concatenate([expand_dims(asarray(y), (0,)) for y in ys], 0), *ys)
     return carry, stacked
 
@@ -758,7 +758,7 @@ def map(f, xs, *, batch_size=None):  # noqa: A001  (lax's name)
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or \
             batch_size < 0:
         raise TypeError(f"lax.map: batch_size must be a non-negative int, got {batch_size!r}")
-    leaves, tree = tree_util.tree_flatten(xs)
+    leaves, tree = pytree.tree_flatten(xs)
     if not leaves:
         _, ys = scan(lambda _, x: ((), f(x)), (), xs)
         return ys
@@ -770,28 +770,28 @@ def map(f, xs, *, batch_size=None):  # noqa: A001  (lax's name)
         scan_xs = [reshape(slice_in_dim(x, 0, batched, axis=0),
                            (num_batches, batch_size) + get_aval(x).shape[1:]) for x in leaves]
         _, ys = scan(lambda _, x: ((), _vmap_leading(f, x)), (),
-                     tree_util.tree_unflatten(tree, scan_xs))
-        ys = tree_util.tree_map(lambda y: reshape(y, (batched,) + get_aval(y).shape[2:]), ys)
+                     pytree.tree_unflatten(tree, scan_xs))
+        ys = pytree.tree_map(lambda y: reshape(y, (batched,) + get_aval(y).shape[2:]), ys)
     if batched < length:
-        rest = _vmap_leading(f, tree_util.tree_unflatten(
+        rest = _vmap_leading(f, pytree.tree_unflatten(
             tree, [slice_in_dim(x, batched, length, axis=0) for x in leaves]))
-        ys = rest if ys is None else tree_util.tree_map(
+        ys = rest if ys is None else pytree.tree_map(
             lambda y, r: concatenate([y, r], 0), ys, rest)
     return ys
 
 
 def _vmap_leading(f, xs):
     """``f`` vectorized over the leading axis of every leaf of ``xs`` (vmap, at this level)."""
-    leaves, tree = tree_util.tree_flatten(xs)
+    leaves, tree = pytree.tree_flatten(xs)
     store = {}
 
     def flat_f(*flat):
-        out, store["tree"] = tree_util.tree_flatten(f(tree_util.tree_unflatten(tree, flat)))
+        out, store["tree"] = pytree.tree_flatten(f(pytree.tree_unflatten(tree, flat)))
         return out
 
     axis = batching.AxisData(None, get_aval(leaves[0]).shape[0])
     outs = batching.vmap_flat(flat_f, axis, leaves, [0] * len(leaves), lambda n: [0] * n)
-    return tree_util.tree_unflatten(store["tree"], outs)
+    return pytree.tree_unflatten(store["tree"], outs)
 
 
 def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, unroll,
@@ -1127,7 +1127,7 @@ def associative_scan(fn, elems, reverse=False, axis=0):
     """
     if not callable(fn):
         raise TypeError("lax.associative_scan: fn argument should be callable.")
-    leaves, tree = tree_util.tree_flatten(elems)
+    leaves, tree = pytree.tree_flatten(elems)
     if not leaves:
         return elems
     avals = [get_aval(x) for x in leaves]
@@ -1138,8 +1138,8 @@ def associative_scan(fn, elems, reverse=False, axis=0):
                          f"dimension. (saw: {[a.shape for a in avals]})")
 
     def combine(a, b):
-        out = tree_util.tree_leaves(fn(tree_util.tree_unflatten(tree, a),
-                                       tree_util.tree_unflatten(tree, b)))
+        out = pytree.tree_leaves(fn(pytree.tree_unflatten(tree, a),
+                                       pytree.tree_unflatten(tree, b)))
         if len(out) != len(a):
             raise TypeError(f"lax.associative_scan: fn must return {len(a)} arrays, like its "
                             f"inputs; it returned {len(out)}")
@@ -1184,4 +1184,4 @@ def associative_scan(fn, elems, reverse=False, axis=0):
     out = prefix(leaves)
     if reverse:
         out = [rev(x, (axis,)) for x in out]
-    return tree_util.tree_unflatten(tree, out)
+    return pytree.tree_unflatten(tree, out)

@@ -15,7 +15,7 @@ import functools
 
 import numpy as np
 
-from xform import dtypes, tree_util
+from xform import dtypes, pytree
 from xform.core import ShapedArray, Tracer, eval_jaxpr, get_aval, is_concrete_array
 from xform.interpreters import ad, batching, staging, transpose, vjp_tape
 from xform.interpreters.staging import trace_to_jaxpr
@@ -632,9 +632,9 @@ def reduction_jaxpr(computation, init_avals, tree, name):
     out_trees = []
 
     def flat_computation(*args):
-        xs = tree_util.tree_unflatten(tree, args[:n])
-        ys = tree_util.tree_unflatten(tree, args[n:])
-        outs, out_tree = tree_util.tree_flatten(computation(xs, ys))
+        xs = pytree.tree_unflatten(tree, args[:n])
+        ys = pytree.tree_unflatten(tree, args[n:])
+        outs, out_tree = pytree.tree_flatten(computation(xs, ys))
         out_trees.append(out_tree)
         return outs
 
@@ -688,8 +688,8 @@ def monoid_of(computation, init_values, monoids=None):
 def flatten_operands_and_inits(name, operands, init_values):
     """The leaves of ``operands`` and ``init_values`` (pytrees of one structure, as the
     variadic reductions take them) and that structure; ValueError naming ``name`` if not."""
-    flat_operands, operand_tree = tree_util.tree_flatten(operands)
-    flat_inits, init_tree = tree_util.tree_flatten(init_values)
+    flat_operands, operand_tree = pytree.tree_flatten(operands)
+    flat_inits, init_tree = pytree.tree_flatten(init_values)
     if operand_tree != init_tree:
         raise ValueError(f"{name}: operands must have the same tree structure as "
                          f"init_values: {operand_tree} vs. {init_tree}")
@@ -733,7 +733,7 @@ def reduce(operands, init_values, computation, dimensions):  # noqa: A001  (lax'
     jaxpr, out_tree = reduction_jaxpr(computation, init_avals, operand_tree,
                                       "reduction computation of lax.reduce")
     outs = reduce_p.bind(*flat_operands, *flat_inits, jaxpr=jaxpr, dimensions=dimensions)
-    return tree_util.tree_unflatten(out_tree, outs)
+    return pytree.tree_unflatten(out_tree, outs)
 
 
 def _check_reducer(name, jaxpr, init_avals):

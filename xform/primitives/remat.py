@@ -25,7 +25,7 @@ import weakref
 
 import numpy as np
 
-from xform import dtypes, tree_util
+from xform import dtypes, pytree
 from xform.core import (
     ClosedJaxpr,
     Jaxpr,
@@ -337,8 +337,8 @@ def checkpoint_name(x, name):
     Outside ``checkpoint`` this is the identity. ``x`` may be a pytree; ``name`` is usually a
     string (any hashable value is accepted, as in JAX).
     """
-    leaves, tree = tree_util.tree_flatten(x)
-    return tree_util.tree_unflatten(tree, [name_p.bind(leaf, name=name) for leaf in leaves])
+    leaves, tree = pytree.tree_flatten(x)
+    return pytree.tree_unflatten(tree, [name_p.bind(leaf, name=name) for leaf in leaves])
 
 
 def _name_abstract_eval(aval, *, name):

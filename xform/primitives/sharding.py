@@ -10,7 +10,7 @@ the result's type carries the sharding asked for (explicit mode); its cotangent 
 the operand's sharding.
 """
 
-from xform import core, tree_util
+from xform import core, pytree
 from xform.core import ShapedArray
 from xform.interpreters import ad, batching
 from xform.interpreters import transpose as transpose_interp
@@ -23,14 +23,14 @@ __all__ = ["with_sharding_constraint", "sharding_constraint_p", "reshard_p",
 def with_sharding_constraint(x, shardings):
     """Constrain the layout of each array of pytree ``x`` to the matching sharding of
     ``shardings`` (a NamedSharding, or a pytree prefix of ``x`` of them), as JAX's."""
-    leaves, tree = tree_util.tree_flatten(x)
+    leaves, tree = pytree.tree_flatten(x)
     if hasattr(shardings, "spec") or shardings is None:
         per_leaf = [shardings] * len(leaves)
     else:
-        counted = tree_util.tree_map(lambda s, sub: (s, len(tree_util.tree_leaves(sub))),
+        counted = pytree.tree_map(lambda s, sub: (s, len(pytree.tree_leaves(sub))),
                                      shardings, x, is_leaf=lambda s: s is None or
                                      hasattr(s, "spec"))
-        per_leaf = [s for s, n in tree_util.tree_leaves(counted, is_leaf=_is_pair)
+        per_leaf = [s for s, n in pytree.tree_leaves(counted, is_leaf=_is_pair)
                     for _ in range(n)]
     outs = []
     for leaf, sharding in zip(leaves, per_leaf, strict=True):
@@ -40,7 +40,7 @@ def with_sharding_constraint(x, shardings):
         aval = core.get_aval(leaf)
         _check(sharding, aval)
         outs.append(sharding_constraint_p.bind(leaf, sharding=sharding))
-    return tree_util.tree_unflatten(tree, outs)
+    return pytree.tree_unflatten(tree, outs)
 
 
 def _is_pair(p):

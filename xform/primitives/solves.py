@@ -20,7 +20,7 @@ JVP rule is the implicit function theorem.
 
 import functools
 
-from xform import tree_util
+from xform import pytree
 from xform.core import (
     ClosedJaxpr,
     Jaxpr,
@@ -76,7 +76,7 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
     """
     if transpose_solve is None and symmetric:
         transpose_solve = solve
-    b_leaves, tree = tree_util.tree_flatten(b)
+    b_leaves, tree = pytree.tree_flatten(b)
     b_avals = [get_aval(x) for x in b_leaves]
     matvec_jaxpr, matvec_consts, _ = _trace_vector_fun(matvec, "matvec", tree, b_avals, False)
     solve_jaxpr, solve_consts, out_tree = _trace_vector_fun(
@@ -98,7 +98,7 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
         *[c for g in groups for c in g], *b_leaves,
         const_lengths=tuple(len(g) for g in groups), matvec=matvec_jaxpr,
         vecmat=vecmat_jaxpr, solve=solve_jaxpr, transpose_solve=transpose_solve_jaxpr)
-    return tree_util.tree_unflatten(out_tree, outs)
+    return pytree.tree_unflatten(out_tree, outs)
 
 
 def _trace_vector_fun(fun, name, tree, b_avals, has_aux):
@@ -107,17 +107,17 @@ def _trace_vector_fun(fun, name, tree, b_avals, has_aux):
     store = {}
 
     def flat_fun(*leaves):
-        out = fun(tree_util.tree_unflatten(tree, leaves))
+        out = fun(pytree.tree_unflatten(tree, leaves))
         aux_leaves = []
         if has_aux:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise ValueError(f"{name}() produced a pytree with structure "
-                                 f"{tree_util.tree_structure(out)}, but a pytree tuple with "
+                                 f"{pytree.tree_structure(out)}, but a pytree tuple with "
                                  "auxiliary output was expected because has_aux was set to "
                                  "True.")
             out, aux = out
-            aux_leaves = tree_util.tree_leaves(aux)
-        out_leaves, out_tree = tree_util.tree_flatten(out)
+            aux_leaves = pytree.tree_leaves(aux)
+        out_leaves, out_tree = pytree.tree_flatten(out)
         out_avals = [get_aval(x) for x in out_leaves]
         got, want = [a.shape for a in out_avals], [a.shape for a in b_avals]
         if got != want:
@@ -129,7 +129,7 @@ def _trace_vector_fun(fun, name, tree, b_avals, has_aux):
         if got != want:
             raise TypeError(f"{name}() output dtypes must match b, got {[str(d) for d in got]} "
                             f"and {[str(d) for d in want]}")
-        store["tree"] = tree_util.tree_structure((out, aux)) if has_aux else out_tree
+        store["tree"] = pytree.tree_structure((out, aux)) if has_aux else out_tree
         return out_leaves + aux_leaves
 
     closed = trace_to_jaxpr(flat_fun, b_avals, f"tracing `{name}` of custom_linear_solve")
@@ -153,7 +153,7 @@ def _transpose_matvec(matvec_jaxpr, matvec_consts, b_avals):
 
 def _as_tree_fun(jaxpr, consts, tree):
     def fun(x):
-        return tree_util.tree_unflatten(tree, _run(jaxpr, *consts, *tree_util.tree_leaves(x)))
+        return pytree.tree_unflatten(tree, _run(jaxpr, *consts, *pytree.tree_leaves(x)))
 
     return fun
 
@@ -189,7 +189,7 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
       >>> sqrt_a = xform.lax.custom_root(lambda x: x ** 2 - a, 1.0, newton,
       ...                                lambda g, y: y / g(1.0))
     """
-    guess_leaves, tree = tree_util.tree_flatten(initial_guess)
+    guess_leaves, tree = pytree.tree_flatten(initial_guess)
     avals = [get_aval(x) for x in guess_leaves]
     f_jaxpr, f_consts, f_tree = _trace_tree_fun(f, tree, avals, "f")
     if f_tree != tree:
@@ -214,8 +214,8 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     def linearize_and_solve(*args):
         x, y = args[:n], args[n:]
         g = _linearized(f, tree, list(x))
-        out = tangent_solve(g, tree_util.tree_unflatten(tree, y))
-        out_leaves, store["tree"] = tree_util.tree_flatten(out)
+        out = tangent_solve(g, pytree.tree_unflatten(tree, y))
+        out_leaves, store["tree"] = pytree.tree_flatten(out)
         return out_leaves
 
     closed = trace_to_jaxpr(linearize_and_solve, avals + avals,
@@ -250,7 +250,7 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
         return outs, [neg(t) for t in solution_dot] + aux_dot
 
     root_jvp.__name__ = "_root_jvp"  # the jvp= param prints as JAX's
-    return tree_util.tree_unflatten(out_tree, bind(operands))
+    return pytree.tree_unflatten(out_tree, bind(operands))
 
 
 def _trace_tree_fun(fun, tree, avals, name):
@@ -258,8 +258,8 @@ def _trace_tree_fun(fun, tree, avals, name):
     store = {}
 
     def flat_fun(*leaves):
-        out_leaves, store["tree"] = tree_util.tree_flatten(
-            fun(tree_util.tree_unflatten(tree, leaves)))
+        out_leaves, store["tree"] = pytree.tree_flatten(
+            fun(pytree.tree_unflatten(tree, leaves)))
         return out_leaves
 
     closed = trace_to_jaxpr(flat_fun, avals, f"tracing `{name}` of custom_root")
@@ -274,8 +274,8 @@ def _linearized(f, tree, x):
 
     def tangents_of(*tangents):
         def flat_f(*leaves):
-            out_leaves, out_tree["tree"] = tree_util.tree_flatten(
-                f(tree_util.tree_unflatten(tree, leaves)))
+            out_leaves, out_tree["tree"] = pytree.tree_flatten(
+                f(pytree.tree_unflatten(tree, leaves)))
             return out_leaves
 
         _, tangents_out = ad.jvp_flat(flat_f, x, list(tangents))
@@ -286,8 +286,8 @@ def _linearized(f, tree, x):
                                                "linearizing `f` of custom_root")
 
     def g(t):
-        leaves = tree_util.tree_leaves(t)
-        return tree_util.tree_unflatten(out_tree["tree"], _run(linear, *leaves))
+        leaves = pytree.tree_leaves(t)
+        return pytree.tree_unflatten(out_tree["tree"], _run(linear, *leaves))
 
     return g
 

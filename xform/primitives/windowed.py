@@ -29,7 +29,7 @@ import weakref
 
 import numpy as np
 
-from xform import dtypes, tree_util
+from xform import dtypes, pytree
 from xform.core import ShapedArray, eval_jaxpr, get_aval
 from xform.interpreters import ad, batching, transpose
 from xform.interpreters.staging import trace_to_jaxpr
@@ -204,7 +204,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     monoid = monoid_of(computation, flat_inits, ("add", "max", "min"))
     if monoid is not None:
         out = _MONOID_PRIMITIVES[monoid].bind(flat_operands[0], **params)
-        return tree_util.tree_unflatten(operand_tree, [out])
+        return pytree.tree_unflatten(operand_tree, [out])
     init_avals = [get_aval(x) for x in flat_inits]
     jaxpr, out_tree = reduction_jaxpr(computation, init_avals, operand_tree,
                                       "reduction computation of reduce_window")
@@ -212,7 +212,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
         raise ValueError("reduce_window output must have the same tree structure as the "
                          f"operands {operand_tree} vs. {out_tree}")
     outs = reduce_window_p.bind(*flat_operands, *flat_inits, jaxpr=jaxpr, **params)
-    return tree_util.tree_unflatten(out_tree, outs)
+    return pytree.tree_unflatten(out_tree, outs)
 
 
 def _reduce_window_abstract_eval(*avals, jaxpr, **params):
@@ -400,7 +400,7 @@ def _select_and_scatter(operand, select, window_dimensions, window_strides, padd
     (a comparison, ``(a, b) -> bool``) prefers receives, combined by ``scatter``, the
     window's ``source`` element; the others get ``init_value``. (Not public in JAX either.)"""
     aval = get_aval(init_value)
-    tree = tree_util.tree_structure(0)
+    tree = pytree.tree_structure(0)
     select_jaxpr, _ = reduction_jaxpr(select, [aval], tree, "select of select_and_scatter")
     scatter_jaxpr, _ = reduction_jaxpr(scatter, [aval], tree, "scatter of select_and_scatter")
     return select_and_scatter_p.bind(

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import jax.dtypes
 import numpy as np
 
-from xform import config, core, dtypes, lax, tree_util
+from xform import config, core, dtypes, lax, pytree
 from xform import numpy as xnp
 from xform.api import jit
 from xform.numpy._keys import KeyArrayBase, apply_to_keys
@@ -280,7 +280,7 @@ class _KeyAtIndex:
                              self.keys, values)
 
 
-tree_util.register_pytree_node(KeyArray, lambda k: ((k._data,), k._impl),
+pytree.register_pytree_node(KeyArray, lambda k: ((k._data,), k._impl),
                                lambda impl, children: KeyArray(children[0], impl))
 
 

@@ -12,7 +12,7 @@ from functools import partial
 
 import numpy as np
 
-from xform import lax, tree_util
+from xform import lax, pytree
 from xform import numpy as xnp
 from xform.array import Array
 from xform.dtypes import finfo
@@ -35,33 +35,33 @@ def _vdot_real_part(x, y):
 
 
 def _vdot_real_tree(x, y):
-    return sum(tree_util.tree_leaves(tree_util.tree_map(_vdot_real_part, x, y)))
+    return sum(pytree.tree_leaves(pytree.tree_map(_vdot_real_part, x, y)))
 
 
 def _vdot_tree(x, y):
-    return sum(tree_util.tree_leaves(tree_util.tree_map(_vdot, x, y)))
+    return sum(pytree.tree_leaves(pytree.tree_map(_vdot, x, y)))
 
 
 def _norm(x):
-    leaves = tree_util.tree_leaves(x)
+    leaves = pytree.tree_leaves(x)
     return xnp.sqrt(sum(_vdot_real_part(v, v) for v in leaves))
 
 
 def _mul(scalar, tree):
-    return tree_util.tree_map(lambda v: scalar * v, tree)
+    return pytree.tree_map(lambda v: scalar * v, tree)
 
 
 def _add(x, y):
-    return tree_util.tree_map(operator.add, x, y)
+    return pytree.tree_map(operator.add, x, y)
 
 
 def _sub(x, y):
-    return tree_util.tree_map(operator.sub, x, y)
+    return pytree.tree_map(operator.sub, x, y)
 
 
 def _result_dtype(tree):
     """The promoted dtype of a pytree's leaves, and whether every leaf is weakly typed."""
-    leaves = [xnp.asarray(v) for v in tree_util.tree_leaves(tree)]
+    leaves = [xnp.asarray(v) for v in pytree.tree_leaves(tree)]
     dtype = xnp.result_type(*leaves)
     weak = all(getattr(v, "weak_type", False) for v in leaves)
     return dtype, weak
@@ -72,7 +72,7 @@ def _as_dtype(x, dtype, weak):
     return convert_element_type_p.bind(xnp.asarray(x), new_dtype=np.dtype(dtype), weak_type=weak)
 
 
-@tree_util.Partial
+@pytree.Partial
 def _identity(x):
     return x
 
@@ -94,13 +94,13 @@ def _normalize_matvec(f, name, what="A"):
 
 
 def _shapes(tree):
-    return [np.shape(v) for v in tree_util.tree_leaves(tree)]
+    return [np.shape(v) for v in pytree.tree_leaves(tree)]
 
 
 def _check_x0(name, x0, b, shapes=True):
-    if tree_util.tree_structure(x0) != tree_util.tree_structure(b):
+    if pytree.tree_structure(x0) != pytree.tree_structure(b):
         raise ValueError(f"{name}: x0 and b must have matching tree structure: "
-                         f"{tree_util.tree_structure(x0)} vs {tree_util.tree_structure(b)}")
+                         f"{pytree.tree_structure(x0)} vs {pytree.tree_structure(b)}")
     if shapes and _shapes(x0) != _shapes(b):
         raise ValueError(f"{name}: arrays in x0 and b must have matching shapes: "
                          f"{_shapes(x0)} vs {_shapes(b)}")
@@ -113,9 +113,9 @@ def _strong(v):
 
 
 def _prepare(name, A, b, x0, M):
-    b = tree_util.tree_map(_strong, b)
-    x0 = tree_util.tree_map(xnp.zeros_like, b) if x0 is None else \
-        tree_util.tree_map(_strong, x0)
+    b = pytree.tree_map(_strong, b)
+    x0 = pytree.tree_map(xnp.zeros_like, b) if x0 is None else \
+        pytree.tree_map(_strong, x0)
     A = _normalize_matvec(A, name)
     M = _identity if M is None else _normalize_matvec(M, name, "M")
     return A, b, x0, M
@@ -127,7 +127,7 @@ def _cg_solve(A, b, x0, *, maxiter, tol, atol, M):
     atol2 = xnp.maximum(xnp.square(tol) * _vdot_real_tree(b, b), xnp.square(atol))
     r0 = _sub(b, A(x0))
     p0 = z0 = M(r0)
-    dtype = xnp.result_type(*tree_util.tree_leaves(p0))
+    dtype = xnp.result_type(*pytree.tree_leaves(p0))
     gamma0 = _vdot_real_tree(r0, z0).astype(dtype)
 
     def cond(value):
@@ -170,9 +170,9 @@ def _bicgstab_solve(A, b, x0, *, maxiter, tol, atol, M):
         shat = M(s)
         t = A(shat)
         omega = _vdot_tree(t, s) / _vdot_tree(t, t)
-        x = tree_util.tree_map(partial(xnp.where, exit_early), _add(x, _mul(alpha, phat)),
+        x = pytree.tree_map(partial(xnp.where, exit_early), _add(x, _mul(alpha, phat)),
                                _add(x, _add(_mul(alpha, phat), _mul(omega, shat))))
-        r = tree_util.tree_map(partial(xnp.where, exit_early), s, _sub(s, _mul(omega, t)))
+        r = pytree.tree_map(partial(xnp.where, exit_early), s, _sub(s, _mul(omega, t)))
         k = xnp.where((omega == 0) | (alpha == 0), -11, k + 1)
         k = xnp.where(rho_next == 0, -10, k)
         return x, r, rhat, alpha, omega, rho_next, p, q, k
@@ -185,11 +185,11 @@ def _bicgstab_solve(A, b, x0, *, maxiter, tol, atol, M):
 def _isolve(name, solve, A, b, x0, *, tol, atol, maxiter, M, check_symmetric=False):
     A, b, x0, M = _prepare(name, A, b, x0, M)
     if maxiter is None:
-        maxiter = 10 * sum(np.size(v) for v in tree_util.tree_leaves(b))  # SciPy's default
+        maxiter = 10 * sum(np.size(v) for v in pytree.tree_leaves(b))  # SciPy's default
     _check_x0(name, x0, b)
     solve = partial(solve, x0=x0, tol=tol, atol=atol, maxiter=maxiter, M=M)
     symmetric = check_symmetric and not any(
-        xnp.iscomplexobj(v) for v in tree_util.tree_leaves(b))
+        xnp.iscomplexobj(v) for v in pytree.tree_leaves(b))
     x = lax.custom_linear_solve(A, b, solve=solve, transpose_solve=solve, symmetric=symmetric)
     return x, None
 
@@ -247,25 +247,25 @@ def _safe_normalize(x, thresh=None):
     thresh = xnp.asarray(thresh).astype(dtype).real
     use_norm = norm > thresh
     norm_cast = _as_dtype(norm, dtype, weak)
-    normalized = tree_util.tree_map(lambda y: xnp.where(use_norm, y / norm_cast, 0.0), x)
+    normalized = pytree.tree_map(lambda y: xnp.where(use_norm, y / norm_cast, 0.0), x)
     return normalized, xnp.where(use_norm, norm, 0.0)
 
 
 def _project_on_columns(Q, v):
     """``Q^H v`` for a pytree of column blocks ``Q`` and a vector pytree ``v``."""
-    parts = tree_util.tree_map(lambda X, y: _einsum("...n,...->n", X.conj(), y), Q, v)
-    return tree_util.tree_reduce(operator.add, parts)
+    parts = pytree.tree_map(lambda X, y: _einsum("...n,...->n", X.conj(), y), Q, v)
+    return pytree.tree_reduce(operator.add, parts)
 
 
 def _gram_schmidt(Q, x, xnorm, max_iterations=2):
     """Orthogonalise ``x`` against the columns of ``Q`` by classical Gram-Schmidt, repeated
     (at most ``max_iterations`` passes) while the norm drops by more than sqrt(2)."""
-    r = xnp.zeros(tree_util.tree_leaves(Q)[0].shape[-1], dtype=tree_util.tree_leaves(Q)[0].dtype)
+    r = xnp.zeros(pytree.tree_leaves(Q)[0].shape[-1], dtype=pytree.tree_leaves(Q)[0].dtype)
 
     def body(carry):
         k, q, r, qnorm_scaled = carry
         h = _project_on_columns(Q, q)
-        q = _sub(q, tree_util.tree_map(lambda X: _dot(X, h), Q))
+        q = _sub(q, pytree.tree_map(lambda X: _dot(X, h), Q))
         r = _add(r, h)
 
         def qnorm_cond(c):
@@ -293,11 +293,11 @@ def _gram_schmidt(Q, x, xnorm, max_iterations=2):
 def _arnoldi_step(k, A, M, V, H):
     """Extend the Krylov basis ``V`` by column ``k + 1`` and fill row ``k`` of ``H``."""
     dtype, _ = _result_dtype(V)
-    v = M(A(tree_util.tree_map(lambda X: X[..., k], V)))
+    v = M(A(pytree.tree_map(lambda X: X[..., k], V)))
     _, v_norm_0 = _safe_normalize(v)
     v, h = _gram_schmidt(V, v, v_norm_0, max_iterations=2)
     unit_v, v_norm_1 = _safe_normalize(v, thresh=finfo(dtype).eps * v_norm_0)
-    V = tree_util.tree_map(lambda X, y: X.at[..., k + 1].set(y), V, unit_v)
+    V = pytree.tree_map(lambda X, y: X.at[..., k + 1].set(y), V, unit_v)
     h = h.at[k + 1].set(v_norm_1.astype(dtype))
     return V, H.at[k, :].set(h), v_norm_1 == 0.
 
@@ -319,12 +319,12 @@ def _givens(a, b):
 
 
 def _krylov_basis(unit_residual, restart):
-    return tree_util.tree_map(
+    return pytree.tree_map(
         lambda x: xnp.pad(x[..., None], ((0, 0),) * x.ndim + ((0, restart),)), unit_residual)
 
 
 def _finish_cycle(A, b, M, x0, V, y):
-    x = _add(x0, tree_util.tree_map(lambda X: _dot(X[..., :-1], y), V))
+    x = _add(x0, pytree.tree_map(lambda X: _dot(X[..., :-1], y), V))
     unit_residual, residual_norm = _safe_normalize(M(_sub(b, A(x))))
     return x, unit_residual, residual_norm
 
@@ -332,7 +332,7 @@ def _finish_cycle(A, b, M, x0, V, y):
 def _gmres_incremental(A, b, x0, unit_residual, residual_norm, ptol, restart, M):
     """One restart cycle, least squares by Givens rotations applied as the basis grows."""
     V = _krylov_basis(unit_residual, restart)
-    dtype = xnp.result_type(*tree_util.tree_leaves(b))
+    dtype = xnp.result_type(*pytree.tree_leaves(b))
     R = xnp.eye(restart, restart + 1, dtype=dtype)
     givens = xnp.zeros((restart, 2), dtype=dtype)
     beta_vec = xnp.zeros(restart + 1, dtype=dtype).at[0].set(residual_norm.astype(dtype))
@@ -426,7 +426,7 @@ def gmres(A, b, x0=None, *, tol=1e-5, atol=0.0, restart=20, maxiter=None, M=None
         raise ValueError(f"gmres: invalid solve_method {solve_method!r}, must be either "
                          "'incremental' or 'batched'")
     A, b, x0, M = _prepare("gmres", A, b, x0, M)
-    size = sum(np.size(v) for v in tree_util.tree_leaves(b))
+    size = sum(np.size(v) for v in pytree.tree_leaves(b))
     if maxiter is None:
         maxiter = 10 * size  # SciPy's default
     restart = min(restart, size)
