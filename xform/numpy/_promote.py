@@ -454,16 +454,26 @@ def _check_rank_promotion(name, shapes):
                   f"warning; for more information, {link}", UserWarning, stacklevel=4)
 
 
-def promote_shapes(name, *args):
-    """Broadcast operands to one shape; rank-0 operands are left for lax to broadcast."""
+def promote_shapes(name, *args, full=True):
+    """Broadcast operands to one shape; rank-0 operands are left for lax to broadcast.
+    ``full=False`` (for an operation that is one n-ary lax primitive, as jax.numpy's ufuncs):
+    operands of lower rank only get leading unit dimensions, and the primitive broadcasts
+    size-1 dimensions itself (so jaxprs show JAX's ``f32[1,3]``, not ``f32[4,3]``)."""
     if len(args) < 2:
         return list(args)
     shapes = [core.get_aval(x).shape for x in args]
     if all(s == shapes[0] for s in shapes):
         return list(args)
+    if not full and (all(len(s) == len(shapes[0]) for s in shapes)
+                     or len({len(s) for s in shapes if s}) < 2):
+        return list(args)  # equal ranks, or scalars: the primitive broadcasts
     if config.values.numpy_rank_promotion != "allow":
         _check_rank_promotion(name, shapes)
     shape = broadcast_shapes(*shapes, name=name)
+    if not full:
+        rank = len(shape)
+        return [x if len(s) == rank else broadcast_to_shape(x, (1,) * (rank - len(s)) + s)
+                for x, s in zip(args, shapes, strict=True)]
     return [x if (not s and shape) else broadcast_to_shape(x, shape)
             for x, s in zip(args, shapes, strict=True)]
 
@@ -519,38 +529,30 @@ def _same_types(args, accepted):
     return True
 
 
-def promote_args(name, *args):
-    """Check, promote dtypes and broadcast shapes: the start of every jnp ufunc."""
-    fast = _already_promoted(args, dtypes.SUPPORTED)
-    if fast is not None:
-        return fast
-    if _same_types(args, dtypes.SUPPORTED):
-        return promote_shapes(name, *args)
-    check_arraylike(name, *args)
-    return promote_shapes(name, *promote_dtypes(*args))
+def _args_promoter(fn_name, promote, accepted, what):
+    def promote_args(name, *args, full=True):
+        fast = _already_promoted(args, accepted)
+        if fast is not None:
+            return fast
+        if not _same_types(args, accepted):
+            check_arraylike(name, *args)
+            args = promote(*args)
+        return promote_shapes(name, *args, full=full)
+
+    promote_args.__doc__ = (f"Check, promote dtypes ({what}) and broadcast shapes (see "
+                            "``promote_shapes``): the start of every jnp ufunc.")
+    promote_args.__name__ = promote_args.__qualname__ = fn_name
+    return promote_args
 
 
-def promote_args_inexact(name, *args):
-    fast = _already_promoted(args, _INEXACT)
-    if fast is not None:
-        return fast
-    if _same_types(args, _INEXACT):
-        return promote_shapes(name, *args)
-    check_arraylike(name, *args)
-    return promote_shapes(name, *promote_dtypes_inexact(*args))
+promote_args = _args_promoter("promote_args", promote_dtypes, dtypes.SUPPORTED,
+                              "to their common type")
+promote_args_inexact = _args_promoter("promote_args_inexact", promote_dtypes_inexact, _INEXACT,
+                                      "to an inexact type")
+promote_args_numeric = _args_promoter("promote_args_numeric", promote_dtypes_numeric, _NUMERIC,
+                                      "bool to int")
 
 
-def promote_args_numeric(name, *args):
-    fast = _already_promoted(args, _NUMERIC)
-    if fast is not None:
-        return fast
-    if _same_types(args, _NUMERIC):
-        return promote_shapes(name, *args)
-    check_arraylike(name, *args)
-    return promote_shapes(name, *promote_dtypes_numeric(*args))
-
-
-# The dtypes each promotion leaves alone, for callers' fast paths.
 ACCEPTED_DTYPES = {promote_args: dtypes.SUPPORTED, promote_args_inexact: _INEXACT,
                    promote_args_numeric: _NUMERIC}
 

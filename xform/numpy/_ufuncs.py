@@ -155,7 +155,7 @@ def _two_args(op, promote, name, bool_fn=None):
                 if prim is not None and trace_state.trace is eval_trace:
                     return eval_trace.apply(prim, (x1, x2), {})[0]
                 return lax_fn(x1, x2)
-        x1, x2 = promote(name, x1, x2)
+        x1, x2 = promote(name, x1, x2, full=False)  # the primitive broadcasts size-1 dims
         if bool_fn is not None and x1.aval.dtype.kind == "b":
             return bool_fn(x1, x2)
         return lax_fn(x1, x2)
