@@ -211,3 +211,48 @@ def test_integer_inputs_to_float_functions(x64):
                 got = fx(*args)
                 exp = jax.eval_shape(lambda: fj(*args))  # noqa: B023
                 assert (got.dtype, got.weak_type) == (exp.dtype, exp.weak_type), (name, v)
+
+
+# Binary ufuncs only promote ranks and leave size-1 dimensions to the lax primitive, as
+# jax.numpy 0.10.2 does: `x * b` of f32[4,3] and f32[3] is `mul` of f32[4,3] and f32[1,3].
+SIZE1_UFUNCS = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "arctan2",
+                "nextafter", "power", "float_power", "fmod", "floor_divide", "remainder",
+                "divmod", "hypot", "copysign", "logaddexp", "logaddexp2", "heaviside",
+                "equal", "less", "greater_equal", "logical_and", "logical_xor", "isclose"]
+# Those whose jax.numpy jaxpr is these lax primitives themselves (the rest are jit-wrapped
+# or ordered otherwise in JAX, so only their values, gradients and batching are compared).
+SAME_JAXPR = {"add", "subtract", "multiply", "divide", "maximum", "minimum", "arctan2",
+              "nextafter", "power", "float_power", "equal", "less", "greater_equal",
+              "logical_and", "logical_xor"}
+SIZE1_SHAPES = [((4, 3), (3,)), ((4, 3), (4, 1)), ((1, 3), (4, 1)), ((2, 1, 3), (4, 1))]
+
+
+@pytest.mark.parametrize("name", SIZE1_UFUNCS)
+def test_size1_broadcasting_left_to_the_primitive_as_jax(name):
+    rng = np.random.default_rng(0)
+    xf, jf = getattr(xnp, name), getattr(jnp, name)
+    for s1, s2 in SIZE1_SHAPES:
+        x = rng.uniform(0.5, 2.0, s1).astype(np.float32)
+        y = rng.uniform(-2.0, 2.0, s2).astype(np.float32)
+        for a, b in ((x, y), (y, x)):
+            assert_same(xf(a, b), jf(a, b))
+            assert_same(xform.jit(xf)(a, b), jax.jit(jf)(a, b))
+            if name in SAME_JAXPR:
+                assert str(xform.make_jaxpr(xf)(a, b)) == str(jax.make_jaxpr(jf)(a, b))
+        if name in ("equal", "less", "greater_equal", "logical_and", "logical_xor",
+                    "isclose", "divmod", "floor_divide", "nextafter"):
+            continue  # no gradient to compare
+
+        def loss(lib, f):
+            return lambda u, v: lib.numpy.sum(lib.numpy.sin(f(u, v)))
+
+        grads = xform.grad(loss(xform, xf), argnums=(0, 1))(x, y)
+        want = jax.grad(loss(jax, jf), argnums=(0, 1))(x, y)
+        assert_same(grads, want, rtol=1e-5, atol=1e-6)
+    x = rng.uniform(0.5, 2.0, (5, 4, 3)).astype(np.float32)
+    y = rng.uniform(-2.0, 2.0, (5, 4, 1)).astype(np.float32)
+    for in_axes in (0, (0, None), (None, 0)):
+        yy = y[0] if in_axes == (0, None) else y
+        xx = x[0] if in_axes == (None, 0) else x
+        got = xform.vmap(xf, in_axes)(xx, yy)
+        assert_same(got, jax.vmap(jf, in_axes)(xx, yy))

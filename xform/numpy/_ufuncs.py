@@ -189,7 +189,7 @@ def positive(x, /):
 
 def floor_divide(x1, x2, /):
     """``x1 // x2``, rounding toward minus infinity (Python semantics)."""
-    x1, x2 = promote_args_numeric("floor_divide", x1, x2)
+    x1, x2 = promote_args_numeric("floor_divide", x1, x2, full=False)
     dtype = aval_of(x1).dtype
     if dtypes.is_unsigned_int(dtype):
         return lax.div(x1, x2)
@@ -216,7 +216,7 @@ def _float_divmod(x1, x2):
 
 def remainder(x1, x2, /):
     """``x1 % x2`` with the sign of the divisor (Python semantics)."""
-    x1, x2 = promote_args_numeric("remainder", x1, x2)
+    x1, x2 = promote_args_numeric("remainder", x1, x2, full=False)
     zero = const(x1, 0)
     if dtypes.is_int(aval_of(x2).dtype):  # x2's ones keep its weak type (JAX's lax._ones)
         one = weak_const(x2, 1) if aval_of(x2).weak_type else const(x2, 1)
@@ -233,7 +233,7 @@ mod = remainder
 
 def divmod(x1, x2, /):  # noqa: A001  (NumPy's name)
     """``(floor_divide(x1, x2), remainder(x1, x2))``."""
-    x1, x2 = promote_args_numeric("divmod", x1, x2)
+    x1, x2 = promote_args_numeric("divmod", x1, x2, full=False)
     if dtypes.is_int(aval_of(x1).dtype):
         return floor_divide(x1, x2), remainder(x1, x2)
     return _float_divmod(x1, x2)
@@ -245,7 +245,7 @@ def fmod(x1, x2, /):
     if dtypes.is_int(result_type(x1, x2)):  # as jnp: bools are not guarded
         x2 = asarray(x2)
         x2 = where_(lax.eq(x2, const(x2, 0)), const(x2, 1), x2)
-    return lax.rem(*promote_args_numeric("fmod", x1, x2))
+    return lax.rem(*promote_args_numeric("fmod", x1, x2, full=False))
 
 
 def power(x1, x2, /):
@@ -260,8 +260,8 @@ def power(x1, x2, /):
             and not isinstance(x2, bool)):
         x1, = promote_dtypes_numeric(x1)
         return lax.integer_pow(x1, int(x2))
-    x1, x2 = promote_shapes("power", asarray(x1), asarray(x2))
-    x1_, x2_ = promote_args_numeric("power", x1, x2)
+    x1, x2 = promote_shapes("power", asarray(x1), asarray(x2), full=False)
+    x1_, x2_ = promote_args_numeric("power", x1, x2, full=False)
     if _is_int_or_bool(aval_of(x1_).dtype):
         return _pow_int_int(x1_, x2_)
     d1, d2 = aval_of(x1).dtype, aval_of(x2).dtype
@@ -289,7 +289,7 @@ def _pow_int_int(x1, x2):
 
 def float_power(x1, x2, /):
     """``x1 ** x2`` computed in floating point."""
-    return lax.pow(*promote_args_inexact("float_power", x1, x2))
+    return lax.pow(*promote_args_inexact("float_power", x1, x2, full=False))
 
 
 def absolute(x, /):
@@ -393,7 +393,7 @@ radians, degrees = deg2rad, rad2deg
 
 def hypot(x1, x2, /):
     """``sqrt(x1**2 + x2**2)`` without overflow."""
-    x1, x2 = promote_args_inexact("hypot", x1, x2)
+    x1, x2 = promote_args_inexact("hypot", x1, x2, full=False)
     if dtypes.is_complex(aval_of(x1).dtype):
         raise ValueError("hypot is not well defined for complex-valued inputs; convert to "
                          "real values first, e.g. with abs(x)")
@@ -410,13 +410,13 @@ def hypot(x1, x2, /):
 def logaddexp(x1, x2, /):
     """``log(exp(x1) + exp(x2))`` without overflow; its derivative is JAX's (each input's
     share ``exp(x - out)``, half each where they are equal)."""
-    x1, x2 = promote_args_inexact("logaddexp", x1, x2)
+    x1, x2 = promote_args_inexact("logaddexp", x1, x2, full=False)
     return _logaddexp(x1, x2)
 
 
 def logaddexp2(x1, x2, /):
     """``log2(exp2(x1) + exp2(x2))`` without overflow; derivative as ``logaddexp``'s."""
-    x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
+    x1, x2 = promote_args_inexact("logaddexp2", x1, x2, full=False)
     return _logaddexp2(x1, x2)
 
 
@@ -483,7 +483,7 @@ _logaddexp2.defjvp(_log_add_jvp(_logaddexp2, lax.exp2))
 def heaviside(x1, x2, /):
     """0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0``."""
     check_arraylike("heaviside", x1, x2)
-    x1, x2 = promote_shapes("heaviside", *promote_dtypes_inexact(x1, x2))
+    x1, x2 = promote_shapes("heaviside", *promote_dtypes_inexact(x1, x2), full=False)
     zero = const(x1, 0)
     return where_(lax.lt(x1, zero), zero,
                   where_(lax.gt(x1, zero), const(x1, 1), where_(lax.ne(x1, x1), x1, x2)))
@@ -501,7 +501,7 @@ def sinc(x, /):
 
 def copysign(x1, x2, /):
     """``|x1|`` with the sign of ``x2``."""
-    x1, x2 = promote_args_inexact("copysign", x1, x2)
+    x1, x2 = promote_args_inexact("copysign", x1, x2, full=False)
     if dtypes.is_complex(aval_of(x1).dtype):
         raise TypeError("copysign does not support complex-valued inputs")
     return where_(signbit(x2), lax.neg(lax.abs(x1)), lax.abs(x1))
@@ -678,7 +678,7 @@ def fmin(x1, x2):
 
 def _logical(lax_fn, name):
     def fn(x1, x2, /):
-        return lax_fn(*map(to_bool, promote_args(name, x1, x2)))
+        return lax_fn(*map(to_bool, promote_args(name, x1, x2, full=False)))
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` of the truth values."
@@ -705,7 +705,7 @@ left_shift = bitwise_left_shift = _two_args(lax.shift_left, promote_args_numeric
 
 def right_shift(x1, x2, /):
     """``x1 >> x2``: arithmetic for signed integers, logical for unsigned."""
-    x1, x2 = promote_args_numeric("right_shift", x1, x2)
+    x1, x2 = promote_args_numeric("right_shift", x1, x2, full=False)
     if dtypes.is_unsigned_int(aval_of(x1).dtype):
         return lax.shift_right_logical(x1, x2)
     return lax.shift_right_arithmetic(x1, x2)
@@ -741,8 +741,8 @@ greater_equal = _two_args(_ordering(lax.ge), promote_args, "greater_equal")
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """True where ``|a - b| <= atol + rtol * |b|``."""
-    a, b = promote_args("isclose", a, b)
-    a, b = promote_args_inexact("isclose", a, b)
+    a, b = promote_args("isclose", a, b, full=False)
+    a, b = promote_args_inexact("isclose", a, b, full=False)
     dtype = aval_of(a).dtype
     if dtypes.is_complex(dtype):
         dtype = np.finfo(dtype).dtype
