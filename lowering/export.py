@@ -65,8 +65,7 @@ def export_module(jaxpr, consts, name, kept, nr_platforms, result_info, describe
                 {"jax.global_constant": ir.StringAttr.get("_platform_index")})
         fn.attributes["arg_attrs"] = ir.ArrayAttr.get(arg_attrs)
         fn.attributes["res_attrs"] = ir.ArrayAttr.get(
-            [ir.DictAttr.get({"jax.result_info": ir.StringAttr.get(info)})
-             for info in result_info])
+            [ir.DictAttr.get(mlir.result_attrs(info)) for info in result_info])
         block = fn.add_entry_block()
         with ir.InsertionPoint(block):
             args = [None] * len(arg_vars)  # the dropped arguments are never read
@@ -290,8 +289,7 @@ def _export_symbolic(jaxpr, consts, name, kept, multi, result_info, describe):
             [ir.DictAttr.get({"jax.global_constant": ir.StringAttr.get(v)}) for v in dim_vars] +
             [ir.DictAttr.get({}) for _ in kept_types])
         res_attrs = ir.ArrayAttr.get(
-            [ir.DictAttr.get({"jax.result_info": ir.StringAttr.get(info)})
-             for info in result_info])
+            [ir.DictAttr.get(mlir.result_attrs(info)) for info in result_info])
         fn.attributes["res_attrs"] = res_attrs
         inner.attributes["res_attrs"] = res_attrs
         block = fn.add_entry_block()

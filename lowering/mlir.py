@@ -330,11 +330,13 @@ def _alias_donated_inputs(fn, in_avals, out_avals, donated):
     fn.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(e) for e in entries])
 
 
-def lower_to_module(closed, name, num_replicas=1, donated=None):
+def lower_to_module(closed, name, num_replicas=1, donated=None, result_info=None):
     """A verified StableHLO module whose public ``main`` computes ``closed``.
 
     ``closed`` should carry no large consts: jit passes them as arguments instead.
     ``donated`` (a bool per input) marks inputs whose buffers the program may reuse.
+    ``result_info``: a name per result (``result[0]``, ...), set as JAX's
+    ``jax.result_info`` attributes (text only: XLA ignores them).
     """
     if not isinstance(closed, ClosedJaxpr):
         raise TypeError(f"lower_to_module expects a ClosedJaxpr, got {type(closed).__name__}")
@@ -344,9 +346,26 @@ def lower_to_module(closed, name, num_replicas=1, donated=None):
             f"({[str(a) for a in closed.in_avals]}): xform lowers symbolic dimensions only in "
             "xform.export.export")
     # JAX's module name: the symbol characters XLA keeps, no trailing underscores.
-    return build_module(re.sub(r"[^\w.-]", "_", f"jit_{name}").rstrip("_"), num_replicas,
-                        lambda mctx: emit_function(mctx, closed, "main", public=True),
+    def emit_main(mctx):
+        main = emit_function(mctx, closed, "main", public=True)
+        if result_info is not None:
+            main.attributes["res_attrs"] = ir.ArrayAttr.get(
+                [ir.DictAttr.get(result_attrs(info)) for info in result_info])
+        return main
+
+    return build_module(module_symbol(name), num_replicas, emit_main,
                         (closed.in_avals, closed.out_avals, donated))
+
+
+def module_symbol(name):
+    """A jit module's name, as JAX's: ``jit_`` and the function's name in the symbol
+    characters XLA keeps, no trailing underscores."""
+    return re.sub(r"[^\w.-]", "_", f"jit_{name}").rstrip("_")
+
+
+def result_attrs(info):
+    """The attributes of a main's result named ``info`` (JAX's ``jax.result_info``)."""
+    return {} if info is None else {"jax.result_info": ir.StringAttr.get(info)}
 
 
 def build_module(symbol, num_replicas, emit_main, donation=None, axis_env=()):

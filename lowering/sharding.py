@@ -65,14 +65,19 @@ def sharding_attr(sharding, ndim):
 
 
 def add_mesh(module, mesh):
-    """Declare ``sdy.mesh @mesh`` at the top of ``module`` (inside its context)."""
+    """Declare ``sdy.mesh @mesh`` at the top of ``module`` (inside its context), with the
+    ``stablehlo.mesh`` description of its axes that JAX's modules carry too."""
     with ir.InsertionPoint.at_block_begin(module.body):
-        sdy.MeshOp("mesh", ir.Attribute.parse(f"#sdy.mesh{mesh_text(mesh)}"))
+        op = sdy.MeshOp("mesh", ir.Attribute.parse(f"#sdy.mesh{mesh_text(mesh)}"))
+    axes = ", ".join(f'{{name = "{n}", size = {k} : i64}}' for n, k in mesh.shape.items())
+    op.attributes["stablehlo.mesh"] = ir.Attribute.parse(f"{{axes = [{axes}]}}")
 
 
-def annotate_main(main, in_shardings, in_avals, out_shardings, out_avals, donated):
+def annotate_main(main, in_shardings, in_avals, out_shardings, out_avals, donated,
+                  result_info=None):
     """Set ``sdy.sharding`` on main's arguments and results (None: left to the compiler),
-    and the aliasing of donated arguments to results of the same type."""
+    the aliasing of donated arguments to results of the same type, and the results' names
+    (``result_info``, as ``mlir.lower_to_module``)."""
     free = list(enumerate(out_avals))
     i32 = ir.IntegerType.get_signless(32)
     arg_attrs = []
@@ -86,12 +91,15 @@ def annotate_main(main, in_shardings, in_avals, out_shardings, out_avals, donate
                 entries["tf.aliasing_output"] = ir.IntegerAttr.get(i32, out_index)
         arg_attrs.append(ir.DictAttr.get(entries))
     main.attributes["arg_attrs"] = ir.ArrayAttr.get(arg_attrs)
-    res_attrs = [ir.DictAttr.get({} if s is None else {"sdy.sharding": sharding_attr(s, a.ndim)})
-                 for s, a in zip(out_shardings, out_avals, strict=True)]
+    infos = [None] * len(out_avals) if result_info is None else result_info
+    res_attrs = [ir.DictAttr.get({**mlir.result_attrs(info), **(
+        {} if s is None else {"sdy.sharding": sharding_attr(s, a.ndim)})})
+        for s, a, info in zip(out_shardings, out_avals, infos, strict=True)]
     main.attributes["res_attrs"] = ir.ArrayAttr.get(res_attrs)
 
 
-def lower_partitioned(closed, name, mesh, in_shardings, out_shardings, donated=None):
+def lower_partitioned(closed, name, mesh, in_shardings, out_shardings, donated=None,
+                      result_info=None):
     """A verified module computing ``closed`` as one program over ``mesh``'s devices."""
     def emit_main(mctx):
         i32 = ir.IntegerType.get_signless(32)
@@ -101,10 +109,10 @@ def lower_partitioned(closed, name, mesh, in_shardings, out_shardings, donated=N
         mctx.mesh = mesh  # read by the rules of sharding constraints and shard_map
         main = mlir.emit_function(mctx, closed, "main", public=True)
         annotate_main(main, in_shardings, closed.in_avals, out_shardings, closed.out_avals,
-                      donated)
+                      donated, result_info)
         return main
 
-    return mlir.build_module(f"jit_{mlir.sanitize(name)}", 1, emit_main)
+    return mlir.build_module(mlir.module_symbol(name), 1, emit_main)
 
 
 def partition_options(devices, num_outputs, xla_options=()):

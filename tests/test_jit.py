@@ -137,7 +137,9 @@ def test_lower_as_text_and_compile():
     lowered = f.lower(F32_3)
     text = lowered.as_text()
     assert "stablehlo.sine" in text and "stablehlo.exponential" in text
-    assert "func.func public @main(%arg0: tensor<3xf32>) -> tensor<3xf32>" in text
+    assert text == jax.jit(lambda x: jax.lax.exp(jax.lax.sin(x))).lower(F32_3).as_text()
+    for out in (lambda x: {"b": x, "a": [x, (x,)]}, lambda x: (x, 2.0)):  # results' names
+        assert xform.jit(out).lower(F32_3).as_text() == jax.jit(out).lower(F32_3).as_text()
     compiled = lowered.compile()
     np.testing.assert_allclose(compiled(F32_3), np.exp(np.sin(F32_3)), rtol=1e-6)
     with pytest.raises(TypeError, match="Argument types differ from the types for which"):

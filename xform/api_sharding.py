@@ -493,9 +493,9 @@ class _Partitioned:
 
     __slots__ = ("exe", "module", "mesh", "in_shardings", "out_shardings", "out_avals")
 
-    def __init__(self, jaxpr, name, mesh, in_shardings, out_shardings, donated):
+    def __init__(self, jaxpr, name, mesh, in_shardings, out_shardings, donated, result_info):
         self.module = module = impl.lower_partitioned(jaxpr, name, mesh, in_shardings,
-                                                      out_shardings, donated)
+                                                      out_shardings, donated, result_info)
         self.exe = impl.compile_partitioned(module, mesh, jaxpr.out_avals, out_shardings)
         self.mesh = mesh
         self.in_shardings = in_shardings
@@ -670,7 +670,7 @@ def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
             if s is not None:
                 _check_divisible(s, a, f"jit of {name} (out_shardings)")
         program = per_jaxpr[key] = _Partitioned(entry.jaxpr, name, mesh, in_s, out_s,
-                                                entry.donated)
+                                                entry.donated, pytree.result_info(entry.out_tree))
     return program, in_s
 
 

@@ -37,3 +37,11 @@ class ArrayNode:
 
 # A C-level predicate (no Python frame per pytree node): flattening with it costs ~50 ns a node.
 is_array_node = functools.partial(type.__instancecheck__, ArrayNode)
+
+
+def result_info(out_tree):
+    """JAX's names of a function's results in a lowered module, one per leaf of ``out_tree``:
+    ``result`` for a lone array, else ``result`` and the leaf's key path (``result[0]``,
+    ``result['w']``)."""
+    paths = tree_flatten_with_path(tree_unflatten(out_tree, range(out_tree.num_leaves)))[0]
+    return [f"result{keystr(p)}" for p, _ in paths]

@@ -88,7 +88,7 @@ class Lowered(_Stage):
         super().__init__(jitted, entry, in_tree, avals)
         self._module = mlir.lower_to_module(dispatch.without_dead_code(entry.jaxpr),
                                             jitted._name, replicas_needed(entry.jaxpr.jaxpr),
-                                            entry.donated)
+                                            entry.donated, pytree.result_info(entry.out_tree))
 
     def as_text(self, dialect=None):
         """The module as text: StableHLO (the default) or, with ``dialect="hlo"``, XLA HLO."""

@@ -265,10 +265,7 @@ def _export(fun_jit, args, kwargs, platforms, disabled_checks):
         _check_platform_independent(jaxpr, name, platforms)
     out_leaves = [v.aval for v in jaxpr.outvars]
     out_tree = entry.out_tree
-    paths = [pytree.keystr(p) for p, _ in
-             pytree.tree_flatten_with_path(pytree.tree_unflatten(
-                 out_tree, range(out_tree.num_leaves)))[0]]
-    result_info = [f"result{p}" for p in paths]
+    result_info = pytree.result_info(out_tree)
     symbolic = any(not isinstance(d, int) for a in avals for d in a.shape)
     module = lowering_export.export_module(
         jaxpr, entry.consts, name, kept, len(platforms), result_info,
