@@ -82,7 +82,7 @@ def annotate_main(main, in_shardings, in_avals, out_shardings, out_avals, donate
     i32 = ir.IntegerType.get_signless(32)
     arg_attrs = []
     for k, (s, aval) in enumerate(zip(in_shardings, in_avals, strict=True)):
-        entries = {"sdy.sharding": sharding_attr(s, aval.ndim)}
+        entries = {} if s is None else {"sdy.sharding": sharding_attr(s, aval.ndim)}
         if donated is not None and donated[k]:
             match = next((j for j, (_, a) in enumerate(free) if a.shape == aval.shape
                           and a.dtype == aval.dtype), None)
@@ -115,7 +115,9 @@ def lower_partitioned(closed, name, mesh, in_shardings, out_shardings, donated=N
     return mlir.build_module(mlir.module_symbol(name), 1, emit_main)
 
 
-def partition_options(devices, num_outputs, xla_options=()):
+def partition_options(devices, num_outputs, xla_options=(), open_inputs=()):
+    """XLA's options for one SPMD program over ``devices``; ``open_inputs``: a flag per
+    input, true where the partitioner chooses its layout (an argument without a sharding)."""
     options = runtime.compile_options(xla_options)
     options.num_replicas = 1
     options.num_partitions = len(devices)
@@ -125,16 +127,19 @@ def partition_options(devices, num_outputs, xla_options=()):
     build.use_spmd_partitioning = True
     build.use_shardy_partitioner = True
     build.allow_spmd_sharding_propagation_to_output = [True] * max(num_outputs, 1)
+    if any(open_inputs):
+        build.allow_spmd_sharding_propagation_to_parameters = list(open_inputs)
     return options
 
 
 @functools.lru_cache(maxsize=4096)
-def named_from_hlo(mesh, hlo_text, ndim):
+def named_from_hlo(mesh, hlo_text, ndim, is_input=False):
     """The NamedSharding over ``mesh`` equal to the compiler's sharding ``hlo_text`` for an
-    array of rank ``ndim`` (each mesh axis on at most one dimension, in mesh order)."""
+    array of rank ``ndim`` (each mesh axis on at most one dimension, in mesh order); of a
+    program's input if ``is_input``, else of a result."""
     hlo = _hlo.HloSharding.from_string(hlo_text)
     names = mesh.axis_names
-    explicit = all(t == AxisType.Explicit for t in mesh.axis_types)
+    explicit = not is_input and all(t == AxisType.Explicit for t in mesh.axis_types)
     for choice in np.ndindex(*([ndim + 1] * len(names))):
         dims = [[] for _ in range(ndim)]
         for name, d in zip(names, choice, strict=True):
@@ -143,7 +148,7 @@ def named_from_hlo(mesh, hlo_text, ndim):
         spec = PartitionSpec(*[None if not d else d[0] if len(d) == 1 else tuple(d)
                                for d in dims])
         # As JAX: on a mesh of Explicit axes a result's spec names every dimension (its type
-        # carries it); else trailing unsplit dimensions are left out.
+        # carries it); else (and for inputs) trailing unsplit dimensions are left out.
         while len(spec) and spec[-1] is None and not explicit:
             spec = PartitionSpec(*spec[:-1])
         candidate = NamedSharding(mesh, spec)
@@ -157,12 +162,14 @@ def named_from_hlo(mesh, hlo_text, ndim):
 class PartitionedExecutable:
     """One program over the devices of a mesh: ``call(global arrays) -> global arrays``."""
 
-    __slots__ = ("loaded", "text", "devices", "out_shardings", "handlers", "one_at_a_time")
+    __slots__ = ("loaded", "text", "devices", "in_shardings", "out_shardings", "handlers",
+                 "one_at_a_time")
 
-    def __init__(self, loaded, text, devices, out_avals, out_shardings):
+    def __init__(self, loaded, text, devices, out_avals, out_shardings, in_shardings=None):
         self.loaded = loaded
         self.text = text
         self.devices = devices
+        self.in_shardings = in_shardings
         self.out_shardings = out_shardings
         self.handlers = [_jax.array_result_handler(runtime._jax_aval(a.shape, a.dtype), s, True,
                                                    _skip_checks=True)
@@ -185,21 +192,33 @@ class PartitionedExecutable:
         return outs
 
 
-def compile_partitioned(module, mesh, out_avals, out_shardings, xla_options=()):
-    """Compile a module of ``lower_partitioned``; results without a sharding get the one the
-    partitioner chose, as a NamedSharding over ``mesh``."""
+def compile_partitioned(module, mesh, in_avals, in_shardings, out_avals, out_shardings,
+                        xla_options=()):
+    """Compile a module of ``lower_partitioned``. Inputs and results without a sharding
+    (None) get the one the partitioner chose, as a NamedSharding over ``mesh``: as in JAX,
+    an argument with no layout of its own (a NumPy array, say) is laid out as the program
+    reads it best."""
     devices = tuple(mesh.devices.flat)
     text = mlir.module_text(module)
-    options = partition_options(devices, len(out_avals), xla_options)
+    options = partition_options(devices, len(out_avals), xla_options,
+                                [s is None for s in in_shardings])
     loaded = runtime._compile(devices[0].client, module, text, devices, options)
-    if any(s is None for s in out_shardings):
-        chosen = loaded.get_output_shardings()
-        if chosen is None:  # one partition: every layout is the whole array on the device
-            chosen = [_hlo.HloSharding.replicate().to_proto()] * len(out_avals)
-        out_shardings = [
-            _chosen(mesh, _hlo.HloSharding.from_proto(c), a) if s is None
-            else s for s, c, a in zip(out_shardings, chosen, out_avals, strict=True)]
-    return PartitionedExecutable(loaded, text, devices, out_avals, out_shardings)
+    in_shardings = _resolve(mesh, in_shardings, in_avals, loaded.get_parameter_shardings, True)
+    out_shardings = _resolve(mesh, out_shardings, out_avals, loaded.get_output_shardings, False)
+    return PartitionedExecutable(loaded, text, devices, out_avals, out_shardings, in_shardings)
+
+
+def _resolve(mesh, shardings, avals, compiled_shardings, are_inputs):
+    """``shardings`` with each None replaced by the compiled program's choice."""
+    if all(s is not None for s in shardings):
+        return list(shardings)
+    chosen = compiled_shardings()
+    if chosen is None:  # one partition: every layout is the whole array on the device
+        chosen = [_hlo.HloSharding.replicate().to_proto()] * len(avals)
+    return [s if s is not None else
+            named_from_hlo(mesh, str(_hlo.HloSharding.from_proto(c)), a.ndim, True)
+            if are_inputs else _chosen(mesh, _hlo.HloSharding.from_proto(c), a)
+            for s, c, a in zip(shardings, chosen, avals, strict=True)]
 
 
 def _chosen(mesh, hlo, aval):

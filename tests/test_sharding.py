@@ -136,6 +136,28 @@ def test_jit_shardings_lowering_and_hlo_match_jax():
     assert compiled.output_shardings == jcompiled.output_shardings == s_out
 
 
+@pytest.mark.parametrize("mesh", [MESH, AUTO], ids=["explicit", "auto"])
+def test_arguments_without_a_layout_are_left_to_the_partitioner_as_jax(mesh):
+    # A NumPy (or uncommitted) argument beside a sharded one has no sharding in the module:
+    # XLA chooses its layout (here w split by rows over y), and the call lays it out so.
+    x, jx = put_both(A, P("x", "y"), mesh)
+    w = np.arange(16, dtype=np.float32).reshape(4, 4) / 9
+
+    def f(np_):
+        return lambda x, w: {"out": np_.sin(x) @ w, "total": x.sum()}
+
+    xf, jf = xform.jit(f(xnp)), jax.jit(f(jnp))
+    assert xf.lower(x, w).as_text() == jf.lower(jx, w).as_text()
+    compiled, jcompiled = xf.lower(x, w).compile(), jf.lower(jx, w).compile()
+    assert compiled.input_shardings == jcompiled.input_shardings
+    assert jcompiled.input_shardings[0][1].spec == P("y")  # what the case is about
+    assert collectives(compiled.as_text()) == collectives(jcompiled.as_text())
+    for arg in (w, xform.device_put(w)):
+        out, expected = xf(x, arg), jf(jx, w)
+        assert_same(out, expected, rtol=1e-5)
+        assert out["out"].sharding == expected["out"].sharding
+
+
 def test_tensor_parallel_mlp_one_all_reduce_as_jax():
     rng = np.random.default_rng(0)
     w1 = rng.standard_normal((16, 32)).astype(np.float32) / 4

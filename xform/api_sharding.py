@@ -496,9 +496,10 @@ class _Partitioned:
     def __init__(self, jaxpr, name, mesh, in_shardings, out_shardings, donated, result_info):
         self.module = module = impl.lower_partitioned(jaxpr, name, mesh, in_shardings,
                                                       out_shardings, donated, result_info)
-        self.exe = impl.compile_partitioned(module, mesh, jaxpr.out_avals, out_shardings)
+        self.exe = impl.compile_partitioned(module, mesh, jaxpr.in_avals, in_shardings,
+                                            jaxpr.out_avals, out_shardings)
         self.mesh = mesh
-        self.in_shardings = in_shardings
+        self.in_shardings = self.exe.in_shardings  # the partitioner's choice where None
         self.out_shardings = self.exe.out_shardings
         self.out_avals = jaxpr.out_avals
 
@@ -657,7 +658,10 @@ def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
                 return replicated
         return replicated
 
-    in_s = [replicated] * n_consts + [on_mesh(s, a) for s, a in zip(chosen, avals, strict=True)]
+    # An argument with no layout of its own and none given is open: the partitioner lays
+    # it out as the program reads it best (JAX's UNSPECIFIED in_sharding).
+    in_s = [replicated] * n_consts + [None if s is None else on_mesh(s, a)
+                                      for s, a in zip(chosen, avals, strict=True)]
     out_s = [on_mesh(s, a) if s is not None else _typed_result(mesh, a)
              for s, a in zip(outs_given, entry.jaxpr.out_avals, strict=True)]
     per_jaxpr = _programs.setdefault(entry.jaxpr.jaxpr, {})
@@ -665,13 +669,14 @@ def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
     program = per_jaxpr.get(key)
     if program is None:  # checked once per signature and shardings
         for s, a in zip(in_s[n_consts:], avals, strict=True):
-            _check_divisible(s, a, f"jit of {name}")
+            if s is not None:
+                _check_divisible(s, a, f"jit of {name}")
         for s, a in zip(out_s, entry.jaxpr.out_avals, strict=True):
             if s is not None:
                 _check_divisible(s, a, f"jit of {name} (out_shardings)")
         program = per_jaxpr[key] = _Partitioned(entry.jaxpr, name, mesh, in_s, out_s,
                                                 entry.donated, pytree.result_info(entry.out_tree))
-    return program, in_s
+    return program, program.in_shardings
 
 
 def direct_call(entry, leaves, avals, args, in_shardings, out_shardings, name):
