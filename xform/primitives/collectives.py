@@ -352,6 +352,12 @@ _not_differentiable(pmin_p)
 
 
 def _psum_transpose(ct, x, *, axes):
+    if typed_axes.axes and set(axes) <= x.aval.vma:
+        # A typed body's sum of a varying value (JAX's psum_invariant): its cotangent, the
+        # same on every device, goes back to each of them, marked varying (JAX's rule).
+        ct = ad.instantiate(ct)
+        missing = tuple(a for a in axes if a not in get_aval(ct).vma)
+        return [pvary_p.bind(ct, axes=missing) if missing else ct]
     return [psum_p.bind(ad.instantiate(ct), axes=axes)]
 
 
@@ -672,12 +678,20 @@ def _pbroadcast_batch(axis, x, d, *, axes, source):
 
 
 # pvary marks a value as varying over ``axes`` (JAX's pcast to='varying'); on values the
-# identity. JAX transposes it to psum, its check_vma types putting the sum over devices
-# there; xform's shard_map sums at its boundary instead (xform/primitives/shard_map.py), so
-# here the cotangent passes through.
+# identity. In a typed body (check_vma) it transposes to the sum over those axes, as JAX's;
+# an untyped body's shard_map sums at its boundary instead (xform/primitives/shard_map.py),
+# so there the cotangent passes through.
 pvary_p = _collective("pvary", _same_type("pvary", ANY))
 ad.deflinear(pvary_p)
-transpose_interp.transpose_rules[pvary_p] = lambda ct, x, *, axes: [ct]
+
+
+def _pvary_transpose(ct, x, *, axes):
+    if typed_axes.axes:
+        return [psum_p.bind(ad.instantiate(ct), axes=axes)]
+    return [ct]
+
+
+transpose_interp.transpose_rules[pvary_p] = _pvary_transpose
 
 
 @_over_own_axis(pvary_p, several=True)

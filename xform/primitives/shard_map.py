@@ -7,11 +7,10 @@ named axes, so the collectives (psum, all_gather, ppermute, ...) work over them;
 ``j``'s blocks are put together as ``out_specs[j]`` says. Lowered as JAX lowers it, an
 ``sdy.manual_computation`` in a partitioned program (lowering/shard_map.py).
 
-Differentiation follows JAX's rules without varying-manual-axes types (JAX's
-``check_vma=False`` rules, which give the same values as its ``check_vma=True`` ones for
-programs that pass that check): a result replicated over mesh axes its spec does not name
-has its cotangent divided by their size, and an argument's cotangent is summed over the
-axes its spec does not name.
+Differentiation follows JAX's rules: with ``check_vma`` the body is linearized and
+transposed typed (the varying manual axes decide where sums go); without, a result
+replicated over mesh axes its spec does not name has its cotangent divided by their size,
+and an argument's cotangent is summed over the axes its spec does not name.
 """
 
 import contextlib
@@ -29,7 +28,7 @@ from xform.primitives.collectives import psum_p, pvary_p
 from xform.primitives.cond import cond_p
 from xform.primitives.loops import while_p
 from xform.primitives.sharding import typed_sharding_of
-from xform.primitives.structural import reshape
+from xform.primitives.structural import broadcast, squeeze
 
 shard_map_p = Primitive("shard_map", multiple_results=True)
 
@@ -193,8 +192,10 @@ ad.jvp_rules[shard_map_p] = _shard_map_jvp
 
 
 # --------------------------------------------------------------------------- partial eval
-# The known part runs as its own shard_map; each device's residuals leave it stacked along a
-# new leading dimension split over every manual axis, and enter the staged part the same way.
+# The known part runs as its own shard_map, as JAX's linearization: its residuals come out
+# first, each device's block put together along dimension 0 over the manual axes it varies
+# over (with check_vma; over all of them without), rank-0 ones as (1,); a residual that is a
+# known input or a known result is not returned again, the staged part reads that instead.
 
 _split = weakref.WeakKeyDictionary()  # jaxpr -> {(unknowns, axes): (known, unknown, ...)}
 
@@ -210,56 +211,89 @@ def _split_body(jaxpr, unknowns, mesh, manual_axes, check_vma):
             jaxpr, unknowns, "partially evaluating a shard_map body")
         n_known_out = len(known.out_avals) - num_res
         res_avals = known.out_avals[n_known_out:]
+        outvars, invars = known.jaxpr.outvars, known.jaxpr.invars
+        # Where each residual comes from: ("in", i) a known input, ("out", j) a known result,
+        # None computed (returned by the known part).
+        forwarded = [next((("in", i) for i, w in enumerate(invars) if w is v), None) or
+                     next((("out", j) for j, w in enumerate(outvars[:n_known_out])
+                           if w is v), None) for v in outvars[n_known_out:]]
 
         def known_fun(*args):
             outs = eval_jaxpr(known.jaxpr, known.consts, *args)
-            return outs[:n_known_out] + [reshape(r, (1,) + r.shape) for r in outs[n_known_out:]]
+            res = [r if r.aval.ndim else broadcast(r, (1,))
+                   for r, f in zip(outs[n_known_out:], forwarded, strict=True) if f is None]
+            return res + outs[:n_known_out]
 
         def unknown_fun(*args):
-            res = [reshape(r, a.shape) for r, a in zip(args[:num_res], res_avals, strict=True)]
+            res = [squeeze(r, (0,)) if f is None and not a.ndim else r
+                   for r, a, f in zip(args[:num_res], res_avals, forwarded, strict=True)]
             return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *args[num_res:])
 
-        stacked = [ShapedArray((1,) + a.shape, a.dtype, a.weak_type, vma=a.vma)
-                   for a in res_avals]
+        res_in = [a if f is not None or a.ndim else
+                  ShapedArray((1,), a.dtype, a.weak_type, vma=a.vma)
+                  for a, f in zip(res_avals, forwarded, strict=True)]
         known_body = convert_constvars(trace_to_jaxpr(known_fun, known.in_avals,
                                                       "splitting a shard_map body"))
         unknown_body = convert_constvars(trace_to_jaxpr(
-            unknown_fun, stacked + unknown.in_avals[num_res:], "splitting a shard_map body"))
-    hit = cache[key] = (known_body, known_consts, unknown_body, out_unknowns, num_res)
+            unknown_fun, res_in + unknown.in_avals[num_res:], "splitting a shard_map body"))
+    hit = cache[key] = (known_body, known_consts, unknown_body, out_unknowns, res_in,
+                        forwarded)
     return hit
+
+
+def _residual_spec(aval, mesh, manual_axes, check_vma, spec_type):
+    """JAX's spec of a computed residual: dimension 0 over the axes it varies over."""
+    over = aval.vma if check_vma else manual_axes
+    names = tuple(n for n in mesh.axis_names if n in over)
+    return spec_type(names) if names else spec_type()
 
 
 def _shard_map_partial_eval(trace, args, params):
     jaxpr, mesh, manual_axes = params["jaxpr"], params["mesh"], params["manual_axes"]
-    in_specs, out_specs = params["in_specs"], params["out_specs"]
+    in_specs, out_specs, check_vma = params["in_specs"], params["out_specs"], params["check_vma"]
     unknowns = tuple(trace.is_unknown(x) for x in args)
-    known_body, known_consts, unknown_body, out_unknowns, num_res = _split_body(
-        jaxpr, unknowns, mesh, manual_axes, params["check_vma"])
+    known_body, known_consts, unknown_body, out_unknowns, res_avals, forwarded = _split_body(
+        jaxpr, unknowns, mesh, manual_axes, check_vma)
     replicated = _replicated_spec(in_specs[0])
-    res_spec = type(replicated)(tuple(n for n in mesh.axis_names if n in manual_axes))
     (kbody, kconsts), (ubody, uconsts) = known_body, unknown_body
     known_args = [x for x, u in zip(args, unknowns, strict=True) if not u]
     known_in = tuple(s for s, u in zip(in_specs, unknowns, strict=True) if not u)
     known_out = tuple(s for s, u in zip(out_specs, out_unknowns, strict=True) if not u)
+    computed = [_residual_spec(a, mesh, manual_axes, check_vma, type(replicated))
+                for a, f in zip(res_avals, forwarded, strict=True) if f is None]
+    body_in = [*known_consts, *known_args]
+    body_in_specs = (replicated,) * len(known_consts) + known_in
     with core.set_current_trace(trace.parent):
         known_outs = shard_map_p.bind(
-            *kconsts, *known_consts, *known_args, jaxpr=kbody, mesh=mesh,
-            in_specs=(replicated,) * (len(kconsts) + len(known_consts)) + known_in,
-            out_specs=known_out + (res_spec,) * num_res, manual_axes=manual_axes,
-            check_vma=params["check_vma"])
-    residuals = known_outs[len(known_outs) - num_res:]
+            *kconsts, *body_in, jaxpr=kbody, mesh=mesh,
+            in_specs=(replicated,) * len(kconsts) + body_in_specs,
+            out_specs=tuple(computed) + known_out, manual_axes=manual_axes,
+            check_vma=check_vma)
+    computed_res, primal_outs = iter(known_outs[:len(computed)]), known_outs[len(computed):]
+    computed_specs = iter(computed)
+    residuals, res_specs = [], []
+    for f in forwarded:
+        if f is None:
+            residuals.append(next(computed_res))
+            res_specs.append(next(computed_specs))
+        elif f[0] == "in":
+            residuals.append(body_in[f[1]])
+            res_specs.append(body_in_specs[f[1]])
+        else:
+            residuals.append(primal_outs[f[1]])
+            res_specs.append(known_out[f[1]])
     unknown_args = [x for x, u in zip(args, unknowns, strict=True) if u]
     unknown_in = tuple(s for s, u in zip(in_specs, unknowns, strict=True) if u)
     unknown_out = tuple(s for s, u in zip(out_specs, out_unknowns, strict=True) if u)
     staged_params = dict(jaxpr=ubody, mesh=mesh,
-                         in_specs=(replicated,) * len(uconsts) + (res_spec,) * num_res
+                         in_specs=(replicated,) * len(uconsts) + tuple(res_specs)
                          + unknown_in, out_specs=unknown_out, manual_axes=manual_axes,
-                         check_vma=params["check_vma"])
+                         check_vma=check_vma)
     out_avals = [global_aval(a, mesh, s)
                  for a, s in zip(ubody.out_avals, unknown_out, strict=True)]
     unknown_outs = iter(trace.stage(shard_map_p, [*uconsts, *residuals, *unknown_args],
                                     staged_params, out_avals))
-    known_outs = iter(known_outs[:len(known_outs) - num_res])
+    known_outs = iter(primal_outs)
     return [next(unknown_outs) if u else next(known_outs) for u in out_unknowns]
 
 
@@ -267,32 +301,38 @@ partial_eval.partial_eval_rules[shard_map_p] = _shard_map_partial_eval
 
 
 # --------------------------------------------------------------------------- transpose
+# With check_vma the body is transposed typed, as JAX's: a sum of a varying value
+# (psum_invariant) transposes to pvary and pvary to the sum, so cotangents cross the
+# boundary as they are. Without it (and for pmap-style bodies), a result replicated over
+# axes its spec does not name has its cotangent divided by their size, and an argument's
+# cotangent is summed over the axes its spec does not name.
 
 _transposed = weakref.WeakKeyDictionary()  # jaxpr -> {(linear, specs): (jaxpr, consts)}
 
 
-def _transposed_body(jaxpr, linear, mesh, in_specs, manual_axes):
+def _transposed_body(jaxpr, linear, mesh, in_specs, manual_axes, check_vma):
     cache = _transposed.setdefault(jaxpr.jaxpr, {})
-    key = (linear, in_specs, manual_axes)
+    key = (linear, in_specs, manual_axes, check_vma)
     hit = cache.get(key)
     if hit is not None:
         return hit
     in_avals = jaxpr.in_avals
     value_avals = [a for a, lin in zip(in_avals, linear, strict=True) if not lin]
+    n_cts = len(jaxpr.out_avals)
 
-    def transposed(*args):
-        cts_in = backward(jaxpr, linear, args)
+    def transposed(*args):  # the results' cotangents, then the values
+        cts_in = backward(jaxpr, linear, args[n_cts:] + args[:n_cts])
         outs = []
         for ct, lin, spec, aval in zip(cts_in, linear, in_specs, in_avals, strict=True):
             if not lin:
                 continue
             dense = ad.instantiate(ct if ct is not None else ad.Zero(ad.tangent_aval(aval)))
-            axes = unmentioned(mesh, spec, manual_axes)
+            axes = () if check_vma else unmentioned(mesh, spec, manual_axes)
             outs.append(psum_p.bind(dense, axes=axes) if axes else dense)
         return outs
 
-    with axis_env(mesh, manual_axes):
-        closed = trace_to_jaxpr(transposed, value_avals + jaxpr.out_avals,
+    with axis_env(mesh, manual_axes, check_vma):
+        closed = trace_to_jaxpr(transposed, list(jaxpr.out_avals) + value_avals,
                                 "transposing a shard_map body")
     hit = cache[key] = convert_constvars(closed)
     return hit
@@ -301,19 +341,21 @@ def _transposed_body(jaxpr, linear, mesh, in_specs, manual_axes):
 def _shard_map_transpose(cts, *invals, jaxpr, mesh, in_specs, out_specs, manual_axes,
                          check_vma):
     linear = tuple(transpose.is_undefined(x) for x in invals)
-    cts_scaled = []
+    cts_in = []
     for ct, spec, aval in zip(cts, out_specs, jaxpr.out_avals, strict=True):
         dense = ad.instantiate(ct if ct is not None else ad.Zero(
             ad.tangent_aval(global_aval(aval, mesh, spec))))
-        size = math.prod(mesh.shape[n] for n in unmentioned(mesh, spec, manual_axes))
-        cts_scaled.append(dense / size if size != 1 else dense)
-    body, consts = _transposed_body(jaxpr, linear, mesh, tuple(in_specs), manual_axes)
+        size = 1 if check_vma else math.prod(
+            mesh.shape[n] for n in unmentioned(mesh, spec, manual_axes))
+        cts_in.append(dense / size if size != 1 else dense)
+    body, consts = _transposed_body(jaxpr, linear, mesh, tuple(in_specs), manual_axes,
+                                    check_vma)
     values = [x for x in invals if not transpose.is_undefined(x)]
     value_specs = tuple(s for s, lin in zip(in_specs, linear, strict=True) if not lin)
     replicated = _replicated_spec(in_specs[0])
     outs = iter(shard_map_p.bind(
-        *consts, *values, *cts_scaled, jaxpr=body, mesh=mesh,
-        in_specs=(replicated,) * len(consts) + value_specs + tuple(out_specs),
+        *consts, *cts_in, *values, jaxpr=body, mesh=mesh,
+        in_specs=(replicated,) * len(consts) + tuple(out_specs) + value_specs,
         out_specs=tuple(s for s, lin in zip(in_specs, linear, strict=True) if lin),
         manual_axes=manual_axes, check_vma=check_vma))
     return [next(outs) if lin else None for lin in linear]
