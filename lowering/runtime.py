@@ -110,20 +110,25 @@ collect_garbage = _jax.collect_garbage
 
 
 class Executable:
-    """A compiled program for one device: ``call(buffers) -> buffers``."""
+    """A compiled program for one device: ``call(buffers) -> buffers``. ``kept``: the
+    positions of the arguments the program takes (None: all), when it was lowered without
+    those it does not read."""
 
-    __slots__ = ("loaded", "text", "device", "handlers")
+    __slots__ = ("loaded", "text", "device", "handlers", "kept")
 
     def __init__(self, loaded, text, device, out_avals):
         self.loaded = loaded
         self.text = text
         self.device = device
+        self.kept = None
         # C++ result handlers turn the raw outputs into arrays without a Python loop.
         sharding = _sharding(device)
         self.handlers = [_jax.array_result_handler(_jax_aval(a.shape, a.dtype), sharding, True,
                                                    _skip_checks=True) for a in out_avals]
 
     def call(self, buffers):
+        if self.kept is not None:
+            buffers = [buffers[i] for i in self.kept]
         outs = self.loaded.execute_sharded(buffers).consume_with_handlers(self.handlers)
         collect_garbage()
         return outs

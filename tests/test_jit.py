@@ -138,8 +138,17 @@ def test_lower_as_text_and_compile():
     text = lowered.as_text()
     assert "stablehlo.sine" in text and "stablehlo.exponential" in text
     assert text == jax.jit(lambda x: jax.lax.exp(jax.lax.sin(x))).lower(F32_3).as_text()
-    for out in (lambda x: {"b": x, "a": [x, (x,)]}, lambda x: (x, 2.0)):  # results' names
+    for out in (lambda x: {"b": x, "a": [x, (x,)]}, lambda x: (x, 2.0),  # results' names
+                lambda x: None, lambda x: 2.0):  # the argument unread: not taken (JAX's)
         assert xform.jit(out).lower(F32_3).as_text() == jax.jit(out).lower(F32_3).as_text()
+    unread = xform.jit(lambda x, y, z: x * z)  # y is not an argument of the program
+    assert unread.lower(F32_3, 1.0, 2.0).as_text() == \
+        jax.jit(lambda x, y, z: x * z).lower(F32_3, 1.0, 2.0).as_text()
+    on_device = [xform.device_put(v) for v in (F32_3, np.ones(5, np.float32))]
+    for _ in range(3):  # the general path, then the keyed one
+        np.testing.assert_array_equal(unread(F32_3, np.ones(5), 2.0), F32_3 * 2)
+        np.testing.assert_array_equal(unread(*on_device, 2.0), F32_3 * 2)
+    assert unread._state.direct_calls
     compiled = lowered.compile()
     np.testing.assert_allclose(compiled(F32_3), np.exp(np.sin(F32_3)), rtol=1e-6)
     with pytest.raises(TypeError, match="Argument types differ from the types for which"):

@@ -318,6 +318,12 @@ def _direct_call(entry, avals):
             return outs[0] if entry.single_output else entry.out_tree.unflatten(outs)
         return call
     execute, handlers = entry.direct.loaded.execute_sharded, entry.direct.handlers
+    kept = getattr(entry.direct, "kept", None)
+    if kept is not None:  # the program takes only the arguments it reads
+        execute_kept = execute
+
+        def execute(bufs):
+            return execute_kept([bufs[i] for i in kept])
     collect_garbage = runtime.collect_garbage
     if entry.single_output:
         aval = entry.out_avals[0]
@@ -1054,7 +1060,8 @@ def jit(fun=None, *, in_shardings=None, out_shardings=None, static_argnums=None,
                                  backend=backend, inline=inline, keep_unused=keep_unused)
     if not callable(fun):
         raise TypeError(f"jit: expected a callable, got {type(fun).__name__}")
-    # inline and keep_unused change neither the trace nor the program here.
+    # inline changes neither the trace nor the program here; the program drops the arguments
+    # it does not read, as JAX's default keep_unused=False (keep_unused=True is not honored).
     return JitFunction(fun, _jit_state(fun, (static_argnums, static_argnames, donate_argnums,
                                              donate_argnames, device, backend, in_shardings,
                                              out_shardings)))

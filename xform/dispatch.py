@@ -405,6 +405,21 @@ def without_dead_code(closed):
     return dce.dce_closed_jaxpr(closed, [True] * len(closed.jaxpr.outvars))[0]
 
 
+def lowered_form(closed, donated=None):
+    """``closed`` as jit lowers it, as JAX's (``keep_unused=False``): without the equations
+    whose results nothing reads, and without the inputs nothing reads; with the positions of
+    the inputs kept (None: all) and ``donated`` for those. A program holding pmaps keeps
+    every input (its replicas take the whole arguments)."""
+    if replicas_needed(closed.jaxpr) != 1:
+        return without_dead_code(closed), None, donated
+    pruned, used = dce.dce_closed_jaxpr(closed, [True] * len(closed.jaxpr.outvars),
+                                        prune_inputs=True)
+    if all(used):
+        return without_dead_code(closed), None, donated
+    kept = tuple(i for i, u in enumerate(used) if u)
+    return pruned, kept, None if donated is None else tuple(donated[i] for i in kept)
+
+
 def compile_jaxpr(closed, name, device=None, donated=None, min_cache_secs=0.0, options=(),
                   module=None):
     """Compile a const-free ClosedJaxpr (cached per jaxpr, device, donated inputs and XLA
@@ -422,8 +437,9 @@ def compile_jaxpr(closed, name, device=None, donated=None, min_cache_secs=0.0, o
             _log.warning("Compiling %s with global shapes and types %s.", name,
                          [v.aval for v in closed.jaxpr.invars])
             start = time.perf_counter()
+        lowered, kept, kept_donated = lowered_form(closed, donated)
         if module is None:
-            module = mlir.lower_to_module(without_dead_code(closed), name, replicas, donated)
+            module = mlir.lower_to_module(lowered, name, replicas, kept_donated)
         if log:
             lowered = time.perf_counter()
             _log.warning("Finished jaxpr to MLIR module conversion jit(%s) in %.6f sec", name,
@@ -431,6 +447,7 @@ def compile_jaxpr(closed, name, device=None, donated=None, min_cache_secs=0.0, o
         if replicas == 1:
             exe = runtime.compile_module(module, closed.out_avals, device, min_cache_secs,
                                          options)
+            exe.kept = kept
         else:
             exe = runtime.compile_replicated(module, closed.out_avals, replicas, options)
         if log:

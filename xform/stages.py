@@ -86,9 +86,10 @@ class Lowered(_Stage):
 
     def __init__(self, jitted, entry, in_tree, avals):
         super().__init__(jitted, entry, in_tree, avals)
-        self._module = mlir.lower_to_module(dispatch.without_dead_code(entry.jaxpr),
-                                            jitted._name, replicas_needed(entry.jaxpr.jaxpr),
-                                            entry.donated, pytree.result_info(entry.out_tree))
+        lowered, _, donated = dispatch.lowered_form(entry.jaxpr, entry.donated)
+        self._module = mlir.lower_to_module(lowered, jitted._name,
+                                            replicas_needed(entry.jaxpr.jaxpr), donated,
+                                            pytree.result_info(entry.out_tree))
 
     def as_text(self, dialect=None):
         """The module as text: StableHLO (the default) or, with ``dialect="hlo"``, XLA HLO."""
