@@ -163,7 +163,7 @@ class PartitionedExecutable:
     """One program over the devices of a mesh: ``call(global arrays) -> global arrays``."""
 
     __slots__ = ("loaded", "text", "devices", "in_shardings", "out_shardings", "handlers",
-                 "one_at_a_time")
+                 "one_at_a_time", "kept")
 
     def __init__(self, loaded, text, devices, out_avals, out_shardings, in_shardings=None):
         self.loaded = loaded
@@ -171,6 +171,7 @@ class PartitionedExecutable:
         self.devices = devices
         self.in_shardings = in_shardings
         self.out_shardings = out_shardings
+        self.kept = None  # the positions of the arguments the program takes (None: all)
         self.handlers = [_jax.array_result_handler(runtime._jax_aval(a.shape, a.dtype), s, True,
                                                    _skip_checks=True)
                          for a, s in zip(out_avals, out_shardings, strict=True)]
@@ -181,6 +182,8 @@ class PartitionedExecutable:
         self.one_at_a_time = len(devices) > 1 and devices[0].platform == "cpu"
 
     def call(self, arrays):
+        if self.kept is not None:
+            arrays = [arrays[i] for i in self.kept]
         if self.one_at_a_time and runtime._in_flight is not None:
             for out in runtime._in_flight:
                 if not out.is_deleted():

@@ -494,12 +494,21 @@ class _Partitioned:
     __slots__ = ("exe", "module", "mesh", "in_shardings", "out_shardings", "out_avals")
 
     def __init__(self, jaxpr, name, mesh, in_shardings, out_shardings, donated, result_info):
-        self.module = module = impl.lower_partitioned(jaxpr, name, mesh, in_shardings,
+        # Without the arguments nothing reads (JAX's keep_unused=False): their shardings are
+        # None, as JAX reports them, and the call passes them no buffer.
+        lowered, kept, donated = dispatch.lowered_form(jaxpr, donated)
+        taken = in_shardings if kept is None else [in_shardings[i] for i in kept]
+        self.module = module = impl.lower_partitioned(lowered, name, mesh, taken,
                                                       out_shardings, donated, result_info)
-        self.exe = impl.compile_partitioned(module, mesh, jaxpr.in_avals, in_shardings,
-                                            jaxpr.out_avals, out_shardings)
+        self.exe = exe = impl.compile_partitioned(module, mesh, lowered.in_avals, taken,
+                                                  jaxpr.out_avals, out_shardings)
         self.mesh = mesh
-        self.in_shardings = self.exe.in_shardings  # the partitioner's choice where None
+        self.in_shardings = exe.in_shardings  # the partitioner's choice where None
+        if kept is not None:
+            exe.kept = kept
+            self.in_shardings = [None] * len(in_shardings)
+            for i, s in zip(kept, exe.in_shardings, strict=True):
+                self.in_shardings[i] = s
         self.out_shardings = self.exe.out_shardings
         self.out_avals = jaxpr.out_avals
 
@@ -687,7 +696,8 @@ def direct_call(entry, leaves, avals, args, in_shardings, out_shardings, name):
     if entry.consts or entry.donated is not None or entry.float0s:
         return None
     program, in_s = prepare(entry, leaves, avals, args, in_shardings, out_shardings, name)
-    if program is None or any(type(x) is not ShardedArray or x._buf.sharding != s
+    if program is None or any(s is not None and (type(x) is not ShardedArray or
+                                                 x._buf.sharding != s)
                               for x, s in zip(leaves, in_s, strict=True)):
         return None
     call_program = program.exe.call
@@ -725,7 +735,8 @@ def _run(entry, program, in_s, leaves, avals):
     n_consts = len(entry.consts)
     all_args = list(entry.consts) + list(leaves)
     all_avals = entry.const_avals + list(avals)
-    bufs = [put_leaf(x, s, a) for x, s, a in zip(all_args, in_s, all_avals, strict=True)]
+    bufs = [None if s is None else put_leaf(x, s, a)  # (None: an argument not read)
+            for x, s, a in zip(all_args, in_s, all_avals, strict=True)]
     outs = program.exe.call(bufs)
     if entry.donated is not None:
         for x, flag in zip(leaves, entry.donated[n_consts:], strict=True):
