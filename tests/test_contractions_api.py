@@ -371,3 +371,15 @@ def test_einsum_bad_input():
             mod.einsum("ij,jk,kl->il", *EINSUM_OPERANDS, optimize=[(0, 1, 2)])
     with pytest.raises(TypeError, match="einsum"):
         xnp.einsum("ij,jk->ik", a, "not an array")
+
+
+@pytest.mark.parametrize("subscripts, a_shape, b_shape", [
+    ("ij,kj->ik", (4, 3), (5, 3)), ("ij,kj->ki", (4, 3), (5, 3)),
+    ("bij,bkj->bik", (2, 4, 3), (2, 5, 3)), ("bij,bjk->bik", (2, 4, 3), (2, 3, 5)),
+    ("ij,jk->ki", (4, 3), (3, 5)), ("ij,j->i", (4, 3), (3,)), ("j,ij->i", (3,), (4, 3))])
+def test_einsum_jaxpr_as_jax(subscripts, a_shape, b_shape):
+    # Each pair is contracted in the operand order that needs no transpose, where one does.
+    a, b = np.ones(a_shape, np.float32), np.ones(b_shape, np.float32)
+    got = xform.make_jaxpr(lambda a, b: xnp.einsum(subscripts, a, b))(a, b)
+    want = jax.make_jaxpr(lambda a, b: jnp.einsum(subscripts, a, b))(a, b)
+    assert str(got) == str(want)

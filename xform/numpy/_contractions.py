@@ -331,9 +331,13 @@ def _einsum_step(xs, einstr, dtype, precision, dot_general=lax.dot_general,
         y, m = _sum_letters(y, m, set(result) | set(n), dtype)
         batch = [c for c in result if c in n and c in m]
         contract = [c for c in n if c in m and c not in result]
+        shared = set(batch) | set(contract)
+        if ("".join(batch) + "".join(c for c in m if c not in shared)
+                + "".join(c for c in n if c not in shared)) == result:
+            # As JAX: the operands swapped when that gives the result's order (no transpose)
+            (x, n), (y, m) = (y, m), (x, n)
         dims = ((tuple(n.index(c) for c in contract), tuple(m.index(c) for c in contract)),
                 (tuple(n.index(c) for c in batch), tuple(m.index(c) for c in batch)))
-        shared = set(batch) | set(contract)
         out = ("".join(batch) + "".join(c for c in n if c not in shared)
                + "".join(c for c in m if c not in shared))
         given = {} if out_sharding is None else {
