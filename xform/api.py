@@ -279,12 +279,14 @@ class _CacheEntry:
         compiled = self.compiled
         if compiled is None or compiled.device is not device:
             # (another device: arguments committed elsewhere, compiled once per device)
-            compiled = dispatch.compile_jaxpr(self.jaxpr, self.name, device, self.donated)
+            compiled = dispatch.compile_jaxpr(self.jaxpr, self.name, device, self.donated,
+                                              consts=self.consts)
             if self.compiled is None:
                 self.compiled = compiled
-        if self.direct is None and not self.consts and self.donated is None and \
-                device is None and not self.float0s:
-            self.direct = compiled.executable
+        if self.direct is None and self.donated is None and device is None and \
+                not self.float0s and (not self.consts or getattr(
+                    compiled.executable, "kept", None) is not None):
+            self.direct = compiled.executable  # (consts inlined in it: it drops their places)
         return self.run_with(compiled, leaves, avals)
 
     def run_with(self, compiled, leaves, avals):
@@ -319,7 +321,8 @@ def _direct_call(entry, avals):
         return call
     execute, handlers = entry.direct.loaded.execute_sharded, entry.direct.handlers
     kept = getattr(entry.direct, "kept", None)
-    if kept is not None:  # the program takes only the arguments it reads
+    if kept is not None:  # the program takes only the arguments it reads (consts inlined)
+        kept = [i - len(entry.consts) for i in kept]
         execute_kept = execute
 
         def execute(bufs):
@@ -837,7 +840,9 @@ class JitFunction:
                 # already on the default device, for a signature whose program takes them.
                 entry = state.cache.get((in_tree, statics_key, tuple(avals), context, axis_env))
                 if entry is not None and entry.direct is not None:
-                    outs = entry.direct.call([x._buf for x in leaves])
+                    # (consts' places first: the program inlined them and drops them)
+                    outs = entry.direct.call([None] * len(entry.consts) +
+                                             [x._buf for x in leaves])
                     return entry.out_tree.unflatten([
                         Array(a, None, b) for a, b in zip(entry.out_avals, outs, strict=True)])
         entry = self._lookup((in_tree, statics_key, tuple(avals), context, axis_env), in_tree,

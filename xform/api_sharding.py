@@ -493,10 +493,14 @@ class _Partitioned:
 
     __slots__ = ("exe", "module", "mesh", "in_shardings", "out_shardings", "out_avals")
 
-    def __init__(self, jaxpr, name, mesh, in_shardings, out_shardings, donated, result_info):
-        # Without the arguments nothing reads (JAX's keep_unused=False): their shardings are
-        # None, as JAX reports them, and the call passes them no buffer.
-        lowered, kept, donated = dispatch.lowered_form(jaxpr, donated)
+    def __init__(self, jaxpr, name, mesh, in_shardings, out_shardings, donated, result_info,
+                 consts=()):
+        # Constants inlined, and without the arguments nothing reads (JAX's
+        # keep_unused=False): their shardings are None, as JAX reports unread ones, and the
+        # call passes them no buffer. Sharded constants stay arguments (laid out, not gathered).
+        if any(type(c) is ShardedArray for c in consts):
+            consts = ()
+        lowered, kept, donated = dispatch.lowered_form(jaxpr, donated, consts)
         taken = in_shardings if kept is None else [in_shardings[i] for i in kept]
         self.module = module = impl.lower_partitioned(lowered, name, mesh, taken,
                                                       out_shardings, donated, result_info)
@@ -684,7 +688,8 @@ def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
             if s is not None:
                 _check_divisible(s, a, f"jit of {name} (out_shardings)")
         program = per_jaxpr[key] = _Partitioned(entry.jaxpr, name, mesh, in_s, out_s,
-                                                entry.donated, pytree.result_info(entry.out_tree))
+                                                entry.donated, pytree.result_info(entry.out_tree),
+                                                entry.consts)
     return program, program.in_shardings
 
 
