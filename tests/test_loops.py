@@ -387,3 +387,29 @@ def test_vmapped_while_keeps_an_unmapped_weak_carry_weak_as_jax():
     got, expected = xform.vmap(loop(xform))(x), jax.vmap(loop(jax))(x)
     assert got[0].weak_type == expected[0].weak_type
     np.testing.assert_array_equal(got[0], expected[0])
+
+
+def _while_lines(text):
+    return [line.strip() for line in text.splitlines() if "stablehlo.while" in line]
+
+
+def test_scan_carries_and_ys_nothing_reads_are_dropped_as_jax():
+    # jit's dead-code pass slims a scan as JAX's: fori_loop's counter and the carries and ys
+    # no result needs leave the loop (its while then carries what JAX's carries).
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+
+    def fori(lib):
+        return lambda a: lib.lax.fori_loop(0, 3, lambda k, c: c * 2.0, a)
+
+    def partial(lib):
+        def body(c, x):
+            return (c[0] + x, c[1] * 2.0, c[2] + 1), (c[0] * x, x.sum())
+        init = (np.zeros(3, np.float32), np.float32(1.0), np.int32(0))
+        return lambda a: lib.lax.scan(body, init, a)[1][0]
+
+    for make in (fori, partial):
+        got, want = xform.jit(make(xform)), jax.jit(make(jax))
+        assert _while_lines(got.lower(a).as_text()) == _while_lines(want.lower(a).as_text())
+        np.testing.assert_array_equal(got(a), want(a))
+        np.testing.assert_allclose(xform.grad(lambda a, f=got: f(a).sum())(a),
+                                   jax.grad(lambda a, f=want: f(a).sum())(a))

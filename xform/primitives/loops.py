@@ -1111,6 +1111,50 @@ def _scan_batch(axis, args, dims, *, jaxpr, num_consts, num_carry, length, rever
 batching.batch_rules[scan_p] = _scan_batch
 
 
+# --------------------------------------------------------------------------- dead code
+# As JAX's rule: the ys nothing reads go, and so do the carries nothing needs (read after the
+# loop, or by a kept part of the body, found to a fixpoint: `fori_loop`'s counter, say), then
+# the operands the slimmed body does not read.
+
+_scan_slimmed = weakref.WeakKeyDictionary()  # body jaxpr -> {kept outputs: (body, used)}
+
+
+def _scan_dce(used_outputs, eqn):
+    if not any(used_outputs):
+        return [False] * len(eqn.invars), None
+    params = eqn.params
+    body, nc, nk = params["jaxpr"], params["num_consts"], params["num_carry"]
+    used_carry, used_ys = list(used_outputs[:nk]), list(used_outputs[nk:])
+    while True:
+        _, used_in = dce.dce_jaxpr(body.jaxpr, used_carry + used_ys)
+        needed = [u or v for u, v in zip(used_carry, used_in[nc:nc + nk], strict=True)]
+        if needed == used_carry:
+            break
+        used_carry = needed
+    used_inputs = used_in[:nc] + used_carry + used_in[nc + nk:]
+    kept_outputs = tuple(used_carry + used_ys)
+    if all(used_inputs) and all(kept_outputs) and not dce.has_dead_code(body.jaxpr):
+        return used_inputs, eqn
+    cache = _scan_slimmed.setdefault(body.jaxpr, {})
+    new_body = cache.get(kept_outputs)
+    if new_body is None:
+        slim, _ = dce.dce_jaxpr(body.jaxpr, list(kept_outputs))
+        new_body = cache[kept_outputs] = ClosedJaxpr(Jaxpr(
+            slim.constvars, [v for v, u in zip(slim.invars, used_inputs, strict=True) if u],
+            slim.outvars, slim.eqns), body.consts)
+    new_params = {**params, "jaxpr": new_body, "num_consts": sum(used_in[:nc]),
+                  "num_carry": sum(used_carry), "linear": tuple(
+                      lin for lin, u in zip(params["linear"], used_inputs, strict=True) if u)}
+    new_eqn = type(eqn)(eqn.primitive,
+                        [x for x, u in zip(eqn.invars, used_inputs, strict=True) if u],
+                        [v for v, u in zip(eqn.outvars, kept_outputs, strict=True) if u],
+                        new_params, eqn.source_info)
+    return used_inputs, new_eqn
+
+
+dce.dce_rules[scan_p] = _scan_dce
+
+
 # --------------------------------------------------------------------------- associative_scan
 
 
