@@ -95,10 +95,10 @@ def check(build, *args, x64=False, rtol=None, atol=None, weak=True, jit=True):
     """``build(XF)(*args)`` eagerly and under ``xform.jit`` agrees with ``jax.jit(build(JX))``."""
     with _x64(x64):
         expected_jit = _call(lambda: jax.jit(build(JX))(*args))
-        # Python scalars are constants to eager code but traced arguments to a jit, where
-        # JAX may take another path (``power(2, -3)`` raises eagerly, not under jit): eager
-        # code is compared with JAX's eager code there.
-        scalars = any(not isinstance(a, np.ndarray) for a in args)
+        # Python scalars and 0-d arrays are constants to eager code but traced arguments to
+        # a jit, where JAX may take another path (``power(2, -3)`` raises eagerly, not under
+        # jit; so does a 0-d int8 exponent -1): eager code is compared with JAX's eager code.
+        scalars = any(not isinstance(a, np.ndarray) or a.ndim == 0 for a in args)
         expected_eager = _call(lambda: build(JX)(*args)) if scalars else expected_jit
         runs = [("eager", lambda: build(XF)(*args), expected_eager)]
         if jit:
