@@ -137,6 +137,8 @@ def test_key_arrays_are_pytree_leaves_as_jax():
             "path_is_leaf": [tu.keystr(p) for p, _ in tu.tree_leaves_with_path(
                 tree, is_leaf=lambda p, x: isinstance(x, tuple), is_leaf_takes_path=True)],
             "sizes": tu.tree_reduce(lambda acc, x: acc + np.size(x), tree, 0),
+            "positional": [len(tu.tree_flatten_with_path(tree, lambda x: type(x) is tuple)[0]),
+                           len(tu.tree_leaves_with_path(tree, lambda p, x: not p, True))],
             "all_leaves": (tu.all_leaves([k, ks]), tu.is_tree_node(type(k))),
             "broadcast": tr.map(np.shape, tr.broadcast({"a": 0, "k": 1, "s": k}, tree)),
             "transpose": tr.map(np.shape, tr.transpose(tr.structure([0, 0]),

@@ -66,14 +66,15 @@ def _with_array_leaves_and_paths(jax_fn):
     return fn
 
 
-def _positional_is_leaf(jax_fn, at):
-    """``jax_fn`` whose ``is_leaf`` is its ``at``-th positional parameter too."""
-    wrapped = _with_array_leaves(jax_fn)
+def _positional_is_leaf(jax_fn, at, wrap=_with_array_leaves, names=("is_leaf",)):
+    """``wrap(jax_fn)`` whose ``names`` may also be given as positional parameters ``at``,
+    ``at + 1``, ..."""
+    wrapped = wrap(jax_fn)
 
     @functools.wraps(jax_fn)
     def fn(*args, **kwargs):
         if len(args) > at:
-            args, kwargs = args[:at], {**kwargs, "is_leaf": args[at]}
+            args, kwargs = args[:at], {**kwargs, **dict(zip(names, args[at:], strict=False))}
         return wrapped(*args, **kwargs)
 
     return fn
@@ -87,8 +88,12 @@ tree_all = _with_array_leaves(_jax.tree_all)
 tree_reduce = _positional_is_leaf(_jax.tree_reduce, 3)
 tree_reduce_associative = _with_array_leaves(_jax.tree_reduce_associative)
 all_leaves = _positional_is_leaf(_jax.all_leaves, 1)
-tree_flatten_with_path = _with_array_leaves_and_paths(_jax.tree_flatten_with_path)
-tree_leaves_with_path = _with_array_leaves_and_paths(_jax.tree_leaves_with_path)
+tree_flatten_with_path = _positional_is_leaf(_jax.tree_flatten_with_path, 1,
+                                            _with_array_leaves_and_paths,
+                                            ("is_leaf", "is_leaf_takes_path"))
+tree_leaves_with_path = _positional_is_leaf(_jax.tree_leaves_with_path, 1,
+                                           _with_array_leaves_and_paths,
+                                           ("is_leaf", "is_leaf_takes_path"))
 tree_map_with_path = _with_array_leaves_and_paths(_jax.tree_map_with_path)
 
 
