@@ -155,6 +155,11 @@ def test_lower_as_text_and_compile():
         np.testing.assert_array_equal(unread(F32_3, np.ones(5), 2.0), F32_3 * 2)
         np.testing.assert_array_equal(unread(*on_device, 2.0), F32_3 * 2)
     assert unread._state.direct_calls
+    kept = xform.jit(lambda x, y, z: x * z, keep_unused=True)  # y taken, as JAX's
+    assert kept.lower(F32_3, 1.0, 2.0).as_text() == jax.jit(
+        lambda x, y, z: x * z, keep_unused=True).lower(F32_3, 1.0, 2.0).as_text()
+    for _ in range(3):
+        np.testing.assert_array_equal(kept(*on_device, 2.0), F32_3 * 2)
     compiled = lowered.compile()
     np.testing.assert_allclose(compiled(F32_3), np.exp(np.sin(F32_3)), rtol=1e-6)
     with pytest.raises(TypeError, match="Argument types differ from the types for which"):

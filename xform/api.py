@@ -255,9 +255,11 @@ class _CacheEntry:
 
     __slots__ = ("jaxpr", "consts", "const_avals", "out_tree", "out_avals", "compiled", "name",
                  "single_output", "consts_are_traced", "donated", "direct", "float0s",
-                 "statics_key")
+                 "statics_key", "keep_unused")
 
-    def __init__(self, jaxpr, consts, out_tree, name, donated=None, float0s=(), statics_key=None):
+    def __init__(self, jaxpr, consts, out_tree, name, donated=None, float0s=(), statics_key=None,
+                 keep_unused=False):
+        self.keep_unused = keep_unused  # jit(keep_unused=True): the program takes every input
         self.jaxpr = jaxpr
         self.float0s = float0s  # (position, shape) of the outputs that are float0 zeros
         self.donated = donated  # a bool per jaxpr input, or None when nothing is donated
@@ -280,7 +282,7 @@ class _CacheEntry:
         if compiled is None or compiled.device is not device:
             # (another device: arguments committed elsewhere, compiled once per device)
             compiled = dispatch.compile_jaxpr(self.jaxpr, self.name, device, self.donated,
-                                              consts=self.consts)
+                                              consts=self.consts, keep_unused=self.keep_unused)
             if self.compiled is None:
                 self.compiled = compiled
         if self.direct is None and self.donated is None and device is None and \
@@ -438,11 +440,13 @@ class _JitState:
 
     __slots__ = ("name", "static_argnums", "static_argnames", "has_statics", "donate_argnums",
                  "donate_argnames", "device", "traces", "cache", "direct_calls",
-                 "sharded_calls", "wrapper_attrs", "shardings", "plain")
+                 "sharded_calls", "wrapper_attrs", "shardings", "plain", "keep_unused")
 
     def __init__(self, fun, traces, static_argnums, static_argnames, donate_argnums,
-                 donate_argnames, device, backend, in_shardings=None, out_shardings=None):
+                 donate_argnames, device, backend, in_shardings=None, out_shardings=None,
+                 keep_unused=False):
         self.name = name = _fun_name(fun)
+        self.keep_unused = bool(keep_unused)  # programs take the arguments they do not read
         self.static_argnums, self.static_argnames = _normalize_statics(
             fun, static_argnums, static_argnames)
         self.has_statics = bool(self.static_argnums or self.static_argnames)
@@ -478,7 +482,7 @@ class _JitState:
 
     def key(self):
         return (self.static_argnums, self.static_argnames, self.donate_argnums,
-                self.donate_argnames, self.device, self.shardings)
+                self.donate_argnames, self.device, self.shardings, self.keep_unused)
 
 
 class _FunCaches:
@@ -494,7 +498,7 @@ class _FunCaches:
 
 # function -> _FunCaches
 _jit_states = weakref.WeakKeyDictionary()
-_NO_OPTIONS = (None,) * 8
+_NO_OPTIONS = (None,) * 8 + (False,)
 _MISS = object()  # the fast paths' answer for a signature not seen yet
 
 
@@ -733,7 +737,8 @@ class JitFunction:
             if donated is not None:
                 _warn_unusable_donations(avals, donated, jaxpr.out_avals)
                 donated = (False,) * len(consts) + donated
-            entry = _CacheEntry(jaxpr, consts, out_tree, state.name, donated, float0s, key[1])
+            entry = _CacheEntry(jaxpr, consts, out_tree, state.name, donated, float0s, key[1],
+                                state.keep_unused)
             if not entry.consts_are_traced:
                 state.traces[key] = traced
                 state.cache[key] = entry
@@ -1065,11 +1070,10 @@ def jit(fun=None, *, in_shardings=None, out_shardings=None, static_argnums=None,
                                  backend=backend, inline=inline, keep_unused=keep_unused)
     if not callable(fun):
         raise TypeError(f"jit: expected a callable, got {type(fun).__name__}")
-    # inline changes neither the trace nor the program here; the program drops the arguments
-    # it does not read, as JAX's default keep_unused=False (keep_unused=True is not honored).
+    # inline changes neither the trace nor the program here.
     return JitFunction(fun, _jit_state(fun, (static_argnums, static_argnames, donate_argnums,
                                              donate_argnames, device, backend, in_shardings,
-                                             out_shardings)))
+                                             out_shardings, keep_unused)))
 
 
 # --------------------------------------------------------------------------- make_jaxpr & co

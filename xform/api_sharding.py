@@ -494,13 +494,13 @@ class _Partitioned:
     __slots__ = ("exe", "module", "mesh", "in_shardings", "out_shardings", "out_avals")
 
     def __init__(self, jaxpr, name, mesh, in_shardings, out_shardings, donated, result_info,
-                 consts=()):
+                 consts=(), keep_unused=False):
         # Constants inlined, and without the arguments nothing reads (JAX's
         # keep_unused=False): their shardings are None, as JAX reports unread ones, and the
         # call passes them no buffer. Sharded constants stay arguments (laid out, not gathered).
         if any(type(c) is ShardedArray for c in consts):
             consts = ()
-        lowered, kept, donated = dispatch.lowered_form(jaxpr, donated, consts)
+        lowered, kept, donated = dispatch.lowered_form(jaxpr, donated, consts, keep_unused)
         taken = in_shardings if kept is None else [in_shardings[i] for i in kept]
         self.module = module = impl.lower_partitioned(lowered, name, mesh, taken,
                                                       out_shardings, donated, result_info)
@@ -689,7 +689,7 @@ def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
                 _check_divisible(s, a, f"jit of {name} (out_shardings)")
         program = per_jaxpr[key] = _Partitioned(entry.jaxpr, name, mesh, in_s, out_s,
                                                 entry.donated, pytree.result_info(entry.out_tree),
-                                                entry.consts)
+                                                entry.consts, entry.keep_unused)
     return program, program.in_shardings
 
 
@@ -760,13 +760,15 @@ def _run(entry, program, in_s, leaves, avals):
 class _CallEntry:
     """A jit equation's body in the shape of a jit cache entry (consts as leading inputs)."""
 
-    __slots__ = ("jaxpr", "consts", "const_avals", "out_tree", "donated", "__weakref__")
+    __slots__ = ("jaxpr", "consts", "const_avals", "out_tree", "donated", "keep_unused",
+                 "__weakref__")
 
     def __init__(self, closed):
         self.jaxpr, self.consts = convert_constvars(closed)
         self.const_avals = [core.get_aval(c) for c in self.consts]
         self.out_tree = pytree.tree_structure([0] * len(closed.out_avals))
         self.donated = None
+        self.keep_unused = False
 
     def restore_float0s(self, outs):
         return outs

@@ -405,11 +405,11 @@ def without_dead_code(closed):
     return dce.dce_closed_jaxpr(closed, [True] * len(closed.jaxpr.outvars))[0]
 
 
-def lowered_form(closed, donated=None, consts=()):
+def lowered_form(closed, donated=None, consts=(), keep_unused=False):
     """``closed`` as jit lowers it, as JAX's: its first ``len(consts)`` inputs (a trace's
     constants, which callers pass first) inlined as the constants ``consts``; without the
     equations whose results nothing reads and without the inputs nothing reads
-    (``keep_unused=False``). Returns the jaxpr, the positions of the inputs kept (None: all)
+    (unless ``keep_unused``). Returns the jaxpr, the positions of the inputs kept (None: all)
     and ``donated`` for those. A program holding pmaps keeps every input (its replicas take
     the whole arguments)."""
     if replicas_needed(closed.jaxpr) != 1:
@@ -420,7 +420,9 @@ def lowered_form(closed, donated=None, consts=()):
         closed = ClosedJaxpr(Jaxpr(list(jaxpr.constvars) + jaxpr.invars[:n], jaxpr.invars[n:],
                                    jaxpr.outvars, jaxpr.eqns), list(closed.consts) + list(consts))
     pruned, used = dce.dce_closed_jaxpr(closed, [True] * len(closed.jaxpr.outvars),
-                                        prune_inputs=True)
+                                        prune_inputs=not keep_unused)
+    if keep_unused:
+        used = [True] * len(used)
     if all(used) and not n:
         return without_dead_code(closed), None, donated
     kept = tuple(n + i for i, u in enumerate(used) if u)
@@ -428,15 +430,17 @@ def lowered_form(closed, donated=None, consts=()):
 
 
 def compile_jaxpr(closed, name, device=None, donated=None, min_cache_secs=0.0, options=(),
-                  module=None, consts=()):
+                  module=None, consts=(), keep_unused=False):
     """Compile a const-free ClosedJaxpr (cached per jaxpr, device, donated inputs and XLA
     ``options``, ``(name, value)`` pairs; on disk too, if compiling took ``min_cache_secs``
     or more). ``consts``: the values of its first inputs, inlined (``lowered_form``); callers
-    still pass them, the executable drops them. ``module``: the jaxpr already lowered by
+    still pass them, the executable drops them; so it does the inputs nothing reads, unless
+    ``keep_unused``. ``module``: the jaxpr already lowered by
     ``lower_to_module`` with these arguments (a ``Lowered`` stage's), so that compiling does
     not lower it again."""
     per_jaxpr = _compiled.setdefault(closed.jaxpr, {})
-    key = (device, donated, options) if options else (device, donated)
+    key = (device, donated, options, keep_unused) if options or keep_unused else \
+        (device, donated)
     entry = per_jaxpr.get(key)
     if entry is None:
         # A program holding pmaps runs as one replica per device they need.
@@ -446,7 +450,7 @@ def compile_jaxpr(closed, name, device=None, donated=None, min_cache_secs=0.0, o
             _log.warning("Compiling %s with global shapes and types %s.", name,
                          [v.aval for v in closed.jaxpr.invars])
             start = time.perf_counter()
-        lowered, kept, kept_donated = lowered_form(closed, donated, consts)
+        lowered, kept, kept_donated = lowered_form(closed, donated, consts, keep_unused)
         if module is None:
             module = mlir.lower_to_module(lowered, name, replicas, kept_donated)
         if log:

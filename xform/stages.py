@@ -86,7 +86,8 @@ class Lowered(_Stage):
 
     def __init__(self, jitted, entry, in_tree, avals):
         super().__init__(jitted, entry, in_tree, avals)
-        lowered, _, donated = dispatch.lowered_form(entry.jaxpr, entry.donated, entry.consts)
+        lowered, _, donated = dispatch.lowered_form(entry.jaxpr, entry.donated, entry.consts,
+                                                    entry.keep_unused)
         self._module = mlir.lower_to_module(lowered, jitted._name,
                                             replicas_needed(entry.jaxpr.jaxpr), donated,
                                             pytree.result_info(entry.out_tree))
@@ -125,7 +126,7 @@ class Lowered(_Stage):
         options = tuple(sorted((compiler_options or {}).items()))
         compiled = dispatch.compile_jaxpr(entry.jaxpr, jitted._name, jitted._device,
                                           entry.donated, options=options, module=self._module,
-                                          consts=entry.consts)
+                                          consts=entry.consts, keep_unused=entry.keep_unused)
         if not options and entry.compiled is None:
             entry.compiled = compiled  # what the next call of the jitted function runs
         return Compiled(jitted, entry, self.in_tree, self._avals, compiled)
