@@ -218,10 +218,13 @@ def _resolve(mesh, shardings, avals, compiled_shardings, are_inputs):
     chosen = compiled_shardings()
     if chosen is None:  # one partition: every layout is the whole array on the device
         chosen = [_hlo.HloSharding.replicate().to_proto()] * len(avals)
-    return [s if s is not None else
-            named_from_hlo(mesh, str(_hlo.HloSharding.from_proto(c)), a.ndim, True)
-            if are_inputs else _chosen(mesh, _hlo.HloSharding.from_proto(c), a)
-            for s, c, a in zip(shardings, chosen, avals, strict=True)]
+    resolved = list(shardings)
+    for k, (s, c, a) in enumerate(zip(shardings, chosen, avals, strict=True)):
+        if s is None:
+            hlo = _hlo.HloSharding.from_proto(c)
+            resolved[k] = (named_from_hlo(mesh, str(hlo), a.ndim, True) if are_inputs
+                           else _chosen(mesh, hlo, a))
+    return resolved
 
 
 def _chosen(mesh, hlo, aval):

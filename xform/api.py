@@ -4,6 +4,7 @@ Pytrees are handled here, at the edge; everything below works on flat lists.
 """
 
 import contextlib
+import copy
 import functools
 import gc
 import inspect
@@ -286,9 +287,8 @@ class _CacheEntry:
             if self.compiled is None:
                 self.compiled = compiled
         if self.direct is None and self.donated is None and device is None and \
-                not self.float0s and (not self.consts or getattr(
-                    compiled.executable, "kept", None) is not None):
-            self.direct = compiled.executable  # (consts inlined in it: it drops their places)
+                not self.float0s:
+            self.direct = _leaves_only(compiled.executable, len(self.consts))
         return self.run_with(compiled, leaves, avals)
 
     def run_with(self, compiled, leaves, avals):
@@ -311,6 +311,20 @@ class _CacheEntry:
         return outs
 
 
+def _leaves_only(executable, n_consts):
+    """``executable`` called with the argument leaves alone (its ``kept`` counting from the
+    first leaf), or None where it cannot be: it takes the trace's constants as arguments (a
+    program holding pmaps)."""
+    if not n_consts:
+        return executable
+    kept = getattr(executable, "kept", None)
+    if kept is None:
+        return None
+    leaves_only = copy.copy(executable)  # its constants inlined: it drops their places
+    leaves_only.kept = tuple(i - n_consts for i in kept)
+    return leaves_only
+
+
 def _direct_call(entry, avals):
     """jit's fastest call of ``entry``: its executable on the argument buffers, the results
     wrapped as Arrays, in one frame. Holds ``avals``, so the ids that key it stay theirs."""
@@ -323,8 +337,7 @@ def _direct_call(entry, avals):
         return call
     execute, handlers = entry.direct.loaded.execute_sharded, entry.direct.handlers
     kept = getattr(entry.direct, "kept", None)
-    if kept is not None:  # the program takes only the arguments it reads (consts inlined)
-        kept = [i - len(entry.consts) for i in kept]
+    if kept is not None:  # the program takes only the arguments it reads
         execute_kept = execute
 
         def execute(bufs):
@@ -845,9 +858,7 @@ class JitFunction:
                 # already on the default device, for a signature whose program takes them.
                 entry = state.cache.get((in_tree, statics_key, tuple(avals), context, axis_env))
                 if entry is not None and entry.direct is not None:
-                    # (consts' places first: the program inlined them and drops them)
-                    outs = entry.direct.call([None] * len(entry.consts) +
-                                             [x._buf for x in leaves])
+                    outs = entry.direct.call([x._buf for x in leaves])
                     return entry.out_tree.unflatten([
                         Array(a, None, b) for a, b in zip(entry.out_avals, outs, strict=True)])
         entry = self._lookup((in_tree, statics_key, tuple(avals), context, axis_env), in_tree,

@@ -424,7 +424,7 @@ def lowered_form(closed, donated=None, consts=(), keep_unused=False):
     if keep_unused:
         used = [True] * len(used)
     if all(used) and not n:
-        return without_dead_code(closed), None, donated
+        return pruned, None, donated
     kept = tuple(n + i for i, u in enumerate(used) if u)
     return pruned, kept, None if donated is None else tuple(donated[i] for i in kept)
 
@@ -433,11 +433,10 @@ def compile_jaxpr(closed, name, device=None, donated=None, min_cache_secs=0.0, o
                   module=None, consts=(), keep_unused=False):
     """Compile a const-free ClosedJaxpr (cached per jaxpr, device, donated inputs and XLA
     ``options``, ``(name, value)`` pairs; on disk too, if compiling took ``min_cache_secs``
-    or more). ``consts``: the values of its first inputs, inlined (``lowered_form``); callers
-    still pass them, the executable drops them; so it does the inputs nothing reads, unless
-    ``keep_unused``. ``module``: the jaxpr already lowered by
-    ``lower_to_module`` with these arguments (a ``Lowered`` stage's), so that compiling does
-    not lower it again."""
+    or more). ``consts``: the values of its first inputs, inlined (``lowered_form``): callers
+    still pass every input, and the executable drops those it inlined or does not read
+    (unless ``keep_unused``). ``module``: the jaxpr already lowered by ``lower_to_module``
+    with these arguments (a ``Lowered`` stage's), so that compiling does not lower it again."""
     per_jaxpr = _compiled.setdefault(closed.jaxpr, {})
     key = (device, donated, options, keep_unused) if options or keep_unused else \
         (device, donated)

@@ -1116,14 +1116,16 @@ batching.batch_rules[scan_p] = _scan_batch
 # loop, or by a kept part of the body, found to a fixpoint: `fori_loop`'s counter, say), then
 # the operands the slimmed body does not read.
 
-_scan_slimmed = weakref.WeakKeyDictionary()  # body jaxpr -> {kept outputs: (body, used)}
+_scan_slimmed = weakref.WeakKeyDictionary()  # body jaxpr -> {used outputs: slimming}
 
 
-def _scan_dce(used_outputs, eqn):
-    if not any(used_outputs):
-        return [False] * len(eqn.invars), None
-    params = eqn.params
-    body, nc, nk = params["jaxpr"], params["num_consts"], params["num_carry"]
+def _slim_scan_body(body, nc, nk, used_outputs):
+    """``(used_inputs, kept_outputs, body)`` of a scan whose outputs ``used_outputs`` are
+    read (``body`` None: the scan stays as it is); cached per body."""
+    cache = _scan_slimmed.setdefault(body.jaxpr, {})
+    hit = cache.get(used_outputs)
+    if hit is not None:
+        return hit
     used_carry, used_ys = list(used_outputs[:nk]), list(used_outputs[nk:])
     while True:
         _, used_in = dce.dce_jaxpr(body.jaxpr, used_carry + used_ys)
@@ -1132,18 +1134,28 @@ def _scan_dce(used_outputs, eqn):
             break
         used_carry = needed
     used_inputs = used_in[:nc] + used_carry + used_in[nc + nk:]
-    kept_outputs = tuple(used_carry + used_ys)
-    if all(used_inputs) and all(kept_outputs) and not dce.has_dead_code(body.jaxpr):
-        return used_inputs, eqn
-    cache = _scan_slimmed.setdefault(body.jaxpr, {})
-    new_body = cache.get(kept_outputs)
-    if new_body is None:
-        slim, _ = dce.dce_jaxpr(body.jaxpr, list(kept_outputs))
-        new_body = cache[kept_outputs] = ClosedJaxpr(Jaxpr(
+    kept_outputs = used_carry + used_ys
+    new_body = None
+    if not (all(used_inputs) and all(kept_outputs) and not dce.has_dead_code(body.jaxpr)):
+        slim, _ = dce.dce_jaxpr(body.jaxpr, kept_outputs)
+        new_body = ClosedJaxpr(Jaxpr(
             slim.constvars, [v for v, u in zip(slim.invars, used_inputs, strict=True) if u],
             slim.outvars, slim.eqns), body.consts)
-    new_params = {**params, "jaxpr": new_body, "num_consts": sum(used_in[:nc]),
-                  "num_carry": sum(used_carry), "linear": tuple(
+    hit = cache[used_outputs] = (used_inputs, kept_outputs, new_body)
+    return hit
+
+
+def _scan_dce(used_outputs, eqn):
+    if not any(used_outputs):
+        return [False] * len(eqn.invars), None
+    params = eqn.params
+    nc, nk = params["num_consts"], params["num_carry"]
+    used_inputs, kept_outputs, new_body = _slim_scan_body(params["jaxpr"], nc, nk,
+                                                          tuple(used_outputs))
+    if new_body is None:
+        return used_inputs, eqn
+    new_params = {**params, "jaxpr": new_body, "num_consts": sum(used_inputs[:nc]),
+                  "num_carry": sum(kept_outputs[:nk]), "linear": tuple(
                       lin for lin, u in zip(params["linear"], used_inputs, strict=True) if u)}
     new_eqn = type(eqn)(eqn.primitive,
                         [x for x, u in zip(eqn.invars, used_inputs, strict=True) if u],
