@@ -309,6 +309,8 @@ TRANSFORMED = {
     "jit_grad": lambda L: L.grad(L.jit(lambda x: L.lax.reduce_sum(L.lax.sin(x), (0,)))),
     "jit_jvp": lambda L: _jvp_of(L.jit(L.lax.sin), L),
     "jit_vmap": lambda L: L.vmap(L.jit(lambda x: L.lax.sin(x) * 2.0)),
+    # elementwise operands of one shape and rank-0 ones keep the batch dimension in place
+    "vmap_in_axes_1": lambda L: L.vmap(lambda x: L.lax.sin(x) * 2.0 - x + 1.0, in_axes=1),
     "jit_vjp": lambda L: lambda x: L.top.vjp(L.jit(L.lax.sin), x)[1](x),
 }
 

@@ -280,9 +280,14 @@ def defbroadcasting(prim):
     operand gains a leading 1 and a mapped operand of lower rank gains trailing 1s."""
 
     def rule(axis, args, dims, **params):
-        if all(d == dims[0] for d in dims) and len({get_aval(x).ndim for x in args}) == 1:
-            outs = prim.bind(*args, **params)  # the common case: same rank, same batch dim
-            d = dims[0]
+        avals = [get_aval(x) for x in args]
+        shape, d = next((a.shape, d) for a, d in zip(avals, dims, strict=True)
+                        if d is not not_mapped)
+        if all(d2 == d and a.shape == shape for a, d2 in zip(avals, dims, strict=True)
+               if a.shape):
+            # the common case, as JAX's: operands of one shape and batch dimension, and
+            # rank-0 ones (which lax broadcasts); the batch dimension stays where it is
+            outs = prim.bind(*args, **params)
         else:
             rank = max(get_aval(x).ndim - (d is not not_mapped)
                        for x, d in zip(args, dims, strict=True))
