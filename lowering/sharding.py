@@ -19,7 +19,7 @@ from jaxlib.mlir.dialects import sdy
 from lowering import compile_cache, mlir, runtime
 from xform.core import ShapedArray
 from xform.primitives import sharding as sharding_primitives
-from xform.primitives.sharding import reshard_p, sharding_constraint_p
+from xform.primitives.sharding import reshard_p, sharding_constraint_p, spec_names
 from xform.sharding_rules import ELEMENTWISE, sharding_rules
 
 Mesh = jax_sharding.Mesh
@@ -47,13 +47,13 @@ def mesh_text(mesh):
 def spec_text(spec, ndim, mesh_symbol="mesh", open_dims=False, replicated=()):
     """The Shardy sharding of an array of rank ``ndim`` split as PartitionSpec ``spec``;
     ``open_dims``: each dimension may be split further by the partitioner (``?``), except
-    by the mesh axes ``replicated``."""
+    by the mesh axes ``replicated``. A ``P.UNCONSTRAINED`` entry is open alone."""
     dims = []
     for k in range(ndim):
         entry = spec[k] if k < len(spec) else None
-        names = [f'"{n}"' for n in (() if entry is None else (entry,) if isinstance(entry, str)
-                                    else entry)]
-        dims.append("{" + ", ".join(names + ["?"] * open_dims) + "}")
+        names = [f'"{n}"' for n in spec_names(entry)]
+        is_open = open_dims or entry is PartitionSpec.UNCONSTRAINED
+        dims.append("{" + ", ".join(names + ["?"] * is_open) + "}")
     tail = ""
     if replicated:
         tail = ", replicated={" + ", ".join(f'"{n}"' for n in replicated) + "}"
@@ -115,9 +115,11 @@ def lower_partitioned(closed, name, mesh, in_shardings, out_shardings, donated=N
     return mlir.build_module(mlir.module_symbol(name), 1, emit_main)
 
 
-def partition_options(devices, num_outputs, xla_options=(), open_inputs=()):
-    """XLA's options for one SPMD program over ``devices``; ``open_inputs``: a flag per
-    input, true where the partitioner chooses its layout (an argument without a sharding)."""
+def partition_options(devices, num_outputs, xla_options=(), open_inputs=(), open_outputs=None):
+    """XLA's options for one SPMD program over ``devices``; ``open_inputs``, ``open_outputs``:
+    a flag per input and result, true where the partitioner may choose its layout (JAX's:
+    an argument without a sharding, a result no out_shardings names; default: every
+    result)."""
     options = runtime.compile_options(xla_options)
     options.num_replicas = 1
     options.num_partitions = len(devices)
@@ -126,9 +128,9 @@ def partition_options(devices, num_outputs, xla_options=(), open_inputs=()):
     build = options.executable_build_options
     build.use_spmd_partitioning = True
     build.use_shardy_partitioner = True
-    build.allow_spmd_sharding_propagation_to_output = [True] * max(num_outputs, 1)
-    if any(open_inputs):
-        build.allow_spmd_sharding_propagation_to_parameters = list(open_inputs)
+    build.allow_spmd_sharding_propagation_to_output = (
+        [True] * max(num_outputs, 1) if open_outputs is None else list(open_outputs))
+    build.allow_spmd_sharding_propagation_to_parameters = list(open_inputs)
     return options
 
 
@@ -196,7 +198,7 @@ class PartitionedExecutable:
 
 
 def compile_partitioned(module, mesh, in_avals, in_shardings, out_avals, out_shardings,
-                        xla_options=()):
+                        xla_options=(), open_outputs=None):
     """Compile a module of ``lower_partitioned``. Inputs and results without a sharding
     (None) get the one the partitioner chose, as a NamedSharding over ``mesh``: as in JAX,
     an argument with no layout of its own (a NumPy array, say) is laid out as the program
@@ -204,7 +206,7 @@ def compile_partitioned(module, mesh, in_avals, in_shardings, out_avals, out_sha
     devices = tuple(mesh.devices.flat)
     text = mlir.module_text(module)
     options = partition_options(devices, len(out_avals), xla_options,
-                                [s is None for s in in_shardings])
+                                [s is None for s in in_shardings], open_outputs)
     loaded = runtime._compile(devices[0].client, module, text, devices, options)
     in_shardings = _resolve(mesh, in_shardings, in_avals, loaded.get_parameter_shardings, True)
     out_shardings = _resolve(mesh, out_shardings, out_avals, loaded.get_output_shardings, False)
@@ -254,7 +256,7 @@ def _reshard_executable(shape, dtype, src, dst):
             f"{spec_text(dst.spec, len(shape))}}}) {{\n    return %arg0 : {typ}\n  }}\n}}")
     devices = tuple(mesh.devices.flat)
     loaded = compile_cache.compile_and_load(devices[0].client, text, devices,
-                                            partition_options(devices, 1))
+                                            partition_options(devices, 1, (), [False], [False]))
     aval = runtime._jax_aval(shape, dtype)
     return PartitionedExecutable(loaded, text, devices, [aval], [dst])
 
@@ -277,7 +279,7 @@ def reshard(buf, sharding):
     return exe.call([buf])[0]
 
 
-def _sharding_constraint_lower(ctx, x, *, sharding):
+def _sharding_constraint_lower(ctx, x, *, sharding, open_batch=None):
     mesh = ctx.module.mesh
     if mesh is None:  # a program on one device: nothing to constrain
         return [x]
@@ -347,7 +349,7 @@ def _constrain(x, aval):
     open_dims = any(t != AxisType.Explicit for t in s.mesh.axis_types)
     replicated = ()
     if open_dims:
-        named = {n for e in s.spec if e is not None for n in ((e,) if isinstance(e, str) else e)}
+        named = {n for e in s.spec for n in spec_names(e)}
         replicated = [n for n, t in zip(s.mesh.axis_names, s.mesh.axis_types, strict=True)
                       if t == AxisType.Explicit and n not in named]
     attr = ir.Attribute.parse(spec_text(s.spec, aval.ndim, open_dims=open_dims,

@@ -847,3 +847,35 @@ def test_grad_of_shard_map_jaxpr_as_jax(name):
     assert_same(grads, jgrads, rtol=1e-5, atol=1e-6)
     assert got_specs == want_specs
     assert ["".join(t.split()) for t in got] == ["".join(t.split()) for t in want]
+
+
+@pytest.mark.parametrize("check_vma", [True, False])
+def test_vmap_spmd_axis_name_splits_the_batch_as_jax(check_vma):
+    auto = jax.make_mesh((4, 2), ("x", "y"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+    x = np.arange(96, dtype=np.float32).reshape(4, 8, 3)
+    got = []
+    for mod in (xform, jax):
+        sm = mod.shard_map(lambda v, mod=mod: mod.lax.psum(v.sum(-1), "x"), mesh=auto,
+                           in_specs=P("x"), out_specs=P(), check_vma=check_vma)
+        f = mod.vmap(sm, spmd_axis_name="y")
+        eqn = mod.make_jaxpr(f)(x).jaxpr.eqns[0]
+        body = eqn.params["jaxpr"]
+        body = getattr(body, "jaxpr", body)
+        manual = [ln.strip() for ln in mod.jit(f).lower(x).as_text().splitlines()
+                  if "manual_computation" in ln]
+        types = [str(v.aval) for v in body.invars + body.outvars]
+        got.append((np.asarray(mod.jit(f)(x)), eqn.params["in_specs"], eqn.params["out_specs"],
+                    types, manual[0].split("(%arg1")[0]))
+        weighted = mod.vmap(mod.shard_map(
+            lambda v, w, mod=mod: mod.lax.psum(mod.numpy.sin(v * w).sum(-1), "x"), mesh=auto,
+            in_specs=(P("x"), P()), out_specs=P(), check_vma=check_vma),
+            in_axes=(0, None), spmd_axis_name="y")
+        got[-1] += (mod.jit(mod.value_and_grad(lambda v, w, f=weighted: (f(v, w) ** 2).sum(),
+                                               argnums=(0, 1)))(x / 50, np.float32(1.5)),)
+        with pytest.raises(ValueError, match="vmap spmd_axis_name cannot appear in shard_map"):
+            mod.vmap(mod.shard_map(lambda v: v * 2, mesh=auto, in_specs=P("x"),
+                                   out_specs=P("y"), check_vma=False), spmd_axis_name="y")(x)
+    assert_same(got[0][0], got[1][0])
+    assert_same(got[0][5], got[1][5], rtol=1e-5)
+    assert got[0][1:5] == got[1][1:5]
+    assert got[0][1] == (P("y", "x"),) and "[{\"y\"}, {\"x\"}, {}]" in got[0][4]

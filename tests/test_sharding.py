@@ -523,3 +523,90 @@ def test_multihost_utils_in_one_process_as_jax():
         assert_same(back[k], value)
     with pytest.raises(RuntimeError, match="xform lacks it"):
         mhu.reached_preemption_sync_point(0)
+
+
+# --------------------------------------------------------------------------- P.UNCONSTRAINED,
+# vmap's spmd_axis_name and XLA's propagation flags
+
+
+def _constraint_specs(text):
+    return re.findall(r"sdy\.sharding_constraint %\S+ (<@mesh, [^>]*>)", text)
+
+
+def _jaxpr_specs(closed):
+    return [str(e.params["sharding"].spec) for e in closed.jaxpr.eqns
+            if e.primitive.name == "sharding_constraint"]
+
+
+def test_unconstrained_dims_as_jax():
+    pair = [NamedSharding(AUTO, P(P.UNCONSTRAINED, "y", None)),
+            NamedSharding(AUTO, P("x", P.UNCONSTRAINED, None))]
+    v = np.arange(256, dtype=np.float32).reshape(4, 8, 8)
+    results, texts = [], []
+    for mod in (xform, jax):
+        def f(xs, mod=mod):
+            xs = mod.lax.with_sharding_constraint(xs, pair)
+            return [xs[0] * 2, mod.numpy.sin(xs[1])]
+
+        g = mod.jit(f)
+        results.append(g([v, v + 1]))
+        texts.append(g.lower([v, v + 1]).as_text())
+    assert_same(*results)
+    assert _constraint_specs(texts[0]) == _constraint_specs(texts[1]) == [
+        '<@mesh, [{?}, {"y"}, {}]>', '<@mesh, [{"x"}, {?}, {}]>']
+    # Eagerly, a dimension left to the partitioner is not split.
+    eager = xform.lax.with_sharding_constraint(xform.numpy.asarray(v), pair[0])
+    np.testing.assert_array_equal(np.asarray(eager), v)
+    for mod in (xform, jax):
+        for kw in ("in_shardings", "out_shardings"):
+            with pytest.raises(ValueError, match="Unconstrained dims are not allowed"):
+                mod.jit(lambda x: x, **{kw: NamedSharding(AUTO, P(P.UNCONSTRAINED, "x"))})
+
+
+def test_vmap_of_sharding_constraints_as_jax():
+    x = np.arange(256, dtype=np.float32).reshape(4, 8, 8)
+    got = {}
+    for mod in (xform, jax):
+        def f(v, mod=mod):
+            return mod.lax.with_sharding_constraint(v * 2, NamedSharding(AUTO, P("x")))
+
+        inner = mod.jit(lambda v: v * 2, in_shardings=NamedSharding(AUTO, P("x")))
+        got[mod] = []
+        for fun in (mod.vmap(f), mod.vmap(f, spmd_axis_name="y"), mod.vmap(f, in_axes=1),
+                    mod.vmap(inner)):
+            got[mod].append((_constraint_specs(mod.jit(fun).lower(x).as_text()),
+                             np.asarray(mod.jit(fun)(x))))
+        got[mod].append(_jaxpr_specs(mod.make_jaxpr(mod.vmap(f, spmd_axis_name="y"))(x)))
+        got[mod].append(_jaxpr_specs(mod.make_jaxpr(mod.vmap(f))(x)))
+        with pytest.raises(ValueError, match="spmd_axis_name .* cannot appear in "
+                                             "with_sharding_constraint spec"):
+            mod.vmap(f, spmd_axis_name="x")(x)
+    for (xs, xv), (js, jv) in zip(got[xform][:4], got[jax][:4], strict=True):
+        assert xs == js
+        np.testing.assert_array_equal(xv, jv)
+    assert got[xform][4:] == got[jax][4:] == [["P('y', 'x')"], ["P(UNCONSTRAINED, 'x', None)"]]
+    assert [s for s, _ in got[xform][:4]] == [
+        ['<@mesh, [{?}, {"x"}, {}]>'], ['<@mesh, [{"y"}, {"x"}, {}]>'],
+        ['<@mesh, [{"x"}, {?}, {}]>'], ['<@mesh, [{}, {"x"}, {}]>']]
+
+
+def _propagation_flags(compiled_text):
+    return re.findall(r"allow_spmd_sharding_propagation_to_\w+=\{[^}]*\}",
+                      compiled_text.splitlines()[0])
+
+
+def test_propagation_flags_of_the_compiled_program_as_jax():
+    # XLA may choose the layout of an argument without one and of a result that
+    # out_shardings does not name, as it may for JAX's, and of no other.
+    s = NamedSharding(AUTO, P("x"))
+    x = xform.device_put(A, s), jax.device_put(A, s)
+    flags = []
+    for k, mod in enumerate((xform, jax)):
+        def f(a, b, mod=mod):
+            return mod.numpy.sin(a) + b, a * 2
+
+        for kw in ({"out_shardings": (s, None)}, {"out_shardings": s}, {}):
+            flags.append(_propagation_flags(mod.jit(f, **kw).lower(x[k], A).compile().as_text()))
+    assert flags[:3] == flags[3:]
+    assert flags[0] == ["allow_spmd_sharding_propagation_to_parameters={false,true}",
+                        "allow_spmd_sharding_propagation_to_output={false,true}"]

@@ -475,6 +475,8 @@ class _JitState:
         # (in_shardings, out_shardings) of a partitioned jit (xform/api_sharding.py), else None
         self.shardings = None if in_shardings is None and out_shardings is None else (
             in_shardings, out_shardings)
+        api_sharding.check_constrained(in_shardings, "in_shardings")
+        api_sharding.check_constrained(out_shardings, "out_shardings")
         # (in_tree, statics, avals, trace context, axis env) -> (jaxpr, consts, out_tree):
         # shared by every options of the function
         self.traces = traces

@@ -71,9 +71,10 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         None for outputs that do not vary along it.
       axis_name: a name for the mapped axis, for collectives (``psum(x, axis_name)``).
       axis_size: the size of the axis, needed only when no argument is mapped.
-      spmd_axis_name: the mesh axis (or tuple of axes) the mapped axis would be sharded
-        over, as in JAX. xform does no SPMD partitioning yet: the name is accepted and
-        stored (``vmapped.spmd_axis_name``), and the results are as without it.
+      spmd_axis_name: the mesh axis (or tuple of axes) the mapped axis is split over in a
+        partitioned program, as JAX's: ``with_sharding_constraint`` and ``reshard`` under
+        the vmap split the batch dimension over it, and a ``shard_map`` gives each device
+        its share of the batch (its body varies over those axes).
       sum_match: an output that varies along the mapped axis but whose ``out_axes`` is None
         is summed over that axis (instead of being an error), as JAX's ``sum_match``.
 
@@ -140,7 +141,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                 outs[i] = np.zeros(np.shape(outs[i]), np.bool_)
             return outs
 
-        axis = AxisData(axis_name, size)
+        axis = AxisData(axis_name, size, spmd_axis_name)
         if sum_match:
             outs = _vmap_summing(flat_recording_ranks, axis, leaves, in_dims, out_dims)
         else:
@@ -150,7 +151,6 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             outs[i] = np.zeros(np.shape(outs[i]), dtypes.float0)
         return pytree.tree_unflatten(store["out_tree"], outs)
 
-    vmapped.spmd_axis_name = spmd_axis_name
     return vmapped
 
 

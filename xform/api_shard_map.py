@@ -47,7 +47,7 @@ def _check_spec(mesh, spec, aval, what, k):
         raise ValueError(f"shard_map {what}[{k}] is {spec} with {len(spec)} entries, but the "
                          f"value has rank {aval.ndim} ({aval.str_short()})")
     for entry in spec:
-        for name in () if entry is None else (entry,) if isinstance(entry, str) else entry:
+        for name in spec_names(entry):
             if name not in mesh.shape:
                 raise ValueError(f"shard_map {what}[{k}] is {spec}, which refers to axis "
                                  f"{name!r} that is not in mesh {dict(mesh.shape)}")

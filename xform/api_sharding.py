@@ -30,6 +30,7 @@ from xform.primitives.sharding import (
     check_spec_fits,
     reshard_p,
     sharding_constraint_p,
+    spec_names,
     type_sharding,
     with_sharding_constraint,
 )
@@ -53,6 +54,18 @@ def as_named(s, what):
         raise ValueError(f"{what}: PartitionSpec {s} needs a mesh; use "
                          "xform.sharding.set_mesh or pass a NamedSharding")
     return impl.NamedSharding(mesh, s)
+
+
+def check_constrained(shardings, what):
+    """``ValueError`` if a sharding of pytree ``shardings`` (jit's ``in_shardings`` or
+    ``out_shardings``) leaves a dimension to the partitioner: as JAX's, only
+    ``with_sharding_constraint`` takes ``P.UNCONSTRAINED``."""
+    for s in pytree.tree_leaves(shardings, is_leaf=_is_sharding_leaf):
+        spec = s if isinstance(s, impl.PartitionSpec) else getattr(s, "spec", ())
+        if impl.PartitionSpec.UNCONSTRAINED in tuple(spec):
+            raise ValueError(f"Unconstrained dims are not allowed when passed to {what}: {s}; "
+                             "name the mesh axes of each dimension (None: not split), or "
+                             "constrain inside the function with with_sharding_constraint")
 
 
 def broadcast_prefix(prefix, tree, what, is_leaf=None, expected="a sharding",
@@ -137,7 +150,7 @@ def device_put(x, device=None):
                              f"(e.g. `xform.devices()[0]`); received invalid value: {target!r}")
         if isinstance(leaf, Tracer):
             outs.append(device_put_traced(leaf, target) if not runtime.is_sharding(target)
-                        else sharding_constraint_p.bind(leaf, sharding=target)
+                        else sharding_constraint_p.bind(leaf, sharding=target, open_batch=False)
                         if hasattr(target, "spec") else leaf)
             continue
         aval = core.get_aval(leaf)
@@ -175,7 +188,7 @@ def _check_explicit_axes(sharding, what):
     mesh = sharding.mesh if mesh.empty else mesh
     types = dict(zip(mesh.axis_names, mesh.axis_types, strict=True))
     for entry in spec:
-        for name in () if entry is None else (entry,) if isinstance(entry, str) else entry:
+        for name in spec_names(entry):
             if types.get(name, impl.AxisType.Explicit) != impl.AxisType.Explicit:
                 raise ValueError(f"PartitionSpec passed to {what} cannot contain axis names "
                                  f"that are of type Auto or Manual. Got PartitionSpec: {spec} "
@@ -229,8 +242,7 @@ def _kept_layout(x, s):
 
 
 def _axes_at(spec, d):
-    entry = spec[d] if d < len(spec) else None
-    return () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+    return spec_names(spec[d]) if d < len(spec) else ()
 
 
 def _entry(axes):
@@ -353,10 +365,7 @@ def _explicit_spec(spec, mesh):
     types = dict(zip(mesh.axis_names, mesh.axis_types, strict=True))
 
     def keep(entry):
-        if entry is None:
-            return None
-        names = tuple(n for n in ((entry,) if isinstance(entry, str) else entry)
-                      if types[n] == impl.AxisType.Explicit)
+        names = tuple(n for n in spec_names(entry) if types[n] == impl.AxisType.Explicit)
         return None if not names else names[0] if len(names) == 1 else names
 
     return impl.PartitionSpec(*(keep(e) for e in spec))
@@ -406,8 +415,17 @@ def _concrete(sharding, x):
                      f"{core.get_aval(x).str_short(short_dtypes=False)}")
 
 
-core.eager_rules[sharding_constraint_p] = core.eager_rules[reshard_p] = \
-    lambda x, *, sharding: [wrap(put_leaf(x, _concrete(sharding, x)), core.get_aval(x))]
+def _lay_out_eagerly(x, *, sharding, **_):
+    # A dimension left to the partitioner (P.UNCONSTRAINED) is not split: there is no program
+    # around to choose.
+    spec = sharding.spec
+    if spec.UNCONSTRAINED in tuple(spec):
+        sharding = sharding.update(spec=type(spec)(
+            *(None if e is spec.UNCONSTRAINED else e for e in spec)))
+    return [wrap(put_leaf(x, _concrete(sharding, x)), core.get_aval(x))]
+
+
+core.eager_rules[sharding_constraint_p] = core.eager_rules[reshard_p] = _lay_out_eagerly
 
 
 # --------------------------------------------------------------------------- building arrays
@@ -494,7 +512,7 @@ class _Partitioned:
     __slots__ = ("exe", "module", "mesh", "in_shardings", "out_shardings", "out_avals")
 
     def __init__(self, jaxpr, name, mesh, in_shardings, out_shardings, donated, result_info,
-                 consts=(), keep_unused=False):
+                 consts=(), keep_unused=False, open_outputs=None):
         # Constants inlined, and without the arguments nothing reads (JAX's
         # keep_unused=False): their shardings are None, as JAX reports unread ones, and the
         # call passes them no buffer. Sharded constants stay arguments (laid out, not gathered).
@@ -505,7 +523,8 @@ class _Partitioned:
         self.module = module = impl.lower_partitioned(lowered, name, mesh, taken,
                                                       out_shardings, donated, result_info)
         self.exe = exe = impl.compile_partitioned(module, mesh, lowered.in_avals, taken,
-                                                  jaxpr.out_avals, out_shardings)
+                                                  jaxpr.out_avals, out_shardings,
+                                                  open_outputs=open_outputs)
         self.mesh = mesh
         self.in_shardings = exe.in_shardings  # the partitioner's choice where None
         if kept is not None:
@@ -677,8 +696,10 @@ def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
                                       for s, a in zip(chosen, avals, strict=True)]
     out_s = [on_mesh(s, a) if s is not None else _typed_result(mesh, a)
              for s, a in zip(outs_given, entry.jaxpr.out_avals, strict=True)]
+    # As JAX's, the partitioner may change the layout of results no out_shardings names.
+    open_outs = tuple(s is None for s in outs_given)
     per_jaxpr = _programs.setdefault(entry.jaxpr.jaxpr, {})
-    key = (tuple(in_s), tuple(out_s), entry.donated)
+    key = (tuple(in_s), tuple(out_s), entry.donated, open_outs)
     program = per_jaxpr.get(key)
     if program is None:  # checked once per signature and shardings
         for s, a in zip(in_s[n_consts:], avals, strict=True):
@@ -689,7 +710,7 @@ def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
                 _check_divisible(s, a, f"jit of {name} (out_shardings)")
         program = per_jaxpr[key] = _Partitioned(entry.jaxpr, name, mesh, in_s, out_s,
                                                 entry.donated, pytree.result_info(entry.out_tree),
-                                                entry.consts, entry.keep_unused)
+                                                entry.consts, entry.keep_unused, open_outs)
     return program, program.in_shardings
 
 
@@ -981,7 +1002,7 @@ def constrained_jaxpr(entry, args, in_shardings, out_shardings, name):
     closed = entry.jaxpr
 
     def constrain(x, s):
-        return x if s is None else sharding_constraint_p.bind(x, sharding=s)
+        return x if s is None else sharding_constraint_p.bind(x, sharding=s, open_batch=False)
 
     def body(*xs):
         consts, rest = xs[:n_consts], xs[n_consts:]

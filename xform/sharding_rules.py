@@ -22,7 +22,7 @@ the result by it (xform/primitives/sharding.py, ``typed``) and the rule returns 
 from xform.core import ShapedArray
 from xform.errors import ShardingTypeError
 from xform.interpreters import staging
-from xform.primitives.sharding import full_spec, type_sharding
+from xform.primitives.sharding import full_spec, spec_names, type_sharding
 
 __all__ = ["ELEMENTWISE", "sharding_rules", "type_sharding", "with_shardings"]
 
@@ -69,7 +69,7 @@ def with_shardings(prim, avals, out_avals, params):
 def _check_axes_once(name, avals, out, spec):
     """``ShardingTypeError`` when a result's spec names one mesh axis twice (``outer`` of a
     vector with itself, say), as JAX's."""
-    axes = [n for e in spec for n in _entry_axes(e)]
+    axes = [n for e in spec for n in spec_names(e)]
     if len(set(axes)) != len(axes):
         got = ", ".join(a.str_short() for a in avals)
         shown = ShapedArray(out.shape, out.dtype, sharding=_Printed(spec)).str_short()
@@ -106,10 +106,6 @@ def _first_sharding(name, avals):
                                     f"mesh: {first.mesh} and another mesh: {s.mesh}")
         first = first or s
     return first
-
-
-def _entry_axes(entry):
-    return () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
 
 
 # --------------------------------------------------------------------------- elementwise
@@ -261,7 +257,7 @@ def _reshape_rule(avals, specs, out_avals, *, new_sizes, dimensions, sharding=No
         if len(old_dims) == 1 and len(new_dims) == 1:
             out.append(entries[0])
             continue
-        axes = [n for e in entries for n in _entry_axes(e)]
+        axes = [n for e in entries for n in spec_names(e)]
         if len(old_dims) > 1:  # a merge: no mesh axis may follow an unsharded dimension
             while entries and entries[-1] is None:
                 entries.pop()
@@ -349,7 +345,7 @@ def _check_resized(what, aval, spec, shape):
 
 def _parts(mesh, entry):
     parts = 1
-    for n in _entry_axes(entry):
+    for n in spec_names(entry):
         parts *= mesh.shape[n]
     return parts
 

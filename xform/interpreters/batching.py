@@ -38,16 +38,19 @@ batch_ops = {}
 
 
 class AxisData:
-    """What a vmap maps over: its size and (optional) name."""
+    """What a vmap maps over: its size, (optional) name, and ``spmd_name``: the mesh axes
+    (a tuple) its dimension is split over in a partitioned program (vmap's
+    ``spmd_axis_name``), or None."""
 
-    __slots__ = ("name", "size")
+    __slots__ = ("name", "size", "spmd_name")
 
-    def __init__(self, name, size):
+    def __init__(self, name, size, spmd_name=None):
         self.name = name
         self.size = size
+        self.spmd_name = spmd_name
 
     def __repr__(self):
-        return f"AxisData(name={self.name!r}, size={self.size})"
+        return f"AxisData(name={self.name!r}, size={self.size}, spmd_name={self.spmd_name!r})"
 
 
 class BatchTracer(Tracer):
@@ -176,19 +179,24 @@ def vmap_flat(fun, axis, args, in_dims, out_dims):
 _batched_jaxprs = weakref.WeakKeyDictionary()  # jaxpr -> {(dims, force, size, name): batched}
 
 
-def batch_jaxpr(closed, axis, dims, force=None):
+def batch_jaxpr(closed, axis, dims, force=None, vary=frozenset()):
     """A sub-jaxpr (a jit body, a branch, a loop body) batched along ``dims``, once per
     body, dims and axis (cached). Returns ``(jaxpr, consts, out_batched)``: a const-free
     jaxpr taking ``consts`` then the batched inputs, and per output whether it is batched (at
     0) or left unbatched; outputs marked in ``force`` are batched even when they do not vary
-    (broadcast), for rules whose outputs must agree (loop carries, branches)."""
+    (broadcast), for rules whose outputs must agree (loop carries, branches). The batched
+    inputs also vary over manual axes ``vary`` (a typed shard_map body whose batch dimension
+    is split over them)."""
     force = (False,) * len(closed.out_avals) if force is None else tuple(force)
     cache = _batched_jaxprs.setdefault(closed.jaxpr, {})
-    key = (tuple(dims), force, axis.size, axis.name)
+    key = (tuple(dims), force, axis.size, axis.name, vary)
     hit = cache.get(key)
     if hit is not None:
         return hit
     in_avals = [batched_aval(a, d, axis.size) for a, d in zip(closed.in_avals, dims, strict=True)]
+    if vary:
+        in_avals = [a if d is not_mapped else a.update(vma=a.vma | vary)
+                    for a, d in zip(in_avals, dims, strict=True)]
     out_batched = []
 
     def batched_fun(*args):

@@ -27,17 +27,13 @@ from xform.primitives.call import backward, jvp_jaxpr, split_jaxpr
 from xform.primitives.collectives import psum_p, pvary_p
 from xform.primitives.cond import cond_p
 from xform.primitives.loops import while_p
-from xform.primitives.sharding import typed_sharding_of
+from xform.primitives.sharding import spec_names, typed_sharding_of
 from xform.primitives.structural import broadcast, squeeze
 
 shard_map_p = Primitive("shard_map", multiple_results=True)
 
 
 # --------------------------------------------------------------------------- blocks
-
-
-def spec_names(entry):
-    return () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
 
 
 def dim_sizes(mesh, spec, ndim):
@@ -367,21 +363,33 @@ transpose.transpose_rules[shard_map_p] = _shard_map_transpose
 # --------------------------------------------------------------------------- batching
 
 
-def _insert_none(spec, d):
+def _insert(spec, d, entry):
+    """``spec`` of a block batched at dimension ``d`` split as ``entry`` (JAX's batch_spec)."""
     entries = list(spec) + [None] * max(0, d - len(spec))
-    entries.insert(d, None)
+    entries.insert(d, entry)
     return type(spec)(*entries)
 
 
 def _shard_map_batch(axis, args, dims, *, jaxpr, mesh, in_specs, out_specs, manual_axes,
                      check_vma):
+    # With vmap's spmd_axis_name the batch dimension is split over those mesh axes: each
+    # device's body maps over its share of the batch.
+    spmd = axis.spmd_name
+    entry = None if spmd is None else spmd[0] if len(spmd) == 1 else spmd
+    if spmd is not None:
+        for what, specs in (("in_specs", in_specs), ("out_specs", out_specs)):
+            if set(spmd) & {n for s in specs for e in s for n in spec_names(e)}:
+                raise ValueError(f"vmap spmd_axis_name cannot appear in shard_map {what}")
+        axis = batching.AxisData(axis.name, axis.size // math.prod(mesh.shape[n] for n in spmd),
+                                 spmd)
+    vary = frozenset(spmd) if spmd is not None and check_vma else frozenset()
     with axis_env(mesh, manual_axes, check_vma):  # batching keeps what varies
-        body, consts, out_batched = batching.batch_jaxpr(jaxpr, axis, dims)
+        body, consts, out_batched = batching.batch_jaxpr(jaxpr, axis, dims, vary=vary)
     replicated = _replicated_spec(in_specs[0] if in_specs else out_specs[0])
     specs_in = (replicated,) * len(consts) + tuple(
-        s if d is not_mapped else _insert_none(s, d)
+        s if d is not_mapped else _insert(s, d, entry)
         for s, d in zip(in_specs, dims, strict=True))
-    specs_out = tuple(_insert_none(s, 0) if b else s
+    specs_out = tuple(_insert(s, 0, entry) if b else s
                       for s, b in zip(out_specs, out_batched, strict=True))
     outs = shard_map_p.bind(*consts, *args, jaxpr=body, mesh=mesh, in_specs=specs_in,
                             out_specs=specs_out, manual_axes=manual_axes, check_vma=check_vma)

@@ -17,7 +17,16 @@ from xform.interpreters import transpose as transpose_interp
 from xform.primitives.base import standard_primitive
 
 __all__ = ["with_sharding_constraint", "sharding_constraint_p", "reshard_p",
-           "out_sharding_param", "full_spec", "typed", "bind_laid_out"]
+           "out_sharding_param", "full_spec", "typed", "bind_laid_out", "spec_names"]
+
+
+def spec_names(entry):
+    """The mesh axes a PartitionSpec entry splits its dimension over: none for ``None`` and
+    for ``P.UNCONSTRAINED`` (the partitioner's choice). PartitionSpec keeps an entry of
+    several axes as a tuple."""
+    if isinstance(entry, str):
+        return (entry,)
+    return entry if isinstance(entry, tuple) else ()
 
 
 def with_sharding_constraint(x, shardings):
@@ -39,7 +48,7 @@ def with_sharding_constraint(x, shardings):
             continue
         aval = core.get_aval(leaf)
         _check(sharding, aval)
-        outs.append(sharding_constraint_p.bind(leaf, sharding=sharding))
+        outs.append(sharding_constraint_p.bind(leaf, sharding=sharding, open_batch=True))
     return pytree.tree_unflatten(tree, outs)
 
 
@@ -55,8 +64,7 @@ def _check(sharding, aval):
                         f"{type(sharding).__name__}")
     mesh = sharding.mesh
     types = dict(zip(mesh.axis_names, getattr(mesh, "axis_types", ()), strict=False))
-    named = [n for entry in spec if entry is not None
-             for n in ((entry,) if isinstance(entry, str) else entry)]
+    named = [n for entry in spec for n in spec_names(entry)]
     if any(getattr(types.get(n), "name", "") == "Explicit" for n in named):
         raise ValueError(f"The spec of NamedSharding passed to with_sharding_constraint can "
                          f"only refer to Auto axes of the mesh. Got spec={spec} and "
@@ -73,7 +81,7 @@ def check_spec_fits(what, mesh, spec, aval):
                          f"({aval.str_short()}) but its PartitionSpec {spec} has {len(spec)} "
                          "entries; a spec may name at most one entry per dimension")
     for dim, entry in enumerate(spec):
-        names = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+        names = spec_names(entry)
         size = 1
         for name in names:
             if name not in mesh.shape:
@@ -114,9 +122,7 @@ def type_sharding(sharding, ndim):
 
 def _only(entry, axes):
     """Spec ``entry`` naming only the mesh axes in ``axes``."""
-    if entry is None:
-        return None
-    names = tuple(n for n in ((entry,) if isinstance(entry, str) else entry) if n in axes)
+    names = tuple(n for n in spec_names(entry) if n in axes)
     return None if not names else names[0] if len(names) == 1 else names
 
 
@@ -165,35 +171,50 @@ resolve_sharding = None
 lay_out = None
 
 
-def _sharding_constraint_abstract_eval(x, *, sharding):
+def _sharding_constraint_abstract_eval(x, *, sharding, open_batch):
     # ``reshard`` in a traced function: the result's type has the sharding asked for; a
     # constraint over Auto axes (``with_sharding_constraint``'s) leaves the type as it is.
     new = type_sharding(sharding, x.ndim)
     return [x if new is None or new == x.sharding else x.update(sharding=new)]
 
 
+# ``open_batch``: under vmap, the batch dimension is left to the partitioner
+# (``P.UNCONSTRAINED``: with_sharding_constraint's, as JAX's) or not split (the constraints
+# standing for a jit's in/out shardings: JAX's batched jit keeps them closed).
 sharding_constraint_p = standard_primitive("sharding_constraint",
                                            _sharding_constraint_abstract_eval)
 ad.deflinear(sharding_constraint_p)
 
 
-def _sharding_constraint_transpose(ct, x, *, sharding):
-    return [sharding_constraint_p.bind(ct, sharding=sharding)]
+def _sharding_constraint_transpose(ct, x, **params):
+    return [sharding_constraint_p.bind(ct, **params)]
 
 
 transpose_interp.transpose_rules[sharding_constraint_p] = _sharding_constraint_transpose
 
 
-def _batched(sharding, ndim, d):
-    """``sharding`` of the per-example array, for the batch of rank ``ndim`` mapped at ``d``."""
-    spec = list(sharding.spec) + [None] * (ndim - 1 - len(sharding.spec))
-    spec.insert(d, None)  # the batch dimension is not split
+def _batched(sharding, ndim, d, axis, what, unsplit=None):
+    """``sharding`` of the per-example array, for the batch of rank ``ndim`` mapped at ``d``
+    by vmap ``axis``: the batch dimension over vmap's ``spmd_axis_name`` if it has one, else
+    ``unsplit`` (None, or ``P.UNCONSTRAINED``)."""
+    spec = list(sharding.spec) + [None] * (d - len(sharding.spec))
+    spmd = axis.spmd_name
+    if spmd is not None:
+        if set(spmd) & {n for entry in spec for n in spec_names(entry)}:
+            raise ValueError(f"vmap spmd_axis_name {spmd} cannot appear in {what} spec, but "
+                             f"got spec {sharding.spec}")
+        unsplit = spmd[0] if len(spmd) == 1 else spmd
+    spec.insert(d, unsplit)
+    if unsplit is not None and unsplit is type(sharding.spec).UNCONSTRAINED:
+        spec += [None] * (ndim - len(spec))  # as JAX's spec: every dimension named
     return type(sharding)(sharding.mesh, type(sharding.spec)(*spec))
 
 
-def _sharding_constraint_batch(axis, args, dims, *, sharding):
+def _sharding_constraint_batch(axis, args, dims, *, sharding, open_batch):
     (x,), (d,) = args, dims
-    return [sharding_constraint_p.bind(x, sharding=_batched(sharding, x.ndim, d))], [d]
+    unsplit = type(sharding.spec).UNCONSTRAINED if open_batch else None
+    new = _batched(sharding, x.ndim, d, axis, "with_sharding_constraint", unsplit)
+    return [sharding_constraint_p.bind(x, sharding=new, open_batch=open_batch)], [d]
 
 
 batching.batch_rules[sharding_constraint_p] = _sharding_constraint_batch
@@ -223,7 +244,7 @@ transpose_interp.transpose_rules[reshard_p] = _reshard_transpose
 
 def _reshard_batch(axis, args, dims, *, sharding):
     (x,), (d,) = args, dims
-    return [reshard_p.bind(x, sharding=_batched(sharding, x.ndim, d))], [d]
+    return [reshard_p.bind(x, sharding=_batched(sharding, x.ndim, d, axis, "reshard"))], [d]
 
 
 batching.batch_rules[reshard_p] = _reshard_batch
