@@ -222,9 +222,10 @@ class ModuleContext:
         return entry[0]
 
     def unique_symbol(self, name):
-        """``name`` made a symbol (as JAX's ``sanitize_name``), renamed as MLIR's symbol table
-        renames a clash: ``name_<k>``, ``k`` counting the module's renames."""
-        base = symbol = re.sub(r"[^\w.-]", "_", name) or "fn"
+        """``name`` as a private function's symbol (kept as it is, as JAX keeps it: MLIR
+        quotes ``@"<lambda>"``), renamed as MLIR's symbol table renames a clash:
+        ``name_<k>``, ``k`` counting the module's renames."""
+        base = symbol = name or "fn"
         while symbol in self.symbols:
             symbol = f"{base}_{self.uniquing_count}"
             self.uniquing_count += 1

@@ -156,11 +156,18 @@ def _compile(client, module, text, devices, options, min_cache_secs=0.0):
                                        host_callbacks=callbacks)
 
 
-def compile_module(module, out_avals, device=None, min_cache_secs=0.0, xla_options=()):
-    """Compile a verified StableHLO module for one device; ``out_avals`` type its results.
-    The persistent cache keeps it if compiling took ``min_cache_secs`` or more."""
+def compile_module(module, out_avals, device=None, min_cache_secs=0.0, xla_options=(),
+                   num_inputs=0):
+    """Compile a verified StableHLO module of ``num_inputs`` arguments for one device;
+    ``out_avals`` type its results. The persistent cache keeps it if compiling took
+    ``min_cache_secs`` or more."""
     text = mlir.module_text(module)
     options = compile_options(xla_options)
+    # As JAX sets them for a program whose arguments and results have no sharding given
+    # (on one device they change nothing but the compiled module's header).
+    build = options.executable_build_options
+    build.allow_spmd_sharding_propagation_to_parameters = [True] * num_inputs
+    build.allow_spmd_sharding_propagation_to_output = [True] * max(len(out_avals), 1)
     if device is not None:  # pinned there (XLA's default assignment is the first device)
         options.device_assignment = _jax.DeviceAssignment.create(np.array([[device.id]]))
     device = device or default_device()

@@ -168,6 +168,32 @@ def test_lower_as_text_and_compile():
     assert shapes.shape == (7,) and shapes.dtype == np.float32
 
 
+def _nested_calls(jit):
+    """A function of two nested jits of lambdas (same name, so one is renamed), one
+    called twice, under ``jit`` (xform's or JAX's)."""
+    double, inc = jit(lambda x: x * 2), jit(lambda x: x + 1)
+    return jit(lambda x: double(x) + inc(x) + double(x + 1.0))
+
+
+def test_nested_jits_are_private_functions_named_as_jax():
+    # JAX keeps a nested function's own name as its symbol (MLIR quotes "<lambda>") and
+    # renames a clash name_0, ...; a function called twice is emitted once.
+    text = _nested_calls(xform.jit).lower(F32_3).as_text()
+    assert text == _nested_calls(jax.jit).lower(F32_3).as_text()
+    assert 'func.func private @"<lambda>_0"' in text
+    np.testing.assert_allclose(_nested_calls(xform.jit)(F32_3), 5 * F32_3 + 3)
+
+
+def test_compiled_module_header_as_jax():
+    # XLA's sharding-propagation flags are set as JAX sets them for arguments and results
+    # given no sharding: the compiled module's first line is JAX's.
+    def header(jit, f, *args):
+        return jit(f).lower(*args).compile().as_text().splitlines()[0]
+
+    for f, args in ((lambda x, y: (x * 2, y, x + y), (F32_3, 2.0)), (lambda: 1.0, ())):
+        assert header(xform.jit, f, *args) == header(jax.jit, f, *args)
+
+
 def test_x64_mode_keeps_64_bit_types_only_when_enabled(x64):
     f = xform.jit(lambda x: lax.mul(x, 2.0))
     out = f(np.arange(3.0))

@@ -450,6 +450,7 @@ def compile_jaxpr(closed, name, device=None, donated=None, min_cache_secs=0.0, o
                          [v.aval for v in closed.jaxpr.invars])
             start = time.perf_counter()
         lowered, kept, kept_donated = lowered_form(closed, donated, consts, keep_unused)
+        num_inputs = len(lowered.in_avals)
         if module is None:
             module = mlir.lower_to_module(lowered, name, replicas, kept_donated)
         if log:
@@ -458,7 +459,7 @@ def compile_jaxpr(closed, name, device=None, donated=None, min_cache_secs=0.0, o
                          lowered - start)
         if replicas == 1:
             exe = runtime.compile_module(module, closed.out_avals, device, min_cache_secs,
-                                         options)
+                                         options, num_inputs)
             exe.kept = kept
         else:
             exe = runtime.compile_replicated(module, closed.out_avals, replicas, options)
