@@ -377,6 +377,18 @@ def _check_committed(lib, np_, dev):
         d + other
     with pytest.raises(ValueError, match=message):
         lib.jit(lambda a, b: a * b)(d, other)
+    # with an array over a mesh: refused too, after a call with an uncommitted one (the
+    # fast path's key does not hide it), by jit and eagerly
+    split = lib.device_put(A, lib.NamedSharding(lib.make_mesh((8,), ("i",)), lib.P("i")))
+    both = lib.jit(lambda a, b: a * b)
+    assert both(split, lib.device_put(A)).sharding.is_equivalent_to(split.sharding, 2)
+    message = (r"Received incompatible devices for jitted computation\. Got argument .* with "
+               r"shape float32\[8@i,4\] and with device ids \[0, 1, 2, 3, 4, 5, 6, 7\] on "
+               r"platform CPU and argument .* with shape float32\[8,4\] and with device ids "
+               r"\[3\] on platform CPU")
+    for call in (lambda: both(split, d), lambda: split * d):
+        with pytest.raises(ValueError, match=message):
+            call()
 
 
 @pytest.mark.parametrize("mesh", [MESH, AUTO], ids=["explicit", "auto"])

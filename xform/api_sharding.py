@@ -583,17 +583,13 @@ def is_sharded(leaves):
                len(x.sharding.device_set) > 1 for x in leaves)
 
 
-def _describe_devices(s):
-    ids = sorted(d.id for d in s.device_set)
-    return f"device ids {ids} on platform {next(iter(s.device_set)).platform.upper()}"
-
-
 def _leaf_sharding(x):
     if type(x).__name__ == "ShapeDtypeStruct":
         return getattr(x, "sharding", None)
     buf = _leaf_buffer(x)
-    if buf is not None and (type(x) is ShardedArray or len(buf.sharding.device_set) > 1):
-        return buf.sharding
+    if buf is not None and (type(x) is ShardedArray or type(x) is CommittedArray or
+                            len(buf.sharding.device_set) > 1):
+        return buf.sharding  # committed to one device too: JAX's jit does not move it
     return None  # on one device, uncommitted: follows the others
 
 
@@ -608,8 +604,9 @@ def _check_committed_layout(given, own, aval):
                      f"{aval}")
 
 
-def _mesh_for(name, shardings, leaves, avals):
-    """The mesh a partitioned call runs over, from the shardings given and the arguments'."""
+def _mesh_for(name, shardings, avals):
+    """The mesh a partitioned call runs over, from the shardings given and the arguments'
+    (``shardings`` and ``avals``: the arguments', then the results')."""
     mesh, first = None, None
     for k, s in enumerate(shardings):
         if s is None:
@@ -620,13 +617,8 @@ def _mesh_for(name, shardings, leaves, avals):
         if mesh is None:
             mesh, first = m, k
         elif set(m.devices.flat) != set(mesh.devices.flat):
-            a = avals[first] if first < len(avals) else None
-            b = avals[k] if k < len(avals) else None
-            raise ValueError(
-                f"Received incompatible devices for jitted computation. Got argument "
-                f"{first} of {name} with shape {a and a.str_short()} and "
-                f"{_describe_devices(shardings[first])} and argument {k} of {name} with shape "
-                f"{b and b.str_short()} and {_describe_devices(s)}")
+            raise dispatch.incompatible_devices(
+                name, *[(j, avals[j], shardings[j].device_set) for j in (first, k)])
         elif all(n.startswith("_") for n in mesh.axis_names) and \
                 not all(n.startswith("_") for n in m.axis_names):
             mesh = m  # a user's mesh over the devices of a pmap's result
@@ -671,7 +663,8 @@ def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
     outs_given = [None] * len(entry.jaxpr.out_avals) if out_shardings is None else [
         as_named(g, f"jit of {name}") for g in broadcast_prefix(out_shardings, outs_tree,
                                                                  "out_shardings")]
-    mesh = _mesh_for(name, chosen + outs_given, leaves, avals) or jaxpr_mesh(entry.jaxpr.jaxpr)
+    mesh = _mesh_for(name, chosen + outs_given,
+                     list(avals) + list(entry.jaxpr.out_avals)) or jaxpr_mesh(entry.jaxpr.jaxpr)
     if mesh is None:
         return None, None
     replicated = impl.NamedSharding(mesh, impl.PartitionSpec())

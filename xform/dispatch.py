@@ -356,12 +356,20 @@ def committed_device(args, avals, name):
             if first is None:
                 first = (i, device)
             elif device != first[1]:
-                def describe(k, d):
-                    return (f"argument {k} of {name} with shape {avals[k].str_short()} and with "
-                            f"device ids [{d.id}] on platform {d.platform.upper()}")
-                raise ValueError("Received incompatible devices for jitted computation. Got "
-                                 f"{describe(*first)} and {describe(i, device)}")
+                k = first[0]
+                raise incompatible_devices(name, (k, avals[k], [first[1]]),
+                                           (i, avals[i], [device]))
     return None if first is None else first[1]
+
+
+def incompatible_devices(name, *arguments):
+    """JAX's ValueError for a call of ``name`` whose arguments, each ``(position, aval,
+    devices)``, are committed to different devices."""
+    described = [f"argument {k} of {name} with shape {aval.str_short(short_dtypes=False)} and "
+                 f"with device ids {sorted(d.id for d in devices)} on platform "
+                 f"{next(iter(devices)).platform.upper()}" for k, aval, devices in arguments]
+    return ValueError("Received incompatible devices for jitted computation. Got "
+                      + " and ".join(described))
 
 
 def _committed_apply(prim, args, params):
