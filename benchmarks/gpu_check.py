@@ -66,8 +66,46 @@ def main():
     psum = xform.pmap(lambda a: xform.lax.psum(a, "i"), axis_name="i")(shards)
     check("pmap psum == the sum over devices", psum,
           np.broadcast_to(shards.sum(0), shards.shape))
+    _sharded_checks(check, params, x, n)
     print(f"{sum(checks)}/{len(checks)} checks passed in {time.perf_counter() - start:.1f} s")
     return 0 if all(checks) else 1
+
+
+def _mesh(mod, n, name):
+    # Auto axes: the partitioner places the step's collectives (Explicit ones would ask for
+    # the out_sharding of the gradient's contraction over the batch)
+    return mod.make_mesh((n,), (name,), axis_types=(mod.sharding.AxisType.Auto,))
+
+
+def _sharded_checks(check, params, x, n):
+    """A data-parallel SGD step as a partitioned jit (the batch split over a mesh of every
+    device, the parameters replicated) and a shard_map psum, each against JAX's."""
+
+    def step(lib, mod):
+        mesh = _mesh(mod, n, "batch")
+        batch = mod.NamedSharding(mesh, mod.P("batch"))
+        replicated = mod.NamedSharding(mesh, mod.P())
+
+        def one(params, x):
+            grads = mod.grad(_mlp(lib))(params, x)
+            return [(w - 0.1 * gw, b - 0.1 * gb)
+                    for (w, b), (gw, gb) in zip(params, grads, strict=True)]
+
+        stepped = mod.jit(one, in_shardings=(replicated, batch), out_shardings=replicated)
+        return stepped(params, mod.device_put(x, batch)), batch
+
+    (got, batch), (want, _) = step(xnp, xform), step(jnp, jax)
+    check(f"sharded jit SGD step over {n} devices == JAX's", got, want)
+    check("its batch is laid out over every device",
+          len(xform.device_put(x, batch).addressable_shards) == n, True)
+
+    def total(mod):
+        mesh = _mesh(mod, n, "i")
+        summed = mod.shard_map(lambda a: mod.lax.psum(a, "i"), mesh=mesh,
+                               in_specs=mod.P("i"), out_specs=mod.P())
+        return mod.jit(summed)(x)
+
+    check("jit(shard_map(psum)) == JAX's", total(xform), total(jax))
 
 
 if __name__ == "__main__":
