@@ -622,3 +622,13 @@ def test_propagation_flags_of_the_compiled_program_as_jax():
     assert flags[:3] == flags[3:]
     assert flags[0] == ["allow_spmd_sharding_propagation_to_parameters={false,true}",
                         "allow_spmd_sharding_propagation_to_output={false,true}"]
+
+
+def test_the_accelerator_check_runs_on_host_devices():
+    # benchmarks/gpu_check.py is what a lent GPU runs: kept runnable here, on 8 CPU devices
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    done = subprocess.run([sys.executable, "-m", "benchmarks.gpu_check"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "sharded jit SGD step over 8 devices" in done.stdout and "FAIL" not in done.stdout
