@@ -135,13 +135,17 @@ def partition_options(devices, num_outputs, xla_options=(), open_inputs=(), open
 
 
 @functools.lru_cache(maxsize=4096)
-def named_from_hlo(mesh, hlo_text, ndim, is_input=False):
+def all_explicit(mesh):
+    return all(t == AxisType.Explicit for t in mesh.axis_types)
+
+
+def named_from_hlo(mesh, hlo_text, ndim, full=False):
     """The NamedSharding over ``mesh`` equal to the compiler's sharding ``hlo_text`` for an
-    array of rank ``ndim`` (each mesh axis on at most one dimension, in mesh order); of a
-    program's input if ``is_input``, else of a result."""
+    array of rank ``ndim`` (each mesh axis on at most one dimension, in mesh order); its spec
+    names every dimension if ``full`` (as JAX's of a result typed on a mesh of Explicit axes),
+    else leaves trailing unsplit ones out (as JAX's of any other)."""
     hlo = _hlo.HloSharding.from_string(hlo_text)
     names = mesh.axis_names
-    explicit = not is_input and all(t == AxisType.Explicit for t in mesh.axis_types)
     for choice in np.ndindex(*([ndim + 1] * len(names))):
         dims = [[] for _ in range(ndim)]
         for name, d in zip(names, choice, strict=True):
@@ -149,9 +153,7 @@ def named_from_hlo(mesh, hlo_text, ndim, is_input=False):
                 dims[d].append(name)
         spec = PartitionSpec(*[None if not d else d[0] if len(d) == 1 else tuple(d)
                                for d in dims])
-        # As JAX: on a mesh of Explicit axes a result's spec names every dimension (its type
-        # carries it); else (and for inputs) trailing unsplit dimensions are left out.
-        while len(spec) and spec[-1] is None and not explicit:
+        while len(spec) and spec[-1] is None and not full:
             spec = PartitionSpec(*spec[:-1])
         candidate = NamedSharding(mesh, spec)
         if candidate._to_xla_hlo_sharding(ndim) == hlo:
@@ -224,7 +226,7 @@ def _resolve(mesh, shardings, avals, compiled_shardings, are_inputs):
     for k, (s, c, a) in enumerate(zip(shardings, chosen, avals, strict=True)):
         if s is None:
             hlo = _hlo.HloSharding.from_proto(c)
-            resolved[k] = (named_from_hlo(mesh, str(hlo), a.ndim, True) if are_inputs
+            resolved[k] = (named_from_hlo(mesh, str(hlo), a.ndim) if are_inputs
                            else _chosen(mesh, hlo, a))
     return resolved
 
@@ -237,7 +239,8 @@ def _chosen(mesh, hlo, aval):
         candidate = NamedSharding(mesh, typed.spec)
         if candidate._to_xla_hlo_sharding(aval.ndim) == hlo:
             return candidate
-    return named_from_hlo(mesh, str(hlo), aval.ndim)
+    return named_from_hlo(mesh, str(hlo), aval.ndim,
+                          typed is not None and all_explicit(mesh))
 
 
 def put(x, sharding):
@@ -279,7 +282,7 @@ def reshard(buf, sharding):
     return exe.call([buf])[0]
 
 
-def _sharding_constraint_lower(ctx, x, *, sharding, open_batch=None):
+def _sharding_constraint_lower(ctx, x, *, sharding, origin=None):
     mesh = ctx.module.mesh
     if mesh is None:  # a program on one device: nothing to constrain
         return [x]

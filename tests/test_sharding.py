@@ -632,3 +632,53 @@ def test_the_accelerator_check_runs_on_host_devices():
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "sharded jit SGD step over 8 devices" in done.stdout and "FAIL" not in done.stdout
+
+
+@pytest.mark.parametrize("mesh", [MESH, AUTO], ids=["explicit", "auto"])
+def test_results_left_to_the_partitioner_report_jax_specs(mesh):
+    # A result no out_shardings names and no type carries gets the partitioner's layout,
+    # reported as JAX reports it: trailing unsplit dimensions left out, on any mesh; a typed
+    # result's spec (an Explicit mesh's arrays) names every dimension.
+    cases = [(lambda a: a * 2, P("x")), (lambda a: a.sum(0), P("x")), (lambda a: a.T, P("x")),
+             (lambda a: a * 2, P(None, "y")), (lambda a: (a * 2).sum(), P("x", "y")),
+             (lambda a: a[None] * 2, P())]
+    for f, spec in cases:
+        for arg in (A, "placed"):
+            got, want = [
+                lib.jit(f, in_shardings=NamedSharding(mesh, spec))(
+                    A if arg is A else lib.device_put(A, NamedSharding(mesh, spec)))
+                for lib in (xform, jax)]
+            assert got.sharding.spec == want.sharding.spec, (spec, arg)
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+
+
+def test_in_shardings_lay_out_but_do_not_type_as_jax():
+    # JAX's jit takes in/out_shardings as params of its equation: the body's types are the
+    # arguments' own, so a NumPy argument stays untyped inside (and the gradient's
+    # contraction over the split batch needs no out_sharding), under make_jaxpr and grad.
+    batch, replicated = NamedSharding(MESH, P("x")), NamedSharding(MESH, P())
+
+    def loss(lib):
+        return lambda w, x: lib.mean(lib.tanh(x @ w) ** 2)
+
+    w, x = np.ones((4, 3), np.float32) / 4, A
+
+    def typed_inputs(lib, np_, args):
+        f = lib.jit(lib.grad(loss(np_)), in_shardings=(replicated, batch))
+        jaxpr = lib.make_jaxpr(f)(*args)
+        return [str(a) for a in jaxpr.eqns[0].params["jaxpr"].in_avals] + \
+            [str(a) for a in jaxpr.out_avals]
+
+    for args in ((w, x), "placed"):
+        if args == "placed":
+            got_args = (xform.device_put(w, replicated), xform.device_put(x, batch))
+            want_args = (jax.device_put(w, replicated), jax.device_put(x, batch))
+        else:
+            got_args = want_args = args
+        assert typed_inputs(xform, xnp, got_args) == typed_inputs(jax, jnp, want_args)
+        got = xform.jit(xform.grad(loss(xnp)), in_shardings=(replicated, batch))(*got_args)
+        want = jax.jit(jax.grad(loss(jnp)), in_shardings=(replicated, batch))(*want_args)
+        assert_same(got, want, rtol=1e-5)
+    outer = xform.make_jaxpr(lambda a: xform.jit(lambda v: v * 2, in_shardings=batch)(a) + 1)(A)
+    assert str(outer.out_avals[0]) == str(jax.make_jaxpr(
+        lambda a: jax.jit(lambda v: v * 2, in_shardings=batch)(a) + 1)(A).out_avals[0])

@@ -150,7 +150,7 @@ def device_put(x, device=None):
                              f"(e.g. `xform.devices()[0]`); received invalid value: {target!r}")
         if isinstance(leaf, Tracer):
             outs.append(device_put_traced(leaf, target) if not runtime.is_sharding(target)
-                        else sharding_constraint_p.bind(leaf, sharding=target, open_batch=False)
+                        else sharding_constraint_p.bind(leaf, sharding=target, origin="device_put")
                         if hasattr(target, "spec") else leaf)
             continue
         aval = core.get_aval(leaf)
@@ -633,16 +633,12 @@ def _typed_result(mesh, aval):
     typed = aval.sharding
     if typed is None:
         context = impl.get_abstract_mesh()
-        if context.empty or context != mesh.abstract_mesh or not _all_explicit(context):
+        if context.empty or context != mesh.abstract_mesh or not impl.all_explicit(context):
             return None
         return impl.NamedSharding(mesh, impl.PartitionSpec(*(None,) * aval.ndim))
-    if not _all_explicit(typed.mesh) and None in typed.spec:
+    if not impl.all_explicit(typed.mesh) and None in typed.spec:
         return None
     return impl.NamedSharding(mesh, typed.spec)
-
-
-def _all_explicit(mesh):
-    return all(t == impl.AxisType.Explicit for t in mesh.axis_types)
 
 
 def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
@@ -675,13 +671,11 @@ def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
         if getattr(s, "mesh", None) == mesh:
             return s
         # the same devices seen as another mesh (a pmap's, say): as ``mesh`` if it can be
-        for candidate_mesh in (mesh,):
-            try:
-                return impl.named_from_hlo(candidate_mesh, str(s._to_xla_hlo_sharding(
-                    aval.ndim)), aval.ndim)
-            except NotImplementedError:
-                return replicated
-        return replicated
+        try:
+            return impl.named_from_hlo(mesh, str(s._to_xla_hlo_sharding(aval.ndim)), aval.ndim,
+                                       impl.all_explicit(mesh))
+        except NotImplementedError:
+            return replicated
 
     # An argument with no layout of its own and none given is open: the partitioner lays
     # it out as the program reads it best (JAX's UNSPECIFIED in_sharding).
@@ -995,7 +989,7 @@ def constrained_jaxpr(entry, args, in_shardings, out_shardings, name):
     closed = entry.jaxpr
 
     def constrain(x, s):
-        return x if s is None else sharding_constraint_p.bind(x, sharding=s, open_batch=False)
+        return x if s is None else sharding_constraint_p.bind(x, sharding=s, origin="jit")
 
     def body(*xs):
         consts, rest = xs[:n_consts], xs[n_consts:]

@@ -48,7 +48,8 @@ def with_sharding_constraint(x, shardings):
             continue
         aval = core.get_aval(leaf)
         _check(sharding, aval)
-        outs.append(sharding_constraint_p.bind(leaf, sharding=sharding, open_batch=True))
+        outs.append(sharding_constraint_p.bind(leaf, sharding=sharding,
+                                                  origin="with_sharding_constraint"))
     return pytree.tree_unflatten(tree, outs)
 
 
@@ -171,16 +172,22 @@ resolve_sharding = None
 lay_out = None
 
 
-def _sharding_constraint_abstract_eval(x, *, sharding, open_batch):
-    # ``reshard`` in a traced function: the result's type has the sharding asked for; a
-    # constraint over Auto axes (``with_sharding_constraint``'s) leaves the type as it is.
+def _sharding_constraint_abstract_eval(x, *, sharding, origin):
+    # ``reshard`` or ``device_put`` in a traced function: the result's type has the sharding
+    # asked for (a constraint over Auto axes, with_sharding_constraint's, leaves the type as
+    # it is); a jit's in/out_shardings lay its arguments and results out but do not type
+    # them, as JAX's (its jit equation keeps them as params; its body's types are the
+    # arguments').
     new = type_sharding(sharding, x.ndim)
-    return [x if new is None or new == x.sharding else x.update(sharding=new)]
+    if new is None or new == x.sharding or origin == "jit":
+        return [x]
+    return [x.update(sharding=new)]
 
 
-# ``open_batch``: under vmap, the batch dimension is left to the partitioner
-# (``P.UNCONSTRAINED``: with_sharding_constraint's, as JAX's) or not split (the constraints
-# standing for a jit's in/out shardings: JAX's batched jit keeps them closed).
+# ``origin``: what put the constraint there, "with_sharding_constraint", "device_put" or
+# "jit" (a jit's in/out_shardings, under a transformation). Under vmap the batch dimension
+# of with_sharding_constraint's is left to the partitioner (``P.UNCONSTRAINED``, as JAX's);
+# the others' is not split (JAX's batched jit and device_put keep theirs closed).
 sharding_constraint_p = standard_primitive("sharding_constraint",
                                            _sharding_constraint_abstract_eval)
 ad.deflinear(sharding_constraint_p)
@@ -210,11 +217,12 @@ def _batched(sharding, ndim, d, axis, what, unsplit=None):
     return type(sharding)(sharding.mesh, type(sharding.spec)(*spec))
 
 
-def _sharding_constraint_batch(axis, args, dims, *, sharding, open_batch):
+def _sharding_constraint_batch(axis, args, dims, *, sharding, origin):
     (x,), (d,) = args, dims
-    unsplit = type(sharding.spec).UNCONSTRAINED if open_batch else None
+    wsc = origin == "with_sharding_constraint"
+    unsplit = type(sharding.spec).UNCONSTRAINED if wsc else None
     new = _batched(sharding, x.ndim, d, axis, "with_sharding_constraint", unsplit)
-    return [sharding_constraint_p.bind(x, sharding=new, open_batch=open_batch)], [d]
+    return [sharding_constraint_p.bind(x, sharding=new, origin=origin)], [d]
 
 
 batching.batch_rules[sharding_constraint_p] = _sharding_constraint_batch
