@@ -230,7 +230,8 @@ def put_with_sharding(x, sharding):
     """A NumPy array as a global array laid out as ``sharding`` (a JAX Sharding)."""
     indices = sharding.addressable_devices_indices_map(x.shape)
     devices = list(indices)
-    pieces = [np.ascontiguousarray(x[indices[d]]) for d in devices]
+    # (not ascontiguousarray: it makes a 0-d shard 1-d)
+    pieces = [np.asarray(x[indices[d]], order="C") for d in devices]
     return _jax.batched_device_put(_jax_aval(x.shape, x.dtype), sharding, pieces, devices, True,
                                    False, enable_x64=True)
 

@@ -245,7 +245,7 @@ def _chosen(mesh, hlo, aval):
 
 def put(x, sharding):
     """A NumPy array laid out as ``sharding`` (a global array)."""
-    return runtime.put_with_sharding(np.ascontiguousarray(x), sharding)
+    return runtime.put_with_sharding(np.asarray(x), sharding)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -708,6 +708,14 @@ def test_vma_types_as_jax():
         out_specs=SPEC, check_vma=False)))(XA)
     assert got == [("float32[2,4]", frozenset())]  # check_vma=False: nothing typed
     assert xform.typeof(A).vma == frozenset() and "{" not in str(xform.typeof(A))
+    # the long spelling of ``mat`` (the shard_map tutorial's), and its repr, as JAX's
+    got, want = [], []
+    for mod, into, arg in ((xform, got, XA), (jax, want, JA)):
+        mod.make_jaxpr(mod.shard_map(lambda a, mod=mod, into=into: into.append(
+            (mod.typeof(mod.lax.psum(a, "y")).manual_axis_type.varying,
+             repr(mod.typeof(mod.lax.psum(a, ("x", "y"))).manual_axis_type))) or a,
+            mesh=MESH, in_specs=SPEC, out_specs=SPEC))(arg)
+    assert got == want and got[0][0] == {"x"}
 
 
 def test_scan_slices_vary_as_their_xs_as_jax():

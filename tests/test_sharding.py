@@ -17,7 +17,7 @@ import xform
 import xform.numpy as xnp
 from tests.harness import assert_same
 from tests.multiprocess_worker import mlp_loss
-from xform.primitives.sharding import with_sharding_constraint
+from xform.api_sharding import with_sharding_constraint
 
 # jax.sharding's names that xform.sharding does not have, each with the reason.
 EXEMPT = {}  # jax.sharding names xform.sharding lacks, with the reason
@@ -682,3 +682,40 @@ def test_in_shardings_lay_out_but_do_not_type_as_jax():
     outer = xform.make_jaxpr(lambda a: xform.jit(lambda v: v * 2, in_shardings=batch)(a) + 1)(A)
     assert str(outer.out_avals[0]) == str(jax.make_jaxpr(
         lambda a: jax.jit(lambda v: v * 2, in_shardings=batch)(a) + 1)(A).out_avals[0])
+
+
+def test_with_sharding_constraint_takes_partition_specs_as_jax():
+    # PartitionSpecs (alone or in a pytree prefix, with None) name the context mesh's axes;
+    # without a mesh JAX's RuntimeError. (The docs' matmul example crashed with a TypeError.)
+    def f(lib):
+        def constrained(x, y):
+            z = lib.numpy.dot(x, y)
+            return lib.lax.with_sharding_constraint(z, P("x", None))
+        return constrained
+
+    def pair(lib):
+        return lambda a, b: lib.lax.with_sharding_constraint([a, b], [P("x"), None])
+
+    x, y = A, np.ones((4, 6), np.float32)
+    with pytest.raises(RuntimeError, match="requires a non-empty mesh in context"):
+        xform.jit(f(xform))(x, y)
+    results = []
+    for lib in (xform, jax):
+        with lib.set_mesh(AUTO):
+            results.append((lib.jit(f(lib))(x, y), f(lib)(x, y), lib.jit(pair(lib))(x, A)))
+    (got, got_eager, got_pair), (want, want_eager, want_pair) = results
+    for g, w in ((got, want), (got_eager, want_eager), (got_pair[0], want_pair[0]),
+                 (got_pair[1], want_pair[1])):
+        assert_same(g, w, rtol=1e-6)
+        assert g.sharding.spec == w.sharding.spec
+
+
+def test_scalars_laid_out_over_a_mesh_stay_scalars_as_jax():
+    # A 0-d array put on a mesh (replicated) keeps shape () in its host copy, its shards and
+    # its printed forms (its shards were 1-d: str gave "[11.920298]").
+    value = np.float32(11.920298)
+    got = xform.device_put(value, NamedSharding(MESH, P()))
+    want = jax.device_put(value, NamedSharding(MESH, P()))
+    assert np.asarray(got).shape == () and got.addressable_shards[0].data.shape == ()
+    assert (str(got), repr(got)) == (str(want), repr(want))
+    assert repr(xform.jit(lambda a: a * 2)(got)) == repr(jax.jit(lambda a: a * 2)(want))

@@ -32,8 +32,8 @@ from xform.primitives.sharding import (
     sharding_constraint_p,
     spec_names,
     type_sharding,
-    with_sharding_constraint,
 )
+from xform.primitives.sharding import with_sharding_constraint as _constrain
 from xform.sharding_rules import with_shardings  # noqa: F401  (installs the rules)
 
 __all__ = ["auto_axes", "device_put", "explicit_axes", "reshard", "make_array_from_callback",
@@ -54,6 +54,25 @@ def as_named(s, what):
         raise ValueError(f"{what}: PartitionSpec {s} needs a mesh; use "
                          "xform.sharding.set_mesh or pass a NamedSharding")
     return impl.NamedSharding(mesh, s)
+
+
+def with_sharding_constraint(x, shardings):
+    """Constrain the layout of each array of pytree ``x`` to the matching sharding of
+    ``shardings`` (a NamedSharding or a PartitionSpec of the current mesh, or a pytree prefix
+    of ``x`` of them), as JAX's."""
+    def named(s):
+        if not isinstance(s, impl.PartitionSpec):
+            return s
+        mesh = impl.get_mesh()
+        if mesh is None or not mesh.shape:
+            raise RuntimeError(
+                "with_sharding_constraint requires a non-empty mesh in context if you are "
+                "passing `PartitionSpec`s to shardings. You can define a context mesh via "
+                "`xform.set_mesh(mesh)`. Alternatively, provide `Sharding`s to shardings and "
+                "then the mesh context manager is not required.")
+        return impl.NamedSharding(mesh, s)
+
+    return _constrain(x, pytree.tree_map(named, shardings, is_leaf=_is_sharding_leaf))
 
 
 def check_constrained(shardings, what):

@@ -110,8 +110,11 @@ class ShapedArray:
 
     @property
     def mat(self):
-        """JAX 0.10.2's spelling of the varying manual axes: ``typeof(x).mat.varying``."""
+        """JAX 0.10.2's spelling of the varying manual axes: ``typeof(x).mat.varying`` (also
+        ``typeof(x).manual_axis_type.varying``)."""
         return ManualAxisType(self.vma)
+
+    manual_axis_type = mat
 
     def str_short(self, short_dtypes=True):
         """``f32[8,4@x]`` as jaxprs print types; ``float32[8,4@x]`` with ``short_dtypes``
@@ -144,8 +147,9 @@ class ManualAxisType:
     def __init__(self, varying):
         self.varying = varying
 
-    def __repr__(self):
-        return f"ManualAxisType(varying={set(self.varying) or 'frozenset()'})"
+    def __repr__(self):  # as JAX's
+        return (f"ManualAxisType(varying={frozenset(self.varying)}, unreduced=frozenset(), "
+                "reduced=frozenset())")
 
 
 class _MeshAxisOrder:

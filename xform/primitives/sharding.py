@@ -16,7 +16,9 @@ from xform.interpreters import ad, batching
 from xform.interpreters import transpose as transpose_interp
 from xform.primitives.base import standard_primitive
 
-__all__ = ["with_sharding_constraint", "sharding_constraint_p", "reshard_p",
+# (with_sharding_constraint's public form, which takes PartitionSpecs of the current mesh
+# too, is xform/api_sharding.py's)
+__all__ = ["sharding_constraint_p", "reshard_p",
            "out_sharding_param", "full_spec", "typed", "bind_laid_out", "spec_names"]
 
 
