@@ -263,6 +263,21 @@ def test_visualize_array_sharding(capsys):
     assert all(f"CPU {i}" in text for i in range(8)) and text.count("│") == 12
     xform.debug.visualize_array_sharding(xform.device_put(A, NamedSharding(MESH, P(None, "y"))))
     assert "CPU 0,2,4,6" in capsys.readouterr().out
+    # the picture as JAX draws it without colours (rich's table): blocks sized by their
+    # share of the array, labels centred
+    pytest.importorskip("rich")
+    line = jax.make_mesh((8,), ("a",))
+    for shape, mesh, spec in [((8, 4), MESH, P("x", "y")), ((8, 4), MESH, P("y", "x")),
+                              ((8, 4), MESH, P("x")), ((8, 4), MESH, P(("x", "y"))),
+                              ((12, 12), MESH, P("x", "y")), ((8, 4), MESH, P(None, "y")),
+                              ((16,), line, P("a")), ((16,), MESH, P("x")), ((16,), MESH, P()),
+                              ((64, 8), MESH, P("x", "y")), ((24, 16), line, P(None, "a")),
+                              ((3, 5), MESH, P())]:
+        sharding = NamedSharding(mesh, spec)
+        xform.debug.visualize_sharding(shape, sharding)
+        got = capsys.readouterr().out
+        jax.debug.visualize_sharding(shape, sharding, use_color=False)
+        assert got == capsys.readouterr().out, (shape, spec)
     seen = []
     xform.debug.inspect_array_sharding(x, callback=seen.append)
     assert seen == [x.sharding]

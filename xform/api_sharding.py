@@ -911,27 +911,45 @@ def _blocks(shape, sharding):
 def visualize_sharding(shape, sharding, *, use_color=False, scale=1.0, min_width=9,
                        max_width=80, color_map=None):
     """Print which devices hold which block of an array of ``shape`` laid out as
-    ``sharding`` (a grid of blocks, each labelled with its devices, as JAX's)."""
+    ``sharding``: a grid of blocks, each labelled with its devices and sized as JAX draws it
+    (JAX's picture without colours: a block's width and height follow its share of the
+    array's, within ``min_width`` and ``max_width`` characters)."""
     cells = _blocks(shape, sharding)
     rows = sorted({k[0] for k in cells})
     cols = sorted({k[1] for k in cells})
-    labels = {}
-    for key, devices in cells.items():
-        platform = devices[0].platform.upper()
+    height_of = 10 * scale
+    across = shape[1] if len(shape) == 2 else 1
+    width_of = int(int(height_of) * across / (shape[0] if shape else 1)) * 2.5
+    total_cols = shape[-1] if shape else 1
+    boxes = {}  # (row, col) -> (label, left, right, top, bottom) padding, as JAX's
+    for (row, col), devices in cells.items():
         ids = ",".join(str(d.id) for d in sorted(devices, key=lambda d: d.id))
-        labels[key] = f"{platform} {ids}"
-    width = max(min_width - 2, *(len(t) for t in labels.values())) + 2
-    width = min(width, max_width)
-    line = "─" * width
-
-    def border(left, mid, right):
-        return left + mid.join([line] * len(cols)) + right
-
-    out = [border("┌", "┬", "┐")]
-    for r, row in enumerate(rows):
-        out.append("│" + "│".join(labels.get((row, col), "").center(width)
-                                    for col in cols) + "│")
-        out.append(border("├", "┼", "┤") if r < len(rows) - 1 else border("└", "┴", "┘"))
+        label = f"{devices[0].platform.upper()} {ids}"
+        width = min(max(int((col[1] - col[0]) / total_cols * width_of), min_width), max_width)
+        height = int((row[1] - row[0]) / shape[0] * int(height_of)) if len(shape) == 2 else 1
+        left, extra = divmod(width - len(label) - 2, 2)
+        top, below = divmod(height - 2, 2)
+        boxes[row, col] = (label, max(left, 0), max(left + extra, 0), max(top, 0),
+                           max(top + below, 0))
+    widths = [max(left + len(label) + right
+                  for (_, c), (label, left, right, _, _) in boxes.items() if c == col)
+              for col in cols]
+    out = ["┌" + "┬".join("─" * w for w in widths) + "┐"]
+    for i, row in enumerate(rows):
+        height = max(b[3] + 1 + b[4] for (r, _), b in boxes.items() if r == row)
+        for line in range(height):
+            parts = []
+            for col, w in zip(cols, widths, strict=True):
+                label, left, right, top, _ = boxes.get((row, col), ("", 0, 0, 0, 0))
+                if line != top:
+                    parts.append(" " * w)
+                    continue
+                inner = w - left - right
+                pad = (inner - len(label)) // 2
+                parts.append(" " * (left + pad) + label + " " * (w - left - pad - len(label)))
+            out.append("│" + "│".join(parts) + "│")
+        out.append("├" + "┼".join("─" * w for w in widths) + "┤" if i < len(rows) - 1 else
+                   "└" + "┴".join("─" * w for w in widths) + "┘")
     print("\n".join(out))
 
 
