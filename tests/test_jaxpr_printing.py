@@ -462,3 +462,28 @@ def test_derivatives_sum_with_add_any_as_jax(name):
     sums = [re.findall(r":(\S+) = (add_any|add) ", t) for t in (text, expected)]
     assert sums[0] == sums[1], (text, expected)
     assert any(op == "add_any" for _, op in sums[0])
+
+
+def test_tracers_print_as_jax():
+    # What `print(x)` shows inside a transformation, as JAX 0.10.2's tracers: JitTracer
+    # (jit, make_jaxpr, eval_shape; `~` for a weak type), JVPTracer, GradTracer, VmapTracer.
+    def printed(mod, np_):
+        seen = []
+
+        def show(x):
+            seen.append(repr(x))
+            return x
+
+        mod.jit(show)(1.0)
+        mod.make_jaxpr(show)(np_.ones(3, np_.int32))
+        mod.eval_shape(show, np_.ones((2, 2)))
+        mod.jvp(show, (np_.ones(2),), (np_.ones(2),))
+        mod.jvp(show, (1.0,), (np.float32(1.0),))
+        mod.grad(lambda x: show(x * 2).sum())(np_.ones(2))
+        mod.vmap(show)(np_.ones((3, 2), np_.int32))
+        mod.vmap(show, in_axes=1)(np_.ones((3, 2)))
+        mod.vmap(lambda x: show(x * 2.0))(np_.ones((3, 2), np_.int32))
+        mod.jit(mod.vmap(show))(np_.ones((3, 2)))
+        return seen
+
+    assert printed(xform, xnp) == printed(jax, jnp)

@@ -103,6 +103,9 @@ class JVPTracer(Tracer):
         self.primal = primal
         self.tangent = tangent
 
+    def __repr__(self):  # as JAX's
+        return f"JVPTracer(primal={self.primal}, tangent={self.tangent})"
+
     @property
     def aval(self):
         # aval_of, inlined: read on every operation on the tracer (by xform.numpy's promotion)

@@ -69,6 +69,9 @@ class BatchTracer(Tracer):
             aval = self._aval = _unbatched_aval(self.val, self.batch_dim)
         return aval
 
+    def __repr__(self):  # as JAX's: the example's type and the batch's
+        return f"VmapTracer(aval={self.aval}, batched={get_aval(self.val)})"
+
 
 class BatchTrace(core.Trace):
     __slots__ = ("parent", "axis", "alive")

@@ -28,6 +28,9 @@ class JaxprTracer(Tracer):
         self.jaxpr_var = var
         self.source = source
 
+    def __repr__(self):  # as JAX's (a weak type's ``~``)
+        return f"JitTracer({self.aval})"
+
     @property
     def aval(self):
         return self.jaxpr_var.aval

@@ -52,6 +52,9 @@ class VJPTracer(Tracer):
         self.value = value
         self.node = node
 
+    def __repr__(self):  # as JAX's (grad's tracers are its GradTracers)
+        return f"GradTracer(primal={self.value}, typeof(tangent)={self.node.aval.str_short()})"
+
     @property
     def aval(self):
         # A differentiated value is inexact, so its tangent's type (its node's) is its own.
