@@ -23,6 +23,7 @@ import weakref
 
 import numpy as np
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from lowering import mlir, runtime
@@ -109,11 +110,38 @@ def emit_callback(ctx, function, operands, result_avals, *, has_side_effect, ord
     index = len(mctx.host_callbacks) - 1
     op.operation.attributes["mhlo.backend_config"] = ir.DictAttr.get(
         {"index": ir.IntegerAttr.get(ir.IntegerType.get_unsigned(64), index)})
+    _place_on_one_device(mctx, op, len(result_types))
     results = list(op.results)
     if ordered:
         _tokens[mctx][block] = results[0]
         results = results[1:]
     return results
+
+
+# As JAX's: a callback runs on the program's first device (a "maximal" sharding over a mesh
+# of that device alone), or, inside a shard_map's region, on each device (the empty mesh).
+_ONE_DEVICE = ("maximal_mesh_0", "<[], device_ids=[0]>",
+               "{axes = [], device_ids = dense<0> : tensor<1xi64>}")
+_EACH_DEVICE = ("empty_mesh", "<[]>", "{axes = []}")
+
+
+def _place_on_one_device(mctx, op, num_results):
+    """Give a callback's custom call JAX's ``sdy.sharding`` (one entry per result, at least
+    one), declaring its mesh at the top of the module once."""
+    if mctx.num_replicas != 1 and not mctx.spmd:  # a pmap's replicas: no Shardy annotations
+        return
+    name, mesh, description = _EACH_DEVICE if mctx.spmd else _ONE_DEVICE
+    if name not in mctx.symbols:
+        mctx.symbols.add(name)
+        body = mctx.module.body
+        # after the meshes already declared (JAX's order: a jit's own mesh first)
+        first = next((o for o in body.operations if o.operation.name != "sdy.mesh"), None)
+        with ir.InsertionPoint(first) if first is not None else ir.InsertionPoint(body):
+            decl = sdy.MeshOp(name, ir.Attribute.parse(f"#sdy.mesh{mesh}"))
+        decl.attributes["stablehlo.mesh"] = ir.Attribute.parse(description)
+    entries = ", ".join([f"<@{name}, []>"] * max(num_results, 1))
+    op.operation.attributes["sdy.sharding"] = ir.Attribute.parse(
+        f"#sdy.sharding_per_value<[{entries}]>")
 
 
 def _debug_callback_lower(ctx, *args, callback, ordered, partitioned):

@@ -371,3 +371,45 @@ def test_every_callback_primitive_has_its_rules():
             assert prim in table, (prim, table)
     assert dce.effectful >= {cb.debug_callback_p, cb.io_callback_p}
     assert cb.pure_callback_p not in dce.effectful
+
+
+def _callbacks_program(mod, np_):
+    from jax.experimental import io_callback as jax_io  # noqa: PLC0415
+    io = io_callback if mod is xform else jax_io
+
+    def f(x):
+        mod.debug.print("x {}", x)
+        y = mod.pure_callback(lambda v: (np.asarray(v), np.asarray(v)),
+                              (mod.ShapeDtypeStruct(x.shape, np_.float32),) * 2, x)
+        io(lambda v: None, None, x)  # (ordered ones: JAX threads tokens through main)
+        return y[0] * 2 + y[1]
+
+    return f
+
+
+def test_callbacks_lower_as_jax():
+    # A callback's custom call carries JAX's sdy.sharding: on the program's first device
+    # (@maximal_mesh_0) in a jit, sharded or not, and on each device (@empty_mesh) inside a
+    # shard_map's region; the module declares the mesh once. (The compiled programs are then
+    # JAX's too.)
+    auto = jax.make_mesh((4,), ("i",), axis_types=(jax.sharding.AxisType.Auto,))
+    x8 = np.arange(8, dtype=np.float32)
+
+    def texts(mod, np_):
+        f = _callbacks_program(mod, np_)
+        placed = mod.device_put(x8, mod.NamedSharding(auto, mod.P("i")))
+
+        def body(b):
+            mod.debug.print("b {}", b.sum())
+            return b * 2
+
+        mapped = mod.shard_map(body, mesh=auto, in_specs=mod.P("i"), out_specs=mod.P("i"))
+        return [mod.jit(f).lower(X).as_text(), mod.jit(f).lower(placed).as_text(),
+                mod.jit(mapped).lower(x8).as_text()]
+
+    got, want = texts(xform, xnp), texts(jax, jnp)
+    for g, w in zip(got, want, strict=True):
+        assert g == w
+    assert "@maximal_mesh_0" in got[0] and "@empty_mesh" in got[2]
+    out = xform.jit(_callbacks_program(xform, xnp))(X)
+    np.testing.assert_allclose(np.asarray(out), 3 * X)
