@@ -484,6 +484,11 @@ def test_tracers_print_as_jax():
         mod.vmap(show, in_axes=1)(np_.ones((3, 2)))
         mod.vmap(lambda x: show(x * 2.0))(np_.ones((3, 2), np_.int32))
         mod.jit(mod.vmap(show))(np_.ones((3, 2)))
+        mod.jit(mod.grad(lambda x: show(x) * 2))(1.0)  # grad by linearize: GradTracers
+        mod.jit(lambda p, t: mod.jvp(show, (p,), (t,)))(1.0, 1.0)
+        mod.linearize(show, 1.0)
+        mod.vmap(mod.grad(lambda x: show(x).sum()))(np_.ones((3, 2)))
+        mod.grad(mod.grad(lambda x: show(x) * 2))(1.0)
         return seen
 
     assert printed(xform, xnp) == printed(jax, jnp)

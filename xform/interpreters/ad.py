@@ -104,6 +104,9 @@ class JVPTracer(Tracer):
         self.tangent = tangent
 
     def __repr__(self):  # as JAX's
+        if getattr(self._trace.parent, "linearizes", False):
+            tangent = get_aval(self.tangent).str_short()
+            return f"GradTracer(primal={self.primal}, typeof(tangent)={tangent})"
         return f"JVPTracer(primal={self.primal}, tangent={self.tangent})"
 
     @property

@@ -30,6 +30,9 @@ class PartialEvalTrace(JaxprTrace):
     # Linear programs are built on every eager grad call; their equations come from JVP
     # rules, so the user's source line would say little and costs a frame walk each.
     record_source = False
+    # A JVP under this trace is linearize's (grad under jit or vmap, vjp, linearize): its
+    # tracers print as JAX's GradTracers.
+    linearizes = True
 
     def __init__(self, parent, name):
         super().__init__(parent, name)
