@@ -110,7 +110,7 @@ def emit_callback(ctx, function, operands, result_avals, *, has_side_effect, ord
     index = len(mctx.host_callbacks) - 1
     op.operation.attributes["mhlo.backend_config"] = ir.DictAttr.get(
         {"index": ir.IntegerAttr.get(ir.IntegerType.get_unsigned(64), index)})
-    _place_on_one_device(mctx, op, len(result_types))
+    _place_callback(mctx, op, len(result_types))
     results = list(op.results)
     if ordered:
         _tokens[mctx][block] = results[0]
@@ -125,7 +125,7 @@ _ONE_DEVICE = ("maximal_mesh_0", "<[], device_ids=[0]>",
 _EACH_DEVICE = ("empty_mesh", "<[]>", "{axes = []}")
 
 
-def _place_on_one_device(mctx, op, num_results):
+def _place_callback(mctx, op, num_results):
     """Give a callback's custom call JAX's ``sdy.sharding`` (one entry per result, at least
     one), declaring its mesh at the top of the module once."""
     if mctx.num_replicas != 1 and not mctx.spmd:  # a pmap's replicas: no Shardy annotations
