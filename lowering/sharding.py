@@ -134,11 +134,11 @@ def partition_options(devices, num_outputs, xla_options=(), open_inputs=(), open
     return options
 
 
-@functools.lru_cache(maxsize=4096)
 def all_explicit(mesh):
     return all(t == AxisType.Explicit for t in mesh.axis_types)
 
 
+@functools.lru_cache(maxsize=4096)
 def named_from_hlo(mesh, hlo_text, ndim, full=False):
     """The NamedSharding over ``mesh`` equal to the compiler's sharding ``hlo_text`` for an
     array of rank ``ndim`` (each mesh axis on at most one dimension, in mesh order); its spec

@@ -917,16 +917,17 @@ def visualize_sharding(shape, sharding, *, use_color=False, scale=1.0, min_width
     cells = _blocks(shape, sharding)
     rows = sorted({k[0] for k in cells})
     cols = sorted({k[1] for k in cells})
-    height_of = 10 * scale
+    # JAX's sizes: a block's share of ``base_height`` rows and of 2.5 characters a column
+    base_height = int(10 * scale)
     across = shape[1] if len(shape) == 2 else 1
-    width_of = int(int(height_of) * across / (shape[0] if shape else 1)) * 2.5
+    base_width = int(base_height * across / (shape[0] if shape else 1)) * 2.5
     total_cols = shape[-1] if shape else 1
     boxes = {}  # (row, col) -> (label, left, right, top, bottom) padding, as JAX's
     for (row, col), devices in cells.items():
         ids = ",".join(str(d.id) for d in sorted(devices, key=lambda d: d.id))
         label = f"{devices[0].platform.upper()} {ids}"
-        width = min(max(int((col[1] - col[0]) / total_cols * width_of), min_width), max_width)
-        height = int((row[1] - row[0]) / shape[0] * int(height_of)) if len(shape) == 2 else 1
+        width = min(max(int((col[1] - col[0]) / total_cols * base_width), min_width), max_width)
+        height = int((row[1] - row[0]) / shape[0] * base_height) if len(shape) == 2 else 1
         left, extra = divmod(width - len(label) - 2, 2)
         top, below = divmod(height - 2, 2)
         boxes[row, col] = (label, max(left, 0), max(left + extra, 0), max(top, 0),

@@ -214,16 +214,15 @@ def _batched(sharding, ndim, d, axis, what, unsplit=None):
                              f"got spec {sharding.spec}")
         unsplit = spmd[0] if len(spmd) == 1 else spmd
     spec.insert(d, unsplit)
-    if unsplit is not None and unsplit is type(sharding.spec).UNCONSTRAINED:
+    if unsplit is type(sharding.spec).UNCONSTRAINED:
         spec += [None] * (ndim - len(spec))  # as JAX's spec: every dimension named
     return type(sharding)(sharding.mesh, type(sharding.spec)(*spec))
 
 
 def _sharding_constraint_batch(axis, args, dims, *, sharding, origin):
     (x,), (d,) = args, dims
-    wsc = origin == "with_sharding_constraint"
-    unsplit = type(sharding.spec).UNCONSTRAINED if wsc else None
-    new = _batched(sharding, x.ndim, d, axis, "with_sharding_constraint", unsplit)
+    unsplit = type(sharding.spec).UNCONSTRAINED if origin == "with_sharding_constraint" else None
+    new = _batched(sharding, x.ndim, d, axis, origin, unsplit)
     return [sharding_constraint_p.bind(x, sharding=new, origin=origin)], [d]
 
 
