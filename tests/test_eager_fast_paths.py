@@ -3,6 +3,8 @@ plans and transpose dimensions, matmul's no-promotion path, and a ``Lowered`` st
 without lowering again. Each must give what the unmemoized path gives, checked against JAX.
 """
 
+import hypothesis
+import hypothesis.strategies as st
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -175,3 +177,103 @@ def test_small_and_large_broadcasts_match_jax():
         v = rng.standard_normal(operand).astype(np.float32)
         got = lax.broadcast_in_dim(xnp.asarray(v), shape, dims)
         np.testing.assert_array_equal(np.asarray(got), jax.lax.broadcast_in_dim(v, shape, dims))
+
+
+# The memos keyed by operand types (issue 36): a one-operand call of a primitive must not
+# find the plan of a two-operand call whose operands share an aval, nor the reverse, and a
+# 0-d NumPy constant's cached Array depends on the x64 mode. Each case once broke.
+
+
+def _grad_of_split_head(n):
+    return lambda m, v: m.grad(lambda v: m.numpy.sum(m.lax.split(v, (1,) * n, 0)[0]))(v)
+
+
+def test_one_operand_calls_do_not_take_a_two_operand_plan():
+    one, two = np.ones(1, np.float32), np.ones(2, np.float32)
+    for n, v in ((2, two), (1, one), (2, two)):
+        got = _grad_of_split_head(n)(xform, xnp.asarray(v))
+        assert got.shape == np.asarray(got).shape == (n,)
+        np.testing.assert_array_equal(np.asarray(got), _grad_of_split_head(n)(jax, v))
+    x = xnp.asarray(one)
+    for operands in ([x, x], [x], [x, x, x], [x]):
+        got = lax.concatenate(operands, 0)
+        assert got.shape == np.asarray(got).shape == (len(operands),)
+
+
+def test_gradients_through_split_then_concatenate_match_jax():
+    # Two f16[1] operands share one interned aval: their concatenate's plan once answered a
+    # one-operand split's cotangent concatenation with the wrong weights.
+    def weighted_split(m):
+        return m.grad(lambda p: 0.25 * m.lax.split(p, (1,))[0].sum())
+
+    def weighted_concat(m):
+        return m.grad(lambda a, b: (m.numpy.array([0.25, 0.5], np.float16)
+                                    * m.lax.concatenate([a, b], 0)).sum(), argnums=(0, 1))
+
+    p = np.ones(1, np.float16)
+    for _ in range(2):
+        np.testing.assert_array_equal(np.asarray(weighted_split(xform)(xnp.asarray(p))),
+                                      weighted_split(jax)(p))
+        got = weighted_concat(xform)(xnp.asarray(p), xnp.asarray(p))
+        want = weighted_concat(jax)(p, p)
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == np.asarray(g).shape == w.shape
+            np.testing.assert_array_equal(np.asarray(g), w)
+
+
+def test_numpy_constants_are_cached_per_x64_mode():
+    # JAX reads an int64 0-d NumPy constant as int32 without x64 (and adds it to int32 data),
+    # but as int64 with it (and refuses to add it to int32 data).
+    a = np.array([4], np.int32)
+    for _ in range(2):
+        with xform.enable_x64(), pytest.raises(TypeError, match="add"):
+            lax.add(xnp.asarray(a), np.array(-2, np.int64))
+        got = lax.add(xnp.asarray(a), np.array(-2, np.int64))
+        want = jax.lax.add(jnp.asarray(a), np.array(-2, np.int64))
+        assert got.dtype == want.dtype == np.int32
+        np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def _memo_case(m, op, xs):
+    """One eager op of the memoized families on operands ``xs`` (NumPy) with library ``m``."""
+    lax_, arr = m.lax, [m.numpy.asarray(x) for x in xs]
+    if op == "concatenate":
+        return lax_.concatenate(arr, 0)
+    if op == "split":
+        return lax_.split(arr[0], (1,) * arr[0].shape[0], 0)[-1]
+    if op == "grad_split":
+        return m.grad(lambda v: (lax_.split(v, (1,) * v.shape[0], 0)[0] * 3.0).sum())(arr[0])
+    if op == "grad_concat":
+        return m.grad(lambda *vs: (lax_.concatenate(vs, 0) * 2.0).sum(),
+                      argnums=tuple(range(len(arr))))(*arr)[-1]
+    if op == "pad":
+        return lax_.pad(arr[0], arr[-1].reshape(-1)[0], ((1, 0, 0),))
+    if op == "dot":
+        return lax_.dot_general(arr[0], arr[-1], (((0,), (0,)), ((), ())))
+    if op == "add":
+        return arr[0] + arr[-1]
+    if op == "reduce_sum":
+        return lax_.reduce_sum(arr[0], (0,))
+    return lax_.broadcast_in_dim(arr[0], (2, arr[0].shape[0]), (1,))
+
+
+_MEMO_OPS = ["concatenate", "split", "grad_split", "grad_concat", "pad", "dot", "add",
+             "reduce_sum", "broadcast"]
+
+
+@hypothesis.given(st.lists(st.tuples(st.sampled_from(_MEMO_OPS), st.integers(1, 3),
+                                     st.integers(1, 2), st.sampled_from(["float32", "float16"])),
+                           min_size=4, max_size=12))
+def test_memoized_primitives_keep_their_types_across_operand_counts(calls):
+    # One process, one sequence of calls of the memoized primitives with varying operand
+    # counts and shapes (operands of one size share an interned aval): each result's type is
+    # its data's, and JAX's.
+    for op, drawn, size, dtype in calls:
+        count = drawn if op in ("concatenate", "grad_concat") else \
+            1 if op in ("split", "grad_split", "reduce_sum", "broadcast") else 2
+        xs = [np.arange(1, size + 1, dtype=dtype) * (i + 1) for i in range(count)]
+        got, want = _memo_case(xform, op, xs), _memo_case(jax, op, xs)
+        assert got.shape == np.asarray(got).shape == want.shape, (op, count, size, dtype)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32),
+                                   rtol=1e-3)

@@ -212,8 +212,11 @@ def host_apply(prim, args, params):
         x = args[0]
         y = args[1] if len(args) == 2 else x
         if type(x) is Array and type(y) is Array and not (x._subnormal or y._subnormal):
+            # One aval id per operand: a one-operand call must not find the plan of a
+            # two-operand call whose operands share an aval (its result type differs).
+            ids = (id(x.aval),) if len(args) == 1 else (id(x.aval), id(y.aval))
             try:
-                plan = _param_plans.get((prim, id(x.aval), id(y.aval), *params.items()))
+                plan = _param_plans.get((prim, *ids, *params.items()))
             except TypeError:  # an unhashable param value: the slow path
                 plan = None
             if plan is not None and x._host is not None and y._host is not None:
@@ -242,7 +245,7 @@ def _constant_operand(v):
         item = v.item()
         if not item or math.isnan(item):
             return None
-        key = (v.dtype, item)
+        key = (v.dtype, item, config.x64_enabled())  # int64 data is int32 without x64
     else:
         return None
     array = _constants.get(key)
@@ -259,9 +262,11 @@ def _constant_operand(v):
     return array
 
 
-# The params fast path's memo: (prim, id(aval), id(aval), *params.items()) -> (impl, result
-# aval, operand avals), for the primitives whose type rules are memoized on params (plain
-# hashable params, one result); one operand's key repeats its aval id.
+# The params fast path's memo: (prim, id(aval) of each operand, *params.items()) -> (impl,
+# result aval, operand avals), for the primitives whose type rules are memoized on params
+# (plain hashable params, one result). The ids (ints) and the params (name-value pairs)
+# cannot be mistaken for each other, so a key's operand count is part of it; the entry holds
+# the operand avals, so their ids are not reused while it exists.
 _param_plans = {}
 
 
@@ -270,7 +275,7 @@ def _make_param_plan(prim, impl, args, avals, params, out_aval):
         return
     if any(type(x) is not Array or x._subnormal or x._host is None for x in args):
         return
-    ids = (id(avals[0]), id(avals[-1]))
+    ids = tuple(id(a) for a in avals)
     try:
         if len(_param_plans) > 1024:
             _param_plans.clear()
