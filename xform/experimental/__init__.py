@@ -1,6 +1,7 @@
 """``xform.experimental``: JAX's ``jax.experimental`` names that xform has."""
 
 from xform.experimental import (  # noqa: F401  (the modules, as jax.experimental's)
+    checkify,
     mesh_utils,
     multihost_utils,
     shard_map,
