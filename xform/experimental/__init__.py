@@ -4,6 +4,7 @@ from xform.experimental import (  # noqa: F401  (the modules, as jax.experimenta
     checkify,
     mesh_utils,
     multihost_utils,
+    ode,
     shard_map,
 )
 from xform.primitives.callback import io_callback
