@@ -2,6 +2,7 @@
 
 from xform.experimental import (  # noqa: F401  (the modules, as jax.experimental's)
     checkify,
+    compilation_cache,
     jet,
     mesh_utils,
     multihost_utils,
