@@ -80,6 +80,12 @@ class ShapeDtypeStruct:
             raise TypeError("len() of unsized object")
         return self.shape[0]
 
+    def __array__(self, dtype=None, copy=None):
+        # Whatever needs the value of a constant (a jit program's inputs, eager evaluation,
+        # an inline literal) reads it as NumPy: here is where it learns there is none.
+        raise TypeError("A ShapeDtypeStruct does not have a value and cannot be used as a "
+                        "constant in an xform function.")
+
     def _key(self):
         return (self.shape, self.dtype, self.sharding, self.weak_type)
 
@@ -95,6 +101,18 @@ class ShapeDtypeStruct:
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sharding}{weak})"
 
     __str__ = __repr__
+
+
+def _shape_dtype_struct_aval(x):
+    return ShapedArray(x.shape, dtypes.canonicalize(x.dtype), x.weak_type)
+
+
+# As in JAX, a ShapeDtypeStruct is a type without a value: a traced function may return one
+# or compute with one it closes over (equinox's filtered and closure-converted functions
+# do), staged as a constant of its type, so eval_shape and make_jaxpr see through it; only
+# running the program needs a value (``__array__`` above).
+core.pytype_aval_mappings[ShapeDtypeStruct] = _shape_dtype_struct_aval
+core.valueless_types.add(ShapeDtypeStruct)
 
 
 def _fun_name(fun):

@@ -203,6 +203,9 @@ def _numpy_aval(x):
 for _t in (bool, int, float, complex):
     pytype_aval_mappings[_t] = _scalar_aval
 pytype_aval_mappings[np.ndarray] = _numpy_aval
+# Types with an aval but no value (ShapeDtypeStruct, registered by api.py): a trace stages
+# one as a constant of its type, never as an inline literal, which would need its value.
+valueless_types = set()
 
 
 # Equal avals as one object: the avals of Arrays made from data, of eager results and of

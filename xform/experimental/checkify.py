@@ -681,8 +681,10 @@ def _while_rule(error, enabled, *args, cond_jaxpr, body_jaxpr, cond_nconsts, bod
     n = len(leaves)
 
     def cond_fun(*flat):
-        return core.eval_jaxpr(cond_jaxpr.jaxpr, cond_jaxpr.consts, *flat[:nc],
-                               *flat[nc + n:])
+        # The test's own checks are discharged (into an error dropped here): the body
+        # records them, after each iteration.
+        return _checkify_jaxpr(cond_jaxpr.jaxpr, cond_jaxpr.consts, enabled, init_error,
+                               [*flat[:nc], *flat[nc + n:]])[1]
 
     cond_traced, cond_consts = convert_constvars(trace_to_jaxpr(
         cond_fun, _avals([*cconsts, *leaves, *carry]), "tracing the loop test for checkify"))
@@ -726,9 +728,6 @@ error_checks[lax.scan_p] = _scan_rule
 error_checks[lax.custom_jvp_call_p] = _inline_rule("call_jaxpr")
 error_checks[lax.custom_vjp_call_p] = _inline_rule("call_jaxpr")
 error_checks[lax.remat_p] = _inline_rule("jaxpr")
-for _prim in (jit_p, lax.cond_p, lax.while_p, lax.scan_p, lax.custom_jvp_call_p,
-              lax.custom_vjp_call_p, lax.remat_p):
-    _checked_by.pop(_prim, None)  # these fail only through the jaxprs they hold
 
 
 # --------------------------------------------------------------------------- checkify

@@ -12,7 +12,8 @@ from xform.interpreters.staging import JaxprTrace
 
 # The concrete array types xform accepts as operands (Python scalars aside).
 array_types = frozenset(
-    {t for t in core.pytype_aval_mappings if t not in (bool, int, float, complex)} |
+    {t for t in core.pytype_aval_mappings
+     if t not in (bool, int, float, complex) and t not in core.valueless_types} |
     {np.dtype(d).type for d in dtypes.SUPPORTED})
 
 no_effects = frozenset()  # xform has no effect system: every equation is pure

@@ -66,7 +66,7 @@ class JaxprTrace(core.Trace):
                 raise core.escaped_tracer_error(x, f"the function being {self.name}")
             return self._capture(x, x.aval)
         aval = core.get_aval(x)
-        if not aval.shape:
+        if not aval.shape and type(x) not in core.valueless_types:
             return Literal(_scalar_value(x, aval), aval)
         return self._capture(x, aval)
 
