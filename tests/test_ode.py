@@ -68,3 +68,15 @@ def test_bad_input_errors_as_jax():
     with pytest.raises(TypeError, match="The contents of odeint \\*args must be arrays or "
                                         "scalars, but got foo"):
         odeint(lambda y, t, s: y, jnp.ones(1), jnp.asarray(TS), "foo")
+
+
+def test_vmap_of_values_and_gradients():
+    y0s = np.array([[1.0, 0.0], [0.5, 0.2], [2.0, -1.0]], np.float32)
+
+    def make(np_, ode):
+        f = lambda y, t, k: np_.stack([y[1], -k * y[0]])  # noqa: E731
+        return lambda y0, k: ode(f, y0, np_.asarray(TS[:3]), k)[-1, 0]
+    ours = jax.vmap(jax.value_and_grad(make(jnp, odeint), argnums=1), (0, None))(y0s, 2.0)
+    theirs = J.vmap(J.value_and_grad(make(JN, jax_odeint), argnums=1), (0, None))(y0s, 2.0)
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
