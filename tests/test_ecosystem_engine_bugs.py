@@ -82,3 +82,114 @@ def test_running_a_shape_dtype_struct_output_says_it_has_no_value():
     with pytest.raises(TypeError, match="A ShapeDtypeStruct does not have a value"):
         jax.jit(_sds_outputs(jax, jnp))(jnp.ones(4))
 
+
+# --------------------------------------------------------------------------- 2. outer tracers
+# inside custom derivatives, loops and ensure_compile_time_eval
+
+
+def _where_jvp(eng, np_, flag):
+    """A custom_jvp function whose primal and rule both read ``flag``, a closed-over bool."""
+
+    @eng.custom_jvp
+    def f(x):
+        return np_.where(flag, np_.sin(x), x * 2.0)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(x), np_.where(flag, np_.cos(x), 2.0) * t
+
+    return f
+
+
+def _scaled_vjp(eng, np_, c):
+    @eng.custom_vjp
+    def f(x):
+        return np_.sin(x) * c
+
+    f.defvjp(lambda x: (f(x), np_.cos(x)), lambda r, g: (g * r * c,))
+    return f
+
+
+# Each inner computation closes over ``c`` (a float of an outer transformation) and takes x.
+INNER = {
+    "custom_jvp": lambda eng, np_, c, x: _where_jvp(eng, np_, c > 0.5)(x),
+    "custom_vjp fwd": lambda eng, np_, c, x: _scaled_vjp(eng, np_, c)(x),
+    "while body": lambda eng, np_, c, x: eng.lax.while_loop(
+        lambda s: s[0] < 3, lambda s: (s[0] + 1, s[1] * c + x), (0, x))[1],
+    "while cond": lambda eng, np_, c, x: eng.lax.while_loop(
+        lambda s: s[0] * c < 2.0, lambda s: (s[0] + 1.0, s[1] * x), (0.0 * x, x))[1],
+    "while int sub": lambda eng, np_, c, x: eng.lax.while_loop(
+        lambda s: s[0] > 0, lambda s: (s[0] - (np_.asarray(c) > 0.5).astype(np_.int32) - 1, s[1] * x),
+        (np_.int32(4), x))[1],
+    "scan body": lambda eng, np_, c, x: eng.lax.scan(
+        lambda s, _: (s * c + x, None), x, None, length=3)[0],
+    "cond branch": lambda eng, np_, c, x: eng.lax.cond(
+        c > 0.5, lambda y: y * c, lambda y: y - c, x),
+    "custom_jvp in while": lambda eng, np_, c, x: eng.lax.while_loop(
+        lambda s: s[0] < 2, lambda s: (s[0] + 1, _where_jvp(eng, np_, c > 0.5)(s[1]) + x),
+        (0, x))[1],
+}
+
+# Each outer transformation makes ``c`` (and maybe x) a tracer of its own.
+OUTER = {
+    "jit": lambda eng, np_, g: eng.jit(g)(0.7, 0.3),
+    "grad c": lambda eng, np_, g: eng.grad(g)(0.7, 0.3),
+    "grad x": lambda eng, np_, g: eng.grad(g, 1)(0.7, 0.3),
+    "vmap c": lambda eng, np_, g: eng.vmap(g, (0, None))(np_.array([0.7, 0.2]), 0.3),
+    "jit(vmap(grad))": lambda eng, np_, g: eng.jit(eng.vmap(eng.grad(
+        lambda c, x: eng.vmap(lambda xx: g(c, xx))(x).sum()), (0, None)))(
+            np_.array([0.7, 0.9]), np_.array([0.3, 0.1])),
+}
+
+
+@pytest.mark.parametrize("inner", INNER)
+@pytest.mark.parametrize("outer", OUTER)
+def test_closing_over_an_outer_tracer_matches_jax(outer, inner):
+    def case(eng, np_):
+        return OUTER[outer](eng, np_, lambda c, x: INNER[inner](eng, np_, c, x))
+
+    try:
+        want = case(jax, jnp)
+    except (ValueError, jax.errors.UnexpectedTracerError):
+        # JAX refuses too: reverse mode through a while loop, or a custom_vjp bwd closing
+        # over the value being differentiated.
+        with pytest.raises((ValueError, xform.errors.UnexpectedTracerError,
+                            xform.errors.TracerArrayConversionError)):
+            case(xform, xnp)
+        return
+    _assert_trees_close(case(xform, xnp), want)
+
+
+def _validated_log_prob(eng, np_):
+    """numpyro's pattern: a distribution checks its (traced) parameters inside
+    ensure_compile_time_eval, and only acts on the check when it is concrete."""
+
+    def log_prob(scale, x):
+        with eng.ensure_compile_time_eval():
+            valid = (scale == scale) & (scale > 0)
+            folded = np_.sin(2.0)  # constants only: a concrete value, even inside jit
+            assert not isinstance(folded, (eng.core.Tracer)), type(folded)
+        return np_.where(valid, -0.5 * (x / scale) ** 2 - np_.log(scale), -np_.inf) + folded
+
+    return log_prob
+
+
+@pytest.mark.parametrize("how", ["eager", "grad", "jit(grad)", "vmap(grad)", "while(grad)"])
+def test_ensure_compile_time_eval_traces_operations_on_tracers(how):
+    def case(eng, np_):
+        lp = _validated_log_prob(eng, np_)
+        grad = eng.grad(lp)
+        if how == "eager":
+            return lp(1.5, 0.3)
+        if how == "grad":
+            return grad(1.5, 0.3)
+        if how == "jit(grad)":
+            return eng.jit(grad)(1.5, 0.3)
+        if how == "vmap(grad)":
+            return eng.vmap(grad, (0, None))(np_.array([1.5, 2.0]), 0.3)
+        return eng.lax.while_loop(lambda s: s[0] < 3,
+                                  lambda s: (s[0] + 1, s[1] + grad(1.5 + s[1], 0.3)), (0, 0.0))
+
+    got, want = _both(case)
+    _assert_trees_close(got, want)

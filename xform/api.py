@@ -1234,15 +1234,14 @@ def block_until_ready(x):
     return x
 
 
-@contextlib.contextmanager
 def ensure_compile_time_eval():
     """Context manager: evaluate operations right away, even inside ``jit``, as JAX's.
 
     Values that do not depend on traced arguments become concrete (a Python ``if`` may read
-    them); an operation on a traced value inside the block raises the escaped-tracer error.
+    them); operations on traced values are traced as outside the block (numpyro validates
+    a distribution's traced parameters in one).
     """
-    with core.set_current_trace(core.eval_trace):
-        yield
+    return config.scope("eager_constant_folding", True)
 
 
 def timed(fn, *args):

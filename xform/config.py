@@ -120,6 +120,9 @@ _PRECISIONS = ("default", "high", "highest", "bfloat16", "tensorfloat32", "float
 
 _FLAGS = {f.name: f for f in [
     _Flag("jax_enable_x64", "bool", False, help="64-bit dtypes"),
+    _Flag("eager_constant_folding", "bool", False,
+          help="while staging (jit), evaluate operations on constants right away "
+               "(ensure_compile_time_eval's scope)"),
     _Flag("jax_num_cpu_devices", "int", -1, per_thread=False,
           help="CPU devices the backend starts with (before it starts)"),
     _Flag("jax_platforms", "str", None, per_thread=False,

@@ -8,7 +8,8 @@ must trace first (the custom-derivative calls) has a rule of its own in ``stagin
 Values that are not this trace's tracers become inputs of the jaxpr: scalars as inline
 ``Literal``s, arrays and tracers of enclosing transformations as constvars
 (``ClosedJaxpr.consts``), so closing over an outer ``grad`` or ``vmap`` variable inside
-``jit`` works.
+``jit`` works. Inside ``ensure_compile_time_eval`` (the ``eager_constant_folding`` flag) an
+operation none of whose operands is a tracer is evaluated instead of staged.
 """
 
 import numpy as np
@@ -81,6 +82,13 @@ class JaxprTrace(core.Trace):
         return var
 
     def process_primitive(self, prim, args, params):
+        if (not args or not isinstance(args[0], Tracer)) and \
+                config.values.eager_constant_folding and \
+                not any(isinstance(x, Tracer) for x in args):
+            # ensure_compile_time_eval: an operation on constants only is evaluated, as
+            # JAX's staging folds it; one on any tracer is staged as ever. (The flag, a
+            # per-thread read, is read only when the first operand is a constant.)
+            return core.eval_trace.process_primitive(prim, args, params)
         rule = staging_rules.get(prim)
         if rule is not None:
             return rule(self, args, params)
