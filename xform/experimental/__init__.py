@@ -8,6 +8,7 @@ from xform.experimental import (  # noqa: F401  (the modules, as jax.experimenta
     multihost_utils,
     ode,
     shard_map,
+    sparse,
 )
 from xform.primitives.callback import io_callback
 

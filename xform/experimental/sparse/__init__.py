@@ -1,0 +1,43 @@
+"""``xform.experimental.sparse``: JAX's ``jax.experimental.sparse`` on xform.
+
+Sparse arrays in the BCOO (batched coordinate) and BCSR (batched compressed row) layouts,
+their operations as compositions of xform's primitives, and ``sparsify``, which runs
+``xform.numpy`` code on them. The modules: ``_core``/``_dot`` (the BCOO layout's operations
+on bare buffers), ``bcoo``, ``bcsr``, ``transform`` (sparsify, sparse-aware grad).
+"""
+
+from xform.experimental.sparse import bcoo, bcsr, transform  # noqa: F401
+from xform.experimental.sparse._base import (  # noqa: F401
+    CuSparseEfficiencyWarning,
+    JAXSparse,
+    SparseEfficiencyError,
+    SparseEfficiencyWarning,
+)
+from xform.experimental.sparse.api import empty, eye  # noqa: F401
+from xform.experimental.sparse.bcoo import (  # noqa: F401
+    BCOO,
+    bcoo_dot_general,
+    bcoo_extract,
+    bcoo_fromdense,
+    bcoo_multiply_dense,
+    bcoo_multiply_sparse,
+    bcoo_reduce_sum,
+    bcoo_reshape,
+    bcoo_squeeze,
+    bcoo_sum_duplicates,
+    bcoo_todense,
+    bcoo_transpose,
+)
+from xform.experimental.sparse.bcsr import (  # noqa: F401
+    BCSR,
+    bcsr_dot_general,
+    bcsr_fromdense,
+    bcsr_sum_duplicates,
+    bcsr_todense,
+)
+from xform.experimental.sparse.transform import (  # noqa: F401
+    grad,
+    sparsify,
+    todense,
+    value_and_grad,
+)

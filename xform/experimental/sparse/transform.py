@@ -1,0 +1,355 @@
+"""``sparsify``: run a function written with ``xform.numpy`` on BCOO arguments.
+
+The function is traced to a jaxpr with every sparse argument standing in as a dense array of
+its shape; the jaxpr is then evaluated with an environment whose values are either dense
+arrays or sparse values, and each equation that meets a sparse value runs its sparse rule
+(``sparse_rules``, keyed by the primitive) instead of the primitive. Equations on dense
+values only are bound as they are, so the evaluation composes with ``jit``, ``grad`` and
+``vmap`` around the sparsified function. A sparse value remembers which sparse value its
+indices came from (``ref``), so ``x + x`` adds data in place where JAX's does, and ``x + y``
+of two different arguments keeps both sets of entries, as JAX's.
+
+Also here: ``todense`` and the sparse-aware ``grad``/``value_and_grad``, which differentiate
+with respect to the data of BCOO arguments.
+"""
+
+import functools
+import operator
+
+from xform import numpy as jnp
+from xform.api import ShapeDtypeStruct, jit, make_jaxpr
+from xform.api_autodiff import value_and_grad as _value_and_grad
+from xform.core import Literal
+from xform.experimental.sparse import bcoo
+from xform.experimental.sparse._base import JAXSparse
+from xform.experimental.sparse.bcoo import BCOO
+from xform.primitives import call, contractions, elementwise, reductions, structural
+from xform.tree_util import tree_flatten, tree_structure, tree_unflatten
+
+__all__ = ["grad", "sparsify", "todense", "value_and_grad"]
+
+
+def _sparse_todense(x):
+    return x
+
+
+# On a dense array ``todense`` is the identity, but inside a function that ``sparsify``
+# traces its argument may stand in for a sparse one: a jit of this function marks the spot
+# in the jaxpr, and sparsify's rule for it densifies (as JAX's ``todense_p`` does).
+_todense_marker = jit(_sparse_todense)
+
+
+def todense(arr):
+    """The dense form of a sparse array; a dense array is returned as it is.
+
+    Example:
+      >>> todense(BCOO.fromdense(xform.numpy.ones(2)))
+      Array([1., 1.], dtype=float32)
+    """
+    if isinstance(arr, JAXSparse):
+        return arr.todense()
+    return _todense_marker(arr)
+
+
+def _is_sparse(x):
+    return isinstance(x, JAXSparse)
+
+
+class _SpValue:
+    """A sparse value of the evaluation: the BCOO array and the token of its indices."""
+
+    __slots__ = ("mat", "ref")
+
+    def __init__(self, mat, ref=None):
+        self.mat = mat
+        self.ref = object() if ref is None else ref
+
+
+def _same_data_rule(fun):
+    """A rule for an op that maps the data and keeps the indices (``fun(data) -> data``)."""
+
+    def rule(x, **params):
+        return [_SpValue(bcoo._with_data(x.mat, fun(x.mat.data, **params)), x.ref)]
+
+    return rule
+
+
+def _unique(x):
+    """``x`` with unique indices, for ops that are not linear in the data."""
+    if x.mat.unique_indices:
+        return x
+    return _SpValue(bcoo.bcoo_sum_duplicates(x.mat, nse=x.mat.nse))
+
+
+def _zero_preserving(prim, linear):
+    """A rule for an elementwise unary op that maps 0 to 0: applied to the data."""
+
+    def rule(x, **params):
+        x = x if linear else _unique(x)
+        out = prim.bind(x.mat.data, **params)
+        return [_SpValue(bcoo._with_data(x.mat, out), x.ref)]
+
+    return rule
+
+
+def _dense_rule(prim):
+    def rule(*args, **params):
+        raise NotImplementedError(
+            f"sparse rule for {prim.name} is not implemented because it would result in dense "
+            "output. If this is your intent, use sparse.todense() to convert your arguments "
+            "to dense matrices.")
+
+    return rule
+
+
+def _operands(*args):
+    return [a.mat if isinstance(a, _SpValue) else a for a in args]
+
+
+def _same(x, y):
+    return isinstance(x, _SpValue) and isinstance(y, _SpValue) and x.ref is y.ref
+
+
+def _add_rule(x, y):
+    out = bcoo.add(*_operands(x, y), same_indices=_same(x, y))
+    return [_SpValue(out, x.ref) if _same(x, y) else _wrap(out)]
+
+
+def _sub_rule(x, y):
+    out = bcoo.sub(*_operands(x, y), same_indices=_same(x, y))
+    return [_SpValue(out, x.ref) if _same(x, y) else _wrap(out)]
+
+
+def _mul_rule(x, y):
+    same = _same(x, y) and x.mat.unique_indices
+    out = bcoo.mul(*_operands(x, y), same_indices=same)
+    if isinstance(out, BCOO) and (same or not (isinstance(x, _SpValue)
+                                               and isinstance(y, _SpValue))):
+        sp = x if isinstance(x, _SpValue) else y
+        return [_SpValue(out, sp.ref)]  # scaled data at the same indices
+    return [_wrap(out)]
+
+
+def _div_rule(x, y):
+    if isinstance(y, _SpValue):
+        raise NotImplementedError(
+            "Division by a sparse array is not implemented because it would result in dense "
+            "output. If this is your intent, use sparse.todense() to convert your arguments "
+            "to a dense array.")
+    return [_SpValue(bcoo.mul(x.mat, 1 / jnp.asarray(y)), x.ref)]
+
+
+def _integer_pow_rule(x, *, y):
+    if y <= 0:
+        raise NotImplementedError(
+            f"sparse rule for integer_pow with non-positive exponent {y} is not implemented "
+            "because it would result in dense output. If this is your intent, use "
+            "sparse.todense() to convert your argument to a dense array.")
+    return _zero_preserving(elementwise.integer_pow_p, False)(x, y=y)
+
+
+def _dot_general_rule(x, y, *, dimension_numbers, preferred_element_type=None, **params):
+    lhs, rhs = _operands(x, y)
+    out = bcoo.bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
+                                preferred_element_type=preferred_element_type)
+    return [_wrap(out)]
+
+
+def _reduce_sum_rule(x, *, axes, **params):
+    out = bcoo.bcoo_reduce_sum(x.mat, axes=axes)
+    return [out.data.sum() if out.shape == () else _SpValue(out)]
+
+
+def _transpose_rule(x, *, permutation):
+    return [_SpValue(bcoo.bcoo_transpose(x.mat, permutation=permutation))]
+
+
+def _reshape_rule(x, *, new_sizes, dimensions=None, **params):
+    return [_SpValue(bcoo.bcoo_reshape(x.mat, new_sizes=new_sizes, dimensions=dimensions))]
+
+
+def _squeeze_rule(x, *, dimensions):
+    return [_SpValue(bcoo.bcoo_squeeze(x.mat, dimensions=dimensions))]
+
+
+def _broadcast_in_dim_rule(x, *, shape, broadcast_dimensions, **params):
+    # only the broadcasts that insert size-1 dimensions (expand_dims) keep the data sparse
+    kept = [shape[d] for d in broadcast_dimensions]
+    if tuple(kept) != x.mat.shape or len([d for d in shape if d != 1]) != \
+            len([d for d in x.mat.shape if d != 1]):
+        raise NotImplementedError(
+            f"sparse rule for broadcast_in_dim from {x.mat.shape} to {tuple(shape)}: xform "
+            "supports only inserting size-1 dimensions")
+    return [_SpValue(bcoo.bcoo_reshape(x.mat, new_sizes=tuple(shape)))]
+
+
+def _jit_rule(*args, jaxpr, name, **params):
+    if name == _sparse_todense.__name__:
+        return [x.mat.todense() if isinstance(x, _SpValue) else x for x in args]
+    return _eval_sparse(jaxpr.jaxpr, jaxpr.consts, args)
+
+
+def _convert_rule(x, *, new_dtype, **params):
+    return [_SpValue(x.mat.astype(new_dtype), x.ref)]
+
+
+def _wrap(out):
+    return _SpValue(out) if isinstance(out, BCOO) else out
+
+
+sparse_rules = {
+    elementwise.add_p: _add_rule,
+    elementwise.sub_p: _sub_rule,
+    elementwise.mul_p: _mul_rule,
+    elementwise.div_p: _div_rule,
+    elementwise.integer_pow_p: _integer_pow_rule,
+    elementwise.convert_element_type_p: _convert_rule,
+    contractions.dot_general_p: _dot_general_rule,
+    reductions.reduce_sum_p: _reduce_sum_rule,
+    structural.transpose_p: _transpose_rule,
+    structural.reshape_p: _reshape_rule,
+    structural.squeeze_p: _squeeze_rule,
+    structural.broadcast_in_dim_p: _broadcast_in_dim_rule,
+    call.jit_p: _jit_rule,
+}
+for _p in (elementwise.neg_p, elementwise.conj_p, elementwise.real_p, elementwise.imag_p,
+           elementwise.copy_p):
+    sparse_rules[_p] = _zero_preserving(_p, linear=True)
+for _p in (elementwise.abs_p, elementwise.asin_p, elementwise.asinh_p, elementwise.atan_p,
+           elementwise.atanh_p, elementwise.expm1_p, elementwise.log1p_p, elementwise.sign_p,
+           elementwise.sin_p, elementwise.sinh_p, elementwise.sqrt_p, elementwise.square_p,
+           elementwise.tan_p, elementwise.tanh_p):
+    sparse_rules[_p] = _zero_preserving(_p, linear=False)
+for _p in (elementwise.acos_p, elementwise.acosh_p, elementwise.cos_p, elementwise.cosh_p,
+           elementwise.eq_p, elementwise.exp_p, elementwise.ge_p, elementwise.gt_p,
+           elementwise.le_p, elementwise.lt_p, elementwise.log_p, elementwise.ne_p):
+    sparse_rules[_p] = _dense_rule(_p)
+
+
+def _eval_sparse(jaxpr, consts, args):
+    """Evaluate ``jaxpr`` on values that may be sparse (``_SpValue``); a list of outputs."""
+    env = {}
+
+    def read(v):
+        return v.val if type(v) is Literal else env[v]
+
+    for v, x in zip(jaxpr.constvars, consts, strict=True):
+        env[v] = x
+    for v, x in zip(jaxpr.invars, args, strict=True):
+        env[v] = x
+    for eqn in jaxpr.eqns:
+        invals = [read(v) for v in eqn.invars]
+        if any(isinstance(x, _SpValue) for x in invals):
+            rule = sparse_rules.get(eqn.primitive)
+            if rule is None:
+                raise NotImplementedError(
+                    f"sparse rule for {eqn.primitive.name} is not implemented: xform's "
+                    "sparsify has no rule for it. Use sparse.todense() on its sparse "
+                    "operands if a dense result is intended.")
+            outs = rule(*invals, **eqn.params)
+        else:
+            outs = eqn.primitive.bind(*invals, **eqn.params)
+            outs = outs if eqn.primitive.multiple_results else [outs]
+        for v, out in zip(eqn.outvars, outs, strict=True):
+            env[v] = out
+    return [read(v) for v in jaxpr.outvars]
+
+
+def sparsify(f, use_tracer=False):
+    """``f`` made to accept BCOO arrays wherever it takes arrays.
+
+    Args:
+      f: a function of arrays written with ``xform.numpy``/``xform.lax``.
+      use_tracer: unused (xform always evaluates the traced jaxpr).
+
+    Returns:
+      A function with ``f``'s signature whose BCOO arguments stay sparse: matmul, sums,
+      transposes, reshapes, products with dense arrays and zero-preserving unary functions
+      give BCOO or dense results without densifying; ops that would make a sparse array dense
+      raise NotImplementedError.
+
+    Example:
+      >>> M = BCOO.fromdense(xform.numpy.eye(2))
+      >>> sparsify(lambda m, v: m @ v + 1.0)(M, xform.numpy.ones(2))
+      Array([2., 2.], dtype=float32)
+    """
+    del use_tracer
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        leaves, in_tree = tree_flatten((args, kwargs), is_leaf=_is_sparse)
+        mats = [x.to_bcoo() if _is_sparse(x) and not isinstance(x, BCOO) else x
+                for x in leaves]
+        stand_ins = [ShapeDtypeStruct(x.shape, x.dtype) if isinstance(x, BCOO) else x
+                     for x in mats]
+
+        def flat(*flat_args):
+            a, kw = tree_unflatten(in_tree, flat_args)
+            return f(*a, **kw)
+
+        closed, out_shapes = make_jaxpr(flat, return_shape=True)(*stand_ins)
+        values = [_SpValue(x) if isinstance(x, BCOO) else x for x in mats]
+        outs = _eval_sparse(closed.jaxpr, closed.consts, values)
+        outs = [x.mat if isinstance(x, _SpValue) else x for x in outs]
+        return tree_unflatten(tree_structure(out_shapes), outs)
+
+    return wrapped
+
+
+# ------------------------------------------------------------------ sparse-aware autodiff
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, **kwargs):
+    """``xform.value_and_grad`` where BCOO arguments are differentiated with respect to their
+    data: the gradient of a BCOO argument is a BCOO with its indices.
+
+    Example:
+      >>> M = BCOO.fromdense(xform.numpy.eye(2))
+      >>> value_and_grad(lambda m: m.sum())(M)[1].data
+      Array([1., 1.], dtype=float32)
+    """
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+    @functools.wraps(fun)
+    def wrapped(*args):
+        structure = {}
+        data_args = list(args)
+        for i in map(operator.index, nums):
+            leaves, tree = tree_flatten(args[i], is_leaf=_is_sparse)
+            structure[i] = (leaves, tree)
+            data_args[i] = [x.data if _is_sparse(x) else x for x in leaves]
+
+        def rebuild(i, data_leaves):
+            leaves, tree = structure[i]
+            return tree_unflatten(tree, [_with_data(x, d) if _is_sparse(x) else d
+                                         for x, d in zip(leaves, data_leaves, strict=True)])
+
+        def of_data(*a):
+            return fun(*[rebuild(i, x) if i in structure else x for i, x in enumerate(a)])
+
+        value, grads = _value_and_grad(of_data, argnums=argnums, has_aux=has_aux,
+                                       **kwargs)(*data_args)
+        if isinstance(argnums, int):
+            return value, rebuild(operator.index(argnums), grads)
+        return value, tuple(rebuild(operator.index(i), g) for i, g in zip(nums, grads,
+                                                                           strict=True))
+
+    return wrapped
+
+
+def _with_data(mat, data):
+    leaves, tree = tree_flatten(mat)
+    return tree_unflatten(tree, [data, *leaves[1:]])
+
+
+def grad(fun, argnums=0, has_aux=False, **kwargs):
+    """``xform.grad`` where BCOO arguments are differentiated with respect to their data (see
+    ``value_and_grad``)."""
+    vg = value_and_grad(fun, argnums, has_aux, **kwargs)
+
+    @functools.wraps(fun)
+    def wrapped(*args):
+        value, g = vg(*args)
+        return (g, value[1]) if has_aux else g
+
+    return wrapped
