@@ -333,16 +333,38 @@ def test_jax_array_isinstance_under_compat(installed):
     assert installed.dtypes.issubdtype(key.dtype, installed.dtypes.prng_key)
 
 
-def test_missing_jax_names_say_xform_lacks_them(installed):
-    with pytest.raises(ModuleNotFoundError, match=r"jax\.experimental\.jax2tf.*xform lacks"):
-        importlib.import_module("jax.experimental.jax2tf")
+def test_names_jax_has_and_xform_lacks_fail_where_they_are_used(installed):
+    # A module JAX 0.10.2 has imports (as a library's top-level import does); using what it
+    # holds raises NotImplementedError naming the jax name and the line that used it.
+    j2tf = importlib.import_module("jax.experimental.jax2tf")
+    convert = j2tf.convert  # reading a name JAX has is not yet a use
+    line = sys._getframe().f_lineno + 3
+    with pytest.raises(NotImplementedError, match=r"xform lacks jax\.experimental\.jax2tf\."
+                       rf"convert: called at .*test_compat\.py:{line};"):
+        convert(len)
+    pe = importlib.import_module("jax.interpreters.partial_eval")
+    with pytest.raises(NotImplementedError, match=r"trace_to_jaxpr_nounits: read as \.foo"):
+        pe.trace_to_jaxpr_nounits.foo  # noqa: B018
+    from jax.interpreters.partial_eval import PartialVal
+
+    class Mine(PartialVal):  # subclassing works (libraries define such classes at import)
+        pass
+
+    assert not isinstance(object(), PartialVal)
+    for use in (Mine, lambda: PartialVal[int], lambda: list(PartialVal)):
+        with pytest.raises(NotImplementedError, match="xform lacks .*PartialVal"):
+            use()
+    assert importlib.import_module("jax._src.interpreters.pxla").__name__ == \
+        "jax._src.interpreters.pxla"
+    # Names JAX lacks too stay errors, so that hasattr-based feature tests read JAX's answers.
+    with pytest.raises(ModuleNotFoundError, match=r"jax\.experimental\.no_such_module"):
+        importlib.import_module("jax.experimental.no_such_module")
     with pytest.raises(AttributeError, match=r"jax\.no_such_name is not available, xform lacks"):
         installed.no_such_name  # noqa: B018
     with pytest.raises(AttributeError, match=r"jax\.numpy\.no_such_fn .*xform lacks"):
         installed.numpy.no_such_fn  # noqa: B018
-    pe = importlib.import_module("jax.interpreters.partial_eval")  # imports: libraries bind it
-    with pytest.raises(AttributeError, match=r"partial_eval\.trace_to_jaxpr_nounits .*lacks"):
-        pe.trace_to_jaxpr_nounits  # noqa: B018
+    assert hasattr(importlib.import_module("jax.core"), "DropVar")
+    assert not hasattr(importlib.import_module("jax.core"), "TraceTag")  # removed in JAX 0.10
     tb = importlib.import_module("jax._src.traceback_util")  # a small internal that is provided
     tb.register_exclusion(__file__)
     assert tb.api_boundary(len) is len

@@ -15,7 +15,7 @@ import types
 
 import xform
 from xform import config
-from xform.compat import _jax_core, _jax_src, _types, _version
+from xform.compat import _config, _jax_core, _jax_src, _standins, _types, _version
 
 # ``jax.<name>`` -> the module that stands for it, where that is not ``xform.<name>``.
 ALIASES = {
@@ -52,8 +52,11 @@ def _lacks_attribute(jax_name, name, previous=None):
         if attr in extra:
             return extra[attr]
         sub = f"{jax_name}.{attr}"
-        if sub in ALIASES or sub in _TABLES or sub in _jax_src.FALLBACKS:
+        if sub in ALIASES or sub in _TABLES or sub in _jax_src.FALLBACKS or \
+                _standins.jax_module_file(sub):
             return importlib.import_module(sub)  # ``from jax.extend import linear_util``
+        if attr in _standins.jax_names(jax_name):  # JAX has it: fail where it is used
+            return _standins.stand_in(sub)
         raise AttributeError(f"module {jax_name!r} has no attribute {attr!r}: "
                              f"{jax_name}.{attr} is not available, {_LACKS}")
 
@@ -74,12 +77,13 @@ class _JaxModule(types.ModuleType):
             value = importlib.import_module(sub)  # through the finder: registered and patched
         elif hasattr(xform, attr):
             value = getattr(xform, attr)
+        elif _standins.jax_module_file(sub):
+            value = importlib.import_module(sub)  # a stand-in module
+        elif attr in _standins.jax_names("jax"):  # JAX has it: fail where it is used
+            value = _standins.stand_in(sub)
         else:
-            try:
-                value = importlib.import_module(sub)
-            except ImportError:
-                raise AttributeError(f"module 'jax' has no attribute {attr!r}: jax.{attr} is not "
-                                     f"available, {_LACKS}") from None
+            raise AttributeError(f"module 'jax' has no attribute {attr!r}: jax.{attr} is not "
+                                 f"available, {_LACKS}")
         setattr(self, attr, value)
         return value
 
@@ -110,6 +114,7 @@ def _make_jax_module():
     mod.version = _version
     mod.core = _jax_core
     mod.Array = _types.Array
+    mod.config = _config.config  # JAX's Config object (``x64_enabled`` a bool), not a module
     return mod
 
 
@@ -144,14 +149,26 @@ def _missing(jax_name):
                                f"{_LACKS}", name=jax_name)
 
 
+# ``jax.<name>`` that are xform modules but not modules of JAX (``jax.config`` is an object).
+_NOT_MODULES = frozenset({"jax.config"})
+
+
+def _stand_in_module(jax_name):
+    """A module of JAX's that xform lacks imports as one whose names are stand-ins (see
+    ``_standins``); a module JAX lacks too is ``ModuleNotFoundError``, as in JAX."""
+    if _standins.jax_module_file(jax_name) is None:
+        raise _missing(jax_name)
+    return _table_module(jax_name, {})
+
+
 def _resolve(jax_name):
     """The module that ``jax_name`` stands for under compat mode."""
     if jax_name == "jax":
         return _make_jax_module()
     if jax_name in _TABLES:
         return _table_module(jax_name, _TABLES[jax_name])
-    if jax_name.startswith("jax._src."):
-        raise _missing(jax_name)
+    if jax_name.startswith("jax._src.") or jax_name in _NOT_MODULES:
+        return _stand_in_module(jax_name)
     target = ALIASES.get(jax_name, "xform" + jax_name[len("jax"):])
     try:
         module = importlib.import_module(target)
@@ -160,7 +177,7 @@ def _resolve(jax_name):
             raise  # a module that the xform module itself imports is missing
         if jax_name in _jax_src.FALLBACKS:
             return _table_module(jax_name, _jax_src.FALLBACKS[jax_name])
-        raise _missing(jax_name) from None
+        return _stand_in_module(jax_name)
     if module.__name__.startswith("xform."):
         _patch_errors(module, jax_name)
     return module
@@ -198,6 +215,7 @@ def install():
         return
     for name in [n for n in sys.modules if n == "jax" or n.startswith("jax.")]:
         _State.real_modules[name] = sys.modules.pop(name)
+    _standins.real_modules.update(_State.real_modules)  # what JAX's modules define
     # JAX does not warn when a function is traced again; JAX code (and the libraries' own
     # tests, which turn warnings into errors) retraces on purpose.
     _State.warn_recompiles = config.read("xform_warn_recompiles")

@@ -37,18 +37,21 @@ then disables its fp8 extended-dtype path), ``compiler``'s contents (chex's
 ``api_util``, ``callback`` and everything else under ``jax._src``.
 """
 
-import sys
-
 import jax.experimental.layout as _jax_layout
 import jax.lib as _jax_lib
 import jax.sharding as _jax_sharding
 import numpy as np
+from jax._src.distributed import global_state as _distributed_state
 from jax._src.tree_util import _registry as _jax_pytree_registry
 
-from xform import config, core, dtypes
+from xform import api, api_util, core, dtypes, flatten_util, tree_util
 from xform import numpy as xnp
 from xform.compat import _jax_core
+from xform.compat._standins import lacking_function, stand_in
+from xform.extend import ad as _extend_ad
 from xform.interpreters import ad as _ad
+from xform.interpreters import transpose as _transpose
+from xform.primitives import autodiff, elementwise
 
 _excluded_paths = []
 
@@ -90,31 +93,6 @@ class ExtendedDType:
     type = dtypes.extended
 
 
-class _LackingMeta(type):
-    def __getattr__(cls, attr):
-        raise NotImplementedError(f"xform lacks {cls.jax_name} (used here as {cls.jax_name}."
-                                  f"{attr})")
-
-
-def lacking_class(jax_name):
-    """A class standing for ``jax_name``, which xform lacks: libraries may name it (in
-    annotations, at import time); using it raises an error that names it."""
-
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(f"xform lacks {jax_name}")
-
-    return _LackingMeta(jax_name.rsplit(".", 1)[1], (), {"jax_name": jax_name,
-                                                        "__init__": __init__})
-
-
-def _lacking_function(jax_name):
-    def lacking(*args, **kwargs):
-        raise NotImplementedError(f"xform lacks {jax_name}")
-
-    lacking.__name__ = jax_name.rsplit(".", 1)[1]
-    return lacking
-
-
 class _Inert:
     """A base class standing for a JAX internal one: subclassing it works, nothing more."""
 
@@ -140,23 +118,41 @@ def _no_op(*args, **kwargs):
     del args, kwargs
 
 
-def parse_flags_with_absl():
-    """``jax.config.parse_flags_with_absl``: reads ``--jax_<flag>=<value>`` command-line
-    arguments into xform's config (test suites call it at import time)."""
-    for arg in sys.argv[1:]:
-        if arg.startswith("--jax_") and "=" in arg:
-            name, value = arg[2:].split("=", 1)
-            config.update(name, {"true": True, "false": False}.get(value.lower(), value))
+def wait_for_tokens():
+    """``jax._src.dispatch.wait_for_tokens``: JAX blocks here until the ordered effects of
+    earlier calls are done. xform's ordered host callbacks complete within their program's
+    call, so no runtime token is left to wait for."""
+
+
+def trace_state_clean():
+    """Whether no transformation is active (eager evaluation, no named axis in scope)."""
+    state = core.trace_state
+    return state.trace is core.eval_trace and not state.axis_env
+
+
+def physical_aval(aval):
+    """The aval of the data behind ``aval``: the aval itself (xform's extended dtypes, the
+    typed keys, keep their data in their own arrays)."""
+    return aval
+
+
+def get_primitive_transpose(primitive):
+    """``primitive``'s transpose rule; ``NotImplementedError`` naming it when it has none."""
+    rule = _transpose.transpose_rules.get(primitive)
+    if rule is None:
+        raise NotImplementedError(f"Transpose rule (for reverse-mode differentiation) for "
+                                  f"'{primitive.name}' not implemented")
+    return rule
 
 
 # What chex and flax bind from checkify at import time (error-category sets, classes for
 # annotations); every function says that xform lacks it.
 _CHECKIFY = {
-    "checkify": _lacking_function("jax.experimental.checkify.checkify"),
+    "checkify": lacking_function("jax.experimental.checkify.checkify"),
     "JaxException": JaxException, "Error": Error, "Out": object, "ErrorCategory": type,
     **{f"{kind}_checks": frozenset()
        for kind in ("user", "nan", "index", "div", "float", "automatic", "all")},
-    **{name: _lacking_function(f"jax.experimental.checkify.{name}")
+    **{name: lacking_function(f"jax.experimental.checkify.{name}")
        for name in ("check", "check_error", "debug_check")},
 }
 
@@ -164,31 +160,49 @@ _CHECKIFY = {
 # ``flax_hijax_variable`` flag is set) at import time. Defining works; xform lacks the machinery.
 _HIJAX = {
     "HiPrimitive": _Inert, "MutableHiType": _Inert, "AbstractValue": _Inert, "AvalQDD": _Inert,
-    "AvalMutableQDD": _Inert, "Zero": lacking_class("jax.experimental.hijax.Zero"),
+    "AvalMutableQDD": _Inert, "Zero": stand_in("jax.experimental.hijax.Zero"),
     "aval_method": _aval_method, "aval_property": property, "register_hitype": _no_op,
     "control_flow_allowed_effects": _EffectTypeSet(),
-    **{name: _lacking_function(f"jax.experimental.hijax.{name}")
+    **{name: lacking_function(f"jax.experimental.hijax.{name}")
        for name in ("instantiate_zeros", "is_undefined_primal")},
+}
+
+# ``jax._src.ad_util``: the autodiff values and primitives everything else builds on.
+_AD_UTIL = {
+    "stop_gradient_p": autodiff.stop_gradient_p, "add_jaxvals_p": elementwise.add_any_p,
+    "add_any_p": elementwise.add_any_p, "add_jaxvals": elementwise.add_any,
+    "Zero": _ad.Zero, "instantiate": _ad.instantiate, "zeros_like_aval": _extend_ad.zeros_like_aval,
+    "zeros_like_jaxval": lambda x: _extend_ad.zeros_like_aval(core.get_aval(x)),
 }
 
 MODULES = {
     "traceback_util": {"register_exclusion": register_exclusion, "include_frame": include_frame,
-                       "api_boundary": api_boundary},
-    "tree_util": {"_registry": _jax_pytree_registry},
+                       "api_boundary": api_boundary, "_exclude_paths": _excluded_paths},
+    "tree_util": {**{k: v for k, v in vars(tree_util).items() if not k.startswith("__")},
+                  "_registry": _jax_pytree_registry},
+    "ad_util": _AD_UTIL,
+    "flatten_util": {"ravel_pytree": flatten_util.ravel_pytree},
+    "api_util": {k: v for k, v in vars(api_util).items() if not k.startswith("__")},
+    "api": {"jit": api.jit, "eval_shape": api.eval_shape, "ShapeDtypeStruct": api.ShapeDtypeStruct},
+    "distributed": {"global_state": _distributed_state},
     # JAX's private dtypes module names the ml_dtypes types by their scalar types (as
     # jax.dtypes.bfloat16 is); xform.dtypes keeps the narrow ones as dtype instances.
     "dtypes": {**vars(dtypes), **{d.name: d.type for d in dtypes.NARROW_FLOATS +
                                   dtypes.NARROW_INTS},
                "ExtendedDType": ExtendedDType, "DType": np.dtype,
                "finfo": xnp.finfo, "iinfo": xnp.iinfo},
-    "core": {**vars(_jax_core)},
+    "core": {**vars(_jax_core), "trace_state_clean": trace_state_clean,
+             "physical_aval": physical_aval},
     "state": {},
     "state.types": {"AbstractRef": AbstractRef},
     "checkify": _CHECKIFY,
-    "dispatch": {},
+    "dispatch": {"wait_for_tokens": wait_for_tokens},
     "compiler": {},  # chex's restrict_backends patches its internals: they are lacking
     "xla_bridge": {"_backends": {}},
     "interpreters": {},
+    "interpreters.ad": {**{k: v for k, v in vars(_extend_ad).items() if not k.startswith("__")},
+                        "JVPTracer": _ad.JVPTracer, "JVPTrace": _ad.JVPTrace,
+                        "get_primitive_transpose": get_primitive_transpose},
 }
 
 FALLBACKS = {
@@ -203,24 +217,28 @@ FALLBACKS = {
 # in annotations) at import time; xform lacks what is in them.
 LACKING = {
     "jax.experimental.checkify": _CHECKIFY,
-    "jax.interpreters.partial_eval": {
-        "PartialVal": lacking_class("jax.interpreters.partial_eval.PartialVal")},
-    "jax.extend.linear_util": {},
+    "jax.interpreters.partial_eval": {},
     "jax.experimental.hijax": _HIJAX,
+    # JAX's former names for what xform runs its own way (a primitive eagerly, pjit as jit).
+    "jax.interpreters.xla": {"apply_primitive": lambda prim, *args, **params: prim.bind(
+        *args, **params), "canonicalize_dtype_handlers": {}},
+    "jax.experimental.pjit": {"pjit": api.jit},
 }
 
 # Names that public ``jax`` modules have and xform's counterparts lack, added under compat mode
 # (the xform module's ``__getattr__`` answers them while compat mode is installed).
 EXTRAS = {
     "jax.extend.source_info_util": {"register_exclusion": register_exclusion},
-    "jax.config": {"parse_flags_with_absl": parse_flags_with_absl},
     "jax.extend.core": {"Effect": _Inert,
                         "get_opaque_trace_state": _jax_core.get_opaque_trace_state},
-    "jax.experimental": {"MutableArray": lacking_class("jax.experimental.MutableArray")},
+    "jax.experimental": {"MutableArray": stand_in("jax.experimental.MutableArray")},
     # xform.extend.ad stands for jax.interpreters.ad; it is patched under the name it is first
     # reached by, which may be jax.extend.ad.
     **dict.fromkeys(("jax.interpreters.ad", "jax.extend.ad"),
-                    {"JVPTracer": _ad.JVPTracer, "JVPTrace": _ad.JVPTrace}),
+                    {"JVPTracer": _ad.JVPTracer, "JVPTrace": _ad.JVPTrace,
+                     "add_jaxvals_p": elementwise.add_any_p, "add_jaxvals": elementwise.add_any,
+                     "add_tangents": elementwise.add_any,
+                     "get_primitive_transpose": get_primitive_transpose}),
 }
 
 

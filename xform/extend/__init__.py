@@ -14,6 +14,7 @@ from xform.extend import (  # noqa: F401
     backend,
     batching,
     core,
+    linear_util,
     lowering,
     mlir,
     random,

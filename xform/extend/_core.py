@@ -127,3 +127,28 @@ def unsafe_get_axis_names():
 def nonempty_axis_env():
     """Whether any named axis is in scope."""
     return bool(core.trace_state.axis_env)
+
+
+class TraceTag:
+    """A token naming one transformation's traces: a library making an interpreter gives
+    its tracers a tag and tells its own apart from others' by identity (xform's traces are
+    themselves such identities)."""
+
+    __slots__ = ("__weakref__",)
+
+    def __repr__(self):
+        return f"TraceTag({id(self):#x})"
+
+
+class DropVar(Var):
+    """A result no equation reads. xform's equations keep a ``Var`` for every result (its
+    printer shows the unread ones as ``_``), so its jaxprs hold none of these; ``isinstance``
+    tests on it are False for them, as for JAX's jaxprs without dropped results."""
+
+    __slots__ = ()
+
+
+def call_impl(fun, *args, **params):
+    """Evaluate ``fun`` (a ``WrappedFun``) on ``args``: what a call primitive does eagerly."""
+    del params
+    return fun.call_wrapped(*args)

@@ -217,3 +217,33 @@ batching.batch_rules[jit_p] = _jit_batch
 # --------------------------------------------------------------------------- dead code
 # A jit call sheds the outputs nobody reads, and its body what computes only them.
 dce.dce_rules[jit_p] = dce.dce_call
+
+
+# --------------------------------------------------------------------------- JAX's call_p
+# JAX's generic call primitives, which programs and libraries name (numpyro keys its
+# provenance rules by them). xform has one call primitive, ``jit_p``: binding these runs
+# their function as a ``jit`` call (a closed jaxpr's consts become its leading operands), so
+# every transformation applies to them and xform's jaxprs hold only ``jit``.
+
+
+class CallPrimitive(Primitive):
+    """``call_p.bind(fun, *args)``: ``fun`` (a ``WrappedFun``) called as it is."""
+
+    __slots__ = ()
+
+    def bind(self, fun, *args, **params):
+        return list(fun.call_wrapped(*args))
+
+
+class _ClosedCallPrimitive(Primitive):
+    """``closed_call_p.bind(*args, call_jaxpr=closed)``: a ``jit`` call of ``closed``."""
+
+    __slots__ = ()
+
+    def bind(self, *args, call_jaxpr, **params):
+        jaxpr, consts = convert_constvars(call_jaxpr)
+        return jit_p.bind(*consts, *args, jaxpr=jaxpr, name=params.get("name", self.name))
+
+
+call_p = CallPrimitive("call", multiple_results=True)
+closed_call_p = _ClosedCallPrimitive("closed_call", multiple_results=True)

@@ -1,5 +1,6 @@
 """The IR and the primitive machinery, as ``jax.extend.core`` names them."""
 
+from xform.api_util import DebugInfo  # noqa: F401
 from xform.core import (  # noqa: F401
     ClosedJaxpr,
     Jaxpr,
@@ -15,7 +16,10 @@ from xform.core import (  # noqa: F401
 )
 from xform.errors import JaxprTypeError  # noqa: F401
 from xform.extend._core import (  # noqa: F401
+    DropVar,
+    TraceTag,
     array_types,
+    call_impl,
     concrete_or_error,
     find_top_trace,
     gensym,
@@ -40,3 +44,4 @@ from xform.extend._core import (  # noqa: F401
     unsafe_get_axis_names as unsafe_get_axis_names_DO_NOT_USE,
 )
 from xform.extend.core import primitives  # noqa: F401
+from xform.primitives.call import CallPrimitive  # noqa: F401

@@ -154,7 +154,7 @@ from xform.lax import (  # noqa: F401
     xor_p,
     zeta_p,
 )
-from xform.primitives.call import jit_p  # noqa: F401
+from xform.primitives.call import call_p, closed_call_p, jit_p  # noqa: F401
 from xform.primitives.eigen import eig_p, eigh_p, hessenberg_p, schur_p, tridiagonal_p  # noqa: F401
 from xform.primitives.elementwise import add_any_p as add_jaxvals_p  # noqa: F401
 from xform.primitives.qr import householder_product_p, qr_p  # noqa: F401
