@@ -25,7 +25,6 @@ from xform.extend.mlir.dialects import stablehlo as hlo
 # jax.extend's public names that xform.extend does not give, and why. A whole module is
 # exempt under its name alone.
 EXEMPT = {
-    "linear_util": "xform traces plain Python callables: there is no WrappedFun layer",
     "sharding": "xform has no GSPMD shardings or HLO sharding protos",
     "ifrt_programs": "xform compiles StableHLO modules directly, not IFRT programs",
     "pallas": "xform has no Pallas kernels",
@@ -34,16 +33,8 @@ EXEMPT = {
     "core.Token": "xform has no tokens: there are no effects to order",
     "core.Effect": "xform has no effect system (see core.no_effects)",
     "core.Effects": "xform has no effect system (see core.no_effects)",
-    "core.CallPrimitive": "call-like primitives (jit_p) are ordinary Primitives with a jaxpr "
-                          "param",
-    "core.call_impl": "call-like primitives (jit_p) are ordinary Primitives with a jaxpr param",
-    "core.DebugInfo": "xform's jaxprs keep source info per equation, not per jaxpr",
-    "core.DropVar": "unread results are ordinary Vars (printed `_`)",
     "core.InconclusiveDimensionOperation": "xform has no symbolic (polymorphic) shapes",
-    "core.TraceTag": "xform's traces are told apart by identity, not tags",
     "core.get_opaque_trace_state": "xform's trace state is core.current_trace() itself",
-    "core.primitives.call_p": "xform's only call primitive is jit_p",
-    "core.primitives.closed_call_p": "xform's only call primitive is jit_p",
     "core.primitives.empty2_p": "xform has no uninitialized-buffer primitive",
     "core.primitives.get_p": "xform has no mutable refs (state primitives)",
     "core.primitives.swap_p": "xform has no mutable refs (state primitives)",
