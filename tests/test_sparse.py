@@ -182,6 +182,22 @@ def test_matmul(layout):
                                        preferred_element_type=np.float32))
 
 
+def test_matmul_broadcasting_and_scipy():
+    scipy_sparse = pytest.importorskip("scipy.sparse")
+    mat = scipy_sparse.random(4, 4, density=0.4, format="csr", random_state=0, dtype=np.float32)
+    x, j = xsparse.BCOO.from_scipy_sparse(mat), jsparse.BCOO.from_scipy_sparse(mat)
+    same_sparse(x, j, exact=True)
+    close(x @ BB[:, :, :1], j @ BB[:, :, :1])  # 2-D sparse against a stack: broadcast
+    close(xjnp.asarray(np.swapaxes(BB, 1, 2)) @ x, jjnp.asarray(np.swapaxes(BB, 1, 2)) @ j)
+    xb, jb = both(AB, n_batch=1)
+    close(xb @ B42, jb @ B42)
+    close(xjnp.asarray(B23) @ xb, jjnp.asarray(B23) @ jb)
+    xc = xsparse.BCSR.from_scipy_sparse(mat)
+    jc = jsparse.BCSR.from_scipy_sparse(mat)
+    for a, b in zip(xc.tree_flatten()[0], jc.tree_flatten()[0], strict=True):
+        close(a, b)
+
+
 def test_spdot_and_multiply_sparse():
     x, j = both(A)
     y, k = both(_sparse_dense((3, 4)), nse=5)

@@ -85,6 +85,15 @@ class BCOO(JAXSparse):
                               n_batch=n_batch)
 
     @classmethod
+    def from_scipy_sparse(cls, mat, *, index_dtype=None, n_dense=0, n_batch=0):
+        """The BCOO form of a :mod:`scipy.sparse` array (entries as scipy stores them)."""
+        if n_dense != 0 or n_batch != 0:
+            raise NotImplementedError("BCOO.fromscipy with nonzero n_dense/n_batch")
+        mat = mat.tocoo()
+        indices = np.column_stack((mat.row, mat.col)).astype(index_dtype or np.int32)
+        return cls((jnp.asarray(mat.data), jnp.asarray(indices)), shape=mat.shape)
+
+    @classmethod
     def _empty(cls, shape, *, dtype=None, index_dtype="int32", n_dense=0, n_batch=0, nse=0):
         shape = tuple(operator.index(d) for d in shape)
         n_sparse = len(shape) - n_dense - n_batch
@@ -415,19 +424,31 @@ def mul(x, y, same_indices=False):
 
 
 def matmul(x, y):
-    """``x @ y`` (``jnp.matmul``'s dimensions) with at least one BCOO operand."""
-    xs, ys = np.shape(x) if not isinstance(x, BCOO) else x.shape, \
-        np.shape(y) if not isinstance(y, BCOO) else y.shape
+    """``x @ y`` (``jnp.matmul``'s dimensions) with at least one BCOO operand.
+
+    A 1-D operand contracts with the other's last (or second-to-last) dimension; a 2-D
+    operand against one of higher rank broadcasts over the other's leading dimensions; two
+    operands of one rank share their leading (batch) dimensions.
+    """
+    xs = x.shape if isinstance(x, BCOO) else np.shape(x)
+    ys = y.shape if isinstance(y, BCOO) else np.shape(y)
     if not xs or not ys:
-        raise ValueError("matmul: inputs must not be scalars (0-d), got shapes "
-                         f"{xs} and {ys}")
-    # a 1-D operand contracts with the other's last (or second-to-last) dimension; two
-    # operands of rank >= 2 share their leading (batch) dimensions
-    batch = 0 if len(xs) == 1 or len(ys) == 1 else len(xs) - 2
-    if batch and len(xs) != len(ys):
-        raise NotImplementedError("sparse matmul with batch dimensions needs operands of one "
-                                  f"rank; got shapes {xs} and {ys}")
-    lc = len(xs) - 1
-    rc = 0 if len(ys) == 1 else len(ys) - 2
-    dn = ((lc,), (rc,)), (tuple(range(batch)), tuple(range(batch)))
-    return bcoo_dot_general(x, y, dimension_numbers=dn)
+        raise ValueError(f"matmul: inputs must not be scalars (0-d), got shapes {xs} and {ys}")
+    lc, rc = len(xs) - 1, 0 if len(ys) == 1 else len(ys) - 2
+    if len(xs) == 1 or len(ys) == 1 or len(xs) == len(ys) == 2:
+        batch = 0
+    elif len(xs) == len(ys):
+        batch = len(xs) - 2
+    elif len(xs) == 2 or len(ys) == 2:
+        batch = None  # the 2-D operand is broadcast: no dot batch dimensions
+    else:
+        raise NotImplementedError("sparse matmul broadcasting batch dimensions of different "
+                                  f"ranks is not supported; got shapes {xs} and {ys}")
+    dn = ((lc,), (rc,)), (tuple(range(batch or 0)), tuple(range(batch or 0)))
+    out = bcoo_dot_general(x, y, dimension_numbers=dn)
+    if batch is None and len(ys) > 2:
+        # dot_general gave (x's row, *y's batch, y's column): move the row after the batch
+        perm = (*range(1, len(ys) - 1), 0, len(ys) - 1)
+        out = bcoo_transpose(out, permutation=perm) if isinstance(out, BCOO) else \
+            jnp.transpose(out, perm)
+    return out

@@ -94,6 +94,18 @@ class BCSR(JAXSparse):
                               n_batch=n_batch)
 
     @classmethod
+    def from_scipy_sparse(cls, mat, *, index_dtype=None, n_dense=0, n_batch=0):
+        """The BCSR form of a 2-D :mod:`scipy.sparse` array."""
+        if n_dense != 0 or n_batch != 0:
+            raise NotImplementedError("BCSR from_scipy_sparse with nonzero n_dense/n_batch.")
+        if mat.ndim != 2:
+            raise ValueError(f"BCSR from_scipy_sparse requires 2D array; {mat.ndim}D is given.")
+        mat = mat.tocsr()
+        dtype = index_dtype or np.int32
+        return cls((jnp.asarray(mat.data), jnp.asarray(mat.indices.astype(dtype)),
+                    jnp.asarray(mat.indptr.astype(dtype))), shape=mat.shape)
+
+    @classmethod
     def from_bcoo(cls, arr):
         """The BCSR form of a BCOO array with two sparse dimensions and row-sorted indices."""
         if arr.n_sparse != 2:
