@@ -120,7 +120,8 @@ INNER = {
     "while cond": lambda eng, np_, c, x: eng.lax.while_loop(
         lambda s: s[0] * c < 2.0, lambda s: (s[0] + 1.0, s[1] * x), (0.0 * x, x))[1],
     "while int sub": lambda eng, np_, c, x: eng.lax.while_loop(
-        lambda s: s[0] > 0, lambda s: (s[0] - (np_.asarray(c) > 0.5).astype(np_.int32) - 1, s[1] * x),
+        lambda s: s[0] > 0,
+        lambda s: (s[0] - (np_.asarray(c) > 0.5).astype(np_.int32) - 1, s[1] * x),
         (np_.int32(4), x))[1],
     "scan body": lambda eng, np_, c, x: eng.lax.scan(
         lambda s, _: (s * c + x, None), x, None, length=3)[0],
@@ -167,7 +168,7 @@ def _validated_log_prob(eng, np_):
 
     def log_prob(scale, x):
         with eng.ensure_compile_time_eval():
-            valid = (scale == scale) & (scale > 0)
+            valid = np_.isfinite(scale) & (scale > 0)
             folded = np_.sin(2.0)  # constants only: a concrete value, even inside jit
             assert not isinstance(folded, (eng.core.Tracer)), type(folded)
         return np_.where(valid, -0.5 * (x / scale) ** 2 - np_.log(scale), -np_.inf) + folded
@@ -193,3 +194,103 @@ def test_ensure_compile_time_eval_traces_operations_on_tracers(how):
 
     got, want = _both(case)
     _assert_trees_close(got, want)
+
+
+# --------------------------------------------------------------------------- 3. custom_jvp_call
+# in linear code: transposed through the function itself, as JAX does
+
+
+def _linear_custom_jvp(eng, np_):
+    @eng.custom_jvp
+    def g(x):
+        return 3.0 * x
+
+    # Its rule applies it to the tangents (as lineax-style linear operators do), with a
+    # deliberately different factor in the primal: transposition must use the function.
+    g.defjvp(lambda primals, tangents: (g(primals[0]), g(tangents[0]) * 0.5))
+    return g
+
+
+def _rule_applies_linear_custom_jvp(eng, np_):
+    g = _linear_custom_jvp(eng, np_)
+
+    @eng.custom_jvp
+    def f(x):
+        return np_.sin(x)
+
+    f.defjvp(lambda primals, tangents: (f(primals[0]), np_.cos(primals[0]) * g(tangents[0])))
+    return f
+
+
+X3 = np.array([0.5, 1.0], np.float32)
+CUSTOM_JVP_IN_LINEAR_CODE = {
+    "linear_transpose": lambda eng, np_: eng.linear_transpose(
+        _linear_custom_jvp(eng, np_), X3)(X3),
+    "jit(linear_transpose)": lambda eng, np_: eng.jit(
+        eng.linear_transpose(_linear_custom_jvp(eng, np_), X3))(X3),
+    "vmap(linear_transpose)": lambda eng, np_: eng.vmap(
+        eng.linear_transpose(_linear_custom_jvp(eng, np_), X3[0]))(X3),
+    "grad": lambda eng, np_: eng.grad(
+        lambda x: _rule_applies_linear_custom_jvp(eng, np_)(x).sum())(X3),
+    "jit(grad)": lambda eng, np_: eng.jit(eng.grad(
+        lambda x: _rule_applies_linear_custom_jvp(eng, np_)(x).sum()))(X3),
+    "vmap(grad)": lambda eng, np_: eng.vmap(eng.grad(
+        lambda x: _rule_applies_linear_custom_jvp(eng, np_)(x).sum()))(X3[:, None]),
+    "hessian": lambda eng, np_: eng.hessian(
+        lambda x: _rule_applies_linear_custom_jvp(eng, np_)(x).sum())(X3),
+    "linear_transpose(linearize)": lambda eng, np_: eng.linear_transpose(
+        eng.linearize(_rule_applies_linear_custom_jvp(eng, np_), X3)[1], X3)(X3),
+    "jacrev(jvp)": lambda eng, np_: eng.jacrev(lambda p: eng.jvp(
+        lambda q: _rule_applies_linear_custom_jvp(eng, np_)(q * p), (p,), (p,))[1])(X3),
+}
+
+
+@pytest.mark.parametrize("how", CUSTOM_JVP_IN_LINEAR_CODE)
+def test_custom_jvp_call_in_linear_code_transposes_as_jax(how):
+    got, want = _both(CUSTOM_JVP_IN_LINEAR_CODE[how])
+    _assert_trees_close(got, want)
+
+
+def _gauss_newton_step(eng, np_):
+    """One Gauss-Newton step on a residual built from a linear operator defined with
+    custom_jvp (its rule applies it to the tangents, as lineax's operators do): J^T r is the
+    transpose of the residual's linearization, which holds that custom_jvp call."""
+    a = np_.array([[1.0, 0.5, 0.0], [0.0, 2.0, -1.0], [0.3, 0.0, 3.0]])
+
+    @eng.custom_jvp
+    def matvec(x):
+        return a @ x
+
+    matvec.defjvp(lambda p, t: (matvec(p[0]), matvec(t[0])))
+
+    def residual(params):
+        return np_.tanh(matvec(params)) - np_.array([0.5, 0.2, -0.3])
+
+    def step(params):
+        r, jvp_fn = eng.linearize(residual, params)
+        (jtr,) = eng.linear_transpose(jvp_fn, params)(r)
+        jac = eng.jacfwd(residual)(params)
+        return params - np_.linalg.solve(jac.T @ jac + 1e-3 * np_.eye(3), jtr)
+
+    return step
+
+
+def test_jacrev_of_a_gauss_newton_step_through_a_custom_jvp_function():
+    got, want = _both(lambda eng, np_: eng.jacrev(_gauss_newton_step(eng, np_))(
+        np_.array([0.3, -0.2, 0.1])))
+    _assert_trees_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_custom_vjp_call_in_linear_code_has_no_transpose_as_in_jax():
+    def linear_custom_vjp(eng):
+        @eng.custom_vjp
+        def h(x):
+            return 2.0 * x
+
+        h.defvjp(lambda x: (2.0 * x, None), lambda r, ct: (2.0 * ct,))
+        return h
+
+    with pytest.raises(NotImplementedError, match="custom_vjp_call"):
+        jax.linear_transpose(linear_custom_vjp(jax), X3)(X3)
+    with pytest.raises(NotImplementedError, match="'custom_vjp_call' has no transpose rule"):
+        xform.linear_transpose(linear_custom_vjp(xform), X3)(X3)

@@ -134,6 +134,23 @@ ad.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
 ad.jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp
 
 
+def _custom_jvp_call_transpose(cts, *invals, jvp, num_consts, **call):
+    # A custom_jvp function applied to linear values (a rule that applies the function to its
+    # tangents, or linear_transpose of it) is linear there, and JAX transposes it through
+    # the function itself: the custom rule defines its derivative, not its transpose.
+    body, consts = call.get("call_jaxpr"), []
+    if body is None:  # not staged: trace the function for the operands' types
+        body, consts = _trace_call(call["fun"], [x.aval if transpose.is_undefined(x)
+                                                 else aval_of(x) for x in invals])
+    cts_in = transpose.backward_pass(body.jaxpr, body.consts, [*consts, *invals], cts)
+    return cts_in[len(consts):]
+
+
+# custom_vjp_call has no transpose rule, as in JAX: its bwd rule is a VJP of the function's
+# primal, not a transpose of the function applied to linear values.
+transpose.transpose_rules[custom_jvp_call_p] = _custom_jvp_call_transpose
+
+
 # ``custom_lin`` stands for the derivative of a custom_vjp function: linear in its tangent
 # operands, known only through its transpose, which is the user's bwd rule.
 
