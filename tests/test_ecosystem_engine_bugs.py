@@ -4,11 +4,13 @@ inside custom derivatives and control flow, custom_jvp calls in linear code, con
 types in an L-BFGS step."""
 
 import jax
+import jax.flatten_util
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import xform
+import xform.flatten_util
 import xform.numpy as xnp
 
 # Both engines side by side: each case is written once against (engine, numpy module).
@@ -294,3 +296,102 @@ def test_custom_vjp_call_in_linear_code_has_no_transpose_as_in_jax():
         jax.linear_transpose(linear_custom_vjp(jax), X3)(X3)
     with pytest.raises(NotImplementedError, match="'custom_vjp_call' has no transpose rule"):
         xform.linear_transpose(linear_custom_vjp(xform), X3)(X3)
+
+
+# --------------------------------------------------------------------------- 4. L-BFGS
+# blackjax.optimizers.lbfgs on a 1-d problem: cond's branches came out f32[1] and f32[2]
+# after an eager memo (fixed in 54689b5) gave lax.split's one-operand cotangent concatenate
+# the plan of an earlier two-operand one (raveling a two-leaf pytree of f32[1]s).
+
+
+def _lbfgs(eng, np_, fun, x0, maxiter=8, memory=3):
+    """blackjax.optimizers.lbfgs's shape of computation in plain code: the parameters a
+    pytree raveled to a vector, an eager value_and_grad first, then a scan whose body
+    conds between an L-BFGS step (two-loop recursion, backtracking line search in a
+    while_loop, the inverse-Hessian diagonal recovered under a cond) and a no-op."""
+    lax = eng.lax
+    flat0, unravel = eng.flatten_util.ravel_pytree(x0)
+    f = lambda x: fun(unravel(x))  # noqa: E731
+    value0, grad0 = eng.value_and_grad(f)(flat0)
+    n = flat0.shape[0]
+    s_mem = np_.zeros((memory, n))
+    y_mem = np_.zeros((memory, n))
+
+    def direction(g, s_mem, y_mem, count):
+        def back(i, carry):
+            q, alphas = carry
+            j = (count - 1 - i) % memory
+            rho = 1.0 / np_.maximum(np_.dot(y_mem[j], s_mem[j]), 1e-10)
+            a = np_.where(i < count, rho * np_.dot(s_mem[j], q), 0.0)
+            return q - a * y_mem[j], alphas.at[j].set(a)
+
+        q, alphas = lax.fori_loop(0, memory, back, (g, np_.zeros(memory)))
+        last = (count - 1) % memory
+        gamma = np_.where(count > 0, np_.dot(s_mem[last], y_mem[last]) /
+                          np_.maximum(np_.dot(y_mem[last], y_mem[last]), 1e-10), 1.0)
+        r = gamma * q
+
+        def forward(i, r):
+            j = (count - memory + i) % memory
+            rho = 1.0 / np_.maximum(np_.dot(y_mem[j], s_mem[j]), 1e-10)
+            b = rho * np_.dot(y_mem[j], r)
+            return np_.where(memory - 1 - i < count, r + s_mem[j] * (alphas[j] - b), r)
+
+        return -lax.fori_loop(0, memory, forward, r)
+
+    def recover_alpha(alpha, s, z):
+        def next_alpha(s, z, alpha):
+            a = np_.sum(alpha * z ** 2)
+            b = np_.dot(z, s)
+            c = np_.sum(s ** 2 / alpha)
+            return 1.0 / (a / (b * alpha) + z ** 2 / b - (a * s ** 2) / (b * c * alpha ** 2))
+
+        pred = s.T @ z > 1e-12 * np_.linalg.norm(z, 2)
+        return lax.cond(pred, next_alpha, lambda *_: alpha, s, z, alpha), pred
+
+    def step(carry, i):
+        (x, g, value, s_mem, y_mem, count), alpha = carry
+        d = direction(g, s_mem, y_mem, count)
+
+        def shrink(t):
+            return t * 0.5
+
+        t = lax.while_loop(lambda t: (f(x + t * d) > value + 1e-4 * t * np_.dot(g, d)) &
+                           (t > 1e-6), shrink, 1.0)
+        new_x = x + t * d
+        new_value, new_g = eng.value_and_grad(f)(new_x)
+        s, z = new_x - x, new_g - g
+        alpha, mask = recover_alpha(alpha, s, z)
+        slot = count % memory
+        state = (new_x, new_g, new_value, s_mem.at[slot].set(s), y_mem.at[slot].set(z),
+                 count + 1)
+        f_delta = np_.abs(value - new_value) / np_.asarray(
+            [np_.abs(value), np_.abs(new_value), 1.0]).max()
+        go_on = (np_.linalg.norm(g) > 1e-8) & (f_delta > 1e-9) & (i < maxiter)
+        return (state, alpha), go_on
+
+    def scan_body(tup, i):
+        carry, go_on = tup
+        nxt = lax.cond(go_on, step, lambda c, i: (c, False), carry, i)
+        return nxt, (nxt[0][0][0], nxt[0][1])
+
+    init = ((flat0, grad0, value0, s_mem, y_mem, 0), np_.ones_like(flat0))
+    (((x, g, value, *_), alpha), _), (xs, alphas) = lax.scan(
+        scan_body, (init, True), np_.arange(maxiter))
+    history = np_.concatenate([flat0[None], xs])
+    return unravel(x), value, alpha, history, alphas
+
+
+def _weighted_quadratic(np_):
+    def fun(params):
+        leaves = jax.tree_util.tree_leaves(params)
+        return sum(np_.sum((v - 1.5) ** 2 * (i + 1.0)) for i, v in enumerate(leaves))
+
+    return fun
+
+
+def test_lbfgs_on_a_one_dimensional_problem_after_a_two_leaf_one_matches_jax():
+    for x0 in ({"a": np.zeros(1, np.float32), "b": np.ones(1, np.float32)},
+               {"w": np.zeros(1, np.float32)}):
+        got, want = _both(lambda eng, np_, x0=x0: _lbfgs(eng, np_, _weighted_quadratic(np_), x0))
+        _assert_trees_close(got, want, rtol=1e-4, atol=1e-5)
