@@ -173,3 +173,14 @@ def test_internal_names_map_to_xform_objects(installed):
     assert float(out) == 3.0
     with pytest.raises(NotImplementedError, match="Transpose rule .* 'sin' not implemented"):
         ad.get_primitive_transpose(xform.primitives.elementwise.sin_p)
+
+
+def test_the_runtime_keeps_real_jax_under_compat(installed):
+    # jaxlib's C++ and real JAX's functions import JAX's internals lazily while xform runs a
+    # program (reading a jit's boolean result back to the host looks up
+    # jax._src.sharding_impls): they get real JAX's modules, never a stand-in.
+    out = xform.jit(lambda x: x > 0)(xform.numpy.ones(3))
+    np.testing.assert_array_equal(installed.device_get(out), [True, True, True])
+    # ... while a library's import of the same internal module is answered by compat mode.
+    pe = importlib.import_module("jax.interpreters.partial_eval")
+    assert repr(pe.trace_to_jaxpr_nounits).startswith("<xform stand-in")

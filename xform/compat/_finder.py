@@ -5,6 +5,11 @@ A meta-path finder answers every ``jax`` import. Its loader puts the xform modul
 ``sys.modules`` holds after it), so ``import jax.numpy`` binds ``xform.numpy`` itself and a
 second import finds the same module. Real JAX's modules are set aside on install and put back on
 uninstall; xform keeps the references it bound to them (it runs on jaxlib).
+
+The imports of the runtime under xform (real JAX's and jaxlib's own code, and xform's, which
+import JAX's internals lazily inside functions) get real JAX's modules, so that programs run
+under compat mode as they do outside it. Such a module then stays in ``sys.modules``: a library
+importing the same ``jax._src`` internal later gets real JAX's (else it would get a stand-in).
 """
 
 import importlib
@@ -48,6 +53,8 @@ def _lacks_attribute(jax_name, name, previous=None):
                 pass
         if attr.startswith("__"):  # protocol probes (``__path__``, ``__wrapped__``, ...)
             raise AttributeError(f"module {name!r} has no attribute {attr!r}")
+        if _standins.from_runtime():
+            return _real_attribute(jax_name, attr)
         extra = _jax_src.EXTRAS.get(jax_name, {})
         if attr in extra:
             return extra[attr]
@@ -71,6 +78,8 @@ class _JaxModule(types.ModuleType):
     def __getattr__(self, attr):
         if attr.startswith("__"):
             raise AttributeError(f"module 'jax' has no attribute {attr!r}")
+        if _standins.from_runtime():
+            return _real_attribute("jax", attr)  # (not kept: the runtime's own view)
         sub = f"jax.{attr}"
         if sub in ALIASES or sub in _TABLES or sub in _jax_src.FALLBACKS or isinstance(
                 getattr(xform, attr, None), types.ModuleType):
@@ -183,6 +192,25 @@ def _resolve(jax_name):
     return module
 
 
+def _real_spec(jax_name):
+    """The spec of real JAX's module ``jax_name``, for an import by the runtime itself."""
+    module = _State.real_modules.get(jax_name)
+    if module is not None:
+        return importlib.machinery.ModuleSpec(jax_name, _AliasLoader(module),
+                                              is_package=hasattr(module, "__path__"))
+    parent = _State.real_modules.get(jax_name.rpartition(".")[0])
+    return importlib.machinery.PathFinder.find_spec(jax_name, getattr(parent, "__path__", None))
+
+
+def _real_attribute(jax_name, attr):
+    """``attr`` of real JAX's module ``jax_name`` (a submodule imported if need be)."""
+    module = _State.real_modules.get(jax_name) or sys.modules.get(jax_name)
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        return importlib.import_module(f"{jax_name}.{attr}")  # (found as the runtime's import)
+
+
 class _AliasLoader(importlib.abc.Loader):
     def __init__(self, module):
         self.module = module
@@ -200,6 +228,8 @@ class JaxFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "jax" and not fullname.startswith("jax."):
             return None
+        if _standins.from_runtime():
+            return _real_spec(fullname)
         module = _resolve(fullname)
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(module),
                                               is_package=hasattr(module, "__path__"))

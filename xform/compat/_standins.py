@@ -21,8 +21,13 @@ import sys
 import types
 
 import jax as _real_jax  # imported before compat mode is installed: the real package
+import jaxlib as _jaxlib
 
 _JAX_DIR = os.path.dirname(_real_jax.__file__)
+_XFORM_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The code of the runtime under xform: real JAX, jaxlib, and xform's engine and lowering.
+_RUNTIME = (_JAX_DIR + os.sep, os.path.dirname(_jaxlib.__file__) + os.sep, _XFORM_DIR + os.sep,
+            os.path.join(os.path.dirname(_XFORM_DIR), "lowering") + os.sep)
 # Real JAX's modules as they were when compat mode was installed (``_finder`` fills it).
 real_modules = {}
 _names_of = {}  # jax module name -> the names JAX defines in it
@@ -39,6 +44,15 @@ def _where(depth):
     if frame is None:
         return "<unknown>"
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def from_runtime():
+    """Whether the ``jax`` import or attribute being resolved was asked for by the runtime
+    (real JAX's, jaxlib's or xform's own code), which must get real JAX's modules."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL):
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_filename.startswith(_RUNTIME)
 
 
 def jax_module_file(jax_name):
