@@ -198,6 +198,41 @@ def test_ensure_compile_time_eval_traces_operations_on_tracers(how):
     _assert_trees_close(got, want)
 
 
+
+def test_ensure_compile_time_eval_folds_constant_calls_inside_jit():
+    def case(eng, np_):
+        @eng.custom_jvp
+        def f(x):
+            return np_.sin(x)
+
+        f.defjvp(lambda p, t: (f(p[0]), t[0]))
+        kinds = {}
+
+        @eng.jit
+        def g(x):
+            lax = eng.lax
+            with eng.ensure_compile_time_eval():
+                vals = {
+                    "jit": eng.jit(lambda a: a * 2)(3.0),
+                    "custom_jvp": f(2.0),
+                    "while": lax.while_loop(lambda c: c < 10, lambda c: c * 2, 1),
+                    "scan": lax.scan(lambda c, _: (c + 1, c), 0, None, length=3)[0],
+                    "cond": lax.cond(True, lambda: 1.0, lambda: 2.0),
+                    "random": eng.random.normal(eng.random.PRNGKey(0)),
+                    "grad": eng.grad(np_.sin)(1.0),
+                    "vmap": eng.vmap(np_.sin)(np_.arange(3.0)),
+                    "traced": x + 1,
+                }
+            kinds.update({k: isinstance(v, eng.core.Tracer) for k, v in vals.items()})
+            return vals
+
+        return g(1.0), kinds
+
+    (got, got_kinds), (want, want_kinds) = _both(case)
+    assert got_kinds == want_kinds
+    assert [k for k, traced in got_kinds.items() if traced] == ["traced"]
+    _assert_trees_close(got, want)
+
 # --------------------------------------------------------------------------- 3. custom_jvp_call
 # in linear code: transposed through the function itself, as JAX does
 
