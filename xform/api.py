@@ -297,6 +297,12 @@ class _CacheEntry:
         self.direct = None
 
     def run(self, leaves, avals, device):
+        if self.consts_are_traced:
+            # Run with no transformation active, a tracer the program closes over has
+            # outlived its own (a custom_vjp bwd closing over a value being differentiated):
+            # the escaped-tracer error, not a failed conversion of the tracer to data.
+            tracer = next(c for c in self.consts if isinstance(c, Tracer))
+            raise core.escaped_tracer_error(tracer, f"jit of {self.name}")
         compiled = self.compiled
         if compiled is None or compiled.device is not device:
             # (another device: arguments committed elsewhere, compiled once per device)
