@@ -113,6 +113,8 @@ def test_bcsr():
         close(xsparse.bcsr_todense(x), jsparse.bcsr_todense(j))
         close(x @ V4, j @ V4)
         same_sparse(x.to_bcoo(), j.to_bcoo())
+        close(xsparse.bcsr_extract(j.indices, j.indptr, 2 * A),
+              jsparse.bcsr_extract(j.indices, j.indptr, 2 * A))
     xb, jb = (m.fromdense(AB, n_batch=1) for m in (xsparse.BCSR, jsparse.BCSR))
     close(xb.todense(), jb.todense())
     close(xsparse.bcsr_dot_general(xb, BB, dimension_numbers=(([2], [1]), ([0], [0]))),
@@ -165,6 +167,49 @@ def test_transpose_reshape_sum():
         xb.reshape(3, 8)
     with pytest.raises(NotImplementedError):
         xb.transpose((1, 0, 2))
+
+
+def test_structural():
+    x, j = both(A, nse=7)
+    shuffled = (x.data[::-1], x.indices[::-1])
+    same_sparse(xsparse.bcoo_sort_indices(xsparse.BCOO(shuffled, shape=x.shape)),
+                jsparse.bcoo_sort_indices(jsparse.BCOO(shuffled, shape=j.shape)), exact=True)
+    same_sparse(xsparse.bcoo_rev(x, (0, 1)), jsparse.bcoo_rev(j, (0, 1)), exact=True)
+    kw = dict(start_indices=(0, 1), limit_indices=(3, 4), strides=(2, 1))
+    same_sparse(xsparse.bcoo_slice(x, **kw), jsparse.bcoo_slice(j, **kw), exact=True)
+    kw = dict(start_indices=(0, 0), limit_indices=(1, 2))  # smaller than nse: compacted
+    same_sparse(xsparse.bcoo_slice(x, **kw), jsparse.bcoo_slice(j, **kw), exact=True)
+    for d in (0, 1):
+        same_sparse(xsparse.bcoo_concatenate([x, x], dimension=d),
+                    jsparse.bcoo_concatenate([j, j], dimension=d))
+    kw = dict(shape=(2, 3, 4), broadcast_dimensions=(1, 2))
+    same_sparse(xsparse.bcoo_broadcast_in_dim(x, **kw), jsparse.bcoo_broadcast_in_dim(j, **kw))
+    for key in (1, (slice(None), -1), (None, slice(1, 3)), (Ellipsis, slice(None, None, 2))):
+        same_sparse(x[key], j[key])
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[3]
+    with pytest.raises(NotImplementedError, match="Concatenation along dense dimensions"):
+        xd = xsparse.BCOO.fromdense(A, n_dense=1)
+        xsparse.bcoo_concatenate([xd, xd], dimension=1)
+    with pytest.raises(NotImplementedError, match="lengths != 1"):
+        xsparse.bcoo_broadcast_in_dim(x, shape=(3, 2, 4), broadcast_dimensions=(0, 2))
+
+
+def test_update_layout():
+    xb, jb = both(AB, n_batch=1, n_dense=1)
+    for n_batch, n_dense in ((0, 0), (0, 1), (2, 0), (1, 0)):
+        out = xsparse.bcoo_update_layout(xb, n_batch=n_batch, n_dense=n_dense,
+                                         on_inefficient=None)
+        assert (out.n_batch, out.n_dense) == (n_batch, n_dense)
+        close(out.todense(), AB)
+        if (n_batch, n_dense) in ((0, 0), (2, 0)):
+            same_sparse(out, jsparse.bcoo_update_layout(jb, n_batch=n_batch, n_dense=n_dense,
+                                                        on_inefficient=None))
+    x = xsparse.BCOO.fromdense(A)
+    with pytest.raises(xsparse.SparseEfficiencyError, match="increasing n_batch from 0 to 1"):
+        x.update_layout(n_batch=1)
+    with pytest.warns(xsparse.SparseEfficiencyWarning, match="increasing n_dense from 0 to 1"):
+        x.update_layout(n_dense=1, on_inefficient="warn")
 
 
 # ----------------------------------------------------------------------------- products
@@ -328,11 +373,11 @@ def test_sparsify_values_jit_grad():
 def test_sparsify_outputs():
     def f(a, b):
         return a + a, a * a, a - b, a * b, -a, a.T, a * 2.0, a.sum(0), a.reshape(12), \
-            a[None]
+            a[None], a[1:3], a[0], a[::-1]
 
     x, j = both(A)
-    fx = xsparse.sparsify(f)
-    fj = jsparse.sparsify(lambda a, b: f(a, b)[:9] + (jjnp.expand_dims(a, 0),))
+    fx = xsparse.sparsify(lambda a, b: (*f(a, b), xjnp.concatenate([a, b], 1)))
+    fj = jsparse.sparsify(lambda a, b: (*f(a, b), jjnp.concatenate([a, b], 1)))
     for ox, oj in zip(fx(x, x), fj(j, j), strict=True):
         same_sparse(ox, oj)
     close(xsparse.sparsify(lambda a: xsparse.todense(a.T) + 1.0)(x),
@@ -357,6 +402,26 @@ def test_sparsify_outputs():
         xsparse.sparsify(xjnp.exp)(x)
     with pytest.raises(NotImplementedError, match="sparse rule for cumsum"):
         xsparse.sparsify(xjnp.cumsum)(x)
+
+
+def test_sparse_jacobians():
+    x, j = both(A)
+
+    def fx(m, v):
+        return xjnp.sin(m @ v)
+
+    def fj(m, v):
+        return jjnp.sin(m @ v)
+
+    for name in ("jacfwd", "jacrev"):
+        (mx, vx), aux_x = getattr(xsparse, name)(lambda m, v: (fx(m, v), 1.0),
+                                                 argnums=(0, 1), has_aux=True)(x, V4)
+        (mj, vj), aux_j = getattr(jsparse, name)(lambda m, v: (fj(m, v), 1.0),
+                                                 argnums=(0, 1), has_aux=True)(j, V4)
+        same_sparse(mx, mj, exact=True)
+        close(vx, vj)
+        assert aux_x == aux_j
+    assert xsparse.jacobian is xsparse.jacrev
 
 
 def test_grad_through_data_and_dense():
@@ -435,27 +500,17 @@ EXEMPT = {
         "coo_matmat_p", "coo_matvec_p", "coo_todense_p", "csr_fromdense_p", "csr_matmat_p",
         "csr_matvec_p", "csr_todense_p", "todense_p")},
     "SparseTracer": "sparsify evaluates a jaxpr instead of a tracer (use_tracer is ignored)",
-    "ad": "module: its grad/value_and_grad are re-exported; jacobians not implemented",
+    "ad": "JAX's module of sparse autodiff: xform's grad and jacobians live in transform",
     "util": "module of JAX's internals",
     "linalg": "sparse solvers (spsolve, lobpcg) not implemented",
     "random": "module of random_bcoo, not implemented",
     "random_bcoo": "not implemented",
-    "jacfwd": "sparse-aware jacobians not implemented",
-    "jacrev": "sparse-aware jacobians not implemented",
-    "jacobian": "sparse-aware jacobians not implemented",
-    "bcoo_broadcast_in_dim": "not implemented (sparsify supports expand_dims only)",
-    "bcoo_concatenate": "not implemented",
     "bcoo_conv_general_dilated": "not implemented",
     "bcoo_dot_general_sampled": "not implemented",
     "bcoo_dynamic_slice": "not implemented",
-    "bcoo_gather": "not implemented (no indexing of BCOO arrays)",
-    "bcoo_rev": "not implemented",
-    "bcoo_slice": "not implemented",
-    "bcoo_sort_indices": "not implemented (bcoo_sum_duplicates sorts)",
-    "bcoo_update_layout": "not implemented",
+    "bcoo_gather": "not implemented: basic indexing (ints, slices) is, array indices are not",
     "bcsr_broadcast_in_dim": "not implemented",
     "bcsr_concatenate": "not implemented",
-    "bcsr_extract": "not implemented",
 }
 
 

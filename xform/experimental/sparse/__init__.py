@@ -16,6 +16,8 @@ from xform.experimental.sparse._base import (  # noqa: F401
 from xform.experimental.sparse.api import empty, eye  # noqa: F401
 from xform.experimental.sparse.bcoo import (  # noqa: F401
     BCOO,
+    bcoo_broadcast_in_dim,
+    bcoo_concatenate,
     bcoo_dot_general,
     bcoo_extract,
     bcoo_fromdense,
@@ -23,20 +25,28 @@ from xform.experimental.sparse.bcoo import (  # noqa: F401
     bcoo_multiply_sparse,
     bcoo_reduce_sum,
     bcoo_reshape,
+    bcoo_rev,
+    bcoo_slice,
+    bcoo_sort_indices,
     bcoo_squeeze,
     bcoo_sum_duplicates,
     bcoo_todense,
     bcoo_transpose,
+    bcoo_update_layout,
 )
 from xform.experimental.sparse.bcsr import (  # noqa: F401
     BCSR,
     bcsr_dot_general,
+    bcsr_extract,
     bcsr_fromdense,
     bcsr_sum_duplicates,
     bcsr_todense,
 )
 from xform.experimental.sparse.transform import (  # noqa: F401
     grad,
+    jacfwd,
+    jacobian,
+    jacrev,
     sparsify,
     todense,
     value_and_grad,

@@ -17,8 +17,8 @@ from xform.experimental.sparse._base import JAXSparse
 from xform.experimental.sparse.bcoo import BCOO, bcoo_dot_general, bcoo_fromdense
 from xform.tree_util import register_pytree_node_class
 
-__all__ = ["BCSR", "bcsr_dot_general", "bcsr_fromdense", "bcsr_sum_duplicates",
-           "bcsr_todense"]
+__all__ = ["BCSR", "bcsr_dot_general", "bcsr_extract", "bcsr_fromdense",
+           "bcsr_sum_duplicates", "bcsr_todense"]
 
 
 def _rows_of_entries(indptr, nse):
@@ -166,6 +166,21 @@ def bcsr_fromdense(mat, *, nse=None, n_batch=0, n_dense=0, index_dtype=np.int32)
         raise ValueError("bcsr_fromdense: must have 2 sparse dimensions.")
     return BCSR.from_bcoo(bcoo_fromdense(mat, nse=nse, n_batch=n_batch, n_dense=n_dense,
                                          index_dtype=index_dtype))
+
+
+def bcsr_extract(indices, indptr, mat):
+    """The entries of dense ``mat`` at the positions that BCSR ``indices``/``indptr`` store:
+    the data of a BCSR array with this pattern (zero at padding)."""
+    mat = jnp.asarray(mat)
+    indices, indptr = jnp.asarray(indices), jnp.asarray(indptr)
+    n_batch = indices.ndim - 1
+    nse = indices.shape[-1]
+
+    def unbatched(cols, ptr, m):
+        rows = _rows_of_entries(ptr, nse)
+        return m.at[rows, cols].get(mode="fill", fill_value=0)
+
+    return _core.nfold_vmap(unbatched, n_batch)(indices, indptr, mat)
 
 
 def bcsr_todense(mat):

@@ -18,15 +18,19 @@ import operator
 
 from xform import numpy as jnp
 from xform.api import ShapeDtypeStruct, jit, make_jaxpr
+from xform.api_autodiff import grad as _grad
 from xform.api_autodiff import value_and_grad as _value_and_grad
+from xform.api_batching import vmap
+from xform.api_jacobian import jacfwd as _jacfwd
+from xform.api_jacobian import jacrev as _jacrev
 from xform.core import Literal
 from xform.experimental.sparse import bcoo
 from xform.experimental.sparse._base import JAXSparse
 from xform.experimental.sparse.bcoo import BCOO
-from xform.primitives import call, contractions, elementwise, reductions, structural
+from xform.primitives import call, contractions, elementwise, indexing, reductions, structural
 from xform.tree_util import tree_flatten, tree_structure, tree_unflatten
 
-__all__ = ["grad", "sparsify", "todense", "value_and_grad"]
+__all__ = ["grad", "jacfwd", "jacobian", "jacrev", "sparsify", "todense", "value_and_grad"]
 
 
 def _sparse_todense(x):
@@ -173,14 +177,24 @@ def _squeeze_rule(x, *, dimensions):
 
 
 def _broadcast_in_dim_rule(x, *, shape, broadcast_dimensions, **params):
-    # only the broadcasts that insert size-1 dimensions (expand_dims) keep the data sparse
-    kept = [shape[d] for d in broadcast_dimensions]
-    if tuple(kept) != x.mat.shape or len([d for d in shape if d != 1]) != \
-            len([d for d in x.mat.shape if d != 1]):
-        raise NotImplementedError(
-            f"sparse rule for broadcast_in_dim from {x.mat.shape} to {tuple(shape)}: xform "
-            "supports only inserting size-1 dimensions")
-    return [_SpValue(bcoo.bcoo_reshape(x.mat, new_sizes=tuple(shape)))]
+    return [_SpValue(bcoo.bcoo_broadcast_in_dim(x.mat, shape=shape,
+                                                broadcast_dimensions=broadcast_dimensions))]
+
+
+def _rev_rule(x, *, dimensions):
+    return [_SpValue(bcoo.bcoo_rev(x.mat, dimensions))]
+
+
+def _slice_rule(x, *, start_indices, limit_indices, strides=None, **params):
+    return [_SpValue(bcoo.bcoo_slice(x.mat, start_indices=start_indices,
+                                     limit_indices=limit_indices, strides=strides))]
+
+
+def _concatenate_rule(*args, dimension, **params):
+    if not all(isinstance(a, _SpValue) for a in args):
+        raise NotImplementedError("sparse rule for concatenate: xform concatenates only "
+                                  "sparse operands; use sparse.todense() on the others")
+    return [_SpValue(bcoo.bcoo_concatenate([a.mat for a in args], dimension=dimension))]
 
 
 def _jit_rule(*args, jaxpr, name, **params):
@@ -210,6 +224,9 @@ sparse_rules = {
     structural.reshape_p: _reshape_rule,
     structural.squeeze_p: _squeeze_rule,
     structural.broadcast_in_dim_p: _broadcast_in_dim_rule,
+    structural.rev_p: _rev_rule,
+    structural.concatenate_p: _concatenate_rule,
+    indexing.slice_p: _slice_rule,
     call.jit_p: _jit_rule,
 }
 for _p in (elementwise.neg_p, elementwise.conj_p, elementwise.real_p, elementwise.imag_p,
@@ -299,40 +316,55 @@ def sparsify(f, use_tracer=False):
 # ------------------------------------------------------------------ sparse-aware autodiff
 
 
-def value_and_grad(fun, argnums=0, has_aux=False, **kwargs):
-    """``xform.value_and_grad`` where BCOO arguments are differentiated with respect to their
-    data: the gradient of a BCOO argument is a BCOO with its indices.
-
-    Example:
-      >>> M = BCOO.fromdense(xform.numpy.eye(2))
-      >>> value_and_grad(lambda m: m.sum())(M)[1].data
-      Array([1., 1.], dtype=float32)
-    """
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+def _sparse_ad(transformation, fun, argnums, has_aux, kwargs, takes_value):
+    """``transformation`` (``xform.grad``, ``jacfwd``, ...) of ``fun`` with each sparse
+    argument at ``argnums`` replaced by its data: the derivative lives in the subspace of the
+    sparsity pattern, and comes back as a sparse array with the argument's indices (batched
+    over the output's dimensions, for a jacobian)."""
+    nums = (operator.index(argnums),) if isinstance(argnums, int) else \
+        tuple(map(operator.index, argnums))
 
     @functools.wraps(fun)
     def wrapped(*args):
-        structure = {}
-        data_args = list(args)
-        for i in map(operator.index, nums):
+        # each differentiated argument as a list of leaves, a sparse leaf as its data
+        trees, data_args = {}, list(args)
+        for i in nums:
             leaves, tree = tree_flatten(args[i], is_leaf=_is_sparse)
-            structure[i] = (leaves, tree)
+            trees[i] = (leaves, tree)
             data_args[i] = [x.data if _is_sparse(x) else x for x in leaves]
 
-        def rebuild(i, data_leaves):
-            leaves, tree = structure[i]
-            return tree_unflatten(tree, [_with_data(x, d) if _is_sparse(x) else d
-                                         for x, d in zip(leaves, data_leaves, strict=True)])
+        def rebuild(i, data_leaves, batched=False):
+            leaves, tree = trees[i]
+            out = []
+            for x, d in zip(leaves, data_leaves, strict=True):
+                if not _is_sparse(x):
+                    out.append(d)
+                    continue
+                fill = functools.partial(_with_data, x)
+                for _ in range(d.ndim - x.data.ndim if batched else 0):
+                    fill = vmap(fill)  # a jacobian's output dims become batch dims
+                out.append(fill(d))
+            return tree_unflatten(tree, out)
 
         def of_data(*a):
-            return fun(*[rebuild(i, x) if i in structure else x for i, x in enumerate(a)])
+            return fun(*[rebuild(i, x) if i in trees else x for i, x in enumerate(a)])
 
-        value, grads = _value_and_grad(of_data, argnums=argnums, has_aux=has_aux,
-                                       **kwargs)(*data_args)
+        out = transformation(of_data, argnums=argnums, has_aux=has_aux, **kwargs)(*data_args)
+        # value_and_grad gives ((value, aux), grads); the others (derivs, aux)
+        value, derivs = out if takes_value else (None, out)
+        aux_with_derivs = has_aux and not takes_value
+        if aux_with_derivs:
+            derivs, aux = derivs
         if isinstance(argnums, int):
-            return value, rebuild(operator.index(argnums), grads)
-        return value, tuple(rebuild(operator.index(i), g) for i, g in zip(nums, grads,
-                                                                           strict=True))
+            derivs = rebuild(nums[0], derivs, batched=True)
+        else:
+            derivs = tuple(rebuild(i, g, batched=True) for i, g in zip(nums, derivs,
+                                                                        strict=True))
+            if len(derivs) == 1:
+                derivs = derivs[0]  # as JAX's sparse AD, a one-element argnums is unwrapped
+        if aux_with_derivs:
+            derivs = (derivs, aux)
+        return (value, derivs) if takes_value else derivs
 
     return wrapped
 
@@ -342,14 +374,35 @@ def _with_data(mat, data):
     return tree_unflatten(tree, [data, *leaves[1:]])
 
 
+def value_and_grad(fun, argnums=0, has_aux=False, **kwargs):
+    """``xform.value_and_grad`` where sparse arguments are differentiated with respect to
+    their data: the gradient of a BCOO argument is a BCOO with its indices.
+
+    Example:
+      >>> M = BCOO.fromdense(xform.numpy.eye(2))
+      >>> value_and_grad(lambda m: m.sum())(M)[1].data
+      Array([1., 1.], dtype=float32)
+    """
+    return _sparse_ad(_value_and_grad, fun, argnums, has_aux, kwargs, takes_value=True)
+
+
 def grad(fun, argnums=0, has_aux=False, **kwargs):
-    """``xform.grad`` where BCOO arguments are differentiated with respect to their data (see
-    ``value_and_grad``)."""
-    vg = value_and_grad(fun, argnums, has_aux, **kwargs)
+    """``xform.grad`` where sparse arguments are differentiated with respect to their data
+    (see ``value_and_grad``)."""
+    return _sparse_ad(_grad, fun, argnums, has_aux, kwargs, takes_value=False)
 
-    @functools.wraps(fun)
-    def wrapped(*args):
-        value, g = vg(*args)
-        return (g, value[1]) if has_aux else g
 
-    return wrapped
+def jacfwd(fun, argnums=0, has_aux=False, **kwargs):
+    """``xform.jacfwd`` where sparse arguments are differentiated with respect to their data;
+    the jacobian for a BCOO argument is a BCOO whose leading batch dimensions are the
+    output's."""
+    return _sparse_ad(_jacfwd, fun, argnums, has_aux, kwargs, takes_value=False)
+
+
+def jacrev(fun, argnums=0, has_aux=False, **kwargs):
+    """``xform.jacrev`` where sparse arguments are differentiated with respect to their data
+    (see ``jacfwd``)."""
+    return _sparse_ad(_jacrev, fun, argnums, has_aux, kwargs, takes_value=False)
+
+
+jacobian = jacrev
