@@ -2,11 +2,13 @@
 
 Sparse arrays in the BCOO (batched coordinate) and BCSR (batched compressed row) layouts,
 their operations as compositions of xform's primitives, and ``sparsify``, which runs
-``xform.numpy`` code on them. The modules: ``_core``/``_dot`` (the BCOO layout's operations
-on bare buffers), ``bcoo``, ``bcsr``, ``transform`` (sparsify, sparse-aware grad).
+``xform.numpy`` code on them. The modules: ``_core``, ``_dot`` and ``_structural`` (the BCOO
+layout's operations on bare buffers), ``bcoo`` (the class, products, sums),
+``bcoo_structural`` (reshape, slice, concatenate, ...), ``bcsr``, ``api`` (``empty``,
+``eye``), ``transform`` (sparsify, sparse-aware grad and jacobians).
 """
 
-from xform.experimental.sparse import bcoo, bcsr, transform  # noqa: F401
+from xform.experimental.sparse import bcoo, bcoo_structural, bcsr, transform  # noqa: F401
 from xform.experimental.sparse._base import (  # noqa: F401
     CuSparseEfficiencyWarning,
     JAXSparse,
@@ -16,22 +18,24 @@ from xform.experimental.sparse._base import (  # noqa: F401
 from xform.experimental.sparse.api import empty, eye  # noqa: F401
 from xform.experimental.sparse.bcoo import (  # noqa: F401
     BCOO,
-    bcoo_broadcast_in_dim,
-    bcoo_concatenate,
     bcoo_dot_general,
     bcoo_extract,
     bcoo_fromdense,
     bcoo_multiply_dense,
     bcoo_multiply_sparse,
     bcoo_reduce_sum,
+    bcoo_sum_duplicates,
+    bcoo_todense,
+    bcoo_transpose,
+)
+from xform.experimental.sparse.bcoo_structural import (  # noqa: F401
+    bcoo_broadcast_in_dim,
+    bcoo_concatenate,
     bcoo_reshape,
     bcoo_rev,
     bcoo_slice,
     bcoo_sort_indices,
     bcoo_squeeze,
-    bcoo_sum_duplicates,
-    bcoo_todense,
-    bcoo_transpose,
     bcoo_update_layout,
 )
 from xform.experimental.sparse.bcsr import (  # noqa: F401

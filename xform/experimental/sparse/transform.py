@@ -24,7 +24,7 @@ from xform.api_batching import vmap
 from xform.api_jacobian import jacfwd as _jacfwd
 from xform.api_jacobian import jacrev as _jacrev
 from xform.core import Literal
-from xform.experimental.sparse import bcoo
+from xform.experimental.sparse import bcoo, bcoo_structural
 from xform.experimental.sparse._base import JAXSparse
 from xform.experimental.sparse.bcoo import BCOO
 from xform.primitives import call, contractions, elementwise, indexing, reductions, structural
@@ -169,24 +169,25 @@ def _transpose_rule(x, *, permutation):
 
 
 def _reshape_rule(x, *, new_sizes, dimensions=None, **params):
-    return [_SpValue(bcoo.bcoo_reshape(x.mat, new_sizes=new_sizes, dimensions=dimensions))]
+    return [_SpValue(bcoo_structural.bcoo_reshape(x.mat, new_sizes=new_sizes,
+                                                  dimensions=dimensions))]
 
 
 def _squeeze_rule(x, *, dimensions):
-    return [_SpValue(bcoo.bcoo_squeeze(x.mat, dimensions=dimensions))]
+    return [_SpValue(bcoo_structural.bcoo_squeeze(x.mat, dimensions=dimensions))]
 
 
 def _broadcast_in_dim_rule(x, *, shape, broadcast_dimensions, **params):
-    return [_SpValue(bcoo.bcoo_broadcast_in_dim(x.mat, shape=shape,
+    return [_SpValue(bcoo_structural.bcoo_broadcast_in_dim(x.mat, shape=shape,
                                                 broadcast_dimensions=broadcast_dimensions))]
 
 
 def _rev_rule(x, *, dimensions):
-    return [_SpValue(bcoo.bcoo_rev(x.mat, dimensions))]
+    return [_SpValue(bcoo_structural.bcoo_rev(x.mat, dimensions))]
 
 
 def _slice_rule(x, *, start_indices, limit_indices, strides=None, **params):
-    return [_SpValue(bcoo.bcoo_slice(x.mat, start_indices=start_indices,
+    return [_SpValue(bcoo_structural.bcoo_slice(x.mat, start_indices=start_indices,
                                      limit_indices=limit_indices, strides=strides))]
 
 
@@ -194,7 +195,7 @@ def _concatenate_rule(*args, dimension, **params):
     if not all(isinstance(a, _SpValue) for a in args):
         raise NotImplementedError("sparse rule for concatenate: xform concatenates only "
                                   "sparse operands; use sparse.todense() on the others")
-    return [_SpValue(bcoo.bcoo_concatenate([a.mat for a in args], dimension=dimension))]
+    return [_SpValue(bcoo_structural.bcoo_concatenate([a.mat for a in args], dimension=dimension))]
 
 
 def _jit_rule(*args, jaxpr, name, **params):
