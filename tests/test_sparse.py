@@ -325,6 +325,32 @@ def test_elementwise():
         x * np.ones((2, 3, 4))
 
 
+def test_operators_that_stay_sparse_or_refuse():
+    x, j = both(A, nse=8)
+    same_sparse(abs(x), abs(j), exact=True)
+    same_sparse(x ** 3, j ** 3, exact=True)
+    for xr, jr in zip(x, j, strict=True):  # iteration over the leading dimension
+        same_sparse(xr, jr)
+    for op in (lambda m: m > 0, lambda m: m == 1.0, lambda m: 1.0 / m, lambda m: m ** 0,
+               lambda m: 2.0 ** m, lambda m: m ** 0.5):
+        with pytest.raises(NotImplementedError):
+            op(j)
+        with pytest.raises(NotImplementedError):
+            op(x)
+
+
+def test_random_bcoo():
+    for kw in (dict(), dict(n_batch=1, nse=3), dict(n_dense=1, unique_indices=False),
+               dict(sorted_indices=True, dtype=np.float16)):
+        kw.setdefault("dtype", np.float32)  # JAX's default float64 warns without x64
+        x = xsparse.random_bcoo(xform.random.key(3), (2, 3, 4), **kw)
+        j = jsparse.random_bcoo(jax.random.key(3), (2, 3, 4), **kw)
+        same_sparse(x, j, exact=True)
+        assert x.data.dtype == j.data.dtype and x.indices.dtype == j.indices.dtype
+    with pytest.raises(ValueError, match="between 0 and 12"):
+        xsparse.random_bcoo(xform.random.key(0), (3, 4), nse=13)
+
+
 def test_extract_squeeze_eye_empty():
     x, j = both(A)
     other = B23.T @ B42.T
@@ -503,8 +529,6 @@ EXEMPT = {
     "ad": "JAX's module of sparse autodiff: xform's grad and jacobians live in transform",
     "util": "module of JAX's internals",
     "linalg": "sparse solvers (spsolve, lobpcg) not implemented",
-    "random": "module of random_bcoo, not implemented",
-    "random_bcoo": "not implemented",
     "bcoo_conv_general_dilated": "not implemented",
     "bcoo_dot_general_sampled": "not implemented",
     "bcoo_dynamic_slice": "not implemented",

@@ -8,7 +8,13 @@ layout's operations on bare buffers), ``bcoo`` (the class, products, sums),
 ``eye``), ``transform`` (sparsify, sparse-aware grad and jacobians).
 """
 
-from xform.experimental.sparse import bcoo, bcoo_structural, bcsr, transform  # noqa: F401
+from xform.experimental.sparse import (  # noqa: F401
+    bcoo,
+    bcoo_structural,
+    bcsr,
+    random,
+    transform,
+)
 from xform.experimental.sparse._base import (  # noqa: F401
     CuSparseEfficiencyWarning,
     JAXSparse,
@@ -46,6 +52,7 @@ from xform.experimental.sparse.bcsr import (  # noqa: F401
     bcsr_sum_duplicates,
     bcsr_todense,
 )
+from xform.experimental.sparse.random import random_bcoo  # noqa: F401
 from xform.experimental.sparse.transform import (  # noqa: F401
     grad,
     jacfwd,

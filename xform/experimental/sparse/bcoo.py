@@ -29,6 +29,13 @@ __all__ = [
 ]
 
 
+def _dense_comparison(self, other):
+    raise NotImplementedError(
+        "sparse rule for comparisons is not implemented because it would result in dense "
+        "output. If this is your intent, use sparse.todense() to convert your arguments to "
+        "dense matrices.")
+
+
 @register_pytree_node_class
 class BCOO(JAXSparse):
     """A batched coordinate-format sparse array.
@@ -221,11 +228,53 @@ class BCOO(JAXSparse):
                 "arguments to a dense array.")
         return mul(self, 1 / jnp.asarray(other))
 
+    def __rtruediv__(self, other):
+        raise NotImplementedError(
+            "Division by a sparse array is not implemented because it would result in "
+            "dense output. If this is your intent, use sparse.todense() to convert your "
+            "arguments to a dense array.")
+
     def __matmul__(self, other):
         return matmul(self, other)
 
     def __rmatmul__(self, other):
         return matmul(other, self)
+
+    def __abs__(self):
+        mat = unique(self)
+        return _with_data(mat, abs(mat.data))
+
+    def __pow__(self, y):
+        if isinstance(y, int) or (np.ndim(y) == 0 and np.issubdtype(np.result_type(y),
+                                                                   np.integer)):
+            y = operator.index(y)
+            if y <= 0:
+                raise NotImplementedError(
+                    f"sparse rule for integer_pow with non-positive exponent {y} is not "
+                    "implemented because it would result in dense output. If this is your "
+                    "intent, use sparse.todense() to convert your argument to a dense array.")
+            mat = unique(self)
+            return _with_data(mat, mat.data ** y)
+        raise NotImplementedError("sparse rule for pow is not implemented: only positive "
+                                  "integer powers of a sparse array stay sparse.")
+
+    def __rpow__(self, other):
+        raise NotImplementedError("sparse rule for pow is not implemented because it would "
+                                  "result in dense output.")
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    # comparisons: 0 compares to 0 as True or False everywhere, so the result is dense
+    __gt__ = __ge__ = __lt__ = __le__ = __eq__ = __ne__ = _dense_comparison
+
+
+def unique(mat):
+    """``mat`` with unique indices (duplicates summed, ``nse`` kept), for functions that are
+    not linear in the data."""
+    return mat if mat.unique_indices else bcoo_sum_duplicates(mat, nse=mat.nse)
 
 
 def _with_data(mat, data):

@@ -80,9 +80,7 @@ def _same_data_rule(fun):
 
 def _unique(x):
     """``x`` with unique indices, for ops that are not linear in the data."""
-    if x.mat.unique_indices:
-        return x
-    return _SpValue(bcoo.bcoo_sum_duplicates(x.mat, nse=x.mat.nse))
+    return x if x.mat.unique_indices else _SpValue(bcoo.unique(x.mat))
 
 
 def _zero_preserving(prim, linear):
