@@ -227,9 +227,11 @@ def test_namespace_dtypes_and_constants():
 def test_shape_errors():
     x = np.ones((2, 3), np.float32)
     with pytest.raises(TypeError, match=r"cannot reshape array of size 6 into shape \(4,\)"):
-        xnp.reshape(x, (4,))
+        xnp.reshape(xnp.asarray(x), (4,))
     with pytest.raises(TypeError, match="can only specify one unknown axis size"):
-        xnp.reshape(x, (-1, -1))
+        xnp.reshape(xnp.asarray(x), (-1, -1))
+    with pytest.raises(ValueError, match=r"cannot reshape array of size 6 into shape \(4,\)"):
+        xnp.reshape(x, (4,))  # NumPy data: NumPy's reshape and error, as JAX's
     with pytest.raises(TypeError, match="transpose: axes .* are not a permutation"):
         xnp.transpose(x, (0, 0))
     with pytest.raises(ValueError, match="swapaxes: axis 2 is out of bounds"):

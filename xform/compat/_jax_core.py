@@ -7,7 +7,6 @@ still read (``get_aval``, ``find_top_trace``, ``mapped_aval``, ``get_opaque_trac
 import weakref
 
 from xform import core
-from xform.api import ensure_compile_time_eval
 from xform.api_util import DebugInfo  # noqa: F401
 from xform.core import (  # noqa: F401  # noqa: F401
     ClosedJaxpr,
@@ -47,7 +46,14 @@ from xform.primitives.call import call_p
 AbstractValue = ShapedArray  # xform's one kind of abstract value
 Atom = (Var, Literal)  # JAX's union of jaxpr operands, for isinstance
 Value = object
-eval_context = ensure_compile_time_eval
+
+
+def eval_context():
+    """``with eval_context():`` evaluates eagerly inside the block (operations on tracers of
+    an outer trace then raise), as JAX's; ``ensure_compile_time_eval`` folds constants only."""
+    return core.set_current_trace(core.eval_trace)
+
+
 jaxpr_as_fn = jaxpr_as_fun
 
 

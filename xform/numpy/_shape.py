@@ -80,6 +80,10 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None, out_sharding=
         shape = newshape
     if shape is None:
         raise TypeError("reshape: the shape argument is required")
+    if isinstance(a, (np.ndarray, np.generic)) and out_sharding is None:
+        # As JAX's: NumPy data is reshaped by NumPy's own method (a NumPy result, NumPy's
+        # errors); numpyro's constraint checks stay concrete inside jit that way.
+        return a.reshape(shape, order=order)
     a = _arr("reshape", a)
     aval = aval_of(a)
     shape = _canonicalize_shape("reshape", shape, aval.size)

@@ -437,6 +437,11 @@ def _safe_divisor(x, y):
 
 def _div_host(x, y):
     if not dtypes.is_int(x.dtype):
+        if x.dtype.kind == "f" and y.size == 1 < x.size:
+            # XLA divides by one value broadcast over an array as a product with its
+            # reciprocal (an ulp from the quotient at times): so must the host. bfloat16,
+            # computed here in float32, gives XLA's quotient either way.
+            return x * (np.ones((), y.dtype) / y)
         return np.true_divide(x, y)
     # lax.div on integers rounds toward zero (C semantics), NumPy's // rounds down. As in
     # XLA, x / 0 has every bit set (-1, or the unsigned maximum) and INT_MIN / -1 is INT_MIN.
@@ -496,6 +501,20 @@ add_p = elementwise("add", NUMBER, np.add)
 sub_p = elementwise("sub", NUMBER, np.subtract)
 mul_p = elementwise("mul", NUMBER, np.multiply)
 div_p = elementwise("div", NUMBER, _div_host)
+
+
+def _div_float16(x, y):
+    # float16 computes in float32 (``elementwise_host``), but XLA rounds the reciprocal of a
+    # scalar divisor to float16 before the product (see _div_host).
+    if x.dtype == dtypes.float16 and y.size == 1 < x.size:
+        reciprocal = (np.float32(1) / y.astype(np.float32)).astype(dtypes.float16)
+        return [(x.astype(np.float32) * reciprocal.astype(np.float32)).astype(dtypes.float16)]
+    return _div_elementwise(x, y)
+
+
+_div_elementwise = core.host_impls[div_p]
+_div_float16.numpy_fn = _div_host  # (the fast path's direct call, for other dtypes)
+core.host_impls[div_p] = _div_float16
 rem_p = elementwise("rem", FLOAT_OR_INT, _rem_host)
 max_p = elementwise("max", ANY, np.maximum)
 min_p = elementwise("min", ANY, np.minimum)

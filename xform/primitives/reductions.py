@@ -99,6 +99,13 @@ _WIDE_SUM = {dtypes.float32: dtypes.float64, dtypes.complex64: dtypes.complex128
 _WIDE_SUM_MIN_SIZE = 256
 
 
+# The longest axis XLA's CPU sums sequentially (measured against jit on float16, bfloat16,
+# float32 and float64, as rows and as columns); longer ones it splits in an order of its own.
+_SEQUENTIAL_SUM_MAX = 32
+_SEQUENTIAL_SUM_DTYPES = frozenset(map(np.dtype, (
+    dtypes.float16, dtypes.bfloat16, np.float32, np.float64, np.complex64, np.complex128)))
+
+
 def _sum_dtype(x, dtype):
     """The accumulation dtype of a sum over ``x`` computed in ``dtype``."""
     return _WIDE_SUM.get(dtype, dtype) if x.size >= _WIDE_SUM_MIN_SIZE else dtype
@@ -185,6 +192,18 @@ def _reduce_host_rule(monoid):
     ufunc = MONOIDS[monoid][0]
 
     def impl(x, *, axes):
+        if monoid == "add" and len(axes) == 1 and 0 < x.shape[axes[0]] <= _SEQUENTIAL_SUM_MAX \
+                and x.dtype in _SEQUENTIAL_SUM_DTYPES:
+            # XLA's CPU adds a short axis one element at a time, rounding each partial sum
+            # to the operand's dtype (float16 too): ``accumulate`` does the same, in one call.
+            # Adding the identity last turns a sum of negative zeros into +0, as 0 + x does.
+            if x.dtype == dtypes.bfloat16:  # (ml_dtypes' accumulate does not round each step)
+                total = np.zeros(np.delete(x.shape, axes[0]), x.dtype)
+                for part in np.moveaxis(x, axes[0], 0):
+                    total = total + part
+                return [total]
+            partial = np.add.accumulate(x, axis=axes[0], dtype=x.dtype)
+            return [np.take(partial, -1, axis=axes[0]) + np.zeros((), x.dtype)]
         dtype = _compute_dtype(x.dtype)
         if monoid == "add":
             dtype = _sum_dtype(x, dtype)
