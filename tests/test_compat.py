@@ -1,12 +1,14 @@
 # ruff: noqa: PLC0415  (each program imports jax and the libraries when it runs: the same code
 # then binds real JAX in this process and xform in the compat subprocess)
-"""xform.compat: JAX programs and libraries (optax, flax, equinox) running on xform unmodified.
+"""xform.compat: JAX programs and libraries (optax, flax, equinox, numpyro, blackjax, dm-haiku)
+running on xform unmodified.
 
 Unit tests of ``install``/``uninstall`` run in this process (and undo themselves). The library
 programs below run twice, as the same code: once here on real JAX (the oracle), and once in ONE
 subprocess under ``python -m xform.run tests/test_compat.py`` (compat mode replaces ``jax`` in
 ``sys.modules``, so it cannot share this process); that subprocess prints every program's
-losses as JSON. Losses after 50 training steps must agree to float32 tolerance.
+losses (and samplers' draws) as JSON. Losses after 50 training steps, and the draws of the
+samplers run from the same keys, must agree to float32 tolerance.
 """
 
 import importlib
@@ -26,10 +28,11 @@ import xform.numpy as xnp
 from xform import compat
 
 STEPS = 50
-_LIBS = ("optax", "flax", "equinox")
+_LIBS = ("optax", "flax", "equinox", "numpyro", "blackjax", "haiku")
 _HAVE_LIBS = all(importlib.util.find_spec(name) is not None for name in _LIBS)
 needs_libs = pytest.mark.skipif(
-    not _HAVE_LIBS, reason="the compat extra (optax, flax, equinox) is not installed: "
+    not _HAVE_LIBS, reason="the compat extra (optax, flax, equinox, numpyro, blackjax, "
+    "dm-haiku) is not installed: "
     "pip install -e '.[compat]'")
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -203,7 +206,78 @@ def _program_nnx():
     return {"nnx_mlp": losses, "nnx_grad": np.asarray(grads.l1.kernel[...]).ravel().tolist()}
 
 
-_PROGRAMS = (_program_optax, _program_linen, _program_equinox, _program_nnx)
+def _program_numpyro():
+    import jax
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+    from numpyro.infer import MCMC, NUTS
+
+    x, y = _data(n=24, d=3, k=1)
+
+    def model(x, y=None):
+        w = numpyro.sample("w", dist.Normal(jnp.zeros(3), 1.0).to_event(1))
+        sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
+        numpyro.sample("y", dist.Normal(x @ w, sigma), obs=y)
+
+    mcmc = MCMC(NUTS(model), num_warmup=30, num_samples=20, progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(0), x, y[:, 0])
+    samples = mcmc.get_samples()
+    return {"numpyro_nuts_w": np.asarray(samples["w"]).ravel().tolist(),
+            "numpyro_nuts_sigma": np.asarray(samples["sigma"]).tolist()}
+
+
+def _program_blackjax():
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+
+    def logdensity(x):
+        return -0.5 * jnp.sum((x - jnp.array([1.0, -1.0])) ** 2 / jnp.array([1.0, 0.25]))
+
+    hmc = blackjax.hmc(logdensity, step_size=0.3, inverse_mass_matrix=jnp.ones(2),
+                       num_integration_steps=5)
+    nuts = blackjax.nuts(logdensity, step_size=0.5, inverse_mass_matrix=jnp.ones(2))
+    out = {"blackjax_hmc": [], "blackjax_nuts": []}
+    for name, kernel, steps in (("blackjax_hmc", hmc, 20), ("blackjax_nuts", nuts, 10)):
+        step, state = jax.jit(kernel.step), kernel.init(jnp.zeros(2))
+        for i in range(steps):
+            state, _ = step(jax.random.key(i), state)
+            out[name].extend(np.asarray(state.position).tolist())
+    return out
+
+
+def _program_haiku():
+    import haiku as hk
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    x, y = _data()
+    def forward(x):  # (haiku modules are made inside the transformed function)
+        return hk.nets.MLP([16, 2])(x)
+
+    model = hk.transform(forward)
+    params = model.init(jax.random.PRNGKey(0), x)
+    opt = optax.adam(0.01)
+    state = opt.init(params)
+
+    @jax.jit
+    def step(params, state):
+        loss, g = jax.value_and_grad(
+            lambda p: jnp.mean((model.apply(p, None, x) - y) ** 2))(params)
+        updates, state = opt.update(g, state)
+        return optax.apply_updates(params, updates), state, loss
+
+    losses = []
+    for _ in range(STEPS):
+        params, state, loss = step(params, state)
+        losses.append(float(loss))
+    return {"haiku_mlp": losses}
+
+
+_PROGRAMS = (_program_optax, _program_linen, _program_equinox, _program_nnx, _program_numpyro,
+             _program_blackjax, _program_haiku)
 
 
 def _run_programs():
@@ -226,7 +300,8 @@ def _run_compat_subprocess():
 
 _NAMES = ("optax_adam", "optax_adamw", "optax_sgd", "optax_lion", "optax_chain",
           "optax_exp_decay", "optax_schedule", "linen_mlp", "linen_cnn", "equinox_mlp",
-          "equinox_jvp", "nnx_mlp", "nnx_grad")
+          "equinox_jvp", "nnx_mlp", "nnx_grad", "numpyro_nuts_w", "numpyro_nuts_sigma",
+          "blackjax_hmc", "blackjax_nuts", "haiku_mlp")
 
 
 @needs_libs
@@ -251,7 +326,8 @@ def test_library_programs_match_jax():
             mismatched[name] = str(e)
     assert not mismatched, f"xform differs from JAX in {sorted(mismatched)}: {mismatched}"
     for name in _NAMES:
-        if name not in ("optax_schedule", "nnx_grad", "equinox_jvp"):  # loss curves: trained
+        if name.startswith(("optax_", "linen_", "equinox_", "nnx_", "haiku_")) and name not in (
+                "optax_schedule", "nnx_grad", "equinox_jvp"):  # loss curves: trained
             assert len(got[name]) == STEPS and got[name][-1] < got[name][0], name
 
 
