@@ -340,9 +340,8 @@ def test_operators_that_stay_sparse_or_refuse():
 
 
 def test_random_bcoo():
-    for kw in (dict(), dict(n_batch=1, nse=3), dict(n_dense=1, unique_indices=False),
-               dict(sorted_indices=True, dtype=np.float16)):
-        kw.setdefault("dtype", np.float32)  # JAX's default float64 warns without x64
+    for kw in (dict(n_batch=1, nse=3, dtype=np.float32),  # JAX's default float64 warns
+               dict(n_dense=1, unique_indices=False, sorted_indices=True, dtype=np.float16)):
         x = xsparse.random_bcoo(xform.random.key(3), (2, 3, 4), **kw)
         j = jsparse.random_bcoo(jax.random.key(3), (2, 3, 4), **kw)
         same_sparse(x, j, exact=True)
