@@ -1,40 +1,29 @@
-"""The ``jax._src`` internals that optax, flax, equinox, chex and jaxtyping reach for, on xform.
+"""The semi-internal JAX names libraries reach for, as xform's own objects.
 
-Each entry of ``MODULES`` is one ``jax._src.<name>`` module as the libraries see it under
-``xform.compat``: a table of the names they use. Only small, stable pieces are here, none of
-them part of JAX's transformation machinery:
+The table was built from what numpyro, blackjax, dm-haiku, chex, orbax, penzai, jraph, flax,
+optax, equinox, jaxtyping, diffrax, lineax, optimistix, distrax and jaxopt import (every name
+used by two of them, or by one at import time). None of it is JAX's transformation machinery:
 
-- ``traceback_util``: traceback filtering hooks (``register_exclusion``, ``api_boundary``,
-  ``include_frame``). xform does not filter tracebacks, so they record paths and pass through.
-- ``tree_util._registry``: JAX's pytree node registry, which xform shares (``xform.tree_util``
-  is JAX's pure-Python tree utilities).
-- ``dtypes``: ``xform.dtypes`` (with ``TypePromotionError``), the narrow ml_dtypes names as
-  their scalar types, as JAX's.
-- ``core``: the ``jax.core`` view of xform's IR (``xform.compat._jax_core``).
-- ``state.types.AbstractRef``: a class nothing is an instance of (xform has no mutable refs).
-- ``checkify``: the names flax binds at import time; calling ``checkify`` says xform lacks it.
-- ``dispatch``, ``xla_bridge``: present, with no runtime-token or backend internals.
+- ``MODULES``: ``jax._src.<name>`` modules as the libraries see them. ``traceback_util``
+  (filtering hooks that record paths and pass through), ``tree_util`` (xform's, on JAX's
+  pytree registry, which xform shares), ``dtypes``, ``core`` (``xform.compat._jax_core``, with
+  the trace-state queries), ``ad_util`` (the stop-gradient and tangent-sum primitives, Zero),
+  ``flatten_util``, ``api_util`` (``xform.api_util``), ``interpreters.ad``, ``checkify``
+  (``xform.experimental.checkify``), ``dispatch.wait_for_tokens``, ``distributed``'s runtime
+  state (jaxlib's, which xform runs on).
+- ``LACKING``: public ``jax`` modules that xform has no module for but libraries import:
+  ``jax.interpreters.partial_eval`` and ``jax.experimental.hijax`` (classes to subclass at
+  import time), ``jax.interpreters.xla`` (``apply_primitive``), ``jax.experimental.pjit``
+  (``pjit`` is ``jit``).
+- ``EXTRAS``: names that public modules have and their xform counterparts lack
+  (``jax.extend.core.get_opaque_trace_state``, ``jax.interpreters.ad.JVPTracer``, ...),
+  answered while compat mode is installed. ``ADDED_ATTRIBUTES``: attributes xform's classes
+  gain while it is installed (a trace's ``main``, itself, which equinox's ``filter_jvp`` reads).
+- ``FALLBACKS``: public ``jax`` modules of plain data xform does not define
+  (``jax.sharding``'s description types, ``jax.experimental.layout``, ``jax.lib``'s version).
 
-``LACKING`` are public ``jax`` modules of JAX's tracing internals that libraries bind at import
-time (``jax.interpreters.partial_eval``, ``jax.extend.linear_util``,
-``jax.experimental.checkify``, ``jax.experimental.hijax``): they import, classes they define can
-be named or subclassed, and using what they hold says that xform lacks it. ``EXTRAS`` are names
-that public modules have and their xform counterparts lack (``jax.config.parse_flags_with_absl``,
-``jax.extend.core.get_opaque_trace_state``, ``jax.interpreters.ad.JVPTracer``, ...), answered
-while compat mode is installed. ``ADDED_ATTRIBUTES`` are attributes xform's classes gain while
-it is installed: a trace's ``main`` (itself), which equinox's ``filter_jvp`` compares.
-
-``FALLBACKS`` stand in for public ``jax`` modules that xform does not have yet:
-``jax.sharding`` is JAX's sharding description types (``Mesh``, ``PartitionSpec``,
-``NamedSharding``, ...: data, no transformation), until ``xform.sharding`` exists;
-``jax.experimental.layout`` is JAX's layout descriptions (``Format``, ``Layout``), which flax
-names at import time; ``jax.lib`` is jaxlib's ``__version__``.
-
-Left out (importing them raises an ``ImportError`` saying that xform lacks them): ``literals``
-(equinox and jaxtyping fall back when it is absent), ``interpreters.pxla`` and ``earray`` (flax
-then disables its fp8 extended-dtype path), ``compiler``'s contents (chex's
-``restrict_backends`` imports the module; using it names what is lacking),
-``api_util``, ``callback`` and everything else under ``jax._src``.
+Every other name that JAX 0.10.2 has resolves to a stand-in that fails where it is used
+(``_standins.py``).
 """
 
 import jax.experimental.layout as _jax_layout
@@ -48,6 +37,7 @@ from xform import api, api_util, core, dtypes, flatten_util, tree_util
 from xform import numpy as xnp
 from xform.compat import _jax_core
 from xform.compat._standins import lacking_function, stand_in
+from xform.experimental import checkify
 from xform.extend import ad as _extend_ad
 from xform.interpreters import ad as _ad
 from xform.interpreters import transpose as _transpose
@@ -76,14 +66,6 @@ def api_boundary(fun=None, **_):
 class AbstractRef:
     """``jax._src.state.types.AbstractRef``: xform has no mutable array refs, so no value is
     an instance of this class."""
-
-
-class JaxException(Exception):
-    """``jax._src.checkify.JaxException``, for signatures that name it."""
-
-
-class Error:
-    """``jax._src.checkify.Error``, for signatures that name it."""
 
 
 class ExtendedDType:
@@ -145,17 +127,6 @@ def get_primitive_transpose(primitive):
     return rule
 
 
-# What chex and flax bind from checkify at import time (error-category sets, classes for
-# annotations); every function says that xform lacks it.
-_CHECKIFY = {
-    "checkify": lacking_function("jax.experimental.checkify.checkify"),
-    "JaxException": JaxException, "Error": Error, "Out": object, "ErrorCategory": type,
-    **{f"{kind}_checks": frozenset()
-       for kind in ("user", "nan", "index", "div", "float", "automatic", "all")},
-    **{name: lacking_function(f"jax.experimental.checkify.{name}")
-       for name in ("check", "check_error", "debug_check")},
-}
-
 # ``jax.experimental.hijax``: flax.nnx defines its hijax Variable (off unless the
 # ``flax_hijax_variable`` flag is set) at import time. Defining works; xform lacks the machinery.
 _HIJAX = {
@@ -195,7 +166,7 @@ MODULES = {
              "physical_aval": physical_aval},
     "state": {},
     "state.types": {"AbstractRef": AbstractRef},
-    "checkify": _CHECKIFY,
+    "checkify": {k: v for k, v in vars(checkify).items() if not k.startswith("__")},
     "dispatch": {"wait_for_tokens": wait_for_tokens},
     "compiler": {},  # chex's restrict_backends patches its internals: they are lacking
     "xla_bridge": {"_backends": {}},
@@ -216,7 +187,6 @@ FALLBACKS = {
 # Public ``jax`` modules of JAX's tracing internals: libraries bind them (and name a class or two
 # in annotations) at import time; xform lacks what is in them.
 LACKING = {
-    "jax.experimental.checkify": _CHECKIFY,
     "jax.interpreters.partial_eval": {},
     "jax.experimental.hijax": _HIJAX,
     # JAX's former names for what xform runs its own way (a primitive eagerly, pjit as jit).
