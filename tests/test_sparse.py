@@ -121,6 +121,12 @@ def test_bcsr():
           jsparse.bcsr_dot_general(jb, BB, dimension_numbers=(([2], [1]), ([0], [0]))))
     assert xform.tree_util.tree_structure(xb) is not None
     close(xform.jit(lambda m: m.todense())(xb), jb.todense())
+    for d in (0, 1, 2):
+        close(xsparse.bcsr_concatenate([xb, xb], dimension=d).todense(),
+              np.concatenate([AB, AB], d))
+    out = xsparse.bcsr_broadcast_in_dim(x, shape=(2, 3, 4), broadcast_dimensions=(1, 2))
+    assert (out.shape, out.n_batch, out.nse) == ((2, 3, 4), 1, x.nse)
+    close(out.todense(), np.broadcast_to(A, (2, 3, 4)))
 
 
 def test_sum_duplicates():
@@ -541,8 +547,6 @@ EXEMPT = {
     "bcoo_dot_general_sampled": "not implemented",
     "bcoo_dynamic_slice": "not implemented",
     "bcoo_gather": "not implemented: basic indexing (ints, slices) is, array indices are not",
-    "bcsr_broadcast_in_dim": "not implemented",
-    "bcsr_concatenate": "not implemented",
 }
 
 

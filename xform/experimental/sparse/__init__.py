@@ -46,6 +46,8 @@ from xform.experimental.sparse.bcoo_structural import (  # noqa: F401
 )
 from xform.experimental.sparse.bcsr import (  # noqa: F401
     BCSR,
+    bcsr_broadcast_in_dim,
+    bcsr_concatenate,
     bcsr_dot_general,
     bcsr_extract,
     bcsr_fromdense,

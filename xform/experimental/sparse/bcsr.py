@@ -15,10 +15,15 @@ from xform import numpy as jnp
 from xform.experimental.sparse import _core
 from xform.experimental.sparse._base import JAXSparse
 from xform.experimental.sparse.bcoo import BCOO, bcoo_dot_general, bcoo_fromdense
+from xform.experimental.sparse.bcoo_structural import (
+    bcoo_broadcast_in_dim,
+    bcoo_concatenate,
+    bcoo_sort_indices,
+)
 from xform.tree_util import register_pytree_node_class
 
-__all__ = ["BCSR", "bcsr_dot_general", "bcsr_extract", "bcsr_fromdense",
-           "bcsr_sum_duplicates", "bcsr_todense"]
+__all__ = ["BCSR", "bcsr_broadcast_in_dim", "bcsr_concatenate", "bcsr_dot_general",
+           "bcsr_extract", "bcsr_fromdense", "bcsr_sum_duplicates", "bcsr_todense"]
 
 
 def _rows_of_entries(indptr, nse):
@@ -181,6 +186,28 @@ def bcsr_extract(indices, indptr, mat):
         return m.at[rows, cols].get(mode="fill", fill_value=0)
 
     return _core.nfold_vmap(unbatched, n_batch)(indices, indptr, mat)
+
+
+def _via_bcoo(bcoo_result):
+    """The BCSR form of a BCOO result: its entries sorted so that padding comes last, as the
+    row pointers need."""
+    if bcoo_result.n_sparse != 2:
+        raise NotImplementedError(f"BCSR needs 2 sparse dimensions; the result has "
+                                  f"n_sparse={bcoo_result.n_sparse}")
+    return BCSR.from_bcoo(bcoo_sort_indices(bcoo_result))
+
+
+def bcsr_concatenate(operands, *, dimension):
+    """BCSR arrays of one layout joined along ``dimension`` (see ``bcoo_concatenate``)."""
+    return _via_bcoo(bcoo_concatenate([op.to_bcoo() for op in operands], dimension=dimension))
+
+
+def bcsr_broadcast_in_dim(mat, *, shape, broadcast_dimensions, sharding=None):
+    """``mat`` broadcast to ``shape``: new leading dimensions become batch dimensions (see
+    ``bcoo_broadcast_in_dim``)."""
+    return _via_bcoo(bcoo_broadcast_in_dim(mat.to_bcoo(), shape=shape,
+                                           broadcast_dimensions=broadcast_dimensions,
+                                           sharding=sharding))
 
 
 def bcsr_todense(mat):
