@@ -188,6 +188,7 @@ def _structural_ops(sp, m, shuffled):
         (False, sp.bcoo_concatenate([m, m], dimension=1)),
         (False, sp.bcoo_broadcast_in_dim(m, shape=(2, 3, 4), broadcast_dimensions=(1, 2))),
         (False, m[1]), (False, m[:, -1]), (False, m[None, 1:3]), (False, m[..., ::2]),
+        (True, sp.bcoo_dynamic_slice(m, (2, 1), (2, 2))),  # start clamped to (1, 1)
     )
 
 
@@ -205,6 +206,17 @@ def test_structural():
         xsparse.bcoo_concatenate([xd, xd], dimension=1)
     with pytest.raises(NotImplementedError, match="lengths != 1"):
         xsparse.bcoo_broadcast_in_dim(x, shape=(3, 2, 4), broadcast_dimensions=(0, 2))
+
+
+def test_traced_slices_and_sampled_products():
+    x, j = both(A, nse=7)
+    fx = xform.jit(xsparse.sparsify(lambda m, i: m[i] + 0 * m[i]))
+    fj = jax.jit(jsparse.sparsify(lambda m, i: m[i] + 0 * m[i]))
+    for i in (0, 2):
+        same_sparse(fx(x, i), fj(j, i))
+    dn = (([1], [0]), ([], []))  # (3, 2) @ (2, 4): the product has the sparse shape
+    close(xsparse.bcoo_dot_general_sampled(B23.T, B42.T, x.indices, dimension_numbers=dn),
+          jsparse.bcoo_dot_general_sampled(B23.T, B42.T, j.indices, dimension_numbers=dn))
 
 
 def test_update_layout():
@@ -544,8 +556,6 @@ EXEMPT = {
     "util": "module of JAX's internals",
     "linalg": "sparse solvers (spsolve, lobpcg) not implemented",
     "bcoo_conv_general_dilated": "not implemented",
-    "bcoo_dot_general_sampled": "not implemented",
-    "bcoo_dynamic_slice": "not implemented",
     "bcoo_gather": "not implemented: basic indexing (ints, slices) is, array indices are not",
 }
 

@@ -25,6 +25,7 @@ from xform.experimental.sparse.api import empty, eye  # noqa: F401
 from xform.experimental.sparse.bcoo import (  # noqa: F401
     BCOO,
     bcoo_dot_general,
+    bcoo_dot_general_sampled,
     bcoo_extract,
     bcoo_fromdense,
     bcoo_multiply_dense,
@@ -37,6 +38,7 @@ from xform.experimental.sparse.bcoo import (  # noqa: F401
 from xform.experimental.sparse.bcoo_structural import (  # noqa: F401
     bcoo_broadcast_in_dim,
     bcoo_concatenate,
+    bcoo_dynamic_slice,
     bcoo_reshape,
     bcoo_rev,
     bcoo_slice,

@@ -10,6 +10,7 @@ import operator
 
 import numpy as np
 
+from xform import lax
 from xform import numpy as jnp
 from xform.experimental.sparse import _core
 
@@ -289,3 +290,35 @@ def update_layout(data, indices, shape, n_batch, n_dense):
 
         data, indices = _core.nfold_vmap(to_batch, nb)(data, indices)
     return data, indices
+
+
+def dynamic_slice(data, indices, shape, start_indices, slice_sizes):
+    """``(data, indices, shape)`` of ``lax.dynamic_slice`` of the array: ``start_indices`` may
+    be traced (clamped so the slice fits, as ``lax.dynamic_slice``), ``slice_sizes`` static."""
+    p = _core.props(data, indices, shape)
+    nb, ns = p.n_batch, p.n_sparse
+    sizes = tuple(operator.index(s) for s in slice_sizes)
+    if len(start_indices) != len(shape) or len(sizes) != len(shape):
+        raise ValueError(f"bcoo_dynamic_slice: start_indices and slice_sizes must have length "
+                         f"{len(shape)} (the array's rank); got {len(start_indices)} and "
+                         f"{len(sizes)}")
+    if any(not 0 <= s <= d for s, d in zip(sizes, shape, strict=True)):
+        raise TypeError(f"slice slice_sizes must be less than or equal to operand shape, got "
+                        f"slice_sizes {sizes} for operand shape {tuple(shape)}")
+    starts = [jnp.clip(jnp.asarray(s), 0, d - z)
+              for s, d, z in zip(start_indices, shape, sizes, strict=True)]
+    data, indices = _core.full_batch(data, indices, nb)
+    zero = jnp.zeros((), starts[0].dtype) if starts else 0
+    data = lax.dynamic_slice(data, [*starts[:nb], zero, *starts[nb + ns:]],
+                             [*sizes[:nb], p.nse, *sizes[nb + ns:]])
+    indices = lax.dynamic_slice(indices, [*starts[:nb], zero, zero],
+                                [*sizes[:nb], p.nse, ns])
+    if ns:
+        lo = jnp.stack([s.astype(indices.dtype) for s in starts[nb:nb + ns]])
+        new_sparse = sizes[nb:nb + ns]
+        keep = jnp.all((indices >= lo) & (indices < lo + jnp.array(new_sparse, indices.dtype)),
+                       -1)
+        data, indices = _drop_invalid(data, indices - lo, keep, new_sparse)
+        if math.prod(new_sparse) < p.nse:
+            data, indices = _core.sum_duplicates(data, indices, sizes, nse=math.prod(new_sparse))
+    return data, indices, sizes

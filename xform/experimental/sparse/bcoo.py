@@ -11,6 +11,7 @@ import operator
 
 import numpy as np
 
+from xform import lax
 from xform import numpy as jnp
 from xform.experimental.sparse import _core, _dot
 from xform.experimental.sparse._base import JAXSparse
@@ -23,9 +24,9 @@ from xform.experimental.sparse.bcoo_structural import (
 from xform.tree_util import register_pytree_node_class
 
 __all__ = [
-    "BCOO", "bcoo_dot_general", "bcoo_extract", "bcoo_fromdense", "bcoo_multiply_dense",
-    "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_sum_duplicates", "bcoo_todense",
-    "bcoo_transpose",
+    "BCOO", "bcoo_dot_general", "bcoo_dot_general_sampled", "bcoo_extract", "bcoo_fromdense",
+    "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_sum_duplicates",
+    "bcoo_todense", "bcoo_transpose",
 ]
 
 
@@ -415,6 +416,17 @@ def bcoo_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
         return _dot.dense_sparse(lhs, *_buffers(rhs), dimension_numbers,
                                  preferred_element_type)
     raise TypeError("bcoo_dot_general: at least one operand must be a BCOO array")
+
+
+def bcoo_dot_general_sampled(A, B, indices, *, dimension_numbers):
+    """The entries of ``lax.dot_general(A, B)`` at BCOO ``indices``: the data of the product
+    restricted to a sparsity pattern (zero at padding).
+
+    The product is formed densely and then read at the indices; its gradients with respect
+    to ``A`` and ``B`` follow from that composition.
+    """
+    out = lax.dot_general(jnp.asarray(A), jnp.asarray(B), dimension_numbers)
+    return _core.extract(jnp.asarray(indices), out)
 
 
 # ------------------------------------------------------------------ sparsify's arithmetic

@@ -15,7 +15,8 @@ from xform.experimental.sparse._base import (
     SparseEfficiencyWarning,
 )
 
-__all__ = ["bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_reshape", "bcoo_rev",
+__all__ = ["bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dynamic_slice", "bcoo_reshape",
+           "bcoo_rev",
            "bcoo_slice", "bcoo_sort_indices", "bcoo_squeeze", "bcoo_update_layout"]
 
 
@@ -190,3 +191,11 @@ def bcoo_update_layout(mat, *, n_batch=None, n_dense=None, on_inefficient="error
                           stacklevel=2)
     data, indices = _structural.update_layout(*_buffers(mat), n_batch, n_dense)
     return type(mat)((data, indices), shape=mat.shape)
+
+
+def bcoo_dynamic_slice(mat, start_indices, slice_sizes):
+    """The slice of ``mat`` at traced ``start_indices`` (as ``lax.dynamic_slice``: clamped so
+    the ``slice_sizes`` fit); ``nse`` shrinks to the slice's sparse size if that is smaller."""
+    data, indices, shape = _structural.dynamic_slice(*_buffers(mat), start_indices,
+                                                     slice_sizes)
+    return type(mat)((data, indices), shape=shape)

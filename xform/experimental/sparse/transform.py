@@ -189,6 +189,12 @@ def _slice_rule(x, *, start_indices, limit_indices, strides=None, **params):
                                      limit_indices=limit_indices, strides=strides))]
 
 
+def _dynamic_slice_rule(x, *starts, slice_sizes, **params):
+    if any(isinstance(s, _SpValue) for s in starts):
+        raise NotImplementedError("sparse rule for dynamic_slice: start indices must be dense")
+    return [_SpValue(bcoo_structural.bcoo_dynamic_slice(x.mat, starts, slice_sizes))]
+
+
 def _concatenate_rule(*args, dimension, **params):
     if not all(isinstance(a, _SpValue) for a in args):
         raise NotImplementedError("sparse rule for concatenate: xform concatenates only "
@@ -226,6 +232,7 @@ sparse_rules = {
     structural.rev_p: _rev_rule,
     structural.concatenate_p: _concatenate_rule,
     indexing.slice_p: _slice_rule,
+    indexing.dynamic_slice_p: _dynamic_slice_rule,
     call.jit_p: _jit_rule,
 }
 for _p in (elementwise.neg_p, elementwise.conj_p, elementwise.real_p, elementwise.imag_p,
