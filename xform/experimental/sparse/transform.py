@@ -9,8 +9,8 @@ values only are bound as they are, so the evaluation composes with ``jit``, ``gr
 indices came from (``ref``), so ``x + x`` adds data in place where JAX's does, and ``x + y``
 of two different arguments keeps both sets of entries, as JAX's.
 
-Also here: ``todense`` and the sparse-aware ``grad``/``value_and_grad``, which differentiate
-with respect to the data of BCOO arguments.
+Also here: ``todense`` and the sparse-aware ``grad``, ``value_and_grad``, ``jacfwd`` and
+``jacrev``, which differentiate with respect to the data of sparse arguments.
 """
 
 import functools
@@ -67,15 +67,6 @@ class _SpValue:
     def __init__(self, mat, ref=None):
         self.mat = mat
         self.ref = object() if ref is None else ref
-
-
-def _same_data_rule(fun):
-    """A rule for an op that maps the data and keeps the indices (``fun(data) -> data``)."""
-
-    def rule(x, **params):
-        return [_SpValue(bcoo._with_data(x.mat, fun(x.mat.data, **params)), x.ref)]
-
-    return rule
 
 
 def _unique(x):
@@ -176,8 +167,9 @@ def _squeeze_rule(x, *, dimensions):
 
 
 def _broadcast_in_dim_rule(x, *, shape, broadcast_dimensions, **params):
-    return [_SpValue(bcoo_structural.bcoo_broadcast_in_dim(x.mat, shape=shape,
-                                                broadcast_dimensions=broadcast_dimensions))]
+    out = bcoo_structural.bcoo_broadcast_in_dim(x.mat, shape=shape,
+                                                broadcast_dimensions=broadcast_dimensions)
+    return [_SpValue(out)]
 
 
 def _rev_rule(x, *, dimensions):
@@ -185,8 +177,9 @@ def _rev_rule(x, *, dimensions):
 
 
 def _slice_rule(x, *, start_indices, limit_indices, strides=None, **params):
-    return [_SpValue(bcoo_structural.bcoo_slice(x.mat, start_indices=start_indices,
-                                     limit_indices=limit_indices, strides=strides))]
+    out = bcoo_structural.bcoo_slice(x.mat, start_indices=start_indices,
+                                     limit_indices=limit_indices, strides=strides)
+    return [_SpValue(out)]
 
 
 def _dynamic_slice_rule(x, *starts, slice_sizes, **params):
@@ -199,7 +192,8 @@ def _concatenate_rule(*args, dimension, **params):
     if not all(isinstance(a, _SpValue) for a in args):
         raise NotImplementedError("sparse rule for concatenate: xform concatenates only "
                                   "sparse operands; use sparse.todense() on the others")
-    return [_SpValue(bcoo_structural.bcoo_concatenate([a.mat for a in args], dimension=dimension))]
+    out = bcoo_structural.bcoo_concatenate([a.mat for a in args], dimension=dimension)
+    return [_SpValue(out)]
 
 
 def _jit_rule(*args, jaxpr, name, **params):
