@@ -1,5 +1,6 @@
 """Test setup: jaxprs typechecked after every transformation; bounded hypothesis profiles."""
 
+import importlib
 import os
 import shutil
 import tempfile
@@ -42,6 +43,18 @@ compile_cache.set_directory(os.environ["XFORM_TEST_CACHE_DIR"])
 def pytest_unconfigure(config):
     if _OWN_CACHE_DIR:
         shutil.rmtree(os.environ["XFORM_TEST_CACHE_DIR"], ignore_errors=True)
+
+
+@pytest.fixture
+def installed():
+    """Run a test with ``xform.compat`` installed (``import jax`` is xform); yields ``jax``."""
+    from xform import compat  # noqa: PLC0415  (the compat package loads only for these tests)
+
+    compat.install()
+    try:
+        yield importlib.import_module("jax")
+    finally:
+        compat.uninstall()
 
 
 @pytest.fixture

@@ -338,15 +338,6 @@ _SUBMODULES = ("numpy", "lax", "random", "nn", "scipy", "scipy.special", "tree_u
                "ad_checkpoint", "export", "debug", "experimental", "extend", "numpy.linalg")
 
 
-@pytest.fixture
-def installed():
-    compat.install()
-    try:
-        yield importlib.import_module("jax")
-    finally:
-        compat.uninstall()
-
-
 def test_install_resolves_jax_modules_to_xform(installed):
     assert compat.is_installed()
     assert installed is not jax and installed.jit is xform.jit

@@ -17,15 +17,6 @@ import xform
 from xform import compat
 
 
-@pytest.fixture
-def installed():
-    compat.install()
-    try:
-        yield importlib.import_module("jax")
-    finally:
-        compat.uninstall()
-
-
 def _on_both(program):
     """``program(jax_module)`` run on real JAX, then under compat mode: both results."""
     want = program(jax)
