@@ -491,6 +491,10 @@ def test_grad_through_data_and_dense():
     gj = jax.jit(jax.grad(fj, argnums=(0, 1)))(j.data, V4)
     for a, b in zip(gx, gj, strict=True):
         close(a, b)
+    # second order, and grad of a jitted grad
+    close(xform.hessian(fx)(x.data, V4), jax.jit(jax.hessian(fj))(j.data, V4))
+    close(xform.grad(lambda d, v: xform.jit(xform.grad(fx, 1))(d, v).sum())(x.data, V4),
+          jax.grad(lambda d, v: jax.jit(jax.grad(fj, 1))(d, v).sum())(j.data, V4))
     close(xform.grad(lambda m: xsparse.BCOO.fromdense(m, nse=7).data.sum() +
                      (xsparse.BCOO.fromdense(m, nse=7) @ V4).sum())(A),
           jax.grad(lambda m: jsparse.BCOO.fromdense(m, nse=7).data.sum() +
