@@ -534,6 +534,29 @@ def test_errors():
         xsparse.BCOO((x.data[:2], x.indices), shape=x.shape)
     with pytest.raises(NotImplementedError, match="Division by a sparse array"):
         x / x
+    # the errors JAX's functions give for the same mistakes (where JAX has a message)
+    xt = xsparse.BCOO.fromdense(A.T)
+    for op, name in ((lambda a, b: a + b, "add"), (lambda a, b: a * b, "mul"),
+                     (lambda a, b: a - b, "sub")):
+        with pytest.raises(TypeError, match=rf"{name} got incompatible shapes for broadcasting: "
+                                            r"\(3, 4\), \(4, 3\)"):
+            op(x, xt)
+    with pytest.raises(TypeError, match=r"cannot reshape array of shape \(3, 4\) \(size 12\)"):
+        x.reshape(5, 2)
+    with pytest.raises(TypeError, match="isn't a permutation of operand dimensions"):
+        xsparse.bcoo_transpose(x, permutation=(0, 0))
+    with pytest.raises(ValueError, match=r"Incompatible shapes for broadcasting"):
+        xsparse.bcoo_multiply_dense(x, V3)
+    with pytest.raises(ValueError, match="axis 2 is out of bounds"):
+        xsparse.bcoo_reduce_sum(x, axes=(2,))
+    with pytest.raises(ValueError, match=r"shape mismatch: sparr.shape=\(3, 4\)"):
+        xsparse.bcoo_extract(x, A.T)
+    with pytest.raises(ValueError, match="cannot be larger than mat.ndim=2"):
+        xsparse.bcoo_update_layout(x, n_batch=2, n_dense=1)
+    with pytest.raises(ValueError, match="must have 2 sparse dimensions"):
+        xsparse.BCSR.fromdense(AB)
+    with pytest.raises(NotImplementedError, match="batch dimensions"):
+        xsparse.bcoo_dot_general(x, A, dimension_numbers=(([1], [1]), ([0], [0])))
 
 
 # ----------------------------------------------------------------------------- coverage

@@ -275,8 +275,8 @@ def reshape(data, indices, shape, new_sizes):
         new_sizes = tuple(math.prod(shape) // max(known, 1) if d == -1 else d
                           for d in new_sizes)
     if math.prod(new_sizes) != math.prod(shape):
-        raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} "
-                        f"for shape {shape}.")
+        raise TypeError(f"cannot reshape array of shape {shape} (size {math.prod(shape)}) into "
+                        f"shape {new_sizes} (size {math.prod(new_sizes)})")
     batch_shape = shape[:p.n_batch]
     sparse_shape = shape[p.n_batch:p.n_batch + p.n_sparse]
     batch_size, sparse_size = math.prod(batch_shape), math.prod(sparse_shape)
@@ -313,10 +313,12 @@ def reduce_sum(data, indices, shape, axes):
     the entries."""
     p = props(data, indices, shape)
     ndim = len(shape)
-    axes = sorted({operator.index(a) % ndim if ndim else a for a in axes})
+    axes = [operator.index(a) for a in axes]
     for a in axes:
-        if not 0 <= a < ndim:
-            raise ValueError(f"bcoo_reduce_sum: axis {a} is out of bounds for shape {shape}")
+        if not -ndim <= a < ndim:
+            raise ValueError(f"bcoo_reduce_sum: axis {a} is out of bounds for an array of "
+                             f"shape {tuple(shape)}")
+    axes = sorted({a % ndim for a in axes})
     data, indices = full_batch(data, indices, p.n_batch)
     nb, ns = p.n_batch, p.n_sparse
     sparse_shape = tuple(shape[nb:nb + ns])
@@ -354,7 +356,12 @@ def multiply_dense(data, indices, shape, v):
     if v.ndim == 0:
         return data * v
     shape = tuple(shape)
-    if tuple(np.broadcast_shapes(v.shape, shape)) != shape:
+    try:
+        out_shape = tuple(np.broadcast_shapes(v.shape, shape))
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={[v.shape, shape]}") \
+            from None
+    if out_shape != shape:
         raise NotImplementedError(
             "multiplication between sparse and dense is only implemented for cases where the "
             f"output shape matches the sparse matrix shape. Got shape={shape}, "

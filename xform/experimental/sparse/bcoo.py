@@ -438,10 +438,23 @@ def _promote(sp, other):
     return sp.astype(dtype) if sp.dtype != dtype else sp, jnp.asarray(other).astype(dtype)
 
 
+def _check_broadcast(name, x, y):
+    """A TypeError, as ``jnp``'s, if the operands' shapes do not broadcast."""
+    try:
+        np.broadcast_shapes(np.shape(x) if not isinstance(x, BCOO) else x.shape,
+                            np.shape(y) if not isinstance(y, BCOO) else y.shape)
+    except ValueError:
+        xs = x.shape if isinstance(x, BCOO) else np.shape(x)
+        ys = y.shape if isinstance(y, BCOO) else np.shape(y)
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: {xs}, {ys}.") \
+            from None
+
+
 def add(x, y, same_indices=False):
     """``x + y`` with at least one BCOO operand, by sparsify's rule: two sparse operands of one
     shape give a BCOO (data added when ``same_indices``, else the entries of both); a sparse
     and a dense operand give a dense array, if the dense one has the result's shape."""
+    _check_broadcast("add", x, y)
     if isinstance(x, BCOO) and isinstance(y, BCOO):
         if x.shape != y.shape:
             raise NotImplementedError("Addition between sparse matrices of different shapes.")
@@ -464,6 +477,7 @@ def add(x, y, same_indices=False):
 def sub(x, y, same_indices=False):
     """``x - y`` for two BCOO operands (as ``x + (-y)``); a sparse and a dense operand raise
     NotImplementedError, as JAX's sparsify does."""
+    _check_broadcast("sub", x, y)
     if isinstance(x, BCOO) and isinstance(y, BCOO):
         return add(x, -y, same_indices)
     raise NotImplementedError("Subtraction between sparse and dense array.")
@@ -473,6 +487,7 @@ def mul(x, y, same_indices=False):
     """``x * y`` with at least one BCOO operand: by a dense array or scalar, the data are
     scaled at the stored indices; two sparse operands multiply entry pairs (or the data,
     when ``same_indices`` and they are unique)."""
+    _check_broadcast("mul", x, y)
     if isinstance(x, BCOO) and isinstance(y, BCOO):
         if same_indices and x.unique_indices:
             return _with_data(x, x.data * y.data)
