@@ -16,6 +16,7 @@ Also here: ``todense`` and the sparse-aware ``grad``, ``value_and_grad``, ``jacf
 import functools
 import operator
 
+from xform import lax
 from xform import numpy as jnp
 from xform.api import ShapeDtypeStruct, jit, make_jaxpr
 from xform.api_autodiff import grad as _grad
@@ -27,7 +28,16 @@ from xform.core import Literal
 from xform.experimental.sparse import bcoo, bcoo_structural
 from xform.experimental.sparse._base import JAXSparse
 from xform.experimental.sparse.bcoo import BCOO
-from xform.primitives import call, contractions, elementwise, indexing, reductions, structural
+from xform.primitives import (
+    call,
+    cond,
+    contractions,
+    elementwise,
+    indexing,
+    loops,
+    reductions,
+    structural,
+)
 from xform.tree_util import tree_flatten, tree_structure, tree_unflatten
 
 __all__ = ["grad", "jacfwd", "jacobian", "jacrev", "sparsify", "todense", "value_and_grad"]
@@ -202,6 +212,56 @@ def _jit_rule(*args, jaxpr, name, **params):
     return _eval_sparse(jaxpr.jaxpr, jaxpr.consts, args)
 
 
+# Control flow: the sparse operands may only be loop-invariant (consts, cond operands); the
+# loop is rebuilt with ``lax`` around Python functions that evaluate the sub-jaxprs sparsely,
+# so the sparse arrays' buffers enter the new loop as closed-over values.
+
+
+def _dense_only(what, values):
+    if any(isinstance(v, _SpValue) for v in values):
+        raise NotImplementedError(f"sparse rule for {what}: xform's sparsify supports sparse "
+                                  "arrays only as loop-invariant operands, not in the carry, "
+                                  "the scanned values or the results")
+    return list(values)
+
+
+def _scan_rule(*args, jaxpr, num_consts, num_carry, length, reverse, unroll, **params):
+    consts, carry = args[:num_consts], args[num_consts:num_consts + num_carry]
+    xs = _dense_only("scan", args[num_consts + num_carry:])
+
+    def body(c, x):
+        outs = _dense_only("scan", _eval_sparse(jaxpr.jaxpr, jaxpr.consts, [*consts, *c, *x]))
+        return outs[:num_carry], outs[num_carry:]
+
+    carry, ys = lax.scan(body, _dense_only("scan", carry), xs, length=length,
+                         reverse=reverse, unroll=unroll)
+    return [*carry, *ys]
+
+
+def _while_rule(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cond_consts = args[:cond_nconsts]
+    body_consts = args[cond_nconsts:cond_nconsts + body_nconsts]
+    init = _dense_only("while", args[cond_nconsts + body_nconsts:])
+
+    def keep_going(c):
+        return _eval_sparse(cond_jaxpr.jaxpr, cond_jaxpr.consts, [*cond_consts, *c])[0]
+
+    def body(c):
+        outs = _eval_sparse(body_jaxpr.jaxpr, body_jaxpr.consts, [*body_consts, *c])
+        return _dense_only("while", outs)
+
+    return list(lax.while_loop(keep_going, body, init))
+
+
+def _cond_rule(index, *operands, branches):
+    def branch(closed):
+        def run():
+            return _dense_only("cond", _eval_sparse(closed.jaxpr, closed.consts, operands))
+        return run
+
+    return list(lax.switch(index, [branch(b) for b in branches]))
+
+
 def _convert_rule(x, *, new_dtype, **params):
     return [_SpValue(x.mat.astype(new_dtype), x.ref)]
 
@@ -228,6 +288,9 @@ sparse_rules = {
     indexing.slice_p: _slice_rule,
     indexing.dynamic_slice_p: _dynamic_slice_rule,
     call.jit_p: _jit_rule,
+    loops.scan_p: _scan_rule,
+    loops.while_p: _while_rule,
+    cond.cond_p: _cond_rule,
 }
 for _p in (elementwise.neg_p, elementwise.conj_p, elementwise.real_p, elementwise.imag_p,
            elementwise.copy_p):
