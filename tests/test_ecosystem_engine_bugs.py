@@ -430,3 +430,19 @@ def test_lbfgs_on_a_one_dimensional_problem_after_a_two_leaf_one_matches_jax():
                {"w": np.zeros(1, np.float32)}):
         got, want = _both(lambda eng, np_, x0=x0: _lbfgs(eng, np_, _weighted_quadratic(np_), x0))
         _assert_trees_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("wrap", ["jit", "checkpoint"])
+def test_reverse_mode_skips_what_only_undifferentiated_outputs_need(wrap):
+    # A jit (or checkpoint) body returning a while loop's result beside the one differentiated:
+    # its transpose kept every output cotangent, zeros materialized, and so transposed the
+    # loop (which has no transpose). Zero cotangents stay symbolic now, as in JAX.
+    def body(lax):
+        return lambda v: (v * 2, lax.while_loop(lambda v: v.sum() < 100, lambda v: v * 3 + 1, v))
+
+    x = np.ones(3, np.float32)
+    got = xform.grad(lambda v: getattr(xform, wrap)(body(xform.lax))(v)[0].sum())(x)
+    want = jax.grad(lambda v: getattr(jax, wrap)(body(jax.lax))(v)[0].sum())(x)
+    np.testing.assert_array_equal(got, want)
+    got_jit = xform.jit(xform.grad(lambda v: getattr(xform, wrap)(body(xform.lax))(v)[0].sum()))
+    np.testing.assert_array_equal(got_jit(x), want)

@@ -83,3 +83,14 @@ def test_reshape_of_numpy_data_is_numpy_reshape_as_jax():
     for lib in (xnp, jnp):
         with pytest.raises(ValueError, match="can only specify one unknown dimension"):
             lib.reshape(np.ones(6), (-1, -1))
+
+
+def test_shape_reads_a_shape_attribute_as_numpy():
+    # jax.numpy.shape is numpy.shape: anything with a shape answers (numpyro's CAR passes a
+    # SciPy sparse matrix or a BCOO through it).
+    scipy_sparse = pytest.importorskip("scipy.sparse")
+    matrix = scipy_sparse.csr_matrix(np.eye(3)[:2])
+    for lib in (xnp, jnp):
+        assert lib.shape(matrix) == (2, 3) and lib.ndim(matrix) == 2
+    bcoo = xform.experimental.sparse.BCOO.fromdense(np.eye(2))
+    assert xnp.shape(bcoo) == (2, 2)

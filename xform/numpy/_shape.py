@@ -515,8 +515,12 @@ def clip(arr=None, /, min=None, max=None):  # noqa: A002
 
 
 def shape(a):
-    """The shape of ``a``."""
-    return aval_of(asarray(a) if isinstance(a, (list, tuple)) else a).shape
+    """The shape of ``a``: its ``shape`` attribute when it has one (as ``numpy.shape``, which
+    JAX's is: SciPy's sparse matrices and BCOO arrays answer too)."""
+    if isinstance(a, (list, tuple)):
+        return aval_of(asarray(a)).shape
+    given = getattr(a, "shape", None)
+    return tuple(given) if isinstance(given, tuple) else aval_of(a).shape
 
 
 def ndim(a):

@@ -163,40 +163,52 @@ partial_eval.partial_eval_rules[jit_p] = _jit_partial_eval
 _transposed_jaxprs = weakref.WeakKeyDictionary()  # jaxpr -> {linear mask: jaxpr}
 
 
-def backward(jaxpr, linear, args):
+def backward(jaxpr, linear, args, nonzero=None):
     """The backward pass of ``jaxpr`` linear in the inputs ``linear`` marks: ``args`` are its
-    other inputs' values, then its outputs' cotangents; a cotangent (or None) per input."""
+    other inputs' values, then the cotangents of its outputs that ``nonzero`` marks (all when
+    None; the others are zero); a cotangent (or None) per input."""
     n_values = len(linear) - sum(linear)
-    values, cts = iter(args[:n_values]), args[n_values:]
+    values, cts = iter(args[:n_values]), iter(args[n_values:])
     invals = [transpose.UndefinedPrimal(a) if lin else next(values)
               for a, lin in zip(jaxpr.in_avals, linear, strict=True)]
-    return transpose.backward_pass(jaxpr.jaxpr, jaxpr.consts, invals, list(cts))
+    if nonzero is None:
+        nonzero = (True,) * len(jaxpr.out_avals)
+    cts_out = [next(cts) if nz else ad.Zero(a)
+               for a, nz in zip(jaxpr.out_avals, nonzero, strict=True)]
+    return transpose.backward_pass(jaxpr.jaxpr, jaxpr.consts, invals, cts_out)
 
 
-def transposed_jaxpr(jaxpr, linear):
+def transposed_jaxpr(jaxpr, linear, nonzero=None):
+    """The backward pass of ``jaxpr`` as a closed jaxpr (consts leading) of the values and
+    the cotangents ``nonzero`` marks, for the inputs ``linear`` marks. A zero cotangent
+    stays symbolic, so what computes only outputs nobody differentiates (a while loop beside
+    the result, say) is never transposed, as in JAX."""
+    if nonzero is None:
+        nonzero = (True,) * len(jaxpr.out_avals)
     cache = _transposed_jaxprs.setdefault(jaxpr.jaxpr, {})
-    hit = cache.get(linear)
+    hit = cache.get((linear, nonzero))
     if hit is not None:
         return hit
     in_avals = jaxpr.in_avals
     value_avals = [a for a, lin in zip(in_avals, linear, strict=True) if not lin]
+    ct_avals = [a for a, nz in zip(jaxpr.out_avals, nonzero, strict=True) if nz]
 
     def transposed(*args):
-        cts_in = backward(jaxpr, linear, args)
+        cts_in = backward(jaxpr, linear, args, nonzero)
         return [ad.instantiate(ct) for ct, lin in zip(cts_in, linear, strict=True) if lin]
 
-    closed = trace_to_jaxpr(transposed, value_avals + jaxpr.out_avals,
-                            "transposing a jit body")
-    hit = cache[linear] = convert_constvars(closed)
+    closed = trace_to_jaxpr(transposed, value_avals + ct_avals, "transposing a jit body")
+    hit = cache[(linear, nonzero)] = convert_constvars(closed)
     return hit
 
 
 def _jit_transpose(cts, *invals, jaxpr, name):
     linear = tuple(transpose.is_undefined(x) for x in invals)
-    body, consts = transposed_jaxpr(jaxpr, linear)
+    nonzero = tuple(type(ct) is not ad.Zero for ct in cts)
+    body, consts = transposed_jaxpr(jaxpr, linear, nonzero)
     values = [x for x in invals if not transpose.is_undefined(x)]
-    cts_in = iter(jit_p.bind(*consts, *values, *[ad.instantiate(ct) for ct in cts],
-                             jaxpr=body, name=name))
+    given = [ct for ct in cts if type(ct) is not ad.Zero]
+    cts_in = iter(jit_p.bind(*consts, *values, *given, jaxpr=body, name=name))
     return [next(cts_in) if lin else None for lin in linear]
 
 

@@ -296,11 +296,12 @@ partial_eval.partial_eval_rules[remat_p] = _remat_partial_eval
 
 def _remat_transpose(cts, *invals, jaxpr, prevent_cse, differentiated, policy):
     linear = tuple(transpose.is_undefined(x) for x in invals)
-    body, consts = transposed_jaxpr(jaxpr, linear)
+    nonzero = tuple(type(ct) is not ad.Zero for ct in cts)
+    body, consts = transposed_jaxpr(jaxpr, linear, nonzero)
     values = [x for x in invals if not transpose.is_undefined(x)]
-    cts_in = iter(remat_p.bind(*consts, *values, *[ad.instantiate(ct) for ct in cts],
-                               jaxpr=body, prevent_cse=prevent_cse, differentiated=True,
-                               policy=policy))
+    given = [ct for ct in cts if type(ct) is not ad.Zero]
+    cts_in = iter(remat_p.bind(*consts, *values, *given, jaxpr=body, prevent_cse=prevent_cse,
+                               differentiated=True, policy=policy))
     return [next(cts_in) if lin else None for lin in linear]
 
 
