@@ -10,12 +10,15 @@ evenly spaced sample of ``--sample`` test ids is taken (all of them with ``--sam
 sample runs once with real JAX and once under ``python -m xform.run -m pytest``; the report
 gives, per library, the tests passed under JAX, how many of those pass under xform, and each
 xform-only failure with the first line of its error (also written to
-``<workdir>/<library>/report.json``). ``-k`` narrows the tests as pytest's ``-k`` does.
+``<workdir>/<library>/report.json``). ``-k`` narrows the tests as pytest's ``-k`` does; a
+run past ``--timeout`` seconds is interrupted and reports the tests it ran (those JAX did not
+run are not counted).
 """
 
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tarfile
@@ -47,15 +50,25 @@ def _sources(lib, workdir):
 
 
 def _pytest(root, args, compat, junit, timeout):
+    """Run pytest (under compat mode when ``compat``); past ``timeout`` seconds it is
+    interrupted as Ctrl-C does, so that it still writes the results of the tests it ran.
+    Returns whether it finished in time."""
     runner = ["-m", "xform.run", "-m", "pytest"] if compat else ["-m", "pytest"]
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     cmd = [sys.executable, *runner, "-p", "no:cacheprovider", "-q", "-o", "addopts=",
            f"--junitxml={junit}", *args]
-    try:
-        return subprocess.run(cmd, check=False, cwd=root, env=env, capture_output=True, text=True,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None
+    with subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL) as proc:
+        try:
+            proc.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            return False
 
 
 def _collect(root, tests, keyword):
@@ -100,9 +113,9 @@ def run(lib, workdir, sample, keyword, timeout):
         junit = os.path.join(folder, f"{engine}.xml")
         if os.path.exists(junit):
             os.remove(junit)
-        done = _pytest(root, [f"@{args_file}"], compat, junit, timeout)
+        finished = _pytest(root, [f"@{args_file}"], compat, junit, timeout)
         outcomes[engine] = _outcomes(junit)
-        report[f"{engine}_timed_out"] = done is None
+        report[f"{engine}_timed_out"] = not finished
     jax_results = outcomes["jax"][0]
     xform_results, xform_errors = outcomes["xform"]
     passed = sorted(k for k, v in jax_results.items() if v == "passed")
