@@ -375,7 +375,6 @@ _TOP_LEVEL_EXEMPT = {
     "Shard": "sharded arrays: the sharding issue",
     "smap": "single-axis shard_map: the sharding issue",
     "ad": "JAX's internal autodiff namespace; xform's public one is xform.extend.ad",
-    "api_util": "JAX's internal tracing helpers",
     "lib": "jaxlib's bindings: xform reaches them through lowering/",
     "custom_batching": "custom_vmap is not implemented yet",
     "ffi": "foreign-function calls (jax.ffi.ffi_call) are not implemented yet",
