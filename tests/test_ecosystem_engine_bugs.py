@@ -446,3 +446,25 @@ def test_reverse_mode_skips_what_only_undifferentiated_outputs_need(wrap):
     np.testing.assert_array_equal(got, want)
     got_jit = xform.jit(xform.grad(lambda v: getattr(xform, wrap)(body(xform.lax))(v)[0].sum()))
     np.testing.assert_array_equal(got_jit(x), want)
+
+
+def test_what_blackjax_does_with_keys_and_numpy_axes():
+    # blackjax's adjusted MCLMC adaptation selects whole states (keys among them) with
+    # lax.select and cleans them with nan_to_num; its diagnostics transpose by np.argsort.
+    pred = np.array([True, False, True])
+
+    def program(lib, random, lax):
+        a, b = random.split(random.key(0), 3), random.split(random.key(1), 3)
+        picked = lax.select(pred, a, b)
+        scalar = lax.select_n(np.int32(1), a, b)
+        cleaned = lib.nan_to_num(picked)
+        moved = lib.transpose(np.arange(6.0).reshape(2, 3), np.argsort([1, 0]))
+        return [np.asarray(random.key_data(k)) for k in (picked, scalar, cleaned)] + [moved]
+
+    got = program(xnp, xform.random, xform.lax)
+    want = program(jnp, jax.random, jax.lax)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    jitted = xform.jit(xform.lax.select)
+    keys = [xform.random.split(xform.random.key(i), 3) for i in (0, 1)]
+    np.testing.assert_array_equal(xform.random.key_data(jitted(pred, *keys)), got[0])

@@ -42,7 +42,9 @@ def _arr(name, a):
 
 
 def _axes_tuple(axis):
-    return tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if isinstance(axis, (tuple, list)) or (isinstance(axis, np.ndarray) and axis.ndim == 1):
+        return tuple(axis)  # (a NumPy array of axes, such as np.argsort's, as in JAX)
+    return (axis,)
 
 
 def _canonicalize_shape(name, newshape, size):

@@ -17,6 +17,7 @@ from xform import dtypes, lax
 from xform.errors import ConcretizationTypeError
 from xform.numpy._contractions import diagonal, dot
 from xform.numpy._creation import linspace
+from xform.numpy._keys import KeyArrayBase
 from xform.numpy._promote import (
     _canonical_dtype,
     _to_inexact,
@@ -425,6 +426,8 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """``x`` with NaN replaced by ``nan`` and infinities by ``posinf``/``neginf`` (default:
     the largest finite values of the dtype); complex parts are cleaned separately."""
     del copy
+    if isinstance(x, KeyArrayBase):  # a key array: no float elements to clean, as in JAX
+        return x
     check_arraylike("nan_to_num", x)
     x = asarray(x)
     dtype = aval_of(x).dtype

@@ -34,6 +34,7 @@ from xform.primitives.base import (
     standard_primitive,
     user_dtype,
 )
+from xform.pytree import ArrayNode
 
 __all__ = [
     "neg",
@@ -726,12 +727,26 @@ select_n_p = standard_primitive("select_n", _select_n_abstract_eval, _select_n_h
 
 def select_n(which, *cases):
     """``cases[which]`` elementwise; ``which`` is bool (at most 2 cases) or an integer."""
+    if cases and isinstance(cases[0], ArrayNode):
+        return _select_elements(which, cases)
     return select_n_p.bind(which, *cases)
 
 
 def select(pred, on_true, on_false):
     """``on_true`` where ``pred`` else ``on_false``."""
-    return select_n_p.bind(pred, on_false, on_true)
+    return select_n(pred, on_false, on_true)
+
+
+def _select_elements(which, cases):
+    # Arrays whose elements are words of engine data (typed PRNG keys: ``_data`` holds each
+    # key's words in a trailing axis) select whole elements, as JAX's select_n on extended
+    # dtypes: ``which`` is broadcast over the words.
+    datas = [c._data for c in cases]
+    shape = get_aval(datas[0]).shape
+    rank = get_aval(which).ndim
+    if rank:
+        which = batching.batch_ops["broadcast_in_dim"](which, shape, tuple(range(rank)))
+    return cases[0]._with_data(select_n_p.bind(which, *datas))
 
 
 def _clamp_abstract_eval(lo, x, hi):
