@@ -12,35 +12,11 @@ import operator
 
 from xform import core, pytree, tree_util
 from xform.extend import linear_util as lu
+from xform.extend.linear_util import DebugInfo
 
 __all__ = ["DebugInfo", "argnums_partial", "debug_info", "donation_vector", "flatten_axes",
            "flatten_fun", "flatten_fun_nokwargs", "rebase_donate_argnums", "safe_map",
            "shaped_abstractify"]
-
-
-class DebugInfo:
-    """What a traced function is, for messages: why it was traced, where it was defined,
-    its argument names and (once known) its result paths."""
-
-    __slots__ = ("arg_names", "func_src_info", "result_paths", "traced_for")
-
-    def __init__(self, traced_for, func_src_info, arg_names, result_paths=None):
-        self.traced_for = traced_for
-        self.func_src_info = func_src_info
-        self.arg_names = tuple(arg_names)
-        self.result_paths = result_paths
-
-    @property
-    def func_name(self):
-        return (self.func_src_info or "<unknown>").split(" ")[0]
-
-    def with_unknown_names(self):
-        return DebugInfo(self.traced_for, self.func_src_info, (None,) * len(self.arg_names),
-                         self.result_paths)
-
-    def __repr__(self):
-        return (f"DebugInfo(traced_for={self.traced_for!r}, func_src_info="
-                f"{self.func_src_info!r}, arg_names={self.arg_names!r})")
 
 
 def _src_info(fun):

@@ -7,7 +7,6 @@ still read (``get_aval``, ``find_top_trace``, ``mapped_aval``, ``get_opaque_trac
 import weakref
 
 from xform import core
-from xform.api_util import DebugInfo  # noqa: F401
 from xform.core import (  # noqa: F401  # noqa: F401
     ClosedJaxpr,
     Jaxpr,
@@ -41,6 +40,7 @@ from xform.extend._core import (  # noqa: F401
     unmapped_aval,
     valid_jaxtype,
 )
+from xform.extend.linear_util import DebugInfo  # noqa: F401
 from xform.primitives.call import call_p
 
 AbstractValue = ShapedArray  # xform's one kind of abstract value

@@ -1,6 +1,5 @@
 """The IR and the primitive machinery, as ``jax.extend.core`` names them."""
 
-from xform.api_util import DebugInfo  # noqa: F401
 from xform.core import (  # noqa: F401
     ClosedJaxpr,
     Jaxpr,
@@ -44,4 +43,5 @@ from xform.extend._core import (  # noqa: F401
     unsafe_get_axis_names as unsafe_get_axis_names_DO_NOT_USE,
 )
 from xform.extend.core import primitives  # noqa: F401
+from xform.extend.linear_util import DebugInfo  # noqa: F401
 from xform.primitives.call import CallPrimitive  # noqa: F401
