@@ -468,3 +468,15 @@ def test_what_blackjax_does_with_keys_and_numpy_axes():
     jitted = xform.jit(xform.lax.select)
     keys = [xform.random.split(xform.random.key(i), 3) for i in (0, 1)]
     np.testing.assert_array_equal(xform.random.key_data(jitted(pred, *keys)), got[0])
+
+
+def test_reduction_axes_as_ranges_and_bernoulli_without_jit():
+    # numpyro's CirculantNormal sums over axis=range(-1, 0); haiku's summary runs dropout
+    # (bernoulli of a Python float) under disable_jit.
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    for axis in (range(-1, 0), [0], np.array([0, 1]), np.array(1)):
+        np.testing.assert_array_equal(xnp.sum(x, axis=axis), jnp.sum(x, axis=axis))
+    with xform.disable_jit(), jax.disable_jit():
+        got = xform.random.bernoulli(xform.random.key(0), 0.5, (8,))
+        want = jax.random.bernoulli(jax.random.key(0), 0.5, (8,))
+    np.testing.assert_array_equal(got, want)

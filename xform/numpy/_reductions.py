@@ -49,7 +49,9 @@ def reduction_axes(name, ndim, axis):
     """``axis`` (None, int, tuple) as a sorted tuple of distinct non-negative ints."""
     if axis is None:
         return tuple(range(ndim))
-    axes = tuple(axis) if isinstance(axis, (tuple, list, np.ndarray)) else (axis,)
+    sequence = isinstance(axis, (tuple, list, range)) or (
+        isinstance(axis, np.ndarray) and axis.ndim)
+    axes = tuple(axis) if sequence else (axis,)
     canon = tuple(canonicalize_axis(a, ndim, name) for a in axes)
     if len(set(canon)) != len(canon):
         raise ValueError(f"{name}: duplicate value in 'axis': {axis}")

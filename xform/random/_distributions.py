@@ -366,7 +366,7 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
 
 @functools.partial(jit, static_argnames=("shape", "mode"))
 def _bernoulli(key, p, shape, mode):
-    dtype = p.dtype
+    dtype = core.get_aval(p).dtype  # (a Python float under disable_jit)
     if mode == "high":
         u = _uniform(key, 0.0, 1.0, (2, *shape), dtype)
         u1, u2 = u[0], u[1] * _const(dtype, 2.0 ** -ml_dtypes.finfo(dtype).nmant)
