@@ -30,8 +30,8 @@ LIBRARIES = {
     "blackjax": ("blackjax", "1.7.1", "tests"),
     "haiku": ("dm-haiku", "0.0.17", "haiku/_src"),
     "optax": ("optax", "0.2.8", "optax"),
-    "equinox": ("equinox", "0.13.8", "tests"),
-}
+    "flax": ("flax", "0.12.8", "tests"),
+}  # (equinox's source distribution ships no tests)
 
 
 def _sources(lib, workdir):
