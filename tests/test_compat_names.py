@@ -175,3 +175,14 @@ def test_the_runtime_keeps_real_jax_under_compat(installed):
     # ... while a library's import of the same internal module is answered by compat mode.
     pe = importlib.import_module("jax.interpreters.partial_eval")
     assert repr(pe.trace_to_jaxpr_nounits).startswith("<xform stand-in")
+
+
+def test_absl_flags_and_conv_out_sharding_as_jax(installed):
+    # flax's absltest suites read --test_tmpdir after jax.config.parse_flags_with_absl();
+    # flax.nnx passes out_sharding=None to lax.conv_general_dilated.
+    absl_flags = pytest.importorskip("absl.flags")
+    installed.config.parse_flags_with_absl()
+    assert absl_flags.FLAGS.is_parsed()
+    x, w = np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3), np.float32)
+    got = installed.lax.conv_general_dilated(x, w, (1, 1), "VALID", out_sharding=None)
+    np.testing.assert_array_equal(got, jax.lax.conv_general_dilated(x, w, (1, 1), "VALID"))

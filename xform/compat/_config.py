@@ -36,7 +36,15 @@ class Config:
 
     def parse_flags_with_absl(self):
         """Reads ``--jax_<flag>=<value>`` command-line arguments into the flags (test suites
-        call it at import time)."""
+        call it at import time); with absl installed, also parses absl's flags from the
+        command line, as JAX's does (absltest-based suites read ``--test_tmpdir`` then)."""
+        try:
+            import absl.flags  # noqa: PLC0415  (absl is optional, as for JAX)
+        except ImportError:
+            pass
+        else:
+            if not absl.flags.FLAGS.is_parsed():
+                absl.flags.FLAGS(sys.argv, known_only=True)
         for arg in sys.argv[1:]:
             if arg.startswith("--jax_") and "=" in arg:
                 name, value = arg[2:].split("=", 1)

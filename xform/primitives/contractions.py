@@ -594,7 +594,8 @@ def _int_tuple(xs, n, what, name):
 
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
-                         batch_group_count=1, precision=None, preferred_element_type=None):
+                         batch_group_count=1, precision=None, preferred_element_type=None,
+                         out_sharding=None):
     """General n-dimensional convolution (a cross-correlation, as XLA's Conv).
 
     Args:
@@ -606,9 +607,14 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
         three spec strings such as ``('NHWC', 'HWIO', 'NHWC')``.
       feature_group_count / batch_group_count: grouped convolutions.
 
+      out_sharding: the result's layout; only None (the operands' own) yet.
+
     Example: ``conv_general_dilated(x, w, (1, 1), 'SAME')``.
     """
     name = "lax.conv_general_dilated"
+    if out_sharding is not None:
+        raise NotImplementedError(f"{name}: out_sharding={out_sharding!r} is not supported "
+                                  "yet; lay the result out with lax.with_sharding_constraint")
     lhs_shape, rhs_shape = get_aval(lhs).shape, get_aval(rhs).shape
     dnums = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
     n = len(rhs_shape) - 2
