@@ -185,4 +185,4 @@ def test_absl_flags_and_conv_out_sharding_as_jax(installed):
     assert absl_flags.FLAGS.is_parsed()
     x, w = np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3), np.float32)
     got = installed.lax.conv_general_dilated(x, w, (1, 1), "VALID", out_sharding=None)
-    np.testing.assert_array_equal(got, jax.lax.conv_general_dilated(x, w, (1, 1), "VALID"))
+    np.testing.assert_array_equal(got, np.full((1, 1, 2, 2), 9.0))  # (JAX's, outside compat)
