@@ -442,7 +442,8 @@ def _div_host(x, y):
             # XLA divides by one value broadcast over an array as a product with its
             # reciprocal (an ulp from the quotient at times): so must the host. bfloat16,
             # computed here in float32, gives XLA's quotient either way.
-            return x * (np.ones((), y.dtype) / y)
+            scalar = (y if y.ndim == 0 else y.reshape(()))[()]  # (scalar arithmetic: fast)
+            return x * (y.dtype.type(1) / scalar)
         return np.true_divide(x, y)
     # lax.div on integers rounds toward zero (C semantics), NumPy's // rounds down. As in
     # XLA, x / 0 has every bit set (-1, or the unsigned maximum) and INT_MIN / -1 is INT_MIN.

@@ -202,8 +202,8 @@ def _reduce_host_rule(monoid):
                 for part in np.moveaxis(x, axes[0], 0):
                     total = total + part
                 return [total]
-            partial = np.add.accumulate(x, axis=axes[0], dtype=x.dtype)
-            return [np.take(partial, -1, axis=axes[0]) + np.zeros((), x.dtype)]
+            last = (slice(None),) * axes[0] + (-1,)
+            return [np.add.accumulate(x, axis=axes[0])[last] + x.dtype.type(0)]
         dtype = _compute_dtype(x.dtype)
         if monoid == "add":
             dtype = _sum_dtype(x, dtype)
