@@ -96,6 +96,29 @@ def test_linear_util_wrapped_functions_as_jax():
     assert got == want
 
 
+def test_linear_util_cache_as_jax():
+    def program(jax):
+        import jax.api_util as api_util
+        import jax.extend.linear_util as lu
+
+        calls = []
+
+        @lu.cache
+        def run(fun, n):
+            calls.append(n)
+            return fun.call_wrapped(n)
+
+        def f(x):
+            return x + 1
+
+        info = api_util.debug_info("t", f, (1,), {})
+        outs = [run(lu.wrap_init(f, debug_info=info), n) for n in (1, 1, 2)]
+        return outs, calls  # a fresh wrapper of the same function hits the memo
+
+    got, want = _on_both(program)
+    assert got == want == ([2, 2, 3], [1, 2])
+
+
 def test_api_util_helpers_as_jax():
     def program(jax):
         import jax.api_util as api_util

@@ -13,6 +13,7 @@ the inner function first (``transformation2``).
 """
 
 import functools
+import weakref
 
 __all__ = ["DebugInfo", "Store", "StoreException", "WrappedFun", "cache", "merge_linear_aux",
            "transformation", "transformation2", "transformation_with_aux",
@@ -231,19 +232,20 @@ def merge_linear_aux(aux1, aux2):
 
 
 def cache(call):
-    """Memoize ``call(fun, *args)`` on the wrapped function and the (hashable) arguments,
-    as long as the function lives; the results of a call with aux are replayed with it."""
-    memo = {}
+    """Memoize ``call(fun, *args)`` on the wrapped function (its transformations and params)
+    and the (hashable) arguments, as long as the underlying Python function lives."""
+    memo = weakref.WeakKeyDictionary()  # fun.f -> {(transforms, params, *args): result}
 
     @functools.wraps(call)
     def memoized(fun, *args):
         try:
-            key = (fun, *args)
-            hit = memo.get(key)
-        except TypeError:  # unhashable arguments: no memo
+            per_function = memo.setdefault(fun.f, {})
+            key = (fun.transforms, tuple(sorted(fun.params.items())), *args)
+            hit = per_function.get(key)
+        except TypeError:  # unhashable arguments, or a function without weak references
             return call(fun, *args)
         if hit is None:
-            hit = memo[key] = call(fun, *args)
+            hit = per_function[key] = call(fun, *args)
         return hit
 
     memoized.cache_clear = memo.clear

@@ -31,6 +31,7 @@ from xform.primitives.base import (
     check_dtype,
     elementwise,
     elementwise_abstract_eval,
+    elementwise_host,
     standard_primitive,
     user_dtype,
 )
@@ -502,10 +503,9 @@ def _shift_right_arithmetic(x, y):
 add_p = elementwise("add", NUMBER, np.add)
 sub_p = elementwise("sub", NUMBER, np.subtract)
 mul_p = elementwise("mul", NUMBER, np.multiply)
-div_p = elementwise("div", NUMBER, _div_host)
 
 
-def _div_float16(x, y):
+def _div_impl(x, y):
     # float16 computes in float32 (``elementwise_host``), but XLA rounds the reciprocal of a
     # scalar divisor to float16 before the product (see _div_host).
     if x.dtype == dtypes.float16 and y.size == 1 < x.size:
@@ -514,9 +514,9 @@ def _div_float16(x, y):
     return _div_elementwise(x, y)
 
 
-_div_elementwise = core.host_impls[div_p]
-_div_float16.numpy_fn = _div_host  # (the fast path's direct call, for other dtypes)
-core.host_impls[div_p] = _div_float16
+_div_elementwise = elementwise_host(_div_host)
+_div_impl.numpy_fn = _div_host  # (the fast path's direct call, for other dtypes)
+div_p = standard_primitive("div", elementwise_abstract_eval("div", NUMBER, None), _div_impl)
 rem_p = elementwise("rem", FLOAT_OR_INT, _rem_host)
 max_p = elementwise("max", ANY, np.maximum)
 min_p = elementwise("min", ANY, np.minimum)
