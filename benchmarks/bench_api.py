@@ -30,11 +30,14 @@ def bench_fresh_wrapper(scale):
     x = np.linspace(-1.0, 1.0, 16, dtype=np.float32)
     a, b = on_device(xnp, x), on_device(xnp, x + 1)
     cached = xform.jit(_mul_add)
-    np.testing.assert_allclose(np.asarray(xform.jit(_mul_add)(a, b)), x * (x + 1) + 1,
-                               rtol=1e-6)
-    return compare(lambda: xform.jit(_mul_add)(a, b).block_until_ready(),
-                   lambda: cached(a, b).block_until_ready(),
-                   samples=30 * scale, inner=200, warmup=200)
+    np.testing.assert_allclose(np.asarray(xform.jit(_mul_add)(a, b)), x * (x + 1) + 1, rtol=1e-6)
+    return compare(
+        lambda: xform.jit(_mul_add)(a, b).block_until_ready(),
+        lambda: cached(a, b).block_until_ready(),
+        samples=30 * scale,
+        inner=200,
+        warmup=200,
+    )
 
 
 def bench_fresh_wrapper_jax(scale):
@@ -43,8 +46,7 @@ def bench_fresh_wrapper_jax(scale):
     fns = []
     for lib, jit in ((xnp, xform.jit), (jax.numpy, jax.jit)):
         a, b = on_device(lib, x), on_device(lib, x + 1)
-        np.testing.assert_allclose(np.asarray(jit(_mul_add)(a, b)), x * (x + 1) + 1,
-                                   rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(jit(_mul_add)(a, b)), x * (x + 1) + 1, rtol=1e-6)
         fns.append(lambda jit=jit, a=a, b=b: jit(_mul_add)(a, b).block_until_ready())
     return compare(*fns, samples=30 * scale, inner=100, warmup=100)
 
@@ -57,8 +59,7 @@ def _call_kinds(lib, mod, kind):
         f = mod.jit(lambda x, n, lr: x * lr + n, static_argnums=(1,))
         want, call = x0 * np.float32(0.1) + 3, lambda: f(x, 3, 0.1)
     elif kind == "static keyword":
-        f = mod.jit(lambda x, *, mode: x + 1 if mode == "add" else x * 2,
-                    static_argnames=("mode",))
+        f = mod.jit(lambda x, *, mode: x + 1 if mode == "add" else x * 2, static_argnames=("mode",))
         want, call = x0 + 1, lambda: f(x, mode="add")
     else:
         params = {k: on_device(lib, x0 * i) for i, k in enumerate("abcdef")}
@@ -70,8 +71,13 @@ def _call_kinds(lib, mod, kind):
 
 def bench_call_kind(scale, kind):
     """(a4)-(a6) a cached jit call of another signature than (a)'s, xform against JAX."""
-    return compare(_call_kinds(xnp, xform, kind), _call_kinds(jax.numpy, jax, kind),
-                   samples=30 * scale, inner=200, warmup=200)
+    return compare(
+        _call_kinds(xnp, xform, kind),
+        _call_kinds(jax.numpy, jax, kind),
+        samples=30 * scale,
+        inner=200,
+        warmup=200,
+    )
 
 
 def _eager_op(lib, op, x, y):
@@ -91,30 +97,53 @@ def bench_eager_reference(scale, op, reference):
     xf_fn = _eager_op(xnp, op, xnp.asarray(x), xnp.asarray(y))
     ref_fn = _eager_op(ref, op, x, y)
     np.testing.assert_array_equal(np.asarray(xf_fn()), ref_fn())
-    return compare(lambda: xf_fn().block_until_ready(), ref_fn, samples=30 * scale,
-                   inner=200, warmup=200)
+    return compare(
+        lambda: xf_fn().block_until_ready(), ref_fn, samples=30 * scale, inner=200, warmup=200
+    )
 
 
 # After the (c) rows of run.py: references, not targets.
 EAGER_REFERENCE_BENCHMARKS = [
-    ("(c) eager `sin`, f32[16], against NumPy (ratio xform/NumPy)", bench_eager_reference,
-     ("sin", "numpy"), None),
-    ("(c) eager `add`, f32[16], against NumPy (ratio xform/NumPy)", bench_eager_reference,
-     ("add", "numpy"), None),
-    ("(c) eager `sin`, f32[16], against HIPS autograd (ratio xform/autograd)",
-     bench_eager_reference, ("sin", "autograd"), None),
-    ("(c) eager `add`, f32[16], against HIPS autograd (ratio xform/autograd)",
-     bench_eager_reference, ("add", "autograd"), None),
+    (
+        "(c) eager `sin`, f32[16], against NumPy (ratio xform/NumPy)",
+        bench_eager_reference,
+        ("sin", "numpy"),
+        None,
+    ),
+    (
+        "(c) eager `add`, f32[16], against NumPy (ratio xform/NumPy)",
+        bench_eager_reference,
+        ("add", "numpy"),
+        None,
+    ),
+    (
+        "(c) eager `sin`, f32[16], against HIPS autograd (ratio xform/autograd)",
+        bench_eager_reference,
+        ("sin", "autograd"),
+        None,
+    ),
+    (
+        "(c) eager `add`, f32[16], against HIPS autograd (ratio xform/autograd)",
+        bench_eager_reference,
+        ("add", "autograd"),
+        None,
+    ),
 ]
 
 BENCHMARKS = [
-    ("(a2) `jit(f)(x, y)`, a fresh wrapper per call, against a cached call (xform/xform)",
-     bench_fresh_wrapper, (), 1.2),
+    (
+        "(a2) `jit(f)(x, y)`, a fresh wrapper per call, against a cached call (xform/xform)",
+        bench_fresh_wrapper,
+        (),
+        1.2,
+    ),
     ("(a3) `jit(f)(x, y)`, a fresh wrapper per call", bench_fresh_wrapper_jax, (), 1.0),
-    ("(a4) cached jit call, a static argument and a Python float", bench_call_kind,
-     ("static+scalar",), 1.0),
-    ("(a5) cached jit call, a static keyword argument", bench_call_kind,
-     ("static keyword",), 1.0),
-    ("(a6) cached jit call, a dict of 6 f32[16] and an f32[16]", bench_call_kind,
-     ("pytree",), 1.0),
+    (
+        "(a4) cached jit call, a static argument and a Python float",
+        bench_call_kind,
+        ("static+scalar",),
+        1.0,
+    ),
+    ("(a5) cached jit call, a static keyword argument", bench_call_kind, ("static keyword",), 1.0),
+    ("(a6) cached jit call, a dict of 6 f32[16] and an f32[16]", bench_call_kind, ("pytree",), 1.0),
 ]

@@ -83,8 +83,7 @@ def bench_pure_callback(scale):
 
 
 BENCHMARKS = [
-    ("(cb1) jit(scan 1000) + never-firing debug.print in cond", bench_scan_with_print, (),
-     None),
+    ("(cb1) jit(scan 1000) + never-firing debug.print in cond", bench_scan_with_print, (), None),
     ("(cb2) jit(scan 1000), no print", bench_scan_without_print, (), None),
     ("(cb3) jit(pure_callback) round trip, 16 f32", bench_pure_callback, (), 1.2),
 ]
@@ -100,8 +99,9 @@ def main():
         results[fn.__name__] = (xf, jx)
         print(f"| {label} | {xf * 1e6:.1f} us | {jx * 1e6:.1f} us | {xf / jx:.2f}x |")
     (xw, jw), (xo, jo) = results["bench_scan_with_print"], results["bench_scan_without_print"]
-    print(f"\nprint overhead in the loop (target <= 1.1x): xform {xw / xo:.2f}x, "
-          f"JAX {jw / jo:.2f}x")
+    print(
+        f"\nprint overhead in the loop (target <= 1.1x): xform {xw / xo:.2f}x, JAX {jw / jo:.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -67,8 +67,13 @@ _PROGRAM = textwrap.dedent("""
 
 
 def _first_call(lib, program, cache):
-    out = subprocess.run([sys.executable, "-c", _PROGRAM, lib, program, cache], cwd=ROOT,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _PROGRAM, lib, program, cache],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -91,12 +96,16 @@ def main():
     args = parser.parse_args()
     print("| program | xform cold | xform warm | warm/cold | JAX warm | xform warm / JAX warm |")
     print("|---|---|---|---|---|---|")
-    for program, label in (("mlp", "(c1) MLP train step 784-512-512-256-10, batch 64"),
-                           ("rnn", "(c2) value_and_grad of a 200-step scan RNN, 128 units")):
+    for program, label in (
+        ("mlp", "(c1) MLP train step 784-512-512-256-10, batch 64"),
+        ("rnn", "(c2) value_and_grad of a 200-step scan RNN, 128 units"),
+    ):
         t = measure(program, args.repeats)
-        print(f"| {label} | {t['xform', 'cold'] * 1e3:.0f} ms | {t['xform', 'warm'] * 1e3:.0f} ms"
-              f" | {t['xform', 'warm'] / t['xform', 'cold']:.2f}× | "
-              f"{t['jax', 'warm'] * 1e3:.0f} ms | {t['xform', 'warm'] / t['jax', 'warm']:.2f}× |")
+        print(
+            f"| {label} | {t['xform', 'cold'] * 1e3:.0f} ms | {t['xform', 'warm'] * 1e3:.0f} ms"
+            f" | {t['xform', 'warm'] / t['xform', 'cold']:.2f}× | "
+            f"{t['jax', 'warm'] * 1e3:.0f} ms | {t['xform', 'warm'] / t['jax', 'warm']:.2f}× |"
+        )
 
 
 if __name__ == "__main__":

@@ -28,16 +28,18 @@ def _rnn_loss(lib, lax):
             return h, h
 
         _, hs = lax.scan(step, h0, xs)
-        return lib.sum(hs ** 2)
+        return lib.sum(hs**2)
 
     return loss
 
 
 def _rnn_data():
     rng = np.random.default_rng(0)
-    params = (rng.standard_normal((HIDDEN, HIDDEN)).astype(np.float32) / np.sqrt(HIDDEN),
-              rng.standard_normal((FEATURES, HIDDEN)).astype(np.float32) / np.sqrt(FEATURES),
-              np.zeros(HIDDEN, np.float32))
+    params = (
+        rng.standard_normal((HIDDEN, HIDDEN)).astype(np.float32) / np.sqrt(HIDDEN),
+        rng.standard_normal((FEATURES, HIDDEN)).astype(np.float32) / np.sqrt(FEATURES),
+        np.zeros(HIDDEN, np.float32),
+    )
     h0 = np.zeros((BATCH, HIDDEN), np.float32)
     xs = rng.standard_normal((STEPS, BATCH, FEATURES)).astype(np.float32)
     return params, h0, xs
@@ -69,8 +71,11 @@ def bench_scan_rnn(scale):
         params, h0, xs = _on_device(lib, *data)
         step = _fresh_step(lib, lax, mod)
         outs.append(_leaves(step(params, h0, xs)))
-        fns.append(lambda step=step, params=params, h0=h0, xs=xs:
-                   step(params, h0, xs)[1][0].block_until_ready())
+        fns.append(
+            lambda step=step, params=params, h0=h0, xs=xs: step(params, h0, xs)[1][
+                0
+            ].block_until_ready()
+        )
     _check_same(outs)
     return compare(*fns, samples=10 * scale, inner=3, warmup=2)
 
@@ -83,15 +88,22 @@ def bench_scan_rnn_compile(scale):
     for lib, lax, mod in LIBS:
         params, h0, xs = _on_device(lib, *data)
         outs.append(_leaves(_fresh_step(lib, lax, mod)(params, h0, xs)))
-        fns.append(lambda lib=lib, lax=lax, mod=mod, params=params, h0=h0, xs=xs:
-                   _fresh_step(lib, lax, mod)(params, h0, xs)[1][0].block_until_ready())
+        fns.append(
+            lambda lib=lib, lax=lax, mod=mod, params=params, h0=h0, xs=xs: _fresh_step(
+                lib, lax, mod
+            )(params, h0, xs)[1][0].block_until_ready()
+        )
     _check_same(outs)
     with cold_xform_compiles():  # xform's persistent compilation cache off, as JAX's is
         return compare(*fns, samples=5 * scale, warmup=1)
 
 
 BENCHMARKS = [
-    ("(k) jit(value_and_grad) lax.scan tanh RNN, hidden 256, 100 steps, batch 32",
-     bench_scan_rnn, (), 1.0),
+    (
+        "(k) jit(value_and_grad) lax.scan tanh RNN, hidden 256, 100 steps, batch 32",
+        bench_scan_rnn,
+        (),
+        1.0,
+    ),
     ("(l) first call (trace + compile) of the same scan RNN", bench_scan_rnn_compile, (), 1.0),
 ]

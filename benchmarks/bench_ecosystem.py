@@ -58,8 +58,8 @@ def _linen_workload():
     x, labels = _data()
     model = MLP()
     state = train_state.TrainState.create(
-        apply_fn=model.apply, params=model.init(jax.random.key(0), x)["params"],
-        tx=optax.adam(1e-3))
+        apply_fn=model.apply, params=model.init(jax.random.key(0), x)["params"], tx=optax.adam(1e-3)
+    )
 
     @jax.jit
     def step(state, x, labels):
@@ -80,8 +80,9 @@ def _equinox_workload():
     import optax
 
     x, labels = _data()
-    model = eqx.nn.MLP(SIZES[0], SIZES[-1], SIZES[1], len(SIZES) - 2, activation=jax.nn.relu,
-                       key=jax.random.key(0))
+    model = eqx.nn.MLP(
+        SIZES[0], SIZES[-1], SIZES[1], len(SIZES) - 2, activation=jax.nn.relu, key=jax.random.key(0)
+    )
     opt = optax.adam(1e-3)
     opt_state = opt.init(eqx.filter(model, eqx.is_array))
 
@@ -138,10 +139,24 @@ class _Process:
         self._stderr = tempfile.TemporaryFile(mode="w+")
         start = time.perf_counter()
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.bench_ecosystem", "--child", workload,
-             "--engine", engine, "--cache", cache_dir],
-            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-            text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.bench_ecosystem",
+                "--child",
+                workload,
+                "--engine",
+                engine,
+                "--cache",
+                cache_dir,
+            ],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        )
         words = self._read().split()
         self.first_seconds = time.perf_counter() - start
         self.first_loss = float(words[1])
@@ -173,8 +188,9 @@ class _Process:
 
 def _check_losses(xf, jx, workload):
     if abs(xf.first_loss - jx.first_loss) > 1e-4 * abs(jx.first_loss):
-        raise RuntimeError(f"{workload}: xform's first loss {xf.first_loss} differs from "
-                           f"JAX's {jx.first_loss}")
+        raise RuntimeError(
+            f"{workload}: xform's first loss {xf.first_loss} differs from JAX's {jx.first_loss}"
+        )
 
 
 def bench_step(scale, workload):
@@ -218,12 +234,24 @@ def bench_first_step(scale, workload="linen"):
 
 
 BENCHMARKS = [
-    ("(e1) flax.linen MLP 128x784-512-512-10 + optax adam, jit train step, compat mode",
-     bench_step, ("linen",), 1.0),
-    ("(e2) the same with equinox (eqx.filter_jit, filter_value_and_grad)",
-     bench_step, ("equinox",), 1.0),
-    ("(e3) time to first step of (e1) from a fresh process (imports, init, compile)",
-     bench_first_step, (), 1.0),
+    (
+        "(e1) flax.linen MLP 128x784-512-512-10 + optax adam, jit train step, compat mode",
+        bench_step,
+        ("linen",),
+        1.0,
+    ),
+    (
+        "(e2) the same with equinox (eqx.filter_jit, filter_value_and_grad)",
+        bench_step,
+        ("equinox",),
+        1.0,
+    ),
+    (
+        "(e3) time to first step of (e1) from a fresh process (imports, init, compile)",
+        bench_first_step,
+        (),
+        1.0,
+    ),
 ]
 
 

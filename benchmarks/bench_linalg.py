@@ -33,6 +33,7 @@ def _allclose(tol):
     def check(a, b):
         for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
             np.testing.assert_allclose(x, y, rtol=tol, atol=tol)
+
     return check
 
 
@@ -51,6 +52,7 @@ def bench_logdet_grad(scale, n=256):
     def make(lib, mod):
         def logdet(a):
             return 2 * lib.sum(lib.log(lib.diagonal(lib.linalg.cholesky(a))))
+
         return mod.grad(logdet)
 
     return _timed(make, (a,), scale, 10, 5, _allclose(1e-3))
@@ -60,8 +62,9 @@ def bench_eigh(scale, n=256):
     """(la3) jit(linalg.eigh) eigenvalues, 256x256 float32."""
     rng = np.random.default_rng(2)
     a = _spd(rng, n)
-    return _timed(lambda lib, mod: lambda a: lib.linalg.eigh(a)[0], (a,), scale, 10, 3,
-                  _allclose(1e-3))
+    return _timed(
+        lambda lib, mod: lambda a: lib.linalg.eigh(a)[0], (a,), scale, 10, 3, _allclose(1e-3)
+    )
 
 
 def bench_svd(scale, n=256):
@@ -69,16 +72,18 @@ def bench_svd(scale, n=256):
     checked; the vectors' signs are LAPACK's, the same for both)."""
     rng = np.random.default_rng(3)
     a = rng.standard_normal((n, n)).astype(np.float32)
-    return _timed(lambda lib, mod: lambda a: lib.linalg.svd(a)[1], (a,), scale, 10, 3,
-                  _allclose(1e-3))
+    return _timed(
+        lambda lib, mod: lambda a: lib.linalg.svd(a)[1], (a,), scale, 10, 3, _allclose(1e-3)
+    )
 
 
 def bench_batched_solve(scale, batch=1000, n=8):
     """(la5) jit(vmap(linalg.solve)) over 1000 8x8 float32 systems."""
     rng = np.random.default_rng(4)
     a, b = _spd(rng, n, (batch,)), rng.standard_normal((batch, n)).astype(np.float32)
-    return _timed(lambda lib, mod: mod.vmap(lib.linalg.solve), (a, b), scale, 10, 20,
-                  _allclose(1e-3))
+    return _timed(
+        lambda lib, mod: mod.vmap(lib.linalg.solve), (a, b), scale, 10, 20, _allclose(1e-3)
+    )
 
 
 BENCHMARKS = [

@@ -51,8 +51,13 @@ print(json.dumps({"growth_mb": rss_mb() - start, "us_per_call": seconds / calls 
 def measure(lib, calls):
     """RSS growth (MB) and microseconds per call of ``calls`` cached jit calls of ``lib``."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", _CHILD, lib, str(calls)], cwd=root,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, lib, str(calls)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -62,14 +67,18 @@ def main():
     parser.add_argument("--quick", action="store_true", help="100,000 calls")
     args = parser.parse_args()
     calls = 100_000 if args.quick else args.calls
-    print(f"{calls:,} cached jit calls of `x * y + 1` on f32[16], "
-          f"{time.strftime('%Y-%m-%d %H:%M')}\n")
+    print(
+        f"{calls:,} cached jit calls of `x * y + 1` on f32[16], {time.strftime('%Y-%m-%d %H:%M')}\n"
+    )
     print("| library | RSS growth | bytes per call | µs per call |")
     print("|---|---:|---:|---:|")
     for lib in ("xform", "jax"):
         r = measure(lib, calls)
-        print(f"| {lib} | {r['growth_mb']:.1f} MB | {r['growth_mb'] * 2**20 / calls:.1f} | "
-              f"{r['us_per_call']:.2f} |", flush=True)
+        print(
+            f"| {lib} | {r['growth_mb']:.1f} MB | {r['growth_mb'] * 2**20 / calls:.1f} | "
+            f"{r['us_per_call']:.2f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

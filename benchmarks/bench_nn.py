@@ -17,8 +17,11 @@ LIBS = ((xnp, xform, nn), (jnp, jax, jax.nn))
 def _params(rng, layers, d, heads):
     def dense(n_in, n_out):
         return (rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(np.float32)
-    return [{"qkv": dense(d, 3 * d), "out": dense(d, d), "up": dense(d, 4 * d),
-             "down": dense(4 * d, d)} for _ in range(layers)]
+
+    return [
+        {"qkv": dense(d, 3 * d), "out": dense(d, d), "up": dense(d, 4 * d), "down": dense(4 * d, d)}
+        for _ in range(layers)
+    ]
 
 
 def _make_step(lib, mod, nn_mod, heads):
@@ -51,13 +54,19 @@ def bench_transformer_step(scale, batch=8, seq=256, d=256, heads=4, layers=4):
         on = jax.tree_util.tree_map(lambda a, lib=lib: on_device(lib, a), (params, x))
         outs.append(jax.tree_util.tree_map(np.asarray, step(*on)))
         fns.append(lambda step=step, on=on: jax.block_until_ready(step(*on)))
-    for a, b in zip(jax.tree_util.tree_leaves(outs[0]), jax.tree_util.tree_leaves(outs[1]),
-                    strict=True):
+    for a, b in zip(
+        jax.tree_util.tree_leaves(outs[0]), jax.tree_util.tree_leaves(outs[1]), strict=True
+    ):
         np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-4)
     return compare(*fns, samples=3 * scale, inner=1, warmup=1)
 
 
 BENCHMARKS = [
-    ("(t1) jit(value_and_grad) of a 4-layer transformer block stack on "
-     "nn.dot_product_attention, batch 8, seq 256, d 256", bench_transformer_step, (), 1.1),
+    (
+        "(t1) jit(value_and_grad) of a 4-layer transformer block stack on "
+        "nn.dot_product_attention, batch 8, seq 256, d 256",
+        bench_transformer_step,
+        (),
+        1.1,
+    ),
 ]

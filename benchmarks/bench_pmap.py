@@ -34,8 +34,13 @@ LEARNING_RATE = 0.01
 
 
 def _params(rng):
-    return [(rng.standard_normal((m, n), np.float32) / np.sqrt(m).astype(np.float32),
-             np.zeros(n, np.float32)) for m, n in itertools.pairwise(SIZES)]
+    return [
+        (
+            rng.standard_normal((m, n), np.float32) / np.sqrt(m).astype(np.float32),
+            np.zeros(n, np.float32),
+        )
+        for m, n in itertools.pairwise(SIZES)
+    ]
 
 
 def _data(rng):
@@ -60,8 +65,10 @@ def _loss(lib):
 
 
 def _sgd(params, grads):
-    return [(w - LEARNING_RATE * gw, b - LEARNING_RATE * gb)
-            for (w, b), (gw, gb) in zip(params, grads, strict=True)]
+    return [
+        (w - LEARNING_RATE * gw, b - LEARNING_RATE * gb)
+        for (w, b), (gw, gb) in zip(params, grads, strict=True)
+    ]
 
 
 def _train_step(lib, mod):
@@ -93,15 +100,17 @@ def bench_data_parallel(scale, n_devices):
     """(p1), (p2) Median steady-state step time of xform and JAX over ``n_devices`` devices,
     the global batch of 128 split evenly (128 / n examples per device)."""
     if xform.device_count() < n_devices or jax.device_count() < n_devices:
-        raise RuntimeError(f"needs {n_devices} devices, xform sees {xform.device_count()}, "
-                           f"JAX {jax.device_count()}")
+        raise RuntimeError(
+            f"needs {n_devices} devices, xform sees {xform.device_count()}, "
+            f"JAX {jax.device_count()}"
+        )
     rng = np.random.default_rng(0)
     params = _params(rng)
     x, labels = _data(rng)
-    x_split, labels_split = (a.reshape(n_devices, GLOBAL_BATCH // n_devices, -1)
-                             for a in (x, labels))
-    replicated = [tuple(np.repeat(a[None], n_devices, axis=0) for a in layer)
-                  for layer in params]
+    x_split, labels_split = (
+        a.reshape(n_devices, GLOBAL_BATCH // n_devices, -1) for a in (x, labels)
+    )
+    replicated = [tuple(np.repeat(a[None], n_devices, axis=0) for a in layer) for layer in params]
     ref_params, ref_loss = _one_device_step(params, x, labels)
 
     fns = []
@@ -117,8 +126,7 @@ def bench_data_parallel(scale, n_devices):
         # Every device holds the same new parameters: those of the one-device step.
         np.testing.assert_allclose(np.asarray(value), float(ref_loss), rtol=1e-5)
         for got, want in zip(_tree_np(new), _tree_np(ref_params), strict=True):
-            np.testing.assert_allclose(got, np.broadcast_to(want, got.shape), rtol=1e-4,
-                                       atol=1e-5)
+            np.testing.assert_allclose(got, np.broadcast_to(want, got.shape), rtol=1e-4, atol=1e-5)
 
         def run(step=step, state=state, xd=xd, ld=ld):
             state[0], value = step(state[0], xd, ld)
@@ -136,8 +144,9 @@ def bench_dispatch(scale, with_psum):
     x = np.ones((8, 4), np.float32)
     fns = []
     for mod in (xform, jax):
-        body = (lambda a, mod=mod: mod.lax.psum(a, "i") * 0.125) if with_psum else \
-            (lambda a: a * 1.0)
+        body = (
+            (lambda a, mod=mod: mod.lax.psum(a, "i") * 0.125) if with_psum else (lambda a: a * 1.0)
+        )
         f = mod.pmap(body, axis_name="i")
         state = [f(x)]
         np.testing.assert_allclose(np.asarray(state[0]), x, rtol=1e-6)
@@ -151,11 +160,28 @@ def bench_dispatch(scale, with_psum):
 
 
 BENCHMARKS = [
-    ("(p1) pmap data-parallel SGD step, pmean of grads, MLP 784-512-512-10, batch 128 "
-     "over 8 devices", bench_data_parallel, (8,), 1.0),
-    *[(f"(p2) the same step over {n} device{'s' * (n > 1)} (global batch 128, "
-       f"{GLOBAL_BATCH // n} per device)", bench_data_parallel, (n,), 1.0) for n in (1, 2, 4, 8)],
-    ("(p3) a cached pmap call on f32[8, 4] over 8 devices, result fed back (x * 1.0)",
-     bench_dispatch, (False,), 1.0),
+    (
+        "(p1) pmap data-parallel SGD step, pmean of grads, MLP 784-512-512-10, batch 128 "
+        "over 8 devices",
+        bench_data_parallel,
+        (8,),
+        1.0,
+    ),
+    *[
+        (
+            f"(p2) the same step over {n} device{'s' * (n > 1)} (global batch 128, "
+            f"{GLOBAL_BATCH // n} per device)",
+            bench_data_parallel,
+            (n,),
+            1.0,
+        )
+        for n in (1, 2, 4, 8)
+    ],
+    (
+        "(p3) a cached pmap call on f32[8, 4] over 8 devices, result fed back (x * 1.0)",
+        bench_dispatch,
+        (False,),
+        1.0,
+    ),
     ("(p3) the same with a psum (psum(x) / 8)", bench_dispatch, (True,), 1.0),
 ]

@@ -25,16 +25,19 @@ LIBS = ((xnp, xform), (jnp, jax))
 def _step(lib, mod):
     def step(params, x, labels):
         value, grads = mod.value_and_grad(_loss(lib))(params, x, labels)
-        return [(w - LEARNING_RATE * gw, b - LEARNING_RATE * gb)
-                for (w, b), (gw, gb) in zip(params, grads, strict=True)], value
+        return [
+            (w - LEARNING_RATE * gw, b - LEARNING_RATE * gb)
+            for (w, b), (gw, gb) in zip(params, grads, strict=True)
+        ], value
 
     return step
 
 
 def _require(n):
     if xform.device_count() < n or jax.device_count() < n:
-        raise RuntimeError(f"needs {n} devices, xform sees {xform.device_count()}, "
-                           f"JAX {jax.device_count()}")
+        raise RuntimeError(
+            f"needs {n} devices, xform sees {xform.device_count()}, JAX {jax.device_count()}"
+        )
 
 
 def _timed_steps(mesh, param_specs, batch_spec, scale):
@@ -46,14 +49,18 @@ def _timed_steps(mesh, param_specs, batch_spec, scale):
     b_shard = NamedSharding(mesh, batch_spec)
     fns = []
     for lib, mod in LIBS:
-        step = mod.jit(_step(lib, mod), in_shardings=(p_shard, b_shard, b_shard),
-                       out_shardings=(p_shard, NamedSharding(mesh, P())))
+        step = mod.jit(
+            _step(lib, mod),
+            in_shardings=(p_shard, b_shard, b_shard),
+            out_shardings=(p_shard, NamedSharding(mesh, P())),
+        )
         state = [mod.device_put(params, p_shard)]
         xd, ld = mod.device_put(x, b_shard), mod.device_put(labels, b_shard)
         new, value = step(state[0], xd, ld)
         np.testing.assert_allclose(np.asarray(value), float(ref_loss), rtol=1e-5)
-        for got, want in zip(jax.tree_util.tree_leaves(new), jax.tree_util.tree_leaves(
-                ref_params), strict=True):
+        for got, want in zip(
+            jax.tree_util.tree_leaves(new), jax.tree_util.tree_leaves(ref_params), strict=True
+        ):
             np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-5)
 
         def run(step=step, state=state, xd=xd, ld=ld):
@@ -89,8 +96,14 @@ def bench_shard_map_psum(scale):
     x = np.ones((8, 4), np.float32)
     fns = []
     for mod in (xform, jax):
-        f = mod.jit(mod.shard_map(lambda a, mod=mod: mod.lax.psum(a, "i") * 0.125, mesh=mesh,
-                                  in_specs=P("i"), out_specs=P("i")))
+        f = mod.jit(
+            mod.shard_map(
+                lambda a, mod=mod: mod.lax.psum(a, "i") * 0.125,
+                mesh=mesh,
+                in_specs=P("i"),
+                out_specs=P("i"),
+            )
+        )
         state = [f(mod.device_put(x, NamedSharding(mesh, P("i"))))]
         np.testing.assert_allclose(np.asarray(state[0]), x, rtol=1e-6)
 
@@ -103,20 +116,34 @@ def bench_shard_map_psum(scale):
 
 
 BENCHMARKS = [
-    ("(s1) sharded-jit data-parallel SGD step, MLP 784-512-512-10, batch 128 over 8 devices",
-     bench_data_parallel, (), 1.0),
-    ("(s2) sharded-jit tensor-parallel SGD step of the same MLP on a 4x2 mesh",
-     bench_tensor_parallel, (), 1.0),
-    ("(s3) a cached jit(shard_map(psum)) call on f32[8, 4] over 8 devices, result fed back",
-     bench_shard_map_psum, (), 1.1),
+    (
+        "(s1) sharded-jit data-parallel SGD step, MLP 784-512-512-10, batch 128 over 8 devices",
+        bench_data_parallel,
+        (),
+        1.0,
+    ),
+    (
+        "(s2) sharded-jit tensor-parallel SGD step of the same MLP on a 4x2 mesh",
+        bench_tensor_parallel,
+        (),
+        1.0,
+    ),
+    (
+        "(s3) a cached jit(shard_map(psum)) call on f32[8, 4] over 8 devices, result fed back",
+        bench_shard_map_psum,
+        (),
+        1.1,
+    ),
 ]
 
 
 def main():
     for name, fn, args, target in BENCHMARKS:
         xf, jx = fn(1, *args)
-        print(f"{name}\n    xform {xf * 1e6:9.1f} us   JAX {jx * 1e6:9.1f} us   "
-              f"ratio {xf / jx:5.2f} (target <= {target})")
+        print(
+            f"{name}\n    xform {xf * 1e6:9.1f} us   JAX {jx * 1e6:9.1f} us   "
+            f"ratio {xf / jx:5.2f} (target <= {target})"
+        )
 
 
 if __name__ == "__main__":

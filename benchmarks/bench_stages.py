@@ -48,8 +48,10 @@ def _breakdown(cases, samples):
         for _ in range(samples):
             for i, case in enumerate(cases):
                 times[i].append(_stage_times(*case))
-    return {stage: tuple(statistics.median(t[k] for t in lib_times) for lib_times in times)
-            for k, stage in enumerate(STAGES)}
+    return {
+        stage: tuple(statistics.median(t[k] for t in lib_times) for lib_times in times)
+        for k, stage in enumerate(STAGES)
+    }
 
 
 def _mlp_cases():
@@ -68,8 +70,15 @@ def _rnn_cases():
     cases = []
     for lib, lax, mod in control_flow.LIBS:
         args = control_flow._on_device(lib, *data)
-        cases.append((mod.jit, lambda lib=lib, lax=lax, mod=mod:
-                      mod.value_and_grad(control_flow._rnn_loss(lib, lax)), args))
+        cases.append(
+            (
+                mod.jit,
+                lambda lib=lib, lax=lax, mod=mod: mod.value_and_grad(
+                    control_flow._rnn_loss(lib, lax)
+                ),
+                args,
+            )
+        )
     return cases
 
 
@@ -85,8 +94,23 @@ def bench_stage(scale, which, stage):
 
 
 BENCHMARKS = [
-    *((f"(d{k}) first jit call of (d)'s MLP, {stage}{' (cold)' if stage == 'compile' else ''}",
-       bench_stage, ("d", stage), None) for k, stage in enumerate(STAGES, 1)),
-    *((f"(l{k}) first call of (l)'s scan RNN, {stage}{' (cold)' if stage == 'compile' else ''}",
-       bench_stage, ("l", stage), None) for k, stage in enumerate(STAGES, 1)),
+    *(
+        (
+            f"(d{k}) first jit call of (d)'s MLP, {stage}{' (cold)' if stage == 'compile' else ''}",
+            bench_stage,
+            ("d", stage),
+            None,
+        )
+        for k, stage in enumerate(STAGES, 1)
+    ),
+    *(
+        (
+            f"(l{k}) first call of (l)'s scan RNN, {stage}"
+            + (" (cold)" if stage == "compile" else ""),
+            bench_stage,
+            ("l", stage),
+            None,
+        )
+        for k, stage in enumerate(STAGES, 1)
+    ),
 ]

@@ -62,7 +62,8 @@ def bench_accumulated_step(scale, micro=4, batch=64, sizes=(784, 512, 10)):
     # The accumulated step is the big-batch step: checked once on xform before timing.
     step = xform.jit(_make_accumulated_step(xnp, xform))
     grads = xform.jit(xform.grad(_make_loss(xnp, xform)))(
-        [(w1, b1), (w2, b2)], xs.reshape(micro * batch, -1), labels.reshape(-1))
+        [(w1, b1), (w2, b2)], xs.reshape(micro * batch, -1), labels.reshape(-1)
+    )
     leaves = xform.tree_util.tree_leaves
     for new, old, g in zip(leaves(step(*args)), (w1, b1, w2, b2), leaves(grads), strict=True):
         np.testing.assert_allclose(new, old - 0.1 * np.asarray(g), rtol=1e-5, atol=1e-6)
@@ -75,8 +76,15 @@ def _make_bf16_step(lib, mod, lr=0.05):
     dims = (((1,), (0,)), ((), ()))
 
     def dense(x, w, b):
-        return mod.lax.dot_general(x.astype(lib.bfloat16), w.astype(lib.bfloat16), dims,
-                                   preferred_element_type=lib.float32) + b
+        return (
+            mod.lax.dot_general(
+                x.astype(lib.bfloat16),
+                w.astype(lib.bfloat16),
+                dims,
+                preferred_element_type=lib.float32,
+            )
+            + b
+        )
 
     def loss(params, x, labels):
         for w, b in params[:-1]:
@@ -117,8 +125,11 @@ def _make_checkpointed_step(lib, mod, policy):
         z = h @ w
         return h + lib.tanh(z) * lib.sin(z), None
 
-    body = layer if policy is None else mod.checkpoint(
-        layer, policy=getattr(mod.checkpoint_policies, policy))
+    body = (
+        layer
+        if policy is None
+        else mod.checkpoint(layer, policy=getattr(mod.checkpoint_policies, policy))
+    )
 
     def loss(ws, x):
         h, _ = mod.lax.scan(body, x, ws)
@@ -149,11 +160,27 @@ bench_checkpoint_memory.unit = "bytes"
 
 
 BENCHMARKS = [
-    ("(g1) accumulated-gradient step (4 micro-batches of 64 vs one of 256), MLP 784-512-10",
-     bench_accumulated_step, (), 1.0),
-    ("(g2) bf16 mixed-precision MLP train step (784-1024-1024-10, batch 256, f32 master "
-     "weights)", bench_bf16_step, (), 1.0),
-    *[(f"(g3) checkpointed vs plain MLP step, temp bytes (memory_analysis), {p or 'no checkpoint'}",
-       bench_checkpoint_memory, (p,), 1.0)
-      for p in (None, "everything_saveable", "dots_saveable", "nothing_saveable")],
+    (
+        "(g1) accumulated-gradient step (4 micro-batches of 64 vs one of 256), MLP 784-512-10",
+        bench_accumulated_step,
+        (),
+        1.0,
+    ),
+    (
+        "(g2) bf16 mixed-precision MLP train step (784-1024-1024-10, batch 256, f32 master "
+        "weights)",
+        bench_bf16_step,
+        (),
+        1.0,
+    ),
+    *[
+        (
+            "(g3) checkpointed vs plain MLP step, temp bytes (memory_analysis), "
+            + (p or "no checkpoint"),
+            bench_checkpoint_memory,
+            (p,),
+            1.0,
+        )
+        for p in (None, "everything_saveable", "dots_saveable", "nothing_saveable")
+    ],
 ]

@@ -36,8 +36,11 @@ def _per_example(make_loss, params, x, y, scale):
         xd, yd = on_device(lib, x), on_device(lib, y)
         step = mod.jit(mod.vmap(mod.grad(make_loss(lib)), in_axes=(None, 0, 0)))
         outs.append([np.asarray(g) for g in jax.tree_util.tree_leaves(step(p, xd, yd))])
-        fns.append(lambda step=step, p=p, xd=xd, yd=yd:
-                   jax.tree_util.tree_leaves(step(p, xd, yd))[0].block_until_ready())
+        fns.append(
+            lambda step=step, p=p, xd=xd, yd=yd: jax.tree_util.tree_leaves(step(p, xd, yd))[
+                0
+            ].block_until_ready()
+        )
     for a, b in zip(*outs, strict=True):
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
     return compare(*fns, samples=10 * scale, inner=5, warmup=2)
@@ -56,8 +59,10 @@ def bench_per_example_logistic(scale, features=784):
 def bench_per_example_mlp(scale):
     """(i) jit(vmap(grad)) per-example gradients of a 64-128-10 MLP, batch 256."""
     rng = np.random.default_rng(0)
-    params = [(rng.standard_normal((64, 128)).astype(np.float32) / 8, np.zeros(128, np.float32)),
-              (rng.standard_normal((128, 10)).astype(np.float32) / 11, np.zeros(10, np.float32))]
+    params = [
+        (rng.standard_normal((64, 128)).astype(np.float32) / 8, np.zeros(128, np.float32)),
+        (rng.standard_normal((128, 10)).astype(np.float32) / 11, np.zeros(10, np.float32)),
+    ]
     x = rng.standard_normal((256, 64)).astype(np.float32)
     y = rng.standard_normal((256, 10)).astype(np.float32)
     return _per_example(_mlp_loss, params, x, y, scale)
@@ -71,20 +76,39 @@ def bench_batched_matmul(scale):
     b = on_device(xnp, rng.standard_normal((64, 128, 128)).astype(np.float32))
     vmapped = xform.jit(xform.vmap(xnp.dot))
     by_hand = xform.jit(lambda a, b: xnp.einsum("bij,bjk->bik", a, b))
-    np.testing.assert_allclose(np.asarray(vmapped(a, b)), np.asarray(by_hand(a, b)), rtol=1e-4,
-                               atol=1e-3)
-    return compare(lambda: vmapped(a, b).block_until_ready(),
-                   lambda: by_hand(a, b).block_until_ready(), samples=10 * scale, inner=5,
-                   warmup=2)
+    np.testing.assert_allclose(
+        np.asarray(vmapped(a, b)), np.asarray(by_hand(a, b)), rtol=1e-4, atol=1e-3
+    )
+    return compare(
+        lambda: vmapped(a, b).block_until_ready(),
+        lambda: by_hand(a, b).block_until_ready(),
+        samples=10 * scale,
+        inner=5,
+        warmup=2,
+    )
 
 
 BENCHMARKS = [
-    ("(h) jit(vmap(grad)) per-example grads, logistic regression, batch 256",
-     bench_per_example_logistic, (), 1.0),
-    *((f"(h{d}) the same, {d} features", bench_per_example_logistic, (d,), 1.0)
-      for d in (256, 1024, 4096)),
-    ("(i) jit(vmap(grad)) per-example grads, MLP 64-128-10, batch 256", bench_per_example_mlp,
-     (), 1.0),
-    ("(j) jit(vmap(dot)) 64x128x128 against xform's hand-batched einsum (xform/xform)",
-     bench_batched_matmul, (), 1.0),
+    (
+        "(h) jit(vmap(grad)) per-example grads, logistic regression, batch 256",
+        bench_per_example_logistic,
+        (),
+        1.0,
+    ),
+    *(
+        (f"(h{d}) the same, {d} features", bench_per_example_logistic, (d,), 1.0)
+        for d in (256, 1024, 4096)
+    ),
+    (
+        "(i) jit(vmap(grad)) per-example grads, MLP 64-128-10, batch 256",
+        bench_per_example_mlp,
+        (),
+        1.0,
+    ),
+    (
+        "(j) jit(vmap(dot)) 64x128x128 against xform's hand-batched einsum (xform/xform)",
+        bench_batched_matmul,
+        (),
+        1.0,
+    ),
 ]

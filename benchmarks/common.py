@@ -73,8 +73,13 @@ def on_device(lib, x):
 
 def mlp_params(rng, sizes=(784, 512, 512, 10)):
     """(weight, bias) per layer of an MLP of layer ``sizes``, as NumPy float32 arrays."""
-    return [(rng.standard_normal((m, n), np.float32) / np.sqrt(m).astype(np.float32),
-             np.zeros(n, np.float32)) for m, n in itertools.pairwise(sizes)]
+    return [
+        (
+            rng.standard_normal((m, n), np.float32) / np.sqrt(m).astype(np.float32),
+            np.zeros(n, np.float32),
+        )
+        for m, n in itertools.pairwise(sizes)
+    ]
 
 
 def mlp(lib):

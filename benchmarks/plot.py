@@ -42,14 +42,15 @@ def parse_rows(text):
             continue
         target = TARGET.match(cells[columns["target"]])
         interval = (float(ratio[2]), float(ratio[3])) if ratio[2] else None
-        rows.append((_short(cells[0]), float(ratio[1]), interval,
-                     float(target[1]) if target else None))
+        rows.append(
+            (_short(cells[0]), float(ratio[1]), interval, float(target[1]) if target else None)
+        )
     return rows
 
 
 def _short(label, width=60):
     label = label.replace("`", "")
-    return label if len(label) <= width else label[:width - 1] + "…"
+    return label if len(label) <= width else label[: width - 1] + "…"
 
 
 def plot(rows, path):
@@ -74,8 +75,12 @@ def plot(rows, path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("table", nargs="?", default="benchmarks/README.md",
-                        help="a file holding the markdown table, or - for stdin")
+    parser.add_argument(
+        "table",
+        nargs="?",
+        default="benchmarks/README.md",
+        help="a file holding the markdown table, or - for stdin",
+    )
     parser.add_argument("-o", "--output", default="benchmarks/ratios.png")
     args = parser.parse_args()
     text = sys.stdin.read() if args.table == "-" else open(args.table, encoding="utf-8").read()

@@ -89,9 +89,11 @@ def bench_make_jaxpr(scale, n_eqns=2000):
     if xf_n != jax_n:
         raise RuntimeError(f"make_jaxpr benchmark: xform traced {xf_n} equations, JAX {jax_n}")
     # A fresh function object per trace, so no tracing cache keyed on the function can help.
-    xf_t, jax_t = compare(lambda: xform.make_jaxpr(_chain(xnp, n_eqns))(x),
-                          lambda: jax.make_jaxpr(_chain(jnp, n_eqns))(x),
-                          samples=5 * scale)
+    xf_t, jax_t = compare(
+        lambda: xform.make_jaxpr(_chain(xnp, n_eqns))(x),
+        lambda: jax.make_jaxpr(_chain(jnp, n_eqns))(x),
+        samples=5 * scale,
+    )
     return xf_t / xf_n, jax_t / jax_n
 
 
@@ -122,8 +124,7 @@ def bench_first_call(scale):
         if expected is None:
             expected = out
         np.testing.assert_allclose(out, expected, rtol=2e-4, atol=2e-4)
-        fns.append(lambda lib=lib, jit=jit, p=p, xd=xd:
-                   jit(mlp(lib))(p, xd).block_until_ready())
+        fns.append(lambda lib=lib, jit=jit, p=p, xd=xd: jit(mlp(lib))(p, xd).block_until_ready())
     # Cold for both: xform's persistent compilation cache off, as JAX's is by default.
     with common.cold_xform_compiles():
         return compare(*fns, samples=5 * scale, warmup=1)
@@ -140,8 +141,9 @@ def _train_step(lib, value_and_grad):
 
     def step(params, x, labels):
         value, grads = value_and_grad(loss)(params, x, labels)
-        new = [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb)
-               in zip(params, grads, strict=True)]
+        new = [
+            (w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(params, grads, strict=True)
+        ]
         return new, value
 
     return step
@@ -154,8 +156,10 @@ def bench_train_step(scale):
     x = rng.standard_normal((128, 784), np.float32)
     labels = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 128)]
     fns, losses = [], []
-    for lib, jit, vg in ((xnp, xform.jit, xform.value_and_grad),
-                         (jnp, jax.jit, jax.value_and_grad)):
+    for lib, jit, vg in (
+        (xnp, xform.jit, xform.value_and_grad),
+        (jnp, jax.jit, jax.value_and_grad),
+    ):
         p = [(on_device(lib, w), on_device(lib, b)) for w, b in params]
         xd, ld = on_device(lib, x), on_device(lib, labels)
         step = jit(_train_step(lib, vg))
@@ -180,8 +184,7 @@ def bench_eager_grad(scale):
     xf_x, jax_x = xnp.asarray(x), jnp.asarray(x)
     xf_g, jax_g = xform.grad(_ten_ops(xnp)), jax.grad(_ten_ops(jnp))
     np.testing.assert_allclose(np.asarray(xf_g(xf_x)), np.asarray(jax_g(jax_x)), rtol=1e-5)
-    return compare(lambda: xf_g(xf_x), lambda: jax_g(jax_x), samples=10 * scale, inner=5,
-                   warmup=3)
+    return compare(lambda: xf_g(xf_x), lambda: jax_g(jax_x), samples=10 * scale, inner=5, warmup=3)
 
 
 def bench_eager_grad_autograd(scale):
@@ -193,8 +196,7 @@ def bench_eager_grad_autograd(scale):
     xf_x = xnp.asarray(x)
     xf_g, ag_g = xform.grad(_ten_ops(xnp)), autograd.grad(_ten_ops(anp))
     np.testing.assert_allclose(np.asarray(xf_g(xf_x)), ag_g(x), rtol=1e-4)
-    return compare(lambda: xf_g(xf_x), lambda: ag_g(x), samples=10 * scale, inner=20,
-                   warmup=3)
+    return compare(lambda: xf_g(xf_x), lambda: ag_g(x), samples=10 * scale, inner=20, warmup=3)
 
 
 def _mlp_loss(lib):
@@ -214,19 +216,31 @@ def bench_eager_grad_mlp_autograd(scale, sizes=(16, 32, 32, 1), batch=8):
     import autograd.numpy as anp  # noqa: PLC0415
 
     rng = np.random.default_rng(0)
-    params = [(rng.normal(0, m ** -0.5, (m, n)).astype(np.float32),
-               rng.normal(0, 0.1, n).astype(np.float32))
-              for m, n in zip(sizes[:-1], sizes[1:], strict=True)]
+    params = [
+        (
+            rng.normal(0, m**-0.5, (m, n)).astype(np.float32),
+            rng.normal(0, 0.1, n).astype(np.float32),
+        )
+        for m, n in zip(sizes[:-1], sizes[1:], strict=True)
+    ]
     x = rng.normal(size=(batch, sizes[0])).astype(np.float32)
     target = rng.normal(size=(batch, sizes[-1])).astype(np.float32)
     xf_p = [(xnp.asarray(w), xnp.asarray(b)) for w, b in params]
     xf_x, xf_t = xnp.asarray(x), xnp.asarray(target)
     xf_g, ag_g = xform.grad(_mlp_loss(xnp)), autograd.grad(_mlp_loss(anp))
-    for got, want in zip(jax.tree.leaves(xf_g(xf_p, xf_x, xf_t)),
-                         jax.tree.leaves(ag_g(params, x, target)), strict=True):
+    for got, want in zip(
+        jax.tree.leaves(xf_g(xf_p, xf_x, xf_t)),
+        jax.tree.leaves(ag_g(params, x, target)),
+        strict=True,
+    ):
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-6)
-    return compare(lambda: xf_g(xf_p, xf_x, xf_t), lambda: ag_g(params, x, target),
-                   samples=10 * scale, inner=20, warmup=3)
+    return compare(
+        lambda: xf_g(xf_p, xf_x, xf_t),
+        lambda: ag_g(params, x, target),
+        samples=10 * scale,
+        inner=20,
+        warmup=3,
+    )
 
 
 def bench_grad_trace(scale, n_eqns=2000):
@@ -237,8 +251,11 @@ def bench_grad_trace(scale, n_eqns=2000):
         inner = _chain(lib, n_eqns)
         return lambda x: lib.sum(inner(x))
 
-    xf_t, jax_t = compare(lambda: xform.make_jaxpr(xform.grad(chain(xnp)))(x),
-                          lambda: jax.make_jaxpr(jax.grad(chain(jnp)))(x), samples=3 * scale)
+    xf_t, jax_t = compare(
+        lambda: xform.make_jaxpr(xform.grad(chain(xnp)))(x),
+        lambda: jax.make_jaxpr(jax.grad(chain(jnp)))(x),
+        samples=3 * scale,
+    )
     return xf_t / n_eqns, jax_t / n_eqns
 
 
@@ -249,15 +266,23 @@ BENCHMARKS = [
     ("(c) eager `sin`, f32[16]", bench_eager, ("sin",), 0.25),
     ("(c) eager `add`, f32[16]", bench_eager, ("add",), 0.25),
     *bench_api.EAGER_REFERENCE_BENCHMARKS,
-    ("(d) first jit call, MLP 128x784-512-512-10, cold compiles", bench_first_call, (),
-     0.8),
+    ("(d) first jit call, MLP 128x784-512-512-10, cold compiles", bench_first_call, (), 0.8),
     *bench_stages.BENCHMARKS,
     ("(e) jit(value_and_grad) SGD step, MLP 128x784-512-512-10", bench_train_step, (), 1.0),
     ("(f) eager grad, 10-op scalar function on f32[16]", bench_eager_grad, (), 0.1),
-    ("(f') the same, against HIPS autograd (ratio xform/autograd)", bench_eager_grad_autograd,
-     (), 1.0),
-    ("(f'') eager grad, MLP 8x16-32-32-1 tanh squared loss, against HIPS autograd (ratio "
-     "xform/autograd)", bench_eager_grad_mlp_autograd, (), 1.0),
+    (
+        "(f') the same, against HIPS autograd (ratio xform/autograd)",
+        bench_eager_grad_autograd,
+        (),
+        1.0,
+    ),
+    (
+        "(f'') eager grad, MLP 8x16-32-32-1 tanh squared loss, against HIPS autograd (ratio "
+        "xform/autograd)",
+        bench_eager_grad_mlp_autograd,
+        (),
+        1.0,
+    ),
     ("(g) make_jaxpr(grad(f)), 2000-eqn f, per eqn of f", bench_grad_trace, (), 0.25),
     *bench_vmap.BENCHMARKS,
     *bench_control_flow.BENCHMARKS,
@@ -284,17 +309,20 @@ def _fmt(seconds, unit="s"):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    parser.add_argument("--only", default="",
-                        help="rows to run, by label: --only h,i,j or --only p1,p2")
+    parser.add_argument(
+        "--only", default="", help="rows to run, by label: --only h,i,j or --only p1,p2"
+    )
     args = parser.parse_args()
     only = {f"({r.strip()})" for r in args.only.split(",") if r.strip()}
     scale = 1 if args.quick else 3
 
     device = xform.devices()[0]
-    print(f"xform {xform.__version__}, jax {jax.__version__}, Python "
-          f"{platform.python_version()}, {device.platform} ({os.cpu_count()} cores, "
-          f"{xform.device_count()} devices), "
-          f"{time.strftime('%Y-%m-%d %H:%M')}\n")
+    print(
+        f"xform {xform.__version__}, jax {jax.__version__}, Python "
+        f"{platform.python_version()}, {device.platform} ({os.cpu_count()} cores, "
+        f"{xform.device_count()} devices), "
+        f"{time.strftime('%Y-%m-%d %H:%M')}\n"
+    )
     print("| benchmark | xform | JAX | ratio xform/JAX | target | met |")
     print("|---|---:|---:|---:|---:|:-:|")
     for name, fn, extra, target in BENCHMARKS:
@@ -304,18 +332,26 @@ def main():
         try:
             xf_t, jax_t = fn(scale, *extra)
         except Exception as e:  # a missing feature shows as a row, not a crash
-            print(f"| {name} | n/a | n/a | n/a | ≤ {target}× | ({type(e).__name__}: "
-                  f"{str(e).splitlines()[0][:80]}) |", flush=True)
+            print(
+                f"| {name} | n/a | n/a | n/a | ≤ {target}× | ({type(e).__name__}: "
+                f"{str(e).splitlines()[0][:80]}) |",
+                flush=True,
+            )
             continue
         ratio = xf_t / jax_t
         met = "—" if target is None else "yes" if ratio <= target else "no"
         unit = getattr(fn, "unit", "s")
         goal = "—" if target is None else f"≤ {target}×"  # a row other rows are read against
         interval = common.take_interval()
-        shown = f"{ratio:.2f}×" if interval is None else \
-            f"{ratio:.2f}× ({interval[0]:.2f}–{interval[1]:.2f})"
-        print(f"| {name} | {_fmt(xf_t, unit)} | {_fmt(jax_t, unit)} | {shown} | "
-              f"{goal} | {met} |", flush=True)
+        shown = (
+            f"{ratio:.2f}×"
+            if interval is None
+            else f"{ratio:.2f}× ({interval[0]:.2f}–{interval[1]:.2f})"
+        )
+        print(
+            f"| {name} | {_fmt(xf_t, unit)} | {_fmt(jax_t, unit)} | {shown} | {goal} | {met} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

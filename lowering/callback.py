@@ -39,16 +39,23 @@ _tokens = weakref.WeakKeyDictionary()
 def _target():
     platform = runtime.platform()
     if platform not in ("cpu", "gpu"):
-        raise NotImplementedError(f"host callbacks are not supported on the {platform} "
-                                  "backend (xform lowers them for CPU and GPU)")
+        raise NotImplementedError(
+            f"host callbacks are not supported on the {platform} "
+            "backend (xform lowers them for CPU and GPU)"
+        )
     return f"xla_ffi_python_{platform}_callback"
 
 
 def _layouts(types):
     index = ir.IndexType.get()
-    return ir.ArrayAttr.get([ir.DenseIntElementsAttr.get(
-        np.arange(n - 1, -1, -1, dtype=np.int64), type=index) if n else
-        ir.DenseIntElementsAttr.get(np.zeros((0,), np.int64), type=index) for n in types])
+    return ir.ArrayAttr.get(
+        [
+            ir.DenseIntElementsAttr.get(np.arange(n - 1, -1, -1, dtype=np.int64), type=index)
+            if n
+            else ir.DenseIntElementsAttr.get(np.zeros((0,), np.int64), type=index)
+            for n in types
+        ]
+    )
 
 
 def host_function(name, callback, avals_in, result_avals):
@@ -65,8 +72,10 @@ def host_function(name, callback, avals_in, result_avals):
         if result_avals is None:
             return ()
         # (not np.ascontiguousarray: it would make 0-d results 1-d)
-        return tuple(v if v.flags.c_contiguous else v.copy(order="C")
-                     for v in cb.check_results(name, outs, result_avals))
+        return tuple(
+            v if v.flags.c_contiguous else v.copy(order="C")
+            for v in cb.check_results(name, outs, result_avals)
+        )
 
     return call
 
@@ -105,11 +114,13 @@ def emit_callback(ctx, function, operands, result_avals, *, has_side_effect, ord
         "operand_layouts": _layouts(operand_ranks),
         "result_layouts": _layouts(result_ranks),
     }
-    op = hlo.CustomCallOp.build_generic(results=result_types, operands=operands,
-                                        attributes=attributes)
+    op = hlo.CustomCallOp.build_generic(
+        results=result_types, operands=operands, attributes=attributes
+    )
     index = len(mctx.host_callbacks) - 1
     op.operation.attributes["mhlo.backend_config"] = ir.DictAttr.get(
-        {"index": ir.IntegerAttr.get(ir.IntegerType.get_unsigned(64), index)})
+        {"index": ir.IntegerAttr.get(ir.IntegerType.get_unsigned(64), index)}
+    )
     _place_callback(mctx, op, len(result_types))
     results = list(op.results)
     if ordered:
@@ -120,8 +131,11 @@ def emit_callback(ctx, function, operands, result_avals, *, has_side_effect, ord
 
 # As JAX's: a callback runs on the program's first device (a "maximal" sharding over a mesh
 # of that device alone), or, inside a shard_map's region, on each device (the empty mesh).
-_ONE_DEVICE = ("maximal_mesh_0", "<[], device_ids=[0]>",
-               "{axes = [], device_ids = dense<0> : tensor<1xi64>}")
+_ONE_DEVICE = (
+    "maximal_mesh_0",
+    "<[], device_ids=[0]>",
+    "{axes = [], device_ids = dense<0> : tensor<1xi64>}",
+)
 _EACH_DEVICE = ("empty_mesh", "<[]>", "{axes = []}")
 
 
@@ -141,7 +155,8 @@ def _place_callback(mctx, op, num_results):
         decl.attributes["stablehlo.mesh"] = ir.Attribute.parse(description)
     entries = ", ".join([f"<@{name}, []>"] * max(num_results, 1))
     op.operation.attributes["sdy.sharding"] = ir.Attribute.parse(
-        f"#sdy.sharding_per_value<[{entries}]>")
+        f"#sdy.sharding_per_value<[{entries}]>"
+    )
 
 
 def _debug_callback_lower(ctx, *args, callback, ordered, partitioned):
@@ -151,14 +166,12 @@ def _debug_callback_lower(ctx, *args, callback, ordered, partitioned):
 
 def _pure_callback_lower(ctx, *args, callback, result_avals, sharding, vmap_method):
     function = host_function("pure_callback", callback, ctx.avals_in, result_avals)
-    return emit_callback(ctx, function, args, ctx.avals_out, has_side_effect=False,
-                         ordered=False)
+    return emit_callback(ctx, function, args, ctx.avals_out, has_side_effect=False, ordered=False)
 
 
 def _io_callback_lower(ctx, *args, callback, result_avals, sharding, ordered):
     function = host_function("io_callback", callback, ctx.avals_in, result_avals)
-    return emit_callback(ctx, function, args, ctx.avals_out, has_side_effect=True,
-                         ordered=ordered)
+    return emit_callback(ctx, function, args, ctx.avals_out, has_side_effect=True, ordered=ordered)
 
 
 def _ordered_region(rule, ctx, args, params):

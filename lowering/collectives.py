@@ -27,7 +27,8 @@ def _strides(mctx):
         if span % size:
             raise NotImplementedError(
                 f"pmap axes {mctx.axis_env} do not divide the {mctx.num_replicas} replicas of "
-                "this program: nest or sequence pmaps whose sizes divide each other")
+                "this program: nest or sequence pmaps whose sizes divide each other"
+            )
         span //= size
         out[name] = (span, size)
     return out
@@ -43,13 +44,16 @@ def replica_groups(mctx, axes):
     strides = _strides(mctx)
     for name in axes:
         if name not in strides:
-            raise NameError(f"unbound axis name: {name!r}: no pmap around this collective binds "
-                            f"it (pmap axes here: {[n for n, _ in mctx.axis_env]})")
+            raise NameError(
+                f"unbound axis name: {name!r}: no pmap around this collective binds "
+                f"it (pmap axes here: {[n for n, _ in mctx.axis_env]})"
+            )
     others = [strides[n] for n in strides if n not in axes]
     groups = {}
     for r in range(mctx.num_replicas):
-        key = tuple(_coordinate(r, *s) for s in others) + (r % min(
-            [s for s, _ in strides.values()], default=mctx.num_replicas),)
+        key = tuple(_coordinate(r, *s) for s in others) + (
+            r % min([s for s, _ in strides.values()], default=mctx.num_replicas),
+        )
         index = tuple(_coordinate(r, *strides[n]) for n in axes)
         groups.setdefault(key, []).append((index, r))
     return [[r for _, r in sorted(g)] for g in groups.values()]
@@ -65,7 +69,8 @@ def in_partitions(op, mctx, global_ids=True):
     addresses devices by their position in the mesh, over a channel, as JAX lowers it."""
     if mctx is not None and mctx.spmd:
         op.attributes["channel_handle"] = ir.Attribute.parse(
-            "#stablehlo.channel_handle<handle = 1, type = 1>")
+            "#stablehlo.channel_handle<handle = 1, type = 1>"
+        )
         if global_ids:
             op.attributes["use_global_device_ids"] = ir.UnitAttr.get()
     return op
@@ -103,8 +108,9 @@ def _all_gather(ctx, x, *, axes, axis_size, all_gather_dimension, tiled):
     (aval,), (out,) = ctx.avals_in, ctx.avals_out
     if not tiled:
         x = _with_unit_dim(x, aval, all_gather_dimension)
-    op = hlo.AllGatherOp([aval_to_ir(out)], [x], all_gather_dimension,
-                         groups_attr(replica_groups(ctx.module, axes)))
+    op = hlo.AllGatherOp(
+        [aval_to_ir(out)], [x], all_gather_dimension, groups_attr(replica_groups(ctx.module, axes))
+    )
     return [in_partitions(op, ctx.module).results[0]]
 
 
@@ -117,9 +123,9 @@ def _psum_scatter(ctx, x, *, axes, axis_size, scatter_dimension, tiled):
     shape = list(aval.shape)
     shape[d] //= axis_size
     typ = ir.RankedTensorType.get(shape, dtype_to_ir(aval.dtype))
-    op = in_partitions(hlo.ReduceScatterOp(typ, x, d,
-                                           groups_attr(replica_groups(ctx.module, axes))),
-                       ctx.module)
+    op = in_partitions(
+        hlo.ReduceScatterOp(typ, x, d, groups_attr(replica_groups(ctx.module, axes))), ctx.module
+    )
     block = op.regions[0].blocks.append(scalar_type(aval.dtype), scalar_type(aval.dtype))
     with ir.InsertionPoint(block):
         hlo.return_([COMBINERS["add"](*block.arguments, aval.dtype)])
@@ -134,8 +140,9 @@ def _ppermute(ctx, x, *, axes, perm):
     pairs = []
     for group in replica_groups(ctx.module, axes):
         pairs.extend([group[s], group[d]] for s, d in perm)
-    attr = ir.DenseIntElementsAttr.get(np.asarray(pairs, np.int64).reshape(-1, 2),
-                                       type=ir.IntegerType.get_signless(64))
+    attr = ir.DenseIntElementsAttr.get(
+        np.asarray(pairs, np.int64).reshape(-1, 2), type=ir.IntegerType.get_signless(64)
+    )
     return [in_partitions(hlo.CollectivePermuteOp(x, attr), ctx.module, False).result]
 
 
@@ -146,13 +153,17 @@ def _all_to_all(ctx, x, *, axes, axis_size, split_axis, concat_axis, tiled):
     (aval,), (out,) = ctx.avals_in, ctx.avals_out
     groups = groups_attr(replica_groups(ctx.module, axes))
     if tiled:
-        op = hlo.AllToAllOp([x], split_axis, concat_axis, axis_size, groups,
-                            results=[aval_to_ir(out)])
+        op = hlo.AllToAllOp(
+            [x], split_axis, concat_axis, axis_size, groups, results=[aval_to_ir(out)]
+        )
         return [in_partitions(op, ctx.module, False).results[0]]
     # The chunk from device j lands at index j of the split axis; that axis then moves to
     # where the result wants the new one.
-    op = in_partitions(hlo.AllToAllOp([x], split_axis, split_axis, axis_size, groups,
-                                      results=[aval_to_ir(aval)]), ctx.module, False)
+    op = in_partitions(
+        hlo.AllToAllOp([x], split_axis, split_axis, axis_size, groups, results=[aval_to_ir(aval)]),
+        ctx.module,
+        False,
+    )
     perm = [d for d in range(aval.ndim) if d != split_axis]
     perm.insert(concat_axis, split_axis)
     return [hlo.transpose(op.results[0], ir.DenseI64ArrayAttr.get(perm))]
@@ -170,8 +181,9 @@ def axis_index(mctx, axes):
     index = None
     for name in axes:
         if name not in strides:
-            raise NameError(f"unbound axis name: {name!r} (pmap axes here: "
-                            f"{[n for n, _ in mctx.axis_env]})")
+            raise NameError(
+                f"unbound axis name: {name!r} (pmap axes here: {[n for n, _ in mctx.axis_env]})"
+            )
         stride, size = strides[name]
         i = hlo.remainder(hlo.divide(rid, constant(stride, np.int32)), constant(size, np.int32))
         index = i if index is None else hlo.add(hlo.multiply(index, constant(size, np.int32)), i)
@@ -189,10 +201,16 @@ def _pbroadcast(ctx, x, *, axes, source):
     # The source's value, zeros elsewhere, summed over each group: JAX's definition, and an
     # all-reduce XLA:CPU runs (it has no collective-broadcast).
     (aval,) = ctx.avals_in
-    is_source = hlo.compare(axis_index(ctx.module, axes), constant(source, np.int32),
-                            hlo.ComparisonDirectionAttr.get("EQ"))
-    pred = hlo.broadcast_in_dim(ir.RankedTensorType.get(aval.shape, dtype_to_ir(dtypes.bool_)),
-                                is_source, ir.DenseI64ArrayAttr.get([]))
+    is_source = hlo.compare(
+        axis_index(ctx.module, axes),
+        constant(source, np.int32),
+        hlo.ComparisonDirectionAttr.get("EQ"),
+    )
+    pred = hlo.broadcast_in_dim(
+        ir.RankedTensorType.get(aval.shape, dtype_to_ir(dtypes.bool_)),
+        is_source,
+        ir.DenseI64ArrayAttr.get([]),
+    )
     masked = hlo.select(pred, x, full_like_aval(0, aval))
     monoid = "or" if aval.dtype == dtypes.bool_ else "add"
     return [_all_reduce(masked, aval, replica_groups(ctx.module, axes), monoid, ctx.module)]
@@ -206,11 +224,14 @@ def _ragged_all_to_all(ctx, *args, axes):
     groups = replica_groups(ctx.module, axes)
     if runtime.platform() == "gpu":  # as JAX lowers it: XLA's op (not in XLA:CPU)
         op = hlo.CustomCallOp.build_generic(
-            results=[aval_to_ir(ctx.avals_out[0])], operands=list(args),
-            attributes={"call_target_name": ir.StringAttr.get("ragged_all_to_all"),
-                        "api_version": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
-                        "backend_config": ir.DictAttr.get(
-                            {"replica_groups": groups_attr(groups)})})
+            results=[aval_to_ir(ctx.avals_out[0])],
+            operands=list(args),
+            attributes={
+                "call_target_name": ir.StringAttr.get("ragged_all_to_all"),
+                "api_version": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
+                "backend_config": ir.DictAttr.get({"replica_groups": groups_attr(groups)}),
+            },
+        )
         return list(op.results)
     # On CPU: every device's operand and offsets gathered, each receiver takes its slices.
     n = len(groups[0])
@@ -218,12 +239,21 @@ def _ragged_all_to_all(ctx, *args, axes):
 
     def exchange(operand, output, input_offsets, send_sizes, output_offsets, recv_sizes):
         def everyone(x):
-            return coll.all_gather_p.bind(x, axes=axes, axis_size=n, all_gather_dimension=0,
-                                          tiled=False)
+            return coll.all_gather_p.bind(
+                x, axes=axes, axis_size=n, all_gather_dimension=0, tiled=False
+            )
 
         me = coll.axis_index_p.bind(axes=axes, sizes=sizes)
-        return [coll.ragged_receive(me, output, everyone(operand), everyone(input_offsets),
-                                    everyone(send_sizes), everyone(output_offsets))]
+        return [
+            coll.ragged_receive(
+                me,
+                output,
+                everyone(operand),
+                everyone(input_offsets),
+                everyone(send_sizes),
+                everyone(output_offsets),
+            )
+        ]
 
     return lower_composition(ctx, exchange, ctx.avals_in, args, "lowering ragged_all_to_all")
 

@@ -72,8 +72,10 @@ class _State:
 
 config.on_update("jax_enable_compilation_cache", lambda on: _State.configure(enabled=on))
 config.on_update("jax_compilation_cache_dir", lambda path: _State.configure(chosen=path))
-config.on_update("jax_persistent_cache_min_compile_time_secs",
-                 lambda secs: setattr(_State, "min_compile_secs", secs))
+config.on_update(
+    "jax_persistent_cache_min_compile_time_secs",
+    lambda secs: setattr(_State, "min_compile_secs", secs),
+)
 
 
 def set_directory(path):
@@ -103,10 +105,18 @@ def cache_key(text, options, devices):
     """The hex key of a module compiled with ``options`` for ``devices``."""
     device = devices[0]
     h = hashlib.sha256()
-    for part in (MAGIC, text.encode() if isinstance(text, str) else text,
-                 options.SerializeAsString(), device.platform, device.client.platform_version,
-                 device.device_kind, str(len(devices)), os.environ.get("XLA_FLAGS", ""),
-                 jaxlib.version.__version__, _xform_version()):
+    for part in (
+        MAGIC,
+        text.encode() if isinstance(text, str) else text,
+        options.SerializeAsString(),
+        device.platform,
+        device.client.platform_version,
+        device.device_kind,
+        str(len(devices)),
+        os.environ.get("XLA_FLAGS", ""),
+        jaxlib.version.__version__,
+        _xform_version(),
+    ):
         h.update(part if isinstance(part, bytes) else str(part).encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -142,15 +152,19 @@ def compile_and_load(client, text, devices, options, *, cacheable=True, min_comp
     if stored:
         _store(folder, path, loaded)
     if config.values.log_compiles:
-        _log.warning("Persistent compilation cache miss for %s: compiled in %.3f s%s",
-                     _module_name(text), elapsed, ", written" if stored else "")
+        _log.warning(
+            "Persistent compilation cache miss for %s: compiled in %.3f s%s",
+            _module_name(text),
+            elapsed,
+            ", written" if stored else "",
+        )
     return loaded
 
 
 def _module_name(text):
     head = text[:200]
     start = head.find("module @")
-    return head[start + 8:].split(" ", 1)[0] if start >= 0 else "a module"
+    return head[start + 8 :].split(" ", 1)[0] if start >= 0 else "a module"
 
 
 def _load(client, path, device_list, options):
@@ -159,9 +173,11 @@ def _load(client, path, device_list, options):
             blob = f.read()
     except OSError:
         return None
-    payload = blob[len(MAGIC) + _DIGEST:]
-    if (not blob.startswith(MAGIC)
-            or hashlib.sha256(payload).digest() != blob[len(MAGIC):len(MAGIC) + _DIGEST]):
+    payload = blob[len(MAGIC) + _DIGEST :]
+    if (
+        not blob.startswith(MAGIC)
+        or hashlib.sha256(payload).digest() != blob[len(MAGIC) : len(MAGIC) + _DIGEST]
+    ):
         _drop(path)  # truncated, corrupt or not ours
         return None
     try:
@@ -202,10 +218,13 @@ def _store(folder, path, loaded):
     except OSError as e:
         if not _State.unwritable_warned:
             _State.unwritable_warned = True
-            warnings.warn(f"xform's compilation cache directory {folder!r} cannot be written "
-                          f"({e}); compiling without the cache. Set another with "
-                          "xform.config.update('jax_compilation_cache_dir', path).",
-                          RuntimeWarning, stacklevel=4)
+            warnings.warn(
+                f"xform's compilation cache directory {folder!r} cannot be written "
+                f"({e}); compiling without the cache. Set another with "
+                "xform.config.update('jax_compilation_cache_dir', path).",
+                RuntimeWarning,
+                stacklevel=4,
+            )
         return
     with _State.lock:
         if _State.known_bytes is None:

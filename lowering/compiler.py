@@ -40,11 +40,14 @@ def _attribute(value):
 def _composite_lower(ctx, *args, name, attributes, version, jaxpr):
     symbol = ctx.module.function_for(jaxpr, name)
     attrs = ir.DictAttr.get({k: _attribute(v.value) for k, v in attributes})
-    op = hlo.CompositeOp([aval_to_ir(a) for a in ctx.avals_out], list(args),
-                         name=ir.StringAttr.get(name),
-                         decomposition=ir.FlatSymbolRefAttr.get(symbol),
-                         composite_attributes=attrs,
-                         version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), version))
+    op = hlo.CompositeOp(
+        [aval_to_ir(a) for a in ctx.avals_out],
+        list(args),
+        name=ir.StringAttr.get(name),
+        decomposition=ir.FlatSymbolRefAttr.get(symbol),
+        composite_attributes=attrs,
+        version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), version),
+    )
     return list(op.results)
 
 
@@ -54,8 +57,9 @@ lowering_rules[compiler.composite_p] = _composite_lower
 def _platform_index_lower(ctx, *, platforms):
     platform = runtime.platform()
     if platform == "gpu":  # JAX's names for GPU platforms
-        platform = "rocm" if "rocm" in str(runtime.default_device().client.platform_version) \
-            else "cuda"
+        platform = (
+            "rocm" if "rocm" in str(runtime.default_device().client.platform_version) else "cuda"
+        )
     return [constant(np.int32(compiler.platform_branch(platforms, platform)))]
 
 

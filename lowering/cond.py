@@ -17,8 +17,10 @@ def _cond_lower(ctx, index, *operands, branches):
         block = region.blocks.append()
         with ir.InsertionPoint(block):
             jaxpr = branch.jaxpr
-            consts = [constant(c, v.aval.dtype)
-                      for v, c in zip(jaxpr.constvars, branch.consts, strict=True)]
+            consts = [
+                constant(c, v.aval.dtype)
+                for v, c in zip(jaxpr.constvars, branch.consts, strict=True)
+            ]
             hlo.ReturnOp(lower_jaxpr(ctx.module, jaxpr, consts, list(operands)))
     return list(case.results)
 

@@ -15,8 +15,10 @@ from xform.primitives import eigen
 
 def _nan_where_failed(info, info_aval, results, avals):
     ok = lapack.info_ok(info, info_aval)
-    return [lapack.nan_where_failed(ok, info_aval, x, aval)
-            for x, aval in zip(results, avals, strict=True)]
+    return [
+        lapack.nan_where_failed(ok, info_aval, x, aval)
+        for x, aval in zip(results, avals, strict=True)
+    ]
 
 
 def _flag(compute):
@@ -36,14 +38,26 @@ def _eigh_lower(ctx, x, *, lower, sort_eigenvalues, subset_by_index, algorithm):
     info_aval = batch_info_aval(aval)
     routine = "heevd" if dtypes.is_complex(aval.dtype) else "syevd"
     v, w, info = lapack.custom_call(
-        lapack.target(routine, aval.dtype), [x], [aval], [*ctx.avals_out, info_aval],
-        {"mode": lapack.char("V"), "uplo": lapack.char(lapack.uplo(lower))}, aval.ndim - 2,
-        aliases=[(0, 0)])
+        lapack.target(routine, aval.dtype),
+        [x],
+        [aval],
+        [*ctx.avals_out, info_aval],
+        {"mode": lapack.char("V"), "uplo": lapack.char(lapack.uplo(lower))},
+        aval.ndim - 2,
+        aliases=[(0, 0)],
+    )
     return _nan_where_failed(info, info_aval, [v, w], ctx.avals_out)
 
 
-def _eig_lower(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors,
-               enable_eigvec_derivs, implementation):
+def _eig_lower(
+    ctx,
+    x,
+    *,
+    compute_left_eigenvectors,
+    compute_right_eigenvectors,
+    enable_eigvec_derivs,
+    implementation,
+):
     if implementation not in (None, eigen.EigImplementation.LAPACK):
         raise ValueError("Only the lapack implementation is supported on CPU.")
     (aval,) = ctx.avals_in
@@ -54,10 +68,16 @@ def _eig_lower(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors,
     values_aval = ShapedArray(aval.shape[:-1], aval.dtype)
     values_avals = [values_aval, values_aval] if real else [values_aval]
     *w, vl, vr, info = lapack.custom_call(
-        lapack.target("geev", aval.dtype), [x], [aval],
+        lapack.target("geev", aval.dtype),
+        [x],
+        [aval],
         [*values_avals, vectors_aval, vectors_aval, info_aval],
-        {"compute_left": _flag(compute_left_eigenvectors),
-         "compute_right": _flag(compute_right_eigenvectors)}, aval.ndim - 2)
+        {
+            "compute_left": _flag(compute_left_eigenvectors),
+            "compute_right": _flag(compute_right_eigenvectors),
+        },
+        aval.ndim - 2,
+    )
     outs = [hlo.complex(*w) if real else w[0]]
     if compute_left_eigenvectors:
         outs.append(vl)
@@ -68,8 +88,7 @@ def _eig_lower(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors,
 
 def _schur_lower(ctx, x, *, compute_schur_vectors, sort_eig_vals, select_callable):
     if sort_eig_vals:
-        raise NotImplementedError(
-            "The sort feature of LAPACK's gees routine is not implemented.")
+        raise NotImplementedError("The sort feature of LAPACK's gees routine is not implemented.")
     (aval,) = ctx.avals_in
     info_aval = batch_info_aval(aval)
     # Besides t and vs: the eigenvalues (real and imaginary parts apart for real input), the
@@ -77,11 +96,15 @@ def _schur_lower(ctx, x, *, compute_schur_vectors, sort_eig_vals, select_callabl
     values_aval = ShapedArray(aval.shape[:-1], aval.dtype)
     values_avals = [values_aval] * (1 if dtypes.is_complex(aval.dtype) else 2)
     t, vs, *_, info = lapack.custom_call(
-        lapack.target("gees", aval.dtype), [x], [aval],
+        lapack.target("gees", aval.dtype),
+        [x],
+        [aval],
         [aval, aval, *values_avals, info_aval, info_aval],
-        {"mode": _flag(compute_schur_vectors), "sort": lapack.char("N")}, aval.ndim - 2,
-        aliases=[(0, 0)])
-    return _nan_where_failed(info, info_aval, [t, vs][:len(ctx.avals_out)], ctx.avals_out)
+        {"mode": _flag(compute_schur_vectors), "sort": lapack.char("N")},
+        aval.ndim - 2,
+        aliases=[(0, 0)],
+    )
+    return _nan_where_failed(info, info_aval, [t, vs][: len(ctx.avals_out)], ctx.avals_out)
 
 
 def _hessenberg_lower(ctx, a):
@@ -89,9 +112,14 @@ def _hessenberg_lower(ctx, a):
     info_aval = batch_info_aval(aval)
     # low and high (1-based) bound the part still to reduce: all of it.
     h, taus, info = lapack.custom_call(
-        lapack.target("gehrd", aval.dtype), [a], [aval], [*ctx.avals_out, info_aval],
-        {"low": lapack.i32(1), "high": lapack.i32(aval.shape[-1])}, aval.ndim - 2,
-        aliases=[(0, 0)])
+        lapack.target("gehrd", aval.dtype),
+        [a],
+        [aval],
+        [*ctx.avals_out, info_aval],
+        {"low": lapack.i32(1), "high": lapack.i32(aval.shape[-1])},
+        aval.ndim - 2,
+        aliases=[(0, 0)],
+    )
     return _nan_where_failed(info, info_aval, [h, taus], ctx.avals_out)
 
 
@@ -100,8 +128,14 @@ def _tridiagonal_lower(ctx, a, *, lower):
     info_aval = batch_info_aval(aval)
     routine = "hetrd" if dtypes.is_complex(aval.dtype) else "sytrd"
     *outs, info = lapack.custom_call(
-        lapack.target(routine, aval.dtype), [a], [aval], [*ctx.avals_out, info_aval],
-        {"uplo": lapack.char(lapack.uplo(lower))}, aval.ndim - 2, aliases=[(0, 0)])
+        lapack.target(routine, aval.dtype),
+        [a],
+        [aval],
+        [*ctx.avals_out, info_aval],
+        {"uplo": lapack.char(lapack.uplo(lower))},
+        aval.ndim - 2,
+        aliases=[(0, 0)],
+    )
     return _nan_where_failed(info, info_aval, outs, ctx.avals_out)
 
 

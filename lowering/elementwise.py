@@ -21,24 +21,56 @@ def _nary(op):
 
 
 _SIMPLE = {
-    ew.neg_p: hlo.negate, ew.floor_p: hlo.floor, ew.ceil_p: hlo.ceil,
-    ew.is_finite_p: hlo.is_finite, ew.abs_p: hlo.abs, ew.exp_p: hlo.exponential,
-    ew.log_p: hlo.log, ew.log1p_p: hlo.log_plus_one, ew.expm1_p: hlo.exponential_minus_one,
-    ew.sqrt_p: hlo.sqrt, ew.rsqrt_p: hlo.rsqrt, ew.cbrt_p: hlo.cbrt, ew.sin_p: hlo.sine,
-    ew.cos_p: hlo.cosine, ew.tan_p: hlo.tan, ew.tanh_p: hlo.tanh, ew.logistic_p: hlo.logistic,
-    ew.asin_p: chlo.asin, ew.acos_p: chlo.acos, ew.atan_p: chlo.atan, ew.sinh_p: chlo.sinh,
-    ew.cosh_p: chlo.cosh, ew.asinh_p: chlo.asinh, ew.acosh_p: chlo.acosh,
-    ew.atanh_p: chlo.atanh, ew.erf_p: chlo.erf, ew.erfc_p: chlo.erfc,
-    ew.erf_inv_p: chlo.erf_inv, ew.lgamma_p: chlo.lgamma, ew.digamma_p: chlo.digamma,
-    ew.not_p: hlo.not_, ew.population_count_p: hlo.popcnt, ew.real_p: hlo.real,
+    ew.neg_p: hlo.negate,
+    ew.floor_p: hlo.floor,
+    ew.ceil_p: hlo.ceil,
+    ew.is_finite_p: hlo.is_finite,
+    ew.abs_p: hlo.abs,
+    ew.exp_p: hlo.exponential,
+    ew.log_p: hlo.log,
+    ew.log1p_p: hlo.log_plus_one,
+    ew.expm1_p: hlo.exponential_minus_one,
+    ew.sqrt_p: hlo.sqrt,
+    ew.rsqrt_p: hlo.rsqrt,
+    ew.cbrt_p: hlo.cbrt,
+    ew.sin_p: hlo.sine,
+    ew.cos_p: hlo.cosine,
+    ew.tan_p: hlo.tan,
+    ew.tanh_p: hlo.tanh,
+    ew.logistic_p: hlo.logistic,
+    ew.asin_p: chlo.asin,
+    ew.acos_p: chlo.acos,
+    ew.atan_p: chlo.atan,
+    ew.sinh_p: chlo.sinh,
+    ew.cosh_p: chlo.cosh,
+    ew.asinh_p: chlo.asinh,
+    ew.acosh_p: chlo.acosh,
+    ew.atanh_p: chlo.atanh,
+    ew.erf_p: chlo.erf,
+    ew.erfc_p: chlo.erfc,
+    ew.erf_inv_p: chlo.erf_inv,
+    ew.lgamma_p: chlo.lgamma,
+    ew.digamma_p: chlo.digamma,
+    ew.not_p: hlo.not_,
+    ew.population_count_p: hlo.popcnt,
+    ew.real_p: hlo.real,
     ew.imag_p: hlo.imag,
-    ew.add_p: hlo.add, ew.sub_p: hlo.subtract, ew.mul_p: hlo.multiply,
-    ew.max_p: hlo.maximum, ew.min_p: hlo.minimum,
-    ew.atan2_p: hlo.atan2, ew.nextafter_p: chlo.next_after, ew.and_p: hlo.and_,
-    ew.or_p: hlo.or_, ew.xor_p: hlo.xor, ew.shift_left_p: hlo.shift_left,
+    ew.add_p: hlo.add,
+    ew.sub_p: hlo.subtract,
+    ew.mul_p: hlo.multiply,
+    ew.max_p: hlo.maximum,
+    ew.min_p: hlo.minimum,
+    ew.atan2_p: hlo.atan2,
+    ew.nextafter_p: chlo.next_after,
+    ew.and_p: hlo.and_,
+    ew.or_p: hlo.or_,
+    ew.xor_p: hlo.xor,
+    ew.shift_left_p: hlo.shift_left,
     ew.shift_right_logical_p: hlo.shift_right_logical,
     ew.shift_right_arithmetic_p: hlo.shift_right_arithmetic,
-    ew.clz_p: hlo.count_leading_zeros, ew.mulhi_p: chlo.mulhi, ew.complex_p: hlo.complex,
+    ew.clz_p: hlo.count_leading_zeros,
+    ew.mulhi_p: chlo.mulhi,
+    ew.complex_p: hlo.complex,
 }
 for _prim, _op in _SIMPLE.items():
     lowering_rules[_prim] = _nary(_op)
@@ -60,8 +92,10 @@ def _integer_division(op, at_zero):
         unsafe = by_zero
         if dtypes.is_signed_int(out.dtype):
             int_min = full_like_aval(np.iinfo(out.dtype).min, out)
-            overflow = hlo.and_(compare(x, int_min, "EQ", out.dtype),
-                                compare(y, full_like_aval(-1, out), "EQ", out.dtype))
+            overflow = hlo.and_(
+                compare(x, int_min, "EQ", out.dtype),
+                compare(y, full_like_aval(-1, out), "EQ", out.dtype),
+            )
             unsafe = hlo.or_(by_zero, overflow)  # x / 1 and x % 1 are then the wrapped values
         result = op(x, hlo.select(unsafe, one, y))
         return [hlo.select(by_zero, at_zero(x, out), result)]
@@ -71,7 +105,8 @@ def _integer_division(op, at_zero):
 
 # XLA's values for an integer divisor of 0: x / 0 is -1 (all bits set), x % 0 is x.
 lowering_rules[ew.div_p] = _integer_division(
-    hlo.divide, lambda x, out: full_like_aval(np.array(-1).astype(out.dtype), out))
+    hlo.divide, lambda x, out: full_like_aval(np.array(-1).astype(out.dtype), out)
+)
 lowering_rules[ew.rem_p] = _integer_division(hlo.remainder, lambda x, out: x)
 
 
@@ -100,8 +135,11 @@ def _conj_lower(ctx, x):
     if dtypes.is_complex(aval_in.dtype):
         return [hlo.complex(hlo.real(x), hlo.negate(hlo.imag(x)))]
     real = hlo.convert(aval_to_ir(aval_out.update(dtype=np.finfo(aval_out.dtype).dtype)), x)
-    return [hlo.complex(real, full_like_aval(0, ctx.avals_in[0].update(
-        dtype=np.finfo(aval_out.dtype).dtype)))]
+    return [
+        hlo.complex(
+            real, full_like_aval(0, ctx.avals_in[0].update(dtype=np.finfo(aval_out.dtype).dtype))
+        )
+    ]
 
 
 def _compare_type(dtype):
@@ -113,8 +151,12 @@ def _compare_type(dtype):
 
 
 def compare(x, y, direction, dtype):
-    return hlo.compare(x, y, hlo.ComparisonDirectionAttr.get(direction),
-                       compare_type=hlo.ComparisonTypeAttr.get(_compare_type(dtype)))
+    return hlo.compare(
+        x,
+        y,
+        hlo.ComparisonDirectionAttr.get(direction),
+        compare_type=hlo.ComparisonTypeAttr.get(_compare_type(dtype)),
+    )
 
 
 def _compare_rule(direction):
@@ -126,8 +168,14 @@ def _compare_rule(direction):
     return rule
 
 
-for _prim, _dir in ((ew.eq_p, "EQ"), (ew.ne_p, "NE"), (ew.lt_p, "LT"), (ew.le_p, "LE"),
-                    (ew.gt_p, "GT"), (ew.ge_p, "GE")):
+for _prim, _dir in (
+    (ew.eq_p, "EQ"),
+    (ew.ne_p, "NE"),
+    (ew.lt_p, "LT"),
+    (ew.le_p, "LE"),
+    (ew.gt_p, "GT"),
+    (ew.ge_p, "GE"),
+):
     lowering_rules[_prim] = _compare_rule(_dir)
 
 
@@ -139,8 +187,14 @@ def _total_order_rule(direction):
         out, dtype = ctx.avals_out[0], ctx.avals_in[0].dtype
         x, y = (broadcast_to(v, a, out) for v, a in zip((x, y), ctx.avals_in, strict=True))
         kind = "TOTALORDER" if dtypes.is_inexact(dtype) else _compare_type(dtype)
-        return [hlo.compare(x, y, hlo.ComparisonDirectionAttr.get(direction),
-                            compare_type=hlo.ComparisonTypeAttr.get(kind))]
+        return [
+            hlo.compare(
+                x,
+                y,
+                hlo.ComparisonDirectionAttr.get(direction),
+                compare_type=hlo.ComparisonTypeAttr.get(kind),
+            )
+        ]
 
     return rule
 
@@ -186,8 +240,9 @@ def _select_n_lower(ctx, which, *cases):
             return cases[lo]
         mid = (lo + hi) // 2
         pivot = full_like_aval(mid, out.update(dtype=which_aval.dtype))
-        return hlo.select(compare(which, pivot, "LT", which_aval.dtype), pick(lo, mid),
-                          pick(mid, hi))
+        return hlo.select(
+            compare(which, pivot, "LT", which_aval.dtype), pick(lo, mid), pick(mid, hi)
+        )
 
     return [pick(0, len(cases))]
 

@@ -15,8 +15,12 @@ from xform.primitives import fft as fft_family
 
 
 def _fft(x, fft_type, fft_lengths, aval_out):
-    return hlo.fft(x, hlo.FftTypeAttr.get(fft_type.name),
-                   ir.DenseI64ArrayAttr.get(list(fft_lengths)), results=[aval_to_ir(aval_out)])
+    return hlo.fft(
+        x,
+        hlo.FftTypeAttr.get(fft_type.name),
+        ir.DenseI64ArrayAttr.get(list(fft_lengths)),
+        results=[aval_to_ir(aval_out)],
+    )
 
 
 def _fft_lower(ctx, x, *, fft_type, fft_lengths):

@@ -26,8 +26,15 @@ def _slice_lower(ctx, x, *, start_indices, limit_indices, strides):
     strides = strides or (1,) * len(start_indices)
     if mlir.is_dynamic(limit_indices):  # a whole symbolic dimension kept (export)
         tensor = mlir.symbolic_shape_tensor
-        return [hlo.real_dynamic_slice(aval_to_ir(ctx.avals_out[0]), x, tensor(start_indices),
-                                       tensor(limit_indices), tensor(strides))]
+        return [
+            hlo.real_dynamic_slice(
+                aval_to_ir(ctx.avals_out[0]),
+                x,
+                tensor(start_indices),
+                tensor(limit_indices),
+                tensor(strides),
+            )
+        ]
     return [hlo.slice(x, _i64s(start_indices), _i64s(limit_indices), _i64s(strides))]
 
 
@@ -53,8 +60,7 @@ def _broadcast(x, aval_out, dims):
 
 def _reduce_and(x, aval_in, dim):
     """``x`` (bool) reduced with ``and`` over ``dim``."""
-    out_aval = ShapedArray(tuple(s for i, s in enumerate(aval_in.shape) if i != dim),
-                           dtypes.bool_)
+    out_aval = ShapedArray(tuple(s for i, s in enumerate(aval_in.shape) if i != dim), dtypes.bool_)
     scalar = ir.RankedTensorType.get([], dtype_to_ir(dtypes.bool_))
     op = hlo.ReduceOp([aval_to_ir(out_aval)], [x], [constant(True)], _i64s([dim]))
     block = op.regions[0].blocks.append(scalar, scalar)
@@ -65,16 +71,34 @@ def _reduce_and(x, aval_in, dim):
 
 def _gather_op(operand, indices, indices_aval, dn, *, slice_sizes, indices_are_sorted):
     dnums = hlo.GatherDimensionNumbers.get(
-        offset_dims=list(dn.offset_dims), collapsed_slice_dims=list(dn.collapsed_slice_dims),
+        offset_dims=list(dn.offset_dims),
+        collapsed_slice_dims=list(dn.collapsed_slice_dims),
         operand_batching_dims=list(dn.operand_batching_dims),
         start_indices_batching_dims=list(dn.start_indices_batching_dims),
-        start_index_map=list(dn.start_index_map), index_vector_dim=indices_aval.ndim - 1)
-    return hlo.gather(operand, indices, dnums, _i64s(slice_sizes),
-                      indices_are_sorted=ir.BoolAttr.get(indices_are_sorted))
+        start_index_map=list(dn.start_index_map),
+        index_vector_dim=indices_aval.ndim - 1,
+    )
+    return hlo.gather(
+        operand,
+        indices,
+        dnums,
+        _i64s(slice_sizes),
+        indices_are_sorted=ir.BoolAttr.get(indices_are_sorted),
+    )
 
 
-def _gather_lower(ctx, operand, indices, *, dimension_numbers, slice_sizes,
-                  indices_are_sorted, unique_indices, mode, fill_value):
+def _gather_lower(
+    ctx,
+    operand,
+    indices,
+    *,
+    dimension_numbers,
+    slice_sizes,
+    indices_are_sorted,
+    unique_indices,
+    mode,
+    fill_value,
+):
     operand_aval, indices_aval = ctx.avals_in
     aval_out = ctx.avals_out[0]
     dn = dimension_numbers
@@ -82,8 +106,16 @@ def _gather_lower(ctx, operand, indices, *, dimension_numbers, slice_sizes,
         return [full_like_aval(0, aval_out)]
     if mode != GatherScatterMode.FILL_OR_DROP:
         # CLIP and PROMISE_IN_BOUNDS: XLA's gather clamps every window into bounds.
-        return [_gather_op(operand, indices, indices_aval, dn, slice_sizes=slice_sizes,
-                           indices_are_sorted=indices_are_sorted)]
+        return [
+            _gather_op(
+                operand,
+                indices,
+                indices_aval,
+                dn,
+                slice_sizes=slice_sizes,
+                indices_are_sorted=indices_are_sorted,
+            )
+        ]
     # FILL_OR_DROP, as JAX lowers it: an in-bounds mask per index vector, then a select.
     index_dtype = ix._index_dtype(operand_aval.shape)
     if indices_aval.dtype != index_dtype:
@@ -93,11 +125,18 @@ def _gather_lower(ctx, operand, indices, *, dimension_numbers, slice_sizes,
     upper = [operand_aval.shape[d] - slice_sizes[d] for d in dn.start_index_map]
     bool_aval = indices_aval.update(dtype=dtypes.bool_)
     lo_ok = compare(indices, full_like_aval(0, indices_aval), "GE", index_dtype)
-    hi_ok = compare(indices, _broadcast(constant(upper, index_dtype), indices_aval, [nb]), "LE",
-                    index_dtype)
+    hi_ok = compare(
+        indices, _broadcast(constant(upper, index_dtype), indices_aval, [nb]), "LE", index_dtype
+    )
     mask = _reduce_and(hlo.and_(lo_ok, hi_ok), bool_aval, nb)
-    out = _gather_op(operand, indices, indices_aval, dn, slice_sizes=slice_sizes,
-                     indices_are_sorted=indices_are_sorted)
+    out = _gather_op(
+        operand,
+        indices,
+        indices_aval,
+        dn,
+        slice_sizes=slice_sizes,
+        indices_are_sorted=indices_are_sorted,
+    )
     batch_dims = [i for i in range(aval_out.ndim) if i not in dn.offset_dims]
     mask = _broadcast(mask, aval_out.update(dtype=dtypes.bool_), batch_dims)
     return [hlo.select(mask, out, full_like_aval(fill_value, aval_out))]
@@ -121,23 +160,38 @@ def _clamp_scatter_indices(operand_aval, indices, indices_aval, updates_aval, dn
 def _scatter_lower(combiner):
     """The rule for a scatter whose region applies ``combiner`` (None: take the update)."""
 
-    def rule(ctx, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
-             unique_indices, mode):
+    def rule(
+        ctx,
+        operand,
+        indices,
+        updates,
+        *,
+        dimension_numbers,
+        indices_are_sorted,
+        unique_indices,
+        mode,
+    ):
         operand_aval, indices_aval, updates_aval = ctx.avals_in
         dn = dimension_numbers
         if mode == GatherScatterMode.CLIP:
-            indices = _clamp_scatter_indices(operand_aval, indices, indices_aval, updates_aval,
-                                             dn)
+            indices = _clamp_scatter_indices(operand_aval, indices, indices_aval, updates_aval, dn)
         dnums = hlo.ScatterDimensionNumbers.get(
             update_window_dims=list(dn.update_window_dims),
             inserted_window_dims=list(dn.inserted_window_dims),
             input_batching_dims=list(dn.operand_batching_dims),
             scatter_indices_batching_dims=list(dn.scatter_indices_batching_dims),
             scattered_dims_to_operand_dims=list(dn.scatter_dims_to_operand_dims),
-            index_vector_dim=indices_aval.ndim - 1)
-        op = hlo.ScatterOp([aval_to_ir(ctx.avals_out[0])], [operand], indices, [updates],
-                           dnums, indices_are_sorted=ir.BoolAttr.get(indices_are_sorted),
-                           unique_indices=ir.BoolAttr.get(unique_indices))
+            index_vector_dim=indices_aval.ndim - 1,
+        )
+        op = hlo.ScatterOp(
+            [aval_to_ir(ctx.avals_out[0])],
+            [operand],
+            indices,
+            [updates],
+            dnums,
+            indices_are_sorted=ir.BoolAttr.get(indices_are_sorted),
+            unique_indices=ir.BoolAttr.get(unique_indices),
+        )
         scalar = ir.RankedTensorType.get([], dtype_to_ir(operand_aval.dtype))
         block = op.update_computation.blocks.append(scalar, scalar)
         with ir.InsertionPoint(block):

@@ -18,8 +18,7 @@ from lowering import runtime
 from lowering.mlir import aval_to_ir, full_like_aval
 from xform import dtypes
 
-_PREFIX = {dtypes.float32: "s", dtypes.float64: "d", dtypes.complex64: "c",
-           dtypes.complex128: "z"}
+_PREFIX = {dtypes.float32: "s", dtypes.float64: "d", dtypes.complex64: "c", dtypes.complex128: "z"}
 
 
 def target(routine, dtype):
@@ -28,14 +27,17 @@ def target(routine, dtype):
         raise NotImplementedError(
             f"xform lowers {routine} to jaxlib's LAPACK kernels, which run on CPU only; the "
             "GPU kernels (cuSOLVER) are not wired yet. Run with the CPU backend as the default "
-            "(JAX_PLATFORMS=cpu).")
+            "(JAX_PLATFORMS=cpu)."
+        )
     # The kernels find LAPACK's routines (SciPy's, through jaxlib) when first initialized;
     # a call before that crashes the process. Initializing again is a no-op.
     _lapack.initialize()
     prefix = _PREFIX.get(np.dtype(dtype))
     if prefix is None:
-        raise TypeError(f"no LAPACK kernel for {routine} on dtype {dtype}: linear algebra "
-                        "takes float32, float64, complex64 or complex128")
+        raise TypeError(
+            f"no LAPACK kernel for {routine} on dtype {dtype}: linear algebra "
+            "takes float32, float64, complex64 or complex128"
+        )
     return f"lapack_{prefix}{routine}_ffi"
 
 
@@ -53,8 +55,7 @@ def uplo(lower):
 
 def char(c):
     """A LAPACK character flag ('N', 'V', 'A', ...) as the kernel's ui8 attribute."""
-    return ir.IntegerAttr.get(ir.IntegerType.get_unsigned(8), ord(c) if isinstance(c, str)
-                              else c)
+    return ir.IntegerAttr.get(ir.IntegerType.get_unsigned(8), ord(c) if isinstance(c, str) else c)
 
 
 def i32(v):
@@ -64,12 +65,18 @@ def i32(v):
 def custom_call(name, operands, operand_avals, result_avals, attrs, num_batch, aliases=()):
     """Emit the kernel call ``name``; ``aliases`` are ``(operand, result)`` pairs that share a
     buffer (LAPACK overwrites its input). Returns the results as a list."""
-    layouts = [ir.DenseIntElementsAttr.get(np.asarray(_layout(a, num_batch), np.int64),
-                                           type=ir.IndexType.get())
-               for a in operand_avals]
-    result_layouts = [ir.DenseIntElementsAttr.get(np.asarray(_layout(a, num_batch), np.int64),
-                                                  type=ir.IndexType.get())
-                      for a in result_avals]
+    layouts = [
+        ir.DenseIntElementsAttr.get(
+            np.asarray(_layout(a, num_batch), np.int64), type=ir.IndexType.get()
+        )
+        for a in operand_avals
+    ]
+    result_layouts = [
+        ir.DenseIntElementsAttr.get(
+            np.asarray(_layout(a, num_batch), np.int64), type=ir.IndexType.get()
+        )
+        for a in result_avals
+    ]
     single = len(result_avals) == 1
     attributes = {
         "call_target_name": ir.StringAttr.get(name),
@@ -81,14 +88,21 @@ def custom_call(name, operands, operand_avals, result_avals, attrs, num_batch, a
         "result_layouts": ir.ArrayAttr.get(result_layouts),
     }
     if aliases:
-        attributes["output_operand_aliases"] = ir.ArrayAttr.get([
-            hlo.OutputOperandAlias.get([] if single else [out], operand, [])
-            for operand, out in aliases])
-    op = hlo.CustomCallOp.build_generic(results=[aval_to_ir(a) for a in result_avals],
-                                        operands=list(operands), attributes=attributes)
+        attributes["output_operand_aliases"] = ir.ArrayAttr.get(
+            [
+                hlo.OutputOperandAlias.get([] if single else [out], operand, [])
+                for operand, out in aliases
+            ]
+        )
+    op = hlo.CustomCallOp.build_generic(
+        results=[aval_to_ir(a) for a in result_avals],
+        operands=list(operands),
+        attributes=attributes,
+    )
     op.operation.attributes["mhlo.backend_config"] = ir.DictAttr.get(attrs)
     op.operation.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(
-        {"num_batch_dims": ir.StringAttr.get(str(num_batch))})
+        {"num_batch_dims": ir.StringAttr.get(str(num_batch))}
+    )
     return list(op.results)
 
 
@@ -106,5 +120,9 @@ def info_ok(info, info_aval, ok_when="eq"):
     """A boolean per matrix: LAPACK's ``info`` is 0 (``ok_when='eq'``) or >= 0 (``'ge'``)."""
     zero = full_like_aval(0, info_aval)
     direction = "EQ" if ok_when == "eq" else "GE"
-    return hlo.compare(info, zero, hlo.ComparisonDirectionAttr.get(direction),
-                       compare_type=hlo.ComparisonTypeAttr.get("SIGNED"))
+    return hlo.compare(
+        info,
+        zero,
+        hlo.ComparisonDirectionAttr.get(direction),
+        compare_type=hlo.ComparisonTypeAttr.get("SIGNED"),
+    )

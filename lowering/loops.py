@@ -41,8 +41,12 @@ def _i32(value):
 
 
 def _lt(x, y):
-    return hlo.compare(x, y, hlo.ComparisonDirectionAttr.get("LT"),
-                       compare_type=hlo.ComparisonTypeAttr.get("SIGNED"))
+    return hlo.compare(
+        x,
+        y,
+        hlo.ComparisonDirectionAttr.get("LT"),
+        compare_type=hlo.ComparisonTypeAttr.get("SIGNED"),
+    )
 
 
 def _scan_loop(ctx, jaxpr, consts, carry, xs, ys, *, start, trips, copies, length, reverse):
@@ -60,10 +64,13 @@ def _scan_loop(ctx, jaxpr, consts, carry, xs, ys, *, start, trips, copies, lengt
     body_block = op.regions[1].blocks.append(*types)
     with ir.InsertionPoint(body_block):
         a = list(body_block.arguments)
-        consts, xs, trip = a[:nc], a[nc:nc + nx], a[nc + nx]
-        carry, ys = a[nc + nx + 1:nc + nx + 1 + nk], a[nc + nx + 1 + nk:]
-        first = trip if copies == 1 and start == 0 else hlo.add(
-            hlo.multiply(trip, _i32(copies)), _i32(start))
+        consts, xs, trip = a[:nc], a[nc : nc + nx], a[nc + nx]
+        carry, ys = a[nc + nx + 1 : nc + nx + 1 + nk], a[nc + nx + 1 + nk :]
+        first = (
+            trip
+            if copies == 1 and start == 0
+            else hlo.add(hlo.multiply(trip, _i32(copies)), _i32(start))
+        )
         for k in range(copies):
             step = hlo.add(first, _i32(k)) if k else first
             index = hlo.subtract(_i32(length - 1), step) if reverse else step
@@ -73,15 +80,16 @@ def _scan_loop(ctx, jaxpr, consts, carry, xs, ys, *, start, trips, copies, lengt
             ys = [_update(buf, y, index) for buf, y in zip(ys, outs[nk:], strict=True)]
         hlo.return_([*consts, *xs, hlo.add(trip, _i32(1)), *carry, *ys])
     results = list(op.results)
-    return results[nc + nx + 1:nc + nx + 1 + nk], results[nc + nx + 1 + nk:]
+    return results[nc + nx + 1 : nc + nx + 1 + nk], results[nc + nx + 1 + nk :]
 
 
 def _index(x, index):
     """``x[index]`` along the leading axis."""
     shape = ir.RankedTensorType(x.type).shape
     zero = _i32(0)
-    window = hlo.dynamic_slice(x, [index] + [zero] * (len(shape) - 1),
-                               ir.DenseI64ArrayAttr.get([1] + shape[1:]))
+    window = hlo.dynamic_slice(
+        x, [index] + [zero] * (len(shape) - 1), ir.DenseI64ArrayAttr.get([1] + shape[1:])
+    )
     elt = ir.RankedTensorType(x.type).element_type
     return hlo.reshape(ir.RankedTensorType.get(shape[1:], elt), window)
 
@@ -96,18 +104,20 @@ def _update(buf, y, index):
 
 def _scan_lower(ctx, *args, jaxpr, num_consts, num_carry, length, reverse, unroll, linear):
     consts = list(args[:num_consts])
-    carry = list(args[num_consts:num_consts + num_carry])
-    xs = list(args[num_consts + num_carry:])
+    carry = list(args[num_consts : num_consts + num_carry])
+    xs = list(args[num_consts + num_carry :])
     ys = [full_like_aval(0, a) for a in ctx.avals_out[num_carry:]]
     copies = max(1, min(unroll, length))
     trips, rest = divmod(length, copies)
     common = dict(length=length, reverse=reverse)
     if trips:
-        carry, ys = _scan_loop(ctx, jaxpr, consts, carry, xs, ys, start=0, trips=trips,
-                               copies=copies, **common)
+        carry, ys = _scan_loop(
+            ctx, jaxpr, consts, carry, xs, ys, start=0, trips=trips, copies=copies, **common
+        )
     if rest:
-        carry, ys = _scan_loop(ctx, jaxpr, consts, carry, xs, ys, start=trips * copies,
-                               trips=rest, copies=1, **common)
+        carry, ys = _scan_loop(
+            ctx, jaxpr, consts, carry, xs, ys, start=trips * copies, trips=rest, copies=1, **common
+        )
     return carry + ys
 
 

@@ -51,14 +51,21 @@ def context():
 # --------------------------------------------------------------------------- types
 
 _FLOAT_TYPES = {
-    dtypes.float16: ir.F16Type, dtypes.bfloat16_dtype: ir.BF16Type,
-    dtypes.float32: ir.F32Type, dtypes.float64: ir.F64Type,
-    dtypes.float8_e3m4: ir.Float8E3M4Type, dtypes.float8_e4m3: ir.Float8E4M3Type,
+    dtypes.float16: ir.F16Type,
+    dtypes.bfloat16_dtype: ir.BF16Type,
+    dtypes.float32: ir.F32Type,
+    dtypes.float64: ir.F64Type,
+    dtypes.float8_e3m4: ir.Float8E3M4Type,
+    dtypes.float8_e4m3: ir.Float8E4M3Type,
     dtypes.float8_e4m3b11fnuz: ir.Float8E4M3B11FNUZType,
-    dtypes.float8_e4m3fn: ir.Float8E4M3FNType, dtypes.float8_e4m3fnuz: ir.Float8E4M3FNUZType,
-    dtypes.float8_e5m2: ir.Float8E5M2Type, dtypes.float8_e5m2fnuz: ir.Float8E5M2FNUZType,
-    dtypes.float8_e8m0fnu: ir.Float8E8M0FNUType, dtypes.float4_e2m1fn: ir.Float4E2M1FNType,
-    dtypes.float6_e2m3fn: ir.Float6E2M3FNType, dtypes.float6_e3m2fn: ir.Float6E3M2FNType,
+    dtypes.float8_e4m3fn: ir.Float8E4M3FNType,
+    dtypes.float8_e4m3fnuz: ir.Float8E4M3FNUZType,
+    dtypes.float8_e5m2: ir.Float8E5M2Type,
+    dtypes.float8_e5m2fnuz: ir.Float8E5M2FNUZType,
+    dtypes.float8_e8m0fnu: ir.Float8E8M0FNUType,
+    dtypes.float4_e2m1fn: ir.Float4E2M1FNType,
+    dtypes.float6_e2m3fn: ir.Float6E2M3FNType,
+    dtypes.float6_e3m2fn: ir.Float6E3M2FNType,
 }
 
 
@@ -87,8 +94,12 @@ def aval_to_ir(aval):
         if not is_symbolic(aval.shape):
             raise
         return ir.RankedTensorType.get(
-            [d if isinstance(d, (int, np.integer)) else ir.ShapedType.get_dynamic_size()
-             for d in aval.shape], dtype_to_ir(aval.dtype))
+            [
+                d if isinstance(d, (int, np.integer)) else ir.ShapedType.get_dynamic_size()
+                for d in aval.shape
+            ],
+            dtype_to_ir(aval.dtype),
+        )
 
 
 # Set only while lowering a program with symbolic dimensions (lowering/export.py): a
@@ -109,8 +120,9 @@ def broadcast_dynamic(typ, x, shape, dims):
     """``broadcast_in_dim`` of ``x`` to ``typ`` (of ``shape``); dynamic when ``shape`` holds
     symbolic dimensions."""
     if is_dynamic(shape):
-        return hlo.dynamic_broadcast_in_dim(typ, x, symbolic_shape_tensor(shape),
-                                            ir.DenseI64ArrayAttr.get(list(dims)))
+        return hlo.dynamic_broadcast_in_dim(
+            typ, x, symbolic_shape_tensor(shape), ir.DenseI64ArrayAttr.get(list(dims))
+        )
     return hlo.broadcast_in_dim(typ, x, ir.DenseI64ArrayAttr.get(list(dims)))
 
 
@@ -135,7 +147,8 @@ def constant(value, dtype=None):
         # them with this error type before getting that far.
         raise _jax.JaxRuntimeError(
             f"INVALID_ARGUMENT: XLA has no literals of type {x.dtype}: a {x.dtype} constant "
-            "cannot be compiled; compute in float32 and convert at the end")
+            "cannot be compiled; compute in float32 and convert at the end"
+        )
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
     elt = dtype_to_ir(x.dtype)
@@ -143,8 +156,9 @@ def constant(value, dtype=None):
         x = x.view(np.uint16)
     elif x.dtype == dtypes.float16 and x.ndim == 0:
         x = x.reshape(1)
-        return hlo.reshape(ir.RankedTensorType.get([], elt),
-                           hlo.constant(ir.DenseElementsAttr.get(x, type=elt)))
+        return hlo.reshape(
+            ir.RankedTensorType.get([], elt), hlo.constant(ir.DenseElementsAttr.get(x, type=elt))
+        )
     attr = ir.DenseElementsAttr.get(x, type=elt, shape=list(x.shape))
     return hlo.constant(attr)
 
@@ -165,8 +179,9 @@ def broadcast_to(x, aval_in, aval_out):
     if aval_in.shape == aval_out.shape:
         return x
     if is_dynamic(aval_out.shape):
-        return broadcast_dynamic(aval_to_ir(aval_out.update(dtype=aval_in.dtype)), x,
-                                 aval_out.shape, range(aval_in.ndim))
+        return broadcast_dynamic(
+            aval_to_ir(aval_out.update(dtype=aval_in.dtype)), x, aval_out.shape, range(aval_in.ndim)
+        )
     typ = ir.RankedTensorType.get(aval_out.shape, dtype_to_ir(aval_in.dtype))
     return hlo.broadcast_in_dim(typ, x, ir.DenseI64ArrayAttr.get(list(range(aval_in.ndim))))
 
@@ -251,8 +266,10 @@ typed_sharding_rule = None
 def lower_inline(mctx, closed, args):
     """Emit ClosedJaxpr ``closed`` applied to ``args`` at the current insertion point (its
     consts as constants); return its outputs."""
-    consts = [constant(c, v.aval.dtype)
-              for v, c in zip(closed.jaxpr.constvars, closed.consts, strict=True)]
+    consts = [
+        constant(c, v.aval.dtype)
+        for v, c in zip(closed.jaxpr.constvars, closed.consts, strict=True)
+    ]
     return lower_jaxpr(mctx, closed.jaxpr, consts, list(args))
 
 
@@ -273,14 +290,17 @@ def lower_jaxpr(mctx, jaxpr, consts, args):
     for eqn in jaxpr.eqns:
         rule = lowering_rules.get(eqn.primitive)
         if rule is None:
-            raise MissingRuleError(f"primitive '{eqn.primitive.name}' has no lowering rule, "
-                                   "so it cannot be compiled with jit")
+            raise MissingRuleError(
+                f"primitive '{eqn.primitive.name}' has no lowering rule, "
+                "so it cannot be compiled with jit"
+            )
         ctx = RuleContext(mctx, [x.aval for x in eqn.invars], [v.aval for v in eqn.outvars])
         if ordered and eqn.params:  # a loop, branch or call may hold ordered callbacks
             outs = ordered_region_rule(rule, ctx, [read(x) for x in eqn.invars], eqn.params)
         elif mctx.mesh is not None and typed_sharding_rule is not None:
-            outs = typed_sharding_rule(rule, ctx, [read(x) for x in eqn.invars], eqn.params,
-                                       eqn.primitive)
+            outs = typed_sharding_rule(
+                rule, ctx, [read(x) for x in eqn.invars], eqn.params, eqn.primitive
+            )
         else:
             outs = rule(ctx, *[read(x) for x in eqn.invars], **eqn.params)
         for v, out in zip(eqn.outvars, outs, strict=True):
@@ -298,8 +318,9 @@ def emit_function(mctx, closed, symbol, public):
     fn.attributes["sym_visibility"] = ir.StringAttr.get("public" if public else "private")
     block = fn.add_entry_block()
     with ir.InsertionPoint(block):
-        consts = [constant(c, v.aval.dtype)
-                  for v, c in zip(jaxpr.constvars, closed.consts, strict=True)]
+        consts = [
+            constant(c, v.aval.dtype) for v, c in zip(jaxpr.constvars, closed.consts, strict=True)
+        ]
         outs = lower_jaxpr(mctx, jaxpr, consts, list(block.arguments))
         func.ReturnOp(outs)
     return fn
@@ -315,8 +336,14 @@ def _alias_donated_inputs(fn, in_avals, out_avals, donated):
     unmatched = []
     for i, (aval, donate) in enumerate(zip(in_avals, donated, strict=True)):
         if donate:
-            match = next((k for k, (_, a) in enumerate(free) if a.shape == aval.shape
-                          and a.dtype == aval.dtype), None)
+            match = next(
+                (
+                    k
+                    for k, (_, a) in enumerate(free)
+                    if a.shape == aval.shape and a.dtype == aval.dtype
+                ),
+                None,
+            )
             if match is None:
                 unmatched.append(i)
                 continue
@@ -345,17 +372,21 @@ def lower_to_module(closed, name, num_replicas=1, donated=None, result_info=None
         raise NotImplementedError(
             f"lowering {name} for arguments with symbolic dimensions "
             f"({[str(a) for a in closed.in_avals]}): xform lowers symbolic dimensions only in "
-            "xform.export.export")
+            "xform.export.export"
+        )
+
     # JAX's module name: the symbol characters XLA keeps, no trailing underscores.
     def emit_main(mctx):
         main = emit_function(mctx, closed, "main", public=True)
         if result_info is not None:
             main.attributes["res_attrs"] = ir.ArrayAttr.get(
-                [ir.DictAttr.get(result_attrs(info)) for info in result_info])
+                [ir.DictAttr.get(result_attrs(info)) for info in result_info]
+            )
         return main
 
-    return build_module(module_symbol(name), num_replicas, emit_main,
-                        (closed.in_avals, closed.out_avals, donated))
+    return build_module(
+        module_symbol(name), num_replicas, emit_main, (closed.in_avals, closed.out_avals, donated)
+    )
 
 
 def module_symbol(name):

@@ -31,8 +31,9 @@ def _shard_aval(aval, axis):
     return ShapedArray(aval.shape[:axis] + (1,) + aval.shape[axis:], aval.dtype)
 
 
-def lower_pmap_module(jaxpr, name, axis_name, axis_size, in_axes, out_axes, num_replicas,
-                      donated=None):
+def lower_pmap_module(
+    jaxpr, name, axis_name, axis_size, in_axes, out_axes, num_replicas, donated=None
+):
     """The module run by each of ``num_replicas`` replicas of a top-level pmap: its main maps
     one shard per mapped operand (whole unmapped ones) to one shard per mapped result."""
     in_avals = [_shard_aval(a, ax) for a, ax in zip(jaxpr.in_avals, in_axes, strict=True)]
@@ -40,24 +41,35 @@ def lower_pmap_module(jaxpr, name, axis_name, axis_size, in_axes, out_axes, num_
 
     def emit_main(mctx):
         with ir.InsertionPoint(mctx.module.body):
-            fn = func.FuncOp("main", ir.FunctionType.get([aval_to_ir(a) for a in in_avals],
-                                                         [aval_to_ir(a) for a in out_avals]))
+            fn = func.FuncOp(
+                "main",
+                ir.FunctionType.get(
+                    [aval_to_ir(a) for a in in_avals], [aval_to_ir(a) for a in out_avals]
+                ),
+            )
         fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
         block = fn.add_entry_block()
         with ir.InsertionPoint(block):
-            args = [hlo.reshape(aval_to_ir(a), x)
-                    for a, x in zip(jaxpr.in_avals, block.arguments, strict=True)]
+            args = [
+                hlo.reshape(aval_to_ir(a), x)
+                for a, x in zip(jaxpr.in_avals, block.arguments, strict=True)
+            ]
             outs = lower_jaxpr(mctx, jaxpr.jaxpr, [], args)
-            func.ReturnOp([hlo.reshape(aval_to_ir(a), x)
-                           for a, x in zip(out_avals, outs, strict=True)])
+            func.ReturnOp(
+                [hlo.reshape(aval_to_ir(a), x) for a, x in zip(out_avals, outs, strict=True)]
+            )
         return fn
 
-    return mlir.build_module(f"pmap_{mlir.sanitize(name)}", num_replicas, emit_main,
-                             (in_avals, out_avals, donated), ((axis_name, axis_size),))
+    return mlir.build_module(
+        f"pmap_{mlir.sanitize(name)}",
+        num_replicas,
+        emit_main,
+        (in_avals, out_avals, donated),
+        ((axis_name, axis_size),),
+    )
 
 
-def _pmap_lower(ctx, *args, jaxpr, name, axis_name, axis_size, in_axes, out_axes, devices,
-                donated):
+def _pmap_lower(ctx, *args, jaxpr, name, axis_name, axis_size, in_axes, out_axes, devices, donated):
     mctx = ctx.module
     outer = mctx.axis_env
     mctx.axis_env = outer + ((axis_name, axis_size),)

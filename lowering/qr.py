@@ -19,35 +19,62 @@ def _orthogonal(routine, dtype):
 
 def _geqrf_lower(ctx, a):
     (aval,) = ctx.avals_in
-    return lapack.custom_call(lapack.target("geqrf", aval.dtype), [a], [aval],
-                              list(ctx.avals_out), {}, aval.ndim - 2, aliases=[(0, 0)])
+    return lapack.custom_call(
+        lapack.target("geqrf", aval.dtype),
+        [a],
+        [aval],
+        list(ctx.avals_out),
+        {},
+        aval.ndim - 2,
+        aliases=[(0, 0)],
+    )
 
 
 def _geqp3_lower(ctx, a, jpvt, *, use_magma):
     a_aval = ctx.avals_in[0]
-    return lapack.custom_call(lapack.target("geqp3", a_aval.dtype), [a, jpvt],
-                              list(ctx.avals_in), list(ctx.avals_out), {}, a_aval.ndim - 2,
-                              aliases=[(0, 0), (1, 1)])
+    return lapack.custom_call(
+        lapack.target("geqp3", a_aval.dtype),
+        [a, jpvt],
+        list(ctx.avals_in),
+        list(ctx.avals_out),
+        {},
+        a_aval.ndim - 2,
+        aliases=[(0, 0), (1, 1)],
+    )
 
 
 def _householder_product_lower(ctx, a, taus):
     a_aval = ctx.avals_in[0]
-    return lapack.custom_call(_orthogonal("gqr", a_aval.dtype), [a, taus], list(ctx.avals_in),
-                              list(ctx.avals_out), {}, a_aval.ndim - 2, aliases=[(0, 0)])
+    return lapack.custom_call(
+        _orthogonal("gqr", a_aval.dtype),
+        [a, taus],
+        list(ctx.avals_in),
+        list(ctx.avals_out),
+        {},
+        a_aval.ndim - 2,
+        aliases=[(0, 0)],
+    )
 
 
 def _ormqr_lower(ctx, a, taus, c, *, left, transpose):
     a_aval = ctx.avals_in[0]
     attrs = {"left": ir.BoolAttr.get(left), "transpose": ir.BoolAttr.get(transpose)}
-    return lapack.custom_call(_orthogonal("mqr", a_aval.dtype), [a, taus, c],
-                              list(ctx.avals_in), list(ctx.avals_out), attrs, a_aval.ndim - 2,
-                              aliases=[(2, 0)])
+    return lapack.custom_call(
+        _orthogonal("mqr", a_aval.dtype),
+        [a, taus, c],
+        list(ctx.avals_in),
+        list(ctx.avals_out),
+        attrs,
+        a_aval.ndim - 2,
+        aliases=[(2, 0)],
+    )
 
 
 def _qr_lower(ctx, x, *, pivoting, full_matrices, use_magma):
     def fn(x):
-        return qr_family.qr_decomposition(x, pivoting=pivoting, full_matrices=full_matrices,
-                                          use_magma=use_magma)
+        return qr_family.qr_decomposition(
+            x, pivoting=pivoting, full_matrices=full_matrices, use_magma=use_magma
+        )
 
     return lower_composition(ctx, fn, list(ctx.avals_in), [x], "qr")
 

@@ -24,8 +24,12 @@ def compare_type(dtype):
 
 
 def compare(x, y, direction, ctype):
-    return hlo.compare(x, y, hlo.ComparisonDirectionAttr.get(direction),
-                       compare_type=hlo.ComparisonTypeAttr.get(ctype))
+    return hlo.compare(
+        x,
+        y,
+        hlo.ComparisonDirectionAttr.get(direction),
+        compare_type=hlo.ComparisonTypeAttr.get(ctype),
+    )
 
 
 def build_region(op, arg_dtypes, body):
@@ -42,8 +46,9 @@ def build_jaxpr_region(ctx, region, closed, arg_dtypes):
     block = region.blocks.append(*[scalar_type(d) for d in arg_dtypes])
     with ir.InsertionPoint(block):
         jaxpr = closed.jaxpr
-        consts = [constant(c, v.aval.dtype)
-                  for v, c in zip(jaxpr.constvars, closed.consts, strict=True)]
+        consts = [
+            constant(c, v.aval.dtype) for v, c in zip(jaxpr.constvars, closed.consts, strict=True)
+        ]
         hlo.return_(lower_jaxpr(ctx.module, jaxpr, consts, list(block.arguments)))
 
 
@@ -109,8 +114,12 @@ def _reduce_rule(monoid):
 
     def rule(ctx, x, *, axes):
         dtype = ctx.avals_in[0].dtype
-        op = hlo.ReduceOp([aval_to_ir(ctx.avals_out[0])], [x], [_init_value(monoid, dtype)],
-                          ir.DenseI64ArrayAttr.get(list(axes)))
+        op = hlo.ReduceOp(
+            [aval_to_ir(ctx.avals_out[0])],
+            [x],
+            [_init_value(monoid, dtype)],
+            ir.DenseI64ArrayAttr.get(list(axes)),
+        )
         build_region(op, [dtype, dtype], lambda a, b: [combine(a, b, dtype)])
         return [op.result]
 
@@ -132,15 +141,21 @@ def _argminmax_rule(direction, monoid):
         dtype, ctype = aval.dtype, compare_type(aval.dtype)
         iota = mlir.iota(aval.update(dtype=index_dtype), axes[0])
         out_values = aval_to_ir(ctx.avals_out[0].update(dtype=dtype))
-        op = hlo.ReduceOp([out_values, aval_to_ir(ctx.avals_out[0])], [x, iota],
-                          [_init_value(monoid, dtype), constant(0, index_dtype)],
-                          ir.DenseI64ArrayAttr.get(list(axes)))
+        op = hlo.ReduceOp(
+            [out_values, aval_to_ir(ctx.avals_out[0])],
+            [x, iota],
+            [_init_value(monoid, dtype), constant(0, index_dtype)],
+            ir.DenseI64ArrayAttr.get(list(axes)),
+        )
 
         def body(x_val, x_idx, acc_val, acc_idx):
-            pick_x = hlo.or_(compare(x_val, acc_val, direction, ctype),
-                             compare(x_val, x_val, "NE", ctype))
-            tie = hlo.and_(compare(x_val, acc_val, "EQ", ctype),
-                           compare(x_idx, acc_idx, "LT", compare_type(index_dtype)))
+            pick_x = hlo.or_(
+                compare(x_val, acc_val, direction, ctype), compare(x_val, x_val, "NE", ctype)
+            )
+            tie = hlo.and_(
+                compare(x_val, acc_val, "EQ", ctype),
+                compare(x_idx, acc_idx, "LT", compare_type(index_dtype)),
+            )
             pick_x_idx = hlo.or_(pick_x, tie)
             return [hlo.select(pick_x, x_val, acc_val), hlo.select(pick_x_idx, x_idx, acc_idx)]
 
@@ -173,11 +188,15 @@ def _cumulative_rule(monoid):
         padding[axis] = (0, n - 1) if reverse else (n - 1, 0)
         ones = [1] * aval.ndim
         op = hlo.ReduceWindowOp(
-            [aval_to_ir(ctx.avals_out[0])], [x], [_init_value(monoid, aval.dtype)],
-            ir.DenseI64ArrayAttr.get(window), window_strides=ir.DenseI64ArrayAttr.get(ones),
+            [aval_to_ir(ctx.avals_out[0])],
+            [x],
+            [_init_value(monoid, aval.dtype)],
+            ir.DenseI64ArrayAttr.get(window),
+            window_strides=ir.DenseI64ArrayAttr.get(ones),
             base_dilations=ir.DenseI64ArrayAttr.get(ones),
             window_dilations=ir.DenseI64ArrayAttr.get(ones),
-            padding=ir.DenseIntElementsAttr.get(padding))
+            padding=ir.DenseIntElementsAttr.get(padding),
+        )
         build_region(op, [aval.dtype, aval.dtype], lambda a, b: [combine(a, b, aval.dtype)])
         return [op.result]
 
@@ -193,8 +212,12 @@ for _prim, _monoid in red.CUMULATIVE_MONOIDS.items():
 
 def _reduce_lower(ctx, *args, jaxpr, dimensions):
     n = len(args) // 2
-    op = hlo.ReduceOp([aval_to_ir(a) for a in ctx.avals_out], list(args[:n]), list(args[n:]),
-                      ir.DenseI64ArrayAttr.get(list(dimensions)))
+    op = hlo.ReduceOp(
+        [aval_to_ir(a) for a in ctx.avals_out],
+        list(args[:n]),
+        list(args[n:]),
+        ir.DenseI64ArrayAttr.get(list(dimensions)),
+    )
     dtypes_ = [a.dtype for a in ctx.avals_in[n:]]
     build_jaxpr_region(ctx, op.regions[0], jaxpr, dtypes_ + dtypes_)
     return list(op.results)

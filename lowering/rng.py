@@ -22,27 +22,38 @@ from xform.interpreters.staging import trace_to_jaxpr
 from xform.primitives import rng
 from xform.random import _distributions
 
-_ALGORITHMS = {rng.RandomAlgorithm.RNG_DEFAULT: "DEFAULT",
-               rng.RandomAlgorithm.RNG_THREE_FRY: "THREE_FRY",
-               rng.RandomAlgorithm.RNG_PHILOX: "PHILOX"}
+_ALGORITHMS = {
+    rng.RandomAlgorithm.RNG_DEFAULT: "DEFAULT",
+    rng.RandomAlgorithm.RNG_THREE_FRY: "THREE_FRY",
+    rng.RandomAlgorithm.RNG_PHILOX: "PHILOX",
+}
 
 
 def _rng_bit_generator_lower(ctx, key, *, shape, dtype, algorithm):
     key_aval = ctx.avals_in[0]
     u32, u64 = dtype_to_ir(dtypes.uint32), dtype_to_ir(dtypes.uint64)
     if key_aval.dtype == dtypes.uint32:  # u32[4] -> u64[2], the state XLA takes
-        key = hlo.bitcast_convert(ir.RankedTensorType.get([2], u64),
-                                  hlo.reshape(ir.RankedTensorType.get([2, 2], u32), key))
-    bits_dtype = dtype if dtype in (dtypes.uint8, dtypes.uint16, dtypes.uint32,
-                                    dtypes.uint64) else dtypes.uint32
-    op = hlo.RngBitGeneratorOp(ir.RankedTensorType.get([2], u64),
-                               ir.RankedTensorType.get(list(shape), dtype_to_ir(bits_dtype)),
-                               hlo.RngAlgorithmAttr.get(_ALGORITHMS[algorithm]), key)
+        key = hlo.bitcast_convert(
+            ir.RankedTensorType.get([2], u64),
+            hlo.reshape(ir.RankedTensorType.get([2, 2], u32), key),
+        )
+    bits_dtype = (
+        dtype
+        if dtype in (dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64)
+        else dtypes.uint32
+    )
+    op = hlo.RngBitGeneratorOp(
+        ir.RankedTensorType.get([2], u64),
+        ir.RankedTensorType.get(list(shape), dtype_to_ir(bits_dtype)),
+        hlo.RngAlgorithmAttr.get(_ALGORITHMS[algorithm]),
+        key,
+    )
     new_key, bits = op.results
     if key_aval.dtype == dtypes.uint32:
-        new_key = hlo.reshape(ir.RankedTensorType.get([4], u32),
-                              hlo.bitcast_convert(ir.RankedTensorType.get([2, 2], u32),
-                                                  new_key))
+        new_key = hlo.reshape(
+            ir.RankedTensorType.get([4], u32),
+            hlo.bitcast_convert(ir.RankedTensorType.get([2, 2], u32), new_key),
+        )
     if bits_dtype != dtype:
         bits = hlo.convert(aval_to_ir(ctx.avals_out[1]), bits)
     return [new_key, bits]

@@ -47,8 +47,10 @@ def devices(backend=None):
                 except RuntimeError as e:
                     errors.append(f"{platform.strip()}: {e}")
             else:
-                raise RuntimeError(f"Unable to initialize backend for jax_platforms="
-                                   f"{platforms!r}: {'; '.join(errors)}")
+                raise RuntimeError(
+                    f"Unable to initialize backend for jax_platforms="
+                    f"{platforms!r}: {'; '.join(errors)}"
+                )
     return _devices
 
 
@@ -88,8 +90,9 @@ def to_device(x, device=None, copy=False):
     device = device or default_device()
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
-    return _jax.batched_device_put(_jax_aval(x.shape, x.dtype), _sharding(device), [x],
-                                   [device], True, copy, enable_x64=True)
+    return _jax.batched_device_put(
+        _jax_aval(x.shape, x.dtype), _sharding(device), [x], [device], True, copy, enable_x64=True
+    )
 
 
 def to_host(buf):
@@ -123,8 +126,12 @@ class Executable:
         self.kept = None
         # C++ result handlers turn the raw outputs into arrays without a Python loop.
         sharding = _sharding(device)
-        self.handlers = [_jax.array_result_handler(_jax_aval(a.shape, a.dtype), sharding, True,
-                                                   _skip_checks=True) for a in out_avals]
+        self.handlers = [
+            _jax.array_result_handler(
+                _jax_aval(a.shape, a.dtype), sharding, True, _skip_checks=True
+            )
+            for a in out_avals
+        ]
 
     def call(self, buffers):
         if self.kept is not None:
@@ -149,15 +156,18 @@ def _compile(client, module, text, devices, options, min_cache_secs=0.0):
     ``host_callbacks`` only with a module object."""
     callbacks = mlir.host_callbacks.get(module)
     if callbacks is None:
-        return compile_cache.compile_and_load(client, text, devices, options,
-                                              min_compile_secs=min_cache_secs)
+        return compile_cache.compile_and_load(
+            client, text, devices, options, min_compile_secs=min_cache_secs
+        )
     with mlir._lock, mlir.context():  # the module is read in the shared MLIR context
-        return client.compile_and_load(module, _jax.DeviceList(tuple(devices)), options,
-                                       host_callbacks=callbacks)
+        return client.compile_and_load(
+            module, _jax.DeviceList(tuple(devices)), options, host_callbacks=callbacks
+        )
 
 
-def compile_module(module, out_avals, device=None, min_cache_secs=0.0, xla_options=(),
-                   num_inputs=0):
+def compile_module(
+    module, out_avals, device=None, min_cache_secs=0.0, xla_options=(), num_inputs=0
+):
     """Compile a verified StableHLO module of ``num_inputs`` arguments for one device;
     ``out_avals`` type its results. The persistent cache keeps it if compiling took
     ``min_cache_secs`` or more."""
@@ -202,8 +212,7 @@ def mapped_sharding(devices, axis_name, size, axis):
     mesh = _mesh(devices, axis_name, size)
     if axis is None:
         return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(*[None] * axis,
-                                                                       axis_name))
+    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(*[None] * axis, axis_name))
 
 
 def put_sharded(x, sharding, axis, size):
@@ -221,9 +230,10 @@ def put_sharded(x, sharding, axis, size):
         for k in range(len(devices)):
             index[axis] = slice(k // per_slice, k // per_slice + 1)
             pieces.append(np.ascontiguousarray(x[tuple(index)]))
-        shape = x.shape[:axis] + (size,) + x.shape[axis + 1:]
-    return _jax.batched_device_put(_jax_aval(shape, x.dtype), sharding, pieces, devices, True,
-                                   False, enable_x64=True)
+        shape = x.shape[:axis] + (size,) + x.shape[axis + 1 :]
+    return _jax.batched_device_put(
+        _jax_aval(shape, x.dtype), sharding, pieces, devices, True, False, enable_x64=True
+    )
 
 
 def put_with_sharding(x, sharding):
@@ -232,8 +242,9 @@ def put_with_sharding(x, sharding):
     devices = list(indices)
     # (not ascontiguousarray: it makes a 0-d shard 1-d)
     pieces = [np.asarray(x[indices[d]], order="C") for d in devices]
-    return _jax.batched_device_put(_jax_aval(x.shape, x.dtype), sharding, pieces, devices, True,
-                                   False, enable_x64=True)
+    return _jax.batched_device_put(
+        _jax_aval(x.shape, x.dtype), sharding, pieces, devices, True, False, enable_x64=True
+    )
 
 
 def is_sharding(x):
@@ -263,8 +274,10 @@ class SpmdExecutable:
         self.text = text
         self.devices = devices
         self.one_at_a_time = devices[0].platform == "cpu"  # see call
-        self.handlers = [_jax.array_result_handler(_jax_aval(a.shape, a.dtype), s, True,
-                                                   _skip_checks=True) for a, s in outs]
+        self.handlers = [
+            _jax.array_result_handler(_jax_aval(a.shape, a.dtype), s, True, _skip_checks=True)
+            for a, s in outs
+        ]
 
     def call(self, arrays):
         global _in_flight
@@ -291,7 +304,8 @@ def compile_spmd(module, devices, outs, xla_options=()):
     options = compile_options(xla_options)
     options.num_replicas = len(devices)
     options.device_assignment = _jax.DeviceAssignment.create(
-        np.array([d.id for d in devices]).reshape(len(devices), 1))
+        np.array([d.id for d in devices]).reshape(len(devices), 1)
+    )
     loaded = _compile(devices[0].client, module, text, devices, options)
     return SpmdExecutable(loaded, text, devices, outs)
 
@@ -309,8 +323,9 @@ class ReplicatedExecutable:
         self.text = spmd.text
 
     def call(self, buffers):
-        arrays = [put_sharded(np.ascontiguousarray(to_host(b)), self.sharding, None, 1)
-                  for b in buffers]
+        arrays = [
+            put_sharded(np.ascontiguousarray(to_host(b)), self.sharding, None, 1) for b in buffers
+        ]
         return [out.addressable_shards[0].data for out in self.spmd.call(arrays)]
 
 
@@ -318,14 +333,17 @@ def compile_replicated(module, out_avals, num_replicas, xla_options=()):
     """Compile a jit module of ``num_replicas`` replicas (it holds pmaps) on the first devices."""
     devices = tuple(devices_for_replicas(num_replicas))
     sharding = mapped_sharding(devices, "_replicas", len(devices), None)
-    return ReplicatedExecutable(compile_spmd(module, devices, [(a, sharding) for a in out_avals],
-                                             xla_options), sharding)
+    return ReplicatedExecutable(
+        compile_spmd(module, devices, [(a, sharding) for a in out_avals], xla_options), sharding
+    )
 
 
 def devices_for_replicas(num_replicas):
     available = devices()
     if num_replicas > len(available):
-        raise ValueError(f"compiling a computation that requires {num_replicas} logical devices "
-                         f"(the pmaps in it), but only {len(available)} XLA devices are "
-                         "available")
+        raise ValueError(
+            f"compiling a computation that requires {num_replicas} logical devices "
+            f"(the pmaps in it), but only {len(available)} XLA devices are "
+            "available"
+        )
     return available[:num_replicas]

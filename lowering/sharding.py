@@ -73,8 +73,9 @@ def add_mesh(module, mesh):
     op.attributes["stablehlo.mesh"] = ir.Attribute.parse(f"{{axes = [{axes}]}}")
 
 
-def annotate_main(main, in_shardings, in_avals, out_shardings, out_avals, donated,
-                  result_info=None):
+def annotate_main(
+    main, in_shardings, in_avals, out_shardings, out_avals, donated, result_info=None
+):
     """Set ``sdy.sharding`` on main's arguments and results (None: left to the compiler),
     the aliasing of donated arguments to results of the same type, and the results' names
     (``result_info``, as ``mlir.lower_to_module``)."""
@@ -84,32 +85,52 @@ def annotate_main(main, in_shardings, in_avals, out_shardings, out_avals, donate
     for k, (s, aval) in enumerate(zip(in_shardings, in_avals, strict=True)):
         entries = {} if s is None else {"sdy.sharding": sharding_attr(s, aval.ndim)}
         if donated is not None and donated[k]:
-            match = next((j for j, (_, a) in enumerate(free) if a.shape == aval.shape
-                          and a.dtype == aval.dtype), None)
+            match = next(
+                (
+                    j
+                    for j, (_, a) in enumerate(free)
+                    if a.shape == aval.shape and a.dtype == aval.dtype
+                ),
+                None,
+            )
             if match is not None:
                 out_index, _ = free.pop(match)
                 entries["tf.aliasing_output"] = ir.IntegerAttr.get(i32, out_index)
         arg_attrs.append(ir.DictAttr.get(entries))
     main.attributes["arg_attrs"] = ir.ArrayAttr.get(arg_attrs)
     infos = [None] * len(out_avals) if result_info is None else result_info
-    res_attrs = [ir.DictAttr.get({**mlir.result_attrs(info), **(
-        {} if s is None else {"sdy.sharding": sharding_attr(s, a.ndim)})})
-        for s, a, info in zip(out_shardings, out_avals, infos, strict=True)]
+    res_attrs = [
+        ir.DictAttr.get(
+            {
+                **mlir.result_attrs(info),
+                **({} if s is None else {"sdy.sharding": sharding_attr(s, a.ndim)}),
+            }
+        )
+        for s, a, info in zip(out_shardings, out_avals, infos, strict=True)
+    ]
     main.attributes["res_attrs"] = ir.ArrayAttr.get(res_attrs)
 
 
-def lower_partitioned(closed, name, mesh, in_shardings, out_shardings, donated=None,
-                      result_info=None):
+def lower_partitioned(
+    closed, name, mesh, in_shardings, out_shardings, donated=None, result_info=None
+):
     """A verified module computing ``closed`` as one program over ``mesh``'s devices."""
+
     def emit_main(mctx):
         i32 = ir.IntegerType.get_signless(32)
-        mctx.module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(
-            i32, mesh.size)
+        mctx.module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, mesh.size)
         add_mesh(mctx.module, mesh)
         mctx.mesh = mesh  # read by the rules of sharding constraints and shard_map
         main = mlir.emit_function(mctx, closed, "main", public=True)
-        annotate_main(main, in_shardings, closed.in_avals, out_shardings, closed.out_avals,
-                      donated, result_info)
+        annotate_main(
+            main,
+            in_shardings,
+            closed.in_avals,
+            out_shardings,
+            closed.out_avals,
+            donated,
+            result_info,
+        )
         return main
 
     return mlir.build_module(mlir.module_symbol(name), 1, emit_main)
@@ -124,12 +145,14 @@ def partition_options(devices, num_outputs, xla_options=(), open_inputs=(), open
     options.num_replicas = 1
     options.num_partitions = len(devices)
     options.device_assignment = _jax.DeviceAssignment.create(
-        np.array([d.id for d in devices]).reshape(1, len(devices)))
+        np.array([d.id for d in devices]).reshape(1, len(devices))
+    )
     build = options.executable_build_options
     build.use_spmd_partitioning = True
     build.use_shardy_partitioner = True
     build.allow_spmd_sharding_propagation_to_output = (
-        [True] * max(num_outputs, 1) if open_outputs is None else list(open_outputs))
+        [True] * max(num_outputs, 1) if open_outputs is None else list(open_outputs)
+    )
     build.allow_spmd_sharding_propagation_to_parameters = list(open_inputs)
     return options
 
@@ -151,23 +174,32 @@ def named_from_hlo(mesh, hlo_text, ndim, full=False):
         for name, d in zip(names, choice, strict=True):
             if d < ndim:
                 dims[d].append(name)
-        spec = PartitionSpec(*[None if not d else d[0] if len(d) == 1 else tuple(d)
-                               for d in dims])
+        spec = PartitionSpec(*[None if not d else d[0] if len(d) == 1 else tuple(d) for d in dims])
         while len(spec) and spec[-1] is None and not full:
             spec = PartitionSpec(*spec[:-1])
         candidate = NamedSharding(mesh, spec)
         if candidate._to_xla_hlo_sharding(ndim) == hlo:
             return candidate
-    raise NotImplementedError(f"the compiler chose sharding {hlo_text} for a rank-{ndim} "
-                              f"result, which no PartitionSpec over mesh {mesh.shape} gives; "
-                              "pass out_shardings")
+    raise NotImplementedError(
+        f"the compiler chose sharding {hlo_text} for a rank-{ndim} "
+        f"result, which no PartitionSpec over mesh {mesh.shape} gives; "
+        "pass out_shardings"
+    )
 
 
 class PartitionedExecutable:
     """One program over the devices of a mesh: ``call(global arrays) -> global arrays``."""
 
-    __slots__ = ("loaded", "text", "devices", "in_shardings", "out_shardings", "handlers",
-                 "one_at_a_time", "kept")
+    __slots__ = (
+        "loaded",
+        "text",
+        "devices",
+        "in_shardings",
+        "out_shardings",
+        "handlers",
+        "one_at_a_time",
+        "kept",
+    )
 
     def __init__(self, loaded, text, devices, out_avals, out_shardings, in_shardings=None):
         self.loaded = loaded
@@ -176,9 +208,12 @@ class PartitionedExecutable:
         self.in_shardings = in_shardings
         self.out_shardings = out_shardings
         self.kept = None  # the positions of the arguments the program takes (None: all)
-        self.handlers = [_jax.array_result_handler(runtime._jax_aval(a.shape, a.dtype), s, True,
-                                                   _skip_checks=True)
-                         for a, s in zip(out_avals, out_shardings, strict=True)]
+        self.handlers = [
+            _jax.array_result_handler(
+                runtime._jax_aval(a.shape, a.dtype), s, True, _skip_checks=True
+            )
+            for a, s in zip(out_avals, out_shardings, strict=True)
+        ]
         # XLA's CPU collectives deadlock (then abort the process) when programs over several
         # devices are queued while earlier ones still run (seen here: a loop of jit(shard_map
         # (psum)) calls not waiting for their results); one at a time on CPU, shared with
@@ -199,16 +234,25 @@ class PartitionedExecutable:
         return outs
 
 
-def compile_partitioned(module, mesh, in_avals, in_shardings, out_avals, out_shardings,
-                        xla_options=(), open_outputs=None):
+def compile_partitioned(
+    module,
+    mesh,
+    in_avals,
+    in_shardings,
+    out_avals,
+    out_shardings,
+    xla_options=(),
+    open_outputs=None,
+):
     """Compile a module of ``lower_partitioned``. Inputs and results without a sharding
     (None) get the one the partitioner chose, as a NamedSharding over ``mesh``: as in JAX,
     an argument with no layout of its own (a NumPy array, say) is laid out as the program
     reads it best."""
     devices = tuple(mesh.devices.flat)
     text = mlir.module_text(module)
-    options = partition_options(devices, len(out_avals), xla_options,
-                                [s is None for s in in_shardings], open_outputs)
+    options = partition_options(
+        devices, len(out_avals), xla_options, [s is None for s in in_shardings], open_outputs
+    )
     loaded = runtime._compile(devices[0].client, module, text, devices, options)
     in_shardings = _resolve(mesh, in_shardings, in_avals, loaded.get_parameter_shardings, True)
     out_shardings = _resolve(mesh, out_shardings, out_avals, loaded.get_output_shardings, False)
@@ -226,8 +270,9 @@ def _resolve(mesh, shardings, avals, compiled_shardings, are_inputs):
     for k, (s, c, a) in enumerate(zip(shardings, chosen, avals, strict=True)):
         if s is None:
             hlo = _hlo.HloSharding.from_proto(c)
-            resolved[k] = (named_from_hlo(mesh, str(hlo), a.ndim) if are_inputs
-                           else _chosen(mesh, hlo, a))
+            resolved[k] = (
+                named_from_hlo(mesh, str(hlo), a.ndim) if are_inputs else _chosen(mesh, hlo, a)
+            )
     return resolved
 
 
@@ -239,8 +284,7 @@ def _chosen(mesh, hlo, aval):
         candidate = NamedSharding(mesh, typed.spec)
         if candidate._to_xla_hlo_sharding(aval.ndim) == hlo:
             return candidate
-    return named_from_hlo(mesh, str(hlo), aval.ndim,
-                          typed is not None and all_explicit(mesh))
+    return named_from_hlo(mesh, str(hlo), aval.ndim, typed is not None and all_explicit(mesh))
 
 
 def put(x, sharding):
@@ -252,14 +296,17 @@ def put(x, sharding):
 def _reshard_executable(shape, dtype, src, dst):
     mesh = src.mesh
     typ = f"tensor<{'x'.join(map(str, shape)) + 'x' if shape else ''}{_elt_text(dtype)}>"
-    text = (f"module @reshard attributes {{mhlo.num_partitions = {mesh.size} : i32, "
-            f"mhlo.num_replicas = 1 : i32}} {{\n  sdy.mesh @mesh = {mesh_text(mesh)}\n"
-            f"  func.func public @main(%arg0: {typ} {{sdy.sharding = "
-            f"{spec_text(src.spec, len(shape))}}}) -> ({typ} {{sdy.sharding = "
-            f"{spec_text(dst.spec, len(shape))}}}) {{\n    return %arg0 : {typ}\n  }}\n}}")
+    text = (
+        f"module @reshard attributes {{mhlo.num_partitions = {mesh.size} : i32, "
+        f"mhlo.num_replicas = 1 : i32}} {{\n  sdy.mesh @mesh = {mesh_text(mesh)}\n"
+        f"  func.func public @main(%arg0: {typ} {{sdy.sharding = "
+        f"{spec_text(src.spec, len(shape))}}}) -> ({typ} {{sdy.sharding = "
+        f"{spec_text(dst.spec, len(shape))}}}) {{\n    return %arg0 : {typ}\n  }}\n}}"
+    )
     devices = tuple(mesh.devices.flat)
-    loaded = compile_cache.compile_and_load(devices[0].client, text, devices,
-                                            partition_options(devices, 1, (), [False], [False]))
+    loaded = compile_cache.compile_and_load(
+        devices[0].client, text, devices, partition_options(devices, 1, (), [False], [False])
+    )
     aval = runtime._jax_aval(shape, dtype)
     return PartitionedExecutable(loaded, text, devices, [aval], [dst])
 
@@ -275,8 +322,12 @@ def reshard(buf, sharding):
     src = buf.sharding
     if src == sharding or src.is_equivalent_to(sharding, buf.ndim):
         return buf
-    if not (isinstance(src, NamedSharding) and isinstance(sharding, NamedSharding)
-            and src.mesh == sharding.mesh and sharding.is_fully_addressable):
+    if not (
+        isinstance(src, NamedSharding)
+        and isinstance(sharding, NamedSharding)
+        and src.mesh == sharding.mesh
+        and sharding.is_fully_addressable
+    ):
         return None
     exe = _reshard_executable(buf.shape, np.dtype(buf.dtype), src, sharding)
     return exe.call([buf])[0]
@@ -287,16 +338,21 @@ def _sharding_constraint_lower(ctx, x, *, sharding, origin=None):
     if mesh is None:  # a program on one device: nothing to constrain
         return [x]
     if sharding.mesh not in (mesh, mesh.abstract_mesh) and not _retyped(sharding.mesh, mesh):
-        raise ValueError(f"with_sharding_constraint: its mesh {sharding.mesh.shape} is not the "
-                         f"mesh {mesh.shape} of the jit it is in")
+        raise ValueError(
+            f"with_sharding_constraint: its mesh {sharding.mesh.shape} is not the "
+            f"mesh {mesh.shape} of the jit it is in"
+        )
     attr = sharding_attr(sharding, ctx.avals_in[0].ndim)
     return [sdy.ShardingConstraintOp(x, attr).result]
 
 
 def _retyped(a, b):
     """Are meshes ``a`` and ``b`` one mesh whose axes have other types (``auto_axes``)?"""
-    return (a.axis_names == b.axis_names and dict(a.shape) == dict(b.shape)
-            and tuple(a.axis_types) != tuple(b.axis_types))
+    return (
+        a.axis_names == b.axis_names
+        and dict(a.shape) == dict(b.shape)
+        and tuple(a.axis_types) != tuple(b.axis_types)
+    )
 
 
 def _reshard_lower(ctx, x, *, sharding):
@@ -326,8 +382,11 @@ mlir.lowering_rules[reshard_p] = _reshard_lower
 
 def _lower_typed(rule, ctx, args, params, prim):
     name = prim.name
-    if ctx.module.spmd or name not in sharding_rules or not any(
-            getattr(a, "sharding", None) is not None for a in ctx.avals_out):
+    if (
+        ctx.module.spmd
+        or name not in sharding_rules
+        or not any(getattr(a, "sharding", None) is not None for a in ctx.avals_out)
+    ):
         return rule(ctx, *args, **params)
     if name in ELEMENTWISE and len(args) > 1:
         out = ctx.avals_out[0]
@@ -353,10 +412,14 @@ def _constrain(x, aval):
     replicated = ()
     if open_dims:
         named = {n for e in s.spec for n in spec_names(e)}
-        replicated = [n for n, t in zip(s.mesh.axis_names, s.mesh.axis_types, strict=True)
-                      if t == AxisType.Explicit and n not in named]
-    attr = ir.Attribute.parse(spec_text(s.spec, aval.ndim, open_dims=open_dims,
-                                        replicated=replicated))
+        replicated = [
+            n
+            for n, t in zip(s.mesh.axis_names, s.mesh.axis_types, strict=True)
+            if t == AxisType.Explicit and n not in named
+        ]
+    attr = ir.Attribute.parse(
+        spec_text(s.spec, aval.ndim, open_dims=open_dims, replicated=replicated)
+    )
     return sdy.ShardingConstraintOp(x, attr).result
 
 

@@ -10,10 +10,9 @@ from xform.primitives.solves import linear_solve_p
 
 def _linear_solve_lower(ctx, *args, const_lengths, matvec, vecmat, solve, transpose_solve):
     start = const_lengths[0] + const_lengths[1]
-    operands = [*args[start:start + const_lengths[2]], *args[sum(const_lengths):]]
+    operands = [*args[start : start + const_lengths[2]], *args[sum(const_lengths) :]]
     jaxpr = solve.jaxpr
-    consts = [constant(c, v.aval.dtype) for v, c in zip(jaxpr.constvars, solve.consts,
-                                                        strict=True)]
+    consts = [constant(c, v.aval.dtype) for v, c in zip(jaxpr.constvars, solve.consts, strict=True)]
     return lower_jaxpr(ctx.module, jaxpr, consts, operands)
 
 

@@ -24,8 +24,10 @@ def _keys(x, dtype):
     """(key, compare_type) pairs ordering scalar ``x`` of ``dtype``, most significant first."""
     if dtypes.is_complex(dtype):
         part = dtypes.float64 if dtype == dtypes.complex128 else dtypes.float32
-        return [(_canonical_float(hlo.real(x), part), "TOTALORDER"),
-                (_canonical_float(hlo.imag(x), part), "TOTALORDER")]
+        return [
+            (_canonical_float(hlo.real(x), part), "TOTALORDER"),
+            (_canonical_float(hlo.imag(x), part), "TOTALORDER"),
+        ]
     if dtypes.is_float(dtype):
         return [(_canonical_float(x, dtype), "TOTALORDER")]
     return [(x, compare_type(dtype))]
@@ -40,18 +42,24 @@ def _less_than(args, arg_dtypes, num_keys):
     result = None
     for (a, ctype), (b, _) in zip(lhs_keys[::-1], rhs_keys[::-1], strict=True):
         lt = compare(a, b, "LT", ctype)
-        result = lt if result is None else hlo.or_(
-            lt, hlo.and_(compare(a, b, "EQ", ctype), result))
+        result = lt if result is None else hlo.or_(lt, hlo.and_(compare(a, b, "EQ", ctype), result))
     return result
 
 
 def _sort_lower(ctx, *operands, dimension, is_stable, num_keys):
-    op = hlo.SortOp([aval_to_ir(a) for a in ctx.avals_out], list(operands),
-                    dimension=dimension, is_stable=is_stable)
+    op = hlo.SortOp(
+        [aval_to_ir(a) for a in ctx.avals_out],
+        list(operands),
+        dimension=dimension,
+        is_stable=is_stable,
+    )
     arg_dtypes = [a.dtype for a in ctx.avals_in]
     # Comparator arguments come in (lhs, rhs) pairs, one pair per operand.
-    build_region(op, [d for d in arg_dtypes for _ in range(2)],
-                 lambda *args: [_less_than(args, arg_dtypes, num_keys)])
+    build_region(
+        op,
+        [d for d in arg_dtypes for _ in range(2)],
+        lambda *args: [_less_than(args, arg_dtypes, num_keys)],
+    )
     return list(op.results)
 
 
@@ -65,8 +73,9 @@ def _top_k_lower(ctx, x, *, k, axis):
         x = hlo.transpose(x, ir.DenseI64ArrayAttr.get(perm))
     values, indices = chlo.top_k(x, k)
     if perm is not None:
-        values, indices = (hlo.transpose(v, ir.DenseI64ArrayAttr.get(perm))
-                           for v in (values, indices))
+        values, indices = (
+            hlo.transpose(v, ir.DenseI64ArrayAttr.get(perm)) for v in (values, indices)
+        )
     return [values, indices]
 
 
@@ -86,8 +95,12 @@ def _approx_top_k_comparator(ctx, dtype, is_max_k):
     index = aval_to_ir(ShapedArray((), dtypes.int32))
     symbol = f"top_k_{direction.lower()}_{dtype.name}_comparator"
     with ir.InsertionPoint(ctx.module.module.body):
-        fn = func.FuncOp(symbol, ir.FunctionType.get(
-            [scalar, scalar, index, index], [aval_to_ir(ShapedArray((), dtypes.bool_))]))
+        fn = func.FuncOp(
+            symbol,
+            ir.FunctionType.get(
+                [scalar, scalar, index, index], [aval_to_ir(ShapedArray((), dtypes.bool_))]
+            ),
+        )
     fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
     block = fn.add_entry_block()
     with ir.InsertionPoint(block):
@@ -97,8 +110,17 @@ def _approx_top_k_comparator(ctx, dtype, is_max_k):
     return symbol
 
 
-def _approx_top_k_lower(ctx, x, *, k, reduction_dimension, recall_target, is_max_k,
-                        reduction_input_size_override, aggregate_to_topk):
+def _approx_top_k_lower(
+    ctx,
+    x,
+    *,
+    k,
+    reduction_dimension,
+    recall_target,
+    is_max_k,
+    reduction_input_size_override,
+    aggregate_to_topk,
+):
     # JAX's lowering off TPU: XLA's ApproxTopK custom call marked as the fallback, which XLA
     # expands into an exact sort-based top-k. Operands: the values, their indices along the
     # reduced dimension, and the initial (worst) value and index.
@@ -107,13 +129,14 @@ def _approx_top_k_lower(ctx, x, *, k, reduction_dimension, recall_target, is_max
     iota = hlo.iota(aval_to_ir(ShapedArray(aval.shape, dtypes.int32)), reduction_dimension)
     init = constant(-np.inf if is_max_k else np.inf, aval.dtype)
     i64 = ir.IntegerType.get_signless(64)
-    config = {"reduction_dim": ir.IntegerAttr.get(i64, reduction_dimension),
-              "recall_target": ir.FloatAttr.get(ir.F32Type.get(), recall_target),
-              "aggregate_to_topk": ir.BoolAttr.get(aggregate_to_topk),
-              "reduction_input_size_override": ir.IntegerAttr.get(
-                  i64, reduction_input_size_override),
-              "is_fallback": ir.BoolAttr.get(True),
-              "top_k": ir.IntegerAttr.get(i64, k)}
+    config = {
+        "reduction_dim": ir.IntegerAttr.get(i64, reduction_dimension),
+        "recall_target": ir.FloatAttr.get(ir.F32Type.get(), recall_target),
+        "aggregate_to_topk": ir.BoolAttr.get(aggregate_to_topk),
+        "reduction_input_size_override": ir.IntegerAttr.get(i64, reduction_input_size_override),
+        "is_fallback": ir.BoolAttr.get(True),
+        "top_k": ir.IntegerAttr.get(i64, k),
+    }
     attributes = {
         "call_target_name": ir.StringAttr.get("ApproxTopK"),
         "has_side_effect": ir.BoolAttr.get(False),
@@ -122,7 +145,9 @@ def _approx_top_k_lower(ctx, x, *, k, reduction_dimension, recall_target, is_max
     }
     op = hlo.CustomCallOp.build_generic(
         results=[aval_to_ir(a) for a in ctx.avals_out],
-        operands=[x, iota, init, constant(np.int32(-1))], attributes=attributes)
+        operands=[x, iota, init, constant(np.int32(-1))],
+        attributes=attributes,
+    )
     op.operation.attributes["mhlo.backend_config"] = ir.DictAttr.get(config)
     return list(op.results)
 

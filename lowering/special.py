@@ -28,8 +28,9 @@ def _composition(impl):
         out = ctx.avals_out[0]
         args = [broadcast_to(x, a, out) for x, a in zip(args, ctx.avals_in, strict=True)]
         aval = out.update(weak_type=False)
-        return lower_composition(ctx, lambda *xs: [impl(*xs)], [aval] * len(args), args,
-                                 impl.__name__)
+        return lower_composition(
+            ctx, lambda *xs: [impl(*xs)], [aval] * len(args), args, impl.__name__
+        )
 
     return rule
 

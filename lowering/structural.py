@@ -14,18 +14,19 @@ def _i64_array(values):
 
 def _broadcast_in_dim_lower(ctx, x, *, shape, broadcast_dimensions, sharding=None):
     if mlir.is_dynamic(shape):  # a symbolic dimension (export)
-        return [mlir.broadcast_dynamic(aval_to_ir(ctx.avals_out[0]), x, shape,
-                                       broadcast_dimensions)]
-    return [hlo.broadcast_in_dim(aval_to_ir(ctx.avals_out[0]), x,
-                                 _i64_array(broadcast_dimensions))]
+        return [
+            mlir.broadcast_dynamic(aval_to_ir(ctx.avals_out[0]), x, shape, broadcast_dimensions)
+        ]
+    return [hlo.broadcast_in_dim(aval_to_ir(ctx.avals_out[0]), x, _i64_array(broadcast_dimensions))]
 
 
 def _reshape_lower(ctx, x, **params):
     # Also squeeze's rule: the output type says everything.
     shape = ctx.avals_out[0].shape
     if mlir.is_dynamic(shape):  # a symbolic dimension (export)
-        return [hlo.dynamic_reshape(aval_to_ir(ctx.avals_out[0]), x,
-                                    mlir.symbolic_shape_tensor(shape))]
+        return [
+            hlo.dynamic_reshape(aval_to_ir(ctx.avals_out[0]), x, mlir.symbolic_shape_tensor(shape))
+        ]
     return [hlo.reshape(aval_to_ir(ctx.avals_out[0]), x)]
 
 
@@ -39,8 +40,16 @@ def _rev_lower(ctx, x, *, dimensions):
 
 def _pad_lower(ctx, x, padding_value, *, padding_config):
     lo, hi, interior = zip(*padding_config, strict=True) if padding_config else ((), (), ())
-    return [hlo.pad(x, padding_value, _i64_array(lo), _i64_array(hi), _i64_array(interior),
-                    results=[aval_to_ir(ctx.avals_out[0])])]
+    return [
+        hlo.pad(
+            x,
+            padding_value,
+            _i64_array(lo),
+            _i64_array(hi),
+            _i64_array(interior),
+            results=[aval_to_ir(ctx.avals_out[0])],
+        )
+    ]
 
 
 # Wide concatenations are slow for XLA to compile; JAX joins at most this many per op.
@@ -51,8 +60,10 @@ def _concatenate_lower(ctx, *xs, dimension):
     dim = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dimension)
     xs = list(xs)
     while len(xs) > 1:
-        xs = [hlo.concatenate(xs[i:i + _CONCAT_FANIN], dim)
-              for i in range(0, len(xs), _CONCAT_FANIN)]
+        xs = [
+            hlo.concatenate(xs[i : i + _CONCAT_FANIN], dim)
+            for i in range(0, len(xs), _CONCAT_FANIN)
+        ]
     return xs
 
 
@@ -65,8 +76,7 @@ def _tile_lower(ctx, x, *, reps):
     aval = ctx.avals_in[0]
     pairs = aval.update(shape=tuple(n for d in aval.shape for n in (1, d)))
     x = hlo.reshape(aval_to_ir(pairs), x)
-    tiled = aval.update(shape=tuple(n for pair in zip(reps, aval.shape, strict=True)
-                                    for n in pair))
+    tiled = aval.update(shape=tuple(n for pair in zip(reps, aval.shape, strict=True) for n in pair))
     x = hlo.broadcast_in_dim(aval_to_ir(tiled), x, _i64_array(range(2 * aval.ndim)))
     return [hlo.reshape(aval_to_ir(ctx.avals_out[0]), x)]
 
@@ -77,8 +87,7 @@ def _slices_along(x, aval, axis, sizes):
     outs = []
     for n in sizes:
         limit[axis] = start[axis] + n
-        outs.append(hlo.slice(x, _i64_array(start), _i64_array(limit),
-                              _i64_array([1] * aval.ndim)))
+        outs.append(hlo.slice(x, _i64_array(start), _i64_array(limit), _i64_array([1] * aval.ndim)))
         start[axis] = limit[axis]
     return outs
 
@@ -97,8 +106,12 @@ def _stack_lower(ctx, *xs, axis):
 
 def _unstack_lower(ctx, x, *, axis):
     aval = ctx.avals_in[0]
-    return [hlo.reshape(aval_to_ir(out), piece) for out, piece in
-            zip(ctx.avals_out, _slices_along(x, aval, axis, [1] * aval.shape[axis]), strict=True)]
+    return [
+        hlo.reshape(aval_to_ir(out), piece)
+        for out, piece in zip(
+            ctx.avals_out, _slices_along(x, aval, axis, [1] * aval.shape[axis]), strict=True
+        )
+    ]
 
 
 lowering_rules[st.tile_p] = _tile_lower

@@ -9,9 +9,12 @@ from lowering.mlir import lowering_rules
 from xform.core import ShapedArray
 from xform.primitives import svd as svd_family
 
-_ROUTINES = {None: "gesdd", svd_family.SvdAlgorithm.DEFAULT: "gesdd",
-             svd_family.SvdAlgorithm.DIVIDE_AND_CONQUER: "gesdd",
-             svd_family.SvdAlgorithm.QR: "gesvd"}
+_ROUTINES = {
+    None: "gesdd",
+    svd_family.SvdAlgorithm.DEFAULT: "gesdd",
+    svd_family.SvdAlgorithm.DIVIDE_AND_CONQUER: "gesdd",
+    svd_family.SvdAlgorithm.QR: "gesvd",
+}
 
 
 def _svd_lower(ctx, x, *, full_matrices, compute_uv, subset_by_index, algorithm):
@@ -21,14 +24,14 @@ def _svd_lower(ctx, x, *, full_matrices, compute_uv, subset_by_index, algorithm)
     if subset_by_index is not None and subset_by_index != (0, k):
         raise NotImplementedError("subset_by_index not implemented for CPU and GPU")
     if m == 0 or n == 0:
+
         def empty(x):
             return svd_family.svd_empty(x, full_matrices=full_matrices, compute_uv=compute_uv)
 
         return lower_composition(ctx, empty, [aval], [x], "svd")
     routine = _ROUTINES.get(algorithm)
     if routine is None:
-        raise NotImplementedError("The SVD Jacobi and Polar algorithms are not implemented on "
-                                  "CPU.")
+        raise NotImplementedError("The SVD Jacobi and Polar algorithms are not implemented on CPU.")
     mode = "N" if not compute_uv else ("A" if full_matrices else "S")
     s_aval = ctx.avals_out[0]
     # The kernel writes u and vt even for mode 'N' (then they are only workspace).
@@ -36,14 +39,21 @@ def _svd_lower(ctx, x, *, full_matrices, compute_uv, subset_by_index, algorithm)
     vt_aval = ShapedArray(batch + (n if full_matrices else k, n), aval.dtype)
     info_aval = batch_info_aval(aval)
     _, s, u, vt, info = lapack.custom_call(
-        lapack.target(routine, aval.dtype), [x], [aval],
-        [aval, s_aval, u_aval, vt_aval, info_aval], {"mode": lapack.char(mode)},
-        aval.ndim - 2, aliases=[(0, 0)])
+        lapack.target(routine, aval.dtype),
+        [x],
+        [aval],
+        [aval, s_aval, u_aval, vt_aval, info_aval],
+        {"mode": lapack.char(mode)},
+        aval.ndim - 2,
+        aliases=[(0, 0)],
+    )
     ok = lapack.info_ok(info, info_aval)
     outs = [lapack.nan_where_failed(ok, info_aval, s, s_aval)]
     if compute_uv:
-        outs += [lapack.nan_where_failed(ok, info_aval, u, u_aval),
-                 lapack.nan_where_failed(ok, info_aval, vt, vt_aval)]
+        outs += [
+            lapack.nan_where_failed(ok, info_aval, u, u_aval),
+            lapack.nan_where_failed(ok, info_aval, vt, vt_aval),
+        ]
     return outs
 
 

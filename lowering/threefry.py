@@ -27,8 +27,9 @@ _U32 = np.dtype(np.uint32)
 
 def _rotate_left(x, r):
     """``x`` rotated left by ``r`` bits (``r`` a uint32 scalar, traced or not)."""
-    return lax.bitwise_or(lax.shift_left(x, r),
-                          lax.shift_right_logical(x, lax.sub(_U32.type(32), r)))
+    return lax.bitwise_or(
+        lax.shift_left(x, r), lax.shift_right_logical(x, lax.sub(_U32.type(32), r))
+    )
 
 
 def _round(x1, x2, r):
@@ -47,8 +48,7 @@ def _hash_rolled(k1, k2, x1, x2):
             x1, x2 = _round(x1, x2, lax.index_in_dim(rotations[0], j, keepdims=False))
         x1 = lax.add(x1, ks[0])
         # the step index is int64 under x64: convert it before adding
-        x2 = lax.add(lax.add(x2, ks[1]),
-                     lax.add(lax.convert_element_type(i, _U32), _U32.type(1)))
+        x2 = lax.add(lax.add(x2, ks[1]), lax.add(lax.convert_element_type(i, _U32), _U32.type(1)))
         return x1, x2, (ks[1], ks[2], ks[0]), (rotations[1], rotations[0])
 
     x1, x2, _, _ = lax.fori_loop(0, 5, step, (x1, x2, (ks[1], ks[2], ks[0]), rotations))

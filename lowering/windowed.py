@@ -37,13 +37,26 @@ def _padding_attr(padding):
     return ir.DenseIntElementsAttr.get(np.asarray(padding, np.int64).reshape(len(padding), 2))
 
 
-def _reduce_window_op(out_avals, operands, inits, window_dimensions, window_strides, padding,
-                      base_dilation, window_dilation):
+def _reduce_window_op(
+    out_avals,
+    operands,
+    inits,
+    window_dimensions,
+    window_strides,
+    padding,
+    base_dilation,
+    window_dilation,
+):
     return hlo.ReduceWindowOp(
-        [aval_to_ir(a) for a in out_avals], list(operands), list(inits),
-        _i64s(window_dimensions), window_strides=_i64s(window_strides),
-        base_dilations=_i64s(base_dilation), window_dilations=_i64s(window_dilation),
-        padding=_padding_attr(padding))
+        [aval_to_ir(a) for a in out_avals],
+        list(operands),
+        list(inits),
+        _i64s(window_dimensions),
+        window_strides=_i64s(window_strides),
+        base_dilations=_i64s(base_dilation),
+        window_dilations=_i64s(window_dilation),
+        padding=_padding_attr(padding),
+    )
 
 
 # --------------------------------------------------------------------------- reduce_window
@@ -97,8 +110,9 @@ def _select_and_gather_add_lower(ctx, tangents, operand, *, select_prim, **param
     monoid = "max" if select_prim is ge_p else "min"
     inits = [constant(red.identity(monoid, dtype), dtype), constant(0, t_dtype)]
     out_aval = ctx.avals_out[0]
-    op = _reduce_window_op([out_aval.update(dtype=dtype), out_aval], [operand, tangents],
-                           inits, **params)
+    op = _reduce_window_op(
+        [out_aval.update(dtype=dtype), out_aval], [operand, tangents], inits, **params
+    )
     direction, ctype = _direction(select_prim), compare_type(dtype)
 
     def body(kx, vx, ky, vy):
@@ -112,41 +126,75 @@ def _select_and_gather_add_lower(ctx, tangents, operand, *, select_prim, **param
 lowering_rules[win.select_and_gather_add_p] = _select_and_gather_add_lower
 
 
-def _select_and_scatter_add_lower(ctx, source, operand, *, select_prim, window_dimensions,
-                                  window_strides, padding):
+def _select_and_scatter_add_lower(
+    ctx, source, operand, *, select_prim, window_dimensions, window_strides, padding
+):
     aval = ctx.avals_in[1]
     dtype = aval.dtype
     monoid = "max" if select_prim is ge_p else "min"
     lows, highs = [lo for lo, _ in padding], [hi for _, hi in padding]
     padded_shape = tuple(d + lo + hi for d, (lo, hi) in zip(aval.shape, padding, strict=True))
     padded_type = aval_to_ir(aval.update(shape=padded_shape))
-    padded = hlo.pad(operand, constant(red.identity(monoid, dtype), dtype), _i64s(lows),
-                     _i64s(highs), _i64s([0] * aval.ndim), results=[padded_type])
-    op = hlo.SelectAndScatterOp(padded_type, padded, source, constant(0, dtype),
-                                window_dimensions=_i64s(window_dimensions),
-                                window_strides=_i64s(window_strides),
-                                padding=_padding_attr([(0, 0)] * aval.ndim))
+    padded = hlo.pad(
+        operand,
+        constant(red.identity(monoid, dtype), dtype),
+        _i64s(lows),
+        _i64s(highs),
+        _i64s([0] * aval.ndim),
+        results=[padded_type],
+    )
+    op = hlo.SelectAndScatterOp(
+        padded_type,
+        padded,
+        source,
+        constant(0, dtype),
+        window_dimensions=_i64s(window_dimensions),
+        window_strides=_i64s(window_strides),
+        padding=_padding_attr([(0, 0)] * aval.ndim),
+    )
     direction, ctype = _direction(select_prim), compare_type(dtype)
     build_region_at(op.select, [dtype, dtype], lambda a, b: [compare(a, b, direction, ctype)])
     scatter = hlo.or_ if dtype == dtypes.bool_ else hlo.add
     build_region_at(op.scatter, [dtype, dtype], lambda a, b: [scatter(a, b)])
     # Padding with the negated amounts takes the padding off (and gives the elements that a
     # negative padding cut off a zero cotangent).
-    return [hlo.pad(op.result, constant(0, dtype), _i64s([-lo for lo in lows]),
-                    _i64s([-hi for hi in highs]), _i64s([0] * aval.ndim),
-                    results=[aval_to_ir(ctx.avals_out[0])])]
+    return [
+        hlo.pad(
+            op.result,
+            constant(0, dtype),
+            _i64s([-lo for lo in lows]),
+            _i64s([-hi for hi in highs]),
+            _i64s([0] * aval.ndim),
+            results=[aval_to_ir(ctx.avals_out[0])],
+        )
+    ]
 
 
 lowering_rules[win.select_and_scatter_add_p] = _select_and_scatter_add_lower
 
 
-def _select_and_scatter_lower(ctx, operand, source, init_value, *, select_jaxpr,
-                              scatter_jaxpr, window_dimensions, window_strides, padding):
+def _select_and_scatter_lower(
+    ctx,
+    operand,
+    source,
+    init_value,
+    *,
+    select_jaxpr,
+    scatter_jaxpr,
+    window_dimensions,
+    window_strides,
+    padding,
+):
     dtype = ctx.avals_in[0].dtype
-    op = hlo.SelectAndScatterOp(aval_to_ir(ctx.avals_out[0]), operand, source, init_value,
-                                window_dimensions=_i64s(window_dimensions),
-                                window_strides=_i64s(window_strides),
-                                padding=_padding_attr(padding))
+    op = hlo.SelectAndScatterOp(
+        aval_to_ir(ctx.avals_out[0]),
+        operand,
+        source,
+        init_value,
+        window_dimensions=_i64s(window_dimensions),
+        window_strides=_i64s(window_strides),
+        padding=_padding_attr(padding),
+    )
     build_jaxpr_region(ctx, op.select, select_jaxpr, [dtype, dtype])
     build_jaxpr_region(ctx, op.scatter, scatter_jaxpr, [dtype, dtype])
     return [op.result]

@@ -18,8 +18,13 @@ import xform  # noqa: E402
 # The default ("ci") profile draws 8 fixed examples per property: the suite's time budget (15
 # minutes on 2 cores) holds thousands of compiles; HYPOTHESIS_PROFILE=dev draws 50, fresh.
 hypothesis.settings.register_profile(
-    "ci", max_examples=8, deadline=None, derandomize=True, print_blob=True,
-    suppress_health_check=[hypothesis.HealthCheck.too_slow])
+    "ci",
+    max_examples=8,
+    deadline=None,
+    derandomize=True,
+    print_blob=True,
+    suppress_health_check=[hypothesis.HealthCheck.too_slow],
+)
 hypothesis.settings.register_profile("dev", max_examples=50, deadline=None)
 hypothesis.settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 

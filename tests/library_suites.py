@@ -40,12 +40,26 @@ def _sources(lib, workdir):
     os.makedirs(folder, exist_ok=True)
     root = os.path.join(folder, "src")
     if not os.path.isdir(root):
-        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                        "--no-binary", ":all:", f"{name}=={version}", "-d", folder], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                f"{name}=={version}",
+                "-d",
+                folder,
+            ],
+            check=True,
+        )
         archive = next(f for f in os.listdir(folder) if f.endswith(".tar.gz"))
         with tarfile.open(os.path.join(folder, archive)) as tar:
             tar.extractall(folder, filter="data")
-        os.rename(os.path.join(folder, archive[:-len(".tar.gz")]), root)
+        os.rename(os.path.join(folder, archive[: -len(".tar.gz")]), root)
     return folder, root, tests
 
 
@@ -55,10 +69,20 @@ def _pytest(root, args, compat, junit, timeout):
     Returns whether it finished in time."""
     runner = ["-m", "xform.run", "-m", "pytest"] if compat else ["-m", "pytest"]
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    cmd = [sys.executable, *runner, "-p", "no:cacheprovider", "-q", "-o", "addopts=",
-           f"--junitxml={junit}", *args]
-    with subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL) as proc:
+    cmd = [
+        sys.executable,
+        *runner,
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-o",
+        "addopts=",
+        f"--junitxml={junit}",
+        *args,
+    ]
+    with subprocess.Popen(
+        cmd, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    ) as proc:
         try:
             proc.wait(timeout=timeout)
             return True
@@ -73,9 +97,13 @@ def _pytest(root, args, compat, junit, timeout):
 
 def _collect(root, tests, keyword):
     args = ["--collect-only", "-q", tests] + (["-k", keyword] if keyword else [])
-    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o",
-                          "addopts=", *args], check=False, cwd=root, capture_output=True,
-                         text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", *args],
+        check=False,
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     return sorted(line.strip() for line in out.stdout.splitlines() if "::" in line)
 
 
@@ -120,9 +148,13 @@ def run(lib, workdir, sample, keyword, timeout):
     xform_results, xform_errors = outcomes["xform"]
     passed = sorted(k for k, v in jax_results.items() if v == "passed")
     lost = [k for k in passed if xform_results.get(k) != "passed"]
-    report.update(passed_jax=len(passed), passed_xform=len(passed) - len(lost),
-                  xform_only_failures={k: (xform_errors.get(k) or [xform_results.get(
-                      k, "not run")])[0] for k in lost})
+    report.update(
+        passed_jax=len(passed),
+        passed_xform=len(passed) - len(lost),
+        xform_only_failures={
+            k: (xform_errors.get(k) or [xform_results.get(k, "not run")])[0] for k in lost
+        },
+    )
     with open(os.path.join(folder, "report.json"), "w") as f:
         json.dump(report, f, indent=1)
     return report
@@ -132,16 +164,19 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("libraries", nargs="+", choices=sorted(LIBRARIES))
     parser.add_argument("--sample", type=int, default=400, help="tests per library (0: all)")
-    parser.add_argument("--workdir", default=os.path.join(os.path.expanduser("~"), ".cache",
-                                                          "xform-library-suites"))
+    parser.add_argument(
+        "--workdir", default=os.path.join(os.path.expanduser("~"), ".cache", "xform-library-suites")
+    )
     parser.add_argument("-k", dest="keyword", default=None)
     parser.add_argument("--timeout", type=int, default=3600, help="seconds per engine run")
     options = parser.parse_args()
     for lib in options.libraries:
         report = run(lib, options.workdir, options.sample, options.keyword, options.timeout)
         share = report["passed_xform"] / max(report["passed_jax"], 1)
-        print(f"{lib}: {report['sampled']} sampled, {report['passed_jax']} pass under JAX, "
-              f"{report['passed_xform']} of them under xform ({share:.0%})")
+        print(
+            f"{lib}: {report['sampled']} sampled, {report['passed_jax']} pass under JAX, "
+            f"{report['passed_xform']} of them under xform ({share:.0%})"
+        )
         for test, error in report["xform_only_failures"].items():
             print(f"  {test}: {error}")
 

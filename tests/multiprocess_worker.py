@@ -38,10 +38,14 @@ def start(process_id, port):
     """Join the two-process cluster; before anything else touches a JAX backend."""
     jax.config.update("jax_num_cpu_devices", LOCAL_DEVICES)
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=2,
-                               process_id=process_id, initialization_timeout=INIT_TIMEOUT,
-                               heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT,
-                               shutdown_timeout_seconds=SHUTDOWN_TIMEOUT)
+    jax.distributed.initialize(
+        coordinator_address=f"127.0.0.1:{port}",
+        num_processes=2,
+        process_id=process_id,
+        initialization_timeout=INIT_TIMEOUT,
+        heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT,
+        shutdown_timeout_seconds=SHUTDOWN_TIMEOUT,
+    )
 
 
 def mlp_loss(params, x, y, xnp):
@@ -53,7 +57,7 @@ def mlp_loss(params, x, y, xnp):
 
 def local_slices(x, process_id):
     """This process's devices' part of a global array whose leading axis is the device axis."""
-    return x[process_id * LOCAL_DEVICES:(process_id + 1) * LOCAL_DEVICES]
+    return x[process_id * LOCAL_DEVICES : (process_id + 1) * LOCAL_DEVICES]
 
 
 def library(name):

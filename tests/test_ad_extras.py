@@ -37,10 +37,14 @@ def _f32(tree):
 
 
 def test_public_names_match_jax():
-    for mod, ours in ((jax.ad_checkpoint, xform.ad_checkpoint),
-                      (jax.custom_derivatives, xform.custom_derivatives)):
+    for mod, ours in (
+        (jax.ad_checkpoint, xform.ad_checkpoint),
+        (jax.custom_derivatives, xform.custom_derivatives),
+    ):
         public = {n for n in dir(mod) if not n.startswith("_")} - {
-            "linear_call", "remat_opt_p"}  # not in xform (see the module docstrings)
+            "linear_call",
+            "remat_opt_p",
+        }  # not in xform (see the module docstrings)
         assert public <= set(dir(ours)), public - set(dir(ours))
     policies = {n for n in dir(jax.checkpoint_policies) if not n.startswith("_")}
     assert policies <= set(vars(xform.checkpoint_policies))
@@ -100,8 +104,9 @@ POLICIES = {
     "only_a": lambda p: p.save_only_these_names("a"),
     "only_dot": lambda p: p.save_only_these_names("dot", "unused"),
     "any_but_a": lambda p: p.save_any_names_but_these("a"),
-    "both": lambda p: p.save_from_both_policies(p.save_only_these_names("a"),
-                                                p.dots_with_no_batch_dims_saveable),
+    "both": lambda p: p.save_from_both_policies(
+        p.save_only_these_names("a"), p.dots_with_no_batch_dims_saveable
+    ),
 }
 
 
@@ -135,12 +140,17 @@ def _with_varargs(np_):
 def test_saved_residuals_name_arguments_as_jax(capsys):
     for _, np_ in (LIBS["xform"], LIBS["jax"]):
         api = xform if np_ is xnp else jax
-        api.ad_checkpoint.print_saved_residuals(_with_varargs(np_), {"w": X}, X,
-                                                scale=np.float32(2), z=X)
+        api.ad_checkpoint.print_saved_residuals(
+            _with_varargs(np_), {"w": X}, X, scale=np.float32(2), z=X
+        )
     lines = [_normalized(line) for line in capsys.readouterr().out.splitlines()]
-    assert lines[:len(lines) // 2] == lines[len(lines) // 2:]
-    assert lines[:4] == ["f32[4] from the argument p['w']", "f32[4] from the argument args[0]",
-                         "f32[] from the argument scale", "f32[4] from the argument kw['z']"]
+    assert lines[: len(lines) // 2] == lines[len(lines) // 2 :]
+    assert lines[:4] == [
+        "f32[4] from the argument p['w']",
+        "f32[4] from the argument args[0]",
+        "f32[] from the argument scale",
+        "f32[4] from the argument kw['z']",
+    ]
 
 
 def test_offload_policies_save_as_on_device():
@@ -148,18 +158,25 @@ def test_offload_policies_save_as_on_device():
     them to pinned host memory); the values saved and the gradients are the same."""
     p = xform.checkpoint_policies
     offload = p.save_and_offload_only_these_names(
-        names_which_can_be_saved=["a"], names_which_can_be_offloaded=["dot"],
-        offload_src="device", offload_dst="pinned_host")
+        names_which_can_be_saved=["a"],
+        names_which_can_be_offloaded=["dot"],
+        offload_src="device",
+        offload_dst="pinned_host",
+    )
     saved = xform.ad_checkpoint.saved_residuals(
-        xform.checkpoint(lambda w1, w2, x: _net(xform, xnp, w1, w2, x), policy=offload),
-        W1, W2, X2)
-    assert [s.split(" from")[0] for _, s in saved[3:]] == ["named 'dot'", "named 'a'",
-                                                           "named 'dot'"]
+        xform.checkpoint(lambda w1, w2, x: _net(xform, xnp, w1, w2, x), policy=offload), W1, W2, X2
+    )
+    assert [s.split(" from")[0] for _, s in saved[3:]] == [
+        "named 'dot'",
+        "named 'a'",
+        "named 'dot'",
+    ]
     grads = []
     for api, np_ in (LIBS["xform"], LIBS["jax"]):
-        f = api.checkpoint(lambda w1, w2, x, api=api, np_=np_: _net(api, np_, w1, w2, x),
-                           policy=api.checkpoint_policies.offload_dot_with_no_batch_dims(
-                               "device", "pinned_host"))
+        f = api.checkpoint(
+            lambda w1, w2, x, api=api, np_=np_: _net(api, np_, w1, w2, x),
+            policy=api.checkpoint_policies.offload_dot_with_no_batch_dims("device", "pinned_host"),
+        )
         grads.append(api.jit(api.grad(f, argnums=(0, 1)))(W1, W2, X2))
     assert_same(*grads, **TOL)
 
@@ -178,8 +195,12 @@ def _scan_net(api, np_, policy, reverse=False):
     return api.checkpoint(loss, policy=policy(api.checkpoint_policies))
 
 
-SCAN_POLICIES = [lambda p: None, lambda p: p.save_only_these_names("h"),
-                 lambda p: p.save_any_names_but_these("h"), lambda p: p.dots_saveable]
+SCAN_POLICIES = [
+    lambda p: None,
+    lambda p: p.save_only_these_names("h"),
+    lambda p: p.save_any_names_but_these("h"),
+    lambda p: p.dots_saveable,
+]
 WS = RNG.standard_normal((3, 4, 4)).astype(np.float32) / 2
 
 
@@ -188,12 +209,14 @@ def test_policies_inside_scan_and_jit(capsys, policy):
     """A policy picks what is saved inside the checkpoint's loops and calls too; the
     derivatives are unchanged, and the scanned-over arguments are saved as themselves."""
     reverse = policy == 1
-    grads = [api.jit(api.grad(_scan_net(api, np_, SCAN_POLICIES[policy], reverse),
-                              argnums=(0, 1)))(WS, X)
-             for api, np_ in (LIBS["xform"], LIBS["jax"])]
+    grads = [
+        api.jit(api.grad(_scan_net(api, np_, SCAN_POLICIES[policy], reverse), argnums=(0, 1)))(
+            WS, X
+        )
+        for api, np_ in (LIBS["xform"], LIBS["jax"])
+    ]
     assert_same(*grads, rtol=1e-5, atol=1e-5)
-    xform.ad_checkpoint.print_saved_residuals(_scan_net(xform, xnp, SCAN_POLICIES[policy]),
-                                              WS, X)
+    xform.ad_checkpoint.print_saved_residuals(_scan_net(xform, xnp, SCAN_POLICIES[policy]), WS, X)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "f32[3,4,4] from the argument ws"
     if policy:  # the named or dot values of each iteration, stacked
@@ -201,8 +224,9 @@ def test_policies_inside_scan_and_jit(capsys, policy):
 
 
 def _layers_net(api, np_):
-    @functools.partial(api.checkpoint,
-                       policy=api.checkpoint_policies.dots_with_no_batch_dims_saveable)
+    @functools.partial(
+        api.checkpoint, policy=api.checkpoint_policies.dots_with_no_batch_dims_saveable
+    )
     def layer(x, w_b):
         w, b = w_b
         return np_.maximum(np_.dot(x, w) + b, 0.0), None
@@ -216,22 +240,29 @@ def _layers_net(api, np_):
 def test_scan_over_layers_saves_as_jax(capsys):
     """The remat tutorial's scan over layers with a checkpointed body: same residuals."""
     for api, np_ in (LIBS["xform"], LIBS["jax"]):
-        api.ad_checkpoint.print_saved_residuals(_layers_net(api, np_), WS[:2, :2, :2],
-                                                WS[:2, 0, :2], X[:2])
-    lines = [_normalized(line).replace("closed_call", "scan")
-             for line in capsys.readouterr().out.splitlines()]
-    assert lines[:len(lines) // 2] == lines[len(lines) // 2:]
+        api.ad_checkpoint.print_saved_residuals(
+            _layers_net(api, np_), WS[:2, :2, :2], WS[:2, 0, :2], X[:2]
+        )
+    lines = [
+        _normalized(line).replace("closed_call", "scan")
+        for line in capsys.readouterr().out.splitlines()
+    ]
+    assert lines[: len(lines) // 2] == lines[len(lines) // 2 :]
     assert lines[0] == "f32[2,2,2] from the argument ws"
 
 
 def test_policy_errors():
     p = xform.checkpoint_policies
     with pytest.raises(ValueError, match="should not intersect"):
-        p.save_and_offload_only_these_names(names_which_can_be_saved=["a"],
-                                            names_which_can_be_offloaded=["a"],
-                                            offload_src="device", offload_dst="pinned_host")
-    both = p.save_from_both_policies(p.dots_saveable,
-                                     p.offload_dot_with_no_batch_dims("device", "pinned_host"))
+        p.save_and_offload_only_these_names(
+            names_which_can_be_saved=["a"],
+            names_which_can_be_offloaded=["a"],
+            offload_src="device",
+            offload_dst="pinned_host",
+        )
+    both = p.save_from_both_policies(
+        p.dots_saveable, p.offload_dot_with_no_batch_dims("device", "pinned_host")
+    )
     f = xform.checkpoint(lambda w, x: xnp.sum(xnp.sin(w @ x)), policy=both)
     with pytest.raises(ValueError, match="should be a boolean"):
         xform.grad(f)(W1, X)
@@ -249,10 +280,14 @@ def _static_args_run(api, np_):
             x = np_.sin(x) * scale
         return x
 
-    f = api.checkpoint(g, static_argnums=(1,), static_argnames=("scale",),
-                       prevent_cse=(True, False))
-    return (f(0.5, 3, scale=2.0), api.grad(f)(0.5, 3, scale=2.0),
-            api.jit(api.grad(f), static_argnums=1, static_argnames="scale")(0.5, 2, scale=3.0))
+    f = api.checkpoint(
+        g, static_argnums=(1,), static_argnames=("scale",), prevent_cse=(True, False)
+    )
+    return (
+        f(0.5, 3, scale=2.0),
+        api.grad(f)(0.5, 3, scale=2.0),
+        api.jit(api.grad(f), static_argnums=1, static_argnames="scale")(0.5, 2, scale=3.0),
+    )
 
 
 def test_checkpoint_static_argnums_and_argnames():
@@ -281,9 +316,12 @@ def _symbolic_jvp_run(api, np_, mod):
         return f(x, y), out
 
     f.defjvp(f_jvp, symbolic_zeros=True)
-    values = (api.grad(f)(2.0, 3.0), api.grad(f, argnums=1)(2.0, 3.0),
-              api.jit(api.grad(f))(2.0, 3.0),
-              api.jvp(lambda x: f(x, 3.0), (2.0,), (1.0,))[1])
+    values = (
+        api.grad(f)(2.0, 3.0),
+        api.grad(f, argnums=1)(2.0, 3.0),
+        api.jit(api.grad(f))(2.0, 3.0),
+        api.jvp(lambda x: f(x, 3.0), (2.0,), (1.0,))[1],
+    )
     return _f32(values), seen
 
 
@@ -291,8 +329,7 @@ def test_custom_jvp_symbolic_zeros():
     got, got_seen = _symbolic_jvp_run(xform, xnp, xform.custom_derivatives)
     expected, expected_seen = _symbolic_jvp_run(jax, jnp, jax.custom_derivatives)
     assert_same(got, expected, check_weak_type=False)
-    assert got_seen == expected_seen == [(False, True), (True, False), (False, True),
-                                         (False, True)]
+    assert got_seen == expected_seen == [(False, True), (True, False), (False, True), (False, True)]
 
 
 def _symbolic_vjp_run(api, mod):
@@ -311,12 +348,16 @@ def _symbolic_vjp_run(api, mod):
         seen.append(("bwd",) + tuple(type(c) is mod.SymbolicZero for c in cts))
         x, y = res
         ct_prod, _ = cts
-        return (ct_prod * y if type(ct_prod) is not mod.SymbolicZero else None,
-                mod.zero_from_primal(y, symbolic_zeros=True))
+        return (
+            ct_prod * y if type(ct_prod) is not mod.SymbolicZero else None,
+            mod.zero_from_primal(y, symbolic_zeros=True),
+        )
 
     f.defvjp(fwd, bwd, symbolic_zeros=True)
-    grads = (api.grad(lambda x: f(x, 3.0)[0])(2.0),
-             api.grad(lambda x, y: f(x, y)[1], argnums=(0, 1))(2.0, 3.0))
+    grads = (
+        api.grad(lambda x: f(x, 3.0)[0])(2.0),
+        api.grad(lambda x, y: f(x, y)[1], argnums=(0, 1))(2.0, 3.0),
+    )
     return grads, seen
 
 
@@ -334,8 +375,12 @@ def _nondiff_run(api):
     v = api.custom_vjp(lambda x, n: x * n, nondiff_argnames=("n",))
     v.defvjp(lambda x, n: (x * n, None), lambda n, _, ct: (ct * n * 100,))
     assert k.nondiff_argnums == v.nondiff_argnums == (1,)
-    return (api.grad(k)(2.0, 3.0), api.grad(lambda x: k(x, n=3.0))(2.0),
-            api.grad(v)(2.0, 3.0), api.grad(lambda x: v(x, n=3.0))(2.0))
+    return (
+        api.grad(k)(2.0, 3.0),
+        api.grad(lambda x: k(x, n=3.0))(2.0),
+        api.grad(v)(2.0, 3.0),
+        api.grad(lambda x: v(x, n=3.0))(2.0),
+    )
 
 
 def test_nondiff_argnames():
@@ -345,7 +390,7 @@ def test_nondiff_argnames():
 def _custom_gradient_run(api, np_):
     @api.custom_gradient
     def f(x):
-        return x ** 2, lambda g: (g * x,)
+        return x**2, lambda g: (g * x,)
 
     @api.custom_gradient
     def g(x, y):
@@ -355,10 +400,16 @@ def _custom_gradient_run(api, np_):
         converted, consts = api.closure_convert(lambda x: np_.sin(x) * y, 1.0)
         return converted(2.0, *consts), len(consts)
 
-    return (api.grad(f)(3.0), api.jit(api.grad(f))(3.0), api.grad(api.grad(f))(3.0),
-            api.vmap(api.grad(f))(X), api.grad(g, argnums=(0, 1))(2.0, 3.0), outer(3.0),
-            api.grad(lambda y: outer(y)[0])(3.0),
-            api.value_and_grad(lambda y: outer(y)[1] * 1.0)(3.0))
+    return (
+        api.grad(f)(3.0),
+        api.jit(api.grad(f))(3.0),
+        api.grad(api.grad(f))(3.0),
+        api.vmap(api.grad(f))(X),
+        api.grad(g, argnums=(0, 1))(2.0, 3.0),
+        outer(3.0),
+        api.grad(lambda y: outer(y)[0])(3.0),
+        api.value_and_grad(lambda y: outer(y)[1] * 1.0)(3.0),
+    )
 
 
 def test_custom_gradient_and_closure_convert():
@@ -374,8 +425,12 @@ def test_custom_gradient_and_closure_convert():
 
 
 def _vmap_run(api, np_):
-    f = api.vmap(lambda x, y: (x * y, np_.sin(x), y * 2.0), in_axes=(0, None),
-                 out_axes=(None, 0, None), sum_match=True)
+    f = api.vmap(
+        lambda x, y: (x * y, np_.sin(x), y * 2.0),
+        in_axes=(0, None),
+        out_axes=(None, 0, None),
+        sum_match=True,
+    )
     g = api.vmap(lambda x: x * 2, spmd_axis_name="data")
     return f(X, np.float32(2.0)), g(X)
 
@@ -391,17 +446,20 @@ def test_lax_map_batch_size(batch_size):
     xs = {"a": np.arange(5.0, dtype=np.float32), "b": np.ones((5, 2), np.float32)}
     results = []
     for api, np_ in (LIBS["xform"], LIBS["jax"]):
+
         def f(x, np_=np_):
             return np_.sin(x["a"]) * 2, np_.sum(x["b"] * x["a"])
 
         results.append(api.lax.map(f, xs, batch_size=batch_size))
     assert_same(*results, **TOL)
     if batch_size == 2:
+
         def loss(api, np_):
             return lambda x: np_.sum(api.lax.map(np_.sin, x, batch_size=2) ** 2)
 
-        assert_same(xform.jit(xform.grad(loss(xform, xnp)))(xs["a"]),
-                    np.sin(2 * xs["a"]), **TOL)  # d/dx sin(x)^2
+        assert_same(
+            xform.jit(xform.grad(loss(xform, xnp)))(xs["a"]), np.sin(2 * xs["a"]), **TOL
+        )  # d/dx sin(x)^2
 
 
 def test_lax_map_bad_batch_size():
@@ -412,15 +470,14 @@ def test_lax_map_bad_batch_size():
 # --------------------------------------------------------------------------- complex inputs
 # The key cells of JAX's "Complex numbers and differentiation" (autodiff cookbook).
 
-A = np.array([[5.0, 2.0 + 3j, 5j], [2.0 - 3j, 7.0, 1.0 + 7j], [-5j, 1.0 - 7j, 12.0]],
-             np.complex64)
+A = np.array([[5.0, 2.0 + 3j, 5j], [2.0 - 3j, 7.0, 1.0 + 7j], [-5j, 1.0 - 7j, 12.0]], np.complex64)
 Z = np.array([1 + 2j, 3j], np.complex64)
 
 
 def _complex_cells(api, np_):
     def f(z):
         x, y = np_.real(z), np_.imag(z)
-        return x ** 2 + y ** 2
+        return x**2 + y**2
 
     def chol(a):
         lower = np_.linalg.cholesky(a)

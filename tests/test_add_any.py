@@ -50,14 +50,20 @@ def test_result_type_is_adds():
         assert ew.add_any(a, b).weak_type == weak == ew.add(a, b).weak_type
 
 
-@pytest.mark.parametrize("x, y", [(X, np.float32(1)), (X, X.T), (X, X.astype(np.float16))],
-                         ids=["rank0", "shapes", "dtypes"])
+@pytest.mark.parametrize(
+    "x, y",
+    [(X, np.float32(1)), (X, X.T), (X, X.astype(np.float16))],
+    ids=["rank0", "shapes", "dtypes"],
+)
 def test_operands_of_two_types_are_rejected(x, y):
     # No broadcasting and no promotion: JAX asserts (an internal check); xform says what.
     with pytest.raises(AssertionError):
         jax.make_jaxpr(ad_util.add_jaxvals)(x, y)
-    with pytest.raises(TypeError, match=r"add_any requires operands of one shape and dtype, "
-                                        r"got f32\[2,3\] and (f32\[\]|f32\[3,2\]|f16\[2,3\])"):
+    with pytest.raises(
+        TypeError,
+        match=r"add_any requires operands of one shape and dtype, "
+        r"got f32\[2,3\] and (f32\[\]|f32\[3,2\]|f16\[2,3\])",
+    ):
         ew.add_any(x, y)
 
 
@@ -65,7 +71,8 @@ def test_lowered_to_stablehlo_add():
     text = xform.jit(ew.add_any).lower(X, Y).as_text()
     assert "stablehlo.add" in text
     assert text.count("stablehlo.") == jax.jit(ad_util.add_jaxvals).lower(X, Y).as_text().count(
-        "stablehlo.")
+        "stablehlo."
+    )
 
 
 def test_jvp_is_linear_and_transpose_copies_the_cotangent():
@@ -78,19 +85,23 @@ def test_jvp_is_linear_and_transpose_copies_the_cotangent():
     for make in (jvp, vjp):
         ours = xform.make_jaxpr(make(xform, ew.add_any))(X, Y)
         assert str(ours) == str(jax.make_jaxpr(make(jax, ad_util.add_jaxvals))(X, Y))
-        for got, want in zip(make(xform, ew.add_any)(X, Y),
-                             make(jax, ad_util.add_jaxvals)(X, Y), strict=True):
+        for got, want in zip(
+            make(xform, ew.add_any)(X, Y), make(jax, ad_util.add_jaxvals)(X, Y), strict=True
+        ):
             assert_same(got, want)
     # A zero tangent is instantiated, as JAX's linear rule does.
     one = lambda L, add: lambda x, y: L.jvp(lambda a: add(a, y), (x,), (y,))  # noqa: E731
     assert str(xform.make_jaxpr(one(xform, ew.add_any))(X, Y)) == str(
-        jax.make_jaxpr(one(jax, ad_util.add_jaxvals))(X, Y))
+        jax.make_jaxpr(one(jax, ad_util.add_jaxvals))(X, Y)
+    )
 
 
 @pytest.mark.parametrize("in_axes", [(0, 0), (0, 1), (1, 0), (None, 0), (1, None)])
 def test_batching_moves_both_operands_to_one_dimension(in_axes):
-    args = [np.moveaxis(X[:, :, None] * np.ones(2, np.float32), 2, d) if d is not None else X
-            for d in in_axes]
+    args = [
+        np.moveaxis(X[:, :, None] * np.ones(2, np.float32), 2, d) if d is not None else X
+        for d in in_axes
+    ]
     ours = xform.vmap(ew.add_any, in_axes=in_axes)
     theirs = jax.vmap(ad_util.add_jaxvals, in_axes=in_axes)
     text, expected = (str(L.make_jaxpr(f)(*args)) for L, f in ((xform, ours), (jax, theirs)))
@@ -110,6 +121,7 @@ def test_batching_moves_both_operands_to_one_dimension(in_axes):
 def test_gradients_accumulate_with_add_any_on_the_tape_too():
     """Eager grad on the tape is bit-equal to linearize + transpose of the staged program
     (both sum cotangents with add_any), and close to JAX's, for a variable read thrice."""
+
     def f(x):
         return xform.numpy.sum(x * xform.numpy.sin(x) * x)
 

@@ -20,6 +20,7 @@ def _step(np_):
     def step(params, x, *, scale, bias=None):
         y = np_.tanh(x @ params["w"]) * scale
         return {"y": y if bias is None else y + bias, "n": np_.sum(x)}, params
+
     return step
 
 
@@ -35,8 +36,9 @@ def test_cached_calls_with_pytrees_keywords_and_statics_as_jax():
             got = xf(xparams, xx, scale=scale, **kwargs)
             want = jf(params, x, scale=scale, **kwargs)
             assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want)
-            for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want),
-                            strict=True):
+            for g, w in zip(
+                jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want), strict=True
+            ):
                 assert g.dtype == w.dtype and g.weak_type == w.weak_type
                 np.testing.assert_allclose(g, w, rtol=1e-6)
     assert xf._cache_size() == 2
@@ -86,11 +88,20 @@ def test_einsum_calls_the_given_dot_general_as_jax():
     for name, np_, lax in (("xform", xnp, xlax), ("jax", jnp, jax.lax)):
         calls = []
 
-        def dot_general(lhs, rhs, dims, precision=None, preferred_element_type=None,
-                        lax=lax, calls=calls, **kwargs):
+        def dot_general(
+            lhs,
+            rhs,
+            dims,
+            precision=None,
+            preferred_element_type=None,
+            lax=lax,
+            calls=calls,
+            **kwargs,
+        ):
             calls.append(dims)
-            return 2 * lax.dot_general(lhs, rhs, dims, precision,
-                                       preferred_element_type=preferred_element_type)
+            return 2 * lax.dot_general(
+                lhs, rhs, dims, precision, preferred_element_type=preferred_element_type
+            )
 
         out = np_.einsum("ij,jk,kl->il", a, b, c, _dot_general=dot_general, optimize=False)
         results[name] = (np.asarray(out), len(calls))
@@ -99,14 +110,16 @@ def test_einsum_calls_the_given_dot_general_as_jax():
 
 
 def test_samplers_take_out_sharding_as_jax():
-    mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",),
-                             axis_types=(jax.sharding.AxisType.Explicit,))
+    mesh = jax.sharding.Mesh(
+        np.array(jax.devices()[:1]), ("x",), axis_types=(jax.sharding.AxisType.Explicit,)
+    )
     sharding = NamedSharding(mesh, PartitionSpec("x"))
     for name, shape in (("uniform", (4,)), ("cauchy", (4,))):  # one of each module
         for out_sharding in (None, sharding):
             with jax.set_mesh(mesh):  # JAX places a result over a mesh it is inside
-                want = getattr(jax.random, name)(jax.random.key(0), shape,
-                                                 out_sharding=out_sharding)
+                want = getattr(jax.random, name)(
+                    jax.random.key(0), shape, out_sharding=out_sharding
+                )
             got = getattr(xrandom, name)(xrandom.key(0), shape, out_sharding=out_sharding)
             np.testing.assert_array_equal(got, want)
             assert got.sharding.is_equivalent_to(want.sharding, len(shape))

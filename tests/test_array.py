@@ -13,8 +13,15 @@ from xform import lax
 from xform.array import from_host
 
 
-@pytest.mark.parametrize("value", [np.arange(3, dtype=np.float32), np.int32(7),
-                                   np.array([[True, False]]), np.zeros((2, 0), np.float32)])
+@pytest.mark.parametrize(
+    "value",
+    [
+        np.arange(3, dtype=np.float32),
+        np.int32(7),
+        np.array([[True, False]]),
+        np.zeros((2, 0), np.float32),
+    ],
+)
 def test_repr_like_jax(value):
     assert repr(from_host(value)) == repr(jnp.asarray(value))
 

@@ -37,22 +37,26 @@ def scan_op(op, reverse=False, axis=0):
     def case(lx, np_):
         fn = {"add": np_.add, "mul": np_.multiply, "max": np_.maximum}[op]
         return lambda x: lx.associative_scan(fn, x, reverse=reverse, axis=axis)
+
     return case
 
 
 def linear_recurrence(reverse=False, axis=0):
     """``h[t] = a[t] * h[t-1] + b[t]`` as a scan of (a, b) pairs."""
+
     def case(lx, np_):
         def fn(x, y):
             (a1, b1), (a2, b2) = x, y
             return a1 * a2, a2 * b1 + b2
 
         return lambda a, b: lx.associative_scan(fn, (a, b), reverse=reverse, axis=axis)
+
     return case
 
 
 def dict_matmul(lx, np_):
     """A dict of leaves of different trailing shapes: 2x2 matrix products and sums."""
+
     def fn(x, y):
         return {"m": np_.matmul(x["m"], y["m"]), "s": x["s"] + y["s"]}
 
@@ -62,15 +66,28 @@ def dict_matmul(lx, np_):
 # --------------------------------------------------------------------------- values
 
 
-@pytest.mark.parametrize(("op", "n"), [("add", 1), ("add", 2), ("add", 5), ("add", 8),
-                                       ("mul", 3), ("mul", 11), ("max", 4), ("max", 7)])
+@pytest.mark.parametrize(
+    ("op", "n"),
+    [
+        ("add", 1),
+        ("add", 2),
+        ("add", 5),
+        ("add", 8),
+        ("mul", 3),
+        ("mul", 11),
+        ("max", 4),
+        ("max", 7),
+    ],
+)
 def test_ops_lengths(op, n):
-    x = (RNG.uniform(0.8, 1.25, (n, 3)) if op == "mul" else RNG.standard_normal((n, 3)))
+    x = RNG.uniform(0.8, 1.25, (n, 3)) if op == "mul" else RNG.standard_normal((n, 3))
     both(scan_op(op), x.astype(np.float32), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize(("reverse", "axis", "n"), [(True, 0, 1), (True, 0, 6), (False, 1, 7),
-                                                    (True, 1, 7), (True, -1, 6), (False, -1, 1)])
+@pytest.mark.parametrize(
+    ("reverse", "axis", "n"),
+    [(True, 0, 1), (True, 0, 6), (False, 1, 7), (True, 1, 7), (True, -1, 6), (False, -1, 1)],
+)
 def test_reverse_axis(reverse, axis, n):
     shape = [2, 3, 4]
     shape[axis] = n
@@ -97,7 +114,7 @@ def test_pytree_linear_recurrence(reverse, n):
     both(linear_recurrence(reverse), a, b, rtol=1e-5, atol=1e-5)
     # Against the sequential recurrence itself.
     h, hs = np.zeros(3, np.float32), []
-    for t in (range(n - 1, -1, -1) if reverse else range(n)):
+    for t in range(n - 1, -1, -1) if reverse else range(n):
         h = a[t] * h + b[t]
         hs.append(h)
     hs = np.stack(hs[::-1] if reverse else hs)
@@ -135,11 +152,15 @@ def _loss(case):
     def build(lx, np_):
         f = case(lx, np_)
         return lambda *args: np_.sum(np_.sin(jax.tree_util.tree_leaves(f(*args))[-1]) ** 2)
+
     return build
 
 
-@pytest.mark.parametrize("case", [scan_op("mul"), scan_op("max", reverse=True, axis=1),
-                                  scan_op("add", axis=-1)], ids=["mul", "max_rev_ax1", "add"])
+@pytest.mark.parametrize(
+    "case",
+    [scan_op("mul"), scan_op("max", reverse=True, axis=1), scan_op("add", axis=-1)],
+    ids=["mul", "max_rev_ax1", "add"],
+)
 def test_grad(case):
     x = RNG.uniform(0.8, 1.25, (5, 6)).astype(np.float32)
     expected = jax.jit(jax.grad(_loss(case)(*JX)))(x)
@@ -164,12 +185,25 @@ def test_check_grads(x64):
 
 def test_vmap():
     x = RNG.standard_normal((4, 5, 3)).astype(np.float32)
-    check_vmap(scan_op("max", reverse=True, axis=1)(*XF),
-               scan_op("max", reverse=True, axis=1)(*JX), (x,), in_axes=2, loop=False)
+    check_vmap(
+        scan_op("max", reverse=True, axis=1)(*XF),
+        scan_op("max", reverse=True, axis=1)(*JX),
+        (x,),
+        in_axes=2,
+        loop=False,
+    )
     a = RNG.uniform(0.5, 1.0, (6, 3, 4)).astype(np.float32)
     b = RNG.standard_normal((6, 3, 4)).astype(np.float32)
-    check_vmap(linear_recurrence()(*XF), linear_recurrence()(*JX), (a, b), in_axes=(2, 2),
-               out_axes=1, rtol=1e-5, atol=1e-5, loop=False)
+    check_vmap(
+        linear_recurrence()(*XF),
+        linear_recurrence()(*JX),
+        (a, b),
+        in_axes=(2, 2),
+        out_axes=1,
+        rtol=1e-5,
+        atol=1e-5,
+        loop=False,
+    )
 
 
 def test_vmap_of_grad():

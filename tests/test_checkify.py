@@ -29,6 +29,7 @@ def _user(jx, np_, C):
     def f(x):
         C.check(x > 0, "{x} needs to be positive! {}", x, x=x)
         return 1 / x
+
     return f
 
 
@@ -37,7 +38,9 @@ def _cond(jx, np_, C):
         def big(x):
             C.check(x < 5, "too big {}", x)
             return x
+
         return jx.lax.cond(x > 0, big, np_.sin, x)
+
     return f
 
 
@@ -46,7 +49,9 @@ def _scan(jx, np_, C):
         def body(c, x):
             C.check(x < 3, "bad x {}", x)
             return c + x, np_.log(x)
+
         return jx.lax.scan(body, 0.0, xs)
+
     return f
 
 
@@ -55,7 +60,9 @@ def _while(jx, np_, C):
         def body(c):
             C.check(c < 5, "c too big {}", c)
             return c + 1.0
+
         return jx.lax.while_loop(lambda c: c < x, body, 0.0)
+
     return f
 
 
@@ -64,7 +71,9 @@ def _while_test(jx, np_, C):
         def test(c):
             C.check(c < 3, "test {}", c)
             return c < 5
+
         return jx.lax.while_loop(test, lambda c: c + 1.0, x)
+
     return f
 
 
@@ -73,7 +82,9 @@ def _switch(jx, np_, C):
         def checked(x):
             C.check(x < 0, "sw {}", x)
             return x
+
         return jx.lax.switch(i, [lambda x: x, checked, np_.log], x)
+
     return f
 
 
@@ -81,29 +92,60 @@ CASES = [
     ("user", _user, (np.float32(-3.0),), "user_checks"),
     ("user_ok", _user, (np.float32(3.0),), "user_checks"),
     ("user_in_jit", lambda jx, np_, C: jx.jit(_user(jx, np_, C)), (-3.0,), "user_checks"),
-    ("user_off", lambda jx, np_, C: lambda x: C.check(x > 0, "bad") or np_.sin(x),
-     (-np.inf,), "nan_checks"),
+    (
+        "user_off",
+        lambda jx, np_, C: lambda x: C.check(x > 0, "bad") or np_.sin(x),
+        (-np.inf,),
+        "nan_checks",
+    ),
     ("nan", lambda jx, np_, C: np_.sin, (np.inf,), "nan_checks"),
     ("nan_in_jit", lambda jx, np_, C: jx.jit(lambda x: np_.log(x) + 1.0), (-1.0,), "all_checks"),
-    ("nan_sub", lambda jx, np_, C: jx.jit(lambda x: x ** 2 * np_.inf - np_.inf), (1.0,),
-     "float_checks"),
+    (
+        "nan_sub",
+        lambda jx, np_, C: jx.jit(lambda x: x**2 * np_.inf - np_.inf),
+        (1.0,),
+        "float_checks",
+    ),
     ("div_int", lambda jx, np_, C: jx.jit(lambda x, y: x // y), (3, 0), "div_checks"),
     ("div_float", lambda jx, np_, C: jx.jit(lambda x, y: x / y), (3.0, 0.0), "div_checks"),
     ("oob", lambda jx, np_, C: jx.jit(lambda x, i: x[i]), (np.arange(3.0), 5), "index_checks"),
-    ("oob_neg", lambda jx, np_, C: jx.jit(lambda x, i: x[i]), (np.arange(3.0), -5),
-     "index_checks"),
-    ("oob_slice", lambda jx, np_, C: jx.jit(lambda x, i: jx.lax.dynamic_slice(x, (i,), (2,))),
-     (np.arange(3.0), 2), "index_checks"),
-    ("oob_set", lambda jx, np_, C: jx.jit(lambda x, i: x.at[i].set(1.0)), (np.arange(3.0), 7),
-     "index_checks"),
-    ("oob_add", lambda jx, np_, C: jx.jit(lambda x, i: x.at[i].add(1.0)),
-     (np.arange(3.0), np.array([1, 3])), "index_checks"),
-    ("oob_gather", lambda jx, np_, C: jx.jit(lambda x, i: x[i, 1]),
-     (np.ones((3, 4)), np.array([0, 1, -9])), "index_checks"),
-    ("first_of_many", lambda jx, np_, C: jx.jit(lambda x, i: (np_.log(x), x[i], x / 0.0)),
-     (-np.arange(3.0), 7), "all_checks"),
-    ("first_of_many2", lambda jx, np_, C: jx.jit(lambda x, i: (x / 0.0, x[i], np_.log(x))),
-     (-np.arange(3.0), 7), "all_checks"),
+    ("oob_neg", lambda jx, np_, C: jx.jit(lambda x, i: x[i]), (np.arange(3.0), -5), "index_checks"),
+    (
+        "oob_slice",
+        lambda jx, np_, C: jx.jit(lambda x, i: jx.lax.dynamic_slice(x, (i,), (2,))),
+        (np.arange(3.0), 2),
+        "index_checks",
+    ),
+    (
+        "oob_set",
+        lambda jx, np_, C: jx.jit(lambda x, i: x.at[i].set(1.0)),
+        (np.arange(3.0), 7),
+        "index_checks",
+    ),
+    (
+        "oob_add",
+        lambda jx, np_, C: jx.jit(lambda x, i: x.at[i].add(1.0)),
+        (np.arange(3.0), np.array([1, 3])),
+        "index_checks",
+    ),
+    (
+        "oob_gather",
+        lambda jx, np_, C: jx.jit(lambda x, i: x[i, 1]),
+        (np.ones((3, 4)), np.array([0, 1, -9])),
+        "index_checks",
+    ),
+    (
+        "first_of_many",
+        lambda jx, np_, C: jx.jit(lambda x, i: (np_.log(x), x[i], x / 0.0)),
+        (-np.arange(3.0), 7),
+        "all_checks",
+    ),
+    (
+        "first_of_many2",
+        lambda jx, np_, C: jx.jit(lambda x, i: (x / 0.0, x[i], np_.log(x))),
+        (-np.arange(3.0), 7),
+        "all_checks",
+    ),
     ("cond", _cond, (7.0,), "all_checks"),
     ("cond_nan", _cond, (-np.inf,), "all_checks"),
     ("cond_ok", _cond, (1.0,), "all_checks"),
@@ -112,16 +154,27 @@ CASES = [
     ("while", _while, (10.0,), "all_checks"),
     ("while_ok", _while, (3.0,), "all_checks"),
     ("grad_sqrt", lambda jx, np_, C: jx.grad(np_.sqrt), (0.0,), "nan_checks"),
-    ("jit_of_grad", lambda jx, np_, C: jx.jit(jx.grad(_user(jx, np_, C))), (-1.0,),
-     "user_checks"),
-    ("nested_jit", lambda jx, np_, C: jx.jit(lambda x: jx.jit(_user(jx, np_, C))(x) + 1),
-     (-2.0,), "user_checks"),
+    ("jit_of_grad", lambda jx, np_, C: jx.jit(jx.grad(_user(jx, np_, C))), (-1.0,), "user_checks"),
+    (
+        "nested_jit",
+        lambda jx, np_, C: jx.jit(lambda x: jx.jit(_user(jx, np_, C))(x) + 1),
+        (-2.0,),
+        "user_checks",
+    ),
     ("while_test_check", _while_test, (0.0,), "user_checks"),
     ("switch", _switch, (2, -2.0), "all_checks"),
-    ("custom_jvp", lambda jx, np_, C: lambda x: jx.nn.relu(np_.log(x)), ([1.0, -1.0],),
-     "nan_checks"),
-    ("checkpoint", lambda jx, np_, C: jx.checkpoint(lambda x: np_.log(x) * 2), (-2.0,),
-     "nan_checks"),
+    (
+        "custom_jvp",
+        lambda jx, np_, C: lambda x: jx.nn.relu(np_.log(x)),
+        ([1.0, -1.0],),
+        "nan_checks",
+    ),
+    (
+        "checkpoint",
+        lambda jx, np_, C: jx.checkpoint(lambda x: np_.log(x) * 2),
+        (-2.0,),
+        "nan_checks",
+    ),
 ]
 
 
@@ -152,11 +205,15 @@ def test_exception_types_as_jax():
         jax.jit(lambda x: ck.check(x > 0, "hi"))(1.0)
     with pytest.raises(TypeError, match=r"check takes a scalar pred as argument, got \[ True\]"):
         ck.check(np.array([True]), "hi")
-    with pytest.raises(TypeError, match="Formatting arguments to checkify.check need to be "
-                                        "PyTrees of arrays, but got 3 of type <class 'int'>"):
+    with pytest.raises(
+        TypeError,
+        match="Formatting arguments to checkify.check need to be "
+        "PyTrees of arrays, but got 3 of type <class 'int'>",
+    ):
         ck.check(True, "hi", 3)
-    with pytest.raises(TypeError, match="check_error takes an Error as argument, got type "
-                                        "<class 'int'> instead."):
+    with pytest.raises(
+        TypeError, match="check_error takes an Error as argument, got type <class 'int'> instead."
+    ):
         ck.check_error(3)
 
 
@@ -166,8 +223,10 @@ def test_vmap_of_checkify_reports_each_index():
     got = ck.checkify(_user(jax, jnp, ck))
     assert jax.vmap(got)(xs)[0].get() == J.vmap(want)(xs)[0].get()
     # a check under vmap inside checkify reports one failing index (the last)
-    assert ck.checkify(jax.vmap(_user(jax, jnp, ck)))(xs)[0].get() == \
-        "-4.0 needs to be positive! -4.0 (`check` failed)"
+    assert (
+        ck.checkify(jax.vmap(_user(jax, jnp, ck)))(xs)[0].get()
+        == "-4.0 needs to be positive! -4.0 (`check` failed)"
+    )
 
 
 def test_debug_check_and_check_error():
@@ -187,7 +246,7 @@ def test_vmap_of_checkify_nan():
 
 
 def test_check_under_grad_and_values():
-    f = lambda x: (ck.check(x > 0, "neg"), x ** 3)[1]  # noqa: E731
+    f = lambda x: (ck.check(x > 0, "neg"), x**3)[1]  # noqa: E731
     assert float(jax.grad(f)(2.0)) == 12.0
     err, g = ck.checkify(jax.grad(f))(jnp.float32(-2.0))
     assert err.get() == "neg (`check` failed)" and float(g) == 12.0

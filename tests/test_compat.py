@@ -31,9 +31,11 @@ STEPS = 50
 _LIBS = ("optax", "flax", "equinox", "numpyro", "blackjax", "haiku")
 _HAVE_LIBS = all(importlib.util.find_spec(name) is not None for name in _LIBS)
 needs_libs = pytest.mark.skipif(
-    not _HAVE_LIBS, reason="the compat extra (optax, flax, equinox, numpyro, blackjax, "
+    not _HAVE_LIBS,
+    reason="the compat extra (optax, flax, equinox, numpyro, blackjax, "
     "dm-haiku) is not installed: "
-    "pip install -e '.[compat]'")
+    "pip install -e '.[compat]'",
+)
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -115,11 +117,13 @@ def _program_linen():
     targets = rng.normal(size=(8, 2)).astype(np.float32)
     mlp, cnn = MLP(), CNN()
     mlp_state = train_state.TrainState.create(  # a raw uint32 key
-        apply_fn=mlp.apply, params=mlp.init(jax.random.PRNGKey(0), x)["params"],
-        tx=optax.adam(0.01))
+        apply_fn=mlp.apply, params=mlp.init(jax.random.PRNGKey(0), x)["params"], tx=optax.adam(0.01)
+    )
     cnn_state = train_state.TrainState.create(  # a typed key
-        apply_fn=cnn.apply, params=cnn.init(jax.random.key(0), images, train=False)["params"],
-        tx=optax.sgd(0.05))
+        apply_fn=cnn.apply,
+        params=cnn.init(jax.random.key(0), images, train=False)["params"],
+        tx=optax.sgd(0.05),
+    )
 
     @jax.jit
     def step(mlp_state, cnn_state, key):
@@ -132,8 +136,12 @@ def _program_linen():
 
         loss1, g1 = jax.value_and_grad(mlp_loss)(mlp_state.params)
         loss2, g2 = jax.value_and_grad(cnn_loss)(cnn_state.params)
-        return (mlp_state.apply_gradients(grads=g1), cnn_state.apply_gradients(grads=g2),
-                loss1, loss2)
+        return (
+            mlp_state.apply_gradients(grads=g1),
+            cnn_state.apply_gradients(grads=g2),
+            loss1,
+            loss2,
+        )
 
     out = {"linen_mlp": [], "linen_cnn": []}
     key = jax.random.key(2)
@@ -172,8 +180,10 @@ def _program_equinox():
         losses.append(float(loss))
     # filter_jvp tells its tracers apart by their trace's `main` (JAX's older trace API).
     out, tangent = eqx.filter_jvp(model, (x[0],), (np.ones(4, np.float32),))
-    return {"equinox_mlp": losses,
-            "equinox_jvp": np.concatenate([np.asarray(out), np.asarray(tangent)]).tolist()}
+    return {
+        "equinox_mlp": losses,
+        "equinox_jvp": np.concatenate([np.asarray(out), np.asarray(tangent)]).tolist(),
+    }
 
 
 def _program_nnx():
@@ -223,8 +233,10 @@ def _program_numpyro():
     mcmc = MCMC(NUTS(model), num_warmup=30, num_samples=20, progress_bar=False)
     mcmc.run(jax.random.PRNGKey(0), x, y[:, 0])
     samples = mcmc.get_samples()
-    return {"numpyro_nuts_w": np.asarray(samples["w"]).ravel().tolist(),
-            "numpyro_nuts_sigma": np.asarray(samples["sigma"]).tolist()}
+    return {
+        "numpyro_nuts_w": np.asarray(samples["w"]).ravel().tolist(),
+        "numpyro_nuts_sigma": np.asarray(samples["sigma"]).tolist(),
+    }
 
 
 def _program_blackjax():
@@ -235,8 +247,9 @@ def _program_blackjax():
     def logdensity(x):
         return -0.5 * jnp.sum((x - jnp.array([1.0, -1.0])) ** 2 / jnp.array([1.0, 0.25]))
 
-    hmc = blackjax.hmc(logdensity, step_size=0.3, inverse_mass_matrix=jnp.ones(2),
-                       num_integration_steps=5)
+    hmc = blackjax.hmc(
+        logdensity, step_size=0.3, inverse_mass_matrix=jnp.ones(2), num_integration_steps=5
+    )
     nuts = blackjax.nuts(logdensity, step_size=0.5, inverse_mass_matrix=jnp.ones(2))
     out = {"blackjax_hmc": [], "blackjax_nuts": []}
     for name, kernel, steps in (("blackjax_hmc", hmc, 20), ("blackjax_nuts", nuts, 10)):
@@ -254,6 +267,7 @@ def _program_haiku():
     import optax
 
     x, y = _data()
+
     def forward(x):  # (haiku modules are made inside the transformed function)
         return hk.nets.MLP([16, 2])(x)
 
@@ -264,8 +278,7 @@ def _program_haiku():
 
     @jax.jit
     def step(params, state):
-        loss, g = jax.value_and_grad(
-            lambda p: jnp.mean((model.apply(p, None, x) - y) ** 2))(params)
+        loss, g = jax.value_and_grad(lambda p: jnp.mean((model.apply(p, None, x) - y) ** 2))(params)
         updates, state = opt.update(g, state)
         return optax.apply_updates(params, updates), state, loss
 
@@ -276,8 +289,15 @@ def _program_haiku():
     return {"haiku_mlp": losses}
 
 
-_PROGRAMS = (_program_optax, _program_linen, _program_equinox, _program_nnx, _program_numpyro,
-             _program_blackjax, _program_haiku)
+_PROGRAMS = (
+    _program_optax,
+    _program_linen,
+    _program_equinox,
+    _program_nnx,
+    _program_numpyro,
+    _program_blackjax,
+    _program_haiku,
+)
 
 
 def _run_programs():
@@ -295,13 +315,34 @@ def _run_compat_subprocess():
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     return subprocess.Popen(
         [sys.executable, "-m", "xform.run", os.path.abspath(__file__), "--programs"],
-        cwd=_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
-_NAMES = ("optax_adam", "optax_adamw", "optax_sgd", "optax_lion", "optax_chain",
-          "optax_exp_decay", "optax_schedule", "linen_mlp", "linen_cnn", "equinox_mlp",
-          "equinox_jvp", "nnx_mlp", "nnx_grad", "numpyro_nuts_w", "numpyro_nuts_sigma",
-          "blackjax_hmc", "blackjax_nuts", "haiku_mlp")
+_NAMES = (
+    "optax_adam",
+    "optax_adamw",
+    "optax_sgd",
+    "optax_lion",
+    "optax_chain",
+    "optax_exp_decay",
+    "optax_schedule",
+    "linen_mlp",
+    "linen_cnn",
+    "equinox_mlp",
+    "equinox_jvp",
+    "nnx_mlp",
+    "nnx_grad",
+    "numpyro_nuts_w",
+    "numpyro_nuts_sigma",
+    "blackjax_hmc",
+    "blackjax_nuts",
+    "haiku_mlp",
+)
 
 
 @needs_libs
@@ -327,15 +368,36 @@ def test_library_programs_match_jax():
     assert not mismatched, f"xform differs from JAX in {sorted(mismatched)}: {mismatched}"
     for name in _NAMES:
         if name.startswith(("optax_", "linen_", "equinox_", "nnx_", "haiku_")) and name not in (
-                "optax_schedule", "nnx_grad", "equinox_jvp"):  # loss curves: trained
+            "optax_schedule",
+            "nnx_grad",
+            "equinox_jvp",
+        ):  # loss curves: trained
             assert len(got[name]) == STEPS and got[name][-1] < got[name][0], name
 
 
 # --------------------------------------------------------------------------- install/uninstall
 
-_SUBMODULES = ("numpy", "lax", "random", "nn", "scipy", "scipy.special", "tree_util", "tree",
-               "typing", "dtypes", "errors", "flatten_util", "custom_derivatives",
-               "ad_checkpoint", "export", "debug", "experimental", "extend", "numpy.linalg")
+_SUBMODULES = (
+    "numpy",
+    "lax",
+    "random",
+    "nn",
+    "scipy",
+    "scipy.special",
+    "tree_util",
+    "tree",
+    "typing",
+    "dtypes",
+    "errors",
+    "flatten_util",
+    "custom_derivatives",
+    "ad_checkpoint",
+    "export",
+    "debug",
+    "experimental",
+    "extend",
+    "numpy.linalg",
+)
 
 
 def test_install_resolves_jax_modules_to_xform(installed):
@@ -406,8 +468,11 @@ def test_names_jax_has_and_xform_lacks_fail_where_they_are_used(installed):
     j2tf = importlib.import_module("jax.experimental.jax2tf")
     convert = j2tf.convert  # reading a name JAX has is not yet a use
     line = sys._getframe().f_lineno + 3
-    with pytest.raises(NotImplementedError, match=r"xform lacks jax\.experimental\.jax2tf\."
-                       rf"convert: called at .*test_compat\.py:{line};"):
+    with pytest.raises(
+        NotImplementedError,
+        match=r"xform lacks jax\.experimental\.jax2tf\."
+        rf"convert: called at .*test_compat\.py:{line};",
+    ):
         convert(len)
     pe = importlib.import_module("jax.interpreters.partial_eval")
     with pytest.raises(NotImplementedError, match=r"trace_to_jaxpr_nounits: read as \.foo"):
@@ -421,8 +486,10 @@ def test_names_jax_has_and_xform_lacks_fail_where_they_are_used(installed):
     for use in (Mine, lambda: PartialVal[int], lambda: list(PartialVal)):
         with pytest.raises(NotImplementedError, match="xform lacks .*PartialVal"):
             use()
-    assert importlib.import_module("jax._src.interpreters.pxla").__name__ == \
-        "jax._src.interpreters.pxla"
+    assert (
+        importlib.import_module("jax._src.interpreters.pxla").__name__
+        == "jax._src.interpreters.pxla"
+    )
     # Names JAX lacks too stay errors, so that hasattr-based feature tests read JAX's answers.
     with pytest.raises(ModuleNotFoundError, match=r"jax\.experimental\.no_such_module"):
         importlib.import_module("jax.experimental.no_such_module")
@@ -481,8 +548,10 @@ def test_asarray_of_a_jax_array_shares_its_buffer():
 def test_dot_general_accepts_jax_signature():
     x = xnp.ones((2, 3))
     dims = (((1,), (0,)), ((), ()))
-    np.testing.assert_array_equal(xform.lax.dot_general(x, x.T, dims, out_sharding=None),
-                                  jax.lax.dot_general(jnp.ones((2, 3)), jnp.ones((3, 2)), dims))
+    np.testing.assert_array_equal(
+        xform.lax.dot_general(x, x.T, dims, out_sharding=None),
+        jax.lax.dot_general(jnp.ones((2, 3)), jnp.ones((3, 2)), dims),
+    )
     with pytest.raises(TypeError, match="`out_sharding` argument of dot_general only "):
         xform.lax.dot_general(x, x.T, dims, out_sharding="x")  # as JAX's
 
@@ -490,15 +559,28 @@ def test_dot_general_accepts_jax_signature():
 def _matmul_eqns(lib, mod, shapes):
     """(primitive, dimension_numbers, output shapes) of ``a @ b`` and of it vmapped over b."""
     a, b = (lib.ones(shape) for shape in shapes)
-    traced = (mod.make_jaxpr(lambda a, b: a @ b)(a, b),
-              mod.make_jaxpr(mod.vmap(lambda a, b: a @ b, (None, 0)))(a, lib.stack([b, b])))
-    return [[(e.primitive.name, e.params.get("dimension_numbers"),
-              [tuple(v.aval.shape) for v in e.outvars]) for e in closed.jaxpr.eqns]
-            for closed in traced]
+    traced = (
+        mod.make_jaxpr(lambda a, b: a @ b)(a, b),
+        mod.make_jaxpr(mod.vmap(lambda a, b: a @ b, (None, 0)))(a, lib.stack([b, b])),
+    )
+    return [
+        [
+            (
+                e.primitive.name,
+                e.params.get("dimension_numbers"),
+                [tuple(v.aval.shape) for v in e.outvars],
+            )
+            for e in closed.jaxpr.eqns
+        ]
+        for closed in traced
+    ]
 
 
-@pytest.mark.parametrize("shapes", [((3, 4), (4,)), ((4,), (4, 3)), ((2, 3, 4), (4,)),
-                                    ((4,), (2, 4, 3)), ((4,), (4,))], ids=str)
+@pytest.mark.parametrize(
+    "shapes",
+    [((3, 4), (4,)), ((4,), (4, 3)), ((2, 3, 4), (4,)), ((4,), (2, 4, 3)), ((4,), (4,))],
+    ids=str,
+)
 def test_matmul_of_a_vector_traces_as_jax(shapes):
     # equinox's Linear is `weight @ x` on one example, vmapped: a unit dimension added to the
     # vector and squeezed away made (B, k, 1) operands, and the step (e2) ran slower than JAX's.
@@ -571,10 +653,17 @@ def test_vmap_passes_non_arrays_at_in_axes_none():
 
 def test_broadcast_shapes_takes_ints_as_jax():
     assert xnp.broadcast_shapes((1, 3), (4, 1), 3) == jnp.broadcast_shapes((1, 3), (4, 1), 3)
-    for fn in (xnp.broadcast_shapes, jnp.broadcast_shapes, xform.lax.broadcast_shapes,
-               jax.lax.broadcast_shapes):  # optax's tests match JAX's words
-        with pytest.raises(ValueError, match=r"^Incompatible shapes for broadcasting: "
-                                             r"shapes=\[\(3,\), \(4,\)\]"):
+    for fn in (
+        xnp.broadcast_shapes,
+        jnp.broadcast_shapes,
+        xform.lax.broadcast_shapes,
+        jax.lax.broadcast_shapes,
+    ):  # optax's tests match JAX's words
+        with pytest.raises(
+            ValueError,
+            match=r"^Incompatible shapes for broadcasting: "
+            r"shapes=\[\(3,\), \(4,\)\]",
+        ):
             fn((3,), (4,))
     with pytest.raises(ValueError, match=r"shapes=\[\(3,\), \(4,\)\]"):
         xnp.broadcast_shapes(3, 4)
@@ -584,8 +673,11 @@ def test_like_functions_take_shape_dtype_structs_as_jax():
     # optax's MultiSteps builds its accumulators with zeros_like of jax.eval_shape's output.
     for mod, lib in ((xform, xnp), (jax, jnp)):
         spec = mod.ShapeDtypeStruct((2, 3), np.float16)
-        for out in (lib.zeros_like(spec), lib.full_like(spec, 2, dtype=np.int32),
-                    lib.ones_like(spec, shape=(4,))):
+        for out in (
+            lib.zeros_like(spec),
+            lib.full_like(spec, 2, dtype=np.int32),
+            lib.ones_like(spec, shape=(4,)),
+        ):
             assert isinstance(out, mod.Array)
         np.testing.assert_array_equal(lib.zeros_like(spec), np.zeros((2, 3), np.float16))
         assert lib.zeros_like(spec).dtype == np.float16 and not lib.zeros_like(spec).weak_type

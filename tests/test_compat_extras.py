@@ -56,10 +56,13 @@ def test_dtypes_bfloat16_is_the_scalar_type_as_jax():
     assert type(one) is type(jax.dtypes.bfloat16(1)) and one == jax.dtypes.bfloat16(1)
     assert np.dtype(xform.dtypes.bfloat16) == np.dtype(jax.dtypes.bfloat16)
     assert xnp.ones(2, xform.dtypes.bfloat16).dtype == xform.dtypes.bfloat16
-    assert xnp.ones(2).astype(xform.dtypes.bfloat16).dtype == \
-        jnp.ones(2).astype(jax.dtypes.bfloat16).dtype
-    assert xnp.issubdtype(xform.dtypes.bfloat16, xnp.floating) == \
-        jnp.issubdtype(jax.dtypes.bfloat16, jnp.floating)
+    assert (
+        xnp.ones(2).astype(xform.dtypes.bfloat16).dtype
+        == jnp.ones(2).astype(jax.dtypes.bfloat16).dtype
+    )
+    assert xnp.issubdtype(xform.dtypes.bfloat16, xnp.floating) == jnp.issubdtype(
+        jax.dtypes.bfloat16, jnp.floating
+    )
     assert xnp.finfo(xform.dtypes.bfloat16).bits == jnp.finfo(jax.dtypes.bfloat16).bits
     for lib in (xform, jax):  # both libraries' promotion and canonicalization take it
         assert lib.dtypes.result_type(lib.dtypes.bfloat16, 1.0) == np.dtype("bfloat16")
@@ -68,21 +71,35 @@ def test_dtypes_bfloat16_is_the_scalar_type_as_jax():
     assert type(xform.dtypes.float0) is type(jax.dtypes.float0)
 
 
-@pytest.mark.parametrize("make", [lambda m: lambda x: x * 2 + 1,
-                                  lambda m: lambda x: m.sum(m.exp(x)),
-                                  lambda m: lambda x: m.dot(x, x)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m: lambda x: x * 2 + 1,
+        lambda m: lambda x: m.sum(m.exp(x)),
+        lambda m: lambda x: m.dot(x, x),
+    ],
+)
 def test_bfloat16_arrays_still_compute_and_compile(make):
     # xform's tables are keyed by the bfloat16 dtype instance: eager and jit paths still work
     x = np.linspace(-2, 2, 5).astype(ml_dtypes.bfloat16)
     want = jax.jit(make(jnp))(x)
     for got in (make(xnp)(x), xform.jit(make(xnp))(x)):
         assert got.dtype == want.dtype
-        np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32),
-                                   rtol=1e-2)
+        np.testing.assert_allclose(
+            np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=1e-2
+        )
 
 
-NARROW = ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3b11fnuz", "float4_e2m1fn",
-          "int4", "uint4", "int2"]
+NARROW = [
+    "bfloat16",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float8_e4m3b11fnuz",
+    "float4_e2m1fn",
+    "int4",
+    "uint4",
+    "int2",
+]
 
 
 @pytest.mark.parametrize("name", NARROW)
@@ -137,8 +154,9 @@ CONSTANT_OUTPUT_CASES = {
     "jvp_numpy_const": lambda lib, m: lib.jvp(lambda x: np.float32(2), (2.0,), (1.0,)),
     "jvp_mix": lambda lib, m: lib.jvp(lambda x: (x * 2, 1.0, m.int32(4), True), (2.0,), (1.0,)),
     "jvp_int_input": lambda lib, m: lib.jvp(lambda x: (x, 1.0), (m.int32(3),), (F0,)),
-    "jvp_numpy_input": lambda lib, m: lib.jvp(lambda x: x, (np.ones(2, np.float32),),
-                                              (np.ones(2, np.float32),)),
+    "jvp_numpy_input": lambda lib, m: lib.jvp(
+        lambda x: x, (np.ones(2, np.float32),), (np.ones(2, np.float32),)
+    ),
     "jvp_none": lambda lib, m: lib.jvp(lambda x: (x, None), (2.0,), (1.0,)),
     "linearize_const": _lin(lambda lib: lambda x: 1.0, 2.0, 1.0),
     "linearize_mix": _lin(lambda lib: lambda x: (x * 2, x, 1.0, 3), 2.0, 1.0),
@@ -159,8 +177,9 @@ CONSTANT_OUTPUT_CASES = {
     "jacrev_pass": lambda lib, m: lib.jacrev(lambda x: x)(2.0),
     "jacrev_const_array_in": lambda lib, m: lib.jacrev(lambda x: 1.0)(m.ones(2)),
     "hessian_const": lambda lib, m: lib.hessian(lambda x: 1.0)(2.0),
-    "jit_of_jvp": lambda lib, m: lib.jit(
-        lambda x: lib.jvp(lambda y: (1.0, 3, y), (x,), (1.0,)))(2.0),
+    "jit_of_jvp": lambda lib, m: lib.jit(lambda x: lib.jvp(lambda y: (1.0, 3, y), (x,), (1.0,)))(
+        2.0
+    ),
 }
 
 
@@ -183,20 +202,32 @@ def test_grad_of_integer_output_raises_as_jax(out):
 
 A, B = np.ones(3, np.float32), np.full(3, 2, np.float32)
 DONATION_CASES = {
-    "two_args_two_outputs": (lambda m: lambda x, y: (x + y, x - y), [A, B],
-                             {"donate_argnums": (0, 1)}),
+    "two_args_two_outputs": (
+        lambda m: lambda x, y: (x + y, x - y),
+        [A, B],
+        {"donate_argnums": (0, 1)},
+    ),
     "two_args_swapped": (lambda m: lambda x, y: (y * 1, x * 1), [A, B], {"donate_argnums": (0, 1)}),
     "one_output": (lambda m: lambda x, y: x + y, [A, B], {"donate_argnums": (0, 1)}),
-    "three_args": (lambda m: lambda x, y, z: (x + y + z, x * y, z * 2), [A, B, A],
-                   {"donate_argnums": (0, 1, 2)}),
-    "other_dtype_same_size": (lambda m: lambda x, y: (x.astype(m.int32), y * 2), [A, B],
-                              {"donate_argnums": (0, 1)}),
+    "three_args": (
+        lambda m: lambda x, y, z: (x + y + z, x * y, z * 2),
+        [A, B, A],
+        {"donate_argnums": (0, 1, 2)},
+    ),
+    "other_dtype_same_size": (
+        lambda m: lambda x, y: (x.astype(m.int32), y * 2),
+        [A, B],
+        {"donate_argnums": (0, 1)},
+    ),
     "other_shape_same_size": (lambda m: lambda x: x.reshape(3, 1) * 2, [A], {"donate_argnums": 0}),
     "larger_output": (lambda m: lambda x: m.concatenate([x, x]), [A], {"donate_argnums": 0}),
     "narrower_output": (lambda m: lambda x: x.astype(m.float16), [A], {"donate_argnums": 0}),
     "argnames": (lambda m: lambda x, y: (x + y, x - y), [A, B], {"donate_argnames": ("x", "y")}),
-    "scalar_first": (lambda m: lambda x, y: (x.sum(), x + y, y * 3), [A, B],
-                     {"donate_argnums": (0, 1)}),
+    "scalar_first": (
+        lambda m: lambda x, y: (x.sum(), x + y, y * 3),
+        [A, B],
+        {"donate_argnums": (0, 1)},
+    ),
 }
 
 
@@ -206,8 +237,7 @@ def _donate(lib, m, case):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = lib.jit(make(m), **kwargs)(*arrays)
-    messages = [str(w.message).split("\n")[0] for w in caught
-                if "donated" in str(w.message)]
+    messages = [str(w.message).split("\n")[0] for w in caught if "donated" in str(w.message)]
     shapes = [(o.shape, str(o.dtype)) for o in lib.tree_util.tree_leaves(out)]
     return [a.is_deleted() for a in arrays], messages, shapes
 
@@ -245,8 +275,9 @@ def _residual_kinds(lib, wrap):
     def bwd(res, ct):
         # JAX's int and float residuals are its typed subclasses of them (jax._src.literals,
         # which xform lacks): compared by the Python type they subclass.
-        seen.append([next(t for t in (bool, int, float) if isinstance(r, t)).__name__
-                     for r in res[1:]])
+        seen.append(
+            [next(t for t in (bool, int, float) if isinstance(r, t)).__name__ for r in res[1:]]
+        )
         return (ct * res[2] * res[3] if res[1] is False else ct,)
 
     f.defvjp(fwd, bwd)
@@ -254,8 +285,9 @@ def _residual_kinds(lib, wrap):
     return seen, float(g)
 
 
-@pytest.mark.parametrize("wrap", [lambda lib: lambda f: f, lambda lib: lib.jit],
-                         ids=["eager", "jit"])
+@pytest.mark.parametrize(
+    "wrap", [lambda lib: lambda f: f, lambda lib: lib.jit], ids=["eager", "jit"]
+)
 def test_python_scalar_residuals_reach_bwd_as_they_are(wrap):
     assert _residual_kinds(xform, wrap) == _residual_kinds(jax, wrap)
 
@@ -321,7 +353,13 @@ def test_equinox_filter_custom_jvp_matches_jax():
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     proc = subprocess.run(
         [sys.executable, "-m", "xform.run", os.path.abspath(__file__), "--programs"],
-        cwd=_ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+        cwd=_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     want = json.loads(json.dumps(_program_filter_custom_jvp()))  # tuples as lists, as got's
@@ -371,12 +409,15 @@ def test_donation_by_number_and_name_together_as_jax():
     def f(x, y):
         return x + 1, y + 1
 
-    cases = [({"donate_argnames": "y"}, False), ({"donate_argnames": "y"}, True),
-             ({"donate_argnums": 0, "donate_argnames": "y"}, False),
-             ({"donate_argnums": 0, "donate_argnames": "y"}, True),
-             ({"donate_argnums": (), "donate_argnames": "y"}, False),
-             ({"donate_argnums": (), "donate_argnames": "y"}, True),
-             ({"donate_argnums": 1}, True)]
+    cases = [
+        ({"donate_argnames": "y"}, False),
+        ({"donate_argnames": "y"}, True),
+        ({"donate_argnums": 0, "donate_argnames": "y"}, False),
+        ({"donate_argnums": 0, "donate_argnames": "y"}, True),
+        ({"donate_argnums": (), "donate_argnames": "y"}, False),
+        ({"donate_argnums": (), "donate_argnames": "y"}, True),
+        ({"donate_argnums": 1}, True),
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for options, by_keyword in cases:
@@ -409,17 +450,23 @@ def test_what_flax_nnx_reaches_for_as_jax():
             s = NamedSharding(mod.sharding.get_abstract_mesh(), P("in", "out"))
             y = mod.lax.with_sharding_constraint(x, s)
         z = mod.lax.with_sharding_constraint(y, s)  # no context mesh: y's
-        with pytest.raises(ValueError, match="Target sharding contains a `jax.sharding."
-                           "AbstractMesh` which requires the input passed should be a "
-                           r"`jax.Array`. Got .* with shape float32\[2,6\]"):
+        with pytest.raises(
+            ValueError,
+            match="Target sharding contains a `jax.sharding."
+            "AbstractMesh` which requires the input passed should be a "
+            r"`jax.Array`. Got .* with shape float32\[2,6\]",
+        ):
             mod.lax.with_sharding_constraint(x, s)
         outs[mod] = (y, z)
     for got, want in zip(outs[xform], outs[jax], strict=True):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
         assert got.sharding == want.sharding
     step = lambda c, a: (c + a, c * a)  # noqa: E731
-    for got, want in zip(xform.lax.scan(step, 0.0, x[0], _split_transpose=True),
-                         jax.lax.scan(step, 0.0, x[0], _split_transpose=True), strict=True):
+    for got, want in zip(
+        xform.lax.scan(step, 0.0, x[0], _split_transpose=True),
+        jax.lax.scan(step, 0.0, x[0], _split_transpose=True),
+        strict=True,
+    ):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     keys = xform.random.split(xform.random.key(0), 3)
     abstract = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), keys)

@@ -31,8 +31,14 @@ def _on_both(program):
 def test_config_attributes_have_jax_types():
     def program(jax):
         c = jax.config
-        return (type(c.x64_enabled), c.x64_enabled, type(c.jax_enable_x64), type(c.values),
-                c.read("jax_enable_x64"), hasattr(c, "parse_flags_with_absl"))
+        return (
+            type(c.x64_enabled),
+            c.x64_enabled,
+            type(c.jax_enable_x64),
+            type(c.values),
+            c.read("jax_enable_x64"),
+            hasattr(c, "parse_flags_with_absl"),
+        )
 
     got, want = _on_both(program)
     assert got == want
@@ -69,7 +75,6 @@ def _linear_util_program(jax):
     leaves, in_tree = jax.tree_util.tree_flatten((args, kwargs))
     info = api_util.debug_info("test", f, args, kwargs)
 
-
     def wrapped():
         flat, out_tree = api_util.flatten_fun(lu.wrap_init(f, debug_info=info), in_tree)
         return (*count_outputs(scale_inputs(flat, 2.0)), out_tree)
@@ -84,11 +89,19 @@ def _linear_util_program(jax):
     jaxpr = jax.make_jaxpr(wrapped()[0].call_wrapped)(*leaves)
     nokw, nokw_tree = api_util.flatten_fun_nokwargs(
         lu.wrap_init(lambda a, b: a - b, debug_info=api_util.debug_info("t", f, (1, 2), {})),
-        jax.tree_util.tree_structure((1, 2)))
-    return ([float(o) for o in outs], str(out_tree()), count(), twice,
-            [v.aval.shape for v in jaxpr.jaxpr.invars], len(jaxpr.jaxpr.outvars),
-            float(nokw.call_wrapped(np.float32(5.0), np.float32(3.0))[0]), str(nokw_tree()),
-            info.arg_names)
+        jax.tree_util.tree_structure((1, 2)),
+    )
+    return (
+        [float(o) for o in outs],
+        str(out_tree()),
+        count(),
+        twice,
+        [v.aval.shape for v in jaxpr.jaxpr.invars],
+        len(jaxpr.jaxpr.outvars),
+        float(nokw.call_wrapped(np.float32(5.0), np.float32(3.0))[0]),
+        str(nokw_tree()),
+        info.arg_names,
+    )
 
 
 def test_linear_util_wrapped_functions_as_jax():
@@ -125,18 +138,22 @@ def test_api_util_helpers_as_jax():
         import jax.extend.linear_util as lu
 
         tree = jax.tree_util.tree_structure((({"a": 1, "b": 2}, 3), {"k": 4}))
+
         def f(a, b, c):
             return a * b + c
 
         args = (np.float32(2.0), 3.0, np.float32(1.0))
         wrapped = lu.wrap_init(f, debug_info=api_util.debug_info("t", f, args, {}))
         fixed, dyn = api_util.argnums_partial(wrapped, (0, 2), args)
-        return (api_util.flatten_axes("in_axes", tree, (0, None), kws=True),
-                api_util.donation_vector((1,), ("k",), tree),
-                api_util.rebase_donate_argnums((0, 2, 3), (1,)),
-                [float(x) for x in dyn], float(fixed.call_wrapped(*dyn)),
-                str(api_util.shaped_abstractify(np.ones((2, 3), np.float32))),
-                api_util.safe_map(lambda a, b: a + b, [1, 2], [3, 4]))
+        return (
+            api_util.flatten_axes("in_axes", tree, (0, None), kws=True),
+            api_util.donation_vector((1,), ("k",), tree),
+            api_util.rebase_donate_argnums((0, 2, 3), (1,)),
+            [float(x) for x in dyn],
+            float(fixed.call_wrapped(*dyn)),
+            str(api_util.shaped_abstractify(np.ones((2, 3), np.float32))),
+            api_util.safe_map(lambda a, b: a + b, [1, 2], [3, 4]),
+        )
 
     got, want = _on_both(program)
     assert got == want

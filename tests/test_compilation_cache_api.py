@@ -25,8 +25,9 @@ def test_set_cache_dir_stores_compiled_programs_there(tmp_path):
         assert xform.config.read("jax_compilation_cache_dir") == str(tmp_path / "cache")
         assert compile_cache.directory() == str(tmp_path / "cache")
         f = xform.jit(lambda x: jnp.sin(x) * 3.0 + jnp.cumsum(x))
-        np.testing.assert_allclose(f(jnp.arange(4.0)), np.sin(np.arange(4.0)) * 3 +
-                                   np.cumsum(np.arange(4.0)), rtol=1e-6)
+        np.testing.assert_allclose(
+            f(jnp.arange(4.0)), np.sin(np.arange(4.0)) * 3 + np.cumsum(np.arange(4.0)), rtol=1e-6
+        )
         assert os.listdir(tmp_path / "cache")
         cc.reset_cache()
         assert compile_cache.directory() == str(tmp_path / "cache")

@@ -26,14 +26,16 @@ def both(make):
 def make_cond(np_, lax_):
     def f(p, x):
         return lax_.cond(p, lambda x: np_.sin(x) * 2.0, lambda x: np_.cos(x) - x, x)
+
     return f
 
 
 def make_switch(np_, lax_):
-    branches = [lambda x: x * 3.0, lambda x: x ** 2, np_.sin, lambda x: np_.exp(x) * x]
+    branches = [lambda x: x * 3.0, lambda x: x**2, np_.sin, lambda x: np_.exp(x) * x]
 
     def f(i, x):
         return lax_.switch(i, branches, x)
+
     return f
 
 
@@ -46,6 +48,7 @@ def make_pytree_cond(np_, lax_):
 
     def f(p, a, b, y):
         return lax_.cond(p, true_fun, false_fun, {"a": a, "b": b}, y)
+
     return f
 
 
@@ -108,8 +111,10 @@ def test_pytrees_of_operands_and_outputs():
 
 def test_operand_keyword_and_no_operands():
     def f(lax_):
-        return lambda p, x: (lax_.cond(p, lambda v: v + 1.0, lambda v: v - 1.0, operand=x),
-                             lax_.cond(p, lambda: 1.0, lambda: 2.0))
+        return lambda p, x: (
+            lax_.cond(p, lambda v: v + 1.0, lambda v: v - 1.0, operand=x),
+            lax_.cond(p, lambda: 1.0, lambda: 2.0),
+        )
 
     check_against_jax(f(lax), f(jax.lax), True, X)
     check_against_jax(f(lax), f(jax.lax), False, X)
@@ -125,8 +130,9 @@ def test_legacy_five_argument_form():
 
 def test_passthrough_outputs_keep_their_types():
     def f(lax_):
-        return lambda p, x, n: lax_.cond(p, lambda x, n: (x, n, 1.0),
-                                         lambda x, n: (x * 2.0, n + 1, 2.0), x, n)
+        return lambda p, x, n: lax_.cond(
+            p, lambda x, n: (x, n, 1.0), lambda x, n: (x * 2.0, n + 1, 2.0), x, n
+        )
 
     for pred in (True, False):
         check_against_jax(f(lax), f(jax.lax), pred, X, np.int32(4))
@@ -139,6 +145,7 @@ def test_consts_and_closures_inside_branches():
     def f(np_, lax_):
         def g(p, x, y):
             return lax_.cond(p, lambda v: v * table + y, lambda v: np_.sum(table) - v * y, x)
+
         return g
 
     for pred in (True, False):
@@ -150,6 +157,7 @@ def test_nested_conds_and_switch_inside_jit():
         def g(p, i, x):
             inner = lambda v: lax_.switch(i, [np_.sin, np_.cos, lambda w: w * w], v)  # noqa: E731
             return lax_.cond(p, inner, lambda v: lax_.cond(v.sum() > 0, np_.exp, np_.tanh, v), x)
+
         return g
 
     for p in (True, False):
@@ -188,8 +196,9 @@ def test_grad_recomputes_nothing_and_uses_no_primal_operands():
     conds = [e for e in closed.eqns if e.primitive is lax.cond_p]
     assert len(conds) == 2  # the forward (known) cond and the transposed (linear) one
     forward, backward = conds
-    assert not any(e.primitive.name in ("sin", "cos") for b in backward.params["branches"]
-                   for e in b.eqns)
+    assert not any(
+        e.primitive.name in ("sin", "cos") for b in backward.params["branches"] for e in b.eqns
+    )
     assert closed.jaxpr.invars[1] not in backward.invars
 
 
@@ -198,6 +207,7 @@ def test_grad_with_pytrees_ints_and_branches_ignoring_operands():
         def g(p, a, b, y):
             out = f(p, a, b, y)
             return out["s"].sum() + out["t"][0].sum() * 3.0 + out["t"][1].sum()
+
         return g
 
     a, b, y = V, V[::-1] * 2.0, np.float32(1.5)
@@ -207,9 +217,15 @@ def test_grad_with_pytrees_ints_and_branches_ignoring_operands():
 
     def h(lax_):  # an integer operand, and a branch whose output ignores the float one
         def g(p, x, n):
-            out, m = lax_.cond(p, lambda x, n: (x * n.astype(np.float32), n),
-                               lambda x, n: (n.astype(np.float32) + 1.0, n + 1), x, n)
+            out, m = lax_.cond(
+                p,
+                lambda x, n: (x * n.astype(np.float32), n),
+                lambda x, n: (n.astype(np.float32) + 1.0, n + 1),
+                x,
+                n,
+            )
             return out + m.astype(np.float32)
+
         return g
 
     for pred in (True, False):
@@ -223,7 +239,9 @@ def test_closure_over_an_outer_grad_tracer():
         def g(y):
             def inner(x):
                 return lax_.cond(x.sum() > 0, lambda v: np_.sin(v * y), lambda v: v + y * y, x)
+
             return inner(V).sum() + inner(-V * 4.0).sum()
+
         return g
 
     xf, jf = f(xnp, lax), f(jnp, jax.lax)
@@ -233,6 +251,7 @@ def test_closure_over_an_outer_grad_tracer():
     def both_args(np_, lax_):  # differentiate the closed-over value and the operand at once
         def g(y, x):
             return lax_.cond(y > 0.5, lambda v: np_.sin(v) * y, lambda v: v * v, x).sum()
+
         return g
 
     xf, jf = both(both_args)
@@ -244,16 +263,18 @@ def test_second_derivatives_against_jax():
     for pred in (True, False):
         expected = jax.grad(jax.grad(COND_JAX, 1), 1)(pred, X)
         assert_same(xform.grad(xform.grad(COND, 1), 1)(pred, X), expected, rtol=1e-6)
-        assert_same(xform.jit(xform.grad(xform.grad(COND, 1), 1))(pred, X), expected,
-                    rtol=1e-6)
+        assert_same(xform.jit(xform.grad(xform.grad(COND, 1), 1))(pred, X), expected, rtol=1e-6)
 
 
 @pytest.mark.parametrize("index", [1, 3])
 def test_hessians_against_jax(index):
     expected = jax.hessian(lambda x: SWITCH_JAX(index, x).sum())(V)
     assert_same(xform.hessian(lambda x: SWITCH(index, x).sum())(V), expected, rtol=1e-5)
-    assert_same(xform.jacrev(lambda x: SWITCH(index, x))(V),
-                jax.jacrev(lambda x: SWITCH_JAX(index, x))(V), rtol=1e-6)
+    assert_same(
+        xform.jacrev(lambda x: SWITCH(index, x))(V),
+        jax.jacrev(lambda x: SWITCH_JAX(index, x))(V),
+        rtol=1e-6,
+    )
 
 
 @pytest.mark.parametrize("pred", [True, False])
@@ -265,14 +286,16 @@ def test_check_grads_cond_order_2(x64, pred):
 
 @pytest.mark.parametrize("index", [0, 1, 3])
 def test_check_grads_switch_order_2(x64, index):
-    check_grads(lambda x: SWITCH(index, x), (np.linspace(-1.0, 1.0, 3),), order=2,
-                modes=("fwd", "rev"))
+    check_grads(
+        lambda x: SWITCH(index, x), (np.linspace(-1.0, 1.0, 3),), order=2, modes=("fwd", "rev")
+    )
 
 
 def test_partial_eval_with_an_unknown_index_stages_the_whole_cond():
     closed = xform.make_jaxpr(COND)(True, X)
     known, _, unknown, out_unknowns, num_res = partial_eval.partial_eval_jaxpr(
-        closed, (True, False), "test")
+        closed, (True, False), "test"
+    )
     assert out_unknowns == [True]
     assert any(e.primitive is lax.cond_p for e in unknown.eqns)
     assert not any(e.primitive is lax.cond_p for e in known.eqns)
@@ -313,8 +336,9 @@ def test_vmap_of_switch_and_pytrees():
     preds = np.array([True, False, True])
     m = np.stack([V, V * 2.0, V + 1.0])
     check_vmap(TREE, TREE_JAX, (preds, m, m * 0.5, V), loop=False)
-    check_vmap(TREE, TREE_JAX, (True, m, V, np.float32(2.0)), in_axes=(None, 0, None, None),
-               loop=False)
+    check_vmap(
+        TREE, TREE_JAX, (True, m, V, np.float32(2.0)), in_axes=(None, 0, None, None), loop=False
+    )
 
 
 def test_vmap_of_grad_and_grad_of_vmap():
@@ -328,8 +352,7 @@ def test_vmap_of_grad_and_grad_of_vmap():
     def summed(f, vmap):
         return lambda x: vmap(f)(preds, x).sum()
 
-    assert_same(xform.grad(summed(COND, xform.vmap))(V),
-                jax.grad(summed(COND_JAX, jax.vmap))(V))
+    assert_same(xform.grad(summed(COND, xform.vmap))(V), jax.grad(summed(COND_JAX, jax.vmap))(V))
 
 
 def test_closure_over_an_outer_vmap_tracer():
@@ -345,8 +368,9 @@ def test_closure_over_an_outer_vmap_tracer():
 
 def test_unused_outputs_and_operands_leave_every_branch():
     def f(p, x, y):
-        out = lax.cond(p, lambda a, b: (xnp.sin(a), xnp.exp(b)),
-                       lambda a, b: (a * 2.0, xnp.cos(b)), x, y)
+        out = lax.cond(
+            p, lambda a, b: (xnp.sin(a), xnp.exp(b)), lambda a, b: (a * 2.0, xnp.cos(b)), x, y
+        )
         return out[0]
 
     closed = xform.make_jaxpr(f)(True, X, X)
@@ -363,22 +387,34 @@ def test_unused_outputs_and_operands_leave_every_branch():
 
 
 def test_branch_output_types_must_agree():
-    with pytest.raises(TypeError, match=r"cond branches must have equal output types: "
-                       r"true_fun output f32\[3\] and false_fun output i32\[3\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"cond branches must have equal output types: "
+        r"true_fun output f32\[3\] and false_fun output i32\[3\]",
+    ):
         lax.cond(True, lambda x: x, lambda x: x.astype(np.int32), V)
-    with pytest.raises(TypeError, match=r"true_fun output f32\[3\] and false_fun output "
-                       r"f32\[\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"true_fun output f32\[3\] and false_fun output "
+        r"f32\[\]",
+    ):
         xform.jit(lambda p, x: lax.cond(p, lambda v: v, lambda v: v.sum(), x))(True, V)
     with pytest.raises(TypeError, match="cond branches must have the same output structure"):
         lax.cond(True, lambda x: (x, x), lambda x: x, V)
-    with pytest.raises(TypeError, match=r"switch branches must have equal output types: "
-                       r"branches\[0\] output f32\[3\] and branches\[2\] output i32\[3\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"switch branches must have equal output types: "
+        r"branches\[0\] output f32\[3\] and branches\[2\] output i32\[3\]",
+    ):
         lax.switch(1, [lambda x: x, lambda x: x, lambda x: x.astype(np.int32)], V)
 
 
 def test_switch_index_must_be_a_scalar_integer():
-    with pytest.raises(TypeError, match=r"switch index must be a scalar integer, such as "
-                       r"i32\[\], got f32\[\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"switch index must be a scalar integer, such as "
+        r"i32\[\], got f32\[\]",
+    ):
         lax.switch(np.float32(1.0), [lambda x: x, lambda x: x], X)
     with pytest.raises(TypeError, match=r"switch index must be a scalar integer.*got bool\[\]"):
         lax.switch(True, [lambda x: x, lambda x: x], X)
@@ -415,9 +451,13 @@ def test_abstract_eval_checks_hand_built_equations():
     b0, b1 = eqn.params["branches"]
     avals = [x.aval for x in eqn.invars]
     other = xform.make_jaxpr(lambda x: x.astype(np.int32))(X)
-    with pytest.raises(TypeError, match=r"true_fun output \(i32\[\]\) and false_fun output "
-                       r"\(f32\[\]\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"true_fun output \(i32\[\]\) and false_fun output "
+        r"\(f32\[\]\)",
+    ):
         core.abstract_eval(lax.cond_p, *avals, branches=(b0, other))
     with pytest.raises(TypeError, match=r"branch index must be a scalar int32"):
-        core.abstract_eval(lax.cond_p, core.ShapedArray((), np.dtype(np.float32)), *avals[1:],
-                           branches=(b0, b1))
+        core.abstract_eval(
+            lax.cond_p, core.ShapedArray((), np.dtype(np.float32)), *avals[1:], branches=(b0, b1)
+        )

@@ -20,12 +20,27 @@ from xform import config
 # Flags whose default xform shares with JAX (jax_num_cpu_devices is set by conftest in JAX;
 # the compilation cache's directory by conftest in xform, and its default differs: xform's
 # cache is on in the user's cache directory, JAX's off until a directory is given).
-_SHARED = ["jax_enable_x64", "jax_platforms", "jax_default_device", "jax_disable_jit",
-           "jax_debug_nans", "jax_debug_infs", "jax_log_compiles", "jax_explain_cache_misses",
-           "jax_default_matmul_precision", "jax_numpy_rank_promotion",
-           "jax_numpy_dtype_promotion", "jax_default_prng_impl", "jax_threefry_partitionable",
-           "jax_traceback_filtering", "jax_check_tracer_leaks", "jax_enable_checks",
-           "jax_transfer_guard", "jax_enable_custom_prng", "jax_debug_key_reuse"]
+_SHARED = [
+    "jax_enable_x64",
+    "jax_platforms",
+    "jax_default_device",
+    "jax_disable_jit",
+    "jax_debug_nans",
+    "jax_debug_infs",
+    "jax_log_compiles",
+    "jax_explain_cache_misses",
+    "jax_default_matmul_precision",
+    "jax_numpy_rank_promotion",
+    "jax_numpy_dtype_promotion",
+    "jax_default_prng_impl",
+    "jax_threefry_partitionable",
+    "jax_traceback_filtering",
+    "jax_check_tracer_leaks",
+    "jax_enable_checks",
+    "jax_transfer_guard",
+    "jax_enable_custom_prng",
+    "jax_debug_key_reuse",
+]
 
 
 def _plain(v):
@@ -121,32 +136,38 @@ def _log_then_scale(x):
 def test_disable_jit_runs_control_flow_in_python_as_jax():
     """Under disable_jit, scan/fori_loop/while_loop/cond/switch run their Python functions on
     concrete values (a Python ``if`` on a carried value works), with JAX's results."""
+
     def programs(lib, lax):
         def body(c, x):
             c = c + x if float(c) < 3 else c - x  # needs concrete values
             return c, c * 2
+
         return {
             "scan": lambda: lax.scan(body, 0.0, lib.arange(5.0)),
             "scan_reverse": lambda: lax.scan(body, 0.0, lib.arange(4.0), reverse=True),
-            "fori": lambda: lax.fori_loop(0, 4, lambda i, v: v * 2 if int(i) % 2 else v + 1,
-                                          1.0),
+            "fori": lambda: lax.fori_loop(0, 4, lambda i, v: v * 2 if int(i) % 2 else v + 1, 1.0),
             "fori_empty": lambda: lax.fori_loop(3, 3, lambda i, v: v + 1, 1.0),
             "while": lambda: lax.while_loop(lambda v: v < 10, lambda v: v * 3, 1),
-            "cond": lambda: lax.cond(float(lib.sum(lib.ones(2))) > 1, lambda x: [x, x + 1],
-                                     lambda x: [x, x], 2.0),
+            "cond": lambda: lax.cond(
+                float(lib.sum(lib.ones(2))) > 1, lambda x: [x, x + 1], lambda x: [x, x], 2.0
+            ),
             "switch": lambda: lax.switch(5, [lambda: 0.0, lambda: 1.0]),
         }
+
     with xform.disable_jit(), jax.disable_jit():
         got = {k: f() for k, f in programs(xnp, xform.lax).items()}
         want = {k: f() for k, f in programs(jnp, jax.lax).items()}
         with pytest.raises(ValueError, match="zero-length scan"):
             xform.lax.scan(lambda c, x: (c, x), 0.0, xnp.zeros((0,)))
     for k, expected in want.items():
-        for g, w in zip(jax.tree_util.tree_leaves(got[k]), jax.tree_util.tree_leaves(expected),
-                        strict=True):
+        for g, w in zip(
+            jax.tree_util.tree_leaves(got[k]), jax.tree_util.tree_leaves(expected), strict=True
+        ):
             np.testing.assert_allclose(g, w, err_msg=k)
-            assert (np.asarray(g).dtype, getattr(g, "weak_type", None)) == \
-                (np.asarray(w).dtype, getattr(w, "weak_type", None)), k
+            assert (np.asarray(g).dtype, getattr(g, "weak_type", None)) == (
+                np.asarray(w).dtype,
+                getattr(w, "weak_type", None),
+            ), k
 
 
 def test_debug_nans_names_the_primitive_and_line(capsys):
@@ -155,9 +176,11 @@ def test_debug_nans_names_the_primitive_and_line(capsys):
         jax.jit(_log_then_scale)(jnp.asarray(x))
     jitted = xform.jit(_log_then_scale)
     with xform.debug_nans(True):
-        with pytest.raises(FloatingPointError,
-                           match=r"invalid value \(nan\) encountered in log \(at .*"
-                                 r"test_config_flags.py:\d+ \(_log_then_scale\)"):
+        with pytest.raises(
+            FloatingPointError,
+            match=r"invalid value \(nan\) encountered in log \(at .*"
+            r"test_config_flags.py:\d+ \(_log_then_scale\)",
+        ):
             jitted(xnp.asarray(x))
         assert "Calling the de-optimized version" in capsys.readouterr().out
         np.testing.assert_allclose(jitted(xnp.ones(3)), np.zeros(3))  # no NaN: no error
@@ -178,8 +201,11 @@ def test_log_compiles_and_explain_cache_misses(caplog):
         return (x * y).sum()
 
     f = xform.jit(scaled_sum)
-    with caplog.at_level(logging.WARNING), xform.log_compiles(True), \
-            xform.explain_cache_misses(True):
+    with (
+        caplog.at_level(logging.WARNING),
+        xform.log_compiles(True),
+        xform.explain_cache_misses(True),
+    ):
         f(xnp.ones(2), xnp.ones(2))
         f(xnp.ones(2), xnp.ones(2, xnp.int32))
     compiles = [r.getMessage() for r in caplog.records if r.name == "xform.dispatch"]
@@ -209,9 +235,12 @@ def test_recompile_warning_names_the_argument():
     with xform.config.scope("xform_warn_recompiles", True):
         f(xnp.ones(2), params, scale=1)
         f(xnp.ones(2), params, scale=2)  # second trace: no warning
-        with pytest.warns(UserWarning, match=r"jit of affine is tracing for the third time "
-                                             r"\(called at .*test_config_flags.py:\d+.*static "
-                                             r"argument 'scale' changed from 2 to 3"):
+        with pytest.warns(
+            UserWarning,
+            match=r"jit of affine is tracing for the third time "
+            r"\(called at .*test_config_flags.py:\d+.*static "
+            r"argument 'scale' changed from 2 to 3",
+        ):
             f(xnp.ones(2), params, scale=3)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
@@ -220,8 +249,11 @@ def test_recompile_warning_names_the_argument():
         g.clear_cache()
         g(xnp.ones(2), params, scale=1)
         g(xnp.ones(3), {"w": xnp.ones(3)}, scale=1)
-        with pytest.warns(UserWarning, match=r"argument 'params' at \['w'\] changed dtype: "
-                                             r"f32\[3\] -> i32\[3\]"):
+        with pytest.warns(
+            UserWarning,
+            match=r"argument 'params' at \['w'\] changed dtype: "
+            r"f32\[3\] -> i32\[3\]",
+        ):
             g(xnp.ones(3), {"w": xnp.ones(3, xnp.int32)}, scale=1)
         with warnings.catch_warnings():  # xform's own jitted helpers retrace per shape silently
             warnings.simplefilter("error")
@@ -238,8 +270,7 @@ def test_default_prng_impl_as_jax(impl):
         assert raw.shape == want.shape == (4,) and np.array_equal(raw, want)
         assert str(xform.random.key(1).dtype) == str(jax.random.key(1).dtype)
         np.testing.assert_array_equal(xform.random.split(raw), jax.random.split(want))
-        np.testing.assert_array_equal(xform.random.bits(raw, (3,)),
-                                      jax.random.bits(want, (3,)))
+        np.testing.assert_array_equal(xform.random.bits(raw, (3,)), jax.random.bits(want, (3,)))
     assert xform.random.PRNGKey(3).shape == (2,)  # threefry again after the scope
 
 
@@ -247,16 +278,20 @@ def test_rank_and_dtype_promotion_as_jax():
     a, b = np.ones(2, np.float32), np.ones((3, 2), np.float32)
     for lib, np_ in ((jax, jnp), (xform, xnp)):
         with lib.numpy_rank_promotion("raise"):
-            with pytest.raises(ValueError, match=r"add on shapes \(2,\) \(3, 2\) and with "
-                                                 "the config option jax_numpy_rank_promotion"):
+            with pytest.raises(
+                ValueError,
+                match=r"add on shapes \(2,\) \(3, 2\) and with "
+                "the config option jax_numpy_rank_promotion",
+            ):
                 np_.asarray(a) + np_.asarray(b)
             assert (np_.asarray(a) + 1.0).shape == (2,)  # scalars are not rank promotion
         with lib.numpy_rank_promotion("warn"), pytest.warns(UserWarning, match="rank promotion"):
             np_.asarray(a) + np_.asarray(b)
         with lib.numpy_dtype_promotion("strict"):
             for x, y in ((np.ones(2, np.int32), 1.0), (np.ones(2, np.int8), np.ones(2, np.int16))):
-                with pytest.raises(lib.dtypes.TypePromotionError,
-                                   match="when jax_numpy_dtype_promotion=strict"):
+                with pytest.raises(
+                    lib.dtypes.TypePromotionError, match="when jax_numpy_dtype_promotion=strict"
+                ):
                     np_.asarray(x) + (np_.asarray(y) if isinstance(y, np.ndarray) else y)
             assert (np_.asarray(a) + 1).dtype == np.float32  # weak scalars still join
 
@@ -278,8 +313,9 @@ def test_default_matmul_precision_as_jax(precision):
     if precision == "F32_F32_F32":
         return  # xform emits no algorithm attribute on CPU (its backend ignores it); JAX does
     dot = [line.split("precision")[-1] for line in inside.splitlines() if "dot_general" in line]
-    jax_dot = [line.split("precision")[-1] for line in jax_text.splitlines()
-               if "dot_general" in line]
+    jax_dot = [
+        line.split("precision")[-1] for line in jax_text.splitlines() if "dot_general" in line
+    ]
     assert dot == jax_dot
     assert (inside != outside) == (precision != "bfloat16")  # bfloat16 is DEFAULT
     assert f.lower(a).as_text() == outside  # the default again after the scope
@@ -332,12 +368,28 @@ except FloatingPointError as e:
 
 
 def test_environment_variables_set_defaults():
-    env = dict(os.environ, JAX_ENABLE_X64="1", JAX_DEBUG_NANS="true", JAX_PLATFORMS="cpu",
-               JAX_NUMPY_RANK_PROMOTION="raise", JAX_NUM_CPU_DEVICES="3",
-               XFORM_WARN_RECOMPILES="0")
-    out = subprocess.run([sys.executable, "-c", _ENV_SCRIPT], env=env, capture_output=True,
-                         text=True, timeout=120, check=True).stdout.splitlines()
+    env = dict(
+        os.environ,
+        JAX_ENABLE_X64="1",
+        JAX_DEBUG_NANS="true",
+        JAX_PLATFORMS="cpu",
+        JAX_NUMPY_RANK_PROMOTION="raise",
+        JAX_NUM_CPU_DEVICES="3",
+        XFORM_WARN_RECOMPILES="0",
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", _ENV_SCRIPT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout.splitlines()
     assert out[0] == "True True raise cpu False 3"
-    assert out[1:] == ["float64", "rank True", "Invalid nan value encountered in the output "
-                       "of a jit function (<lambda>). Calling the de-optimized version.",
-                       "nan True"]
+    assert out[1:] == [
+        "float64",
+        "rank True",
+        "Invalid nan value encountered in the output "
+        "of a jit function (<lambda>). Calling the de-optimized version.",
+        "nan True",
+    ]

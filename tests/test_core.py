@@ -25,14 +25,17 @@ F32_3 = np.ones(3, np.float32)
 def test_make_jaxpr_text():
     jaxpr = xform.make_jaxpr(lambda x: lax.mul(lax.sin(x), 2.0))(F32_3)
     # as JAX prints it: on one line when it fits in 80 columns
-    assert str(jaxpr) == ("{ lambda ; a:f32[3]. let b:f32[3] = sin a; "
-                          "c:f32[3] = mul b 2.0:f32[] in (c,) }")
+    assert str(jaxpr) == (
+        "{ lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = mul b 2.0:f32[] in (c,) }"
+    )
     jaxpr = xform.make_jaxpr(lambda x: lax.add(lax.mul(lax.sin(x), 2.0), 1.0))(F32_3)
-    assert str(jaxpr) == ("{ lambda ; a:f32[3]. let\n"
-                          "    b:f32[3] = sin a\n"
-                          "    c:f32[3] = mul b 2.0:f32[]\n"
-                          "    d:f32[3] = add c 1.0:f32[]\n"
-                          "  in (d,) }")
+    assert str(jaxpr) == (
+        "{ lambda ; a:f32[3]. let\n"
+        "    b:f32[3] = sin a\n"
+        "    c:f32[3] = mul b 2.0:f32[]\n"
+        "    d:f32[3] = add c 1.0:f32[]\n"
+        "  in (d,) }"
+    )
 
 
 def test_make_jaxpr_shows_params_consts_and_multiple_outputs():
@@ -51,8 +54,10 @@ def test_nested_jit_is_an_equation_with_an_indented_sub_jaxpr():
     inner = xform.jit(lax.sin)
     text = str(xform.make_jaxpr(lambda x: lax.cos(inner(x)))(F32_3))
     # name first; the body's binders named after the equation's atoms, as JAX prints them
-    assert ("b:f32[3] = jit[\n      name=sin\n"
-            "      jaxpr={ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }\n    ] a\n") in text
+    assert (
+        "b:f32[3] = jit[\n      name=sin\n"
+        "      jaxpr={ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }\n    ] a\n"
+    ) in text
     assert text.rstrip().endswith("in (c,) }")
 
 
@@ -86,15 +91,20 @@ def test_typechecker_accepts_traced_jaxprs_and_quotes_bad_equations():
         core.check_jaxpr(ClosedJaxpr(undefined, []))
 
 
-@pytest.mark.parametrize("use, error", [
-    (lambda x: 1.0 if lax.gt(x, 0.0) else 2.0, TracerBoolConversionError),
-    (int, ConcretizationTypeError),
-    (float, ConcretizationTypeError),
-    (lambda x: x.item(), ConcretizationTypeError),
-    (np.asarray, TracerArrayConversionError),
-    (lambda x: lax.broadcast_in_dim(1.0, (lax.convert_element_type(x, np.int32),), ()),
-     TracerIntegerConversionError),
-])
+@pytest.mark.parametrize(
+    "use, error",
+    [
+        (lambda x: 1.0 if lax.gt(x, 0.0) else 2.0, TracerBoolConversionError),
+        (int, ConcretizationTypeError),
+        (float, ConcretizationTypeError),
+        (lambda x: x.item(), ConcretizationTypeError),
+        (np.asarray, TracerArrayConversionError),
+        (
+            lambda x: lax.broadcast_in_dim(1.0, (lax.convert_element_type(x, np.int32),), ()),
+            TracerIntegerConversionError,
+        ),
+    ],
+)
 def test_python_control_flow_on_traced_values_raises_concretization_errors(use, error):
     with pytest.raises(error, match="static_argnums.*cond") as info:
         xform.jit(use)(np.float32(1.0))
@@ -140,8 +150,14 @@ def test_tracers_are_unhashable_and_sized():
     xform.make_jaxpr(f)(F32_3)
 
 
-_CORE_FILES = ["xform/core.py", "xform/dtypes.py", "xform/config.py", "xform/errors.py",
-               "xform/interpreters", "xform/primitives"]
+_CORE_FILES = [
+    "xform/core.py",
+    "xform/dtypes.py",
+    "xform/config.py",
+    "xform/errors.py",
+    "xform/interpreters",
+    "xform/primitives",
+]
 
 
 def test_core_and_interpreters_do_not_import_the_backend():

@@ -8,10 +8,12 @@ from xform.interpreters import ad, batching
 from xform.primitives.call import jit_p
 from xform.primitives.pmap import pmap_p
 
-PRIMITIVES = sorted({v for v in vars(lax).values() if isinstance(v, core.Primitive)} |
-                    {v for v in vars(lax.linalg).values() if isinstance(v, core.Primitive)} |
-                    {jit_p, pmap_p},
-                    key=lambda p: p.name)
+PRIMITIVES = sorted(
+    {v for v in vars(lax).values() if isinstance(v, core.Primitive)}
+    | {v for v in vars(lax.linalg).values() if isinstance(v, core.Primitive)}
+    | {jit_p, pmap_p},
+    key=lambda p: p.name,
+)
 
 # Every primitive of lax.linalg calls a kernel (LAPACK on CPU) that NumPy does not mirror.
 LAPACK_PRIMITIVES = {v.name for v in vars(lax.linalg).values() if isinstance(v, core.Primitive)}
@@ -34,17 +36,32 @@ NO_HOST_IMPL = {
     "scan": "runs its body jaxpr in a Python loop (core.eager_rules)",
     "checkpoint": "evaluates its jaxpr eagerly (core.eager_rules)",
     "pmap": "runs its SPMD program on the devices (core.eager_rules, xform/spmd.py)",
-    **{name: "a LAPACK kernel, compiled by XLA for the one equation: eager equals jit"
-       for name in LAPACK_PRIMITIVES if name != "symmetric_product"},
+    **{
+        name: "a LAPACK kernel, compiled by XLA for the one equation: eager equals jit"
+        for name in LAPACK_PRIMITIVES
+        if name != "symmetric_product"
+    },
     # reduce_window family (windowed.py, reductions.py):
-    **{name: "runs its traced reducer jaxpr: compiled by XLA for the one equation"
-       for name in ("reduce", "reduce_window", "select_and_scatter")},
+    **{
+        name: "runs its traced reducer jaxpr: compiled by XLA for the one equation"
+        for name in ("reduce", "reduce_window", "select_and_scatter")
+    },
     "select_and_gather_add": "a variadic reduce_window whose tie order XLA defines: compiled "
-                             "for the one equation, eager equals jit",
+    "for the one equation, eager equals jit",
     # special functions (special.py):
-    **{name: "XLA's kernel (a CHLO op or JAX's series), compiled for the one equation"
-       for name in ("igamma", "igammac", "igamma_grad_a", "regularized_incomplete_beta",
-                    "bessel_i0e", "bessel_i1e", "zeta", "polygamma")},
+    **{
+        name: "XLA's kernel (a CHLO op or JAX's series), compiled for the one equation"
+        for name in (
+            "igamma",
+            "igammac",
+            "igamma_grad_a",
+            "regularized_incomplete_beta",
+            "bessel_i0e",
+            "bessel_i1e",
+            "zeta",
+            "polygamma",
+        )
+    },
     # contractions (contractions.py):
     # elementwise/structural/indexing additions:
     # rng, compiler, sorting and collective additions:
@@ -54,9 +71,20 @@ NO_HOST_IMPL = {
     "composite": "evaluates its decomposition jaxpr eagerly (core.eager_rules)",
     "pbroadcast": "a collective: only meaningful inside pmap or vmap, which replace it",
     "ragged_all_to_all": "a collective: only inside pmap or vmap; eagerly an error, as in JAX",
-    **{name: "a collective: only meaningful inside pmap or vmap, which replace it"
-       for name in ("psum", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
-                    "all_to_all", "axis_index", "pvary")},
+    **{
+        name: "a collective: only meaningful inside pmap or vmap, which replace it"
+        for name in (
+            "psum",
+            "pmax",
+            "pmin",
+            "all_gather",
+            "psum_scatter",
+            "ppermute",
+            "all_to_all",
+            "axis_index",
+            "pvary",
+        )
+    },
     # sharding (sharding.py, shard_map.py):
     "sharding_constraint": "lays the array out on the mesh's devices (core.eager_rules)",
     "reshard": "lays the array out on the mesh's devices (core.eager_rules)",
@@ -73,8 +101,20 @@ NO_BATCH_RULE = {
 
 def test_the_walk_finds_the_primitive_families():
     names = {p.name for p in PRIMITIVES}
-    for expected in ("sin", "add", "broadcast_in_dim", "gather", "scatter-add", "reduce_sum",
-                     "sort", "dot_general", "conv_general_dilated", "jit", "pmap", "psum"):
+    for expected in (
+        "sin",
+        "add",
+        "broadcast_in_dim",
+        "gather",
+        "scatter-add",
+        "reduce_sum",
+        "sort",
+        "dot_general",
+        "conv_general_dilated",
+        "jit",
+        "pmap",
+        "psum",
+    ):
         assert expected in names
     assert len(PRIMITIVES) > 90
 
@@ -89,8 +129,10 @@ def test_rules(prim):
         assert prim in ad.jvp_rules, f"{prim.name} has no JVP rule"
     if prim.name in NO_HOST_IMPL:
         assert prim not in core.host_impls, f"{prim.name} is exempt but has a host impl"
-        assert prim.name not in ("custom_jvp_call", "custom_vjp_call", "custom_lin") or \
-            prim in core.eager_rules
+        assert (
+            prim.name not in ("custom_jvp_call", "custom_vjp_call", "custom_lin")
+            or prim in core.eager_rules
+        )
     else:
         assert prim in core.host_impls, f"{prim.name} has no NumPy host implementation"
 
@@ -101,4 +143,5 @@ def test_batch_rule(prim):
         assert prim not in batching.batch_rules, f"{prim.name} is exempt but has a batch rule"
     else:
         assert prim in batching.batch_rules or prim in batching.axis_rules, (
-            f"{prim.name} has no batching rule")
+            f"{prim.name} has no batching rule"
+        )

@@ -55,8 +55,7 @@ def close(a, b):
 
 @pytest.mark.parametrize("transform", ["plain", "jit_outside", "jit_inside"])
 def test_custom_jvp_rule_is_used(transform):
-    wrap = {"plain": lambda h: h, "jit_outside": xform.jit,
-            "jit_inside": lambda h: h}[transform]
+    wrap = {"plain": lambda h: h, "jit_outside": xform.jit, "jit_inside": lambda h: h}[transform]
     f = xform.jit(F) if transform == "jit_inside" else F
     close(F(X), F_JAX(X))
     close(wrap(xform.grad(f))(X), jax.grad(F_JAX)(X))
@@ -177,8 +176,10 @@ def make_none_cotangents(lib, custom_vjp):
 
 def test_custom_vjp_bwd_may_return_none_for_zero_cotangents():
     x, params = np.float32(0.3), {"w": np.float32(2.0), "b": np.float32(1.0)}
-    f, f_jax = make_none_cotangents(xnp, xform.custom_vjp), make_none_cotangents(
-        jnp, jax.custom_vjp)
+    f, f_jax = (
+        make_none_cotangents(xnp, xform.custom_vjp),
+        make_none_cotangents(jnp, jax.custom_vjp),
+    )
     expected = jax.grad(f_jax, argnums=(0, 1))(x, params)
     got = xform.grad(f, argnums=(0, 1))(x, params)
     close(got, expected)
@@ -186,12 +187,10 @@ def test_custom_vjp_bwd_may_return_none_for_zero_cotangents():
     close(xform.jit(xform.grad(f, argnums=(0, 1)))(x, params), expected)
     close(xform.grad(xform.jit(f), argnums=(0, 1))(x, params), expected)
     # None for the whole pytree argument, and a list instead of a tuple, as JAX allows.
-    g, g_jax = xform.custom_vjp(lambda x, p: x * p["w"]), jax.custom_vjp(
-        lambda x, p: x * p["w"])
+    g, g_jax = xform.custom_vjp(lambda x, p: x * p["w"]), jax.custom_vjp(lambda x, p: x * p["w"])
     g.defvjp(lambda x, p: (x * p["w"], p["w"]), lambda w, ct: [ct * w, None])
     g_jax.defvjp(lambda x, p: (x * p["w"], p["w"]), lambda w, ct: [ct * w, None])
-    close(xform.grad(g, argnums=(0, 1))(x, params),
-          jax.grad(g_jax, argnums=(0, 1))(x, params))
+    close(xform.grad(g, argnums=(0, 1))(x, params), jax.grad(g_jax, argnums=(0, 1))(x, params))
 
 
 def test_custom_vjp_bwd_with_wrong_structure_or_types_errors_clearly():
@@ -209,8 +208,9 @@ def test_custom_vjp_bwd_with_wrong_structure_or_types_errors_clearly():
     with pytest.raises(ValueError, match=r"cotangent 1 has shape \(2,\)"):
         xform.grad(f)(x, x)
     f.defvjp(fwd, lambda res, ct: (ct, xnp.astype(ct, np.float16)))
-    with pytest.raises(ValueError, match="cotangent 1 has shape .* and dtype float16; its "
-                                         "argument is f32"):
+    with pytest.raises(
+        ValueError, match="cotangent 1 has shape .* and dtype float16; its argument is f32"
+    ):
         xform.grad(f)(x, x)
 
 
@@ -234,15 +234,20 @@ def test_nested_custom_jvp_calls_under_jit():
 def test_custom_vjp_with_an_integer_argument_as_jax():
     """An integer argument has a float0 tangent: under grad, vmap(grad) and jit(grad) the rule
     runs and its cotangent for the integer is dropped, as JAX does."""
+
     def make(lib):
         @lib.custom_vjp
         def scaled(x, n):
             return x * n
+
         scaled.defvjp(lambda x, n: (x * n, n), lambda n, g: (g * n, None))
-        return {"grad": lambda: lib.grad(lambda x: scaled(x, 3))(2.0),
-                "both": lambda: lib.grad(scaled)(2.0, 3),
-                "vmap": lambda: lib.vmap(lib.grad(scaled), (0, None))(np.ones(2), 3),
-                "jit": lambda: lib.jit(lib.grad(lambda x: scaled(x, 3)))(2.0)}
+        return {
+            "grad": lambda: lib.grad(lambda x: scaled(x, 3))(2.0),
+            "both": lambda: lib.grad(scaled)(2.0, 3),
+            "vmap": lambda: lib.vmap(lib.grad(scaled), (0, None))(np.ones(2), 3),
+            "jit": lambda: lib.jit(lib.grad(lambda x: scaled(x, 3)))(2.0),
+        }
+
     got, want = make(xform), make(jax)
     for k in want:
         np.testing.assert_allclose(got[k](), want[k](), err_msg=k)

@@ -10,8 +10,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 def test_demo_prints_the_tour():
     # cwd is the repo root, so `-m xform` imports this checkout even without an install.
-    proc = subprocess.run([sys.executable, "-m", "xform"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "xform"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     for header in ("== Its jaxpr", "== Eager", "== Compiled", "== StableHLO", "== Timings"):
@@ -32,8 +38,11 @@ def test_demo_prints_the_tour():
     assert "== Gaussian-process regression" in out
     assert "the gradient matches central differences: True" in out
     assert "the marginal likelihood went up: True" in out
-    sign, slogdet, chol = re.search(r"slogdet \(LU\) = \((-?\d+), (-?[\d.]+)\), 2 sum log "
-                                    r"diag\(L\) = (-?[\d.]+)", out).groups()
+    sign, slogdet, chol = re.search(
+        r"slogdet \(LU\) = \((-?\d+), (-?[\d.]+)\), 2 sum log "
+        r"diag\(L\) = (-?[\d.]+)",
+        out,
+    ).groups()
     assert sign == "1" and abs(float(slogdet) - float(chol)) < 1e-2 * abs(float(chol))
     assert "== pmap: a data-parallel training step" in out
     assert re.search(r"^8 cpu devices", out, re.M), "the demo's pmap step should get 8 CPU devices"

@@ -102,8 +102,7 @@ def _fast_cases():
 def _check_like_jax(got, want):
     assert got.dtype == want.dtype and got.shape == want.shape
     assert got.aval.weak_type == want.weak_type
-    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
-                               rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=1e-6)
 
 
 def test_fast_path_matches_jax_and_the_general_path():
@@ -140,8 +139,10 @@ def test_fast_path_flushes_an_underflow():
         assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
     a, b = xnp.asarray(np.float32([1e-20, 1.0])), xnp.asarray(np.float32([1e-20, 2.0]))
     for _ in range(2):
-        assert np.asarray(a * b).tolist() == np.asarray(jnp.float32([1e-20, 1]) *
-                                                       jnp.float32([1e-20, 2])).tolist()
+        assert (
+            np.asarray(a * b).tolist()
+            == np.asarray(jnp.float32([1e-20, 1]) * jnp.float32([1e-20, 2])).tolist()
+        )
 
 
 def test_fast_path_in_threads():

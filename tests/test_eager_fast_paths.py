@@ -20,15 +20,27 @@ from xform.primitives import contractions, reductions, structural
 F32 = core.ShapedArray((2, 3), np.dtype("float32"))
 
 
-@pytest.mark.parametrize("prim, avals, params", [
-    (contractions.dot_general_p, (F32, core.ShapedArray((3, 4), np.dtype("float32"))),
-     {"dimension_numbers": (((1,), (0,)), ((), ())), "precision": None,
-      "preferred_element_type": np.dtype("float32")}),
-    (structural.broadcast_in_dim_p, (F32,), {"shape": (5, 2, 3),
-                                             "broadcast_dimensions": (1, 2)}),
-    (reductions.reduce_sum_p, (F32.update(weak_type=True),), {"axes": (1,)}),
-    (structural.transpose_p, (F32,), {"permutation": (1, 0)}),
-])
+@pytest.mark.parametrize(
+    "prim, avals, params",
+    [
+        (
+            contractions.dot_general_p,
+            (F32, core.ShapedArray((3, 4), np.dtype("float32"))),
+            {
+                "dimension_numbers": (((1,), (0,)), ((), ())),
+                "precision": None,
+                "preferred_element_type": np.dtype("float32"),
+            },
+        ),
+        (
+            structural.broadcast_in_dim_p,
+            (F32,),
+            {"shape": (5, 2, 3), "broadcast_dimensions": (1, 2)},
+        ),
+        (reductions.reduce_sum_p, (F32.update(weak_type=True),), {"axes": (1,)}),
+        (structural.transpose_p, (F32,), {"permutation": (1, 0)}),
+    ],
+)
 def test_type_rules_memoized_on_params_match_the_rule(prim, avals, params):
     expected = core.abstract_eval_rules[prim](*avals, **params)
     first = staging.out_avals_of(prim, list(avals), params)
@@ -44,18 +56,25 @@ def test_type_rules_with_jaxpr_params_are_not_memoized():
 
 def test_memoized_type_rule_still_raises_each_time():
     bad = (F32, core.ShapedArray((4, 4), np.dtype("float32")))
-    params = {"dimension_numbers": (((1,), (0,)), ((), ())), "precision": None,
-              "preferred_element_type": None}
+    params = {
+        "dimension_numbers": (((1,), (0,)), ((), ())),
+        "precision": None,
+        "preferred_element_type": None,
+    }
     for _ in range(2):
         with pytest.raises(TypeError, match="contracting dimensions to have the same shape"):
             staging.out_avals_of(contractions.dot_general_p, list(bad), params)
 
 
 def test_unhashable_params_fall_back_to_the_rule():
-    params = {"dimension_numbers": [[[1], [0]], [[], []]], "precision": None,
-              "preferred_element_type": None}
-    out = staging.out_avals_of(contractions.dot_general_p,
-                               [F32, core.ShapedArray((3, 4), np.dtype("float32"))], params)
+    params = {
+        "dimension_numbers": [[[1], [0]], [[], []]],
+        "precision": None,
+        "preferred_element_type": None,
+    }
+    out = staging.out_avals_of(
+        contractions.dot_general_p, [F32, core.ShapedArray((3, 4), np.dtype("float32"))], params
+    )
     assert out[0].shape == (2, 4)
 
 
@@ -93,13 +112,16 @@ def _weak_matrix(lib):
     return lib.broadcast_to(lib.asarray(2.0), (3, 3))  # a weakly typed float32 matrix
 
 
-@pytest.mark.parametrize("make_a, make_b", [
-    (lambda lib: lib.ones((3, 3), np.float32), lambda lib: lib.ones((3, 3), np.float32)),
-    (lambda lib: lib.ones((3, 3), np.float32), _weak_matrix),
-    (_weak_matrix, _weak_matrix),
-    (lambda lib: lib.ones((3, 3), np.int32), lambda lib: lib.ones((3, 3), np.float32)),
-    (lambda lib: lib.ones((2, 3, 3), np.float32), lambda lib: lib.ones((3, 3), np.float32)),
-])
+@pytest.mark.parametrize(
+    "make_a, make_b",
+    [
+        (lambda lib: lib.ones((3, 3), np.float32), lambda lib: lib.ones((3, 3), np.float32)),
+        (lambda lib: lib.ones((3, 3), np.float32), _weak_matrix),
+        (_weak_matrix, _weak_matrix),
+        (lambda lib: lib.ones((3, 3), np.int32), lambda lib: lib.ones((3, 3), np.float32)),
+        (lambda lib: lib.ones((2, 3, 3), np.float32), lambda lib: lib.ones((3, 3), np.float32)),
+    ],
+)
 def test_matmul_types_match_jax(make_a, make_b):
     got = xnp.matmul(make_a(xnp), make_b(xnp))
     want = jnp.matmul(make_a(jnp), make_b(jnp))
@@ -135,17 +157,30 @@ def test_eager_ops_with_params_repeat_correctly_on_their_fast_path():
             assert (got.shape, got.dtype) == (want.shape, want.dtype)
             np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
         got = lax.broadcast_in_dim(xnp.asarray(x[0]), (3, 5), (1,))
-        np.testing.assert_array_equal(np.asarray(got), jax.lax.broadcast_in_dim(x[0], (3, 5),
-                                                                                 (1,)))
+        np.testing.assert_array_equal(np.asarray(got), jax.lax.broadcast_in_dim(x[0], (3, 5), (1,)))
 
 
-@pytest.mark.parametrize("make_op", [
-    lambda c: (lambda x: x * c),
-    lambda c: (lambda x: c - x),
-    lambda c: (lambda x: x / c),
-])
-@pytest.mark.parametrize("c", [2.0, -0.0, 0.0, float("nan"), 3, np.float32(1.5),
-                               np.array(-0.0, np.float32), np.array(7, np.int32)])
+@pytest.mark.parametrize(
+    "make_op",
+    [
+        lambda c: lambda x: x * c,
+        lambda c: lambda x: c - x,
+        lambda c: lambda x: x / c,
+    ],
+)
+@pytest.mark.parametrize(
+    "c",
+    [
+        2.0,
+        -0.0,
+        0.0,
+        float("nan"),
+        3,
+        np.float32(1.5),
+        np.array(-0.0, np.float32),
+        np.array(7, np.int32),
+    ],
+)
 def test_constant_operands_match_jax_and_keep_signed_zeros(make_op, c):
     # Eager binary ops take a Python or 0-d NumPy constant as a cached Array: the results,
     # dtypes and weak types stay JAX's, zeros keep their sign, NaNs stay NaNs.
@@ -172,8 +207,11 @@ def test_constant_operands_follow_x64_and_are_copies():
 
 def test_small_and_large_broadcasts_match_jax():
     rng = np.random.default_rng(0)
-    for shape, operand, dims in [((8, 32), (32,), (1,)), ((300, 300), (300,), (0,)),
-                                 ((2, 3, 4), (4, 3), (2, 1))]:
+    for shape, operand, dims in [
+        ((8, 32), (32,), (1,)),
+        ((300, 300), (300,), (0,)),
+        ((2, 3, 4), (4, 3), (2, 1)),
+    ]:
         v = rng.standard_normal(operand).astype(np.float32)
         got = lax.broadcast_in_dim(xnp.asarray(v), shape, dims)
         np.testing.assert_array_equal(np.asarray(got), jax.lax.broadcast_in_dim(v, shape, dims))
@@ -207,13 +245,18 @@ def test_gradients_through_split_then_concatenate_match_jax():
         return m.grad(lambda p: 0.25 * m.lax.split(p, (1,))[0].sum())
 
     def weighted_concat(m):
-        return m.grad(lambda a, b: (m.numpy.array([0.25, 0.5], np.float16)
-                                    * m.lax.concatenate([a, b], 0)).sum(), argnums=(0, 1))
+        return m.grad(
+            lambda a, b: (
+                m.numpy.array([0.25, 0.5], np.float16) * m.lax.concatenate([a, b], 0)
+            ).sum(),
+            argnums=(0, 1),
+        )
 
     p = np.ones(1, np.float16)
     for _ in range(2):
-        np.testing.assert_array_equal(np.asarray(weighted_split(xform)(xnp.asarray(p))),
-                                      weighted_split(jax)(p))
+        np.testing.assert_array_equal(
+            np.asarray(weighted_split(xform)(xnp.asarray(p))), weighted_split(jax)(p)
+        )
         got = weighted_concat(xform)(xnp.asarray(p), xnp.asarray(p))
         want = weighted_concat(jax)(p, p)
         for g, w in zip(got, want, strict=True):
@@ -244,8 +287,9 @@ def _memo_case(m, op, xs):
     if op == "grad_split":
         return m.grad(lambda v: (lax_.split(v, (1,) * v.shape[0], 0)[0] * 3.0).sum())(arr[0])
     if op == "grad_concat":
-        return m.grad(lambda *vs: (lax_.concatenate(vs, 0) * 2.0).sum(),
-                      argnums=tuple(range(len(arr))))(*arr)[-1]
+        return m.grad(
+            lambda *vs: (lax_.concatenate(vs, 0) * 2.0).sum(), argnums=tuple(range(len(arr)))
+        )(*arr)[-1]
     if op == "pad":
         return lax_.pad(arr[0], arr[-1].reshape(-1)[0], ((1, 0, 0),))
     if op == "dot":
@@ -257,23 +301,47 @@ def _memo_case(m, op, xs):
     return lax_.broadcast_in_dim(arr[0], (2, arr[0].shape[0]), (1,))
 
 
-_MEMO_OPS = ["concatenate", "split", "grad_split", "grad_concat", "pad", "dot", "add",
-             "reduce_sum", "broadcast"]
+_MEMO_OPS = [
+    "concatenate",
+    "split",
+    "grad_split",
+    "grad_concat",
+    "pad",
+    "dot",
+    "add",
+    "reduce_sum",
+    "broadcast",
+]
 
 
-@hypothesis.given(st.lists(st.tuples(st.sampled_from(_MEMO_OPS), st.integers(1, 3),
-                                     st.integers(1, 2), st.sampled_from(["float32", "float16"])),
-                           min_size=4, max_size=12))
+@hypothesis.given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_MEMO_OPS),
+            st.integers(1, 3),
+            st.integers(1, 2),
+            st.sampled_from(["float32", "float16"]),
+        ),
+        min_size=4,
+        max_size=12,
+    )
+)
 def test_memoized_primitives_keep_their_types_across_operand_counts(calls):
     # One process, one sequence of calls of the memoized primitives with varying operand
     # counts and shapes (operands of one size share an interned aval): each result's type is
     # its data's, and JAX's.
     for op, drawn, size, dtype in calls:
-        count = drawn if op in ("concatenate", "grad_concat") else \
-            1 if op in ("split", "grad_split", "reduce_sum", "broadcast") else 2
+        count = (
+            drawn
+            if op in ("concatenate", "grad_concat")
+            else 1
+            if op in ("split", "grad_split", "reduce_sum", "broadcast")
+            else 2
+        )
         xs = [np.arange(1, size + 1, dtype=dtype) * (i + 1) for i in range(count)]
         got, want = _memo_case(xform, op, xs), _memo_case(jax, op, xs)
         assert got.shape == np.asarray(got).shape == want.shape, (op, count, size, dtype)
         assert got.dtype == want.dtype
-        np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32),
-                                   rtol=1e-3)
+        np.testing.assert_allclose(
+            np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=1e-3
+        )

@@ -35,7 +35,8 @@ def _assert_trees_close(got, want, rtol=1e-5, atol=1e-6):
 def _shapes(tree):
     """ShapeDtypeStructs (either engine's) as comparable tuples, None kept."""
     return jax.tree_util.tree_map(
-        lambda s: (tuple(s.shape), np.dtype(s.dtype).name, bool(s.weak_type)), tree)
+        lambda s: (tuple(s.shape), np.dtype(s.dtype).name, bool(s.weak_type)), tree
+    )
 
 
 # --------------------------------------------------------------------------- 1. eval_shape
@@ -47,9 +48,17 @@ def _sds_outputs(eng, np_):
     return lambda x: {"a": x * 2, "s": s, "none": None, "nested": (scalar, [x.sum(), s])}
 
 
-@pytest.mark.parametrize("how", ["eval_shape", "jit.eval_shape", "eval_shape(jit)",
-                                 "eval_shape(vmap)", "eval_shape(grad has_aux)",
-                                 "make_jaxpr return_shape"])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "eval_shape",
+        "jit.eval_shape",
+        "eval_shape(jit)",
+        "eval_shape(vmap)",
+        "eval_shape(grad has_aux)",
+        "make_jaxpr return_shape",
+    ],
+)
 def test_eval_shape_passes_shape_dtype_struct_outputs_through(how):
     def case(eng, np_):
         f = _sds_outputs(eng, np_)
@@ -71,9 +80,17 @@ def test_eval_shape_passes_shape_dtype_struct_outputs_through(how):
 
 
 def test_shape_dtype_struct_output_is_a_constant_of_its_type_in_the_jaxpr():
-    got, want = _both(lambda eng, np_: str(eng.make_jaxpr(
-        lambda x: (x, eng.ShapeDtypeStruct((), np_.float32),
-                   eng.ShapeDtypeStruct((2,), np_.int32)))(1.0)))
+    got, want = _both(
+        lambda eng, np_: str(
+            eng.make_jaxpr(
+                lambda x: (
+                    x,
+                    eng.ShapeDtypeStruct((), np_.float32),
+                    eng.ShapeDtypeStruct((2,), np_.int32),
+                )
+            )(1.0)
+        )
+    )
     assert got == want
 
 
@@ -118,20 +135,25 @@ INNER = {
     "custom_jvp": lambda eng, np_, c, x: _where_jvp(eng, np_, c > 0.5)(x),
     "custom_vjp fwd": lambda eng, np_, c, x: _scaled_vjp(eng, np_, c)(x),
     "while body": lambda eng, np_, c, x: eng.lax.while_loop(
-        lambda s: s[0] < 3, lambda s: (s[0] + 1, s[1] * c + x), (0, x))[1],
+        lambda s: s[0] < 3, lambda s: (s[0] + 1, s[1] * c + x), (0, x)
+    )[1],
     "while cond": lambda eng, np_, c, x: eng.lax.while_loop(
-        lambda s: s[0] * c < 2.0, lambda s: (s[0] + 1.0, s[1] * x), (0.0 * x, x))[1],
+        lambda s: s[0] * c < 2.0, lambda s: (s[0] + 1.0, s[1] * x), (0.0 * x, x)
+    )[1],
     "while int sub": lambda eng, np_, c, x: eng.lax.while_loop(
         lambda s: s[0] > 0,
         lambda s: (s[0] - (np_.asarray(c) > 0.5).astype(np_.int32) - 1, s[1] * x),
-        (np_.int32(4), x))[1],
+        (np_.int32(4), x),
+    )[1],
     "scan body": lambda eng, np_, c, x: eng.lax.scan(
-        lambda s, _: (s * c + x, None), x, None, length=3)[0],
+        lambda s, _: (s * c + x, None), x, None, length=3
+    )[0],
     "cond branch": lambda eng, np_, c, x: eng.lax.cond(
-        c > 0.5, lambda y: y * c, lambda y: y - c, x),
+        c > 0.5, lambda y: y * c, lambda y: y - c, x
+    ),
     "custom_jvp in while": lambda eng, np_, c, x: eng.lax.while_loop(
-        lambda s: s[0] < 2, lambda s: (s[0] + 1, _where_jvp(eng, np_, c > 0.5)(s[1]) + x),
-        (0, x))[1],
+        lambda s: s[0] < 2, lambda s: (s[0] + 1, _where_jvp(eng, np_, c > 0.5)(s[1]) + x), (0, x)
+    )[1],
 }
 
 # Each outer transformation makes ``c`` (and maybe x) a tracer of its own.
@@ -140,9 +162,9 @@ OUTER = {
     "grad c": lambda eng, np_, g: eng.grad(g)(0.7, 0.3),
     "grad x": lambda eng, np_, g: eng.grad(g, 1)(0.7, 0.3),
     "vmap c": lambda eng, np_, g: eng.vmap(g, (0, None))(np_.array([0.7, 0.2]), 0.3),
-    "jit(vmap(grad))": lambda eng, np_, g: eng.jit(eng.vmap(eng.grad(
-        lambda c, x: eng.vmap(lambda xx: g(c, xx))(x).sum()), (0, None)))(
-            np_.array([0.7, 0.9]), np_.array([0.3, 0.1])),
+    "jit(vmap(grad))": lambda eng, np_, g: eng.jit(
+        eng.vmap(eng.grad(lambda c, x: eng.vmap(lambda xx: g(c, xx))(x).sum()), (0, None))
+    )(np_.array([0.7, 0.9]), np_.array([0.3, 0.1])),
 }
 
 
@@ -191,12 +213,12 @@ def test_ensure_compile_time_eval_traces_operations_on_tracers(how):
             return eng.jit(grad)(1.5, 0.3)
         if how == "vmap(grad)":
             return eng.vmap(grad, (0, None))(np_.array([1.5, 2.0]), 0.3)
-        return eng.lax.while_loop(lambda s: s[0] < 3,
-                                  lambda s: (s[0] + 1, s[1] + grad(1.5 + s[1], 0.3)), (0, 0.0))
+        return eng.lax.while_loop(
+            lambda s: s[0] < 3, lambda s: (s[0] + 1, s[1] + grad(1.5 + s[1], 0.3)), (0, 0.0)
+        )
 
     got, want = _both(case)
     _assert_trees_close(got, want)
-
 
 
 def test_ensure_compile_time_eval_folds_constant_calls_inside_jit():
@@ -233,6 +255,7 @@ def test_ensure_compile_time_eval_folds_constant_calls_inside_jit():
     assert [k for k, traced in got_kinds.items() if traced] == ["traced"]
     _assert_trees_close(got, want)
 
+
 # --------------------------------------------------------------------------- 3. custom_jvp_call
 # in linear code: transposed through the function itself, as JAX does
 
@@ -261,24 +284,31 @@ def _rule_applies_linear_custom_jvp(eng, np_):
 
 X3 = np.array([0.5, 1.0], np.float32)
 CUSTOM_JVP_IN_LINEAR_CODE = {
-    "linear_transpose": lambda eng, np_: eng.linear_transpose(
-        _linear_custom_jvp(eng, np_), X3)(X3),
+    "linear_transpose": lambda eng, np_: eng.linear_transpose(_linear_custom_jvp(eng, np_), X3)(X3),
     "jit(linear_transpose)": lambda eng, np_: eng.jit(
-        eng.linear_transpose(_linear_custom_jvp(eng, np_), X3))(X3),
+        eng.linear_transpose(_linear_custom_jvp(eng, np_), X3)
+    )(X3),
     "vmap(linear_transpose)": lambda eng, np_: eng.vmap(
-        eng.linear_transpose(_linear_custom_jvp(eng, np_), X3[0]))(X3),
-    "grad": lambda eng, np_: eng.grad(
-        lambda x: _rule_applies_linear_custom_jvp(eng, np_)(x).sum())(X3),
-    "jit(grad)": lambda eng, np_: eng.jit(eng.grad(
-        lambda x: _rule_applies_linear_custom_jvp(eng, np_)(x).sum()))(X3),
-    "vmap(grad)": lambda eng, np_: eng.vmap(eng.grad(
-        lambda x: _rule_applies_linear_custom_jvp(eng, np_)(x).sum()))(X3[:, None]),
+        eng.linear_transpose(_linear_custom_jvp(eng, np_), X3[0])
+    )(X3),
+    "grad": lambda eng, np_: eng.grad(lambda x: _rule_applies_linear_custom_jvp(eng, np_)(x).sum())(
+        X3
+    ),
+    "jit(grad)": lambda eng, np_: eng.jit(
+        eng.grad(lambda x: _rule_applies_linear_custom_jvp(eng, np_)(x).sum())
+    )(X3),
+    "vmap(grad)": lambda eng, np_: eng.vmap(
+        eng.grad(lambda x: _rule_applies_linear_custom_jvp(eng, np_)(x).sum())
+    )(X3[:, None]),
     "hessian": lambda eng, np_: eng.hessian(
-        lambda x: _rule_applies_linear_custom_jvp(eng, np_)(x).sum())(X3),
+        lambda x: _rule_applies_linear_custom_jvp(eng, np_)(x).sum()
+    )(X3),
     "linear_transpose(linearize)": lambda eng, np_: eng.linear_transpose(
-        eng.linearize(_rule_applies_linear_custom_jvp(eng, np_), X3)[1], X3)(X3),
-    "jacrev(jvp)": lambda eng, np_: eng.jacrev(lambda p: eng.jvp(
-        lambda q: _rule_applies_linear_custom_jvp(eng, np_)(q * p), (p,), (p,))[1])(X3),
+        eng.linearize(_rule_applies_linear_custom_jvp(eng, np_), X3)[1], X3
+    )(X3),
+    "jacrev(jvp)": lambda eng, np_: eng.jacrev(
+        lambda p: eng.jvp(lambda q: _rule_applies_linear_custom_jvp(eng, np_)(q * p), (p,), (p,))[1]
+    )(X3),
 }
 
 
@@ -313,8 +343,9 @@ def _gauss_newton_step(eng, np_):
 
 
 def test_jacrev_of_a_gauss_newton_step_through_a_custom_jvp_function():
-    got, want = _both(lambda eng, np_: eng.jacrev(_gauss_newton_step(eng, np_))(
-        np_.array([0.3, -0.2, 0.1])))
+    got, want = _both(
+        lambda eng, np_: eng.jacrev(_gauss_newton_step(eng, np_))(np_.array([0.3, -0.2, 0.1]))
+    )
     _assert_trees_close(got, want, rtol=1e-4, atol=1e-5)
 
 
@@ -362,8 +393,12 @@ def _lbfgs(eng, np_, fun, x0, maxiter=8, memory=3):
 
         q, alphas = lax.fori_loop(0, memory, back, (g, np_.zeros(memory)))
         last = (count - 1) % memory
-        gamma = np_.where(count > 0, np_.dot(s_mem[last], y_mem[last]) /
-                          np_.maximum(np_.dot(y_mem[last], y_mem[last]), 1e-10), 1.0)
+        gamma = np_.where(
+            count > 0,
+            np_.dot(s_mem[last], y_mem[last])
+            / np_.maximum(np_.dot(y_mem[last], y_mem[last]), 1e-10),
+            1.0,
+        )
         r = gamma * q
 
         def forward(i, r):
@@ -376,10 +411,10 @@ def _lbfgs(eng, np_, fun, x0, maxiter=8, memory=3):
 
     def recover_alpha(alpha, s, z):
         def next_alpha(s, z, alpha):
-            a = np_.sum(alpha * z ** 2)
+            a = np_.sum(alpha * z**2)
             b = np_.dot(z, s)
-            c = np_.sum(s ** 2 / alpha)
-            return 1.0 / (a / (b * alpha) + z ** 2 / b - (a * s ** 2) / (b * c * alpha ** 2))
+            c = np_.sum(s**2 / alpha)
+            return 1.0 / (a / (b * alpha) + z**2 / b - (a * s**2) / (b * c * alpha**2))
 
         pred = s.T @ z > 1e-12 * np_.linalg.norm(z, 2)
         return lax.cond(pred, next_alpha, lambda *_: alpha, s, z, alpha), pred
@@ -391,17 +426,19 @@ def _lbfgs(eng, np_, fun, x0, maxiter=8, memory=3):
         def shrink(t):
             return t * 0.5
 
-        t = lax.while_loop(lambda t: (f(x + t * d) > value + 1e-4 * t * np_.dot(g, d)) &
-                           (t > 1e-6), shrink, 1.0)
+        t = lax.while_loop(
+            lambda t: (f(x + t * d) > value + 1e-4 * t * np_.dot(g, d)) & (t > 1e-6), shrink, 1.0
+        )
         new_x = x + t * d
         new_value, new_g = eng.value_and_grad(f)(new_x)
         s, z = new_x - x, new_g - g
         alpha, mask = recover_alpha(alpha, s, z)
         slot = count % memory
-        state = (new_x, new_g, new_value, s_mem.at[slot].set(s), y_mem.at[slot].set(z),
-                 count + 1)
-        f_delta = np_.abs(value - new_value) / np_.asarray(
-            [np_.abs(value), np_.abs(new_value), 1.0]).max()
+        state = (new_x, new_g, new_value, s_mem.at[slot].set(s), y_mem.at[slot].set(z), count + 1)
+        f_delta = (
+            np_.abs(value - new_value)
+            / np_.asarray([np_.abs(value), np_.abs(new_value), 1.0]).max()
+        )
         go_on = (np_.linalg.norm(g) > 1e-8) & (f_delta > 1e-9) & (i < maxiter)
         return (state, alpha), go_on
 
@@ -412,7 +449,8 @@ def _lbfgs(eng, np_, fun, x0, maxiter=8, memory=3):
 
     init = ((flat0, grad0, value0, s_mem, y_mem, 0), np_.ones_like(flat0))
     (((x, g, value, *_), alpha), _), (xs, alphas) = lax.scan(
-        scan_body, (init, True), np_.arange(maxiter))
+        scan_body, (init, True), np_.arange(maxiter)
+    )
     history = np_.concatenate([flat0[None], xs])
     return unravel(x), value, alpha, history, alphas
 
@@ -426,8 +464,10 @@ def _weighted_quadratic(np_):
 
 
 def test_lbfgs_on_a_one_dimensional_problem_after_a_two_leaf_one_matches_jax():
-    for x0 in ({"a": np.zeros(1, np.float32), "b": np.ones(1, np.float32)},
-               {"w": np.zeros(1, np.float32)}):
+    for x0 in (
+        {"a": np.zeros(1, np.float32), "b": np.ones(1, np.float32)},
+        {"w": np.zeros(1, np.float32)},
+    ):
         got, want = _both(lambda eng, np_, x0=x0: _lbfgs(eng, np_, _weighted_quadratic(np_), x0))
         _assert_trees_close(got, want, rtol=1e-4, atol=1e-5)
 

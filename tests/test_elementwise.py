@@ -46,37 +46,85 @@ class Op(NamedTuple):
 
 
 OPS = [
-    Op("neg", 1, NUMBER), Op("sign", 1, NUMBER), Op("floor", 1, FLOAT), Op("ceil", 1, FLOAT),
-    Op("round", 1, FLOAT), Op("is_finite", 1, FLOAT), Op("abs", 1, SINT + INEXACT),
-    Op("exp", 1, INEXACT), Op("exp2", 1, INEXACT), Op("log", 1, INEXACT, (0.01, 10.0)),
-    Op("log1p", 1, INEXACT, (-0.9, 10.0)), Op("expm1", 1, INEXACT),
-    Op("sqrt", 1, INEXACT, (0.0, 10.0)), Op("rsqrt", 1, INEXACT, (0.01, 10.0)),
-    Op("cbrt", 1, FLOAT), Op("sin", 1, INEXACT), Op("cos", 1, INEXACT),
-    Op("tan", 1, INEXACT, (-1.4, 1.4)), Op("asin", 1, INEXACT, (-1.0, 1.0)),
-    Op("acos", 1, INEXACT, (-1.0, 1.0)), Op("atan", 1, INEXACT), Op("sinh", 1, INEXACT),
-    Op("cosh", 1, INEXACT), Op("tanh", 1, INEXACT), Op("asinh", 1, INEXACT),
-    Op("acosh", 1, INEXACT, (1.0, 10.0)), Op("atanh", 1, INEXACT, (-0.99, 0.99)),
-    Op("logistic", 1, INEXACT), Op("erf", 1, FLOAT), Op("erfc", 1, FLOAT),
-    Op("erf_inv", 1, FLOAT, (-0.99, 0.99)), Op("lgamma", 1, FLOAT, (0.1, 10.0)),
-    Op("digamma", 1, FLOAT, (0.1, 10.0)), Op("bitwise_not", 1, INT + BOOL),
-    Op("population_count", 1, INT), Op("real", 1, COMPLEX), Op("imag", 1, COMPLEX),
+    Op("neg", 1, NUMBER),
+    Op("sign", 1, NUMBER),
+    Op("floor", 1, FLOAT),
+    Op("ceil", 1, FLOAT),
+    Op("round", 1, FLOAT),
+    Op("is_finite", 1, FLOAT),
+    Op("abs", 1, SINT + INEXACT),
+    Op("exp", 1, INEXACT),
+    Op("exp2", 1, INEXACT),
+    Op("log", 1, INEXACT, (0.01, 10.0)),
+    Op("log1p", 1, INEXACT, (-0.9, 10.0)),
+    Op("expm1", 1, INEXACT),
+    Op("sqrt", 1, INEXACT, (0.0, 10.0)),
+    Op("rsqrt", 1, INEXACT, (0.01, 10.0)),
+    Op("cbrt", 1, FLOAT),
+    Op("sin", 1, INEXACT),
+    Op("cos", 1, INEXACT),
+    Op("tan", 1, INEXACT, (-1.4, 1.4)),
+    Op("asin", 1, INEXACT, (-1.0, 1.0)),
+    Op("acos", 1, INEXACT, (-1.0, 1.0)),
+    Op("atan", 1, INEXACT),
+    Op("sinh", 1, INEXACT),
+    Op("cosh", 1, INEXACT),
+    Op("tanh", 1, INEXACT),
+    Op("asinh", 1, INEXACT),
+    Op("acosh", 1, INEXACT, (1.0, 10.0)),
+    Op("atanh", 1, INEXACT, (-0.99, 0.99)),
+    Op("logistic", 1, INEXACT),
+    Op("erf", 1, FLOAT),
+    Op("erfc", 1, FLOAT),
+    Op("erf_inv", 1, FLOAT, (-0.99, 0.99)),
+    Op("lgamma", 1, FLOAT, (0.1, 10.0)),
+    Op("digamma", 1, FLOAT, (0.1, 10.0)),
+    Op("bitwise_not", 1, INT + BOOL),
+    Op("population_count", 1, INT),
+    Op("real", 1, COMPLEX),
+    Op("imag", 1, COMPLEX),
     Op("conj", 1, [np.dtype(np.float32)] + COMPLEX),
-    Op("add", 2, NUMBER), Op("sub", 2, NUMBER), Op("mul", 2, NUMBER), Op("div", 2, NUMBER),
-    Op("rem", 2, FLOAT + INT), Op("pow", 2, INEXACT, (0.1, 3.0)), Op("max", 2, ANY),
-    Op("min", 2, ANY), Op("atan2", 2, FLOAT), Op("nextafter", 2, FLOAT),
-    Op("bitwise_and", 2, INT + BOOL), Op("bitwise_or", 2, INT + BOOL),
+    Op("add", 2, NUMBER),
+    Op("sub", 2, NUMBER),
+    Op("mul", 2, NUMBER),
+    Op("div", 2, NUMBER),
+    Op("rem", 2, FLOAT + INT),
+    Op("pow", 2, INEXACT, (0.1, 3.0)),
+    Op("max", 2, ANY),
+    Op("min", 2, ANY),
+    Op("atan2", 2, FLOAT),
+    Op("nextafter", 2, FLOAT),
+    Op("bitwise_and", 2, INT + BOOL),
+    Op("bitwise_or", 2, INT + BOOL),
     Op("bitwise_xor", 2, INT + BOOL),
     Op("shift_left", 2, INT, int_domain=(-2, 35)),
     Op("shift_right_logical", 2, INT, int_domain=(-2, 35)),
     Op("shift_right_arithmetic", 2, INT, int_domain=(-2, 35)),
-    Op("eq", 2, ANY), Op("ne", 2, ANY), Op("lt", 2, FLOAT + INT + BOOL),
-    Op("le", 2, FLOAT + INT + BOOL), Op("gt", 2, FLOAT + INT + BOOL),
+    Op("eq", 2, ANY),
+    Op("ne", 2, ANY),
+    Op("lt", 2, FLOAT + INT + BOOL),
+    Op("le", 2, FLOAT + INT + BOOL),
+    Op("gt", 2, FLOAT + INT + BOOL),
     Op("ge", 2, FLOAT + INT + BOOL),
 ]
 OPS_BY_NAME = {op.name: op for op in OPS}
 
-_SPECIAL_FLOATS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.5, -2.5, 1e-30,
-                   3e38, -3e38]
+_SPECIAL_FLOATS = [
+    0.0,
+    -0.0,
+    np.inf,
+    -np.inf,
+    np.nan,
+    1.0,
+    -1.0,
+    0.5,
+    -0.5,
+    2.5,
+    -2.5,
+    1e-30,
+    3e38,
+    -3e38,
+]
 
 
 def draw_values(rng, shape, dtype, op, specials):
@@ -137,8 +185,13 @@ def assert_close(got, expected, rtol, what):
     if hasattr(expected, "weak_type"):
         assert bool(got.weak_type) == bool(expected.weak_type), f"{what}: weak_type differs"
     tol = tolerance(BF16) if rtol is None else rtol
-    assert_same(np.asarray(got).astype(np.float32), np.asarray(expected).astype(np.float32),
-                tol, tol, what=what)
+    assert_same(
+        np.asarray(got).astype(np.float32),
+        np.asarray(expected).astype(np.float32),
+        tol,
+        tol,
+        what=what,
+    )
 
 
 def check(key, xf_fn, jax_fn, args, rtol=None):
@@ -159,6 +212,7 @@ def op_cases(op, rng, specials):
     them. The signature depends only on ``op``, so each op compiles once."""
     cases = []
     for i, dtype in enumerate(op.dtypes):
+
         def arr(dtype=dtype):
             return draw_values(rng, (_N,), dtype, op, specials)
 
@@ -187,7 +241,7 @@ def _shaped(x, shape):
     """The first ``prod(shape)`` elements of a flat array, in ``shape``; 0-d values as is."""
     if np.ndim(x) == 0:
         return x
-    return x[:int(np.prod(shape, dtype=np.int64))].reshape(shape)
+    return x[: int(np.prod(shape, dtype=np.int64))].reshape(shape)
 
 
 def check_cases(key, xf_op, jax_op, cases, shape, rtol=None):
@@ -200,7 +254,7 @@ def check_cases(key, xf_op, jax_op, cases, shape, rtol=None):
     def split(flat):
         out, i = [], 0
         for n in sizes:
-            out.append(flat[i:i + n])
+            out.append(flat[i : i + n])
             i += n
         return out
 
@@ -224,8 +278,11 @@ def check_cases(key, xf_op, jax_op, cases, shape, rtol=None):
 
 
 # Shapes of the operands of the eager checks (any rank, empty ones included).
-_SHAPE = st.lists(st.integers(0, 3), max_size=3).map(tuple).filter(
-    lambda s: np.prod(s, dtype=np.int64) <= _N)
+_SHAPE = (
+    st.lists(st.integers(0, 3), max_size=3)
+    .map(tuple)
+    .filter(lambda s: np.prod(s, dtype=np.int64) <= _N)
+)
 
 
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
@@ -241,8 +298,13 @@ def test_round_methods(seed, shape):
     # Halves are where the two methods differ.
     cases = [((rng.integers(-8, 8, size=(_N,)) / 2).astype(d),) for d in FLOAT for _ in (0, 1)]
     methods = [m for _ in FLOAT for m in (0, 1)]
-    check_cases("round_methods", [lambda a, m=m: lax.round(a, m) for m in methods],
-                [lambda a, m=m: jlax.round(a, m) for m in methods], cases, shape)
+    check_cases(
+        "round_methods",
+        [lambda a, m=m: lax.round(a, m) for m in methods],
+        [lambda a, m=m: jlax.round(a, m) for m in methods],
+        cases,
+        shape,
+    )
 
 
 _POWERS = [0, 1, 2, 3, 5, -1, -3]
@@ -259,8 +321,13 @@ def test_integer_pow(seed, shape, specials):
             shape_i = () if j == 2 else (_N,)
             cases.append((draw_values(rng, shape_i, dtype, op, specials),))
             ys.append(y)
-    check_cases("integer_pow", [lambda a, y=y: lax.integer_pow(a, y) for y in ys],
-                [lambda a, y=y: jlax.integer_pow(a, y) for y in ys], cases, shape)
+    check_cases(
+        "integer_pow",
+        [lambda a, y=y: lax.integer_pow(a, y) for y in ys],
+        [lambda a, y=y: jlax.integer_pow(a, y) for y in ys],
+        cases,
+        shape,
+    )
 
 
 _WHICH_DTYPES = [np.dtype(d) for d in (np.bool_, np.int32, np.uint8, np.int8)]
@@ -281,10 +348,16 @@ def test_select_n(seed, shape):
 
 def test_select_weak_type():
     check(("select_n", "weak"), lax.select_n, jlax.select_n, [True, 1.0, 2.0])
-    check(("select_n", "mixed"), lax.select_n, jlax.select_n,
-          [np.array([True, False]), np.ones(2, np.float32), np.zeros(2, np.float32)])
-    assert_same(lax.select(np.array([True, False]), np.ones(2), np.zeros(2)),
-                jlax.select(np.array([True, False]), np.ones(2), np.zeros(2)))
+    check(
+        ("select_n", "mixed"),
+        lax.select_n,
+        jlax.select_n,
+        [np.array([True, False]), np.ones(2, np.float32), np.zeros(2, np.float32)],
+    )
+    assert_same(
+        lax.select(np.array([True, False]), np.ones(2), np.zeros(2)),
+        jlax.select(np.array([True, False]), np.ones(2), np.zeros(2)),
+    )
 
 
 @given(seed=st.integers(0, 2**32 - 1), shape=_SHAPE)
@@ -310,10 +383,32 @@ def test_clamp_weak_type():
 
 _CONVERT_VALUES = {
     "b": [True, False],
-    "i": [0, 1, -1, 7, -128, 127, 255, 256, -32768, 65535, 2**31 - 1, -2**31],
+    "i": [0, 1, -1, 7, -128, 127, 255, 256, -32768, 65535, 2**31 - 1, -(2**31)],
     "u": [0, 1, 7, 127, 128, 255, 256, 65535, 65536, 2**32 - 1, 2**24 + 1],
-    "f": [0.0, -0.0, 0.4, 0.5, 1.5, -1.5, -0.7, 2.5, 255.9, -129.0, 300.0, 65504.0, 70000.0,
-          2.0**31, -2.0**31, 4.3e9, 1e-8, 3e38, -3e38, np.inf, -np.inf, np.nan],
+    "f": [
+        0.0,
+        -0.0,
+        0.4,
+        0.5,
+        1.5,
+        -1.5,
+        -0.7,
+        2.5,
+        255.9,
+        -129.0,
+        300.0,
+        65504.0,
+        70000.0,
+        2.0**31,
+        -(2.0**31),
+        4.3e9,
+        1e-8,
+        3e38,
+        -3e38,
+        np.inf,
+        -np.inf,
+        np.nan,
+    ],
 }
 
 
@@ -344,21 +439,37 @@ def test_convert_element_type_all_pairs(src):
     def convert_all(convert):
         return lambda a: [convert(a, dst) for dst in ALL_DTYPES]
 
-    check(("convert", src.name), convert_all(lax.convert_element_type),
-          convert_all(jlax.convert_element_type), [x])
+    check(
+        ("convert", src.name),
+        convert_all(lax.convert_element_type),
+        convert_all(jlax.convert_element_type),
+        [x],
+    )
 
 
-@pytest.mark.parametrize("value", [2, 2.5, True, np.float32(2.5), np.int8(-3),
-                                   np.ones(2, np.float32)], ids=repr)
+@pytest.mark.parametrize(
+    "value", [2, 2.5, True, np.float32(2.5), np.int8(-3), np.ones(2, np.float32)], ids=repr
+)
 def test_convert_element_type_scalars_and_weak_types(value):
     for dst in (np.float32, np.int32, np.bool_, np.float16, np.complex64):
-        check(("convert_scalar", np.dtype(dst).name),
-              lambda a, d=dst: lax.convert_element_type(a, d),
-              lambda a, d=dst: jlax.convert_element_type(a, d), [value])
+        check(
+            ("convert_scalar", np.dtype(dst).name),
+            lambda a, d=dst: lax.convert_element_type(a, d),
+            lambda a, d=dst: jlax.convert_element_type(a, d),
+            [value],
+        )
 
 
-_BITCAST_SOURCES = [np.float32, np.int32, np.uint32, np.float16, ml_dtypes.bfloat16, np.int16,
-                    np.uint8, np.int8]
+_BITCAST_SOURCES = [
+    np.float32,
+    np.int32,
+    np.uint32,
+    np.float16,
+    ml_dtypes.bfloat16,
+    np.int16,
+    np.uint8,
+    np.int8,
+]
 
 
 @pytest.mark.parametrize("src", [np.dtype(d) for d in _BITCAST_SOURCES], ids=lambda d: d.name)
@@ -370,8 +481,12 @@ def test_bitcast_convert_type(src):
         x = bits.view(src).reshape(shape)
         if src.kind == "f" or src == ml_dtypes.bfloat16:
             x = np.where(np.isnan(x.astype(np.float32)), 0, x).astype(src)  # NaN bits differ
-        check(("bitcast", src.name, dst.name), lambda a, d=dst: lax.bitcast_convert_type(a, d),
-              lambda a, d=dst: jlax.bitcast_convert_type(a, d), [x])
+        check(
+            ("bitcast", src.name, dst.name),
+            lambda a, d=dst: lax.bitcast_convert_type(a, d),
+            lambda a, d=dst: jlax.bitcast_convert_type(a, d),
+            [x],
+        )
 
 
 # --------------------------------------------------------------------------- text
@@ -381,8 +496,11 @@ def test_make_jaxpr_and_lowering_text():
     x = np.ones((3,), np.float32)
     text = str(xform.make_jaxpr(lambda a: lax.add(lax.sin(a), 2.0))(x))
     assert re.search(r"b:f32\[3\] = sin a;\s+c:f32\[3\] = add b 2\.0:f32\[\]", text), text
-    lowered = xform.jit(lambda a, b: lax.select_n(lax.lt(a, b), a, lax.integer_pow(b, 3))).lower(
-        x, x).as_text()
+    lowered = (
+        xform.jit(lambda a, b: lax.select_n(lax.lt(a, b), a, lax.integer_pow(b, 3)))
+        .lower(x, x)
+        .as_text()
+    )
     assert re.search(r"stablehlo.compare\s+LT", lowered), lowered
     for op in ("stablehlo.select", "stablehlo.multiply"):
         assert op in lowered, lowered
@@ -395,13 +513,19 @@ def test_make_jaxpr_and_lowering_text():
 
 def test_dtype_errors():
     f32, i32 = np.ones(3, np.float32), np.ones(3, np.int32)
-    with pytest.raises(TypeError, match=r"lax.add requires arguments to have the same dtypes, "
-                                        r"got float32, int32"):
+    with pytest.raises(
+        TypeError,
+        match=r"lax.add requires arguments to have the same dtypes, "
+        r"got float32, int32",
+    ):
         lax.add(f32, i32)
     with pytest.raises(TypeError, match="lax.eq requires arguments to have the same dtypes"):
         xform.jit(lax.eq)(f32, i32)
-    with pytest.raises(TypeError, match="sin does not accept dtype int32. Accepted dtypes are "
-                                        "subtypes of floating, complexfloating"):
+    with pytest.raises(
+        TypeError,
+        match="sin does not accept dtype int32. Accepted dtypes are "
+        "subtypes of floating, complexfloating",
+    ):
         lax.sin(i32)
     with pytest.raises(TypeError, match="and does not accept dtype float32"):
         lax.bitwise_and(f32, f32)
@@ -415,8 +539,11 @@ def test_dtype_errors():
         lax.neg(np.ones(3, bool))
     with pytest.raises(TypeError, match="real does not accept dtype float32"):
         lax.real(f32)
-    with pytest.raises(TypeError, match=r"add got incompatible shapes for broadcasting: "
-                                        r"\(3,\), \(4,\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"add got incompatible shapes for broadcasting: "
+        r"\(3,\), \(4,\)",
+    ):
         lax.add(f32, np.ones(4, np.float32))
     with pytest.raises(TypeError, match="pow does not accept dtype int32"):
         lax.pow(i32, i32)
@@ -426,33 +553,45 @@ def test_dtype_errors():
 
 def test_special_op_errors():
     f32 = np.ones(3, np.float32)
-    with pytest.raises(TypeError, match="integer_pow: integers cannot be raised to the "
-                                         "negative power -2"):
+    with pytest.raises(
+        TypeError, match="integer_pow: integers cannot be raised to the negative power -2"
+    ):
         lax.integer_pow(np.ones(3, np.int32), -2)
     with pytest.raises(TypeError, match="integer_pow does not accept dtype bool"):
         lax.integer_pow(np.ones(3, bool), 2)
     with pytest.raises(TypeError, match="select_n: `which` must be boolean or integer"):
         lax.select_n(f32, f32, f32)
-    with pytest.raises(TypeError, match="select_n: a boolean `which` selects between at most "
-                                        "2 cases, got 3"):
+    with pytest.raises(
+        TypeError, match="select_n: a boolean `which` selects between at most 2 cases, got 3"
+    ):
         lax.select_n(True, f32, f32, f32)
     with pytest.raises(TypeError, match="select_n: cases must have the same shape and dtype"):
         lax.select_n(True, f32, np.ones(3, np.int32))
-    with pytest.raises(TypeError, match=r"select_n: `which` must be scalar or have the cases' "
-                                        r"shape \(3,\), got \(2,\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"select_n: `which` must be scalar or have the cases' "
+        r"shape \(3,\), got \(2,\)",
+    ):
         lax.select_n(np.ones(2, bool), f32, f32)
     with pytest.raises(ValueError, match="select_n needs at least one case"):
         lax.select_n(True)
-    with pytest.raises(TypeError, match="clamp: min must have the operand's dtype float32, got "
-                                        "int32"):
+    with pytest.raises(
+        TypeError, match="clamp: min must have the operand's dtype float32, got int32"
+    ):
         lax.clamp(np.int32(0), f32, np.float32(1))
-    with pytest.raises(TypeError, match=r"clamp: max must be scalar or have the operand's "
-                                        r"shape \(3,\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"clamp: max must be scalar or have the operand's "
+        r"shape \(3,\)",
+    ):
         lax.clamp(np.float32(0), f32, np.ones(2, np.float32))
     with pytest.raises(TypeError, match="bitcast_convert_type does not accept bool"):
         lax.bitcast_convert_type(f32, np.bool_)
-    with pytest.raises(ValueError, match=r"bitcast_convert_type from int8 to int32: the last "
-                                         r"dimension must be 4, got shape \(3,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"bitcast_convert_type from int8 to int32: the last "
+        r"dimension must be 4, got shape \(3,\)",
+    ):
         lax.bitcast_convert_type(np.ones(3, np.int8), np.int32)
     with pytest.raises(TypeError, match="xform does not support the dtype"):
         lax.convert_element_type(f32, np.dtype("U3"))
@@ -463,10 +602,15 @@ def test_same_rank_size_one_dimensions_broadcast_as_in_lax():
     b = np.arange(4, dtype=np.float32).reshape(1, 4)
     check_against_jax(lax.add, jax.lax.add, a, b)
     check_against_jax(lax.lt, jax.lax.lt, a, b)
-    assert "stablehlo.broadcast_in_dim %arg0, dims = [0, 1]" in xform.jit(lax.mul).lower(
-        a, b).as_text()
-    with pytest.raises(TypeError, match=r"add got incompatible shapes for broadcasting: "
-                                        r"\(3, 1\), \(2, 4\)"):
+    assert (
+        "stablehlo.broadcast_in_dim %arg0, dims = [0, 1]"
+        in xform.jit(lax.mul).lower(a, b).as_text()
+    )
+    with pytest.raises(
+        TypeError,
+        match=r"add got incompatible shapes for broadcasting: "
+        r"\(3, 1\), \(2, 4\)",
+    ):
         lax.add(a, np.ones((2, 4), np.float32))
     with pytest.raises(TypeError, match="incompatible shapes"):
         lax.add(a, np.ones(4, np.float32))  # ranks differ: only rank-0 operands broadcast

@@ -14,13 +14,29 @@ import xform.example_libraries.optimizers as xf_opt
 import xform.example_libraries.stax as xf_stax
 
 # Names in JAX's modules that are its own imports, not part of the libraries.
-_IMPORT_ARTEFACTS = {"annotations", "functools", "jax", "jnp", "lax", "math", "random",
-                     "namedtuple", "partial", "map", "zip", "safe_map", "safe_zip", "Any",
-                     "Callable", "NamedTuple"}
+_IMPORT_ARTEFACTS = {
+    "annotations",
+    "functools",
+    "jax",
+    "jnp",
+    "lax",
+    "math",
+    "random",
+    "namedtuple",
+    "partial",
+    "map",
+    "zip",
+    "safe_map",
+    "safe_zip",
+    "Any",
+    "Callable",
+    "NamedTuple",
+}
 
 
-@pytest.mark.parametrize("jax_mod,xf_mod", [(jax_opt, xf_opt), (jax_stax, xf_stax)],
-                         ids=["optimizers", "stax"])
+@pytest.mark.parametrize(
+    "jax_mod,xf_mod", [(jax_opt, xf_opt), (jax_stax, xf_stax)], ids=["optimizers", "stax"]
+)
 def test_every_public_name(jax_mod, xf_mod):
     public = {n for n in dir(jax_mod) if not n.startswith("_")} - _IMPORT_ARTEFACTS
     missing = sorted(n for n in public if not hasattr(xf_mod, n))
@@ -32,8 +48,10 @@ def test_every_public_name(jax_mod, xf_mod):
 
 _RNG = np.random.default_rng(0)
 _PARAMS = {"w": _RNG.standard_normal((3, 2)).astype(np.float32), "b": [np.float32(0.5)]}
-_GRADS = [jax.tree_util.tree_map(lambda x: _RNG.standard_normal(np.shape(x)).astype(np.float32),
-                                 _PARAMS) for _ in range(2)]
+_GRADS = [
+    jax.tree_util.tree_map(lambda x: _RNG.standard_normal(np.shape(x)).astype(np.float32), _PARAMS)
+    for _ in range(2)
+]
 
 _OPTIMIZERS = [
     ("sgd", (0.1,), {}),
@@ -75,8 +93,9 @@ def _assert_same_states(got, expected, what):
     assert_same(got.packed_state, expected.packed_state, rtol=1e-6, atol=1e-6, what=what)
 
 
-@pytest.mark.parametrize("index", range(len(_OPTIMIZERS)),
-                         ids=[f"{o[0]}{i}" for i, o in enumerate(_OPTIMIZERS)])
+@pytest.mark.parametrize(
+    "index", range(len(_OPTIMIZERS)), ids=[f"{o[0]}{i}" for i, o in enumerate(_OPTIMIZERS)]
+)
 def test_optimizer_update_sequence(index):
     got_states, got_params = _all_trajectories(xform)[index]
     expected_states, expected_params = _all_trajectories(jax)[index]
@@ -109,8 +128,7 @@ def test_optimizer_state_is_a_pytree_and_round_trips():
     assert_same(get_params(rebuilt), get_params(state))
     # It crosses jit boundaries as a pytree, and grad of a function of get_params works.
     doubled = xform.jit(lambda s: xform.tree_util.tree_map(lambda x: 2 * x, s))(state)
-    assert_same(get_params(doubled), xform.tree_util.tree_map(lambda x: 2 * x,
-                                                              get_params(state)))
+    assert_same(get_params(doubled), xform.tree_util.tree_map(lambda x: 2 * x, get_params(state)))
     ct = xform.grad(lambda s: xform.numpy.sum(get_params(s)["w"]))(state)
     assert isinstance(ct, xf_opt.OptimizerState) and ct.tree_def == state.tree_def
     w_ct = xf_opt.unpack_optimizer_state(ct)["w"].subtree
@@ -126,8 +144,11 @@ def test_optimizer_state_is_a_pytree_and_round_trips():
     # Same marked structure as JAX's for the same state.
     jax_state = jax_opt.momentum(0.1, 0.9)[1](0, _GRADS[0], jax_opt.momentum(0.1, 0.9)[0](_PARAMS))
     jax_marked = jax_opt.unpack_optimizer_state(jax_state)
-    assert_same([j.subtree for j in jax.tree_util.tree_leaves(marked)],
-                [j.subtree for j in jax.tree_util.tree_leaves(jax_marked)], rtol=1e-6)
+    assert_same(
+        [j.subtree for j in jax.tree_util.tree_leaves(marked)],
+        [j.subtree for j in jax.tree_util.tree_leaves(jax_marked)],
+        rtol=1e-6,
+    )
 
 
 _SCHEDULES = [
@@ -154,26 +175,32 @@ def _all_schedule_values(lib):
     return lib.jit(run)(_SCHEDULE_STEPS)
 
 
-@pytest.mark.parametrize("index", range(len(_SCHEDULES)),
-                         ids=[f"{s[0]}{i}" for i, s in enumerate(_SCHEDULES)])
+@pytest.mark.parametrize(
+    "index", range(len(_SCHEDULES)), ids=[f"{s[0]}{i}" for i, s in enumerate(_SCHEDULES)]
+)
 def test_schedules(index):
     name, args = _SCHEDULES[index]
     expected = _all_schedule_values(jax)[index]
-    assert_same(_all_schedule_values(xform)[index],
-                np.broadcast_to(expected, _SCHEDULE_STEPS.shape), rtol=1e-6,
-                check_weak_type=False)
+    assert_same(
+        _all_schedule_values(xform)[index],
+        np.broadcast_to(expected, _SCHEDULE_STEPS.shape),
+        rtol=1e-6,
+        check_weak_type=False,
+    )
     got_sched, expected_sched = getattr(xf_opt, name)(*args), getattr(jax_opt, name)(*args)
     # Eagerly, with a Python int step.
-    assert_same(xform.numpy.asarray(got_sched(9)), jax.numpy.asarray(expected_sched(9)),
-                rtol=1e-6)
+    assert_same(xform.numpy.asarray(got_sched(9)), jax.numpy.asarray(expected_sched(9)), rtol=1e-6)
     assert xf_opt.make_schedule(got_sched) is got_sched
     assert xf_opt.make_schedule(0.5)(7) == 0.5
 
 
 def test_l2_norm_and_clip_grads():
     for max_norm in (1.0, 100.0):
-        assert_same(xf_opt.clip_grads(_GRADS[0], max_norm),
-                    jax_opt.clip_grads(_GRADS[0], max_norm), rtol=1e-6)
+        assert_same(
+            xf_opt.clip_grads(_GRADS[0], max_norm),
+            jax_opt.clip_grads(_GRADS[0], max_norm),
+            rtol=1e-6,
+        )
     assert_same(xf_opt.l2_norm(_PARAMS), jax_opt.l2_norm(_PARAMS), rtol=1e-6)
 
 
@@ -206,21 +233,39 @@ def _all_layers(stax):
         "Dense": (stax.Dense(16), (2, 16)),
         "Conv": (stax.Conv(2, (3, 3), strides=(1, 2), padding="SAME"), (2, 5, 6, 2)),
         # (Default bias initializers are checked once above: the rest use cheaper zeros.)
-        "GeneralConv": (stax.GeneralConv(("NCHW", "OIHW", "NCHW"), 3, (2, 2), b_init=zeros),
-                        (1, 3, 5, 4)),
-        "ConvTranspose": (stax.ConvTranspose(2, (3, 3), strides=(2, 2), b_init=zeros),
-                          (1, 3, 4, 2)),
-        "Conv1DTranspose": (stax.Conv1DTranspose(2, (3,), padding="SAME", b_init=zeros),
-                            (2, 5, 2)),
-        "GeneralConvTranspose": (stax.GeneralConvTranspose(("NCH", "IOH", "NCH"), 2, (2,),
-                                                           strides=(2,), b_init=zeros),
-                                 (1, 3, 4)),
+        "GeneralConv": (
+            stax.GeneralConv(("NCHW", "OIHW", "NCHW"), 3, (2, 2), b_init=zeros),
+            (1, 3, 5, 4),
+        ),
+        "ConvTranspose": (
+            stax.ConvTranspose(2, (3, 3), strides=(2, 2), b_init=zeros),
+            (1, 3, 4, 2),
+        ),
+        "Conv1DTranspose": (stax.Conv1DTranspose(2, (3,), padding="SAME", b_init=zeros), (2, 5, 2)),
+        "GeneralConvTranspose": (
+            stax.GeneralConvTranspose(("NCH", "IOH", "NCH"), 2, (2,), strides=(2,), b_init=zeros),
+            (1, 3, 4),
+        ),
         "BatchNorm": (stax.BatchNorm(), (2, 3, 3, 4)),
         "BatchNorm_axis": (stax.BatchNorm(axis=0, center=False), (5, 3)),
         "BatchNorm_scale": (stax.BatchNorm(axis=(0,), scale=False), (5, 3)),
-        **{name: (getattr(stax, name), (2, 5)) for name in (
-            "Tanh", "Relu", "Exp", "LogSoftmax", "Softmax", "Softplus", "Sigmoid", "Elu",
-            "LeakyRelu", "Selu", "Gelu", "Identity")},
+        **{
+            name: (getattr(stax, name), (2, 5))
+            for name in (
+                "Tanh",
+                "Relu",
+                "Exp",
+                "LogSoftmax",
+                "Softmax",
+                "Softplus",
+                "Sigmoid",
+                "Elu",
+                "LeakyRelu",
+                "Selu",
+                "Gelu",
+                "Identity",
+            )
+        },
         "elementwise": (stax.elementwise(stax.leaky_relu, negative_slope=0.3), (2, 5)),
         "MaxPool": (stax.MaxPool((2, 2), strides=(1, 2)), (2, 5, 6, 3)),
         "SumPool": (stax.SumPool((2, 3), padding="SAME"), (1, 4, 5, 2)),
@@ -228,22 +273,29 @@ def _all_layers(stax):
         "AvgPool_spec": (stax.AvgPool((2,), padding="SAME", spec="NCW"), (2, 3, 5)),
         "Flatten": (stax.Flatten, (2, 3, 4)),
         # The combinators, all in one network.
-        "combinators": (stax.serial(
-            stax.FanOut(3),
-            stax.parallel(stax.Dense(16), stax.Tanh,
-                          stax.shape_dependent(lambda s: stax.Dense(s[-1]))),
-            stax.FanInSum,
-            stax.FanOut(2), stax.parallel(stax.Identity, stax.Dense(16)),
-            stax.FanInConcat()),
-            (2, 16)),
+        "combinators": (
+            stax.serial(
+                stax.FanOut(3),
+                stax.parallel(
+                    stax.Dense(16), stax.Tanh, stax.shape_dependent(lambda s: stax.Dense(s[-1]))
+                ),
+                stax.FanInSum,
+                stax.FanOut(2),
+                stax.parallel(stax.Identity, stax.Dense(16)),
+                stax.FanInConcat(),
+            ),
+            (2, 16),
+        ),
         "Dropout": (stax.Dropout(0.6), (3, 4)),
         "Dropout_test": (stax.Dropout(0.7, mode="test"), (2, 5)),
     }
 
 
 _LAYER_NAMES = list(_all_layers(xf_stax))
-_LAYER_INPUTS = {name: np.random.default_rng(1).standard_normal(shape).astype(np.float32)
-                 for name, (_, shape) in _all_layers(xf_stax).items()}
+_LAYER_INPUTS = {
+    name: np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    for name, (_, shape) in _all_layers(xf_stax).items()
+}
 
 
 @functools.cache
@@ -258,8 +310,10 @@ def _all_layer_results(lib):
         params[name] = list(layer_params)  # parallel's init gives a zip of tuples
 
     def apply_all(params, key):
-        return {name: layer[1](params[name], _LAYER_INPUTS[name], rng=key)
-                for name, (layer, _) in layers.items()}
+        return {
+            name: layer[1](params[name], _LAYER_INPUTS[name], rng=key)
+            for name, (layer, _) in layers.items()
+        }
 
     return out_shapes, params, lib.jit(apply_all)(params, lib.random.PRNGKey(4))
 
@@ -287,10 +341,10 @@ def test_dropout_needs_a_key():
 
 def mnist_classifier(jax, images, labels, num_steps=4):
     """examples/mnist_classifier.py: an MLP trained with momentum on minibatches."""
-    jnp, optimizers, stax = jax.numpy, jax.example_libraries.optimizers, \
-        jax.example_libraries.stax
+    jnp, optimizers, stax = jax.numpy, jax.example_libraries.optimizers, jax.example_libraries.stax
     init_random_params, predict = stax.serial(
-        stax.Dense(16), stax.Relu, stax.Dense(labels.shape[1]), stax.LogSoftmax)
+        stax.Dense(16), stax.Relu, stax.Dense(labels.shape[1]), stax.LogSoftmax
+    )
 
     def loss(params, batch):
         inputs, targets = batch
@@ -298,8 +352,7 @@ def mnist_classifier(jax, images, labels, num_steps=4):
 
     def accuracy(params, batch):
         inputs, targets = batch
-        return jnp.mean(jnp.argmax(predict(params, inputs), axis=1) ==
-                        jnp.argmax(targets, axis=1))
+        return jnp.mean(jnp.argmax(predict(params, inputs), axis=1) == jnp.argmax(targets, axis=1))
 
     opt_init, opt_update, get_params = optimizers.momentum(0.05, mass=0.9)
 
@@ -326,18 +379,21 @@ def mnist_vae(jax, images, num_epochs=2, batch_size=4):
     optimizers, stax = jax.example_libraries.optimizers, jax.example_libraries.stax
     latent = 16
     encoder_init, encode = stax.serial(
-        stax.Dense(16), stax.Relu, stax.FanOut(2),
-        stax.parallel(stax.Dense(latent), stax.serial(stax.Dense(latent), stax.Softplus)))
+        stax.Dense(16),
+        stax.Relu,
+        stax.FanOut(2),
+        stax.parallel(stax.Dense(latent), stax.serial(stax.Dense(latent), stax.Softplus)),
+    )
     decoder_init, decode = stax.serial(stax.Dense(16), stax.Relu, stax.Dense(images.shape[1]))
 
     def gaussian_kl(mu, sigmasq):
-        return -0.5 * jnp.sum(1. + jnp.log(sigmasq) - mu ** 2. - sigmasq)
+        return -0.5 * jnp.sum(1.0 + jnp.log(sigmasq) - mu**2.0 - sigmasq)
 
     def gaussian_sample(rng, mu, sigmasq):
         return mu + jnp.sqrt(sigmasq) * random.normal(rng, mu.shape)
 
     def bernoulli_logpdf(logits, x):
-        return -jnp.sum(jnp.logaddexp(0., jnp.where(x, -1., 1.) * logits))
+        return -jnp.sum(jnp.logaddexp(0.0, jnp.where(x, -1.0, 1.0) * logits))
 
     def elbo(rng, params, batch):
         enc_params, dec_params = params
@@ -365,7 +421,8 @@ def mnist_vae(jax, images, num_epochs=2, batch_size=4):
 
             value, g = jax.value_and_grad(loss)(get_params(opt_state))
             return opt_update(i, g, opt_state), total + value
-        return lax.fori_loop(0, num_batches, body_fun, (opt_state, 0.))
+
+        return lax.fori_loop(0, num_batches, body_fun, (opt_state, 0.0))
 
     opt_state = opt_init((init_encoder_params, init_decoder_params))
     losses = []
@@ -396,8 +453,7 @@ def advi(jax, num_steps=5, num_samples=40):
         return jnp.mean(vectorized_elbo(rngs, *params))
 
     def funnel_log_density(params):
-        return (norm.logpdf(params[0], 0, jnp.exp(params[1])) +
-                norm.logpdf(params[1], 0, 1.35))
+        return norm.logpdf(params[0], 0, jnp.exp(params[1])) + norm.logpdf(params[1], 0, 1.35)
 
     @jax.jit
     def objective(params, t):
@@ -423,9 +479,11 @@ _IMAGES = _DATA.uniform(size=(16, 16)).astype(np.float32)
 _LABELS = np.eye(16, dtype=np.float32)[_DATA.integers(0, 16, 16)]
 
 
-@pytest.mark.parametrize("example,args", [
-    (mnist_classifier, (_IMAGES, _LABELS)), (mnist_vae, (_IMAGES,)), (advi, ())],
-    ids=["mnist_classifier", "mnist_vae", "advi"])
+@pytest.mark.parametrize(
+    "example,args",
+    [(mnist_classifier, (_IMAGES, _LABELS)), (mnist_vae, (_IMAGES,)), (advi, ())],
+    ids=["mnist_classifier", "mnist_vae", "advi"],
+)
 def test_jax_example_runs_with_xform(example, args):
     expected = example(jax, *args)
     got = example(xform, *args)

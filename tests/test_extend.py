@@ -39,15 +39,25 @@ EXEMPT = {
     "core.primitives.get_p": "xform has no mutable refs (state primitives)",
     "core.primitives.swap_p": "xform has no mutable refs (state primitives)",
     "core.primitives.sharding_constraint_p": "xform has no GSPMD shardings",
-    **{f"core.primitives.random_{n}_p": "xform's keys are raw uint32 arrays: no key-typed "
-                                        "primitives" for n in ("bits", "fold_in", "gamma",
-                                                               "seed", "split")},
+    **{
+        f"core.primitives.random_{n}_p": "xform's keys are raw uint32 arrays: no key-typed "
+        "primitives"
+        for n in ("bits", "fold_in", "gamma", "seed", "split")
+    },
     "mlir.lower_with_sharding_in_types": "xform's jit writes the sdy annotations of typed "
-                                          "shardings itself (lowering/sharding.py): there "
-                                          "is no per-rule hook to expose",
-    **{f"random.{n}": "xform's PRNG implementations are chosen by name, not defined by users"
-       for n in ("define_prng_impl", "random_seed", "seed_with_impl", "rbg_prng_impl",
-                 "unsafe_rbg_prng_impl", "threefry_prng_impl")},
+    "shardings itself (lowering/sharding.py): there "
+    "is no per-rule hook to expose",
+    **{
+        f"random.{n}": "xform's PRNG implementations are chosen by name, not defined by users"
+        for n in (
+            "define_prng_impl",
+            "random_seed",
+            "seed_with_impl",
+            "rbg_prng_impl",
+            "unsafe_rbg_prng_impl",
+            "threefry_prng_impl",
+        )
+    },
     "backend.backend_xla_version": "not built: xform pins jaxlib 0.10.2",
     "backend.clear_backends": "xform's PJRT client lives as long as the process",
     "backend.get_compile_options": "xform builds its compile options inside lowering/runtime",
@@ -56,29 +66,60 @@ EXEMPT = {
     "backend.register_backend_factory": "xform runs on the backends jaxlib finds",
     "lowering.JaxIrContext": "mlir.make_ir_context() makes xform's MLIR context",
     "lowering.upstream_dialects": "xform's context registers its dialects itself",
-    **{f"source_info_util.{n}": "xform's source info is a (file, line, function) tuple, "
-                                "without name stacks"
-       for n in ("NameStack", "SourceInfo", "current_name_stack", "extend_name_stack",
-                 "new_name_stack", "new_source_info", "register_exclusion",
-                 "reset_name_stack", "set_name_stack", "transform_name_stack",
-                 "user_context")},
+    **{
+        f"source_info_util.{n}": "xform's source info is a (file, line, function) tuple, "
+        "without name stacks"
+        for n in (
+            "NameStack",
+            "SourceInfo",
+            "current_name_stack",
+            "extend_name_stack",
+            "new_name_stack",
+            "new_source_info",
+            "register_exclusion",
+            "reset_name_stack",
+            "set_name_stack",
+            "transform_name_stack",
+            "user_context",
+        )
+    },
 }
 
-MODULES = ["core", "core.primitives", "mlir", "random", "backend", "lowering",
-           "source_info_util", "linear_util", "sharding", "ifrt_programs", "pallas", "xla"]
+MODULES = [
+    "core",
+    "core.primitives",
+    "mlir",
+    "random",
+    "backend",
+    "lowering",
+    "source_info_util",
+    "linear_util",
+    "sharding",
+    "ifrt_programs",
+    "pallas",
+    "xla",
+]
 
 
 @pytest.mark.parametrize("module", MODULES)
 def test_jax_extend_names_exist_or_are_exempt(module):
-    names = [n for n in dir(importlib.import_module(f"jax.extend.{module}"))
-             if not n.startswith("_") and n not in ("Callable", "xla_client")]
+    names = [
+        n
+        for n in dir(importlib.import_module(f"jax.extend.{module}"))
+        if not n.startswith("_") and n not in ("Callable", "xla_client")
+    ]
     if module in EXEMPT:
         return
     ours = importlib.import_module(f"xform.extend.{module}")
     missing = [n for n in names if not hasattr(ours, n) and f"{module}.{n}" not in EXEMPT]
     assert not missing, f"xform.extend.{module} lacks {missing} (add them, or exempt them)"
-    stale = [k for k in EXEMPT if k.startswith(f"{module}.") and "." not in k[len(module) + 1:]
-             and hasattr(ours, k[len(module) + 1:])]
+    stale = [
+        k
+        for k in EXEMPT
+        if k.startswith(f"{module}.")
+        and "." not in k[len(module) + 1 :]
+        and hasattr(ours, k[len(module) + 1 :])
+    ]
     assert not stale, f"exempt but present: {stale}"
 
 
@@ -150,10 +191,13 @@ ad.primitive_transposes[multiply_add_p] = _multiply_add_transpose
 
 
 def _multiply_add_batch(args, dims):
-    size = next(x.shape[d] for x, d in zip(args, dims, strict=True)
-                if d is not batching.not_mapped)
-    moved = [jnp.broadcast_to(x, (size, *jnp.shape(x))) if d is batching.not_mapped
-             else jnp.moveaxis(x, d, 0) for x, d in zip(args, dims, strict=True)]
+    size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not batching.not_mapped)
+    moved = [
+        jnp.broadcast_to(x, (size, *jnp.shape(x)))
+        if d is batching.not_mapped
+        else jnp.moveaxis(x, d, 0)
+        for x, d in zip(args, dims, strict=True)
+    ]
     return multiply_add(*moved), 0
 
 
@@ -194,16 +238,22 @@ def test_new_primitive_under_jit_is_lowered_not_run():
 
 def test_new_primitive_grad_jvp_vmap_and_compositions():
     for argnums in (0, 1):
-        assert_same(xform.grad(square_add, argnums)(2.0, 10.0),
-                    jax.grad(square_add_jax, argnums)(2.0, 10.0))
-    assert_same(xform.jvp(square_add, (A, B), (B, A))[1],
-                jax.jvp(square_add_jax, (A, B), (B, A))[1])
-    assert_same(xform.vmap(square_add, (0, None))(A, B[0]),
-                jax.vmap(square_add_jax, (0, None))(A, B[0]))
-    assert_same(xform.jit(xform.vmap(xform.grad(square_add)))(A, B),
-                jax.jit(jax.vmap(jax.grad(square_add_jax)))(A, B))
-    assert_same(xform.grad(xform.grad(square_add))(1.5, 1.0),
-                jax.grad(jax.grad(square_add_jax))(1.5, 1.0))
+        assert_same(
+            xform.grad(square_add, argnums)(2.0, 10.0), jax.grad(square_add_jax, argnums)(2.0, 10.0)
+        )
+    assert_same(
+        xform.jvp(square_add, (A, B), (B, A))[1], jax.jvp(square_add_jax, (A, B), (B, A))[1]
+    )
+    assert_same(
+        xform.vmap(square_add, (0, None))(A, B[0]), jax.vmap(square_add_jax, (0, None))(A, B[0])
+    )
+    assert_same(
+        xform.jit(xform.vmap(xform.grad(square_add)))(A, B),
+        jax.jit(jax.vmap(jax.grad(square_add_jax)))(A, B),
+    )
+    assert_same(
+        xform.grad(xform.grad(square_add))(1.5, 1.0), jax.grad(jax.grad(square_add_jax))(1.5, 1.0)
+    )
 
 
 def test_reverse_mode_uses_the_transpose_rule():
@@ -259,8 +309,7 @@ def test_multiple_results_and_lower_fun():
     assert_same(xform.jit(f)(A), jax.jit(f_jax)(A))
     # d/dx sin(x) cos(x) = cos(2x)
     assert_same(xform.jit(xform.grad(f))(A), np.cos(2 * A), rtol=1e-6, atol=1e-7)
-    assert_same(xform.vmap(xform.grad(f))(A[:, None]), np.cos(2 * A[:, None]), rtol=1e-6,
-                atol=1e-7)
+    assert_same(xform.vmap(xform.grad(f))(A[:, None]), np.cos(2 * A[:, None]), rtol=1e-6, atol=1e-7)
     assert len(sincos_p.bind(A)) == 2  # eagerly, through def_impl
 
 
@@ -268,8 +317,9 @@ def test_deflinear_gives_jvp_and_transpose():
     # No def_impl: eager evaluation compiles the equation with its lowering.
     assert_same(double_p.bind(A), 2 * A)
     assert_same(xform.grad(lambda x: double_p.bind(x).sum())(A), np.full(4, 2, np.float32))
-    assert_same(xform.vmap(xform.grad(lambda x: (double_p.bind(x) ** 2).sum()))(A[:, None]),
-                8 * A[:, None])
+    assert_same(
+        xform.vmap(xform.grad(lambda x: (double_p.bind(x) ** 2).sum()))(A[:, None]), 8 * A[:, None]
+    )
 
 
 def test_lower_fun_inlines_xform_ops():
@@ -289,8 +339,7 @@ def test_one_line_registrars():
     def f(x):
         return cube_p.bind(x).sum()
 
-    assert_same(xform.jit(xform.vmap(xform.grad(f)))(A[:, None]), 3 * A[:, None] ** 2,
-                rtol=1e-6)
+    assert_same(xform.jit(xform.vmap(xform.grad(f)))(A[:, None]), 3 * A[:, None] ** 2, rtol=1e-6)
     assert_same(xform.jacfwd(xform.grad(f))(A[:2]), np.diag(6 * A[:2]), rtol=1e-6)
     zero = ad.Zero(core.ShapedArray((2,), np.dtype("float32")))
     assert_same(ad.instantiate_zeros(zero), np.zeros(2, np.float32))
@@ -325,8 +374,9 @@ def test_building_a_jaxpr_by_hand():
     eqn = core.new_jaxpr_eqn([a, b], [out], lax.mul_p, {}, core.no_effects)
     jaxpr = core.Jaxpr([], [a, b], [out], [eqn])
     core.check_jaxpr(jaxpr)
-    assert_same(core.eval_jaxpr(jaxpr, [], np.float32([2, 3]), np.float32([4, 5]))[0],
-                np.float32([8, 15]))
+    assert_same(
+        core.eval_jaxpr(jaxpr, [], np.float32([2, 3]), np.float32([4, 5]))[0], np.float32([8, 15])
+    )
     bad = core.Jaxpr([], [a], [out], [eqn])  # b is read before it is defined
     with pytest.raises(core.JaxprTypeError, match="used before it is defined"):
         core.check_jaxpr(bad)
@@ -337,8 +387,9 @@ def test_aval_helpers_match_jax():
     assert core.mapped_aval(5, 1, aval).shape == (2, 3)
     assert core.unmapped_aval(7, 0, aval).shape == (7, 2, 5, 3)
     for dt in ("float32", "int32", "bool"):
-        assert core.primal_dtype_to_tangent_dtype(dt) == \
-            jax.extend.core.primal_dtype_to_tangent_dtype(np.dtype(dt))
+        assert core.primal_dtype_to_tangent_dtype(
+            dt
+        ) == jax.extend.core.primal_dtype_to_tangent_dtype(np.dtype(dt))
     assert core.valid_jaxtype(np.ones(2)) and not core.valid_jaxtype("a string")
     with pytest.raises(ValueError, match=r"mapped_aval: axis 1 of f32\[2,5,3\] has size 5"):
         core.mapped_aval(4, 1, aval)
@@ -354,8 +405,9 @@ def test_trace_and_runtime_helpers():
     seen = []
 
     def f(x):
-        seen.append((core.unsafe_am_i_under_a_jit_DO_NOT_USE(),
-                     core.unsafe_am_i_under_a_vmap_DO_NOT_USE()))
+        seen.append(
+            (core.unsafe_am_i_under_a_jit_DO_NOT_USE(), core.unsafe_am_i_under_a_vmap_DO_NOT_USE())
+        )
         top = core.find_top_trace([x])
         with core.take_current_trace() as trace:
             assert trace is top
@@ -366,8 +418,9 @@ def test_trace_and_runtime_helpers():
     assert seen == [(True, True)]
     assert not core.unsafe_am_i_under_a_jit_DO_NOT_USE()
     names = []
-    xform.vmap(lambda x: names.append(core.unsafe_get_axis_names_DO_NOT_USE()) or x,
-               axis_name="i")(A)
+    xform.vmap(lambda x: names.append(core.unsafe_get_axis_names_DO_NOT_USE()) or x, axis_name="i")(
+        A
+    )
     assert names == [["i"]] and not core.nonempty_axis_env_DO_NOT_USE()
     backend = xform.extend.backend
     assert backend.get_default_device() == xform.devices()[0]
@@ -402,6 +455,7 @@ def inverse(fun):
     def wrapped(*args):
         closed = xform.make_jaxpr(fun)(*args)
         return inverse_jaxpr(closed.jaxpr, closed.literals, *args)[0]
+
     return wrapped
 
 
@@ -411,12 +465,13 @@ def test_inverse_interpreter():
 
     x = np.float32([0.1, 0.5, -0.3])
     assert_same(inverse(f)(f(x)), x, rtol=1e-5, atol=1e-6)
-    assert [e.primitive for e in xform.make_jaxpr(inverse(f))(x).eqns] == [lax.log_p,
-                                                                          lax.atanh_p]
+    assert [e.primitive for e in xform.make_jaxpr(inverse(f))(x).eqns] == [lax.log_p, lax.atanh_p]
     # The inverse is itself an ordinary function: jit, vmap and grad apply to it.
     y = np.asarray(f(x))
-    assert_same(xform.jit(xform.vmap(xform.grad(inverse(f))))(y),
-                jax.jit(jax.vmap(jax.grad(lambda y: jnp_.arctanh(jnp_.log(y)))))(y))
+    assert_same(
+        xform.jit(xform.vmap(xform.grad(inverse(f))))(y),
+        jax.jit(jax.vmap(jax.grad(lambda y: jnp_.arctanh(jnp_.log(y)))))(y),
+    )
     with pytest.raises(NotImplementedError, match="sin does not have a registered inverse"):
         inverse(jnp.sin)(0.5)
 

@@ -73,8 +73,16 @@ def test_a_changed_global_is_not_observed_by_a_fresh_wrapper_as_in_jax():
 
 
 def _options():
-    return [{}, {"static_argnums": 1}, {"static_argnums": (1,)}, {"static_argnames": "k"},
-            {"donate_argnums": 0}, {"device": None}, {"inline": True}, {"keep_unused": True}]
+    return [
+        {},
+        {"static_argnums": 1},
+        {"static_argnums": (1,)},
+        {"static_argnames": "k"},
+        {"donate_argnums": 0},
+        {"device": None},
+        {"inline": True},
+        {"keep_unused": True},
+    ]
 
 
 def test_options_share_traces_exactly_where_jax_does():
@@ -127,7 +135,12 @@ def test_the_wrapper_looks_like_the_function_as_jax_s_does():
     for jit in (xform.jit, jax.jit):
         g = jit(f)
         assert (g.__name__, g.__qualname__, g.__doc__, g.__module__, g.extra) == (
-            f.__name__, f.__qualname__, f.__doc__, f.__module__, 3)
+            f.__name__,
+            f.__qualname__,
+            f.__doc__,
+            f.__module__,
+            3,
+        )
         assert g.__wrapped__ is f
 
 
@@ -251,16 +264,16 @@ def _closing_over(api, lib, y):
 
 def test_custom_jvp_closing_over_mapped_values_works_under_vmap_as_in_jax():
     for api, lib in ((xform, xnp), (jax, jnp)):
-        close(api.vmap(lambda y, api=api, lib=lib: _closing_over(api, lib, y)(2.0))(X3),
-              X3 * 2)
-        close(api.vmap(lambda y, api=api, lib=lib: _closing_over(api, lib, y)(y))(X3),
-              X3 * X3)
+        close(api.vmap(lambda y, api=api, lib=lib: _closing_over(api, lib, y)(2.0))(X3), X3 * 2)
+        close(api.vmap(lambda y, api=api, lib=lib: _closing_over(api, lib, y)(y))(X3), X3 * X3)
         close(api.jit(lambda y, api=api, lib=lib: _closing_over(api, lib, y)(2.0))(3.0), 6.0)
 
 
 def test_custom_jvp_closing_over_a_differentiated_value_is_an_error_as_in_jax():
-    for api, lib, error in ((xform, xnp, UnexpectedTracerError),
-                            (jax, jnp, jax.errors.UnexpectedTracerError)):
+    for api, lib, error in (
+        (xform, xnp, UnexpectedTracerError),
+        (jax, jnp, jax.errors.UnexpectedTracerError),
+    ):
         with pytest.raises(error):
             api.grad(lambda y, api=api, lib=lib: _closing_over(api, lib, y)(2.0))(3.0)
 
@@ -285,7 +298,8 @@ def test_vjp_pullback_is_a_pytree_of_residuals_under_make_jaxpr_as_in_jax():
     expected = jax.make_jaxpr(lambda *a: jax.vjp(_f(jnp), *a))(x, y)
     assert len(got.jaxpr.outvars) == len(expected.jaxpr.outvars) == 4  # output + 3 residuals
     assert sorted((v.aval.shape, v.aval.dtype) for v in got.jaxpr.outvars) == sorted(
-        (v.aval.shape, v.aval.dtype) for v in expected.jaxpr.outvars)
+        (v.aval.shape, v.aval.dtype) for v in expected.jaxpr.outvars
+    )
 
 
 def test_vjp_pullback_passes_through_jit_as_in_jax():
@@ -385,9 +399,15 @@ def _takes(x, y=1, *, k=2):
     return x
 
 
-@pytest.mark.parametrize("kwargs", [dict(static_argnames=("zz",)),
-                                    dict(static_argnames=("k", "zz")),
-                                    dict(donate_argnames=("q",))], ids=str)
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(static_argnames=("zz",)),
+        dict(static_argnames=("k", "zz")),
+        dict(donate_argnames=("q",)),
+    ],
+    ids=str,
+)
 def test_jit_rejects_argnames_the_function_does_not_take_as_jax(kwargs):
     with pytest.raises(ValueError) as expected:
         jax.jit(_takes, **kwargs)
@@ -414,10 +434,15 @@ def test_device_put_to_a_device():
     assert xform.device_put(X3, target).devices() == {target}
 
 
-_CONVERSIONS = {"float": lambda x: float(x) * x, "complex": lambda x: complex(x).real * x,
-                "asarray": lambda x: np.asarray(x).sum() * x, "tolist": lambda x: x.tolist() * x,
-                "int": lambda x: int(x) * x, "bool": lambda x: x if x > 0 else -x,
-                "item": lambda x: x.item() * x}
+_CONVERSIONS = {
+    "float": lambda x: float(x) * x,
+    "complex": lambda x: complex(x).real * x,
+    "asarray": lambda x: np.asarray(x).sum() * x,
+    "tolist": lambda x: x.tolist() * x,
+    "int": lambda x: int(x) * x,
+    "bool": lambda x: x if x > 0 else -x,
+    "item": lambda x: x.item() * x,
+}
 
 
 @pytest.mark.parametrize("how", sorted(_CONVERSIONS))
@@ -492,10 +517,13 @@ def test_xform_numpy_computes_on_jax_arrays():
     """JAX's own arrays are array-likes to xform.numpy (as xform's are to jax.numpy), eagerly
     and mixed with xform arrays; dtypes and weak types follow from the array's type."""
     a = jnp.arange(3.0)
-    cases = {"sin": lambda m, x: m.sin(x), "sum": lambda m, x: m.sum(x),
-             "mixed": lambda m, x: m.add(x, m.ones(3, m.float32)),
-             "concatenate": lambda m, x: m.concatenate([x, x]),
-             "where": lambda m, x: m.where(x > 1, x, 0.0)}
+    cases = {
+        "sin": lambda m, x: m.sin(x),
+        "sum": lambda m, x: m.sum(x),
+        "mixed": lambda m, x: m.add(x, m.ones(3, m.float32)),
+        "concatenate": lambda m, x: m.concatenate([x, x]),
+        "where": lambda m, x: m.where(x > 1, x, 0.0),
+    }
     for name, fn in cases.items():
         got, want = fn(xnp, a), fn(jnp, a)
         assert isinstance(got, xform.Array), name
@@ -515,8 +543,9 @@ def _outcome(run):
             out = run()
     except Exception as e:  # noqa: BLE001 (the class is what is compared)
         return "raises", isinstance(e, TypeError), isinstance(e, ValueError)
-    leaves = [(np.asarray(x), getattr(x, "weak_type", None))
-              for x in jax.tree_util.tree_leaves(out)]
+    leaves = [
+        (np.asarray(x), getattr(x, "weak_type", None)) for x in jax.tree_util.tree_leaves(out)
+    ]
     return "returns", leaves, sorted(type(w.message).__name__ for w in caught)
 
 
@@ -548,19 +577,24 @@ ISSUE_19 = {
     "greater_equal_complex": lambda L, N: N.greater_equal(N.array([1 + 1j]), N.array([1 + 2j])),
     "where_one_argument": lambda L, N: N.where(N.array([0, 1, 2]) > 0),
     "repeat_array_repeats": lambda L, N: N.repeat(N.array([1, 2, 3]), N.array([1, 0, 2])),
-    "repeat_total_zero": lambda L, N: N.repeat(N.array([1, 2]), N.array([0, 0]),
-                                               total_repeat_length=0),
+    "repeat_total_zero": lambda L, N: N.repeat(
+        N.array([1, 2]), N.array([0, 0]), total_repeat_length=0
+    ),
     "split_empty": lambda L, N: N.split(N.zeros((0,)), 1),
     "array_split_empty": lambda L, N: N.array_split(N.zeros((0,)), [1]),
     "pmap_size_zero": lambda L, N: L.pmap(lambda x: x)(N.zeros((0, 3))),
     "scan_body_not_a_pair": lambda L, N: L.lax.scan(lambda c, x: c, 0.0, N.ones(3)),
     "sign_of_minus_zero": lambda L, N: N.sign(N.float32(-0.0)),
     "gather_grad_out_of_bounds": lambda L, N: L.grad(lambda a: N.sum(a[0, N.array([-2])]))(
-        N.ones((1, 1))),
+        N.ones((1, 1))
+    ),
     "bitcast_0d_stacked": lambda L, N: N.stack(
-        [L.lax.bitcast_convert_type(N.float32(1.0), N.int32)] * 2),
-    "copysign_signbit_0d": lambda L, N: (N.copysign(N.float32(1.0), N.float32(-2.0)),
-                                        N.signbit(N.float32(-1.0))),
+        [L.lax.bitcast_convert_type(N.float32(1.0), N.int32)] * 2
+    ),
+    "copysign_signbit_0d": lambda L, N: (
+        N.copysign(N.float32(1.0), N.float32(-2.0)),
+        N.signbit(N.float32(-1.0)),
+    ),
     "in_2d": lambda L, N: 3.0 in N.arange(6.0).reshape(2, 3),
     "setitem": lambda L, N: N.ones(3).__setitem__(0, 1),
     "float64_request_warns": lambda L, N: N.zeros(3, dtype="float64"),
@@ -576,9 +610,12 @@ def test_issue_19_cases_behave_as_jax(case):
 
 
 def test_issue_19_x64_cases_behave_as_jax():
-    cases = [lambda N: N.square(N.array(True)), lambda N: N.power(N.array(True), 3),
-             lambda N: N.int32(1) + 2**40,
-             lambda N: N.where(N.array([True, False]), N.int8(1), 2**7)]
+    cases = [
+        lambda N: N.square(N.array(True)),
+        lambda N: N.power(N.array(True), 3),
+        lambda N: N.int32(1) + 2**40,
+        lambda N: N.where(N.array([True, False]), N.int8(1), 2**7),
+    ]
     with jax.enable_x64(True), xform.enable_x64(True):
         for make in cases:
             _assert_same_outcome(_outcome(lambda: make(xnp)), _outcome(lambda: make(jnp)))  # noqa: B023

@@ -24,13 +24,16 @@ def _bits(x):
 # --------------------------------------------------------------------------- subnormals
 
 
-@pytest.mark.parametrize("name,fn,arg", [
-    ("exp_f32", lambda m, x: m.exp(x), F32(-100)),
-    ("exp_f32_array", lambda m, x: m.exp(x), np.full(5, -100, F32)),
-    ("softplus", lambda m, x: (xnn if m is xnp else jax.nn).softplus(x), F32(-100)),
-    ("tiny_product", lambda m, x: m.multiply(x, x), F32(-1e-20)),
-    ("exp_f64", lambda m, x: m.exp(x), np.float64(-745)),
-])
+@pytest.mark.parametrize(
+    "name,fn,arg",
+    [
+        ("exp_f32", lambda m, x: m.exp(x), F32(-100)),
+        ("exp_f32_array", lambda m, x: m.exp(x), np.full(5, -100, F32)),
+        ("softplus", lambda m, x: (xnn if m is xnp else jax.nn).softplus(x), F32(-100)),
+        ("tiny_product", lambda m, x: m.multiply(x, x), F32(-1e-20)),
+        ("exp_f64", lambda m, x: m.exp(x), np.float64(-745)),
+    ],
+)
 def test_underflow_flushes_to_zero(name, fn, arg):
     with xform.enable_x64(arg.dtype == np.float64):
         eager = fn(xnp, arg)
@@ -44,8 +47,11 @@ def test_subnormal_python_operand_reads_as_zero():
     # A plain NumPy operand reaching a primitive is read denormals-are-zero, as XLA's CPU.
     expect = jax.lax.sqrt(F32(1e-40))
     assert np.asarray(xform.lax.sqrt(F32(1e-40))) == np.asarray(expect) == 0
-    assert np.asarray(xform.lax.mul(F32(1e-40), F32(2))) == np.asarray(
-        jax.lax.mul(F32(1e-40), F32(2))) == 0
+    assert (
+        np.asarray(xform.lax.mul(F32(1e-40), F32(2)))
+        == np.asarray(jax.lax.mul(F32(1e-40), F32(2)))
+        == 0
+    )
 
 
 def test_subnormals_pass_through_moves():
@@ -94,7 +100,8 @@ _MOVES = {
     "where": lambda m, x: m.where(m.ones(x.shape, bool), x, m.ones_like(x)),
     "gather": lambda m, x: x.ravel()[m.array([1, 0])],
     "dynamic_slice": lambda m, x: (jax.lax if m is jnp else xform.lax).dynamic_slice(
-        x.ravel(), (0,), (1,)),
+        x.ravel(), (0,), (1,)
+    ),
     "pad": lambda m, x: m.pad(x.ravel(), 1),
     "iterate": lambda m, x: list(x.reshape(-1, 1))[0],
     "real": lambda m, x: m.real(x),
@@ -135,15 +142,17 @@ def test_user_subnormals_pass_through_moves(dtype):
     make = _user_inputs(dtype)["matrix"]
     for move in _MOVES.values():
         _same_bits(*_eager_jit_jax(make, move, dtype))
-        _same_bits(*_eager_jit_jax(make, lambda m, x, move=move: move(m, x) * 2, dtype,
-                                   jit=False))
+        _same_bits(*_eager_jit_jax(make, lambda m, x, move=move: move(m, x) * 2, dtype, jit=False))
 
 
-@pytest.mark.parametrize("convert", [
-    ("float32", "complex64"),  # a float in a complex of its precision: bits kept
-    ("float32", "float64"),  # widened: read as zero
-    ("complex64", "complex128"),
-])
+@pytest.mark.parametrize(
+    "convert",
+    [
+        ("float32", "complex64"),  # a float in a complex of its precision: bits kept
+        ("float32", "float64"),  # widened: read as zero
+        ("complex64", "complex128"),
+    ],
+)
 def test_user_subnormals_through_conversions(convert):
     source, target = convert
     make = _user_inputs(source)["array"]
@@ -184,11 +193,14 @@ def test_sign_keeps_signed_zero():
 # --------------------------------------------------------------------------- bool promotion
 
 
-@pytest.mark.parametrize("fn", [
-    lambda m, x: m.square(x),
-    lambda m, x: m.power(x, 3),
-    lambda m, x: m.power(x, x),
-])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda m, x: m.square(x),
+        lambda m, x: m.power(x, 3),
+        lambda m, x: m.power(x, x),
+    ],
+)
 def test_bool_becomes_int32_under_x64(fn, x64):
     b = np.array([True, False])
     with jax.enable_x64(True):
@@ -219,12 +231,15 @@ def test_out_of_bounds_negative_index_has_zero_cotangent():
 # --------------------------------------------------------------------------- sums
 
 
-@pytest.mark.parametrize("name,fn", [
-    ("mean_rows", lambda m, x: m.mean(x, axis=0)),
-    ("var_rows", lambda m, x: m.var(x, axis=0)),
-    ("sum_rows", lambda m, x: m.sum(x, axis=0)),
-    ("cumsum_last", lambda m, x: m.cumsum(x, axis=0)[-1]),
-])
+@pytest.mark.parametrize(
+    "name,fn",
+    [
+        ("mean_rows", lambda m, x: m.mean(x, axis=0)),
+        ("var_rows", lambda m, x: m.var(x, axis=0)),
+        ("sum_rows", lambda m, x: m.sum(x, axis=0)),
+        ("cumsum_last", lambda m, x: m.cumsum(x, axis=0)[-1]),
+    ],
+)
 def test_float32_sums_as_accurate_as_xla(name, fn):
     x = np.random.default_rng(0).standard_normal((10000, 4)).astype(F32) + 3
     exact = np.asarray(fn(np, x.astype(np.float64)))

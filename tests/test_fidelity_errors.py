@@ -21,15 +21,39 @@ import xform.numpy as xnp
 from tests.harness import assert_same
 from xform import errors
 
-XF = types.SimpleNamespace(np=xnp, lax=xform.lax, jit=xform.jit, vmap=xform.vmap,
-                           grad=xform.grad, value_and_grad=xform.value_and_grad,
-                           pmap=xform.pmap, nn=xform.nn, name="xform")
-JX = types.SimpleNamespace(np=jnp, lax=jax.lax, jit=jax.jit, vmap=jax.vmap, grad=jax.grad,
-                           value_and_grad=jax.value_and_grad, pmap=jax.pmap, nn=jax.nn,
-                           name="jax")
+XF = types.SimpleNamespace(
+    np=xnp,
+    lax=xform.lax,
+    jit=xform.jit,
+    vmap=xform.vmap,
+    grad=xform.grad,
+    value_and_grad=xform.value_and_grad,
+    pmap=xform.pmap,
+    nn=xform.nn,
+    name="xform",
+)
+JX = types.SimpleNamespace(
+    np=jnp,
+    lax=jax.lax,
+    jit=jax.jit,
+    vmap=jax.vmap,
+    grad=jax.grad,
+    value_and_grad=jax.value_and_grad,
+    pmap=jax.pmap,
+    nn=jax.nn,
+    name="jax",
+)
 
-_BUILTIN = (OverflowError, ZeroDivisionError, IndexError, KeyError, NotImplementedError,
-            RuntimeError, TypeError, ValueError)
+_BUILTIN = (
+    OverflowError,
+    ZeroDivisionError,
+    IndexError,
+    KeyError,
+    NotImplementedError,
+    RuntimeError,
+    TypeError,
+    ValueError,
+)
 
 
 def _raised(fn, lib):
@@ -54,17 +78,29 @@ def _ones(lib, shape, dtype=None):
 # (id, fn(lib), a regex xform's message matches)
 ERRORS = [
     # shapes of contractions and joins: TypeError, as JAX's dot_general and concatenate
-    ("matmul", lambda L: L.np.matmul(_ones(L, (2, 3)), _ones(L, (2, 3))),
-     r"matmul: contracting dimensions differ.*\(2, 3\)"),
+    (
+        "matmul",
+        lambda L: L.np.matmul(_ones(L, (2, 3)), _ones(L, (2, 3))),
+        r"matmul: contracting dimensions differ.*\(2, 3\)",
+    ),
     ("matmul_op", lambda L: _ones(L, (2, 3)) @ _ones(L, (2, 3)), "contracting"),
     ("dot", lambda L: L.np.dot(_ones(L, (2, 3)), _ones(L, (2, 3))), "contracting"),
     ("tensordot_n", lambda L: L.np.tensordot(_ones(L, 3), _ones(L, 2), 3), "tensordot"),
-    ("tensordot_pairs", lambda L: L.np.tensordot(_ones(L, 3), _ones(L, 3), ((0,), (0, 1))),
-     "equal length"),
-    ("concatenate_shapes", lambda L: L.np.concatenate([_ones(L, (2, 3)), _ones(L, (2, 4))]),
-     r"except axis 0 must match exactly, got shapes \(2, 3\), \(2, 4\)"),
-    ("concatenate_ranks", lambda L: L.np.concatenate([_ones(L, (2, 3)), _ones(L, 2)]),
-     "different numbers of dimensions"),
+    (
+        "tensordot_pairs",
+        lambda L: L.np.tensordot(_ones(L, 3), _ones(L, 3), ((0,), (0, 1))),
+        "equal length",
+    ),
+    (
+        "concatenate_shapes",
+        lambda L: L.np.concatenate([_ones(L, (2, 3)), _ones(L, (2, 4))]),
+        r"except axis 0 must match exactly, got shapes \(2, 3\), \(2, 4\)",
+    ),
+    (
+        "concatenate_ranks",
+        lambda L: L.np.concatenate([_ones(L, (2, 3)), _ones(L, 2)]),
+        "different numbers of dimensions",
+    ),
     ("hstack", lambda L: L.np.hstack([_ones(L, (2, 3)), _ones(L, (3, 3))]), "must match"),
     # shapes: TypeError, as JAX's shape checks
     ("reshape_two_unknown", lambda L: _ones(L, 6).reshape(-1, -1), "one unknown axis size"),
@@ -77,8 +113,11 @@ ERRORS = [
     ("zeros_int", lambda L: L.np.zeros(-1), "negative dimensions"),
     ("full", lambda L: L.np.full((2, -1), 1.0), "negative dimensions"),
     ("broadcast_to", lambda L: L.np.broadcast_to(_ones(L, 3), (-1, 3)), "negative"),
-    ("lax_broadcast_in_dim", lambda L: L.lax.broadcast_in_dim(_ones(L, 3), (-1, 3), (1,)),
-     "negative dimension"),
+    (
+        "lax_broadcast_in_dim",
+        lambda L: L.lax.broadcast_in_dim(_ones(L, 3), (-1, 3), (1,)),
+        "negative dimension",
+    ),
     ("lax_reshape", lambda L: L.lax.reshape(_ones(L, 6), (-1, 6)), "negative dimension"),
     ("lax_iota", lambda L: L.lax.iota(np.int32, -1), "negative dimension"),
     ("one_hot", lambda L: L.nn.one_hot(L.np.arange(3), -1), "non-negative"),
@@ -92,43 +131,79 @@ ERRORS = [
     ("split_decreasing", lambda L: L.np.split(_ones(L, 3), [2, 1]), "increasing"),
     ("split_negative", lambda L: L.np.split(_ones(L, 3), [-1]), "nonnegative"),
     ("pmap_size_0", lambda L: L.pmap(lambda x: x)(_ones(L, (0, 3))), "size 0"),
-    ("dynamic_slice_count", lambda L: L.lax.dynamic_slice(_ones(L, 5), (0, 0), (1,)),
-     "got 2 start indices"),
-    ("dynamic_slice_rank", lambda L: L.lax.dynamic_slice(
-        _ones(L, 5), np.zeros((1, 1), np.int32), (1,)), r"1-D array.*\(1, 1\)"),
-    ("index_arrays", lambda L: _ones(L, (2, 3))[np.array([0, 1]), np.array([0, 1, 2])],
-     r"Incompatible shapes for broadcasting.*\(2,\) \(3,\)"),
+    (
+        "dynamic_slice_count",
+        lambda L: L.lax.dynamic_slice(_ones(L, 5), (0, 0), (1,)),
+        "got 2 start indices",
+    ),
+    (
+        "dynamic_slice_rank",
+        lambda L: L.lax.dynamic_slice(_ones(L, 5), np.zeros((1, 1), np.int32), (1,)),
+        r"1-D array.*\(1, 1\)",
+    ),
+    (
+        "index_arrays",
+        lambda L: _ones(L, (2, 3))[np.array([0, 1]), np.array([0, 1, 2])],
+        r"Incompatible shapes for broadcasting.*\(2,\) \(3,\)",
+    ),
     ("clip_no_input", lambda L: L.np.clip(), "No input"),
     ("clip_complex", lambda L: L.np.clip(_ones(L, 3, np.complex64), 0, 1), "complex"),
     ("eye_negative", lambda L: L.np.eye(2, -1), "negative dimensions"),
     ("eye_float_k", lambda L: L.np.eye(3, k=1.5), "k must be a scalar integer"),
     ("trace_axes", lambda L: L.np.trace(_ones(L, (2, 3)), axis1=0, axis2=0), "same"),
-    ("sum_where_float", lambda L: L.np.sum(_ones(L, 3), where=_ones(L, 3)),
-     "where must be None or a boolean array"),
-    ("mean_where_int", lambda L: L.np.mean(_ones(L, 3), where=L.np.ones(3, np.int32)),
-     "boolean array"),
+    (
+        "sum_where_float",
+        lambda L: L.np.sum(_ones(L, 3), where=_ones(L, 3)),
+        "where must be None or a boolean array",
+    ),
+    (
+        "mean_where_int",
+        lambda L: L.np.mean(_ones(L, 3), where=L.np.ones(3, np.int32)),
+        "boolean array",
+    ),
     ("reshape_order", lambda L: _ones(L, 3).reshape(3, order="X"), "order"),
     ("nonzero_0d", lambda L: L.np.nonzero(L.np.array(1)), "0d arrays"),
     ("contains_2d", lambda L: 3.0 in _ones(L, (2, 3)), "one-dimensional"),
     ("contains_vector", lambda L: _ones(L, 2) in _ones(L, 3), "scalar"),
     ("bool_empty", lambda L: bool(_ones(L, 0)), "empty array"),
-    ("all_to_all_vmap", lambda L: L.vmap(lambda x: L.lax.all_to_all(x, "i", 0, 0),
-                                         axis_name="i")(_ones(L, (2, 3))), "axis size 2"),
+    (
+        "all_to_all_vmap",
+        lambda L: L.vmap(lambda x: L.lax.all_to_all(x, "i", 0, 0), axis_name="i")(_ones(L, (2, 3))),
+        "axis size 2",
+    ),
     # other TypeErrors (and JAX's RuntimeError for a padding name)
-    ("tridiagonal_shapes", lambda L: L.lax.linalg.tridiagonal_solve(
-        _ones(L, 3), _ones(L, 3), _ones(L, 2), _ones(L, (3, 1))), "equal shapes"),
-    ("tridiagonal_rows", lambda L: L.lax.linalg.tridiagonal_solve(
-        _ones(L, 3), _ones(L, 3), _ones(L, 3), _ones(L, (4, 1))), "b's rows"),
-    ("conv_padding", lambda L: L.lax.conv(_ones(L, (1, 1, 3)), _ones(L, (1, 1, 2)), (1,), "FOO"),
-     "Unrecognized padding type"),
+    (
+        "tridiagonal_shapes",
+        lambda L: L.lax.linalg.tridiagonal_solve(
+            _ones(L, 3), _ones(L, 3), _ones(L, 2), _ones(L, (3, 1))
+        ),
+        "equal shapes",
+    ),
+    (
+        "tridiagonal_rows",
+        lambda L: L.lax.linalg.tridiagonal_solve(
+            _ones(L, 3), _ones(L, 3), _ones(L, 3), _ones(L, (4, 1))
+        ),
+        "b's rows",
+    ),
+    (
+        "conv_padding",
+        lambda L: L.lax.conv(_ones(L, (1, 1, 3)), _ones(L, (1, 1, 2)), (1,), "FOO"),
+        "Unrecognized padding type",
+    ),
     ("int_power_negative", lambda L: L.np.power(L.np.arange(5), -1), "negative power"),
     ("where_x_only", lambda L: L.np.where(L.np.array([True]), 1.0), "pass both x and y"),
     ("clip_a_min", lambda L: L.np.clip(_ones(L, 3), a_min=0), "a_min"),
     ("round_float_decimals", lambda L: L.np.round(_ones(L, 3), 1.5), ""),
     ("linspace_float_num", lambda L: L.np.linspace(0, 1, 2.5), ""),
     ("diagonal_float_offset", lambda L: L.np.diagonal(_ones(L, (2, 3)), 1.5), ""),
-    ("dot_narrow_preferred", lambda L: L.np.dot(L.np.ones(3, np.int32), L.np.ones(3, np.int32),
-                                                preferred_element_type=np.int8), "narrower"),
+    (
+        "dot_narrow_preferred",
+        lambda L: L.np.dot(
+            L.np.ones(3, np.int32), L.np.ones(3, np.int32), preferred_element_type=np.int8
+        ),
+        "narrower",
+    ),
     ("repeat_list", lambda L: L.np.repeat(_ones(L, 3), [1, 2, 3]), "repeat requires"),
     ("setitem", lambda L: _ones(L, 3).__setitem__(0, 1.0), r"immutable.*\.at\[idx\]\.set"),
     ("int_of_1d", lambda L: int(_ones(L, 1)), "scalar arrays"),
@@ -137,8 +212,11 @@ ERRORS = [
     ("index_of_bool", lambda L: [0, 1][L.np.array(True)], "integer scalar arrays"),
     ("fori_loop_mixed", lambda L: L.lax.fori_loop(0, 3.0, lambda i, c: c, 0.0), "equal types"),
     ("top_k_float", lambda L: L.lax.top_k(_ones(L, 3), 1.5), "top_k"),
-    ("scan_not_pair", lambda L: L.lax.scan(lambda c, x: c, 0.0, _ones(L, 3)),
-     r"must be a pair \(carry, y\), got f32\[\]"),
+    (
+        "scan_not_pair",
+        lambda L: L.lax.scan(lambda c, x: c, 0.0, _ones(L, 3)),
+        r"must be a pair \(carry, y\), got f32\[\]",
+    ),
     # tracer errors: JAX's classes
     ("jit_bool", lambda L: L.jit(lambda x: 1 if x > 0 else 0)(1.0), "bool"),
     ("jit_int", lambda L: L.jit(int)(1.0), r"int\(\)"),
@@ -150,8 +228,11 @@ ERRORS = [
     ("jit_numpy_function", lambda L: L.jit(np.sin)(1.0), "NumPy"),
     ("jit_bool_mask", lambda L: L.jit(lambda x: x[x > 0])(_ones(L, 3)), "concrete"),
     ("jit_nonzero", lambda L: L.jit(L.np.nonzero)(_ones(L, 3)), "size"),
-    ("jit_repeat", lambda L: L.jit(lambda r: L.np.repeat(_ones(L, 3), r))(L.np.arange(3)),
-     "total_repeat_length"),
+    (
+        "jit_repeat",
+        lambda L: L.jit(lambda r: L.np.repeat(_ones(L, 3), r))(L.np.arange(3)),
+        "total_repeat_length",
+    ),
     ("jit_arange", lambda L: L.jit(L.np.arange)(3), "arange"),
 ]
 
@@ -176,10 +257,18 @@ def test_escaped_tracer_is_jax_unexpected_tracer_error():
             lib.jit(lambda y, leaked=leaked: y + leaked[0])(1.0)
 
 
-@pytest.mark.parametrize("name", ["ConcretizationTypeError", "TracerBoolConversionError",
-                                  "TracerIntegerConversionError", "TracerArrayConversionError",
-                                  "NonConcreteBooleanIndexError", "UnexpectedTracerError",
-                                  "JaxprTypeError"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ConcretizationTypeError",
+        "TracerBoolConversionError",
+        "TracerIntegerConversionError",
+        "TracerArrayConversionError",
+        "NonConcreteBooleanIndexError",
+        "UnexpectedTracerError",
+        "JaxprTypeError",
+    ],
+)
 def test_error_classes_subclass_jax_errors_and_take_a_message(name):
     cls = getattr(errors, name)
     assert issubclass(cls, getattr(jax.errors, name)) and issubclass(cls, errors.XformError)
@@ -202,25 +291,46 @@ M = np.array([[1, 0, 3], [0, 0, 2]], np.int32)
 VALUES = [
     ("fori_float_bounds", lambda L: L.lax.fori_loop(0.0, 3.0, lambda i, c: c + i, 0.0)),
     ("fori_float_fraction", lambda L: L.lax.fori_loop(0.5, 3.7, lambda i, c: c + i, 0.0)),
-    ("fori_float32_bounds", lambda L: L.lax.fori_loop(np.float32(0), np.float32(3),
-                                                      lambda i, c: c + i, 0.0)),
-    ("fori_traced_float", lambda L: L.jit(lambda a, b: L.lax.fori_loop(
-        a, b, lambda i, c: c + i, 0.0))(0.5, 3.0)),
-    ("fori_traced_int16", lambda L: L.jit(lambda n: L.lax.fori_loop(
-        np.int16(0), n, lambda i, c: c + 1, 0))(3)),
+    (
+        "fori_float32_bounds",
+        lambda L: L.lax.fori_loop(np.float32(0), np.float32(3), lambda i, c: c + i, 0.0),
+    ),
+    (
+        "fori_traced_float",
+        lambda L: L.jit(lambda a, b: L.lax.fori_loop(a, b, lambda i, c: c + i, 0.0))(0.5, 3.0),
+    ),
+    (
+        "fori_traced_int16",
+        lambda L: L.jit(lambda n: L.lax.fori_loop(np.int16(0), n, lambda i, c: c + 1, 0))(3),
+    ),
     ("grad_real_part", lambda L: L.grad(lambda z: z.real)(np.complex64(1 + 1j))),
     ("grad_abs", lambda L: L.grad(L.np.abs)(np.complex64(1 + 1j))),
     ("grad_abs2", lambda L: L.grad(lambda z: L.np.sum(L.np.abs(z) ** 2))(C)),
-    ("value_and_grad_complex", lambda L: L.value_and_grad(
-        lambda z: (L.np.sin(z) * z).real)(np.complex64(0.5 + 2j))),
-    ("grad_mixed_args", lambda L: L.grad(lambda z, x: (z * x).real, argnums=(0, 1))(
-        np.complex64(1 + 2j), np.float32(3))),
+    (
+        "value_and_grad_complex",
+        lambda L: L.value_and_grad(lambda z: (L.np.sin(z) * z).real)(np.complex64(0.5 + 2j)),
+    ),
+    (
+        "grad_mixed_args",
+        lambda L: L.grad(lambda z, x: (z * x).real, argnums=(0, 1))(
+            np.complex64(1 + 2j), np.float32(3)
+        ),
+    ),
     ("jit_grad_abs", lambda L: L.jit(L.grad(L.np.abs))(np.complex64(1 + 1j))),
-    ("complex_compare", lambda L: [f(C, np.complex64(2 + 1j)) for f in (
-        L.np.greater, L.np.greater_equal, L.np.less, L.np.less_equal)]),
+    (
+        "complex_compare",
+        lambda L: [
+            f(C, np.complex64(2 + 1j))
+            for f in (L.np.greater, L.np.greater_equal, L.np.less, L.np.less_equal)
+        ],
+    ),
     ("complex_operators", lambda L: (L.np.asarray(C) > 2, L.np.asarray(C) <= C[::-1])),
-    ("complex_nan_compare", lambda L: L.np.less_equal(
-        np.array([1 + 2j, np.nan + 1j], np.complex64), np.array([1 + 2j, 0], np.complex64))),
+    (
+        "complex_nan_compare",
+        lambda L: L.np.less_equal(
+            np.array([1 + 2j, np.nan + 1j], np.complex64), np.array([1 + 2j, 0], np.complex64)
+        ),
+    ),
     ("log2_complex", lambda L: L.np.log2(C)),
     ("log10_complex", lambda L: L.np.log10(C)),
     ("where_one_arg", lambda L: L.np.where(M)),
@@ -237,40 +347,57 @@ VALUES = [
     ("argwhere_0d", lambda L: L.np.argwhere(L.np.array(1))),
     ("repeat_array", lambda L: L.np.repeat(L.np.arange(3), L.np.array([1, 2, 3]))),
     ("repeat_axis", lambda L: L.np.repeat(M, L.np.array([2, 0, 1]), axis=1)),
-    ("repeat_total", lambda L: L.np.repeat(L.np.arange(3), L.np.array([1, 2, 3]),
-                                           total_repeat_length=4)),
-    ("repeat_total_pad", lambda L: L.np.repeat(L.np.arange(3), L.np.array([1, 2, 3]),
-                                               total_repeat_length=8)),
-    ("repeat_total_0", lambda L: L.np.repeat(L.np.arange(3), L.np.array([1, 2, 3]),
-                                             total_repeat_length=0)),
+    (
+        "repeat_total",
+        lambda L: L.np.repeat(L.np.arange(3), L.np.array([1, 2, 3]), total_repeat_length=4),
+    ),
+    (
+        "repeat_total_pad",
+        lambda L: L.np.repeat(L.np.arange(3), L.np.array([1, 2, 3]), total_repeat_length=8),
+    ),
+    (
+        "repeat_total_0",
+        lambda L: L.np.repeat(L.np.arange(3), L.np.array([1, 2, 3]), total_repeat_length=0),
+    ),
     ("repeat_scalar_total", lambda L: L.np.repeat(L.np.arange(3), 2, total_repeat_length=4)),
     ("repeat_zero_counts", lambda L: L.np.repeat(L.np.arange(3), L.np.array([0, 0, 0]))),
     ("repeat_negative_counts", lambda L: L.np.repeat(L.np.arange(3), L.np.array([1, -2, 3]))),
-    ("repeat_jit", lambda L: L.jit(lambda r: L.np.repeat(L.np.arange(3), r,
-                                                         total_repeat_length=6))(
-        np.array([1, 2, 3], np.int32))),
-    ("repeat_grad", lambda L: L.grad(lambda x: L.np.repeat(x, L.np.array([1, 2, 3])).sum())(
-        np.ones(3, np.float32))),
+    (
+        "repeat_jit",
+        lambda L: L.jit(lambda r: L.np.repeat(L.np.arange(3), r, total_repeat_length=6))(
+            np.array([1, 2, 3], np.int32)
+        ),
+    ),
+    (
+        "repeat_grad",
+        lambda L: L.grad(lambda x: L.np.repeat(x, L.np.array([1, 2, 3])).sum())(
+            np.ones(3, np.float32)
+        ),
+    ),
     ("split_empty_at_0", lambda L: L.np.split(L.np.ones(0), [0])),
     ("split_at_end", lambda L: L.np.split(L.np.ones(3), [3])),
     ("at_power_int", lambda L: L.np.arange(4).at[1:].power(L.np.array([2, -1, 0]))),
     ("bitcast_0d", lambda L: L.lax.bitcast_convert_type(np.float32(1.0), np.int32)),
-    ("stack_signbit_0d", lambda L: L.np.stack([L.np.signbit(np.float32(-1.0)),
-                                               L.np.signbit(np.float32(1.0))])),
-    ("stack_copysign_0d", lambda L: L.np.stack([L.np.copysign(np.float32(1.0), -1.0),
-                                                np.float32(2.0)])),
+    (
+        "stack_signbit_0d",
+        lambda L: L.np.stack([L.np.signbit(np.float32(-1.0)), L.np.signbit(np.float32(1.0))]),
+    ),
+    (
+        "stack_copysign_0d",
+        lambda L: L.np.stack([L.np.copysign(np.float32(1.0), -1.0), np.float32(2.0)]),
+    ),
     ("contains", lambda L: (3.0 in L.np.ones(3), 1.0 in L.np.ones(3))),
     ("int8_plus_300", lambda L: L.np.ones(3, np.int8) + 300),
     ("uint8_minus_1", lambda L: L.np.ones(3, np.uint8) + (-1)),
     ("int8_compare_1000", lambda L: L.np.ones(3, np.int8) == 1000),
-    ("int8_where_128", lambda L: L.np.where(L.np.ones(3) > 0, L.np.ones(3, np.int8), 2 ** 7)),
+    ("int8_where_128", lambda L: L.np.where(L.np.ones(3) > 0, L.np.ones(3, np.int8), 2**7)),
     ("int8_clip", lambda L: L.np.clip(L.np.ones(3, np.int8), 0, 1000)),
-    ("full_wraps", lambda L: L.np.full(3, 2 ** 40, np.int32)),
+    ("full_wraps", lambda L: L.np.full(3, 2**40, np.int32)),
     ("full_like_wraps", lambda L: L.np.full_like(L.np.ones(3, np.int8), 300)),
-    ("lax_full_wraps", lambda L: L.lax.full((3,), 2 ** 40, np.int8)),
+    ("lax_full_wraps", lambda L: L.lax.full((3,), 2**40, np.int8)),
     ("lax_convert_wraps", lambda L: L.lax.convert_element_type(300, np.int8)),
     ("top_k_array_k", lambda L: L.lax.top_k(L.np.arange(4.0), L.np.int32(2))),
-    ("lax_convert_big", lambda L: L.lax.convert_element_type(2 ** 100, np.float32)),
+    ("lax_convert_big", lambda L: L.lax.convert_element_type(2**100, np.float32)),
     ("at_add_wraps", lambda L: L.np.zeros(3, np.int8).at[0].add(300)),
 ]
 
@@ -283,12 +410,12 @@ def test_inputs_jax_accepts(fn):
 # Under x64 JAX wraps Python ints that fit int64 into narrower types; without it, those that
 # do not fit int32 overflow, in both.
 X64_VALUES = [
-    ("int32_plus_2_40", lambda L: L.np.ones(3, np.int32) + 2 ** 40),
-    ("int32_scalar_plus_2_31", lambda L: L.np.int32(1) + 2 ** 31),
-    ("uint32_plus_big", lambda L: L.np.ones(3, np.uint32) + (2 ** 32 - 1)),
-    ("int8_where_2_40", lambda L: L.np.where(True, L.np.ones(2, np.int8), 2 ** 40)),
-    ("at_set_2_40", lambda L: L.np.ones(3, np.int32).at[0].set(2 ** 40)),
-    ("float16_plus_2_40", lambda L: L.np.ones(2, np.float16) + 2 ** 40),
+    ("int32_plus_2_40", lambda L: L.np.ones(3, np.int32) + 2**40),
+    ("int32_scalar_plus_2_31", lambda L: L.np.int32(1) + 2**31),
+    ("uint32_plus_big", lambda L: L.np.ones(3, np.uint32) + (2**32 - 1)),
+    ("int8_where_2_40", lambda L: L.np.where(True, L.np.ones(2, np.int8), 2**40)),
+    ("at_set_2_40", lambda L: L.np.ones(3, np.int32).at[0].set(2**40)),
+    ("float16_plus_2_40", lambda L: L.np.ones(2, np.float16) + 2**40),
 ]
 
 
@@ -308,7 +435,7 @@ def test_python_ints_too_large_for_int64_overflow_under_x64(x64):
     with jax.enable_x64(True):
         for lib in (XF, JX):
             with pytest.raises(OverflowError):
-                lib.np.ones(3, np.uint64) + 2 ** 63
+                lib.np.ones(3, np.uint64) + 2**63
             with pytest.raises(OverflowError):  # a requested dtype must hold the value
                 lib.np.asarray(300, dtype=np.int8)
 
@@ -349,8 +476,11 @@ DTYPE_REQUESTS = [
 def test_a_64_bit_request_without_x64_warns_as_jax(fn):
     results = []
     for lib in (XF, JX):
-        with pytest.warns(UserWarning, match=r"Explicitly requested dtype \w+ requested in "
-                                             r"\w+ is not available, and will be truncated"):
+        with pytest.warns(
+            UserWarning,
+            match=r"Explicitly requested dtype \w+ requested in "
+            r"\w+ is not available, and will be truncated",
+        ):
             results.append(fn(lib))
     assert_same(*results, check_weak_type=False)
 
@@ -366,10 +496,18 @@ def test_no_warning_for_python_types_numpy_data_or_under_x64(x64):
 
 # --------------------------------------------------------------------------- process-wide
 
+
 def _run_python(code, **env):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
-                         env={**os.environ, **env}, timeout=300, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**os.environ, **env},
+        timeout=300,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout.split()
 

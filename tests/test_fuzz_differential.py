@@ -46,15 +46,37 @@ class _Lib:
 XF, JX = _Lib(xform, xnp, xlax), _Lib(jax, jnp, jlax)
 
 BF16 = np.dtype(jnp.bfloat16)
-DTYPES = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
-                                np.uint16, np.uint32, np.uint64, np.float16)] + [BF16] + [
-    np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)]
+DTYPES = (
+    [
+        np.dtype(t)
+        for t in (
+            np.bool_,
+            np.int8,
+            np.int16,
+            np.int32,
+            np.int64,
+            np.uint8,
+            np.uint16,
+            np.uint32,
+            np.uint64,
+            np.float16,
+        )
+    ]
+    + [BF16]
+    + [np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)]
+)
 FLOATS = [np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64)]
 NUMERIC = [d for d in DTYPES if d != np.bool_]
 REAL = [d for d in NUMERIC if d.kind != "c"]
 # Built-in kinds an error must share: JAX's and xform's own error classes derive from them.
-ERROR_KINDS = (IndexError, ZeroDivisionError, NotImplementedError, OverflowError, TypeError,
-               ValueError)
+ERROR_KINDS = (
+    IndexError,
+    ZeroDivisionError,
+    NotImplementedError,
+    OverflowError,
+    TypeError,
+    ValueError,
+)
 
 # CI: examples per test (11 tests, about 45 s on two cores); slow: 10,000 programs in all.
 CI_EXAMPLES, SLOW_EXAMPLES = 20, 910
@@ -62,12 +84,17 @@ CI_EXAMPLES, SLOW_EXAMPLES = 20, 910
 
 def _fuzz(ci=CI_EXAMPLES):
     """``test_x`` (CI profile) and ``test_x_slow`` (marked slow) from one ``body(data)``."""
+
     def deco(body):
         common = dict(deadline=None, suppress_health_check=list(HealthCheck))
         ci_test = settings(max_examples=ci, **common)(given(st.data())(body))
-        slow_test = pytest.mark.slow(settings(max_examples=SLOW_EXAMPLES, derandomize=False,
-                                              **common)(given(st.data())(body)))
+        slow_test = pytest.mark.slow(
+            settings(max_examples=SLOW_EXAMPLES, derandomize=False, **common)(
+                given(st.data())(body)
+            )
+        )
         return ci_test, slow_test
+
     return deco
 
 
@@ -107,9 +134,11 @@ def check(build, *args, x64=False, rtol=None, atol=None, weak=True, jit=True):
             got, g_err = _call(run)
             if e_err is not None or g_err is not None:
                 assert e_err is not None and g_err is not None, (
-                    f"{what}: only one library raised: xform {g_err!r}, JAX {e_err!r}")
+                    f"{what}: only one library raised: xform {g_err!r}, JAX {e_err!r}"
+                )
                 assert isinstance(g_err, _kind(e_err)), (
-                    f"{what}: xform raised {g_err!r}, JAX {e_err!r}")
+                    f"{what}: xform raised {g_err!r}, JAX {e_err!r}"
+                )
                 continue
             assert_same(got, expected, rtol, atol, check_weak_type=weak, what=what)
 
@@ -120,8 +149,12 @@ def _array(data, shape, dtype):
 
 
 def _shape(data, min_dims=0, max_dims=3, min_side=0, max_side=4):
-    return tuple(data.draw(st.lists(st.integers(min_side, max_side), min_size=min_dims,
-                                    max_size=max_dims), label="shape"))
+    return tuple(
+        data.draw(
+            st.lists(st.integers(min_side, max_side), min_size=min_dims, max_size=max_dims),
+            label="shape",
+        )
+    )
 
 
 def _broadcastable(data, shape):
@@ -136,14 +169,63 @@ def _is64(*dtypes):
 
 # --------------------------------------------------------------------------- elementwise
 
-BINARY = ["add", "subtract", "multiply", "true_divide", "floor_divide", "remainder",
-          "maximum", "minimum", "equal", "not_equal", "less", "greater_equal", "power",
-          "arctan2", "logical_and", "logical_xor", "bitwise_and", "bitwise_or", "hypot",
-          "left_shift", "copysign", "nextafter"]
-UNARY = ["negative", "abs", "exp", "sin", "cos", "tanh", "sqrt", "log1p", "floor", "ceil",
-         "round", "square", "reciprocal", "isnan", "isfinite", "logical_not", "invert",
-         "real", "imag", "conj", "expm1", "arcsinh", "sinh", "exp2", "log2", "signbit",
-         "rint", "trunc", "positive", "cbrt", "deg2rad"]
+BINARY = [
+    "add",
+    "subtract",
+    "multiply",
+    "true_divide",
+    "floor_divide",
+    "remainder",
+    "maximum",
+    "minimum",
+    "equal",
+    "not_equal",
+    "less",
+    "greater_equal",
+    "power",
+    "arctan2",
+    "logical_and",
+    "logical_xor",
+    "bitwise_and",
+    "bitwise_or",
+    "hypot",
+    "left_shift",
+    "copysign",
+    "nextafter",
+]
+UNARY = [
+    "negative",
+    "abs",
+    "exp",
+    "sin",
+    "cos",
+    "tanh",
+    "sqrt",
+    "log1p",
+    "floor",
+    "ceil",
+    "round",
+    "square",
+    "reciprocal",
+    "isnan",
+    "isfinite",
+    "logical_not",
+    "invert",
+    "real",
+    "imag",
+    "conj",
+    "expm1",
+    "arcsinh",
+    "sinh",
+    "exp2",
+    "log2",
+    "signbit",
+    "rint",
+    "trunc",
+    "positive",
+    "cbrt",
+    "deg2rad",
+]
 SCALARS = [True, 2, -3, 0.5, 1.5 + 0.5j]
 
 
@@ -184,8 +266,21 @@ test_elementwise, test_elementwise_slow = _elementwise
 
 # --------------------------------------------------------------------------- reductions
 
-REDUCTIONS = ["sum", "prod", "max", "min", "mean", "any", "all", "argmax", "argmin", "var",
-              "std", "ptp", "count_nonzero"]
+REDUCTIONS = [
+    "sum",
+    "prod",
+    "max",
+    "min",
+    "mean",
+    "any",
+    "all",
+    "argmax",
+    "argmin",
+    "var",
+    "std",
+    "ptp",
+    "count_nonzero",
+]
 
 
 @_fuzz()
@@ -196,18 +291,32 @@ def _reductions(data):
     dtype = data.draw(st.sampled_from(DTYPES), label="dtype")
     x = _array(data, shape, dtype)
     nd = len(shape)
-    axis = data.draw(st.one_of(st.none(), st.integers(-nd, nd - 1),
-                               st.lists(st.integers(0, nd - 1), max_size=nd, unique=True)
-                               .map(tuple)), label="axis")
+    axis = data.draw(
+        st.one_of(
+            st.none(),
+            st.integers(-nd, nd - 1),
+            st.lists(st.integers(0, nd - 1), max_size=nd, unique=True).map(tuple),
+        ),
+        label="axis",
+    )
     keepdims = data.draw(st.booleans(), label="keepdims")
     if op in ("argmax", "argmin") and isinstance(axis, tuple):
         axis = None
     # Known, fixed elsewhere: eager float32 sums accumulate less exactly than XLA's: a
     # tolerance that admits it (and the same for low-precision floats).
-    tol = {np.dtype(np.float16): 2e-2, BF16: 1e-1, np.dtype(np.float32): 1e-5,
-           np.dtype(np.complex64): 1e-5}.get(np.dtype(dtype))
-    check(lambda L: lambda u: getattr(L.np, op)(u, axis=axis, keepdims=keepdims), x,
-          x64=x64, rtol=tol, atol=tol)
+    tol = {
+        np.dtype(np.float16): 2e-2,
+        BF16: 1e-1,
+        np.dtype(np.float32): 1e-5,
+        np.dtype(np.complex64): 1e-5,
+    }.get(np.dtype(dtype))
+    check(
+        lambda L: lambda u: getattr(L.np, op)(u, axis=axis, keepdims=keepdims),
+        x,
+        x64=x64,
+        rtol=tol,
+        atol=tol,
+    )
 
 
 test_reductions, test_reductions_slow = _reductions
@@ -225,13 +334,20 @@ def _index(data, shape):
         if kind == "int":
             parts.append(data.draw(st.integers(-d - 1, d), label="i"))
         elif kind == "slice":
-            parts.append(slice(data.draw(st.one_of(st.none(), st.integers(-5, 5))),
-                               data.draw(st.one_of(st.none(), st.integers(-5, 5))),
-                               data.draw(st.sampled_from([None, 1, 2, -1, -2]))))
+            parts.append(
+                slice(
+                    data.draw(st.one_of(st.none(), st.integers(-5, 5))),
+                    data.draw(st.one_of(st.none(), st.integers(-5, 5))),
+                    data.draw(st.sampled_from([None, 1, 2, -1, -2])),
+                )
+            )
         elif kind == "array":
             m = data.draw(st.integers(0, 3), label="m")
-            parts.append(np.array(data.draw(st.lists(st.integers(-d - 1, d), min_size=m,
-                                                     max_size=m)), np.int32))
+            parts.append(
+                np.array(
+                    data.draw(st.lists(st.integers(-d - 1, d), min_size=m, max_size=m)), np.int32
+                )
+            )
         else:
             parts.append(None)
             parts.append(slice(None))
@@ -254,16 +370,23 @@ test_getitem, test_getitem_slow = _getitem
 @_fuzz()
 def _at_update(data):
     shape = _shape(data, min_dims=1, min_side=1)
-    dtype = data.draw(st.sampled_from([np.dtype(np.int32), np.dtype(np.float32), BF16,
-                                       np.dtype(np.uint8), np.dtype(np.bool_)]), label="dtype")
+    dtype = data.draw(
+        st.sampled_from(
+            [np.dtype(np.int32), np.dtype(np.float32), BF16, np.dtype(np.uint8), np.dtype(np.bool_)]
+        ),
+        label="dtype",
+    )
     x = _array(data, shape, dtype)
-    method = data.draw(st.sampled_from(["set", "add", "mul", "min", "max", "get"]),
-                       label="method")
+    method = data.draw(st.sampled_from(["set", "add", "mul", "min", "max", "get"]), label="method")
     mode = data.draw(st.sampled_from([None, "clip", "drop", "fill"]), label="mode")
     d = shape[0]
     if method == "set":  # duplicate indices would leave the order of the writes unspecified
-        i = np.array(data.draw(st.lists(st.integers(-d, d + 1), max_size=d,
-                                        unique_by=lambda k: k % (d + 2))), np.int32)
+        i = np.array(
+            data.draw(
+                st.lists(st.integers(-d, d + 1), max_size=d, unique_by=lambda k: k % (d + 2))
+            ),
+            np.int32,
+        )
         if mode in (None, "fill", "clip"):  # wrap-around and clipping may alias indices
             i = np.unique(np.clip(i, 0, d - 1)).astype(np.int32)
     else:
@@ -275,8 +398,12 @@ def _at_update(data):
     v = _array(data, upd_shape, dtype)
     if method == "mul" and dtype == np.bool_:
         return  # bool products are not a scatter JAX offers
-    check(lambda L: lambda u, w: getattr(L.np.asarray(u).at[i], method)(w, mode=mode), x, v,
-          rtol=1e-5 if dtype.kind == "f" else None)
+    check(
+        lambda L: lambda u, w: getattr(L.np.asarray(u).at[i], method)(w, mode=mode),
+        x,
+        v,
+        rtol=1e-5 if dtype.kind == "f" else None,
+    )
 
 
 test_at_update, test_at_update_slow = _at_update
@@ -315,25 +442,54 @@ def _cumulative(data):
     dtype = data.draw(st.sampled_from(DTYPES), label="dtype")
     x = _array(data, shape, dtype)
     axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
-    op = data.draw(st.sampled_from(["cumsum", "cumprod", "cummax", "cummin", "lax.cumsum",
-                                    "lax.cumprod", "lax.cumlogsumexp"]), label="op")
+    op = data.draw(
+        st.sampled_from(
+            [
+                "cumsum",
+                "cumprod",
+                "cummax",
+                "cummin",
+                "lax.cumsum",
+                "lax.cumprod",
+                "lax.cumlogsumexp",
+            ]
+        ),
+        label="op",
+    )
     reverse = data.draw(st.booleans(), label="reverse")
-    tol = {np.dtype(np.float16): 2e-2, BF16: 1e-1, np.dtype(np.float32): 1e-5,
-           np.dtype(np.complex64): 1e-5}.get(np.dtype(dtype))
+    tol = {
+        np.dtype(np.float16): 2e-2,
+        BF16: 1e-1,
+        np.dtype(np.float32): 1e-5,
+        np.dtype(np.complex64): 1e-5,
+    }.get(np.dtype(dtype))
     if op == "lax.cumlogsumexp" and dtype.kind not in "fV":
         # JAX quirk: on integers JAX fails inside (OverflowError converting -inf to an int
         # init value); xform raises a TypeError naming the accepted dtypes.
         return
     if op.startswith("lax."):
         name, ax = op[4:], axis % len(shape)
-        check(lambda L: lambda u: getattr(L.lax, name)(u, ax, reverse), x,
-              x64=_is64(dtype), rtol=tol, atol=tol)
+        check(
+            lambda L: lambda u: getattr(L.lax, name)(u, ax, reverse),
+            x,
+            x64=_is64(dtype),
+            rtol=tol,
+            atol=tol,
+        )
     elif op in ("cummax", "cummin"):
-        check(lambda L: lambda u: getattr(L.lax, op)(u, axis % len(shape), reverse), x,
-              x64=_is64(dtype))
+        check(
+            lambda L: lambda u: getattr(L.lax, op)(u, axis % len(shape), reverse),
+            x,
+            x64=_is64(dtype),
+        )
     else:
-        check(lambda L: lambda u: getattr(L.np, op)(u, axis=axis), x, x64=_is64(dtype),
-              rtol=tol, atol=tol)
+        check(
+            lambda L: lambda u: getattr(L.np, op)(u, axis=axis),
+            x,
+            x64=_is64(dtype),
+            rtol=tol,
+            atol=tol,
+        )
 
 
 test_cumulative, test_cumulative_slow = _cumulative
@@ -346,8 +502,9 @@ test_cumulative, test_cumulative_slow = _cumulative
 def _joining(data):
     shape = _shape(data, min_dims=1)
     nd = len(shape)
-    op = data.draw(st.sampled_from(["concatenate", "stack", "split", "array_split", "pad"]),
-                   label="op")
+    op = data.draw(
+        st.sampled_from(["concatenate", "stack", "split", "array_split", "pad"]), label="op"
+    )
     dtypes = data.draw(st.lists(st.sampled_from(DTYPES), min_size=1, max_size=3), label="dts")
     xs = [_array(data, shape, dt) for dt in dtypes]
     axis = data.draw(st.integers(-nd, nd - 1), label="axis")
@@ -362,18 +519,22 @@ def _joining(data):
         ax = data.draw(st.integers(-nd - 1, nd), label="stack_axis")
         check(lambda L: lambda *u: L.np.stack(u, axis=ax), *xs, x64=x64)
     elif op in ("split", "array_split"):
-        sections = data.draw(st.one_of(st.integers(1, 4), st.lists(st.integers(-2, 6),
-                                                                    max_size=3)), label="sec")
-        check(lambda L: lambda u: getattr(L.np, op)(u, sections, axis=axis), xs[0],
-              x64=_is64(dtypes[0]))
+        sections = data.draw(
+            st.one_of(st.integers(1, 4), st.lists(st.integers(-2, 6), max_size=3)), label="sec"
+        )
+        check(
+            lambda L: lambda u: getattr(L.np, op)(u, sections, axis=axis),
+            xs[0],
+            x64=_is64(dtypes[0]),
+        )
     else:
         if not hasattr(xnp, "pad"):
             return  # numpy.pad is being added elsewhere
-        widths = [tuple(data.draw(st.lists(st.integers(0, 2), min_size=2, max_size=2)))
-                  for _ in range(nd)]
+        widths = [
+            tuple(data.draw(st.lists(st.integers(0, 2), min_size=2, max_size=2))) for _ in range(nd)
+        ]
         mode = data.draw(st.sampled_from(["constant", "edge", "reflect", "wrap"]))
-        check(lambda L: lambda u: L.np.pad(u, widths, mode=mode), xs[0],
-              x64=_is64(dtypes[0]))
+        check(lambda L: lambda u: L.np.pad(u, widths, mode=mode), xs[0], x64=_is64(dtypes[0]))
 
 
 test_joining, test_joining_slow = _joining
@@ -388,11 +549,17 @@ def _dynamic_slices(data):
     sizes = tuple(data.draw(st.integers(0, d)) for d in shape)
     if data.draw(st.booleans(), label="update"):
         u = _array(data, sizes, dtype)
-        check(lambda L: lambda a, b, *s: L.lax.dynamic_update_slice(a, b, s), x, u, *starts,
-              x64=_is64(dtype))
+        check(
+            lambda L: lambda a, b, *s: L.lax.dynamic_update_slice(a, b, s),
+            x,
+            u,
+            *starts,
+            x64=_is64(dtype),
+        )
     else:
-        check(lambda L: lambda a, *s: L.lax.dynamic_slice(a, s, sizes), x, *starts,
-              x64=_is64(dtype))
+        check(
+            lambda L: lambda a, *s: L.lax.dynamic_slice(a, s, sizes), x, *starts, x64=_is64(dtype)
+        )
 
 
 test_dynamic_slices, test_dynamic_slices_slow = _dynamic_slices
@@ -411,22 +578,44 @@ def _conv(data):
     lhs = _array(data, (n, c, *sp), dtype)
     rhs = _array(data, (o, c, *ks), dtype)
     strides = tuple(data.draw(st.integers(1, 2)) for _ in range(nsp))
-    padding = data.draw(st.one_of(st.sampled_from(["SAME", "VALID"]), st.lists(
-        st.tuples(st.integers(-1, 2), st.integers(-1, 2)), min_size=nsp, max_size=nsp)))
+    padding = data.draw(
+        st.one_of(
+            st.sampled_from(["SAME", "VALID"]),
+            st.lists(st.tuples(st.integers(-1, 2), st.integers(-1, 2)), min_size=nsp, max_size=nsp),
+        )
+    )
     lhs_dil = tuple(data.draw(st.integers(1, 2)) for _ in range(nsp))
     rhs_dil = tuple(data.draw(st.integers(1, 2)) for _ in range(nsp))
     if isinstance(padding, str) and any(d > 1 for d in lhs_dil):
         lhs_dil = None  # JAX has no string padding with lhs dilation
     tol = 2e-5 if dtype == np.float32 else 1e-2
-    check(lambda L: lambda a, b: L.lax.conv_general_dilated(
-        a, b, strides, padding, lhs_dil, rhs_dil), lhs, rhs, rtol=tol, atol=tol)
+    check(
+        lambda L: lambda a, b: L.lax.conv_general_dilated(a, b, strides, padding, lhs_dil, rhs_dil),
+        lhs,
+        rhs,
+        rtol=tol,
+        atol=tol,
+    )
 
 
 test_conv, test_conv_slow = _conv
 
 
-EINSUMS = ["ij,jk->ik", "ii->i", "ij->", "bij,bjk->bik", "i,i->", "ij,j->i", "i,j->ij",
-           "ijk->kji", "ij,ij->ij", "...i,...i->...", "ij,kj->ikj", "ii", "ij,jk"]
+EINSUMS = [
+    "ij,jk->ik",
+    "ii->i",
+    "ij->",
+    "bij,bjk->bik",
+    "i,i->",
+    "ij,j->i",
+    "i,j->ij",
+    "ijk->kji",
+    "ij,ij->ij",
+    "...i,...i->...",
+    "ij,kj->ikj",
+    "ii",
+    "ij,jk",
+]
 
 
 @_fuzz()
@@ -434,16 +623,17 @@ def _einsum(data):
     spec = data.draw(st.sampled_from(EINSUMS), label="spec")
     sizes = {ch: data.draw(st.integers(0, 3), label=ch) for ch in "bijk"}
     ins = spec.split("->")[0].split(",")
-    dtype = data.draw(st.sampled_from([np.dtype(np.float32), np.dtype(np.int32),
-                                       np.dtype(np.complex64), BF16]), label="dtype")
+    dtype = data.draw(
+        st.sampled_from([np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.complex64), BF16]),
+        label="dtype",
+    )
     ops = []
     for term in ins:
         shape = (2,) if term.startswith("...") else ()
         shape += tuple(sizes[ch] for ch in term.replace("...", ""))
         ops.append(_array(data, shape, dtype))
     tol = 1e-5 if dtype.kind in "fc" else None
-    check(lambda L: lambda *u: L.np.einsum(spec, *u), *ops, rtol=tol, atol=tol,
-          weak=True)
+    check(lambda L: lambda *u: L.np.einsum(spec, *u), *ops, rtol=tol, atol=tol, weak=True)
 
 
 test_einsum, test_einsum_slow = _einsum
@@ -470,8 +660,7 @@ FINAL = ["sum", "mean", "max", "logsumexp"]
 
 
 def _program(data):
-    ops = data.draw(st.lists(st.sampled_from(sorted(SMOOTH)), min_size=1, max_size=3),
-                    label="ops")
+    ops = data.draw(st.lists(st.sampled_from(sorted(SMOOTH)), min_size=1, max_size=3), label="ops")
     final = data.draw(st.sampled_from(FINAL), label="final")
 
     def build(L):
@@ -481,7 +670,9 @@ def _program(data):
             if final == "logsumexp":
                 return (jax.nn.logsumexp if L is JX else xform.nn.logsumexp)(x)
             return getattr(L.np, final)(x)
+
         return f
+
     return build
 
 
@@ -490,18 +681,22 @@ def _compositions(data):
     build = _program(data)
     n = data.draw(st.integers(2, 3), label="n")
     xs = _array(data, (2, n), np.dtype(np.float32))
-    how = data.draw(st.sampled_from(["jit_grad_vmap", "vmap_grad", "jvp_vjp", "grad_grad"]),
-                    label="how")
+    how = data.draw(
+        st.sampled_from(["jit_grad_vmap", "vmap_grad", "jvp_vjp", "grad_grad"]), label="how"
+    )
     tol = 2e-4
 
     if how == "jit_grad_vmap":
+
         def make(L):
             f = build(L)
             return L.top.jit(L.top.grad(lambda x: L.np.sum(L.top.vmap(f)(x))))
     elif how == "vmap_grad":
+
         def make(L):
             return L.top.vmap(L.top.grad(build(L)))
     elif how == "grad_grad":
+
         def make(L):
             f = build(L)
             return L.top.vmap(L.top.grad(lambda x: L.np.sum(L.top.grad(f)(x))))
@@ -514,7 +709,9 @@ def _compositions(data):
             def pullback(x):
                 _, vjp = L.top.vjp(f, x)
                 return vjp(L.np.ones(x.shape[:1], np.float32))[0]
+
             return lambda x: L.top.jvp(pullback, (x,), (t,))
+
     check(make, xs, rtol=tol, atol=tol)
 
 

@@ -55,15 +55,20 @@ def test_higher_order_and_nesting():
     close(xform.grad(xform.grad(xform.jit(f)))(x), jax.grad(jax.grad(fj))(x))
     close(xform.jit(xform.grad(xform.grad(f)))(x), jax.grad(jax.grad(fj))(x))
     # forward-over-reverse
-    close(xform.jvp(xform.grad(f), (x,), (np.float32(1.0),)),
-          jax.jvp(jax.grad(fj), (x,), (np.float32(1.0),)))
+    close(
+        xform.jvp(xform.grad(f), (x,), (np.float32(1.0),)),
+        jax.jvp(jax.grad(fj), (x,), (np.float32(1.0),)),
+    )
 
 
 def test_perturbation_confusion():
     out = xform.grad(lambda x: xform.grad(lambda y: x * y)(np.float32(2.0)))(np.float32(3.0))
     assert float(out) == 1.0
-    deeper = xform.grad(lambda x: xform.grad(
-        lambda y: xform.grad(lambda z: x * y * z)(np.float32(1.0)))(np.float32(2.0)))
+    deeper = xform.grad(
+        lambda x: xform.grad(lambda y: xform.grad(lambda z: x * y * z)(np.float32(1.0)))(
+            np.float32(2.0)
+        )
+    )
     assert float(deeper(np.float32(3.0))) == 1.0
 
 
@@ -83,16 +88,21 @@ def test_pytrees_has_aux_and_allow_int():
     grads, aux = xform.grad(f, has_aux=True)(params, 2.0)
     close(grads, jax.grad(lambda p, n: jnp.sum(p["w"] * p["b"]) * n)(params, 2.0))
     assert float(aux["n"]) == 2.0
-    g = xform.grad(lambda x, k: x * k, argnums=(0, 1), allow_int=True)(np.float32(2.0),
-                                                                        np.int32(3))
+    g = xform.grad(lambda x, k: x * k, argnums=(0, 1), allow_int=True)(np.float32(2.0), np.int32(3))
     assert float(g[0]) == 3.0 and g[1].dtype == jax.dtypes.float0
 
 
 def test_special_points_follow_jax():
-    for f, fj, x in [(xnp.abs, jnp.abs, 0.0), (xnp.sqrt, jnp.sqrt, 0.0),
-                     (lambda x: xnp.maximum(x, 1.0), lambda x: jnp.maximum(x, 1.0), 1.0),
-                     (lambda x: xnp.where(x > 0, xnp.log(xnp.where(x > 0, x, 1.0)), 0.0),
-                      lambda x: jnp.where(x > 0, jnp.log(jnp.where(x > 0, x, 1.0)), 0.0), 0.0)]:
+    for f, fj, x in [
+        (xnp.abs, jnp.abs, 0.0),
+        (xnp.sqrt, jnp.sqrt, 0.0),
+        (lambda x: xnp.maximum(x, 1.0), lambda x: jnp.maximum(x, 1.0), 1.0),
+        (
+            lambda x: xnp.where(x > 0, xnp.log(xnp.where(x > 0, x, 1.0)), 0.0),
+            lambda x: jnp.where(x > 0, jnp.log(jnp.where(x > 0, x, 1.0)), 0.0),
+            0.0,
+        ),
+    ]:
         got, expected = xform.grad(f)(np.float32(x)), jax.grad(fj)(np.float32(x))
         np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
 
@@ -103,21 +113,25 @@ def test_stop_gradient():
     check_against_jax(lax.stop_gradient, jax.lax.stop_gradient, X)  # eager and lowered
     tree = {"a": X, "n": np.int32(2)}
     close(lax.stop_gradient(tree), jax.lax.stop_gradient(tree))
-    close(xform.jit(xform.grad(lambda x: xnp.sum(x * lax.stop_gradient(x ** 2))))(X),
-          jax.grad(lambda x: jnp.sum(x * jax.lax.stop_gradient(x ** 2)))(X))
+    close(
+        xform.jit(xform.grad(lambda x: xnp.sum(x * lax.stop_gradient(x**2))))(X),
+        jax.grad(lambda x: jnp.sum(x * jax.lax.stop_gradient(x**2)))(X),
+    )
 
 
 def test_jacobians_and_hessian():
     def f(x):
-        return {"a": xnp.sin(x) * x[0], "b": xnp.sum(x ** 2)}
+        return {"a": xnp.sin(x) * x[0], "b": xnp.sum(x**2)}
 
     def fj(x):
-        return {"a": jnp.sin(x) * x[0], "b": jnp.sum(x ** 2)}
+        return {"a": jnp.sin(x) * x[0], "b": jnp.sum(x**2)}
 
     close(xform.jacfwd(f)(X), jax.jacfwd(fj)(X))
     close(xform.jacrev(f)(X), jax.jacrev(fj)(X))
-    close(xform.hessian(lambda x: xnp.sum(xnp.sin(x) * x))(X),
-          jax.hessian(lambda x: jnp.sum(jnp.sin(x) * x))(X))
+    close(
+        xform.hessian(lambda x: xnp.sum(xnp.sin(x) * x))(X),
+        jax.hessian(lambda x: jnp.sum(jnp.sin(x) * x))(X),
+    )
 
 
 def test_linearize_and_linear_transpose():
@@ -170,16 +184,21 @@ def test_gradients_of_python_scalars_are_weakly_typed_as_in_jax():
     cases = [
         (lambda x: x * 2.0, jax.grad(lambda x: x * 2.0), (1.0,), 0),
         (lambda x: 3.0 * xnp.sin(x) ** 2, jax.grad(lambda x: 3.0 * jnp.sin(x) ** 2), (0.5,), 0),
-        (lambda x, y: x * y, jax.grad(lambda x, y: x * y, argnums=(0, 1)),
-         (1.0, np.float32(2.0)), (0, 1)),
+        (
+            lambda x, y: x * y,
+            jax.grad(lambda x, y: x * y, argnums=(0, 1)),
+            (1.0, np.float32(2.0)),
+            (0, 1),
+        ),
         (lambda x, y: y, jax.grad(lambda x, y: y, argnums=0), (1.0, 2.0), 0),  # a zero
     ]
     for f, expected_fn, args, argnums in cases:
         expected = expected_fn(*args)
         for wrap in (lambda g: g, xform.jit):
             got = wrap(xform.grad(f, argnums=argnums))(*args)
-            for g, e in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(expected),
-                            strict=True):
+            for g, e in zip(
+                jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(expected), strict=True
+            ):
                 assert g.dtype == e.dtype and g.weak_type == e.weak_type, (g, e)
                 np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-6)
     (ct,) = xform.vjp(lambda x: x * 2.0, 1.0)[1](1.0)

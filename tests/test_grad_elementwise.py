@@ -27,8 +27,18 @@ RTOL, ATOL = 5e-5, 5e-6
 
 # The primitives of the family that the JVP rules apply to tangents, so reverse mode transposes
 # them. (convert_element_type only between inexact dtypes: elsewhere its tangent is zero.)
-LINEAR = [ew.add_p, ew.sub_p, ew.neg_p, ew.mul_p, ew.div_p, ew.real_p, ew.imag_p, ew.conj_p,
-          ew.select_n_p, ew.convert_element_type_p]
+LINEAR = [
+    ew.add_p,
+    ew.sub_p,
+    ew.neg_p,
+    ew.mul_p,
+    ew.div_p,
+    ew.real_p,
+    ew.imag_p,
+    ew.conj_p,
+    ew.select_n_p,
+    ew.convert_element_type_p,
+]
 
 
 def test_every_linear_primitive_has_a_transpose_rule():
@@ -39,8 +49,10 @@ def test_every_linear_primitive_has_a_transpose_rule():
 def _broadcast_like(args):
     """JAX's lax wants equal shapes where xform broadcasts rank-0 operands."""
     shape = np.broadcast_shapes(*[np.shape(a) for a in args])
-    return [a if np.ndim(a) == len(shape) or a.dtype == np.bool_
-            else jnp.broadcast_to(a, shape) for a in args]
+    return [
+        a if np.ndim(a) == len(shape) or a.dtype == np.bool_ else jnp.broadcast_to(a, shape)
+        for a in args
+    ]
 
 
 def _quiet(fn, *args):
@@ -80,8 +92,11 @@ LIN = [
     Lin("imag", lambda m, z: m.imag(z), (C64,)),
     Lin("conj", lambda m, z: m.conj(z), (C64,)),
     Lin("conj_real", lambda m, x: m.conj(x), (F32,)),
-    Lin("select_n_bool", lambda m, x, y: m.select_n(np.array([True, False, True, False]), x, y),
-        (F32, F32)),
+    Lin(
+        "select_n_bool",
+        lambda m, x, y: m.select_n(np.array([True, False, True, False]), x, y),
+        (F32, F32),
+    ),
     Lin("select_n_scalar_which", lambda m, x, y: m.select_n(np.True_, x, y), (F32, F32)),
     Lin("select_n_int", lambda m, x, y, z: m.select_n(_W3 % 3, x, y, z), (F32, F32, F32)),
     Lin("convert_f32_f16", lambda m, x: m.convert_element_type(x, F16), (F32,)),
@@ -109,8 +124,10 @@ def _check_transpose_identity(f, args, rng, tol):
     ct = _draw(rng, np.asarray(out).dtype, np.shape(out))
     cts_in = _quiet(pullback, ct)
     for i in range(len(args)):
-        direction = [_draw(rng, np.asarray(b).dtype, np.shape(b)) if j == i
-                     else np.zeros_like(b) for j, b in enumerate(args)]
+        direction = [
+            _draw(rng, np.asarray(b).dtype, np.shape(b)) if j == i else np.zeros_like(b)
+            for j, b in enumerate(args)
+        ]
         _, tangent = _quiet(xform.jvp, f, tuple(args), tuple(direction))
         lhs, rhs = _pair(ct, tangent), _pair(cts_in[i], direction[i])
         assert abs(lhs - rhs) <= tol * (1 + abs(lhs)), (i, lhs, rhs)
@@ -128,8 +145,10 @@ def test_transpose_identity(row, seed):
         check_vjp(f, args)  # xform's own checker, for real maps
 
 
-@pytest.mark.parametrize("shapes", [((), (3,)), ((3,), ()), ((1, 3), (2, 3)), ((2, 1), (1, 3)),
-                                    ((2, 3), (1, 1)), ((), ())])
+@pytest.mark.parametrize(
+    "shapes",
+    [((), (3,)), ((3,), ()), ((1, 3), (2, 3)), ((2, 1), (1, 3)), ((2, 3), (1, 1)), ((), ())],
+)
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
 def test_transpose_unbroadcasts(op, shapes):
     """Rank-0 operands and size-1 dimensions broadcast; their cotangents are summed back."""
@@ -153,7 +172,8 @@ def _lin_jitted(row):
         f = lambda *a: row.f(xlax, *a)  # noqa: E731
         _LIN_JIT[row.name] = (
             xform.jit(lambda ct, *a: xform.vjp(f, *a)[1](ct)),  # jit outside vjp
-            xform.jit(f))  # vjp of a jitted function
+            xform.jit(f),
+        )  # vjp of a jitted function
     return _LIN_JIT[row.name]
 
 
@@ -168,10 +188,16 @@ def test_linear_vjp_matches_jax(row):
     assert_same(out, expected_out, rtol=RTOL, atol=ATOL, what=f"{row.name} out")
     assert_same(_quiet(pullback, ct), expected, rtol=RTOL, atol=ATOL, what=row.name)
     jit_vjp, jitted = _lin_jitted(row)
-    assert_same(_quiet(jit_vjp, ct, *args), expected, rtol=RTOL, atol=ATOL,
-                what=f"jit(vjp) {row.name}")
-    assert_same(_quiet(xform.vjp(jitted, *args)[1], ct), expected, rtol=RTOL, atol=ATOL,
-                what=f"vjp(jit) {row.name}")
+    assert_same(
+        _quiet(jit_vjp, ct, *args), expected, rtol=RTOL, atol=ATOL, what=f"jit(vjp) {row.name}"
+    )
+    assert_same(
+        _quiet(xform.vjp(jitted, *args)[1], ct),
+        expected,
+        rtol=RTOL,
+        atol=ATOL,
+        what=f"vjp(jit) {row.name}",
+    )
 
 
 def test_transposing_a_nonlinear_operand_is_an_error():
@@ -225,38 +251,89 @@ def _complex_via(m, x):
 _Z = np.asarray(0.5 - 1.25j, C64)
 
 GRAD_ROWS = [
-    _u("neg"), _u("abs"), _u("exp"), _u("exp2"), _u("log", 0.1, 5), _u("log1p", -0.9, 5),
-    _u("expm1"), _u("sqrt", 0.1, 5), _u("rsqrt", 0.1, 5), _u("cbrt", 0.1, 5), _u("sin"),
-    _u("cos"), _u("tan", -1.2, 1.2), _u("asin", -0.9, 0.9), _u("acos", -0.9, 0.9), _u("atan"),
-    _u("sinh"), _u("cosh"), _u("tanh"), _u("asinh"), _u("acosh", 1.1, 5),
-    _u("atanh", -0.9, 0.9), _u("logistic"), _u("erf"), _u("erfc"), _u("erf_inv", -0.9, 0.9),
+    _u("neg"),
+    _u("abs"),
+    _u("exp"),
+    _u("exp2"),
+    _u("log", 0.1, 5),
+    _u("log1p", -0.9, 5),
+    _u("expm1"),
+    _u("sqrt", 0.1, 5),
+    _u("rsqrt", 0.1, 5),
+    _u("cbrt", 0.1, 5),
+    _u("sin"),
+    _u("cos"),
+    _u("tan", -1.2, 1.2),
+    _u("asin", -0.9, 0.9),
+    _u("acos", -0.9, 0.9),
+    _u("atan"),
+    _u("sinh"),
+    _u("cosh"),
+    _u("tanh"),
+    _u("asinh"),
+    _u("acosh", 1.1, 5),
+    _u("atanh", -0.9, 0.9),
+    _u("logistic"),
+    _u("erf"),
+    _u("erfc"),
+    _u("erf_inv", -0.9, 0.9),
     _u("lgamma", 0.1, 5),
     # Piecewise constant: zero gradients.
-    _u("sign"), _u("floor"), _u("ceil"), _u("round"),
-    _b("add"), _b("sub"), _b("mul"), _b("div", 0.5, 3), _b("rem", 0.5, 3), _b("pow", 0.2, 3),
-    _b("max"), _b("min"), _b("atan2"),
-    *[Row(f"integer_pow_{n}", lambda m, x, n=n: m.integer_pow(x, n), 0.2, 3)
-      for n in (-2, 0, 1, 2, 3)],
+    _u("sign"),
+    _u("floor"),
+    _u("ceil"),
+    _u("round"),
+    _b("add"),
+    _b("sub"),
+    _b("mul"),
+    _b("div", 0.5, 3),
+    _b("rem", 0.5, 3),
+    _b("pow", 0.2, 3),
+    _b("max"),
+    _b("min"),
+    _b("atan2"),
+    *[
+        Row(f"integer_pow_{n}", lambda m, x, n=n: m.integer_pow(x, n), 0.2, 3)
+        for n in (-2, 0, 1, 2, 3)
+    ],
     Row("pow_int_exponent", lambda m, x: m.pow(x, np.int32(3)), 0.2, 3),
     Row("select", lambda m, x, y: m.select(m.gt(x, y), m.sin(x), m.mul(y, y)), nargs=2),
-    Row("select_n_int", lambda m, x, y: m.select_n(
-        m.convert_element_type(m.clamp(np.float32(0), m.add(x, np.float32(1)), np.float32(2)),
-                               np.int32), x, m.exp(y), m.mul(x, y)), nargs=2),
+    Row(
+        "select_n_int",
+        lambda m, x, y: m.select_n(
+            m.convert_element_type(
+                m.clamp(np.float32(0), m.add(x, np.float32(1)), np.float32(2)), np.int32
+            ),
+            x,
+            m.exp(y),
+            m.mul(x, y),
+        ),
+        nargs=2,
+    ),
     Row("clamp", lambda m, lo, x, hi: m.clamp(lo, x, hi), nargs=3),
     Row("clamp_scalar_bounds", lambda m, x: m.clamp(np.float32(-1), x, np.float32(1))),
-    Row("convert_f16", lambda m, x: m.convert_element_type(
-        m.sin(m.convert_element_type(x, F16)), F32)),
-    Row("convert_int_cuts", lambda m, x: m.mul(
-        x, m.convert_element_type(m.convert_element_type(x, np.int32), F32))),
+    Row(
+        "convert_f16",
+        lambda m, x: m.convert_element_type(m.sin(m.convert_element_type(x, F16)), F32),
+    ),
+    Row(
+        "convert_int_cuts",
+        lambda m, x: m.mul(x, m.convert_element_type(m.convert_element_type(x, np.int32), F32)),
+    ),
     Row("real_mul_complex", lambda m, x: m.real(m.mul(_complex_via(m, x), _Z))),
     Row("imag_mul_complex", lambda m, x: m.imag(m.mul(_Z, _complex_via(m, x)))),
-    Row("abs_complex", lambda m, x, y: m.abs(m.add(_complex_via(m, x),
-                                                   m.mul(_complex_via(m, y), _Z))), nargs=2),
+    Row(
+        "abs_complex",
+        lambda m, x, y: m.abs(m.add(_complex_via(m, x), m.mul(_complex_via(m, y), _Z))),
+        nargs=2,
+    ),
     Row("exp_complex", lambda m, x: m.real(m.exp(m.mul(_complex_via(m, x), _Z)))),
     Row("conj_real", lambda m, x: m.imag(m.mul(m.conj(x), _Z))),
     Row("conj_complex", lambda m, x: m.real(m.mul(m.conj(m.mul(_complex_via(m, x), _Z)), _Z))),
-    Row("convert_complex_real", lambda m, x: m.convert_element_type(
-        m.mul(_complex_via(m, x), _Z), F32)),
+    Row(
+        "convert_complex_real",
+        lambda m, x: m.convert_element_type(m.mul(_complex_via(m, x), _Z), F32),
+    ),
 ]
 
 
@@ -296,6 +373,7 @@ def _grad_fns(row):
 def _jax_grad(row, args):
     def f(*a):
         return jnp.sum(row.f(jlax, *_broadcast_like(a)))
+
     return _quiet(jax.grad(f, tuple(range(row.nargs))), *args)
 
 
@@ -305,17 +383,15 @@ def test_grad_matches_jax(row):
     # Arrays of functions of one argument: test_grad_of_sum_matches_jax.
     shape_sets = [[()] * row.nargs]
     if row.nargs > 1:
-        shape_sets.append([()] + [(3,)] * (row.nargs - 1) if row.broadcast
-                          else [(3,)] * row.nargs)
+        shape_sets.append([()] + [(3,)] * (row.nargs - 1) if row.broadcast else [(3,)] * row.nargs)
     for shapes in shape_sets:
         args = _args(row, rng, shapes)
         expected = _jax_grad(row, args)
         for how, fn in zip(("eager", "jit(grad)", "grad(jit)"), _grad_fns(row), strict=True):
             got = _quiet(fn, *args)
-            assert_same(tuple(got), expected, rtol=2e-5, atol=2e-6,
-                        what=f"{how} {row.name} {shapes}")
-
-
+            assert_same(
+                tuple(got), expected, rtol=2e-5, atol=2e-6, what=f"{how} {row.name} {shapes}"
+            )
 
 
 @pytest.mark.parametrize("row", [r for r in GRAD_ROWS if r.nargs == 1], ids=_row_id)
@@ -329,22 +405,28 @@ def test_grad_of_sum_matches_jax(row):
 
     expected = _quiet(jax.grad(lambda x: jnp.sum(row.f(jlax, x))), x)
     assert_same(_quiet(xform.grad(f), x), expected, rtol=2e-5, atol=2e-6, what="eager")
-    assert_same(_quiet(xform.jit(xform.grad(f)), x), expected, rtol=2e-5, atol=2e-6,
-                what="jit(grad)")
+    assert_same(
+        _quiet(xform.jit(xform.grad(f)), x), expected, rtol=2e-5, atol=2e-6, what="jit(grad)"
+    )
 
 
-@given(x=hnp.arrays(F32, st.sampled_from([(), (3,), (2, 2)]),
-                    elements=st.floats(-3, 3, width=32)),
-       y=st.floats(-3, 3, width=32))
+@given(
+    x=hnp.arrays(F32, st.sampled_from([(), (3,), (2, 2)]), elements=st.floats(-3, 3, width=32)),
+    y=st.floats(-3, 3, width=32),
+)
 def test_grad_of_a_composition_matches_jax(x, y):
     y = np.float32(y)
 
     def make(m):
         def f(x, y):
             z = m.mul(m.sin(x), m.add(y, m.tanh(x)))
-            z = m.select(m.gt(x, np.float32(0)), m.div(z, m.add(m.mul(x, x), np.float32(1))),
-                         m.neg(m.max(z, y)))
+            z = m.select(
+                m.gt(x, np.float32(0)),
+                m.div(z, m.add(m.mul(x, x), np.float32(1))),
+                m.neg(m.max(z, y)),
+            )
             return m.sub(z, m.mul(y, m.exp(m.neg(m.abs(x)))))
+
         return f
 
     f = make(xlax)
@@ -362,10 +444,14 @@ COMPOSITIONS = {
     "sin_mul": (lambda x, y: xlax.mul(xlax.sin(x), y), (0.7, -1.3)),
     "div_exp": (lambda x, y: xlax.div(xlax.exp(x), xlax.add(xlax.mul(y, y), 1.0)), (0.3, 0.8)),
     "tanh_sub_neg": (lambda x, y: xlax.neg(xlax.sub(xlax.tanh(x), xlax.mul(x, y))), (0.2, 1.1)),
-    "select_log": (lambda x, y: xlax.select(xlax.gt(x, y), xlax.log(x), xlax.mul(y, x)),
-                   (1.5, 0.4)),
-    "complex": (lambda x, y: xlax.abs(xlax.mul(xlax.convert_element_type(x, np.complex128),
-                                               xlax.conj(y))), (0.6, -0.9)),
+    "select_log": (
+        lambda x, y: xlax.select(xlax.gt(x, y), xlax.log(x), xlax.mul(y, x)),
+        (1.5, 0.4),
+    ),
+    "complex": (
+        lambda x, y: xlax.abs(xlax.mul(xlax.convert_element_type(x, np.complex128), xlax.conj(y))),
+        (0.6, -0.9),
+    ),
     "logistic_pow": (lambda x, y: xlax.pow(xlax.logistic(x), y), (0.3, 1.7)),
 }
 
@@ -381,9 +467,14 @@ def test_check_grads_second_order(name, x64):
 
 def test_grad_of_grad_matches_jax():
     x = np.float32(0.8)
-    for xf, jf in [(xlax.sin, jlax.sin), (xlax.tanh, jlax.tanh),
-                   (lambda x: xlax.div(xlax.exp(x), xlax.add(x, 2.0)),
-                    lambda x: jlax.div(jlax.exp(x), jlax.add(x, np.float32(2.0))))]:
+    for xf, jf in [
+        (xlax.sin, jlax.sin),
+        (xlax.tanh, jlax.tanh),
+        (
+            lambda x: xlax.div(xlax.exp(x), xlax.add(x, 2.0)),
+            lambda x: jlax.div(jlax.exp(x), jlax.add(x, np.float32(2.0))),
+        ),
+    ]:
         expected = jax.grad(jax.grad(jf))(x)
         assert_same(xform.grad(xform.grad(xf))(x), expected, rtol=2e-5, atol=2e-6)
         assert_same(xform.jit(xform.grad(xform.grad(xf)))(x), expected, rtol=2e-5, atol=2e-6)
@@ -399,22 +490,35 @@ SPECIAL = {
     "max_ties": (lambda m: m.max, (np.array([1.0, 2.0, 3.0], F32), np.array([1.0, 0.0, 3.0], F32))),
     "min_ties": (lambda m: m.min, (np.array([1.0, 2.0, 3.0], F32), np.array([1.0, 0.0, 3.0], F32))),
     "max_scalar_tie": (lambda m: m.max, (np.float32(2.0), np.array([2.0, 1.0, 2.0], F32))),
-    "clamp_at_bounds": (lambda m: lambda x: m.clamp(np.float32(0), x, np.float32(1)),
-                        (np.array([0.0, 1.0, 0.5], F32),)),
+    "clamp_at_bounds": (
+        lambda m: lambda x: m.clamp(np.float32(0), x, np.float32(1)),
+        (np.array([0.0, 1.0, 0.5], F32),),
+    ),
     # sqrt'(0) = inf, and NaN where a select drops a zero cotangent on it (0 * inf).
     "sqrt_at_0": (lambda m: m.sqrt, (np.array([0.0, 4.0], F32),)),
-    "where_guarded_sqrt": (lambda m: lambda x: m.select(
-        m.gt(x, np.float32(0)), m.sqrt(x), m.mul(x, np.float32(0))),
-        (np.array([0.0, -1.0, 4.0], F32),)),
+    "where_guarded_sqrt": (
+        lambda m: lambda x: m.select(m.gt(x, np.float32(0)), m.sqrt(x), m.mul(x, np.float32(0))),
+        (np.array([0.0, -1.0, 4.0], F32),),
+    ),
     # The single where: NaN at 0 (0/0) in JAX; the double where is NaN-free.
-    "where_guarded_log": (lambda m: lambda x: m.select(
-        m.gt(x, np.float32(0)), m.log(x), m.mul(x, np.float32(0))),
-        (np.array([0.0, -1.0, 2.0], F32),)),
-    "double_where_log": (lambda m: lambda x: m.select(
-        m.gt(x, np.float32(0)),
-        m.log(m.select(m.gt(x, np.float32(0)), x, m.add(m.mul(x, np.float32(0)),
-                                                        np.float32(1)))),
-        m.mul(x, np.float32(0))), (np.array([0.0, -1.0, 2.0], F32),)),
+    "where_guarded_log": (
+        lambda m: lambda x: m.select(m.gt(x, np.float32(0)), m.log(x), m.mul(x, np.float32(0))),
+        (np.array([0.0, -1.0, 2.0], F32),),
+    ),
+    "double_where_log": (
+        lambda m: (
+            lambda x: m.select(
+                m.gt(x, np.float32(0)),
+                m.log(
+                    m.select(
+                        m.gt(x, np.float32(0)), x, m.add(m.mul(x, np.float32(0)), np.float32(1))
+                    )
+                ),
+                m.mul(x, np.float32(0)),
+            )
+        ),
+        (np.array([0.0, -1.0, 2.0], F32),),
+    ),
     "pow_at_0": (lambda m: m.pow, (np.array([0.0, 2.0], F32), np.array([2.0, 0.5], F32))),
     "integer_pow_0_at_0": (lambda m: lambda x: m.integer_pow(x, 0), (np.zeros(2, F32),)),
     "div_by_0": (lambda m: m.div, (np.array([1.0, 0.0], F32), np.array([0.0, 0.0], F32))),
@@ -432,12 +536,18 @@ def test_special_points_match_jax(name):
     expected = pullback(jnp.ones_like(jax_out))
     # assert_same compares NaNs as equal: NaNs exactly where JAX has them, nowhere else.
     for g, e in zip(got, expected, strict=True):
-        np.testing.assert_array_equal(np.isnan(np.asarray(g)), np.isnan(np.asarray(e)),
-                                      err_msg=f"{name}: NaN pattern")
+        np.testing.assert_array_equal(
+            np.isnan(np.asarray(g)), np.isnan(np.asarray(e)), err_msg=f"{name}: NaN pattern"
+        )
     assert_same(tuple(got), tuple(expected), rtol=1e-6, atol=0, what=name)
     jitted = xform.jit(lambda ct, *a: xform.vjp(make(xlax), *a)[1](ct))
-    assert_same(tuple(jitted(np.ones(np.shape(out), F32), *args)), tuple(expected), rtol=1e-6,
-                atol=0, what=f"jit {name}")
+    assert_same(
+        tuple(jitted(np.ones(np.shape(out), F32), *args)),
+        tuple(expected),
+        rtol=1e-6,
+        atol=0,
+        what=f"jit {name}",
+    )
 
 
 def test_conventions_at_kinks_values():

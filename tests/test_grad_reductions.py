@@ -21,8 +21,13 @@ from xform.test_util import check_grads, check_vjp
 jlax = jax.lax
 
 # The primitives of the three families that are linear (in at least one operand).
-LINEAR = [reductions.reduce_sum_p, reductions.cumsum_p, sorting.sort_p, contractions.dot_general_p,
-          contractions.conv_general_dilated_p]
+LINEAR = [
+    reductions.reduce_sum_p,
+    reductions.cumsum_p,
+    sorting.sort_p,
+    contractions.dot_general_p,
+    contractions.conv_general_dilated_p,
+]
 
 
 def test_every_linear_primitive_has_a_transpose_rule():
@@ -36,22 +41,29 @@ def _randn(seed, *shape, dtype=np.float32):
 
 # --------------------------------------------------------------------------- transpose identity
 
-K = np.array([[2., 0., 1., 0., 2.], [1., 1., 0., 3., -1.]], np.float32)  # ties in each row
-K2 = np.array([[1., 0., 1., 0., 1.], [5., 4., 3., 2., 1.]], np.float32)
+K = np.array(
+    [[2.0, 0.0, 1.0, 0.0, 2.0], [1.0, 1.0, 0.0, 3.0, -1.0]], np.float32
+)  # ties in each row
+K2 = np.array([[1.0, 0.0, 1.0, 0.0, 1.0], [5.0, 4.0, 3.0, 2.0, 1.0]], np.float32)
 
 
 def _conv(x, w, **kw):
-    params = dict(window_strides=(2, 1), padding=((1, 0), (0, 1)), lhs_dilation=(1, 2),
-                  rhs_dilation=(2, 1), dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    params = dict(
+        window_strides=(2, 1),
+        padding=((1, 0), (0, 1)),
+        lhs_dilation=(1, 2),
+        rhs_dilation=(2, 1),
+        dimension_numbers=("NHWC", "HWIO", "NHWC"),
+    )
     params.update(kw)
     return lax.conv_general_dilated(x, w, **params)
 
 
-X4 = _randn(0, 2, 5, 4, 4)    # NHWC, 4 features
-W4 = _randn(1, 2, 3, 4, 6)    # HWIO, 6 out features
-W4G = _randn(2, 2, 3, 2, 6)   # feature_group_count=2
-XB = _randn(3, 4, 3, 5, 5)    # NCHW, batch 4
-WB = _randn(4, 4, 3, 2, 2)    # OIHW, batch_group_count=2
+X4 = _randn(0, 2, 5, 4, 4)  # NHWC, 4 features
+W4 = _randn(1, 2, 3, 4, 6)  # HWIO, 6 out features
+W4G = _randn(2, 2, 3, 2, 6)  # feature_group_count=2
+XB = _randn(3, 4, 3, 5, 5)  # NCHW, batch 4
+WB = _randn(4, 4, 3, 2, 2)  # OIHW, batch_group_count=2
 
 # name -> (linear function, args)
 LINEAR_MAPS = {
@@ -61,24 +73,33 @@ LINEAR_MAPS = {
     "cumsum": (lambda x: lax.cumsum(x, axis=1), (_randn(1, 2, 5),)),
     "cumsum_reverse": (lambda x: lax.cumsum(x, axis=0, reverse=True), (_randn(1, 5, 2),)),
     "sort_values": (lambda v: lax.sort_key_val(K, v, dimension=1)[1], (_randn(2, 2, 5),)),
-    "sort_values_dim0": (lambda v: lax.sort((K.T, v), dimension=0, num_keys=1)[1],
-                         (_randn(2, 5, 2),)),
-    "sort_two_keys": (lambda a, b: lax.sort((K, K2, a, b), dimension=1, num_keys=2)[2:],
-                      (_randn(3, 2, 5), _randn(4, 2, 5))),
+    "sort_values_dim0": (
+        lambda v: lax.sort((K.T, v), dimension=0, num_keys=1)[1],
+        (_randn(2, 5, 2),),
+    ),
+    "sort_two_keys": (
+        lambda a, b: lax.sort((K, K2, a, b), dimension=1, num_keys=2)[2:],
+        (_randn(3, 2, 5), _randn(4, 2, 5)),
+    ),
     "dot_lhs": (lambda x: lax.dot(x, _randn(5, 4, 3)), (_randn(6, 2, 4),)),
     "dot_rhs": (lambda y: lax.dot(_randn(6, 2, 4), y), (_randn(5, 4, 3),)),
     "dot_general_batched": (
         lambda x, y: lax.dot_general(x, y, (((1, 3), (3, 0)), ((0,), (1,)))),
-        (_randn(7, 2, 3, 4, 5), _randn(8, 5, 2, 6, 3))),
+        (_randn(7, 2, 3, 4, 5), _randn(8, 5, 2, 6, 3)),
+    ),
     "conv_lhs": (lambda x: _conv(x, W4), (X4,)),
     "conv_rhs": (lambda w: _conv(X4, w), (W4,)),
-    "conv_feature_groups": (lambda x, w: _conv(x, W4G, feature_group_count=2)
-                            + _conv(X4, w, feature_group_count=2),
-                            (X4, W4G)),
+    "conv_feature_groups": (
+        lambda x, w: _conv(x, W4G, feature_group_count=2) + _conv(X4, w, feature_group_count=2),
+        (X4, W4G),
+    ),
     "conv_batch_groups": (
-        lambda x, w: lax.conv_general_dilated(x, WB, (1, 2), "VALID", batch_group_count=2)
-        + lax.conv_general_dilated(XB, w, (1, 2), "VALID", batch_group_count=2),
-        (XB, WB)),
+        lambda x, w: (
+            lax.conv_general_dilated(x, WB, (1, 2), "VALID", batch_group_count=2)
+            + lax.conv_general_dilated(XB, w, (1, 2), "VALID", batch_group_count=2)
+        ),
+        (XB, WB),
+    ),
 }
 
 
@@ -144,8 +165,13 @@ def _loss_preferred(m, x, y):
 
 
 def _conv_layer(m, x, w, **kw):
-    params = dict(window_strides=(2, 1), padding=((1, 0), (0, 1)), lhs_dilation=(1, 2),
-                  rhs_dilation=(2, 1), dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    params = dict(
+        window_strides=(2, 1),
+        padding=((1, 0), (0, 1)),
+        lhs_dilation=(1, 2),
+        rhs_dilation=(2, 1),
+        dimension_numbers=("NHWC", "HWIO", "NHWC"),
+    )
     params.update(kw)
     return m.reduce_sum(m.tanh(m.conv_general_dilated(x, w, **params)), (0, 1, 2, 3))
 
@@ -156,8 +182,14 @@ def _loss_conv_same(m, x, w):
 
 
 def _loss_conv_batch_groups(m, x, w):
-    y = m.conv_general_dilated(x, w, (2, 1), ((1, 1), (0, 2)), batch_group_count=2,
-                               dimension_numbers=("NCHW", "OIHW", "CNHW"))
+    y = m.conv_general_dilated(
+        x,
+        w,
+        (2, 1),
+        ((1, 1), (0, 2)),
+        batch_group_count=2,
+        dimension_numbers=("NCHW", "OIHW", "CNHW"),
+    )
     return m.reduce_sum(m.tanh(y), (0, 1, 2, 3))
 
 
@@ -169,15 +201,16 @@ GRAD_CASES = {
     "sum_sin_cumsum": (_loss_cumsum, (_randn(1, 5, 3),)),
     "sort": (_loss_sort, (_randn(2, 3, 5),)),
     "sort_key_val": (_loss_sort_key_val, (_randn(3, 5, 2), _randn(4, 5, 2))),
-    "mlp": (_loss_mlp, (_randn(5, 4, 6), _randn(6, 6, 8) / 2, _randn(7, 8),
-                        _randn(8, 8, 3) / 2)),
+    "mlp": (_loss_mlp, (_randn(5, 4, 6), _randn(6, 6, 8) / 2, _randn(7, 8), _randn(8, 8, 3) / 2)),
     "batched_dot": (_loss_batched_dot, (_randn(9, 2, 3, 4, 5), _randn(10, 5, 2, 6, 3))),
     "preferred_bf16": (_loss_preferred, (_randn(11, 3, 4, dtype=BF), _randn(12, 4, 2, dtype=BF))),
     "conv": (_conv_layer, (X4, W4)),
     "conv_feature_groups": (functools.partial(_conv_layer, feature_group_count=2), (X4, W4G)),
     "conv_same_nchw": (_loss_conv_same, (_randn(13, 2, 3, 6, 5), _randn(14, 4, 3, 3, 3))),
-    "conv_batch_groups": (_loss_conv_batch_groups, (_randn(15, 4, 2, 5, 6),
-                                                    _randn(16, 6, 2, 3, 2))),
+    "conv_batch_groups": (
+        _loss_conv_batch_groups,
+        (_randn(15, 4, 2, 5, 6), _randn(16, 6, 2, 3, 2)),
+    ),
 }
 
 MODES = {
@@ -190,8 +223,7 @@ def _assert_close(got, want, dtype):
     got, want = np.asarray(got), np.asarray(want)
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
     tol = 2e-2 if dtype == BF else 1e-4
-    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol,
-                               atol=tol)
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("mode", ["eager", "jit_of_grad", "grad_of_jit"])
@@ -242,14 +274,14 @@ ORDER2 = ["sum_sin_cumsum", "sort", "mlp", "conv", "conv_batch_groups"]
 @pytest.mark.parametrize("name", ORDER2)
 def test_check_grads_order_2(name, x64):
     loss, args = GRAD_CASES[name]
-    check_grads(functools.partial(loss, lax), [np.asarray(a, np.float64) for a in args],
-                order=2)
+    check_grads(functools.partial(loss, lax), [np.asarray(a, np.float64) for a in args], order=2)
 
 
 def test_grad_of_grad_matches_jax():
     x = _randn(30, 5, 3)
-    got = xform.grad(lambda x: lax.reduce_sum(xform.grad(functools.partial(_loss_cumsum, lax))(
-        x) ** 2, (0, 1)))(x)
+    got = xform.grad(
+        lambda x: lax.reduce_sum(xform.grad(functools.partial(_loss_cumsum, lax))(x) ** 2, (0, 1))
+    )(x)
     want = jax.grad(lambda x: jnp.sum(jax.grad(functools.partial(_loss_cumsum, jlax))(x) ** 2))(x)
     _assert_close(got, want, np.float32)
 
@@ -262,17 +294,28 @@ def test_sort_is_not_linear_in_its_keys():
     rule = transpose.transpose_rules[sorting.sort_p]
     cts = [np.ones(3, np.float32), np.ones(3, np.float32)]
     with pytest.raises(ValueError, match="sort is not linear in its key operand 0"):
-        rule(cts, transpose.UndefinedPrimal(aval), np.ones(3, np.float32), dimension=0,
-             is_stable=True, num_keys=1)
+        rule(
+            cts,
+            transpose.UndefinedPrimal(aval),
+            np.ones(3, np.float32),
+            dimension=0,
+            is_stable=True,
+            num_keys=1,
+        )
 
 
 def test_dot_general_is_not_linear_in_both_operands():
     aval = xform.core.ShapedArray((2, 2), np.float32)
     rule = transpose.transpose_rules[contractions.dot_general_p]
     with pytest.raises(ValueError, match="dot_general of two linear operands is not linear"):
-        rule(np.ones((2, 2), np.float32), transpose.UndefinedPrimal(aval),
-             transpose.UndefinedPrimal(aval), dimension_numbers=(((1,), (0,)), ((), ())),
-             precision=None, preferred_element_type=None)
+        rule(
+            np.ones((2, 2), np.float32),
+            transpose.UndefinedPrimal(aval),
+            transpose.UndefinedPrimal(aval),
+            dimension_numbers=(((1,), (0,)), ((), ())),
+            precision=None,
+            preferred_element_type=None,
+        )
 
 
 def test_zero_cotangents_give_zero_cotangents():

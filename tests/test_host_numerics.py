@@ -33,14 +33,14 @@ def test_division_by_one_broadcast_value_as_xla(dtype, divisor_shape):
     np.testing.assert_array_equal(got, want)
     if dtype == np.float32:  # an operand of the array's own shape is divided exactly
         z = _data((4096,), dtype, seed=1)
-        np.testing.assert_array_equal(np.asarray(lax.div(xnp.asarray(x), xnp.asarray(z))),
-                                      x / z)
+        np.testing.assert_array_equal(np.asarray(lax.div(xnp.asarray(x), xnp.asarray(z))), x / z)
 
 
 def test_division_by_a_python_constant_as_jax():
     x = _data((1000,), np.float32)
-    np.testing.assert_array_equal(np.asarray(xnp.asarray(x) / 0.7),
-                                  np.asarray(jnp.asarray(x) / 0.7))
+    np.testing.assert_array_equal(
+        np.asarray(xnp.asarray(x) / 0.7), np.asarray(jnp.asarray(x) / 0.7)
+    )
 
 
 _REDUCE = {}

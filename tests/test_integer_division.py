@@ -41,7 +41,7 @@ XLA_VALUES = {  # where JAX crashes, XLA's definition of the result
     "jit(lambda: lax.div(jnp.int32(7), jnp.int32(0)))()": -1,
     "jit(lambda: lax.rem(jnp.int32(-7), jnp.int32(0)))()": -7,
     "jit(lambda: lax.div(jnp.uint16(9), jnp.uint16(0)))()": 65535,
-    "jit(lambda: lax.div(jnp.int32(-2**31), jnp.int32(-1)))()": -2**31,
+    "jit(lambda: lax.div(jnp.int32(-2**31), jnp.int32(-1)))()": -(2**31),
     "jit(lambda: lax.rem(jnp.int32(-2**31), jnp.int32(-1)))()": 0,
     "jit(lambda: lax.div(jnp.int8(-128), jnp.int8(-1)))()": -128,
 }
@@ -62,8 +62,14 @@ print(json.dumps(out))
 @pytest.fixture(scope="module")
 def xform_results():
     exprs = [e for e, _ in CASES]
-    proc = subprocess.run([sys.executable, "-c", _SCRIPT, json.dumps(exprs)], cwd=ROOT,
-                          check=False, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, json.dumps(exprs)],
+        cwd=ROOT,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, f"the process died ({proc.returncode}): {proc.stderr[-2000:]}"
     return dict(zip(exprs, json.loads(proc.stdout.strip().splitlines()[-1]), strict=True))
 

@@ -17,7 +17,7 @@ Y = RNG.standard_normal(3).astype(np.float32)
 
 
 def _f(lib):
-    return lambda a, b: {"s": lib.sin(a) * b, "t": lib.sum(a ** 2) * b, "c": lib.cos(b)}
+    return lambda a, b: {"s": lib.sin(a) * b, "t": lib.sum(a**2) * b, "c": lib.cos(b)}
 
 
 PAIRS = [(xform.jacfwd, jax.jacfwd), (xform.jacrev, jax.jacrev)]
@@ -41,12 +41,17 @@ def test_jacobian_is_one_vectorized_program(pair):
 
 
 def test_hessian_and_nested():
-    f = lambda lib: lambda a: lib.sum(lib.sin(a) * a ** 3)  # noqa: E731
+    f = lambda lib: lambda a: lib.sum(lib.sin(a) * a**3)  # noqa: E731
     assert_same(xform.hessian(f(xnp))(X), jax.hessian(f(jnp))(X), rtol=1e-5, atol=1e-5)
-    assert_same(xform.jacfwd(xform.jacfwd(f(xnp)))(Y), jax.jacfwd(jax.jacfwd(f(jnp)))(Y),
-                rtol=1e-5, atol=1e-5)
-    assert_same(xform.vmap(xform.hessian(f(xnp)))(X), jax.vmap(jax.hessian(f(jnp)))(X),
-                rtol=1e-5, atol=1e-5)
+    assert_same(
+        xform.jacfwd(xform.jacfwd(f(xnp)))(Y),
+        jax.jacfwd(jax.jacfwd(f(jnp)))(Y),
+        rtol=1e-5,
+        atol=1e-5,
+    )
+    assert_same(
+        xform.vmap(xform.hessian(f(xnp)))(X), jax.vmap(jax.hessian(f(jnp)))(X), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_output_independent_of_input():
@@ -58,8 +63,9 @@ def _aux_fun(lib):
     return lambda a: (lib.sum(lib.sin(a)), {"cos": lib.cos(a), "a": a})
 
 
-@pytest.mark.parametrize("name", ["jvp", "vjp", "linearize", "grad", "value_and_grad",
-                                  "jacfwd", "jacrev"])
+@pytest.mark.parametrize(
+    "name", ["jvp", "vjp", "linearize", "grad", "value_and_grad", "jacfwd", "jacrev"]
+)
 def test_has_aux_returns_plain_arrays(name):
     # aux is returned undifferentiated: arrays, never tracers of the finished transformation.
     f, fj = _aux_fun(xnp), _aux_fun(jnp)
@@ -82,8 +88,11 @@ def test_has_aux_under_jit_and_vmap():
     f, fj = _aux_fun(xnp), _aux_fun(jnp)
     expected = jax.grad(fj, has_aux=True)(Y)
     assert_same(xform.jit(xform.grad(f, has_aux=True))(Y), expected, rtol=1e-6)
-    assert_same(xform.vmap(xform.grad(f, has_aux=True))(X),
-                jax.vmap(jax.grad(fj, has_aux=True))(X), rtol=1e-6)
+    assert_same(
+        xform.vmap(xform.grad(f, has_aux=True))(X),
+        jax.vmap(jax.grad(fj, has_aux=True))(X),
+        rtol=1e-6,
+    )
 
 
 def _dtype_cases(lib):

@@ -30,8 +30,9 @@ I2 = F.astype(np.int32)
 
 
 def _dnums(L):
-    return L.lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
-                                         scatter_dims_to_operand_dims=(0,))
+    return L.lax.ScatterDimensionNumbers(
+        update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)
+    )
 
 
 class _Lib:
@@ -88,51 +89,103 @@ PROGRAMS = {
     "two_outputs": (lambda L: lambda x: (L.lax.sin(x), L.lax.cos(x)), (V,), True),
     "sum_axes": (lambda L: lambda x: L.np.sum(x, axis=1, keepdims=True), (F,), False),
     "max_all": (lambda L: lambda x: L.lax.reduce_max(x, (0, 1)), (F,), False),
-    "broadcast_in_dim": (lambda L: lambda x: L.lax.broadcast_in_dim(x, (4, 3), (1,)),
-                         (V,), True),
-    "broadcast_scalar": (lambda L: lambda x: L.lax.broadcast_in_dim(x, (2, 2), ()),
-                         (np.float32(1),), True),
+    "broadcast_in_dim": (lambda L: lambda x: L.lax.broadcast_in_dim(x, (4, 3), (1,)), (V,), True),
+    "broadcast_scalar": (
+        lambda L: lambda x: L.lax.broadcast_in_dim(x, (2, 2), ()),
+        (np.float32(1),),
+        True,
+    ),
     "reshape": (lambda L: lambda x: L.lax.reshape(x, (3, 2)), (F,), False),
     "transpose": (lambda L: lambda x: L.lax.transpose(x, (1, 0)), (F,), True),
-    "dot_general": (lambda L: lambda x: L.lax.dot_general(x, x, (((1,), (1,)), ((), ()))),
-                    (F,), False),
+    "dot_general": (
+        lambda L: lambda x: L.lax.dot_general(x, x, (((1,), (1,)), ((), ()))),
+        (F,),
+        False,
+    ),
     "matmul": (lambda L: lambda x: x.T @ x, (F,), False),
     "convert": (lambda L: lambda x: L.lax.convert_element_type(x, np.int32), (F,), True),
     "astype": (lambda L: lambda x: x.astype(L.np.float16), (F,), True),
     "slice": (lambda L: lambda x: x[0, 1:], (F,), True),
     # xform folds the constant index's wrap-around at trace time: fewer equations
     "gather": (lambda L: lambda x: x[L.np.array([1, 0])], (F,), False),
-    "dynamic_slice": (lambda L: lambda x, i: L.lax.dynamic_slice(x, (i, 0), (1, 3)),
-                      (F, np.int32(1)), True),
+    "dynamic_slice": (
+        lambda L: lambda x, i: L.lax.dynamic_slice(x, (i, 0), (1, 3)),
+        (F, np.int32(1)),
+        True,
+    ),
     "concatenate": (lambda L: lambda x: L.lax.concatenate([x, x], 0), (F,), True),
     "pad": (lambda L: lambda x: L.lax.pad(x, 0.0, [(1, 0, 1)]), (V,), True),
     "iota": (lambda L: lambda x: L.lax.iota(np.float32, 3) + x, (V,), False),
     "cumsum": (lambda L: lambda x: L.lax.cumsum(x, 1), (F,), True),
     "sort": (lambda L: L.lax.sort, (V,), True),
-    "cond": (lambda L: lambda x: L.lax.cond(x.sum() > 0, lambda y: y * 2, lambda y: y, x),
-             (F,), False),
-    "while": (lambda L: lambda x: L.lax.while_loop(lambda c: c[0] < 3,
-                                                   lambda c: (c[0] + 1, c[1] * 2.0),
-                                                   (0, x))[1], (F,), True),
-    "fori_loop": (lambda L: lambda x: L.lax.fori_loop(0, 3, lambda i, y: y * 2.0, x),
-                  (F,), False),
-    "scan": (lambda L: lambda x: L.lax.scan(lambda c, r: (c + r, c * r),
-                                            L.lax.full((3,), 0.0, np.float32), x), (F,), False),
-    "conv": (lambda L: lambda x: L.lax.conv_general_dilated(
-        x[None, None], L.np.ones((1, 1, 2, 2), np.float32), (1, 1), "SAME"), (F,), False),
+    "cond": (
+        lambda L: lambda x: L.lax.cond(x.sum() > 0, lambda y: y * 2, lambda y: y, x),
+        (F,),
+        False,
+    ),
+    "while": (
+        lambda L: (
+            lambda x: L.lax.while_loop(
+                lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0), (0, x)
+            )[1]
+        ),
+        (F,),
+        True,
+    ),
+    "fori_loop": (lambda L: lambda x: L.lax.fori_loop(0, 3, lambda i, y: y * 2.0, x), (F,), False),
+    "scan": (
+        lambda L: (
+            lambda x: L.lax.scan(lambda c, r: (c + r, c * r), L.lax.full((3,), 0.0, np.float32), x)
+        ),
+        (F,),
+        False,
+    ),
+    "conv": (
+        lambda L: (
+            lambda x: L.lax.conv_general_dilated(
+                x[None, None], L.np.ones((1, 1, 2, 2), np.float32), (1, 1), "SAME"
+            )
+        ),
+        (F,),
+        False,
+    ),
     "scatter_add": (lambda L: lambda x: x.at[IDX].add(1.0), (F,), False),
     # xform's scatters derive JAX's update_jaxpr and update_consts params for printing; one
     # update_jaxpr per dtype, shared by name when used twice
     "lax_scatter": (lambda L: lambda x, i: L.lax.scatter(x, i, x, _dnums(L)), (F, IDX2), True),
-    "lax_scatter_mul_twice": (lambda L: lambda x, i: L.lax.scatter_mul(
-        L.lax.scatter_mul(x, i, x, _dnums(L)), i, x, _dnums(L)), (F, IDX2), True),
-    "lax_scatter_ops": (lambda L: lambda x, i: [
-        getattr(L.lax, f"scatter_{op}")(x, i, x, _dnums(L)) for op in ("add", "min", "max")],
-        (I2, IDX2), True),
+    "lax_scatter_mul_twice": (
+        lambda L: (
+            lambda x, i: L.lax.scatter_mul(L.lax.scatter_mul(x, i, x, _dnums(L)), i, x, _dnums(L))
+        ),
+        (F, IDX2),
+        True,
+    ),
+    "lax_scatter_ops": (
+        lambda L: (
+            lambda x, i: [
+                getattr(L.lax, f"scatter_{op}")(x, i, x, _dnums(L)) for op in ("add", "min", "max")
+            ]
+        ),
+        (I2, IDX2),
+        True,
+    ),
     "at_add_traced_index": (lambda L: lambda x, i: x.at[i].add(1.0), (V, np.int32(1)), True),
-    "grad_of_gather": (lambda L: L.grad(lambda x, i: L.np.sum(L.lax.gather(
-        x, i, L.lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
-                                           start_index_map=(0,)), (1, 3)))), (F, IDX2), True),
+    "grad_of_gather": (
+        lambda L: L.grad(
+            lambda x, i: L.np.sum(
+                L.lax.gather(
+                    x,
+                    i,
+                    L.lax.GatherDimensionNumbers(
+                        offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,)
+                    ),
+                    (1, 3),
+                )
+            )
+        ),
+        (F, IDX2),
+        True,
+    ),
     "argsort": (lambda L: lambda x: L.np.argsort(x, axis=1), (F,), False),
     "cumprod": (lambda L: lambda x: L.lax.cumprod(x, axis=1, reverse=True), (F,), True),
     "switch": (lambda L: lambda x: L.lax.switch(1, [L.np.sin, L.np.cos], x), (F,), False),
@@ -141,10 +194,16 @@ PROGRAMS = {
     "custom_jvp": (_custom_jvp, (V,), False),
     "custom_vjp": (_custom_vjp, (V,), False),
     "grad": (lambda L: L.grad(lambda x: L.np.sum(L.np.sin(x))), (F,), False),
-    "grad_of_jit": (lambda L: L.grad(L.jit(lambda x: L.lax.reduce_sum(L.lax.sin(x), (0,)))),
-                    (V,), False),
-    "vmap": (lambda L: L.vmap(lambda x: L.lax.dot_general(x, x, (((0,), (0,)), ((), ())))),
-             (F,), False),
+    "grad_of_jit": (
+        lambda L: L.grad(L.jit(lambda x: L.lax.reduce_sum(L.lax.sin(x), (0,)))),
+        (V,),
+        False,
+    ),
+    "vmap": (
+        lambda L: L.vmap(lambda x: L.lax.dot_general(x, x, (((0,), (0,)), ((), ())))),
+        (F,),
+        False,
+    ),
 }
 
 
@@ -175,7 +234,7 @@ def _split_params(line, prim):
         elif c == "]" and depth == 0:
             parts.append(line[begin:i])
             break
-        elif c == " " and depth == 0 and re.match(r"[A-Za-z_]\w*=", line[i + 1:]):
+        elif c == " " and depth == 0 and re.match(r"[A-Za-z_]\w*=", line[i + 1 :]):
             parts.append(line[begin:i])
             begin = i + 1
         i += 1
@@ -187,7 +246,7 @@ def _eqns(jaxpr):
     for eqn in jaxpr.eqns:
         yield eqn
         for v in eqn.params.values():
-            for sub in (v if type(v) is tuple else (v,)):
+            for sub in v if type(v) is tuple else (v,):
                 if hasattr(sub, "eqns"):
                     yield from _eqns(sub.jaxpr if hasattr(sub, "consts") else sub)
 
@@ -238,19 +297,25 @@ def test_printed_like_jax(name):
     for prim, types in set(mine_typed) & set(jaxs_typed):
         known = {k for n, p, k in KNOWN_PARAM_DIFFERENCES if (n, p) == (name, prim)}
         assert set(mine_typed[prim, types]) - known == set(jaxs_typed[prim, types]) - known, (
-            prim, text, expected)
+            prim,
+            text,
+            expected,
+        )
     # ... and every param both give one primitive prints the same.
     for prim in shared:
         for key in set(mine[prim]) & set(jaxs[prim]):
-            if (mine[prim][key].startswith("{ lambda")
-                    or (name, prim, key) in KNOWN_PARAM_DIFFERENCES):
+            if (
+                mine[prim][key].startswith("{ lambda")
+                or (name, prim, key) in KNOWN_PARAM_DIFFERENCES
+            ):
                 continue  # sub-jaxprs: their equations are compared above
             assert mine[prim][key] == jaxs[prim][key], (prim, key, text, expected)
     # ... and the layout reads as JAX's: the header, the indentation, the result tuple.
     assert re.match(r"\{ lambda [^;]*; [^.]*\. let", text), text
-    assert text.endswith(expected[expected.rindex(" in ("):][-3:])
+    assert text.endswith(expected[expected.rindex(" in (") :][-3:])
     assert [len(s) - len(s.lstrip()) for s in text.splitlines()][:2] == [
-        len(s) - len(s.lstrip()) for s in expected.splitlines()][:2]
+        len(s) - len(s.lstrip()) for s in expected.splitlines()
+    ][:2]
 
 
 def test_sub_jaxprs_on_one_line_when_they_fit():
@@ -274,7 +339,8 @@ def test_jaxpr_used_twice_prints_once_by_name():
 def test_long_equation_breaks_params_one_a_line():
     ours, theirs = _trace("gather")
     assert "    c:f32[2,3] = gather[\n      dimension_numbers=GatherDimensionNumbers(" in (
-        str(ours))
+        str(ours)
+    )
 
 
 def test_equation_and_jaxpr_reprs():
@@ -329,9 +395,13 @@ def _lowered_programs(L):
     def main(x):
         return x + 1.0
 
-    return [L.grad(L.jit(f)), lambda x: L.top.vjp(L.jit(f), x)[1](1.0),
-            lambda x: L.jit(main)(x),  # noqa: PLW0108 (the module is named after a lambda)
-            _custom_jvp(L), L.grad(_summed(_custom_vjp(L), L))]  # custom calls inline
+    return [
+        L.grad(L.jit(f)),
+        lambda x: L.top.vjp(L.jit(f), x)[1](1.0),
+        lambda x: L.jit(main)(x),  # noqa: PLW0108 (the module is named after a lambda)
+        _custom_jvp(L),
+        L.grad(_summed(_custom_vjp(L), L)),
+    ]  # custom calls inline
 
 
 def test_lowered_function_names_as_jax():
@@ -342,16 +412,21 @@ def test_lowered_function_names_as_jax():
     for L in (XF, JX):
         for prog in _lowered_programs(L):
             text = L.jit(prog).lower(V).as_text()
-            names.append((re.findall(r"module @([\w.-]+)", text),
-                          re.findall(r"func\.func \w+ @([\w.-]+)", text)))
+            names.append(
+                (
+                    re.findall(r"module @([\w.-]+)", text),
+                    re.findall(r"func\.func \w+ @([\w.-]+)", text),
+                )
+            )
     assert names[:5] == names[5:]
     assert names[0] == (["jit_f"], ["main", "f", "f_0"])
     assert names[2] == (["jit__lambda"], ["main", "main_0"])
     assert names[3] == (["jit_f"], ["main"])
 
 
-@pytest.mark.parametrize("make", [lambda L: L.np.sin, _custom_jvp, _custom_vjp],
-                         ids=["sin", "custom_jvp", "custom_vjp"])
+@pytest.mark.parametrize(
+    "make", [lambda L: L.np.sin, _custom_jvp, _custom_vjp], ids=["sin", "custom_jvp", "custom_vjp"]
+)
 def test_gradient_of_a_python_scalar_prints_as_jax(make):
     """A weakly typed primal has weakly typed tangents and cotangents, as in JAX: no
     conversions to a strong type and back in the program."""
@@ -377,6 +452,7 @@ def _custom_vjp2(L):
 
 def test_custom_lin_marks_zero_tangents_as_jax():
     """Only the nonzero tangents are custom_lin's operands; ``in_zeros`` says which."""
+
     def program(L):
         f = _custom_vjp2(L)
         return lambda x, y: L.top.jvp(lambda a: f(a, y), (x,), (x,))
@@ -422,28 +498,53 @@ C = (V + 1j * V).astype(np.complex64)
 DERIVATIVES = {
     "grad_sin_x": (_sin_x, (V,), True),
     "grad_x_x": (lambda L: L.grad(lambda x: L.np.sum(x * x)), (V,), True),
-    "grad_div": (lambda L: L.grad(lambda x, y: L.np.sum(x / y), argnums=(0, 1)),
-                 (V, V + 1), True),
+    "grad_div": (lambda L: L.grad(lambda x, y: L.np.sum(x / y), argnums=(0, 1)), (V, V + 1), True),
     "grad_used_three_times": (
-        lambda L: L.grad(lambda x: L.np.sum(x * L.np.sin(x) * L.np.exp(x))), (V,), True),
-    "grad_tanh_layer": (lambda L: L.grad(lambda w, x: L.np.sum(L.np.tanh(x @ w) ** 2)),
-                        (F.T.copy(), F), True),
-    "grad_scan": (lambda L: L.grad(lambda x: L.lax.scan(
-        lambda c, r: (c * r + L.np.sin(c), c), 1.0, x)[0]), (V,), False),
-    "grad_cond": (lambda L: L.grad(lambda x: L.lax.cond(
-        x > 0, lambda y: y * y * L.np.sin(y), lambda y: y, x)), (np.float32(1.5),), False),
-    "grad_fori_loop": (lambda L: L.grad(lambda x: L.lax.fori_loop(0, 2, lambda i, y: y * y, x)),
-                       (np.float32(1.5),), True),
+        lambda L: L.grad(lambda x: L.np.sum(x * L.np.sin(x) * L.np.exp(x))),
+        (V,),
+        True,
+    ),
+    "grad_tanh_layer": (
+        lambda L: L.grad(lambda w, x: L.np.sum(L.np.tanh(x @ w) ** 2)),
+        (F.T.copy(), F),
+        True,
+    ),
+    "grad_scan": (
+        lambda L: L.grad(lambda x: L.lax.scan(lambda c, r: (c * r + L.np.sin(c), c), 1.0, x)[0]),
+        (V,),
+        False,
+    ),
+    "grad_cond": (
+        lambda L: L.grad(
+            lambda x: L.lax.cond(x > 0, lambda y: y * y * L.np.sin(y), lambda y: y, x)
+        ),
+        (np.float32(1.5),),
+        False,
+    ),
+    "grad_fori_loop": (
+        lambda L: L.grad(lambda x: L.lax.fori_loop(0, 2, lambda i, y: y * y, x)),
+        (np.float32(1.5),),
+        True,
+    ),
     "vmap_of_grad": (lambda L: L.vmap(L.grad(lambda x: L.np.sin(x) * x)), (V,), True),
-    "jvp_of_mul": (lambda L: lambda x, y: L.top.jvp(lambda a, b: a * b, (x, y), (x, y)),
-                   (V, V), True),
+    "jvp_of_mul": (
+        lambda L: lambda x, y: L.top.jvp(lambda a, b: a * b, (x, y), (x, y)),
+        (V, V),
+        True,
+    ),
     "custom_jvp_rule_adds": (_custom_jvp_adding, (V,), True),
-    "grad_complex": (lambda L: L.grad(lambda z: L.np.real(L.np.sum(z * z * L.np.sin(z)))),
-                     (C,), False),
+    "grad_complex": (
+        lambda L: L.grad(lambda z: L.np.real(L.np.sum(z * z * L.np.sin(z)))),
+        (C,),
+        False,
+    ),
     "grad_python_scalar": (lambda L: L.grad(lambda x: x * x + 2.0 * x), (1.5,), True),
     "jvp_float0_tangent": (_float0_jvp, (V, I), True),
-    "linearize": (lambda L: lambda x: L.top.linearize(lambda a: a * L.np.sin(a), x)[1](x),
-                  (V,), True),
+    "linearize": (
+        lambda L: lambda x: L.top.linearize(lambda a: a * L.np.sin(a), x)[1](x),
+        (V,),
+        True,
+    ),
     "vjp": (lambda L: lambda x: L.top.vjp(lambda a: a * L.np.cos(a) * a, x)[1](x), (V,), True),
     "grad_matmuls": (lambda L: L.grad(lambda x: L.np.sum((x @ x.T) @ x)), (F,), True),
 }

@@ -97,8 +97,12 @@ def test_pytrees_in_and_out():
     def f(tree):
         p, box, d, nothing, lst = tree
         assert nothing is None
-        return {"sum": lax.add(p.x, p.y), "box": Box(lax.neg(box.value)),
-                "list": [lax.mul(d["a"], lst[0])], "none": None}
+        return {
+            "sum": lax.add(p.x, p.y),
+            "box": Box(lax.neg(box.value)),
+            "list": [lax.mul(d["a"], lst[0])],
+            "none": None,
+        }
 
     out = f((Point(F32_3, F32_3), Box(F32_3), {"a": F32_3}, None, [2.0]))
     assert set(out) == {"sum", "box", "list", "none"} and out["none"] is None
@@ -127,8 +131,9 @@ def test_constants_are_inlined_as_jax():
     table = np.arange(1000, dtype=np.float32)
     f = xform.jit(lambda x: lax.add(x, table))
     text = f.lower(np.ones(1000, np.float32)).as_text()
-    assert text == jax.jit(lambda x: jax.lax.add(x, table)).lower(
-        np.ones(1000, np.float32)).as_text()
+    assert (
+        text == jax.jit(lambda x: jax.lax.add(x, table)).lower(np.ones(1000, np.float32)).as_text()
+    )
     assert "%arg1" not in text
     on_device = xform.device_put(table)
     g = xform.jit(lambda d: {"y": d["x"] * on_device})
@@ -144,20 +149,28 @@ def test_lower_as_text_and_compile():
     text = lowered.as_text()
     assert "stablehlo.sine" in text and "stablehlo.exponential" in text
     assert text == jax.jit(lambda x: jax.lax.exp(jax.lax.sin(x))).lower(F32_3).as_text()
-    for out in (lambda x: {"b": x, "a": [x, (x,)]}, lambda x: (x, 2.0),  # results' names
-                lambda x: None, lambda x: 2.0):  # the argument unread: not taken (JAX's)
+    for out in (
+        lambda x: {"b": x, "a": [x, (x,)]},
+        lambda x: (x, 2.0),  # results' names
+        lambda x: None,
+        lambda x: 2.0,
+    ):  # the argument unread: not taken (JAX's)
         assert xform.jit(out).lower(F32_3).as_text() == jax.jit(out).lower(F32_3).as_text()
     unread = xform.jit(lambda x, y, z: x * z)  # y is not an argument of the program
-    assert unread.lower(F32_3, 1.0, 2.0).as_text() == \
-        jax.jit(lambda x, y, z: x * z).lower(F32_3, 1.0, 2.0).as_text()
+    assert (
+        unread.lower(F32_3, 1.0, 2.0).as_text()
+        == jax.jit(lambda x, y, z: x * z).lower(F32_3, 1.0, 2.0).as_text()
+    )
     on_device = [xform.device_put(v) for v in (F32_3, np.ones(5, np.float32))]
     for _ in range(3):  # the general path, then the keyed one
         np.testing.assert_array_equal(unread(F32_3, np.ones(5), 2.0), F32_3 * 2)
         np.testing.assert_array_equal(unread(*on_device, 2.0), F32_3 * 2)
     assert unread._state.direct_calls
     kept = xform.jit(lambda x, y, z: x * z, keep_unused=True)  # y taken, as JAX's
-    assert kept.lower(F32_3, 1.0, 2.0).as_text() == jax.jit(
-        lambda x, y, z: x * z, keep_unused=True).lower(F32_3, 1.0, 2.0).as_text()
+    assert (
+        kept.lower(F32_3, 1.0, 2.0).as_text()
+        == jax.jit(lambda x, y, z: x * z, keep_unused=True).lower(F32_3, 1.0, 2.0).as_text()
+    )
     for _ in range(3):
         np.testing.assert_array_equal(kept(*on_device, 2.0), F32_3 * 2)
     compiled = lowered.compile()
@@ -208,8 +221,10 @@ def test_without_x64_64_bit_inputs_narrow():
 
 
 def test_eval_shape_and_devices():
-    out = xform.eval_shape(lambda x: {"y": lax.convert_element_type(x, np.int32)},
-                           xform.ShapeDtypeStruct((2, 3), np.float32))
+    out = xform.eval_shape(
+        lambda x: {"y": lax.convert_element_type(x, np.int32)},
+        xform.ShapeDtypeStruct((2, 3), np.float32),
+    )
     assert out["y"] == xform.ShapeDtypeStruct((2, 3), np.int32)
     devs = xform.devices()
     assert devs and devs[0].platform == xform.default_backend()
@@ -251,11 +266,15 @@ def test_static_argnums_out_of_range():
 
 
 def test_wrong_shapes_inside_jit_raise_typeerror_naming_the_op():
-    with pytest.raises(TypeError, match=r"add got incompatible shapes for broadcasting: "
-                                        r"\(3,\), \(4,\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"add got incompatible shapes for broadcasting: "
+        r"\(3,\), \(4,\)",
+    ):
         xform.jit(lax.add)(F32_3, np.ones(4, np.float32))
-    with pytest.raises(TypeError, match="lax.add requires arguments to have the same dtypes, "
-                                        "got float32, int32"):
+    with pytest.raises(
+        TypeError, match="lax.add requires arguments to have the same dtypes, got float32, int32"
+    ):
         xform.jit(lax.add)(F32_3, np.ones(3, np.int32))
     np.testing.assert_array_equal(xform.jit(lax.add)(F32_3, F32_3), 2 * F32_3)
 
@@ -288,8 +307,9 @@ def jnp_copy(x):
 
 
 def test_donation_by_name_and_in_pytrees():
-    f = xform.jit(lambda params, x: {k: lax.sub(v, x) for k, v in params.items()},
-                  donate_argnames="params")
+    f = xform.jit(
+        lambda params, x: {k: lax.sub(v, x) for k, v in params.items()}, donate_argnames="params"
+    )
     params = {"w": xform.device_put(F32_3), "b": xform.device_put(F32_3)}
     out = f(params, F32_3)
     np.testing.assert_array_equal(out["w"], np.zeros(3))
@@ -366,6 +386,7 @@ def test_keyed_call_path_static_arguments_keywords_and_python_scalars():
             traces[(n, mode)] += 1
             out = x * lr + n
             return out if y is None else out * y
+
         return fun
 
     traces = collections.Counter()
@@ -373,9 +394,19 @@ def test_keyed_call_path_static_arguments_keywords_and_python_scalars():
     g = jax.jit(counted(collections.Counter()), static_argnums=(1,), static_argnames=("mode",))
     x = xform.device_put(np.arange(3, dtype=np.float32))
     y = xform.device_put(np.full(3, 2.0, np.float32))
-    cases = [(2, 0.5, {}), (2, 0.25, {}), (3, 0.25, {}), (2, -0.0, {}), (2, float("nan"), {}),
-             (2, 3, {}), (2, True, {}), (2, 1.5, {"mode": "b"}), (2, 1.5, {"y": y}),
-             (2, 1.5, {"y": y, "mode": "b"}), (2, 1.5, {"mode": "b", "y": y})]
+    cases = [
+        (2, 0.5, {}),
+        (2, 0.25, {}),
+        (3, 0.25, {}),
+        (2, -0.0, {}),
+        (2, float("nan"), {}),
+        (2, 3, {}),
+        (2, True, {}),
+        (2, 1.5, {"mode": "b"}),
+        (2, 1.5, {"y": y}),
+        (2, 1.5, {"y": y, "mode": "b"}),
+        (2, 1.5, {"mode": "b", "y": y}),
+    ]
     for _ in range(3):
         for n, lr, kw in cases:
             jkw = {k: np.asarray(v) if k == "y" else v for k, v in kw.items()}
@@ -399,10 +430,18 @@ def test_keyed_call_path_static_arguments_keywords_and_python_scalars():
     tree_traces = []
     trees = xform.jit(lambda p, s: tree_traces.append(1) or xform.tree.map(lambda v: v * s, p))
     jtrees = jax.jit(lambda p, s: jax.tree.map(lambda v: v * s, p))
-    for p in [{"a": x, "b": (y, 2.0), "c": None}, {"a": x, "b": (x, 3.0), "c": None},
-              {"a": x, "b": [y, 2.0], "c": None}, {"a": y, "c": x}] * 2:
-        got, want = trees(p, 0.5), jtrees(jax.tree.map(
-            lambda v: np.asarray(v) if isinstance(v, xform.Array) else v, p), 0.5)
+    for p in [
+        {"a": x, "b": (y, 2.0), "c": None},
+        {"a": x, "b": (x, 3.0), "c": None},
+        {"a": x, "b": [y, 2.0], "c": None},
+        {"a": y, "c": x},
+    ] * 2:
+        got, want = (
+            trees(p, 0.5),
+            jtrees(
+                jax.tree.map(lambda v: np.asarray(v) if isinstance(v, xform.Array) else v, p), 0.5
+            ),
+        )
         assert jax.tree.structure(got) == jax.tree.structure(want)
         for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
             np.testing.assert_array_equal(g, w)
@@ -411,7 +450,7 @@ def test_keyed_call_path_static_arguments_keywords_and_python_scalars():
     with pytest.raises(ValueError, match="Non-hashable static arguments"):
         f(x, [2], 0.5)
     with pytest.raises(OverflowError):
-        f(x, 2, 2 ** 40)
+        f(x, 2, 2**40)
 
 
 @pytest.mark.parametrize("what", ["static", "donate"])
@@ -421,5 +460,8 @@ def test_argnums_out_of_range_as_jax(what):
             mod.jit(lambda a, b, c: a, **{f"{what}_argnums": (5,)})
         return str(info.value).split("\n")[0]
 
-    assert error(xform) == error(jax) == (f"Jitted function has {what}_argnums=(5,), but only "
-                                          "accepts 3 positional arguments.")
+    assert (
+        error(xform)
+        == error(jax)
+        == (f"Jitted function has {what}_argnums=(5,), but only accepts 3 positional arguments.")
+    )

@@ -89,8 +89,11 @@ def test_outputs_independent_of_the_input_have_zero_tangents():
 def test_integer_inputs_take_float0_tangents():
     n = np.int32(3)
     float0 = np.zeros((), jax.dtypes.float0)
-    out, tangent = xform.jvp(lambda x, k: lax.mul(x, lax.convert_element_type(k, np.float32)),
-                             (np.float32(2.0), n), (np.float32(1.0), float0))
+    out, tangent = xform.jvp(
+        lambda x, k: lax.mul(x, lax.convert_element_type(k, np.float32)),
+        (np.float32(2.0), n),
+        (np.float32(1.0), float0),
+    )
     assert float(out) == 6.0 and float(tangent) == 3.0
 
 
@@ -98,13 +101,15 @@ def test_python_control_flow_on_concrete_values_under_jvp():
     def g(x):
         return lax.sin(x) if x > 0 else lax.cos(x)
 
-    np.testing.assert_allclose(xform.jvp(g, (np.float32(0.5),), (np.float32(1.0),))[1],
-                               np.cos(0.5), rtol=1e-6)
+    np.testing.assert_allclose(
+        xform.jvp(g, (np.float32(0.5),), (np.float32(1.0),))[1], np.cos(0.5), rtol=1e-6
+    )
 
 
 def test_has_aux():
-    out, tangent, aux = xform.jvp(lambda x: (lax.sin(x), {"x": x}), (F32_3,), (ONES_3,),
-                                  has_aux=True)
+    out, tangent, aux = xform.jvp(
+        lambda x: (lax.sin(x), {"x": x}), (F32_3,), (ONES_3,), has_aux=True
+    )
     np.testing.assert_allclose(tangent, np.cos(F32_3), rtol=1e-6)
     np.testing.assert_array_equal(aux["x"], F32_3)
     with pytest.raises(TypeError, match="must return a pair"):

@@ -59,42 +59,100 @@ def _rm(m):
 
 
 ROWS = [
-    _unary("neg"), _unary("sign", fd=False), _unary("floor", fd=False),
-    _unary("ceil", fd=False), _unary("round", fd=False),
+    _unary("neg"),
+    _unary("sign", fd=False),
+    _unary("floor", fd=False),
+    _unary("ceil", fd=False),
+    _unary("round", fd=False),
     Row("round_even", lambda m, x: m.round(x, _rm(m)), (_f(),), False),
-    _unary("is_finite", fd=False), _unary("abs"), _unary("exp"), _unary("exp2"),
-    _unary("log", _POS), _unary("log1p", _f(-0.9, 5.0)), _unary("expm1"),
-    _unary("sqrt", _POS), _unary("rsqrt", _POS), _unary("cbrt", _POS), _unary("sin"),
-    _unary("cos"), _unary("tan", _f(-1.2, 1.2)), _unary("asin", _UNIT), _unary("acos", _UNIT),
-    _unary("atan"), _unary("sinh"), _unary("cosh"), _unary("tanh"), _unary("asinh"),
-    _unary("acosh", _f(1.1, 5.0)), _unary("atanh", _UNIT), _unary("logistic"), _unary("erf"),
-    _unary("erfc"), _unary("erf_inv", _UNIT), _unary("lgamma", _POS),
-    _unary("bitwise_not", _I), _unary("bitwise_not", _B), _unary("population_count", _I),
-    _unary("real", _C), _unary("imag", _C), _unary("conj", _C), _unary("conj"),
-    _unary("abs", _C), _unary("abs", _I), _unary("exp", _C), _unary("sin", _C),
+    _unary("is_finite", fd=False),
+    _unary("abs"),
+    _unary("exp"),
+    _unary("exp2"),
+    _unary("log", _POS),
+    _unary("log1p", _f(-0.9, 5.0)),
+    _unary("expm1"),
+    _unary("sqrt", _POS),
+    _unary("rsqrt", _POS),
+    _unary("cbrt", _POS),
+    _unary("sin"),
+    _unary("cos"),
+    _unary("tan", _f(-1.2, 1.2)),
+    _unary("asin", _UNIT),
+    _unary("acos", _UNIT),
+    _unary("atan"),
+    _unary("sinh"),
+    _unary("cosh"),
+    _unary("tanh"),
+    _unary("asinh"),
+    _unary("acosh", _f(1.1, 5.0)),
+    _unary("atanh", _UNIT),
+    _unary("logistic"),
+    _unary("erf"),
+    _unary("erfc"),
+    _unary("erf_inv", _UNIT),
+    _unary("lgamma", _POS),
+    _unary("bitwise_not", _I),
+    _unary("bitwise_not", _B),
+    _unary("population_count", _I),
+    _unary("real", _C),
+    _unary("imag", _C),
+    _unary("conj", _C),
+    _unary("conj"),
+    _unary("abs", _C),
+    _unary("abs", _I),
+    _unary("exp", _C),
+    _unary("sin", _C),
     _binary("mul", _C, _C),
-    _binary("add"), _binary("sub"), _binary("mul"), _binary("div", b=_f(0.5, 3.0)),
-    _binary("div", _I, (I32, 1, 9)), _binary("rem", b=_f(0.5, 3.0)),
-    _binary("rem", _I, (I32, 1, 9)), _binary("pow", _POS),
+    _binary("add"),
+    _binary("sub"),
+    _binary("mul"),
+    _binary("div", b=_f(0.5, 3.0)),
+    _binary("div", _I, (I32, 1, 9)),
+    _binary("rem", b=_f(0.5, 3.0)),
+    _binary("rem", _I, (I32, 1, 9)),
+    _binary("pow", _POS),
     # Not broadcast: lowering pow(f32[3], i32[]) broadcasts the exponent with its old dtype.
     Row("pow_int_exponent", lambda m, x, y: m.pow(x, y), (_f(), (I32, -3, 3)), broadcast=False),
-    _binary("max", fd=False), _binary("min", fd=False), _binary("max", _I, _I),
-    _binary("atan2"), _binary("bitwise_and", _I, _I), _binary("bitwise_or", _B, _B),
-    _binary("bitwise_xor", _I, _I), _binary("shift_left", _I, (I32, 0, 8)),
+    _binary("max", fd=False),
+    _binary("min", fd=False),
+    _binary("max", _I, _I),
+    _binary("atan2"),
+    _binary("bitwise_and", _I, _I),
+    _binary("bitwise_or", _B, _B),
+    _binary("bitwise_xor", _I, _I),
+    _binary("shift_left", _I, (I32, 0, 8)),
     _binary("shift_right_logical", _I, (I32, 0, 8)),
     _binary("shift_right_arithmetic", _I, (I32, 0, 8)),
     *[_binary(c, fd=False) for c in ("eq", "ne", "lt", "le", "gt", "ge")],
     _binary("lt", _I, _I),
-    *[Row(f"integer_pow_{n}", lambda m, x, n=n: m.integer_pow(x, n), (_f(0.2, 3.0),))
-      for n in (-2, 0, 1, 2, 3)],
+    *[
+        Row(f"integer_pow_{n}", lambda m, x, n=n: m.integer_pow(x, n), (_f(0.2, 3.0),))
+        for n in (-2, 0, 1, 2, 3)
+    ],
     Row("select_n_bool", lambda m, p, x, y: m.select_n(p, x, y), (_B, _f(), _f()), False),
-    Row("select_n_int", lambda m, w, x, y, z: m.select_n(w, x, y, z),
-        ((I32, 0, 2), _f(), _f(), _f()), False),
+    Row(
+        "select_n_int",
+        lambda m, w, x, y, z: m.select_n(w, x, y, z),
+        ((I32, 0, 2), _f(), _f(), _f()),
+        False,
+    ),
     Row("clamp", lambda m, lo, x, hi: m.clamp(lo, x, hi), (_f(-3, 0), _f(), _f(0, 3)), False),
-    *[Row(f"convert_{np.dtype(src).name}_{np.dtype(dst).name}",
-          lambda m, x, dst=dst: m.convert_element_type(x, dst), ((src, -9, 9),))
-      for src, dst in ((F32, np.float16), (F32, I32), (F32, C64), (I32, F32), (F32, np.bool_),
-                       (C64, F32))],
+    *[
+        Row(
+            f"convert_{np.dtype(src).name}_{np.dtype(dst).name}",
+            lambda m, x, dst=dst: m.convert_element_type(x, dst),
+            ((src, -9, 9),),
+        )
+        for src, dst in (
+            (F32, np.float16),
+            (F32, I32),
+            (F32, C64),
+            (I32, F32),
+            (F32, np.bool_),
+            (C64, F32),
+        )
+    ],
     Row("bitcast_f32_i32", lambda m, x: m.bitcast_convert_type(x, I32), (_f(),), False),
     Row("bitcast_i32_f32", lambda m, x: m.bitcast_convert_type(x, F32), (_I,), False),
 ]
@@ -107,13 +165,27 @@ def _values(kind, shape):
     if dtype == np.bool_:
         return hnp.arrays(np.bool_, shape)
     if dtype == C64:
-        return hnp.arrays(C64, shape, elements=st.complex_numbers(
-            min_magnitude=0.1, max_magnitude=3, width=64, allow_subnormal=False))
+        return hnp.arrays(
+            C64,
+            shape,
+            elements=st.complex_numbers(
+                min_magnitude=0.1, max_magnitude=3, width=64, allow_subnormal=False
+            ),
+        )
     if np.issubdtype(dtype, np.integer):
         return hnp.arrays(dtype, shape, elements=st.integers(lo, hi))
-    return hnp.arrays(dtype, shape, elements=st.floats(
-        float(np.float32(lo)), float(np.float32(hi)), width=32, allow_subnormal=False,
-        exclude_min=True, exclude_max=True))
+    return hnp.arrays(
+        dtype,
+        shape,
+        elements=st.floats(
+            float(np.float32(lo)),
+            float(np.float32(hi)),
+            width=32,
+            allow_subnormal=False,
+            exclude_min=True,
+            exclude_max=True,
+        ),
+    )
 
 
 def _tangent(kind, shape):
@@ -143,16 +215,19 @@ def _check_against_jax(got, expected, what):
         assert_same(g_t, e_t, rtol=5e-5, atol=5e-6, what=f"{what} tangent")
 
 
-@pytest.mark.parametrize("row", ROWS, ids=lambda r: f"{r.name}-" + "-".join(
-    np.dtype(k[0]).name for k in r.args))
+@pytest.mark.parametrize(
+    "row", ROWS, ids=lambda r: f"{r.name}-" + "-".join(np.dtype(k[0]).name for k in r.args)
+)
 @given(data=st.data())
 def test_jvp_matches_jax(row, data):
     primals, tangents = data.draw(_primals_tangents(row))
     shape = np.broadcast_shapes(*[np.shape(p) for p in primals])
 
     def jax_f(*args):  # jax.lax wants equal shapes where xform broadcasts rank 0
-        args = [a if a.dtype == jnp.bool_ or np.ndim(a) == len(shape) else
-                jnp.broadcast_to(a, shape) for a in args]
+        args = [
+            a if a.dtype == jnp.bool_ or np.ndim(a) == len(shape) else jnp.broadcast_to(a, shape)
+            for a in args
+        ]
         return row.f(jlax, *args)
 
     with warnings.catch_warnings():  # converting complex to real (as NumPy, JAX warns)
@@ -190,7 +265,9 @@ def test_conventions_at_kinks():
     tangent half and half, clamp passes nothing at its bounds, sqrt'(0) = inf."""
     zero, one = np.zeros(2, F32), np.ones(2, F32)
     cases = [
-        (lambda m: m.abs, (zero,)), (lambda m: m.sqrt, (zero,)), (lambda m: m.max, (one, one)),
+        (lambda m: m.abs, (zero,)),
+        (lambda m: m.sqrt, (zero,)),
+        (lambda m: m.max, (one, one)),
         (lambda m: m.min, (one, one)),
         (lambda m: lambda x: m.clamp(np.float32(0), x, np.float32(1)), (one,)),
         (lambda m: lambda x: m.clamp(np.float32(0), x, np.float32(1)), (zero,)),
@@ -200,8 +277,9 @@ def test_conventions_at_kinks():
     ]
     for make, args in cases:
         tangents = tuple(np.array([1.0, -2.0], F32) for _ in args)
-        _check_against_jax(xform.jvp(make(xlax), args, tangents),
-                           jax.jvp(make(jlax), args, tangents), str(args))
+        _check_against_jax(
+            xform.jvp(make(xlax), args, tangents), jax.jvp(make(jlax), args, tangents), str(args)
+        )
     assert np.asarray(xform.jvp(xlax.abs, (zero,), (one,))[1]).tolist() == [1, 1]
     assert np.asarray(xform.jvp(xlax.max, (one, one), (one, zero))[1]).tolist() == [0.5, 0.5]
     assert np.isinf(np.asarray(xform.jvp(xlax.sqrt, (zero,), (one,))[1])).all()
@@ -216,19 +294,27 @@ def test_jvp_of_a_scalar_operand_broadcasts():
     np.testing.assert_array_equal(np.asarray(t), [1, 0, 0])
     _, t = xform.jvp(lambda y: xlax.rem(x, y), (np.float32(0.75),), (np.float32(1),))
     assert np.shape(t) == (3,)
-    _, t = xform.jvp(lambda a: xlax.rem(a, np.full(3, 0.75, F32)), (np.float32(2),),
-                     (np.float32(1),))
+    _, t = xform.jvp(
+        lambda a: xlax.rem(a, np.full(3, 0.75, F32)), (np.float32(2),), (np.float32(1),)
+    )
     np.testing.assert_array_equal(np.asarray(t), np.ones(3, F32))
 
 
 # --------------------------------------------------------------------------- finite differences
 
-FD_ROWS = [r for r in ROWS if r.fd and all(k[0] in (F32, C64) for k in r.args)
-           and r.name not in NO_JAX and not r.name.startswith("convert_")]
+FD_ROWS = [
+    r
+    for r in ROWS
+    if r.fd
+    and all(k[0] in (F32, C64) for k in r.args)
+    and r.name not in NO_JAX
+    and not r.name.startswith("convert_")
+]
 
 
-@pytest.mark.parametrize("row", FD_ROWS, ids=lambda r: f"{r.name}-" + "-".join(
-    np.dtype(k[0]).name for k in r.args))
+@pytest.mark.parametrize(
+    "row", FD_ROWS, ids=lambda r: f"{r.name}-" + "-".join(np.dtype(k[0]).name for k in r.args)
+)
 @given(seed=st.integers(0, 2**16))
 def test_jvp_matches_central_differences(row, seed):
     rng = np.random.default_rng(seed)
@@ -262,8 +348,10 @@ NESTED = {
     "logistic": (xlax.logistic, jlax.logistic),
     "integer_pow": (lambda x: xlax.integer_pow(x, 3), lambda x: jlax.integer_pow(x, 3)),
     "pow": (lambda x: xlax.pow(x, xlax.sin(x)), lambda x: jlax.pow(x, jlax.sin(x))),
-    "mul_div": (lambda x: xlax.div(xlax.mul(x, x), xlax.exp(x)),
-                lambda x: jlax.div(jlax.mul(x, x), jlax.exp(x))),
+    "mul_div": (
+        lambda x: xlax.div(xlax.mul(x, x), xlax.exp(x)),
+        lambda x: jlax.div(jlax.mul(x, x), jlax.exp(x)),
+    ),
 }
 
 
@@ -288,34 +376,57 @@ _NESTED_JITTED = {name: xform.jit(xf) for name, (xf, _) in NESTED.items()}
 
 def test_digamma_derivative_is_polygamma_as_in_jax():
     x, t = np.array([-2.5, 0.1, 1.0, 2.5, 30.0], F32), np.linspace(-1, 1, 5, dtype=F32)
-    _check_against_jax(xform.jvp(xlax.digamma, (x,), (t,)), jax.jvp(jlax.digamma, (x,), (t,)),
-                       "digamma")
-    _check_against_jax(xform.jvp(xlax.lgamma, (np.full(2, 2.5, F32),), (np.ones(2, F32),)),
-                       jax.jvp(jlax.lgamma, (np.full(2, 2.5, F32),), (np.ones(2, F32),)),
-                       "lgamma")
+    _check_against_jax(
+        xform.jvp(xlax.digamma, (x,), (t,)), jax.jvp(jlax.digamma, (x,), (t,)), "digamma"
+    )
+    _check_against_jax(
+        xform.jvp(xlax.lgamma, (np.full(2, 2.5, F32),), (np.ones(2, F32),)),
+        jax.jvp(jlax.lgamma, (np.full(2, 2.5, F32),), (np.ones(2, F32),)),
+        "lgamma",
+    )
 
 
 # Primitives of the family without a JVP rule, and why.
 NO_JVP_RULE = {}
 # The later additions, whose JVPs tests/test_lax_more.py checks against JAX (add_any's:
 # tests/test_add_any.py).
-TESTED_IN_LAX_MORE = {"clz", "complex", "copy", "eq_to", "le_to", "lt_to", "mulhi",
-                      "reduce_precision", "square", "stage", "add_any"}
+TESTED_IN_LAX_MORE = {
+    "clz",
+    "complex",
+    "copy",
+    "eq_to",
+    "le_to",
+    "lt_to",
+    "mulhi",
+    "reduce_precision",
+    "square",
+    "stage",
+    "add_any",
+}
 
 
 def test_every_elementwise_primitive_has_a_jvp_rule():
     prims = [v for k, v in vars(elementwise).items() if k.endswith("_p")]
     assert len(prims) > 50
-    missing = sorted(p.name for p in prims
-                     if p not in ad.jvp_rules and p.name not in NO_JVP_RULE)
+    missing = sorted(p.name for p in prims if p not in ad.jvp_rules and p.name not in NO_JVP_RULE)
     assert not missing, f"elementwise primitives without a JVP rule: {missing}"
     tested = {r.name for r in ROWS} | NO_JAX | {"digamma"} | TESTED_IN_LAX_MORE
-    untested = sorted(p.name for p in prims if not any(
-        t == p.name or t.startswith(p.name) or t == _WRAPPER_NAMES.get(p.name)
-        for t in tested))
+    untested = sorted(
+        p.name
+        for p in prims
+        if not any(
+            t == p.name or t.startswith(p.name) or t == _WRAPPER_NAMES.get(p.name) for t in tested
+        )
+    )
     assert not untested, f"no test row for: {untested}"
 
 
-_WRAPPER_NAMES = {"not": "bitwise_not", "and": "bitwise_and", "or": "bitwise_or",
-                  "xor": "bitwise_xor", "convert_element_type": "convert_float32_float16",
-                  "bitcast_convert_type": "bitcast_f32_i32", "select_n": "select_n_bool"}
+_WRAPPER_NAMES = {
+    "not": "bitwise_not",
+    "and": "bitwise_and",
+    "or": "bitwise_or",
+    "xor": "bitwise_xor",
+    "convert_element_type": "convert_float32_float16",
+    "bitcast_convert_type": "bitcast_f32_i32",
+    "select_n": "select_n_bool",
+}

@@ -26,16 +26,21 @@ F0 = jax.dtypes.float0
 EXEMPT = {}
 
 
-
-
 TIES = st.sampled_from([0.0, 1.0, 2.0])  # few distinct values: ties and zeros are likely
 POSITIVE = st.floats(0.25, 2, width=32)
 
 
 def _conv(m, x, w):
-    return m.conv_general_dilated(x, w, (2, 1), [(1, 0), (0, 1)], lhs_dilation=(1, 2),
-                                  rhs_dilation=(2, 1), dimension_numbers=("NHWC", "HWIO", "NHWC"),
-                                  feature_group_count=2)
+    return m.conv_general_dilated(
+        x,
+        w,
+        (2, 1),
+        [(1, 0), (0, 1)],
+        lhs_dilation=(1, 2),
+        rhs_dilation=(2, 1),
+        dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        feature_group_count=2,
+    )
 
 
 # name -> (f(lax_module, *args), strategies of the float args, tolerance)
@@ -52,32 +57,63 @@ CASES = {
     "cummax": (lambda m, x: m.cummax(x, axis=1), [floats((2, 7), TIES)]),
     "cummin": (lambda m, x: m.cummin(x, axis=0, reverse=True), [floats((6, 2), TIES)]),
     "cumlogsumexp": (lambda m, x: m.cumlogsumexp(x, axis=0), [floats((5, 2))]),
-    "cumlogsumexp_reverse": (lambda m, x: m.cumlogsumexp(x, axis=1, reverse=True),
-                             [floats((2, 8))]),
+    "cumlogsumexp_reverse": (
+        lambda m, x: m.cumlogsumexp(x, axis=1, reverse=True),
+        [floats((2, 8))],
+    ),
     "sort": (lambda m, x: m.sort(x, dimension=0), [floats((4, 3), TIES)]),
-    "sort_multi": (lambda m, x, v: m.sort((x, v), dimension=1, num_keys=1),
-                   [floats((2, 5), TIES), floats((2, 5))]),
-    "sort_two_keys": (lambda m, x, v: m.sort((x, v), dimension=1, num_keys=2),
-                      [floats((2, 5), TIES), floats((2, 5), TIES)]),
-    "sort_int_keys": (lambda m, v: m.sort((np.array([3, 1, 2, 1], np.int32), v), num_keys=1),
-                      [floats((4,))]),
+    "sort_multi": (
+        lambda m, x, v: m.sort((x, v), dimension=1, num_keys=1),
+        [floats((2, 5), TIES), floats((2, 5))],
+    ),
+    "sort_two_keys": (
+        lambda m, x, v: m.sort((x, v), dimension=1, num_keys=2),
+        [floats((2, 5), TIES), floats((2, 5), TIES)],
+    ),
+    "sort_int_keys": (
+        lambda m, v: m.sort((np.array([3, 1, 2, 1], np.int32), v), num_keys=1),
+        [floats((4,))],
+    ),
     "top_k": (lambda m, x: m.top_k(x, 3), [floats((2, 5), TIES)]),
     "top_k_axis0": (lambda m, x: m.top_k(x, 2, axis=0), [floats((4, 3))]),
-    "dot_general": (lambda m, x, y: m.dot_general(x, y, (((2,), (1,)), ((0,), (0,)))),
-                    [floats((2, 3, 4)), floats((2, 4, 2))]),
+    "dot_general": (
+        lambda m, x, y: m.dot_general(x, y, (((2,), (1,)), ((0,), (0,)))),
+        [floats((2, 3, 4)), floats((2, 4, 2))],
+    ),
     "dot_general_rhs_constant": (
-        lambda m, x: m.dot_general(x, np.arange(6, dtype=np.float32).reshape(3, 2),
-                                   (((1,), (0,)), ((), ()))), [floats((2, 3))]),
-    "dot_general_outer": (lambda m, x, y: m.dot_general(x, y, (((), ()), ((), ()))),
-                          [floats((2,)), floats((3,))]),
+        lambda m, x: m.dot_general(
+            x, np.arange(6, dtype=np.float32).reshape(3, 2), (((1,), (0,)), ((), ()))
+        ),
+        [floats((2, 3))],
+    ),
+    "dot_general_outer": (
+        lambda m, x, y: m.dot_general(x, y, (((), ()), ((), ()))),
+        [floats((2,)), floats((3,))],
+    ),
     "conv_general_dilated": (_conv, [floats((1, 4, 3, 4)), floats((2, 2, 2, 4))]),
 }
 # Not differentiable where ties are likely (FD straddles a kink), or nothing to perturb.
-NO_FD = {"reduce_max", "reduce_min", "cummax", "cummin", "sort", "sort_multi", "sort_two_keys",
-         "top_k", "top_k_axis0", "reduce_prod_empty"}
+NO_FD = {
+    "reduce_max",
+    "reduce_min",
+    "cummax",
+    "cummin",
+    "sort",
+    "sort_multi",
+    "sort_two_keys",
+    "top_k",
+    "top_k_axis0",
+    "reduce_prod_empty",
+}
 # Contractions and scans sum in other orders than XLA: a little more rounding.
-TOL = {"dot_general": 1e-5, "dot_general_rhs_constant": 1e-5, "dot_general_outer": 1e-5,
-       "conv_general_dilated": 1e-5, "cumlogsumexp": 1e-5, "cumlogsumexp_reverse": 1e-5}
+TOL = {
+    "dot_general": 1e-5,
+    "dot_general_rhs_constant": 1e-5,
+    "dot_general_outer": 1e-5,
+    "conv_general_dilated": 1e-5,
+    "cumlogsumexp": 1e-5,
+    "cumlogsumexp_reverse": 1e-5,
+}
 
 
 def draw_args(data, strategies):
@@ -94,8 +130,9 @@ def assert_same(x, j, tol=2e-6):
         assert a.dtype == b.dtype, (a.dtype, b.dtype)
         assert a.shape == b.shape, (a.shape, b.shape)
         if b.dtype != F0:
-            np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), rtol=tol,
-                                       atol=tol)
+            np.testing.assert_allclose(
+                a.astype(np.float64), b.astype(np.float64), rtol=tol, atol=tol
+            )
 
 
 @functools.cache
@@ -138,16 +175,18 @@ def test_jvp_finite_differences(name, data):
             return
         plus = fx(*[p + eps * v for p, v in zip(primals, tangents, strict=True)])
         minus = fx(*[p - eps * v for p, v in zip(primals, tangents, strict=True)])
-    for ti, pl, mi in zip(jax.tree.leaves(t), jax.tree.leaves(plus), jax.tree.leaves(minus),
-                          strict=True):
+    for ti, pl, mi in zip(
+        jax.tree.leaves(t), jax.tree.leaves(plus), jax.tree.leaves(minus), strict=True
+    ):
         if np.asarray(ti).dtype == F0:  # an integer output: nothing to difference
             continue
         fd = (np.asarray(pl) - np.asarray(mi)) / (2 * eps)
         np.testing.assert_allclose(np.asarray(ti), fd, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["reduce_sum", "reduce_prod", "cumsum", "cumprod",
-                                  "sort_multi", "dot_general"])
+@pytest.mark.parametrize(
+    "name", ["reduce_sum", "reduce_prod", "cumsum", "cumprod", "sort_multi", "dot_general"]
+)
 @pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
 @hypothesis.settings(max_examples=4)
 @hypothesis.given(data=st.data())
@@ -161,6 +200,7 @@ def test_jvp_of_jvp(name, jit, data):
 
         def df(*xs):
             return jvp(inner, xs, tuple(tangents))[1]
+
         return jvp(df, tuple(primals), tuple(outer))
 
     p, t = second(xform.jvp, lax, xform.jit if jit else (lambda g: g))
@@ -205,8 +245,7 @@ def test_jvp_integer_operands_get_float0_tangents(name, jit):
     x = np.array([[1, 3, 2], [5, -1, 4]], np.int32)
     f = functools.partial(INT_OPERANDS[name], lax)
     p, t = xform.jvp(xform.jit(f) if jit else f, (x,), (np.zeros(x.shape, F0),))
-    jp, jt = jax.jvp(functools.partial(INT_OPERANDS[name], jlax), (x,),
-                     (np.zeros(x.shape, F0),))
+    jp, jt = jax.jvp(functools.partial(INT_OPERANDS[name], jlax), (x,), (np.zeros(x.shape, F0),))
     assert_same(p, jp)
     assert_same(t, jt)
 
@@ -214,8 +253,9 @@ def test_jvp_integer_operands_get_float0_tangents(name, jit):
 @pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
 def test_jvp_dot_general_preferred_element_type(jit):
     rng = np.random.default_rng(0)
-    x, y, tx, ty = (rng.standard_normal(s).astype(jnp.bfloat16)
-                    for s in ((2, 3), (3, 4), (2, 3), (3, 4)))
+    x, y, tx, ty = (
+        rng.standard_normal(s).astype(jnp.bfloat16) for s in ((2, 3), (3, 4), (2, 3), (3, 4))
+    )
 
     def f(m, a, b):
         return m.dot_general(a, b, (((1,), (0,)), ((), ())), preferred_element_type=np.float32)

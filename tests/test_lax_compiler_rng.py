@@ -29,13 +29,16 @@ KEY = np.array([1, 2, 3, 4], np.uint32)
 
 def test_rng_bit_generator_bits_equal_jax():
     # Every algorithm in one program; u8 bits are drawn as u32 and converted.
-    cases = [(xl.RandomAlgorithm.RNG_DEFAULT, (3, 5), np.uint8),
-             (xl.RandomAlgorithm.RNG_THREE_FRY, (7,), np.uint16),
-             (xl.RandomAlgorithm.RNG_PHILOX, (2, 3), np.uint32)]
+    cases = [
+        (xl.RandomAlgorithm.RNG_DEFAULT, (3, 5), np.uint8),
+        (xl.RandomAlgorithm.RNG_THREE_FRY, (7,), np.uint16),
+        (xl.RandomAlgorithm.RNG_PHILOX, (2, 3), np.uint32),
+    ]
 
     def draw(lib):
-        return lambda k: [lib.rng_bit_generator(k, shape, dtype, algorithm)
-                          for algorithm, shape, dtype in cases]
+        return lambda k: [
+            lib.rng_bit_generator(k, shape, dtype, algorithm) for algorithm, shape, dtype in cases
+        ]
 
     assert_same(xform.jit(draw(xl))(KEY), jax.jit(draw(jax.lax))(KEY))
 
@@ -43,11 +46,15 @@ def test_rng_bit_generator_bits_equal_jax():
 def test_rng_bit_generator_uint64_and_vmap():
     with xform.enable_x64(), jax.enable_x64(True):
         key = np.array([5, 6], np.uint64)
-        assert_same(xl.rng_bit_generator(key, (4,), np.uint64),
-                    jax.lax.rng_bit_generator(key, (4,), np.uint64))
+        assert_same(
+            xl.rng_bit_generator(key, (4,), np.uint64),
+            jax.lax.rng_bit_generator(key, (4,), np.uint64),
+        )
     keys = np.arange(8, dtype=np.uint32).reshape(2, 4)
-    assert_same(xform.vmap(lambda k: xl.rng_bit_generator(k, (3,)))(keys),
-                jax.vmap(lambda k: jax.lax.rng_bit_generator(k, (3,)))(keys))
+    assert_same(
+        xform.vmap(lambda k: xl.rng_bit_generator(k, (3,)))(keys),
+        jax.vmap(lambda k: jax.lax.rng_bit_generator(k, (3,)))(keys),
+    )
 
 
 def test_rng_bit_generator_bad_input():
@@ -82,21 +89,30 @@ def test_approx_top_k_equals_jax(name):
     is_max = name == "approx_max_k"
     # The non-aggregated result: XLA's candidate count (256 of 300 here), sorted.
     assert_same(xf(X, 5, aggregate_to_topk=not is_max), jx(X, 5, aggregate_to_topk=not is_max))
-    assert_same(xform.jit(lambda x: xf(x, 2, reduction_dimension=0))(X[:, :10]),
-                jx(X[:, :10], 2, reduction_dimension=0))
+    assert_same(
+        xform.jit(lambda x: xf(x, 2, reduction_dimension=0))(X[:, :10]),
+        jx(X[:, :10], 2, reduction_dimension=0),
+    )
     if is_max:
         g = xform.grad(lambda x: (xf(x, 3)[0] ** 2).sum())(X)
         assert_same(g, jax.jit(jax.grad(lambda x: (jx(x, 3)[0] ** 2).sum()))(X))
     else:
         x3 = X.reshape(3, 20, 15)
-        assert_same(xform.vmap(lambda x: xf(x, 3, reduction_dimension=0), in_axes=1)(x3),
-                    jax.jit(jax.vmap(lambda x: jx(x, 3, reduction_dimension=0), in_axes=1))(x3))
+        assert_same(
+            xform.vmap(lambda x: xf(x, 3, reduction_dimension=0), in_axes=1)(x3),
+            jax.jit(jax.vmap(lambda x: jx(x, 3, reduction_dimension=0), in_axes=1))(x3),
+        )
 
 
 def test_approx_top_k_output_size_is_xlas():
-    for n, rank, k, recall, override in [(5000, 2, 100, 0.99, 200000), (5000, 1, 10, 0.9, -1),
-                                         (70000, 2, 2, 0.95, -1), (300, 2, 5, 0.95, -1),
-                                         (70000, 1, 1, 0.5, 10**7), (5000, 2, 7, 1.0, -1)]:
+    for n, rank, k, recall, override in [
+        (5000, 2, 100, 0.99, 200000),
+        (5000, 1, 10, 0.9, -1),
+        (70000, 2, 2, 0.95, -1),
+        (300, 2, 5, 0.95, -1),
+        (70000, 1, 1, 0.5, 10**7),
+        (5000, 2, 7, 1.0, -1),
+    ]:
         expected = jax_lib.approx_top_k_reduction_output_size(n, rank, k, recall, False, override)
         assert approx_top_k_output_size(n, rank, k, recall, False, override) == expected[0]
 
@@ -171,15 +187,17 @@ def test_composite():
 
 def test_platform_dependent_picks_cpu():
     def f(x, lib):
-        return lib.platform_dependent(x, cpu=lambda x: x + 1, tpu=lambda x: x * 10,
-                                      default=lambda x: x - 1)
+        return lib.platform_dependent(
+            x, cpu=lambda x: x + 1, tpu=lambda x: x * 10, default=lambda x: x - 1
+        )
 
     x = np.float32(2)
     assert_same(f(x, xl), f(x, jax.lax))
     assert_same(xform.jit(lambda x: f(x, xl))(x), jax.jit(lambda x: f(x, jax.lax))(x))
     assert_same(xform.grad(lambda x: f(x, xl) ** 2)(x), jax.grad(lambda x: f(x, jax.lax) ** 2)(x))
-    assert_same(xform.jit(lambda x: xl.platform_dependent(x, default=lambda x: x * 3))(x),
-                np.float32(6))
+    assert_same(
+        xform.jit(lambda x: xl.platform_dependent(x, default=lambda x: x * 3))(x), np.float32(6)
+    )
     with pytest.raises(ValueError, match="Use 'cuda' or 'rocm' for lax.platform_dependent"):
         xl.platform_dependent(x, gpu=lambda x: x)
     with pytest.raises(TypeError, match="the 'cpu' branch must be a callable"):
@@ -213,8 +231,9 @@ def test_axis_size():
 
     assert_same(xform.vmap(f(xl), axis_name="i")(XS), jax.vmap(f(jax.lax), axis_name="i")(XS))
     assert_same(xform.pmap(f(xl), axis_name="i")(XS), jax.pmap(f(jax.lax), axis_name="i")(XS))
-    nested = xform.vmap(xform.vmap(lambda x: x * xl.axis_size(("i", "j")), axis_name="j"),
-                        axis_name="i")(XS)
+    nested = xform.vmap(
+        xform.vmap(lambda x: x * xl.axis_size(("i", "j")), axis_name="j"), axis_name="i"
+    )(XS)
     assert_same(nested, XS * 8)
     with pytest.raises(NameError, match="unbound axis name: 'i' in axis_size"):
         xl.axis_size("i")
@@ -225,8 +244,10 @@ def test_pswapaxes_and_pcast_vs_jax_pmap():
     expected = jax.pmap(lambda x: jax.lax.pswapaxes(x, "i", 0), axis_name="i")(y)
     assert_same(xform.pmap(lambda x: xl.pswapaxes(x, "i", 0), axis_name="i")(y), expected)
     assert_same(xform.vmap(lambda x: xl.pswapaxes(x, "i", 0), axis_name="i")(y), expected)
-    assert_same(xform.pmap(lambda x: xl.pcast(x, "i", to="varying"), axis_name="i")(XS),
-                jax.pmap(lambda x: jax.lax.pcast(x, "i", to="varying"), axis_name="i")(XS))
+    assert_same(
+        xform.pmap(lambda x: xl.pcast(x, "i", to="varying"), axis_name="i")(XS),
+        jax.pmap(lambda x: jax.lax.pcast(x, "i", to="varying"), axis_name="i")(XS),
+    )
     with pytest.raises(ValueError, match="all_to_all: the split axis 0 .* must equal the axis"):
         xform.pmap(lambda x: xl.pswapaxes(x, "i", 0), axis_name="i")(XS)
     with pytest.raises(ValueError, match="unexpected `to` value 'invariant'"):
@@ -260,7 +281,7 @@ def _ragged_reference(operand, output, input_offsets, send_sizes, output_offsets
         for i in range(count):
             d = i // (count // n)  # slice i of sender s goes to device d
             start, size, at = input_offsets[s, i], send_sizes[s, i], output_offsets[s, i]
-            result[d, at:at + size] = operand[s, start:start + size]
+            result[d, at : at + size] = operand[s, start : start + size]
     return result
 
 
@@ -294,20 +315,25 @@ def test_ragged_all_to_all():
     # vmapped over another axis inside the pmap: each lane exchanges on its own
     lanes = np.stack([args[0], args[0] + 100], 1), np.stack([args[1], args[1] * 2], 1)
     in_axes = (0, 0, None, None, None, None)
-    assert_same(xform.pmap(xform.vmap(f, in_axes=in_axes), axis_name="i")(*lanes, *args[2:]),
-                np.stack([_ragged_reference(lanes[0][:, b], lanes[1][:, b], *args[2:5])
-                          for b in range(2)], 1))
+    assert_same(
+        xform.pmap(xform.vmap(f, in_axes=in_axes), axis_name="i")(*lanes, *args[2:]),
+        np.stack(
+            [_ragged_reference(lanes[0][:, b], lanes[1][:, b], *args[2:5]) for b in range(2)], 1
+        ),
+    )
     weights = np.linspace(-1, 1, expected.size, dtype=np.float32).reshape(expected.shape)
-    grads = xform.pmap(xform.grad(lambda *a: (f(*a[:6]) * a[6]).sum(), argnums=(0, 1)),
-                       axis_name="i")(*args, weights)
+    grads = xform.pmap(
+        xform.grad(lambda *a: (f(*a[:6]) * a[6]).sum(), argnums=(0, 1)), axis_name="i"
+    )(*args, weights)
     # The map is linear: the gradient of <f(x), w> at a basis vector is one entry.
     operand_grad = np.zeros_like(args[0])
     for index in np.ndindex(args[0].shape):
         basis = np.zeros_like(args[0])
         basis[index] = 1
         operand_grad[index] = (_ragged_reference(basis, 0 * args[1], *args[2:5]) * weights).sum()
-    output_grad = np.where(_ragged_reference(0 * args[0], 0 * args[1] + 1, *args[2:5]) == 1,
-                           weights, 0)
+    output_grad = np.where(
+        _ragged_reference(0 * args[0], 0 * args[1] + 1, *args[2:5]) == 1, weights, 0
+    )
     assert_same(grads, (operand_grad, output_grad))
 
 
@@ -318,7 +344,9 @@ def test_unsupported_collectives_say_so():
         xl.precv(xl.create_token(), jax.ShapeDtypeStruct((2,), np.float32), "i", [(0, 1)])
     sizes = np.full((4, 4), 0, np.int32)
     with pytest.raises(ValueError, match="ragged_all_to_all send_sizes must be integer type"):
-        xform.vmap(lambda a, b, c: xl.ragged_all_to_all(a, b, c, c + 0.5, c, c, axis_name="i"),
-                   axis_name="i")(XS, XS, sizes)
+        xform.vmap(
+            lambda a, b, c: xl.ragged_all_to_all(a, b, c, c + 0.5, c, c, axis_name="i"),
+            axis_name="i",
+        )(XS, XS, sizes)
     with pytest.raises(NameError, match="unbound axis name: 'i' in ragged_all_to_all"):
         xl.ragged_all_to_all(XS, XS, sizes[0], sizes[0], sizes[0], sizes[0], axis_name="i")

@@ -20,11 +20,12 @@ from xform.interpreters import transpose
 RNG = np.random.default_rng(0)
 F32 = RNG.standard_normal((3, 4)).astype(np.float32)
 G32 = RNG.standard_normal((3, 4)).astype(np.float32)
-I32 = np.array([0, 1, -1, 7, 2**20, -2**31, 2**31 - 1, 12345], np.int32)
-J32 = np.array([5, -3, 2**16, -7, 2**20, -2**31, 2**31 - 1, -1], np.int32)
+I32 = np.array([0, 1, -1, 7, 2**20, -(2**31), 2**31 - 1, 12345], np.int32)
+J32 = np.array([5, -3, 2**16, -7, 2**20, -(2**31), 2**31 - 1, -1], np.int32)
 SPECIAL = np.array([-0.0, 0.0, np.nan, -np.nan, np.inf, -np.inf, 1.0, -1.0], np.float32)
-DN = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
-                                 scatter_dims_to_operand_dims=(0,))
+DN = lax.ScatterDimensionNumbers(
+    update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)
+)
 IDX = np.array([[2], [0], [2]], np.int32)
 UPD = RNG.standard_normal((3, 4)).astype(np.float32)
 
@@ -51,8 +52,8 @@ ELEMENTWISE = [
     ("complex_inf", lambda m: m.complex, (SPECIAL, SPECIAL[::-1].copy())),
     ("complex_scalar", lambda m: m.complex, (F32, np.float32(2))),
     ("complex_weak", lambda m: m.complex, (2.0, 1.0)),
-    ("reduce_precision", lambda m: (lambda x: m.reduce_precision(x, 5, 10)), (F32 * 1e3,)),
-    ("reduce_precision_bf16", lambda m: (lambda x: m.reduce_precision(x, 8, 7)), (F32,)),
+    ("reduce_precision", lambda m: lambda x: m.reduce_precision(x, 5, 10), (F32 * 1e3,)),
+    ("reduce_precision_bf16", lambda m: lambda x: m.reduce_precision(x, 8, 7), (F32,)),
     ("eq_to", lambda m: m.eq_to_p.bind, (SPECIAL, SPECIAL[::-1].copy())),
     ("le_to", lambda m: m.le_to_p.bind, (SPECIAL, SPECIAL[::-1].copy())),
     ("lt_to", lambda m: m.lt_to_p.bind, (SPECIAL, SPECIAL[::-1].copy())),
@@ -76,7 +77,7 @@ def test_reduce_precision_bits(dtype):
     # The NumPy host impl against XLA bit for bit: random bit patterns (NaNs, infinities and
     # subnormals among them), rounding to each format, overflow and underflow.
     width = np.dtype(dtype).itemsize
-    bits = RNG.integers(0, 2**(8 * width), 3000, dtype=np.uint64).astype(f"u{width}")
+    bits = RNG.integers(0, 2 ** (8 * width), 3000, dtype=np.uint64).astype(f"u{width}")
     x = bits.view(dtype)
     formats = ((8, 7), (5, 10), (4, 3), (2, 0))
 
@@ -90,13 +91,16 @@ def test_reduce_precision_bits(dtype):
         xs = xform.device_put(x)
         for (e, m), ref in zip(formats, expected, strict=True):
             got = np.asarray(lax.reduce_precision(xs, e, m))
-            np.testing.assert_array_equal(got.view(f"u{width}"), np.asarray(ref).view(f"u{width}"),
-                                          err_msg=f"{np.dtype(dtype)} to ({e}, {m})")
+            np.testing.assert_array_equal(
+                got.view(f"u{width}"),
+                np.asarray(ref).view(f"u{width}"),
+                err_msg=f"{np.dtype(dtype)} to ({e}, {m})",
+            )
 
 
 def test_64_bit_clz_and_mulhi():
-    x = np.array([-2**63, 2**63 - 1, -1, 3, 2**40], np.int64)
-    y = np.array([-2**63, 2**63 - 1, 7, -5, 2**40], np.int64)
+    x = np.array([-(2**63), 2**63 - 1, -1, 3, 2**40], np.int64)
+    y = np.array([-(2**63), 2**63 - 1, 7, -5, 2**40], np.int64)
     with xform.enable_x64(), jax.enable_x64(True):
         for xs in ((x, y), (x.view(np.uint64), y.view(np.uint64))):
             assert_same(lax.mulhi(*xs), jax.jit(jax.lax.mulhi)(*xs))
@@ -105,25 +109,42 @@ def test_64_bit_clz_and_mulhi():
 
 
 def test_square_and_tile_and_split_jaxprs_match_jax():
-    for xf, jf in ((lax.square, jax.lax.square),
-                   (lambda x: lax.tile(x, (2, 1)), lambda x: jax.lax.tile(x, (2, 1))),
-                   (lambda x: lax.split(x, (1, 3), 1), lambda x: jax.lax.split(x, (1, 3), 1)),
-                   (lambda x: lax.stack([x, x], 1), lambda x: jax.lax.stack([x, x], 1)),
-                   (lambda x: lax.unstack(x, 0), lambda x: jax.lax.unstack(x, 0)),
-                   (lax.reciprocal, jax.lax.reciprocal)):
+    for xf, jf in (
+        (lax.square, jax.lax.square),
+        (lambda x: lax.tile(x, (2, 1)), lambda x: jax.lax.tile(x, (2, 1))),
+        (lambda x: lax.split(x, (1, 3), 1), lambda x: jax.lax.split(x, (1, 3), 1)),
+        (lambda x: lax.stack([x, x], 1), lambda x: jax.lax.stack([x, x], 1)),
+        (lambda x: lax.unstack(x, 0), lambda x: jax.lax.unstack(x, 0)),
+        (lax.reciprocal, jax.lax.reciprocal),
+    ):
         assert jaxpr_names(xform.make_jaxpr(xf)(F32)) == jaxpr_names(jax.make_jaxpr(jf)(F32))
     # stage adds no equation, as in JAX
-    assert jaxpr_names(xform.make_jaxpr(lambda x: lax.stage(x) + lax.stage(1.0))(F32)) == \
-        jaxpr_names(jax.make_jaxpr(lambda x: jax.lax.stage(x) + jax.lax.stage(1.0))(F32))
+    assert jaxpr_names(
+        xform.make_jaxpr(lambda x: lax.stage(x) + lax.stage(1.0))(F32)
+    ) == jaxpr_names(jax.make_jaxpr(lambda x: jax.lax.stage(x) + jax.lax.stage(1.0))(F32))
 
 
 def test_accuracy_argument():
     x = np.abs(F32) + 0.5
-    names = ("exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos", "sqrt",
-             "rsqrt", "cbrt", "tan")
+    names = (
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log1p",
+        "tanh",
+        "logistic",
+        "sin",
+        "cos",
+        "sqrt",
+        "rsqrt",
+        "cbrt",
+        "tan",
+    )
     # One JAX program for all: JAX's eager path compiles each op on its own.
-    expected = jax.jit(lambda x: [getattr(jax.lax, n)(x, accuracy=jax.lax.AccuracyMode.HIGHEST)
-                                  for n in names])(x)
+    expected = jax.jit(
+        lambda x: [getattr(jax.lax, n)(x, accuracy=jax.lax.AccuracyMode.HIGHEST) for n in names]
+    )(x)
     for name, e in zip(names, expected, strict=True):
         for acc in (lax.AccuracyMode.HIGHEST, lax.Tolerance(atol=1e-3, ulps=2)):
             assert_same(getattr(lax, name)(x, accuracy=acc), e)
@@ -139,14 +160,21 @@ def test_accuracy_argument():
 def test_elementwise_grads():
     cases = [
         (lambda m, n: lambda x, y: n.sum(m.square(x) * y), (F32, G32)),
-        (lambda m, n: lambda x, y: n.sum(m.real(m.mul(m.complex(x, y), m.complex(y, x))) +
-                                         m.imag(m.complex(x, y)) * 3.0), (F32, G32)),
+        (
+            lambda m, n: (
+                lambda x, y: n.sum(
+                    m.real(m.mul(m.complex(x, y), m.complex(y, x))) + m.imag(m.complex(x, y)) * 3.0
+                )
+            ),
+            (F32, G32),
+        ),
         (lambda m, n: lambda x, y: n.sum(m.reduce_precision(x, 8, 7) * y), (F32, G32)),
         (lambda m, n: lambda x, y: n.sum(m.copy_p.bind(x) * m.stage(y)), (F32, G32)),
         (lambda m, n: lambda x, y: n.sum(m.reciprocal(x) * y), (F32 + 3, G32)),
     ]
-    expected = jax.jit(lambda: [jax.grad(make(jax.lax, jnp), argnums=(0, 1))(*args)
-                                for make, args in cases])()
+    expected = jax.jit(
+        lambda: [jax.grad(make(jax.lax, jnp), argnums=(0, 1))(*args) for make, args in cases]
+    )()
     got = [xform.grad(make(lax, xnp), argnums=(0, 1))(*args) for make, args in cases]
     assert_same(got, expected, rtol=1e-5, atol=1e-6)
     # forward mode on complex, whose tangent is complex
@@ -159,16 +187,36 @@ def test_elementwise_vmap():
     check_vmap(lax.clz, jax.jit(jax.lax.clz), (I32.reshape(2, 4),), in_axes=1, jit=False)
     check_vmap(lax.mulhi, jax.jit(jax.lax.mulhi), (I32.reshape(2, 4), J32[:4]), in_axes=(0, None))
     check_vmap(lax.complex, jax.jit(jax.lax.complex), (F32, G32[:, 0]), in_axes=(1, None))
-    check_vmap(lambda x: lax.reduce_precision(x, 5, 2),
-               jax.jit(lambda x: jax.lax.reduce_precision(x, 5, 2)), (F32,), in_axes=1, jit=False)
-    check_vmap(lax.eq_to_p.bind, jax.jit(jax.lax.eq_to_p.bind),
-               (SPECIAL.reshape(2, 4), SPECIAL[:4]), in_axes=(0, None), jit=False)
+    check_vmap(
+        lambda x: lax.reduce_precision(x, 5, 2),
+        jax.jit(lambda x: jax.lax.reduce_precision(x, 5, 2)),
+        (F32,),
+        in_axes=1,
+        jit=False,
+    )
+    check_vmap(
+        lax.eq_to_p.bind,
+        jax.jit(jax.lax.eq_to_p.bind),
+        (SPECIAL.reshape(2, 4), SPECIAL[:4]),
+        in_axes=(0, None),
+        jit=False,
+    )
     check_vmap(lax.copy_p.bind, jax.jit(jax.lax.copy_p.bind), (F32,), in_axes=1, jit=False)
 
 
 def test_dtype():
-    for v in (float, int, np.float32, np.ones(2), np.float64(1), 1.0, True, 1j, "int8",
-              jnp.ones(2, jnp.bfloat16)):
+    for v in (
+        float,
+        int,
+        np.float32,
+        np.ones(2),
+        np.float64(1),
+        1.0,
+        True,
+        1j,
+        "int8",
+        jnp.ones(2, jnp.bfloat16),
+    ):
         assert lax.dtype(v) == jax.lax.dtype(v)
     with pytest.warns(UserWarning, match="requested in dtype is not available"):
         assert lax.dtype("float64") == np.float32
@@ -228,8 +276,13 @@ def test_structural_against_jax(name, op, args):
 
 
 def test_shape_helpers():
-    for shapes in [((1,), (4,)), ((3, 1), (4,)), ((3, 1), (1, 4), (5, 1, 1)), ((),),
-                   ((0, 1), (3,))]:
+    for shapes in [
+        ((1,), (4,)),
+        ((3, 1), (4,)),
+        ((3, 1), (1, 4), (5, 1, 1)),
+        ((),),
+        ((0, 1), (3,)),
+    ]:
         assert lax.broadcast_shapes(*shapes) == jax.lax.broadcast_shapes(*shapes)
     for shape in [(2, 3), (), (2**31,)]:
         got, expected = lax.shape_as_value(shape), jax.lax.shape_as_value(shape)
@@ -262,22 +315,44 @@ def test_structural_grads():
 
 
 def test_structural_vmap():
-    check_vmap(lambda x: lax.tile(x, (2,)), jax.jit(lambda x: jax.lax.tile(x, (2,))), (F32,),
-               in_axes=1)
-    check_vmap(lambda x: lax.split(x, (1, 3), 1), jax.jit(lambda x: jax.lax.split(x, (1, 3), 1)),
-               (F32.reshape(3, 1, 4),), in_axes=1)
-    check_vmap(lambda x: lax.split(x, (2, 1)), jax.jit(lambda x: jax.lax.split(x, (2, 1))), (F32,),
-               in_axes=1, jit=False)
-    for in_axes, axis, y in (((1, 1), 0, G32), ((0, None), 1, G32[0]),
-                             ((None, 1), 0, G32), ((1, 0), 1, G32.T.copy())):
+    check_vmap(
+        lambda x: lax.tile(x, (2,)), jax.jit(lambda x: jax.lax.tile(x, (2,))), (F32,), in_axes=1
+    )
+    check_vmap(
+        lambda x: lax.split(x, (1, 3), 1),
+        jax.jit(lambda x: jax.lax.split(x, (1, 3), 1)),
+        (F32.reshape(3, 1, 4),),
+        in_axes=1,
+    )
+    check_vmap(
+        lambda x: lax.split(x, (2, 1)),
+        jax.jit(lambda x: jax.lax.split(x, (2, 1))),
+        (F32,),
+        in_axes=1,
+        jit=False,
+    )
+    for in_axes, axis, y in (
+        ((1, 1), 0, G32),
+        ((0, None), 1, G32[0]),
+        ((None, 1), 0, G32),
+        ((1, 0), 1, G32.T.copy()),
+    ):
         x = F32[:, 0] if in_axes[0] is None else F32
-        check_vmap(lambda x, y, a=axis: lax.stack([x, y], a),
-                   jax.jit(lambda x, y, a=axis: jax.lax.stack([x, y], a)), (x, y), in_axes=in_axes,
-                   jit=axis == 0 and in_axes == (1, 1))
+        check_vmap(
+            lambda x, y, a=axis: lax.stack([x, y], a),
+            jax.jit(lambda x, y, a=axis: jax.lax.stack([x, y], a)),
+            (x, y),
+            in_axes=in_axes,
+            jit=axis == 0 and in_axes == (1, 1),
+        )
     for axis in (0, 1):
-        check_vmap(lambda x, a=axis: lax.unstack(x, a),
-                   jax.jit(lambda x, a=axis: jax.lax.unstack(x, a)),
-                   (F32.reshape(3, 2, 2),), in_axes=1, jit=False)
+        check_vmap(
+            lambda x, a=axis: lax.unstack(x, a),
+            jax.jit(lambda x, a=axis: jax.lax.unstack(x, a)),
+            (F32.reshape(3, 2, 2),),
+            in_axes=1,
+            jit=False,
+        )
 
 
 def test_bad_structural_inputs():
@@ -307,15 +382,19 @@ def test_bad_structural_inputs():
 def test_scatter_sub():
     idx = np.array([[2], [0], [5]], np.int32)  # 5 is out of bounds: dropped or clipped
     for mode in (None, "clip"):
+
         def f(m, mode=mode):
             return lambda x, u: m.scatter_sub(x, idx, u, DN, mode=mode)
 
         expected = jax.jit(f(jax.lax))(F32, UPD)
         assert_same(f(lax)(F32, UPD), expected)
         assert_same(xform.jit(f(lax))(F32, UPD), expected)
-    check_against_jax(lambda x, u: lax.scatter_sub(x, IDX, u, DN),
-                      lambda x, u: jax.lax.scatter_sub(x, IDX, u, DN), I32[:4].reshape(1, 4) *
-                      np.ones((3, 1), np.int32), UPD.astype(np.int32))
+    check_against_jax(
+        lambda x, u: lax.scatter_sub(x, IDX, u, DN),
+        lambda x, u: jax.lax.scatter_sub(x, IDX, u, DN),
+        I32[:4].reshape(1, 4) * np.ones((3, 1), np.int32),
+        UPD.astype(np.int32),
+    )
 
     def loss(m, n):
         return lambda x, u: n.sum(m.scatter_sub(x, IDX, u, DN) ** 2)
@@ -330,9 +409,12 @@ def test_scatter_sub():
     assert_same(xform.jvp(f(lax), (F32, UPD), t), jax.jvp(f(jax.lax), (F32, UPD), t))
     check_vmap(f(lax), jax.jit(f(jax.lax)), (np.stack([F32, G32]), UPD), in_axes=(0, None))
     idxs = np.array([[[1], [0], [2]], [[0], [0], [1]]], np.int32)
-    check_vmap(lambda x, i, u: lax.scatter_sub(x, i, u, DN),
-               jax.jit(lambda x, i, u: jax.lax.scatter_sub(x, i, u, DN)),
-               (F32, idxs, np.stack([UPD, UPD * 3])), in_axes=(None, 0, 0))
+    check_vmap(
+        lambda x, i, u: lax.scatter_sub(x, i, u, DN),
+        jax.jit(lambda x, i, u: jax.lax.scatter_sub(x, i, u, DN)),
+        (F32, idxs, np.stack([UPD, UPD * 3])),
+        in_axes=(None, 0, 0),
+    )
     with pytest.raises(TypeError, match="scatter_sub requires arguments to have the same dtypes"):
         lax.scatter_sub(F32, IDX, UPD.astype(np.int32), DN)
 
@@ -343,32 +425,49 @@ def test_scatter_apply():
         xfunc = func if func is not jnp.sin else xnp.sin
         expected = jax.lax.scatter_apply(F32, idx, func, DN, update_shape=(2, 4))
         assert_same(lax.scatter_apply(F32, idx, xfunc, DN, update_shape=(2, 4)), expected)
-        assert_same(xform.jit(lambda x, f=xfunc: lax.scatter_apply(x, idx, f, DN,
-                                                                   update_shape=(2, 4)))(F32),
-                    expected)
-    out = lax.scatter_apply(I32, np.array([[1], [9]]), lambda v: v + 1,
-                            lax.ScatterDimensionNumbers((), (0,), (0,)), update_shape=(2,),
-                            mode="drop")
-    assert_same(out, jax.lax.scatter_apply(I32, np.array([[1], [9]]), lambda v: v + 1,
-                                           jax.lax.ScatterDimensionNumbers((), (0,), (0,)),
-                                           update_shape=(2,), mode="drop"))
+        assert_same(
+            xform.jit(lambda x, f=xfunc: lax.scatter_apply(x, idx, f, DN, update_shape=(2, 4)))(
+                F32
+            ),
+            expected,
+        )
+    out = lax.scatter_apply(
+        I32,
+        np.array([[1], [9]]),
+        lambda v: v + 1,
+        lax.ScatterDimensionNumbers((), (0,), (0,)),
+        update_shape=(2,),
+        mode="drop",
+    )
+    assert_same(
+        out,
+        jax.lax.scatter_apply(
+            I32,
+            np.array([[1], [9]]),
+            lambda v: v + 1,
+            jax.lax.ScatterDimensionNumbers((), (0,), (0,)),
+            update_shape=(2,),
+            mode="drop",
+        ),
+    )
     with pytest.raises(TypeError, match="func must be callable"):
         lax.scatter_apply(F32, idx, 3, DN, update_shape=(2, 4))
 
 
 def test_index_take():
     src = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
-    cases = [((np.array([0, -1, 5]), np.array([1, 2, 3])), (1, 2)),
-             ((np.array([1, 0]),), (0,)),
-             ((np.array([3, -4, 2]),), (2,))]
+    cases = [
+        ((np.array([0, -1, 5]), np.array([1, 2, 3])), (1, 2)),
+        ((np.array([1, 0]),), (0,)),
+        ((np.array([3, -4, 2]),), (2,)),
+    ]
     for raw, axes in cases:
         idxs = tuple(i.astype(np.int32) for i in raw)
         expected = jax.jit(jax.lax.index_take, static_argnums=2)(src, idxs, axes)
         assert_same(lax.index_take(src, idxs, axes), expected)
     assert_same(xform.jit(lambda s, i: lax.index_take(s, i, (2,)))(src, idxs), expected)
     expected = jax.jit(jax.grad(lambda s: jnp.sum(jax.lax.index_take(s, idxs, (2,)) ** 2)))(src)
-    assert_same(xform.grad(lambda s: xnp.sum(lax.index_take(s, idxs, (2,)) ** 2))(src),
-                expected)
+    assert_same(xform.grad(lambda s: xnp.sum(lax.index_take(s, idxs, (2,)) ** 2))(src), expected)
     with pytest.raises(IndexError, match="lax.index_take: axis 5 is out of bounds"):
         lax.index_take(src, (np.array([0]),), (5,))
 
@@ -384,8 +483,17 @@ def test_no_warnings_from_structural_helpers():
 
 
 def test_linear_primitives_have_transpose_rules():
-    linear = [lax.complex_p, lax.reduce_precision_p, lax.copy_p, lax.stage_p, lax.tile_p,
-              lax.split_p, lax.stack_p, lax.unstack_p, lax.scatter_sub_p]
+    linear = [
+        lax.complex_p,
+        lax.reduce_precision_p,
+        lax.copy_p,
+        lax.stage_p,
+        lax.tile_p,
+        lax.split_p,
+        lax.stack_p,
+        lax.unstack_p,
+        lax.scatter_sub_p,
+    ]
     assert [p.name for p in linear if p not in transpose.transpose_rules] == []
 
 

@@ -39,8 +39,7 @@ def _general(rng, shape, dtype):
 
 
 def _close(got, expected, dtype, what=""):
-    assert_same(got, expected, rtol=TOL[dtype], atol=TOL[dtype], check_weak_type=False,
-                what=what)
+    assert_same(got, expected, rtol=TOL[dtype], atol=TOL[dtype], check_weak_type=False, what=what)
 
 
 # --------------------------------------------------------------------------- values
@@ -56,12 +55,20 @@ def test_cholesky_matches_jax(dtype, batch):
         _close(la.cholesky(a), expected, dtype, "eager")
         _close(xform.jit(la.cholesky)(a), expected, dtype, "jit")
         factor = np.asarray(la.cholesky(a))
-        np.testing.assert_allclose(factor @ np.conj(np.swapaxes(factor, -1, -2)), a,
-                                   rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)
+        np.testing.assert_allclose(
+            factor @ np.conj(np.swapaxes(factor, -1, -2)),
+            a,
+            rtol=TOL[dtype] * 10,
+            atol=TOL[dtype] * 10,
+        )
         # Only the lower triangle is read without symmetrization.
         upper_junk = a + np.triu(np.ones_like(a), 1) * 7
-        _close(la.cholesky(upper_junk, symmetrize_input=False),
-               jla.cholesky(upper_junk, symmetrize_input=False), dtype, "lower triangle")
+        _close(
+            la.cholesky(upper_junk, symmetrize_input=False),
+            jla.cholesky(upper_junk, symmetrize_input=False),
+            dtype,
+            "lower triangle",
+        )
 
 
 SOLVE_CASES = [
@@ -82,8 +89,9 @@ def test_triangular_solve_matches_jax(dtype, kw):
         b = _general(rng, (2, 4, 3) if kw["left_side"] else (2, 3, 4), dtype)
         expected = jla.triangular_solve(a, b, **kw)
         _close(la.triangular_solve(a, b, **kw), expected, dtype, "eager")
-        _close(xform.jit(lambda a, b: la.triangular_solve(a, b, **kw))(a, b), expected, dtype,
-               "jit")
+        _close(
+            xform.jit(lambda a, b: la.triangular_solve(a, b, **kw))(a, b), expected, dtype, "jit"
+        )
 
 
 @pytest.mark.parametrize("left_side", [True, False])
@@ -123,8 +131,9 @@ def test_lu_matches_jax(dtype, shape):
         lower = np.tril(lu_[..., :, :k], -1) + np.eye(m, k, dtype=dtype)
         upper = np.triu(lu_[..., :k, :])
         permuted = np.take_along_axis(x, perm[..., :, None], axis=-2)
-        np.testing.assert_allclose(lower @ upper, permuted, rtol=TOL[dtype] * 10,
-                                   atol=TOL[dtype] * 10)
+        np.testing.assert_allclose(
+            lower @ upper, permuted, rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10
+        )
 
 
 def test_lu_pivots_to_permutation_matches_jax():
@@ -156,13 +165,18 @@ def test_tridiagonal_solve_perturbed_for_singular_systems():
         expected = jla.tridiagonal_solve(ones, d, ones, b, perturb_singular=perturb)
         got = la.tridiagonal_solve(ones, d, ones, b, perturb_singular=perturb)
         assert_same(got, expected, rtol=1e-5, atol=1e-5, check_weak_type=False)
-    got = xform.jvp(lambda d: la.tridiagonal_solve(ones, d, ones, b, perturb_singular=True),
-                    (d + 2,), (ones,))
-    expected = jax.jvp(lambda d: jla.tridiagonal_solve(ones, d, ones, b, perturb_singular=True),
-                       (d + 2,), (ones,))
+    got = xform.jvp(
+        lambda d: la.tridiagonal_solve(ones, d, ones, b, perturb_singular=True), (d + 2,), (ones,)
+    )
+    expected = jax.jvp(
+        lambda d: jla.tridiagonal_solve(ones, d, ones, b, perturb_singular=True), (d + 2,), (ones,)
+    )
     assert_same(got, expected, rtol=1e-5, atol=1e-5, check_weak_type=False)
-    text = xform.jit(lambda *a: la.tridiagonal_solve(*a, perturb_singular=True)).lower(
-        ones, d, ones, b).as_text()
+    text = (
+        xform.jit(lambda *a: la.tridiagonal_solve(*a, perturb_singular=True))
+        .lower(ones, d, ones, b)
+        .as_text()
+    )
     assert "@tridiagonal_solve_perturbed_ffi" in text
 
 
@@ -194,16 +208,29 @@ def test_vmap_over_a_non_leading_axis():
     a = _spd(rng, (3,), 4, np.float32)
     b = _general(rng, (3, 4, 2), np.float32)
     moved = np.moveaxis(a, 0, 2)
-    check_vmap(la.cholesky, jla.cholesky, (moved,), in_axes=2, rtol=1e-4, atol=1e-4,
-               check_weak_type=False)
+    check_vmap(
+        la.cholesky, jla.cholesky, (moved,), in_axes=2, rtol=1e-4, atol=1e-4, check_weak_type=False
+    )
     solve = dict(left_side=True, lower=True)
-    check_vmap(lambda a, b: la.triangular_solve(a, b, **solve),
-               lambda a, b: jla.triangular_solve(a, b, **solve), (moved, b), in_axes=(2, 0),
-               rtol=1e-4, atol=1e-4, check_weak_type=False)
+    check_vmap(
+        lambda a, b: la.triangular_solve(a, b, **solve),
+        lambda a, b: jla.triangular_solve(a, b, **solve),
+        (moved, b),
+        in_axes=(2, 0),
+        rtol=1e-4,
+        atol=1e-4,
+        check_weak_type=False,
+    )
     # An unmapped matrix with mapped right-hand sides.
-    check_vmap(lambda b: la.triangular_solve(a[0], b, **solve),
-               lambda b: jla.triangular_solve(a[0], b, **solve), (np.moveaxis(b, 0, 2),), in_axes=2,
-               rtol=1e-4, atol=1e-4, check_weak_type=False)
+    check_vmap(
+        lambda b: la.triangular_solve(a[0], b, **solve),
+        lambda b: jla.triangular_solve(a[0], b, **solve),
+        (np.moveaxis(b, 0, 2),),
+        in_axes=2,
+        rtol=1e-4,
+        atol=1e-4,
+        check_weak_type=False,
+    )
     x = _general(rng, (4, 3, 4), np.float32)
     check_vmap(la.lu, jla.lu, (x,), in_axes=1, rtol=1e-5, atol=1e-5, check_weak_type=False)
 
@@ -280,8 +307,13 @@ def test_check_grads_to_second_order():
         a = _spd(rng, (), 3, np.float64)
         b = _general(rng, (3, 2), np.float64)
         check_grads(la.cholesky, (a,), order=2, atol=1e-5, rtol=1e-5)
-        check_grads(lambda a, b: la.triangular_solve(a, b, left_side=True, lower=True),
-                    (a, b), order=2, atol=1e-5, rtol=1e-5)
+        check_grads(
+            lambda a, b: la.triangular_solve(a, b, left_side=True, lower=True),
+            (a, b),
+            order=2,
+            atol=1e-5,
+            rtol=1e-5,
+        )
         check_grads(lambda x: la.lu(x)[0], (a,), order=2, atol=1e-5, rtol=1e-5)
 
 
@@ -299,8 +331,11 @@ def test_lowered_kernels_are_jaxs(dtype):
     d = np.ones((2, 3), dtype)
     cases = [
         (la.cholesky, jla.cholesky, (a,)),
-        (lambda a, b: la.triangular_solve(a, b, left_side=True),
-         lambda a, b: jla.triangular_solve(a, b, left_side=True), (a, b)),
+        (
+            lambda a, b: la.triangular_solve(a, b, left_side=True),
+            lambda a, b: jla.triangular_solve(a, b, left_side=True),
+            (a, b),
+        ),
         (la.lu, jla.lu, (a,)),
         (la.tridiagonal_solve, jla.tridiagonal_solve, (d, d, d, b)),
     ]
@@ -308,7 +343,7 @@ def test_lowered_kernels_are_jaxs(dtype):
         ours = xform.jit(xf).lower(*args).as_text()
         theirs = jax.jit(jf).lower(*args).as_text()
         assert _targets(ours) == _targets(theirs) != []
-        assert "num_batch_dims = \"1\"" in ours
+        assert 'num_batch_dims = "1"' in ours
 
 
 # --------------------------------------------------------------------------- bad input
@@ -326,11 +361,13 @@ def test_bad_input_errors():
     with pytest.raises(TypeError, match=r"cholesky does not accept dtype int32"):
         la.cholesky(np.eye(3, dtype=np.int32), symmetrize_input=False)
     with pytest.raises(ValueError, match=r"triangular_solve.*b's rows \(3\)"):
-        la.triangular_solve(np.eye(4, dtype=np.float32), np.ones((3, 2), np.float32),
-                            left_side=True)
+        la.triangular_solve(
+            np.eye(4, dtype=np.float32), np.ones((3, 2), np.float32), left_side=True
+        )
     with pytest.raises(TypeError, match=r"triangular_solve.*same dtype"):
-        la.triangular_solve(np.eye(2, dtype=np.float32), np.ones((2, 2), np.complex64),
-                            left_side=True)
+        la.triangular_solve(
+            np.eye(2, dtype=np.float32), np.ones((2, 2), np.complex64), left_side=True
+        )
     with pytest.raises(ValueError, match=r"lu_pivots_to_permutation.*at least"):
         la.lu_pivots_to_permutation(np.zeros((4,), np.int32), 2)
 
@@ -340,7 +377,7 @@ def test_bad_input_errors():
 # Names of jax.lax.linalg that cannot exist here, with the reason.
 LAX_LINALG_EXEMPT = {
     "cholesky_update_p": "xform's cholesky_update is a composition of lax operations (a loop "
-                         "of Givens rotations), so it has no primitive object",
+    "of Givens rotations), so it has no primitive object",
 }
 
 
@@ -372,6 +409,5 @@ def test_check_grads_on_drawn_matrices(ab):
     with xform.enable_x64():
         check_grads(la.cholesky, (a,), order=2, atol=1e-4, rtol=1e-4)
         check_grads(xform.numpy.linalg.solve, (a, b), order=2, atol=1e-4, rtol=1e-4)
-        check_grads(lambda a: xform.numpy.linalg.slogdet(a)[1], (a,), order=2, atol=1e-4,
-                    rtol=1e-4)
+        check_grads(lambda a: xform.numpy.linalg.slogdet(a)[1], (a,), order=2, atol=1e-4, rtol=1e-4)
         check_grads(xform.numpy.linalg.eigvalsh, (a,), order=1, atol=1e-4, rtol=1e-4)

@@ -51,8 +51,13 @@ def _same_columns_up_to_phase(v, v_ref, dtype):
 
 def _ops(lib):
     """Each op as a function of one matrix, for the value tests."""
-    return {"eigh": lib.eigh, "eig": lib.eig, "schur": lib.schur,
-            "hessenberg": lib.hessenberg, "tridiagonal": lib.tridiagonal}
+    return {
+        "eigh": lib.eigh,
+        "eig": lib.eig,
+        "schur": lib.schur,
+        "hessenberg": lib.hessenberg,
+        "tridiagonal": lib.tridiagonal,
+    }
 
 
 # --------------------------------------------------------------------------- values
@@ -66,8 +71,13 @@ def _check_eigh(x, dtype, v, w, v_ref, w_ref):
     v, w = np.asarray(v), np.asarray(w)
     sym = (x + _h(x)) / 2
     _close((v * w[..., None, :]) @ _h(v), sym, dtype, "V diag(w) V^H == A", 10)
-    _close(_h(v) @ v, np.broadcast_to(np.eye(x.shape[-1], dtype=dtype), x.shape), dtype,
-           "V^H V == I", 10)
+    _close(
+        _h(v) @ v,
+        np.broadcast_to(np.eye(x.shape[-1], dtype=dtype), x.shape),
+        dtype,
+        "V^H V == I",
+        10,
+    )
 
 
 def _check_eig(x, dtype, outs, outs_ref):
@@ -99,7 +109,7 @@ def _householder_q(a, taus, below):
     for i in range(taus.shape[-1]):
         v = np.zeros(n, a.dtype)
         v[i + below - 1] = 1
-        v[i + below:] = a[i + below:, i]
+        v[i + below :] = a[i + below :, i]
         q = q @ (np.eye(n, dtype=a.dtype) - taus[i] * np.outer(v, np.conj(v)))
     return q
 
@@ -167,10 +177,12 @@ def test_a_single_matrix_and_complex128():
         z = _hermitian(rng, (2, 3, 3), np.complex128)
         v, w = la.eigh(z)
         assert np.asarray(v).dtype == np.complex128 and np.asarray(w).dtype == np.float64
-        np.testing.assert_allclose((np.asarray(v) * np.asarray(w)[..., None, :]) @ _h(v), z,
-                                   atol=1e-12)
-        np.testing.assert_allclose(np.asarray(la.eig(z)[0]), np.asarray(_JIT["eig"](z)[0]),
-                                   atol=1e-12)
+        np.testing.assert_allclose(
+            (np.asarray(v) * np.asarray(w)[..., None, :]) @ _h(v), z, atol=1e-12
+        )
+        np.testing.assert_allclose(
+            np.asarray(la.eig(z)[0]), np.asarray(_JIT["eig"](z)[0]), atol=1e-12
+        )
 
 
 # --------------------------------------------------------------------------- options
@@ -180,11 +192,14 @@ def test_eigh_options_match_jax():
     rng = np.random.default_rng(2)
     h = _hermitian(rng, (2, 3, 3), np.float32)
     junk = h + np.triu(np.full_like(h, 5), 1)  # only one triangle is read
-    for kw in (dict(symmetrize_input=False), dict(symmetrize_input=False, lower=False),
-               dict(sort_eigenvalues=False), dict(subset_by_index=(0, 3)),
-               dict(implementation=la.EighImplementation.QR)):
-        jkw = dict(kw, implementation=jla.EighImplementation.QR) if "implementation" in kw \
-            else kw
+    for kw in (
+        dict(symmetrize_input=False),
+        dict(symmetrize_input=False, lower=False),
+        dict(sort_eigenvalues=False),
+        dict(subset_by_index=(0, 3)),
+        dict(implementation=la.EighImplementation.QR),
+    ):
+        jkw = dict(kw, implementation=jla.EighImplementation.QR) if "implementation" in kw else kw
         got, expected = la.eigh(junk, **kw), jla.eigh(junk, **jkw)
         _close(got[1], expected[1], np.float32, str(kw))
         _same_columns_up_to_phase(got[0], expected[0], np.float32)
@@ -212,15 +227,21 @@ def test_eig_and_schur_options_match_jax():
     with pytest.warns(DeprecationWarning, match="use_magma is deprecated"):
         w = la.eig(x, use_magma=False)[0]
     _close(w, jla.eig(x)[0], np.float32, "use_magma=False")
-    got, expected = la.schur(x, compute_schur_vectors=False), jla.schur(
-        x, compute_schur_vectors=False)
+    got, expected = (
+        la.schur(x, compute_schur_vectors=False),
+        jla.schur(x, compute_schur_vectors=False),
+    )
     assert len(got) == len(expected) == 1
     _close(got, expected, np.float32, "schur without vectors")
     with pytest.raises(NotImplementedError, match="sort feature of LAPACK's gees"):
         la.schur(x, sort_eig_vals=True)
     h = _hermitian(rng, (2, 3, 3), np.complex64)
-    _close(la.tridiagonal(h, lower=False), jla.tridiagonal(h, lower=False), np.complex64,
-           "tridiagonal upper")
+    _close(
+        la.tridiagonal(h, lower=False),
+        jla.tridiagonal(h, lower=False),
+        np.complex64,
+        "tridiagonal upper",
+    )
 
 
 def test_failures_give_nan_and_empty_matrices_as_jax():
@@ -250,8 +271,16 @@ def test_vmap_over_a_non_leading_axis():
     h = np.moveaxis(_hermitian(rng, (3, N, N), np.float32), 0, 2)  # mapped axis 2
     for name in OPS:
         arg, axis = (h, 2) if name in ("eigh", "tridiagonal") else (x, 1)
-        check_vmap(OPS[name], JOPS[name], (arg,), in_axes=axis, rtol=1e-5,
-                   atol=1e-5, check_weak_type=False, jit=name in ("eigh", "eig"))
+        check_vmap(
+            OPS[name],
+            JOPS[name],
+            (arg,),
+            in_axes=axis,
+            rtol=1e-5,
+            atol=1e-5,
+            check_weak_type=False,
+            jit=name in ("eigh", "eig"),
+        )
 
 
 # --------------------------------------------------------------------------- derivatives
@@ -273,8 +302,13 @@ def test_eigh_jvp_matches_jax(dtype):
     def raw(lib):
         return lambda y: lib.eigh(y, symmetrize_input=False)
 
-    _close(xform.jvp(raw(la), (y,), (t[0],)), jax.jvp(raw(jla), (y,), (t[0],)), dtype,
-           "unsymmetrized", 10)
+    _close(
+        xform.jvp(raw(la), (y,), (t[0],)),
+        jax.jvp(raw(jla), (y,), (t[0],)),
+        dtype,
+        "unsymmetrized",
+        10,
+    )
 
 
 def _eigh_loss(lib, np_):
@@ -309,13 +343,17 @@ def test_eigh_second_order():
         def loss(lib, np_):
             return lambda x: np_.sum(lib.eigh(x)[1] ** 3)
 
-        assert_same(xform.hessian(loss(la, xnp))(x), jax.jit(jax.hessian(loss(jla, jnp)))(x),
-                    rtol=1e-8, atol=1e-8, check_weak_type=False)
+        assert_same(
+            xform.hessian(loss(la, xnp))(x),
+            jax.jit(jax.hessian(loss(jla, jnp)))(x),
+            rtol=1e-8,
+            atol=1e-8,
+            check_weak_type=False,
+        )
 
 
 def _eigvals(lib):
-    return lambda x: lib.eig(x, compute_left_eigenvectors=False,
-                             compute_right_eigenvectors=False)
+    return lambda x: lib.eig(x, compute_left_eigenvectors=False, compute_right_eigenvectors=False)
 
 
 def _eigvecs(lib):
@@ -343,6 +381,7 @@ def test_eig_grad_matches_jax():
             (w,) = _eigvals(lib)(xr + 1j * xi)
             (w_real,) = _eigvals(lib)(xr)
             return np_.sum(np_.real(w) ** 2 + np_.imag(w)) + np_.sum(np_.abs(w_real) ** 2)
+
         return f
 
     expected = jax.jit(jax.grad(loss(jla, jnp), (0, 1)))(xr, xi)
@@ -358,8 +397,7 @@ def test_what_jax_cannot_differentiate_raises_as_jax():
         with pytest.raises(NotImplementedError, match=message):
             xform.jvp(OPS[name], (x,), (x,))
     # eig's eigenvectors need an explicit opt-in; eigh's subset has no derivative.
-    for f in (la.eig, lambda x: la.eig(x)[0],
-              lambda x: la.eig(x, compute_left_eigenvectors=False)):
+    for f in (la.eig, lambda x: la.eig(x)[0], lambda x: la.eig(x, compute_left_eigenvectors=False)):
         with pytest.raises(NotImplementedError, match="enable_eigvec_derivs=True"):
             xform.jvp(f, (x,), (x,))
     with pytest.raises(NotImplementedError, match="partial eigen decomposition"):
@@ -372,17 +410,24 @@ def test_what_jax_cannot_differentiate_raises_as_jax():
 def _custom_calls(text):
     """Each kernel call's line, without SSA names and JAX's Shardy rule."""
     lines = [line for line in text.splitlines() if "custom_call" in line]
-    lines = [re.sub(r", sdy\.sharding_rule = #sdy\.op_sharding_rule<.*?custom>", "", line)
-             for line in lines]
+    lines = [
+        re.sub(r", sdy\.sharding_rule = #sdy\.op_sharding_rule<.*?custom>", "", line)
+        for line in lines
+    ]
     return [re.sub(r"%[\w#:]+", "%", line).strip() for line in lines]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.complex64], ids=lambda d: np.dtype(d).name)
 def test_lowered_kernel_calls_are_jaxs(dtype):
     x = np.ones((2, 3, 3), dtype)
-    cases = [("eigh", dict(lower=False)), ("eig", dict(compute_left_eigenvectors=False)),
-             ("schur", {}), ("schur", dict(compute_schur_vectors=False)), ("hessenberg", {}),
-             ("tridiagonal", {})]
+    cases = [
+        ("eigh", dict(lower=False)),
+        ("eig", dict(compute_left_eigenvectors=False)),
+        ("schur", {}),
+        ("schur", dict(compute_schur_vectors=False)),
+        ("hessenberg", {}),
+        ("tridiagonal", {}),
+    ]
     for name, kw in cases:
         ours = xform.jit(lambda x, f=OPS[name], kw=kw: f(x, **kw)).lower(x).as_text()
         theirs = jax.jit(lambda x, f=JOPS[name], kw=kw: f(x, **kw)).lower(x).as_text()
@@ -404,4 +449,3 @@ def test_bad_input_errors():
     for name in ("hessenberg", "tridiagonal"):
         with pytest.raises(ValueError, match=rf"{name}: the matrices must not be empty"):
             OPS[name](np.zeros((0, 0), np.float32))
-

@@ -48,8 +48,9 @@ def _close(got, expected, dtype, what="", scale=1):
 def _eager_and_jit(fn, *args):
     """``fn(*args)`` eagerly and under ``xform.jit``, checked equal; the eager result."""
     eager = fn(*args)
-    assert_same(xform.jit(fn)(*args), eager, rtol=0, atol=0, check_weak_type=False,
-                what="jit against eager")
+    assert_same(
+        xform.jit(fn)(*args), eager, rtol=0, atol=0, check_weak_type=False, what="jit against eager"
+    )
     return eager
 
 
@@ -57,9 +58,16 @@ def _eager_and_jit(fn, *args):
 
 
 QR_OPTIONS = [dict(full_matrices=f, pivoting=p) for f in (True, False) for p in (False, True)]
-SVD_OPTIONS = [dict(full_matrices=f, compute_uv=uv, algorithm=a)
-               for f, uv, a in [(True, True, None), (False, True, None), (False, True, "QR"),
-                                (True, False, None), (False, False, "QR")]]
+SVD_OPTIONS = [
+    dict(full_matrices=f, compute_uv=uv, algorithm=a)
+    for f, uv, a in [
+        (True, True, None),
+        (False, True, None),
+        (False, True, "QR"),
+        (True, False, None),
+        (False, False, "QR"),
+    ]
+]
 
 
 def _all_qr(lib, x):
@@ -67,8 +75,15 @@ def _all_qr(lib, x):
 
 
 def _all_svd(lib, x):
-    return [lib.svd(x, full_matrices=o["full_matrices"], compute_uv=o["compute_uv"],
-                    algorithm=o["algorithm"] and lib.SvdAlgorithm.QR) for o in SVD_OPTIONS]
+    return [
+        lib.svd(
+            x,
+            full_matrices=o["full_matrices"],
+            compute_uv=o["compute_uv"],
+            algorithm=o["algorithm"] and lib.SvdAlgorithm.QR,
+        )
+        for o in SVD_OPTIONS
+    ]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
@@ -84,13 +99,17 @@ def test_qr_matches_jax_and_reconstructs(dtype):
             for opts, out in zip(QR_OPTIONS, got, strict=True):
                 what = f"qr {shape} {opts}"
                 q, r = np.asarray(out[0]), np.asarray(out[1])
-                cols = (np.take_along_axis(x, np.asarray(out[2])[..., None, :], -1)
-                        if opts["pivoting"] else x)
+                cols = (
+                    np.take_along_axis(x, np.asarray(out[2])[..., None, :], -1)
+                    if opts["pivoting"]
+                    else x
+                )
                 k = min(shape[-2:])
                 _close(q[..., :, :k] @ r[..., :k, :], cols, dtype, what, scale=10)
                 np.testing.assert_array_equal(np.tril(r, -1), 0)
-                eye = np.broadcast_to(np.eye(q.shape[-1], dtype=dtype), q.shape[:-2] +
-                                      (q.shape[-1],) * 2)
+                eye = np.broadcast_to(
+                    np.eye(q.shape[-1], dtype=dtype), q.shape[:-2] + (q.shape[-1],) * 2
+                )
                 _close(_h(q) @ q, eye, dtype, what, scale=10)
 
 
@@ -117,15 +136,18 @@ def test_svd_default_and_divide_and_conquer_agree_and_subset_by_index():
     u, s, vh = la.svd(x, full_matrices=False, algorithm=la.SvdAlgorithm.DIVIDE_AND_CONQUER)
     assert_same((u, s, vh), la.svd(x, full_matrices=False), rtol=0, atol=0)
     # As JAX on CPU: the whole range is allowed, a part of it is not.
-    assert_same(la.svd(x, compute_uv=False, subset_by_index=(0, 3)),
-                la.svd(x, compute_uv=False), rtol=0, atol=0)
+    assert_same(
+        la.svd(x, compute_uv=False, subset_by_index=(0, 3)),
+        la.svd(x, compute_uv=False),
+        rtol=0,
+        atol=0,
+    )
     with pytest.raises(NotImplementedError, match="subset_by_index not implemented"):
         la.svd(x, full_matrices=False, subset_by_index=(0, 2))
     with pytest.raises(NotImplementedError, match="subset_by_index not implemented"):
         jla.svd(x, full_matrices=False, subset_by_index=(0, 2))
     # Its shape rule still sees the subset (as JAX's: abstract evaluation does not lower).
-    shapes = xform.eval_shape(lambda x: la.svd(x, full_matrices=False,
-                                               subset_by_index=(1, 3)), x)
+    shapes = xform.eval_shape(lambda x: la.svd(x, full_matrices=False, subset_by_index=(1, 3)), x)
     assert [a.shape for a in shapes] == [(3, 2), (2,), (2, 4)]
 
 
@@ -135,11 +157,16 @@ ORMQR_OPTIONS = [(True, False), (True, True), (False, False), (False, True)]
 def _packed_ops(geqrf, geqp3, lib, x, c_left, c_right):
     """geqrf, geqp3, householder_product and every ormqr variant, in one program."""
     packed, taus = geqrf(x)
-    outs = [packed, taus, geqp3(x, np.zeros(x.shape[:-2] + x.shape[-1:], np.int32)),
-            lib.householder_product(packed, taus)]
+    outs = [
+        packed,
+        taus,
+        geqp3(x, np.zeros(x.shape[:-2] + x.shape[-1:], np.int32)),
+        lib.householder_product(packed, taus),
+    ]
     for left, transpose in ORMQR_OPTIONS:
-        outs.append(lib.ormqr(packed, taus, c_left if left else c_right, left=left,
-                              transpose=transpose))
+        outs.append(
+            lib.ormqr(packed, taus, c_left if left else c_right, left=left, transpose=transpose)
+        )
     return outs
 
 
@@ -148,8 +175,9 @@ def test_geqrf_householder_product_ormqr_match_jax(dtype):
     x, c_left, c_right = _rand((2, 4, 3), dtype), _rand((2, 4, 2), dtype), _rand((2, 2, 4), dtype)
     args = (x, c_left, c_right)
     got = xform.jit(functools.partial(_packed_ops, qr_family.geqrf, qr_family.geqp3, la))(*args)
-    expected = jax.jit(functools.partial(_packed_ops, jax_internal.geqrf, jax_internal.geqp3,
-                                         jla))(*args)
+    expected = jax.jit(functools.partial(_packed_ops, jax_internal.geqrf, jax_internal.geqp3, jla))(
+        *args
+    )
     _close(got, expected, dtype, "geqrf, geqp3, householder_product, ormqr")
     packed, taus, q = got[0], got[1], np.asarray(got[3])
     _close(q, la.qr(x, full_matrices=False)[0], dtype, "householder_product is qr's q")
@@ -167,10 +195,16 @@ def test_empty_matrices():
     for shape in [(0, 3), (3, 0), (2, 0, 0)]:
         x = np.zeros(shape, np.float32)
         for full in (True, False):
-            assert_same(la.qr(x, full_matrices=full), jax.jit(
-                functools.partial(jla.qr, full_matrices=full))(x), what=f"qr {shape}")
-            assert_same(la.svd(x, full_matrices=full), jax.jit(
-                functools.partial(jla.svd, full_matrices=full))(x), what=f"svd {shape}")
+            assert_same(
+                la.qr(x, full_matrices=full),
+                jax.jit(functools.partial(jla.qr, full_matrices=full))(x),
+                what=f"qr {shape}",
+            )
+            assert_same(
+                la.svd(x, full_matrices=full),
+                jax.jit(functools.partial(jla.svd, full_matrices=full))(x),
+                what=f"svd {shape}",
+            )
 
 
 def test_svd_nan_where_lapack_fails():
@@ -184,8 +218,7 @@ def test_symmetric_product_matches_jax():
     a, c = _rand((2, 3, 4), np.float32), _rand((2, 3, 3), np.float32)
     for sym in (False, True):
         fn = functools.partial(la.symmetric_product, alpha=2.0, beta=0.5, symmetrize_output=sym)
-        jfn = functools.partial(jla.symmetric_product, alpha=2.0, beta=0.5,
-                                symmetrize_output=sym)
+        jfn = functools.partial(jla.symmetric_product, alpha=2.0, beta=0.5, symmetrize_output=sym)
         expected = jax.jit(jfn)(a, c)
         # Eagerly a NumPy kernel, under jit XLA's dot: equal up to rounding.
         _close(fn(a, c), expected, np.float32, "eager")
@@ -216,8 +249,9 @@ def test_qdwh_matches_jax():
     # Padded from a 4 x 2 matrix.
     padded = np.pad(x[:4, :2], ((0, 1), (0, 1)))
     got = la.qdwh(padded, dynamic_shape=(4, 2))
-    assert_same(got, jla.qdwh(padded, dynamic_shape=(4, 2)), rtol=1e-5, atol=1e-5,
-                check_weak_type=False)
+    assert_same(
+        got, jla.qdwh(padded, dynamic_shape=(4, 2)), rtol=1e-5, atol=1e-5, check_weak_type=False
+    )
 
 
 # --------------------------------------------------------------------------- vmap
@@ -229,21 +263,51 @@ def test_vmap_over_a_non_leading_axis():
     tol = dict(rtol=1e-5, atol=1e-5, jit=False)
     check_vmap(la.qr, jax.jit(jla.qr), (x,), in_axes=1, **tol)
     pivoted = functools.partial(la.qr, full_matrices=False, pivoting=True)
-    check_vmap(pivoted, jax.jit(functools.partial(jla.qr, full_matrices=False, pivoting=True)),
-               (x,), in_axes=1, out_axes=(0, 2, 0), loop=False, **tol)
-    check_vmap(la.svd, jax.jit(jla.svd), (x,), in_axes=1, out_axes=(1, 0, 0), loop=False,
-               **tol)
+    check_vmap(
+        pivoted,
+        jax.jit(functools.partial(jla.qr, full_matrices=False, pivoting=True)),
+        (x,),
+        in_axes=1,
+        out_axes=(0, 2, 0),
+        loop=False,
+        **tol,
+    )
+    check_vmap(la.svd, jax.jit(jla.svd), (x,), in_axes=1, out_axes=(1, 0, 0), loop=False, **tol)
     packed, taus = (np.asarray(a) for a in qr_family.geqrf(np.moveaxis(x, 1, 0)))
-    check_vmap(la.ormqr, jax.jit(jla.ormqr), (packed, taus, _rand((4, 2), np.float32)),
-               in_axes=(0, 0, None), loop=False, **tol)
-    check_vmap(la.householder_product, jax.jit(jla.householder_product),
-               (np.moveaxis(packed, 0, 2), taus), in_axes=(2, 0), loop=False, **tol)
+    check_vmap(
+        la.ormqr,
+        jax.jit(jla.ormqr),
+        (packed, taus, _rand((4, 2), np.float32)),
+        in_axes=(0, 0, None),
+        loop=False,
+        **tol,
+    )
+    check_vmap(
+        la.householder_product,
+        jax.jit(jla.householder_product),
+        (np.moveaxis(packed, 0, 2), taus),
+        in_axes=(2, 0),
+        loop=False,
+        **tol,
+    )
     a, cs = _rand((3, 2, 2), np.float32), _rand((2, 2, 3), np.float32)
-    check_vmap(la.symmetric_product, jax.jit(jla.symmetric_product), (a, cs), in_axes=(0, 2),
-               rtol=1e-5, atol=1e-5)
+    check_vmap(
+        la.symmetric_product,
+        jax.jit(jla.symmetric_product),
+        (a, cs),
+        in_axes=(0, 2),
+        rtol=1e-5,
+        atol=1e-5,
+    )
     rs = np.triu(_rand((2, 3, 3), np.float32)) + 3 * np.eye(3, dtype=np.float32)
-    check_vmap(la.cholesky_update, jax.jit(jax_internal._cholesky_update_jax_fn),
-               (rs, _rand((3, 2), np.float32)), in_axes=(0, 1), loop=False, **tol)
+    check_vmap(
+        la.cholesky_update,
+        jax.jit(jax_internal._cholesky_update_jax_fn),
+        (rs, _rand((3, 2), np.float32)),
+        in_axes=(0, 1),
+        loop=False,
+        **tol,
+    )
 
 
 # --------------------------------------------------------------------------- derivatives
@@ -255,17 +319,27 @@ def _jvp(lib_jvp, fn, x, t):
 
 # (shape, full_matrices, pivoting): tall with a full q (the extra columns' rule), wide,
 # batched square, tall pivoted.
-QR_JVP_CASES = {np.float64: [((4, 3), True, False), ((3, 5), True, False),
-                             ((2, 3, 3), False, False), ((5, 3), True, True)],
-                np.complex128: [((4, 3), False, False), ((3, 5), True, False),
-                                ((3, 3), True, True)]}
+QR_JVP_CASES = {
+    np.float64: [
+        ((4, 3), True, False),
+        ((3, 5), True, False),
+        ((2, 3, 3), False, False),
+        ((5, 3), True, True),
+    ],
+    np.complex128: [((4, 3), False, False), ((3, 5), True, False), ((3, 3), True, True)],
+}
 
 
 def _qr_jvps(cases, jvp, lib, xs, ts):
     """The jvp of (q, r) for every case, in one program (the pivots' tangents are float0)."""
-    return [jvp(lambda x, full=full, piv=piv: lib.qr(x, full_matrices=full, pivoting=piv)[:2],
-                (x,), (t,))
-            for (_, full, piv), x, t in zip(cases, xs, ts, strict=True)]
+    return [
+        jvp(
+            lambda x, full=full, piv=piv: lib.qr(x, full_matrices=full, pivoting=piv)[:2],
+            (x,),
+            (t,),
+        )
+        for (_, full, piv), x, t in zip(cases, xs, ts, strict=True)
+    ]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=lambda d: np.dtype(d).name)
@@ -286,19 +360,28 @@ def test_qr_jvp_with_pivoting_wide_and_batched_against_finite_differences():
     with xform.enable_x64():
         for shape in [(3, 5), (2, 4, 3)]:
             x = _rand(shape, np.float64)
-            check_grads(lambda x: la.qr(x, pivoting=True, full_matrices=False)[:2], (x,),
-                        order=1, modes=("fwd",))
+            check_grads(
+                lambda x: la.qr(x, pivoting=True, full_matrices=False)[:2],
+                (x,),
+                order=1,
+                modes=("fwd",),
+            )
 
 
 # (shape, full_matrices, compute_uv)
-SVD_JVP_CASES = [((4, 3), False, True), ((2, 3, 5), False, True), ((3, 3), True, True),
-                 ((3, 5), True, False)]
+SVD_JVP_CASES = [
+    ((4, 3), False, True),
+    ((2, 3, 5), False, True),
+    ((3, 3), True, True),
+    ((3, 5), True, False),
+]
 
 
 def _svd_jvps(jvp, lib, xs, ts):
-    return [jvp(lambda x, full=full, uv=uv: lib.svd(x, full_matrices=full, compute_uv=uv),
-                (x,), (t,))
-            for (_, full, uv), x, t in zip(SVD_JVP_CASES, xs, ts, strict=True)]
+    return [
+        jvp(lambda x, full=full, uv=uv: lib.svd(x, full_matrices=full, compute_uv=uv), (x,), (t,))
+        for (_, full, uv), x, t in zip(SVD_JVP_CASES, xs, ts, strict=True)
+    ]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=lambda d: np.dtype(d).name)
@@ -311,8 +394,13 @@ def test_svd_jvp_matches_jax(dtype):
         for case, g, e in zip(SVD_JVP_CASES, got, expected, strict=True):
             _close(g, e, dtype, f"svd jvp {case}", scale=100)
         # Eagerly, the singular values' tangents (a short program).
-        _close(xform.jvp(functools.partial(la.svd, compute_uv=False), (xs[0],), (ts[0],)),
-               (expected[0][0][1], expected[0][1][1]), dtype, "eager", scale=100)
+        _close(
+            xform.jvp(functools.partial(la.svd, compute_uv=False), (xs[0],), (ts[0],)),
+            (expected[0][0][1], expected[0][1][1]),
+            dtype,
+            "eager",
+            scale=100,
+        )
     x = _rand((3, 4), np.float32)
     with pytest.raises(NotImplementedError, match="not implemented for full matrices"):
         xform.jvp(la.svd, (x,), (x,))
@@ -324,8 +412,12 @@ def test_grad_matches_jax():
     def loss(np_, lib, x):
         q, r = lib.qr(x)
         u, s, vh = lib.svd(x, full_matrices=False)  # a loss invariant to the vectors' signs
-        return (np_.sum(q * q * x[:, :1]) + np_.sum(r ** 3) + np_.sum(s ** 3) +
-                np_.sum((u * s[None, :]) @ vh * x))
+        return (
+            np_.sum(q * q * x[:, :1])
+            + np_.sum(r**3)
+            + np_.sum(s**3)
+            + np_.sum((u * s[None, :]) @ vh * x)
+        )
 
     expected = jax.jit(jax.grad(functools.partial(loss, jnp, jla)))(x)
     got = xform.jit(xform.grad(functools.partial(loss, xnp, la)))(x)
@@ -337,8 +429,9 @@ def test_grad_matches_jax():
 
     # A real loss of a complex input: the pullback of 1, as JAX's grad (xform's grad asks for
     # holomorphic=True there).
-    got = xform.jit(lambda x: xform.vjp(functools.partial(s_loss, xnp, la), x)[1](
-        np.float32(1)))(complex_x)
+    got = xform.jit(lambda x: xform.vjp(functools.partial(s_loss, xnp, la), x)[1](np.float32(1)))(
+        complex_x
+    )
     expected = jax.jit(jax.grad(functools.partial(s_loss, jnp, jla)))(complex_x)
     _close(got[0], expected, np.complex64, scale=10)
 
@@ -365,15 +458,14 @@ def test_derivatives_jax_lacks_against_finite_differences():
         packed, taus = (np.asarray(a) for a in qr_family.geqrf(x))
         check_grads(la.householder_product, (packed, taus), order=1)
         c = _rand((3, 4), np.float64)
-        check_grads(functools.partial(la.ormqr, left=False, transpose=True), (packed, taus, c),
-                    order=1)
+        check_grads(
+            functools.partial(la.ormqr, left=False, transpose=True), (packed, taus, c), order=1
+        )
         z = _rand((2, 4, 3), np.complex128)
         _check_jvp_complex(qr_family.geqrf, (z,))
-        _check_jvp_complex(la.householder_product,
-                           tuple(np.asarray(a) for a in qr_family.geqrf(z)))
+        _check_jvp_complex(la.householder_product, tuple(np.asarray(a) for a in qr_family.geqrf(z)))
         a, cs = _rand((3, 2), np.float64), _rand((3, 3), np.float64)
-        check_grads(functools.partial(la.symmetric_product, alpha=2.0, beta=0.5), (a, cs),
-                    order=2)
+        check_grads(functools.partial(la.symmetric_product, alpha=2.0, beta=0.5), (a, cs), order=2)
         r = np.triu(_rand((3, 3), np.float64)) + 3 * np.eye(3)
         check_grads(la.cholesky_update, (r, _rand((3,), np.float64)), order=1)
 
@@ -383,8 +475,9 @@ def test_derivatives_of_the_packed_form_agree_with_jax_qr():
     with x64_for(np.float64):
         x, t = _rand((4, 3), np.float64), _rand((4, 3), np.float64)
         _, got = xform.jvp(lambda x: la.householder_product(*qr_family.geqrf(x)), (x,), (t,))
-        _, (expected, _) = jax.jit(functools.partial(
-            _jvp, jax.jvp, functools.partial(jla.qr, full_matrices=False)))(x, t)
+        _, (expected, _) = jax.jit(
+            functools.partial(_jvp, jax.jvp, functools.partial(jla.qr, full_matrices=False))
+        )(x, t)
         _close(got, expected, np.float64, scale=100)
         # ormqr is linear in c: its transpose against JAX's gradient of q^T c.
         c = _rand((4, 2), np.float64)
@@ -397,8 +490,10 @@ def test_derivatives_of_the_packed_form_agree_with_jax_qr():
 
 # --------------------------------------------------------------------------- lowering
 
-_CALL = re.compile(r"stablehlo\.custom_call @(\w+)\(.*?mhlo\.backend_config = (\{[^}]*\})"
-                   r".*?operand_layouts = (\[[^\]]*\]).*?result_layouts = (\[[^\]]*\])")
+_CALL = re.compile(
+    r"stablehlo\.custom_call @(\w+)\(.*?mhlo\.backend_config = (\{[^}]*\})"
+    r".*?operand_layouts = (\[[^\]]*\]).*?result_layouts = (\[[^\]]*\])"
+)
 
 
 def _kernel_calls(text):
@@ -416,12 +511,10 @@ def test_lowered_kernel_calls_match_jax():
         (lambda m: m.qr, c64),
         (lambda m: functools.partial(m.qr, pivoting=True), f32),
         (lambda m: m.svd, f32),
-        (lambda m: functools.partial(m.svd, full_matrices=False,
-                                     algorithm=m.SvdAlgorithm.QR), f32),
+        (lambda m: functools.partial(m.svd, full_matrices=False, algorithm=m.SvdAlgorithm.QR), f32),
         (lambda m: functools.partial(m.svd, compute_uv=False), c64),
         (lambda m: m.householder_product, (packed, taus)),
-        (lambda m: functools.partial(m.ormqr, left=False, transpose=True),
-         (packed, taus, c)),
+        (lambda m: functools.partial(m.ormqr, left=False, transpose=True), (packed, taus, c)),
     ]
     for make, operands in cases:
         args = operands if isinstance(operands, tuple) else (operands,)

@@ -45,6 +45,7 @@ def while_pytree(lx, np_):
             return {"n": c["n"] + 1, "v": (np_.sin(c["v"][0]) + c["v"][1], c["v"][1] * 1.5)}
 
         return lx.while_loop(cond, body, {"n": 0, "v": (x, x * 0.5)})
+
     return f
 
 
@@ -63,8 +64,14 @@ def scan_pytree(lx, np_, reverse=False, unroll=1):
         return (h, n + 1), {"h": h, "s": (h.sum(), x["b"][1])}
 
     def f(xs):
-        return lx.scan(body, (np_.ones_like(xs[0]), 0),
-                       {"a": xs, "b": (xs[:, 0], xs * 2)}, reverse=reverse, unroll=unroll)
+        return lx.scan(
+            body,
+            (np_.ones_like(xs[0]), 0),
+            {"a": xs, "b": (xs[:, 0], xs * 2)},
+            reverse=reverse,
+            unroll=unroll,
+        )
+
     return f
 
 
@@ -77,6 +84,7 @@ def scan_consts(lx, np_):
 
     def f(x, xs):
         return lx.scan(lambda c, xi: (np_.tanh(w @ c + x * xi), c.sum()), x, xs)
+
     return f
 
 
@@ -89,13 +97,16 @@ def tanh_rnn(lx, np_):
             return h, h
 
         h, hs = lx.scan(step, np_.zeros(16, np_.float32), xs)
-        return np_.sum(h ** 2) + np_.mean(hs)
+        return np_.sum(h**2) + np_.mean(hs)
+
     return f
 
 
-RNN_PARAMS = (RNG.standard_normal((16, 16)).astype(np.float32) * 0.3,
-              RNG.standard_normal((4, 16)).astype(np.float32) * 0.3,
-              RNG.standard_normal(16).astype(np.float32) * 0.1)
+RNN_PARAMS = (
+    RNG.standard_normal((16, 16)).astype(np.float32) * 0.3,
+    RNG.standard_normal((4, 16)).astype(np.float32) * 0.3,
+    RNG.standard_normal(16).astype(np.float32) * 0.1,
+)
 RNN_XS = RNG.standard_normal((20, 4)).astype(np.float32)
 
 
@@ -122,8 +133,9 @@ def test_fori_loop_weak_carry_is_promoted():
     both(lambda lx, np_: lambda x: lx.fori_loop(0, 3, lambda i, c: c + x[0], 0.0), V3)
 
 
-@pytest.mark.parametrize("reverse,unroll", [(False, 1), (True, 1), (False, 2), (True, 3),
-                                            (False, True)])
+@pytest.mark.parametrize(
+    "reverse,unroll", [(False, 1), (True, 1), (False, 2), (True, 3), (False, True)]
+)
 def test_scan_values(reverse, unroll):
     both(lambda lx, np_: scan_pytree(lx, np_, reverse, unroll), XS)
 
@@ -136,8 +148,11 @@ def test_scan_without_xs_consts_and_map():
 
 
 def test_lowered_text_is_a_stablehlo_while():
-    for fn, args in [(scan_pytree(*XF), (XS,)), (while_pytree(*XF), (V3,)),
-                     (fori_static(*XF), (V3,))]:
+    for fn, args in [
+        (scan_pytree(*XF), (XS,)),
+        (while_pytree(*XF), (V3,)),
+        (fori_static(*XF), (V3,)),
+    ]:
         text = xform.jit(fn).lower(*args).as_text()
         assert "stablehlo.while" in text
     text = xform.jit(scan_pytree(*XF, unroll=2)).lower(XS).as_text()
@@ -151,8 +166,7 @@ def test_staged_program_holds_one_primitive():
     assert text.count("scan[") == 1 and "num_consts=2" in text  # w, and x closed over
     text = str(xform.make_jaxpr(fori_static(*XF))(V3))
     assert "scan[" in text
-    text = str(xform.make_jaxpr(lambda n, x: lax.fori_loop(0, n, lambda i, c: c + 1.0, x))(
-        3, V3))
+    text = str(xform.make_jaxpr(lambda n, x: lax.fori_loop(0, n, lambda i, c: c + 1.0, x))(3, V3))
     assert "while[" in text
 
 
@@ -176,21 +190,31 @@ def test_jvp():
     jvp_both(while_pytree, (V3,), (np.ones(3, np.float32),))
     jvp_both(fori_static, (V3,), (V3,))
     jvp_both(scan_consts, (V3, XS), (V3, XS))
-    jvp_both(lambda lx, np_: lambda n, x: lx.fori_loop(0, n, lambda i, c: np_.sin(c) + i, x),
-             (4, V3), (np.zeros((), jax.dtypes.float0), V3))
+    jvp_both(
+        lambda lx, np_: lambda n, x: lx.fori_loop(0, n, lambda i, c: np_.sin(c) + i, x),
+        (4, V3),
+        (np.zeros((), jax.dtypes.float0), V3),
+    )
     jvp_both(lambda lx, np_: scan_pytree(lx, np_, reverse=True), (XS,), (XS,))
 
 
 def summed(case):
     """``case``'s outputs summed into one scalar."""
+
     def wrap(lx, np_):
         f = case(lx, np_)
 
         def g(*args):
             leaves = jax.tree_util.tree_leaves(f(*args))
-            return sum(np_.sum(np_.sin(x if np_.issubdtype(x.dtype, np_.inexact)
-                                       else x.astype(np_.float32))) for x in leaves)
+            return sum(
+                np_.sum(
+                    np_.sin(x if np_.issubdtype(x.dtype, np_.inexact) else x.astype(np_.float32))
+                )
+                for x in leaves
+            )
+
         return g
+
     return wrap
 
 
@@ -226,8 +250,9 @@ def test_check_grads_order_2(x64):
     xs = RNG.standard_normal((4, 3))
     x = np.array([0.4, -0.2, 0.9])
     check_grads(summed(scan_consts)(*XF), (x, xs), order=2)
-    check_grads(summed(lambda lx, np_: scan_pytree(lx, np_, reverse=True, unroll=3))(*XF),
-                (xs,), order=2)
+    check_grads(
+        summed(lambda lx, np_: scan_pytree(lx, np_, reverse=True, unroll=3))(*XF), (xs,), order=2
+    )
     check_grads(summed(fori_static)(*XF), (x,), order=2)
 
 
@@ -237,29 +262,43 @@ def test_closures_over_outer_tracers():
         def g(w):
             c, ys = lx.scan(lambda c, x: (c * w + x, np_.sin(c * w)), 0.0, XS[:, 0])
             return c + ys.sum()
+
         return g
+
     w = np.float32(0.7)
     assert_same(xform.grad(f(*XF))(w), jax.jit(jax.grad(f(*JX)))(w), 2e-5, 2e-5)
-    w_loop = lambda lx, np_: lambda w: lx.while_loop(  # noqa: E731
-        lambda d: d[0] < 3, lambda d: (d[0] + 1, d[1] * w), (0, 1.0))[1]
+    w_loop = lambda lx, np_: (  # noqa: E731
+        lambda w: lx.while_loop(lambda d: d[0] < 3, lambda d: (d[0] + 1, d[1] * w), (0, 1.0))[1]
+    )
     jvp_both(w_loop, (w,), (w,))
     # Nested: grad of a function whose scan body closes over the outer grad's variable.
-    h = lambda lx, np_: lambda w: jax.tree_util.tree_leaves(  # noqa: E731
-        lx.scan(lambda c, x: (c * np_.cos(w * x), None), 1.0, XS[:, 1]))[0]
+    h = lambda lx, np_: (  # noqa: E731
+        lambda w: jax.tree_util.tree_leaves(
+            lx.scan(lambda c, x: (c * np_.cos(w * x), None), 1.0, XS[:, 1])
+        )[0]
+    )
     w = np.float32(0.3)
-    assert_same(xform.grad(xform.grad(h(*XF)))(w), jax.jit(jax.grad(jax.grad(h(*JX))))(w),
-                1e-4, 1e-4)
+    assert_same(
+        xform.grad(xform.grad(h(*XF)))(w), jax.jit(jax.grad(jax.grad(h(*JX))))(w), 1e-4, 1e-4
+    )
 
 
 def test_reverse_mode_of_while_loop_is_an_error():
-    f = lambda x: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0),  # noqa
-                                 (0, x))[1]
-    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work for "
-                       "lax.while_loop or lax.fori_loop with dynamic start/stop"):
+    f = lambda x: lax.while_loop(  # noqa: E731
+        lambda c: c[0] < 3,
+        lambda c: (c[0] + 1, c[1] * 2.0),
+        (0, x),
+    )[1]
+    with pytest.raises(
+        ValueError,
+        match="Reverse-mode differentiation does not work for "
+        "lax.while_loop or lax.fori_loop with dynamic start/stop",
+    ):
         xform.grad(f)(1.0)
     with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
-        xform.jit(xform.grad(lambda n, x: lax.fori_loop(0, n, lambda i, c: c * x, x),
-                             argnums=1))(3, 1.0)
+        xform.jit(xform.grad(lambda n, x: lax.fori_loop(0, n, lambda i, c: c * x, x), argnums=1))(
+            3, 1.0
+        )
     # Forward mode and linearize still work, as in JAX.
     y, f_jvp = xform.linearize(f, 1.0)
     assert_same(f_jvp(1.0), np.float32(8.0), what="linearize")
@@ -272,21 +311,32 @@ def test_vmap_scan():
     f = scan_consts
     check_vmap(f(*XF), jax.jit(f(*JX)), (np.stack([V3, V3 * 2]), XS), in_axes=(0, None))  # carry
     check_vmap(f(*XF), jax.jit(f(*JX)), (V3, np.stack([XS, XS[::-1]], 2)), in_axes=(None, 2))  # xs
-    g = lambda lx, np_: lambda w, xs: lx.scan(  # noqa: E731
-        lambda c, x: (c + w * x, c * w), np_.zeros(3, np_.float32), xs)
+    g = lambda lx, np_: (  # noqa: E731
+        lambda w, xs: lx.scan(lambda c, x: (c + w * x, c * w), np_.zeros(3, np_.float32), xs)
+    )
     check_vmap(g(*XF), jax.jit(g(*JX)), (np.stack([V3, -V3]), XS), in_axes=(0, None))  # consts
-    check_vmap(summed(scan_pytree)(*XF), jax.jit(summed(scan_pytree)(*JX)), (np.stack([XS, -XS]),),
-               rtol=1e-5, atol=1e-5)
+    check_vmap(
+        summed(scan_pytree)(*XF),
+        jax.jit(summed(scan_pytree)(*JX)),
+        (np.stack([XS, -XS]),),
+        rtol=1e-5,
+        atol=1e-5,
+    )
 
 
 def test_vmap_while_loop():
     # Weak types are not compared: core.eval_jaxpr reads a weak literal back as a strong
     # NumPy scalar, so a re-evaluated body's `n + 1` is strong (a core issue, not the loop's).
     f = while_pytree
-    check_vmap(f(*XF), jax.jit(f(*JX)), (np.stack([V3, -V3]),),  # predicate unbatched
-               check_weak_type=False)
-    g = lambda lx, np_: lambda x: lx.while_loop(  # noqa: E731
-        lambda c: c[0] < 10, lambda c: (c[0] * 2, c[1] + 1.0), (x, 0.0))
+    check_vmap(
+        f(*XF),
+        jax.jit(f(*JX)),
+        (np.stack([V3, -V3]),),  # predicate unbatched
+        check_weak_type=False,
+    )
+    g = lambda lx, np_: (  # noqa: E731
+        lambda x: lx.while_loop(lambda c: c[0] < 10, lambda c: (c[0] * 2, c[1] + 1.0), (x, 0.0))
+    )
     check_vmap(g(*XF), jax.jit(g(*JX)), (np.array([1, 3, 11, 5], np.int32),), check_weak_type=False)
     h = lambda lx, np_: lambda n, x: lx.fori_loop(0, n, lambda i, c: c * 1.5 + i, x)  # noqa
     check_vmap(h(*XF), jax.jit(h(*JX)), (np.array([0, 2, 5], np.int32), V3), in_axes=(0, 0))
@@ -300,14 +350,17 @@ def test_vmap_composes_with_grad():
     assert_same(got, expected, 2e-5, 2e-5)
     got = xform.grad(lambda x: xform.vmap(f(*XF), (0, None))(x, XS).sum())(np.stack([V3, -V3]))
     expected = jax.jit(jax.grad(lambda x: jax.vmap(f(*JX), (0, None))(x, XS).sum()))(
-        np.stack([V3, -V3]))
+        np.stack([V3, -V3])
+    )
     assert_same(got, expected, 2e-5, 2e-5)
 
 
 def test_compositions():
     def s2(lx, np_):
-        return lambda x: lx.scan(lambda c, xi: (np_.sin(c * xi) + c, (c * xi).sum()), x,
-                                 XS)[1].sum()
+        return lambda x: lx.scan(lambda c, xi: (np_.sin(c * xi) + c, (c * xi).sum()), x, XS)[
+            1
+        ].sum()
+
     assert_same(xform.hessian(s2(*XF))(V3), jax.jit(jax.hessian(s2(*JX)))(V3), 1e-4, 1e-4)
     _, lin = xform.linearize(s2(*XF), V3)
     assert_same(lin(V3), jax.jit(lambda t: jax.jvp(s2(*JX), (V3,), (t,))[1])(V3), 2e-5, 2e-5)
@@ -317,15 +370,20 @@ def test_compositions():
             def body(c, _):
                 d = lx.while_loop(lambda d: d[0] < n, lambda d: (d[0] + 1, d[1] * 1.1), (0, c))
                 return d[1], c.sum()
+
             return lx.scan(body, x, None, length=3)
+
         return f
+
     ns = np.array([1, 2, 4], np.int32)
     check_vmap(w(*XF), jax.jit(w(*JX)), (ns, V3), in_axes=(0, None), check_weak_type=False)
 
     def js(lx, np_, jit):  # a jit call and an integer carry inside a scan body
         inner = jit(lambda c, x: np_.sin(c) * x)
-        return lambda x: lx.scan(lambda c, xi: ((c[0] + 1, inner(c[1], xi) + c[0]), c[0] * 2),
-                                 (0, x), XS)[0][1].sum()
+        return lambda x: lx.scan(
+            lambda c, xi: ((c[0] + 1, inner(c[1], xi) + c[0]), c[0] * 2), (0, x), XS
+        )[0][1].sum()
+
     grad_both(lambda lx, np_: js(lx, np_, xform.jit if lx is lax else jax.jit), V3)
 
 
@@ -333,7 +391,9 @@ def test_nested_loops():
     def f(lx, np_):
         def inner(c, x):
             return lx.fori_loop(0, 3, lambda i, d: d * 0.5 + x, c), c
+
         return lambda xs: lx.scan(inner, np_.zeros(3, np_.float32), xs)
+
     both(f, XS)
     grad_both(summed(f), XS)
 
@@ -342,17 +402,25 @@ def test_nested_loops():
 
 
 def test_carry_type_errors():
-    with pytest.raises(TypeError, match=r"scan body function carry input and carry output "
-                       r"must have equal types.*f32\[3\].*f32\[2\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"scan body function carry input and carry output "
+        r"must have equal types.*f32\[3\].*f32\[2\]",
+    ):
         lax.scan(lambda c, x: (c[:2], x), V3, XS)
-    with pytest.raises(TypeError, match=r"scan body function carry input and carry output "
-                       r"must have equal types.*i32\[\].*f32\[\]"):
-        lax.scan(lambda c, x: (c + 0.5 * x.sum().astype(np.float32), x),
-                 np.int32(0), XS)
+    with pytest.raises(
+        TypeError,
+        match=r"scan body function carry input and carry output "
+        r"must have equal types.*i32\[\].*f32\[\]",
+    ):
+        lax.scan(lambda c, x: (c + 0.5 * x.sum().astype(np.float32), x), np.int32(0), XS)
     with pytest.raises(TypeError, match="must have the same pytree structure"):
         lax.scan(lambda c, x: ((c, c), x), V3, XS)
-    with pytest.raises(TypeError, match=r"while_loop body_fun must have the same output type "
-                       r"as its input.*f32\[3\].*f32\[1\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"while_loop body_fun must have the same output type "
+        r"as its input.*f32\[3\].*f32\[1\]",
+    ):
         lax.while_loop(lambda c: True, lambda c: c[:1], V3)
     with pytest.raises(TypeError, match=r"cond_fun must return a boolean scalar.*f32\[\]"):
         lax.while_loop(lambda c: c.sum(), lambda c: c, V3)
@@ -366,8 +434,11 @@ def test_carry_type_errors():
         lax.scan(lambda c, x: (c, x), V3, XS, length=3)
     with pytest.raises(ValueError, match="`unroll` must be"):
         lax.scan(lambda c, x: (c, x), V3, XS, unroll=0)
-    with pytest.raises(TypeError, match="while_loop body_fun carry input and carry output must "
-                       "have the same pytree structure"):
+    with pytest.raises(
+        TypeError,
+        match="while_loop body_fun carry input and carry output must "
+        "have the same pytree structure",
+    ):
         lax.while_loop(lambda c: True, lambda c: [c], V3)
 
 
@@ -404,6 +475,7 @@ def test_scan_carries_and_ys_nothing_reads_are_dropped_as_jax():
     def partial(lib):
         def body(c, x):
             return (c[0] + x, c[1] * 2.0, c[2] + 1), (c[0] * x, x.sum())
+
         init = (np.zeros(3, np.float32), np.float32(1.0), np.int32(0))
         return lambda a: lib.lax.scan(body, init, a)[1][0]
 
@@ -411,5 +483,6 @@ def test_scan_carries_and_ys_nothing_reads_are_dropped_as_jax():
         got, want = xform.jit(make(xform)), jax.jit(make(jax))
         assert _while_lines(got.lower(a).as_text()) == _while_lines(want.lower(a).as_text())
         np.testing.assert_array_equal(got(a), want(a))
-        np.testing.assert_allclose(xform.grad(lambda a, f=got: f(a).sum())(a),
-                                   jax.grad(lambda a, f=want: f(a).sum())(a))
+        np.testing.assert_allclose(
+            xform.grad(lambda a, f=got: f(a).sum())(a), jax.grad(lambda a, f=want: f(a).sum())(a)
+        )

@@ -44,9 +44,22 @@ def _launch(scenario, out_dir):
     procs = []
     for process_id in range(PROCESSES):
         with open(out_dir / f"worker_{process_id}.log", "w") as log:
-            procs.append(subprocess.Popen(
-                [sys.executable, str(WORKER), scenario, str(process_id), str(port), str(out_dir)],
-                stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        str(WORKER),
+                        scenario,
+                        str(process_id),
+                        str(port),
+                        str(out_dir),
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    cwd=ROOT,
+                    env=env,
+                )
+            )
     return procs
 
 
@@ -102,10 +115,12 @@ def test_psum_over_all_devices(tmp_path):
     load = _run("psum", tmp_path, dict(shards=shards))
     expected = np.broadcast_to(shards.sum(0), (LOCAL_DEVICES, *shards.shape[1:]))
     for process_id in range(PROCESSES):
-        np.testing.assert_allclose(load("psum", process_id), expected, **F32_TOL,
-                                   err_msg=f"process {process_id}")
-        np.testing.assert_array_equal(load("axis_index", process_id),
-                                      local_slices(np.arange(DEVICES), process_id))
+        np.testing.assert_allclose(
+            load("psum", process_id), expected, **F32_TOL, err_msg=f"process {process_id}"
+        )
+        np.testing.assert_array_equal(
+            load("axis_index", process_id), local_slices(np.arange(DEVICES), process_id)
+        )
 
 
 def test_data_parallel_steps_equal_whole_batch_steps(tmp_path):
@@ -114,10 +129,15 @@ def test_data_parallel_steps_equal_whole_batch_steps(tmp_path):
     # second step takes the first one's results as they are left on the devices.
     rng = np.random.default_rng(1)
     features, hidden, outputs, per_device = 3, 5, 2, 2
-    inputs = dict(param0=_normal(rng, features, hidden), param1=_normal(rng, hidden),
-                  param2=_normal(rng, hidden, outputs), param3=_normal(rng, outputs),
-                  batch_x=_normal(rng, DEVICES, per_device, features),
-                  batch_y=_normal(rng, DEVICES, per_device, outputs), lr=np.float32(0.1))
+    inputs = dict(
+        param0=_normal(rng, features, hidden),
+        param1=_normal(rng, hidden),
+        param2=_normal(rng, hidden, outputs),
+        param3=_normal(rng, outputs),
+        batch_x=_normal(rng, DEVICES, per_device, features),
+        batch_y=_normal(rng, DEVICES, per_device, outputs),
+        lr=np.float32(0.1),
+    )
     load = _run("train", tmp_path, inputs)
     params = tuple(jnp.asarray(inputs[f"param{k}"]) for k in range(4))
     x = inputs["batch_x"].reshape(-1, features)
@@ -128,11 +148,18 @@ def test_data_parallel_steps_equal_whole_batch_steps(tmp_path):
         for process_id in range(PROCESSES):
             where = f"step {step}, process {process_id}"
             for k, p in enumerate(params):
-                np.testing.assert_allclose(load(f"step{step}_param{k}", process_id),
-                                           np.broadcast_to(p, (LOCAL_DEVICES, *p.shape)),
-                                           **F32_TOL, err_msg=f"{where}, param{k}")
-            np.testing.assert_allclose(load(f"step{step}_loss", process_id),
-                                       np.full(LOCAL_DEVICES, loss), **F32_TOL, err_msg=where)
+                np.testing.assert_allclose(
+                    load(f"step{step}_param{k}", process_id),
+                    np.broadcast_to(p, (LOCAL_DEVICES, *p.shape)),
+                    **F32_TOL,
+                    err_msg=f"{where}, param{k}",
+                )
+            np.testing.assert_allclose(
+                load(f"step{step}_loss", process_id),
+                np.full(LOCAL_DEVICES, loss),
+                **F32_TOL,
+                err_msg=where,
+            )
 
 
 def test_dead_peer_gives_an_error_not_a_hang(tmp_path):
@@ -151,13 +178,17 @@ def test_dead_peer_gives_an_error_not_a_hang(tmp_path):
         try:
             procs[0].wait(timeout=DEAD_PEER_TIMEOUT)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"process 0 still waits {DEAD_PEER_TIMEOUT} s after its peer died:\n"
-                        f"{_logs(tmp_path)}")
+            pytest.fail(
+                f"process 0 still waits {DEAD_PEER_TIMEOUT} s after its peer died:\n"
+                f"{_logs(tmp_path)}"
+            )
         elapsed = time.monotonic() - killed
     finally:
         _kill(procs)
     error = (tmp_path / "error_0.txt").read_text() if (tmp_path / "error_0.txt").exists() else ""
-    assert procs[0].returncode == 3, (f"exit code {procs[0].returncode} after {elapsed:.1f} s, "
-                                      f"error {error!r}:\n{_logs(tmp_path)}")
+    assert procs[0].returncode == 3, (
+        f"exit code {procs[0].returncode} after {elapsed:.1f} s, "
+        f"error {error!r}:\n{_logs(tmp_path)}"
+    )
     assert "Gloo all-reduce failed" in error, error
     assert elapsed < DEAD_PEER_TIMEOUT

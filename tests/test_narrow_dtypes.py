@@ -14,8 +14,16 @@ import pytest
 import xform
 import xform.numpy as xnp
 
-FLOAT8 = ["float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
-          "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"]
+FLOAT8 = [
+    "float8_e3m4",
+    "float8_e4m3",
+    "float8_e4m3b11fnuz",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+]
 # XLA on CPU computes with these (through float32) ...
 FLOATS = FLOAT8 + ["float4_e2m1fn"]
 INTS = ["int2", "int4", "uint2", "uint4"]
@@ -28,9 +36,36 @@ COMPUTABLE = FLOATS + INTS
 
 # Telling float32 values: ties, values between representables, the ranges' edges,
 # subnormals, overflow, infinities, NaN and signed zeros.
-_F32 = np.array([0.0, -0.0, 1.0, -1.5, 0.3, 2.75, 3.1, -7.9, 9.0, 17.0, 240.0, 250.0, 448.0,
-                 460.0, 1e4, 57344.0, 61440.0, 1e6, 3e-3, 1e-6, 2.0**-9, -2.0**-17, np.inf,
-                 -np.inf, np.nan], np.float32)
+_F32 = np.array(
+    [
+        0.0,
+        -0.0,
+        1.0,
+        -1.5,
+        0.3,
+        2.75,
+        3.1,
+        -7.9,
+        9.0,
+        17.0,
+        240.0,
+        250.0,
+        448.0,
+        460.0,
+        1e4,
+        57344.0,
+        61440.0,
+        1e6,
+        3e-3,
+        1e-6,
+        2.0**-9,
+        -(2.0**-17),
+        np.inf,
+        -np.inf,
+        np.nan,
+    ],
+    np.float32,
+)
 _INT_VALUES = [0, 1, -1, 2, 3, -2, 7, -8, 15]
 
 
@@ -61,21 +96,54 @@ def test_scalar_type_is_a_dtype_and_a_subdtype(name):
     t, jt = getattr(xnp, name), getattr(jnp, name)
     assert t.dtype == jt.dtype == np.dtype(getattr(ml_dtypes, name))
     assert np.dtype(t) == jt.dtype and t == jt.dtype.type and t.__name__ == name
-    kinds = [jnp.generic, jnp.number, jnp.inexact, jnp.floating, jnp.integer,
-             jnp.signedinteger, jnp.unsignedinteger, jnp.bool_, jnp.float32, jnp.int8,
-             jnp.bfloat16, jnp.int4, jnp.float8_e4m3fn, jt]
+    kinds = [
+        jnp.generic,
+        jnp.number,
+        jnp.inexact,
+        jnp.floating,
+        jnp.integer,
+        jnp.signedinteger,
+        jnp.unsignedinteger,
+        jnp.bool_,
+        jnp.float32,
+        jnp.int8,
+        jnp.bfloat16,
+        jnp.int4,
+        jnp.float8_e4m3fn,
+        jt,
+    ]
     assert [xnp.issubdtype(t, k) for k in kinds] == [jnp.issubdtype(jt, k) for k in kinds]
     assert [xnp.issubdtype(k, t) for k in kinds] == [jnp.issubdtype(k, jt) for k in kinds]
-    kind_names = ["bool", "signed integer", "unsigned integer", "integral", "real floating",
-                  "complex floating", "numeric"]
+    kind_names = [
+        "bool",
+        "signed integer",
+        "unsigned integer",
+        "integral",
+        "real floating",
+        "complex floating",
+        "numeric",
+    ]
     assert [xnp.isdtype(t, k) for k in kind_names] == [jnp.isdtype(jt, k) for k in kind_names]
 
 
 @pytest.mark.parametrize("name", FLOATS + FLOAT6)
 def test_finfo(name):
     got, expected = xnp.finfo(getattr(xnp, name)), jnp.finfo(getattr(jnp, name))
-    for field in ("bits", "eps", "epsneg", "max", "min", "tiny", "smallest_normal",
-                  "smallest_subnormal", "resolution", "nmant", "nexp", "maxexp", "minexp"):
+    for field in (
+        "bits",
+        "eps",
+        "epsneg",
+        "max",
+        "min",
+        "tiny",
+        "smallest_normal",
+        "smallest_subnormal",
+        "resolution",
+        "nmant",
+        "nexp",
+        "maxexp",
+        "minexp",
+    ):
         assert _bits(getattr(got, field)).tolist() == _bits(getattr(expected, field)).tolist()
     assert got.dtype == expected.dtype
 
@@ -83,8 +151,12 @@ def test_finfo(name):
 @pytest.mark.parametrize("name", INTS + ONE_BIT)
 def test_iinfo(name):
     got, expected = xnp.iinfo(getattr(xnp, name)), jnp.iinfo(getattr(jnp, name))
-    assert (got.min, got.max, got.bits, got.dtype) == (expected.min, expected.max,
-                                                       expected.bits, expected.dtype)
+    assert (got.min, got.max, got.bits, got.dtype) == (
+        expected.min,
+        expected.max,
+        expected.bits,
+        expected.dtype,
+    )
 
 
 def test_finfo_iinfo_reject_the_other_kind_as_jax():
@@ -102,9 +174,15 @@ def test_finfo_iinfo_reject_the_other_kind_as_jax():
 
 
 def _creations(m):
-    return {name: (m.zeros((2, 1), getattr(m, name)), m.ones(3, getattr(m, name)),
-                   m.full(2, 5, getattr(m, name)), m.arange(3, dtype=getattr(m, name)))
-            for name in COMPUTABLE}
+    return {
+        name: (
+            m.zeros((2, 1), getattr(m, name)),
+            m.ones(3, getattr(m, name)),
+            m.full(2, 5, getattr(m, name)),
+            m.arange(3, dtype=getattr(m, name)),
+        )
+        for name in COMPUTABLE
+    }
 
 
 def test_creation_functions_eagerly_and_as_jit_constants():
@@ -119,9 +197,12 @@ def test_creation_functions_eagerly_and_as_jit_constants():
 def test_array_and_scalar_call(name):
     t, jt = getattr(xnp, name), getattr(jnp, name)
     vals = [1.5, -2.25, 3.0] if name in FLOATS else [1, 2, 3, 30]  # ints wrap, as in JAX
-    for x, e in [(t(3), jt(3)), (t(vals[1]), jt(vals[1])),
-                 (xnp.array(vals, dtype=t), jnp.array(vals, dtype=jt)),
-                 (xnp.asarray(np.array(vals, t.dtype)), jnp.asarray(np.array(vals, jt.dtype)))]:
+    for x, e in [
+        (t(3), jt(3)),
+        (t(vals[1]), jt(vals[1])),
+        (xnp.array(vals, dtype=t), jnp.array(vals, dtype=jt)),
+        (xnp.asarray(np.array(vals, t.dtype)), jnp.asarray(np.array(vals, jt.dtype))),
+    ]:
         _same_bits(x, e, what=name)
     assert str(xnp.array(vals, dtype=t)) == str(jnp.array(vals, dtype=jt))
     assert repr(t(vals[1])) == repr(jt(vals[1]))
@@ -140,9 +221,28 @@ def test_creation_of_types_xla_cpu_cannot_hold(name):
 
 # --------------------------------------------------------------------------- promotion
 
-_OTHERS = [jnp.bool_, jnp.int8, jnp.uint8, jnp.int32, jnp.uint32, jnp.int64, jnp.float16,
-           jnp.bfloat16, jnp.float32, jnp.complex64, int, float, complex, bool,
-           jnp.float8_e5m2, jnp.float4_e2m1fn, jnp.float6_e2m3fn, jnp.int4, jnp.uint2, jnp.int1]
+_OTHERS = [
+    jnp.bool_,
+    jnp.int8,
+    jnp.uint8,
+    jnp.int32,
+    jnp.uint32,
+    jnp.int64,
+    jnp.float16,
+    jnp.bfloat16,
+    jnp.float32,
+    jnp.complex64,
+    int,
+    float,
+    complex,
+    bool,
+    jnp.float8_e5m2,
+    jnp.float4_e2m1fn,
+    jnp.float6_e2m3fn,
+    jnp.int4,
+    jnp.uint2,
+    jnp.int1,
+]
 
 
 def _xform_type(t):
@@ -165,8 +265,7 @@ def test_promote_types_and_result_type(name):
     t, jt = getattr(xnp, name), getattr(jnp, name)
     for other in _OTHERS:
         xo = _xform_type(other)
-        for fn, jfn in [(xnp.promote_types, jnp.promote_types),
-                        (xnp.result_type, jnp.result_type)]:
+        for fn, jfn in [(xnp.promote_types, jnp.promote_types), (xnp.result_type, jnp.result_type)]:
             for args, jargs in [((t, xo), (jt, other)), ((xo, t), (other, jt))]:
                 assert _outcome(fn, *args) == _outcome(jfn, *jargs), f"{jfn.__name__}{jargs}"
 
@@ -175,8 +274,13 @@ def test_promote_types_and_result_type(name):
 def test_binary_op_dtypes_with_scalars_and_arrays(name):
     t, jt = getattr(xnp, name), getattr(jnp, name)
     x, jx = xnp.ones(2, t), jnp.ones(2, jt)
-    for other, jother in [(1, 1), (2.0, 2.0), (True, True), (xnp.int32(2), jnp.int32(2)),
-                          (xnp.ones(2, t), jnp.ones(2, jt))]:
+    for other, jother in [
+        (1, 1),
+        (2.0, 2.0),
+        (True, True),
+        (xnp.int32(2), jnp.int32(2)),
+        (xnp.ones(2, t), jnp.ones(2, jt)),
+    ]:
         try:
             expected = jax.eval_shape(lambda a, b: a * b, jx, jother)
         except ValueError:
@@ -188,17 +292,26 @@ def test_binary_op_dtypes_with_scalars_and_arrays(name):
 
 
 def test_promotion_errors_match_jax():
-    cases = [("float8_e4m3fn", "float32"), ("float8_e4m3fn", "float8_e5m2"),
-             ("float4_e2m1fn", "bfloat16"), ("float6_e3m2fn", "float16"), ("int4", "int8"),
-             ("int4", "uint4"), ("uint2", "float8_e4m3fn")]
+    cases = [
+        ("float8_e4m3fn", "float32"),
+        ("float8_e4m3fn", "float8_e5m2"),
+        ("float4_e2m1fn", "bfloat16"),
+        ("float6_e3m2fn", "float16"),
+        ("int4", "int8"),
+        ("int4", "uint4"),
+        ("uint2", "float8_e4m3fn"),
+    ]
     for a, b in cases:
         with pytest.raises(jax.dtypes.TypePromotionError) as expected:
             jnp.promote_types(getattr(jnp, a), getattr(jnp, b))
         with pytest.raises(ValueError) as got:
             xnp.promote_types(getattr(xnp, a), getattr(xnp, b))
         assert str(got.value) == str(expected.value)
-    with pytest.raises(ValueError, match=r"\('int4', \"<class 'float'>\"\) have no available "
-                                         r"implicit dtype promotion path.*4-bit integers"):
+    with pytest.raises(
+        ValueError,
+        match=r"\('int4', \"<class 'float'>\"\) have no available "
+        r"implicit dtype promotion path.*4-bit integers",
+    ):
         xnp.int4(1) + 1.5
     with pytest.raises(ValueError, match="8-bit floats do not support implicit promotion"):
         xform.jit(lambda a, b: a + b)(xnp.float8_e5m2(1), xnp.float32(1))
@@ -234,8 +347,12 @@ def _conversions(m, x32, w32, i4, narrow, eager=False):
 
 def _conversion_inputs(m):
     narrow = {name: np.array(_int_values(name), getattr(ml_dtypes, name)) for name in INTS}
-    return (m.asarray(_F32), m.asarray(_WIDE_INTS), m.asarray(_I4),
-            {k: m.asarray(v) for k, v in narrow.items()})
+    return (
+        m.asarray(_F32),
+        m.asarray(_WIDE_INTS),
+        m.asarray(_I4),
+        {k: m.asarray(v) for k, v in narrow.items()},
+    )
 
 
 def test_conversions_bit_for_bit_eagerly_and_under_jit():
@@ -289,14 +406,19 @@ def test_add_mul_eagerly_and_under_jit_bit_for_bit():
 
 def test_vmap_grad_and_jaxpr_of_a_narrow_float():
     f8 = np.array([[0.5, 1.5], [3.0, -2.0]], ml_dtypes.float8_e4m3fn)
-    _same_bits(xform.vmap(lambda r: r * r + 1)(xnp.asarray(f8)),
-               jax.vmap(lambda r: r * r + 1)(jnp.asarray(f8)))
-    _same_bits(xform.grad(lambda s: s * s * 3)(xnp.float8_e4m3fn(1.5)),
-               jax.grad(lambda s: s * s * 3)(jnp.float8_e4m3fn(1.5)))
+    _same_bits(
+        xform.vmap(lambda r: r * r + 1)(xnp.asarray(f8)),
+        jax.vmap(lambda r: r * r + 1)(jnp.asarray(f8)),
+    )
+    _same_bits(
+        xform.grad(lambda s: s * s * 3)(xnp.float8_e4m3fn(1.5)),
+        jax.grad(lambda s: s * s * 3)(jnp.float8_e4m3fn(1.5)),
+    )
     for t in ("float8_e4m3fn", "int4", "uint2", "float4_e2m1fn"):
         x = np.ones(2, getattr(ml_dtypes, t))
-        assert str(xform.make_jaxpr(lambda a: a + 1)(xnp.asarray(x))) == \
-            str(jax.make_jaxpr(lambda a: a + 1)(jnp.asarray(x)))
+        assert str(xform.make_jaxpr(lambda a: a + 1)(xnp.asarray(x))) == str(
+            jax.make_jaxpr(lambda a: a + 1)(jnp.asarray(x))
+        )
 
 
 def test_float6_compiles_to_jaxs_runtime_error():

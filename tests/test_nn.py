@@ -24,15 +24,19 @@ ELEMENTWISE = {
     "relu": (nn.relu, jax.nn.relu),
     "relu6": (nn.relu6, jax.nn.relu6),
     "leaky_relu": (nn.leaky_relu, jax.nn.leaky_relu),
-    "leaky_relu_0.2": (functools.partial(nn.leaky_relu, negative_slope=0.2),
-                       functools.partial(jax.nn.leaky_relu, negative_slope=0.2)),
+    "leaky_relu_0.2": (
+        functools.partial(nn.leaky_relu, negative_slope=0.2),
+        functools.partial(jax.nn.leaky_relu, negative_slope=0.2),
+    ),
     "elu": (nn.elu, jax.nn.elu),
     "elu_0.5": (functools.partial(nn.elu, alpha=0.5), functools.partial(jax.nn.elu, alpha=0.5)),
     "celu": (nn.celu, jax.nn.celu),
     "selu": (nn.selu, jax.nn.selu),
     "gelu_tanh": (nn.gelu, jax.nn.gelu),
-    "gelu_exact": (functools.partial(nn.gelu, approximate=False),
-                   functools.partial(jax.nn.gelu, approximate=False)),
+    "gelu_exact": (
+        functools.partial(nn.gelu, approximate=False),
+        functools.partial(jax.nn.gelu, approximate=False),
+    ),
     "silu": (nn.silu, jax.nn.silu),
     "swish": (nn.swish, jax.nn.swish),
     "sigmoid": (nn.sigmoid, jax.nn.sigmoid),
@@ -51,9 +55,11 @@ SMOOTH_POINTS = np.array([-2.3, -0.7, 0.4, 1.9, 3.1])
 KINKS = np.array([-1000.0, -30.0, -3.0, -1.0, 0.0, 1.0, 3.0, 6.0, 30.0, 1000.0])
 
 # Reductions over an axis: (xform, jax) pairs; softmax-like ones share the signature.
-SOFTMAXES = {"softmax": (nn.softmax, jax.nn.softmax),
-             "log_softmax": (nn.log_softmax, jax.nn.log_softmax),
-             "logsumexp": (nn.logsumexp, jax.nn.logsumexp)}
+SOFTMAXES = {
+    "softmax": (nn.softmax, jax.nn.softmax),
+    "log_softmax": (nn.log_softmax, jax.nn.log_softmax),
+    "logsumexp": (nn.logsumexp, jax.nn.logsumexp),
+}
 
 
 def _values(dtype):
@@ -66,8 +72,7 @@ def check_table(xf_table, jf_table, *args, rtol=None, atol=None, jit=True):
     """Each xform function of the table equals JAX's, eagerly and under one ``xform.jit`` of
     the whole table; the oracle is one ``jax.jit`` of the whole table (one compile each)."""
     expected = jax.jit(lambda *a: {k: f(*a) for k, f in jf_table.items()})(*args)
-    got_jit = (xform.jit(lambda *a: {k: f(*a) for k, f in xf_table.items()})(*args)
-               if jit else {})
+    got_jit = xform.jit(lambda *a: {k: f(*a) for k, f in xf_table.items()})(*args) if jit else {}
     for name, xf in xf_table.items():
         assert_same(xf(*args), expected[name], rtol, atol, what=f"{name}, eager")
         if jit:
@@ -103,8 +108,9 @@ def test_elementwise_values_f32():
 
 def test_elementwise_values_f64(x64):
     with jax.enable_x64(True):
-        check_table(XF_ELEMENTWISE, JF_ELEMENTWISE, _values(np.float64), rtol=1e-13,
-                    atol=1e-14, jit=False)
+        check_table(
+            XF_ELEMENTWISE, JF_ELEMENTWISE, _values(np.float64), rtol=1e-13, atol=1e-14, jit=False
+        )
 
 
 def test_python_scalars_stay_weak():
@@ -158,8 +164,13 @@ def test_softmax_family_large_logits():
         assert np.all(np.isfinite(out) | (out == -np.inf)), name
     # Weighted sums, so that the gradients of softmax are not identically zero.
     weights = np.arange(6, dtype=np.float32).reshape(2, 3)
-    check_grad_table({k: xfs[k] for k in ("softmax", "log_softmax")},
-                     {k: jfs[k] for k in ("softmax", "log_softmax")}, x, weights, atol=1e-6)
+    check_grad_table(
+        {k: xfs[k] for k in ("softmax", "log_softmax")},
+        {k: jfs[k] for k in ("softmax", "log_softmax")},
+        x,
+        weights,
+        atol=1e-6,
+    )
     check_grad_table({"logsumexp": xfs["logsumexp"]}, {"logsumexp": jfs["logsumexp"]}, x)
 
 
@@ -176,10 +187,16 @@ AXES = (-1, 0, 1, (0, 2), None)
 
 def test_softmax_family_axes():
     x = np.random.default_rng(2).standard_normal((2, 3, 4)).astype(np.float32)
-    xfs = {f"{k}, axis={a}": functools.partial(v[0], axis=a)
-           for k, v in SOFTMAXES.items() for a in AXES}
-    jfs = {f"{k}, axis={a}": functools.partial(v[1], axis=a)
-           for k, v in SOFTMAXES.items() for a in AXES}
+    xfs = {
+        f"{k}, axis={a}": functools.partial(v[0], axis=a)
+        for k, v in SOFTMAXES.items()
+        for a in AXES
+    }
+    jfs = {
+        f"{k}, axis={a}": functools.partial(v[1], axis=a)
+        for k, v in SOFTMAXES.items()
+        for a in AXES
+    }
     check_table(xfs, jfs, x, rtol=3e-6, atol=1e-6)
 
 
@@ -191,9 +208,14 @@ def test_softmax_family_where():
     jfs = {k: functools.partial(v[1], where=where) for k, v in SOFTMAXES.items()}
     check_table(xfs, jfs, x, rtol=3e-6, atol=1e-6)
     weights = np.where(where, np.arange(1.0, 16.0).reshape(3, 5), 0).astype(np.float32)
-    check_grad_table({k: xfs[k] for k in ("softmax", "log_softmax")},
-                     {k: jfs[k] for k in ("softmax", "log_softmax")}, x, weights,
-                     rtol=1e-5, atol=1e-6)
+    check_grad_table(
+        {k: xfs[k] for k in ("softmax", "log_softmax")},
+        {k: jfs[k] for k in ("softmax", "log_softmax")},
+        x,
+        weights,
+        rtol=1e-5,
+        atol=1e-6,
+    )
 
 
 @pytest.mark.parametrize("name", SOFTMAXES)
@@ -202,8 +224,15 @@ def test_softmax_family_vmap(name):
     x = np.random.default_rng(5).standard_normal((4, 3, 5)).astype(np.float32) * 10
     # A jitted oracle: jax.vmap of it is one compile, not one per primitive.
     check_vmap(xf, jax.jit(jf), (x,), rtol=3e-6, atol=1e-6, jit=False)
-    check_vmap(lambda v: xf(v, axis=0), jax.jit(functools.partial(jf, axis=0)), (x,),
-               in_axes=1, rtol=3e-6, atol=1e-6, loop=False)
+    check_vmap(
+        lambda v: xf(v, axis=0),
+        jax.jit(functools.partial(jf, axis=0)),
+        (x,),
+        in_axes=1,
+        rtol=3e-6,
+        atol=1e-6,
+        loop=False,
+    )
 
 
 def test_grad_of_log_softmax_under_vmap():
@@ -212,8 +241,14 @@ def test_grad_of_log_softmax_under_vmap():
     def xf(v):
         return xform.grad(lambda u: nn.log_softmax(u)[0])(v)
 
-    check_vmap(xf, jax.jit(jax.grad(lambda u: jax.nn.log_softmax(u)[0])), (x,), rtol=1e-5,
-               atol=1e-6, jit=False)
+    check_vmap(
+        xf,
+        jax.jit(jax.grad(lambda u: jax.nn.log_softmax(u)[0])),
+        (x,),
+        rtol=1e-5,
+        atol=1e-6,
+        jit=False,
+    )
 
 
 def _np_softmax(x, axis):
@@ -221,15 +256,17 @@ def _np_softmax(x, axis):
     return e / e.sum(axis, keepdims=True)
 
 
-@hypothesis.given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3),
-                  seed=st.integers(0, 2**31 - 1), data=st.data())
+@hypothesis.given(
+    shape=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+    seed=st.integers(0, 2**31 - 1),
+    data=st.data(),
+)
 def test_softmax_sums_to_one(shape, seed, data):
     # Against NumPy in float64 (a JAX oracle would compile for every drawn shape).
     axis = data.draw(st.integers(-len(shape), len(shape) - 1))
     x = np.random.default_rng(seed).normal(0, 30, shape).astype(np.float32)
     got = np.asarray(nn.softmax(x, axis=axis))
-    np.testing.assert_allclose(got, _np_softmax(x.astype(np.float64), axis), rtol=1e-5,
-                               atol=1e-7)
+    np.testing.assert_allclose(got, _np_softmax(x.astype(np.float64), axis), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(got.sum(axis), 1, rtol=1e-5)
     lse = np.asarray(nn.log_softmax(x, axis=axis))
     np.testing.assert_allclose(np.exp(lse), got, rtol=1e-5, atol=1e-7)
@@ -241,17 +278,24 @@ def test_softmax_sums_to_one(shape, seed, data):
 def test_one_hot():
     x = np.array([[0, 2, 5], [-1, 1, 3]], np.int32)
     cases = [(a, d) for a in (-1, 0, 1, -2) for d in (None, np.float32, np.int32, np.bool_)]
-    check_table({f"axis={a}, dtype={d}": functools.partial(nn.one_hot, num_classes=4, dtype=d,
-                                                           axis=a) for a, d in cases},
-                {f"axis={a}, dtype={d}": functools.partial(jax.nn.one_hot, num_classes=4,
-                                                           dtype=d, axis=a) for a, d in cases},
-                x)
+    check_table(
+        {
+            f"axis={a}, dtype={d}": functools.partial(nn.one_hot, num_classes=4, dtype=d, axis=a)
+            for a, d in cases
+        },
+        {
+            f"axis={a}, dtype={d}": functools.partial(
+                jax.nn.one_hot, num_classes=4, dtype=d, axis=a
+            )
+            for a, d in cases
+        },
+        x,
+    )
 
 
 def test_one_hot_under_vmap():
     x = np.array([[0, 2], [3, 1], [1, 1]], np.int32)
-    check_vmap(lambda v: nn.one_hot(v, 4), jax.jit(lambda v: jax.nn.one_hot(v, 4)), (x,),
-               jit=False)
+    check_vmap(lambda v: nn.one_hot(v, 4), jax.jit(lambda v: jax.nn.one_hot(v, 4)), (x,), jit=False)
 
 
 def test_one_hot_errors():
@@ -285,20 +329,35 @@ def test_one_hot_concrete_array_num_classes():
 def test_standardize():
     x = np.random.default_rng(7).normal(2, 3, (3, 4)).astype(np.float32)
     cases = [(a, alg) for a in (-1, 0, (0, 1), None) for alg in ("fast", "stable")]
-    check_table({f"{a}, {alg}": functools.partial(nn.standardize, axis=a, algorithm=alg)
-                 for a, alg in cases},
-                {f"{a}, {alg}": functools.partial(jax.nn.standardize, axis=a, algorithm=alg)
-                 for a, alg in cases}, x, rtol=1e-5, atol=1e-5)
+    check_table(
+        {
+            f"{a}, {alg}": functools.partial(nn.standardize, axis=a, algorithm=alg)
+            for a, alg in cases
+        },
+        {
+            f"{a}, {alg}": functools.partial(jax.nn.standardize, axis=a, algorithm=alg)
+            for a, alg in cases
+        },
+        x,
+        rtol=1e-5,
+        atol=1e-5,
+    )
 
 
 def test_standardize_options_and_grads(x64):
     x = np.random.default_rng(8).normal(2, 3, (3, 4))
     where = np.array([[True, True, False, True]] * 3)
     with jax.enable_x64(True):
-        assert_same(nn.standardize(x, where=where), jax.nn.standardize(x, where=where),
-                    rtol=1e-12, atol=1e-12)
-        assert_same(nn.standardize(x, mean=1.0, variance=4.0, epsilon=0.0),
-                    jax.nn.standardize(x, mean=1.0, variance=4.0, epsilon=0.0))
+        assert_same(
+            nn.standardize(x, where=where),
+            jax.nn.standardize(x, where=where),
+            rtol=1e-12,
+            atol=1e-12,
+        )
+        assert_same(
+            nn.standardize(x, mean=1.0, variance=4.0, epsilon=0.0),
+            jax.nn.standardize(x, mean=1.0, variance=4.0, epsilon=0.0),
+        )
     check_grads(lambda v: nn.standardize(v, algorithm="stable"), (x,), order=2)
     check_grads(nn.standardize, (x,), order=2)
 
@@ -316,23 +375,36 @@ initializers = nn.initializers
 
 # name -> (builder, args, kwargs)
 INITIALIZERS = {
-    "glorot_uniform": ("glorot_uniform", (), {}), "glorot_normal": ("glorot_normal", (), {}),
-    "he_normal": ("he_normal", (), {}), "he_uniform": ("he_uniform", (), {}),
-    "lecun_normal": ("lecun_normal", (), {}), "lecun_uniform": ("lecun_uniform", (), {}),
-    "normal": ("normal", (), {}), "normal(2)": ("normal", (2.0,), {}),
-    "uniform": ("uniform", (), {}), "uniform(3)": ("uniform", (3.0,), {}),
+    "glorot_uniform": ("glorot_uniform", (), {}),
+    "glorot_normal": ("glorot_normal", (), {}),
+    "he_normal": ("he_normal", (), {}),
+    "he_uniform": ("he_uniform", (), {}),
+    "lecun_normal": ("lecun_normal", (), {}),
+    "lecun_uniform": ("lecun_uniform", (), {}),
+    "normal": ("normal", (), {}),
+    "normal(2)": ("normal", (2.0,), {}),
+    "uniform": ("uniform", (), {}),
+    "uniform(3)": ("uniform", (3.0,), {}),
     "truncated_normal": ("truncated_normal", (0.5,), {}),
     "fan_out normal": ("variance_scaling", (2.0, "fan_out", "normal"), {}),
-    "fan_geo_avg uniform": ("variance_scaling", (0.5, "fan_geo_avg", "uniform"),
-                            {"in_axis": 0, "out_axis": 2}),
-    "batch axis": ("variance_scaling", (1.0, "fan_in", "truncated_normal"),
-                   {"in_axis": (0, 1), "out_axis": -1, "batch_axis": 2}),
+    "fan_geo_avg uniform": (
+        "variance_scaling",
+        (0.5, "fan_geo_avg", "uniform"),
+        {"in_axis": 0, "out_axis": 2},
+    ),
+    "batch axis": (
+        "variance_scaling",
+        (1.0, "fan_in", "truncated_normal"),
+        {"in_axis": (0, 1), "out_axis": -1, "batch_axis": 2},
+    ),
 }
 
 
 def _inits(module):
-    return {name: getattr(module, builder)(*args, **kwargs)
-            for name, (builder, args, kwargs) in INITIALIZERS.items()}
+    return {
+        name: getattr(module, builder)(*args, **kwargs)
+        for name, (builder, args, kwargs) in INITIALIZERS.items()
+    }
 
 
 def _shape_for(name):
@@ -350,18 +422,23 @@ def test_initializers_match_jax_bit_for_bit():
         assert_same(got_jit[name], expected[name], 0, 0, what=f"{name}, jit")
     # Eagerly each initializer compiles its own sampler: a few stand for the rest.
     for name in sorted(xf_inits)[::5]:
-        assert_same(xf_inits[name](key, _shape_for(name)), expected[name], 2.5e-7, 0,
-                    what=f"{name}, eager")
+        assert_same(
+            xf_inits[name](key, _shape_for(name)), expected[name], 2.5e-7, 0, what=f"{name}, eager"
+        )
 
 
 def test_initializers_float64_and_constants(x64):
     key = np.asarray(jax.random.PRNGKey(3))
 
     def table(module, dtype):
-        return {"glorot_uniform": module.glorot_uniform(), "he_normal": module.he_normal(),
-                "normal": module.normal(), "zeros": module.zeros,
-                "ones int32": functools.partial(module.ones, dtype=dtype),
-                "constant": module.constant(-7.0)}
+        return {
+            "glorot_uniform": module.glorot_uniform(),
+            "he_normal": module.he_normal(),
+            "normal": module.normal(),
+            "zeros": module.zeros,
+            "ones int32": functools.partial(module.ones, dtype=dtype),
+            "constant": module.constant(-7.0),
+        }
 
     xf_inits, jf_inits = table(initializers, np.int32), table(jax.nn.initializers, jnp.int32)
     with jax.enable_x64(True):
@@ -390,16 +467,22 @@ def test_initializers_errors():
 
 NEW_ELEMENTWISE = {
     "squareplus": (nn.squareplus, jax.nn.squareplus),
-    "squareplus_b1": (functools.partial(nn.squareplus, b=1.0),
-                      functools.partial(jax.nn.squareplus, b=1.0)),
+    "squareplus_b1": (
+        functools.partial(nn.squareplus, b=1.0),
+        functools.partial(jax.nn.squareplus, b=1.0),
+    ),
     "sparse_plus": (nn.sparse_plus, jax.nn.sparse_plus),
     "sparse_sigmoid": (nn.sparse_sigmoid, jax.nn.sparse_sigmoid),
     "tanh": (nn.tanh, jax.nn.tanh),
-    "log1mexp": (lambda x: nn.log1mexp(xnp.abs(x) + 0.01),
-                 lambda x: jax.nn.log1mexp(jnp.abs(x) + 0.01)),
+    "log1mexp": (
+        lambda x: nn.log1mexp(xnp.abs(x) + 0.01),
+        lambda x: jax.nn.log1mexp(jnp.abs(x) + 0.01),
+    ),
     "glu": (nn.glu, jax.nn.glu),
-    "glu_axis0": (lambda x: nn.glu(x.reshape(2, -1), axis=0),
-                  lambda x: jax.nn.glu(x.reshape(2, -1), axis=0)),
+    "glu_axis0": (
+        lambda x: nn.glu(x.reshape(2, -1), axis=0),
+        lambda x: jax.nn.glu(x.reshape(2, -1), axis=0),
+    ),
 }
 XF_NEW = {k: v[0] for k, v in NEW_ELEMENTWISE.items()}
 JF_NEW = {k: v[1] for k, v in NEW_ELEMENTWISE.items()}
@@ -416,19 +499,25 @@ def test_new_activations_values_and_grads():
 def test_log1mexp_small_and_large_x():
     x = np.array([1e-6, 1e-3, 0.5, np.log(2.0), 2.0, 40.0], np.float32)
     assert_same(nn.log1mexp(x), jax.nn.log1mexp(x), 2e-6, 0)
-    assert_same(xform.grad(lambda v: nn.log1mexp(v).sum())(x),
-                jax.grad(lambda v: jax.nn.log1mexp(v).sum())(x), 2e-6, 0)
+    assert_same(
+        xform.grad(lambda v: nn.log1mexp(v).sum())(x),
+        jax.grad(lambda v: jax.nn.log1mexp(v).sum())(x),
+        2e-6,
+        0,
+    )
 
 
 def test_logmeanexp():
     x = np.random.default_rng(1).normal(size=(3, 4)).astype(np.float32)
     where = np.array([[1, 1, 0, 1], [0, 0, 0, 1], [1, 1, 1, 1]], bool)
     for kwargs in ({}, {"axis": 1}, {"axis": 0, "keepdims": True}, {"axis": 1, "where": where}):
-        assert_same(nn.logmeanexp(x, **kwargs), jax.nn.logmeanexp(x, **kwargs), 2e-6, 1e-6,
-                    what=str(kwargs))
+        assert_same(
+            nn.logmeanexp(x, **kwargs), jax.nn.logmeanexp(x, **kwargs), 2e-6, 1e-6, what=str(kwargs)
+        )
     g = xform.grad(lambda v: nn.logmeanexp(v, axis=1, where=where).sum())(x)
-    assert_same(g, jax.grad(lambda v: jax.nn.logmeanexp(v, axis=1, where=where).sum())(x),
-                2e-6, 1e-7)
+    assert_same(
+        g, jax.grad(lambda v: jax.nn.logmeanexp(v, axis=1, where=where).sum())(x), 2e-6, 1e-7
+    )
     assert_same(nn.logmeanexp(np.arange(6)), jax.nn.logmeanexp(np.arange(6)), 2e-6, 0)
 
 
@@ -468,16 +557,27 @@ ATTENTION_CASES = {
     "seq lengths": (None, None, {"query_seq_lengths": _QLEN, "key_value_seq_lengths": _KVLEN}),
     "window": (None, None, {"local_window_size": (2, 1)}),
     "window int causal": (None, None, {"local_window_size": 1, "is_causal": True}),
-    "all": (_BIAS, _MASK, {"is_causal": True, "query_seq_lengths": _QLEN,
-                           "key_value_seq_lengths": _KVLEN, "local_window_size": 3,
-                           "implementation": "xla"}),
+    "all": (
+        _BIAS,
+        _MASK,
+        {
+            "is_causal": True,
+            "query_seq_lengths": _QLEN,
+            "key_value_seq_lengths": _KVLEN,
+            "local_window_size": 3,
+            "implementation": "xla",
+        },
+    ),
 }
 
 
 def _attention_table(attention):
     def run(q, k, v):
-        return {name: attention(q, k, v, bias, mask, **kw)
-                for name, (bias, mask, kw) in ATTENTION_CASES.items()}
+        return {
+            name: attention(q, k, v, bias, mask, **kw)
+            for name, (bias, mask, kw) in ATTENTION_CASES.items()
+        }
+
     return run
 
 
@@ -515,11 +615,15 @@ def test_dot_product_attention_matches_jax_and_reference():
     for name, (bias, mask, kw) in ATTENTION_CASES.items():
         assert_same(got_jit[name], expected[name], 2e-5, 2e-6, what=f"{name}, jit")
         reference = _reference_attention(q, k, v, bias, mask, kw).astype(np.float32)
-        np.testing.assert_allclose(np.asarray(got_jit[name]), reference, 2e-5, 2e-6,
-                                   err_msg=name)
+        np.testing.assert_allclose(np.asarray(got_jit[name]), reference, 2e-5, 2e-6, err_msg=name)
     bias, mask, kw = ATTENTION_CASES["all"]
-    assert_same(nn.dot_product_attention(q, k, v, bias, mask, **kw), expected["all"], 2e-5,
-                2e-6, what="all, eager")
+    assert_same(
+        nn.dot_product_attention(q, k, v, bias, mask, **kw),
+        expected["all"],
+        2e-5,
+        2e-6,
+        what="all, eager",
+    )
 
 
 def test_dot_product_attention_grads():
@@ -544,7 +648,8 @@ def test_dot_product_attention_layouts_dtypes_and_residual():
         # softmax runs in float32), as JAX's.
         return lambda q, k, v, qb, kb, vb: (
             attention(q[0], k[0], v[0], is_causal=True, return_residual=True),
-            attention(qb, kb, vb, is_causal=True))
+            attention(qb, kb, vb, is_causal=True),
+        )
 
     (out, res), out_bf16 = xform.jit(run(nn.dot_product_attention))(q, k, v, qb, kb, vb)
     (e_out, e_res), e_bf16 = jax.jit(run(jax.nn.dot_product_attention))(q, k, v, qb, kb, vb)
@@ -552,8 +657,14 @@ def test_dot_product_attention_layouts_dtypes_and_residual():
     assert_same(out_bf16, e_bf16, 2e-2, 2e-2)
     # vmap over a leading axis equals jax.vmap and a loop.
     q3, k3, v3 = _attention_inputs(b=3, t=4, s=4, n=2, k=1, h=4, seed=3)
-    check_vmap(xform.jit(nn.dot_product_attention), jax.nn.dot_product_attention,
-               (q3[:, None], k3[:, None], v3[:, None]), rtol=2e-5, atol=2e-6, jit=False)
+    check_vmap(
+        xform.jit(nn.dot_product_attention),
+        jax.nn.dot_product_attention,
+        (q3[:, None], k3[:, None], v3[:, None]),
+        rtol=2e-5,
+        atol=2e-6,
+        jit=False,
+    )
 
 
 def test_dot_product_attention_errors():
@@ -592,17 +703,26 @@ def test_scaled_matmul_and_dot_general():
     np.testing.assert_allclose(np.asarray(got), expected, 2e-5, 2e-5)
     a8 = a.astype(jnp.float8_e4m3fn)
     s8 = np.ones((2, 3, 2), jnp.float8_e8m0fnu)
-    np.testing.assert_allclose(np.asarray(nn.scaled_matmul(a8, a8, s8, s8, jnp.bfloat16)
-                                          .astype(np.float32)),
-                               np.einsum("bmk,bnk->bmn", *(a8.astype(np.float32),) * 2), 1e-2)
+    np.testing.assert_allclose(
+        np.asarray(nn.scaled_matmul(a8, a8, s8, s8, jnp.bfloat16).astype(np.float32)),
+        np.einsum("bmk,bnk->bmn", *(a8.astype(np.float32),) * 2),
+        1e-2,
+    )
     dims = (((2,), (2,)), ((0,), (0,)))
-    assert_same(nn.scaled_dot_general(a, b, dims), jax.nn.scaled_dot_general(a, b, dims),
-                2e-6, 2e-6)
+    assert_same(
+        nn.scaled_dot_general(a, b, dims), jax.nn.scaled_dot_general(a, b, dims), 2e-6, 2e-6
+    )
     for mode in ("mxfp8", "nvfp4"):
-        mine, theirs = (nn.get_scaled_dot_general_config(mode),
-                        jax.nn.get_scaled_dot_general_config(mode))
+        mine, theirs = (
+            nn.get_scaled_dot_general_config(mode),
+            jax.nn.get_scaled_dot_general_config(mode),
+        )
         assert (mine.mode, mine.block_size, mine.data_type, mine.scale_type) == (
-            theirs.mode, theirs.block_size, theirs.data_type, theirs.scale_type)
+            theirs.mode,
+            theirs.block_size,
+            theirs.data_type,
+            theirs.scale_type,
+        )
     with pytest.raises(ValueError, match=r"matching batch \(B\) and contract.*\(2, 3, 64\)"):
         nn.scaled_matmul(a, b[:, :, :32], sa, sb)
     with pytest.raises(ValueError, match="3-dimensional"):
@@ -618,12 +738,16 @@ def test_scaled_matmul_and_dot_general():
 
 def test_orthogonal_initializers_match_jax_bit_for_bit():
     key = np.asarray(jax.random.PRNGKey(11))
-    cases = {"orthogonal, column axis 0": ("orthogonal", (2.0, 0), (4, 2, 3)),
-             "delta 4-D": ("delta_orthogonal", (0.5,), (3, 3, 2, 4))}
+    cases = {
+        "orthogonal, column axis 0": ("orthogonal", (2.0, 0), (4, 2, 3)),
+        "delta 4-D": ("delta_orthogonal", (0.5,), (3, 3, 2, 4)),
+    }
 
     def table(module):
-        return lambda key: {name: getattr(module, builder)(*args)(key, shape)
-                            for name, (builder, args, shape) in cases.items()}
+        return lambda key: {
+            name: getattr(module, builder)(*args)(key, shape)
+            for name, (builder, args, shape) in cases.items()
+        }
 
     got, expected = xform.jit(table(initializers))(key), jax.jit(table(jax.nn.initializers))(key)
     for name in cases:
@@ -636,8 +760,10 @@ def test_orthogonal_initializers_match_jax_bit_for_bit():
         initializers.delta_orthogonal()(key, (3, 4, 2))
     with pytest.raises(NotImplementedError, match="orthogonal: argument `out_sharding`"):
         initializers.orthogonal()(key, (2, 2), out_sharding="x")
-    assert_same(initializers.zeros(key, (2,), np.int32, out_sharding=None),
-                jax.nn.initializers.zeros(key, (2,), jnp.int32, out_sharding=None))
+    assert_same(
+        initializers.zeros(key, (2,), np.int32, out_sharding=None),
+        jax.nn.initializers.zeros(key, (2,), jnp.int32, out_sharding=None),
+    )
 
 
 # --------------------------------------------------------------------------- completeness
@@ -650,4 +776,5 @@ def _public(module):
 def test_nn_names_complete():
     assert _public(jax.nn) <= _public(nn), sorted(_public(jax.nn) - _public(nn))
     assert _public(jax.nn.initializers) <= _public(initializers), sorted(
-        _public(jax.nn.initializers) - _public(initializers))
+        _public(jax.nn.initializers) - _public(initializers)
+    )

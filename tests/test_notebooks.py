@@ -34,7 +34,8 @@ def test_notebook_declares_its_figures(path):
     figures = nbformat.read(path, as_version=4).metadata.get("xform", {}).get("figures")
     assert isinstance(figures, int) and figures >= 1, (
         f"{path.name}: declare the matplotlib figures it draws (at least one) in its metadata "
-        f'as "xform": {{"figures": N}}; found {figures!r}')
+        f'as "xform": {{"figures": N}}; found {figures!r}'
+    )
 
 
 # Appended to the executed copy (never to the file): how many figures the kernel holds open.
@@ -58,22 +59,30 @@ def _figure_count(cell):
 def test_notebook_runs(path):
     nb = nbformat.read(path, as_version=4)
     assert all(not cell.get("outputs") for cell in nb.cells if cell.cell_type == "code"), (
-        f"{path.name} is saved with outputs; clear them before committing")
+        f"{path.name} is saved with outputs; clear them before committing"
+    )
     expected_figures = nb.metadata.get("xform", {}).get("figures")
     nb.cells.append(nbformat.v4.new_code_cell(_COUNT_FIGURES))
     # The kernel starts in the repo root, so `import xform` finds this checkout (an installed
     # copy is found too).
-    client = NotebookClient(nb, kernel_name="python3", timeout=120,
-                            resources={"metadata": {"path": str(ROOT)}})
+    client = NotebookClient(
+        nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(ROOT)}}
+    )
     try:
         client.execute()
     except CellExecutionError as e:
         pytest.fail(f"{path.name} failed:\n{e}")
-    errors = [out for cell in nb.cells if cell.cell_type == "code"
-              for out in cell.get("outputs", []) if out.output_type == "error"]
+    errors = [
+        out
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+        if out.output_type == "error"
+    ]
     assert not errors, f"{path.name}: {errors}"
     if expected_figures is not None:
         figures = _figure_count(nb.cells[-1])
         assert figures == expected_figures, (
             f"{path.name} drew {figures} matplotlib figures; its metadata declares "
-            f"{expected_figures}")
+            f"{expected_figures}"
+        )

@@ -35,8 +35,9 @@ def basic_index(draw, shape):
     entries, dims = [], list(shape)
     use_ellipsis = draw(st.booleans())
     while True:
-        choice = draw(st.sampled_from(["int", "slice", "none", "stop"] if dims else
-                                      ["none", "stop"]))
+        choice = draw(
+            st.sampled_from(["int", "slice", "none", "stop"] if dims else ["none", "stop"])
+        )
         if choice == "stop" or len(entries) > 5:
             break
         if choice == "none":
@@ -70,10 +71,13 @@ def advanced_index(draw, shape, signed=True):
     for p in chosen:
         size = shape[axis_of[p]]
         rank = draw(st.integers(0, len(bshape)))
-        sub = tuple(d if draw(st.booleans()) else 1 for d in bshape[len(bshape) - rank:])
+        sub = tuple(d if draw(st.booleans()) else 1 for d in bshape[len(bshape) - rank :])
         lo = -size - 1 if signed else 0
-        vals = draw(st.lists(st.integers(lo, size + 1), min_size=int(np.prod(sub)),
-                             max_size=int(np.prod(sub))))
+        vals = draw(
+            st.lists(
+                st.integers(lo, size + 1), min_size=int(np.prod(sub)), max_size=int(np.prod(sub))
+            )
+        )
         entries[p] = np.array(vals, np.int32 if signed else np.uint8).reshape(sub)
     return tuple(entries)
 
@@ -146,8 +150,12 @@ def test_traced_scalar_indices_match_jax(data):
     """Traced scalar indices with unit-step slices, None and ``...`` (a dynamic_slice)."""
     shape = data.draw(shapes(1, 3, min_size=1))
     entries = list(data.draw(basic_index(shape)))
-    entries = [slice(e.start, e.stop, e.step if e.step in (None, 1, -1) else 1)
-               if isinstance(e, slice) else e for e in entries]
+    entries = [
+        slice(e.start, e.stop, e.step if e.step in (None, 1, -1) else 1)
+        if isinstance(e, slice)
+        else e
+        for e in entries
+    ]
     ints = [i for i, e in enumerate(entries) if isinstance(e, int)]
     if not ints:  # make the first slice over a non-empty axis an index
         axes = _axes_of(entries, len(shape))
@@ -198,8 +206,12 @@ def test_scalar_boolean_after_none_matches_numpy():
     # jax.numpy 0.10.2 gets arange(3)[None, True] wrong ([[[0]]]) and fails on np.bool_
     # scalars; these are NumPy's answers.
     x = np.arange(3, dtype=np.int32)
-    for idx in [(None, True), (None, False, slice(None)), (..., np.bool_(False)),
-                (np.array(True), None)]:
+    for idx in [
+        (None, True),
+        (None, False, slice(None)),
+        (..., np.bool_(False)),
+        (np.array(True), None),
+    ]:
         np.testing.assert_array_equal(getitem(from_host(x), idx), x[idx])
 
 
@@ -257,11 +269,17 @@ def test_weak_type_is_kept():
 def test_get_modes():
     x = _arange((5,))
     idx = np.array([0, 4, 5, -1, -6, 9])
-    for kw in [{}, {"mode": "clip"}, {"mode": "fill"}, {"mode": "fill", "fill_value": -1.0},
-               {"mode": "promise_in_bounds"}, {"wrap_negative_indices": False},
-               {"mode": "fill", "wrap_negative_indices": False},
-               {"mode": jax.lax.GatherScatterMode.FILL_OR_DROP},
-               {"indices_are_sorted": True, "unique_indices": True, "mode": "clip"}]:
+    for kw in [
+        {},
+        {"mode": "clip"},
+        {"mode": "fill"},
+        {"mode": "fill", "fill_value": -1.0},
+        {"mode": "promise_in_bounds"},
+        {"wrap_negative_indices": False},
+        {"mode": "fill", "wrap_negative_indices": False},
+        {"mode": jax.lax.GatherScatterMode.FILL_OR_DROP},
+        {"indices_are_sorted": True, "unique_indices": True, "mode": "clip"},
+    ]:
         kw_x = dict(kw)
         if "mode" in kw and not isinstance(kw["mode"], str):
             kw_x["mode"] = xform.lax.GatherScatterMode.FILL_OR_DROP
@@ -310,8 +328,7 @@ _OPS = ["set", "add", "subtract", "multiply", "mul", "min", "max", "divide", "po
 def update_case(draw):
     shape = draw(shapes(1, 3, min_size=1))
     op = draw(st.sampled_from(_OPS))
-    kinds = [np.float32, np.int32, np.float16] + ([np.bool_] if op in ("set", "min", "max")
-                                                  else [])
+    kinds = [np.float32, np.int32, np.float16] + ([np.bool_] if op in ("set", "min", "max") else [])
     if op == "power":
         kinds = [np.float32, np.float16]
     dtype = draw(st.sampled_from(kinds))
@@ -335,7 +352,7 @@ def test_updates_match_jax(case, seed):
         x_np = np.abs(x_np) + 1
     target = jnp.asarray(x_np)[_jnp_index(idx)].shape
     # Repeated indices make `set` order-dependent; then set one value everywhere.
-    v_shape = () if op == "set" else target[rng.integers(0, len(target) + 1):]
+    v_shape = () if op == "set" else target[rng.integers(0, len(target) + 1) :]
     vals = _values(rng, v_shape, dtype, op)
     expected = getattr(jnp.asarray(x_np).at[_jnp_index(idx)], op)(jnp.asarray(vals))
     x = from_host(x_np)
@@ -372,8 +389,14 @@ def test_traced_indices_and_values_in_updates():
 def test_update_modes_and_masks():
     x = _arange((5,))
     idx = np.array([0, 5, -1, -6])
-    for kw in [{}, {"mode": "clip"}, {"mode": "drop"}, {"mode": "promise_in_bounds"},
-               {"wrap_negative_indices": False}, {"unique_indices": True}]:
+    for kw in [
+        {},
+        {"mode": "clip"},
+        {"mode": "drop"},
+        {"mode": "promise_in_bounds"},
+        {"wrap_negative_indices": False},
+        {"unique_indices": True},
+    ]:
         expected = jnp.asarray(x).at[idx].add(10.0, **kw)
         assert_same(IndexUpdateHelper(from_host(x))[idx].add(10.0, **kw), expected, what=kw)
     mask = x > 0
@@ -424,16 +447,21 @@ def test_repr():
 
 def test_errors():
     x = from_host(_arange((3, 4)))
-    with pytest.raises(IndexError, match=r"Too many indices: array of shape \(3, 4\) is "
-                                         "2-dimensional, but 3 were indexed"):
+    with pytest.raises(
+        IndexError,
+        match=r"Too many indices: array of shape \(3, 4\) is "
+        "2-dimensional, but 3 were indexed",
+    ):
         getitem(x, (0, 0, 0))
     with pytest.raises(IndexError, match=r"Too many indices: array of shape \(\)"):
         getitem(from_host(np.float32(1)), 0)
-    with pytest.raises(TypeError, match="Indexer must have integer or boolean type, got "
-                                        "indexer with type float64"):
+    with pytest.raises(
+        TypeError, match="Indexer must have integer or boolean type, got indexer with type float64"
+    ):
         getitem(x, 1.0)
-    with pytest.raises(TypeError, match="Indexer must have integer or boolean type, got "
-                                        "indexer with type float32"):
+    with pytest.raises(
+        TypeError, match="Indexer must have integer or boolean type, got indexer with type float32"
+    ):
         getitem(x, np.array([1.0], np.float32))
     with pytest.raises(TypeError, match="Indexer must have integer or boolean type"):
         xform.jit(getitem)(x, np.float32(1))
@@ -457,8 +485,11 @@ def test_errors():
         xform.jit(lambda a: getitem(a, a > 0))(x)
     with pytest.raises(IndexError, match="where"):  # the error says what to use instead
         xform.jit(lambda a, m: getitem(a, (m,)))(x, np.array([True, False, True]))
-    with pytest.raises(IndexError, match=r"boolean index did not match.*got \(2,\), "
-                                         r"expected \[3\]"):
+    with pytest.raises(
+        IndexError,
+        match=r"boolean index did not match.*got \(2,\), "
+        r"expected \[3\]",
+    ):
         getitem(x, np.array([True, False]))
     with pytest.raises(ValueError, match="could not be broadcast together"):
         getitem(x, (np.array([0, 1]), np.array([0, 1, 2])))
@@ -469,8 +500,9 @@ def test_errors():
     with pytest.raises(ValueError, match="fill_value argument to indexed get"):
         IndexUpdateHelper(x)[np.array([0])].get(mode="fill", fill_value=np.zeros(2))
     with pytest.raises(TypeError, match="fill_value.*concrete"):
-        xform.jit(lambda a, f: IndexUpdateHelper(a)[np.array([0])].get(mode="fill",
-                                                                       fill_value=f))(x, 1.0)
+        xform.jit(lambda a, f: IndexUpdateHelper(a)[np.array([0])].get(mode="fill", fill_value=f))(
+            x, 1.0
+        )
     with pytest.raises(ValueError, match=r"Incompatible shapes.*\(3,\).*\(2, 4\)"):
         IndexUpdateHelper(x)[1:].set(np.zeros(3, np.float32))
     # Integer arrays take integer powers, as in JAX.
@@ -482,8 +514,13 @@ def test_errors():
 def test_jax_raises_the_same_errors():
     """The error types above are JAX's (so `except` clauses written for JAX still work)."""
     x = jnp.zeros((3, 4))
-    for idx, err in [((0, 0, 0), IndexError), (1.0, TypeError), ([0, 1], TypeError),
-                     ((..., ...), IndexError), (np.array([True, False]), IndexError)]:
+    for idx, err in [
+        ((0, 0, 0), IndexError),
+        (1.0, TypeError),
+        ([0, 1], TypeError),
+        ((..., ...), IndexError),
+        (np.array([True, False]), IndexError),
+    ]:
         with pytest.raises(err):
             x[idx]
         with pytest.raises(err):

@@ -38,8 +38,10 @@ def test_save_load_round_trip(tmp_path):
 
 def test_buffers_and_strings():
     data = np.arange(4, dtype=np.int32).tobytes()
-    assert_same(xnp.frombuffer(data, dtype=np.int32, count=3, offset=4),
-                jnp.frombuffer(data, dtype=np.int32, count=3, offset=4))
+    assert_same(
+        xnp.frombuffer(data, dtype=np.int32, count=3, offset=4),
+        jnp.frombuffer(data, dtype=np.int32, count=3, offset=4),
+    )
     assert_same(xnp.fromstring("1 2 3", sep=" "), jnp.fromstring("1 2 3", sep=" "))
     for name in ("fromfile", "fromiter"):
         with pytest.raises(NotImplementedError, match=f"{name}.. is not implemented"):
@@ -51,8 +53,10 @@ def test_fromfunction():
         return (i * 10 + j) * scale
 
     # Keyword arguments are passed unmapped, as JAX documents (its own maps them, and fails).
-    assert_same(xnp.fromfunction(f, (2, 3), dtype=int, scale=2),
-                jnp.fromfunction(functools.partial(f, scale=2), (2, 3), dtype=int))
+    assert_same(
+        xnp.fromfunction(f, (2, 3), dtype=int, scale=2),
+        jnp.fromfunction(functools.partial(f, scale=2), (2, 3), dtype=int),
+    )
     assert_same(xnp.fromfunction(lambda i: i / 2, (4,)), jnp.fromfunction(lambda i: i / 2, (4,)))
     with pytest.raises(TypeError, match="fromfunction: shape must be a sequence of integers"):
         xnp.fromfunction(f, (2.5, 3))

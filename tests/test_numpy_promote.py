@@ -15,9 +15,25 @@ import xform.numpy as xnp
 from tests.harness import assert_same
 
 BF16 = np.dtype(jnp.bfloat16)
-DTYPES = [np.dtype(d) for d in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
-                                np.uint16, np.uint32, np.uint64, np.float16, np.float32,
-                                np.float64, np.complex64, np.complex128)] + [BF16]
+DTYPES = [
+    np.dtype(d)
+    for d in (
+        np.bool_,
+        np.int8,
+        np.int16,
+        np.int32,
+        np.int64,
+        np.uint8,
+        np.uint16,
+        np.uint32,
+        np.uint64,
+        np.float16,
+        np.float32,
+        np.float64,
+        np.complex64,
+        np.complex128,
+    )
+] + [BF16]
 
 
 @contextlib.contextmanager
@@ -34,11 +50,16 @@ def _array_kind(dtype):
 
 
 KINDS = {str(d): _array_kind(d) for d in DTYPES}
-KINDS.update({
-    "py_bool": lambda lib: True, "py_int": lambda lib: 3, "py_float": lambda lib: 2.5,
-    "py_complex": lambda lib: 1 + 2j,
-    "weak_f32": lambda lib: lib.asarray(1.5), "weak_i32": lambda lib: lib.asarray(2),
-})
+KINDS.update(
+    {
+        "py_bool": lambda lib: True,
+        "py_int": lambda lib: 3,
+        "py_float": lambda lib: 2.5,
+        "py_complex": lambda lib: 1 + 2j,
+        "weak_f32": lambda lib: lib.asarray(1.5),
+        "weak_i32": lambda lib: lib.asarray(2),
+    }
+)
 
 
 def _type_of(out):
@@ -68,8 +89,11 @@ def test_binary_promotion_table_matches_jax(x64):
 def test_eager_binary_ops_give_jax_dtypes(x64):
     # A real (not abstract) evaluation for a spread of pairs, values included.
     # JAX's eager mode compiles each dtype pair: keep the set small.
-    kinds = (["int64", "float64", "py_int", "weak_f32"] if x64 else
-             ["int8", "uint8", "bfloat16", "float16", "py_float", "weak_f32"])
+    kinds = (
+        ["int64", "float64", "py_int", "weak_f32"]
+        if x64
+        else ["int8", "uint8", "bfloat16", "float16", "py_float", "weak_f32"]
+    )
     with x64_both(x64):
         for ka in kinds:
             for kb in kinds:
@@ -98,22 +122,46 @@ def test_promote_types_and_result_type_of_dtypes(x64):
 def test_lattice_is_the_one_in_xform_dtypes():
     # xnp.result_type is xform.dtypes.promote plus JAX's special cases for weak operands.
     assert xform.dtypes.promote((np.dtype(np.int8), False), (np.dtype(np.uint8), False)) == (
-        np.dtype(np.int16), False)
+        np.dtype(np.int16),
+        False,
+    )
     assert xnp.result_type(np.int8, np.uint8) == np.int16
     assert xnp.result_type(np.float16, 2.0) == np.float16
 
 
 @pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
 def test_asarray_matches_jax(x64):
-    values = [2, 2.0, True, 1 + 1j, [1, 2.0], [[1, 2], [3, 4]], [True, False], [],
-              np.arange(3), np.arange(3.0), np.float16(3), np.array(2, np.uint8),
-              [np.float16(1), 2.0], (1, 2), [[np.int8(1)], [3]], np.zeros((2, 0))]
+    values = [
+        2,
+        2.0,
+        True,
+        1 + 1j,
+        [1, 2.0],
+        [[1, 2], [3, 4]],
+        [True, False],
+        [],
+        np.arange(3),
+        np.arange(3.0),
+        np.float16(3),
+        np.array(2, np.uint8),
+        [np.float16(1), 2.0],
+        (1, 2),
+        [[np.int8(1)], [3]],
+        np.zeros((2, 0)),
+    ]
     with x64_both(x64):
         for v in values:
             assert_same(xnp.asarray(v), jnp.asarray(v), what=repr(v))
             assert_same(xnp.array(v), jnp.array(v), what=repr(v))
-        for v, dt in [(2, np.float16), (2.5, np.int32), ([1, 2], BF16), (np.arange(3), float),
-                      (3, int), (1.5, "float32"), ([1, 0], bool)]:
+        for v, dt in [
+            (2, np.float16),
+            (2.5, np.int32),
+            ([1, 2], BF16),
+            (np.arange(3), float),
+            (3, int),
+            (1.5, "float32"),
+            ([1, 0], bool),
+        ]:
             assert_same(xnp.asarray(v, dtype=dt), jnp.asarray(v, dtype=dt), what=repr(v))
         assert_same(xnp.array(5, ndmin=2), jnp.array(5, ndmin=2))
 
@@ -146,7 +194,7 @@ def test_asarray_errors():
     with pytest.raises(ValueError, match="ragged"):
         xnp.asarray([[1, 2], [3]])
     with pytest.raises(OverflowError, match="too large"):
-        xnp.asarray(2 ** 40)
+        xnp.asarray(2**40)
     with pytest.raises(TypeError, match="not a valid dtype"):
         xnp.asarray(1, dtype="not-a-dtype")
     with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):
@@ -158,15 +206,20 @@ def test_asarray_errors():
 def test_incompatible_broadcast_is_a_value_error_like_jax():
     # Operands of one rank meet in the lax primitive, whose TypeError is JAX's; operands of
     # different ranks fail the rank promotion (ValueError, as in JAX; xform's error is both).
-    for fn, args in [(jnp.add, (np.ones(3), np.ones(4))),
-                     (jnp.multiply, (np.ones((2, 3)), np.ones((4, 3))))]:
+    for fn, args in [
+        (jnp.add, (np.ones(3), np.ones(4))),
+        (jnp.multiply, (np.ones((2, 3)), np.ones((4, 3)))),
+    ]:
         with pytest.raises(TypeError) as want:
             fn(*args)
         with pytest.raises(TypeError) as got:
             getattr(xnp, fn.__name__)(*args)
         assert str(got.value) == str(want.value)
-    with pytest.raises(ValueError, match=r"add: Incompatible shapes for broadcasting: "
-                                         r"shapes=\[\(2, 3\), \(4,\)\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"add: Incompatible shapes for broadcasting: "
+        r"shapes=\[\(2, 3\), \(4,\)\]",
+    ):
         xnp.add(np.ones((2, 3)), np.ones(4))
     with pytest.raises(ValueError, match=r"where: Incompatible shapes for broadcasting"):
         xnp.where(True, np.ones(3), np.ones(4))
@@ -183,8 +236,9 @@ def test_rank0_operands_stay_unbroadcast_in_the_jaxpr():
     assert "mul a 2.0:f16[]" in text16
     text_int = str(xform.make_jaxpr(lambda x: x * 2.0)(np.ones(3, np.int32)))
     assert "convert_element_type[new_dtype=float32 weak_type=True]" in text_int
-    text_b = str(xform.make_jaxpr(lambda x, y: x + y)(np.ones(3, np.float32),
-                                                       np.ones((2, 3), np.float32)))
+    text_b = str(
+        xform.make_jaxpr(lambda x, y: x + y)(np.ones(3, np.float32), np.ones((2, 3), np.float32))
+    )
     assert "broadcast_in_dim" in text_b
 
 
@@ -203,8 +257,14 @@ def test_weak_types_survive_operators():
 def test_integer_inputs_to_float_functions(x64):
     # jax.numpy's to_inexact: integers up to 32 bits and bool -> float32 even with x64.
     with x64_both(x64):
-        for v in [np.ones(2, np.int8), np.ones(2, np.uint32), np.ones(2, np.int64),
-                  np.ones(2, bool), 2, True]:
+        for v in [
+            np.ones(2, np.int8),
+            np.ones(2, np.uint32),
+            np.ones(2, np.int64),
+            np.ones(2, bool),
+            2,
+            True,
+        ]:
             for name in ["sin", "true_divide", "mean"]:
                 fx, fj = getattr(xnp, name), getattr(jnp, name)
                 args = (v, v) if name == "true_divide" else (v,)
@@ -215,15 +275,52 @@ def test_integer_inputs_to_float_functions(x64):
 
 # Binary ufuncs only promote ranks and leave size-1 dimensions to the lax primitive, as
 # jax.numpy 0.10.2 does: `x * b` of f32[4,3] and f32[3] is `mul` of f32[4,3] and f32[1,3].
-SIZE1_UFUNCS = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "arctan2",
-                "nextafter", "power", "float_power", "fmod", "floor_divide", "remainder",
-                "divmod", "hypot", "copysign", "logaddexp", "logaddexp2", "heaviside",
-                "equal", "less", "greater_equal", "logical_and", "logical_xor", "isclose"]
+SIZE1_UFUNCS = [
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "maximum",
+    "minimum",
+    "arctan2",
+    "nextafter",
+    "power",
+    "float_power",
+    "fmod",
+    "floor_divide",
+    "remainder",
+    "divmod",
+    "hypot",
+    "copysign",
+    "logaddexp",
+    "logaddexp2",
+    "heaviside",
+    "equal",
+    "less",
+    "greater_equal",
+    "logical_and",
+    "logical_xor",
+    "isclose",
+]
 # Those whose jax.numpy jaxpr is these lax primitives themselves (the rest are jit-wrapped
 # or ordered otherwise in JAX, so only their values, gradients and batching are compared).
-SAME_JAXPR = {"add", "subtract", "multiply", "divide", "maximum", "minimum", "arctan2",
-              "nextafter", "power", "float_power", "equal", "less", "greater_equal",
-              "logical_and", "logical_xor"}
+SAME_JAXPR = {
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "maximum",
+    "minimum",
+    "arctan2",
+    "nextafter",
+    "power",
+    "float_power",
+    "equal",
+    "less",
+    "greater_equal",
+    "logical_and",
+    "logical_xor",
+}
 SIZE1_SHAPES = [((4, 3), (3,)), ((4, 3), (4, 1)), ((1, 3), (4, 1)), ((2, 1, 3), (4, 1))]
 
 
@@ -239,8 +336,17 @@ def test_size1_broadcasting_left_to_the_primitive_as_jax(name):
             assert_same(xform.jit(xf)(a, b), jax.jit(jf)(a, b))
             if name in SAME_JAXPR:
                 assert str(xform.make_jaxpr(xf)(a, b)) == str(jax.make_jaxpr(jf)(a, b))
-        if name in ("equal", "less", "greater_equal", "logical_and", "logical_xor",
-                    "isclose", "divmod", "floor_divide", "nextafter"):
+        if name in (
+            "equal",
+            "less",
+            "greater_equal",
+            "logical_and",
+            "logical_xor",
+            "isclose",
+            "divmod",
+            "floor_divide",
+            "nextafter",
+        ):
             continue  # no gradient to compare
 
         def loss(lib, f):

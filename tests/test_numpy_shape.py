@@ -29,20 +29,51 @@ def test_shape_ops_against_jax():
 
     def make(lib):
         def f(x, v):
-            return (lib.reshape(x, (4, -1)), lib.reshape(x, (6, 4), order="F"), lib.ravel(x),
-                    lib.transpose(x), lib.transpose(x, (1, 0, 2)), lib.swapaxes(x, 0, -1),
-                    lib.moveaxis(x, 0, -1), lib.moveaxis(x, (0, 1), (2, 0)),
-                    lib.expand_dims(x, (0, -1)), lib.squeeze(x[:1]), lib.squeeze(x[:1], 0),
-                    lib.concatenate([x, x], axis=1), lib.concatenate([v, x[0, 0]], axis=None),
-                    lib.stack([v, v, v], axis=1), lib.hstack([v, v]), lib.vstack([v, v]),
-                    lib.dstack([v, v]), lib.broadcast_to(v, (2, 3)),
-                    *lib.broadcast_arrays(v, x[:, :, 0]), lib.atleast_1d(v[0]), lib.atleast_2d(v),
-                    lib.atleast_3d(v), lib.flip(x, 1), lib.flip(x), lib.fliplr(x[0]),
-                    *lib.split(x, 2), *lib.split(x, [1, 3], axis=2),
-                    *lib.array_split(x, 3, axis=2), lib.tile(v, (2, 2)), lib.repeat(v, 2),
-                    lib.stack([v, 2 * v]), lib.column_stack([v, v]), x.T, x.mT,
-                    x.reshape(4, 6), x.reshape((3, 8)), x.transpose(2, 0, 1), x.flatten(),
-                    x.astype(np.int32), v.astype(np.float16), lib.tril(x[0]), lib.triu(x, 1))
+            return (
+                lib.reshape(x, (4, -1)),
+                lib.reshape(x, (6, 4), order="F"),
+                lib.ravel(x),
+                lib.transpose(x),
+                lib.transpose(x, (1, 0, 2)),
+                lib.swapaxes(x, 0, -1),
+                lib.moveaxis(x, 0, -1),
+                lib.moveaxis(x, (0, 1), (2, 0)),
+                lib.expand_dims(x, (0, -1)),
+                lib.squeeze(x[:1]),
+                lib.squeeze(x[:1], 0),
+                lib.concatenate([x, x], axis=1),
+                lib.concatenate([v, x[0, 0]], axis=None),
+                lib.stack([v, v, v], axis=1),
+                lib.hstack([v, v]),
+                lib.vstack([v, v]),
+                lib.dstack([v, v]),
+                lib.broadcast_to(v, (2, 3)),
+                *lib.broadcast_arrays(v, x[:, :, 0]),
+                lib.atleast_1d(v[0]),
+                lib.atleast_2d(v),
+                lib.atleast_3d(v),
+                lib.flip(x, 1),
+                lib.flip(x),
+                lib.fliplr(x[0]),
+                *lib.split(x, 2),
+                *lib.split(x, [1, 3], axis=2),
+                *lib.array_split(x, 3, axis=2),
+                lib.tile(v, (2, 2)),
+                lib.repeat(v, 2),
+                lib.stack([v, 2 * v]),
+                lib.column_stack([v, v]),
+                x.T,
+                x.mT,
+                x.reshape(4, 6),
+                x.reshape((3, 8)),
+                x.transpose(2, 0, 1),
+                x.flatten(),
+                x.astype(np.int32),
+                v.astype(np.float16),
+                lib.tril(x[0]),
+                lib.triu(x, 1),
+            )
+
         return f
 
     run_both(make, x, v)
@@ -51,16 +82,34 @@ def test_shape_ops_against_jax():
 def test_creation_against_jax():
     def make(lib):
         def f():
-            return (lib.zeros(3), lib.ones((2, 2), np.int8), lib.full((2,), 7), lib.full(3, 2.5),
-                    lib.full((2, 3), np.arange(3, dtype=np.int32)),
-                    lib.zeros_like(np.ones(3, np.int8)), lib.ones_like(lib.asarray(2.0)),
-                    lib.full_like(np.ones((2,), np.float16), 3), lib.empty((2,)),
-                    lib.arange(5), lib.arange(2.0, 5), lib.arange(1, 10, 3),
-                    lib.arange(0, 1, 0.25), lib.arange(5, dtype=np.float16),
-                    lib.arange(10, 0, -3), lib.linspace(0, 1, 5), lib.linspace(0, 10, 4, False),
-                    lib.linspace(np.zeros(2), 1.0, 3, axis=1), lib.linspace(0, 10, 5, dtype=int),
-                    *lib.linspace(2, 3, 4, retstep=True), lib.eye(3), lib.eye(2, 4, 1, np.int32),
-                    lib.eye(3, k=-1), lib.identity(2, bool), lib.tri(3, 4, 1))
+            return (
+                lib.zeros(3),
+                lib.ones((2, 2), np.int8),
+                lib.full((2,), 7),
+                lib.full(3, 2.5),
+                lib.full((2, 3), np.arange(3, dtype=np.int32)),
+                lib.zeros_like(np.ones(3, np.int8)),
+                lib.ones_like(lib.asarray(2.0)),
+                lib.full_like(np.ones((2,), np.float16), 3),
+                lib.empty((2,)),
+                lib.arange(5),
+                lib.arange(2.0, 5),
+                lib.arange(1, 10, 3),
+                lib.arange(0, 1, 0.25),
+                lib.arange(5, dtype=np.float16),
+                lib.arange(10, 0, -3),
+                lib.linspace(0, 1, 5),
+                lib.linspace(0, 10, 4, False),
+                lib.linspace(np.zeros(2), 1.0, 3, axis=1),
+                lib.linspace(0, 10, 5, dtype=int),
+                *lib.linspace(2, 3, 4, retstep=True),
+                lib.eye(3),
+                lib.eye(2, 4, 1, np.int32),
+                lib.eye(3, k=-1),
+                lib.identity(2, bool),
+                lib.tri(3, 4, 1),
+            )
+
         return f
 
     run_both(make)
@@ -75,16 +124,39 @@ def test_contractions_against_jax():
 
     def make(lib):
         def f(a, b, v, i):
-            return (lib.dot(a, b), lib.dot(v, v), lib.dot(a, v), lib.dot(2.0, v), a @ b,
-                    lib.matmul(v, b), lib.matmul(a, v), lib.matmul(a[:, None], b[None]),
-                    lib.vdot(v, v), lib.inner(a, v), lib.outer(v, v), lib.tensordot(a, b, 1),
-                    lib.tensordot(a, a, ((1, 2), (1, 2))), lib.tensordot(b, b, 0),
-                    lib.einsum("ijk,kl->ijl", a, b), lib.einsum("ij,ij->", b, b),
-                    lib.einsum("...k,k", a, v), lib.einsum("ii->i", b[:4, :4]),
-                    lib.einsum("ij->ji", b), lib.einsum("ijk->", a), lib.einsum("i,j", v, v),
-                    lib.einsum("bij,bkj->bik", a, a), lib.einsum("ij,jk,kl->il", i, i.T, i),
-                    lib.einsum("ij,j", i, v), lib.trace(b), lib.trace(a, 1, 1, 2),
-                    lib.diagonal(b, -1), lib.diagonal(a, 1, 2, 1), i @ i.T, i.dot(v))
+            return (
+                lib.dot(a, b),
+                lib.dot(v, v),
+                lib.dot(a, v),
+                lib.dot(2.0, v),
+                a @ b,
+                lib.matmul(v, b),
+                lib.matmul(a, v),
+                lib.matmul(a[:, None], b[None]),
+                lib.vdot(v, v),
+                lib.inner(a, v),
+                lib.outer(v, v),
+                lib.tensordot(a, b, 1),
+                lib.tensordot(a, a, ((1, 2), (1, 2))),
+                lib.tensordot(b, b, 0),
+                lib.einsum("ijk,kl->ijl", a, b),
+                lib.einsum("ij,ij->", b, b),
+                lib.einsum("...k,k", a, v),
+                lib.einsum("ii->i", b[:4, :4]),
+                lib.einsum("ij->ji", b),
+                lib.einsum("ijk->", a),
+                lib.einsum("i,j", v, v),
+                lib.einsum("bij,bkj->bik", a, a),
+                lib.einsum("ij,jk,kl->il", i, i.T, i),
+                lib.einsum("ij,j", i, v),
+                lib.trace(b),
+                lib.trace(a, 1, 1, 2),
+                lib.diagonal(b, -1),
+                lib.diagonal(a, 1, 2, 1),
+                i @ i.T,
+                i.dot(v),
+            )
+
         return f
 
     run_both(make, a, b, v, i, rtol=2e-5, atol=2e-5)
@@ -97,9 +169,20 @@ def test_sort_against_jax():
     def make(lib):
         def g(x, f):
             x = lib.asarray(x)
-            return (lib.sort(x), lib.sort(x, axis=0), lib.sort(x, axis=None), lib.sort(f),
-                    lib.sort(x, descending=True), lib.argsort(x), lib.argsort(x, axis=0),
-                    lib.argsort(f), lib.argsort(x, descending=True), x.sort(), x.argsort(0))
+            return (
+                lib.sort(x),
+                lib.sort(x, axis=0),
+                lib.sort(x, axis=None),
+                lib.sort(f),
+                lib.sort(x, descending=True),
+                lib.argsort(x),
+                lib.argsort(x, axis=0),
+                lib.argsort(f),
+                lib.argsort(x, descending=True),
+                x.sort(),
+                x.argsort(0),
+            )
+
         return g
 
     run_both(make, x, f)
@@ -110,13 +193,15 @@ def einsum_case(draw):
     letters = "abcd"
     sizes = {c: draw(st.integers(1, 3)) for c in letters}
     n_ops = draw(st.integers(1, 3))
-    terms = ["".join(draw(st.lists(st.sampled_from(letters), min_size=0, max_size=3)))
-             for _ in range(n_ops)]
+    terms = [
+        "".join(draw(st.lists(st.sampled_from(letters), min_size=0, max_size=3)))
+        for _ in range(n_ops)
+    ]
     used = sorted(set("".join(terms)))
-    out = "".join(draw(st.permutations(used))[:draw(st.integers(0, len(used)))])
+    out = "".join(draw(st.permutations(used))[: draw(st.integers(0, len(used)))])
     explicit = draw(st.booleans())
     spec = ",".join(terms) + ("->" + out if explicit else "")
-    rng = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     ops = [rng.integers(-3, 4, tuple(sizes[c] for c in t)).astype(np.float32) for t in terms]
     return spec, ops
 
@@ -139,8 +224,7 @@ def matmul_case(draw):
     b_shape = draw(st.sampled_from([(k,), tuple(other) + (k, n)]))
     dtype = draw(st.sampled_from([np.float32, np.int32, np.int8]))
     rng = np.random.default_rng(0)
-    return (rng.integers(-3, 4, a_shape).astype(dtype), rng.integers(-3, 4, b_shape).astype(
-        dtype))
+    return (rng.integers(-3, 4, a_shape).astype(dtype), rng.integers(-3, 4, b_shape).astype(dtype))
 
 
 @hypothesis.given(matmul_case())
@@ -153,8 +237,7 @@ def test_matmul_and_dot_match_numpy(case):
         np.testing.assert_array_equal(np.asarray(xnp.dot(a, b)), np.dot(a, b))
 
 
-@hypothesis.given(st.lists(st.integers(0, 3), min_size=1, max_size=3).map(tuple),
-                  st.data())
+@hypothesis.given(st.lists(st.integers(0, 3), min_size=1, max_size=3).map(tuple), st.data())
 def test_reshape_transpose_squeeze_match_numpy(shape, data):
     x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
     perm = data.draw(st.permutations(range(len(shape))))
@@ -174,14 +257,63 @@ def test_operators_and_methods_keep_weak_types():
     def make(lib):
         def f(x, i):
             x, i = lib.asarray(x), lib.asarray(i)
-            return (x + 1, 2 * x, x - 1.5, 1 - x, x / 2, 3 / x, x // 2, x % 2, x ** 2, 2 ** x,
-                    -x, +x, abs(x), x < 1, x >= i, x == 1.5, x != 1.5, i & 3, i | 1, i ^ 2,
-                    ~i, i << 1, i >> 1, 1 << i[2], i % -2, 7 // i, round(x[0]),
-                    x.sum(), x.mean(), x.max(), x.argmin(), i.prod(), x.std(),
-                    i.min(), i.argmax(), (x > 0).all(), (x > 0).any(), i.cumsum(),
-                    i.cumprod(), x.clip(0, 2), x.round(), x.conj(), x.real, x.imag,
-                    x.squeeze(), x.ravel(), x.swapaxes(0, 0), x.copy(), x.dot(x), x @ x,
-                    x.reshape(3, 1), divmod(i, 2)[0], x.astype(np.int32), i.T)
+            return (
+                x + 1,
+                2 * x,
+                x - 1.5,
+                1 - x,
+                x / 2,
+                3 / x,
+                x // 2,
+                x % 2,
+                x**2,
+                2**x,
+                -x,
+                +x,
+                abs(x),
+                x < 1,
+                x >= i,
+                x == 1.5,
+                x != 1.5,
+                i & 3,
+                i | 1,
+                i ^ 2,
+                ~i,
+                i << 1,
+                i >> 1,
+                1 << i[2],
+                i % -2,
+                7 // i,
+                round(x[0]),
+                x.sum(),
+                x.mean(),
+                x.max(),
+                x.argmin(),
+                i.prod(),
+                x.std(),
+                i.min(),
+                i.argmax(),
+                (x > 0).all(),
+                (x > 0).any(),
+                i.cumsum(),
+                i.cumprod(),
+                x.clip(0, 2),
+                x.round(),
+                x.conj(),
+                x.real,
+                x.imag,
+                x.squeeze(),
+                x.ravel(),
+                x.swapaxes(0, 0),
+                x.copy(),
+                x.dot(x),
+                x @ x,
+                x.reshape(3, 1),
+                divmod(i, 2)[0],
+                x.astype(np.int32),
+                i.T,
+            )
+
         return f
 
     run_both(make, x, i)
@@ -256,8 +388,9 @@ def test_shape_errors():
         xnp.matmul(x, 2.0)
     with pytest.raises(ValueError, match="Incompatible shapes for matmul arguments"):
         xnp.matmul(np.ones((2, 2, 3)), np.ones((3, 3, 4)))
-    with pytest.raises(ValueError, match="einsum: subscripts 'ij' do not match an operand of "
-                                         "rank 1"):
+    with pytest.raises(
+        ValueError, match="einsum: subscripts 'ij' do not match an operand of rank 1"
+    ):
         xnp.einsum("ij", np.ones(3))
     with pytest.raises(ValueError, match="einsum: index 'j' has incompatible sizes"):
         xnp.einsum("ij,jk", x, x)

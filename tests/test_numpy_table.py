@@ -39,6 +39,7 @@ def _fn(name, recipe, lib):
 
 def _wide(args, kwargs):
     """A 64-bit dtype among the arrays of a call (then both libraries run in x64 mode)."""
+
     def walk(v):
         if isinstance(v, np.ndarray):
             yield v.dtype
@@ -47,6 +48,7 @@ def _wide(args, kwargs):
                 yield from walk(x)
         elif isinstance(v, type) and issubclass(v, np.generic):
             yield np.dtype(v)
+
     for d in walk([*args, *kwargs.values()]):
         if d in (np.float64, np.complex128):
             return d
@@ -82,9 +84,9 @@ def _same_or_same_error(what, run_jax, run_xform, tol):
 
 def _loss(lib, f):
     def loss(*a):
-        leaves = [x for x in jax.tree_util.tree_leaves(f(*a))
-                  if np.issubdtype(x.dtype, np.inexact)]
+        leaves = [x for x in jax.tree_util.tree_leaves(f(*a)) if np.issubdtype(x.dtype, np.inexact)]
         return sum(lib.sum(lib.real(x)) for x in leaves)
+
     return loss
 
 
@@ -108,8 +110,11 @@ class _Check:
         self.tol = recipe.tol or ((2e-5, 2e-6) if k == "grad" else (None, None))
         self.jit = recipe.jit and isinstance(k, int)
         self.python_out = recipe.python_out
-        pos = list(recipe.grad) if k == "grad" else [
-            i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+        pos = (
+            list(recipe.grad)
+            if k == "grad"
+            else [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+        )
         self.arrays = [args[i] for i in pos]
         fns = []
         for lib in (jnp, xnp):
@@ -140,9 +145,11 @@ def _check_group(checks):
     jits, one xform.jit; xform also runs each eagerly. The rest (JAX raises, or the output
     shape depends on values) compare eager results or error types one by one, and under both
     jits where the recipe jits."""
+
     def oracle(group):
         return jax.jit(lambda arrays: [c.jax_fn(*a) for c, a in zip(group, arrays, strict=True)])(
-            [c.arrays for c in group])
+            [c.arrays for c in group]
+        )
 
     together = [c for c in checks if not c.python_out]
     try:  # usually all of them trace; else find out which, one by one
@@ -153,25 +160,33 @@ def _check_group(checks):
     for c in checks:
         if c in together:
             continue
-        _same_or_same_error(c.what, lambda c=c: c.jax_fn(*c.arrays),
-                            lambda c=c: c.xform_fn(*c.arrays), c.tol)
+        _same_or_same_error(
+            c.what, lambda c=c: c.jax_fn(*c.arrays), lambda c=c: c.xform_fn(*c.arrays), c.tol
+        )
         if c.jit:
-            _same_or_same_error(f"jit {c.what}", lambda c=c: jax.jit(c.jax_fn)(*c.arrays),
-                                lambda c=c: xform.jit(c.xform_fn)(*c.arrays), c.tol)
+            _same_or_same_error(
+                f"jit {c.what}",
+                lambda c=c: jax.jit(c.jax_fn)(*c.arrays),
+                lambda c=c: xform.jit(c.xform_fn)(*c.arrays),
+                c.tol,
+            )
     for c, e in zip(together, expected, strict=True):
         _same_or_same_error(c.what, lambda e=e: e, lambda c=c: c.xform_fn(*c.arrays), c.tol)
     jitted = [(c, e) for c, e in zip(together, expected, strict=True) if c.jit]
     if jitted:
-        got = xform.jit(lambda arrays: [
-            c.xform_fn(*a) for (c, _), a in zip(jitted, arrays, strict=True)])(
-                [c.arrays for c, _ in jitted])
+        got = xform.jit(
+            lambda arrays: [c.xform_fn(*a) for (c, _), a in zip(jitted, arrays, strict=True)]
+        )([c.arrays for c, _ in jitted])
         for (c, e), g in zip(jitted, got, strict=True):
             _same_or_same_error(f"jit {c.what}", lambda e=e: e, lambda g=g: g, c.tol)
 
 
 def _checks(name, recipe):
-    return [*range(len(recipe.calls)), *(["grad"] if recipe.grad is not None else []),
-            *(["vmap"] if recipe.vmap else [])]
+    return [
+        *range(len(recipe.calls)),
+        *(["grad"] if recipe.grad is not None else []),
+        *(["vmap"] if recipe.vmap else []),
+    ]
 
 
 def _run(name, ks):
@@ -201,42 +216,68 @@ def test_every_name_has_a_recipe_or_a_reason():
 _NAMES = [n for n in PUBLIC if n in RECIPES]
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=() if i % 4 == 0 else pytest.mark.slow)
-                                  for i, n in enumerate(_NAMES)])
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=() if i % 4 == 0 else pytest.mark.slow) for i, n in enumerate(_NAMES)],
+)
 def test_name(name):
     if not hasattr(xnp, name):
         pytest.skip(f"xform.numpy has no {name} yet")
-    _run(name, [k for k in _checks(name, RECIPES[name])
-                if isinstance(k, int) and (name, k) not in XFAIL])
+    _run(
+        name,
+        [k for k in _checks(name, RECIPES[name]) if isinstance(k, int) and (name, k) not in XFAIL],
+    )
 
 
 # grad and vmap of every name double the table's compile time, past what the default run
 # can spend; the family tests (test_grad_*, test_vmap_numpy, ...) cover them by default, and
 # `python -m pytest -m slow tests/test_numpy_table.py` runs them all.
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [n for n in PUBLIC if n in RECIPES and (
-    RECIPES[n].grad is not None or RECIPES[n].vmap)])
+@pytest.mark.parametrize(
+    "name", [n for n in PUBLIC if n in RECIPES and (RECIPES[n].grad is not None or RECIPES[n].vmap)]
+)
 def test_name_grad_and_vmap(name):
     if not hasattr(xnp, name):
         pytest.skip(f"xform.numpy has no {name} yet")
-    _run(name, [k for k in _checks(name, RECIPES[name])
-                if not isinstance(k, int) and (name, k) not in XFAIL])
+    _run(
+        name,
+        [
+            k
+            for k in _checks(name, RECIPES[name])
+            if not isinstance(k, int) and (name, k) not in XFAIL
+        ],
+    )
 
 
-@pytest.mark.parametrize(("name", "k"), [
-    pytest.param(n, k, id=f"{n}-{k}", marks=pytest.mark.xfail(strict=True, reason=why))
-    for (n, k), why in XFAIL.items()])
+@pytest.mark.parametrize(
+    ("name", "k"),
+    [
+        pytest.param(n, k, id=f"{n}-{k}", marks=pytest.mark.xfail(strict=True, reason=why))
+        for (n, k), why in XFAIL.items()
+    ],
+)
 def test_known_mismatch(name, k):
     if not hasattr(xnp, name):
         pytest.skip(f"xform.numpy has no {name} yet")
     _run(name, [k])
 
 
-@pytest.mark.parametrize(("call", "error", "match"), [
-    (lambda m: m.matvec(np.zeros((2, 3)), np.zeros(2)), ValueError, "matvec: inconsistent size"),
-    (lambda m: m.vecmat(np.zeros(2), np.zeros((3, 2))), ValueError, "vecmat: inconsistent size"),
-    (lambda m: m.permute_dims(np.zeros((2, 3))), TypeError, "axes"),
-])
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (
+            lambda m: m.matvec(np.zeros((2, 3)), np.zeros(2)),
+            ValueError,
+            "matvec: inconsistent size",
+        ),
+        (
+            lambda m: m.vecmat(np.zeros(2), np.zeros((3, 2))),
+            ValueError,
+            "vecmat: inconsistent size",
+        ),
+        (lambda m: m.permute_dims(np.zeros((2, 3))), TypeError, "axes"),
+    ],
+)
 def test_errors_fixed_here(call, error, match):
     """Errors this table found and fixed in xform.numpy (matvec/vecmat core sizes: JAX raises
     ValueError; permute_dims requires axes), pinned with their messages."""

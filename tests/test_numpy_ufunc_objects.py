@@ -40,25 +40,37 @@ def test_plain_call_jaxpr_unchanged():
 @pytest.mark.parametrize("name, a", [("add", X), ("maximum", X), ("logical_and", XI % 3 > 0)])
 def test_methods_match_jax(name, a):
     x, j = getattr(xnp, name), getattr(jnp, name)
-    cases = [("reduce", (a,), {"axis": None, "keepdims": True}),
-             ("accumulate", (a,), {"axis": 1}), ("outer", (a[0], a[1]), {}),
-             ("reduceat", (a, np.array([0, 2])), {"axis": 1}),
-             ("at", (a, IDX, a[0, :1]), {"inplace": False})]
+    cases = [
+        ("reduce", (a,), {"axis": None, "keepdims": True}),
+        ("accumulate", (a,), {"axis": 1}),
+        ("outer", (a[0], a[1]), {}),
+        ("reduceat", (a, np.array([0, 2])), {"axis": 1}),
+        ("at", (a, IDX, a[0, :1]), {"inplace": False}),
+    ]
     if x.identity is not None:
         cases.append(("reduce", (a,), {"axis": 1, "where": XI % 2 == 0}))
     for method, args, kwargs in cases:
-        assert_same(getattr(x, method)(*args, **kwargs), getattr(j, method)(*args, **kwargs),
-                    what=f"{name}.{method}{kwargs}")
+        assert_same(
+            getattr(x, method)(*args, **kwargs),
+            getattr(j, method)(*args, **kwargs),
+            what=f"{name}.{method}{kwargs}",
+        )
 
 
 def test_methods_under_jit_and_grad():
     def f(m, a):
-        return (m.multiply.reduce(a, axis=1).sum() + m.maximum.accumulate(a).sum()
-                + m.add.at(a, IDX, 2 * a[0], inplace=False).sum() + m.add.outer(a, a).sum()
-                + m.logaddexp.reduce(a, axis=1, where=a > 1, initial=0.5).sum())
+        return (
+            m.multiply.reduce(a, axis=1).sum()
+            + m.maximum.accumulate(a).sum()
+            + m.add.at(a, IDX, 2 * a[0], inplace=False).sum()
+            + m.add.outer(a, a).sum()
+            + m.logaddexp.reduce(a, axis=1, where=a > 1, initial=0.5).sum()
+        )
 
-    assert_same(xform.jit(xform.value_and_grad(lambda a: f(xnp, a)))(X),
-                jax.jit(jax.value_and_grad(lambda a: f(jnp, a)))(X))
+    assert_same(
+        xform.jit(xform.value_and_grad(lambda a: f(xnp, a)))(X),
+        jax.jit(jax.value_and_grad(lambda a: f(jnp, a)))(X),
+    )
 
 
 def test_frompyfunc():
@@ -69,8 +81,10 @@ def test_frompyfunc():
         assert_same(getattr(x, method)(*args), getattr(j, method)(*args), what=method)
     assert_same(x.at(XI, (1, 2), 5, inplace=False), j.at(XI, (1, 2), 5, inplace=False))
     assert_same(xform.vmap(x.accumulate)(X), jax.vmap(j.accumulate)(X))
-    assert_same(xform.grad(lambda a: x.reduce(a * a, axis=None))(X),
-                jax.grad(lambda a: j.reduce(a * a, axis=None))(X))
+    assert_same(
+        xform.grad(lambda a: x.reduce(a * a, axis=None))(X),
+        jax.grad(lambda a: j.reduce(a * a, axis=None))(X),
+    )
 
 
 def test_ufunc_bad_inputs():
@@ -103,8 +117,7 @@ def test_vectorize_elementwise_and_excluded():
     xf, jf = _xj(lambda m: m.vectorize(lambda a, b: m.where(a > b, a - b, b * 2)))
     a, b = X[:, None, :1], X[0]
     assert_same(xf(a, b), jf(a, b))
-    xg, jg = _xj(lambda m: m.vectorize(lambda a, n, *, scale: a * n + scale,
-                                       excluded={1, "scale"}))
+    xg, jg = _xj(lambda m: m.vectorize(lambda a, n, *, scale: a * n + scale, excluded={1, "scale"}))
     assert_same(xg(X, 3, scale=2.0), jg(X, 3, scale=2.0))
 
 
@@ -167,10 +180,13 @@ def test_var_std_mean_argument():
     m = X.mean(1, keepdims=True) + 0.5
     for name in ("var", "std"):
         assert_same(getattr(xnp, name)(X, 1, mean=m), getattr(jnp, name)(X, 1, mean=m))
-        assert_same(getattr(xnp, name)(X, 1, ddof=1, keepdims=True, mean=m),
-                    getattr(jnp, name)(X, 1, ddof=1, keepdims=True, mean=m))
-    assert_same(xform.grad(lambda a: xnp.var(a, mean=2.0))(X),
-                jax.grad(lambda a: jnp.var(a, mean=2.0))(X))
+        assert_same(
+            getattr(xnp, name)(X, 1, ddof=1, keepdims=True, mean=m),
+            getattr(jnp, name)(X, 1, ddof=1, keepdims=True, mean=m),
+        )
+    assert_same(
+        xform.grad(lambda a: xnp.var(a, mean=2.0))(X), jax.grad(lambda a: jnp.var(a, mean=2.0))(X)
+    )
 
 
 def test_dsplit():
@@ -186,8 +202,10 @@ def test_packbits_unpackbits():
     for kwargs, count in (({}, None), ({"axis": 1}, -2), ({"axis": 0, "bitorder": "little"}, 20)):
         packed = xnp.packbits(bits, **kwargs)
         assert_same(packed, jnp.packbits(bits, **kwargs))
-        assert_same(xnp.unpackbits(packed, count=count, **kwargs),
-                    jnp.unpackbits(np.asarray(packed), count=count, **kwargs))
+        assert_same(
+            xnp.unpackbits(packed, count=count, **kwargs),
+            jnp.unpackbits(np.asarray(packed), count=count, **kwargs),
+        )
     with pytest.raises(TypeError, match="packbits: expected an input array of integer"):
         xnp.packbits(X)
     with pytest.raises(TypeError, match="unpackbits: expected an input array of unsigned"):

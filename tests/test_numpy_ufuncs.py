@@ -17,18 +17,74 @@ BF16 = np.dtype(jnp.bfloat16)
 # name -> how to call it: f(lib, x). Domain-limited functions get inputs in (0, 1).
 # Aliases are checked by identity (test_aliases); the tables hold each function once, since
 # every XLA compile of a jnp function costs tens of milliseconds here.
-UNARY_FLOAT = ["sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin",
-               "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
-               "arctanh", "deg2rad", "rad2deg", "reciprocal", "sinc"]
-UNARY_ANY = ["negative", "positive", "abs", "sign", "floor", "ceil", "trunc", "rint", "round",
-             "square", "isfinite", "isnan", "isinf", "real", "imag", "conj", "logical_not",
-             "isposinf", "isneginf"]
-ALIASES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
-           "atanh": "arctanh", "acosh": "arccosh", "radians": "deg2rad", "degrees": "rad2deg",
-           "absolute": "abs", "around": "round", "conjugate": "conj", "mod": "remainder",
-           "pow": "power", "divide": "true_divide", "atan2": "arctan2",
-           "bitwise_invert": "invert", "bitwise_not": "invert",
-           "bitwise_left_shift": "left_shift", "bitwise_right_shift": "right_shift"}
+UNARY_FLOAT = [
+    "sqrt",
+    "cbrt",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sin",
+    "cos",
+    "tan",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "arcsinh",
+    "arctanh",
+    "deg2rad",
+    "rad2deg",
+    "reciprocal",
+    "sinc",
+]
+UNARY_ANY = [
+    "negative",
+    "positive",
+    "abs",
+    "sign",
+    "floor",
+    "ceil",
+    "trunc",
+    "rint",
+    "round",
+    "square",
+    "isfinite",
+    "isnan",
+    "isinf",
+    "real",
+    "imag",
+    "conj",
+    "logical_not",
+    "isposinf",
+    "isneginf",
+]
+ALIASES = {
+    "asin": "arcsin",
+    "acos": "arccos",
+    "atan": "arctan",
+    "asinh": "arcsinh",
+    "atanh": "arctanh",
+    "acosh": "arccosh",
+    "radians": "deg2rad",
+    "degrees": "rad2deg",
+    "absolute": "abs",
+    "around": "round",
+    "conjugate": "conj",
+    "mod": "remainder",
+    "pow": "power",
+    "divide": "true_divide",
+    "atan2": "arctan2",
+    "bitwise_invert": "invert",
+    "bitwise_not": "invert",
+    "bitwise_left_shift": "left_shift",
+    "bitwise_right_shift": "right_shift",
+}
 
 
 def test_aliases():
@@ -50,9 +106,14 @@ def same(got, expected, rtol=None, atol=None, what=""):
         if np.dtype(e.dtype) == BF16:
             assert np.dtype(g.dtype) == BF16, f"{what}[{i}]: dtype {g.dtype} != bfloat16"
             assert bool(g.weak_type) == bool(e.weak_type), f"{what}[{i}]: weak_type"
-            np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(e, np.float32),
-                                       rtol=1e-2, atol=1e-2, equal_nan=True,
-                                       err_msg=f"{what}[{i}]")
+            np.testing.assert_allclose(
+                np.asarray(g, np.float32),
+                np.asarray(e, np.float32),
+                rtol=1e-2,
+                atol=1e-2,
+                equal_nan=True,
+                err_msg=f"{what}[{i}]",
+            )
         else:
             assert_same(g, e, rtol, atol, what=f"{what}[{i}]")
 
@@ -77,14 +138,20 @@ UNARY_CASES = {
 def test_unary_float_functions(case):
     x = UNARY_CASES[case]
     names = UNARY_FLOAT + (["arccosh"] if case == "u8" else [])
-    run_both(_unary_fns(xnp, names), _unary_fns(jnp, names), x, rtol=2e-6 if case == "f32"
-             else None, atol=1e-6 if case in ("f32", "u8", "bool") else None,
-             jit=case in ("f32", "u8"))
+    run_both(
+        _unary_fns(xnp, names),
+        _unary_fns(jnp, names),
+        x,
+        rtol=2e-6 if case == "f32" else None,
+        atol=1e-6 if case in ("f32", "u8", "bool") else None,
+        jit=case in ("f32", "u8"),
+    )
 
 
 MIXED = {
-    "f32": np.array([-2.5, -1.5, -0.5, 0.0, 0.5, 1.5, 2.5, -0.0, np.inf, -np.inf, np.nan, 3.7],
-                    np.float32),
+    "f32": np.array(
+        [-2.5, -1.5, -0.5, 0.0, 0.5, 1.5, 2.5, -0.0, np.inf, -np.inf, np.nan, 3.7], np.float32
+    ),
     "bf16": np.array([-2.5, -1.5, -0.5, 0.0, 0.5, 1.5, 2.5, 3.7], BF16),
     "i8": np.array([-3, -1, 0, 1, 2, 7], np.int8),
     "u32": np.array([0, 1, 2, 7], np.uint32),
@@ -98,8 +165,11 @@ def test_unary_functions_on_mixed_values(case):
     x = MIXED[case]
     # (sign of unsigned integers: the sign lowering emits stablehlo.sign on ui32, which the
     # verifier rejects; jnp.round rejects bool.)
-    skip = {"bool": ["negative", "sign", "square", "round"], "u32": ["sign"],
-            "c64": ["floor", "ceil", "trunc", "rint", "round", "isposinf", "isneginf"]}
+    skip = {
+        "bool": ["negative", "sign", "square", "round"],
+        "u32": ["sign"],
+        "c64": ["floor", "ceil", "trunc", "rint", "round", "isposinf", "isneginf"],
+    }
     names = [n for n in UNARY_ANY if n not in skip.get(case, [])]
     if case in ("i8", "u32", "bool"):
         names += ["invert"]
@@ -120,16 +190,39 @@ def test_integer_division_of_bools_by_python_scalars_is_weak():
     for name in ["floor_divide", "remainder", "divmod"]:
         for args in ((2, b), (b, 2), (-3, b)):
             with np.errstate(all="ignore"):
-                assert_same(getattr(xnp, name)(*args), getattr(jnp, name)(*args),
-                            what=f"{name}{tuple(type(a).__name__ for a in args)}")
+                assert_same(
+                    getattr(xnp, name)(*args),
+                    getattr(jnp, name)(*args),
+                    what=f"{name}{tuple(type(a).__name__ for a in args)}",
+                )
 
 
-BINARY = ["add", "subtract", "multiply", "true_divide", "floor_divide", "remainder", "fmod",
-          "power", "maximum", "minimum", "fmax", "fmin", "equal", "not_equal", "less",
-          "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor",
-          "float_power", "isclose"]
-BINARY_FLOAT = ["arctan2", "hypot", "logaddexp", "logaddexp2", "nextafter", "copysign",
-                "heaviside"]
+BINARY = [
+    "add",
+    "subtract",
+    "multiply",
+    "true_divide",
+    "floor_divide",
+    "remainder",
+    "fmod",
+    "power",
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "equal",
+    "not_equal",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "float_power",
+    "isclose",
+]
+BINARY_FLOAT = ["arctan2", "hypot", "logaddexp", "logaddexp2", "nextafter", "copysign", "heaviside"]
 BINARY_INT = ["bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"]
 
 
@@ -166,20 +259,39 @@ def test_binary_functions(case):
     if kinds <= {"i", "u"}:
         names += BINARY_INT
     if kinds == {"b"}:
-        names = [n for n in names if n not in ("subtract", "floor_divide", "remainder", "mod",
-                                               "fmod", "power", "pow", "float_power",
-                                               "divide", "true_divide", "isclose")]
+        names = [
+            n
+            for n in names
+            if n
+            not in (
+                "subtract",
+                "floor_divide",
+                "remainder",
+                "mod",
+                "fmod",
+                "power",
+                "pow",
+                "float_power",
+                "divide",
+                "true_divide",
+                "isclose",
+            )
+        ]
         names += ["bitwise_and", "bitwise_or", "bitwise_xor", "divide"]
     if "shift" in " ".join(names):
         b = np.abs(b)
-    run_both(_binary_fns(xnp, names), _binary_fns(jnp, names), a, b,
-             jit=case in ("f32,f32", "i32,i32"))
+    run_both(
+        _binary_fns(xnp, names), _binary_fns(jnp, names), a, b, jit=case in ("f32,f32", "i32,i32")
+    )
 
 
 @pytest.mark.parametrize("case,y", [("i8", 3), ("bf16", 2), ("f32", 0.5), ("i8", 2.5)])
 def test_binary_functions_with_python_scalars(case, y):
-    a = MIXED[case][np.isfinite(MIXED[case])] if MIXED[case].dtype.kind == "f" or \
-        MIXED[case].dtype == BF16 else MIXED[case]
+    a = (
+        MIXED[case][np.isfinite(MIXED[case])]
+        if MIXED[case].dtype.kind == "f" or MIXED[case].dtype == BF16
+        else MIXED[case]
+    )
     if case == "u32" or (case == "i8" and isinstance(y, int)):
         a = np.abs(a) + 1 if case == "i8" else a + 1  # no zero divisors when swapped
     names = [n for n in BINARY if n != "isclose"]
@@ -194,11 +306,12 @@ def test_integer_power_is_exact_and_uses_integer_pow():
     assert_same(xnp.power(x, np.int32(2)), jnp.power(x, np.int32(2)))
     assert_same(xnp.power(2, x[2:]), jnp.power(2, x[2:]))
     assert_same(xnp.power(xnp.asarray(x), xnp.asarray(x[2:4]).max()), jnp.power(x, 2))
-    jaxpr = str(xform.make_jaxpr(lambda v: v ** 2)(np.ones(3, np.float32)))
+    jaxpr = str(xform.make_jaxpr(lambda v: v**2)(np.ones(3, np.float32)))
     assert "integer_pow[y=2]" in jaxpr
     f = np.array([0.5, 2.0, -1.5], np.float32)
-    assert_same(xnp.power(f, np.array([2, 3, -1], np.int32)),
-                jnp.power(f, np.array([2, 3, -1], np.int32)))
+    assert_same(
+        xnp.power(f, np.array([2, 3, -1], np.int32)), jnp.power(f, np.array([2, 3, -1], np.int32))
+    )
     with pytest.raises(TypeError, match="negative"):
         xnp.power(x, -1)
 
@@ -228,22 +341,47 @@ def test_round_half_to_even_and_decimals():
 
 def test_where_and_clip():
     c = np.array([True, False, True])
-    run_both(lambda c, x: (xnp.where(c, x, 0), xnp.where(c, 1.5, x), xnp.where(c[0], x, x * 2)),
-             lambda c, x: (jnp.where(c, x, 0), jnp.where(c, 1.5, x), jnp.where(c[0], x, x * 2)),
-             c, np.array([1, 2, 3], np.int8))
+    run_both(
+        lambda c, x: (xnp.where(c, x, 0), xnp.where(c, 1.5, x), xnp.where(c[0], x, x * 2)),
+        lambda c, x: (jnp.where(c, x, 0), jnp.where(c, 1.5, x), jnp.where(c[0], x, x * 2)),
+        c,
+        np.array([1, 2, 3], np.int8),
+    )
     x = np.array([-2.0, 0.5, 3.0], np.float32)
-    run_both(lambda x: (xnp.clip(x, -1, 1), xnp.clip(x, max=0.0), xnp.clip(x, min=0),
-                        xnp.clip(x, np.zeros(3, np.float32), 2)),
-             lambda x: (jnp.clip(x, -1, 1), jnp.clip(x, max=0.0), jnp.clip(x, min=0),
-                        jnp.clip(x, np.zeros(3, np.float32), 2)), x)
+    run_both(
+        lambda x: (
+            xnp.clip(x, -1, 1),
+            xnp.clip(x, max=0.0),
+            xnp.clip(x, min=0),
+            xnp.clip(x, np.zeros(3, np.float32), 2),
+        ),
+        lambda x: (
+            jnp.clip(x, -1, 1),
+            jnp.clip(x, max=0.0),
+            jnp.clip(x, min=0),
+            jnp.clip(x, np.zeros(3, np.float32), 2),
+        ),
+        x,
+    )
     with pytest.raises(TypeError, match="pass both x and y"):
         xnp.where(c, 1.0)
 
 
 def test_complex_parts_and_predicates():
     z = np.array([1 + 2j, -3j, np.inf + 0j], np.complex64)
-    for name in ["real", "imag", "conj", "abs", "isfinite", "isinf", "isnan", "sqrt", "exp",
-                 "negative", "square"]:
+    for name in [
+        "real",
+        "imag",
+        "conj",
+        "abs",
+        "isfinite",
+        "isinf",
+        "isnan",
+        "sqrt",
+        "exp",
+        "negative",
+        "square",
+    ]:
         assert_same(getattr(xnp, name)(z), getattr(jnp, name)(z), what=name)
 
 
@@ -281,5 +419,6 @@ def test_logaddexp_derivative_of_arrays():
     def loss(lib):
         return lambda x: lib.sum(lib.logaddexp(x, lib.zeros_like(x)))
 
-    np.testing.assert_allclose(np.asarray(xform.grad(loss(xnp))(x)),
-                               np.asarray(jax.grad(loss(jnp))(x)), rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(xform.grad(loss(xnp))(x)), np.asarray(jax.grad(loss(jnp))(x)), rtol=1e-6
+    )

@@ -18,6 +18,7 @@ Y0 = np.array([1.0, 0.0], np.float32)
 def _pendulum(np_):
     def f(y, t, a, b):
         return np_.stack([a * y[1], -b * np_.sin(y[0]) + 0.1 * t])
+
     return f
 
 
@@ -44,13 +45,23 @@ def test_pytree_state_closure_and_tolerances():
         def loss(k):
             def f(y, t):  # closes over ``k``, traced by grad
                 return {"x": -k * y["x"], "v": y["x"] - y["v"]}
-            ys = ode(f, {"x": np_.ones(2), "v": np_.zeros(2)}, np_.asarray(TS),
-                     rtol=1e-6, atol=1e-6, hmax=0.5)
+
+            ys = ode(
+                f,
+                {"x": np_.ones(2), "v": np_.zeros(2)},
+                np_.asarray(TS),
+                rtol=1e-6,
+                atol=1e-6,
+                hmax=0.5,
+            )
             return np_.sum(ys["x"]) + np_.sum(ys["v"] ** 2)
+
         return loss
+
     np.testing.assert_allclose(make(jnp, odeint)(0.7), make(JN, jax_odeint)(0.7), rtol=1e-5)
-    np.testing.assert_allclose(jax.grad(make(jnp, odeint))(0.7),
-                               J.grad(make(JN, jax_odeint))(0.7), rtol=1e-4)
+    np.testing.assert_allclose(
+        jax.grad(make(jnp, odeint))(0.7), J.grad(make(JN, jax_odeint))(0.7), rtol=1e-4
+    )
 
 
 def test_exact_solution_and_mxstep():
@@ -65,8 +76,9 @@ def test_exact_solution_and_mxstep():
 def test_bad_input_errors_as_jax():
     with pytest.raises(TypeError, match="t must be an array of floats"):
         odeint(lambda y, t: y, jnp.ones(1), jnp.arange(3))
-    with pytest.raises(TypeError, match="The contents of odeint \\*args must be arrays or "
-                                        "scalars, but got foo"):
+    with pytest.raises(
+        TypeError, match="The contents of odeint \\*args must be arrays or scalars, but got foo"
+    ):
         odeint(lambda y, t, s: y, jnp.ones(1), jnp.asarray(TS), "foo")
 
 
@@ -76,6 +88,7 @@ def test_vmap_of_values_and_gradients():
     def make(np_, ode):
         f = lambda y, t, k: np_.stack([y[1], -k * y[0]])  # noqa: E731
         return lambda y0, k: ode(f, y0, np_.asarray(TS[:3]), k)[-1, 0]
+
     ours = jax.vmap(jax.value_and_grad(make(jnp, odeint), argnums=1), (0, None))(y0s, 2.0)
     theirs = J.vmap(J.value_and_grad(make(JN, jax_odeint), argnums=1), (0, None))(y0s, 2.0)
     for a, b in zip(ours, theirs, strict=True):

@@ -64,10 +64,14 @@ def test_values(name):
     xf, jx = PAIRS[name]
     if name in ("segment_sum", "segment_prod"):  # JAX: TypeError for bool data
         ids = IDS["sorted"]
-        _same_error(lambda: xf(np.ones(6, bool), ids, NUM),
-                    lambda: jx(np.ones(6, bool), ids, NUM), TypeError)
+        _same_error(
+            lambda: xf(np.ones(6, bool), ids, NUM),
+            lambda: jx(np.ones(6, bool), ids, NUM),
+            TypeError,
+        )
     dts = [np.float32, np.int32, np.float64] + (
-        [np.bool_] if name in ("segment_max", "segment_min") else [])
+        [np.bool_] if name in ("segment_max", "segment_min") else []
+    )
     for dtype in dts:
         with x64_for(dtype):
             # Data without and with rows, (6, 3, 2); the ids are arguments under jit.
@@ -83,8 +87,13 @@ def test_values(name):
             # num_segments=None: max(segment_ids) + 1 (eager only; see
             # test_num_segments_errors); the operands as xform arrays.
             data = _data((6,), dtype)
-            assert_same(xf(xnp.asarray(data), xnp.asarray(DEFAULT_NUM_IDS)),
-                        jx(data, DEFAULT_NUM_IDS), 1e-6, 1e-6, what=f"{np.dtype(dtype)}, None")
+            assert_same(
+                xf(xnp.asarray(data), xnp.asarray(DEFAULT_NUM_IDS)),
+                jx(data, DEFAULT_NUM_IDS),
+                1e-6,
+                1e-6,
+                what=f"{np.dtype(dtype)}, None",
+            )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -92,7 +101,8 @@ def test_identities_of_empty_segments(name):
     """Empty segments hold the identity in every dtype: 0, 1, -inf/min, +inf/max."""
     xf, jx = PAIRS[name]
     dts = [np.float32, np.int32, np.int8, np.uint8, np.float16] + (
-        [np.bool_] if name in ("segment_max", "segment_min") else [])
+        [np.bool_] if name in ("segment_max", "segment_min") else []
+    )
     datas = [_data((2,), dtype) for dtype in dts]
     ids, none = np.array([0, 0], np.int32), np.zeros(0, np.int32)
 
@@ -102,8 +112,14 @@ def test_identities_of_empty_segments(name):
     assert_same(cases(xf)(datas), jax.jit(cases(jx))(datas))
 
 
-MODES = ["clip", "drop", "fill", "promise_in_bounds", jax.lax.GatherScatterMode.CLIP,
-         xform.lax.GatherScatterMode.FILL_OR_DROP]
+MODES = [
+    "clip",
+    "drop",
+    "fill",
+    "promise_in_bounds",
+    jax.lax.GatherScatterMode.CLIP,
+    xform.lax.GatherScatterMode.FILL_OR_DROP,
+]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -121,6 +137,7 @@ def test_modes(name):
                 i = in_range if mode == "promise_in_bounds" else ids
                 out.append(f(d, i, n, mode=mode))
             return out
+
         return run
 
     data = _data(ids.shape, np.float32)
@@ -137,8 +154,10 @@ def test_bucket_size(name):
     datas = [_data((7, 2), dtype) for dtype in dts]
 
     def buckets(f):  # every bucket size for float32; 3 for the other dtypes
-        return lambda ds: [f(d, ids, 4, bucket_size=b) for d in ds[:1] for b in (1, 10)] + [
-            f(d, ids, 4, bucket_size=3) for d in ds]
+        return lambda ds: (
+            [f(d, ids, 4, bucket_size=b) for d in ds[:1] for b in (1, 10)]
+            + [f(d, ids, 4, bucket_size=3) for d in ds]
+        )
 
     expected = jax.jit(buckets(jx))(datas)
     assert_same(buckets(xf)(datas), expected, 1e-6, 1e-6, what="eager")
@@ -174,20 +193,27 @@ def test_num_segments_errors():
     xf, jx = PAIRS["segment_sum"]
     data, ids = np.arange(4.0, dtype=np.float32), np.array([0, 1, 1, 2], np.int32)
     # Traced ids and no num_segments: the result's length is unknown when tracing.
-    _same_error(lambda: xform.jit(xf)(data, ids), lambda: jax.jit(jx)(data, ids),
-                jax.errors.ConcretizationTypeError)
+    _same_error(
+        lambda: xform.jit(xf)(data, ids),
+        lambda: jax.jit(jx)(data, ids),
+        jax.errors.ConcretizationTypeError,
+    )
     with pytest.raises(xform.errors.ConcretizationTypeError, match="num_segments"):
         xform.jit(xf)(data, ids)
     # A traced num_segments.
-    _same_error(lambda: xform.jit(lambda k: xf(data, ids, k))(3),
-                lambda: jax.jit(lambda k: jx(data, ids, k))(3),
-                jax.errors.ConcretizationTypeError)
+    _same_error(
+        lambda: xform.jit(lambda k: xf(data, ids, k))(3),
+        lambda: jax.jit(lambda k: jx(data, ids, k))(3),
+        jax.errors.ConcretizationTypeError,
+    )
     with pytest.raises(xform.errors.ConcretizationTypeError, match="static_argnums"):
         xform.jit(xf)(data, ids, 3)
     # Under vmap of the ids, too.
-    _same_error(lambda: xform.vmap(lambda i: xf(data, i))(np.stack([ids, ids])),
-                lambda: jax.vmap(lambda i: jx(data, i))(np.stack([ids, ids])),
-                jax.errors.ConcretizationTypeError)
+    _same_error(
+        lambda: xform.vmap(lambda i: xf(data, i))(np.stack([ids, ids])),
+        lambda: jax.vmap(lambda i: jx(data, i))(np.stack([ids, ids])),
+        jax.errors.ConcretizationTypeError,
+    )
     # Concrete arrays and NumPy ints are fine; negative, float or empty-default are not.
     assert_same(xf(data, ids, xnp.asarray(3)), jx(data, ids, jnp.asarray(3)))
     assert_same(xf(data, ids, np.int64(3)), jx(data, ids, np.int64(3)))
@@ -204,15 +230,19 @@ def test_argument_errors():
     data, ids = np.arange(4.0, dtype=np.float32), np.array([0, 1, 1, 2], np.int32)
     _same_error(lambda: xf(list(data), ids, 3), lambda: jx(list(data), ids, 3), TypeError)
     _same_error(lambda: xf(data, list(ids), 3), lambda: jx(data, list(ids), 3), TypeError)
-    _same_error(lambda: xf(data, ids.astype(np.float32), 3),
-                lambda: jx(data, ids.astype(np.float32), 3), TypeError)
+    _same_error(
+        lambda: xf(data, ids.astype(np.float32), 3),
+        lambda: jx(data, ids.astype(np.float32), 3),
+        TypeError,
+    )
     with pytest.raises(TypeError, match="segment_max: segment_ids must have an integer dtype"):
         xf(data, ids.astype(np.float32), 3)
     _same_error(lambda: xf(data[:3], ids, 3), lambda: jx(data[:3], ids, 3), ValueError)
     with pytest.raises(ValueError, match=r"segment_max: data of shape \(3,\) does not match"):
         xf(data[:3], ids, 3)
-    _same_error(lambda: xf(data, ids, 3, mode="wrap"), lambda: jx(data, ids, 3, mode="wrap"),
-                ValueError)
+    _same_error(
+        lambda: xf(data, ids, 3, mode="wrap"), lambda: jx(data, ids, 3, mode="wrap"), ValueError
+    )
     with pytest.raises(ValueError, match="bucket_size must be a positive integer"):
         xf(data, ids, 3, bucket_size=0)
     with pytest.raises(NotImplementedError, match="out_sharding"):
@@ -234,8 +264,11 @@ def test_grad(name):
         return lambda x: np_.sum(GRAD_W * f(x, ids, 5, **kw))
 
     if name == "segment_prod":  # scatter_mul differentiates only with unique_indices=True
-        _same_error(lambda: xform.grad(loss(xf, xnp))(GRAD_DATA),
-                    lambda: jax.grad(loss(jx, jnp))(GRAD_DATA), NotImplementedError)
+        _same_error(
+            lambda: xform.grad(loss(xf, xnp))(GRAD_DATA),
+            lambda: jax.grad(loss(jx, jnp))(GRAD_DATA),
+            NotImplementedError,
+        )
         unique = np.array([4, 0, 2, 1, 7, 3, -1, 9], np.int32)
         expected = jax.jit(jax.grad(loss(jx, jnp, unique, unique_indices=True)))(GRAD_DATA)
         got = xform.grad(loss(xf, xnp, unique, unique_indices=True))(GRAD_DATA)
@@ -250,13 +283,13 @@ def test_grad(name):
     data = _data((6, 2), np.float32, seed=3)
     ids = IDS["sorted"]
     w = _data((NUM, 2), np.float32, seed=4)
-    exp = jax.jit(jax.grad(lambda x: jnp.sum(w * jx(x, ids, NUM, indices_are_sorted=True))))(
-        data)
+    exp = jax.jit(jax.grad(lambda x: jnp.sum(w * jx(x, ids, NUM, indices_are_sorted=True))))(data)
     got = xform.grad(lambda x: xnp.sum(w * xf(x, ids, NUM, indices_are_sorted=True)))(data)
     assert_same(got, exp, 1e-6, 1e-6, what="grad, rows")
     # Away from ties, against finite differences to order 2.
-    check_grads(lambda x: xf(x, ids, NUM), (data,), order=2, modes=("fwd", "rev"),
-                atol=1e-2, rtol=1e-2)
+    check_grads(
+        lambda x: xf(x, ids, NUM), (data,), order=2, modes=("fwd", "rev"), atol=1e-2, rtol=1e-2
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -278,8 +311,7 @@ def test_vmap(name):
     args = (data, ids, np.swapaxes(data, 0, 1))
     expected = jax.jit(batched(jx, jax.vmap))(*args)
     assert_same(batched(xf, xform.vmap)(*args), expected, 1e-6, 1e-6, what="vmap")
-    assert_same(xform.jit(batched(xf, xform.vmap))(*args), expected, 1e-6, 1e-6,
-                what="jit(vmap)")
+    assert_same(xform.jit(batched(xf, xform.vmap))(*args), expected, 1e-6, 1e-6, what="jit(vmap)")
     loop = np.stack([np.asarray(xf(data[k], ids[k], 4)) for k in range(3)])
     assert_same(loop, np.asarray(expected[2]), 1e-6, 1e-6, what="loop")
     if name == "segment_prod":  # not differentiable with repeated ids (test_grad)

@@ -36,8 +36,20 @@ def r(*shape, dtype=np.float32):
     return RNG.standard_normal(shape).astype(dtype)
 
 
-def check_pmap(xf, jf, args, kwargs=None, *, in_axes=0, out_axes=0, axis_name="i",
-               tol=F32_TOL, vmap=True, oracle_axes=None, **pmap_kwargs):
+def check_pmap(
+    xf,
+    jf,
+    args,
+    kwargs=None,
+    *,
+    in_axes=0,
+    out_axes=0,
+    axis_name="i",
+    tol=F32_TOL,
+    vmap=True,
+    oracle_axes=None,
+    **pmap_kwargs,
+):
     """``xform.pmap(xf)`` equals ``jax.pmap(jf)`` and, if ``vmap``, ``xform.vmap(xf)`` on one
     device with the same axes and axis name. ``oracle_axes`` overrides in_axes/out_axes for
     jax.pmap only (it takes non-negative axes only). Returns xform's result."""
@@ -47,8 +59,9 @@ def check_pmap(xf, jf, args, kwargs=None, *, in_axes=0, out_axes=0, axis_name="i
     expected = jax.pmap(jf, **{**axes, **(oracle_axes or {})}, **pmap_kwargs)(*args, **kwargs)
     assert_same(got, expected, **tol, what="pmap vs jax.pmap")
     if vmap:
-        assert_same(got, xform.vmap(xf, **axes)(*args, **kwargs), **tol,
-                    what="pmap vs vmap on one device")
+        assert_same(
+            got, xform.vmap(xf, **axes)(*args, **kwargs), **tol, what="pmap vs vmap on one device"
+        )
     return got
 
 
@@ -63,7 +76,7 @@ def assert_sharded(y, n, axis=0, devices=None):
         assert [s.device for s in shards] == list(devices)
     whole = np.asarray(y)
     for k, s in enumerate(shards):
-        expected_shape = whole.shape[:axis] + (1,) + whole.shape[axis + 1:]
+        expected_shape = whole.shape[:axis] + (1,) + whole.shape[axis + 1 :]
         assert s.data.shape == expected_shape
         np.testing.assert_array_equal(np.asarray(s.data), np.take(whole, [k], axis=axis))
 
@@ -93,8 +106,14 @@ def test_elementwise(n):
     x = r(n, 3)
     got = elementwise("xform")(x)
     assert_same(got, elementwise("jax")(x), what="pmap vs jax.pmap")
-    assert_same(got, np.sin(x) * np.float32(2.0) + np.float32(1.0), rtol=1e-6, atol=1e-6,
-                check_weak_type=False, what="pmap vs numpy")
+    assert_same(
+        got,
+        np.sin(x) * np.float32(2.0) + np.float32(1.0),
+        rtol=1e-6,
+        atol=1e-6,
+        check_weak_type=False,
+        what="pmap vs numpy",
+    )
     assert_sharded(got, n)
 
 
@@ -103,6 +122,7 @@ def test_pytrees_in_and_out(n):
     def f(lib):
         def body(p, xs):
             return {"y": lib.sin(p["w"]) * xs[0], "z": [p["b"] + 1.0, xs[1] * 2]}
+
         return body
 
     p = {"w": r(n, 3), "b": r(n)}
@@ -132,8 +152,7 @@ def test_in_axes(n, case):
     def f(lib):
         return lambda a, b: lib.sin(a) * b + a.sum()
 
-    check_pmap(f(xnp), f(jnp), args, in_axes=in_axes,
-               oracle_axes=dict(in_axes=oracle_in_axes))
+    check_pmap(f(xnp), f(jnp), args, in_axes=in_axes, oracle_axes=dict(in_axes=oracle_in_axes))
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -153,12 +172,18 @@ def test_out_axes(out_axes, n):
         def body(a):
             y, s = a * 3.0, lax.psum(a, "i")
             return {"y": y, "s": s} if isinstance(out_axes, dict) else (y, s)
+
         return body
 
     x = r(n, 2, 3)
     if isinstance(out_axes, int):  # one array out: the first of the pair
-        got = check_pmap(lambda a: f(xl)(a)[0], lambda a: f(jax.lax)(a)[0], (x,),
-                         out_axes=out_axes, oracle_axes=dict(out_axes=out_axes % 3))
+        got = check_pmap(
+            lambda a: f(xl)(a)[0],
+            lambda a: f(jax.lax)(a)[0],
+            (x,),
+            out_axes=out_axes,
+            oracle_axes=dict(out_axes=out_axes % 3),
+        )
         assert_sharded(got, n, axis=out_axes % 3)
         return
     got = check_pmap(f(xl), f(jax.lax), (x,), out_axes=out_axes)
@@ -180,8 +205,9 @@ def test_kwargs_are_mapped(n):
 def test_static_broadcasted_argnums(n):
     def f(lib):
         def body(a, power, mode):
-            y = a ** power
+            y = a**power
             return lib.sin(y) if mode == "sin" else lib.cos(y)
+
         return body
 
     x = r(n, 3)
@@ -189,14 +215,16 @@ def test_static_broadcasted_argnums(n):
     fj = jax.pmap(f(jnp), static_broadcasted_argnums=(1, 2))
     for power, mode in [(2, "sin"), (3, "sin"), (2, "cos"), (2, "sin")]:
         assert_same(fx(x, power, mode), fj(x, power, mode), what=f"{power}, {mode}")
-    assert_same(xform.pmap(f(xnp), static_broadcasted_argnums=[2, 1])(x, 2, "cos"),
-                fj(x, 2, "cos"))
+    assert_same(xform.pmap(f(xnp), static_broadcasted_argnums=[2, 1])(x, 2, "cos"), fj(x, 2, "cos"))
 
 
 def _device_lists(n):
     devs = xform.devices()
-    return {"reversed": devs[::-1][:n], "last": devs[8 - n:],
-            "strided": devs[::-1][::2][:n] if n <= 4 else devs[::-1]}
+    return {
+        "reversed": devs[::-1][:n],
+        "last": devs[8 - n :],
+        "strided": devs[::-1][::2][:n] if n <= 4 else devs[::-1],
+    }
 
 
 @pytest.mark.parametrize(("which", "n"), rotated(["reversed", "last", "strided"]))
@@ -217,8 +245,10 @@ def test_devices_of_odd_count():
     devices = [devs[5], devs[2], devs[7]]
     got = xform.pmap(lambda a: a * xl.axis_index("i"), axis_name="i", devices=devices)(r(3, 2))
     assert_sharded(got, 3, devices=devices)
-    assert_same(xform.pmap(lambda: xl.axis_index("i"), axis_name="i", axis_size=3,
-                           devices=devices)(), np.arange(3, dtype=np.int32))
+    assert_same(
+        xform.pmap(lambda: xl.axis_index("i"), axis_name="i", axis_size=3, devices=devices)(),
+        np.arange(3, dtype=np.int32),
+    )
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -255,8 +285,11 @@ def test_donated_pmap_result_is_deleted(n):
     jw = jnp.asarray(x)
     jax.pmap(lambda a: a * 2.0, donate_argnums=0)(jw)
     w = xnp.asarray(x)
-    assert_same(xform.pmap(lambda a: a * 2.0, donate_argnums=0)(w), x * np.float32(2.0),
-                check_weak_type=False)
+    assert_same(
+        xform.pmap(lambda a: a * 2.0, donate_argnums=0)(w),
+        x * np.float32(2.0),
+        check_weak_type=False,
+    )
     if n > 1:  # (a one-device jax array is already where a 1-device pmap wants it)
         assert not w.is_deleted() and not jw.is_deleted()
     assert_same(w, x, check_weak_type=False)
@@ -286,13 +319,11 @@ def test_integer_dtypes(n):
 @pytest.mark.parametrize("n", SIZES)
 def test_float64(n, x64):
     def f(lib, lax):
-        return lambda a, b: (lib.exp(a) * b, lax.psum(a, "i"), lax.pmean(b.astype(lib.int64),
-                                                                        "i"))
+        return lambda a, b: (lib.exp(a) * b, lax.psum(a, "i"), lax.pmean(b.astype(lib.int64), "i"))
 
     a, b = r(n, 3, dtype=np.float64), RNG.integers(0, 9, (n, 3)).astype(np.int64)
     with jax.enable_x64(True):
-        got = check_pmap(f(xnp, xl), f(jnp, jax.lax), (a, b),
-                         tol=dict(rtol=1e-13, atol=1e-13))
+        got = check_pmap(f(xnp, xl), f(jnp, jax.lax), (a, b), tol=dict(rtol=1e-13, atol=1e-13))
     assert [y.dtype for y in got] == [np.float64, np.float64, np.float64]
 
 
@@ -409,8 +440,11 @@ def test_jit_inside_pmap(n):
 @pytest.mark.parametrize("n", SIZES)
 def test_jit_of_pmap(n):
     def f(lib, lax, pmap):
-        return pmap(lambda a, b: (lib.sin(a) * lax.psum(b, "i"), lax.all_gather(a, "i")),
-                    axis_name="i", in_axes=(0, None))
+        return pmap(
+            lambda a, b: (lib.sin(a) * lax.psum(b, "i"), lax.all_gather(a, "i")),
+            axis_name="i",
+            in_axes=(0, None),
+        )
 
     x, c = r(n, 3), r(3)
     got = xform.jit(f(xnp, xl, xform.pmap))(x, c)
@@ -422,8 +456,9 @@ def test_jit_of_pmap(n):
 @pytest.mark.parametrize("n", [1, 4])
 def test_grad_of_pmapped_loss(n):
     def loss(lib, lax, pmap):
-        mapped = pmap(lambda w, a: lib.tanh(a * w) * lax.pmean(a, "i").sum(), axis_name="i",
-                      in_axes=(None, 0))
+        mapped = pmap(
+            lambda w, a: lib.tanh(a * w) * lax.pmean(a, "i").sum(), axis_name="i", in_axes=(None, 0)
+        )
         return lambda w, a: (mapped(w, a) ** 2).sum()
 
     w, x = r(3), r(n, 3)
@@ -448,8 +483,9 @@ def test_pmap_of_grad_with_collective(reduce, n):
         return grad(lambda w, a: getattr(lax, reduce)(local_loss(lib)(w, a), "i"))
 
     w, x = r(3, 2), r(n, 4, 3)
-    got = check_pmap(step(xnp, xl, xform.grad), step(jnp, jax.lax, jax.grad), (w, x),
-                     in_axes=(None, 0))
+    got = check_pmap(
+        step(xnp, xl, xform.grad), step(jnp, jax.lax, jax.grad), (w, x), in_axes=(None, 0)
+    )
     scale = n if reduce == "psum" else 1
     for k in range(n):
         expected = xform.grad(local_loss(xnp))(w, x[k]) * np.float32(scale)
@@ -468,8 +504,9 @@ def test_vmap_inside_pmap(n):
 @pytest.mark.parametrize("n", SIZES)
 def test_vmap_of_pmap(n):
     def f(lib, lax, vmap, pmap):
-        inner = pmap(lambda a, b: lib.sin(a) * lax.psum(a, "i") + b, axis_name="i",
-                     in_axes=(0, None))
+        inner = pmap(
+            lambda a, b: lib.sin(a) * lax.psum(a, "i") + b, axis_name="i", in_axes=(0, None)
+        )
         return vmap(inner, in_axes=(1, 0), out_axes=1)
 
     x, y = r(n, 5, 3), r(5, 3)
@@ -486,6 +523,7 @@ def test_pmap_of_scan(n):
         def body(carry, a):
             total = lax.psum(a, "i")
             return carry * 0.5 + total, carry + a
+
         return lambda xs: lax.scan(body, xs[0] * 0.0, xs)
 
     xs = r(n, 4, 3)
@@ -499,14 +537,20 @@ def test_pmap_of_cond(n):
     def f(lib, lax):
         def body(a):
             pred = lax.psum(a.sum(), "i") > 0
-            return lax.cond(pred, lambda b: lib.sin(b) + lax.psum(b, "i"),
-                            lambda b: lib.cos(b) * lax.pmax(b, "i"), a)
+            return lax.cond(
+                pred,
+                lambda b: lib.sin(b) + lax.psum(b, "i"),
+                lambda b: lib.cos(b) * lax.pmax(b, "i"),
+                a,
+            )
+
         return body
 
     def g(lib, lax):  # predicates that differ from device to device
         def body(a):
             y = lax.cond(lax.axis_index("i") % 2 == 0, lib.sin, lib.cos, a)
             return lax.cond(a.sum() > 0, lambda b: b * 2.0, lib.exp, y)
+
         return body
 
     x = r(n, 3)
@@ -536,16 +580,19 @@ def test_second_order():
         return lambda a: mapped(a).sum()
 
     x = r(2, 2)
-    assert_same(xform.hessian(f(xnp, xl, xform.pmap))(x),
-                jax.hessian(f(jnp, jax.lax, jax.pmap))(x), rtol=1e-5, atol=1e-5)
+    assert_same(
+        xform.hessian(f(xnp, xl, xform.pmap))(x),
+        jax.hessian(f(jnp, jax.lax, jax.pmap))(x),
+        rtol=1e-5,
+        atol=1e-5,
+    )
 
 
 # --------------------------------------------------------------------------- jaxprs, lowering
 
 
 def test_make_jaxpr_shows_one_pmap_with_the_per_device_body():
-    f = xform.pmap(lambda a, b: xnp.sin(a) + xl.psum(a, "i") * b, axis_name="i",
-                   in_axes=(0, None))
+    f = xform.pmap(lambda a, b: xnp.sin(a) + xl.psum(a, "i") * b, axis_name="i", in_axes=(0, None))
     jaxpr = xform.make_jaxpr(f)(r(4, 3), r(3))
     (eqn,) = jaxpr.jaxpr.eqns
     assert eqn.primitive.name == "pmap"
@@ -577,10 +624,19 @@ def test_lowered_pmap_is_the_per_device_program():
     assert "@main(%arg0: tensor<1x3xf32>) -> tensor<1x3xf32>" in text
     assert "replica_groups = dense<[[0, 1, 2, 3]]>" in text
     ops = re.findall(r"stablehlo\.(\w+)", text.split("@main")[1])
-    assert ops == ["reshape", "all_reduce", "add", "return", "constant", "broadcast_in_dim",
-                   "multiply", "reshape"], ops
-    jax_text = jax.pmap(lambda a: jax.lax.psum(a, "i") * 2.0, axis_name="i").lower(
-        r(4, 3)).as_text()
+    assert ops == [
+        "reshape",
+        "all_reduce",
+        "add",
+        "return",
+        "constant",
+        "broadcast_in_dim",
+        "multiply",
+        "reshape",
+    ], ops
+    jax_text = (
+        jax.pmap(lambda a: jax.lax.psum(a, "i") * 2.0, axis_name="i").lower(r(4, 3)).as_text()
+    )
     jax_ops = re.findall(r"stablehlo\.(\w+)", jax_text.split("manual_computation")[1])
     jax_ops = [op for op in jax_ops if op != "channel_handle"]  # partitions need one
     assert sorted(set(ops) - {"return"}) == sorted(set(jax_ops) - {"return"}), jax_ops
@@ -605,11 +661,18 @@ print("devices:", n)
 def test_host_devices_from_xla_flags():
     # The other way to get host devices: XLA_FLAGS, read when the backend starts (here, in a
     # fresh interpreter with 4 of them: pmap over all, and one more is an error).
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-               JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, "-c", _XLA_FLAGS_SCRIPT], env=env, text=True,
-                          capture_output=True, timeout=120, check=False,
-                          cwd=pathlib.Path(__file__).resolve().parents[1])
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", _XLA_FLAGS_SCRIPT],
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=120,
+        check=False,
+        cwd=pathlib.Path(__file__).resolve().parents[1],
+    )
     assert proc.returncode == 0, proc.stderr
     assert "devices: 4" in proc.stdout
     assert "requires 5 logical devices" in proc.stdout and "only 4 XLA devices" in proc.stdout
@@ -626,8 +689,11 @@ def test_mapped_axis_larger_than_device_count():
 
 
 def test_mapped_axes_of_different_sizes():
-    with pytest.raises(ValueError, match=r"inconsistent sizes(.|\n)*argument a .* has size 4"
-                                         r"(.|\n)*argument b .* has size 3"):
+    with pytest.raises(
+        ValueError,
+        match=r"inconsistent sizes(.|\n)*argument a .* has size 4"
+        r"(.|\n)*argument b .* has size 3",
+    ):
         xform.pmap(lambda a, b: a + b)(r(4, 2), r(3, 2))
 
 
@@ -642,8 +708,11 @@ def test_axes_out_of_range():
 
 def test_nested_pmap_needing_more_devices():
     f = xform.pmap(xform.pmap(lambda a: a + 1.0, axis_name="j"), axis_name="i")
-    with pytest.raises(ValueError, match=r"requires 16 logical devices \(4 along 'i' times 4 "
-                                         r"for the pmaps inside it\).*only 8"):
+    with pytest.raises(
+        ValueError,
+        match=r"requires 16 logical devices \(4 along 'i' times 4 "
+        r"for the pmaps inside it\).*only 8",
+    ):
         f(r(4, 4, 2))
 
 

@@ -21,7 +21,7 @@ jr = jax.random
 # xform and for JAX), so hypothesis draws seeds freely but (shape, dtype) pairs from small
 # pools, and the batched check goes through one shared jitted function whose cache the
 # examples reuse.
-seeds = st.integers(0, 2 ** 32 - 1)
+seeds = st.integers(0, 2**32 - 1)
 
 
 def _keys(seed, n=3):
@@ -48,35 +48,34 @@ def _check(xf_fn, jax_fn, seed, args=(), statics=(), kwargs=None, *, tol=None):
     tol = {"rtol": 0, "atol": 0} if tol is None else tol
     assert_same(xf_fn(key, *args, **kw), jax_fn(key, *args, **kw), what="eager", **tol)
     expected = np.stack([np.asarray(jax_fn(k, *args, **kw)) for k in keys])
-    assert_same(_jit_vmap(xf_fn, keys, args, kwargs, statics), expected, what="jit(vmap)",
-                **tol)
+    assert_same(_jit_vmap(xf_fn, keys, args, kwargs, statics), expected, what="jit(vmap)", **tol)
 
 
 # --------------------------------------------------------------------------- keys
 
 
-@given(st.integers(-2 ** 63, 2 ** 63 - 1))
+@given(st.integers(-(2**63), 2**63 - 1))
 def test_prngkey_matches_jax(seed):
     assert_same(xr.PRNGKey(seed), jr.PRNGKey(seed))
     assert_same(xr.key_data(xr.key(seed)), jr.key_data(jr.key(seed)))
 
 
-@pytest.mark.parametrize("seed", [np.int8(-1), np.uint32(2 ** 32 - 1), np.int32(-7), True])
+@pytest.mark.parametrize("seed", [np.int8(-1), np.uint32(2**32 - 1), np.int32(-7), True])
 def test_prngkey_numpy_seeds(seed):
     assert_same(xr.PRNGKey(seed), jr.PRNGKey(seed))
 
 
 def test_prngkey_traced_seed():
-    seeds = np.array([-3, 0, 5, 2 ** 31 - 1], np.int32)
+    seeds = np.array([-3, 0, 5, 2**31 - 1], np.int32)
     assert_same(xform.jit(xr.PRNGKey)(seeds[0]), jr.PRNGKey(seeds[0]))
     assert_same(xform.vmap(xr.PRNGKey)(seeds), jax.vmap(jr.PRNGKey)(seeds))
 
 
-@given(st.integers(-2 ** 63, 2 ** 63 - 1))
+@given(st.integers(-(2**63), 2**63 - 1))
 def test_prngkey_x64(seed):
     with xform.enable_x64(), jax.enable_x64(True):
         assert_same(xr.PRNGKey(seed), jr.PRNGKey(seed))
-        assert_same(xr.PRNGKey(np.uint64(seed % 2 ** 64)), jr.PRNGKey(np.uint64(seed % 2 ** 64)))
+        assert_same(xr.PRNGKey(np.uint64(seed % 2**64)), jr.PRNGKey(np.uint64(seed % 2**64)))
 
 
 @given(seeds, st.sampled_from([0, 1, 2, 5, (3, 2), (0,)]))
@@ -84,11 +83,11 @@ def test_split_matches_jax(seed, num):
     _check(xr.split, jr.split, seed, statics=(("num", num),))
 
 
-@given(seeds, st.integers(0, 2 ** 32 - 1))
+@given(seeds, st.integers(0, 2**32 - 1))
 def test_fold_in_matches_jax(seed, data):
     _check(xr.fold_in, jr.fold_in, seed, args=(np.uint32(data),))
     key, keys = _keys(seed)
-    datas = np.array([data, 0, 2 ** 31], np.uint32)
+    datas = np.array([data, 0, 2**31], np.uint32)
     assert_same(xform.vmap(xr.fold_in)(keys, datas), jax.vmap(jr.fold_in)(keys, datas))
     assert_same(xr.fold_in(key, data), jr.fold_in(key, data))
     assert_same(xr.fold_in(key, np.int32(-5)), jr.fold_in(key, np.int32(-5)))
@@ -110,24 +109,41 @@ def test_threefry_is_one_uint32_primitive():
 # --------------------------------------------------------------------------- bits, floats
 
 
-@given(seeds, st.sampled_from([((), np.uint32), ((5,), np.uint8), ((2, 3), np.uint16),
-                                ((0, 4), np.uint32), ((2, 3), np.uint32)]))
+@given(
+    seeds,
+    st.sampled_from(
+        [
+            ((), np.uint32),
+            ((5,), np.uint8),
+            ((2, 3), np.uint16),
+            ((0, 4), np.uint32),
+            ((2, 3), np.uint32),
+        ]
+    ),
+)
 def test_bits_matches_jax(seed, shape_dtype):
     shape, dtype = shape_dtype
     _check(xr.bits, jr.bits, seed, statics=(("shape", shape), ("dtype", dtype)))
 
 
-_FLOAT_CASES = st.sampled_from([((), np.float32), ((5,), np.float16),
-                                 ((2, 3), ml_dtypes.bfloat16), ((0, 4), np.float32),
-                                 ((2, 3), np.float32)])
+_FLOAT_CASES = st.sampled_from(
+    [
+        ((), np.float32),
+        ((5,), np.float16),
+        ((2, 3), ml_dtypes.bfloat16),
+        ((0, 4), np.float32),
+        ((2, 3), np.float32),
+    ]
+)
 
 
 @given(seeds, _FLOAT_CASES, st.floats(-10, 10, width=32), st.floats(0.125, 10, width=32))
 def test_uniform_matches_jax(seed, shape_dtype, minval, width):
     shape, dtype = shape_dtype
     bounds = {"minval": np.float32(minval), "maxval": np.float32(minval + width)}
-    _check(xr.uniform, jr.uniform, seed, statics=(("shape", shape), ("dtype", dtype)),
-           kwargs=bounds)
+    _check(
+        xr.uniform, jr.uniform, seed, statics=(("shape", shape), ("dtype", dtype)), kwargs=bounds
+    )
 
 
 @given(seeds, _FLOAT_CASES)
@@ -139,14 +155,15 @@ def test_normal_matches_jax(seed, shape_dtype):
 def test_uniform_array_bounds_and_default_dtype():
     key = np.asarray(jr.PRNGKey(11))
     lo, hi = np.arange(4, dtype=np.float32), np.arange(4, dtype=np.float32) * 2 + 1
-    assert_same(xr.uniform(key, (3, 4), minval=lo, maxval=hi),
-                jr.uniform(key, (3, 4), minval=lo, maxval=hi))
+    assert_same(
+        xr.uniform(key, (3, 4), minval=lo, maxval=hi), jr.uniform(key, (3, 4), minval=lo, maxval=hi)
+    )
     assert_same(xr.normal(key, (5,), np.complex64), jr.normal(key, (5,), np.complex64))
 
 
 def test_uniform_normal_x64(x64):
     with jax.enable_x64(True):
-        for seed in (0, 2 ** 31 + 5):
+        for seed in (0, 2**31 + 5):
             key = np.asarray(jr.PRNGKey(seed))
             assert_same(xr.normal(key, (50,)), jr.normal(key, (50,)))
             assert_same(xr.bits(key, (6,)), jr.bits(key, (6,)))
@@ -157,39 +174,58 @@ def test_uniform_normal_x64(x64):
 
 @st.composite
 def _int_case(draw):
-    shape, dtype = draw(st.sampled_from([((5,), np.int8), ((2, 3), np.uint8),
-                                         ((5,), np.int16), ((5,), np.int32),
-                                         ((2, 3), np.uint32)]))
+    shape, dtype = draw(
+        st.sampled_from(
+            [
+                ((5,), np.int8),
+                ((2, 3), np.uint8),
+                ((5,), np.int16),
+                ((5,), np.int32),
+                ((2, 3), np.uint32),
+            ]
+        )
+    )
     info = np.iinfo(dtype)
     # minval > maxval included (JAX returns minval there), and maxval = max + 1 for the
     # narrow types (the whole range)
-    bound = st.integers(max(int(info.min), -2 ** 31), min(int(info.max) + 1, 2 ** 31 - 1))
+    bound = st.integers(max(int(info.min), -(2**31)), min(int(info.max) + 1, 2**31 - 1))
     return shape, dtype, np.int32(draw(bound)), np.int32(draw(bound))
 
 
 @given(seeds, _int_case())
 def test_randint_matches_jax(seed, case):
     shape, dtype, minval, maxval = case
-    _check(xr.randint, jr.randint, seed, statics=(("shape", shape), ("dtype", dtype)),
-           kwargs={"minval": minval, "maxval": maxval})
+    _check(
+        xr.randint,
+        jr.randint,
+        seed,
+        statics=(("shape", shape), ("dtype", dtype)),
+        kwargs={"minval": minval, "maxval": maxval},
+    )
 
 
 def test_randint_edge_cases():
     key = np.asarray(jr.PRNGKey(5))
-    lo, hi = np.int32(-2 ** 31), np.int32(2 ** 31 - 1)
-    for args in [((5,), lo, hi, np.int32), ((3, 4), np.arange(4), 10, None),
-                 ((4,), 0.0, 9.5, None)]:
+    lo, hi = np.int32(-(2**31)), np.int32(2**31 - 1)
+    for args in [
+        ((5,), lo, hi, np.int32),
+        ((3, 4), np.arange(4), 10, None),
+        ((4,), 0.0, 9.5, None),
+    ]:
         assert_same(xr.randint(key, *args), jr.randint(key, *args))
     maxs = np.arange(1, 6, dtype=np.int32)  # vmap over a bound, against the loop
-    assert_same(xform.vmap(lambda m: xr.randint(key, (5,), 0, m))(maxs),
-                np.stack([np.asarray(xr.randint(key, (5,), np.int32(0), m)) for m in maxs]))
+    assert_same(
+        xform.vmap(lambda m: xr.randint(key, (5,), 0, m))(maxs),
+        np.stack([np.asarray(xr.randint(key, (5,), np.int32(0), m)) for m in maxs]),
+    )
 
 
 def test_randint_x64(x64):
     with jax.enable_x64(True):
         key = np.asarray(jr.PRNGKey(9))
-        assert_same(xr.randint(key, (20,), -2 ** 40, 2 ** 50), jr.randint(key, (20,), -2 ** 40,
-                                                                           2 ** 50))
+        assert_same(
+            xr.randint(key, (20,), -(2**40), 2**50), jr.randint(key, (20,), -(2**40), 2**50)
+        )
 
 
 # --------------------------------------------------------------------------- permutations
@@ -206,8 +242,13 @@ _ARRAY = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
 @given(seeds, st.sampled_from([(0, False), (-1, True)]))
 def test_permutation_of_array_matches_jax(seed, axis_independent):
     axis, independent = axis_independent
-    _check(xr.permutation, jr.permutation, seed, (_ARRAY,),
-           (("axis", axis), ("independent", independent)))
+    _check(
+        xr.permutation,
+        jr.permutation,
+        seed,
+        (_ARRAY,),
+        (("axis", axis), ("independent", independent)),
+    )
 
 
 def test_permutation_several_rounds():
@@ -229,8 +270,7 @@ def test_choice_matches_jax():
     key = np.asarray(jr.PRNGKey(2))
     x = np.arange(20.0, dtype=np.float32).reshape(4, 5)
     p = np.array([0.25, 0.5, 0.125, 0.125], np.float32)  # cumulative sums are exact
-    cases = [(10, (2, 3), False), (x, (2,), True, None, 1), (4, (6,), True, p),
-             (x, (3,), False, p)]
+    cases = [(10, (2, 3), False), (x, (2,), True, None, 1), (4, (6,), True, p), (x, (3,), False, p)]
     for a, shape, *rest in cases:
         assert_same(xr.choice(key, a, shape, *rest), jr.choice(key, a, shape, *rest))
     assert_same(xr.choice(key, 5, (0,)), jr.choice(key, 5, (0,)))
@@ -253,8 +293,9 @@ def test_bernoulli_matches_jax():
     p = np.linspace(0, 1, 7).astype(np.float32)
     assert_same(xr.bernoulli(key, p), jr.bernoulli(key, p))
     assert_same(xr.bernoulli(key, 0.3, (4, 7)), jr.bernoulli(key, 0.3, (4, 7)))
-    assert_same(xr.bernoulli(key, p, (2, 7), mode="high"),
-                jr.bernoulli(key, p, (2, 7), mode="high"))
+    assert_same(
+        xr.bernoulli(key, p, (2, 7), mode="high"), jr.bernoulli(key, p, (2, 7), mode="high")
+    )
     # p outside [0, 1] is no error in JAX: it saturates
     outside = np.array([1.5, -0.5, 2.0, -1.0, 0.5, 3.0, -2.0], np.float32)
     assert_same(xr.bernoulli(key, outside), jr.bernoulli(key, outside))
@@ -264,8 +305,11 @@ def test_categorical_matches_jax():
     key = np.asarray(jr.PRNGKey(8))
     logits = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
     for kwargs in [{}, {"axis": 0, "shape": (2, 5)}, {"shape": (2, 3), "replace": False}]:
-        assert_same(xr.categorical(key, logits, **kwargs), jr.categorical(key, logits, **kwargs),
-                    what=str(kwargs))
+        assert_same(
+            xr.categorical(key, logits, **kwargs),
+            jr.categorical(key, logits, **kwargs),
+            what=str(kwargs),
+        )
 
 
 _N = 4000
@@ -284,8 +328,9 @@ def test_gamma_under_vmap_over_keys_and_alphas():
     key, keys = _keys(1)
     alphas = np.array([0.5, 1.0, 4.0], np.float32)
     got = xform.vmap(lambda k, al: xr.gamma(k, al, (2,)))(keys, alphas)
-    expected = np.stack([np.asarray(jr.gamma(k, al, (2,))) for k, al in zip(keys, alphas,
-                                                                              strict=True)])
+    expected = np.stack(
+        [np.asarray(jr.gamma(k, al, (2,))) for k, al in zip(keys, alphas, strict=True)]
+    )
     assert_same(got, expected, rtol=1e-4, atol=1e-6)
 
 
@@ -297,8 +342,14 @@ def test_multivariate_normal_and_orthogonal_close_to_jax():
     mean = rng.standard_normal(4).astype(np.float32)
     tol = {"rtol": 1e-4, "atol": 1e-4}
     for method in ("cholesky", "eigh", "svd"):
-        _check(xr.multivariate_normal, jr.multivariate_normal, 2, (mean, cov),
-               (("shape", (3,)), ("method", method)), tol=tol)
+        _check(
+            xr.multivariate_normal,
+            jr.multivariate_normal,
+            2,
+            (mean, cov),
+            (("shape", (3,)), ("method", method)),
+            tol=tol,
+        )
     for n, m_, shape in [(4, None, (2,)), (2, 5, ())]:
         q = xr.orthogonal(key, n, shape, m=m_)
         assert_same(q, jr.orthogonal(key, n, shape, m=m_), **tol)
@@ -312,10 +363,16 @@ def test_gradients_match_jax():
     key = np.asarray(jr.PRNGKey(13))
     eye = np.eye(2, dtype=np.float32)
     for xf_fn, jax_fn, arg in [
-        (lambda m: xr.uniform(key, (5,), minval=m, maxval=4.0).sum(),
-         lambda m: jr.uniform(key, (5,), minval=m, maxval=4.0).sum(), np.float32(1.0)),
-        (lambda c: xr.multivariate_normal(key, np.ones(2, np.float32), c).sum(),
-         lambda c: jr.multivariate_normal(key, np.ones(2, np.float32), c).sum(), 2 * eye + 0.5),
+        (
+            lambda m: xr.uniform(key, (5,), minval=m, maxval=4.0).sum(),
+            lambda m: jr.uniform(key, (5,), minval=m, maxval=4.0).sum(),
+            np.float32(1.0),
+        ),
+        (
+            lambda c: xr.multivariate_normal(key, np.ones(2, np.float32), c).sum(),
+            lambda c: jr.multivariate_normal(key, np.ones(2, np.float32), c).sum(),
+            2 * eye + 0.5,
+        ),
     ]:
         assert_same(xform.grad(xf_fn)(arg), jax.grad(jax_fn)(arg), rtol=1e-5, atol=1e-6)
 
@@ -323,14 +380,17 @@ def test_gradients_match_jax():
 # --------------------------------------------------------------------------- distributions
 
 
-@pytest.mark.parametrize("name, sample, cdf", [
-    ("uniform", lambda k: xr.uniform(k, (_N,)), scipy_stats.uniform.cdf),
-    ("normal", lambda k: xr.normal(k, (_N,)), scipy_stats.norm.cdf),
-    ("exponential", lambda k: xr.exponential(k, (_N,)), scipy_stats.expon.cdf),
-    ("gamma(0.4)", lambda k: xr.gamma(k, _GAMMA_A), scipy_stats.gamma(0.4).cdf),
-    ("gamma(3)", lambda k: xr.gamma(k, _GAMMA_A * 7.5), scipy_stats.gamma(3.0).cdf),
-    ("beta(2, 5)", lambda k: xr.beta(k, 2.0, 5.0, (_N,)), scipy_stats.beta(2.0, 5.0).cdf),
-])
+@pytest.mark.parametrize(
+    "name, sample, cdf",
+    [
+        ("uniform", lambda k: xr.uniform(k, (_N,)), scipy_stats.uniform.cdf),
+        ("normal", lambda k: xr.normal(k, (_N,)), scipy_stats.norm.cdf),
+        ("exponential", lambda k: xr.exponential(k, (_N,)), scipy_stats.expon.cdf),
+        ("gamma(0.4)", lambda k: xr.gamma(k, _GAMMA_A), scipy_stats.gamma(0.4).cdf),
+        ("gamma(3)", lambda k: xr.gamma(k, _GAMMA_A * 7.5), scipy_stats.gamma(3.0).cdf),
+        ("beta(2, 5)", lambda k: xr.beta(k, 2.0, 5.0, (_N,)), scipy_stats.beta(2.0, 5.0).cdf),
+    ],
+)
 def test_kolmogorov_smirnov(name, sample, cdf):
     for seed in (0, 1):
         values = np.asarray(sample(xr.PRNGKey(seed)), np.float64)

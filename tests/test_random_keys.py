@@ -54,9 +54,12 @@ def test_sampler_matches_jax(name):
 
 def _looped(r, k):
     """The samplers built on while_loop/scan (gamma, poisson, binomial, multinomial)."""
-    return (r.poisson(k, _LAMS), r.t(k, 4.0, (3,)),
-            r.binomial(k, np.array([5.0, 200.0, 1e3, np.inf, -1.0], np.float32), 0.7),
-            r.multinomial(k, 9.0, np.array([0.2, 0.3, 0.5], np.float32)))
+    return (
+        r.poisson(k, _LAMS),
+        r.t(k, 4.0, (3,)),
+        r.binomial(k, np.array([5.0, 200.0, 1e3, np.inf, -1.0], np.float32), 0.7),
+        r.multinomial(k, 9.0, np.array([0.2, 0.3, 0.5], np.float32)),
+    )
 
 
 @pytest.mark.slow  # ~13 s of XLA compiles (four while-loop samplers batched); eager bits above
@@ -109,8 +112,9 @@ def test_typed_keys_cross_jit_and_vmap():
     assert isinstance(out, xr.KeyArray) and out.shape == (2,)
     assert_same(xr.key_data(out), jr.key_data(jr.split(jr.key(3))))
     keys = xform.vmap(lambda k: xr.fold_in(k, 1))(out)  # keys in and out of vmap
-    assert_same(xr.key_data(keys), jr.key_data(jax.vmap(lambda k: jr.fold_in(k, 1))(
-        jr.split(jr.key(3)))))
+    assert_same(
+        xr.key_data(keys), jr.key_data(jax.vmap(lambda k: jr.fold_in(k, 1))(jr.split(jr.key(3))))
+    )
     seeds = np.arange(3, dtype=np.int32)
     assert_same(xr.key_data(xform.vmap(xr.key)(seeds)), jr.key_data(jax.vmap(jr.key)(seeds)))
 
@@ -125,24 +129,37 @@ def test_key_arrays_are_pytree_leaves_as_jax():
         k, ks = lib.random.key(1), lib.random.split(lib.random.key(2), 3)
         tree = {"a": np.ones(2, np.float32), "k": k, "s": [ks, (k, 3.0)]}
         tu, tr = lib.tree_util, lib.tree
-        paths = [(tu.keystr(p), describe(x) if hasattr(x, "shape") else x)
-                 for p, x in tu.tree_flatten_with_path(tree)[0]]
+        paths = [
+            (tu.keystr(p), describe(x) if hasattr(x, "shape") else x)
+            for p, x in tu.tree_flatten_with_path(tree)[0]
+        ]
         return {
             "leaves": [describe(x) for x in tr.leaves(k)],
             "structure": str(tr.structure(tree)),
             "map": tr.map(np.shape, tree),
-            "is_leaf": tu.tree_map(lambda x: len(x) if isinstance(x, list) else np.shape(x),
-                                   tree, is_leaf=lambda x: isinstance(x, list)),
+            "is_leaf": tu.tree_map(
+                lambda x: len(x) if isinstance(x, list) else np.shape(x),
+                tree,
+                is_leaf=lambda x: isinstance(x, list),
+            ),
             "paths": paths,
-            "path_is_leaf": [tu.keystr(p) for p, _ in tu.tree_leaves_with_path(
-                tree, is_leaf=lambda p, x: isinstance(x, tuple), is_leaf_takes_path=True)],
+            "path_is_leaf": [
+                tu.keystr(p)
+                for p, _ in tu.tree_leaves_with_path(
+                    tree, is_leaf=lambda p, x: isinstance(x, tuple), is_leaf_takes_path=True
+                )
+            ],
             "sizes": tu.tree_reduce(lambda acc, x: acc + np.size(x), tree, 0),
-            "positional": [len(tu.tree_flatten_with_path(tree, lambda x: type(x) is tuple)[0]),
-                           len(tu.tree_leaves_with_path(tree, lambda p, x: not p, True))],
+            "positional": [
+                len(tu.tree_flatten_with_path(tree, lambda x: type(x) is tuple)[0]),
+                len(tu.tree_leaves_with_path(tree, lambda p, x: not p, True)),
+            ],
             "all_leaves": (tu.all_leaves([k, ks]), tu.is_tree_node(type(k))),
             "broadcast": tr.map(np.shape, tr.broadcast({"a": 0, "k": 1, "s": k}, tree)),
-            "transpose": tr.map(np.shape, tr.transpose(tr.structure([0, 0]),
-                                                       tr.structure((0, 0)), [(1, k), (ks, 2)])),
+            "transpose": tr.map(
+                np.shape,
+                tr.transpose(tr.structure([0, 0]), tr.structure((0, 0)), [(1, k), (ks, 2)]),
+            ),
         }, tu.flatten_one_level
 
     got, xflat = run(xform)
@@ -167,8 +184,9 @@ def test_key_arrays_are_pytree_leaves_as_jax():
     assert_same(got["w"], want["w"])
     assert_same(xr.key_data(got["key"]), jr.key_data(want["key"]))
     carry, ws = xform.lax.scan(lambda c, _: (step(c), c["w"]), state, None, length=3)
-    jcarry, jws = jax.lax.scan(lambda c, _: (jstep(c), c["w"]),
-                               {"key": jr.key(5), "w": np.float32(2.0)}, None, length=3)
+    jcarry, jws = jax.lax.scan(
+        lambda c, _: (jstep(c), c["w"]), {"key": jr.key(5), "w": np.float32(2.0)}, None, length=3
+    )
     assert_same(ws, jws)
     assert_same(xr.key_data(carry["key"]), jr.key_data(jcarry["key"]))
 
@@ -184,19 +202,27 @@ def test_rbg_impls_match_jax(impl):
     assert_same(xr.uniform(k, (3,)), jr.uniform(jk, (3,)))
     if impl == "rbg":  # gamma draws element by element for rbg keys, as JAX
         assert_same(xr.gamma(k, 2.0, (2,)), jr.gamma(jk, 2.0, (2,)))
-    assert_same(xr.key_data(xr.wrap_key_data(np.zeros(4, np.uint32), impl=impl)),
-                jr.key_data(jr.wrap_key_data(np.zeros(4, np.uint32), impl=impl)))
+    assert_same(
+        xr.key_data(xr.wrap_key_data(np.zeros(4, np.uint32), impl=impl)),
+        jr.key_data(jr.wrap_key_data(np.zeros(4, np.uint32), impl=impl)),
+    )
 
 
 # --------------------------------------------------------------------------- errors
 
 
 def test_bad_keys_and_impls():
-    with pytest.raises(TypeError, match=r"wrap_key_data: `key_bits_array` must be a uint32 "
-                                        r"array, got a typed key array"):
+    with pytest.raises(
+        TypeError,
+        match=r"wrap_key_data: `key_bits_array` must be a uint32 "
+        r"array, got a typed key array",
+    ):
         xr.wrap_key_data(xr.key(0))
-    with pytest.raises(TypeError, match=r"wrap_key_data: `key_bits_array` must be a uint32 "
-                                        r"array of shape \(4,\) \(a rbg key\), got shape"):
+    with pytest.raises(
+        TypeError,
+        match=r"wrap_key_data: `key_bits_array` must be a uint32 "
+        r"array of shape \(4,\) \(a rbg key\), got shape",
+    ):
         xr.wrap_key_data(np.zeros(2, np.uint32), impl="rbg")
     with pytest.raises(TypeError, match="key_data: `key` must have dtype uint32"):
         xr.key_data(np.zeros(2, np.int32))
@@ -206,8 +232,9 @@ def test_bad_keys_and_impls():
         xr.poisson(xr.split(xr.key(0)), 3.0)
     with pytest.raises(ValueError, match="key: unrecognized PRNG implementation 'philox'"):
         xr.key(0, impl="philox")
-    with pytest.raises(NotImplementedError, match="poisson is only implemented for the "
-                                                  "threefry2x32 PRNG, not rbg"):
+    with pytest.raises(
+        NotImplementedError, match="poisson is only implemented for the threefry2x32 PRNG, not rbg"
+    ):
         xr.poisson(xr.key(0, impl="rbg"), 3.0)
     with pytest.raises(TypeError, match="len.. of unsized object"):
         len(xr.key(0))

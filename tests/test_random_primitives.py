@@ -41,8 +41,12 @@ def test_threefry2x32_bits_equal_jax_eagerly_and_under_jit():
 def test_threefry2x32_vmap_over_keys_and_counters():
     k1, x2 = np.array([1, 2, 3], np.uint32), _X2[:3]
     # jax.vmap of JAX's own rule fails on these in_axes (its rolled CPU loop): a loop of calls
-    expected = [np.stack(w) for w in zip(*(_jax_threefry(k1[i], _K2, _X1, np.full(5, x2[i]))
-                                           for i in range(3)), strict=True)]
+    expected = [
+        np.stack(w)
+        for w in zip(
+            *(_jax_threefry(k1[i], _K2, _X1, np.full(5, x2[i])) for i in range(3)), strict=True
+        )
+    ]
     got = xform.jit(xform.vmap(threefry2x32, (0, None, None, 0)))(k1, _K2, _X1, x2)
     assert_same(got, expected)
 
@@ -118,9 +122,12 @@ def _gamma_suite(random, vjp, vmap, bind_log_space):
     def suite(key, alpha, keys, alphas):
         gamma, gamma_vjp = vjp(lambda a: vmap(random.gamma)(keys, a), alphas)
         loggamma, loggamma_vjp = vjp(lambda a: bind_log_space(key, a), alpha)
-        return {"vmap_gamma": gamma, "loggamma": loggamma,
-                "grad_vmap_gamma": gamma_vjp(alphas * 0 + 1)[0],
-                "grad_loggamma": loggamma_vjp(alpha * 0 + 1)[0]}
+        return {
+            "vmap_gamma": gamma,
+            "loggamma": loggamma,
+            "grad_vmap_gamma": gamma_vjp(alphas * 0 + 1)[0],
+            "grad_loggamma": loggamma_vjp(alpha * 0 + 1)[0],
+        }
 
     return suite
 
@@ -136,8 +143,10 @@ def _xform_bind(key, a):
 @pytest.fixture(scope="module")
 def gamma_results():
     args = (_KEY, _ALPHA, _KEYS, _ALPHAS)
-    return (xform.jit(_gamma_suite(xr, xform.vjp, xform.vmap, _xform_bind))(*args),
-            jax.jit(_gamma_suite(jax.random, jax.vjp, jax.vmap, _jax_bind))(*args))
+    return (
+        xform.jit(_gamma_suite(xr, xform.vjp, xform.vmap, _xform_bind))(*args),
+        jax.jit(_gamma_suite(jax.random, jax.vjp, jax.vmap, _jax_bind))(*args),
+    )
 
 
 @pytest.mark.parametrize("what", ["vmap_gamma", "loggamma"])
@@ -160,8 +169,6 @@ def test_gamma_samplers_bind_random_gamma_p():
 
 def test_random_gamma_p_bad_input():
     with pytest.raises(TypeError, match=r"random_gamma: the key must be threefry2x32 key data"):
-        xr.random_gamma_p.bind(np.zeros(2, np.int32), _ALPHA, log_space=False,
-                               impl="threefry2x32")
+        xr.random_gamma_p.bind(np.zeros(2, np.int32), _ALPHA, log_space=False, impl="threefry2x32")
     with pytest.raises(TypeError, match=r"random_gamma: `a` must be a float array"):
-        xr.random_gamma_p.bind(_KEY, np.ones(3, np.int32), log_space=False,
-                               impl="threefry2x32")
+        xr.random_gamma_p.bind(_KEY, np.ones(3, np.int32), log_space=False, impl="threefry2x32")

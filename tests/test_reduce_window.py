@@ -32,8 +32,13 @@ POOLS = [
 def _nhwc(pool):
     window, strides, padding, base, wdil = pool
     pad = padding if isinstance(padding, str) else ((0, 0), *padding, (0, 0))
-    return ((1, *window, 1), (1, *strides, 1), pad,
-            None if base is None else (1, *base, 1), None if wdil is None else (1, *wdil, 1))
+    return (
+        (1, *window, 1),
+        (1, *strides, 1),
+        pad,
+        None if base is None else (1, *base, 1),
+        None if wdil is None else (1, *wdil, 1),
+    )
 
 
 def _pool(lib, kind, pool):
@@ -57,15 +62,21 @@ def test_pools_match_jax(pool):
 
 
 def test_jax_picks_the_specialised_primitives():
-    for kind, name in (("max", "reduce_window_max"), ("min", "reduce_window_min"),
-                       ("sum", "reduce_window_sum")):
+    for kind, name in (
+        ("max", "reduce_window_max"),
+        ("min", "reduce_window_min"),
+        ("sum", "reduce_window_sum"),
+    ):
         text = str(xform.make_jaxpr(_pool(lax, kind, POOLS[1]))(X))
         assert name + "[" in text
         # the padding SAME resolves to, as in JAX's jaxpr
         assert "padding=((0, 0), (0, 1), (0, 1), (0, 0))" in text
     # an init that is not the identity: the generic primitive, with the reducer's jaxpr
-    text = str(xform.make_jaxpr(lambda x: lax.reduce_window(x, 1.0, lax.add, (2,), (1,)))(
-        np.ones(4, np.float32)))
+    text = str(
+        xform.make_jaxpr(lambda x: lax.reduce_window(x, 1.0, lax.add, (2,), (1,)))(
+            np.ones(4, np.float32)
+        )
+    )
     assert "reduce_window[" in text and "reduce_window_sum" not in text
 
 
@@ -123,12 +134,16 @@ def test_grad_under_jit_and_window_dilation_sum():
     for kind in ("max", "sum"):
         f, jf = _pool(lax, kind, pool), _pool(jax.lax, kind, pool)
         if kind == "sum":  # JAX has no VJP for max pooling with window dilation either
-            assert_same(xform.jit(xform.grad(_squares(f)))(X),
-                        jax.jit(jax.grad(_squares(jf)))(X), **TOL)
+            assert_same(
+                xform.jit(xform.grad(_squares(f)))(X), jax.jit(jax.grad(_squares(jf)))(X), **TOL
+            )
         else:
             t = np.ones_like(X)
-            assert_same(xform.jit(partial(xform.jvp, f))((X,), (t,)),
-                        jax.jit(partial(_jvp, jf))(X, t), **TOL)
+            assert_same(
+                xform.jit(partial(xform.jvp, f))((X,), (t,)),
+                jax.jit(partial(_jvp, jf))(X, t),
+                **TOL,
+            )
 
 
 def test_second_order():
@@ -143,8 +158,9 @@ def test_second_order():
         return lambda x, v: jvp(grad(lambda x: (f(x) ** 3).sum()), (x,), (v,))[1]
 
     v = RNG.standard_normal(X.shape).astype(np.float32)
-    assert_same(hvp(xform.grad, xform.jvp, f)(X, v), jax.jit(hvp(jax.grad, jax.jvp, jf))(X, v),
-                **TOL)
+    assert_same(
+        hvp(xform.grad, xform.jvp, f)(X, v), jax.jit(hvp(jax.grad, jax.jvp, jf))(X, v), **TOL
+    )
 
 
 def test_vmap_over_a_non_leading_axis():
@@ -166,8 +182,10 @@ def _affine(lib):
 
 def test_generic_reducer_values_jvp_vmap():
     x = RNG.standard_normal((4, 5)).astype(np.float32)
-    f, jf = [lambda x, lib=lib: lib.reduce_window(x, np.float32(1), _affine(lib), (2, 2),
-                                                   (1, 2), "SAME") for lib in (lax, jax.lax)]
+    f, jf = [
+        lambda x, lib=lib: lib.reduce_window(x, np.float32(1), _affine(lib), (2, 2), (1, 2), "SAME")
+        for lib in (lax, jax.lax)
+    ]
     expected = jax.jit(jf)(x)
     assert_same(f(x), expected, **TOL)
     assert_same(xform.jit(f)(x), expected, **TOL)
@@ -188,8 +206,12 @@ def test_generic_reduce_window_with_two_operands():
     x = RNG.standard_normal((4, 6)).astype(np.float32)
     idx = np.broadcast_to(np.arange(6, dtype=np.int32), x.shape)
     inits = (np.float32(-np.inf), np.int32(-1))
-    f, jf = [lambda x, i, lib=lib: lib.reduce_window((x, i), inits, _argmax_pair(lib), (2, 3),
-                                                      (1, 2), "SAME") for lib in (lax, jax.lax)]
+    f, jf = [
+        lambda x, i, lib=lib: lib.reduce_window(
+            (x, i), inits, _argmax_pair(lib), (2, 3), (1, 2), "SAME"
+        )
+        for lib in (lax, jax.lax)
+    ]
     expected = jax.jit(jf)(x, idx)
     assert_same(f(x, idx), expected)
     assert_same(xform.jit(f)(x, idx), expected)
@@ -203,8 +225,10 @@ def test_reduce_monoids_and_several_operands():
     x = RNG.standard_normal((3, 5)).astype(np.float32)
     idx = np.broadcast_to(np.arange(5, dtype=np.int32), x.shape)
     inits = (np.float32(-np.inf), np.int32(0))
-    f, jf = [lambda x, i, lib=lib: lib.reduce((x, i), inits, _argmax_pair(lib), (1,))
-             for lib in (lax, jax.lax)]
+    f, jf = [
+        lambda x, i, lib=lib: lib.reduce((x, i), inits, _argmax_pair(lib), (1,))
+        for lib in (lax, jax.lax)
+    ]
     expected = jax.jit(jf)(x, idx)
     assert_same(f(x, idx), expected)
     assert_same(xform.jit(f)(x, idx), expected)
@@ -213,7 +237,7 @@ def test_reduce_monoids_and_several_operands():
     # monoids become reduce_<op>, with JAX's weak types
     assert "reduce_sum[" in str(xform.make_jaxpr(lambda x: lax.reduce(x, 0, lax.add, (1,)))(x))
     ints = RNG.integers(0, 8, (3, 4)).astype(np.int32)
-    for fn, init in (("bitwise_or", 0), ("bitwise_and", -1), ("max", -2**31), ("mul", 1)):
+    for fn, init in (("bitwise_or", 0), ("bitwise_and", -1), ("max", -(2**31)), ("mul", 1)):
         got = lax.reduce(ints, np.int32(init), getattr(lax, fn), (0,))
         assert_same(got, jax.lax.reduce(ints, np.int32(init), getattr(jax.lax, fn), (0,)))
     assert_same(lax.reduce(3.0, 0.0, lax.add, ()), jax.lax.reduce(3.0, 0.0, jax.lax.add, ()))
@@ -221,12 +245,15 @@ def test_reduce_monoids_and_several_operands():
 
 def test_reduce_generic_jvp_grad_vmap():
     x = RNG.standard_normal((3, 4)).astype(np.float32)
-    f, jf = [lambda x, lib=lib: lib.reduce(x, np.float32(1), _affine(lib), (0,))
-             for lib in (lax, jax.lax)]
+    f, jf = [
+        lambda x, lib=lib: lib.reduce(x, np.float32(1), _affine(lib), (0,))
+        for lib in (lax, jax.lax)
+    ]
     t = RNG.standard_normal(x.shape).astype(np.float32)
     assert_same(xform.jvp(f, (x,), (t,)), jax.jit(partial(_jvp, jf))(x, t), **TOL)
-    assert_same(xform.grad(lambda x: f(x).sum())(x), jax.jit(jax.grad(lambda x: jf(x).sum()))(x),
-                **TOL)
+    assert_same(
+        xform.grad(lambda x: f(x).sum())(x), jax.jit(jax.grad(lambda x: jf(x).sum()))(x), **TOL
+    )
     check_vmap(f, jax.jit(jf), (np.stack([x, x + 1], 2),), in_axes=2, **TOL, loop=False, jit=False)
 
 
@@ -242,8 +269,9 @@ def test_shape_tuple_and_select_and_scatter():
     expected = windowed._select_and_scatter_add(src, x, lax.ge_p, (2, 3), (2, 1), pads)
 
     def scatter_max(x, src):
-        return windowed._select_and_scatter(x, lax.ge, (2, 3), (2, 1), pads, src,
-                                            np.float32(0), lax.add)
+        return windowed._select_and_scatter(
+            x, lax.ge, (2, 3), (2, 1), pads, src, np.float32(0), lax.add
+        )
 
     batched = xform.jit(xform.vmap(scatter_max, (1, None), 1))(np.stack([x, x], 1), src)
     assert_same(batched, np.stack([expected, expected], 1))

@@ -64,7 +64,8 @@ def assert_match(got, expected, rtol=None, what=""):
         g, e = np.asarray(g_leaf), np.asarray(e_leaf)
         assert g.dtype == e.dtype, f"{what}: dtype {g.dtype} != {e.dtype}"
         assert bool(getattr(g_leaf, "weak_type", False)) == bool(
-            getattr(e_leaf, "weak_type", False)), f"{what}: weak types differ"
+            getattr(e_leaf, "weak_type", False)
+        ), f"{what}: weak types differ"
         if e.dtype == BF16:
             g, e = g.astype(np.float32), e.astype(np.float32)
         assert_same(g, e, rtol=rtol, what=what)
@@ -96,11 +97,13 @@ def test_lax_takes_no_negative_axes_as_jax(op):
     """jax.lax rejects negative axes (jax.numpy is where they count from the end): the same
     ValueError from xform.lax."""
     x = np.ones((2, 3), np.float32)
-    calls = {"reduce_sum": lambda m: m.reduce_sum(x, (-1,)),
-             "reduce_max": lambda m: m.reduce_max(x, (0, -1)),
-             "argmax": lambda m: m.argmax(x, -1, np.int32),
-             "cumsum": lambda m: m.cumsum(x, axis=-1),
-             "cummax": lambda m: m.cummax(x, axis=-2)}
+    calls = {
+        "reduce_sum": lambda m: m.reduce_sum(x, (-1,)),
+        "reduce_max": lambda m: m.reduce_max(x, (0, -1)),
+        "argmax": lambda m: m.argmax(x, -1, np.int32),
+        "cumsum": lambda m: m.cumsum(x, axis=-1),
+        "cummax": lambda m: m.cummax(x, axis=-2),
+    }
     with pytest.raises(ValueError):
         calls[op](jax.lax)
     with pytest.raises(ValueError, match=op):
@@ -146,8 +149,8 @@ def test_reduce_empty_and_zero_size():
 
     def run(lax_module):
         def fn(*xs):
-            return [{op: getattr(lax_module, op)(x, (0,)) for op in ops_for(x.dtype)}
-                    for x in xs]
+            return [{op: getattr(lax_module, op)(x, (0,)) for op in ops_for(x.dtype)} for x in xs]
+
         return fn
 
     check(run(lax), run(jax.lax), *[np.zeros((0, 2), d) for d in ALL])
@@ -160,10 +163,11 @@ def test_reduce_weak_type_and_complex():
     # A Python scalar is weakly typed, and its reduction stays weak, as in JAX.
     check_against_jax(*reductions_of(["reduce_sum", "reduce_max"], (), ()), 2.0)
     check_against_jax(*reductions_of(["reduce_and"], (), ()), True)
-    z = (np.arange(6).reshape(2, 3) + 1j * np.array([[1, -1, 2], [0, 3, -2]]))
+    z = np.arange(6).reshape(2, 3) + 1j * np.array([[1, -1, 2], [0, 3, -2]])
     z = z.astype(np.complex64)
-    check_against_jax(*reductions_of(["reduce_sum", "reduce_prod", "reduce_max",
-                                      "reduce_min"], (1,), (1,)), z)
+    check_against_jax(
+        *reductions_of(["reduce_sum", "reduce_prod", "reduce_max", "reduce_min"], (1,), (1,)), z
+    )
 
 
 def test_half_float_sum_accumulates_in_float32():
@@ -175,16 +179,24 @@ def test_half_float_sum_accumulates_in_float32():
 # --------------------------------------------------------------------------- argmax, argmin
 
 
-@hypothesis.given(st.sampled_from(ALL), st.sampled_from([np.int32, np.int8, np.uint8]),
-                  st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple),
-                  rng_st(), st.data())
+@hypothesis.given(
+    st.sampled_from(ALL),
+    st.sampled_from([np.int32, np.int8, np.uint8]),
+    st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple),
+    rng_st(),
+    st.data(),
+)
 def test_argmax_argmin(dtype, index_dtype, shape, rng, data):
     x = ordered_values(rng, shape, dtype)
     axis = data.draw(st.integers(0, x.ndim - 1))  # lax: non-negative axes
     check(
         lambda a: (lax.argmax(a, axis, index_dtype), lax.argmin(a, axis, index_dtype)),
-        lambda a: (jax.lax.argmax(a, axis % a.ndim, index_dtype),
-                   jax.lax.argmin(a, axis % a.ndim, index_dtype)), x)
+        lambda a: (
+            jax.lax.argmax(a, axis % a.ndim, index_dtype),
+            jax.lax.argmin(a, axis % a.ndim, index_dtype),
+        ),
+        x,
+    )
 
 
 def test_argmax_nan_and_ties():
@@ -192,40 +204,60 @@ def test_argmax_nan_and_ties():
     fs = (lambda a: lax.argmax(a, 1, np.int32), lambda a: jax.lax.argmax(a, 1, np.int32))
     got = check_against_jax(*fs, x)
     np.testing.assert_array_equal(got, [1, 1, 0])  # first NaN; first of equal maxima
-    got = check_against_jax(lambda a: lax.argmin(a, 1, np.int32),
-                            lambda a: jax.lax.argmin(a, 1, np.int32), x)
+    got = check_against_jax(
+        lambda a: lax.argmin(a, 1, np.int32), lambda a: jax.lax.argmin(a, 1, np.int32), x
+    )
     np.testing.assert_array_equal(got, [1, 3, 3])
     # Zero-size non-reduced dimension.
-    check_against_jax(lambda a: lax.argmax(a, 1, np.int32),
-                      lambda a: jax.lax.argmax(a, 1, np.int32), np.zeros((0, 3), np.float32))
+    check_against_jax(
+        lambda a: lax.argmax(a, 1, np.int32),
+        lambda a: jax.lax.argmax(a, 1, np.int32),
+        np.zeros((0, 3), np.float32),
+    )
 
 
 # --------------------------------------------------------------------------- cumulative
 
 
-@hypothesis.given(st.sampled_from(NUMBERS), st.booleans(),
-                  st.lists(st.integers(0, 4), min_size=1, max_size=3).map(tuple),
-                  rng_st(), st.data())
+@hypothesis.given(
+    st.sampled_from(NUMBERS),
+    st.booleans(),
+    st.lists(st.integers(0, 4), min_size=1, max_size=3).map(tuple),
+    rng_st(),
+    st.data(),
+)
 def test_cumulative(dtype, reverse, shape, rng, data):
     axis = data.draw(st.integers(0, len(shape) - 1))  # lax: non-negative axes
     x = exact_values(rng, shape, dtype)
     y = ordered_values(rng, shape, dtype)
 
     def xf(a, b):
-        return [lax.cumsum(a, axis, reverse), lax.cumprod(a, axis, reverse),
-                lax.cummax(b, axis, reverse), lax.cummin(b, axis, reverse)]
+        return [
+            lax.cumsum(a, axis, reverse),
+            lax.cumprod(a, axis, reverse),
+            lax.cummax(b, axis, reverse),
+            lax.cummin(b, axis, reverse),
+        ]
 
     def jx(a, b):
         ax = axis % a.ndim
-        return [jax.lax.cumsum(a, ax, reverse), jax.lax.cumprod(a, ax, reverse),
-                jax.lax.cummax(b, ax, reverse), jax.lax.cummin(b, ax, reverse)]
+        return [
+            jax.lax.cumsum(a, ax, reverse),
+            jax.lax.cumprod(a, ax, reverse),
+            jax.lax.cummax(b, ax, reverse),
+            jax.lax.cummin(b, ax, reverse),
+        ]
 
     check(xf, jx, x, y)
 
 
-@hypothesis.given(st.sampled_from(FLOATS), st.booleans(),
-                  st.lists(st.integers(0, 4), min_size=1, max_size=2).map(tuple),
-                  rng_st(), st.data())
+@hypothesis.given(
+    st.sampled_from(FLOATS),
+    st.booleans(),
+    st.lists(st.integers(0, 4), min_size=1, max_size=2).map(tuple),
+    rng_st(),
+    st.data(),
+)
 def test_cumlogsumexp(dtype, reverse, shape, rng, data):
     axis = data.draw(st.integers(0, len(shape) - 1))  # lax: non-negative axes
     x = rng.uniform(-3, 3, shape).astype(dtype)
@@ -245,24 +277,44 @@ def test_cumlogsumexp_stable_with_infinities():
     got = check_against_jax(lax.cumlogsumexp, jax.lax.cumlogsumexp, x)
     assert np.isfinite(np.asarray(got)[:3]).all()  # no overflow to inf for large inputs
     y = np.array([-np.inf, -np.inf, 0.0], np.float32)
-    check_against_jax(lambda a: lax.cumlogsumexp(a, reverse=True),
-                      lambda a: jax.lax.cumlogsumexp(a, reverse=True), y)
+    check_against_jax(
+        lambda a: lax.cumlogsumexp(a, reverse=True),
+        lambda a: jax.lax.cumlogsumexp(a, reverse=True),
+        y,
+    )
 
 
 def test_cumulative_weak_complex_and_empty():
-    check_against_jax(lambda a: lax.cumsum(lax.broadcast(a, (3,))),
-                      lambda a: jax.lax.cumsum(jax.lax.broadcast(a, (3,))), 2.0)
+    check_against_jax(
+        lambda a: lax.cumsum(lax.broadcast(a, (3,))),
+        lambda a: jax.lax.cumsum(jax.lax.broadcast(a, (3,))),
+        2.0,
+    )
     z = (np.array([1, 3, 3, 0, 2]) + 1j * np.array([0, -1, 2, 5, 1])).astype(np.complex64)
-    check_against_jax(lambda a: (lax.cumsum(a), lax.cumprod(a, reverse=True), lax.cummax(a),
-                                 lax.cummin(a, reverse=True)),
-                      lambda a: (jax.lax.cumsum(a), jax.lax.cumprod(a, reverse=True),
-                                 jax.lax.cummax(a), jax.lax.cummin(a, reverse=True)), z)
+    check_against_jax(
+        lambda a: (
+            lax.cumsum(a),
+            lax.cumprod(a, reverse=True),
+            lax.cummax(a),
+            lax.cummin(a, reverse=True),
+        ),
+        lambda a: (
+            jax.lax.cumsum(a),
+            jax.lax.cumprod(a, reverse=True),
+            jax.lax.cummax(a),
+            jax.lax.cummin(a, reverse=True),
+        ),
+        z,
+    )
     # Complex max/min order lexicographically, real part first.
     text = lowered(lax.cummax, z)
     assert "stablehlo.real" in text and "stablehlo.imag" in text and "stablehlo.select" in text
     e = np.zeros((0, 3), np.float32)
-    check_against_jax(lambda a: (lax.cumsum(a), lax.cummax(a, 1)),
-                      lambda a: (jax.lax.cumsum(a), jax.lax.cummax(a, 1)), e)
+    check_against_jax(
+        lambda a: (lax.cumsum(a), lax.cummax(a, 1)),
+        lambda a: (jax.lax.cumsum(a), jax.lax.cummax(a, 1)),
+        e,
+    )
 
 
 def test_weak_type_through_jit():
@@ -275,9 +327,15 @@ def test_weak_type_through_jit():
 
 def test_jaxpr_text():
     x = np.ones((3, 4), np.float32)
-    text = str(xform.make_jaxpr(lambda a: (lax.reduce_sum(a, (1,)),
-                                           lax.argmax(a, 1, np.int32),
-                                           lax.cumsum(a, 1, reverse=True)))(x))
+    text = str(
+        xform.make_jaxpr(
+            lambda a: (
+                lax.reduce_sum(a, (1,)),
+                lax.argmax(a, 1, np.int32),
+                lax.cumsum(a, 1, reverse=True),
+            )
+        )(x)
+    )
     assert "reduce_sum[axes=(1,) out_sharding=None] a" in text  # as JAX prints it
     assert "i32[3] = argmax[axes=(1,) index_dtype=int32] a" in text
     assert "f32[3,4] = cumsum[axis=1 reverse=True] a" in text
@@ -290,22 +348,26 @@ def lowered(fn, *args):
 def test_lowered_text():
     x = np.ones((3, 4), np.float32)
     text = lowered(lambda a: lax.reduce_sum(a, (1,)), x)
-    assert "stablehlo.reduce(%arg0 init: %cst) applies stablehlo.add across dimensions = [1]" \
-        in text
+    assert (
+        "stablehlo.reduce(%arg0 init: %cst) applies stablehlo.add across dimensions = [1]" in text
+    )
     text = lowered(lambda a: lax.reduce_max(a, (0, 1)), x)
     assert "stablehlo.constant dense<0xFF800000>" in text  # -inf
     assert "applies stablehlo.maximum across dimensions = [0, 1]" in text
     text = lowered(lambda a: lax.reduce_min(a, (1,)), x.astype(np.int32))
     assert "dense<2147483647>" in text and "applies stablehlo.minimum" in text
-    text = lowered(lambda a: (lax.reduce_and(a, (1,)), lax.reduce_or(a, (1,)),
-                              lax.reduce_xor(a, (1,))), x.astype(bool))
+    text = lowered(
+        lambda a: (lax.reduce_and(a, (1,)), lax.reduce_or(a, (1,)), lax.reduce_xor(a, (1,))),
+        x.astype(bool),
+    )
     assert "dense<true>" in text and "applies stablehlo.and" in text
     assert "applies stablehlo.or" in text and "applies stablehlo.xor" in text
     assert "applies stablehlo.multiply" in lowered(lambda a: lax.reduce_prod(a, (0,)), x)
     text = lowered(lambda a: lax.argmax(a, 1, np.int32), x)
     assert "stablehlo.iota dim = 1 : tensor<3x4xi32>" in text
-    assert "%1:2 = stablehlo.reduce(%arg0 init: %cst), (%0 init: %c) across dimensions = [1]" \
-        in text
+    assert (
+        "%1:2 = stablehlo.reduce(%arg0 init: %cst), (%0 init: %c) across dimensions = [1]" in text
+    )
     assert "stablehlo.compare GT, %arg1, %arg3, FLOAT" in text
     assert "stablehlo.compare LT, %arg2, %arg4, SIGNED" in text  # first index on ties
     text = lowered(lambda a: lax.cumsum(a, 1), x)
@@ -324,36 +386,63 @@ def test_lowered_text():
 X = np.ones((3, 4), np.float32)
 
 
-@pytest.mark.parametrize("fn, exc, match", [
-    (lambda: lax.reduce_sum(X, (2,)), ValueError,
-     r"lax.reduce_sum: reduction axes \(2,\) contain out-of-bounds indices .*\(3, 4\)"),
-    (lambda: lax.reduce_max(X, (-3,)), ValueError, r"lax.reduce_max: reduction axes \(-3,\)"),
-    (lambda: lax.reduce_min(X, (0, 0)), ValueError,
-     r"lax.reduce_min: duplicate value in the reduction axes \(0, 0\)"),
-    (lambda: lax.reduce_sum(X > 0, (0,)), TypeError, "reduce_sum does not accept dtype bool"),
-    (lambda: lax.reduce_prod(X > 0, (0,)), TypeError, "reduce_prod does not accept dtype bool"),
-    (lambda: lax.reduce_and(X, (0,)), TypeError, "reduce_and does not accept dtype float32"),
-    (lambda: lax.reduce_or(X, (0,)), TypeError, "reduce_or does not accept dtype float32"),
-    (lambda: lax.reduce_xor(X, (0,)), TypeError, "reduce_xor does not accept dtype float32"),
-    (lambda: lax.argmax(X, 2, np.int32), ValueError, "lax.argmax: invalid axis 2"),
-    (lambda: lax.argmin(X, 0, np.float32), TypeError,
-     "lax.argmin: index_dtype must be an integer type, got float32"),
-    (lambda: lax.argmax(X, 0, "not a dtype"), TypeError,
-     "lax.argmax: index_dtype must be an integer type"),
-    (lambda: lax.argmax(X.astype(np.complex64), 0, np.int32), TypeError,
-     "argmax does not accept dtype complex64"),
-    (lambda: lax.argmin(np.zeros((0, 3), np.float32), 0, np.int32), ValueError,
-     r"lax.argmin requires a non-empty reduced dimension: operand shape \(0, 3\), axis 0"),
-    (lambda: lax.argmax(np.float32(1), 0, np.int32), ValueError,
-     "lax.argmax: invalid axis 0 for an operand of rank 0"),
-    (lambda: lax.cumsum(X, 2), ValueError, "lax.cumsum: invalid axis 2"),
-    (lambda: lax.cumprod(np.float32(1)), ValueError, "lax.cumprod: invalid axis 0"),
-    (lambda: lax.cummax(X > 0), TypeError, "cummax does not accept dtype bool"),
-    (lambda: lax.cummin(X > 0), TypeError, "cummin does not accept dtype bool"),
-    (lambda: lax.cumsum(X > 0), TypeError, "cumsum does not accept dtype bool"),
-    (lambda: lax.cumlogsumexp(X.astype(np.int32)), TypeError,
-     "cumlogsumexp does not accept dtype int32"),
-])
+@pytest.mark.parametrize(
+    "fn, exc, match",
+    [
+        (
+            lambda: lax.reduce_sum(X, (2,)),
+            ValueError,
+            r"lax.reduce_sum: reduction axes \(2,\) contain out-of-bounds indices .*\(3, 4\)",
+        ),
+        (lambda: lax.reduce_max(X, (-3,)), ValueError, r"lax.reduce_max: reduction axes \(-3,\)"),
+        (
+            lambda: lax.reduce_min(X, (0, 0)),
+            ValueError,
+            r"lax.reduce_min: duplicate value in the reduction axes \(0, 0\)",
+        ),
+        (lambda: lax.reduce_sum(X > 0, (0,)), TypeError, "reduce_sum does not accept dtype bool"),
+        (lambda: lax.reduce_prod(X > 0, (0,)), TypeError, "reduce_prod does not accept dtype bool"),
+        (lambda: lax.reduce_and(X, (0,)), TypeError, "reduce_and does not accept dtype float32"),
+        (lambda: lax.reduce_or(X, (0,)), TypeError, "reduce_or does not accept dtype float32"),
+        (lambda: lax.reduce_xor(X, (0,)), TypeError, "reduce_xor does not accept dtype float32"),
+        (lambda: lax.argmax(X, 2, np.int32), ValueError, "lax.argmax: invalid axis 2"),
+        (
+            lambda: lax.argmin(X, 0, np.float32),
+            TypeError,
+            "lax.argmin: index_dtype must be an integer type, got float32",
+        ),
+        (
+            lambda: lax.argmax(X, 0, "not a dtype"),
+            TypeError,
+            "lax.argmax: index_dtype must be an integer type",
+        ),
+        (
+            lambda: lax.argmax(X.astype(np.complex64), 0, np.int32),
+            TypeError,
+            "argmax does not accept dtype complex64",
+        ),
+        (
+            lambda: lax.argmin(np.zeros((0, 3), np.float32), 0, np.int32),
+            ValueError,
+            r"lax.argmin requires a non-empty reduced dimension: operand shape \(0, 3\), axis 0",
+        ),
+        (
+            lambda: lax.argmax(np.float32(1), 0, np.int32),
+            ValueError,
+            "lax.argmax: invalid axis 0 for an operand of rank 0",
+        ),
+        (lambda: lax.cumsum(X, 2), ValueError, "lax.cumsum: invalid axis 2"),
+        (lambda: lax.cumprod(np.float32(1)), ValueError, "lax.cumprod: invalid axis 0"),
+        (lambda: lax.cummax(X > 0), TypeError, "cummax does not accept dtype bool"),
+        (lambda: lax.cummin(X > 0), TypeError, "cummin does not accept dtype bool"),
+        (lambda: lax.cumsum(X > 0), TypeError, "cumsum does not accept dtype bool"),
+        (
+            lambda: lax.cumlogsumexp(X.astype(np.int32)),
+            TypeError,
+            "cumlogsumexp does not accept dtype int32",
+        ),
+    ],
+)
 def test_errors(fn, exc, match):
     with pytest.raises(exc, match=match):
         fn()
@@ -407,9 +496,14 @@ def test_host_impl_matches_aval_and_device(prim, x, params):
 def test_x64(x64):
     x = np.arange(12, dtype=np.float64).reshape(3, 4) - 5.5
     i = np.arange(12, dtype=np.int64).reshape(3, 4) * 10**10
+
     def fn(a, b):
-        return (lax.reduce_sum(a, (1,)), lax.reduce_max(b, (0,)), lax.argmin(a, 1, np.int64),
-                lax.cumsum(b, 1))
+        return (
+            lax.reduce_sum(a, (1,)),
+            lax.reduce_max(b, (0,)),
+            lax.argmin(a, 1, np.int64),
+            lax.cumsum(b, 1),
+        )
 
     expected = (x.sum(1), i.max(0), x.argmin(1), np.cumsum(i, 1))
     assert_same(fn(x, i), expected, what="eager")

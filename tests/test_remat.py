@@ -41,6 +41,7 @@ def make_mlp(api, np_, **kw):
 
     def f(w, x):
         return np_.sum(layer(w, x) ** 2)
+
     return f
 
 
@@ -53,6 +54,7 @@ def make_tree(api, np_):
     def f(params, x):
         out = g(params, x, scale=3.0)
         return out["h"].sum() + out["pair"][0] * out["pair"][1].sum()
+
     return f
 
 
@@ -74,6 +76,7 @@ def test_values_eager_and_jit():
 def test_pytrees_in_and_out():
     def make(api, np_):
         return api.checkpoint(lambda d, x: {"a": (d["u"] * x, np_.cos(x)), "b": d["v"]})
+
     f, f_jax = both(make)
     d = {"u": X, "v": np.int32(3)}
     assert_same(f(d, X), f_jax(d, X), **TOL)
@@ -105,8 +108,7 @@ def test_grad_eager_jit_grad_and_grad_jit():
 def test_grad_of_sin_sin_recomputes_sin_in_the_backward_pass():
     f = xform.checkpoint(lambda x: xnp.sin(xnp.sin(x)))
     x = np.float32(0.3)
-    assert_same(xform.grad(f)(x), jax.grad(jax.checkpoint(lambda x: jnp.sin(jnp.sin(x))))(x),
-                **TOL)
+    assert_same(xform.grad(f)(x), jax.grad(jax.checkpoint(lambda x: jnp.sin(jnp.sin(x))))(x), **TOL)
     jaxpr = xform.make_jaxpr(xform.grad(f))(x).jaxpr
     (eqn,) = [e for e in jaxpr.eqns if e.primitive is remat_p]
     assert eqn.params["differentiated"]
@@ -116,6 +118,7 @@ def test_grad_of_sin_sin_recomputes_sin_in_the_backward_pass():
 def test_second_order_and_check_grads(x64):
     def g(x, y):
         return xnp.sin(x * y) * xnp.exp(xnp.cos(x))
+
     f = xform.checkpoint(g)
     x, y = 0.4, 1.3
     hess = xform.hessian(f, argnums=(0, 1))
@@ -128,7 +131,9 @@ def test_closure_over_an_outer_grad_variable():
     def make(api, np_):
         def outer(y):
             return api.checkpoint(lambda x: np_.sum(np_.sin(x * y)))(X)
+
         return api.grad(outer)
+
     f, f_jax = both(make)
     assert_same(f(np.float32(1.5)), f_jax(np.float32(1.5)), **TOL)
 
@@ -140,7 +145,9 @@ def test_integer_operands_and_outputs():
         def f(x, n):
             y, m = g(x, n)
             return np_.sum(y) * m
+
         return api.grad(f)
+
     f, f_jax = both(make)
     assert_same(f(X, np.int32(3)), f_jax(X, np.int32(3)), **TOL)
 
@@ -176,8 +183,14 @@ def _recomputed(names_of, jaxpr, remat_name):
     return names
 
 
-POLICY_NAMES = ["nothing_saveable", "everything_saveable", "dots_saveable", "checkpoint_dots",
-                "dots_with_no_batch_dims_saveable", None]
+POLICY_NAMES = [
+    "nothing_saveable",
+    "everything_saveable",
+    "dots_saveable",
+    "checkpoint_dots",
+    "dots_with_no_batch_dims_saveable",
+    None,
+]
 
 
 def _policy_fn(w, x, api, np_, policy):
@@ -187,6 +200,7 @@ def _policy_fn(w, x, api, np_, policy):
     def f(w, x):
         h = np_.sin(w @ x)
         return np_.sum(np_.sin(w.T @ h))
+
     return f(w, x)
 
 
@@ -195,8 +209,7 @@ def test_policy_recomputes_what_jax_recomputes(policy):
     f = xform.grad(functools.partial(_policy_fn, api=xform, np_=xnp, policy=policy))
     f_jax = jax.grad(functools.partial(_policy_fn, api=jax, np_=jnp, policy=policy))
     assert_same(f(W, X), f_jax(W, X), **TOL)
-    got = _recomputed(lambda j: _prim_names(j.jaxpr), xform.make_jaxpr(f)(W, X).jaxpr,
-                      "checkpoint")
+    got = _recomputed(lambda j: _prim_names(j.jaxpr), xform.make_jaxpr(f)(W, X).jaxpr, "checkpoint")
     want = _recomputed(_jax_prim_names, jax.make_jaxpr(f_jax)(W, X).jaxpr, "remat2")
     for prim in ("sin", "cos", "dot_general"):
         assert got.count(prim) == want.count(prim), (prim, got, want)
@@ -215,9 +228,12 @@ def test_dots_with_batch_dims_are_recomputed():
 
     def make(api, np_, policy):
         pol = getattr(api.checkpoint_policies, policy)
-        return api.grad(api.checkpoint(
-            lambda a: np_.sum(np_.sin(np_.einsum("bij,bjk->bik", a, a.transpose(0, 2, 1)))),
-            policy=pol))
+        return api.grad(
+            api.checkpoint(
+                lambda a: np_.sum(np_.sin(np_.einsum("bij,bjk->bik", a, a.transpose(0, 2, 1)))),
+                policy=pol,
+            )
+        )
 
     for policy, recomputed_dots in [("dots_saveable", 0), ("dots_with_no_batch_dims_saveable", 1)]:
         f = make(xform, xnp, policy)
@@ -237,8 +253,7 @@ def test_custom_policy_sees_primitive_and_avals():
     f = xform.grad(xform.checkpoint(lambda x: xnp.sum(xnp.sin(xnp.tanh(x))), policy=policy))
     assert_same(f(X), jax.grad(lambda x: jnp.sum(jnp.sin(jnp.tanh(x))))(X), **TOL)
     assert ("tanh", ((3,),)) in seen
-    body = _recomputed(lambda j: _prim_names(j.jaxpr), xform.make_jaxpr(f)(X).jaxpr,
-                       "checkpoint")
+    body = _recomputed(lambda j: _prim_names(j.jaxpr), xform.make_jaxpr(f)(X).jaxpr, "checkpoint")
     assert "tanh" not in body
 
 
@@ -251,6 +266,7 @@ def test_static_argnums():
             for _ in range(n):  # Python control flow on a static argument
                 x = np_.sin(x) * scale
             return x
+
         return api.checkpoint(g, static_argnums=(1,)), api.checkpoint(g, static_argnums=-2)
 
     (f, f_neg), (f_jax, _) = both(make)
@@ -289,7 +305,9 @@ def test_nested_checkpoints():
         @functools.partial(api.checkpoint, policy=api.checkpoint_policies.dots_saveable)
         def outer(w, x):
             return np_.cos(inner(w @ x)) * inner(x).sum()
+
         return api.grad(lambda w, x: np_.sum(outer(w, x)), argnums=(0, 1))
+
     f, f_jax = both(make)
     want = f_jax(W, X)
     assert_same(f(W, X), want, **TOL)
@@ -304,6 +322,7 @@ def test_checkpoint_of_jit_and_jit_of_checkpoint():
         g = api.jit(g)
         f = api.checkpoint(lambda x: np_.sum(g(x) * x))
         return api.grad(f), api.grad(api.jit(f))
+
     (f, fj), (f_jax, _) = both(make)
     assert_same(f(X), f_jax(X), **TOL)
     assert_same(fj(X), f_jax(X), **TOL)
@@ -311,10 +330,14 @@ def test_checkpoint_of_jit_and_jit_of_checkpoint():
 
 def test_vmap_of_grad_and_grad_of_vmap():
     def make(api, np_):
-        g = api.checkpoint(lambda w, x: np_.sum(np_.sin(w @ x) ** 2),
-                           policy=api.checkpoint_policies.dots_saveable)
-        return (api.vmap(api.grad(g), in_axes=(None, 0)),
-                api.grad(lambda w: api.vmap(g, in_axes=(None, 0))(w, XS).sum()))
+        g = api.checkpoint(
+            lambda w, x: np_.sum(np_.sin(w @ x) ** 2), policy=api.checkpoint_policies.dots_saveable
+        )
+        return (
+            api.vmap(api.grad(g), in_axes=(None, 0)),
+            api.grad(lambda w: api.vmap(g, in_axes=(None, 0))(w, XS).sum()),
+        )
+
     (vg, gv), (vg_jax, gv_jax) = both(make)
     assert_same(vg(W, XS), vg_jax(W, XS), **TOL)
     assert_same(xform.jit(vg)(W, XS), vg_jax(W, XS), **TOL)
@@ -331,7 +354,9 @@ def test_grad_of_scan_with_a_checkpointed_step():
         def f(h0, xs):
             h, ys = api.lax.scan(step, h0, xs)
             return np_.sum(h) + np_.sum(ys)
+
         return api.grad(f, argnums=(0, 1))
+
     f, f_jax = both(make)
     h0, xs = np.ones(4, np.float32), RNG.standard_normal((6, 4)).astype(np.float32)
     want = f_jax(h0, xs)
@@ -358,29 +383,41 @@ def test_lowered_backward_pass_has_an_optimization_barrier():
 
 def test_bad_operand_types_name_the_construct_and_both_types():
     jaxpr = xform.make_jaxpr(xform.checkpoint(xnp.sin))(X).jaxpr.eqns[0].params["jaxpr"]
-    with pytest.raises(TypeError, match=r"checkpoint: called with arguments of types "
-                                        r"\(i32\[3\]\) but its jaxpr takes \(f32\[3\]\)"):
-        xform.make_jaxpr(lambda a: remat_p.bind(a, jaxpr=jaxpr, prevent_cse=True,
-                                                differentiated=False, policy=None))(
-            np.zeros(3, np.int32))
+    with pytest.raises(
+        TypeError,
+        match=r"checkpoint: called with arguments of types "
+        r"\(i32\[3\]\) but its jaxpr takes \(f32\[3\]\)",
+    ):
+        xform.make_jaxpr(
+            lambda a: remat_p.bind(
+                a, jaxpr=jaxpr, prevent_cse=True, differentiated=False, policy=None
+            )
+        )(np.zeros(3, np.int32))
 
 
 def test_saved_values_are_rounded_to_their_dtype_as_jax():
     """Residuals the forward pass also reads go through reduce_precision, as in JAX (XLA's
     excess precision must not make forward and backward disagree): the same count in the
     jaxpr and the same temporary memory in the compiled program."""
+
     def make(lib, np_):
-        layer = lib.checkpoint(lambda w, h: np_.tanh(h @ w),
-                               policy=lib.checkpoint_policies.everything_saveable)
+        layer = lib.checkpoint(
+            lambda w, h: np_.tanh(h @ w), policy=lib.checkpoint_policies.everything_saveable
+        )
         return lib.grad(lambda w, x: np_.sum(layer(w, layer(w, x))))
 
     w = np.full((64, 64), 0.1, np.float32)
     x = np.ones((32, 64), np.float32)
     xg, jg = make(xform, xform.numpy), make(jax, jax.numpy)
-    assert str(xform.make_jaxpr(xg)(w, x)).count("reduce_precision") == \
-        str(jax.make_jaxpr(jg)(w, x)).count("reduce_precision") == 2
-    memory = [lib.jit(g).lower(w, x).compile().memory_analysis().temp_size_in_bytes
-              for lib, g in ((xform, xg), (jax, jg))]
+    assert (
+        str(xform.make_jaxpr(xg)(w, x)).count("reduce_precision")
+        == str(jax.make_jaxpr(jg)(w, x)).count("reduce_precision")
+        == 2
+    )
+    memory = [
+        lib.jit(g).lower(w, x).compile().memory_analysis().temp_size_in_bytes
+        for lib, g in ((xform, xg), (jax, jg))
+    ]
     assert memory[0] == memory[1]
     np.testing.assert_allclose(xg(w, x), jg(w, x), rtol=1e-5, atol=1e-5)
 
@@ -392,13 +429,15 @@ def _chain(api, np_):
     def f(x):
         y = np_.sin(x)
         z = np_.cos(y) * x
-        return np_.sum(z ** 2)
+        return np_.sum(z**2)
+
     return f
 
 
 def _ratio(api, np_):
     def f(x):
         return np_.sum(np_.log(np_.abs(x) + 1.0) / (x * x + 2.0))
+
     return f
 
 
@@ -406,6 +445,7 @@ def _named(api, np_):
     def f(x):
         h = api.ad_checkpoint.checkpoint_name(np_.tanh(x * 3.0), "h")
         return np_.sum(np_.exp(h) * x)
+
     return f
 
 

@@ -121,8 +121,11 @@ def _compute_table(table, dtype, with_jit):
         warnings.simplefilter("ignore", FutureWarning)
         # LLVM's optimizations only cost compile time here (the arithmetic is XLA's either
         # way, and these programs are tiny): off, JAX's values come twice as fast.
-        expected = jax.jit(_run_all(jsl, cases)).lower(args).compile(
-            compiler_options={"xla_backend_optimization_level": 0})(args)
+        expected = (
+            jax.jit(_run_all(jsl, cases))
+            .lower(args)
+            .compile(compiler_options={"xla_backend_optimization_level": 0})(args)
+        )
         got_jit = xform.jit(_run_all(xsl, cases))(args) if with_jit else None
     return cases, expected, got_jit
 
@@ -151,9 +154,17 @@ def _cases(table, dtype):
 def _params(table, dtypes, jit_dtypes=(F32,)):
     """pytest parameters ``(name, dtype, with_jit)`` for every case of a table, skipped while
     a primitive it needs is missing."""
-    return [pytest.param(name, dtype, dtype in jit_dtypes, marks=_skip_unless(needs),
-                         id=f"{name}-{np.dtype(dtype).name}")
-            for dtype in dtypes for name, (needs, _, _) in _cases(table, dtype).items()]
+    return [
+        pytest.param(
+            name,
+            dtype,
+            dtype in jit_dtypes,
+            marks=_skip_unless(needs),
+            id=f"{name}-{np.dtype(dtype).name}",
+        )
+        for dtype in dtypes
+        for name, (needs, _, _) in _cases(table, dtype).items()
+    ]
 
 
 # --------------------------------------------------------------------------- completeness
@@ -187,8 +198,11 @@ def _constructions(rng, dtype):
     v4, v3, b22 = (_normal(rng, s, F32) for s in ((4,), (3,), (2, 2)))
     ints = np.arange(1, 4)
     return {
-        "block_diag": ((), lambda L, a, b, c: L.block_diag(a, b, c),
-                       (np.ones((2, 2), np.int32), v3, np.float32(3))),
+        "block_diag": (
+            (),
+            lambda L, a, b, c: L.block_diag(a, b, c),
+            (np.ones((2, 2), np.int32), v3, np.float32(3)),
+        ),
         "block_diag_none": ((), lambda L: L.block_diag(), ()),
         "block_diag_weak": ((), lambda L: L.block_diag(1, 2.0), ()),
         "circulant": ((), lambda L, c: L.circulant(c), (v4,)),
@@ -200,11 +214,9 @@ def _constructions(rng, dtype):
         "companion_batch": ((), lambda L, a: L.companion(a), (b22,)),
         "convolution_matrix": ((), lambda L, a: L.convolution_matrix(a, 4), (v3,)),
         "convolution_matrix_same": ((), lambda L, a: L.convolution_matrix(a, 5, "same"), (v3,)),
-        "convolution_matrix_valid": ((), lambda L, a: L.convolution_matrix(a, 2, "valid"),
-                                     (v4,)),
+        "convolution_matrix_valid": ((), lambda L, a: L.convolution_matrix(a, 2, "valid"), (v4,)),
         "convolution_matrix_int": ((), lambda L, a: L.convolution_matrix(a, 2, "same"), (ints,)),
-        "convolution_matrix_batch": ((), lambda L, a: L.convolution_matrix(a, 3, "same"),
-                                     (b22,)),
+        "convolution_matrix_batch": ((), lambda L, a: L.convolution_matrix(a, 3, "same"), (b22,)),
         "dft": ((), lambda L: L.dft(4), ()),
         "dft_sqrtn": ((), lambda L: L.dft(5, "sqrtn"), ()),
         "dft_n": ((), lambda L: L.dft(3, "n", dtype=np.complex64), ()),
@@ -212,8 +224,11 @@ def _constructions(rng, dtype):
         "fiedler_int": ((), lambda L, a: L.fiedler(a), (ints,)),
         "fiedler_scalar": ((), lambda L: L.fiedler(2.0), ()),
         "fiedler_companion": ((), lambda L, a: L.fiedler_companion(a), (v4,)),
-        "fiedler_companion_7": ((), lambda L, a: L.fiedler_companion(a),
-                                (np.arange(1.0, 8.0, dtype=F32),)),
+        "fiedler_companion_7": (
+            (),
+            lambda L, a: L.fiedler_companion(a),
+            (np.arange(1.0, 8.0, dtype=F32),),
+        ),
         "fiedler_companion_2": ((), lambda L, a: L.fiedler_companion(a), (v4[:2],)),
         "fiedler_companion_1": ((), lambda L, a: L.fiedler_companion(a), (v4[:1],)),
         "fiedler_companion_batch": ((), lambda L, a: L.fiedler_companion(a), (b22,)),
@@ -250,13 +265,23 @@ def _constructions(rng, dtype):
 
 # Constructions whose dtype is the default float or complex type, checked with x64 too (the
 # pascal matrices are float32 in JAX whatever the mode).
-_DEFAULT_DTYPE = ["dft", "dft_sqrtn", "hadamard", "helmert_full", "hilbert", "invhilbert",
-                  "invpascal", "companion_int", "pascal"]
+_DEFAULT_DTYPE = [
+    "dft",
+    "dft_sqrtn",
+    "hadamard",
+    "helmert_full",
+    "hilbert",
+    "invhilbert",
+    "invpascal",
+    "companion_int",
+    "pascal",
+]
 
 
 def _constructions_x64(rng, dtype):
-    return {name: case for name, case in _constructions(rng, dtype).items()
-            if name in _DEFAULT_DTYPE}
+    return {
+        name: case for name, case in _constructions(rng, dtype).items() if name in _DEFAULT_DTYPE
+    }
 
 
 # --------------------------------------------------------------------------- solvers and LU
@@ -274,32 +299,46 @@ def _solvers(rng, dtype):
         "cholesky_lower_batch": ((), lambda L, a: L.cholesky(a, lower=True), (batch_spd,)),
         "cho_factor": ((), lambda L, a: L.cho_factor(a), (spd,)),
         "cho_solve": ((), lambda L, a, b: L.cho_solve(L.cho_factor(a), b), (spd, b2)),
-        "cho_solve_lower_vector": ((), lambda L, a, b: L.cho_solve(L.cho_factor(a, True), b),
-                                   (spd, b1)),
-        "cho_solve_batch_broadcast": ((), lambda L, a, b: L.cho_solve(
-            (L.cholesky(a, True), True), b), (batch_spd, b2[:3])),
+        "cho_solve_lower_vector": (
+            (),
+            lambda L, a, b: L.cho_solve(L.cho_factor(a, True), b),
+            (spd, b1),
+        ),
+        "cho_solve_batch_broadcast": (
+            (),
+            lambda L, a, b: L.cho_solve((L.cholesky(a, True), True), b),
+            (batch_spd, b2[:3]),
+        ),
         "solve_triangular": ((), lambda L, a, b: L.solve_triangular(a, b), (upper, b2)),
-        "solve_triangular_lower": ((), lambda L, a, b: L.solve_triangular(a, b, lower=True),
-                                   (lower, b1)),
-        "solve_triangular_T": ((), lambda L, a, b: L.solve_triangular(a, b, trans="T",
-                                                                      lower=True),
-                               (lower, b2)),
-        "solve_triangular_C": ((), lambda L, a, b: L.solve_triangular(a, b, trans=2),
-                               (upper, b2)),
-        "solve_triangular_1": ((), lambda L, a, b: L.solve_triangular(a, b, trans=1),
-                               (upper, b1)),
-        "solve_triangular_unit": ((), lambda L, a, b: L.solve_triangular(
-            a, b, lower=True, unit_diagonal=True), (lower, b2)),
-        "solve_triangular_batch": ((), lambda L, a, b: L.solve_triangular(a, b),
-                                   (np.triu(batch_a), batch_b)),
+        "solve_triangular_lower": (
+            (),
+            lambda L, a, b: L.solve_triangular(a, b, lower=True),
+            (lower, b1),
+        ),
+        "solve_triangular_T": (
+            (),
+            lambda L, a, b: L.solve_triangular(a, b, trans="T", lower=True),
+            (lower, b2),
+        ),
+        "solve_triangular_C": ((), lambda L, a, b: L.solve_triangular(a, b, trans=2), (upper, b2)),
+        "solve_triangular_1": ((), lambda L, a, b: L.solve_triangular(a, b, trans=1), (upper, b1)),
+        "solve_triangular_unit": (
+            (),
+            lambda L, a, b: L.solve_triangular(a, b, lower=True, unit_diagonal=True),
+            (lower, b2),
+        ),
+        "solve_triangular_batch": (
+            (),
+            lambda L, a, b: L.solve_triangular(a, b),
+            (np.triu(batch_a), batch_b),
+        ),
         "lu_factor": ((), lambda L, a: L.lu_factor(a), (a,)),
         "lu_factor_batch": ((), lambda L, a: L.lu_factor(a), (batch_a,)),
         "lu_factor_wide": ((), lambda L, a: L.lu_factor(a), (wide,)),
         "lu_solve": ((), lambda L, a, b: L.lu_solve(L.lu_factor(a), b), (a, b2)),
         "lu_solve_T": ((), lambda L, a, b: L.lu_solve(L.lu_factor(a), b, trans=1), (a, b1)),
         "lu_solve_H": ((), lambda L, a, b: L.lu_solve(L.lu_factor(a), b, trans=2), (a, b2)),
-        "lu_solve_batch": ((), lambda L, a, b: L.lu_solve(L.lu_factor(a), b),
-                           (batch_a, batch_b)),
+        "lu_solve_batch": ((), lambda L, a, b: L.lu_solve(L.lu_factor(a), b), (batch_a, batch_b)),
         "lu": ((), lambda L, a: L.lu(a), (a,)),
         "lu_permute_l": ((), lambda L, a: L.lu(a, permute_l=True), (a,)),
         "lu_wide": ((), lambda L, a: L.lu(a), (wide,)),
@@ -310,10 +349,16 @@ def _solvers(rng, dtype):
         "solve_batch_vector": ((), lambda L, a, b: L.solve(a, b), (batch_a, b1[:3])),
         "solve_batch": ((), lambda L, a, b: L.solve(a, b), (batch_a, batch_b)),
         "solve_pos": ((), lambda L, a, b: L.solve(a, b, assume_a="pos"), (spd, b2)),
-        "solve_pos_lower_vector": ((), lambda L, a, b: L.solve(a, b, assume_a="pos",
-                                                               lower=True), (spd, b1)),
-        "solve_pos_batch": ((), lambda L, a, b: L.solve(a, b, assume_a="pos"),
-                            (batch_spd, batch_b[:, :, 0])),
+        "solve_pos_lower_vector": (
+            (),
+            lambda L, a, b: L.solve(a, b, assume_a="pos", lower=True),
+            (spd, b1),
+        ),
+        "solve_pos_batch": (
+            (),
+            lambda L, a, b: L.solve(a, b, assume_a="pos"),
+            (batch_spd, batch_b[:, :, 0]),
+        ),
         "det": ((), lambda L, a: L.det(a), (a,)),
         "det_batch": ((), lambda L, a: L.det(a), (batch_a,)),
         "inv": ((), lambda L, a: L.inv(a), (a,)),
@@ -337,12 +382,23 @@ def _matrix_functions(rng, dtype):
         "expm_upper": ((), lambda L, a: L.expm(a, upper_triangular=True), (np.triu(a),)),
         "expm_too_many_squarings": ((), lambda L, a: L.expm(a, max_squarings=2), (1e4 * a,)),
         "expm_frechet": ((), lambda L, a, e: L.expm_frechet(a, e), (a, e)),
-        "eigh_tridiagonal_values": ((), lambda L, d, e: L.eigh_tridiagonal(
-            d, e, eigvals_only=True), (d, off)),
-        "eigh_tridiagonal_index_range": ((), lambda L, d, e: L.eigh_tridiagonal(
-            d, e, eigvals_only=True, select="i", select_range=(1, 3)), (d, off)),
-        "eigh_tridiagonal_tol": ((), lambda L, d, e: L.eigh_tridiagonal(
-            d, e, eigvals_only=True, tol=1e-3), (d, off)),
+        "eigh_tridiagonal_values": (
+            (),
+            lambda L, d, e: L.eigh_tridiagonal(d, e, eigvals_only=True),
+            (d, off),
+        ),
+        "eigh_tridiagonal_index_range": (
+            (),
+            lambda L, d, e: L.eigh_tridiagonal(
+                d, e, eigvals_only=True, select="i", select_range=(1, 3)
+            ),
+            (d, off),
+        ),
+        "eigh_tridiagonal_tol": (
+            (),
+            lambda L, d, e: L.eigh_tridiagonal(d, e, eigvals_only=True, tol=1e-3),
+            (d, off),
+        ),
     }
 
 
@@ -356,6 +412,8 @@ def _eigenpairs_up_to_phase(L, w, v):
     """Eigenvalues and the moduli of the eigenvectors' entries: inverse iteration's vectors
     are unique only up to a sign (a phase for complex), which rounding may flip."""
     return w, _ABS[L](v)
+
+
 _PERTURBED = ("qr", "tridiagonal_solve:perturb_singular")
 
 
@@ -369,43 +427,75 @@ def _decompositions(rng, dtype):
         "qr_economic": (("qr",), lambda L, a: L.qr(a, mode="economic"), (tall,)),
         "qr_r": (("qr",), lambda L, a: L.qr(a, mode="r"), (wide,)),
         "qr_pivoting": (("qr",), lambda L, a: L.qr(a, pivoting=True), (tall,)),
-        "qr_batch": (("qr",), lambda L, a: L.qr(a, mode="economic"),
-                     (_normal(rng, (2, 4, 3), dtype),)),
+        "qr_batch": (
+            ("qr",),
+            lambda L, a: L.qr(a, mode="economic"),
+            (_normal(rng, (2, 4, 3), dtype),),
+        ),
         "qr_multiply_right": (("qr",), lambda L, a, c: L.qr_multiply(a, c), (tall, wide)),
-        "qr_multiply_left": (("qr",), lambda L, a, c: L.qr_multiply(a, c, mode="left"),
-                             (tall, c32)),
-        "qr_multiply_vector": (("qr",), lambda L, a, c: L.qr_multiply(a, c, conjugate=True),
-                               (tall, _normal(rng, (5,), dtype))),
-        "qr_multiply_pivoting": (("qr",), lambda L, a, c: L.qr_multiply(
-            a, c, mode="left", pivoting=True), (wide, _normal(rng, (3,), dtype))),
+        "qr_multiply_left": (
+            ("qr",),
+            lambda L, a, c: L.qr_multiply(a, c, mode="left"),
+            (tall, c32),
+        ),
+        "qr_multiply_vector": (
+            ("qr",),
+            lambda L, a, c: L.qr_multiply(a, c, conjugate=True),
+            (tall, _normal(rng, (5,), dtype)),
+        ),
+        "qr_multiply_pivoting": (
+            ("qr",),
+            lambda L, a, c: L.qr_multiply(a, c, mode="left", pivoting=True),
+            (wide, _normal(rng, (3,), dtype)),
+        ),
         "svd": (("svd",), lambda L, a: L.svd(a), (tall,)),
         "svd_thin": (("svd",), lambda L, a: L.svd(a, full_matrices=False), (wide,)),
-        "svd_values": (("svd",), lambda L, a: L.svd(a, compute_uv=False),
-                       (_normal(rng, (2, 3, 4), dtype),)),
+        "svd_values": (
+            ("svd",),
+            lambda L, a: L.svd(a, compute_uv=False),
+            (_normal(rng, (2, 3, 4), dtype),),
+        ),
         "eigh": (("eigh",), lambda L, a: L.eigh(a), (herm,)),
-        "eigh_upper_values": (("eigh",), lambda L, a: L.eigh(a, lower=False,
-                                                              eigvals_only=True), (herm,)),
+        "eigh_upper_values": (
+            ("eigh",),
+            lambda L, a: L.eigh(a, lower=False, eigvals_only=True),
+            (herm,),
+        ),
         "schur": (("schur",), lambda L, a: L.schur(a), (a,)),
         "schur_complex": (("schur",), lambda L, a: L.schur(a, output="complex"), (a,)),
         "hessenberg": (("hessenberg",), lambda L, a: L.hessenberg(a), (a,)),
-        "hessenberg_q": (("hessenberg", "householder_product"),
-                         lambda L, a: L.hessenberg(a, calc_q=True), (a,)),
+        "hessenberg_q": (
+            ("hessenberg", "householder_product"),
+            lambda L, a: L.hessenberg(a, calc_q=True),
+            (a,),
+        ),
         "polar_left": (("qr",), lambda L, a: L.polar(a, "left"), (wide,)),
         "polar_svd": (("svd",), lambda L, a: L.polar(a, "left", method="svd"), (tall,)),
         "polar_batch": (("qr",), lambda L, a: L.polar(a), (_normal(rng, (2, 4, 3), dtype),)),
         "sqrtm": (("schur",), lambda L, a: L.sqrtm(a), (spd,)),
         "rsf2csf": (("schur", "eig"), lambda L, a: L.rsf2csf(*L.schur(a)), (a,)),
         "funm": (("schur", "eig"), lambda L, a: L.funm(a, _SIN[L]), (a,)),
-        "solve_sylvester": (("schur", "eig"), lambda L, a, b, c: L.solve_sylvester(a, b, c),
-                            (m3, m2, c32)),
-        "solve_sylvester_eigen": (("eig",), lambda L, a, b, c: L.solve_sylvester(
-            a, b, c, method="eigen"), (m3, m2, c32)),
+        "solve_sylvester": (
+            ("schur", "eig"),
+            lambda L, a, b, c: L.solve_sylvester(a, b, c),
+            (m3, m2, c32),
+        ),
+        "solve_sylvester_eigen": (
+            ("eig",),
+            lambda L, a, b, c: L.solve_sylvester(a, b, c, method="eigen"),
+            (m3, m2, c32),
+        ),
         "eigh_tridiagonal_vectors": (
-            _PERTURBED, lambda L, d, e: _eigenpairs_up_to_phase(L, *L.eigh_tridiagonal(d, e)),
-            (d, off)),
+            _PERTURBED,
+            lambda L, d, e: _eigenpairs_up_to_phase(L, *L.eigh_tridiagonal(d, e)),
+            (d, off),
+        ),
         # A repeated eigenvalue: its eigenvectors are re-orthogonalized as a cluster.
-        "eigh_tridiagonal_cluster": (_PERTURBED, lambda L, d, e: L.eigh_tridiagonal(d, e),
-                                     (np.ones(4, dtype), np.zeros(3, dtype))),
+        "eigh_tridiagonal_cluster": (
+            _PERTURBED,
+            lambda L, d, e: L.eigh_tridiagonal(d, e),
+            (np.ones(4, dtype), np.zeros(3, dtype)),
+        ),
     }
 
 
@@ -413,20 +503,51 @@ def _decompositions(rng, dtype):
 # paths depend on the dtype (promotion, conjugations, the tolerances of the iterations), not
 # every variant again: each case costs compile time in both libraries.
 _SUBSETS = {
-    ("solvers", np.dtype(F64)): ["cholesky", "cho_solve", "solve_triangular_T", "lu_factor",
-                                 "lu_solve_T", "lu", "solve", "solve_pos_batch", "det", "inv"],
-    ("solvers", np.dtype(C64)): ["cholesky", "cholesky_lower_batch", "cho_solve",
-                                 "cho_solve_lower_vector", "solve_triangular_C",
-                                 "solve_triangular_T", "lu_solve_T", "lu_solve_H", "lu",
-                                 "solve", "solve_pos", "det", "inv"],
-    ("matrix_functions", np.dtype(F64)): ["expm_batch", "expm_frechet",
-                                          "eigh_tridiagonal_values"],
+    ("solvers", np.dtype(F64)): [
+        "cholesky",
+        "cho_solve",
+        "solve_triangular_T",
+        "lu_factor",
+        "lu_solve_T",
+        "lu",
+        "solve",
+        "solve_pos_batch",
+        "det",
+        "inv",
+    ],
+    ("solvers", np.dtype(C64)): [
+        "cholesky",
+        "cholesky_lower_batch",
+        "cho_solve",
+        "cho_solve_lower_vector",
+        "solve_triangular_C",
+        "solve_triangular_T",
+        "lu_solve_T",
+        "lu_solve_H",
+        "lu",
+        "solve",
+        "solve_pos",
+        "det",
+        "inv",
+    ],
+    ("matrix_functions", np.dtype(F64)): ["expm_batch", "expm_frechet", "eigh_tridiagonal_values"],
     ("matrix_functions", np.dtype(C64)): ["expm_batch", "eigh_tridiagonal_values"],
-    ("decompositions", np.dtype(F64)): ["schur_complex", "polar_batch", "sqrtm",
-                                        "eigh_tridiagonal_vectors"],
-    ("decompositions", np.dtype(C64)): ["qr_multiply_vector", "polar_left", "sqrtm", "rsf2csf",
-                                        "funm", "solve_sylvester", "solve_sylvester_eigen",
-                                        "eigh_tridiagonal_vectors"],
+    ("decompositions", np.dtype(F64)): [
+        "schur_complex",
+        "polar_batch",
+        "sqrtm",
+        "eigh_tridiagonal_vectors",
+    ],
+    ("decompositions", np.dtype(C64)): [
+        "qr_multiply_vector",
+        "polar_left",
+        "sqrtm",
+        "rsf2csf",
+        "funm",
+        "solve_sylvester",
+        "solve_sylvester_eigen",
+        "eigh_tridiagonal_vectors",
+    ],
 }
 
 TABLES = {
@@ -454,8 +575,7 @@ def test_solvers(name, dtype, with_jit):
     _check_case("solvers", name, dtype, with_jit=with_jit)
 
 
-@pytest.mark.parametrize("name, dtype, with_jit",
-                         _params("matrix_functions", [F32, F64, C64]))
+@pytest.mark.parametrize("name, dtype, with_jit", _params("matrix_functions", [F32, F64, C64]))
 def test_matrix_functions(name, dtype, with_jit):
     _check_case("matrix_functions", name, dtype, with_jit=with_jit, scale=10)
 
@@ -468,10 +588,14 @@ def test_decompositions(name, dtype, with_jit):
 def test_integer_inputs_promote():
     ints = np.array([[4, 1, 0], [1, 5, 2], [0, 2, 6]])
     rhs = np.arange(3)
-    cases = {"solve": lambda L: L.solve(ints, rhs), "det": lambda L: L.det(ints),
-             "cholesky": lambda L: L.cholesky(ints), "lu_factor": lambda L: L.lu_factor(ints),
-             "solve_triangular": lambda L: L.solve_triangular(np.triu(ints), rhs),
-             "expm": lambda L: L.expm(ints)}
+    cases = {
+        "solve": lambda L: L.solve(ints, rhs),
+        "det": lambda L: L.det(ints),
+        "cholesky": lambda L: L.cholesky(ints),
+        "lu_factor": lambda L: L.lu_factor(ints),
+        "solve_triangular": lambda L: L.solve_triangular(np.triu(ints), rhs),
+        "expm": lambda L: L.expm(ints),
+    }
     expected = jax.jit(lambda: {k: fn(jsl) for k, fn in cases.items()})()
     for k, fn in cases.items():
         assert_same(fn(xsl), expected[k], 2e-4, 2e-4, what=k)
@@ -492,8 +616,10 @@ def test_batched_1d_rhs_is_deprecated(name):
     }
     with pytest.warns(FutureWarning, match=f"xform.scipy.linalg.{name}: batched 1D solves"):
         got = fns[name](xsl)
-    expected = np.linalg.solve(np.triu(a) if name != "cho_solve" else
-                               np.swapaxes(np.triu(a), -1, -2) @ np.triu(a), b[..., None])
+    expected = np.linalg.solve(
+        np.triu(a) if name != "cho_solve" else np.swapaxes(np.triu(a), -1, -2) @ np.triu(a),
+        b[..., None],
+    )
     np.testing.assert_allclose(np.asarray(got), expected[..., 0], rtol=2e-4, atol=2e-4)
 
 
@@ -513,16 +639,23 @@ def _gradients(rng, dtype):
         # A norm that needs squarings: the scan of conds is differentiated too.
         "expm": ((), lambda L, a: _SUM[L](L.expm(a) * w), (2 * a,)),
         "solve_triangular": ((), lambda L, a, b: sq(L, L.solve_triangular(a, b)), (upper, b)),
-        "solve_triangular_T": ((), lambda L, a, b: sq(L, L.solve_triangular(
-            a.T, b, trans="T", lower=True, unit_diagonal=True)), (upper, b)),
+        "solve_triangular_T": (
+            (),
+            lambda L, a, b: sq(
+                L, L.solve_triangular(a.T, b, trans="T", lower=True, unit_diagonal=True)
+            ),
+            (upper, b),
+        ),
         "cho_solve": ((), lambda L, c, b: sq(L, L.cho_solve((c, True), b)), (chol, b)),
         "lu_solve": ((), lambda L, a, b: sq(L, L.lu_solve(L.lu_factor(a), b)), (a, b)),
-        "lu_solve_T": ((), lambda L, a, b: sq(L, L.lu_solve(L.lu_factor(a), b, trans=1)),
-                       (a, b)),
+        "lu_solve_T": ((), lambda L, a, b: sq(L, L.lu_solve(L.lu_factor(a), b, trans=1)), (a, b)),
         "solve": ((), lambda L, a, b: sq(L, L.solve(a, b)), (a, b)),
         "solve_pos": ((), lambda L, a, b: sq(L, L.solve(a, b, assume_a="pos")), (spd, b)),
-        "solve_pos_vector": ((), lambda L, a, b: sq(L, L.solve(a, b[:, 0], assume_a="pos",
-                                                               lower=True)), (spd, b)),
+        "solve_pos_vector": (
+            (),
+            lambda L, a, b: sq(L, L.solve(a, b[:, 0], assume_a="pos", lower=True)),
+            (spd, b),
+        ),
         "det": ((), lambda L, a: L.det(a), (a,)),
         "inv": ((), lambda L, a: sq(L, L.inv(a)), (a,)),
         "cholesky": ((), lambda L, a: sq(L, L.cholesky(a)), (spd,)),
@@ -539,8 +672,9 @@ def _as_gradient(case):
     return needs, lambda L, *a: _GRAD[L](lambda *x: fn(L, *x), argnums)(*a), args
 
 
-TABLES["gradients"] = lambda rng, dtype: {name: _as_gradient(case) for name, case in
-                                          _gradients(rng, dtype).items()}
+TABLES["gradients"] = lambda rng, dtype: {
+    name: _as_gradient(case) for name, case in _gradients(rng, dtype).items()
+}
 
 
 @pytest.mark.parametrize("name, dtype, with_jit", _params("gradients", [F32], ()))
@@ -552,7 +686,8 @@ def test_jit_of_grad():
     cases, expected, _ = _table_results("gradients", F32, False)
     names = ["expm", "solve", "lu_solve", "solve_pos"]
     got = xform.jit(lambda args: {n: cases[n][1](xsl, *args[n]) for n in names})(
-        {n: cases[n][2] for n in names})
+        {n: cases[n][2] for n in names}
+    )
     for name in names:
         assert_same(got[name], expected[name], 6e-4, 6e-4, what=name)
 
@@ -560,10 +695,12 @@ def test_jit_of_grad():
 def test_vmap_of_solvers():
     rng = np.random.default_rng(3)
     a, b = _general(rng, 3, F32, (2,)), _normal(rng, (2, 3, 2), F32)
-    cases = {"solve": lambda L, a, b: L.solve(a, b),
-             "lu_solve": lambda L, a, b: L.lu_solve(L.lu_factor(a), b),
-             "solve_triangular": lambda L, a, b: L.solve_triangular(a, b, lower=True),
-             "expm": lambda L, a, b: L.expm(a) @ b}
+    cases = {
+        "solve": lambda L, a, b: L.solve(a, b),
+        "lu_solve": lambda L, a, b: L.lu_solve(L.lu_factor(a), b),
+        "solve_triangular": lambda L, a, b: L.solve_triangular(a, b, lower=True),
+        "expm": lambda L, a, b: L.expm(a) @ b,
+    }
     for name, fn in cases.items():
         got = xform.vmap(lambda x, y: fn(xsl, x, y))(a, b)  # noqa: B023  (used at once)
         stacked = np.stack([np.asarray(fn(xsl, a[i], b[i])) for i in range(2)])
@@ -597,8 +734,11 @@ ERRORS = [
     (lambda L: L.cholesky(np.ones((2, 3))), ValueError, "square"),
     (lambda L: L.qr(np.ones(3)), TypeError, "at least 2 dimensions"),
     (lambda L: L.svd(np.ones(3)), TypeError, "at least 2 dimensions"),
-    (lambda L: L.solve_sylvester(np.ones((2, 3, 3)), np.ones((3, 2, 2)), np.ones((3, 2))),
-     ValueError, "broadcast"),
+    (
+        lambda L: L.solve_sylvester(np.ones((2, 3, 3)), np.ones((3, 2, 2)), np.ones((3, 2))),
+        ValueError,
+        "broadcast",
+    ),
     (lambda L: L.hankel(1.0), ValueError, "at least 1-dimensional"),
     (lambda L: L.hankel([1.0, 2.0]), TypeError, "hankel"),
     (lambda L: L.toeplitz([1.0, 2.0]), TypeError, "toeplitz"),
@@ -629,8 +769,7 @@ ERRORS = [
     (lambda L: L.qr(_sq, mode="raw"), ValueError, "qr: mode must be"),
     (lambda L: L.qr_multiply(_sq, _sq, mode="up"), ValueError, "mode must be"),
     (lambda L: L.qr_multiply(_sq, np.ones((2, 2))), ValueError, "needs c with 3 columns"),
-    (lambda L: L.qr_multiply(_sq, np.ones((2, 2)), mode="left"), ValueError,
-     "needs c with 3 rows"),
+    (lambda L: L.qr_multiply(_sq, np.ones((2, 2)), mode="left"), ValueError, "needs c with 3 rows"),
     (lambda L: L.polar(np.ones(3)), ValueError, "at least 2 dimensions"),
     (lambda L: L.polar(_sq, side="top"), ValueError, "'right' or 'left'"),
     (lambda L: L.polar(np.ones((2, 3), F32)), NotImplementedError, "use method='svd'"),
@@ -645,18 +784,36 @@ ERRORS = [
     (lambda L: L.funm(np.ones((2, 3)), np.sin), ValueError, "square"),
     (lambda L: L.solve_sylvester(_sq, _sq, np.ones((3, 2))), ValueError, "the shapes must be"),
     (lambda L: L.solve_sylvester(_sq, _sq, _sq, method="qz"), ValueError, "method must be"),
-    (lambda L: L.eigh_tridiagonal(np.ones(3, F32), np.ones(2, C64)), TypeError,
-     "one dtype"),
-    (lambda L: L.eigh_tridiagonal(np.ones(3, np.int32), np.ones(2, np.int32)), TypeError,
-     "float32, float64"),
-    (lambda L: L.eigh_tridiagonal(np.ones(3, F32), np.ones(2, F32), select="i"), ValueError,
-     "select_range"),
-    (lambda L: L.eigh_tridiagonal(np.ones(3, F32), np.ones(2, F32), select="i",
-                                  select_range=(2, 1)), ValueError, "empty range"),
-    (lambda L: L.eigh_tridiagonal(np.ones(3, F32), np.ones(2, F32), select="v",
-                                  select_range=(0.0, 1.0)), NotImplementedError, "'v'"),
-    (lambda L: L.eigh_tridiagonal(np.ones(3, F32), np.ones(2, F32), select="x"), ValueError,
-     "select"),
+    (lambda L: L.eigh_tridiagonal(np.ones(3, F32), np.ones(2, C64)), TypeError, "one dtype"),
+    (
+        lambda L: L.eigh_tridiagonal(np.ones(3, np.int32), np.ones(2, np.int32)),
+        TypeError,
+        "float32, float64",
+    ),
+    (
+        lambda L: L.eigh_tridiagonal(np.ones(3, F32), np.ones(2, F32), select="i"),
+        ValueError,
+        "select_range",
+    ),
+    (
+        lambda L: L.eigh_tridiagonal(
+            np.ones(3, F32), np.ones(2, F32), select="i", select_range=(2, 1)
+        ),
+        ValueError,
+        "empty range",
+    ),
+    (
+        lambda L: L.eigh_tridiagonal(
+            np.ones(3, F32), np.ones(2, F32), select="v", select_range=(0.0, 1.0)
+        ),
+        NotImplementedError,
+        "'v'",
+    ),
+    (
+        lambda L: L.eigh_tridiagonal(np.ones(3, F32), np.ones(2, F32), select="x"),
+        ValueError,
+        "select",
+    ),
 ]
 
 

@@ -35,21 +35,45 @@ def _f(*values):
 _X = _f(-1.0, 0.0, 0.3, 1.0, 2.5, 7.0, 0.5, 1.5)
 _Q = _f(0.0, 0.1, 0.5, 0.9, 1.0, -0.1, 1.5, 0.3)
 _INTS = _f(0.0, 1.0, 2.0, 3.0, 5.0, -1.0, 2.5, 4.0)
-_LOC_SCALE = (_f(0.0, 0.0, 0.5, -1.0, 1.0, 0.0, 0.0, 0.0), _f(1.0, 2.0, 1.0, 0.5, 3.0, 1.0, -1.0,
-                                                              0.0))
+_LOC_SCALE = (
+    _f(0.0, 0.0, 0.5, -1.0, 1.0, 0.0, 0.0, 0.0),
+    _f(1.0, 2.0, 1.0, 0.5, 3.0, 1.0, -1.0, 0.0),
+)
 _SPECS = {
-    "bernoulli": (_INTS, _Q, (_f(0.3, 0.3, 0.6, 0.3, 0.0, 1.0, 1.5, -0.2),
-                              _f(0, 0, 1, 0, 0, 0, 0, 0))),
-    "beta": (_f(0.2, 0.0, 0.5, 0.9, 1.0, 1.2, 1.5, 0.5),
-             _Q, (_f(2.0, 0.5, 1.0, 3.0, 2.0, 2.0, 0.0, -1.0), _f(3.0, 0.7, 2.0, 1.0, 2.0, 2.0,
-                                                                   1.0, 2.0),
-                  _f(0, 0, 0.2, 0, 0, 0, 0, 0), _f(1, 1, 1, 1, 1, 1, 1, -1))),
-    "betabinom": (_INTS, _Q, (_f(5, 5, 5, 5, 5, 5, 0, -1), _f(2.0, 0.5, 1.0, 3.0, 2.0, 2.0, 2.0,
-                                                            2.0),
-                              _f(3.0, 0.7, 2.0, 1.0, 2.0, 2.0, 2.0, -1.0),
-                              _f(0, 0, 1, 0, 0, 0, 0, 0))),
-    "binom": (_INTS, _Q, (_f(5, 5, 5, 3, 4, 5, 0, 2), _f(0.3, 0.5, 0.0, 1.0, 0.9, 0.3, 0.4, 0.5),
-                          _f(0, 0, 0, 1, 0, 0, 0, 0))),
+    "bernoulli": (
+        _INTS,
+        _Q,
+        (_f(0.3, 0.3, 0.6, 0.3, 0.0, 1.0, 1.5, -0.2), _f(0, 0, 1, 0, 0, 0, 0, 0)),
+    ),
+    "beta": (
+        _f(0.2, 0.0, 0.5, 0.9, 1.0, 1.2, 1.5, 0.5),
+        _Q,
+        (
+            _f(2.0, 0.5, 1.0, 3.0, 2.0, 2.0, 0.0, -1.0),
+            _f(3.0, 0.7, 2.0, 1.0, 2.0, 2.0, 1.0, 2.0),
+            _f(0, 0, 0.2, 0, 0, 0, 0, 0),
+            _f(1, 1, 1, 1, 1, 1, 1, -1),
+        ),
+    ),
+    "betabinom": (
+        _INTS,
+        _Q,
+        (
+            _f(5, 5, 5, 5, 5, 5, 0, -1),
+            _f(2.0, 0.5, 1.0, 3.0, 2.0, 2.0, 2.0, 2.0),
+            _f(3.0, 0.7, 2.0, 1.0, 2.0, 2.0, 2.0, -1.0),
+            _f(0, 0, 1, 0, 0, 0, 0, 0),
+        ),
+    ),
+    "binom": (
+        _INTS,
+        _Q,
+        (
+            _f(5, 5, 5, 3, 4, 5, 0, 2),
+            _f(0.3, 0.5, 0.0, 1.0, 0.9, 0.3, 0.4, 0.5),
+            _f(0, 0, 0, 1, 0, 0, 0, 0),
+        ),
+    ),
     "cauchy": (_X, _Q, _LOC_SCALE),
     "chi2": (_X, _Q, (_f(1.0, 2.0, 3.0, 4.5, 1.0, 2.0, 3.0, 0.5),) + _LOC_SCALE),
     "expon": (_X, _Q, _LOC_SCALE),
@@ -60,27 +84,67 @@ _SPECS = {
     "gumbel_r": (_X, _f(0.0, 0.1, 0.5, 0.9, 1.0, -0.1, 0.3, 0.3), _LOC_SCALE),
     "laplace": (_X, _Q, _LOC_SCALE),
     "logistic": (_X, _Q, _LOC_SCALE),
-    "nbinom": (_INTS, _Q, (_f(5, 2.5, 5, 3, 4, 5, 1, 2), _f(0.3, 0.5, 0.0, 1.0, 0.9, 0.3, 0.4, 0.5),
-                           _f(0, 0, 0, 1, 0, 0, 0, 0))),
+    "nbinom": (
+        _INTS,
+        _Q,
+        (
+            _f(5, 2.5, 5, 3, 4, 5, 1, 2),
+            _f(0.3, 0.5, 0.0, 1.0, 0.9, 0.3, 0.4, 0.5),
+            _f(0, 0, 0, 1, 0, 0, 0, 0),
+        ),
+    ),
     "norm": (_X, _Q, _LOC_SCALE),
-    "pareto": (_X, _Q, (_f(1.0, 2.0, 3.0, 0.5, 1.0, 2.0, 3.0, 0.5), _f(-1, 0, 0, 0, 0, 0, 0, 1),
-                        _f(1, 0.5, 1, 1, 1, 2, 1, 1))),
-    "poisson": (_INTS, _Q, (_f(1.0, 0.5, 3.0, 0.0, 4.0, 2.0, 2.0, 10.0),
-                            _f(0, 0, 1, 0, 0, 0, 0, 0))),
+    "pareto": (
+        _X,
+        _Q,
+        (
+            _f(1.0, 2.0, 3.0, 0.5, 1.0, 2.0, 3.0, 0.5),
+            _f(-1, 0, 0, 0, 0, 0, 0, 1),
+            _f(1, 0.5, 1, 1, 1, 2, 1, 1),
+        ),
+    ),
+    "poisson": (
+        _INTS,
+        _Q,
+        (_f(1.0, 0.5, 3.0, 0.0, 4.0, 2.0, 2.0, 10.0), _f(0, 0, 1, 0, 0, 0, 0, 0)),
+    ),
     "t": (_X, _Q, (_f(1.0, 2.0, 3.0, 4.5, 10.0, 2.0, 3.0, 0.5),) + _LOC_SCALE),
-    "truncnorm": (_X, _Q, (_f(-1.0, -2.0, 0.5, -3.0, 1.0, 3.0, -1.0, 2.0),
-                           _f(1.0, 0.5, 2.0, 3.0, 9.0, 4.0, -2.0, 1.0)) + _LOC_SCALE),
+    "truncnorm": (
+        _X,
+        _Q,
+        (
+            _f(-1.0, -2.0, 0.5, -3.0, 1.0, 3.0, -1.0, 2.0),
+            _f(1.0, 0.5, 2.0, 3.0, 9.0, 4.0, -2.0, 1.0),
+        )
+        + _LOC_SCALE,
+    ),
     "uniform": (_X, _Q, _LOC_SCALE),
-    "vonmises": (_f(-3.0, 0.0, 0.3, 1.0, 2.5, 7.0, 0.5, 1.5), _Q,
-                 (_f(1.0, 2.0, 0.5, 4.5, 30.0, 2.0, 0.0, -1.0),)),
-    "wrapcauchy": (_f(0.1, 0.0, 0.3, 1.0, 2.5, 6.3, 0.5, -0.5), _Q,
-                   (_f(0.5, 0.2, 0.9, 0.1, 0.5, 0.5, 0.0, 1.0),)),
+    "vonmises": (
+        _f(-3.0, 0.0, 0.3, 1.0, 2.5, 7.0, 0.5, 1.5),
+        _Q,
+        (_f(1.0, 2.0, 0.5, 4.5, 30.0, 2.0, 0.0, -1.0),),
+    ),
+    "wrapcauchy": (
+        _f(0.1, 0.0, 0.3, 1.0, 2.5, 6.3, 0.5, -0.5),
+        _Q,
+        (_f(0.5, 0.2, 0.9, 0.1, 0.5, 0.5, 0.0, 1.0),),
+    ),
 }
 _DISCRETE = {"bernoulli", "betabinom", "binom", "geom", "nbinom", "poisson"}
 _CONTINUOUS = sorted(set(_SPECS) - _DISCRETE)
 # Looser where the two libraries' special-function kernels differ in the last bits.
-_RTOL = {"beta": 2e-5, "betabinom": 2e-5, "chi2": 2e-5, "gamma": 2e-5, "gennorm": 2e-5,
-         "truncnorm": 2e-5, "t": 2e-5, "poisson": 2e-5, "nbinom": 2e-5, "binom": 2e-5}
+_RTOL = {
+    "beta": 2e-5,
+    "betabinom": 2e-5,
+    "chi2": 2e-5,
+    "gamma": 2e-5,
+    "gennorm": 2e-5,
+    "truncnorm": 2e-5,
+    "t": 2e-5,
+    "poisson": 2e-5,
+    "nbinom": 2e-5,
+    "binom": 2e-5,
+}
 
 
 def _public(module):
@@ -101,7 +165,7 @@ def _all_functions(stats, name):
         for fname in names:
             fn = getattr(module, fname)
             first = q if fname in _QUANTILE_FUNCTIONS else x
-            out[fname] = fn(first, *params[:_arity(getattr(getattr(jstats, name), fname)) - 1])
+            out[fname] = fn(first, *params[: _arity(getattr(getattr(jstats, name), fname)) - 1])
         return out
 
     return evaluate
@@ -141,7 +205,7 @@ def _log_densities(stats, points):
         log_density = getattr(module, "logpmf" if name in _DISCRETE else "logpdf")
         out[name] = log_density(x, *params)
         if name in ("bernoulli", "cauchy", "expon", "laplace", "logistic", "uniform"):
-            out[name + ".cdf"] = module.cdf(x, *params[:1 if name == "bernoulli" else 2])
+            out[name + ".cdf"] = module.cdf(x, *params[: 1 if name == "bernoulli" else 2])
     return out
 
 
@@ -165,8 +229,9 @@ def test_distribution_values_float64(name):
 # JAX's results from all-Python-scalar arguments are weakly typed float32 except these (its
 # ndtr, log_ndtr and jnp.array constants are strongly typed); found by running JAX on them all.
 _JAX_STRONG_FROM_SCALARS = {("norm", f) for f in ("cdf", "isf", "logcdf", "logsf", "ppf", "sf")}
-_JAX_STRONG_FROM_SCALARS |= {("truncnorm", f) for f in ("cdf", "logcdf", "logpdf", "logsf", "pdf",
-                                                         "sf")}
+_JAX_STRONG_FROM_SCALARS |= {
+    ("truncnorm", f) for f in ("cdf", "logcdf", "logpdf", "logsf", "pdf", "sf")
+}
 _JAX_STRONG_FROM_SCALARS |= {("uniform", "cdf")}
 
 
@@ -181,7 +246,7 @@ def test_python_scalars_weak_types():
                 continue
             first = float(q[2] if fname in _QUANTILE_FUNCTIONS else x[2])
             fn = getattr(getattr(xstats, name), fname)
-            args = [first] + [float(p[2]) for p in params[:_arity(fn) - 1]]
+            args = [first] + [float(p[2]) for p in params[: _arity(fn) - 1]]
             out = xform.eval_shape(lambda fn=fn, args=args: fn(*args))  # types only: no compile
             weak = (name, fname) not in _JAX_STRONG_FROM_SCALARS
             assert out.dtype == np.float32 and out.weak_type == weak, f"{name}.{fname}"
@@ -189,12 +254,21 @@ def test_python_scalars_weak_types():
 
 # Interior points for gradients: every argument of logpdf/logpmf, where JAX differentiates.
 _GRAD_POINTS = {
-    "beta": (0.3, 2.0, 3.0, -0.1, 1.5), "cauchy": (0.4, 0.1, 1.5), "chi2": (1.3, 3.0, 0.1, 1.2),
-    "expon": (1.3, 0.1, 1.5), "gamma": (1.3, 2.5, 0.1, 1.2), "gennorm": (0.7, 1.5),
-    "laplace": (0.4, 0.1, 1.5), "logistic": (0.4, 0.1, 1.5), "norm": (0.4, 0.1, 1.5),
+    "beta": (0.3, 2.0, 3.0, -0.1, 1.5),
+    "cauchy": (0.4, 0.1, 1.5),
+    "chi2": (1.3, 3.0, 0.1, 1.2),
+    "expon": (1.3, 0.1, 1.5),
+    "gamma": (1.3, 2.5, 0.1, 1.2),
+    "gennorm": (0.7, 1.5),
+    "laplace": (0.4, 0.1, 1.5),
+    "logistic": (0.4, 0.1, 1.5),
+    "norm": (0.4, 0.1, 1.5),
     "pareto": (2.5, 2.0, 0.1, 1.5),
-    "t": (0.4, 3.0, 0.1, 1.5), "truncnorm": (0.4, -1.0, 2.0, 0.1, 1.5),
-    "uniform": (0.4, 0.1, 1.5), "vonmises": (0.4, 2.0), "wrapcauchy": (0.4, 0.3),
+    "t": (0.4, 3.0, 0.1, 1.5),
+    "truncnorm": (0.4, -1.0, 2.0, 0.1, 1.5),
+    "uniform": (0.4, 0.1, 1.5),
+    "vonmises": (0.4, 2.0),
+    "wrapcauchy": (0.4, 0.3),
 }
 
 
@@ -206,6 +280,7 @@ def test_logpdf_gradients():
     def total(stats):
         def f(points):
             return sum(getattr(stats, name).logpdf(*pts) for name, pts in points.items())
+
         return f
 
     points = {name: tuple(np.float32(p) for p in pts) for name, pts in _GRAD_POINTS.items()}
@@ -222,8 +297,12 @@ def test_logpdf_gradients():
 
     args = (np.float32(0.4), np.float32(0.1), np.float32(1.5))
     for name, closed_form in (("gumbel_l", gumbel_l), ("gumbel_r", gumbel_r)):
-        assert_same(xform.grad(getattr(xstats, name).logpdf, argnums=(0, 1, 2))(*args),
-                    jax.grad(closed_form, argnums=(0, 1, 2))(*args), rtol=5e-6, what=name)
+        assert_same(
+            xform.grad(getattr(xstats, name).logpdf, argnums=(0, 1, 2))(*args),
+            jax.grad(closed_form, argnums=(0, 1, 2))(*args),
+            rtol=5e-6,
+            what=name,
+        )
 
 
 def test_multivariate():
@@ -238,11 +317,16 @@ def test_multivariate():
 
     def cases(stats):
         """Every multivariate function once (and the Poisson entropy, which needs 2-D sums)."""
-        mvn, dirichlet, multinomial = (stats.multivariate_normal, stats.dirichlet,
-                                       stats.multinomial)
+        mvn, dirichlet, multinomial = (
+            stats.multivariate_normal,
+            stats.dirichlet,
+            stats.multinomial,
+        )
         return {
-            "mvn": mvn.logpdf(x, mean, cov), "mvn_pdf": mvn.pdf(x[0], mean, cov),
-            "mvn_scalar_cov": mvn.logpdf(x, mean, 2.0), "mvn_1d": mvn.logpdf(x[:, 0], 0.5, 2.0),
+            "mvn": mvn.logpdf(x, mean, cov),
+            "mvn_pdf": mvn.pdf(x[0], mean, cov),
+            "mvn_scalar_cov": mvn.logpdf(x, mean, 2.0),
+            "mvn_1d": mvn.logpdf(x[:, 0], 0.5, 2.0),
             "dirichlet": dirichlet.logpdf(simplex.T, alpha),
             "dirichlet_short": dirichlet.pdf(simplex.T[:2], alpha),
             "dirichlet_off": dirichlet.logpdf(_f(0.5, 0.6, 0.1), alpha),
@@ -253,25 +337,38 @@ def test_multivariate():
 
     expected = _jax_jit(lambda: cases(jstats))
     assert_same(cases(xstats), expected, rtol=2e-5, atol=1e-6)
-    assert_same(xform.vmap(xstats.multivariate_normal.logpdf, (0, None, None))(x, mean, cov),
-                expected["mvn"], rtol=2e-5, what="vmap")
+    assert_same(
+        xform.vmap(xstats.multivariate_normal.logpdf, (0, None, None))(x, mean, cov),
+        expected["mvn"],
+        rtol=2e-5,
+        what="vmap",
+    )
 
     def log_densities(stats):
         def f(x, mean, cov, simplex, alpha):
-            return (stats.multivariate_normal.logpdf(x, mean, cov).sum()
-                    + stats.dirichlet.logpdf(simplex, alpha).sum())
+            return (
+                stats.multivariate_normal.logpdf(x, mean, cov).sum()
+                + stats.dirichlet.logpdf(simplex, alpha).sum()
+            )
+
         return f
 
     args = (x, mean, cov, simplex.T, alpha)
-    assert_same(xform.grad(log_densities(xstats), argnums=(0, 1, 2, 3, 4))(*args),
-                _jax_jit(jax.grad(log_densities(jstats), argnums=(0, 1, 2, 3, 4)), *args),
-                rtol=5e-5, atol=1e-6, what="grad")
+    assert_same(
+        xform.grad(log_densities(xstats), argnums=(0, 1, 2, 3, 4))(*args),
+        _jax_jit(jax.grad(log_densities(jstats), argnums=(0, 1, 2, 3, 4)), *args),
+        rtol=5e-5,
+        atol=1e-6,
+        what="grad",
+    )
 
 
 def _summaries(stats, data, with_nan):
     """mode, rankdata and sem over their options (JAX's compile once, inside one jit)."""
-    out = {f"mode {axis} {keepdims}": tuple(stats.mode(data, axis, keepdims=keepdims))
-           for axis, keepdims in ((-1, False), (None, True))}
+    out = {
+        f"mode {axis} {keepdims}": tuple(stats.mode(data, axis, keepdims=keepdims))
+        for axis, keepdims in ((-1, False), (None, True))
+    }
     for method in ("average", "min", "max", "dense", "ordinal"):
         out[method] = stats.rankdata(data, method)
     out["rank axis=1"] = stats.rankdata(data, "min", axis=1)
@@ -296,8 +393,9 @@ def test_mode_rankdata_sem():
 def _kde_results(stats, random, data, weights, points):
     """Every gaussian_kde method once (JAX's compile once, inside one jit)."""
     kde = stats.gaussian_kde(data, None, weights)
-    out = {name: getattr(kde, name) for name in ("neff", "dataset", "weights", "covariance",
-                                                 "inv_cov")}
+    out = {
+        name: getattr(kde, name) for name in ("neff", "dataset", "weights", "covariance", "inv_cov")
+    }
     for i, bw in enumerate(("silverman", lambda kde: 0.3)):
         out[f"covariance {i}"] = stats.gaussian_kde(data, bw).covariance
     out["evaluate"] = kde.evaluate(points)
@@ -316,8 +414,7 @@ def test_gaussian_kde():
     data = rng.standard_normal((2, 30)).astype(np.float32)
     weights = rng.uniform(0.5, 1.5, 30).astype(np.float32)
     points = rng.standard_normal((2, 6)).astype(np.float32)
-    expected = _jax_jit(functools.partial(_kde_results, jstats, jax.random), data, weights,
-                        points)
+    expected = _jax_jit(functools.partial(_kde_results, jstats, jax.random), data, weights, points)
     got = _kde_results(xstats, xform.random, data, weights, points)
     assert_same(got, expected, rtol=2e-5, atol=1e-7)
     kde = xstats.gaussian_kde(data, None, weights)
@@ -331,14 +428,16 @@ def test_gaussian_kde():
 # --------------------------------------------------------------------------- bad inputs
 
 
-@pytest.mark.parametrize("name", sorted(_SPECS) + ["multivariate_normal", "dirichlet",
-                                                   "multinomial"])
+@pytest.mark.parametrize(
+    "name", sorted(_SPECS) + ["multivariate_normal", "dirichlet", "multinomial"]
+)
 def test_non_array_arguments(name):
     """A list argument is refused with TypeError naming the op, as JAX does."""
     for fname in _public(getattr(jstats, name)):
         fn = getattr(getattr(xstats, name), fname)
-        args = [1.0] * sum(p.default is inspect.Parameter.empty
-                           for p in inspect.signature(fn).parameters.values())
+        args = [1.0] * sum(
+            p.default is inspect.Parameter.empty for p in inspect.signature(fn).parameters.values()
+        )
         if name in ("multivariate_normal", "dirichlet", "multinomial"):
             with pytest.raises(TypeError, match="dtype|requires ndarray"):
                 fn([1.0, 2.0], *args[1:])
@@ -347,31 +446,57 @@ def test_non_array_arguments(name):
                 fn([1.0, 2.0], *args[1:])
 
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda s: s.dirichlet.logpdf(np.ones((3,)), np.ones((3, 1))), ValueError,
-     "alpha` must be one-dimensional"),
-    (lambda s: s.dirichlet.logpdf(np.ones((5,)), np.ones(3)), ValueError, "one entry fewer"),
-    (lambda s: s.multivariate_normal.logpdf(np.ones(3), np.ones(3), np.eye(2)), ValueError,
-     "incompatible shapes"),
-    (lambda s: s.multivariate_normal.logpdf(np.ones(3), np.ones(3), np.eye(3), True),
-     NotImplementedError, "allow_singular"),
-    (lambda s: s.multinomial.logpmf(np.ones(3), 3.0, np.ones(3) / 3), ValueError,
-     "integer type"),
-    (lambda s: s.mode(np.ones(3), nan_policy="bogus"), ValueError, "nan_policy"),
-    (lambda s: s.mode(np.ones(3), nan_policy="omit"), NotImplementedError, "omit"),
-    (lambda s: s.rankdata(np.ones(3), "bogus"), ValueError, "unknown method"),
-    (lambda s: s.rankdata(np.ones(3), nan_policy="raise"), NotImplementedError, "raise"),
-    (lambda s: s.sem(np.ones(3), nan_policy="raise"), ValueError, "not supported"),
-    (lambda s: s.gaussian_kde(np.ones((2, 5)), "bogus"), ValueError, "bw_method"),
-    (lambda s: s.gaussian_kde(np.ones(1)), ValueError, "multiple elements"),
-    (lambda s: s.gaussian_kde(np.ones(5), weights=np.ones(4)), ValueError, "length n"),
-    (lambda s: s.gaussian_kde(np.ones((2, 5)) + np.arange(10).reshape(2, 5) ** 2)
-     .integrate_box_1d(0.0, 1.0), ValueError, "only handles 1D"),
-    (lambda s: s.gaussian_kde(np.arange(10.0).reshape(2, 5) ** 2).evaluate(np.ones((3, 2))),
-     ValueError, "points have dimension 3"),
-    (lambda s: s.gaussian_kde(np.arange(5.0)).integrate_box(0.0, 1.0), NotImplementedError,
-     "integrate_box_1d"),
-])
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (
+            lambda s: s.dirichlet.logpdf(np.ones((3,)), np.ones((3, 1))),
+            ValueError,
+            "alpha` must be one-dimensional",
+        ),
+        (lambda s: s.dirichlet.logpdf(np.ones((5,)), np.ones(3)), ValueError, "one entry fewer"),
+        (
+            lambda s: s.multivariate_normal.logpdf(np.ones(3), np.ones(3), np.eye(2)),
+            ValueError,
+            "incompatible shapes",
+        ),
+        (
+            lambda s: s.multivariate_normal.logpdf(np.ones(3), np.ones(3), np.eye(3), True),
+            NotImplementedError,
+            "allow_singular",
+        ),
+        (
+            lambda s: s.multinomial.logpmf(np.ones(3), 3.0, np.ones(3) / 3),
+            ValueError,
+            "integer type",
+        ),
+        (lambda s: s.mode(np.ones(3), nan_policy="bogus"), ValueError, "nan_policy"),
+        (lambda s: s.mode(np.ones(3), nan_policy="omit"), NotImplementedError, "omit"),
+        (lambda s: s.rankdata(np.ones(3), "bogus"), ValueError, "unknown method"),
+        (lambda s: s.rankdata(np.ones(3), nan_policy="raise"), NotImplementedError, "raise"),
+        (lambda s: s.sem(np.ones(3), nan_policy="raise"), ValueError, "not supported"),
+        (lambda s: s.gaussian_kde(np.ones((2, 5)), "bogus"), ValueError, "bw_method"),
+        (lambda s: s.gaussian_kde(np.ones(1)), ValueError, "multiple elements"),
+        (lambda s: s.gaussian_kde(np.ones(5), weights=np.ones(4)), ValueError, "length n"),
+        (
+            lambda s: s.gaussian_kde(
+                np.ones((2, 5)) + np.arange(10).reshape(2, 5) ** 2
+            ).integrate_box_1d(0.0, 1.0),
+            ValueError,
+            "only handles 1D",
+        ),
+        (
+            lambda s: s.gaussian_kde(np.arange(10.0).reshape(2, 5) ** 2).evaluate(np.ones((3, 2))),
+            ValueError,
+            "points have dimension 3",
+        ),
+        (
+            lambda s: s.gaussian_kde(np.arange(5.0)).integrate_box(0.0, 1.0),
+            NotImplementedError,
+            "integrate_box_1d",
+        ),
+    ],
+)
 def test_bad_inputs(call, error, match):
     if "1D" not in match:  # JAX's would first build a KDE op by op: slow, and checked by hand
         with pytest.raises(error):
@@ -398,19 +523,24 @@ def test_every_public_name():
         lacking = set(_public(jmod)) - set(_public(xmod)) - set(_MODULE_EXEMPT.get(name, ()))
         assert not lacking, f"xform.scipy.stats.{name} lacks {sorted(lacking)}"
         for fname in _public(jmod):
-            j_sig, x_sig = inspect.signature(getattr(jmod, fname)), inspect.signature(
-                getattr(xmod, fname))
+            j_sig, x_sig = (
+                inspect.signature(getattr(jmod, fname)),
+                inspect.signature(getattr(xmod, fname)),
+            )
             j_params = [(p.name, p.default, p.kind) for p in j_sig.parameters.values()]
             x_params = [(p.name, p.default, p.kind) for p in x_sig.parameters.values()]
             assert x_params == j_params, f"{name}.{fname}: {x_sig} != {j_sig}"
             assert getattr(xmod, fname).__doc__, f"{name}.{fname} has no docstring"
     for name in ("mode", "rankdata", "sem"):
-        j_params = [(p.name, p.default) for p in inspect.signature(getattr(jstats, name))
-                    .parameters.values()]
-        x_params = [(p.name, p.default) for p in inspect.signature(getattr(xstats, name))
-                    .parameters.values()]
+        j_params = [
+            (p.name, p.default)
+            for p in inspect.signature(getattr(jstats, name)).parameters.values()
+        ]
+        x_params = [
+            (p.name, p.default)
+            for p in inspect.signature(getattr(xstats, name)).parameters.values()
+        ]
         assert x_params == j_params, name
     kde_methods = {n for n in dir(jstats.gaussian_kde) if not n.startswith("_")}
-    assert kde_methods <= set(dir(xstats.gaussian_kde)), kde_methods - set(
-        dir(xstats.gaussian_kde))
+    assert kde_methods <= set(dir(xstats.gaussian_kde)), kde_methods - set(dir(xstats.gaussian_kde))
     assert math.isfinite(float(xstats.norm.logpdf(0.0)))

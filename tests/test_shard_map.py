@@ -32,17 +32,34 @@ def _placed(mod, xs, specs, mesh=MESH):
 
 def every_collective(lax):
     def body(a):
-        return (lax.psum(a, "x"), lax.pmean(a, ("x", "y")), lax.pmax(a, "y"), lax.pmin(a, "x"),
-                lax.all_gather(a, "y", tiled=True), lax.all_gather(a, "x", axis=1),
-                lax.psum_scatter(a, "x", scatter_dimension=1, tiled=True),
-                lax.ppermute(a, "x", [(i, (i + 1) % 4) for i in range(4)]),
-                lax.all_to_all(a, "y", 0, 1, tiled=True),
-                a + lax.axis_index("x") * 10 + lax.axis_index("y"))
+        return (
+            lax.psum(a, "x"),
+            lax.pmean(a, ("x", "y")),
+            lax.pmax(a, "y"),
+            lax.pmin(a, "x"),
+            lax.all_gather(a, "y", tiled=True),
+            lax.all_gather(a, "x", axis=1),
+            lax.psum_scatter(a, "x", scatter_dimension=1, tiled=True),
+            lax.ppermute(a, "x", [(i, (i + 1) % 4) for i in range(4)]),
+            lax.all_to_all(a, "y", 0, 1, tiled=True),
+            a + lax.axis_index("x") * 10 + lax.axis_index("y"),
+        )
+
     return body
 
 
-OUT_SPECS = (P("x", "y"), P("x", "y"), P("x", "y"), P("x", "y"), P("x", "y"),
-             P("x", "y", None), P("x", "y"), P("x", "y"), P("x", "y"), P("x", "y"))
+OUT_SPECS = (
+    P("x", "y"),
+    P("x", "y"),
+    P("x", "y"),
+    P("x", "y"),
+    P("x", "y"),
+    P("x", "y", None),
+    P("x", "y"),
+    P("x", "y"),
+    P("x", "y"),
+    P("x", "y"),
+)
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +80,14 @@ def test_every_collective_under_jit(collectives_both):
 
 def _collective_ops(text):
     """Each collective of a lowered module with its groups/pairs and channel attributes."""
-    return sorted(re.findall(r'"?stablehlo\.(all_reduce|all_gather|reduce_scatter|all_to_all|'
-                             r'collective_permute)"?\(.*?(replica_groups = dense<[^>]*>|'
-                             r'source_target_pairs = dense<[^>]*>)', text))
+    return sorted(
+        re.findall(
+            r'"?stablehlo\.(all_reduce|all_gather|reduce_scatter|all_to_all|'
+            r'collective_permute)"?\(.*?(replica_groups = dense<[^>]*>|'
+            r"source_target_pairs = dense<[^>]*>)",
+            text,
+        )
+    )
 
 
 def test_lowered_as_jax(collectives_both):
@@ -74,14 +96,19 @@ def test_lowered_as_jax(collectives_both):
     manual = re.compile(r"sdy\.manual_computation\(%arg0\) (in_shardings=.*?manual_axes=\{[^}]*\})")
     assert manual.search(text).group(1) == manual.search(jtext).group(1)
     assert _collective_ops(text) == _collective_ops(jtext)
-    assert text.count("channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>") == \
-        jtext.count("channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>")
+    assert text.count(
+        "channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>"
+    ) == jtext.count("channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>")
     assert "stablehlo.partition_id" in text
 
 
 def test_eager_shardings_and_nested_specs():
-    f = xform.shard_map(lambda a, b: (a * 2, xform.lax.psum(b["w"], "y")), mesh=MESH,
-                        in_specs=(SPEC, {"w": P(None, "y")}), out_specs=(SPEC, P()))
+    f = xform.shard_map(
+        lambda a, b: (a * 2, xform.lax.psum(b["w"], "y")),
+        mesh=MESH,
+        in_specs=(SPEC, {"w": P(None, "y")}),
+        out_specs=(SPEC, P()),
+    )
     out, w = f(XA, {"w": xform.device_put(A, NamedSharding(MESH, P(None, "y")))})
     assert out.sharding == NamedSharding(MESH, SPEC) and w.sharding == NamedSharding(MESH, P())
     np.testing.assert_allclose(np.asarray(out), A * 2)
@@ -98,9 +125,11 @@ def test_grad():
             return (s * p).sum(), lax.all_gather(a, "x", tiled=True)
 
         def f(a):
-            total, gathered = shard_map(body, mesh=MESH, in_specs=SPEC,
-                                        out_specs=(P(), P(None, "y")), check_vma=False)(a)
-            return total + (gathered ** 2).sum()
+            total, gathered = shard_map(
+                body, mesh=MESH, in_specs=SPEC, out_specs=(P(), P(None, "y")), check_vma=False
+            )(a)
+            return total + (gathered**2).sum()
+
         return f
 
     with jax.set_mesh(MESH):
@@ -115,8 +144,10 @@ def test_vmap_and_control_flow_inside():
         def f(a):
             def step(c, row):
                 return c + lax.psum(row, "x"), c.sum()
+
             carry, ys = lax.scan(step, np.zeros(a.shape[1], np.float32), a)
             return lax.cond(carry.sum() > 0, lambda c: c * 2, lambda c: -c, carry), ys
+
         return f
 
     # vmap over a leading batch axis: the batch dimension is not split
@@ -126,7 +157,8 @@ def test_vmap_and_control_flow_inside():
     got = xform.vmap(xform.shard_map(body(xform.lax), **kw))(xform.device_put(stacked, laid_out))
     with jax.set_mesh(MESH):
         expected = jax.jit(jax.vmap(jax.shard_map(body(jax.lax), **kw)))(
-            jax.device_put(stacked, laid_out))
+            jax.device_put(stacked, laid_out)
+        )
     assert_same(got, expected, rtol=1e-5, atol=1e-5)
 
 
@@ -140,8 +172,9 @@ def test_bad_input():
     h = xform.shard_map(lambda a: a * 2, mesh=MESH, in_specs=SPEC, out_specs=P("x"))
     with pytest.raises(ValueError, match="out_specs.*replicated across mesh axis 'y'"):
         h(XA)
-    ok = xform.shard_map(lambda a: a * 2, mesh=MESH, in_specs=SPEC, out_specs=P("x"),
-                         check_vma=False)
+    ok = xform.shard_map(
+        lambda a: a * 2, mesh=MESH, in_specs=SPEC, out_specs=P("x"), check_vma=False
+    )
     assert ok(XA).shape == (8, 4)
     with pytest.raises(ValueError, match="no mesh given"):
         xform.shard_map(lambda a: a, in_specs=SPEC, out_specs=SPEC)(A)
@@ -150,22 +183,25 @@ def test_bad_input():
 def _error(mod, f):
     with pytest.raises(ValueError) as info:
         f()
-    return str(info.value).split("--------------------")[0].strip().replace(mod.__name__ + ".",
-                                                                            "lib.")
+    return (
+        str(info.value).split("--------------------")[0].strip().replace(mod.__name__ + ".", "lib.")
+    )
 
 
 @pytest.mark.parametrize("jitted", [False, True])
 def test_in_specs_must_be_the_arguments_own_on_an_explicit_mesh(jitted):
     """On a mesh of Explicit axes, all manual, an argument's type holds its sharding and
     in_specs must name it (JAX's ValueError and message); omitted, they are inferred."""
+
     def run(mod, x, **kw):
         f = mod.shard_map(lambda a: a * 2, mesh=MESH, out_specs=SPEC, **kw)
         return (mod.jit(f) if jitted else f)(x)
 
     for x, spec in [(A, SPEC), (JA, P("x")), (JA, P(None, "y"))]:
         xs = {jax: x, xform: x if x is A else XA}
-        assert _error(xform, functools.partial(run, xform, xs[xform], in_specs=spec)) == \
-            _error(jax, functools.partial(run, jax, xs[jax], in_specs=spec))
+        assert _error(xform, functools.partial(run, xform, xs[xform], in_specs=spec)) == _error(
+            jax, functools.partial(run, jax, xs[jax], in_specs=spec)
+        )
     assert_same(run(xform, XA), run(jax, JA))  # inferred in_specs
     auto = jax.make_mesh((4, 2), ("x", "y"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
     out = xform.shard_map(lambda a: a * 2, mesh=auto, in_specs=SPEC, out_specs=SPEC)(A)
@@ -179,18 +215,27 @@ def test_jaxpr_types_on_a_mesh_of_other_axis_order_as_jax():
     spec, a = P("y", "x"), np.arange(32, dtype=np.float32).reshape(8, 4)
 
     def body(lax):
-        return lambda b: (lax.all_gather(b, "x", tiled=True),
-                          lax.ppermute(b, "y", [(0, 1), (1, 0)]), lax.pmean(b, "y"),
-                          lax.psum_scatter(b, "x", tiled=True))
+        return lambda b: (
+            lax.all_gather(b, "x", tiled=True),
+            lax.ppermute(b, "y", [(0, 1), (1, 0)]),
+            lax.pmean(b, "y"),
+            lax.psum_scatter(b, "x", tiled=True),
+        )
 
     texts = []
     for mod in (xform, jax):
-        f = mod.shard_map(body(mod.lax), mesh=mesh, in_specs=spec,
-                          out_specs=(spec, spec, P(None, "x"), spec))
+        f = mod.shard_map(
+            body(mod.lax), mesh=mesh, in_specs=spec, out_specs=(spec, spec, P(None, "x"), spec)
+        )
         x = mod.device_put(a, NamedSharding(mesh, spec))
         texts.append(str(mod.make_jaxpr(f)(x)))
-        texts.append(str(mod.make_jaxpr(mod.vmap(f))(mod.device_put(
-            np.stack([a, -a]), NamedSharding(mesh, P(None, *spec))))))
+        texts.append(
+            str(
+                mod.make_jaxpr(mod.vmap(f))(
+                    mod.device_put(np.stack([a, -a]), NamedSharding(mesh, P(None, *spec)))
+                )
+            )
+        )
     assert texts[:2] == texts[2:]
     assert "{V:(y,x)}" in texts[0] and "f32[32@y,4@x]" in texts[0]
 
@@ -244,10 +289,14 @@ COLLECTIVES = {
     "pmean": (lambda lax, ax, n: lambda a: lax.pmean(a, ax), True),
     "pmax": (lambda lax, ax, n: lambda a: lax.pmax(a, ax), True),
     "pmin": (lambda lax, ax, n: lambda a: lax.pmin(a, ax), True),
-    "all_gather": (lambda lax, ax, n: lambda a: lax.all_gather(a, ax, axis=1, tiled=True),
-                   False),  # varying, as JAX types it (all_gather_invariant is not)
-    "psum_scatter": (lambda lax, ax, n: lambda a: lax.psum_scatter(
-        a, ax, scatter_dimension=1, tiled=True), False),
+    "all_gather": (
+        lambda lax, ax, n: lambda a: lax.all_gather(a, ax, axis=1, tiled=True),
+        False,
+    ),  # varying, as JAX types it (all_gather_invariant is not)
+    "psum_scatter": (
+        lambda lax, ax, n: lambda a: lax.psum_scatter(a, ax, scatter_dimension=1, tiled=True),
+        False,
+    ),
     "ppermute": (lambda lax, ax, n: lambda a: lax.ppermute(a, ax, _shift(n)), False),
     "all_to_all": (lambda lax, ax, n: lambda a: lax.all_to_all(a, ax, 1, 0, tiled=True), False),
     "axis_index": (lambda lax, ax, n: lambda a: a * (lax.axis_index(ax) + 1), False),
@@ -363,6 +412,7 @@ def _scan_sum(lax):
     def scanned(a):
         init = lax.pcast(np.zeros(a.shape[1:], np.float32), ("x", "y"), to="varying")
         return lax.scan(lambda c, r: (c + r, c.sum()), init, a)
+
     return scanned
 
 
@@ -370,6 +420,7 @@ def _varying_pred(lax):  # JAX types a cond's results by its branches' alone
     def branchy(a):
         s = lax.psum(a, ("x", "y"))
         return (lax.cond(a.sum() > 0, lambda: s, lambda: -s),)
+
     return branchy
 
 
@@ -377,14 +428,15 @@ def _varying_branch(lax):
     def branchy(a):
         s = lax.psum(a, "x")
         return (lax.cond(s.sum() > 0, lambda: lax.pcast(s, "x", to="varying"), lambda: a),)
+
     return branchy
 
 
 def _while_carry(lax):
     def looped(a):
         init = lax.pcast(np.zeros(a.shape, np.float32), ("x", "y"), to="varying")
-        return (lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + a),
-                               (0, init))[1],)
+        return (lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + a), (0, init))[1],)
+
     return looped
 
 
@@ -392,18 +444,21 @@ def _invariant_pred(lax):
     def branchy(a):
         s = lax.psum(a, "x")
         return (lax.cond(s.sum() > 0, lambda: s, lambda: -s),)
+
     return branchy
 
 
 def _permuted(lax):
     def permuted(a, w):  # w is replicated, but ppermute's result varies over its axis
         return a, lax.ppermute(w, "x", [(0, 1), (1, 0), (2, 3), (3, 2)])
+
     return permuted
 
 
 def _two_bad(lax):
     def two_bad(a):
         return {"sum": lax.psum(a, "y"), "id": a, "gathered": lax.all_gather(a, "x")}
+
     return two_bad
 
 
@@ -415,8 +470,11 @@ VMA_ERRORS = {  # name -> (body of lax, in_specs, out_specs)
     "while-carry": (_while_carry, SPEC, (P(None, "y"),)),
     "ppermute-replicated": (_permuted, (SPEC, P()), (SPEC, P())),
     "dict-two": (_two_bad, SPEC, {"sum": P(), "id": SPEC, "gathered": P()}),
-    "pcast": (lambda lax: lambda a: (lax.pcast(lax.psum(a, ("x", "y")), "y", to="varying"),),
-              SPEC, (P(),)),
+    "pcast": (
+        lambda lax: lambda a: (lax.pcast(lax.psum(a, ("x", "y")), "y", to="varying"),),
+        SPEC,
+        (P(),),
+    ),
 }
 
 
@@ -433,8 +491,10 @@ def test_check_vma_error_as_jax(case):
 ACCEPTED = {  # name -> (body of lax, out_specs): replicated where their specs say
     "cond-invariant-pred": (_invariant_pred, (P(None, "y"),)),
     "cond-varying-pred": (_varying_pred, (P(),)),
-    "pmax-of-psum": (lambda lax: lambda a: (
-        lax.pmax(lax.psum(a, "x") * lax.axis_index("y"), "y"),), (P(),)),
+    "pmax-of-psum": (
+        lambda lax: lambda a: (lax.pmax(lax.psum(a, "x") * lax.axis_index("y"), "y"),),
+        (P(),),
+    ),
 }
 
 
@@ -459,18 +519,23 @@ def _mixed(lax):
     def body(a, w, v):  # a varies over x and y, w over none, v over y
         def step(c, row):
             return c + lax.psum(row * w[0, :4], "x") * v[0], (c * row).sum()
+
         init = lax.pcast(np.zeros(a.shape[1:], np.float32), "y", to="varying")
         carry, ys = lax.scan(step, init, a)
-        picked = lax.cond(lax.psum(ys.sum(), ("x", "y")) > 0, lambda c: c * 2,
-                          lambda c: c - 1, carry)
-        gathered = lax.all_gather(a * lax.pcast(w[:2, :4], "x", to="varying"), ("x", "y"),
-                                  axis=1, tiled=True)
+        picked = lax.cond(
+            lax.psum(ys.sum(), ("x", "y")) > 0, lambda c: c * 2, lambda c: c - 1, carry
+        )
+        gathered = lax.all_gather(
+            a * lax.pcast(w[:2, :4], "x", to="varying"), ("x", "y"), axis=1, tiled=True
+        )
         return picked, lax.pmean(gathered, ("x", "y")), ys, lax.psum(w[:, :4], "x") * v
+
     return body
 
 
-MIXED_SPECS = dict(in_specs=(SPEC, P(), P(None, "y")),
-                   out_specs=(P("y"), P(), P(("x", "y")), P(None, "y")))
+MIXED_SPECS = dict(
+    in_specs=(SPEC, P(), P(None, "y")), out_specs=(P("y"), P(), P(("x", "y")), P(None, "y"))
+)
 
 
 def _mixed_loss(mod):
@@ -478,6 +543,7 @@ def _mixed_loss(mod):
 
     def loss(a, w, v):
         return sum((mod.numpy.sin(o) * (k + 1)).sum() for k, o in enumerate(f(a, w, v)))
+
     return loss
 
 
@@ -485,8 +551,7 @@ W = np.cos(np.arange(64, dtype=np.float32)).reshape(8, 8)
 
 
 def test_grad_with_replicated_args_and_control_flow():
-    jargs, args = (_placed(mod, (A, W, W * 0.5), MIXED_SPECS["in_specs"])
-                   for mod in (jax, xform))
+    jargs, args = (_placed(mod, (A, W, W * 0.5), MIXED_SPECS["in_specs"]) for mod in (jax, xform))
     with jax.set_mesh(MESH):
         expected = jax.jit(jax.grad(_mixed_loss(jax), argnums=(0, 1, 2)))(*jargs)
         jax.block_until_ready(expected)
@@ -518,8 +583,7 @@ def test_vmap_of_mixed_body():
 
 def _op_names(text):
     """The sdy and stablehlo operations a module uses."""
-    return sorted(set(re.findall(r'^\s*(?:%[^=]* = )?"?((?:sdy|stablehlo)\.[a-z_]+)', text,
-                                 re.M)))
+    return sorted(set(re.findall(r'^\s*(?:%[^=]* = )?"?((?:sdy|stablehlo)\.[a-z_]+)', text, re.M)))
 
 
 def _arg_shardings(text):
@@ -527,8 +591,9 @@ def _arg_shardings(text):
 
 
 def _manual_attrs(text):
-    return re.findall(r"sdy\.manual_computation\([^)]*\) (in_shardings=.*?manual_axes=\{[^}]*\})",
-                      text)
+    return re.findall(
+        r"sdy\.manual_computation\([^)]*\) (in_shardings=.*?manual_axes=\{[^}]*\})", text
+    )
 
 
 @pytest.mark.parametrize("mesh_key", list(MESHES))
@@ -545,8 +610,9 @@ def test_lowered_ops_as_jax(name, mesh_key):
     assert _arg_shardings(text) == _arg_shardings(jtext)
     assert _manual_attrs(text) == _manual_attrs(jtext)
     assert _collective_ops(text) == _collective_ops(jtext)
-    assert re.findall(r"sdy\.mesh @\w+ = <[^>]*>", text) == \
-        re.findall(r"sdy\.mesh @\w+ = <[^>]*>", jtext)
+    assert re.findall(r"sdy\.mesh @\w+ = <[^>]*>", text) == re.findall(
+        r"sdy\.mesh @\w+ = <[^>]*>", jtext
+    )
 
 
 # --------------------------------------------------------------------------- eager calls
@@ -562,8 +628,11 @@ def test_eager_calls_trace_once_and_never_keep_tracers():
     f = xform.shard_map(body, mesh=MESH, in_specs=SPEC, out_specs=P(None, "y"))
     first, second = f(XA), f(XA + 1)
     assert len(calls) == 1  # the second call reuses the traced body (and its executable)
-    expected = jax.jit(jax.shard_map(lambda a: jax.lax.psum(a, "x"), mesh=MESH, in_specs=SPEC,
-                                     out_specs=P(None, "y")))(JA + 1)
+    expected = jax.jit(
+        jax.shard_map(
+            lambda a: jax.lax.psum(a, "x"), mesh=MESH, in_specs=SPEC, out_specs=P(None, "y")
+        )
+    )(JA + 1)
     jax.block_until_ready(expected)
     assert_same(second, expected, rtol=1e-6, atol=1e-6)
     assert_same(first, np.asarray(expected) - 4, rtol=1e-5, atol=1e-5)
@@ -571,33 +640,44 @@ def test_eager_calls_trace_once_and_never_keep_tracers():
     assert len(calls) == 2
 
     cell = {}  # the body reads grad's tracer from here: one shard_map, traced at each call
-    g = xform.shard_map(lambda a: xform.lax.psum(a * cell["w"], "x"), mesh=MESH,
-                        in_specs=SPEC, out_specs=P(None, "y"))
+    g = xform.shard_map(
+        lambda a: xform.lax.psum(a * cell["w"], "x"),
+        mesh=MESH,
+        in_specs=SPEC,
+        out_specs=P(None, "y"),
+    )
 
     def closes_over(w):
         cell["w"] = w
         return g(XA).sum() * w
 
     for w in (1.5, -2.0):
-        assert_same(xform.grad(closes_over)(w), np.float32(A.sum() * 2 * w), rtol=1e-5,
-                    atol=1e-3)
+        assert_same(xform.grad(closes_over)(w), np.float32(A.sum() * 2 * w), rtol=1e-5, atol=1e-3)
 
 
 def test_vmap_inside_the_body():
     def body(lax, vmap):
         def per_row(r):
-            return (lax.psum(r, "x"), lax.all_gather(r, "y", tiled=True),
-                    lax.ppermute(r, ("x", "y"), _shift(8)), r * lax.axis_index(("x", "y")),
-                    lax.psum_scatter(r, ("x", "y"), tiled=True))
+            return (
+                lax.psum(r, "x"),
+                lax.all_gather(r, "y", tiled=True),
+                lax.ppermute(r, ("x", "y"), _shift(8)),
+                r * lax.axis_index(("x", "y")),
+                lax.psum_scatter(r, ("x", "y"), tiled=True),
+            )
+
         return vmap(per_row)
 
-    kw = dict(mesh=MESH, in_specs=P("x", "y"), out_specs=(P("x", "y"), P("x", "y"), SPEC, SPEC,
-                                                          SPEC))
+    kw = dict(
+        mesh=MESH, in_specs=P("x", "y"), out_specs=(P("x", "y"), P("x", "y"), SPEC, SPEC, SPEC)
+    )
     data = np.sin(np.arange(8 * 16, dtype=np.float32)).reshape(8, 16)
     got = xform.jit(xform.shard_map(body(xform.lax, xform.vmap), **kw))(
-        xform.device_put(data, NamedSharding(MESH, SPEC)))
+        xform.device_put(data, NamedSharding(MESH, SPEC))
+    )
     expected = jax.jit(jax.shard_map(body(jax.lax, jax.vmap), **kw))(
-        jax.device_put(data, NamedSharding(MESH, SPEC)))
+        jax.device_put(data, NamedSharding(MESH, SPEC))
+    )
     jax.block_until_ready(expected)
     assert_same(got, expected, rtol=1e-6, atol=1e-6)
     for g, e in zip(got, expected, strict=True):
@@ -617,8 +697,11 @@ def test_pcast_outside_shard_map_as_jax():
     jax.block_until_ready(expected)
     assert_same(got, expected, rtol=1e-6)
     for mod in (jax, xform):
-        with pytest.raises(ValueError, match=f"pvary should be called under {mod.__name__}"
-                                             r"\.shard_map"):
+        with pytest.raises(
+            ValueError,
+            match=f"pvary should be called under {mod.__name__}"
+            r"\.shard_map",
+        ):
             mod.vmap(f(mod.lax), axis_name="i")(xs)
 
 
@@ -642,24 +725,36 @@ def vma_mixed(lax, record):
         v = lax.pcast(b[0], "x", to="varying")
         record(a, b, c, s, i, g, m, v, s + i, c + 1.0)
         return s + i, c + 1.0
+
     return body
 
 
 VMA_BODIES = {
     "mixed": vma_mixed,
-    "scan": lambda lax, record: lambda a, b: (lax.scan(
-        lambda c, x: (c + a * x, c.sum()), lax.pcast(b, "x", to="varying"),
-        np.arange(3, dtype=np.float32))[0], b * 2),
-    "cond_on_varying": lambda lax, record: lambda a, b: (
-        lax.cond(a[0, 0] > 0, lambda: b, lambda: b * 2), lax.psum(b, "y")),
+    "scan": lambda lax, record: (
+        lambda a, b: (
+            lax.scan(
+                lambda c, x: (c + a * x, c.sum()),
+                lax.pcast(b, "x", to="varying"),
+                np.arange(3, dtype=np.float32),
+            )[0],
+            b * 2,
+        )
+    ),
+    "cond_on_varying": lambda lax, record: (
+        lambda a, b: (lax.cond(a[0, 0] > 0, lambda: b, lambda: b * 2), lax.psum(b, "y"))
+    ),
 }
 VMA_OUT = (P("x", "y"), P(None, "y"))
 
 
 def _body_jaxpr(closed):
     """The shard_map body of make_jaxpr(jit(shard_map(...))), printed."""
-    (body,) = [e.params["jaxpr"] for e in closed.eqns[0].params["jaxpr"].eqns
-               if e.primitive.name == "shard_map"]
+    (body,) = [
+        e.params["jaxpr"]
+        for e in closed.eqns[0].params["jaxpr"].eqns
+        if e.primitive.name == "shard_map"
+    ]
     return str(body)
 
 
@@ -667,22 +762,36 @@ def _vma_jaxpr(mod, name, how):
     """The printed body of ``jit(how(shard_map(body)))`` on (A, VB) laid out by ``mod``."""
     out_specs = (P(None, "y"), P("x", "y")) if name == "mixed" else VMA_OUT
     in_specs = (SPEC, P(None, "y"))
-    f = mod.shard_map(VMA_BODIES[name](mod.lax, lambda *v: None), mesh=MESH,
-                      in_specs=in_specs, out_specs=out_specs)
+    f = mod.shard_map(
+        VMA_BODIES[name](mod.lax, lambda *v: None),
+        mesh=MESH,
+        in_specs=in_specs,
+        out_specs=out_specs,
+    )
     args = (A, VB)
     if how == "jvp":
         f = functools.partial(lambda f, a, b: mod.jvp(f, (a, b), (a * 2, b)), f)
     elif how == "vmap":
-        f, args, in_specs = mod.vmap(f), [np.stack([x, -x]) for x in args], \
-            [P(None, *s) for s in in_specs]
+        f, args, in_specs = (
+            mod.vmap(f),
+            [np.stack([x, -x]) for x in args],
+            [P(None, *s) for s in in_specs],
+        )
     return _body_jaxpr(mod.make_jaxpr(mod.jit(f))(*_placed(mod, args, in_specs)))
 
 
 # JVP and vmap keep what varies: their bodies are typed as JAX's too (JAX does not
 # differentiate pmax, which "mixed" has; it rejects vmap of "cond_on_varying" by mistake,
 # asking for an issue report)
-@pytest.mark.parametrize("name, how", [(n, h) for n in VMA_BODIES for h in (
-    "plain", "jvp", "vmap") if (n, h) not in (("mixed", "jvp"), ("cond_on_varying", "vmap"))])
+@pytest.mark.parametrize(
+    "name, how",
+    [
+        (n, h)
+        for n in VMA_BODIES
+        for h in ("plain", "jvp", "vmap")
+        if (n, h) not in (("mixed", "jvp"), ("cond_on_varying", "vmap"))
+    ],
+)
 def test_vma_jaxpr_as_jax(name, how):
     # JAX's vmap of a scan's reduce_sum leaves NumPy integers in its axes param (a longer
     # line, broken elsewhere): compared without them and without whitespace
@@ -697,29 +806,60 @@ def test_vma_types_as_jax():
     def recorder(into, typeof, vma):
         return lambda *vs: into.extend((str(typeof(v)), vma(typeof(v))) for v in vs)
 
-    xform.make_jaxpr(xform.jit(xform.shard_map(vma_mixed(xform.lax, recorder(
-        got, xform.typeof, lambda t: t.vma)), **kw)))(XA, VXB)
-    jax.make_jaxpr(jax.jit(jax.shard_map(vma_mixed(jax.lax, recorder(
-        want, jax.typeof, lambda t: t.mat.varying)), **kw)))(JA, VJB)
+    xform.make_jaxpr(
+        xform.jit(
+            xform.shard_map(
+                vma_mixed(xform.lax, recorder(got, xform.typeof, lambda t: t.vma)), **kw
+            )
+        )
+    )(XA, VXB)
+    jax.make_jaxpr(
+        jax.jit(
+            jax.shard_map(
+                vma_mixed(jax.lax, recorder(want, jax.typeof, lambda t: t.mat.varying)), **kw
+            )
+        )
+    )(JA, VJB)
     assert got == want and got[0][1] == {"x", "y"}  # from in_specs
     got, want = [], []
-    xform.make_jaxpr(xform.jit(xform.shard_map(lambda a: recorder(
-        got, xform.typeof, lambda t: t.mat.varying)(a) or a, mesh=MESH, in_specs=SPEC,
-        out_specs=SPEC, check_vma=False)))(XA)
+    xform.make_jaxpr(
+        xform.jit(
+            xform.shard_map(
+                lambda a: recorder(got, xform.typeof, lambda t: t.mat.varying)(a) or a,
+                mesh=MESH,
+                in_specs=SPEC,
+                out_specs=SPEC,
+                check_vma=False,
+            )
+        )
+    )(XA)
     assert got == [("float32[2,4]", frozenset())]  # check_vma=False: nothing typed
     assert xform.typeof(A).vma == frozenset() and "{" not in str(xform.typeof(A))
     # the long spelling of ``mat`` (the shard_map tutorial's), and its repr, as JAX's
     got, want = [], []
     for mod, into, arg in ((xform, got, XA), (jax, want, JA)):
-        mod.make_jaxpr(mod.shard_map(lambda a, mod=mod, into=into: into.append(
-            (mod.typeof(mod.lax.psum(a, "y")).manual_axis_type.varying,
-             repr(mod.typeof(mod.lax.psum(a, ("x", "y"))).manual_axis_type))) or a,
-            mesh=MESH, in_specs=SPEC, out_specs=SPEC))(arg)
+        mod.make_jaxpr(
+            mod.shard_map(
+                lambda a, mod=mod, into=into: (
+                    into.append(
+                        (
+                            mod.typeof(mod.lax.psum(a, "y")).manual_axis_type.varying,
+                            repr(mod.typeof(mod.lax.psum(a, ("x", "y"))).manual_axis_type),
+                        )
+                    )
+                    or a
+                ),
+                mesh=MESH,
+                in_specs=SPEC,
+                out_specs=SPEC,
+            )
+        )(arg)
     assert got == want and got[0][0] == {"x"}
 
 
 def test_scan_slices_vary_as_their_xs_as_jax():
     """A scan's slices of xs vary as xs do, and so do its stacked ys."""
+
     def types(mod):
         got = []
 
@@ -727,6 +867,7 @@ def test_scan_slices_vary_as_their_xs_as_jax():
             def step(c, row):
                 got.append(str(mod.typeof(row)))
                 return c + mod.lax.psum(row, "x"), (c * row).sum()
+
             init = mod.lax.pcast(np.zeros(a.shape[1:], np.float32), "y", to="varying")
             carry, ys = mod.lax.scan(step, init, a)
             got.append(str(mod.typeof(ys)))
@@ -758,11 +899,15 @@ def test_vma_carry_and_branch_mismatch_as_jax(case):
     kw = dict(mesh=MESH, in_specs=SPEC, out_specs=SPEC)
     with pytest.raises(TypeError) as jax_error:
         jax.make_jaxpr(jax.jit(jax.shard_map(_carry_cases(jax.lax, jax.numpy)[case], **kw)))(JA)
-    gist = ("type float32[2,4] but the corresponding output carry component has type "
-            "float32[2,4]{V:(x,y)}, so the manual axis types do not match")
+    gist = (
+        "type float32[2,4] but the corresponding output carry component has type "
+        "float32[2,4]{V:(x,y)}, so the manual axis types do not match"
+    )
     if case == "cond":
-        gist = ("has type float32[2,4]{V:(x,y)} but the corresponding output of false_fun has "
-                "type float32[2,4], so the manual axis types do not match")
+        gist = (
+            "has type float32[2,4]{V:(x,y)} but the corresponding output of false_fun has "
+            "type float32[2,4], so the manual axis types do not match"
+        )
     assert gist in str(jax_error.value)
     f = xform.jit(xform.shard_map(_carry_cases(xform.lax, xform.numpy)[case], **kw))
     with pytest.raises(TypeError, match=re.escape(gist)) as error:
@@ -772,33 +917,39 @@ def test_vma_carry_and_branch_mismatch_as_jax(case):
 
 def test_vma_carry_cast_by_user_runs_as_jax():
     def body(lax):
-        return lambda a: lax.scan(lambda c, x: (c + a * x, None), lax.pcast(
-            np.ones((2, 4), np.float32), ("x", "y"), to="varying"),
-            np.arange(3, dtype=np.float32))[0]
+        return lambda a: lax.scan(
+            lambda c, x: (c + a * x, None),
+            lax.pcast(np.ones((2, 4), np.float32), ("x", "y"), to="varying"),
+            np.arange(3, dtype=np.float32),
+        )[0]
 
     kw = dict(mesh=MESH, in_specs=SPEC, out_specs=SPEC)
-    assert_same(xform.shard_map(body(xform.lax), **kw)(XA),
-                jax.shard_map(body(jax.lax), **kw)(JA))
+    assert_same(xform.shard_map(body(xform.lax), **kw)(XA), jax.shard_map(body(jax.lax), **kw)(JA))
 
 
 @pytest.mark.parametrize("op", ["psum", "pmean", "psum_scatter"])
 def test_sum_over_axes_partly_varying_refused_as_jax(op):
     """A sum over axes of which the operand varies over some only is JAX's ValueError (no
     implicit pvary); over axes it varies over none of, the operand is cast first."""
+
     def run(mod, axes):
         def body(a):
             if op == "psum_scatter":
                 return mod.lax.psum_scatter(a, axes, tiled=True)
             return getattr(mod.lax, op)(a, axes)
+
         out_specs = P("x", "y") if op == "psum_scatter" else P(None, "y")  # (still varies)
         f = mod.shard_map(body, mesh=MESH, in_specs=P(None, "y"), out_specs=out_specs)
         return f(mod.device_put(A, NamedSharding(MESH, P(None, "y"))))
 
     states = r"input state: \{'(in)?varying', '(in)?varying'\}"
     for mod in (jax, xform):
-        with pytest.raises(ValueError, match=rf"{mod.__name__}\.lax\.{op.replace('pmean', 'psum')} "
-                           r"can only accept axis_name .* Got input type: float32\[8,4\]\{V:y\}, "
-                           rf"axes: \('x', 'y'\) and {states}"):
+        with pytest.raises(
+            ValueError,
+            match=rf"{mod.__name__}\.lax\.{op.replace('pmean', 'psum')} "
+            r"can only accept axis_name .* Got input type: float32\[8,4\]\{V:y\}, "
+            rf"axes: \('x', 'y'\) and {states}",
+        ):
             run(mod, ("x", "y"))
     assert_same(run(xform, "x"), run(jax, "x"), rtol=1e-6, atol=1e-6)
 
@@ -819,14 +970,27 @@ AUTO_MESH = jax.make_mesh((4, 2), ("x", "y"), axis_types=(jax.sharding.AxisType.
 # (their transposes swap), residuals that are the body's inputs (forwarded, not returned),
 # a rank-0 residual (returned as (1,)), and all_gather with pmean.
 GRAD_BODIES = {
-    "psum": (lambda lib: lambda a, w: lib.lax.psum(lib.numpy.sin(a) @ w[:4], "y"),
-             (P("x", "y"), P("y", None)), P("x", None)),
+    "psum": (
+        lambda lib: lambda a, w: lib.lax.psum(lib.numpy.sin(a) @ w[:4], "y"),
+        (P("x", "y"), P("y", None)),
+        P("x", None),
+    ),
     "forwarded": (lambda lib: lambda a, w: a * w, (P("x", "y"), P("x", "y")), P("x", "y")),
-    "scalar": (lambda lib: lambda a, w: w * lib.lax.psum(lib.numpy.sum(a * a), ("x", "y")),
-               (P("x", "y"), P("x", "y")), P("x", "y")),
-    "gather": (lambda lib: lambda a, w: lib.lax.all_gather(lib.numpy.tanh(a), "x",
-                                                           tiled=True).sum(0)
-               * lib.lax.pmean(w, "x"), (P("x", "y"), P("x", "y")), P("x", "y")),
+    "scalar": (
+        lambda lib: lambda a, w: w * lib.lax.psum(lib.numpy.sum(a * a), ("x", "y")),
+        (P("x", "y"), P("x", "y")),
+        P("x", "y"),
+    ),
+    "gather": (
+        lambda lib: (
+            lambda a, w: (
+                lib.lax.all_gather(lib.numpy.tanh(a), "x", tiled=True).sum(0)
+                * lib.lax.pmean(w, "x")
+            )
+        ),
+        (P("x", "y"), P("x", "y")),
+        P("x", "y"),
+    ),
 }
 
 
@@ -840,9 +1004,18 @@ def _grad_of_shard_map(lib, name):
     g = lib.grad(lambda a, w: lib.numpy.sum(f(a, w) ** 2), argnums=(0, 1))
     eqns = [e for e in lib.make_jaxpr(g)(a, w).eqns if e.primitive.name == "shard_map"]
     # JAX's manual-mesh shardings in reshape/reduce_sum params and NumPy ints left out
-    printed = [re.sub(r"np\.int64\((\d+)\)", r"\1", re.sub(
-        r"(out_)?sharding=(None|NamedSharding\(.*?spec=P\([^)]*\)\))", "", str(
-            e.params["jaxpr"]))) for e in eqns]
+    printed = [
+        re.sub(
+            r"np\.int64\((\d+)\)",
+            r"\1",
+            re.sub(
+                r"(out_)?sharding=(None|NamedSharding\(.*?spec=P\([^)]*\)\))",
+                "",
+                str(e.params["jaxpr"]),
+            ),
+        )
+        for e in eqns
+    ]
     return printed, [(e.params["in_specs"], e.params["out_specs"]) for e in eqns], g(a, w)
 
 
@@ -863,27 +1036,56 @@ def test_vmap_spmd_axis_name_splits_the_batch_as_jax(check_vma):
     x = np.arange(96, dtype=np.float32).reshape(4, 8, 3)
     got = []
     for mod in (xform, jax):
-        sm = mod.shard_map(lambda v, mod=mod: mod.lax.psum(v.sum(-1), "x"), mesh=auto,
-                           in_specs=P("x"), out_specs=P(), check_vma=check_vma)
+        sm = mod.shard_map(
+            lambda v, mod=mod: mod.lax.psum(v.sum(-1), "x"),
+            mesh=auto,
+            in_specs=P("x"),
+            out_specs=P(),
+            check_vma=check_vma,
+        )
         f = mod.vmap(sm, spmd_axis_name="y")
         eqn = mod.make_jaxpr(f)(x).jaxpr.eqns[0]
         body = eqn.params["jaxpr"]
         body = getattr(body, "jaxpr", body)
-        manual = [ln.strip() for ln in mod.jit(f).lower(x).as_text().splitlines()
-                  if "manual_computation" in ln]
+        manual = [
+            ln.strip()
+            for ln in mod.jit(f).lower(x).as_text().splitlines()
+            if "manual_computation" in ln
+        ]
         types = [str(v.aval) for v in body.invars + body.outvars]
-        got.append((np.asarray(mod.jit(f)(x)), eqn.params["in_specs"], eqn.params["out_specs"],
-                    types, manual[0].split("(%arg1")[0]))
-        weighted = mod.vmap(mod.shard_map(
-            lambda v, w, mod=mod: mod.lax.psum(mod.numpy.sin(v * w).sum(-1), "x"), mesh=auto,
-            in_specs=(P("x"), P()), out_specs=P(), check_vma=check_vma),
-            in_axes=(0, None), spmd_axis_name="y")
-        got[-1] += (mod.jit(mod.value_and_grad(lambda v, w, f=weighted: (f(v, w) ** 2).sum(),
-                                               argnums=(0, 1)))(x / 50, np.float32(1.5)),)
+        got.append(
+            (
+                np.asarray(mod.jit(f)(x)),
+                eqn.params["in_specs"],
+                eqn.params["out_specs"],
+                types,
+                manual[0].split("(%arg1")[0],
+            )
+        )
+        weighted = mod.vmap(
+            mod.shard_map(
+                lambda v, w, mod=mod: mod.lax.psum(mod.numpy.sin(v * w).sum(-1), "x"),
+                mesh=auto,
+                in_specs=(P("x"), P()),
+                out_specs=P(),
+                check_vma=check_vma,
+            ),
+            in_axes=(0, None),
+            spmd_axis_name="y",
+        )
+        got[-1] += (
+            mod.jit(
+                mod.value_and_grad(lambda v, w, f=weighted: (f(v, w) ** 2).sum(), argnums=(0, 1))
+            )(x / 50, np.float32(1.5)),
+        )
         with pytest.raises(ValueError, match="vmap spmd_axis_name cannot appear in shard_map"):
-            mod.vmap(mod.shard_map(lambda v: v * 2, mesh=auto, in_specs=P("x"),
-                                   out_specs=P("y"), check_vma=False), spmd_axis_name="y")(x)
+            mod.vmap(
+                mod.shard_map(
+                    lambda v: v * 2, mesh=auto, in_specs=P("x"), out_specs=P("y"), check_vma=False
+                ),
+                spmd_axis_name="y",
+            )(x)
     assert_same(got[0][0], got[1][0])
     assert_same(got[0][5], got[1][5], rtol=1e-5)
     assert got[0][1:5] == got[1][1:5]
-    assert got[0][1] == (P("y", "x"),) and "[{\"y\"}, {\"x\"}, {}]" in got[0][4]
+    assert got[0][1] == (P("y", "x"),) and '[{"y"}, {"x"}, {}]' in got[0][4]

@@ -21,9 +21,17 @@ from xform.api_sharding import with_sharding_constraint
 
 # jax.sharding's names that xform.sharding does not have, each with the reason.
 EXEMPT = {}  # jax.sharding names xform.sharding lacks, with the reason
-TOP_LEVEL = ["NamedSharding", "P", "make_mesh", "set_mesh", "reshard", "shard_map",
-             "make_array_from_callback", "make_array_from_single_device_arrays",
-             "make_array_from_process_local_data"]
+TOP_LEVEL = [
+    "NamedSharding",
+    "P",
+    "make_mesh",
+    "set_mesh",
+    "reshard",
+    "shard_map",
+    "make_array_from_callback",
+    "make_array_from_single_device_arrays",
+    "make_array_from_process_local_data",
+]
 
 MESH = jax.make_mesh((4, 2), ("x", "y"))
 AUTO = jax.make_mesh((4, 2), ("x", "y"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
@@ -37,8 +45,11 @@ def put_both(a, spec, mesh=MESH):
 
 def collectives(hlo_text):
     """The collective ops of a compiled HLO module, with their replica groups."""
-    ops = re.findall(r"= \S+ (all-reduce|all-gather|reduce-scatter|all-to-all|"
-                     r"collective-permute)\(.*?replica_groups=(\S+)", hlo_text)
+    ops = re.findall(
+        r"= \S+ (all-reduce|all-gather|reduce-scatter|all-to-all|"
+        r"collective-permute)\(.*?replica_groups=(\S+)",
+        hlo_text,
+    )
     return sorted(ops)
 
 
@@ -61,16 +72,18 @@ def test_names_of_jax_sharding():
 def test_device_put_and_array_properties():
     x, jx = put_both(A, P("x", "y"))
     assert x.sharding == jx.sharding and x.committed and not x.is_fully_replicated
-    assert [(s.device, s.index, s.replica_id) for s in x.addressable_shards] == \
-        [(s.device, s.index, s.replica_id) for s in jx.addressable_shards]
+    assert [(s.device, s.index, s.replica_id) for s in x.addressable_shards] == [
+        (s.device, s.index, s.replica_id) for s in jx.addressable_shards
+    ]
     for s, js in zip(x.global_shards, jx.global_shards, strict=True):
         assert isinstance(s.data, xform.Array)
         np.testing.assert_array_equal(np.asarray(s.data), np.asarray(js.data))
     np.testing.assert_array_equal(np.asarray(x.addressable_data(3)), A[2:4, 2:4])
     np.testing.assert_array_equal(np.asarray(x), A)
     # a pytree prefix of shardings; already on the devices: moved device to device
-    tree = xform.device_put({"a": x, "b": A}, {"a": NamedSharding(MESH, P(None, "x")),
-                                               "b": NamedSharding(MESH, P())})
+    tree = xform.device_put(
+        {"a": x, "b": A}, {"a": NamedSharding(MESH, P(None, "x")), "b": NamedSharding(MESH, P())}
+    )
     assert tree["a"].sharding.spec == P(None, "x") and tree["b"].is_fully_replicated
     np.testing.assert_array_equal(np.asarray(tree["a"]), A)
     one = xform.numpy.ones(3)
@@ -83,8 +96,9 @@ def test_make_array_from():
     jx = jax.make_array_from_callback(A.shape, s, lambda idx: A[idx])
     assert x.sharding == jx.sharding
     np.testing.assert_array_equal(np.asarray(x), A)
-    pieces = [xform.device_put(A[idx], d)
-              for d, idx in s.addressable_devices_indices_map(A.shape).items()]
+    pieces = [
+        xform.device_put(A[idx], d) for d, idx in s.addressable_devices_indices_map(A.shape).items()
+    ]
     y = xform.make_array_from_single_device_arrays(A.shape, s, pieces)
     np.testing.assert_array_equal(np.asarray(y), A)
     z = xform.make_array_from_process_local_data(s, A)
@@ -118,8 +132,7 @@ def test_jit_shardings_lowering_and_hlo_match_jax():
     for text in (lowered.as_text(), jlowered.as_text()):
         assert "mhlo.num_partitions = 8" in text
     assert sdy_annotations(lowered.as_text()) == sdy_annotations(jlowered.as_text())
-    assert collectives(lowered.compile().as_text()) == \
-        collectives(jlowered.compile().as_text())
+    assert collectives(lowered.compile().as_text()) == collectives(jlowered.compile().as_text())
     # in_shardings on a NumPy argument, out_shardings
     s_in, s_out = NamedSharding(MESH, P("x")), NamedSharding(MESH, P(None, "y"))
     g = xform.jit(lambda x: x * 2, in_shardings=s_in, out_shardings=s_out)
@@ -166,8 +179,9 @@ def test_unread_arguments_are_not_taken_as_jax():
     w = np.ones(3, np.float32)
     xf, jf = xform.jit(lambda x, w, z: x * 2), jax.jit(lambda x, w, z: x * 2)
     assert xf.lower(x, w, z).as_text() == jf.lower(jx, w, jz).as_text()
-    assert xf.lower(x, w, z).compile().input_shardings == \
-        jf.lower(jx, w, jz).compile().input_shardings
+    assert (
+        xf.lower(x, w, z).compile().input_shardings == jf.lower(jx, w, jz).compile().input_shardings
+    )
     for _ in range(3):
         out, expected = xf(x, w, z), jf(jx, w, jz)
         assert_same(out, expected)
@@ -179,14 +193,16 @@ def test_tensor_parallel_mlp_one_all_reduce_as_jax():
     w1 = rng.standard_normal((16, 32)).astype(np.float32) / 4
     w2 = rng.standard_normal((32, 16)).astype(np.float32) / 4
     b = rng.standard_normal((8, 16)).astype(np.float32)
-    shardings = (NamedSharding(MESH, P(None, "y")), NamedSharding(MESH, P("y", None)),
-                 NamedSharding(MESH, P("x")))
+    shardings = (
+        NamedSharding(MESH, P(None, "y")),
+        NamedSharding(MESH, P("y", None)),
+        NamedSharding(MESH, P("x")),
+    )
 
     def mlp(np_, relu):
         return lambda w1, w2, b: relu(b @ w1) @ w2
 
-    xf = xform.jit(mlp(xnp, xform.nn.relu), in_shardings=shardings,
-                   out_shardings=shardings[2])
+    xf = xform.jit(mlp(xnp, xform.nn.relu), in_shardings=shardings, out_shardings=shardings[2])
     jf = jax.jit(mlp(jnp, jax.nn.relu), in_shardings=shardings, out_shardings=shardings[2])
     assert_same(xf(w1, w2, b), jf(w1, w2, b), rtol=1e-5, atol=1e-5)
     hlo = xf.lower(w1, w2, b).compile().as_text()
@@ -206,8 +222,10 @@ def test_sharding_constraint_reshard_grad_vmap():
     with pytest.raises(ValueError, match="can only refer to Auto axes"):
         xform.jit(lambda x: with_sharding_constraint(x, NamedSharding(MESH, P("x"))))(x)
     inner = xform.jit(lambda x: xform.reshard(x * 2, NamedSharding(MESH, P(None, "y"))))(x)
-    assert inner.sharding == jax.jit(lambda x: jax.reshard(
-        x * 2, NamedSharding(MESH, P(None, "y"))))(jx).sharding
+    assert (
+        inner.sharding
+        == jax.jit(lambda x: jax.reshard(x * 2, NamedSharding(MESH, P(None, "y"))))(jx).sharding
+    )
     r = xform.reshard(x, NamedSharding(MESH, P(None, "x")))
     assert r.sharding == jax.reshard(jx, NamedSharding(MESH, P(None, "x"))).sharding
     np.testing.assert_array_equal(np.asarray(r), A)
@@ -235,12 +253,10 @@ def test_partition_specs_under_set_mesh():
 def test_grad_and_vmap_of_jit_with_in_shardings():
     s = NamedSharding(MESH, P("x"))
     g = xform.grad(xform.jit(lambda x: xnp.sin(x).sum(), in_shardings=s))(A)
-    v = xform.vmap(xform.jit(lambda x: x * 2, in_shardings=s, out_shardings=s))(
-        np.stack([A, A]))
+    v = xform.vmap(xform.jit(lambda x: x * 2, in_shardings=s, out_shardings=s))(np.stack([A, A]))
     with jax.set_mesh(MESH):
         jg = jax.grad(jax.jit(lambda x: jnp.sin(x).sum(), in_shardings=s))(A)
-        jv = jax.vmap(jax.jit(lambda x: x * 2, in_shardings=s, out_shardings=s))(
-            np.stack([A, A]))
+        jv = jax.vmap(jax.jit(lambda x: x * 2, in_shardings=s, out_shardings=s))(np.stack([A, A]))
     assert_same(g, jg, rtol=1e-6)
     assert_same(v, jv)
     # the same layouts (JAX writes some of these specs without their trailing Nones)
@@ -267,12 +283,20 @@ def test_visualize_array_sharding(capsys):
     # share of the array, labels centred
     pytest.importorskip("rich")
     line = jax.make_mesh((8,), ("a",))
-    for shape, mesh, spec in [((8, 4), MESH, P("x", "y")), ((8, 4), MESH, P("y", "x")),
-                              ((8, 4), MESH, P("x")), ((8, 4), MESH, P(("x", "y"))),
-                              ((12, 12), MESH, P("x", "y")), ((8, 4), MESH, P(None, "y")),
-                              ((16,), line, P("a")), ((16,), MESH, P("x")), ((16,), MESH, P()),
-                              ((64, 8), MESH, P("x", "y")), ((24, 16), line, P(None, "a")),
-                              ((3, 5), MESH, P())]:
+    for shape, mesh, spec in [
+        ((8, 4), MESH, P("x", "y")),
+        ((8, 4), MESH, P("y", "x")),
+        ((8, 4), MESH, P("x")),
+        ((8, 4), MESH, P(("x", "y"))),
+        ((12, 12), MESH, P("x", "y")),
+        ((8, 4), MESH, P(None, "y")),
+        ((16,), line, P("a")),
+        ((16,), MESH, P("x")),
+        ((16,), MESH, P()),
+        ((64, 8), MESH, P("x", "y")),
+        ((24, 16), line, P(None, "a")),
+        ((3, 5), MESH, P()),
+    ]:
         sharding = NamedSharding(mesh, spec)
         xform.debug.visualize_sharding(shape, sharding)
         got = capsys.readouterr().out
@@ -288,13 +312,18 @@ def test_bad_input():
         xform.device_put(A, NamedSharding(MESH, P("z")))
     with pytest.raises(ValueError, match=r"dimension 1 \(size 4\) is not divisible by 8"):
         xform.device_put(A, NamedSharding(MESH, P(None, ("x", "y"))))
-    with pytest.raises(ValueError, match=r"jit of <lambda>: .*f32\[6,4\].*dimension 0 "
-                                         r"\(size 6\) is not divisible by 4"):
+    with pytest.raises(
+        ValueError,
+        match=r"jit of <lambda>: .*f32\[6,4\].*dimension 0 "
+        r"\(size 6\) is not divisible by 4",
+    ):
         xform.jit(lambda x: x, in_shardings=NamedSharding(MESH, P("x")))(A[:6])
-    a = xform.device_put(A, NamedSharding(jax.make_mesh((4,), ("i",),
-                                                        devices=jax.devices()[:4]), P("i")))
-    b = xform.device_put(A, NamedSharding(jax.make_mesh((4,), ("i",),
-                                                        devices=jax.devices()[4:]), P("i")))
+    a = xform.device_put(
+        A, NamedSharding(jax.make_mesh((4,), ("i",), devices=jax.devices()[:4]), P("i"))
+    )
+    b = xform.device_put(
+        A, NamedSharding(jax.make_mesh((4,), ("i",), devices=jax.devices()[4:]), P("i"))
+    )
     with pytest.raises(ValueError, match=r"incompatible devices.*\[0, 1, 2, 3\].*\[4, 5, 6, 7\]"):
         xform.jit(lambda a, b: a + b)(a, b)
     with pytest.raises(ValueError, match=r"Number of devices 8 must be >= .* \(16,\)"):
@@ -308,12 +337,14 @@ def test_two_processes_sharded_jit_and_shard_map(tmp_path):
     from tests.test_multiprocess import _free_port, _kill, _logs  # noqa: PLC0415
 
     rng = np.random.default_rng(3)
-    inputs = dict(param0=rng.standard_normal((3, 5)).astype(np.float32),
-                  param1=rng.standard_normal(5).astype(np.float32),
-                  param2=rng.standard_normal((5, 2)).astype(np.float32),
-                  param3=rng.standard_normal(2).astype(np.float32),
-                  x=rng.standard_normal((16, 3)).astype(np.float32),
-                  y=rng.standard_normal((16, 2)).astype(np.float32))
+    inputs = dict(
+        param0=rng.standard_normal((3, 5)).astype(np.float32),
+        param1=rng.standard_normal(5).astype(np.float32),
+        param2=rng.standard_normal((5, 2)).astype(np.float32),
+        param3=rng.standard_normal(2).astype(np.float32),
+        x=rng.standard_normal((16, 3)).astype(np.float32),
+        y=rng.standard_normal((16, 2)).astype(np.float32),
+    )
     np.savez(tmp_path / "inputs.npz", **inputs)
     port = _free_port()
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
@@ -321,10 +352,22 @@ def test_two_processes_sharded_jit_and_shard_map(tmp_path):
     procs = []
     for k in range(2):
         with open(tmp_path / f"worker_{k}.log", "w") as log:
-            procs.append(subprocess.Popen([sys.executable, "-m", "tests.sharding_worker", str(k),
-                                           str(port), str(tmp_path)], stdout=log,
-                                          stderr=subprocess.STDOUT, cwd=worker.parent.parent,
-                                          env=env))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "tests.sharding_worker",
+                        str(k),
+                        str(port),
+                        str(tmp_path),
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    cwd=worker.parent.parent,
+                    env=env,
+                )
+            )
     try:
         codes = [p.wait(timeout=120) for p in procs]
     except subprocess.TimeoutExpired:
@@ -333,23 +376,24 @@ def test_two_processes_sharded_jit_and_shard_map(tmp_path):
         _kill(procs)
     assert codes == [0, 0], _logs(tmp_path)
     params = tuple(jnp.asarray(inputs[f"param{k}"]) for k in range(4))
-    loss, grads = jax.value_and_grad(lambda p: mlp_loss(p, inputs["x"], inputs["y"], jnp))(
-        params)
+    loss, grads = jax.value_and_grad(lambda p: mlp_loss(p, inputs["x"], inputs["y"], jnp))(params)
     for process_id in range(2):
         load = lambda name: np.load(tmp_path / f"{name}_{process_id}.npy")  # noqa: E731, B023
         np.testing.assert_allclose(load("loss"), loss, rtol=1e-5)
         for k, (p, g) in enumerate(zip(params, grads, strict=True)):
             np.testing.assert_allclose(load(f"param{k}"), p - 0.1 * g, rtol=1e-5, atol=1e-6)
         rows = inputs["x"].reshape(8, 2, 3)
-        np.testing.assert_allclose(load("psum"), np.broadcast_to(rows.sum(0), (4, 2, 3)),
-                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            load("psum"), np.broadcast_to(rows.sum(0), (4, 2, 3)), rtol=1e-5, atol=1e-6
+        )
         # multihost_utils across the two processes
         np.testing.assert_array_equal(load("allgather"), [[0, 10], [1, 11]])
         np.testing.assert_array_equal(load("tiled"), [0, 10, 1, 11])
         np.testing.assert_array_equal(load("broadcast"), np.arange(3, dtype=np.float32))
         half = inputs["x"].shape[0] // 2
-        np.testing.assert_array_equal(load("roundtrip"),
-                                      inputs["x"][process_id * half:(process_id + 1) * half])
+        np.testing.assert_array_equal(
+            load("roundtrip"), inputs["x"][process_id * half : (process_id + 1) * half]
+        )
         np.testing.assert_array_equal(load("global"), inputs["x"])
 
 
@@ -359,13 +403,17 @@ def test_eager_ops_on_sharded_arrays_run_partitioned_as_jax():
     s = NamedSharding(MESH, P("x", "y"))
     data = np.arange(32, dtype=np.float32).reshape(8, 4)
     x, jx = xform.device_put(data, s), jax.device_put(data, s)
-    for name, f in (("affine", lambda m, v: v * 2 + 1), ("sin", lambda m, v: m.sin(v)),
-                    ("sum", lambda m, v: v.sum(axis=0))):
+    for name, f in (
+        ("affine", lambda m, v: v * 2 + 1),
+        ("sin", lambda m, v: m.sin(v)),
+        ("sum", lambda m, v: v.sum(axis=0)),
+    ):
         got, want = f(xnp, x), f(jnp, jx)
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, err_msg=name)
         assert got.sharding.is_equivalent_to(want.sharding, got.ndim), name
-    y = xform.pmap(lambda v: v * 2.0, donate_argnums=0)(xform.pmap(lambda v: v + 1.0)(
-        np.arange(4.0, dtype=np.float32)))
+    y = xform.pmap(lambda v: v * 2.0, donate_argnums=0)(
+        xform.pmap(lambda v: v + 1.0)(np.arange(4.0, dtype=np.float32))
+    )
     np.testing.assert_allclose(np.asarray(y + 1.0), 2 * np.arange(1.0, 5.0) + 1)
 
 
@@ -374,8 +422,9 @@ def test_arrays_committed_to_one_device_as_jax():
     # and commit their results; two devices at once is JAX's ValueError.
     for lib, np_ in ((xform, xnp), (jax, jnp)):
         _check_committed(lib, np_, dev=3)
-    assert_same(xform.jit(lambda a: xnp.sin(a) * 2)(xform.device_put(A, xform.devices()[3])),
-                jnp.sin(A) * 2)
+    assert_same(
+        xform.jit(lambda a: xnp.sin(a) * 2)(xform.device_put(A, xform.devices()[3])), jnp.sin(A) * 2
+    )
 
 
 def _check_committed(lib, np_, dev):
@@ -397,10 +446,12 @@ def _check_committed(lib, np_, dev):
     split = lib.device_put(A, lib.NamedSharding(lib.make_mesh((8,), ("i",)), lib.P("i")))
     both = lib.jit(lambda a, b: a * b)
     assert both(split, lib.device_put(A)).sharding.is_equivalent_to(split.sharding, 2)
-    message = (r"Received incompatible devices for jitted computation\. Got argument .* with "
-               r"shape float32\[8@i,4\] and with device ids \[0, 1, 2, 3, 4, 5, 6, 7\] on "
-               r"platform CPU and argument .* with shape float32\[8,4\] and with device ids "
-               r"\[3\] on platform CPU")
+    message = (
+        r"Received incompatible devices for jitted computation\. Got argument .* with "
+        r"shape float32\[8@i,4\] and with device ids \[0, 1, 2, 3, 4, 5, 6, 7\] on "
+        r"platform CPU and argument .* with shape float32\[8,4\] and with device ids "
+        r"\[3\] on platform CPU"
+    )
     for call in (lambda: both(split, d), lambda: split * d):
         with pytest.raises(ValueError, match=message):
             call()
@@ -415,8 +466,9 @@ def test_repeated_calls_of_sharded_arrays_take_the_fast_path_as_jax(mesh, monkey
 
     general = []
     run = api_sharding.run_partitioned
-    monkeypatch.setattr(api_sharding, "run_partitioned",
-                        lambda *args: (general.append(1), run(*args))[1])
+    monkeypatch.setattr(
+        api_sharding, "run_partitioned", lambda *args: (general.append(1), run(*args))[1]
+    )
     step = lambda lib: lambda w, x: (lib.tanh(x @ w), w * 0.5)  # noqa: E731
     xf, jf = xform.jit(step(xnp)), jax.jit(step(jnp))
     w, jw = put_both(np.ones((4, 4), np.float32) / 4, P(None, "y"), mesh)
@@ -439,14 +491,16 @@ def test_repeated_calls_of_pytrees_with_given_shardings_take_the_fast_path(monke
 
     general = []
     run = api_sharding.run_partitioned
-    monkeypatch.setattr(api_sharding, "run_partitioned",
-                        lambda *args: (general.append(1), run(*args))[1])
+    monkeypatch.setattr(
+        api_sharding, "run_partitioned", lambda *args: (general.append(1), run(*args))[1]
+    )
 
     def step(lib):
         def f(params, batch):
             w, b = params["w"], params["b"]
             y = lib.tanh(batch["x"] @ w + b)
             return {"w": w - 0.1 * batch["x"].T @ y / 8, "b": b * 0.9}, y.sum()
+
         return f
 
     p_s = {"w": NamedSharding(AUTO, P(None, "y")), "b": NamedSharding(AUTO, P("y"))}
@@ -465,9 +519,12 @@ def test_repeated_calls_of_pytrees_with_given_shardings_take_the_fast_path(monke
     # laid out otherwise than in_shardings: the general path, and JAX's error
     before, other = len(general), NamedSharding(AUTO, P())
     for lib, params_, jit_step in ((xform, xp, xf), (jax, jp, jf)):
-        with pytest.raises(ValueError, match=r"Sharding passed to jit does not match the "
-                           r"sharding on the respective arg. Got jit sharding: .*P\('x', None\)"
-                           r".*\narg sharding: .*spec=P\(\).* for arg type: float32\[8,4\]"):
+        with pytest.raises(
+            ValueError,
+            match=r"Sharding passed to jit does not match the "
+            r"sharding on the respective arg. Got jit sharding: .*P\('x', None\)"
+            r".*\narg sharding: .*spec=P\(\).* for arg type: float32\[8,4\]",
+        ):
             jit_step(params_, lib.device_put(batch, other))
     assert len(general) == before + 1
 
@@ -477,25 +534,31 @@ def test_mesh_utils_as_jax():
 
     from xform.experimental import mesh_utils  # noqa: PLC0415
 
-    assert sorted(n for n in dir(jax_mesh_utils) if not n.startswith("_")) == \
-        sorted(mesh_utils.__all__)
+    assert sorted(n for n in dir(jax_mesh_utils) if not n.startswith("_")) == sorted(
+        mesh_utils.__all__
+    )
     for shape in [(8,), (4, 2), (2, 2, 2), (np.int64(2), 4)]:
         got = mesh_utils.create_device_mesh(shape)
         assert got.shape == tuple(int(s) for s in shape)
         assert (got == jax_mesh_utils.create_device_mesh(shape)).all()
     devices = jax.devices()[:4][::-1]
-    assert (mesh_utils.create_device_mesh((2, 2), devices) ==
-            jax_mesh_utils.create_device_mesh((2, 2), devices)).all()
+    assert (
+        mesh_utils.create_device_mesh((2, 2), devices)
+        == jax_mesh_utils.create_device_mesh((2, 2), devices)
+    ).all()
     hybrid = mesh_utils.create_hybrid_device_mesh((4, 2), (1, 1), process_is_granule=True)
-    assert (hybrid == jax_mesh_utils.create_hybrid_device_mesh(
-        (4, 2), (1, 1), process_is_granule=True)).all()
+    assert (
+        hybrid == jax_mesh_utils.create_hybrid_device_mesh((4, 2), (1, 1), process_is_granule=True)
+    ).all()
     mesh = xform.sharding.Mesh(mesh_utils.create_device_mesh((4, 2)), ("x", "y"))
     x = xform.device_put(A, NamedSharding(mesh, P("x", "y")))
     assert x.sharding.shard_shape(A.shape) == (2, 2)
-    for call in (lambda m: m.create_device_mesh((3, 3)),
-                 lambda m: m.create_device_mesh((2, "a")),
-                 lambda m: m.create_hybrid_device_mesh((4, 2), (1, 1)),
-                 lambda m: m.create_hybrid_device_mesh((2, 2), (2, 1), process_is_granule=True)):
+    for call in (
+        lambda m: m.create_device_mesh((3, 3)),
+        lambda m: m.create_device_mesh((2, "a")),
+        lambda m: m.create_hybrid_device_mesh((4, 2), (1, 1)),
+        lambda m: m.create_hybrid_device_mesh((2, 2), (2, 1), process_is_granule=True),
+    ):
         messages = []
         for m in (mesh_utils, jax_mesh_utils):
             with pytest.raises(ValueError) as info:
@@ -512,26 +575,43 @@ def test_multihost_utils_in_one_process_as_jax():
     exempt = {  # JAX's names that xform's module cannot have, with why
         "live_devices": "JAX's fault-tolerant device liveness; xform.distributed lacks it",
         "ProcessFailureError": "raised only by live_devices",
-        **{n: "an internal of JAX's host<->global primitives (xform's are eager functions)"
-           for n in ("global_array_to_host_local_array_impl", "gtl_abstract_eval",
-                     "host_local_array_to_global_array_impl", "ltg_abstract_eval",
-                     "ltg_batcher")}}
-    public = {n for n in dir(jax_mhu) if not n.startswith("_") and
-              getattr(getattr(jax_mhu, n), "__module__", None) == jax_mhu.__name__}
+        **{
+            n: "an internal of JAX's host<->global primitives (xform's are eager functions)"
+            for n in (
+                "global_array_to_host_local_array_impl",
+                "gtl_abstract_eval",
+                "host_local_array_to_global_array_impl",
+                "ltg_abstract_eval",
+                "ltg_batcher",
+            )
+        },
+    }
+    public = {
+        n
+        for n in dir(jax_mhu)
+        if not n.startswith("_")
+        and getattr(getattr(jax_mhu, n), "__module__", None) == jax_mhu.__name__
+    }
     assert public - set(exempt) == set(mhu.__all__)
     tree = {"a": np.arange(6.0, dtype=np.float32).reshape(2, 3), "s": np.float32(2.5)}
     x = xform.device_put(A, NamedSharding(MESH, P("x", "y")))
     jx = jax.device_put(A, NamedSharding(MESH, P("x", "y")))
     for tiled in (False, True):
-        for got, want in ((mhu.process_allgather(tree, tiled=tiled),
-                           jax_mhu.process_allgather(tree, tiled=tiled)),
-                          (mhu.process_allgather(x, tiled=tiled),
-                           jax_mhu.process_allgather(jx, tiled=tiled))):
+        for got, want in (
+            (
+                mhu.process_allgather(tree, tiled=tiled),
+                jax_mhu.process_allgather(tree, tiled=tiled),
+            ),
+            (mhu.process_allgather(x, tiled=tiled), jax_mhu.process_allgather(jx, tiled=tiled)),
+        ):
             for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
                 assert type(g) is np.ndarray and g.shape == w.shape
                 np.testing.assert_array_equal(g, w)
-    for g, w in zip(jax.tree.leaves(mhu.broadcast_one_to_all(tree)),
-                    jax.tree.leaves(jax_mhu.broadcast_one_to_all(tree)), strict=True):
+    for g, w in zip(
+        jax.tree.leaves(mhu.broadcast_one_to_all(tree)),
+        jax.tree.leaves(jax_mhu.broadcast_one_to_all(tree)),
+        strict=True,
+    ):
         np.testing.assert_array_equal(g, w)
     mhu.assert_equal(tree, "same everywhere")
     mhu.sync_global_devices("step")
@@ -561,16 +641,22 @@ def _constraint_specs(text):
 
 
 def _jaxpr_specs(closed):
-    return [str(e.params["sharding"].spec) for e in closed.jaxpr.eqns
-            if e.primitive.name == "sharding_constraint"]
+    return [
+        str(e.params["sharding"].spec)
+        for e in closed.jaxpr.eqns
+        if e.primitive.name == "sharding_constraint"
+    ]
 
 
 def test_unconstrained_dims_as_jax():
-    pair = [NamedSharding(AUTO, P(P.UNCONSTRAINED, "y", None)),
-            NamedSharding(AUTO, P("x", P.UNCONSTRAINED, None))]
+    pair = [
+        NamedSharding(AUTO, P(P.UNCONSTRAINED, "y", None)),
+        NamedSharding(AUTO, P("x", P.UNCONSTRAINED, None)),
+    ]
     v = np.arange(256, dtype=np.float32).reshape(4, 8, 8)
     results, texts = [], []
     for mod in (xform, jax):
+
         def f(xs, mod=mod):
             xs = mod.lax.with_sharding_constraint(xs, pair)
             return [xs[0] * 2, mod.numpy.sin(xs[1])]
@@ -579,8 +665,11 @@ def test_unconstrained_dims_as_jax():
         results.append(g([v, v + 1]))
         texts.append(g.lower([v, v + 1]).as_text())
     assert_same(*results)
-    assert _constraint_specs(texts[0]) == _constraint_specs(texts[1]) == [
-        '<@mesh, [{?}, {"y"}, {}]>', '<@mesh, [{"x"}, {?}, {}]>']
+    assert (
+        _constraint_specs(texts[0])
+        == _constraint_specs(texts[1])
+        == ['<@mesh, [{?}, {"y"}, {}]>', '<@mesh, [{"x"}, {?}, {}]>']
+    )
     # Eagerly, a dimension left to the partitioner is not split.
     eager = xform.lax.with_sharding_constraint(xform.numpy.asarray(v), pair[0])
     np.testing.assert_array_equal(np.asarray(eager), v)
@@ -594,32 +683,43 @@ def test_vmap_of_sharding_constraints_as_jax():
     x = np.arange(256, dtype=np.float32).reshape(4, 8, 8)
     got = {}
     for mod in (xform, jax):
+
         def f(v, mod=mod):
             return mod.lax.with_sharding_constraint(v * 2, NamedSharding(AUTO, P("x")))
 
         inner = mod.jit(lambda v: v * 2, in_shardings=NamedSharding(AUTO, P("x")))
         got[mod] = []
-        for fun in (mod.vmap(f), mod.vmap(f, spmd_axis_name="y"), mod.vmap(f, in_axes=1),
-                    mod.vmap(inner)):
-            got[mod].append((_constraint_specs(mod.jit(fun).lower(x).as_text()),
-                             np.asarray(mod.jit(fun)(x))))
+        for fun in (
+            mod.vmap(f),
+            mod.vmap(f, spmd_axis_name="y"),
+            mod.vmap(f, in_axes=1),
+            mod.vmap(inner),
+        ):
+            got[mod].append(
+                (_constraint_specs(mod.jit(fun).lower(x).as_text()), np.asarray(mod.jit(fun)(x)))
+            )
         got[mod].append(_jaxpr_specs(mod.make_jaxpr(mod.vmap(f, spmd_axis_name="y"))(x)))
         got[mod].append(_jaxpr_specs(mod.make_jaxpr(mod.vmap(f))(x)))
-        with pytest.raises(ValueError, match="spmd_axis_name .* cannot appear in "
-                                             "with_sharding_constraint spec"):
+        with pytest.raises(
+            ValueError, match="spmd_axis_name .* cannot appear in with_sharding_constraint spec"
+        ):
             mod.vmap(f, spmd_axis_name="x")(x)
     for (xs, xv), (js, jv) in zip(got[xform][:4], got[jax][:4], strict=True):
         assert xs == js
         np.testing.assert_array_equal(xv, jv)
     assert got[xform][4:] == got[jax][4:] == [["P('y', 'x')"], ["P(UNCONSTRAINED, 'x', None)"]]
     assert [s for s, _ in got[xform][:4]] == [
-        ['<@mesh, [{?}, {"x"}, {}]>'], ['<@mesh, [{"y"}, {"x"}, {}]>'],
-        ['<@mesh, [{"x"}, {?}, {}]>'], ['<@mesh, [{}, {"x"}, {}]>']]
+        ['<@mesh, [{?}, {"x"}, {}]>'],
+        ['<@mesh, [{"y"}, {"x"}, {}]>'],
+        ['<@mesh, [{"x"}, {?}, {}]>'],
+        ['<@mesh, [{}, {"x"}, {}]>'],
+    ]
 
 
 def _propagation_flags(compiled_text):
-    return re.findall(r"allow_spmd_sharding_propagation_to_\w+=\{[^}]*\}",
-                      compiled_text.splitlines()[0])
+    return re.findall(
+        r"allow_spmd_sharding_propagation_to_\w+=\{[^}]*\}", compiled_text.splitlines()[0]
+    )
 
 
 def test_propagation_flags_of_the_compiled_program_as_jax():
@@ -629,22 +729,32 @@ def test_propagation_flags_of_the_compiled_program_as_jax():
     x = xform.device_put(A, s), jax.device_put(A, s)
     flags = []
     for k, mod in enumerate((xform, jax)):
+
         def f(a, b, mod=mod):
             return mod.numpy.sin(a) + b, a * 2
 
         for kw in ({"out_shardings": (s, None)}, {"out_shardings": s}, {}):
             flags.append(_propagation_flags(mod.jit(f, **kw).lower(x[k], A).compile().as_text()))
     assert flags[:3] == flags[3:]
-    assert flags[0] == ["allow_spmd_sharding_propagation_to_parameters={false,true}",
-                        "allow_spmd_sharding_propagation_to_output={false,true}"]
+    assert flags[0] == [
+        "allow_spmd_sharding_propagation_to_parameters={false,true}",
+        "allow_spmd_sharding_propagation_to_output={false,true}",
+    ]
 
 
 def test_the_accelerator_check_runs_on_host_devices():
     # benchmarks/gpu_check.py is what a lent GPU runs: kept runnable here, on 8 CPU devices
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, JAX_PLATFORMS="cpu")
-    done = subprocess.run([sys.executable, "-m", "benchmarks.gpu_check"], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.gpu_check"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "sharded jit SGD step over 8 devices" in done.stdout and "FAIL" not in done.stdout
 
@@ -654,15 +764,22 @@ def test_results_left_to_the_partitioner_report_jax_specs(mesh):
     # A result no out_shardings names and no type carries gets the partitioner's layout,
     # reported as JAX reports it: trailing unsplit dimensions left out, on any mesh; a typed
     # result's spec (an Explicit mesh's arrays) names every dimension.
-    cases = [(lambda a: a * 2, P("x")), (lambda a: a.sum(0), P("x")), (lambda a: a.T, P("x")),
-             (lambda a: a * 2, P(None, "y")), (lambda a: (a * 2).sum(), P("x", "y")),
-             (lambda a: a[None] * 2, P())]
+    cases = [
+        (lambda a: a * 2, P("x")),
+        (lambda a: a.sum(0), P("x")),
+        (lambda a: a.T, P("x")),
+        (lambda a: a * 2, P(None, "y")),
+        (lambda a: (a * 2).sum(), P("x", "y")),
+        (lambda a: a[None] * 2, P()),
+    ]
     for f, spec in cases:
         for arg in (A, "placed"):
             got, want = [
                 lib.jit(f, in_shardings=NamedSharding(mesh, spec))(
-                    A if arg is A else lib.device_put(A, NamedSharding(mesh, spec)))
-                for lib in (xform, jax)]
+                    A if arg is A else lib.device_put(A, NamedSharding(mesh, spec))
+                )
+                for lib in (xform, jax)
+            ]
             assert got.sharding.spec == want.sharding.spec, (spec, arg)
             np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
 
@@ -681,8 +798,9 @@ def test_in_shardings_lay_out_but_do_not_type_as_jax():
     def typed_inputs(lib, np_, args):
         f = lib.jit(lib.grad(loss(np_)), in_shardings=(replicated, batch))
         jaxpr = lib.make_jaxpr(f)(*args)
-        return [str(a) for a in jaxpr.eqns[0].params["jaxpr"].in_avals] + \
-            [str(a) for a in jaxpr.out_avals]
+        return [str(a) for a in jaxpr.eqns[0].params["jaxpr"].in_avals] + [
+            str(a) for a in jaxpr.out_avals
+        ]
 
     for args in ((w, x), "placed"):
         if args == "placed":
@@ -695,8 +813,11 @@ def test_in_shardings_lay_out_but_do_not_type_as_jax():
         want = jax.jit(jax.grad(loss(jnp)), in_shardings=(replicated, batch))(*want_args)
         assert_same(got, want, rtol=1e-5)
     outer = xform.make_jaxpr(lambda a: xform.jit(lambda v: v * 2, in_shardings=batch)(a) + 1)(A)
-    assert str(outer.out_avals[0]) == str(jax.make_jaxpr(
-        lambda a: jax.jit(lambda v: v * 2, in_shardings=batch)(a) + 1)(A).out_avals[0])
+    assert str(outer.out_avals[0]) == str(
+        jax.make_jaxpr(lambda a: jax.jit(lambda v: v * 2, in_shardings=batch)(a) + 1)(A).out_avals[
+            0
+        ]
+    )
 
 
 def test_with_sharding_constraint_takes_partition_specs_as_jax():
@@ -706,6 +827,7 @@ def test_with_sharding_constraint_takes_partition_specs_as_jax():
         def constrained(x, y):
             z = lib.numpy.dot(x, y)
             return lib.lax.with_sharding_constraint(z, P("x", None))
+
         return constrained
 
     def pair(lib):
@@ -719,8 +841,12 @@ def test_with_sharding_constraint_takes_partition_specs_as_jax():
         with lib.set_mesh(AUTO):
             results.append((lib.jit(f(lib))(x, y), f(lib)(x, y), lib.jit(pair(lib))(x, A)))
     (got, got_eager, got_pair), (want, want_eager, want_pair) = results
-    for g, w in ((got, want), (got_eager, want_eager), (got_pair[0], want_pair[0]),
-                 (got_pair[1], want_pair[1])):
+    for g, w in (
+        (got, want),
+        (got_eager, want_eager),
+        (got_pair[0], want_pair[0]),
+        (got_pair[1], want_pair[1]),
+    ):
         assert_same(g, w, rtol=1e-6)
         assert g.sharding.spec == w.sharding.spec
 

@@ -27,12 +27,18 @@ def put_both(a, spec, mesh=MESH):
 
 def jaxpr_types(jaxpr):
     """The types of a jaxpr's inputs and of each equation's results, as printed."""
+
     def text(aval):
-        return aval.str_short() if isinstance(aval, xform.core.ShapedArray) else \
-            aval.str_short(short_dtypes=True)
+        return (
+            aval.str_short()
+            if isinstance(aval, xform.core.ShapedArray)
+            else aval.str_short(short_dtypes=True)
+        )
+
     j = jaxpr.jaxpr
     return [text(v.aval) for v in j.invars] + [
-        (e.primitive.name, [text(v.aval) for v in e.outvars]) for e in j.eqns]
+        (e.primitive.name, [text(v.aval) for v in e.outvars]) for e in j.eqns
+    ]
 
 
 def test_typeof_carries_the_sharding():
@@ -50,8 +56,10 @@ def test_typeof_carries_the_sharding():
     a, b = xform.typeof(put_both(A, P("x"))[0]), xform.typeof(put_both(A, P("y"))[0])
     assert a != b and a != xform.typeof(A) and a == xform.typeof(put_both(A, P("x"))[0])
     with jax.set_mesh(MESH):  # a PartitionSpec is one over the mesh set
-        assert xform.typeof(xform.device_put(A, P("x"))).sharding == \
-            jax.typeof(jax.device_put(A, P("x"))).sharding
+        assert (
+            xform.typeof(xform.device_put(A, P("x"))).sharding
+            == jax.typeof(jax.device_put(A, P("x"))).sharding
+        )
 
 
 # (name, function of the same name in both libraries, its argument's spec)
@@ -70,12 +78,18 @@ CASES = [
     ("split last", lambda np_: lambda t: t.reshape(8, 4, 2), P("x", "y")),
     ("unit dim", lambda np_: lambda t: t.reshape(8, 1, 8), P("x", "y")),
     ("compare", lambda np_: lambda t: t > 1, P("x", "y")),
-    ("slice", lambda np_: lambda t: (xform.lax if np_ is xnp else jax.lax).slice(
-        t, (0, 2), (4, 8)), P("x", None)),
+    (
+        "slice",
+        lambda np_: lambda t: (xform.lax if np_ is xnp else jax.lax).slice(t, (0, 2), (4, 8)),
+        P("x", None),
+    ),
     ("concatenate", lambda np_: lambda t: np_.concatenate([t, t * 2]), P("x", "y")),
     ("matmul", lambda np_: lambda t: t @ (t * 2), P(None, "y")),
-    ("reshard", lambda np_: lambda t: (xform if np_ is xnp else jax).sharding.reshard(
-        t, P(None, "x")), P("x", "y")),
+    (
+        "reshard",
+        lambda np_: lambda t: (xform if np_ is xnp else jax).sharding.reshard(t, P(None, "x")),
+        P("x", "y"),
+    ),
     ("tile", lambda np_: lambda t: np_.tile(t, (2, 1, 2)), P("x", None)),
 ]
 
@@ -94,9 +108,10 @@ def test_types_through_tracing_and_eager(name, make, spec):
 
 def test_printed_jaxpr_and_jit_of_an_mlp():
     rng = np.random.RandomState(0)
-    args = [put_both(rng.randn(*shape).astype(np.float32), spec)
-            for shape, spec in (((8, 4), P("x", None)), ((4, 6), P(None, "y")),
-                                ((6, 2), P("y", None)))]
+    args = [
+        put_both(rng.randn(*shape).astype(np.float32), spec)
+        for shape, spec in (((8, 4), P("x", None)), ((4, 6), P(None, "y")), ((6, 2), P("y", None)))
+    ]
     xs, jxs = [a for a, _ in args], [b for _, b in args]
 
     def mlp(lib, np_):
@@ -104,6 +119,7 @@ def test_printed_jaxpr_and_jit_of_an_mlp():
             h = np_.maximum(x @ w1, 0.0) * 2.0
             h = lib.sharding.reshard(h, P("x", None))
             return np_.tanh(h @ w2)
+
         return f
 
     f, jf = mlp(xform, xnp), mlp(jax, jnp)
@@ -131,6 +147,7 @@ def test_jit_results_and_grad_keep_their_shardings():
         def f(w, x):
             h = lib.sharding.reshard(np_.sin(x), P("x", None))
             return (np_.tanh(h @ w) ** 2).sum()
+
         return f
 
     with jax.set_mesh(MESH):
@@ -144,18 +161,48 @@ def test_jit_results_and_grad_keep_their_shardings():
 
 
 ERRORS = [
-    ("conflicting add", lambda np_: lambda a, b: a + b, P("x", None), P("y", None),
-     "add got incompatible shardings for broadcasting"),
-    ("contracting dims", lambda np_: lambda a, b: a @ b, P(None, "x"), P("y", None),
-     "dot_general requires contracting dimensions to have consistent sharding"),
-    ("ambiguous dot", lambda np_: lambda a, b: a @ b, P(None, "x"), P("x", None),
-     "Contracting dimensions are sharded and it is ambiguous"),
-    ("reshape", lambda np_: lambda a, b: a.reshape(16, 4), P("x", "y"), P(),
-     "This reshape is not supported"),
-    ("uneven slice", lambda np_: lambda a, b: a[:3], P("x", None), P(),
-     "slicing on sharded dims where out dim"),
-    ("axis twice", lambda np_: lambda a, b: a.sum(1)[:, None] * b.sum(0)[None, :],
-     P("x", None), P(None, "x"), "produces an illegally sharded result"),
+    (
+        "conflicting add",
+        lambda np_: lambda a, b: a + b,
+        P("x", None),
+        P("y", None),
+        "add got incompatible shardings for broadcasting",
+    ),
+    (
+        "contracting dims",
+        lambda np_: lambda a, b: a @ b,
+        P(None, "x"),
+        P("y", None),
+        "dot_general requires contracting dimensions to have consistent sharding",
+    ),
+    (
+        "ambiguous dot",
+        lambda np_: lambda a, b: a @ b,
+        P(None, "x"),
+        P("x", None),
+        "Contracting dimensions are sharded and it is ambiguous",
+    ),
+    (
+        "reshape",
+        lambda np_: lambda a, b: a.reshape(16, 4),
+        P("x", "y"),
+        P(),
+        "This reshape is not supported",
+    ),
+    (
+        "uneven slice",
+        lambda np_: lambda a, b: a[:3],
+        P("x", None),
+        P(),
+        "slicing on sharded dims where out dim",
+    ),
+    (
+        "axis twice",
+        lambda np_: lambda a, b: a.sum(1)[:, None] * b.sum(0)[None, :],
+        P("x", None),
+        P(None, "x"),
+        "produces an illegally sharded result",
+    ),
 ]
 
 
@@ -194,76 +241,153 @@ RULES = [
     ("cumsum", lambda np_: lambda t: lax_of(np_).cumsum(t, 1), P("x", None), "cumsum"),
     ("cumprod", lambda np_: lambda t: lax_of(np_).cumprod(t, 0), P(None, "y"), "cumprod"),
     ("cummax", lambda np_: lambda t: lax_of(np_).cummax(t, 1), P("x", None), "cummax"),
-    ("cumlogsumexp", lambda np_: lambda t: lax_of(np_).cumlogsumexp(t, 1), P("x", None),
-     "cumlogsumexp"),
+    (
+        "cumlogsumexp",
+        lambda np_: lambda t: lax_of(np_).cumlogsumexp(t, 1),
+        P("x", None),
+        "cumlogsumexp",
+    ),
     ("x[i]", lambda np_: lambda t: t[2], P(None, "y"), "squeeze"),
     ("x[:, 2:]", lambda np_: lambda t: t[:, 4:], P("x", None), "slice"),
     ("x[idx]", lambda np_: lambda t: t[IDX], P(None, "y"), "gather"),
     ("x[:, idx]", lambda np_: lambda t: t[:, IDX], P("x", None), "gather"),
     ("x[::-1]", lambda np_: lambda t: t[::-1], P(None, "y"), "rev"),
-    ("dynamic_slice", lambda np_: lambda t: lax_of(np_).dynamic_slice(t, (1, 0), (4, 8)),
-     P("x", "y"), "dynamic_slice"),
-    ("dynamic_update_slice", lambda np_: lambda t: lax_of(np_).dynamic_update_slice(
-        t, t[:2] * 0, (1, 0)), P(None, "y"), "dynamic_update_slice"),
-    ("pad", lambda np_: lambda t: lax_of(np_).pad(t, 0.0, ((0, 0, 0), (1, 1, 0))),
-     P("x", None), "pad"),
-    ("concatenate", lambda np_: lambda t: np_.concatenate([t, t], 1), P("x", None),
-     "concatenate"),
+    (
+        "dynamic_slice",
+        lambda np_: lambda t: lax_of(np_).dynamic_slice(t, (1, 0), (4, 8)),
+        P("x", "y"),
+        "dynamic_slice",
+    ),
+    (
+        "dynamic_update_slice",
+        lambda np_: lambda t: lax_of(np_).dynamic_update_slice(t, t[:2] * 0, (1, 0)),
+        P(None, "y"),
+        "dynamic_update_slice",
+    ),
+    (
+        "pad",
+        lambda np_: lambda t: lax_of(np_).pad(t, 0.0, ((0, 0, 0), (1, 1, 0))),
+        P("x", None),
+        "pad",
+    ),
+    ("concatenate", lambda np_: lambda t: np_.concatenate([t, t], 1), P("x", None), "concatenate"),
     ("transpose", lambda np_: np_.transpose, P("x", "y"), "transpose"),
-    ("sum keepdims", lambda np_: lambda t: t.sum(1, keepdims=True), P("x", "y"),
-     "broadcast_in_dim"),
-    ("max keepdims", lambda np_: lambda t: t.max(0, keepdims=True), P("x", "y"),
-     "broadcast_in_dim"),
+    (
+        "sum keepdims",
+        lambda np_: lambda t: t.sum(1, keepdims=True),
+        P("x", "y"),
+        "broadcast_in_dim",
+    ),
+    (
+        "max keepdims",
+        lambda np_: lambda t: t.max(0, keepdims=True),
+        P("x", "y"),
+        "broadcast_in_dim",
+    ),
     ("argmax", lambda np_: lambda t: np_.argmax(t, 0), P("x", "y"), "argmax"),
     ("sort", lambda np_: lambda t: lax_of(np_).sort(t, dimension=1), P("x", None), "sort"),
     ("top_k", lambda np_: lambda t: lax_of(np_).top_k(t, 3), P("x", None), "top_k"),
-    ("where", lambda np_: lambda t: lax_of(np_).select(t > 0, t, -t), P("x", "y"),
-     "select_n"),
+    ("where", lambda np_: lambda t: lax_of(np_).select(t > 0, t, -t), P("x", "y"), "select_n"),
     ("clamp", lambda np_: lambda t: lax_of(np_).clamp(0.0, t, 1.0), P("x", "y"), "clamp"),
-    ("expand_dims", lambda np_: lambda t: np_.expand_dims(t, 1), P("x", "y"),
-     "broadcast_in_dim"),
+    ("expand_dims", lambda np_: lambda t: np_.expand_dims(t, 1), P("x", "y"), "broadcast_in_dim"),
     ("squeeze", lambda np_: lambda t: np_.squeeze(t[:, :1], 1), P("x", None), "squeeze"),
-    ("broadcast_in_dim", lambda np_: lambda t: lax_of(np_).broadcast_in_dim(
-        t, (8, 2, 8), (0, 2)), P("x", "y"), "broadcast_in_dim"),
-    ("convert", lambda np_: lambda t: lax_of(np_).convert_element_type(t, np_.int32),
-     P("x", "y"), "convert_element_type"),
-    ("iota", lambda np_: lambda t: lax_of(np_).broadcasted_iota(np_.float32, (8, 8), 1) + t,
-     P("x", "y"), "add"),
-    ("reduce_window", lambda np_: lambda t: lax_of(np_).reduce_window(
-        t, 0.0, lax_of(np_).add, (1, 2), (1, 2), "VALID"), P("x", None), "reduce_window_sum"),
+    (
+        "broadcast_in_dim",
+        lambda np_: lambda t: lax_of(np_).broadcast_in_dim(t, (8, 2, 8), (0, 2)),
+        P("x", "y"),
+        "broadcast_in_dim",
+    ),
+    (
+        "convert",
+        lambda np_: lambda t: lax_of(np_).convert_element_type(t, np_.int32),
+        P("x", "y"),
+        "convert_element_type",
+    ),
+    (
+        "iota",
+        lambda np_: lambda t: lax_of(np_).broadcasted_iota(np_.float32, (8, 8), 1) + t,
+        P("x", "y"),
+        "add",
+    ),
+    (
+        "reduce_window",
+        lambda np_: (
+            lambda t: lax_of(np_).reduce_window(t, 0.0, lax_of(np_).add, (1, 2), (1, 2), "VALID")
+        ),
+        P("x", None),
+        "reduce_window_sum",
+    ),
     ("scatter", lambda np_: lambda t: t.at[:, 0].set(1.0), P("x", None), "scatter"),
     ("scatter-add", lambda np_: lambda t: t.at[IDX].add(1.0), P(None, "y"), "scatter-add"),
-    ("scan", lambda np_: lambda t: lax_of(np_).scan(lambda c, r: (c + r, c * 2), t[0], t)[1],
-     P(None, "y"), "scan"),
+    (
+        "scan",
+        lambda np_: lambda t: lax_of(np_).scan(lambda c, r: (c + r, c * 2), t[0], t)[1],
+        P(None, "y"),
+        "scan",
+    ),
     ("zeros_like", lambda np_: lambda t: np_.zeros_like(t) + 1, P("x", "y"), "broadcast_in_dim"),
-    ("lax.full_like", lambda np_: lambda t: lax_of(np_).full_like(t, 2.0), P("x", None),
-     "broadcast_in_dim"),
+    (
+        "lax.full_like",
+        lambda np_: lambda t: lax_of(np_).full_like(t, 2.0),
+        P("x", None),
+        "broadcast_in_dim",
+    ),
     # along the batch (unindexed) dimension: one gather with batching dimensions, as JAX's
-    ("take_along_axis", lambda np_: lambda t: np_.take_along_axis(t, IDX2, axis=1),
-     P("x", None), "gather"),
-    ("take_along_axis of argsort", lambda np_: lambda t: np_.take_along_axis(
-        t, np_.argsort(t, axis=1), axis=1), P("x", None), "gather"),
-    ("take_along_axis, indices broadcast", lambda np_: lambda t: np_.take_along_axis(
-        t, IDX2[:1], axis=0), P(None, "y"), "gather"),
+    (
+        "take_along_axis",
+        lambda np_: lambda t: np_.take_along_axis(t, IDX2, axis=1),
+        P("x", None),
+        "gather",
+    ),
+    (
+        "take_along_axis of argsort",
+        lambda np_: lambda t: np_.take_along_axis(t, np_.argsort(t, axis=1), axis=1),
+        P("x", None),
+        "gather",
+    ),
+    (
+        "take_along_axis, indices broadcast",
+        lambda np_: lambda t: np_.take_along_axis(t, IDX2[:1], axis=0),
+        P(None, "y"),
+        "gather",
+    ),
     ("tile", lambda np_: lambda t: np_.tile(t, (1, 2)), P("x", None), "tile"),
     ("lax.tile", lambda np_: lambda t: lax_of(np_).tile(t, (2, 1)), P(None, "y"), "tile"),
-    ("concatenate a replicated constant", lambda np_: lambda t: np_.concatenate(
-        [t, np_.zeros((2, 8))]), P(), "concatenate"),
-    ("concatenate a resharded constant", lambda np_: lambda t: np_.concatenate(
-        [t, lib_of(np_).sharding.reshard(np_.zeros((2, 8)), P(None, "y"))]), P(None, "y"),
-     "concatenate"),
-    ("dynamic_update_slice of a resharded constant", lambda np_: lambda t: lax_of(
-        np_).dynamic_update_slice(t, lib_of(np_).sharding.reshard(np_.zeros((2, 8)),
-                                                                  P(None, "y")), (3, 0)),
-     P(None, "y"), "dynamic_update_slice"),
+    (
+        "concatenate a replicated constant",
+        lambda np_: lambda t: np_.concatenate([t, np_.zeros((2, 8))]),
+        P(),
+        "concatenate",
+    ),
+    (
+        "concatenate a resharded constant",
+        lambda np_: (
+            lambda t: np_.concatenate(
+                [t, lib_of(np_).sharding.reshard(np_.zeros((2, 8)), P(None, "y"))]
+            )
+        ),
+        P(None, "y"),
+        "concatenate",
+    ),
+    (
+        "dynamic_update_slice of a resharded constant",
+        lambda np_: (
+            lambda t: lax_of(np_).dynamic_update_slice(
+                t, lib_of(np_).sharding.reshard(np_.zeros((2, 8)), P(None, "y")), (3, 0)
+            )
+        ),
+        P(None, "y"),
+        "dynamic_update_slice",
+    ),
 ]
 
 
 def eqn_types(closed, name):
     """The result types of the ``name`` equations of ``closed``, those of the ``jit``s in it
     included (JAX's ``jnp.take_along_axis`` is one)."""
-    found = [types for prim, types in jaxpr_types(closed)[len(closed.jaxpr.invars):]
-             if prim == name]
+    found = [
+        types for prim, types in jaxpr_types(closed)[len(closed.jaxpr.invars) :] if prim == name
+    ]
     for e in closed.jaxpr.eqns:
         if e.primitive.name == "jit":
             found += eqn_types(e.params["jaxpr"], name)
@@ -277,63 +401,144 @@ def test_sharding_rules_against_jax(name, make, spec, prim):
     with jax.set_mesh(MESH):
         got, want = xform.make_jaxpr(f)(x), jax.make_jaxpr(jf)(jx)
         assert eqn_types(got, prim) == eqn_types(want, prim) != []
-        assert [a.str_short() for a in got.out_avals] == \
-            [a.str_short(short_dtypes=True) for a in want.out_avals]
+        assert [a.str_short() for a in got.out_avals] == [
+            a.str_short(short_dtypes=True) for a in want.out_avals
+        ]
         outs, jouts = f(x), jf(jx)  # eagerly: one partitioned program per operation
-    for out, jout in zip(xform.tree_util.tree_leaves(outs), jax.tree_util.tree_leaves(jouts),
-                         strict=True):
+    for out, jout in zip(
+        xform.tree_util.tree_leaves(outs), jax.tree_util.tree_leaves(jouts), strict=True
+    ):
         assert out.sharding == jout.sharding
         np.testing.assert_allclose(np.asarray(out), np.asarray(jout), rtol=1e-6)
 
 
 MORE_ERRORS = [
-    ("cumsum over a split axis", lambda np_: lambda a, b: lax_of(np_).cumsum(a, 0),
-     P("x", None), P(), "Input should be unsharded over the axis being reduced"),
-    ("sort over a split axis", lambda np_: lambda a, b: lax_of(np_).sort(a, dimension=0),
-     P("x", "y"), P(), "Arguments to sort must be unsharded over the sorting dimension"),
-    ("sort of unequal shardings", lambda np_: lambda a, b: lax_of(np_).sort(
-        (a, b), dimension=1, num_keys=1), P("x", None), P("y", None),
-     "Arguments to sort must have equal shardings"),
-    ("top_k over a split axis", lambda np_: lambda a, b: lax_of(np_).top_k(a, 2),
-     P(None, "y"), P(), "The input should be unsharded over the axis along which"),
-    ("gather of a split axis", lambda np_: lambda a, b: a[IDX], P("x", "y"), P(),
-     re.escape("Use `.at[...].get(out_sharding=)` to provide output PartitionSpec")),
-    ("dynamic_update_slice", lambda np_: lambda a, b: lax_of(np_).dynamic_update_slice(
-        a, b[:4], (0, 0)), P("x", "y"), P(None, "y"),
-     re.escape("dynamic_update_slice operand sharding must be equal to update sharding, got "
-               "operand sharding float32[8@x,8@y]({Explicit: ('x', 'y')}) and update "
-               "sharding float32[4,8@y]({Explicit: ('x', 'y')}).")),
-    ("select cases", lambda np_: lambda a, b: lax_of(np_).select(a > 0, a, b), P("x", "y"),
-     P(None, "y"), "select cases must have the same shardings"),
-    ("select predicate", lambda np_: lambda a, b: lax_of(np_).select(b > 0, a, a),
-     P("x", "y"), P(None, "y"), "select `which` must be scalar or have the same sharding"),
-    ("uneven pad", lambda np_: lambda a, b: lax_of(np_).pad(a, 0.0, ((1, 1, 0), (0, 0, 0))),
-     P("x", None), P(), re.escape("padding on sharded dims where out dim (10) is not")),
-    ("concatenate", lambda np_: lambda a, b: np_.concatenate([a, b]), P("x", None),
-     P(None, "y"), "All operands should have the same sharding. Got shardings"),
+    (
+        "cumsum over a split axis",
+        lambda np_: lambda a, b: lax_of(np_).cumsum(a, 0),
+        P("x", None),
+        P(),
+        "Input should be unsharded over the axis being reduced",
+    ),
+    (
+        "sort over a split axis",
+        lambda np_: lambda a, b: lax_of(np_).sort(a, dimension=0),
+        P("x", "y"),
+        P(),
+        "Arguments to sort must be unsharded over the sorting dimension",
+    ),
+    (
+        "sort of unequal shardings",
+        lambda np_: lambda a, b: lax_of(np_).sort((a, b), dimension=1, num_keys=1),
+        P("x", None),
+        P("y", None),
+        "Arguments to sort must have equal shardings",
+    ),
+    (
+        "top_k over a split axis",
+        lambda np_: lambda a, b: lax_of(np_).top_k(a, 2),
+        P(None, "y"),
+        P(),
+        "The input should be unsharded over the axis along which",
+    ),
+    (
+        "gather of a split axis",
+        lambda np_: lambda a, b: a[IDX],
+        P("x", "y"),
+        P(),
+        re.escape("Use `.at[...].get(out_sharding=)` to provide output PartitionSpec"),
+    ),
+    (
+        "dynamic_update_slice",
+        lambda np_: lambda a, b: lax_of(np_).dynamic_update_slice(a, b[:4], (0, 0)),
+        P("x", "y"),
+        P(None, "y"),
+        re.escape(
+            "dynamic_update_slice operand sharding must be equal to update sharding, got "
+            "operand sharding float32[8@x,8@y]({Explicit: ('x', 'y')}) and update "
+            "sharding float32[4,8@y]({Explicit: ('x', 'y')})."
+        ),
+    ),
+    (
+        "select cases",
+        lambda np_: lambda a, b: lax_of(np_).select(a > 0, a, b),
+        P("x", "y"),
+        P(None, "y"),
+        "select cases must have the same shardings",
+    ),
+    (
+        "select predicate",
+        lambda np_: lambda a, b: lax_of(np_).select(b > 0, a, a),
+        P("x", "y"),
+        P(None, "y"),
+        "select `which` must be scalar or have the same sharding",
+    ),
+    (
+        "uneven pad",
+        lambda np_: lambda a, b: lax_of(np_).pad(a, 0.0, ((1, 1, 0), (0, 0, 0))),
+        P("x", None),
+        P(),
+        re.escape("padding on sharded dims where out dim (10) is not"),
+    ),
+    (
+        "concatenate",
+        lambda np_: lambda a, b: np_.concatenate([a, b]),
+        P("x", None),
+        P(None, "y"),
+        "All operands should have the same sharding. Got shardings",
+    ),
     # a constant is replicated: it is not laid out as a split operand by itself
-    ("concatenate with a constant", lambda np_: lambda a, b: np_.concatenate(
-        [a, np_.zeros((2, 8))]), P(None, "y"), P(),
-     re.escape("spec=P(None, 'y')), NamedSharding(mesh=AbstractMesh('x': 4, 'y': 2, "
-               "axis_types=(Explicit, Explicit), device_kind=cpu, num_cores=None, "
-               "platform=cpu), spec=P(None, None))")),
-    ("constant first", lambda np_: lambda a, b: np_.concatenate([np_.ones((8, 2)), a], 1),
-     P("x", None), P(), "All operands should have the same sharding"),
-    ("dynamic_update_slice of a constant", lambda np_: lambda a, b: lax_of(
-        np_).dynamic_update_slice(a, np_.zeros((2, 8)), (0, 0)), P(None, "y"), P(),
-     re.escape("got operand sharding float32[8,8@y]({Explicit: ('x', 'y')}) and update "
-               "sharding float32[2,8]({Explicit: ('x', 'y')}).")),
-    ("dynamic_update_slice into a constant", lambda np_: lambda a, b: lax_of(
-        np_).dynamic_update_slice(np_.zeros((8, 8)), a[:2], (0, 0)), P(None, "y"), P(),
-     "dynamic_update_slice operand sharding must be equal to update sharding"),
-    ("tile of a split axis", lambda np_: lambda a, b: np_.tile(a, (2, 1)), P("x", None), P(),
-     re.escape("Operand cannot be sharded on dimension 0 when the tiling is non-trivial. Got "
-               "input type: float32[8@x,8] with reps: (2, 1)")),
+    (
+        "concatenate with a constant",
+        lambda np_: lambda a, b: np_.concatenate([a, np_.zeros((2, 8))]),
+        P(None, "y"),
+        P(),
+        re.escape(
+            "spec=P(None, 'y')), NamedSharding(mesh=AbstractMesh('x': 4, 'y': 2, "
+            "axis_types=(Explicit, Explicit), device_kind=cpu, num_cores=None, "
+            "platform=cpu), spec=P(None, None))"
+        ),
+    ),
+    (
+        "constant first",
+        lambda np_: lambda a, b: np_.concatenate([np_.ones((8, 2)), a], 1),
+        P("x", None),
+        P(),
+        "All operands should have the same sharding",
+    ),
+    (
+        "dynamic_update_slice of a constant",
+        lambda np_: lambda a, b: lax_of(np_).dynamic_update_slice(a, np_.zeros((2, 8)), (0, 0)),
+        P(None, "y"),
+        P(),
+        re.escape(
+            "got operand sharding float32[8,8@y]({Explicit: ('x', 'y')}) and update "
+            "sharding float32[2,8]({Explicit: ('x', 'y')})."
+        ),
+    ),
+    (
+        "dynamic_update_slice into a constant",
+        lambda np_: lambda a, b: lax_of(np_).dynamic_update_slice(np_.zeros((8, 8)), a[:2], (0, 0)),
+        P(None, "y"),
+        P(),
+        "dynamic_update_slice operand sharding must be equal to update sharding",
+    ),
+    (
+        "tile of a split axis",
+        lambda np_: lambda a, b: np_.tile(a, (2, 1)),
+        P("x", None),
+        P(),
+        re.escape(
+            "Operand cannot be sharded on dimension 0 when the tiling is non-trivial. Got "
+            "input type: float32[8@x,8] with reps: (2, 1)"
+        ),
+    ),
 ]
 
 
-@pytest.mark.parametrize("name,make,spec_a,spec_b,match", MORE_ERRORS,
-                         ids=[e[0] for e in MORE_ERRORS])
+@pytest.mark.parametrize(
+    "name,make,spec_a,spec_b,match", MORE_ERRORS, ids=[e[0] for e in MORE_ERRORS]
+)
 def test_more_sharding_type_errors(name, make, spec_a, spec_b, match):
     test_sharding_type_errors(name, make, spec_a, spec_b, match)
 
@@ -341,23 +546,36 @@ def test_more_sharding_type_errors(name, make, spec_a, spec_b, match):
 # --------------------------------------------------------------------------- out_sharding
 
 OUT_SHARDING = [
-    ("lax.reshape", lambda lib, np_: lambda t: lib.lax.reshape(t, (16, 4),
-                                                               out_sharding=P("x", None))),
+    (
+        "lax.reshape",
+        lambda lib, np_: lambda t: lib.lax.reshape(t, (16, 4), out_sharding=P("x", None)),
+    ),
     ("jnp.reshape", lambda lib, np_: lambda t: np_.reshape(t, (16, 4), out_sharding=P("x"))),
     ("Array.reshape", lambda lib, np_: lambda t: t.reshape(16, 4, out_sharding=P(None, "y"))),
-    ("reshape order F", lambda lib, np_: lambda t: np_.reshape(t, (16, 4), order="F",
-                                                               out_sharding=P("x", None))),
-    ("lax.dot_general", lambda lib, np_: lambda t: lib.lax.dot_general(
-        t, t, (((1,), (0,)), ((), ())), out_sharding=P("x", "y"))),
+    (
+        "reshape order F",
+        lambda lib, np_: lambda t: np_.reshape(t, (16, 4), order="F", out_sharding=P("x", None)),
+    ),
+    (
+        "lax.dot_general",
+        lambda lib, np_: (
+            lambda t: lib.lax.dot_general(t, t, (((1,), (0,)), ((), ())), out_sharding=P("x", "y"))
+        ),
+    ),
     ("lax.dot", lambda lib, np_: lambda t: lib.lax.dot(t, t.T, out_sharding=P("x", None))),
     ("jnp.dot", lambda lib, np_: lambda t: np_.dot(t, t, out_sharding=P("x", None))),
     ("jnp.matmul", lambda lib, np_: lambda t: np_.matmul(t, t, out_sharding=P(None, "y"))),
-    ("einsum", lambda lib, np_: lambda t: np_.einsum("ij,jk->ki", t, t,
-                                                     out_sharding=P("y", None))),
-    ("einsum of 3", lambda lib, np_: lambda t: np_.einsum("ij,jk,kl->il", t, t, t,
-                                                          out_sharding=P("x", None))),
-    ("grad of reshape", lambda lib, np_: lib.grad(
-        lambda u: (u.reshape(16, 4, out_sharding=P("x", None)) ** 2).sum())),
+    ("einsum", lambda lib, np_: lambda t: np_.einsum("ij,jk->ki", t, t, out_sharding=P("y", None))),
+    (
+        "einsum of 3",
+        lambda lib, np_: lambda t: np_.einsum("ij,jk,kl->il", t, t, t, out_sharding=P("x", None)),
+    ),
+    (
+        "grad of reshape",
+        lambda lib, np_: lib.grad(
+            lambda u: (u.reshape(16, 4, out_sharding=P("x", None)) ** 2).sum()
+        ),
+    ),
 ]
 
 
@@ -367,8 +585,9 @@ def test_out_sharding(name, make):
     f, jf = make(xform, xnp), make(jax, jnp)
     with jax.set_mesh(MESH):
         got, want = xform.make_jaxpr(f)(x), jax.make_jaxpr(jf)(jx)
-        assert [a.str_short() for a in got.out_avals] == \
-            [a.str_short(short_dtypes=True) for a in want.out_avals]
+        assert [a.str_short() for a in got.out_avals] == [
+            a.str_short(short_dtypes=True) for a in want.out_avals
+        ]
         if name != "reshape order F":  # (JAX's transposes in its reshape)
             assert str(got) == str(want)
         out, jout = f(x), jf(jx)
@@ -384,35 +603,88 @@ def test_out_sharding_errors_as_jax():
         with pytest.raises(TypeError, match="`out_sharding` argument of dot_general only"):
             lib.lax.dot_general(A, A, (((1,), (0,)), ((), ())), out_sharding="x")
     with jax.set_mesh(MESH):  # without out_sharding: refused, the fix named
-        with pytest.raises(ShardingTypeError, match="specify the sharding of the output via "
-                                                    "the `out_sharding` argument"):
+        with pytest.raises(
+            ShardingTypeError,
+            match="specify the sharding of the output via the `out_sharding` argument",
+        ):
             x.reshape(16, 4)
-        assert xform.typeof(x.reshape(16, 4, out_sharding=P(("x", "y")))).str_short() == \
-            jax.typeof(jx.reshape(16, 4, out_sharding=P(("x", "y")))).str_short(True)
+        assert xform.typeof(x.reshape(16, 4, out_sharding=P(("x", "y")))).str_short() == jax.typeof(
+            jx.reshape(16, 4, out_sharding=P(("x", "y")))
+        ).str_short(True)
 
 
 # --------------------------------------------------------------------------- auto/explicit axes
 
 AXES = [
-    ("auto_axes", MESH, P("x", "y"), lambda lib, np_: lib.sharding.auto_axes(
-        lambda t: (t @ t.T).reshape(16, 4), out_sharding=P("x", None))),
-    ("auto_axes of one axis", MESH, P("x", "y"), lambda lib, np_: lib.sharding.auto_axes(
-        lambda t: t * 2, axes="x", out_sharding=P("x", "y"))),
-    ("auto_axes, out_sharding per call", MESH, P("x", "y"), lambda lib, np_: lambda t:
-        lib.sharding.auto_axes(lambda u: np_.sin(u).sum(0))(t, out_sharding=P("y"))),
-    ("explicit_axes", AUTO, P("x", None), lambda lib, np_: lib.sharding.explicit_axes(
-        lambda t: t @ t, in_sharding=P("x", None))),
-    ("explicit_axes of one axis", AUTO, P("x", None), lambda lib, np_:
-        lib.sharding.explicit_axes(np_.sin, axes="y", in_sharding=P(None, "y"))),
+    (
+        "auto_axes",
+        MESH,
+        P("x", "y"),
+        lambda lib, np_: lib.sharding.auto_axes(
+            lambda t: (t @ t.T).reshape(16, 4), out_sharding=P("x", None)
+        ),
+    ),
+    (
+        "auto_axes of one axis",
+        MESH,
+        P("x", "y"),
+        lambda lib, np_: lib.sharding.auto_axes(
+            lambda t: t * 2, axes="x", out_sharding=P("x", "y")
+        ),
+    ),
+    (
+        "auto_axes, out_sharding per call",
+        MESH,
+        P("x", "y"),
+        lambda lib, np_: (
+            lambda t: lib.sharding.auto_axes(lambda u: np_.sin(u).sum(0))(t, out_sharding=P("y"))
+        ),
+    ),
+    (
+        "explicit_axes",
+        AUTO,
+        P("x", None),
+        lambda lib, np_: lib.sharding.explicit_axes(lambda t: t @ t, in_sharding=P("x", None)),
+    ),
+    (
+        "explicit_axes of one axis",
+        AUTO,
+        P("x", None),
+        lambda lib, np_: lib.sharding.explicit_axes(np_.sin, axes="y", in_sharding=P(None, "y")),
+    ),
     # over a mesh with both kinds of axes: the Auto axis keeps its split out of the region
-    ("explicit_axes, mixed mesh", MIXED, P("x", None), lambda lib, np_:
-        lib.sharding.explicit_axes(lambda t: t * 2, axes="y", in_sharding=P("x", "y"))),
-    ("explicit_axes, mixed mesh, reduced", MIXED, P("x", None), lambda lib, np_:
-        lib.sharding.explicit_axes(lambda t: t.sum(0), axes="y", in_sharding=P("x", "y"))),
-    ("auto_axes, mixed mesh", MIXED, P("x", "y"), lambda lib, np_: lib.sharding.auto_axes(
-        lambda t: t @ t, axes="x", out_sharding=P("x", None))),
-    ("auto_axes of one axis, into a mixed region", MESH, P("x", "y"), lambda lib, np_:
-        lib.sharding.auto_axes(lambda t: np_.sin(t).sum(1), axes="y", out_sharding=P("x"))),
+    (
+        "explicit_axes, mixed mesh",
+        MIXED,
+        P("x", None),
+        lambda lib, np_: lib.sharding.explicit_axes(
+            lambda t: t * 2, axes="y", in_sharding=P("x", "y")
+        ),
+    ),
+    (
+        "explicit_axes, mixed mesh, reduced",
+        MIXED,
+        P("x", None),
+        lambda lib, np_: lib.sharding.explicit_axes(
+            lambda t: t.sum(0), axes="y", in_sharding=P("x", "y")
+        ),
+    ),
+    (
+        "auto_axes, mixed mesh",
+        MIXED,
+        P("x", "y"),
+        lambda lib, np_: lib.sharding.auto_axes(
+            lambda t: t @ t, axes="x", out_sharding=P("x", None)
+        ),
+    ),
+    (
+        "auto_axes of one axis, into a mixed region",
+        MESH,
+        P("x", "y"),
+        lambda lib, np_: lib.sharding.auto_axes(
+            lambda t: np_.sin(t).sum(1), axes="y", out_sharding=P("x")
+        ),
+    ),
 ]
 
 
@@ -462,13 +734,27 @@ def test_grad_cotangents_of_dots_take_their_operands_types():
         def f(w, x):
             h = lib.sharding.reshard(np_.sin(x), P("x", None))
             return (np_.tanh(h @ w) ** 2).sum() + (x @ lib.sharding.reshard(w, P())).sum()
+
         return f
 
     def picked(closed):  # the contractions, their transposes and the reshards of arrays
-        return [(e.primitive.name, [str(v.aval.str_short(*(() if isinstance(
-            v.aval, xform.core.ShapedArray) else (True,)))) for v in e.outvars])
-            for e in closed.jaxpr.eqns if e.primitive.name in ("dot_general", "transpose")
-            or e.primitive.name == "reshard" and e.invars[0].aval.shape]
+        return [
+            (
+                e.primitive.name,
+                [
+                    str(
+                        v.aval.str_short(
+                            *(() if isinstance(v.aval, xform.core.ShapedArray) else (True,))
+                        )
+                    )
+                    for v in e.outvars
+                ],
+            )
+            for e in closed.jaxpr.eqns
+            if e.primitive.name in ("dot_general", "transpose")
+            or e.primitive.name == "reshard"
+            and e.invars[0].aval.shape
+        ]
 
     with jax.set_mesh(MESH):
         got = xform.make_jaxpr(xform.grad(loss(xform, xnp), (0, 1)))(w, x)
@@ -483,12 +769,22 @@ def test_grad_cotangents_of_dots_take_their_operands_types():
 
 
 GRADS = [
-    ("dot of a resharded operand", lambda lib, np_: lambda w, x: (
-        np_.sin(x @ lib.sharding.reshard(w, P(None, None))) * 2).sum()),
+    (
+        "dot of a resharded operand",
+        lambda lib, np_: (
+            lambda w, x: (np_.sin(x @ lib.sharding.reshard(w, P(None, None))) * 2).sum()
+        ),
+    ),
     ("sums and mean", lambda lib, np_: lambda w, x: (x.T * 3.0).sum(0).sum() + (w * w).mean()),
-    ("reshape and dot", lambda lib, np_: lambda w, x: np_.sin(
-        x.reshape(4, 16, out_sharding=P("x", None))
-        @ w.reshape(16, 2, out_sharding=P("x", None))).sum()),
+    (
+        "reshape and dot",
+        lambda lib, np_: (
+            lambda w, x: np_.sin(
+                x.reshape(4, 16, out_sharding=P("x", None))
+                @ w.reshape(16, 2, out_sharding=P("x", None))
+            ).sum()
+        ),
+    ),
 ]
 
 
@@ -515,16 +811,40 @@ B = np.arange(4 * 8 * 8, dtype=np.float32).reshape(4, 8, 8) / 100
 # (name, function, its arguments' specs): the dot's out_sharding names the per-example
 # result's dimensions; vmap gives the batch dimension the mapped operands' split, as JAX's.
 VMAP_DOTS = [
-    ("both mapped, batch split", lambda lib, np_: lib.vmap(lambda a, b: lib.lax.dot_general(
-        a, b, (((1,), (0,)), ((), ())), out_sharding=P(None, "y"))), (P("x"), P("x"))),
-    ("lhs mapped at 1", lambda lib, np_: lib.vmap(lambda a: lib.lax.dot_general(
-        a, A, (((1,), (0,)), ((), ())), out_sharding=P(None, "y")), in_axes=1),
-     (P(None, "x"),)),
-    ("rhs mapped at 2, batch split", lambda lib, np_: lib.vmap(lambda b: lib.lax.dot_general(
-        A[:, :4], b, (((1,), (0,)), ((), ())), out_sharding=P("y", None)), in_axes=2),
-     (P(None, None, "x"),)),
-    ("batch unsplit", lambda lib, np_: lib.vmap(lambda a, b: np_.matmul(
-        a, b, out_sharding=P("x", None))), (P(None, "x"), P())),
+    (
+        "both mapped, batch split",
+        lambda lib, np_: lib.vmap(
+            lambda a, b: lib.lax.dot_general(
+                a, b, (((1,), (0,)), ((), ())), out_sharding=P(None, "y")
+            )
+        ),
+        (P("x"), P("x")),
+    ),
+    (
+        "lhs mapped at 1",
+        lambda lib, np_: lib.vmap(
+            lambda a: lib.lax.dot_general(
+                a, A, (((1,), (0,)), ((), ())), out_sharding=P(None, "y")
+            ),
+            in_axes=1,
+        ),
+        (P(None, "x"),),
+    ),
+    (
+        "rhs mapped at 2, batch split",
+        lambda lib, np_: lib.vmap(
+            lambda b: lib.lax.dot_general(
+                A[:, :4], b, (((1,), (0,)), ((), ())), out_sharding=P("y", None)
+            ),
+            in_axes=2,
+        ),
+        (P(None, None, "x"),),
+    ),
+    (
+        "batch unsplit",
+        lambda lib, np_: lib.vmap(lambda a, b: np_.matmul(a, b, out_sharding=P("x", None))),
+        (P(None, "x"), P()),
+    ),
 ]
 
 
@@ -536,8 +856,9 @@ def test_vmap_of_dots_with_out_sharding(name, make, specs):
     with jax.set_mesh(MESH):
         got, want = xform.make_jaxpr(f)(*xs), jax.make_jaxpr(jf)(*jxs)
         assert str(got) == str(want)
-        assert [a.str_short() for a in got.out_avals] == \
-            [a.str_short(short_dtypes=True) for a in want.out_avals]
+        assert [a.str_short() for a in got.out_avals] == [
+            a.str_short(short_dtypes=True) for a in want.out_avals
+        ]
         out, jout = f(*xs), jf(*jxs)
     assert xform.typeof(out).str_short() == jax.typeof(jout).str_short(short_dtypes=True)
     assert out.sharding == jout.sharding
@@ -564,8 +885,9 @@ RESHARD_MIXED = [
 ]
 
 
-@pytest.mark.parametrize("types,src,dst", RESHARD_MIXED, ids=[f"{s}->{d}@{t[0].name}"
-                                                              for t, s, d in RESHARD_MIXED])
+@pytest.mark.parametrize(
+    "types,src,dst", RESHARD_MIXED, ids=[f"{s}->{d}@{t[0].name}" for t, s, d in RESHARD_MIXED]
+)
 def test_eager_reshard_on_a_mixed_mesh(types, src, dst):
     mesh = jax.make_mesh((4, 2), ("x", "y"), axis_types=types)
     x, jx = put_both(A, src, MESH)  # laid out over the all-Explicit mesh of the same devices
@@ -578,11 +900,14 @@ def test_eager_reshard_on_a_mixed_mesh(types, src, dst):
 
 def test_mixed_mesh_types_and_reshard_errors_as_jax():
     x, jx = put_both(A, P("x", "y"), MIXED)  # the Auto axis is no part of the type
-    assert xform.typeof(x).str_short() == jax.typeof(jx).str_short(short_dtypes=True) == \
-        "f32[8@x,8]"
-    match = re.escape("PartitionSpec passed to reshard cannot contain axis names that are of "
-                      "type Auto or Manual. Got PartitionSpec: P(None, 'y') with axis name: y "
-                      "of type: AxisType.Auto.")
+    assert (
+        xform.typeof(x).str_short() == jax.typeof(jx).str_short(short_dtypes=True) == "f32[8@x,8]"
+    )
+    match = re.escape(
+        "PartitionSpec passed to reshard cannot contain axis names that are of "
+        "type Auto or Manual. Got PartitionSpec: P(None, 'y') with axis name: y "
+        "of type: AxisType.Auto."
+    )
     with jax.set_mesh(MIXED):
         for lib, t in ((jax, jx), (xform, x)):
             with pytest.raises(ValueError, match=match):
@@ -597,8 +922,12 @@ def test_mixed_mesh_types_and_reshard_errors_as_jax():
 # annotated as JAX's: results as their types say over a mesh of Explicit axes (a constant's
 # replicated), left open over one with Auto axes unless every dimension is split.
 ANNOTATED = [
-    ("a constant and a scalar", MESH, P("x", None), lambda np_: lambda t: (
-        np_.zeros((4, 4)), t.sum())),
+    (
+        "a constant and a scalar",
+        MESH,
+        P("x", None),
+        lambda np_: lambda t: (np_.zeros((4, 4)), t.sum()),
+    ),
     ("passed through", MESH, P("x", "y"), lambda np_: lambda t: (t, t * 2)),
     ("mixed mesh", MIXED, P("x", "y"), lambda np_: lambda t: (t * 2, t.sum(1), t.sum())),
     ("mixed mesh, reduced", MIXED, P("x", None), lambda np_: lambda t: np_.sin(t).sum(0)),
@@ -620,8 +949,9 @@ def test_jit_module_annotations_as_jax(name, mesh, spec, make):
         return re.sub(r"-> \((.*)\)$", r"-> \1", sig)
 
     assert signature(text) == signature(jtext)
-    for out, jout in zip(xform.tree_util.tree_leaves(outs), jax.tree_util.tree_leaves(jouts),
-                         strict=True):
+    for out, jout in zip(
+        xform.tree_util.tree_leaves(outs), jax.tree_util.tree_leaves(jouts), strict=True
+    ):
         assert out.sharding == jout.sharding
         assert xform.typeof(out).str_short() == jax.typeof(jout).str_short(short_dtypes=True)
         np.testing.assert_allclose(np.asarray(out), np.asarray(jout), rtol=1e-5)

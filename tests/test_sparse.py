@@ -20,16 +20,20 @@ def _sparse_dense(shape, density=0.5):
     return np.where(RNG.random(shape) < density, x, 0).astype(np.float32)
 
 
-A = _sparse_dense((3, 4))          # a matrix
-AB = _sparse_dense((2, 3, 4))      # a stack of matrices
+A = _sparse_dense((3, 4))  # a matrix
+AB = _sparse_dense((2, 3, 4))  # a stack of matrices
 V4 = RNG.standard_normal(4).astype(np.float32)
 V3 = RNG.standard_normal(3).astype(np.float32)
 B42 = RNG.standard_normal((4, 2)).astype(np.float32)
 B23 = RNG.standard_normal((2, 3)).astype(np.float32)
 BB = RNG.standard_normal((2, 4, 5)).astype(np.float32)
 
-LAYOUTS = [dict(n_batch=0, n_dense=0), dict(n_batch=1, n_dense=0),
-           dict(n_batch=0, n_dense=1), dict(n_batch=1, n_dense=1)]
+LAYOUTS = [
+    dict(n_batch=0, n_dense=0),
+    dict(n_batch=1, n_dense=0),
+    dict(n_batch=0, n_dense=1),
+    dict(n_batch=1, n_dense=1),
+]
 
 
 def close(x, y, rtol=1e-5, atol=1e-5):
@@ -48,7 +52,7 @@ def densify(m):
     data = np.broadcast_to(data, (*batch, *data.shape[nb:]))
     indices = np.broadcast_to(indices, (*batch, *indices.shape[nb:]))
     out = np.zeros(m.shape, data.dtype)
-    sparse_shape = np.array(m.shape[nb:nb + m.n_sparse])
+    sparse_shape = np.array(m.shape[nb : nb + m.n_sparse])
     for b in np.ndindex(*batch):
         for k in range(m.nse):
             idx = indices[b][k]
@@ -105,32 +109,36 @@ def test_pytree():
 def test_bcsr():
     for kw in (dict(), dict(nse=9)):
         x, j = xsparse.BCSR.fromdense(A, **kw), jsparse.BCSR.fromdense(A, **kw)
-        for a, b in zip((x.data, x.indices, x.indptr), (j.data, j.indices, j.indptr),
-                        strict=True):
+        for a, b in zip((x.data, x.indices, x.indptr), (j.data, j.indices, j.indptr), strict=True):
             close(a, b)
         assert repr(x) == repr(j)
         close(x.todense(), j.todense())
         close(xsparse.bcsr_todense(x), jsparse.bcsr_todense(j))
         close(x @ V4, j @ V4)
         same_sparse(x.to_bcoo(), j.to_bcoo())
-        close(xsparse.bcsr_extract(j.indices, j.indptr, 2 * A),
-              jsparse.bcsr_extract(j.indices, j.indptr, 2 * A))
+        close(
+            xsparse.bcsr_extract(j.indices, j.indptr, 2 * A),
+            jsparse.bcsr_extract(j.indices, j.indptr, 2 * A),
+        )
     xb, jb = (m.fromdense(AB, n_batch=1) for m in (xsparse.BCSR, jsparse.BCSR))
     close(xb.todense(), jb.todense())
-    close(xsparse.bcsr_dot_general(xb, BB, dimension_numbers=(([2], [1]), ([0], [0]))),
-          jsparse.bcsr_dot_general(jb, BB, dimension_numbers=(([2], [1]), ([0], [0]))))
+    close(
+        xsparse.bcsr_dot_general(xb, BB, dimension_numbers=(([2], [1]), ([0], [0]))),
+        jsparse.bcsr_dot_general(jb, BB, dimension_numbers=(([2], [1]), ([0], [0]))),
+    )
     assert xform.tree_util.tree_structure(xb) is not None
     close(xform.jit(lambda m: m.todense())(xb), jb.todense())
     for d in (0, 1, 2):
-        close(xsparse.bcsr_concatenate([xb, xb], dimension=d).todense(),
-              np.concatenate([AB, AB], d))
+        close(
+            xsparse.bcsr_concatenate([xb, xb], dimension=d).todense(), np.concatenate([AB, AB], d)
+        )
     out = xsparse.bcsr_broadcast_in_dim(x, shape=(2, 3, 4), broadcast_dimensions=(1, 2))
     assert (out.shape, out.n_batch, out.nse) == ((2, 3, 4), 1, x.nse)
     close(out.todense(), np.broadcast_to(A, (2, 3, 4)))
 
 
 def test_sum_duplicates():
-    data = np.array([1., 2., 3., 4., 0.], np.float32)
+    data = np.array([1.0, 2.0, 3.0, 4.0, 0.0], np.float32)
     indices = np.array([[0, 1], [2, 0], [0, 1], [1, 3], [3, 4]], np.int32)  # last: padding
     x = xsparse.BCOO((data, indices), shape=(3, 4))
     j = jsparse.BCOO((data, indices), shape=(3, 4))
@@ -140,10 +148,12 @@ def test_sum_duplicates():
     two_eight = jax.jit(lambda m: (m.sum_duplicates(nse=2), m.sum_duplicates(nse=8)))(j)
     for nse, oj in zip((2, 8), two_eight, strict=True):
         same_sparse(x.sum_duplicates(nse=nse), oj, exact=True)
-    xb = xsparse.BCOO((np.stack([data, 2 * data]), np.stack([indices, indices[::-1]])),
-                      shape=(2, 3, 4))
-    jb = jsparse.BCOO((np.stack([data, 2 * data]), np.stack([indices, indices[::-1]])),
-                      shape=(2, 3, 4))
+    xb = xsparse.BCOO(
+        (np.stack([data, 2 * data]), np.stack([indices, indices[::-1]])), shape=(2, 3, 4)
+    )
+    jb = jsparse.BCOO(
+        (np.stack([data, 2 * data]), np.stack([indices, indices[::-1]])), shape=(2, 3, 4)
+    )
     same_sparse(xb.sum_duplicates(), jb.sum_duplicates(), exact=True)
 
 
@@ -153,8 +163,9 @@ def test_transpose_reshape_sum():
     same_sparse(x.transpose((1, 0)), j.transpose((1, 0)), exact=True)
     same_sparse(x.reshape(2, 6), j.reshape(2, 6))
     same_sparse(x.reshape(12), j.reshape((12,)))
-    same_sparse(xsparse.bcoo_reshape(x, new_sizes=(4, 3)),
-                jsparse.bcoo_reshape(j, new_sizes=(4, 3)))
+    same_sparse(
+        xsparse.bcoo_reshape(x, new_sizes=(4, 3)), jsparse.bcoo_reshape(j, new_sizes=(4, 3))
+    )
     close(x.sum(), j.sum())
     for axes in ((0,), (1,), (0, 1)):
         same_sparse(xsparse.bcoo_reduce_sum(x, axes=axes), jsparse.bcoo_reduce_sum(j, axes=axes))
@@ -164,8 +175,7 @@ def test_transpose_reshape_sum():
     same_sparse(xb.transpose((0, 2, 1)), jb.transpose((0, 2, 1)))
     xb, jb = both(AB, n_batch=1, n_dense=1)
     for axes in ((0,), (1,), (2,), (0, 2)):
-        same_sparse(xsparse.bcoo_reduce_sum(xb, axes=axes),
-                    jsparse.bcoo_reduce_sum(jb, axes=axes))
+        same_sparse(xsparse.bcoo_reduce_sum(xb, axes=axes), jsparse.bcoo_reduce_sum(jb, axes=axes))
     with pytest.raises(ValueError, match="cannot mix sparse and dense"):
         xb.reshape(2, 12)
     xb, jb = both(AB, n_batch=1)
@@ -187,7 +197,10 @@ def _structural_ops(sp, m, shuffled):
         (False, sp.bcoo_concatenate([m, m], dimension=0)),
         (False, sp.bcoo_concatenate([m, m], dimension=1)),
         (False, sp.bcoo_broadcast_in_dim(m, shape=(2, 3, 4), broadcast_dimensions=(1, 2))),
-        (False, m[1]), (False, m[:, -1]), (False, m[None, 1:3]), (False, m[..., ::2]),
+        (False, m[1]),
+        (False, m[:, -1]),
+        (False, m[None, 1:3]),
+        (False, m[..., ::2]),
         (True, sp.bcoo_dynamic_slice(m, (2, 1), (2, 2))),  # start clamped to (1, 1)
     )
 
@@ -229,10 +242,12 @@ def test_sparsify_control_flow():
         close(ox, oj)
     # gradients through the fori_loop and cond, not under jit: xform's grad of a jit holding a
     # while_loop fails even when the loop's output is unused (an engine bug, not sparse's)
-    gx = xform.grad(lambda v: sum(o.sum() for o in
-                                  xsparse.sparsify(_loops(xform.lax, xjnp))(x, v)[::2]))(v)
-    gj = jax.grad(lambda v: sum(o.sum() for o in
-                                jsparse.sparsify(_loops(jax.lax, jjnp))(j, v)[::2]))(v)
+    gx = xform.grad(
+        lambda v: sum(o.sum() for o in xsparse.sparsify(_loops(xform.lax, xjnp))(x, v)[::2])
+    )(v)
+    gj = jax.grad(
+        lambda v: sum(o.sum() for o in jsparse.sparsify(_loops(jax.lax, jjnp))(j, v)[::2])
+    )(v)
     close(gx, gj)
     with pytest.raises(NotImplementedError, match="loop-invariant"):
         xsparse.sparsify(lambda m: xform.lax.fori_loop(0, 2, lambda i, a: a * 2.0, m))(x)
@@ -245,20 +260,25 @@ def test_traced_slices_and_sampled_products():
     for i in (0, 2):
         same_sparse(fx(x, i), fj(j, i))
     dn = (([1], [0]), ([], []))  # (3, 2) @ (2, 4): the product has the sparse shape
-    close(xsparse.bcoo_dot_general_sampled(B23.T, B42.T, x.indices, dimension_numbers=dn),
-          jsparse.bcoo_dot_general_sampled(B23.T, B42.T, j.indices, dimension_numbers=dn))
+    close(
+        xsparse.bcoo_dot_general_sampled(B23.T, B42.T, x.indices, dimension_numbers=dn),
+        jsparse.bcoo_dot_general_sampled(B23.T, B42.T, j.indices, dimension_numbers=dn),
+    )
 
 
 def test_update_layout():
     xb, jb = both(AB, n_batch=1, n_dense=1)
     for n_batch, n_dense in ((0, 0), (0, 1), (2, 0), (1, 0)):
-        out = xsparse.bcoo_update_layout(xb, n_batch=n_batch, n_dense=n_dense,
-                                         on_inefficient=None)
+        out = xsparse.bcoo_update_layout(xb, n_batch=n_batch, n_dense=n_dense, on_inefficient=None)
         assert (out.n_batch, out.n_dense) == (n_batch, n_dense)
         close(out.todense(), AB)
         if (n_batch, n_dense) in ((0, 0), (2, 0)):
-            same_sparse(out, jsparse.bcoo_update_layout(jb, n_batch=n_batch, n_dense=n_dense,
-                                                        on_inefficient=None))
+            same_sparse(
+                out,
+                jsparse.bcoo_update_layout(
+                    jb, n_batch=n_batch, n_dense=n_dense, on_inefficient=None
+                ),
+            )
     x = xsparse.BCOO.fromdense(A)
     with pytest.raises(xsparse.SparseEfficiencyError, match="increasing n_batch from 0 to 1"):
         x.update_layout(n_batch=1)
@@ -282,12 +302,18 @@ def test_matmul(layout):
 
     if layout["n_batch"]:
         rhs = np.swapaxes(BB, 1, 2)[:, :, :3]
-        cases = [(BB, (([2], [1]), ([0], [0]))), (V4, (([2], [0]), ([], []))),
-                 (rhs, (([1], [2]), ([0], [0]))),  # a sparse dim with the rhs's last
-                 (BB[:, :, 0], (([0, 2], [0, 1]), ([], [])))]  # the batch dim contracted
+        cases = [
+            (BB, (([2], [1]), ([0], [0]))),
+            (V4, (([2], [0]), ([], []))),
+            (rhs, (([1], [2]), ([0], [0]))),  # a sparse dim with the rhs's last
+            (BB[:, :, 0], (([0, 2], [0, 1]), ([], []))),
+        ]  # the batch dim contracted
     else:
-        cases = [(V4, (([1], [0]), ([], []))), (B42, (([1], [0]), ([], []))),
-                 (B23, (([0], [1]), ([], [])))]
+        cases = [
+            (V4, (([1], [0]), ([], []))),
+            (B42, (([1], [0]), ([], []))),
+            (B23, (([0], [1]), ([], []))),
+        ]
     for rhs, dn in cases:
         out = xsparse.bcoo_dot_general(x, rhs, dimension_numbers=dn)
         close(out, dot(dense, rhs, dn))
@@ -303,8 +329,9 @@ def test_matmul(layout):
         m = jsparse.BCOO((d, j.indices), shape=j.shape).todense()
         return jjnp.sum(jjnp.sin(jax.lax.dot_general(m, r, dn)))
 
-    for gx, gj in zip(xform.grad(loss_x, (0, 1))(x.data, rhs),
-                      jax.grad(loss_j, (0, 1))(j.data, rhs), strict=True):
+    for gx, gj in zip(
+        xform.grad(loss_x, (0, 1))(x.data, rhs), jax.grad(loss_j, (0, 1))(j.data, rhs), strict=True
+    ):
         close(gx, gj)
     close(x @ V4, dense @ V4)
     if not layout["n_batch"]:
@@ -312,10 +339,15 @@ def test_matmul(layout):
         close(xjnp.asarray(V3) @ x, jjnp.asarray(V3) @ dense)
         close(xjnp.asarray(B23) @ x, jjnp.asarray(B23) @ dense)
         dn = (([1], [0]), ([], []))
-        out = xsparse.bcoo_dot_general(x, B42.astype(np.float16), dimension_numbers=dn,
-                                       preferred_element_type=np.float32)
-        close(out, jax.lax.dot_general(dense, B42.astype(np.float16), dn,
-                                       preferred_element_type=np.float32))
+        out = xsparse.bcoo_dot_general(
+            x, B42.astype(np.float16), dimension_numbers=dn, preferred_element_type=np.float32
+        )
+        close(
+            out,
+            jax.lax.dot_general(
+                dense, B42.astype(np.float16), dn, preferred_element_type=np.float32
+            ),
+        )
 
 
 def test_matmul_broadcasting_and_scipy():
@@ -341,8 +373,9 @@ def test_spdot_and_multiply_sparse():
     def products(sp, a, b):
         return a @ b.T, sp.bcoo_multiply_sparse(a, b), a * b, a * a
 
-    for ox, oj in zip(products(xsparse, x, y),
-                      jax.jit(lambda a, b: products(jsparse, a, b))(j, k), strict=True):
+    for ox, oj in zip(
+        products(xsparse, x, y), jax.jit(lambda a, b: products(jsparse, a, b))(j, k), strict=True
+    ):
         same_sparse(ox, oj)
     # the same under jit and grad, xform against itself (JAX's side is compiled above)
     spdot = xform.jit(lambda a, b: (a @ b.T, a * b))
@@ -385,11 +418,17 @@ def test_elementwise():
 def test_operators_that_stay_sparse_or_refuse():
     x, j = both(A, nse=8)
     same_sparse(abs(x), abs(j), exact=True)
-    same_sparse(x ** 3, j ** 3, exact=True)
+    same_sparse(x**3, j**3, exact=True)
     for xr, jr in zip(x, j, strict=True):  # iteration over the leading dimension
         same_sparse(xr, jr)
-    for op in (lambda m: m > 0, lambda m: m == 1.0, lambda m: 1.0 / m, lambda m: m ** 0,
-               lambda m: 2.0 ** m, lambda m: m ** 0.5):
+    for op in (
+        lambda m: m > 0,
+        lambda m: m == 1.0,
+        lambda m: 1.0 / m,
+        lambda m: m**0,
+        lambda m: 2.0**m,
+        lambda m: m**0.5,
+    ):
         with pytest.raises(NotImplementedError):
             op(j)
         with pytest.raises(NotImplementedError):
@@ -397,8 +436,10 @@ def test_operators_that_stay_sparse_or_refuse():
 
 
 def test_random_bcoo():
-    for kw in (dict(n_batch=1, nse=3, dtype=np.float32),  # JAX's default float64 warns
-               dict(n_dense=1, unique_indices=False, sorted_indices=True, dtype=np.float16)):
+    for kw in (
+        dict(n_batch=1, nse=3, dtype=np.float32),  # JAX's default float64 warns
+        dict(n_dense=1, unique_indices=False, sorted_indices=True, dtype=np.float16),
+    ):
         x = xsparse.random_bcoo(xform.random.key(3), (2, 3, 4), **kw)
         j = jax.jit(lambda k, kw=kw: jsparse.random_bcoo(k, (2, 3, 4), **kw))(jax.random.key(3))
         same_sparse(x, j, exact=True)
@@ -412,8 +453,9 @@ def test_extract_squeeze_eye_empty():
     other = B23.T @ B42.T
     same_sparse(xsparse.bcoo_extract(x, other), jsparse.bcoo_extract(j, other))
     x1, j1 = both(A[:1])
-    same_sparse(xsparse.bcoo_squeeze(x1, dimensions=(0,)),
-                jsparse.bcoo_squeeze(j1, dimensions=(0,)))
+    same_sparse(
+        xsparse.bcoo_squeeze(x1, dimensions=(0,)), jsparse.bcoo_squeeze(j1, dimensions=(0,))
+    )
     for args in ((3,), (3, 4, 1), (4, 3, -2)):
         same_sparse(xsparse.eye(*args), jsparse.eye(*args), exact=True)
     same_sparse(xsparse.empty((2, 3)), jsparse.empty((2, 3)))
@@ -424,13 +466,23 @@ def test_extract_squeeze_eye_empty():
 
 
 def _prog_x(m, v, w):
-    return (m @ v).sum() + xjnp.sum(m * 2.0 - m, axis=1) @ w[:3] + (m.T @ w[:3]).sum() \
-        + xjnp.sum(xjnp.sin(m * m)) + xform.jit(lambda a: (-a).T @ w[:3])(m).sum()
+    return (
+        (m @ v).sum()
+        + xjnp.sum(m * 2.0 - m, axis=1) @ w[:3]
+        + (m.T @ w[:3]).sum()
+        + xjnp.sum(xjnp.sin(m * m))
+        + xform.jit(lambda a: (-a).T @ w[:3])(m).sum()
+    )
 
 
 def _prog_j(m, v, w):
-    return (m @ v).sum() + jjnp.sum(m * 2.0 - m, axis=1) @ w[:3] + (m.T @ w[:3]).sum() \
-        + jjnp.sum(jjnp.sin(m * m)) + jax.jit(lambda a: (-a).T @ w[:3])(m).sum()
+    return (
+        (m @ v).sum()
+        + jjnp.sum(m * 2.0 - m, axis=1) @ w[:3]
+        + (m.T @ w[:3]).sum()
+        + jjnp.sum(jjnp.sin(m * m))
+        + jax.jit(lambda a: (-a).T @ w[:3])(m).sum()
+    )
 
 
 SP_X = xform.jit(xsparse.sparsify(_prog_x))
@@ -454,16 +506,31 @@ def test_sparsify_values_jit_grad():
 
 def test_sparsify_outputs():
     def f(a, b):
-        return a + a, a * a, a - b, a * b, -a, a.T, a * 2.0, a.sum(0), a.reshape(12), \
-            a[None], a[1:3], a[0], a[::-1]
+        return (
+            a + a,
+            a * a,
+            a - b,
+            a * b,
+            -a,
+            a.T,
+            a * 2.0,
+            a.sum(0),
+            a.reshape(12),
+            a[None],
+            a[1:3],
+            a[0],
+            a[::-1],
+        )
 
     x, j = both(A)
     fx = xsparse.sparsify(lambda a, b: (*f(a, b), xjnp.concatenate([a, b], 1)))
     fj = jax.jit(jsparse.sparsify(lambda a, b: (*f(a, b), jjnp.concatenate([a, b], 1))))
     for ox, oj in zip(fx(x, x), fj(j, j), strict=True):
         same_sparse(ox, oj)
-    close(xsparse.sparsify(lambda a: xsparse.todense(a.T) + 1.0)(x),
-          jsparse.sparsify(lambda a: jsparse.todense(a.T) + 1.0)(j))
+    close(
+        xsparse.sparsify(lambda a: xsparse.todense(a.T) + 1.0)(x),
+        jsparse.sparsify(lambda a: jsparse.todense(a.T) + 1.0)(j),
+    )
 
     def square_of_t(a):  # one sparse value used twice: the data multiply, nse unchanged
         t = a.T
@@ -496,10 +563,12 @@ def test_sparse_jacobians():
         return jjnp.sin(m @ v)
 
     for name in ("jacfwd", "jacrev"):
-        (mx, vx), aux_x = getattr(xsparse, name)(lambda m, v: (fx(m, v), 1.0),
-                                                 argnums=(0, 1), has_aux=True)(x, V4)
-        (mj, vj), aux_j = getattr(jsparse, name)(lambda m, v: (fj(m, v), 1.0),
-                                                 argnums=(0, 1), has_aux=True)(j, V4)
+        (mx, vx), aux_x = getattr(xsparse, name)(
+            lambda m, v: (fx(m, v), 1.0), argnums=(0, 1), has_aux=True
+        )(x, V4)
+        (mj, vj), aux_j = getattr(jsparse, name)(
+            lambda m, v: (fj(m, v), 1.0), argnums=(0, 1), has_aux=True
+        )(j, V4)
         same_sparse(mx, mj, exact=True)
         close(vx, vj)
         assert aux_x == aux_j
@@ -523,12 +592,24 @@ def test_grad_through_data_and_dense():
         close(a, b)
     # second order, and grad of a jitted grad
     close(xform.hessian(fx)(x.data, V4), jax.jit(jax.hessian(fj))(j.data, V4))
-    close(xform.grad(lambda d, v: xform.jit(xform.grad(fx, 1))(d, v).sum())(x.data, V4),
-          jax.grad(lambda d, v: jax.jit(jax.grad(fj, 1))(d, v).sum())(j.data, V4))
-    close(xform.grad(lambda m: xsparse.BCOO.fromdense(m, nse=7).data.sum() +
-                     (xsparse.BCOO.fromdense(m, nse=7) @ V4).sum())(A),
-          jax.grad(lambda m: jsparse.BCOO.fromdense(m, nse=7).data.sum() +
-                   (jsparse.BCOO.fromdense(m, nse=7) @ V4).sum())(A))
+    close(
+        xform.grad(lambda d, v: xform.jit(xform.grad(fx, 1))(d, v).sum())(x.data, V4),
+        jax.grad(lambda d, v: jax.jit(jax.grad(fj, 1))(d, v).sum())(j.data, V4),
+    )
+    close(
+        xform.grad(
+            lambda m: (
+                xsparse.BCOO.fromdense(m, nse=7).data.sum()
+                + (xsparse.BCOO.fromdense(m, nse=7) @ V4).sum()
+            )
+        )(A),
+        jax.grad(
+            lambda m: (
+                jsparse.BCOO.fromdense(m, nse=7).data.sum()
+                + (jsparse.BCOO.fromdense(m, nse=7) @ V4).sum()
+            )
+        )(A),
+    )
 
 
 def test_vmap():
@@ -538,10 +619,14 @@ def test_vmap():
     same_sparse(xform.vmap(lambda m: -m)(x), jax.vmap(lambda m: -m)(j))
     y, k = both(A)
     close(xform.vmap(lambda v: y @ v)(B42.T), jax.vmap(lambda v: k @ v)(B42.T))
-    close(xform.vmap(lambda d: xsparse.BCOO((d, y.indices), shape=y.shape) @ V4)(
-        np.stack([y.data, 2 * y.data])),
+    close(
+        xform.vmap(lambda d: xsparse.BCOO((d, y.indices), shape=y.shape) @ V4)(
+            np.stack([y.data, 2 * y.data])
+        ),
         jax.vmap(lambda d: jsparse.BCOO((d, k.indices), shape=k.shape) @ V4)(
-        np.stack([k.data, 2 * k.data])))
+            np.stack([k.data, 2 * k.data])
+        ),
+    )
     with pytest.raises(ValueError, match="n_batch=0"):
         xform.vmap(lambda m: m.todense())(y)
     mats = xform.vmap(lambda m: xsparse.BCOO.fromdense(m, nse=6))(AB)
@@ -566,10 +651,16 @@ def test_errors():
         x / x
     # the errors JAX's functions give for the same mistakes (where JAX has a message)
     xt = xsparse.BCOO.fromdense(A.T)
-    for op, name in ((lambda a, b: a + b, "add"), (lambda a, b: a * b, "mul"),
-                     (lambda a, b: a - b, "sub")):
-        with pytest.raises(TypeError, match=rf"{name} got incompatible shapes for broadcasting: "
-                                            r"\(3, 4\), \(4, 3\)"):
+    for op, name in (
+        (lambda a, b: a + b, "add"),
+        (lambda a, b: a * b, "mul"),
+        (lambda a, b: a - b, "sub"),
+    ):
+        with pytest.raises(
+            TypeError,
+            match=rf"{name} got incompatible shapes for broadcasting: "
+            r"\(3, 4\), \(4, 3\)",
+        ):
             op(x, xt)
     with pytest.raises(TypeError, match=r"cannot reshape array of shape \(3, 4\) \(size 12\)"):
         x.reshape(5, 2)
@@ -598,16 +689,46 @@ EXEMPT = {
     "CSR": "legacy CSR format; BCSR covers it",
     "coo": "module of the legacy COO format",
     "csr": "module of the legacy CSR format",
-    **{n: "legacy COO/CSR function" for n in (
-        "coo_fromdense", "coo_matmat", "coo_matvec", "coo_todense", "csr_fromdense",
-        "csr_matmat", "csr_matvec", "csr_todense")},
-    **{n: "the primitive objects: xform's sparse ops are compositions, not primitives" for n in (
-        "bcoo_dot_general_p", "bcoo_dot_general_sampled_p", "bcoo_extract_p",
-        "bcoo_fromdense_p", "bcoo_sort_indices_p", "bcoo_spdot_general_p",
-        "bcoo_sum_duplicates_p", "bcoo_todense_p", "bcoo_transpose_p", "bcsr_dot_general_p",
-        "bcsr_extract_p", "bcsr_fromdense_p", "bcsr_todense_p", "coo_fromdense_p",
-        "coo_matmat_p", "coo_matvec_p", "coo_todense_p", "csr_fromdense_p", "csr_matmat_p",
-        "csr_matvec_p", "csr_todense_p", "todense_p")},
+    **{
+        n: "legacy COO/CSR function"
+        for n in (
+            "coo_fromdense",
+            "coo_matmat",
+            "coo_matvec",
+            "coo_todense",
+            "csr_fromdense",
+            "csr_matmat",
+            "csr_matvec",
+            "csr_todense",
+        )
+    },
+    **{
+        n: "the primitive objects: xform's sparse ops are compositions, not primitives"
+        for n in (
+            "bcoo_dot_general_p",
+            "bcoo_dot_general_sampled_p",
+            "bcoo_extract_p",
+            "bcoo_fromdense_p",
+            "bcoo_sort_indices_p",
+            "bcoo_spdot_general_p",
+            "bcoo_sum_duplicates_p",
+            "bcoo_todense_p",
+            "bcoo_transpose_p",
+            "bcsr_dot_general_p",
+            "bcsr_extract_p",
+            "bcsr_fromdense_p",
+            "bcsr_todense_p",
+            "coo_fromdense_p",
+            "coo_matmat_p",
+            "coo_matvec_p",
+            "coo_todense_p",
+            "csr_fromdense_p",
+            "csr_matmat_p",
+            "csr_matvec_p",
+            "csr_todense_p",
+            "todense_p",
+        )
+    },
     "SparseTracer": "sparsify evaluates a jaxpr instead of a tracer (use_tracer is ignored)",
     "ad": "JAX's module of sparse autodiff: xform's grad and jacobians live in transform",
     "util": "module of JAX's internals",

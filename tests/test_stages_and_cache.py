@@ -21,6 +21,7 @@ from lowering import compile_cache
 def _model(np_):
     def f(params, x, *, scale=2.0):
         return {"y": np_.tanh(x @ params["w"]) * scale, "n": np_.sum(x)}
+
     return f
 
 
@@ -47,17 +48,19 @@ def test_stages_describe_the_signature_as_jax(stages):
     for x_stage, j_stage in ((xt, jt), (xl, jl), (xc, jc)):
         assert x_stage.in_tree == j_stage.in_tree
         x_info, j_info = (jax.tree_util.tree_leaves(s.args_info) for s in (x_stage, j_stage))
-        assert [(a.shape, a.dtype, a.donated) for a in x_info] == \
-            [(a.shape, a.dtype, a.donated) for a in j_info]
-        assert jax.tree_util.tree_map(lambda s: (s.shape, s.dtype), x_stage.out_info) == \
-            jax.tree_util.tree_map(lambda s: (s.shape, s.dtype), j_stage.out_info)
+        assert [(a.shape, a.dtype, a.donated) for a in x_info] == [
+            (a.shape, a.dtype, a.donated) for a in j_info
+        ]
+        assert jax.tree_util.tree_map(
+            lambda s: (s.shape, s.dtype), x_stage.out_info
+        ) == jax.tree_util.tree_map(lambda s: (s.shape, s.dtype), j_stage.out_info)
     assert "tanh" in str(xt.jaxpr) and xt.fun_name == jt.fun_name == "f"
     with pytest.warns(UserWarning, match="donated buffers were not usable: float32\\[2,4\\]"):
         donating = xform.jit(_model(xnp), donate_argnums=1).lower(PARAMS, X)
-    assert [a.donated for a in jax.tree_util.tree_leaves(donating.args_info)] == \
-        [False, True]
-    assert jax.tree_util.tree_structure(xc.input_shardings) == \
-        jax.tree_util.tree_structure(jc.input_shardings)
+    assert [a.donated for a in jax.tree_util.tree_leaves(donating.args_info)] == [False, True]
+    assert jax.tree_util.tree_structure(xc.input_shardings) == jax.tree_util.tree_structure(
+        jc.input_shardings
+    )
     assert xc.output_shardings.keys() == jc.output_shardings.keys()
 
 
@@ -72,8 +75,10 @@ def test_lowered_and_compiled_text_and_analyses(stages):
     assert xc.as_text().startswith("HloModule") and "is_scheduled=true" in xc.as_text()
     assert xc.cost_analysis()["flops"] == jc.cost_analysis()["flops"]
     xm, jm = xc.memory_analysis(), jc.memory_analysis()
-    assert (xm.argument_size_in_bytes, xm.output_size_in_bytes) == \
-        (jm.argument_size_in_bytes, jm.output_size_in_bytes)
+    assert (xm.argument_size_in_bytes, xm.output_size_in_bytes) == (
+        jm.argument_size_in_bytes,
+        jm.output_size_in_bytes,
+    )
     with pytest.raises(ValueError, match="dialect"):
         xl.as_text("tosa")
 
@@ -89,8 +94,10 @@ def test_compiled_runs_and_rejects_other_types_as_jax(stages):
         with pytest.raises(TypeError) as x_err:
             xc(*bad)
         assert str(x_err.value).split(".")[0] == str(j_err.value).split(".")[0]
-    with pytest.raises(TypeError, match="Argument 'x' compiled with float32\\[2,4\\] and "
-                                        "called with float32\\[1,4\\]"):
+    with pytest.raises(
+        TypeError,
+        match="Argument 'x' compiled with float32\\[2,4\\] and called with float32\\[1,4\\]",
+    ):
         xc(PARAMS, X[:1])
 
 
@@ -107,28 +114,38 @@ def test_compiled_takes_only_the_dynamic_arguments_as_jax():
     def model(np_):
         def f(x, n, *, scale, y=None):
             return x * n * scale if y is None else x * n * scale + y
+
         return f
+
     x = np.arange(3, dtype=np.float32)
     compiled = {}
     for name, lib, np_ in (("xform", xform, xnp), ("jax", jax, jnp)):
         jitted = lib.jit(model(np_), static_argnums=1, static_argnames="scale")
-        compiled[name] = (jitted.lower(x, 3, scale=2.0).compile(),
-                          jitted.lower(x, 3, scale=2.0, y=x).compile())
+        compiled[name] = (
+            jitted.lower(x, 3, scale=2.0).compile(),
+            jitted.lower(x, 3, scale=2.0, y=x).compile(),
+        )
     (xc, xcy), (jc, jcy) = compiled["xform"], compiled["jax"]
     assert xc.in_tree == jc.in_tree and xcy.in_tree == jcy.in_tree
     np.testing.assert_array_equal(xc(x), jc(x))
     np.testing.assert_array_equal(xcy(x, y=x), jcy(x, y=x))
     assert xc(1.0 + x).dtype == jc(1.0 + x).dtype
-    bad_calls = ((xc, jc, (x, 3), {}), (xc, jc, (), {}), (xc, jc, (x,), {"scale": 2.0}),
-                 (xcy, jcy, (x, x), {}), (xc, jc, ((x,),), {}))
+    bad_calls = (
+        (xc, jc, (x, 3), {}),
+        (xc, jc, (), {}),
+        (xc, jc, (x,), {"scale": 2.0}),
+        (xcy, jcy, (x, x), {}),
+        (xc, jc, ((x,),), {}),
+    )
     for xf, jf, args, kwargs in bad_calls:
         with pytest.raises(TypeError) as j_err:
             jf(*args, **kwargs)
         with pytest.raises(TypeError, match="There are [12] mismatches") as x_err:
             xf(*args, **kwargs)
         assert str(x_err.value).split(".")[0] == str(j_err.value).split(".")[0]
-    with pytest.raises(TypeError, match="Argument 'y' compiled with float32\\[3\\] and "
-                                        "called with float32\\[2\\]"):
+    with pytest.raises(
+        TypeError, match="Argument 'y' compiled with float32\\[3\\] and called with float32\\[2\\]"
+    ):
         xcy(x, y=x[:2])
 
 
@@ -170,11 +187,14 @@ def test_a_damaged_entry_is_dropped_and_recompiled(cache_dir, damage):
     path = cache_dir / _entries(cache_dir)[0]
     blob = path.read_bytes()
     assert len(blob) > 100
-    damaged = {"garbage": b"\x00not an executable" * 10, "truncated": blob[:len(blob) // 2],
-               # a well-formed entry whose payload XLA cannot load
-               "foreign": compile_cache.MAGIC + __import__("hashlib").sha256(
-                   __import__("zlib").compress(b"junk")).digest()
-               + __import__("zlib").compress(b"junk")}[damage]
+    damaged = {
+        "garbage": b"\x00not an executable" * 10,
+        "truncated": blob[: len(blob) // 2],
+        # a well-formed entry whose payload XLA cannot load
+        "foreign": compile_cache.MAGIC
+        + __import__("hashlib").sha256(__import__("zlib").compress(b"junk")).digest()
+        + __import__("zlib").compress(b"junk"),
+    }[damage]
     path.write_bytes(damaged)
     _, misses = compile_cache.stats()
     np.testing.assert_array_equal(_fresh_program(0.5)(x), want)
@@ -195,8 +215,9 @@ def test_an_unwritable_directory_warns_once_and_compiles(tmp_path):
             a = _fresh_program(3.5)(np.ones(2, np.float32))
             b = _fresh_program(4.5)(np.ones(2, np.float32))
         assert len([w for w in record if "cannot be written" in str(w.message)]) == 1
-        np.testing.assert_allclose([a, b], [np.sin(1) * 3.5 + [1, 2], np.sin(1) * 4.5 + [1, 2]],
-                                   rtol=1e-6)
+        np.testing.assert_allclose(
+            [a, b], [np.sin(1) * 3.5 + [1, 2], np.sin(1) * 4.5 + [1, 2]], rtol=1e-6
+        )
     finally:
         compile_cache.set_directory(before)
 
@@ -241,9 +262,16 @@ def test_processes_share_the_cache_and_write_it_concurrently(cache_dir):
     """Two processes compile the same program at once into an empty directory; a third (this
     one) then loads it instead of compiling, with the same result."""
     env = dict(os.environ, XLA_FLAGS=os.environ.get("XLA_FLAGS", ""))
-    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(cache_dir)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WORKER, str(cache_dir)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
     values = {out.split(" (")[0] for out, _ in outs}

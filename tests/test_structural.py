@@ -16,8 +16,19 @@ from tests.harness import assert_same, check_against_jax, rand
 from xform import core, dispatch, lax
 from xform.primitives import structural
 
-DTYPES = [np.dtype(d) for d in (np.bool_, np.int8, np.int32, np.uint8, np.float16,
-                                jnp.bfloat16, np.float32, np.complex64)]
+DTYPES = [
+    np.dtype(d)
+    for d in (
+        np.bool_,
+        np.int8,
+        np.int32,
+        np.uint8,
+        np.float16,
+        jnp.bfloat16,
+        np.float32,
+        np.complex64,
+    )
+]
 NUMERIC = [d for d in DTYPES if d != np.bool_]
 
 dtype_st = st.sampled_from(DTYPES)
@@ -41,15 +52,15 @@ def test_transpose(data):
     perm = data.draw(st.permutations(range(x.ndim)))
     # xform also accepts negative axes; JAX's lax does not.
     xf_perm = [data.draw(st.sampled_from([p, p - x.ndim])) for p in perm]
-    check_against_jax(lambda a: lax.transpose(a, xf_perm),
-                      lambda a: jax.lax.transpose(a, tuple(perm)), x)
+    check_against_jax(
+        lambda a: lax.transpose(a, xf_perm), lambda a: jax.lax.transpose(a, tuple(perm)), x
+    )
 
 
 @hypothesis.given(st.data())
 def test_rev(data):
     x = data.draw(arrays())
-    dims = data.draw(st.lists(st.integers(0, max(x.ndim - 1, 0)), unique=True,
-                              max_size=x.ndim))
+    dims = data.draw(st.lists(st.integers(0, max(x.ndim - 1, 0)), unique=True, max_size=x.ndim))
     check_against_jax(lambda a: lax.rev(a, dims), lambda a: jax.lax.rev(a, dims), x)
 
 
@@ -70,16 +81,20 @@ def test_pad(data):
     x = data.draw(arrays())
     config = data.draw(padding_configs(x.shape))
     value = rand(np.random.default_rng(0), (), x.dtype)
-    check_against_jax(lambda a, v: lax.pad(a, v, config),
-                      lambda a, v: jax.lax.pad(a, v, config), x, value)
+    check_against_jax(
+        lambda a, v: lax.pad(a, v, config), lambda a, v: jax.lax.pad(a, v, config), x, value
+    )
 
 
 def test_pad_removes_more_than_one_side():
     # A negative low edge larger than the dilated operand, made up for by the high edge.
     x = np.arange(3, dtype=np.int32)
     for config in ([(-4, 3, 0)], [(3, -4, 0)], [(-5, 4, 1)], [(-3, -1, 1)]):
-        check_against_jax(lambda a, c=config: lax.pad(a, np.int32(7), c),
-                          lambda a, c=config: jax.lax.pad(a, np.int32(7), c), x)
+        check_against_jax(
+            lambda a, c=config: lax.pad(a, np.int32(7), c),
+            lambda a, c=config: jax.lax.pad(a, np.int32(7), c),
+            x,
+        )
 
 
 @hypothesis.given(st.data())
@@ -94,15 +109,15 @@ def test_concatenate(data):
         s[dim] = data.draw(st.integers(0, 3))
         xs.append(data.draw(arrays(tuple(s), dtype)))
     xf_dim = data.draw(st.sampled_from([dim, dim - len(shape)]))
-    check_against_jax(lambda *a: lax.concatenate(a, xf_dim),
-                      lambda *a: jax.lax.concatenate(a, dim), *xs)
+    check_against_jax(
+        lambda *a: lax.concatenate(a, xf_dim), lambda *a: jax.lax.concatenate(a, dim), *xs
+    )
 
 
 def test_concatenate_wide():
     # More operands than one stablehlo.concatenate takes: lowered as a tree, as JAX does.
     xs = [np.full((1, 2), i, np.float32) for i in range(20)]
-    check_against_jax(lambda *a: lax.concatenate(a, 0), lambda *a: jax.lax.concatenate(a, 0),
-                      *xs)
+    check_against_jax(lambda *a: lax.concatenate(a, 0), lambda *a: jax.lax.concatenate(a, 0), *xs)
     text = xform.jit(lambda *a: lax.concatenate(a, 0)).lower(*xs).as_text()
     assert text.count("stablehlo.concatenate") == 3
 
@@ -111,25 +126,35 @@ def test_concatenate_wide():
 def test_broadcasted_iota(dtype, shape, data):
     dim = data.draw(st.integers(0, len(shape) - 1))
     xf_dim = data.draw(st.sampled_from([dim, dim - len(shape)]))
-    check_against_jax(lambda: lax.broadcasted_iota(dtype, shape, xf_dim),
-                      lambda: jax.lax.broadcasted_iota(dtype, shape, dim))
+    check_against_jax(
+        lambda: lax.broadcasted_iota(dtype, shape, xf_dim),
+        lambda: jax.lax.broadcasted_iota(dtype, shape, dim),
+    )
 
 
 @pytest.mark.parametrize("dtype", NUMERIC)
 def test_iota(dtype):
     for size in (0, 1, 5):
-        check_against_jax(lambda s=size: lax.iota(dtype, s),
-                          lambda s=size: jax.lax.iota(dtype, s), jit=size == 5)
+        check_against_jax(
+            lambda s=size: lax.iota(dtype, s), lambda s=size: jax.lax.iota(dtype, s), jit=size == 5
+        )
 
 
-@hypothesis.given(shape_st, st.sampled_from([None, *DTYPES]),
-                  st.sampled_from([2, 2.5, True, np.float32(1.5), np.int8(-3), 1 + 2j]))
+@hypothesis.given(
+    shape_st,
+    st.sampled_from([None, *DTYPES]),
+    st.sampled_from([2, 2.5, True, np.float32(1.5), np.int8(-3), 1 + 2j]),
+)
 def test_full(shape, dtype, fill):
-    if isinstance(fill, complex) and dtype is not None and not np.issubdtype(
-            dtype, np.complexfloating):
+    if (
+        isinstance(fill, complex)
+        and dtype is not None
+        and not np.issubdtype(dtype, np.complexfloating)
+    ):
         fill = 3  # JAX warns when a complex is cast to a real dtype
-    check_against_jax(lambda: lax.full(shape, fill, dtype),
-                      lambda: jax.lax.full(shape, fill, dtype))
+    check_against_jax(
+        lambda: lax.full(shape, fill, dtype), lambda: jax.lax.full(shape, fill, dtype)
+    )
 
 
 @hypothesis.given(st.data())
@@ -137,8 +162,11 @@ def test_full_like(data):
     x = data.draw(arrays())
     dtype = data.draw(st.sampled_from([None, np.dtype(np.float32), np.dtype(np.int8)]))
     shape = data.draw(st.sampled_from([None, (2,), ()]))
-    check_against_jax(lambda a: lax.full_like(a, 3, dtype, shape),
-                      lambda a: jax.lax.full_like(a, 3, dtype, shape), x)
+    check_against_jax(
+        lambda a: lax.full_like(a, 3, dtype, shape),
+        lambda a: jax.lax.full_like(a, 3, dtype, shape),
+        x,
+    )
 
 
 def test_full_like_weak_and_shape_struct():
@@ -163,11 +191,13 @@ def reshapes(draw):
 @hypothesis.given(reshapes(), st.data())
 def test_reshape(x_and_shape, data):
     x, new_sizes = x_and_shape
-    check_against_jax(lambda a: lax.reshape(a, new_sizes),
-                      lambda a: jax.lax.reshape(a, new_sizes), x)
+    check_against_jax(
+        lambda a: lax.reshape(a, new_sizes), lambda a: jax.lax.reshape(a, new_sizes), x
+    )
     dims = tuple(data.draw(st.permutations(range(x.ndim))))
-    check_against_jax(lambda a: lax.reshape(a, new_sizes, dims),
-                      lambda a: jax.lax.reshape(a, new_sizes, dims), x)
+    check_against_jax(
+        lambda a: lax.reshape(a, new_sizes, dims), lambda a: jax.lax.reshape(a, new_sizes, dims), x
+    )
 
 
 @hypothesis.given(st.data())
@@ -185,18 +215,24 @@ def test_expand_dims(data):
     x = data.draw(arrays())
     k = data.draw(st.integers(0, 2))
     out_ndim = x.ndim + k
-    dims = data.draw(st.lists(st.integers(-out_ndim, out_ndim - 1), min_size=k, max_size=k,
-                              unique_by=lambda d: d % out_ndim) if k else st.just([]))
-    check_against_jax(lambda a: lax.expand_dims(a, dims),
-                      lambda a: jax.lax.expand_dims(a, dims), x)
+    dims = data.draw(
+        st.lists(
+            st.integers(-out_ndim, out_ndim - 1),
+            min_size=k,
+            max_size=k,
+            unique_by=lambda d: d % out_ndim,
+        )
+        if k
+        else st.just([])
+    )
+    check_against_jax(lambda a: lax.expand_dims(a, dims), lambda a: jax.lax.expand_dims(a, dims), x)
 
 
 @st.composite
 def broadcasts(draw):
     """An operand, a target shape and broadcast_dimensions (in any order) that fit."""
     shape = draw(st.lists(st.integers(0, 3), max_size=4).map(tuple))
-    dims = draw(st.lists(st.integers(0, max(len(shape) - 1, 0)), unique=True,
-                         max_size=len(shape)))
+    dims = draw(st.lists(st.integers(0, max(len(shape) - 1, 0)), unique=True, max_size=len(shape)))
     operand_shape = tuple(draw(st.sampled_from([shape[d], 1])) for d in dims)
     return draw(arrays(operand_shape)), shape, tuple(dims)
 
@@ -204,14 +240,16 @@ def broadcasts(draw):
 @hypothesis.given(broadcasts())
 def test_broadcast_in_dim(case):
     x, shape, dims = case
-    check_against_jax(lambda a: lax.broadcast_in_dim(a, shape, dims),
-                      lambda a: jax.lax.broadcast_in_dim(a, shape, dims), x)
+    check_against_jax(
+        lambda a: lax.broadcast_in_dim(a, shape, dims),
+        lambda a: jax.lax.broadcast_in_dim(a, shape, dims),
+        x,
+    )
 
 
 @hypothesis.given(arrays(), st.lists(st.integers(0, 3), max_size=2))
 def test_broadcast(x, sizes):
-    check_against_jax(lambda a: lax.broadcast(a, sizes), lambda a: jax.lax.broadcast(a, sizes),
-                      x)
+    check_against_jax(lambda a: lax.broadcast(a, sizes), lambda a: jax.lax.broadcast(a, sizes), x)
 
 
 # --------------------------------------------------------------------------- weak types, 0-d
@@ -229,8 +267,10 @@ SCALAR_CASES = [
     ("pad_weak_value", lambda m, x: m.pad(x, 1.0, ())),
     ("pad_strong_value", lambda m, x: m.pad(x, np.float32(1.0), ())),
     ("concatenate", lambda m, x: m.concatenate([m.broadcast(x, (1,)), m.broadcast(x, (2,))], 0)),
-    ("concatenate_mixed", lambda m, x: m.concatenate(
-        [m.broadcast(x, (1,)), m.broadcast(np.float32(1), (2,))], 0)),
+    (
+        "concatenate_mixed",
+        lambda m, x: m.concatenate([m.broadcast(x, (1,)), m.broadcast(np.float32(1), (2,))], 0),
+    ),
     ("full", lambda m, x: m.full((2,), x)),
     ("full_dtype", lambda m, x: m.full((2,), x, np.float32)),
     ("full_like", lambda m, x: m.full_like(x, 4)),
@@ -254,17 +294,25 @@ def test_iota_is_not_weak():
 
 # (primitive, operands, params): the NumPy impl must give exactly the abstract value.
 HOST_CASES = [
-    (structural.broadcast_in_dim_p, [np.ones((3, 1), jnp.bfloat16)],
-     dict(shape=(1, 2, 3), broadcast_dimensions=(2, 0))),
-    (structural.reshape_p, [np.ones((2, 3), np.float16)], dict(new_sizes=(3, 2),
-                                                               dimensions=None)),
+    (
+        structural.broadcast_in_dim_p,
+        [np.ones((3, 1), jnp.bfloat16)],
+        dict(shape=(1, 2, 3), broadcast_dimensions=(2, 0)),
+    ),
+    (structural.reshape_p, [np.ones((2, 3), np.float16)], dict(new_sizes=(3, 2), dimensions=None)),
     (structural.squeeze_p, [np.ones((1, 0, 1), np.uint8)], dict(dimensions=(0, 2))),
     (structural.transpose_p, [np.ones((2, 0, 3), np.complex64)], dict(permutation=(2, 0, 1))),
     (structural.rev_p, [np.ones((2, 3), np.bool_)], dict(dimensions=(0, 1))),
-    (structural.pad_p, [np.ones((2, 3), jnp.bfloat16), np.array(0, jnp.bfloat16)],
-     dict(padding_config=((1, -2, 1), (0, 0, 0)))),
-    (structural.concatenate_p, [np.ones((2, 0), np.int8), np.ones((2, 2), np.int8)],
-     dict(dimension=1)),
+    (
+        structural.pad_p,
+        [np.ones((2, 3), jnp.bfloat16), np.array(0, jnp.bfloat16)],
+        dict(padding_config=((1, -2, 1), (0, 0, 0))),
+    ),
+    (
+        structural.concatenate_p,
+        [np.ones((2, 0), np.int8), np.ones((2, 2), np.int8)],
+        dict(dimension=1),
+    ),
     (structural.iota_p, [], dict(dtype=np.dtype(jnp.bfloat16), shape=(2, 3), dimension=0)),
     (structural.iota_p, [], dict(dtype=np.dtype(np.float16), shape=(0,), dimension=0)),
     # 0-d operands: NumPy indexing with () would hand back a scalar, not an array.
@@ -273,8 +321,11 @@ HOST_CASES = [
     (structural.transpose_p, [np.array(1j, np.complex64)], dict(permutation=())),
     (structural.squeeze_p, [np.ones((1,), np.float16)], dict(dimensions=(0,))),
     (structural.reshape_p, [np.ones((1, 1), np.uint8)], dict(new_sizes=(), dimensions=None)),
-    (structural.broadcast_in_dim_p, [np.array(2, np.int32)],
-     dict(shape=(), broadcast_dimensions=())),
+    (
+        structural.broadcast_in_dim_p,
+        [np.array(2, np.int32)],
+        dict(shape=(), broadcast_dimensions=()),
+    ),
     (structural.concatenate_p, [np.ones((1,), np.bool_)], dict(dimension=0)),
 ]
 
@@ -300,6 +351,7 @@ def test_make_jaxpr_text():
             b = lax.pad(lax.rev(a, (0,)), 0.0, [(1, -1, 1), (0, 0, 0)])
             c = lax.concatenate([b, lax.broadcasted_iota(np.float32, (5, 2), 0)], 1)
             return lax.reshape(c, (2, 10)), lax.squeeze(lax.expand_dims(y, (0,)), (0,))
+
         return fun
 
     args = (np.ones((2, 3), np.float32), 1.0)
@@ -310,11 +362,16 @@ def test_make_jaxpr_text():
 
 def test_lowered_text():
     def f(x):
-        return (lax.transpose(x, (1, 0)), lax.rev(x, (1,)),
-                lax.pad(x, np.float32(0), [(1, -1, 2), (0, 1, 0)]),
-                lax.concatenate([x, x], 0), lax.broadcasted_iota(np.int32, (2, 3), 1),
-                lax.reshape(x, (3, 2)), lax.squeeze(lax.expand_dims(x, (0,)), (0,)),
-                lax.full((2,), 2.0))
+        return (
+            lax.transpose(x, (1, 0)),
+            lax.rev(x, (1,)),
+            lax.pad(x, np.float32(0), [(1, -1, 2), (0, 1, 0)]),
+            lax.concatenate([x, x], 0),
+            lax.broadcasted_iota(np.int32, (2, 3), 1),
+            lax.reshape(x, (3, 2)),
+            lax.squeeze(lax.expand_dims(x, (0,)), (0,)),
+            lax.full((2,), 2.0),
+        )
 
     text = xform.jit(f).lower(np.ones((2, 3), np.float32)).as_text()
     for pattern in [
@@ -365,8 +422,11 @@ ERRORS = [
     (lambda: lax.broadcast(X, (1.5,)), TypeError, "sequences of integers"),
     (lambda: lax.reshape(X, (4,)), TypeError, r"total size must be unchanged.*\(2, 3\)"),
     (lambda: lax.reshape(X, (6,), (0, 0)), TypeError, "permutation of the operand dimensions"),
-    (lambda: structural.reshape_p.bind(X, new_sizes=(3, 2), dimensions=(1, 0)), TypeError,
-     "must be None"),
+    (
+        lambda: structural.reshape_p.bind(X, new_sizes=(3, 2), dimensions=(1, 0)),
+        TypeError,
+        "must be None",
+    ),
     (lambda: lax.squeeze(X, (0,)), ValueError, r"cannot squeeze dimension 0 .* size is 2"),
     (lambda: lax.squeeze(X, (2,)), ValueError, "lax.squeeze: axis 2 is out of bounds"),
     (lambda: lax.squeeze(np.ones((1, 2)), (0, -2)), ValueError, "not unique"),
@@ -378,27 +438,48 @@ ERRORS = [
     (lambda: lax.transpose(X, 1), TypeError, "expected a sequence of dimensions"),
     (lambda: lax.rev(X, (0, -2)), TypeError, "must be unique"),
     (lambda: lax.rev(X, (2,)), TypeError, r"out of range for an operand of shape \(2, 3\)"),
-    (lambda: lax.pad(X, np.int32(0), [(0, 0, 0)] * 2), TypeError,
-     "same dtype, got float32 and int32"),
-    (lambda: lax.pad(X, np.zeros(2, np.float32), [(0, 0, 0)] * 2), ValueError,
-     "padding_value must be a scalar"),
+    (
+        lambda: lax.pad(X, np.int32(0), [(0, 0, 0)] * 2),
+        TypeError,
+        "same dtype, got float32 and int32",
+    ),
+    (
+        lambda: lax.pad(X, np.zeros(2, np.float32), [(0, 0, 0)] * 2),
+        ValueError,
+        "padding_value must be a scalar",
+    ),
     (lambda: lax.pad(X, np.float32(0), [(0, 0, 0)]), ValueError, "one .* triple per axis"),
     (lambda: lax.pad(X, np.float32(0), [(0, 0, -1)] * 2), ValueError, "interior padding"),
-    (lambda: lax.pad(X, np.float32(0), [(-2, -1, 0), (0, 0, 0)]), ValueError,
-     r"result shape \(-1, 3\)"),
+    (
+        lambda: lax.pad(X, np.float32(0), [(-2, -1, 0), (0, 0, 0)]),
+        ValueError,
+        r"result shape \(-1, 3\)",
+    ),
     (lambda: lax.pad(X, np.float32(0), [(0, 0)] * 2), TypeError, r"\(low, high, interior\)"),
     (lambda: lax.concatenate([], 0), ValueError, "non-empty"),
-    (lambda: lax.concatenate([X, X.astype(np.int32)], 0), TypeError,
-     "same dtypes, got float32, int32"),
-    (lambda: lax.concatenate([X, np.ones(3, np.float32)], 0), TypeError,
-     "different numbers of dimensions"),
+    (
+        lambda: lax.concatenate([X, X.astype(np.int32)], 0),
+        TypeError,
+        "same dtypes, got float32, int32",
+    ),
+    (
+        lambda: lax.concatenate([X, np.ones(3, np.float32)], 0),
+        TypeError,
+        "different numbers of dimensions",
+    ),
     (lambda: lax.concatenate([X, X], 2), TypeError, "dimension 2 out of bounds"),
-    (lambda: lax.concatenate([X, np.ones((2, 2), np.float32)], 0), TypeError,
-     "must agree except along dimension 0"),
+    (
+        lambda: lax.concatenate([X, np.ones((2, 2), np.float32)], 0),
+        TypeError,
+        "must agree except along dimension 0",
+    ),
     (lambda: structural.concatenate_p.bind(dimension=0), TypeError, "at least one operand"),
     (lambda: lax.iota(np.bool_, 3), TypeError, "iota does not accept dtype bool"),
-    (lambda: lax.broadcasted_iota(np.int32, (2, 3), 2), ValueError,
-     r"dimension=2 for shape=\(2, 3\)"),
+    (
+        lambda: lax.broadcasted_iota(np.int32, (2, 3), 2),
+        ValueError,
+        r"dimension=2 for shape=\(2, 3\)",
+    ),
     (lambda: lax.iota(np.int32, -1), TypeError, "negative dimension"),
     (lambda: lax.full((2,), np.ones(2)), TypeError, r"scalar fill_value.*\(2,\)"),
 ]

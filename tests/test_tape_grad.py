@@ -25,8 +25,15 @@ from xform.interpreters import tape, vjp_tape
 
 def _bits(tree):
     """Each leaf's dtype, shape, weak type and bytes: equal trees are bit-equal."""
-    return [(np.asarray(x).dtype, np.shape(x), bool(getattr(x, "weak_type", False)),
-             np.asarray(x).tobytes()) for x in tree_util.tree_leaves(tree)]
+    return [
+        (
+            np.asarray(x).dtype,
+            np.shape(x),
+            bool(getattr(x, "weak_type", False)),
+            np.asarray(x).tobytes(),
+        )
+        for x in tree_util.tree_leaves(tree)
+    ]
 
 
 @pytest.fixture
@@ -108,7 +115,7 @@ _UNARY = [
     ("slice", lambda L, a: a[:, 1:] if a.shape[1] > 1 else a),
     ("where", lambda L, a: L.where(a > 0, a, 0.1 * a)),
     ("log", lambda L, a: L.log(a * a + 1.0)),
-    ("cube", lambda L, a: a ** 3 - a ** 1),
+    ("cube", lambda L, a: a**3 - a**1),
     ("neg_exp", lambda L, a: -L.exp(L.cos(a))),
     ("sigmoid", lambda L, a: 1.0 / (1.0 + L.exp(-a))),
     ("float64_round_trip", lambda L, a: L.float32(L.tanh(a).astype(L.float16)) * a),
@@ -147,8 +154,12 @@ def _program(steps):
     return build
 
 
-_step = st.tuples(st.sampled_from(["unary", "unary", "binary"]), st.integers(0, 40),
-                  st.integers(0, 40), st.integers(0, 40))
+_step = st.tuples(
+    st.sampled_from(["unary", "unary", "binary"]),
+    st.integers(0, 40),
+    st.integers(0, 40),
+    st.integers(0, 40),
+)
 
 
 # ``taped`` is cleared per example: the fixture is shared by the examples of one run.
@@ -193,9 +204,13 @@ def _mlp_loss(L):
 
 def _mlp_data(sizes=(16, 32, 32, 1), batch=8):
     rng = np.random.default_rng(0)
-    params = [(rng.normal(0, m ** -0.5, (m, n)).astype(np.float32),
-               rng.normal(0, 0.1, (n,)).astype(np.float32))
-              for m, n in zip(sizes[:-1], sizes[1:], strict=True)]
+    params = [
+        (
+            rng.normal(0, m**-0.5, (m, n)).astype(np.float32),
+            rng.normal(0, 0.1, (n,)).astype(np.float32),
+        )
+        for m, n in zip(sizes[:-1], sizes[1:], strict=True)
+    ]
     x = rng.normal(size=(batch, sizes[0])).astype(np.float32)
     target = rng.normal(size=(batch, sizes[-1])).astype(np.float32)
     return params, x, target
@@ -212,8 +227,9 @@ def test_mlp_loss(recorded, taped):
     params, x, target = _mlp_data()
     got = _check_bit_equal(xform.value_and_grad(_mlp_loss(xnp)), params, x, target)
     assert len(recorded) == 1 and len(taped) == 1
-    assert_same(got, jax.jit(jax.value_and_grad(_mlp_loss(jnp)))(params, x, target),
-                rtol=1e-5, atol=1e-6)
+    assert_same(
+        got, jax.jit(jax.value_and_grad(_mlp_loss(jnp)))(params, x, target), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_has_aux_argnums_and_python_scalars(recorded):
@@ -224,8 +240,11 @@ def test_has_aux_argnums_and_python_scalars(recorded):
     grad = xform.grad(f, argnums=(0, 2), has_aux=True)
     got = _check_bit_equal(grad, x, 1.5, 0.5)  # a weak c: its gradient is weak too
     assert len(recorded) == 1
-    expected = jax.grad(lambda a, b, c: (jnp.sum(jnp.sin(a) * b) + c * c, {"aux": a * 2}),
-                        argnums=(0, 2), has_aux=True)(x, 1.5, 0.5)
+    expected = jax.grad(
+        lambda a, b, c: (jnp.sum(jnp.sin(a) * b) + c * c, {"aux": a * 2}),
+        argnums=(0, 2),
+        has_aux=True,
+    )(x, 1.5, 0.5)
     assert_same(got, expected, rtol=1e-6)
 
 
@@ -241,8 +260,7 @@ def test_vjp_pullback_called_twice_and_jitted(taped):
     assert _bits(first) == _bits(second) == _bits(_staged(lambda: xform.vjp(f, x)[1](cts)))
     # As a pytree (into jit), the pullback is the staged jaxpr over its residuals.
     assert _bits(xform.jit(lambda pb, c: pb(c))(pullback, cts)) == _bits(first)
-    assert_same(first, jax.vjp(lambda x: (jnp.tanh(x) * x[::-1], jnp.sum(x)), x)[1](cts),
-                rtol=1e-6)
+    assert_same(first, jax.vjp(lambda x: (jnp.tanh(x) * x[::-1], jnp.sum(x)), x)[1](cts), rtol=1e-6)
 
 
 def test_falls_back_mid_function_without_rerunning(recorded, taped):
@@ -274,8 +292,11 @@ def test_not_taped_under_a_trace_or_for_other_dtypes(recorded, taped):
     f = _ten_ops(xnp)
     x = np.linspace(-1, 1, 4, dtype=np.float32)
     assert _bits(xform.jit(xform.grad(f))(x)) == _bits(xform.jit(xform.grad(f))(x))
-    np.testing.assert_allclose(xform.vmap(xform.grad(f))(x[:, None]),
-                               jax.vmap(jax.grad(_ten_ops(jnp)))(x[:, None]), rtol=1e-5)
+    np.testing.assert_allclose(
+        xform.vmap(xform.grad(f))(x[:, None]),
+        jax.vmap(jax.grad(_ten_ops(jnp)))(x[:, None]),
+        rtol=1e-5,
+    )
     hess = xform.grad(xform.grad(lambda v: xnp.sin(v) * v))(0.5)  # the inner grad: staged
     assert_same(hess, jax.grad(jax.grad(lambda v: jnp.sin(v) * v))(0.5), rtol=1e-6)
     z = np.array([0.5 + 1j, -1.0 + 0.25j], np.complex64)

@@ -42,51 +42,103 @@ _MODULES = [
     (jax.flatten_util, flatten_util, {}),
     (jax.api_util, api_util, {}),
     (jax.experimental.checkify, experimental.checkify, {}),
-    (jax.experimental, experimental, {
-        "EArray": "extended-dtype arrays: xform has no extended dtypes beyond typed keys",
-        "cur_qdd": "hijax's quasi-dynamic data: xform has no hijax types",
-        "primal_tangent_dtype": "user-defined tangent dtypes: xform has no extended dtypes",
-    }),
+    (
+        jax.experimental,
+        experimental,
+        {
+            "EArray": "extended-dtype arrays: xform has no extended dtypes beyond typed keys",
+            "cur_qdd": "hijax's quasi-dynamic data: xform has no hijax types",
+            "primal_tangent_dtype": "user-defined tangent dtypes: xform has no extended dtypes",
+        },
+    ),
 ]
 
 # jax.experimental.jet and .ode import many helpers into their namespace: the names they
 # define themselves are their public ones. Those xform does not have, and why.
 _DEFINED = [
-    (jax.experimental.jet, experimental.jet, {
-        **dict.fromkeys(("ZeroSeries", "ZeroTerm", "zero_series", "zero_term"),
-                        "JAX's symbolic zero series; xform's jet rules take plain zeros"),
-        **dict.fromkeys(("deriv_prop", "linear_prop", "zero_prop", "fact"),
-                        "JAX's rule-building helpers; xform's registrars are def_deriv, "
-                        "deflinear, defzero and def_comp"),
-    }),
-    (jax.experimental.ode, experimental.ode, dict.fromkeys(
-        ("abs2", "fit_4th_order_polynomial", "initial_step_size", "interp_fit_dopri",
-         "mean_error_ratio", "optimal_step_size", "ravel_first_arg", "runge_kutta_step"),
-        "a step of JAX's Dormand-Prince solver, not API: xform's solver is its own")),
+    (
+        jax.experimental.jet,
+        experimental.jet,
+        {
+            **dict.fromkeys(
+                ("ZeroSeries", "ZeroTerm", "zero_series", "zero_term"),
+                "JAX's symbolic zero series; xform's jet rules take plain zeros",
+            ),
+            **dict.fromkeys(
+                ("deriv_prop", "linear_prop", "zero_prop", "fact"),
+                "JAX's rule-building helpers; xform's registrars are def_deriv, "
+                "deflinear, defzero and def_comp",
+            ),
+        },
+    ),
+    (
+        jax.experimental.ode,
+        experimental.ode,
+        dict.fromkeys(
+            (
+                "abs2",
+                "fit_4th_order_polynomial",
+                "initial_step_size",
+                "interp_fit_dopri",
+                "mean_error_ratio",
+                "optimal_step_size",
+                "ravel_first_arg",
+                "runge_kutta_step",
+            ),
+            "a step of JAX's Dormand-Prince solver, not API: xform's solver is its own",
+        ),
+    ),
 ]
 
-_TOP_LEVEL = ["device_get", "block_until_ready", "typeof", "ShapeDtypeStruct", "named_scope",
-              "named_call", "clear_caches", "live_arrays", "print_environment_info", "float0",
-              "make_jaxpr", "host_count", "host_id", "host_ids", "process_indices", "version",
-              "Device", "tree", "tree_util", "typing", "flatten_util", "dtypes", "errors"]
+_TOP_LEVEL = [
+    "device_get",
+    "block_until_ready",
+    "typeof",
+    "ShapeDtypeStruct",
+    "named_scope",
+    "named_call",
+    "clear_caches",
+    "live_arrays",
+    "print_environment_info",
+    "float0",
+    "make_jaxpr",
+    "host_count",
+    "host_id",
+    "host_ids",
+    "process_indices",
+    "version",
+    "Device",
+    "tree",
+    "tree_util",
+    "typing",
+    "flatten_util",
+    "dtypes",
+    "errors",
+]
 
 
-@pytest.mark.parametrize("jax_mod, xf_mod, exempt", _MODULES,
-                         ids=[m[0].__name__ for m in _MODULES])
+@pytest.mark.parametrize("jax_mod, xf_mod, exempt", _MODULES, ids=[m[0].__name__ for m in _MODULES])
 def test_module_has_every_jax_name(jax_mod, xf_mod, exempt):
     # (submodules are left out: they join dir() only once something imports them)
-    names = {n for n in dir(jax_mod) if not n.startswith("_")
-             and not isinstance(getattr(jax_mod, n), types.ModuleType)}
+    names = {
+        n
+        for n in dir(jax_mod)
+        if not n.startswith("_") and not isinstance(getattr(jax_mod, n), types.ModuleType)
+    }
     missing = sorted(n for n in names - set(dir(xf_mod)) if n not in exempt)
     assert not missing, f"{xf_mod.__name__} lacks {missing}"
 
 
-@pytest.mark.parametrize("jax_mod, xf_mod, exempt", _DEFINED,
-                         ids=[m[0].__name__ for m in _DEFINED])
+@pytest.mark.parametrize("jax_mod, xf_mod, exempt", _DEFINED, ids=[m[0].__name__ for m in _DEFINED])
 def test_module_has_every_name_jax_defines_there(jax_mod, xf_mod, exempt):
-    names = {n for n in dir(jax_mod) if not n.startswith("_")
-             and getattr(getattr(jax_mod, n), "__module__", "").endswith(
-                 jax_mod.__name__.rsplit(".", 1)[1])}
+    names = {
+        n
+        for n in dir(jax_mod)
+        if not n.startswith("_")
+        and getattr(getattr(jax_mod, n), "__module__", "").endswith(
+            jax_mod.__name__.rsplit(".", 1)[1]
+        )
+    }
     assert "jet" in names or "odeint" in names  # (the filter keeps the module's own names)
     missing = sorted(n for n in names - set(dir(xf_mod)) if n not in exempt)
     assert not missing, f"{xf_mod.__name__} lacks {missing}"
@@ -119,8 +171,12 @@ jax.tree_util.register_dataclass(Op)
 
 
 def _sample(m):
-    return {"p": Point(1.0, m.ones(2)), "n": None, "l": [2, (3.0, {"z": m.arange(3)})],
-            "op": Op(m.zeros(1), 4)}
+    return {
+        "p": Point(1.0, m.ones(2)),
+        "n": None,
+        "l": [2, (3.0, {"z": m.arange(3)})],
+        "op": Op(m.zeros(1), 4),
+    }
 
 
 def test_tree_map_and_friends_against_jax():
@@ -138,8 +194,11 @@ def test_tree_map_and_friends_against_jax():
     assert tree.all([True, {"a": 1}]) and not tree.all([True, 0])
     assert tree.broadcast((1, 2), (0, {"a": 0, "b": 0})) == (1, {"a": 2, "b": 2})
     outer, inner = tree.structure([0, 0]), tree.structure((0, 0))
-    assert tree.transpose(outer, inner, [(1, 2), (3, 4)]) == jax.tree.transpose(
-        outer, inner, [(1, 2), (3, 4)]) == ([1, 3], [2, 4])
+    assert (
+        tree.transpose(outer, inner, [(1, 2), (3, 4)])
+        == jax.tree.transpose(outer, inner, [(1, 2), (3, 4)])
+        == ([1, 3], [2, 4])
+    )
     paths = [tree_util.keystr(p) for p, _ in tree.leaves_with_path(xt)]
     assert paths == [jax.tree_util.keystr(p) for p, _ in jax.tree.leaves_with_path(jt)]
     assert tree.map_with_path(lambda p, v: len(p), {"a": [1, 2]}) == {"a": [2, 2]}
@@ -168,8 +227,12 @@ def _mixed(m):
 
 
 def test_ravel_pytree_against_jax():
-    for make in (_mixed, lambda m: [1.0, 2.0], lambda m: [], lambda m: (m.ones(2, m.complex64),
-                                                                      m.ones(1))):
+    for make in (
+        _mixed,
+        lambda m: [1.0, 2.0],
+        lambda m: [],
+        lambda m: (m.ones(2, m.complex64), m.ones(1)),
+    ):
         flat, unravel = flatten_util.ravel_pytree(make(xnp))
         jflat, junravel = jax.flatten_util.ravel_pytree(make(jnp))
         assert_same(flat, jflat)
@@ -183,7 +246,8 @@ def test_ravel_pytree_under_transformations():
     params = {"w": xnp.arange(6.0).reshape(2, 3), "b": xnp.ones(3)}
     flat, unravel = flatten_util.ravel_pytree(params)
     jflat, junravel = jax.flatten_util.ravel_pytree(
-        {"w": jnp.arange(6.0).reshape(2, 3), "b": jnp.ones(3)})
+        {"w": jnp.arange(6.0).reshape(2, 3), "b": jnp.ones(3)}
+    )
 
     def loss(unr, m):
         return lambda v: m.sum(m.sin(unr(v)["w"]) * unr(v)["b"])
@@ -191,8 +255,7 @@ def test_ravel_pytree_under_transformations():
     assert_same(xform.jit(unravel)(flat), junravel(jflat))
     assert_same(xform.grad(loss(unravel, xnp))(flat), jax.grad(loss(junravel, jnp))(jflat))
     batch = xnp.stack([flat, flat * 2])
-    assert_same(xform.vmap(unravel)(batch),
-                jax.vmap(junravel)(jnp.stack([jflat, jflat * 2])))
+    assert_same(xform.vmap(unravel)(batch), jax.vmap(junravel)(jnp.stack([jflat, jflat * 2])))
     # unravel as a static argument: hashable, equal for equal trees
     f = xform.jit(lambda unr, v: unr(v)["b"], static_argnums=0)
     assert_same(f(unravel, flat), jnp.ones(3))
@@ -200,8 +263,9 @@ def test_ravel_pytree_under_transformations():
 
 def test_ravel_pytree_bad_input():
     _, unravel = flatten_util.ravel_pytree([xnp.ones(2), 1])
-    with pytest.raises(TypeError, match="unravel function given array of dtype int32, but "
-                                        "expected dtype float32"):
+    with pytest.raises(
+        TypeError, match="unravel function given array of dtype int32, but expected dtype float32"
+    ):
         unravel(xnp.ones(3, xnp.int32))
     _, unravel = flatten_util.ravel_pytree([xnp.ones(2)])
     with pytest.raises(ValueError, match=r"shape \(3,\), but expected shape \(2,\)"):
@@ -214,7 +278,8 @@ def test_ravel_pytree_bad_input():
 def test_typing_annotations():
     for v in (np.float32(1), np.ones(2), xnp.ones(2), 1, 2.0, True, 1j):
         assert isinstance(v, xtyping.ArrayLike) == isinstance(
-            jnp.asarray(v) if isinstance(v, xform.Array) else v, jax.typing.ArrayLike)
+            jnp.asarray(v) if isinstance(v, xform.Array) else v, jax.typing.ArrayLike
+        )
     assert not isinstance([1.0], xtyping.ArrayLike) and not isinstance("a", xtyping.ArrayLike)
     assert xform.jit(lambda x: isinstance(x, xtyping.ArrayLike))(1.0)
     assert isinstance(xnp.float32, xtyping.SupportsDType) or isinstance("f4", str)
@@ -222,21 +287,37 @@ def test_typing_annotations():
 
 # --------------------------------------------------------------------------- dtypes
 
-_RESULT_TYPE_CASES = [(1.0,), (1,), (True,), (np.int8(1), 2), ("float16", None),
-                      (np.int32, np.uint32), ("bfloat16", 1.0), (np.float16, int),
-                      (np.uint8, np.int8), (complex, np.float32)]
+_RESULT_TYPE_CASES = [
+    (1.0,),
+    (1,),
+    (True,),
+    (np.int8(1), 2),
+    ("float16", None),
+    (np.int32, np.uint32),
+    ("bfloat16", 1.0),
+    (np.float16, int),
+    (np.uint8, np.int8),
+    (complex, np.float32),
+]
 
 
 def test_dtypes_against_jax():
     for args in _RESULT_TYPE_CASES:
-        assert xdtypes.result_type(*args, return_weak_type_flag=True) == \
-            jax.dtypes.result_type(*args, return_weak_type_flag=True), args
+        assert xdtypes.result_type(*args, return_weak_type_flag=True) == jax.dtypes.result_type(
+            *args, return_weak_type_flag=True
+        ), args
     assert xdtypes.result_type(xnp.int8(1), 2.0) == jax.dtypes.result_type(jnp.int8(1), 2.0)
     for dt in (np.float64, float, "int64", "bfloat16", np.uint16, complex):
         assert xdtypes.canonicalize_dtype(dt) == jax.dtypes.canonicalize_dtype(dt)
-    for a, b in [("bfloat16", np.floating), ("int4", np.signedinteger), ("uint2", np.integer),
-                 (np.float32, xdtypes.extended), ("int4", np.floating), (np.int8, np.number),
-                 ("float8_e4m3fn", np.inexact)]:
+    for a, b in [
+        ("bfloat16", np.floating),
+        ("int4", np.signedinteger),
+        ("uint2", np.integer),
+        (np.float32, xdtypes.extended),
+        ("int4", np.floating),
+        (np.int8, np.number),
+        ("float8_e4m3fn", np.inexact),
+    ]:
         assert xdtypes.issubdtype(a, b) == jax.dtypes.issubdtype(a, b), (a, b)
     key = xform.random.key(0)
     assert xdtypes.issubdtype(key.dtype, xdtypes.prng_key)
@@ -244,15 +325,15 @@ def test_dtypes_against_jax():
     assert xdtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
     assert xdtypes.issubdtype(xdtypes.prng_key, xdtypes.extended)
     assert xnp.issubdtype(key.dtype, xdtypes.prng_key)  # the classes are JAX's
-    assert xdtypes.issubdtype(key.dtype, key.dtype) and not xdtypes.issubdtype(np.uint32,
-                                                                                key.dtype)
+    assert xdtypes.issubdtype(key.dtype, key.dtype) and not xdtypes.issubdtype(np.uint32, key.dtype)
     assert not xdtypes.issubdtype(key.dtype, np.integer)
     assert xdtypes.canonicalize_dtype(key.dtype, allow_extended_dtype=True) == key.dtype
     for dt in ("int4", np.complex64, bool, "float8_e4m3fn", "bfloat16", np.int64):
         assert xdtypes.itemsize_bits(dt) == jax.dtypes.itemsize_bits(dt), dt
     for v in (1, 2.0, True, 1j, np.ones(2, np.int8), xnp.ones(2, xnp.bfloat16)):
         assert xdtypes.scalar_type_of(v) is jax.dtypes.scalar_type_of(
-            jnp.asarray(v) if isinstance(v, xform.Array) else v)
+            jnp.asarray(v) if isinstance(v, xform.Array) else v
+        )
     assert xdtypes.finfo(xdtypes.bfloat16).eps == jax.dtypes.finfo(jnp.bfloat16).eps
     assert xdtypes.iinfo("int4").max == jax.dtypes.iinfo("int4").max == 7
     assert xdtypes.float0 == jax.dtypes.float0
@@ -266,8 +347,9 @@ def test_dtypes_x64():
 
 def _check_x64():
     for args in [(1.0,), (np.int32, np.uint32), (np.float64,), (1, np.uint8)]:
-        assert xdtypes.result_type(*args, return_weak_type_flag=True) == \
-            jax.dtypes.result_type(*args, return_weak_type_flag=True), args
+        assert xdtypes.result_type(*args, return_weak_type_flag=True) == jax.dtypes.result_type(
+            *args, return_weak_type_flag=True
+        ), args
     assert xdtypes.canonicalize_dtype(np.float64) == np.float64
 
 
@@ -303,8 +385,14 @@ def test_errors_are_jax_errors():
 
 
 def test_typeof():
-    for x, jx in [(1.0, 1.0), (3, 3), (True, True), (xnp.ones((2, 3)), jnp.ones((2, 3))),
-                  (np.int64(3), np.int64(3)), (xnp.asarray(1.0), jnp.asarray(1.0))]:
+    for x, jx in [
+        (1.0, 1.0),
+        (3, 3),
+        (True, True),
+        (xnp.ones((2, 3)), jnp.ones((2, 3))),
+        (np.int64(3), np.int64(3)),
+        (xnp.asarray(1.0), jnp.asarray(1.0)),
+    ]:
         got, want = xform.typeof(x), jax.typeof(jx)
         assert (got.shape, got.dtype, got.weak_type) == (want.shape, want.dtype, want.weak_type)
     assert repr(xform.typeof(xform.random.key(0))) == repr(jax.typeof(jax.random.key(0)))
@@ -323,15 +411,19 @@ def test_shape_dtype_struct():
         assert (s.ndim, s.size, len(s), s.weak_type) == (j.ndim, j.size, len(j), j.weak_type)
     assert xform.ShapeDtypeStruct([2], "int64").dtype == jax.ShapeDtypeStruct([2], "int64").dtype
     a, b = xform.ShapeDtypeStruct((2,), "float32"), xform.ShapeDtypeStruct((2,), np.float32)
-    assert a == b and hash(a) == hash(b) and a != xform.ShapeDtypeStruct((2,), "float32",
-                                                                        weak_type=True)
+    assert (
+        a == b
+        and hash(a) == hash(b)
+        and a != xform.ShapeDtypeStruct((2,), "float32", weak_type=True)
+    )
     sharding = jax.sharding.SingleDeviceSharding(xform.devices()[0])
     s = xform.ShapeDtypeStruct((2,), np.float32, sharding=sharding)
     assert s.sharding is sharding and s != a
     assert repr(s) == repr(jax.ShapeDtypeStruct((2,), jnp.float32, sharding=sharding))
     assert s.update(shape=(3,)).shape == (3,) and s.update(shape=(3,)).sharding is sharding
     assert xform.ShapeDtypeStruct.like(xnp.ones((1, 2))) == xform.ShapeDtypeStruct(
-        (1, 2), np.float32)
+        (1, 2), np.float32
+    )
     assert xform.eval_shape(lambda x: x * 2, s).shape == (2,)
     with pytest.raises(RuntimeError, match="Cannot reassign attributes"):
         a.shape = (3,)
@@ -403,8 +495,9 @@ def test_processes():
 
 def test_make_jaxpr_options():
     f = lambda x, n: x * n  # noqa: E731
-    assert str(xform.make_jaxpr(f, static_argnums=1)(1.0, 3)) == \
-        str(jax.make_jaxpr(f, static_argnums=1)(1.0, 3))
+    assert str(xform.make_jaxpr(f, static_argnums=1)(1.0, 3)) == str(
+        jax.make_jaxpr(f, static_argnums=1)(1.0, 3)
+    )
     _, shapes = xform.make_jaxpr(lambda x: (x, {"a": x * 2}), return_shape=True)(1.0)
     _, jshapes = jax.make_jaxpr(lambda x: (x, {"a": x * 2}), return_shape=True)(1.0)
     assert repr(shapes) == repr(jshapes)
@@ -414,8 +507,10 @@ def test_make_jaxpr_options():
 
 # Top-level names of JAX 0.10.2 that xform does not have, with the reason.
 _TOP_LEVEL_EXEMPT = {
-    **{n: "mutable array references (jax.ref) need an effect and state system xform's IR lacks"
-       for n in ("Ref", "new_ref", "empty_ref", "free_ref", "freeze", "ref", "ds")},
+    **{
+        n: "mutable array references (jax.ref) need an effect and state system xform's IR lacks"
+        for n in ("Ref", "new_ref", "empty_ref", "free_ref", "freeze", "ref", "ds")
+    },
     "Shard": "sharded arrays: the sharding issue",
     "smap": "single-axis shard_map: the sharding issue",
     "ad": "JAX's internal autodiff namespace; xform's public one is xform.extend.ad",
@@ -441,8 +536,12 @@ def test_fwd_and_bwd_as_jax():
     for argnums, has_aux, jitted in (((0, 1), False, True), (1, True, False)):
         got, want = [], []
         for lib, out in ((xform, got), (jax, want)):
-            fwd, bwd = lib.fwd_and_bwd(lambda x, w, aux=has_aux: (x @ w, 3) if aux else x @ w,
-                                       argnums=argnums, has_aux=has_aux, jitted=jitted)
+            fwd, bwd = lib.fwd_and_bwd(
+                lambda x, w, aux=has_aux: (x @ w, 3) if aux else x @ w,
+                argnums=argnums,
+                has_aux=has_aux,
+                jitted=jitted,
+            )
             y, residuals, *aux = fwd(x, w)
             out.append((y, bwd(residuals, np.ones((4, 4), np.float32)), aux))
         np.testing.assert_allclose(got[0][0], want[0][0], rtol=1e-6)

@@ -29,8 +29,12 @@ def test_in_axes(in_axes):
         y = r(3)
     if in_axes == (None, 0):
         x = r(3)
-    check_vmap(lambda a, b: xnp.sin(a) * b + 1.0, lambda a, b: jnp.sin(a) * b + 1.0, (x, y),
-               in_axes=tuple(in_axes) if isinstance(in_axes, list) else in_axes)
+    check_vmap(
+        lambda a, b: xnp.sin(a) * b + 1.0,
+        lambda a, b: jnp.sin(a) * b + 1.0,
+        (x, y),
+        in_axes=tuple(in_axes) if isinstance(in_axes, list) else in_axes,
+    )
 
 
 @pytest.mark.parametrize("out_axes", [0, 1, -1, 2])
@@ -71,14 +75,20 @@ def test_axis_size_without_mapped_inputs():
 
 def test_unmapped_output_is_broadcast():
     x, c = r(5, 3), r(3)
-    check_vmap(lambda a, b: (a * 2.0, b + 1.0), lambda a, b: (a * 2.0, b + 1.0), (x, c),
-               in_axes=(0, None), out_axes=(0, 1))
+    check_vmap(
+        lambda a, b: (a * 2.0, b + 1.0),
+        lambda a, b: (a * 2.0, b + 1.0),
+        (x, c),
+        in_axes=(0, None),
+        out_axes=(0, 1),
+    )
 
 
 def test_unbatched_values_stay_unbatched_in_the_program():
     # b + 1.0 does not depend on the mapped argument: it is computed once, at its own shape.
-    jaxpr = xform.make_jaxpr(xform.vmap(lambda a, b: (a * 2.0, xnp.sin(b)),
-                                        in_axes=(0, None), out_axes=(0, None)))(r(5, 3), r(3))
+    jaxpr = xform.make_jaxpr(
+        xform.vmap(lambda a, b: (a * 2.0, xnp.sin(b)), in_axes=(0, None), out_axes=(0, None))
+    )(r(5, 3), r(3))
     text = str(jaxpr)
     assert "sin b:f32[3]" in text.replace("\n", " ") or "f32[3] = sin" in text
     assert "broadcast_in_dim" not in text
@@ -123,6 +133,7 @@ def _loss(lib):
     def loss(w, x, y):
         pred = lib.tanh(lib.dot(x, w))
         return lib.sum((pred - y) ** 2)
+
     return loss
 
 
@@ -200,8 +211,10 @@ def test_vmap_of_custom_jvp():
     fx, fj = _custom_sin(xnp, xform.custom_jvp), _custom_sin(jnp, jax.custom_jvp)
     assert_same(xform.vmap(fx)(x), jax.vmap(fj)(x))
     assert_same(xform.vmap(xform.grad(fx))(x), jax.vmap(jax.grad(fj))(x))
-    assert_same(xform.grad(lambda a: xnp.sum(xform.vmap(fx)(a)))(x),
-                jax.grad(lambda a: jnp.sum(jax.vmap(fj)(a)))(x))
+    assert_same(
+        xform.grad(lambda a: xnp.sum(xform.vmap(fx)(a)))(x),
+        jax.grad(lambda a: jnp.sum(jax.vmap(fj)(a)))(x),
+    )
     assert_same(xform.jit(xform.vmap(xform.grad(fx)))(x), jax.vmap(jax.grad(fj))(x))
 
 
@@ -225,17 +238,22 @@ def test_vmap_of_custom_vjp(in_axes):
 def test_stop_gradient_under_vmap():
     x = r(4)
     f = lambda lib, sg: lambda a: lib.sin(a) * sg(a)  # noqa: E731
-    assert_same(xform.vmap(xform.grad(f(xnp, xform.lax.stop_gradient)))(x),
-                jax.vmap(jax.grad(f(jnp, jax.lax.stop_gradient)))(x))
+    assert_same(
+        xform.vmap(xform.grad(f(xnp, xform.lax.stop_gradient)))(x),
+        jax.vmap(jax.grad(f(jnp, jax.lax.stop_gradient)))(x),
+    )
 
 
 # --------------------------------------------------------------------------- errors
 
 
 def test_inconsistent_sizes_name_each_argument():
-    with pytest.raises(ValueError, match=r"inconsistent sizes(.|\n)*argument a of type "
-                                         r"f32\[3\] has size 3(.|\n)*argument b of type "
-                                         r"f32\[4\] has size 4"):
+    with pytest.raises(
+        ValueError,
+        match=r"inconsistent sizes(.|\n)*argument a of type "
+        r"f32\[3\] has size 3(.|\n)*argument b of type "
+        r"f32\[4\] has size 4",
+    ):
         xform.vmap(lambda a, b: a + b)(r(3), r(4))
 
 

@@ -65,11 +65,17 @@ def test_unary(op):
 def test_unary_with_params():
     # Each param value at a mapped axis of its own (the rules pass params through).
     fns = [(lambda a, m=m: lax.round(a, m), lambda a, m=m: jlax.round(a, m)) for m in (0, 1)]
-    fns += [(lambda a, y=y: lax.integer_pow(a, y), lambda a, y=y: jlax.integer_pow(a, y))
-            for y in (0, 3, -2)]
-    fns += [(lambda a, d=d: lax.convert_element_type(a, d),
-             lambda a, d=d: jlax.convert_element_type(a, d))
-            for d in (np.int32, np.bool_, np.float16, np.complex64)]
+    fns += [
+        (lambda a, y=y: lax.integer_pow(a, y), lambda a, y=y: jlax.integer_pow(a, y))
+        for y in (0, 3, -2)
+    ]
+    fns += [
+        (
+            lambda a, d=d: lax.convert_element_type(a, d),
+            lambda a, d=d: jlax.convert_element_type(a, d),
+        )
+        for d in (np.int32, np.bool_, np.float16, np.complex64)
+    ]
     for k, (xf, jf) in enumerate(fns):
         in_axis = k % 3 - 1
         x = RNG.uniform(-3, 3, _with_axis((4, 2), in_axis)).astype(np.float32)
@@ -78,10 +84,13 @@ def test_unary_with_params():
 
 def test_unary_params_under_jit():
     x = RNG.uniform(-3, 3, (4, B)).astype(np.float32)
-    check_vmap(lambda a: lax.convert_element_type(lax.integer_pow(lax.round(a, 1), 3),
-                                                  np.int32),
-               lambda a: jlax.convert_element_type(jlax.integer_pow(jlax.round(a, 1), 3),
-                                                   np.int32), (x,), 1, 1)
+    check_vmap(
+        lambda a: lax.convert_element_type(lax.integer_pow(lax.round(a, 1), 3), np.int32),
+        lambda a: jlax.convert_element_type(jlax.integer_pow(jlax.round(a, 1), 3), np.int32),
+        (x,),
+        1,
+        1,
+    )
 
 
 # --------------------------------------------------------------------------- binary
@@ -141,8 +150,11 @@ def _broadcast_case(draw):
     operands, axes = [], []
     for _ in range(2):
         kind = draw(st.sampled_from(["full", "scalar", "ones"]))
-        s = () if kind == "scalar" else tuple(
-            1 if kind == "ones" and draw(st.booleans()) else d for d in shape)
+        s = (
+            ()
+            if kind == "scalar"
+            else tuple(1 if kind == "ones" and draw(st.booleans()) else d for d in shape)
+        )
         axis = draw(st.none() | st.integers(-len(s) - 1, len(s)))
         operands.append(s)
         axes.append(axis)
@@ -181,8 +193,13 @@ _WHICH = [(np.bool_, 2), (np.int32, 3), (np.uint8, 1)]
 def test_select_n(which_dtype, ncases, which_rank0):
     # Every mix of mapped/unmapped `which` (rank 0 or full) and cases, at every axis.
     shape = (2, 4)
-    configs = [(0,) + (0,) * ncases, (None,) + (1,) * ncases, (1,) + (None,) * ncases,
-               (-1,) + (None,) + (2,) * (ncases - 1), (0,) + (-1,) * ncases]
+    configs = [
+        (0,) + (0,) * ncases,
+        (None,) + (1,) * ncases,
+        (1,) + (None,) * ncases,
+        (-1,) + (None,) + (2,) * (ncases - 1),
+        (0,) + (-1,) * ncases,
+    ]
     wshape = () if which_rank0 else shape
     if which_rank0:  # a mapped scalar has one axis, 0
         configs = [(None if c[0] is None else 0,) + c[1:] for c in configs]
@@ -191,15 +208,15 @@ def test_select_n(which_dtype, ncases, which_rank0):
         if which_dtype != np.bool_:
             which = which % ncases
         cases = [_rand(_with_axis(shape, a)) for a in in_axes[1:]]
-        check_vmap(lax.select_n, jlax.select_n, (which, *cases), in_axes, out_axes=k % 3,
-                   jit=k == 0)
+        check_vmap(
+            lax.select_n, jlax.select_n, (which, *cases), in_axes, out_axes=k % 3, jit=k == 0
+        )
 
 
 def test_select_n_rank0_everything():
     which, a, b = _rand((B,), np.bool_), _rand((B,)), _rand(())
     check_vmap(lax.select_n, jlax.select_n, (which, a, b), (0, 0, None))
-    check_vmap(lax.select_n, jlax.select_n, (np.bool_(True), a, b), (None, 0, None),
-               jit=False)
+    check_vmap(lax.select_n, jlax.select_n, (np.bool_(True), a, b), (None, 0, None), jit=False)
 
 
 def test_select_n_keeps_an_unmapped_scalar_predicate_and_the_batch_dim():
@@ -209,8 +226,10 @@ def test_select_n_keeps_an_unmapped_scalar_predicate_and_the_batch_dim():
     assert "broadcast_in_dim" not in text and "transpose" not in text, text
 
 
-@pytest.mark.parametrize("in_axes", [(0, 0, 0), (None, 1, None), (0, None, None),
-                                     (None, None, 1), (1, -1, None), (0, 0, None)])
+@pytest.mark.parametrize(
+    "in_axes",
+    [(0, 0, 0), (None, 1, None), (0, None, None), (None, None, 1), (1, -1, None), (0, 0, None)],
+)
 @pytest.mark.parametrize("bound_rank0", [False, True])
 def test_clamp(in_axes, bound_rank0):
     shape = (2, 4)
@@ -227,29 +246,44 @@ def test_clamp(in_axes, bound_rank0):
 # --------------------------------------------------------------------------- bitcast
 
 
-@pytest.mark.parametrize("src,dst,unbatched,in_axis", [
-    (np.float32, np.int32, (2, 4), 1),  # same width
-    (np.uint32, np.uint8, (2,), -1),  # narrower: a trailing dimension appears
-    (np.float32, np.uint16, (), 0),
-    (np.uint8, np.uint16, (3, 2), 0),  # wider: the last dimension is consumed
-    (np.uint8, np.uint32, (3, 4), 1),
-])
+@pytest.mark.parametrize(
+    "src,dst,unbatched,in_axis",
+    [
+        (np.float32, np.int32, (2, 4), 1),  # same width
+        (np.uint32, np.uint8, (2,), -1),  # narrower: a trailing dimension appears
+        (np.float32, np.uint16, (), 0),
+        (np.uint8, np.uint16, (3, 2), 0),  # wider: the last dimension is consumed
+        (np.uint8, np.uint32, (3, 4), 1),
+    ],
+)
 def test_bitcast_convert_type(src, dst, unbatched, in_axis):
-    x = RNG.integers(0, 200, _with_axis(unbatched, in_axis)).astype(np.uint8).view(src) \
-        if np.dtype(src).itemsize == 1 else RNG.standard_normal(
-            _with_axis(unbatched, in_axis)).astype(np.float32).view(src)
-    check_vmap(lambda a: lax.bitcast_convert_type(a, dst),
-               lambda a: jlax.bitcast_convert_type(a, dst), (x,), in_axis, jit=in_axis == 0)
+    x = (
+        RNG.integers(0, 200, _with_axis(unbatched, in_axis)).astype(np.uint8).view(src)
+        if np.dtype(src).itemsize == 1
+        else RNG.standard_normal(_with_axis(unbatched, in_axis)).astype(np.float32).view(src)
+    )
+    check_vmap(
+        lambda a: lax.bitcast_convert_type(a, dst),
+        lambda a: jlax.bitcast_convert_type(a, dst),
+        (x,),
+        in_axis,
+        jit=in_axis == 0,
+    )
 
 
 def test_bitcast_to_wider_with_the_batch_dimension_last():
     # jax.vmap cannot do this one (its rule would consume the batch dimension): a loop can.
     x = RNG.integers(0, 200, (3, 2, B)).astype(np.uint8)
-    check_vmap(lambda a: lax.bitcast_convert_type(a, np.uint16),
-               lambda a: jlax.bitcast_convert_type(a, np.uint16), (np.moveaxis(x, 2, 0),), 0)
+    check_vmap(
+        lambda a: lax.bitcast_convert_type(a, np.uint16),
+        lambda a: jlax.bitcast_convert_type(a, np.uint16),
+        (np.moveaxis(x, 2, 0),),
+        0,
+    )
     got = xform.vmap(lambda a: lax.bitcast_convert_type(a, np.uint16), 2)(x)
-    expected = np.stack([np.asarray(lax.bitcast_convert_type(x[..., i], np.uint16))
-                         for i in range(B)])
+    expected = np.stack(
+        [np.asarray(lax.bitcast_convert_type(x[..., i], np.uint16)) for i in range(B)]
+    )
     assert_same(got, expected)
 
 
@@ -265,8 +299,7 @@ def test_errors_match_the_unbatched_ones():
     with pytest.raises(TypeError, match="clamp: min must be scalar or have the operand's"):
         xform.vmap(lax.clamp, (0, 0, None))(_rand((B, 3)), x, np.float32(1))
     with pytest.raises(ValueError, match="the last dimension must be 2, got shape"):
-        xform.vmap(lambda a: lax.bitcast_convert_type(a, np.uint16))(
-            np.ones(2, np.uint8))
+        xform.vmap(lambda a: lax.bitcast_convert_type(a, np.uint16))(np.ones(2, np.uint8))
 
 
 # --------------------------------------------------------------------------- composition
@@ -305,9 +338,11 @@ def _scalar_loss(lib, xl):
     # kernels differ by an ulp between host and XLA, and inputs depend on test order.
     def loss(w, x):
         z = xl.mul(w, x)
-        return xl.add(xl.mul(xl.tanh(z), xl.exp(xl.neg(w))),
-                      xl.select_n(xl.gt(z, 0.0), xl.integer_pow(z, 2),
-                                  xl.clamp(-0.5, xl.sin(z), 0.5)))
+        return xl.add(
+            xl.mul(xl.tanh(z), xl.exp(xl.neg(w))),
+            xl.select_n(xl.gt(z, 0.0), xl.integer_pow(z, 2), xl.clamp(-0.5, xl.sin(z), 0.5)),
+        )
+
     return loss
 
 
@@ -316,8 +351,7 @@ def test_vmap_of_grad_per_example():
     got = xform.vmap(xform.grad(_scalar_loss(xnp, lax)))(w, x)
     expected = jax.vmap(jax.grad(_scalar_loss(jnp, jlax)))(w, x)
     assert_same(got, expected, rtol=1e-5, atol=1e-5)
-    got = xform.jit(xform.vmap(xform.grad(_scalar_loss(xnp, lax), argnums=1), (None, 0)))(
-        w[0], x)
+    got = xform.jit(xform.vmap(xform.grad(_scalar_loss(xnp, lax), argnums=1), (None, 0)))(w[0], x)
     expected = jax.vmap(jax.grad(_scalar_loss(jnp, jlax), argnums=1), (None, 0))(w[0], x)
     assert_same(got, expected, rtol=1e-5, atol=1e-5)
 

@@ -72,10 +72,19 @@ def test_dot_general(case):
     k = _DOT_CASES.index(case)
     for j, in_axes in enumerate(_DOT_AXES):
         args = _args((ls, rs), in_axes)
-        out_rank = len(lax.dot_general(np.zeros(ls, np.float32), np.zeros(rs, np.float32),
-                                       dnums).shape)
-        check_vmap(_dot(lax, dnums), _jdot(dnums), args, in_axes,
-                   out_axes=j % (out_rank + 1), rtol=1e-5, atol=1e-5, jit=j == k % 6)
+        out_rank = len(
+            lax.dot_general(np.zeros(ls, np.float32), np.zeros(rs, np.float32), dnums).shape
+        )
+        check_vmap(
+            _dot(lax, dnums),
+            _jdot(dnums),
+            args,
+            in_axes,
+            out_axes=j % (out_rank + 1),
+            rtol=1e-5,
+            atol=1e-5,
+            jit=j == k % 6,
+        )
 
 
 @st.composite
@@ -84,16 +93,21 @@ def _dot_general_case(draw):
     each operand mapped at any position (or not: at least one is)."""
     nb, nc, nl, nr = (draw(st.integers(0, n)) for n in (1, 2, 2, 1))
     size = st.integers(1, 3)
-    sizes = {(kind, i): draw(size) for kind, n in (("b", nb), ("c", nc), ("l", nl), ("r", nr))
-             for i in range(n)}
+    sizes = {
+        (kind, i): draw(size)
+        for kind, n in (("b", nb), ("c", nc), ("l", nl), ("r", nr))
+        for i in range(n)
+    }
     lhs = draw(st.permutations([k for k in sizes if k[0] in "bcl"]))
     rhs = draw(st.permutations([k for k in sizes if k[0] in "bcr"]))
 
     def positions(dims, kind, n):
         return tuple(dims.index((kind, i)) for i in range(n))
 
-    dnums = ((positions(lhs, "c", nc), positions(rhs, "c", nc)),
-             (positions(lhs, "b", nb), positions(rhs, "b", nb)))
+    dnums = (
+        (positions(lhs, "c", nc), positions(rhs, "c", nc)),
+        (positions(lhs, "b", nb), positions(rhs, "b", nb)),
+    )
     shapes = (tuple(sizes[k] for k in lhs), tuple(sizes[k] for k in rhs))
     in_axes = tuple(draw(st.none() | st.integers(0, len(s))) for s in shapes)
     if in_axes == (None, None):
@@ -107,22 +121,36 @@ def _dot_general_case(draw):
 def test_dot_general_hypothesis(case):
     dnums, shapes, in_axes, out_axis = case
     args = _args(shapes, in_axes)
-    check_vmap(_dot(lax, dnums), _jdot(dnums), args, in_axes, out_axis, rtol=1e-5,
-               atol=1e-5)
+    check_vmap(_dot(lax, dnums), _jdot(dnums), args, in_axes, out_axis, rtol=1e-5, atol=1e-5)
 
 
 def test_dot_general_params_pass_through():
     dnums = BMM
     args = _args(((5, 2, 3), (5, 3, 4)), (1, None), np.int8)
-    check_vmap(_dot(lax, dnums, preferred_element_type=np.int32),
-               _dot(jlax, dnums, preferred_element_type=np.int32), args, (1, None))
+    check_vmap(
+        _dot(lax, dnums, preferred_element_type=np.int32),
+        _dot(jlax, dnums, preferred_element_type=np.int32),
+        args,
+        (1, None),
+    )
     args = _args(((2, 3), (3, 4)), (0, 0))
-    check_vmap(_dot(lax, MATMUL, precision=lax.Precision.HIGHEST),
-               _dot(jlax, MATMUL, precision=jlax.Precision.HIGHEST), args, (0, 0), jit=False)
+    check_vmap(
+        _dot(lax, MATMUL, precision=lax.Precision.HIGHEST),
+        _dot(jlax, MATMUL, precision=jlax.Precision.HIGHEST),
+        args,
+        (0, 0),
+        jit=False,
+    )
     half = tuple(a.astype(np.float16) for a in args)
-    check_vmap(_dot(lax, MATMUL, preferred_element_type=np.float32),
-               _dot(jlax, MATMUL, preferred_element_type=np.float32), half, (0, 0),
-               rtol=1e-3, atol=1e-3, jit=False)
+    check_vmap(
+        _dot(lax, MATMUL, preferred_element_type=np.float32),
+        _dot(jlax, MATMUL, preferred_element_type=np.float32),
+        half,
+        (0, 0),
+        rtol=1e-3,
+        atol=1e-3,
+        jit=False,
+    )
 
 
 def _count(text, op):
@@ -140,8 +168,9 @@ def test_batched_matmul_lowers_to_one_dot_general(in_axes):
 
 def test_one_sided_batch_is_a_free_dimension_where_it_falls():
     # A batch of lhs rows needs no transpose: it comes out where the lhs free dims fall.
-    jaxpr = str(xform.make_jaxpr(xform.vmap(xnp.matmul, (1, None), 1))(
-        _rand((4, B, 3)), _rand((3, 2))))
+    jaxpr = str(
+        xform.make_jaxpr(xform.vmap(xnp.matmul, (1, None), 1))(_rand((4, B, 3)), _rand((3, 2)))
+    )
     assert jaxpr.count("dot_general") == 1 and "transpose" not in jaxpr, jaxpr
 
 
@@ -152,8 +181,7 @@ def test_nested_vmap_of_dot():
     inner_j = jax.vmap(jlax.dot, (0, 0))
     expected = jax.vmap(inner_j, (0, None), 2)(x, w)
     assert_same(xform.vmap(inner_x, (0, None), 2)(x, w), expected, rtol=1e-5, atol=1e-5)
-    assert_same(xform.jit(xform.vmap(inner_x, (0, None), 2))(x, w), expected, rtol=1e-5,
-                atol=1e-5)
+    assert_same(xform.jit(xform.vmap(inner_x, (0, None), 2))(x, w), expected, rtol=1e-5, atol=1e-5)
     expected = jax.vmap(jax.vmap(jnp.dot, (None, 1)), (1, None))(x[0], w)
     got = xform.vmap(xform.vmap(xnp.dot, (None, 1)), (1, None))(x[0], w)
     assert_same(got, expected, rtol=1e-5, atol=1e-5)
@@ -180,13 +208,38 @@ def _jconv(**kw):
 # (params, unbatched lhs and rhs shapes)
 _CONV_CASES = [
     (dict(window_strides=(1, 1), padding="SAME"), (2, 4, 5, 5), (6, 4, 3, 3)),
-    (dict(window_strides=(2, 1), padding=((1, 0), (0, 2)), rhs_dilation=(1, 2),
-          feature_group_count=2), (2, 4, 6, 5), (6, 2, 3, 2)),
+    (
+        dict(
+            window_strides=(2, 1),
+            padding=((1, 0), (0, 2)),
+            rhs_dilation=(1, 2),
+            feature_group_count=2,
+        ),
+        (2, 4, 6, 5),
+        (6, 2, 3, 2),
+    ),
     (dict(window_strides=(1,), padding="VALID", batch_group_count=2), (4, 3, 7), (6, 3, 3)),
-    (dict(window_strides=(1, 1), padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
-          feature_group_count=2), (2, 5, 5, 4), (3, 3, 2, 6)),
-    (dict(window_strides=(1,), padding=((1, 1),), lhs_dilation=(2,),
-          dimension_numbers=("NWC", "WIO", "NCW"), batch_group_count=3), (6, 7, 2), (3, 2, 3)),
+    (
+        dict(
+            window_strides=(1, 1),
+            padding="SAME",
+            dimension_numbers=("NHWC", "HWIO", "NHWC"),
+            feature_group_count=2,
+        ),
+        (2, 5, 5, 4),
+        (3, 3, 2, 6),
+    ),
+    (
+        dict(
+            window_strides=(1,),
+            padding=((1, 1),),
+            lhs_dilation=(2,),
+            dimension_numbers=("NWC", "WIO", "NCW"),
+            batch_group_count=3,
+        ),
+        (6, 7, 2),
+        (3, 2, 3),
+    ),
 ]
 
 
@@ -202,8 +255,16 @@ def test_conv_general_dilated(case):
     kw, ls, rs = case
     for j, in_axes in enumerate(_conv_axes(ls, _CONV_CASES.index(case))):
         args = _args((ls, rs), in_axes)
-        check_vmap(_conv(lax, **kw), _jconv(**kw), args, in_axes, out_axes=j % 3,
-                   rtol=1e-5, atol=1e-5, jit=j == 2)
+        check_vmap(
+            _conv(lax, **kw),
+            _jconv(**kw),
+            args,
+            in_axes,
+            out_axes=j % 3,
+            rtol=1e-5,
+            atol=1e-5,
+            jit=j == 2,
+        )
 
 
 @pytest.mark.parametrize("in_axes", [(0, None), (None, 0), (0, 0)])
@@ -232,6 +293,7 @@ def _logistic_loss(np_):
         w, b = params
         z = np_.dot(x, w) + b
         return np_.logaddexp(0.0, z) - y * z
+
     return loss
 
 
@@ -270,12 +332,14 @@ def test_vmap_of_grad_through_a_conv_layer():
     dims = tuple(range(len(out_shape)))
 
     def loss(lib):
-        return lambda w, x: lib.dot_general(lib.tanh(lib.conv_general_dilated(x, w, **kw)), c,
-                                            ((dims, dims), ((), ())))
+        return lambda w, x: lib.dot_general(
+            lib.tanh(lib.conv_general_dilated(x, w, **kw)), c, ((dims, dims), ((), ()))
+        )
 
     ws = _rand((B,) + rs)
-    for k, (in_axes, argnums) in enumerate([((None, 0), 0), ((None, 0), 1), ((0, 0), 0),
-                                            ((0, 0), 1)]):
+    for k, (in_axes, argnums) in enumerate(
+        [((None, 0), 0), ((None, 0), 1), ((0, 0), 0), ((0, 0), 1)]
+    ):
         args = (w if in_axes[0] is None else ws, x)
         expected = jax.jit(jax.vmap(jax.grad(loss(jlax), argnums), in_axes))(*args)
         got = xform.vmap(xform.grad(loss(lax), argnums), in_axes)

@@ -22,34 +22,43 @@ def keys(rng, shape, dtype=np.float32):
 
 
 def sorts(num_keys, dimension=-1, is_stable=True):
-    return (lambda *ops: lax.sort(ops, dimension=dimension, is_stable=is_stable,
-                                  num_keys=num_keys),
-            lambda *ops: jax.lax.sort(ops, dimension=dimension, is_stable=is_stable,
-                                      num_keys=num_keys))
+    return (
+        lambda *ops: lax.sort(ops, dimension=dimension, is_stable=is_stable, num_keys=num_keys),
+        lambda *ops: jax.lax.sort(ops, dimension=dimension, is_stable=is_stable, num_keys=num_keys),
+    )
 
 
 # --------------------------------------------------------------------------- sort
 
 
-@pytest.mark.parametrize("in_axes,dimension,out_axes", [
-    (0, -1, 0), (1, 0, 1), (-1, 1, -1), (2, 0, 0), (1, -1, 2)])
+@pytest.mark.parametrize(
+    "in_axes,dimension,out_axes", [(0, -1, 0), (1, 0, 1), (-1, 1, -1), (2, 0, 0), (1, -1, 2)]
+)
 def test_sort_one_operand(in_axes, dimension, out_axes):
     shape = [4, 5]
     shape.insert(in_axes % 3, B)
     x = keys(np.random.default_rng(0), tuple(shape))
-    check_vmap(lambda a: lax.sort(a, dimension), lambda a: jax.lax.sort(a, dimension), (x,),
-               in_axes, out_axes)
+    check_vmap(
+        lambda a: lax.sort(a, dimension),
+        lambda a: jax.lax.sort(a, dimension),
+        (x,),
+        in_axes,
+        out_axes,
+    )
 
 
 # An int32 payload exposes the permutation (stability, NaN and -0.0 placement); unmapped
 # operands are broadcast along the batch.
-@pytest.mark.parametrize("in_axes,num_keys,out_axes", [
-    ((0, 0), 1, 0),
-    ((1, None), 1, 1),          # mapped keys, unmapped payload
-    ((None, 0), 1, (0, -1)),    # unmapped keys, mapped payload
-    ((-1, 0), 2, 0),            # two keys, batched at different dims
-    ((None, 1), 2, 1),
-])
+@pytest.mark.parametrize(
+    "in_axes,num_keys,out_axes",
+    [
+        ((0, 0), 1, 0),
+        ((1, None), 1, 1),  # mapped keys, unmapped payload
+        ((None, 0), 1, (0, -1)),  # unmapped keys, mapped payload
+        ((-1, 0), 2, 0),  # two keys, batched at different dims
+        ((None, 1), 2, 1),
+    ],
+)
 def test_sort_two_operands(in_axes, num_keys, out_axes):
     rng = np.random.default_rng(1)
     args = []
@@ -86,8 +95,9 @@ def sort_case(draw):
         in_axes = (0,) + in_axes[1:]
     rng = draw(rng_st())
     args = []
-    for ax, dtype in zip(in_axes, draw(st.permutations([np.float32, np.int32, np.bool_])),
-                         strict=False):
+    for ax, dtype in zip(
+        in_axes, draw(st.permutations([np.float32, np.int32, np.bool_])), strict=False
+    ):
         full = list(shape)
         if ax is not None:
             full.insert(ax % (ndim + 1), B)
@@ -107,14 +117,21 @@ def test_sort_drawn(case):
 # --------------------------------------------------------------------------- top_k
 
 
-@pytest.mark.parametrize("in_axes,axis,out_axes", [
-    (0, -1, 0), (1, -1, 1), (-1, -1, -1), (-1, 0, 0), (0, 0, 2), (1, 0, -1)])
+@pytest.mark.parametrize(
+    "in_axes,axis,out_axes",
+    [(0, -1, 0), (1, -1, 1), (-1, -1, -1), (-1, 0, 0), (0, 0, 2), (1, 0, -1)],
+)
 def test_top_k(in_axes, axis, out_axes):
     shape = [4, 6]
     shape.insert(in_axes % 3, B)
     x = keys(np.random.default_rng(4), tuple(shape))
-    check_vmap(lambda a: lax.top_k(a, 3, axis=axis), lambda a: jax.lax.top_k(a, 3, axis=axis),
-               (x,), in_axes, out_axes)
+    check_vmap(
+        lambda a: lax.top_k(a, 3, axis=axis),
+        lambda a: jax.lax.top_k(a, 3, axis=axis),
+        (x,),
+        in_axes,
+        out_axes,
+    )
 
 
 @hypothesis.given(st.lists(st.integers(1, 4), min_size=1, max_size=3), st.data(), rng_st())
@@ -125,8 +142,14 @@ def test_top_k_drawn(shape, data, rng):
     in_axes = data.draw(st.integers(-ndim - 1, ndim))
     shape.insert(in_axes % (ndim + 1), B)
     x = keys(rng, tuple(shape), data.draw(st.sampled_from([np.float32, np.int32])))
-    check_vmap(lambda a: lax.top_k(a, k, axis=axis), lambda a: jax.lax.top_k(a, k, axis=axis),
-               (x,), in_axes, data.draw(st.integers(-ndim - 1, ndim)), jit=False)
+    check_vmap(
+        lambda a: lax.top_k(a, k, axis=axis),
+        lambda a: jax.lax.top_k(a, k, axis=axis),
+        (x,),
+        in_axes,
+        data.draw(st.integers(-ndim - 1, ndim)),
+        jit=False,
+    )
 
 
 def test_top_k_batch_last_moves_once():
@@ -137,15 +160,17 @@ def test_top_k_batch_last_moves_once():
     assert [e.primitive.name for e in jaxpr.eqns] == ["transpose", "top_k"]
     assert jaxpr.eqns[1].params["axis"] == 2
     # Elsewhere the batch dim stays where it is.
-    jaxpr = xform.make_jaxpr(xform.vmap(lambda a: lax.top_k(a, 2, axis=0), in_axes=1,
-                                        out_axes=1))(x).jaxpr
+    jaxpr = xform.make_jaxpr(xform.vmap(lambda a: lax.top_k(a, 2, axis=0), in_axes=1, out_axes=1))(
+        x
+    ).jaxpr
     assert [(e.primitive.name, e.params["axis"]) for e in jaxpr.eqns] == [("top_k", 0)]
 
 
 def test_sort_jaxpr_broadcasts_unmapped_only():
     k, v = np.ones((B, 5), np.float32), np.ones(5, np.int32)
-    jaxpr = xform.make_jaxpr(xform.vmap(lambda a, b: lax.sort((a, b), num_keys=1),
-                                        in_axes=(0, None)))(k, v).jaxpr
+    jaxpr = xform.make_jaxpr(
+        xform.vmap(lambda a, b: lax.sort((a, b), num_keys=1), in_axes=(0, None))
+    )(k, v).jaxpr
     assert [e.primitive.name for e in jaxpr.eqns] == ["broadcast_in_dim", "sort"]
     assert jaxpr.eqns[1].params["dimension"] == 1
 
@@ -162,15 +187,19 @@ def test_nested_vmap():
         def g(a, b):  # a: (5, 4), b: (4,)
             s = lib.sort((a, lib.broadcast_in_dim(b, (5, 4), (1,))), dimension=0, num_keys=1)
             return s, lib.top_k(a, 2)
+
         return g
 
-    expected = jax.vmap(jax.vmap(f(jax.lax), in_axes=(1, None), out_axes=1),
-                        in_axes=(0, 1), out_axes=-1)(x, v)
-    got = xform.vmap(xform.vmap(f(lax), in_axes=(1, None), out_axes=1),
-                     in_axes=(0, 1), out_axes=-1)(x, v)
+    expected = jax.vmap(
+        jax.vmap(f(jax.lax), in_axes=(1, None), out_axes=1), in_axes=(0, 1), out_axes=-1
+    )(x, v)
+    got = xform.vmap(
+        xform.vmap(f(lax), in_axes=(1, None), out_axes=1), in_axes=(0, 1), out_axes=-1
+    )(x, v)
     assert_same(got, expected)
-    got_jit = xform.jit(xform.vmap(xform.vmap(f(lax), in_axes=(1, None), out_axes=1),
-                                   in_axes=(0, 1), out_axes=-1))(x, v)
+    got_jit = xform.jit(
+        xform.vmap(xform.vmap(f(lax), in_axes=(1, None), out_axes=1), in_axes=(0, 1), out_axes=-1)
+    )(x, v)
     assert_same(got_jit, expected)
 
 
@@ -179,7 +208,8 @@ def loss(lib):
         s = lib.sort(a, dimension=1)
         vals, _ = lib.top_k(a, 2)
         k, p = lib.sort_key_val(w, a[0])
-        return (s * w).sum() + (vals ** 2).sum() + (p * k).sum()
+        return (s * w).sum() + (vals**2).sum() + (p * k).sum()
+
     return f
 
 
@@ -188,13 +218,19 @@ def test_per_example_grad():
     x = rng.permutation(B * 24).reshape(4, B, 6).astype(np.float32) / 10  # no ties
     w = rng.standard_normal(6).astype(np.float32)
     expected = jax.jit(jax.vmap(jax.grad(loss(jax.lax)), in_axes=(1, None)))(x, w)
-    assert_same(xform.vmap(xform.grad(loss(lax)), in_axes=(1, None))(x, w), expected,
-                rtol=1e-5, atol=1e-6)
-    assert_same(xform.jit(xform.vmap(xform.grad(loss(lax)), in_axes=(1, None)))(x, w),
-                expected, rtol=1e-5, atol=1e-6)
+    assert_same(
+        xform.vmap(xform.grad(loss(lax)), in_axes=(1, None))(x, w), expected, rtol=1e-5, atol=1e-6
+    )
+    assert_same(
+        xform.jit(xform.vmap(xform.grad(loss(lax)), in_axes=(1, None)))(x, w),
+        expected,
+        rtol=1e-5,
+        atol=1e-6,
+    )
     # the gradient of a vmapped function, with respect to a mapped and an unmapped input
-    expected = jax.jit(jax.grad(lambda a, b: jax.vmap(loss(jax.lax), (1, None))(a, b).sum(),
-                                (0, 1)))(x, w)
+    expected = jax.jit(
+        jax.grad(lambda a, b: jax.vmap(loss(jax.lax), (1, None))(a, b).sum(), (0, 1))
+    )(x, w)
     got = xform.grad(lambda a, b: xform.vmap(loss(lax), (1, None))(a, b).sum(), (0, 1))(x, w)
     assert_same(got, expected, rtol=1e-5, atol=1e-5)
 
@@ -202,14 +238,17 @@ def test_per_example_grad():
 # --------------------------------------------------------------------------- errors
 
 
-@pytest.mark.parametrize("f,error,match", [
-    (lambda a: lax.top_k(a, 6), ValueError, "k=6"),
-    (lambda a: lax.top_k(a, 1, axis=2), ValueError, "top_k"),
-    (lambda a: lax.sort(a, dimension=2), ValueError, "sort"),
-    (lambda a: lax.sort((a, np.ones(5, np.float32)), num_keys=1), TypeError, "equal shapes"),
-    (lambda a: lax.sort((a, a), num_keys=3), ValueError, "num_keys"),
-    (lambda a: lax.top_k(a.astype(np.complex64), 1), TypeError, "top_k"),
-])
+@pytest.mark.parametrize(
+    "f,error,match",
+    [
+        (lambda a: lax.top_k(a, 6), ValueError, "k=6"),
+        (lambda a: lax.top_k(a, 1, axis=2), ValueError, "top_k"),
+        (lambda a: lax.sort(a, dimension=2), ValueError, "sort"),
+        (lambda a: lax.sort((a, np.ones(5, np.float32)), num_keys=1), TypeError, "equal shapes"),
+        (lambda a: lax.sort((a, a), num_keys=3), ValueError, "num_keys"),
+        (lambda a: lax.top_k(a.astype(np.complex64), 1), TypeError, "top_k"),
+    ],
+)
 def test_errors_match_unbatched(f, error, match):
     with pytest.raises(error, match=match):
         f(np.ones((4, 5), np.float32))

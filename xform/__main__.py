@@ -40,8 +40,10 @@ def _fmt_seconds(s):
 
 def main(cached_calls=200):
     device = xform.devices()[0]
-    print(f"xform {xform.__version__} on {device.platform} ({device}), "
-          f"Python {platform.python_version()}")
+    print(
+        f"xform {xform.__version__} on {device.platform} ({device}), "
+        f"Python {platform.python_version()}"
+    )
 
     _section("The function")
     print(inspect.getsource(f).rstrip())
@@ -62,8 +64,10 @@ def main(cached_calls=200):
     compiled = f_jit(x).block_until_ready()
     first = time.perf_counter() - start
     print(repr(compiled))
-    print("matches eager:", bool(np.allclose(np.asarray(compiled), np.asarray(eager),
-                                              rtol=1e-6, atol=1e-6)))
+    print(
+        "matches eager:",
+        bool(np.allclose(np.asarray(compiled), np.asarray(eager), rtol=1e-6, atol=1e-6)),
+    )
 
     _section("StableHLO: xform.jit(f).lower(x).as_text()")
     print(f_jit.lower(x).as_text().rstrip())
@@ -75,16 +79,17 @@ def main(cached_calls=200):
         f_jit(x).block_until_ready()
         times.append(time.perf_counter() - start)
     print(f"first jit call (trace + lower + compile + run): {_fmt_seconds(first)}")
-    print(f"cached jit call (median of {cached_calls}): "
-          f"{_fmt_seconds(statistics.median(times))}")
+    print(f"cached jit call (median of {cached_calls}): {_fmt_seconds(statistics.median(times))}")
 
     _section("Gradients: xform.grad(lambda x: jnp.sum(f(x)))(x)")
     loss = lambda v: jnp.sum(f(v))  # noqa: E731  (a one-line example)
     grad = xform.grad(loss)(x)
     print(repr(grad))
     _, tangent = xform.jvp(loss, (x,), (jnp.ones_like(x),))
-    print("matches forward mode (sum of the gradient = jvp along ones):",
-          bool(np.allclose(float(jnp.sum(grad)), float(tangent), rtol=1e-5)))
+    print(
+        "matches forward mode (sum of the gradient = jvp along ones):",
+        bool(np.allclose(float(jnp.sum(grad)), float(tangent), rtol=1e-5)),
+    )
     _section("The gradient's program: xform.make_jaxpr(xform.grad(loss))(x)")
     print(xform.make_jaxpr(xform.grad(loss))(x))
 
@@ -108,8 +113,10 @@ def _per_example_gradients():
     per_example = xform.jit(xform.vmap(xform.grad(loss_one), in_axes=(None, 0, 0)))(w, xs, ys)
     print(repr(per_example))
     looped = np.stack([np.asarray(xform.grad(loss_one)(w, xs[i], ys[i])) for i in range(4)])
-    print("matches a Python loop of grad over the examples:",
-          bool(np.allclose(np.asarray(per_example), looped, rtol=1e-5, atol=1e-6)))
+    print(
+        "matches a Python loop of grad over the examples:",
+        bool(np.allclose(np.asarray(per_example), looped, rtol=1e-5, atol=1e-6)),
+    )
 
 
 def _scan_rnn():
@@ -119,20 +126,24 @@ def _scan_rnn():
         def step(h, x):
             h = jnp.tanh(w * h + x)
             return h, h
+
         _, hs = xform.lax.scan(step, jnp.zeros(3), xs)
-        return jnp.sum(hs ** 2)
+        return jnp.sum(hs**2)
 
     xs_seq = jnp.reshape(jnp.linspace(-1.0, 1.0, 30), (10, 3))
     value, dw = xform.jit(xform.value_and_grad(rnn_loss))(jnp.float32(0.5), xs_seq)
     print(f"loss = {float(value):.6f}, d loss / d w = {float(dw):.6f}")
     eps = 1e-3
-    fd = (float(rnn_loss(jnp.float32(0.5 + eps), xs_seq)) -
-          float(rnn_loss(jnp.float32(0.5 - eps), xs_seq))) / (2 * eps)
+    fd = (
+        float(rnn_loss(jnp.float32(0.5 + eps), xs_seq))
+        - float(rnn_loss(jnp.float32(0.5 - eps), xs_seq))
+    ) / (2 * eps)
     print("matches central differences:", bool(np.isclose(float(dw), fd, rtol=1e-2)))
     lowered = xform.jit(xform.grad(rnn_loss)).lower(jnp.float32(0.5), xs_seq).as_text()
-    print("the compiled gradient is a stablehlo.while loop, not unrolled:",
-          lowered.count("stablehlo.while") >= 1 and lowered.count("stablehlo.tanh") <= 2)
-
+    print(
+        "the compiled gradient is a stablehlo.while loop, not unrolled:",
+        lowered.count("stablehlo.while") >= 1 and lowered.count("stablehlo.tanh") <= 2,
+    )
 
 
 def _mlp_training(steps=50):
@@ -152,8 +163,7 @@ def _mlp_training(steps=50):
     @xform.jit
     def step(params, x, y):
         value, grads = xform.value_and_grad(loss)(params, x, y)
-        new = [(w - 0.1 * gw, b - 0.1 * gb)
-               for (w, b), (gw, gb) in zip(params, grads, strict=True)]
+        new = [(w - 0.1 * gw, b - 0.1 * gb) for (w, b), (gw, gb) in zip(params, grads, strict=True)]
         return new, value
 
     first = None
@@ -183,24 +193,37 @@ def _gaussian_process():
     log_params = jnp.array([0.0, -2.0])
     value_and_grad = xform.jit(xform.value_and_grad(neg_log_marginal_likelihood))
     value, grad = value_and_grad(log_params, x, y)
-    print(f"-log p(y) = {float(value):.4f}, gradient w.r.t. (log lengthscale, log noise) = "
-          f"{np.asarray(grad)}")
+    print(
+        f"-log p(y) = {float(value):.4f}, gradient w.r.t. (log lengthscale, log noise) = "
+        f"{np.asarray(grad)}"
+    )
     k = jnp.exp(-0.5 * (x[:, None] - x[None, :]) ** 2) + (jnp.exp(-2.0) + 1e-6) * jnp.eye(40)
     sign, logdet = jnp.linalg.slogdet(k)
     chol_logdet = 2 * jnp.sum(jnp.log(jnp.diagonal(jnp.linalg.cholesky(k))))
-    print(f"slogdet (LU) = ({float(sign):.0f}, {float(logdet):.4f}), "
-          f"2 sum log diag(L) = {float(chol_logdet):.4f}")
+    print(
+        f"slogdet (LU) = ({float(sign):.0f}, {float(logdet):.4f}), "
+        f"2 sum log diag(L) = {float(chol_logdet):.4f}"
+    )
     eps = 1e-2
-    fd = [(float(neg_log_marginal_likelihood(log_params + eps * e, x, y)) -
-           float(neg_log_marginal_likelihood(log_params - eps * e, x, y))) / (2 * eps)
-          for e in np.eye(2, dtype=np.float32)]
-    print("the gradient matches central differences:",
-          bool(np.allclose(np.asarray(grad), fd, rtol=2e-2, atol=2e-2)))
+    fd = [
+        (
+            float(neg_log_marginal_likelihood(log_params + eps * e, x, y))
+            - float(neg_log_marginal_likelihood(log_params - eps * e, x, y))
+        )
+        / (2 * eps)
+        for e in np.eye(2, dtype=np.float32)
+    ]
+    print(
+        "the gradient matches central differences:",
+        bool(np.allclose(np.asarray(grad), fd, rtol=2e-2, atol=2e-2)),
+    )
     for _ in range(100):  # a few steps of gradient descent on the hyperparameters
         value_now, grad = value_and_grad(log_params, x, y)
         log_params = log_params - 0.01 * grad
-    print(f"after 100 gradient steps: -log p(y) = {float(value_now):.4f} (lengthscale "
-          f"{float(jnp.exp(log_params[0])):.3f}, noise {float(jnp.exp(log_params[1])):.4f})")
+    print(
+        f"after 100 gradient steps: -log p(y) = {float(value_now):.4f} (lengthscale "
+        f"{float(jnp.exp(log_params[0])):.3f}, noise {float(jnp.exp(log_params[1])):.4f})"
+    )
     print("the marginal likelihood went up:", float(value_now) < float(value))
 
 
@@ -222,12 +245,16 @@ def _sgd_step(params, x, y, axis_name=None):
 def _data_parallel_step(per_device=16, timed_steps=20):
     _section("pmap: a data-parallel training step over the host devices")
     n = xform.device_count()
-    print(f"{n} {xform.devices()[0].platform} device{'s' * (n > 1)}; the batch is split "
-          f"{per_device} examples per device, the parameters are replicated (a leading device "
-          "axis)")
+    print(
+        f"{n} {xform.devices()[0].platform} device{'s' * (n > 1)}; the batch is split "
+        f"{per_device} examples per device, the parameters are replicated (a leading device "
+        "axis)"
+    )
     rng = np.random.default_rng(1)  # NumPy data: no random-number programs to compile here
-    params = [(jnp.asarray(rng.normal(0.0, 0.5, (4, 32)), jnp.float32), jnp.zeros(32)),
-              (jnp.asarray(rng.normal(0.0, 0.2, (32, 1)), jnp.float32), jnp.zeros(1))]
+    params = [
+        (jnp.asarray(rng.normal(0.0, 0.5, (4, 32)), jnp.float32), jnp.zeros(32)),
+        (jnp.asarray(rng.normal(0.0, 0.2, (32, 1)), jnp.float32), jnp.zeros(1)),
+    ]
     x = jnp.asarray(rng.normal(size=(n * per_device, 4)), jnp.float32)
     y = jnp.sum(jnp.sin(x), axis=1, keepdims=True)
 
@@ -241,13 +268,18 @@ def _data_parallel_step(per_device=16, timed_steps=20):
     # The same step on one device, eagerly (nothing more to compile), on the whole batch:
     # equal slices make the mean of the devices' mean gradients the whole batch's gradient.
     ref_new, ref_value = _sgd_step(params, x, y)
-    diff = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)[None])))
-               for a, b in zip(xform.tree_util.tree_leaves(new),
-                               xform.tree_util.tree_leaves(ref_new), strict=True))
+    diff = max(
+        float(np.max(np.abs(np.asarray(a) - np.asarray(b)[None])))
+        for a, b in zip(
+            xform.tree_util.tree_leaves(new), xform.tree_util.tree_leaves(ref_new), strict=True
+        )
+    )
     print(f"loss {float(value[0]):.6f} on every device, one-device step {float(ref_value):.6f}")
     print(f"max |pmap step - one-device step| over the new parameters: {diff:.2e}")
-    print("matches the one-device step:", diff < 1e-5 and
-          bool(np.allclose(np.asarray(value), float(ref_value), rtol=1e-5)))
+    print(
+        "matches the one-device step:",
+        diff < 1e-5 and bool(np.allclose(np.asarray(value), float(ref_value), rtol=1e-5)),
+    )
 
     # Steady state: the new parameters stay on their devices and feed the next step (each
     # step waited for, to time it).
@@ -257,9 +289,11 @@ def _data_parallel_step(per_device=16, timed_steps=20):
         new, value = step(new, xs, ys)
         value.block_until_ready()
         times.append(time.perf_counter() - start)
-    print(f"pmap step over {n} device{'s' * (n > 1)} (median of {timed_steps}, parameters "
-          f"fed back): {_fmt_seconds(statistics.median(times))}; loss now "
-          f"{float(value[0]):.6f}")
+    print(
+        f"pmap step over {n} device{'s' * (n > 1)} (median of {timed_steps}, parameters "
+        f"fed back): {_fmt_seconds(statistics.median(times))}; loss now "
+        f"{float(value[0]):.6f}"
+    )
 
 
 def _notebooks():

@@ -21,8 +21,17 @@ from xform.primitives.call import jit_p
 from xform.primitives.elementwise import reduce_precision_p
 from xform.primitives.remat import Offloadable, Recompute, Saveable, checkpoint_name, name_p
 
-__all__ = ["Offloadable", "Recompute", "Saveable", "checkpoint", "checkpoint_name",
-           "checkpoint_policies", "print_saved_residuals", "remat", "saved_residuals"]
+__all__ = [
+    "Offloadable",
+    "Recompute",
+    "Saveable",
+    "checkpoint",
+    "checkpoint_name",
+    "checkpoint_policies",
+    "print_saved_residuals",
+    "remat",
+    "saved_residuals",
+]
 
 
 def _arg_names(fun, args, kwargs):
@@ -34,8 +43,7 @@ def _arg_names(fun, args, kwargs):
         params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
         params = None
-    positional = [p for p in params or () if p.kind in (p.POSITIONAL_ONLY,
-                                                         p.POSITIONAL_OR_KEYWORD)]
+    positional = [p for p in params or () if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     var_args = next((p.name for p in params or () if p.kind is p.VAR_POSITIONAL), "args")
     var_kw = next((p.name for p in params or () if p.kind is p.VAR_KEYWORD), "kwargs")
     named = {p.name for p in params or () if p.kind is not p.VAR_KEYWORD}
@@ -52,11 +60,11 @@ def _arg_names(fun, args, kwargs):
 
     names = []
     for i, a in enumerate(args):
-        names.extend(arg_name(i) + pytree.keystr(p)
-                     for p, _ in pytree.tree_flatten_with_path(a)[0])
+        names.extend(arg_name(i) + pytree.keystr(p) for p, _ in pytree.tree_flatten_with_path(a)[0])
     for k, v in sorted(kwargs.items()):
-        names.extend(kwarg_name(k) + pytree.keystr(p)
-                     for p, _ in pytree.tree_flatten_with_path(v)[0])
+        names.extend(
+            kwarg_name(k) + pytree.keystr(p) for p, _ in pytree.tree_flatten_with_path(v)[0]
+        )
     return names
 
 
@@ -78,7 +86,7 @@ def saved_residuals(f, *args, **kwargs):
 
     closed = make_jaxpr(vjp_of_f)(*leaves)
     jaxpr = closed.jaxpr
-    residuals = jaxpr.outvars[store["num_out"]:]
+    residuals = jaxpr.outvars[store["num_out"] :]
     names = _arg_names(f, args, kwargs)
     res_vars = {v for v in residuals if type(v) is not Literal}
     results = [(v.aval, "from a literal") for v in residuals if type(v) is Literal]
@@ -86,6 +94,7 @@ def saved_residuals(f, *args, **kwargs):
     for v, name in zip(jaxpr.invars, names, strict=True):
         if v in res_vars:
             results.append((v.aval, f"from the argument {name}"))
+
     def where(eqn):
         # An equation a transformation made from a staged one (a checkpointed body's) carries
         # that one's source (core.eval_jaxpr), so each reads as the user's line and column.

@@ -42,13 +42,14 @@ class ShapeDtypeStruct:
         if dtype is None:
             raise ValueError("ShapeDtypeStruct: dtype must be specified.")
         if sharding is not None and not runtime.is_sharding(sharding):
-            raise ValueError("ShapeDtypeStruct: sharding should be an instance of "
-                             f"`jax.sharding.Sharding`. Got {sharding} of type "
-                             f"{type(sharding)}.")
+            raise ValueError(
+                "ShapeDtypeStruct: sharding should be an instance of "
+                f"`jax.sharding.Sharding`. Got {sharding} of type "
+                f"{type(sharding)}."
+            )
         set_ = object.__setattr__
         set_(self, "shape", tuple(shape))
-        set_(self, "dtype", dtype if dtypes.issubdtype(dtype, dtypes.extended)
-             else np.dtype(dtype))
+        set_(self, "dtype", dtype if dtypes.issubdtype(dtype, dtypes.extended) else np.dtype(dtype))
         set_(self, "sharding", sharding)
         set_(self, "weak_type", bool(weak_type))
 
@@ -72,8 +73,9 @@ class ShapeDtypeStruct:
         return ShapeDtypeStruct(**{**fields, **kwargs})
 
     def __setattr__(self, name, value):
-        raise RuntimeError(f"Cannot reassign attributes ({name}) of immutable "
-                           "ShapeDtypeStruct objects")
+        raise RuntimeError(
+            f"Cannot reassign attributes ({name}) of immutable ShapeDtypeStruct objects"
+        )
 
     def __len__(self):
         if not self.shape:
@@ -83,8 +85,10 @@ class ShapeDtypeStruct:
     def __array__(self, dtype=None, copy=None):
         # Whatever needs the value of a constant (a jit program's inputs, eager evaluation,
         # an inline literal) reads it as NumPy: here is where it learns there is none.
-        raise TypeError("A ShapeDtypeStruct does not have a value and cannot be used as a "
-                        "constant in an xform function.")
+        raise TypeError(
+            "A ShapeDtypeStruct does not have a value and cannot be used as a "
+            "constant in an xform function."
+        )
 
     def _key(self):
         return (self.shape, self.dtype, self.sharding, self.weak_type)
@@ -121,10 +125,15 @@ def _fun_name(fun):
 
 def _abstractify(x):
     """The aval of an argument of a function being traced; shape-dtype structs allowed."""
-    if not core.is_concrete_array(x) and not isinstance(x, Tracer) and \
-            hasattr(x, "shape") and hasattr(x, "dtype"):
-        return ShapedArray(tuple(x.shape), dtypes.canonicalize(x.dtype),
-                           bool(getattr(x, "weak_type", False)))
+    if (
+        not core.is_concrete_array(x)
+        and not isinstance(x, Tracer)
+        and hasattr(x, "shape")
+        and hasattr(x, "dtype")
+    ):
+        return ShapedArray(
+            tuple(x.shape), dtypes.canonicalize(x.dtype), bool(getattr(x, "weak_type", False))
+        )
     return core.get_aval(x)
 
 
@@ -142,7 +151,8 @@ def _arg_avals(leaves, in_tree, fun, abstractify=core.get_aval):
                     f"Error interpreting argument to {_fun_name(fun)} as an abstract array: the "
                     f"value at {where} is of type {type(x).__name__} ({e}). Arguments must be "
                     "arrays or scalars; mark other arguments static with `static_argnums` or "
-                    "`static_argnames`.") from None
+                    "`static_argnames`."
+                ) from None
         raise
 
 
@@ -158,9 +168,11 @@ def _flatten_fun(fun, in_tree, store, statics=None):
         for i, x in enumerate(out_leaves):
             if not isinstance(x, Tracer) and not core.is_concrete_array(x):
                 path = pytree.keystr(pytree.tree_flatten_with_path(out)[0][i][0])
-                raise TypeError(f"{_fun_name(fun)} returned a value of type "
-                                f"{type(x).__name__} at output path {path or '(root)'}, which "
-                                "is not a valid xform type: outputs must be arrays or scalars")
+                raise TypeError(
+                    f"{_fun_name(fun)} returned a value of type "
+                    f"{type(x).__name__} at output path {path or '(root)'}, which "
+                    "is not a valid xform type: outputs must be arrays or scalars"
+                )
         store["out_tree"] = out_tree
         return out_leaves
 
@@ -192,10 +204,11 @@ def _check_hashable(value, what, fun):
     try:
         hash(value)
     except TypeError as e:
-        raise ValueError(f"Non-hashable static arguments are not supported: {what} of "
-                         f"{_fun_name(fun)} is a {type(value).__name__} ({e}). Pass a hashable "
-                         "value (a tuple instead of a list), or make the argument non-static."
-                         ) from None
+        raise ValueError(
+            f"Non-hashable static arguments are not supported: {what} of "
+            f"{_fun_name(fun)} is a {type(value).__name__} ({e}). Pass a hashable "
+            "value (a tuple instead of a list), or make the argument non-static."
+        ) from None
 
 
 def _normalize_statics(fun, static_argnums, static_argnames, what="static"):
@@ -204,17 +217,22 @@ def _normalize_statics(fun, static_argnums, static_argnames, what="static"):
     signature. As JAX, where both are given (``()`` included) each is taken as it is:
     positions select positional arguments only, names keyword ones only."""
     infer = static_argnums is None or static_argnames is None
-    nums = () if static_argnums is None else (
-        (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums))
-    names = () if static_argnames is None else (
-        (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames))
+    nums = (
+        ()
+        if static_argnums is None
+        else ((static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums))
+    )
+    names = (
+        ()
+        if static_argnames is None
+        else ((static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames))
+    )
     try:
         params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
         params = None
     if params is not None:
-        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY,
-                                                      p.POSITIONAL_OR_KEYWORD)]
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         n = len(positional)
         has_varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
         norm = []
@@ -222,20 +240,27 @@ def _normalize_statics(fun, static_argnums, static_argnames, what="static"):
             i = num
             if i < 0:
                 if has_varargs:
-                    raise ValueError(f"jit of {_fun_name(fun)}: negative {what}_argnums "
-                                     f"({i}) need a fixed number of positional arguments")
+                    raise ValueError(
+                        f"jit of {_fun_name(fun)}: negative {what}_argnums "
+                        f"({i}) need a fixed number of positional arguments"
+                    )
                 i += n
             if not has_varargs and not 0 <= i < n:
-                raise ValueError(f"Jitted function has {what}_argnums={nums}, but only "
-                                 f"accepts {n} positional arguments.")  # (JAX's words)
+                raise ValueError(
+                    f"Jitted function has {what}_argnums={nums}, but only "
+                    f"accepts {n} positional arguments."
+                )  # (JAX's words)
             norm.append(i)
         nums = tuple(norm)
         if not any(p.kind == p.VAR_KEYWORD for p in params):
-            unknown = set(names) - {p.name for p in params
-                                    if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+            unknown = set(names) - {
+                p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            }
             if unknown:
-                raise ValueError(f"Jitted function has invalid argnames {unknown} in "
-                                 f"{what}_argnames. Function does not take these args.")
+                raise ValueError(
+                    f"Jitted function has invalid argnames {unknown} in "
+                    f"{what}_argnames. Function does not take these args."
+                )
         if infer:  # a name that is also a positional parameter selects its position too
             by_name = {p.name: i for i, p in enumerate(positional)}
             nums = tuple(sorted(set(nums) | {by_name[m] for m in names if m in by_name}))
@@ -272,12 +297,34 @@ def _flat_tree(n):
 class _CacheEntry:
     """One traced signature of a jitted function; compiled on its first eager call."""
 
-    __slots__ = ("jaxpr", "consts", "const_avals", "out_tree", "out_avals", "compiled", "name",
-                 "single_output", "consts_are_traced", "donated", "direct", "float0s",
-                 "statics_key", "keep_unused")
+    __slots__ = (
+        "jaxpr",
+        "consts",
+        "const_avals",
+        "out_tree",
+        "out_avals",
+        "compiled",
+        "name",
+        "single_output",
+        "consts_are_traced",
+        "donated",
+        "direct",
+        "float0s",
+        "statics_key",
+        "keep_unused",
+    )
 
-    def __init__(self, jaxpr, consts, out_tree, name, donated=None, float0s=(), statics_key=None,
-                 keep_unused=False):
+    def __init__(
+        self,
+        jaxpr,
+        consts,
+        out_tree,
+        name,
+        donated=None,
+        float0s=(),
+        statics_key=None,
+        keep_unused=False,
+    ):
         self.keep_unused = keep_unused  # jit(keep_unused=True): the program takes every input
         self.jaxpr = jaxpr
         self.float0s = float0s  # (position, shape) of the outputs that are float0 zeros
@@ -306,12 +353,17 @@ class _CacheEntry:
         compiled = self.compiled
         if compiled is None or compiled.device is not device:
             # (another device: arguments committed elsewhere, compiled once per device)
-            compiled = dispatch.compile_jaxpr(self.jaxpr, self.name, device, self.donated,
-                                              consts=self.consts, keep_unused=self.keep_unused)
+            compiled = dispatch.compile_jaxpr(
+                self.jaxpr,
+                self.name,
+                device,
+                self.donated,
+                consts=self.consts,
+                keep_unused=self.keep_unused,
+            )
             if self.compiled is None:
                 self.compiled = compiled
-        if self.direct is None and self.donated is None and device is None and \
-                not self.float0s:
+        if self.direct is None and self.donated is None and device is None and not self.float0s:
             self.direct = _leaves_only(compiled.executable, len(self.consts))
         return self.run_with(compiled, leaves, avals)
 
@@ -322,7 +374,7 @@ class _CacheEntry:
         else:
             outs = compiled.run(leaves, avals)
         if self.donated is not None:
-            for x, donated in zip(leaves, self.donated[len(self.consts):], strict=True):
+            for x, donated in zip(leaves, self.donated[len(self.consts) :], strict=True):
                 if donated and type(x) is Array:
                     x._donated()
         return self.restore_float0s(outs)
@@ -353,11 +405,12 @@ def _direct_call(entry, avals):
     """jit's fastest call of ``entry``: its executable on the argument buffers, the results
     wrapped as Arrays, in one frame. Holds ``avals``, so the ids that key it stay theirs."""
     if entry.direct is None:  # consts to pass, or float0 outputs to restore
-        in_avals = entry.jaxpr.in_avals[len(entry.consts):]
+        in_avals = entry.jaxpr.in_avals[len(entry.consts) :]
 
         def call(bufs, _avals=avals):
             outs = entry.run(bufs, in_avals, None)
             return outs[0] if entry.single_output else entry.out_tree.unflatten(outs)
+
         return call
     execute, handlers = entry.direct.loaded.execute_sharded, entry.direct.handlers
     kept = getattr(entry.direct, "kept", None)
@@ -366,6 +419,7 @@ def _direct_call(entry, avals):
 
         def execute(bufs):
             return execute_kept([bufs[i] for i in kept])
+
     collect_garbage = runtime.collect_garbage
     if entry.single_output:
         aval = entry.out_avals[0]
@@ -380,8 +434,10 @@ def _direct_call(entry, avals):
         def call(bufs, _avals=avals):
             outs = execute(bufs).consume_with_handlers(handlers)
             collect_garbage()
-            return out_tree.unflatten([Array(a, None, b)
-                                       for a, b in zip(out_avals, outs, strict=True)])
+            return out_tree.unflatten(
+                [Array(a, None, b) for a, b in zip(out_avals, outs, strict=True)]
+            )
+
     return call
 
 
@@ -475,30 +531,62 @@ class _JitState:
     """The caches and normalized options that the jit wrappers of one function with the same
     options share. Holds no reference to the function (its key in ``_jit_states``)."""
 
-    __slots__ = ("name", "static_argnums", "static_argnames", "has_statics", "donate_argnums",
-                 "donate_argnames", "device", "traces", "cache", "direct_calls",
-                 "sharded_calls", "wrapper_attrs", "shardings", "plain", "keep_unused")
+    __slots__ = (
+        "name",
+        "static_argnums",
+        "static_argnames",
+        "has_statics",
+        "donate_argnums",
+        "donate_argnames",
+        "device",
+        "traces",
+        "cache",
+        "direct_calls",
+        "sharded_calls",
+        "wrapper_attrs",
+        "shardings",
+        "plain",
+        "keep_unused",
+    )
 
-    def __init__(self, fun, traces, static_argnums, static_argnames, donate_argnums,
-                 donate_argnames, device, backend, in_shardings=None, out_shardings=None,
-                 keep_unused=False):
+    def __init__(
+        self,
+        fun,
+        traces,
+        static_argnums,
+        static_argnames,
+        donate_argnums,
+        donate_argnames,
+        device,
+        backend,
+        in_shardings=None,
+        out_shardings=None,
+        keep_unused=False,
+    ):
         self.name = name = _fun_name(fun)
         self.keep_unused = bool(keep_unused)  # programs take the arguments they do not read
         self.static_argnums, self.static_argnames = _normalize_statics(
-            fun, static_argnums, static_argnames)
+            fun, static_argnums, static_argnames
+        )
         self.has_statics = bool(self.static_argnums or self.static_argnames)
         self.donate_argnums, self.donate_argnames = _normalize_statics(
-            fun, donate_argnums, donate_argnames, "donate")
+            fun, donate_argnums, donate_argnames, "donate"
+        )
         both = set(self.donate_argnums) & set(self.static_argnums)
         if both:
-            raise ValueError(f"jit of {name}: arguments {sorted(both)} are both static "
-                             "and donated; static arguments are not buffers to donate")
+            raise ValueError(
+                f"jit of {name}: arguments {sorted(both)} are both static "
+                "and donated; static arguments are not buffers to donate"
+            )
         if backend is not None and device is None:
             device = runtime.devices(backend)[0]
         self.device = device
         # (in_shardings, out_shardings) of a partitioned jit (xform/api_sharding.py), else None
-        self.shardings = None if in_shardings is None and out_shardings is None else (
-            in_shardings, out_shardings)
+        self.shardings = (
+            None
+            if in_shardings is None and out_shardings is None
+            else (in_shardings, out_shardings)
+        )
         api_sharding.check_constrained(in_shardings, "in_shardings")
         api_sharding.check_constrained(out_shardings, "out_shardings")
         # (in_tree, statics, avals, trace context, axis env) -> (jaxpr, consts, out_tree):
@@ -516,12 +604,20 @@ class _JitState:
         self.plain = not self.has_statics and self.shardings is None
         # The names functools.update_wrapper copies (``__name__``, ``__doc__``, ...), read
         # once; not ``__wrapped__``, which would keep the function alive through its cache.
-        self.wrapper_attrs = {a: getattr(fun, a) for a in functools.WRAPPER_ASSIGNMENTS
-                              if hasattr(fun, a)}
+        self.wrapper_attrs = {
+            a: getattr(fun, a) for a in functools.WRAPPER_ASSIGNMENTS if hasattr(fun, a)
+        }
 
     def key(self):
-        return (self.static_argnums, self.static_argnames, self.donate_argnums,
-                self.donate_argnames, self.device, self.shardings, self.keep_unused)
+        return (
+            self.static_argnums,
+            self.static_argnames,
+            self.donate_argnums,
+            self.donate_argnames,
+            self.device,
+            self.shardings,
+            self.keep_unused,
+        )
 
 
 class _FunCaches:
@@ -597,8 +693,10 @@ _log = logging.getLogger(__name__)  # "xform.api": cache misses, as JAX's jax._s
 
 def _leaf_names(fun, in_tree, statics_key):
     """A name per argument leaf, as the user wrote it: ``'x'``, ``'params' at ['w']``."""
-    return [f"{name!r}{' at ' + rest if rest else ''}"
-            for name, rest in stages.leaf_paths(fun, in_tree, statics_key)]
+    return [
+        f"{name!r}{' at ' + rest if rest else ''}"
+        for name, rest in stages.leaf_paths(fun, in_tree, statics_key)
+    ]
 
 
 def _describe(aval):
@@ -618,24 +716,35 @@ def _why_retraced(fun, key, previous):
             params = []
         old_pos = dict(zip(old_statics[0], old_statics[1], strict=True)) if old_statics else {}
         new_pos = dict(zip(statics[0], statics[1], strict=True)) if statics else {}
-        changed = [(repr(params[i]) if i < len(params) else f"args[{i}]", old_pos.get(i),
-                    v) for i, v in new_pos.items() if old_pos.get(i, v) != v or i not in old_pos]
-        old_kw, new_kw = dict(old_statics[2]) if old_statics else {}, dict(statics[2]) if \
-            statics else {}
+        changed = [
+            (repr(params[i]) if i < len(params) else f"args[{i}]", old_pos.get(i), v)
+            for i, v in new_pos.items()
+            if old_pos.get(i, v) != v or i not in old_pos
+        ]
+        old_kw, new_kw = (
+            dict(old_statics[2]) if old_statics else {},
+            dict(statics[2]) if statics else {},
+        )
         changed += [(repr(k), old_kw.get(k), v) for k, v in new_kw.items() if old_kw.get(k) != v]
         if changed:
             name, old, new = changed[0]
             return f"static argument {name} changed from {old!r} to {new!r}"
         return "the static arguments changed"
-    for name, new, old in zip(_leaf_names(fun, in_tree, statics), avals, old_avals,
-                              strict=True):
+    for name, new, old in zip(_leaf_names(fun, in_tree, statics), avals, old_avals, strict=True):
         if new != old:
-            what = ("shape" if new.shape != old.shape else
-                    "dtype" if new.dtype != old.dtype else "weak type")
+            what = (
+                "shape"
+                if new.shape != old.shape
+                else "dtype"
+                if new.dtype != old.dtype
+                else "weak type"
+            )
             return f"argument {name} changed {what}: {_describe(old)} -> {_describe(new)}"
     if context != old_context:
-        return f"the flags a trace depends on changed (x64, matmul precision, promotion, " \
-               f"PRNG): {old_context} -> {context}"
+        return (
+            f"the flags a trace depends on changed (x64, matmul precision, promotion, "
+            f"PRNG): {old_context} -> {context}"
+        )
     return f"the named axes in scope changed to {axis_env}"
 
 
@@ -654,10 +763,12 @@ def _note_retrace(fun, state, key):
     if flags.explain_cache_misses:
         _log.warning("TRACING CACHE MISS at %s because: for %s, %s", where, state.name, reason)
     if third:
-        message = (f"jit of {state.name} is tracing for the third time (called at {where}): "
-                   f"{reason}. Each new signature traces and compiles again; keep shapes, "
-                   "dtypes and static values fixed, or silence this with "
-                   "xform.config.update('xform_warn_recompiles', False).")
+        message = (
+            f"jit of {state.name} is tracing for the third time (called at {where}): "
+            f"{reason}. Each new signature traces and compiles again; keep shapes, "
+            "dtypes and static values fixed, or silence this with "
+            "xform.config.update('xform_warn_recompiles', False)."
+        )
         if info is None:
             warnings.warn(message, UserWarning, stacklevel=2)
         else:
@@ -674,17 +785,25 @@ def _check_tracer_leaks(jaxpr, name):
     it (stored in a global, a closure, an object), as JAX's ``Leaked trace`` error."""
     gc.collect()
     own = {id(v) for v in jaxpr.invars} | {id(v) for e in jaxpr.eqns for v in e.outvars}
-    leaked = [t for t in gc.get_objects() if isinstance(t, Tracer)
-              and id(getattr(t, "jaxpr_var", None)) in own]
+    leaked = [
+        t
+        for t in gc.get_objects()
+        if isinstance(t, Tracer) and id(getattr(t, "jaxpr_var", None)) in own
+    ]
     if leaked:
         shown = leaked[:3]
-        holders = [type(r).__name__ for t in shown for r in gc.get_referrers(t)
-                   if r is not leaked and r is not shown]
+        holders = [
+            type(r).__name__
+            for t in shown
+            for r in gc.get_referrers(t)
+            if r is not leaked and r is not shown
+        ]
         raise Exception(  # noqa: TRY002  (JAX raises a plain Exception)
             f"Leaked trace of jit of {name}: {len(leaked)} tracer(s) outlived it "
             f"({', '.join(repr(t.aval) for t in shown)}), referred to by "
             f"{', '.join(holders) or 'unknown objects'}. A traced value was kept after the "
-            "function returned (in a global, a closure or an object's attribute).")
+            "function returned (in a global, a closure or an object's attribute)."
+        )
 
 
 def _warn_unusable_donations(avals, donated, out_avals):
@@ -707,9 +826,12 @@ def _warn_unusable_donations(avals, donated, out_avals):
         else:
             unusable.append(f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]")
     if unusable:
-        warnings.warn(f"Some donated buffers were not usable: {', '.join(unusable)}.\n"
-                      "See an explanation at "
-                      "https://docs.jax.dev/en/latest/faq.html#buffer-donation.", stacklevel=4)
+        warnings.warn(
+            f"Some donated buffers were not usable: {', '.join(unusable)}.\n"
+            "See an explanation at "
+            "https://docs.jax.dev/en/latest/faq.html#buffer-donation.",
+            stacklevel=4,
+        )
 
 
 class JitFunction:
@@ -735,8 +857,9 @@ class JitFunction:
         try:
             return vars(self._fun)[name]
         except (KeyError, TypeError):
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute "
-                                 f"{name!r}") from None
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute {name!r}"
+            ) from None
 
     __doc__ = property(lambda self: self._state.wrapper_attrs.get("__doc__"))
     __module__ = property(lambda self: self._state.wrapper_attrs.get("__module__"))
@@ -751,11 +874,17 @@ class JitFunction:
         """``(cache key, leaves, in_tree, statics, avals)`` of a call's arguments."""
         state = self._state
         dyn_args, dyn_kwargs, statics = _split_statics(
-            self._fun, args, kwargs, state.static_argnums, state.static_argnames)
+            self._fun, args, kwargs, state.static_argnums, state.static_argnames
+        )
         leaves, in_tree = pytree.tree_flatten((dyn_args, dyn_kwargs))
         avals = _arg_avals(leaves, in_tree, self._fun, abstractify)
-        key = (in_tree, None if statics is None else statics.key, tuple(avals),
-               config.trace_context(), core.trace_state.axis_env)
+        key = (
+            in_tree,
+            None if statics is None else statics.key,
+            tuple(avals),
+            config.trace_context(),
+            core.trace_state.axis_env,
+        )
         return key, leaves, in_tree, statics, avals
 
     def _entry(self, args, kwargs, abstractify=core.get_aval):
@@ -776,8 +905,9 @@ class JitFunction:
             if donated is not None:
                 _warn_unusable_donations(avals, donated, jaxpr.out_avals)
                 donated = (False,) * len(consts) + donated
-            entry = _CacheEntry(jaxpr, consts, out_tree, state.name, donated, float0s, key[1],
-                                state.keep_unused)
+            entry = _CacheEntry(
+                jaxpr, consts, out_tree, state.name, donated, float0s, key[1], state.keep_unused
+            )
             if not entry.consts_are_traced:
                 state.traces[key] = traced
                 state.cache[key] = entry
@@ -791,20 +921,25 @@ class JitFunction:
             # float0 (the tangent type of integers) has no XLA type: the program returns bool
             # zeros in its place, and the call puts float0 zeros back.
             outs = flat(*leaves)
-            store["float0s"] = tuple((i, np.shape(x)) for i, x in enumerate(outs)
-                                     if getattr(x, "dtype", None) == dtypes.float0)
+            store["float0s"] = tuple(
+                (i, np.shape(x))
+                for i, x in enumerate(outs)
+                if getattr(x, "dtype", None) == dtypes.float0
+            )
             for i, shape in store["float0s"]:
                 outs[i] = np.zeros(shape, np.bool_)
             return outs
 
         log = config.values.log_compiles
         start = time.perf_counter() if log else 0.0
-        closed = trace_to_jaxpr(float0s_as_bools, avals,
-                                f"tracing `{self._state.name}` for jit")
+        closed = trace_to_jaxpr(float0s_as_bools, avals, f"tracing `{self._state.name}` for jit")
         if log:  # as JAX's, with the line that called the function
-            _log.warning("Finished tracing + transforming %s for jit in %.6f sec (called at %s)",
-                         self._state.name, time.perf_counter() - start,
-                         core.format_source_info(core.source_info()))
+            _log.warning(
+                "Finished tracing + transforming %s for jit in %.6f sec (called at %s)",
+                self._state.name,
+                time.perf_counter() - start,
+                core.format_source_info(core.source_info()),
+            )
         if config.values.check_tracer_leaks:
             _check_tracer_leaks(closed.jaxpr, self._state.name)
         jaxpr, consts = convert_constvars(closed)
@@ -817,8 +952,9 @@ class JitFunction:
             return None
         dyn_args, dyn_kwargs = pytree.tree_unflatten(in_tree, range(in_tree.num_leaves))
         static_positions = () if statics is None else statics.positions
-        positions = [i for i in range(len(dyn_args) + len(static_positions))
-                     if i not in static_positions]
+        positions = [
+            i for i in range(len(dyn_args) + len(static_positions)) if i not in static_positions
+        ]
         donated = set()
         for position, arg in zip(positions, dyn_args, strict=True):
             if position in state.donate_argnums:
@@ -841,8 +977,11 @@ class JitFunction:
             key, bufs = [config.trace_context()], []
             for x in args:
                 if type(x) is not Array or x._buf is None:
-                    out = self._sharded_call(args) if type(x) is ShardedArray else \
-                        self._keyed_call(args, kwargs)  # maybe Python scalars among Arrays
+                    out = (
+                        self._sharded_call(args)
+                        if type(x) is ShardedArray
+                        else self._keyed_call(args, kwargs)
+                    )  # maybe Python scalars among Arrays
                     if out is not _MISS:
                         return out
                     break
@@ -853,15 +992,17 @@ class JitFunction:
                 call = state.direct_calls.get(tuple(key))
                 if call is not None:
                     return call(bufs)
-        elif (state.direct_calls or state.sharded_calls) and \
-                core.trace_state.trace is core.eval_trace:
+        elif (
+            state.direct_calls or state.sharded_calls
+        ) and core.trace_state.trace is core.eval_trace:
             out = self._keyed_call(args, kwargs)
             if out is not _MISS:
                 return out
         statics = None
         if state.has_statics:
             dyn_args, dyn_kwargs, statics = _split_statics(
-                self._fun, args, kwargs, state.static_argnums, state.static_argnames)
+                self._fun, args, kwargs, state.static_argnums, state.static_argnames
+            )
             leaves, in_tree = pytree.tree_flatten((dyn_args, dyn_kwargs))
         else:
             leaves, in_tree = pytree.tree_flatten((args, kwargs))
@@ -878,33 +1019,42 @@ class JitFunction:
             on_device = on_device and x._buf is not None
         else:
             concrete = True
-            if on_device and core.trace_state.trace is core.eval_trace and \
-                    state.shardings is None:
+            if on_device and core.trace_state.trace is core.eval_trace and state.shardings is None:
                 # Second fastest path: pytrees, keywords or static arguments around Arrays
                 # already on the default device, for a signature whose program takes them.
                 entry = state.cache.get((in_tree, statics_key, tuple(avals), context, axis_env))
                 if entry is not None and entry.direct is not None:
                     outs = entry.direct.call([x._buf for x in leaves])
-                    return entry.out_tree.unflatten([
-                        Array(a, None, b) for a, b in zip(entry.out_avals, outs, strict=True)])
-        entry = self._lookup((in_tree, statics_key, tuple(avals), context, axis_env), in_tree,
-                             statics, avals)
+                    return entry.out_tree.unflatten(
+                        [Array(a, None, b) for a, b in zip(entry.out_avals, outs, strict=True)]
+                    )
+        entry = self._lookup(
+            (in_tree, statics_key, tuple(avals), context, axis_env), in_tree, statics, avals
+        )
         if concrete and core.trace_state.trace is core.eval_trace:
             if state.shardings is not None or api_sharding.needs_partitioning(entry, leaves):
                 outs = self._run_partitioned(entry, args, kwargs, leaves, avals, in_tree)
             elif state.device is None and any(type(x) is CommittedArray for x in leaves):
                 device = dispatch.committed_device(leaves, avals, state.name)
-                outs = [CommittedArray(x.aval, None, x._buf) if type(x) is Array else x
-                        for x in entry.run(leaves, avals, device)]
+                outs = [
+                    CommittedArray(x.aval, None, x._buf) if type(x) is Array else x
+                    for x in entry.run(leaves, avals, device)
+                ]
             else:
                 outs = entry.run(leaves, avals, state.device)
                 if not axis_env:
                     self._remember_keyed_call(entry, args, kwargs)
         else:
-            jaxpr = entry.jaxpr if state.shardings is None else api_sharding.constrained_jaxpr(
-                entry, self._positional(args, kwargs), *state.shardings, state.name)
+            jaxpr = (
+                entry.jaxpr
+                if state.shardings is None
+                else api_sharding.constrained_jaxpr(
+                    entry, self._positional(args, kwargs), *state.shardings, state.name
+                )
+            )
             outs = entry.restore_float0s(
-                jit_p.bind(*entry.consts, *leaves, jaxpr=jaxpr, name=state.name))
+                jit_p.bind(*entry.consts, *leaves, jaxpr=jaxpr, name=state.name)
+            )
         return pytree.tree_unflatten(entry.out_tree, outs)
 
     def _sharded_call(self, args):
@@ -933,10 +1083,10 @@ class JitFunction:
         the fast path for their types and layouts."""
         state = self._state
         positional = self._positional(args, kwargs)
-        outs = api_sharding.run_partitioned(entry, leaves, avals, positional,
-                                            *(state.shardings or (None, None)), state.name)
-        if not kwargs and not state.has_statics and all(
-                type(x) is ShardedArray for x in leaves):
+        outs = api_sharding.run_partitioned(
+            entry, leaves, avals, positional, *(state.shardings or (None, None)), state.name
+        )
+        if not kwargs and not state.has_statics and all(type(x) is ShardedArray for x in leaves):
             self._remember_sharded_call(entry, args, leaves, avals, in_tree, positional)
         return outs
 
@@ -944,8 +1094,9 @@ class JitFunction:
         """Make a partitioned call of sharded Arrays ``args`` (or a pytree of them) jit's
         fast path for them: keyed as ``_sharded_call`` keys it."""
         state = self._state
-        call = api_sharding.direct_call(entry, leaves, avals, positional,
-                                        *(state.shardings or (None, None)), state.name)
+        call = api_sharding.direct_call(
+            entry, leaves, avals, positional, *(state.shardings or (None, None)), state.name
+        )
         if call is None:
             return
         if len(state.sharded_calls) > 32:  # avals or shardings new objects call after call
@@ -983,17 +1134,25 @@ class JitFunction:
         """Make this call's signature a fast path (on the default device, without
         donation or a mesh)."""
         state = self._state
-        if state.shardings is not None or state.device is not None or \
-                entry.donated is not None or api_sharding.jaxpr_mesh(entry.jaxpr.jaxpr):
+        if (
+            state.shardings is not None
+            or state.device is not None
+            or entry.donated is not None
+            or api_sharding.jaxpr_mesh(entry.jaxpr.jaxpr)
+        ):
             return
         signature = _direct_signature(state, args, kwargs)
         if signature is None:
             return
         key, bufs = signature
         avals = [x.aval for x in pytree.tree_leaves((args, kwargs)) if type(x) is Array]
-        scalars = [(i, a.dtype) for i, (b, a) in enumerate(zip(
-            bufs, entry.jaxpr.in_avals[len(entry.consts):], strict=True))
-            if type(b) in _SCALAR_TYPES]
+        scalars = [
+            (i, a.dtype)
+            for i, (b, a) in enumerate(
+                zip(bufs, entry.jaxpr.in_avals[len(entry.consts) :], strict=True)
+            )
+            if type(b) in _SCALAR_TYPES
+        ]
         # The argument avals whose ids key the call live as long as it.
         call = _direct_call(entry, avals)
         if scalars:
@@ -1008,8 +1167,9 @@ class JitFunction:
     def _positional(self, args, kwargs):
         """The dynamic positional arguments (what ``in_shardings`` is a prefix of)."""
         state = self._state
-        return _split_statics(self._fun, args, kwargs, state.static_argnums,
-                              state.static_argnames)[0]
+        return _split_statics(self._fun, args, kwargs, state.static_argnums, state.static_argnames)[
+            0
+        ]
 
     def _checked_call(self, args, kwargs):
         """A call while some thread may have ``jax_disable_jit``, ``jax_debug_nans`` or
@@ -1029,8 +1189,10 @@ class JitFunction:
         kind = dispatch.invalid_value(pytree.tree_leaves(out))
         if kind is None:
             return out
-        print(f"Invalid {kind} value encountered in the output of a jit function "
-              f"({self._state.name}). Calling the de-optimized version.")
+        print(
+            f"Invalid {kind} value encountered in the output of a jit function "
+            f"({self._state.name}). Calling the de-optimized version."
+        )
         with config.disable_jit():
             self._fun(*args, **kwargs)  # raises FloatingPointError at the primitive
         raise FloatingPointError(
@@ -1038,14 +1200,20 @@ class JitFunction:
             "jax_debug_nans and/or jax_debug_infs is set, the de-optimized function (the "
             "function as if the `jit` decorator were removed) was called to find the "
             "primitive, but it did not produce invalid values: the compiled program's "
-            "optimizations may have made the value, or it is a nan/inf input or constant.")
+            "optimizations may have made the value, or it is a nan/inf input or constant."
+        )
 
     def trace(self, *args, **kwargs):
         """Trace for these arguments (arrays or ``ShapeDtypeStruct``s): a ``Traced`` stage,
         whose ``.jaxpr`` is the trace and ``.lower()`` the next stage."""
         key, _, in_tree, statics, avals = self._signature(args, kwargs, _abstractify)
-        traced = stages.Traced(self, self._lookup(key, in_tree, statics, avals), in_tree, avals,
-                               lambda: api_sharding.lower(self, traced, args, kwargs))
+        traced = stages.Traced(
+            self,
+            self._lookup(key, in_tree, statics, avals),
+            in_tree,
+            avals,
+            lambda: api_sharding.lower(self, traced, args, kwargs),
+        )
         return traced
 
     def lower(self, *args, **kwargs):
@@ -1055,8 +1223,9 @@ class JitFunction:
 
     def eval_shape(self, *args, **kwargs):
         entry, _, _ = self._entry(args, kwargs, _abstractify)
-        return pytree.tree_unflatten(entry.out_tree, [_shape_struct(a) for a in
-                                                         entry.jaxpr.out_avals])
+        return pytree.tree_unflatten(
+            entry.out_tree, [_shape_struct(a) for a in entry.jaxpr.out_avals]
+        )
 
     def clear_cache(self):
         """Forget this function's traces, and the programs compiled for these options."""
@@ -1073,9 +1242,20 @@ class JitFunction:
         return f"<jit-compiled function {self._state.name}>"
 
 
-def jit(fun=None, *, in_shardings=None, out_shardings=None, static_argnums=None,
-        static_argnames=None, donate_argnums=None, donate_argnames=None, device=None,
-        backend=None, inline=False, keep_unused=False):
+def jit(
+    fun=None,
+    *,
+    in_shardings=None,
+    out_shardings=None,
+    static_argnums=None,
+    static_argnames=None,
+    donate_argnums=None,
+    donate_argnames=None,
+    device=None,
+    backend=None,
+    inline=False,
+    keep_unused=False,
+):
     """Compile ``fun`` with XLA: traced once per signature, cached, run as one program.
 
     As in JAX, the cache belongs to ``fun`` (held weakly), not to the wrapper: a fresh
@@ -1100,17 +1280,39 @@ def jit(fun=None, *, in_shardings=None, out_shardings=None, static_argnums=None,
       >>> f(xform.numpy.ones(3))
     """
     if fun is None:
-        return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
-                                 static_argnums=static_argnums,
-                                 static_argnames=static_argnames, donate_argnums=donate_argnums,
-                                 donate_argnames=donate_argnames, device=device,
-                                 backend=backend, inline=inline, keep_unused=keep_unused)
+        return functools.partial(
+            jit,
+            in_shardings=in_shardings,
+            out_shardings=out_shardings,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+            donate_argnums=donate_argnums,
+            donate_argnames=donate_argnames,
+            device=device,
+            backend=backend,
+            inline=inline,
+            keep_unused=keep_unused,
+        )
     if not callable(fun):
         raise TypeError(f"jit: expected a callable, got {type(fun).__name__}")
     # inline changes neither the trace nor the program here.
-    return JitFunction(fun, _jit_state(fun, (static_argnums, static_argnames, donate_argnums,
-                                             donate_argnames, device, backend, in_shardings,
-                                             out_shardings, keep_unused)))
+    return JitFunction(
+        fun,
+        _jit_state(
+            fun,
+            (
+                static_argnums,
+                static_argnames,
+                donate_argnums,
+                donate_argnames,
+                device,
+                backend,
+                in_shardings,
+                out_shardings,
+                keep_unused,
+            ),
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- make_jaxpr & co
@@ -1153,10 +1355,10 @@ def eval_shape(fun, *args, **kwargs):
     leaves, in_tree = pytree.tree_flatten((args, kwargs))
     avals = _arg_avals(leaves, in_tree, fun, _abstractify)
     store = {}
-    closed = trace_to_jaxpr(_flatten_fun(fun, in_tree, store), avals,
-                            f"tracing `{_fun_name(fun)}` for eval_shape")
-    return pytree.tree_unflatten(store["out_tree"],
-                                    [_shape_struct(a) for a in closed.out_avals])
+    closed = trace_to_jaxpr(
+        _flatten_fun(fun, in_tree, store), avals, f"tracing `{_fun_name(fun)}` for eval_shape"
+    )
+    return pytree.tree_unflatten(store["out_tree"], [_shape_struct(a) for a in closed.out_avals])
 
 
 # --------------------------------------------------------------------------- devices
@@ -1207,17 +1409,24 @@ def device_put_sharded(shards, devices):
     """Stack a list of pytrees (one per device) along a new leading axis, entry ``i`` on
     ``devices[i]``: the layout ``pmap`` reads without copying. Returns ShardedArrays."""
     if len(shards) != len(devices):
-        raise ValueError(f"device_put_sharded: got {len(shards)} shards for {len(devices)} "
-                         "devices; pass one shard per device")
-    return pytree.tree_map(lambda *xs: _put_stacked(np.stack([_host(x) for x in xs]),
-                                                       devices), *shards)
+        raise ValueError(
+            f"device_put_sharded: got {len(shards)} shards for {len(devices)} "
+            "devices; pass one shard per device"
+        )
+    return pytree.tree_map(
+        lambda *xs: _put_stacked(np.stack([_host(x) for x in xs]), devices), *shards
+    )
 
 
 def device_put_replicated(x, devices):
     """A copy of pytree ``x`` on each of ``devices``, stacked along a new leading axis (as
     ``pmap`` reads replicated parameters). Returns ShardedArrays."""
-    return pytree.tree_map(lambda leaf: _put_stacked(
-        np.broadcast_to(_host(leaf)[None], (len(devices),) + np.shape(leaf)), devices), x)
+    return pytree.tree_map(
+        lambda leaf: _put_stacked(
+            np.broadcast_to(_host(leaf)[None], (len(devices),) + np.shape(leaf)), devices
+        ),
+        x,
+    )
 
 
 def _host(x):
@@ -1228,8 +1437,7 @@ def _host(x):
 def _put_stacked(stacked, devices):
     sharding = runtime.mapped_sharding(tuple(devices), "_pmap", len(devices), 0)
     buf = runtime.put_sharded(stacked, sharding, 0, len(devices))
-    return ShardedArray(ShapedArray(stacked.shape, dtypes.canonicalize(stacked.dtype)), None,
-                        buf)
+    return ShardedArray(ShapedArray(stacked.shape, dtypes.canonicalize(stacked.dtype)), None, buf)
 
 
 def block_until_ready(x):
@@ -1255,4 +1463,3 @@ def timed(fn, *args):
     start = time.perf_counter()
     out = block_until_ready(fn(*args))
     return out, time.perf_counter() - start
-

@@ -46,17 +46,24 @@ def _returned_tangent(t):
 
 
 def _check_tangent(path, primal_aval, tangent):
-    t_aval = core.get_aval(tangent) if not isinstance(tangent, np.ndarray) or \
-        tangent.dtype != dtypes.float0 else core.ShapedArray(tangent.shape, dtypes.float0)
+    t_aval = (
+        core.get_aval(tangent)
+        if not isinstance(tangent, np.ndarray) or tangent.dtype != dtypes.float0
+        else core.ShapedArray(tangent.shape, dtypes.float0)
+    )
     expected = ad.tangent_aval(primal_aval)
     if t_aval.shape != primal_aval.shape:
-        raise ValueError(f"jvp: primal and tangent arguments must have equal shapes; at "
-                         f"{path} the primal has shape {primal_aval.shape} and the tangent "
-                         f"{t_aval.shape}")
+        raise ValueError(
+            f"jvp: primal and tangent arguments must have equal shapes; at "
+            f"{path} the primal has shape {primal_aval.shape} and the tangent "
+            f"{t_aval.shape}"
+        )
     if t_aval.dtype != expected.dtype:
-        raise TypeError(f"jvp: primal and tangent arguments do not match at {path}: a primal "
-                        f"of dtype {primal_aval.dtype} needs a tangent of dtype "
-                        f"{expected.dtype}, got {t_aval.dtype}")
+        raise TypeError(
+            f"jvp: primal and tangent arguments do not match at {path}: a primal "
+            f"of dtype {primal_aval.dtype} needs a tangent of dtype "
+            f"{expected.dtype}, got {t_aval.dtype}"
+        )
 
 
 def jvp(fun, primals, tangents, has_aux=False):
@@ -75,21 +82,28 @@ def jvp(fun, primals, tangents, has_aux=False):
       >>> xform.jvp(xform.numpy.sin, (0.5,), (1.0,))  # (sin 0.5, cos 0.5)
     """
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise TypeError("jvp: primal and tangent arguments must be tuples or lists; found "
-                        f"{type(primals).__name__} and {type(tangents).__name__}")
+        raise TypeError(
+            "jvp: primal and tangent arguments must be tuples or lists; found "
+            f"{type(primals).__name__} and {type(tangents).__name__}"
+        )
     p_leaves, p_tree = pytree.tree_flatten(tuple(primals))
     t_leaves, t_tree = pytree.tree_flatten(tuple(tangents))
     if p_tree != t_tree:
-        raise TypeError(f"jvp: primal and tangent arguments must have the same tree "
-                        f"structure; got {p_tree} and {t_tree}")
+        raise TypeError(
+            f"jvp: primal and tangent arguments must have the same tree "
+            f"structure; got {p_tree} and {t_tree}"
+        )
     in_tree = pytree.tree_structure((tuple(primals), {}))
     avals = _arg_avals(p_leaves, in_tree, fun)
     paths = [pytree.keystr(k) for k, _ in pytree.tree_flatten_with_path(primals)[0]]
     for path, aval, t in zip(paths, avals, t_leaves, strict=True):
         _check_tangent(f"primals{path}", aval, t)
-    tangents_in = [ad.Zero(ad.tangent_aval(a)) if a.dtype.kind in "biu" or (
-        isinstance(t, np.ndarray) and t.dtype == dtypes.float0) else t
-        for a, t in zip(avals, t_leaves, strict=True)]
+    tangents_in = [
+        ad.Zero(ad.tangent_aval(a))
+        if a.dtype.kind in "biu" or (isinstance(t, np.ndarray) and t.dtype == dtypes.float0)
+        else t
+        for a, t in zip(avals, t_leaves, strict=True)
+    ]
     store = {}
     flat = _flatten_fun(_with_aux(fun, has_aux, store), in_tree, store)
     primals_out, tangents_out = ad.jvp_flat(flat, p_leaves, tangents_in)
@@ -97,8 +111,10 @@ def jvp(fun, primals, tangents, has_aux=False):
     # As JAX's, outputs that are not tracers (constants, inputs passed through) come back as
     # the function returned them.
     tangents_out = [_returned_tangent(t) for t in tangents_out]
-    result = (pytree.tree_unflatten(out_tree, primals_out),
-              pytree.tree_unflatten(out_tree, tangents_out))
+    result = (
+        pytree.tree_unflatten(out_tree, primals_out),
+        pytree.tree_unflatten(out_tree, tangents_out),
+    )
     return (*result, store["aux"]) if has_aux else result
 
 
@@ -109,15 +125,23 @@ def _with_aux(fun, has_aux, store):
     def without_aux(*args, **kwargs):
         out = fun(*args, **kwargs)
         if not isinstance(out, tuple) or len(out) != 2:
-            raise TypeError(f"{_fun_name(fun)} has has_aux=True, so it must return a pair "
-                            f"(output, aux); got {type(out).__name__}")
+            raise TypeError(
+                f"{_fun_name(fun)} has has_aux=True, so it must return a pair "
+                f"(output, aux); got {type(out).__name__}"
+            )
         # aux is not differentiated: its traced leaves are returned as their primal values,
         # never as tracers of a differentiation that is over once the caller gets them.
         trace = core.trace_state.trace
         store["aux"] = pytree.tree_map(
-            lambda x: _as_output(x.primal) if isinstance(x, ad.JVPTracer) and
-            x._trace is trace else _as_output(x.value) if isinstance(x, vjp_tape.VJPTracer)
-            and x._trace is trace else x, out[1])
+            lambda x: (
+                _as_output(x.primal)
+                if isinstance(x, ad.JVPTracer) and x._trace is trace
+                else _as_output(x.value)
+                if isinstance(x, vjp_tape.VJPTracer) and x._trace is trace
+                else x
+            ),
+            out[1],
+        )
         return out[0]
 
     return without_aux
@@ -134,9 +158,11 @@ def _linearize_flat(flat_fun, primals, avals, taped=True):
     store = {}
 
     def tangents_of(*args):
-        known, unknown = args[:len(primals)], iter(args[len(primals):])
-        tangents = [next(unknown) if d else ad.Zero(ad.tangent_aval(a))
-                    for a, d in zip(avals, diff, strict=True)]
+        known, unknown = args[: len(primals)], iter(args[len(primals) :])
+        tangents = [
+            next(unknown) if d else ad.Zero(ad.tangent_aval(a))
+            for a, d in zip(avals, diff, strict=True)
+        ]
         primals_out, tangents_out = ad.jvp_flat(flat_fun, known, tangents)
         store["primals_out"] = primals_out
         store["nonzero"] = [type(t) is not ad.Zero for t in tangents_out]
@@ -146,8 +172,9 @@ def _linearize_flat(flat_fun, primals, avals, taped=True):
     if taped and tape.applies(avals):  # eager: the linear part is kept on a tape, not staged
         _, linear = tape.linearize_flat(tangents_of, primals, tangent_avals, "linearizing")
     else:
-        _, linear = partial_eval.partial_eval_flat(tangents_of, primals, tangent_avals,
-                                                   "linearizing")
+        _, linear = partial_eval.partial_eval_flat(
+            tangents_of, primals, tangent_avals, "linearizing"
+        )
     return store["primals_out"], linear, store["nonzero"], diff
 
 
@@ -160,7 +187,8 @@ class _Linearized:
         self.store = {}
         flat = _flatten_fun(_with_aux(fun, has_aux, self.store), self.in_tree, self.store)
         self.primals_out, linear, self.nonzero, self.diff = _linearize_flat(
-            flat, leaves, self.avals, taped)
+            flat, leaves, self.avals, taped
+        )
         self.tape = linear if type(linear) is tape.TapeTrace else None
         self._linear = None if self.tape is not None else linear
         self.out_tree = self.store["out_tree"]
@@ -173,9 +201,13 @@ class _Linearized:
         # A constant has a zero tangent; so has a non-differentiable input, told apart by
         # identity (a differentiable input passed through has a nonzero tangent).
         fixed = {id(x) for x, d in zip(self.leaves, self.diff, strict=True) if not d}
-        return pytree.tree_unflatten(self.out_tree, [
-            p if not (isinstance(p, (Array, Tracer)) or nz or id(p) in fixed)
-            else _as_output(p) for p, nz in zip(self.primals_out, self.nonzero, strict=True)])
+        return pytree.tree_unflatten(
+            self.out_tree,
+            [
+                p if not (isinstance(p, (Array, Tracer)) or nz or id(p) in fixed) else _as_output(p)
+                for p, nz in zip(self.primals_out, self.nonzero, strict=True)
+            ],
+        )
 
     @property
     def linear(self):
@@ -190,8 +222,9 @@ class _Linearized:
         if self.tape is not None and self._linear is None:
             cts = [ct for ct, nz in zip(ct_leaves, self.nonzero, strict=True) if nz]
             return _input_cotangents(self.avals, self.diff, self.tape.backward(cts))
-        return _pull_back(self.linear.jaxpr, self.linear.consts, self.nonzero, self.avals,
-                          self.diff, ct_leaves)
+        return _pull_back(
+            self.linear.jaxpr, self.linear.consts, self.nonzero, self.avals, self.diff, ct_leaves
+        )
 
 
 class _Recorded(_Linearized):
@@ -206,10 +239,12 @@ class _Recorded(_Linearized):
         outs, self.trace, inputs = vjp_tape.record_flat(flat, leaves, avals)
         self.in_nodes = [x.node for x in inputs]
         trace = self.trace
-        self.out_nodes = [x.node if type(x) is vjp_tape.VJPTracer and x._trace is trace
-                          else None for x in outs]
-        self.primals_out = [x if n is None else x.value
-                            for x, n in zip(outs, self.out_nodes, strict=True)]
+        self.out_nodes = [
+            x.node if type(x) is vjp_tape.VJPTracer and x._trace is trace else None for x in outs
+        ]
+        self.primals_out = [
+            x if n is None else x.value for x, n in zip(outs, self.out_nodes, strict=True)
+        ]
         self.nonzero = [n is not None for n in self.out_nodes]
         self.out_tree = self.store["out_tree"]
 
@@ -233,8 +268,9 @@ def _pull_back(linear_jaxpr, residuals, nonzero, avals, diff, ct_leaves, given=f
     input cotangents from the flat output ones (``nonzero``: which outputs it computes)."""
     cts = [ct for ct, nz in zip(ct_leaves, nonzero, strict=True) if nz]
     args = [transpose.UndefinedPrimal(v.aval) for v in linear_jaxpr.invars]
-    return _input_cotangents(avals, diff,
-                             transpose.backward_pass(linear_jaxpr, residuals, args, cts), given)
+    return _input_cotangents(
+        avals, diff, transpose.backward_pass(linear_jaxpr, residuals, args, cts), given
+    )
 
 
 def _input_cotangents(avals, diff, cts_in, given=frozenset()):
@@ -286,8 +322,16 @@ def vjp(fun, *primals, has_aux=False):
       >>> pullback(1.0)  # (cos 0.5,)
     """
     lin = _Linearized(fun, primals, has_aux)
-    meta = _PullbackMeta(_fun_name(fun), None, lin.nonzero, lin.avals, lin.diff,
-                         lin.in_tree, lin.out_tree, lin.out_avals)
+    meta = _PullbackMeta(
+        _fun_name(fun),
+        None,
+        lin.nonzero,
+        lin.avals,
+        lin.diff,
+        lin.in_tree,
+        lin.out_tree,
+        lin.out_avals,
+    )
     out = lin.returned_primals()
     if lin.tape is not None:  # eager: the pullback walks the tape until it is a pytree
         vjp_fun = VJP(meta, None, lin.tape)
@@ -302,8 +346,7 @@ class _PullbackMeta:
     (its constvars stand for the residuals) and the structure and types of the inputs and
     outputs. Compared by identity in pytree structures, as JAX's is."""
 
-    __slots__ = ("name", "jaxpr", "nonzero", "avals", "diff", "in_tree", "out_tree",
-                 "out_avals")
+    __slots__ = ("name", "jaxpr", "nonzero", "avals", "diff", "in_tree", "out_tree", "out_avals")
 
     def __init__(self, name, jaxpr, nonzero, avals, diff, in_tree, out_tree, out_avals):
         self.name = name
@@ -341,35 +384,43 @@ class VJP:
     def __call__(self, cotangents, *extra_args):
         meta = self.meta
         if extra_args:
-            raise TypeError(f"The function returned by `vjp` applied to {meta.name} was called "
-                            f"with {len(extra_args) + 1} arguments, but it takes a single "
-                            "argument: the cotangent of the single value the function returned "
-                            "(a tuple of cotangents if that value is a tuple).")
+            raise TypeError(
+                f"The function returned by `vjp` applied to {meta.name} was called "
+                f"with {len(extra_args) + 1} arguments, but it takes a single "
+                "argument: the cotangent of the single value the function returned "
+                "(a tuple of cotangents if that value is a tuple)."
+            )
         ct_leaves, ct_tree = pytree.tree_flatten(cotangents)
         if ct_tree != meta.out_tree:
-            raise TypeError(f"vjp of {meta.name}: the cotangent must have the structure "
-                            f"of the primal output, {meta.out_tree}; got {ct_tree}")
+            raise TypeError(
+                f"vjp of {meta.name}: the cotangent must have the structure "
+                f"of the primal output, {meta.out_tree}; got {ct_tree}"
+            )
         for i, (ct, aval) in enumerate(zip(ct_leaves, meta.out_avals, strict=True)):
             # float0 (an integer output's cotangent, as JAX's) has no aval: its shape is read
             shape = np.shape(ct) if _is_float0(ct) else core.get_aval(ct).shape
             if shape != aval.shape:
-                raise ValueError(f"vjp of {meta.name}: cotangent {i} has shape "
-                                 f"{shape}, the primal output {aval.shape}")
+                raise ValueError(
+                    f"vjp of {meta.name}: cotangent {i} has shape "
+                    f"{shape}, the primal output {aval.shape}"
+                )
         given = {id(ct) for ct in ct_leaves}
         if self.tape is not None:
             cts = [ct for ct, nz in zip(ct_leaves, meta.nonzero, strict=True) if nz]
             flat = _input_cotangents(meta.avals, meta.diff, self.tape.backward(cts), given)
         else:
-            flat = _pull_back(meta.jaxpr, self.residuals, meta.nonzero, meta.avals,
-                              meta.diff, ct_leaves, given)
+            flat = _pull_back(
+                meta.jaxpr, self.residuals, meta.nonzero, meta.avals, meta.diff, ct_leaves, given
+            )
         return pytree.tree_unflatten(meta.in_tree, flat)[0]
 
     def __repr__(self):
         return f"<vjp pullback of {self.meta.name}>"
 
 
-pytree.register_pytree_node(VJP, lambda pb: (pb.residuals, pb.meta),
-                               lambda meta, residuals: VJP(meta, list(residuals)))
+pytree.register_pytree_node(
+    VJP, lambda pb: (pb.residuals, pb.meta), lambda meta, residuals: VJP(meta, list(residuals))
+)
 
 
 def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
@@ -414,9 +465,11 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     @functools.wraps(fun)  # named as ``fun``, as JAX's (jit's and lowered modules' names)
     def value_and_grad_f(*args, **kwargs):
         if any(i >= len(args) or i < -len(args) for i in nums):
-            raise TypeError(f"differentiating {name} with respect to argnums={argnums} "
-                            f"requires at least {max(nums) + 1} positional arguments, got "
-                            f"{len(args)}")
+            raise TypeError(
+                f"differentiating {name} with respect to argnums={argnums} "
+                f"requires at least {max(nums) + 1} positional arguments, got "
+                f"{len(args)}"
+            )
         positions = [i % len(args) for i in nums]
         for i in positions:
             _check_grad_input(name, args[i], holomorphic, allow_int)
@@ -450,8 +503,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
 @functools.cache
 def _one(dtype, weak_type=False):
     """The cotangent that seeds a gradient: made once per dtype (arrays are immutable)."""
-    return from_host(np.ones((), dtype), weak_type) if weak_type else \
-        from_host(np.ones((), dtype))
+    return from_host(np.ones((), dtype), weak_type) if weak_type else from_host(np.ones((), dtype))
 
 
 def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
@@ -481,35 +533,47 @@ def _check_grad_input(name, arg, holomorphic, allow_int):
         # A complex input of a real-valued function is allowed, as in JAX: the gradient is
         # the cotangent of the input, df/dx - i df/dy for z = x + iy (JAX's convention).
         if not dtypes.is_inexact(dtype) and not allow_int:
-            raise TypeError(f"grad of {name} requires real- or complex-valued inputs (input "
-                            f"dtype that is a sub-dtype of np.inexact), but got {dtype}. To "
-                            "differentiate with respect to integer or boolean inputs use vjp "
-                            "or set allow_int=True.")
+            raise TypeError(
+                f"grad of {name} requires real- or complex-valued inputs (input "
+                f"dtype that is a sub-dtype of np.inexact), but got {dtype}. To "
+                "differentiate with respect to integer or boolean inputs use vjp "
+                "or set allow_int=True."
+            )
         if holomorphic and not dtypes.is_complex(dtype):
-            raise TypeError(f"grad of {name} with holomorphic=True requires complex inputs, "
-                            f"got {dtype}")
+            raise TypeError(
+                f"grad of {name} with holomorphic=True requires complex inputs, got {dtype}"
+            )
 
 
 def _check_grad_output(name, out, holomorphic):
     if not isinstance(out, (Array, Tracer)) and not core.is_concrete_array(out):
-        raise TypeError(f"grad of {name}: the function must return a scalar array, got "
-                        f"{type(out).__name__}")
+        raise TypeError(
+            f"grad of {name}: the function must return a scalar array, got {type(out).__name__}"
+        )
     aval = core.get_aval(out)
     if aval.shape:
-        raise TypeError(f"Gradient only defined for scalar-output functions. Output of {name} "
-                        f"had shape: {aval.shape}")
+        raise TypeError(
+            f"Gradient only defined for scalar-output functions. Output of {name} "
+            f"had shape: {aval.shape}"
+        )
     if aval.dtype in _REAL:
         return
     # JAX's words, with the function's name.
-    needs = ("grad requires real-valued outputs (output dtype that is a sub-dtype of "
-             f"np.floating), but got {aval.dtype.name}")
+    needs = (
+        "grad requires real-valued outputs (output dtype that is a sub-dtype of "
+        f"np.floating), but got {aval.dtype.name}"
+    )
     if dtypes.is_complex(aval.dtype) and not holomorphic:
-        raise TypeError(f"{needs} (grad of {name}). For holomorphic differentiation, pass "
-                        "holomorphic=True. For differentiation of non-holomorphic functions "
-                        "involving complex outputs, use jax.vjp directly.")
+        raise TypeError(
+            f"{needs} (grad of {name}). For holomorphic differentiation, pass "
+            "holomorphic=True. For differentiation of non-holomorphic functions "
+            "involving complex outputs, use jax.vjp directly."
+        )
     if not dtypes.is_inexact(aval.dtype):
-        raise TypeError(f"{needs} (grad of {name}). For differentiation of functions with "
-                        "integer outputs, use jax.vjp directly.")
+        raise TypeError(
+            f"{needs} (grad of {name}). For differentiation of functions with "
+            "integer outputs, use jax.vjp directly."
+        )
 
 
 # --------------------------------------------------------------------------- linearize & co
@@ -529,8 +593,9 @@ def linearize(fun, *primals, has_aux=False):
     # backward pass transposes only the equations a cotangent reaches.)
     linear, _ = dce.dce_closed_jaxpr(lin.linear, [True] * len(lin.linear.jaxpr.outvars))
 
-    meta = _PullbackMeta(_fun_name(fun), linear.jaxpr, nonzero, avals, diff, in_tree, out_tree,
-                         out_avals)
+    meta = _PullbackMeta(
+        _fun_name(fun), linear.jaxpr, nonzero, avals, diff, in_tree, out_tree, out_avals
+    )
     f_jvp = LinearizedJVP(meta, list(linear.consts))
     out = pytree.tree_unflatten(out_tree, primals_out)  # as JAX's: not made arrays
     return (out, f_jvp, store["aux"]) if has_aux else (out, f_jvp)
@@ -551,23 +616,30 @@ class LinearizedJVP:
         meta = self.meta
         t_leaves, t_tree = pytree.tree_flatten((tangents, {}))
         if t_tree != meta.in_tree:
-            raise TypeError(f"linearize of {meta.name}: tangents must have the structure "
-                            f"of the primals, {meta.in_tree}; got {t_tree}")
+            raise TypeError(
+                f"linearize of {meta.name}: tangents must have the structure "
+                f"of the primals, {meta.in_tree}; got {t_tree}"
+            )
         for i, (t, aval) in enumerate(zip(t_leaves, meta.avals, strict=True)):
             _check_tangent(f"tangent {i}", aval, t)
         inputs = [t for t, d in zip(t_leaves, meta.diff, strict=True) if d]
         outs = iter(core.eval_jaxpr(meta.jaxpr, self.residuals, *inputs))
         # A tangent passed through comes back as it was given, as JAX's.
-        flat_out = [next(outs) if nz else _zero_tangent(ad.Zero(ad.tangent_aval(a)))
-                    for a, nz in zip(meta.out_avals, meta.nonzero, strict=True)]
+        flat_out = [
+            next(outs) if nz else _zero_tangent(ad.Zero(ad.tangent_aval(a)))
+            for a, nz in zip(meta.out_avals, meta.nonzero, strict=True)
+        ]
         return pytree.tree_unflatten(meta.out_tree, flat_out)
 
     def __repr__(self):
         return f"<linearized jvp of {self.meta.name}>"
 
 
-pytree.register_pytree_node(LinearizedJVP, lambda f: (f.residuals, f.meta),
-                               lambda meta, residuals: LinearizedJVP(meta, list(residuals)))
+pytree.register_pytree_node(
+    LinearizedJVP,
+    lambda f: (f.residuals, f.meta),
+    lambda meta, residuals: LinearizedJVP(meta, list(residuals)),
+)
 
 
 def linear_transpose(fun, *primals):
@@ -580,23 +652,31 @@ def linear_transpose(fun, *primals):
     avals = _arg_avals(leaves, in_tree, fun, _abstractify)
     for aval in avals:
         if not dtypes.is_inexact(aval.dtype):
-            raise TypeError(f"linear_transpose of {_fun_name(fun)}: arguments must be float or "
-                            f"complex, got {aval.dtype}")
+            raise TypeError(
+                f"linear_transpose of {_fun_name(fun)}: arguments must be float or "
+                f"complex, got {aval.dtype}"
+            )
     store = {}
-    closed = trace_to_jaxpr(_flatten_fun(fun, in_tree, store), avals,
-                            f"tracing `{_fun_name(fun)}` for linear_transpose")
+    closed = trace_to_jaxpr(
+        _flatten_fun(fun, in_tree, store), avals, f"tracing `{_fun_name(fun)}` for linear_transpose"
+    )
     out_tree = store["out_tree"]
 
     def transposed(*cotangents):
-        ct_leaves, ct_tree = pytree.tree_flatten(cotangents[0] if len(cotangents) == 1
-                                                    else cotangents)
+        ct_leaves, ct_tree = pytree.tree_flatten(
+            cotangents[0] if len(cotangents) == 1 else cotangents
+        )
         if ct_tree != out_tree:
-            raise TypeError(f"linear_transpose of {_fun_name(fun)}: cotangent structure "
-                            f"{ct_tree} differs from the output's {out_tree}")
+            raise TypeError(
+                f"linear_transpose of {_fun_name(fun)}: cotangent structure "
+                f"{ct_tree} differs from the output's {out_tree}"
+            )
         args = [transpose.UndefinedPrimal(a) for a in avals]
         cts = transpose.backward_pass(closed.jaxpr, closed.consts, args, ct_leaves)
-        flat = [_zero_cotangent(a) if type(ct) is ad.Zero else _as_output(ct)
-                for ct, a in zip(cts, avals, strict=True)]
+        flat = [
+            _zero_cotangent(a) if type(ct) is ad.Zero else _as_output(ct)
+            for ct, a in zip(cts, avals, strict=True)
+        ]
         return pytree.tree_unflatten(in_tree, flat)[0]
 
     return transposed

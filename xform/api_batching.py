@@ -21,21 +21,28 @@ def _check_axis_spec(spec, what):
     if spec is None or (isinstance(spec, (int, np.integer)) and not isinstance(spec, bool)):
         return
     of = "arguments" if what == "in_axes" else "outputs"
-    raise TypeError(f"vmap {what} must be an int, None, or a (nested) tuple/list/dict of "
-                    f"them matching the structure of the {of}, but got {spec!r}")
+    raise TypeError(
+        f"vmap {what} must be an int, None, or a (nested) tuple/list/dict of "
+        f"them matching the structure of the {of}, but got {spec!r}"
+    )
 
 
 def _broadcast_prefix(prefix, tree, what):
     """One axis spec per leaf of ``tree``, from ``prefix``, a pytree prefix of it."""
     specs = []
     try:
-        pytree.tree_map(lambda spec, sub: specs.extend(
-            [spec] * len(pytree.tree_leaves(sub))),
-            prefix, tree, is_leaf=lambda x: x is None)
+        pytree.tree_map(
+            lambda spec, sub: specs.extend([spec] * len(pytree.tree_leaves(sub))),
+            prefix,
+            tree,
+            is_leaf=lambda x: x is None,
+        )
     except ValueError as e:
-        raise ValueError(f"vmap {what} specification must be a tree prefix of the "
-                         f"corresponding value, got specification {prefix!r} for value tree "
-                         f"{pytree.tree_structure(tree)}:\n{e}") from None
+        raise ValueError(
+            f"vmap {what} specification must be a tree prefix of the "
+            f"corresponding value, got specification {prefix!r} for value tree "
+            f"{pytree.tree_structure(tree)}:\n{e}"
+        ) from None
     for spec in specs:
         _check_axis_spec(spec, what)
     return specs
@@ -51,14 +58,16 @@ def _arg_names(fun, n):
         params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
         return None
-    if len(params) < n or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-                              for p in params[:n]):
+    if len(params) < n or any(
+        p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params[:n]
+    ):
         return None
     return [p.name for p in params[:n]]
 
 
-def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None,
-         sum_match=False):
+def vmap(
+    fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None, sum_match=False
+):
     """Vectorize ``fun`` over an axis of its arguments.
 
     Args:
@@ -88,9 +97,11 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     if isinstance(in_axes, bool) or not (in_axes is None or isinstance(in_axes, (int, tuple))):
-        raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
-                        f"to the positional arguments passed to the function, but got "
-                        f"{in_axes!r}.")
+        raise TypeError(
+            "vmap in_axes must be an int, None, or a tuple of entries corresponding "
+            f"to the positional arguments passed to the function, but got "
+            f"{in_axes!r}."
+        )
     if spmd_axis_name is not None and not isinstance(spmd_axis_name, tuple):
         spmd_axis_name = (spmd_axis_name,)
     name = _fun_name(fun)
@@ -98,9 +109,11 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
-            raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "
-                             "corresponding to the positional arguments passed to the function, "
-                             f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
+            raise ValueError(
+                "vmap in_axes must be an int, None, or a tuple of entries "
+                "corresponding to the positional arguments passed to the function, "
+                f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}"
+            )
         leaves, in_tree = pytree.tree_flatten((args, kwargs))
         arg_specs = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
         specs = _broadcast_prefix((arg_specs, 0), (args, kwargs), "in_axes")
@@ -111,23 +124,29 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             avals = _arg_avals(leaves, in_tree, fun)
         except TypeError:
             flat, leaves, specs, paths = _pass_unmapped_objects(flat, leaves, specs, paths)
-            avals = _arg_avals(leaves, in_tree, fun) if flat is None else [
-                core.get_aval(x) for x in leaves]
+            avals = (
+                _arg_avals(leaves, in_tree, fun)
+                if flat is None
+                else [core.get_aval(x) for x in leaves]
+            )
         names = _arg_names(fun, len(args))
         in_dims = [_in_dim(spec, aval) for spec, aval in zip(specs, avals, strict=True)]
         size = _axis_size("vmap", name, avals, in_dims, paths, names, axis_size)
 
         def out_dims(n):
-            specs = _broadcast_prefix(out_axes, _unflatten_placeholder(store["out_tree"]),
-                                      "out_axes")
+            specs = _broadcast_prefix(
+                out_axes, _unflatten_placeholder(store["out_tree"]), "out_axes"
+            )
             return [None if s is None else _out_dim(s, store, i) for i, s in enumerate(specs)]
 
         def _out_dim(spec, store, i):
             rank = store["out_ranks"][i] + 1
             if not -rank <= spec < rank:
-                raise ValueError(f"vmap out_axes: axis {spec} is out of bounds for output "
-                                 f"{i} of {name}, of rank {rank - 1} (rank {rank} with the "
-                                 "mapped axis)")
+                raise ValueError(
+                    f"vmap out_axes: axis {spec} is out of bounds for output "
+                    f"{i} of {name}, of rank {rank - 1} (rank {rank} with the "
+                    "mapped axis)"
+                )
             return spec % rank
 
         def flat_recording_ranks(*xs):
@@ -135,8 +154,9 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             store["out_ranks"] = [np.ndim(o) for o in outs]
             # float0 zeros (integer inputs' gradients) have no XLA type: they are mapped as
             # bool zeros and turned back into float0 below.
-            store["float0s"] = [i for i, o in enumerate(outs)
-                                if getattr(o, "dtype", None) == dtypes.float0]
+            store["float0s"] = [
+                i for i, o in enumerate(outs) if getattr(o, "dtype", None) == dtypes.float0
+            ]
             for i in store["float0s"]:
                 outs[i] = np.zeros(np.shape(outs[i]), np.bool_)
             return outs
@@ -178,8 +198,12 @@ def _pass_unmapped_objects(flat, leaves, specs, paths):
             full[i] = x
         return flat(*full)
 
-    return (flat_with_objects, [leaves[i] for i in kept], [specs[i] for i in kept],
-            [paths[i] for i in kept])
+    return (
+        flat_with_objects,
+        [leaves[i] for i in kept],
+        [specs[i] for i in kept],
+        [paths[i] for i in kept],
+    )
 
 
 def _vmap_summing(fun, axis, args, in_dims, out_dims):
@@ -204,10 +228,12 @@ def _in_dim(spec, aval):
     if spec is None:
         return not_mapped
     if not -aval.ndim <= spec < aval.ndim:
-        raise ValueError(f"vmap was requested to map its argument along axis {spec}, which "
-                         f"implies that its rank should be at least "
-                         f"{spec + 1 if spec >= 0 else -spec}, but is only {aval.ndim} (its "
-                         f"shape is {aval.shape})")
+        raise ValueError(
+            f"vmap was requested to map its argument along axis {spec}, which "
+            f"implies that its rank should be at least "
+            f"{spec + 1 if spec >= 0 else -spec}, but is only {aval.ndim} (its "
+            f"shape is {aval.shape})"
+        )
     return spec % aval.ndim
 
 
@@ -216,8 +242,8 @@ def _describe(path, names):
     if path.startswith("[0]"):
         rest = path[3:]
         if names is not None and rest.startswith("["):
-            i = int(rest[1:rest.index("]")])
-            return f"argument {names[i]}{rest[rest.index(']') + 1:]}"
+            i = int(rest[1 : rest.index("]")])
+            return f"argument {names[i]}{rest[rest.index(']') + 1 :]}"
         return f"argument args{rest}"
     return f"keyword argument kwargs{path[3:]}"
 
@@ -229,14 +255,19 @@ def _axis_size(transform, name, avals, in_dims, paths, names, axis_size):
     if axis_size is not None:
         sizes.add(int(axis_size))
     if not sizes:
-        raise ValueError(f"{what}: {transform} must have at least one non-None value "
-                         "in in_axes or axis_size must be specified")
+        raise ValueError(
+            f"{what}: {transform} must have at least one non-None value "
+            "in in_axes or axis_size must be specified"
+        )
     if len(sizes) > 1:
-        lines = [f"  * axis {d} of {_describe(p, names)} of type {a.str_short()} has size "
-                 f"{a.shape[d]}" for a, d, p in zip(avals, in_dims, paths, strict=True)
-                 if d is not None]
+        lines = [
+            f"  * axis {d} of {_describe(p, names)} of type {a.str_short()} has size {a.shape[d]}"
+            for a, d, p in zip(avals, in_dims, paths, strict=True)
+            if d is not None
+        ]
         if axis_size is not None:
             lines.append(f"  * axis_size is {axis_size}")
-        raise ValueError(f"{what} got inconsistent sizes for array axes to be "
-                         "mapped:\n" + "\n".join(lines))
+        raise ValueError(
+            f"{what} got inconsistent sizes for array axes to be mapped:\n" + "\n".join(lines)
+        )
     return sizes.pop()

@@ -56,14 +56,19 @@ def typeof(x):
       ShapedArray(f32[], weak_type=True)
     """
     dtype = getattr(x, "dtype", None)
-    if dtype is not None and not isinstance(dtype, np.dtype) and \
-            dtypes.issubdtype(dtype, dtypes.extended):  # a typed key array
+    if (
+        dtype is not None
+        and not isinstance(dtype, np.dtype)
+        and dtypes.issubdtype(dtype, dtypes.extended)
+    ):  # a typed key array
         return core.ShapedArray(tuple(x.shape), dtype)
     try:
         return core.get_aval(x)
     except TypeError:
-        raise TypeError(f"typeof: argument {x!r} of type {type(x)} is not a valid xform "
-                        "type (an array, a NumPy value or a Python scalar)") from None
+        raise TypeError(
+            f"typeof: argument {x!r} of type {type(x)} is not a valid xform "
+            "type (an array, a NumPy value or a Python scalar)"
+        ) from None
 
 
 # --------------------------------------------------------------------------- name scopes
@@ -98,8 +103,10 @@ def named_scope(name):
       ...     y = x * 2
     """
     if not isinstance(name, str):
-        raise TypeError(f"named_scope name argument must be a string, got {name!r} of type "
-                        f"{type(name).__name__}.")
+        raise TypeError(
+            f"named_scope name argument must be a string, got {name!r} of type "
+            f"{type(name).__name__}."
+        )
     return _NameScope(name)
 
 
@@ -134,8 +141,12 @@ def live_arrays(platform=None):
     target = runtime.platform() if platform is None else platform
     found = []
     for obj in gc.get_objects():
-        if isinstance(obj, Array) and not isinstance(obj, Tracer) and not obj.is_deleted() \
-                and any(d.platform == target for d in obj.devices()):
+        if (
+            isinstance(obj, Array)
+            and not isinstance(obj, Tracer)
+            and not obj.is_deleted()
+            and any(d.platform == target for d in obj.devices())
+        ):
             found.append(obj)
     return found
 
@@ -197,8 +208,12 @@ def process_indices(backend=None):
 
 
 def _renamed(old, new):
-    warnings.warn(f"xform.{old} has been renamed to xform.{new}, as in JAX; this alias will "
-                  "eventually be removed, please update your code.", UserWarning, stacklevel=3)
+    warnings.warn(
+        f"xform.{old} has been renamed to xform.{new}, as in JAX; this alias will "
+        "eventually be removed, please update your code.",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def host_count(backend=None):

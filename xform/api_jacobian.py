@@ -51,7 +51,7 @@ def _std_basis(avals):
     leaves, starts, start = [], [], 0
     for a, size in zip(avals, sizes, strict=True):
         block = np.zeros((n, size), a.dtype)
-        block[start:start + size] = np.eye(size, dtype=a.dtype)
+        block[start : start + size] = np.eye(size, dtype=a.dtype)
         leaves.append(block.reshape((n,) + a.shape))
         starts.append(start)
         start += size
@@ -73,7 +73,7 @@ def _typed_as(x, example):
 def _block(batched, start, basis_aval, other_aval, basis_last):
     """The rows of ``batched`` (leading axis: basis vectors) that belong to one array of the
     basis, as a block ``out.shape + in.shape``; ``basis_last``: the basis spans the inputs."""
-    rows = batched[start:start + basis_aval.size]
+    rows = batched[start : start + basis_aval.size]
     if basis_last:
         rows = xnp.moveaxis(rows, 0, -1)
         return xnp.reshape(rows, other_aval.shape + basis_aval.shape)
@@ -86,19 +86,23 @@ def _check_inputs(forward, holomorphic, allow_int, arg):
     for leaf in pytree.tree_leaves(arg):
         dtype = core.get_aval(leaf).dtype
         if holomorphic and not dtypes.is_complex(dtype):
-            raise TypeError(f"{name} with holomorphic=True requires inputs with complex "
-                            f"dtype, but got {dtype.name}.")
+            raise TypeError(
+                f"{name} with holomorphic=True requires inputs with complex "
+                f"dtype, but got {dtype.name}."
+            )
         if forward and not holomorphic and not dtypes.is_float(dtype):
             raise TypeError(
                 f"jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
                 f"np.floating), but got {dtype.name}. For holomorphic differentiation, pass "
                 "holomorphic=True. For differentiation of non-holomorphic functions involving "
-                "complex inputs or integer inputs, use jax.jvp directly.")
+                "complex inputs or integer inputs, use jax.jvp directly."
+            )
         if not forward and not dtypes.is_inexact(dtype) and not allow_int:
             raise TypeError(
                 f"jacrev requires real- or complex-valued inputs (input dtype that is a "
                 f"sub-dtype of np.inexact), but got {dtype.name}. If you want to use Boolean- "
-                "or integer-valued inputs, use vjp or set allow_int to True.")
+                "or integer-valued inputs, use vjp or set allow_int to True."
+            )
 
 
 def _check_outputs(forward, holomorphic, leaves):
@@ -106,19 +110,23 @@ def _check_outputs(forward, holomorphic, leaves):
     for leaf in leaves:
         dtype = core.get_aval(leaf).dtype
         if holomorphic and not dtypes.is_complex(dtype):
-            raise TypeError(f"{name} with holomorphic=True requires outputs with complex "
-                            f"dtype, but got {dtype.name}.")
+            raise TypeError(
+                f"{name} with holomorphic=True requires outputs with complex "
+                f"dtype, but got {dtype.name}."
+            )
         if not forward and not holomorphic and dtypes.is_complex(dtype):
             raise TypeError(
                 f"jacrev requires real-valued outputs (output dtype that is a sub-dtype of "
                 f"np.floating), but got {dtype.name}. For holomorphic differentiation, pass "
                 "holomorphic=True. For differentiation of non-holomorphic functions involving "
-                "complex outputs, use jax.vjp directly.")
+                "complex outputs, use jax.vjp directly."
+            )
         if not forward and not holomorphic and not dtypes.is_inexact(dtype):
             raise TypeError(
                 f"jacrev requires real-valued outputs (output dtype that is a sub-dtype of "
                 f"np.floating), but got {dtype.name}. For differentiation of functions with "
-                "integer outputs, use jax.vjp directly.")
+                "integer outputs, use jax.vjp directly."
+            )
 
 
 def _jacobian(fun, argnums, has_aux, holomorphic, forward, allow_int=False):
@@ -145,8 +153,12 @@ def _jacobian(fun, argnums, has_aux, holomorphic, forward, allow_int=False):
             basis, starts = _std_basis(in_avals)
 
             def pushforward(*tangent_leaves):
-                result = jvp(partial, diff_args, pytree.tree_unflatten(in_tree, tangent_leaves),
-                             has_aux=has_aux)
+                result = jvp(
+                    partial,
+                    diff_args,
+                    pytree.tree_unflatten(in_tree, tangent_leaves),
+                    has_aux=has_aux,
+                )
                 tangents = pytree.tree_map(_typed_as, result[1], result[0])
                 return (tangents, result[2]) if has_aux else (tangents, None)
 
@@ -154,9 +166,10 @@ def _jacobian(fun, argnums, has_aux, holomorphic, forward, allow_int=False):
             t_leaves, out_tree = pytree.tree_flatten(tangents)
             _check_outputs(forward, holomorphic, t_leaves)
             out_avals = [core.ShapedArray(np.shape(t)[1:], t.dtype) for t in t_leaves]
-            blocks = [[_block(t, s, a, o_aval, True) for s, a in zip(starts, in_avals,
-                                                                      strict=True)]
-                      for t, o_aval in zip(t_leaves, out_avals, strict=True)]
+            blocks = [
+                [_block(t, s, a, o_aval, True) for s, a in zip(starts, in_avals, strict=True)]
+                for t, o_aval in zip(t_leaves, out_avals, strict=True)
+            ]
         else:
             outs, pullback, *rest = vjp(partial, *diff_args, has_aux=has_aux)
             aux = rest[0] if has_aux else None
@@ -164,12 +177,16 @@ def _jacobian(fun, argnums, has_aux, holomorphic, forward, allow_int=False):
             _check_outputs(forward, holomorphic, out_leaves)
             out_avals = [core.get_aval(o) for o in out_leaves]
             basis, starts = _std_basis(out_avals)
-            cts = vmap(lambda *cs: pytree.tree_map(
-                _typed_as, pullback(pytree.tree_unflatten(out_tree, cs)), diff_args))(*basis)
+            cts = vmap(
+                lambda *cs: pytree.tree_map(
+                    _typed_as, pullback(pytree.tree_unflatten(out_tree, cs)), diff_args
+                )
+            )(*basis)
             ct_leaves = pytree.tree_leaves(cts)
-            blocks = [[_block(c, s, o_aval, a, False) for c, a in zip(ct_leaves, in_avals,
-                                                                     strict=True)]
-                      for s, o_aval in zip(starts, out_avals, strict=True)]
+            blocks = [
+                [_block(c, s, o_aval, a, False) for c, a in zip(ct_leaves, in_avals, strict=True)]
+                for s, o_aval in zip(starts, out_avals, strict=True)
+            ]
         per_output = [pytree.tree_unflatten(in_tree, b) for b in blocks]
         if int_argnums:
             per_output = [p[0] for p in per_output]

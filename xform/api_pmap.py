@@ -29,16 +29,27 @@ def _canonical_axis(spec, aval, what):
         return None
     rank = aval.ndim + (what == "out_axes")
     if not -rank <= spec < rank:
-        raise ValueError(f"pmap {what}: axis {spec} is out of bounds for a value of rank "
-                         f"{aval.ndim} (shape {aval.shape})")
+        raise ValueError(
+            f"pmap {what}: axis {spec} is out of bounds for a value of rank "
+            f"{aval.ndim} (shape {aval.shape})"
+        )
     return spec % rank
 
 
 class PmapFunction:
     """A function mapped over devices; see ``pmap``."""
 
-    def __init__(self, fun, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices,
-                 axis_size, donate_argnums):
+    def __init__(
+        self,
+        fun,
+        axis_name,
+        in_axes,
+        out_axes,
+        static_broadcasted_argnums,
+        devices,
+        axis_size,
+        donate_argnums,
+    ):
         functools.update_wrapper(self, fun)
         self._fun = fun
         self._name = _fun_name(fun)
@@ -48,9 +59,11 @@ class PmapFunction:
         self._statics, _ = _normalize_statics(fun, static_broadcasted_argnums, None)
         self._donate = frozenset(_normalize_statics(fun, donate_argnums, None, "donate")[0])
         if self._donate & set(self._statics):
-            raise ValueError(f"pmap of {self._name}: arguments "
-                             f"{sorted(self._donate & set(self._statics))} are both static "
-                             "and donated")
+            raise ValueError(
+                f"pmap of {self._name}: arguments "
+                f"{sorted(self._donate & set(self._statics))} are both static "
+                "and donated"
+            )
         self._devices = None if devices is None else tuple(devices)
         self._axis_size = axis_size
         self._cache = {}
@@ -61,7 +74,8 @@ class PmapFunction:
         entry, leaves = self._entry(args, kwargs)
         operands = [*entry["consts"], *leaves] if entry["consts"] else leaves
         if core.trace_state.trace is core.eval_trace and not any(
-                isinstance(x, Tracer) for x in leaves):
+            isinstance(x, Tracer) for x in leaves
+        ):
             program = entry.get("program")
             if program is None:  # compiled on the first eager call, then kept with the entry
                 program = entry["program"] = spmd.program_for(entry["params"])
@@ -84,8 +98,9 @@ class PmapFunction:
             if entry is not None:
                 return entry, list(args)
         if kwargs or self._statics:
-            dyn_args, dyn_kwargs, statics = _split_statics(self._fun, args, kwargs,
-                                                           self._statics, frozenset())
+            dyn_args, dyn_kwargs, statics = _split_statics(
+                self._fun, args, kwargs, self._statics, frozenset()
+            )
         else:
             dyn_args, dyn_kwargs, statics = args, {}, None
         leaves, in_tree = pytree.tree_flatten((dyn_args, dyn_kwargs))
@@ -93,8 +108,12 @@ class PmapFunction:
         if None in avals:
             avals = _arg_avals(leaves, in_tree, self._fun)
         # The axes and sizes follow from the structure and types: checked once per signature.
-        key = (in_tree, None if statics is None else statics.key, tuple(avals),
-               config.trace_context())
+        key = (
+            in_tree,
+            None if statics is None else statics.key,
+            tuple(avals),
+            config.trace_context(),
+        )
         entry = self._cache.get(key)
         if entry is None:
             entry = self._trace(in_tree, statics, avals, dyn_args, dyn_kwargs)
@@ -108,18 +127,29 @@ class PmapFunction:
         """The mapped axis of each argument leaf and the axis size, checked."""
         in_axes = self._in_axes
         if isinstance(in_axes, tuple) and len(in_axes) != len(dyn_args):
-            raise ValueError(f"pmap of {self._name}: in_axes must be an int, None, or a tuple "
-                             "with one entry per positional argument, but got "
-                             f"len(in_axes)={len(in_axes)}, len(args)={len(dyn_args)}")
+            raise ValueError(
+                f"pmap of {self._name}: in_axes must be an int, None, or a tuple "
+                "with one entry per positional argument, but got "
+                f"len(in_axes)={len(in_axes)}, len(args)={len(dyn_args)}"
+            )
         arg_specs = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(dyn_args)
         specs = _broadcast_prefix((arg_specs, 0), (dyn_args, dyn_kwargs), "in_axes")
         axes = tuple(_canonical_axis(s, a, "in_axes") for s, a in zip(specs, avals, strict=True))
-        size = _axis_size("pmap", self._name, avals, axes, _leaf_paths(
-            (dyn_args, dyn_kwargs)), _arg_names(self._fun, len(dyn_args)), self._axis_size)
+        size = _axis_size(
+            "pmap",
+            self._name,
+            avals,
+            axes,
+            _leaf_paths((dyn_args, dyn_kwargs)),
+            _arg_names(self._fun, len(dyn_args)),
+            self._axis_size,
+        )
         if size == 0:  # ValueError, as JAX's
-            raise ValueError(f"pmap of {self._name}: the mapped axis has size 0, but pmap runs "
-                             "one instance per device and needs at least one; skip the call "
-                             "for empty inputs, or use vmap")
+            raise ValueError(
+                f"pmap of {self._name}: the mapped axis has size 0, but pmap runs "
+                "one instance per device and needs at least one; skip the call "
+                "for empty inputs, or use vmap"
+            )
         return axes, size
 
     def _trace(self, in_tree, statics, avals, dyn_args, dyn_kwargs):
@@ -131,22 +161,32 @@ class PmapFunction:
         with core.extend_axis_env(self._axis_name, size):
             closed = trace_to_jaxpr(flat, per_device, f"tracing `{self._name}` for pmap")
         jaxpr, consts = convert_constvars(closed)
-        out_specs = _broadcast_prefix(self._out_axes, pytree.tree_unflatten(
-            store["out_tree"], [0] * len(jaxpr.out_avals)), "out_axes")
-        out_axes = tuple(_canonical_axis(s, a, "out_axes")
-                         for s, a in zip(out_specs, jaxpr.out_avals, strict=True))
+        out_specs = _broadcast_prefix(
+            self._out_axes,
+            pytree.tree_unflatten(store["out_tree"], [0] * len(jaxpr.out_avals)),
+            "out_axes",
+        )
+        out_axes = tuple(
+            _canonical_axis(s, a, "out_axes")
+            for s, a in zip(out_specs, jaxpr.out_avals, strict=True)
+        )
         donated = self._donated_leaves(in_tree, dyn_args)
-        params = dict(jaxpr=jaxpr, name=self._name, axis_name=self._axis_name, axis_size=size,
-                      in_axes=(None,) * len(consts) + axes, out_axes=out_axes,
-                      devices=self._devices,
-                      donated=None if donated is None else (False,) * len(consts) + donated)
+        params = dict(
+            jaxpr=jaxpr,
+            name=self._name,
+            axis_name=self._axis_name,
+            axis_size=size,
+            in_axes=(None,) * len(consts) + axes,
+            out_axes=out_axes,
+            devices=self._devices,
+            donated=None if donated is None else (False,) * len(consts) + donated,
+        )
         return {"params": params, "consts": consts, "out_tree": store["out_tree"]}
 
     def _donated_leaves(self, in_tree, dyn_args):
         if not self._donate:
             return None
-        positions = [i for i in range(len(dyn_args) + len(self._statics))
-                     if i not in self._statics]
+        positions = [i for i in range(len(dyn_args) + len(self._statics)) if i not in self._statics]
         flags = []
         for position, arg in zip(positions, dyn_args, strict=False):
             flags += [position in self._donate] * len(pytree.tree_leaves(arg))
@@ -170,8 +210,19 @@ class LoweredPmap:
         return self._module
 
 
-def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
-         devices=None, backend=None, axis_size=None, donate_argnums=(), global_arg_shapes=None):
+def pmap(
+    fun=None,
+    axis_name=None,
+    *,
+    in_axes=0,
+    out_axes=0,
+    static_broadcasted_argnums=(),
+    devices=None,
+    backend=None,
+    axis_size=None,
+    donate_argnums=(),
+    global_arg_shapes=None,
+):
     """Map ``fun`` over an axis of its arguments with one device per slice, as one SPMD
     program compiled with XLA; collectives (``xform.lax.psum(x, axis_name)``) combine the
     devices' values.
@@ -196,10 +247,17 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
       Array([0.33333334, 0.6666667 ], dtype=float32)
     """
     if fun is None:
-        return functools.partial(pmap, axis_name=axis_name, in_axes=in_axes, out_axes=out_axes,
-                                 static_broadcasted_argnums=static_broadcasted_argnums,
-                                 devices=devices, backend=backend, axis_size=axis_size,
-                                 donate_argnums=donate_argnums)
+        return functools.partial(
+            pmap,
+            axis_name=axis_name,
+            in_axes=in_axes,
+            out_axes=out_axes,
+            static_broadcasted_argnums=static_broadcasted_argnums,
+            devices=devices,
+            backend=backend,
+            axis_size=axis_size,
+            donate_argnums=donate_argnums,
+        )
     if isinstance(static_broadcasted_argnums, int):
         static_broadcasted_argnums = (static_broadcasted_argnums,)
     if isinstance(donate_argnums, int):
@@ -207,7 +265,17 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
     if backend is not None and devices is None:
         devices = spmd.runtime.devices(backend)
     if in_axes is not None and not isinstance(in_axes, (int, tuple, list, dict)):
-        raise TypeError(f"pmap in_axes must be an int, None, or a tuple of entries "
-                        f"corresponding to the positional arguments, got {in_axes!r}")
-    return PmapFunction(fun, axis_name, in_axes, out_axes, tuple(static_broadcasted_argnums),
-                        devices, axis_size, tuple(donate_argnums))
+        raise TypeError(
+            f"pmap in_axes must be an int, None, or a tuple of entries "
+            f"corresponding to the positional arguments, got {in_axes!r}"
+        )
+    return PmapFunction(
+        fun,
+        axis_name,
+        in_axes,
+        out_axes,
+        tuple(static_broadcasted_argnums),
+        devices,
+        axis_size,
+        tuple(donate_argnums),
+    )

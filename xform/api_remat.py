@@ -91,8 +91,9 @@ class _SaveAnyNamesButThese(_SaveOnlyTheseNames):
 def _check_names(what, names):
     for n in names:
         if not isinstance(n, str):
-            raise TypeError(f"checkpoint_policies.{what}: names must be strings, got "
-                            f"{type(n).__name__} {n!r}")
+            raise TypeError(
+                f"checkpoint_policies.{what}: names must be strings, got {type(n).__name__} {n!r}"
+            )
     return frozenset(names)
 
 
@@ -111,8 +112,9 @@ def save_anything_except_these_names(*names_not_to_save):
     return everything_saveable
 
 
-def save_and_offload_only_these_names(*, names_which_can_be_saved,
-                                      names_which_can_be_offloaded, offload_src, offload_dst):
+def save_and_offload_only_these_names(
+    *, names_which_can_be_saved, names_which_can_be_offloaded, offload_src, offload_dst
+):
     """As ``save_only_these_names``, and the values named in ``names_which_can_be_offloaded``
     are saved offloaded from ``offload_src`` to ``offload_dst`` (on the device for now: xform
     has no memory kinds yet)."""
@@ -120,11 +122,13 @@ def save_and_offload_only_these_names(*, names_which_can_be_saved,
     offloaded = set(names_which_can_be_offloaded)
     both = saved & offloaded
     if both:
-        raise ValueError("checkpoint_policies.save_and_offload_only_these_names: the names "
-                         "should be exclusive and should not intersect in "
-                         "`names_which_can_be_saved` and `names_which_can_be_offloaded`. Got "
-                         f"names_which_can_be_saved={saved}, names_which_can_be_offloaded="
-                         f"{offloaded} and the intersection={both}")
+        raise ValueError(
+            "checkpoint_policies.save_and_offload_only_these_names: the names "
+            "should be exclusive and should not intersect in "
+            "`names_which_can_be_saved` and `names_which_can_be_offloaded`. Got "
+            f"names_which_can_be_saved={saved}, names_which_can_be_offloaded="
+            f"{offloaded} and the intersection={both}"
+        )
 
     def policy(prim, *_, **params):
         if prim is name_p and params["name"] in saved:
@@ -143,9 +147,11 @@ def save_from_both_policies(policy_1, policy_2):
         out_1 = policy_1(prim, *args, **params)
         out_2 = policy_2(prim, *args, **params)
         if not (isinstance(out_1, bool) and isinstance(out_2, bool)):
-            raise ValueError("save_from_both_policies: the return value of the policies should "
-                             f"be a boolean. Got: {out_1} and {out_2}. Please write a custom "
-                             "policy function directly, rather than using this helper.")
+            raise ValueError(
+                "save_from_both_policies: the return value of the policies should "
+                f"be a boolean. Got: {out_1} and {out_2}. Please write a custom "
+                "policy function directly, rather than using this helper."
+            )
         return out_1 or out_2
 
     return policy
@@ -174,8 +180,10 @@ def _check_static_argnums(static_argnums):
     if type(static_argnums) is int:
         return (static_argnums,)
     if not (type(static_argnums) is tuple and all(type(d) is int for d in static_argnums)):
-        raise TypeError("the `static_argnums` argument to `xform.checkpoint` / `xform.remat` "
-                        f"must be an int or a tuple of ints, but got value {static_argnums!r}")
+        raise TypeError(
+            "the `static_argnums` argument to `xform.checkpoint` / `xform.remat` "
+            f"must be an int or a tuple of ints, but got value {static_argnums!r}"
+        )
     return static_argnums
 
 
@@ -240,14 +248,16 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_
       >>> xform.grad(f)(1.0)  # the backward pass recomputes sin(x)
     """
     static_argnums = _check_static_argnums(static_argnums)
-    static_argnames = (static_argnames,) if isinstance(static_argnames, str) \
-        else tuple(static_argnames)
+    static_argnames = (
+        (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    )
     if isinstance(prevent_cse, (tuple, list)):
         # JAX takes one flag per argument; the barrier here covers all inputs or none.
         prevent_cse = any(pytree.tree_leaves(tuple(prevent_cse)))
     elif not isinstance(prevent_cse, bool):
-        raise TypeError("checkpoint: prevent_cse must be a bool or tuple of bools, got "
-                        f"{type(prevent_cse)=}")
+        raise TypeError(
+            f"checkpoint: prevent_cse must be a bool or tuple of bools, got {type(prevent_cse)=}"
+        )
     name = _fun_name(fun)
     cache = {}  # (in_tree, avals, static args) -> (jaxpr, consts, out_tree)
 
@@ -255,19 +265,21 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_
     def fun_remat(*args, **kwargs):
         nargs = len(args)
         if not all(-nargs <= d < nargs for d in static_argnums):
-            raise ValueError("the `static_argnums` argument to `xform.checkpoint` / "
-                             "`xform.remat` can only take integer values greater than or equal "
-                             f"to `-len(args)` and less than `len(args)`, but got "
-                             f"{static_argnums}, while `len(args)` = {nargs}")
+            raise ValueError(
+                "the `static_argnums` argument to `xform.checkpoint` / "
+                "`xform.remat` can only take integer values greater than or equal "
+                f"to `-len(args)` and less than `len(args)`, but got "
+                f"{static_argnums}, while `len(args)` = {nargs}"
+            )
         positions = frozenset(d % nargs for d in static_argnums)
         static_values = tuple(args[i] for i in sorted(positions))
         dyn_args = tuple(a for i, a in enumerate(args) if i not in positions)
         if static_argnames and any(k in kwargs for k in static_argnames):
-            static_kwargs = tuple(sorted((k, v) for k, v in kwargs.items()
-                                         if k in static_argnames))
+            static_kwargs = tuple(sorted((k, v) for k, v in kwargs.items() if k in static_argnames))
             kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
             positions, static_values, nargs = _with_static_kwargs(
-                positions, static_values, nargs, static_kwargs)
+                positions, static_values, nargs, static_kwargs
+            )
         leaves, in_tree = pytree.tree_flatten((dyn_args, kwargs))
         avals = _arg_avals(leaves, in_tree, fun)
         statics = _static_key((tuple(sorted(positions)), nargs, static_values))
@@ -275,17 +287,27 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_
         hit = None if key is None else cache.get(key)
         if hit is None:
             store = {}
-            flat = _flatten_fun(_with_statics(fun, positions, static_values, nargs)
-                                if positions else fun, in_tree, store)
-            jaxpr, consts = convert_constvars(trace_to_jaxpr(
-                flat, avals, f"tracing `{name}` for checkpoint"))
+            flat = _flatten_fun(
+                _with_statics(fun, positions, static_values, nargs) if positions else fun,
+                in_tree,
+                store,
+            )
+            jaxpr, consts = convert_constvars(
+                trace_to_jaxpr(flat, avals, f"tracing `{name}` for checkpoint")
+            )
             hit = (jaxpr, consts, store["out_tree"])
             # A body closing over tracers belongs to this trace only: not reused.
             if key is not None and not any(isinstance(c, core.Tracer) for c in consts):
                 cache[key] = hit
         jaxpr, consts, out_tree = hit
-        outs = remat_p.bind(*consts, *leaves, jaxpr=jaxpr, prevent_cse=bool(prevent_cse),
-                            differentiated=False, policy=policy)
+        outs = remat_p.bind(
+            *consts,
+            *leaves,
+            jaxpr=jaxpr,
+            prevent_cse=bool(prevent_cse),
+            differentiated=False,
+            policy=policy,
+        )
         return pytree.tree_unflatten(out_tree, outs)
 
     return fun_remat

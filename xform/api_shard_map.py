@@ -44,13 +44,17 @@ def _check_spec(mesh, spec, aval, what, k):
     if not isinstance(spec, impl.PartitionSpec):
         raise TypeError(f"shard_map {what}[{k}] must be a PartitionSpec, got {spec!r}")
     if len(spec) > aval.ndim:
-        raise ValueError(f"shard_map {what}[{k}] is {spec} with {len(spec)} entries, but the "
-                         f"value has rank {aval.ndim} ({aval.str_short()})")
+        raise ValueError(
+            f"shard_map {what}[{k}] is {spec} with {len(spec)} entries, but the "
+            f"value has rank {aval.ndim} ({aval.str_short()})"
+        )
     for entry in spec:
         for name in spec_names(entry):
             if name not in mesh.shape:
-                raise ValueError(f"shard_map {what}[{k}] is {spec}, which refers to axis "
-                                 f"{name!r} that is not in mesh {dict(mesh.shape)}")
+                raise ValueError(
+                    f"shard_map {what}[{k}] is {spec}, which refers to axis "
+                    f"{name!r} that is not in mesh {dict(mesh.shape)}"
+                )
     if what == "in_specs":
         for d, size in enumerate(dim_sizes(mesh, spec, aval.ndim)):
             if aval.shape[d] % size:
@@ -58,7 +62,8 @@ def _check_spec(mesh, spec, aval, what, k):
                     f"shard_map in_specs[{k}] is {spec} for an argument of shape "
                     f"{aval.str_short()}, whose dimension {d} (size {aval.shape[d]}) is not "
                     f"divisible by {size}, the size of the mesh axes it is split over "
-                    f"(mesh {dict(mesh.shape)})")
+                    f"(mesh {dict(mesh.shape)})"
+                )
 
 
 def _check_specs_are_the_arguments(specs, avals):
@@ -66,15 +71,15 @@ def _check_specs_are_the_arguments(specs, avals):
     shardings and the in_specs must be those (JAX's check and message)."""
     for s, a in zip(specs, avals, strict=True):
         want = impl.PartitionSpec(*s, *(None,) * (a.ndim - len(s)))
-        have = a.sharding.spec if a.sharding is not None else \
-            impl.PartitionSpec(*(None,) * a.ndim)
+        have = a.sharding.spec if a.sharding is not None else impl.PartitionSpec(*(None,) * a.ndim)
         if want != have:
             raise ValueError(
                 f"in_specs passed to shard_map: {want} does not match the specs of the input: "
                 f"{have} for arg: {a.str_short(short_dtypes=False)}. `in_specs` is an "
                 "optional argument so you can omit specifying it and shard_map will infer "
                 "the in_specs from the arguments. If you want to reshard your inputs, you can "
-                "use `xform.reshard` on the arguments and then pass those args to shard_map.")
+                "use `xform.reshard` on the arguments and then pass those args to shard_map."
+            )
 
 
 def _inferred_spec(x, mesh):
@@ -87,8 +92,9 @@ def _inferred_spec(x, mesh):
     return impl.PartitionSpec()
 
 
-def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=frozenset(),
-              check_vma=True):
+def shard_map(
+    f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=frozenset(), check_vma=True
+):
     """Map ``f`` over the devices of ``mesh``: each device runs ``f`` on its blocks of the
     arguments (split as ``in_specs``, a pytree prefix of the positional arguments; rank
     kept) and the results' blocks are put together as ``out_specs`` says.
@@ -109,8 +115,14 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
       ...                     in_specs=P("i"), out_specs=P())
     """
     if f is None:
-        return functools.partial(shard_map, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
-                                 axis_names=axis_names, check_vma=check_vma)
+        return functools.partial(
+            shard_map,
+            out_specs=out_specs,
+            in_specs=in_specs,
+            mesh=mesh,
+            axis_names=axis_names,
+            check_vma=check_vma,
+        )
     if not callable(f):
         raise TypeError(f"shard_map requires a callable for its first argument, got {f!r}")
 
@@ -120,8 +132,9 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     def mapped(*args):
         the_mesh = mesh if mesh is not None else impl.get_mesh()
         if the_mesh is None or not getattr(the_mesh, "shape", None):
-            raise ValueError("shard_map: no mesh given; pass mesh= or set one with "
-                             "xform.sharding.set_mesh")
+            raise ValueError(
+                "shard_map: no mesh given; pass mesh= or set one with xform.sharding.set_mesh"
+            )
         manual = tuple(n for n in the_mesh.axis_names if not axis_names or n in axis_names)
         leaves, in_tree = pytree.tree_flatten(args)
         avals = [core.get_aval(x) for x in leaves]
@@ -131,25 +144,39 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
             specs_in = broadcast_prefix_specs(in_specs, args, "in_specs")
         for k, (s, a) in enumerate(zip(specs_in, avals, strict=True)):
             _check_spec(the_mesh, s, a, "in_specs", k)
-        if in_specs is not Infer and len(manual) == len(the_mesh.axis_names) and all(
-                t == impl.AxisType.Explicit for t in the_mesh.axis_types):
+        if (
+            in_specs is not Infer
+            and len(manual) == len(the_mesh.axis_names)
+            and all(t == impl.AxisType.Explicit for t in the_mesh.axis_types)
+        ):
             _check_specs_are_the_arguments(specs_in, avals)
         # A cached body keeps eager calls from tracing and lowering again (JAX's eager
         # shard_map retraces: ~140 ms a call here); none whose consts are outer tracers.
-        key = (in_tree, tuple(avals), the_mesh, tuple(specs_in), config.trace_context(),
-               core.trace_state.axis_env)
+        key = (
+            in_tree,
+            tuple(avals),
+            the_mesh,
+            tuple(specs_in),
+            config.trace_context(),
+            core.trace_state.axis_env,
+        )
         hit = traced.get(key)
         if hit is None:
-            hit = _trace_body(f, the_mesh, manual, in_tree, avals, specs_in, out_specs,
-                              check_vma)
+            hit = _trace_body(f, the_mesh, manual, in_tree, avals, specs_in, out_specs, check_vma)
             if not any(isinstance(c, Tracer) for c in hit[1]):
                 traced[key] = hit
         jaxpr, consts, out_tree, specs_out = hit
         replicated = impl.PartitionSpec()
-        outs = shard_map_p.bind(*consts, *leaves, jaxpr=jaxpr, mesh=the_mesh,
-                                in_specs=(replicated,) * len(consts) + tuple(specs_in),
-                                out_specs=tuple(specs_out), manual_axes=frozenset(manual),
-                                check_vma=bool(check_vma))
+        outs = shard_map_p.bind(
+            *consts,
+            *leaves,
+            jaxpr=jaxpr,
+            mesh=the_mesh,
+            in_specs=(replicated,) * len(consts) + tuple(specs_in),
+            out_specs=tuple(specs_out),
+            manual_axes=frozenset(manual),
+            check_vma=bool(check_vma),
+        )
         return pytree.tree_unflatten(out_tree, outs)
 
     return mapped
@@ -169,8 +196,10 @@ def _trace_body(f, mesh, manual, in_tree, avals, specs_in, out_specs, check_vma)
         return [_vary(x, spec_vma(s, manual)) for x, s in zip(out_leaves, specs, strict=True)]
 
     # With check_vma, as JAX's: a block varies over the manual axes its in_spec splits it over.
-    block_avals = [block_aval(a, mesh, s, spec_vma(s, manual) if check_vma else frozenset())
-                   for a, s in zip(avals, specs_in, strict=True)]
+    block_avals = [
+        block_aval(a, mesh, s, spec_vma(s, manual) if check_vma else frozenset())
+        for a, s in zip(avals, specs_in, strict=True)
+    ]
     with axis_env(mesh, manual, check_vma):
         closed = trace_to_jaxpr(body, block_avals, f"tracing {_name(f)} for shard_map")
     out_tree = store["out_tree"]
@@ -187,8 +216,14 @@ def _trace_body(f, mesh, manual, in_tree, avals, specs_in, out_specs, check_vma)
 _REDUCING = (coll.psum_p, coll.pmax_p, coll.pmin_p)
 # As JAX's, these make their operand vary over their axes first (its insert_collective_pvary)
 # and leave it so; axis_index varies over its axes by definition.
-_VARYING = (coll.ppermute_p, coll.all_gather_p, coll.psum_scatter_p, coll.all_to_all_p,
-            coll.axis_index_p, coll.pvary_p)
+_VARYING = (
+    coll.ppermute_p,
+    coll.all_gather_p,
+    coll.psum_scatter_p,
+    coll.all_to_all_p,
+    coll.axis_index_p,
+    coll.pvary_p,
+)
 
 
 def _varying_axes(jaxpr, manual, in_vma):
@@ -227,8 +262,11 @@ def _eqn_varying_axes(eqn, ins, manual):
     if prim is scan_p:
         n_consts, n_carry = params["num_consts"], params["num_carry"]
         body = _open(params["jaxpr"])
-        consts, carry, xs = ins[:n_consts], ins[n_consts:n_consts + n_carry], \
-            ins[n_consts + n_carry:]
+        consts, carry, xs = (
+            ins[:n_consts],
+            ins[n_consts : n_consts + n_carry],
+            ins[n_consts + n_carry :],
+        )
         while True:  # the carries' vma grows to a fixed point (a finite lattice)
             outs = _varying_axes(body, manual, consts + carry + xs)
             grown = [c | o for c, o in zip(carry, outs[:n_carry], strict=True)]
@@ -238,16 +276,17 @@ def _eqn_varying_axes(eqn, ins, manual):
     if prim is while_p:
         cn, bn = params["cond_nconsts"], params["body_nconsts"]
         body = _open(params["body_jaxpr"])
-        bconsts, carry = ins[cn:cn + bn], ins[cn + bn:]
+        bconsts, carry = ins[cn : cn + bn], ins[cn + bn :]
         while True:  # as JAX's: the predicate's vma does not reach the carries
-            grown = [c | o for c, o in zip(
-                carry, _varying_axes(body, manual, bconsts + carry), strict=True)]
+            grown = [
+                c | o
+                for c, o in zip(carry, _varying_axes(body, manual, bconsts + carry), strict=True)
+            ]
             if grown == carry:
                 return carry
             carry = grown
     calls = [_open(j) for j in params.values() if isinstance(j, (Jaxpr, ClosedJaxpr))]
-    if len(calls) == 1 and len(calls[0].invars) == len(ins) \
-            and len(calls[0].outvars) == n_out:
+    if len(calls) == 1 and len(calls[0].invars) == len(ins) and len(calls[0].outvars) == n_out:
         return _varying_axes(calls[0], manual, ins)
     return [union] * n_out
 
@@ -263,13 +302,19 @@ def _check_replication(f, mesh, manual, jaxpr, specs_in, specs_out):
             continue
         unmentioned = [n for n in mesh.axis_names if n not in named]
         if len(unmentioned) > 1:
-            need, got, diff = (",".join(n for n in mesh.axis_names if n in group)
-                               for group in (named, vma, set(unmentioned) & vma))
-            why = (f"only varying across mesh axes {{{need}}} and not {{{diff}}}, but it was "
-                   f"inferred to be possibly varying over {{{got}}}")
+            need, got, diff = (
+                ",".join(n for n in mesh.axis_names if n in group)
+                for group in (named, vma, set(unmentioned) & vma)
+            )
+            why = (
+                f"only varying across mesh axes {{{need}}} and not {{{diff}}}, but it was "
+                f"inferred to be possibly varying over {{{got}}}"
+            )
         else:
-            why = (f"replicated across mesh axis '{unmentioned[0]}', but could not infer "
-                   "replication over any axes")
+            why = (
+                f"replicated across mesh axis '{unmentioned[0]}', but could not infer "
+                "replication over any axes"
+            )
         raise ValueError(
             f"shard_map applied to the function '{_name(f)}' was given out_specs which "
             "require replication which can't be statically inferred given the mesh:\n\nThe "
@@ -278,7 +323,8 @@ def _check_replication(f, mesh, manual, jaxpr, specs_in, specs_out):
             f"corresponding output value is {why}\n\nCheck if these output values are meant "
             "to be replicated over those mesh axes. If not, consider revising the corresponding "
             "out_specs entries. If so, consider disabling the check by passing the "
-            "check_vma=False argument to `xform.shard_map`.")
+            "check_vma=False argument to `xform.shard_map`."
+        )
 
 
 def _vary(x, vma):
@@ -292,9 +338,14 @@ def _name(f):
 
 def broadcast_prefix_specs(prefix, tree, what):
     """One PartitionSpec per leaf of ``tree`` from pytree-prefix ``prefix`` (None: P())."""
-    specs = broadcast_prefix(prefix, tree, f"shard_map {what}", is_leaf=_is_spec,
-                             expected="a PartitionSpec",
-                             of="the arguments" if what == "in_specs" else "the results")
+    specs = broadcast_prefix(
+        prefix,
+        tree,
+        f"shard_map {what}",
+        is_leaf=_is_spec,
+        expected="a PartitionSpec",
+        of="the arguments" if what == "in_specs" else "the results",
+    )
     return [impl.PartitionSpec() if s is None else s for s in specs]
 
 
@@ -308,14 +359,26 @@ def _shard_map_eager(*args, jaxpr, mesh, in_specs, out_specs, manual_axes, check
     key = (mesh, in_specs, out_specs, manual_axes, check_vma)
     call = per_jaxpr.get(key)
     if call is None:
+
         def run(*xs):
-            return tuple(shard_map_p.bind(*xs, jaxpr=jaxpr, mesh=mesh, in_specs=in_specs,
-                                          out_specs=out_specs, manual_axes=manual_axes,
-                                          check_vma=check_vma))
+            return tuple(
+                shard_map_p.bind(
+                    *xs,
+                    jaxpr=jaxpr,
+                    mesh=mesh,
+                    in_specs=in_specs,
+                    out_specs=out_specs,
+                    manual_axes=manual_axes,
+                    check_vma=check_vma,
+                )
+            )
+
         run.__name__ = "shard_map"
         call = per_jaxpr[key] = jit(
-            run, in_shardings=tuple(impl.NamedSharding(mesh, s) for s in in_specs),
-            out_shardings=tuple(impl.NamedSharding(mesh, s) for s in out_specs))
+            run,
+            in_shardings=tuple(impl.NamedSharding(mesh, s) for s in in_specs),
+            out_shardings=tuple(impl.NamedSharding(mesh, s) for s in out_specs),
+        )
     return list(call(*args))
 
 

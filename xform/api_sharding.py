@@ -36,9 +36,16 @@ from xform.primitives.sharding import (
 from xform.primitives.sharding import with_sharding_constraint as _constrain
 from xform.sharding_rules import with_shardings  # noqa: F401  (installs the rules)
 
-__all__ = ["auto_axes", "device_put", "explicit_axes", "reshard", "make_array_from_callback",
-           "make_array_from_single_device_arrays", "make_array_from_process_local_data",
-           "with_sharding_constraint"]
+__all__ = [
+    "auto_axes",
+    "device_put",
+    "explicit_axes",
+    "reshard",
+    "make_array_from_callback",
+    "make_array_from_single_device_arrays",
+    "make_array_from_process_local_data",
+    "with_sharding_constraint",
+]
 
 
 def _is_sharding_leaf(s):
@@ -51,8 +58,10 @@ def as_named(s, what):
         return s
     mesh = impl.get_mesh()
     if mesh is None or not mesh.shape:
-        raise ValueError(f"{what}: PartitionSpec {s} needs a mesh; use "
-                         "xform.sharding.set_mesh or pass a NamedSharding")
+        raise ValueError(
+            f"{what}: PartitionSpec {s} needs a mesh; use "
+            "xform.sharding.set_mesh or pass a NamedSharding"
+        )
     return impl.NamedSharding(mesh, s)
 
 
@@ -60,6 +69,7 @@ def with_sharding_constraint(x, shardings):
     """Constrain the layout of each array of pytree ``x`` to the matching sharding of
     ``shardings`` (a NamedSharding or a PartitionSpec of the current mesh, or a pytree prefix
     of ``x`` of them), as JAX's."""
+
     def named(s):
         if not isinstance(s, impl.PartitionSpec):
             return s
@@ -69,7 +79,8 @@ def with_sharding_constraint(x, shardings):
                 "with_sharding_constraint requires a non-empty mesh in context if you are "
                 "passing `PartitionSpec`s to shardings. You can define a context mesh via "
                 "`xform.set_mesh(mesh)`. Alternatively, provide `Sharding`s to shardings and "
-                "then the mesh context manager is not required.")
+                "then the mesh context manager is not required."
+            )
         return impl.NamedSharding(mesh, s)
 
     return _constrain(x, pytree.tree_map(named, shardings, is_leaf=_is_sharding_leaf))
@@ -82,25 +93,30 @@ def check_constrained(shardings, what):
     for s in pytree.tree_leaves(shardings, is_leaf=_is_sharding_leaf):
         spec = s if isinstance(s, impl.PartitionSpec) else getattr(s, "spec", ())
         if impl.PartitionSpec.UNCONSTRAINED in tuple(spec):
-            raise ValueError(f"Unconstrained dims are not allowed when passed to {what}: {s}; "
-                             "name the mesh axes of each dimension (None: not split), or "
-                             "constrain inside the function with with_sharding_constraint")
+            raise ValueError(
+                f"Unconstrained dims are not allowed when passed to {what}: {s}; "
+                "name the mesh axes of each dimension (None: not split), or "
+                "constrain inside the function with with_sharding_constraint"
+            )
 
 
-def broadcast_prefix(prefix, tree, what, is_leaf=None, expected="a sharding",
-                     of="the arguments"):
+def broadcast_prefix(prefix, tree, what, is_leaf=None, expected="a sharding", of="the arguments"):
     """One entry of pytree-prefix ``prefix`` per leaf of ``tree``; its entries are what
     ``is_leaf`` accepts (shardings or None by default, ``expected`` in the error)."""
     is_leaf = is_leaf or _is_sharding_leaf
     if is_leaf(prefix):
         return [prefix] * len(pytree.tree_leaves(tree))
     try:
-        groups = pytree.tree_map(lambda s, sub: Group(s, len(pytree.tree_leaves(sub))),
-                                    prefix, tree, is_leaf=is_leaf)
+        groups = pytree.tree_map(
+            lambda s, sub: Group(s, len(pytree.tree_leaves(sub))), prefix, tree, is_leaf=is_leaf
+        )
     except ValueError as e:
         raise ValueError(f"{what} must be {expected} or a pytree prefix of {of}; {e}") from None
-    return [s for g in pytree.tree_leaves(groups, is_leaf=lambda g: type(g) is Group)
-            for s in [g.value] * g.count]
+    return [
+        s
+        for g in pytree.tree_leaves(groups, is_leaf=lambda g: type(g) is Group)
+        for s in [g.value] * g.count
+    ]
 
 
 class Group:
@@ -165,12 +181,18 @@ def device_put(x, device=None):
         if isinstance(target, impl.PartitionSpec):  # over the mesh of ``set_mesh``, as JAX's
             target = as_named(target, "device_put")
         if target is not None and not (runtime.is_device(target) or runtime.is_sharding(target)):
-            raise ValueError("`device_put` only accepts `None`, a `Sharding` or a `Device` "
-                             f"(e.g. `xform.devices()[0]`); received invalid value: {target!r}")
+            raise ValueError(
+                "`device_put` only accepts `None`, a `Sharding` or a `Device` "
+                f"(e.g. `xform.devices()[0]`); received invalid value: {target!r}"
+            )
         if isinstance(leaf, Tracer):
-            outs.append(device_put_traced(leaf, target) if not runtime.is_sharding(target)
-                        else sharding_constraint_p.bind(leaf, sharding=target, origin="device_put")
-                        if hasattr(target, "spec") else leaf)
+            outs.append(
+                device_put_traced(leaf, target)
+                if not runtime.is_sharding(target)
+                else sharding_constraint_p.bind(leaf, sharding=target, origin="device_put")
+                if hasattr(target, "spec")
+                else leaf
+            )
             continue
         aval = core.get_aval(leaf)
         if target is None and (type(leaf) is ShardedArray or type(leaf) is CommittedArray):
@@ -179,8 +201,9 @@ def device_put(x, device=None):
             outs.append(wrap(put_leaf(leaf, target, aval), aval))
         else:  # to a device: committed there, as in JAX; to none: the default, uncommitted
             buf = dispatch.device_buffer(leaf, aval, target)
-            outs.append(Array(aval, None, buf) if target is None else
-                        CommittedArray(aval, None, buf))
+            outs.append(
+                Array(aval, None, buf) if target is None else CommittedArray(aval, None, buf)
+            )
     return pytree.tree_unflatten(tree, outs)
 
 
@@ -188,15 +211,24 @@ def reshard(xs, out_shardings):
     """Lay out pytree ``xs`` as ``out_shardings`` (NamedShardings or PartitionSpecs of the
     current mesh): a device-to-device copy outside ``jit``, a constraint inside. Their specs
     may name only Explicit axes (a ``ValueError`` otherwise, as JAX's)."""
-    shardings = pytree.tree_map(lambda s: as_named(s, "reshard"), out_shardings,
-                                   is_leaf=lambda s: isinstance(s, impl.PartitionSpec))
+    shardings = pytree.tree_map(
+        lambda s: as_named(s, "reshard"),
+        out_shardings,
+        is_leaf=lambda s: isinstance(s, impl.PartitionSpec),
+    )
     leaves, tree = pytree.tree_flatten(xs)
     per_leaf = broadcast_prefix(shardings, xs, "reshard's out_shardings")
     for s in per_leaf:
         _check_explicit_axes(s, "reshard")
-    return pytree.tree_unflatten(tree, [
-        reshard_p.bind(x, sharding=s) if isinstance(x, Tracer) and s is not None
-        else _resharded(x, s) for x, s in zip(leaves, per_leaf, strict=True)])
+    return pytree.tree_unflatten(
+        tree,
+        [
+            reshard_p.bind(x, sharding=s)
+            if isinstance(x, Tracer) and s is not None
+            else _resharded(x, s)
+            for x, s in zip(leaves, per_leaf, strict=True)
+        ],
+    )
 
 
 def _check_explicit_axes(sharding, what):
@@ -209,11 +241,13 @@ def _check_explicit_axes(sharding, what):
     for entry in spec:
         for name in spec_names(entry):
             if types.get(name, impl.AxisType.Explicit) != impl.AxisType.Explicit:
-                raise ValueError(f"PartitionSpec passed to {what} cannot contain axis names "
-                                 f"that are of type Auto or Manual. Got PartitionSpec: {spec} "
-                                 f"with axis name: {name} of type: {types[name]}. Reshard "
-                                 "over Explicit axes only (or use with_sharding_constraint "
-                                 "for Auto ones).")
+                raise ValueError(
+                    f"PartitionSpec passed to {what} cannot contain axis names "
+                    f"that are of type Auto or Manual. Got PartitionSpec: {spec} "
+                    f"with axis name: {name} of type: {types[name]}. Reshard "
+                    "over Explicit axes only (or use with_sharding_constraint "
+                    "for Auto ones)."
+                )
 
 
 def _resharded(x, s):
@@ -233,11 +267,17 @@ def _kept_layout(x, s):
     if s is None or buf is None or not isinstance(buf.sharding, impl.NamedSharding):
         return None
     mesh, src = s.mesh, buf.sharding
-    explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types, strict=True)
-                if t == impl.AxisType.Explicit}
-    if len(explicit) == len(mesh.axis_names) or src.mesh.axis_names != mesh.axis_names or \
-            src.mesh.devices.shape != mesh.devices.shape or \
-            (src.mesh.devices != mesh.devices).any():
+    explicit = {
+        n
+        for n, t in zip(mesh.axis_names, mesh.axis_types, strict=True)
+        if t == impl.AxisType.Explicit
+    }
+    if (
+        len(explicit) == len(mesh.axis_names)
+        or src.mesh.axis_names != mesh.axis_names
+        or src.mesh.devices.shape != mesh.devices.shape
+        or (src.mesh.devices != mesh.devices).any()
+    ):
         return None
     out = []
     for d in range(x.ndim):
@@ -272,8 +312,13 @@ def _relabelled(buf, sharding):
     """Global array ``buf``'s shards as they are, as an array laid out as ``sharding`` (an
     equivalent one, over a mesh whose axes have other types)."""
     shards = [shard.data for shard in buf.addressable_shards]
-    return runtime.BufferType(runtime._jax_aval(buf.shape, buf.dtype), sharding, shards,
-                              committed=True, _skip_checks=False)
+    return runtime.BufferType(
+        runtime._jax_aval(buf.shape, buf.dtype),
+        sharding,
+        shards,
+        committed=True,
+        _skip_checks=False,
+    )
 
 
 def _resolve_sharding(sharding, what):
@@ -282,14 +327,18 @@ def _resolve_sharding(sharding, what):
     if isinstance(sharding, impl.PartitionSpec):
         mesh = impl.get_abstract_mesh()
         if mesh.empty:
-            raise ValueError("Using PartitionSpec when you are not under a mesh context is not "
-                             "allowed. Please pass a NamedSharding instance or enter into a "
-                             f"mesh context via `jax.set_mesh`. Got {sharding}")
+            raise ValueError(
+                "Using PartitionSpec when you are not under a mesh context is not "
+                "allowed. Please pass a NamedSharding instance or enter into a "
+                f"mesh context via `jax.set_mesh`. Got {sharding}"
+            )
         return impl.NamedSharding(mesh, sharding)
     if not isinstance(sharding, impl.NamedSharding):
-        raise TypeError(f"`out_sharding` argument of {what} only supports instances of "
-                        f"`NamedSharding` or `PartitionSpec`. Got {sharding} of type: "
-                        f"{type(sharding)}")
+        raise TypeError(
+            f"`out_sharding` argument of {what} only supports instances of "
+            f"`NamedSharding` or `PartitionSpec`. Got {sharding} of type: "
+            f"{type(sharding)}"
+        )
     return impl.NamedSharding(sharding.mesh.abstract_mesh, sharding.spec)
 
 
@@ -328,8 +377,10 @@ def auto_axes(f=None, /, *, axes=None, out_sharding=None):
             return f(*args, **kwargs)
         old, new = retyped
         with impl.use_abstract_mesh(new.abstract_mesh):
-            args = pytree.tree_map(lambda x: reshard(x, impl.NamedSharding(
-                new, _explicit_spec(_spec_of(x), new))), args)
+            args = pytree.tree_map(
+                lambda x: reshard(x, impl.NamedSharding(new, _explicit_spec(_spec_of(x), new))),
+                args,
+            )
             out = f(*args, **kwargs)
         return reshard(out, out_s)
 
@@ -349,17 +400,22 @@ def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
         in_s = _sharding_argument(in_sharding, kwargs, "in_sharding")
         retyped = _retyped_mesh(axes, impl.AxisType.Explicit, "explicit_axes")
         if retyped is None:
-            raise ValueError("Context mesh cannot be empty. Please use `jax.set_mesh` API to "
-                             "enter into a mesh context when using `explicit_axes` API.")
+            raise ValueError(
+                "Context mesh cannot be empty. Please use `jax.set_mesh` API to "
+                "enter into a mesh context when using `explicit_axes` API."
+            )
         old, new = retyped
         with impl.use_abstract_mesh(new.abstract_mesh):
             given = pytree.tree_map(
-                lambda s: impl.NamedSharding(new, s) if isinstance(s, impl.PartitionSpec)
-                else s, in_s, is_leaf=lambda s: isinstance(s, impl.PartitionSpec))
+                lambda s: impl.NamedSharding(new, s) if isinstance(s, impl.PartitionSpec) else s,
+                in_s,
+                is_leaf=lambda s: isinstance(s, impl.PartitionSpec),
+            )
             args = reshard(args, given)
             out = f(*args, **kwargs)
-        return pytree.tree_map(lambda o: reshard(o, impl.NamedSharding(
-            old, _explicit_spec(_spec_of(o), old))), out)
+        return pytree.tree_map(
+            lambda o: reshard(o, impl.NamedSharding(old, _explicit_spec(_spec_of(o), old))), out
+        )
 
     return wrapped
 
@@ -396,24 +452,28 @@ def _retyped_mesh(axes, axis_type, name, shardings=None):
     current = impl.get_mesh()
     current = None if current is None or not current.shape else current
     theirs = None
-    for s in pytree.tree_leaves(shardings, is_leaf=lambda s: isinstance(
-            s, impl.PartitionSpec)):
+    for s in pytree.tree_leaves(shardings, is_leaf=lambda s: isinstance(s, impl.PartitionSpec)):
         if isinstance(s, impl.NamedSharding):
             if theirs is not None and theirs.abstract_mesh != s.mesh.abstract_mesh:
-                raise ValueError(f"Shardings passed to {name} should have the same mesh. Got "
-                                 f"one mesh {theirs} and another {s.mesh}")
+                raise ValueError(
+                    f"Shardings passed to {name} should have the same mesh. Got "
+                    f"one mesh {theirs} and another {s.mesh}"
+                )
             theirs = s.mesh
-    if current is not None and theirs is not None and \
-            current.abstract_mesh != theirs.abstract_mesh:
-        raise ValueError(f"Context mesh {current.abstract_mesh} must match the mesh passed to "
-                         f"shardings {theirs.abstract_mesh}. Recommended approach is to use "
-                         "`jax.set_mesh` context manager.")
+    if current is not None and theirs is not None and current.abstract_mesh != theirs.abstract_mesh:
+        raise ValueError(
+            f"Context mesh {current.abstract_mesh} must match the mesh passed to "
+            f"shardings {theirs.abstract_mesh}. Recommended approach is to use "
+            "`jax.set_mesh` context manager."
+        )
     mesh = current if current is not None else theirs
     if mesh is None:
         return None
     names = mesh.axis_names if axes is None else (axes,) if isinstance(axes, str) else axes
-    types = tuple(axis_type if n in names else t
-                  for n, t in zip(mesh.axis_names, mesh.axis_types, strict=True))
+    types = tuple(
+        axis_type if n in names else t
+        for n, t in zip(mesh.axis_names, mesh.axis_types, strict=True)
+    )
     return mesh, impl.Mesh(mesh.devices, mesh.axis_names, axis_types=types)
 
 
@@ -426,12 +486,17 @@ def _concrete(sharding, x):
         return sharding
     own = getattr(_leaf_buffer(x), "sharding", None)
     for concrete in (impl.get_mesh(), getattr(own, "mesh", None)):
-        if isinstance(concrete, impl.Mesh) and not concrete.empty and \
-                concrete.abstract_mesh == mesh:
+        if (
+            isinstance(concrete, impl.Mesh)
+            and not concrete.empty
+            and concrete.abstract_mesh == mesh
+        ):
             return impl.NamedSharding(concrete, sharding.spec, memory_kind=sharding.memory_kind)
-    raise ValueError("Target sharding contains a `jax.sharding.AbstractMesh` which requires "
-                     f"the input passed should be a `jax.Array`. Got {type(x)} with shape "
-                     f"{core.get_aval(x).str_short(short_dtypes=False)}")
+    raise ValueError(
+        "Target sharding contains a `jax.sharding.AbstractMesh` which requires "
+        f"the input passed should be a `jax.Array`. Got {type(x)} with shape "
+        f"{core.get_aval(x).str_short(short_dtypes=False)}"
+    )
 
 
 def _lay_out_eagerly(x, *, sharding, **_):
@@ -439,8 +504,9 @@ def _lay_out_eagerly(x, *, sharding, **_):
     # around to choose.
     spec = sharding.spec
     if spec.UNCONSTRAINED in tuple(spec):
-        sharding = sharding.update(spec=type(spec)(
-            *(None if e is spec.UNCONSTRAINED else e for e in spec)))
+        sharding = sharding.update(
+            spec=type(spec)(*(None if e is spec.UNCONSTRAINED else e for e in spec))
+        )
     return [wrap(put_leaf(x, _concrete(sharding, x)), core.get_aval(x))]
 
 
@@ -462,14 +528,21 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
     expected = sharding.shard_shape(shape)
     for d, p in zip(devices, pieces, strict=True):
         if p.shape != expected:
-            raise ValueError(f"make_array_from_callback: the callback returned a shard of "
-                             f"shape {p.shape} for device {d.id}, but sharding {sharding} of "
-                             f"global shape {shape} expects {expected}")
+            raise ValueError(
+                f"make_array_from_callback: the callback returned a shard of "
+                f"shape {p.shape} for device {d.id}, but sharding {sharding} of "
+                f"global shape {shape} expects {expected}"
+            )
     buf = runtime._jax.batched_device_put(
-        runtime._jax_aval(shape, dtype), sharding,
+        runtime._jax_aval(shape, dtype),
+        sharding,
         # (not ascontiguousarray: it makes a scalar's shards 1-d)
-        [np.asarray(p, dtype, order="C") for p in pieces], devices, True, False,
-        enable_x64=True)
+        [np.asarray(p, dtype, order="C") for p in pieces],
+        devices,
+        True,
+        False,
+        enable_x64=True,
+    )
     return wrap(buf, ShapedArray(shape, dtype))
 
 
@@ -481,18 +554,23 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
     for a in arrays:
         buf = _leaf_buffer(a)
         if buf is None or len(buf.sharding.device_set) != 1:
-            raise ValueError("make_array_from_single_device_arrays: every array must live on "
-                             f"one device; got {type(a).__name__}")
+            raise ValueError(
+                "make_array_from_single_device_arrays: every array must live on "
+                f"one device; got {type(a).__name__}"
+            )
         bufs.append(buf)
     expected = sharding.shard_shape(shape)
     for b in bufs:
         if tuple(b.shape) != expected:
-            raise ValueError(f"make_array_from_single_device_arrays: an array of shape "
-                             f"{tuple(b.shape)} was given for shards of shape {expected} "
-                             f"(global shape {shape}, sharding {sharding})")
+            raise ValueError(
+                f"make_array_from_single_device_arrays: an array of shape "
+                f"{tuple(b.shape)} was given for shards of shape {expected} "
+                f"(global shape {shape}, sharding {sharding})"
+            )
     dtype = np.dtype(dtype or bufs[0].dtype)
-    global_buf = runtime.BufferType(runtime._jax_aval(shape, dtype), sharding, bufs,
-                                    committed=True, _skip_checks=False)
+    global_buf = runtime.BufferType(
+        runtime._jax_aval(shape, dtype), sharding, bufs, committed=True, _skip_checks=False
+    )
     return wrap(global_buf, ShapedArray(shape, dtype))
 
 
@@ -516,8 +594,12 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
     starts = [min((ix[k].start or 0) for ix in indices.values()) for k in range(local.ndim)]
 
     def local_piece(index):
-        return local[tuple(slice((s.start or 0) - st, (s.stop if s.stop is not None else n) - st)
-                           for s, st, n in zip(index, starts, global_shape, strict=True))]
+        return local[
+            tuple(
+                slice((s.start or 0) - st, (s.stop if s.stop is not None else n) - st)
+                for s, st, n in zip(index, starts, global_shape, strict=True)
+            )
+        ]
 
     return make_array_from_callback(global_shape, sharding, local_piece, local.dtype)
 
@@ -530,8 +612,19 @@ class _Partitioned:
 
     __slots__ = ("exe", "module", "mesh", "in_shardings", "out_shardings", "out_avals")
 
-    def __init__(self, jaxpr, name, mesh, in_shardings, out_shardings, donated, result_info,
-                 consts=(), keep_unused=False, open_outputs=None):
+    def __init__(
+        self,
+        jaxpr,
+        name,
+        mesh,
+        in_shardings,
+        out_shardings,
+        donated,
+        result_info,
+        consts=(),
+        keep_unused=False,
+        open_outputs=None,
+    ):
         # Constants inlined, and without the arguments nothing reads (JAX's
         # keep_unused=False): their shardings are None, as JAX reports unread ones, and the
         # call passes them no buffer. Sharded constants stay arguments (laid out, not gathered).
@@ -539,11 +632,18 @@ class _Partitioned:
             consts = ()
         lowered, kept, donated = dispatch.lowered_form(jaxpr, donated, consts, keep_unused)
         taken = in_shardings if kept is None else [in_shardings[i] for i in kept]
-        self.module = module = impl.lower_partitioned(lowered, name, mesh, taken,
-                                                      out_shardings, donated, result_info)
-        self.exe = exe = impl.compile_partitioned(module, mesh, lowered.in_avals, taken,
-                                                  jaxpr.out_avals, out_shardings,
-                                                  open_outputs=open_outputs)
+        self.module = module = impl.lower_partitioned(
+            lowered, name, mesh, taken, out_shardings, donated, result_info
+        )
+        self.exe = exe = impl.compile_partitioned(
+            module,
+            mesh,
+            lowered.in_avals,
+            taken,
+            jaxpr.out_avals,
+            out_shardings,
+            open_outputs=open_outputs,
+        )
         self.mesh = mesh
         self.in_shardings = exe.in_shardings  # the partitioner's choice where None
         if kept is not None:
@@ -598,16 +698,19 @@ def needs_partitioning(entry, leaves):
 
 def is_sharded(leaves):
     """Does any concrete argument live on several devices?"""
-    return any(type(x) is ShardedArray or type(x) is runtime.BufferType and
-               len(x.sharding.device_set) > 1 for x in leaves)
+    return any(
+        type(x) is ShardedArray or type(x) is runtime.BufferType and len(x.sharding.device_set) > 1
+        for x in leaves
+    )
 
 
 def _leaf_sharding(x):
     if type(x).__name__ == "ShapeDtypeStruct":
         return getattr(x, "sharding", None)
     buf = _leaf_buffer(x)
-    if buf is not None and (type(x) is ShardedArray or type(x) is CommittedArray or
-                            len(buf.sharding.device_set) > 1):
+    if buf is not None and (
+        type(x) is ShardedArray or type(x) is CommittedArray or len(buf.sharding.device_set) > 1
+    ):
         return buf.sharding  # committed to one device too: JAX's jit does not move it
     return None  # on one device, uncommitted: follows the others
 
@@ -618,9 +721,11 @@ def _check_committed_layout(given, own, aval):
     a, b = given._to_xla_hlo_sharding(aval.ndim), own._to_xla_hlo_sharding(aval.ndim)
     if (a.is_replicated() and b.is_replicated()) or a == b:
         return
-    raise ValueError(f"Sharding passed to jit does not match the sharding on the respective "
-                     f"arg. Got jit sharding: {given},\narg sharding: {own} for arg type: "
-                     f"{aval}")
+    raise ValueError(
+        f"Sharding passed to jit does not match the sharding on the respective "
+        f"arg. Got jit sharding: {given},\narg sharding: {own} for arg type: "
+        f"{aval}"
+    )
 
 
 def _mesh_for(name, shardings, avals):
@@ -637,9 +742,11 @@ def _mesh_for(name, shardings, avals):
             mesh, first = m, k
         elif set(m.devices.flat) != set(mesh.devices.flat):
             raise dispatch.incompatible_devices(
-                name, *[(j, avals[j], shardings[j].device_set) for j in (first, k)])
-        elif all(n.startswith("_") for n in mesh.axis_names) and \
-                not all(n.startswith("_") for n in m.axis_names):
+                name, *[(j, avals[j], shardings[j].device_set) for j in (first, k)]
+            )
+        elif all(n.startswith("_") for n in mesh.axis_names) and not all(
+            n.startswith("_") for n in m.axis_names
+        ):
             mesh = m  # a user's mesh over the devices of a pmap's result
     return mesh
 
@@ -664,22 +771,36 @@ def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
     """The partitioned program of jit cache ``entry`` for these arguments and shardings, and
     the sharding of each of its inputs; None when nothing is sharded after all."""
     n_consts = len(entry.consts)
-    given = [None] * len(leaves) if in_shardings is None else [
-        as_named(g, f"jit of {name}") for g in broadcast_prefix(in_shardings, args,
-                                                                 "in_shardings")]
+    given = (
+        [None] * len(leaves)
+        if in_shardings is None
+        else [
+            as_named(g, f"jit of {name}")
+            for g in broadcast_prefix(in_shardings, args, "in_shardings")
+        ]
+    )
     given = given + [None] * (len(leaves) - len(given))  # keyword arguments: their own
     own = [_leaf_sharding(x) for x in leaves]
     for x, g, a in zip(leaves, given, avals, strict=True):
-        if g is not None and (type(x) is ShardedArray or type(x) is CommittedArray) and \
-                x._buf.sharding != g:
+        if (
+            g is not None
+            and (type(x) is ShardedArray or type(x) is CommittedArray)
+            and x._buf.sharding != g
+        ):
             _check_committed_layout(g, x._buf.sharding, a)
     chosen = [g if g is not None else o for g, o in zip(given, own, strict=True)]
     outs_tree = pytree.tree_unflatten(entry.out_tree, [0] * len(entry.jaxpr.out_avals))
-    outs_given = [None] * len(entry.jaxpr.out_avals) if out_shardings is None else [
-        as_named(g, f"jit of {name}") for g in broadcast_prefix(out_shardings, outs_tree,
-                                                                 "out_shardings")]
-    mesh = _mesh_for(name, chosen + outs_given,
-                     list(avals) + list(entry.jaxpr.out_avals)) or jaxpr_mesh(entry.jaxpr.jaxpr)
+    outs_given = (
+        [None] * len(entry.jaxpr.out_avals)
+        if out_shardings is None
+        else [
+            as_named(g, f"jit of {name}")
+            for g in broadcast_prefix(out_shardings, outs_tree, "out_shardings")
+        ]
+    )
+    mesh = _mesh_for(
+        name, chosen + outs_given, list(avals) + list(entry.jaxpr.out_avals)
+    ) or jaxpr_mesh(entry.jaxpr.jaxpr)
     if mesh is None:
         return None, None
     replicated = impl.NamedSharding(mesh, impl.PartitionSpec())
@@ -691,17 +812,21 @@ def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
             return s
         # the same devices seen as another mesh (a pmap's, say): as ``mesh`` if it can be
         try:
-            return impl.named_from_hlo(mesh, str(s._to_xla_hlo_sharding(aval.ndim)), aval.ndim,
-                                       impl.all_explicit(mesh))
+            return impl.named_from_hlo(
+                mesh, str(s._to_xla_hlo_sharding(aval.ndim)), aval.ndim, impl.all_explicit(mesh)
+            )
         except NotImplementedError:
             return replicated
 
     # An argument with no layout of its own and none given is open: the partitioner lays
     # it out as the program reads it best (JAX's UNSPECIFIED in_sharding).
-    in_s = [replicated] * n_consts + [None if s is None else on_mesh(s, a)
-                                      for s, a in zip(chosen, avals, strict=True)]
-    out_s = [on_mesh(s, a) if s is not None else _typed_result(mesh, a)
-             for s, a in zip(outs_given, entry.jaxpr.out_avals, strict=True)]
+    in_s = [replicated] * n_consts + [
+        None if s is None else on_mesh(s, a) for s, a in zip(chosen, avals, strict=True)
+    ]
+    out_s = [
+        on_mesh(s, a) if s is not None else _typed_result(mesh, a)
+        for s, a in zip(outs_given, entry.jaxpr.out_avals, strict=True)
+    ]
     # As JAX's, the partitioner may change the layout of results no out_shardings names.
     open_outs = tuple(s is None for s in outs_given)
     per_jaxpr = _programs.setdefault(entry.jaxpr.jaxpr, {})
@@ -714,9 +839,18 @@ def prepare(entry, leaves, avals, args, in_shardings, out_shardings, name):
         for s, a in zip(out_s, entry.jaxpr.out_avals, strict=True):
             if s is not None:
                 _check_divisible(s, a, f"jit of {name} (out_shardings)")
-        program = per_jaxpr[key] = _Partitioned(entry.jaxpr, name, mesh, in_s, out_s,
-                                                entry.donated, pytree.result_info(entry.out_tree),
-                                                entry.consts, entry.keep_unused, open_outs)
+        program = per_jaxpr[key] = _Partitioned(
+            entry.jaxpr,
+            name,
+            mesh,
+            in_s,
+            out_s,
+            entry.donated,
+            pytree.result_info(entry.out_tree),
+            entry.consts,
+            entry.keep_unused,
+            open_outs,
+        )
     return program, program.in_shardings
 
 
@@ -728,20 +862,25 @@ def direct_call(entry, leaves, avals, args, in_shardings, out_shardings, name):
     if entry.consts or entry.donated is not None or entry.float0s:
         return None
     program, in_s = prepare(entry, leaves, avals, args, in_shardings, out_shardings, name)
-    if program is None or any(s is not None and (type(x) is not ShardedArray or
-                                                 x._buf.sharding != s)
-                              for x, s in zip(leaves, in_s, strict=True)):
+    if program is None or any(
+        s is not None and (type(x) is not ShardedArray or x._buf.sharding != s)
+        for x, s in zip(leaves, in_s, strict=True)
+    ):
         return None
     call_program = program.exe.call
     # What ``wrap`` makes of each result, decided once: its layout is the program's.
-    outs = [(ShardedArray, typed_aval(s, a)) if len(s.device_set) > 1 or
-            isinstance(s, impl.NamedSharding) else (Array, a)
-            for s, a in zip(program.exe.out_shardings, program.out_avals, strict=True)]
+    outs = [
+        (ShardedArray, typed_aval(s, a))
+        if len(s.device_set) > 1 or isinstance(s, impl.NamedSharding)
+        else (Array, a)
+        for s, a in zip(program.exe.out_shardings, program.out_avals, strict=True)
+    ]
     out_tree = entry.out_tree
 
     def call(bufs):
-        return out_tree.unflatten([cls(a, None, b) for (cls, a), b in zip(
-            outs, call_program(bufs), strict=True)])
+        return out_tree.unflatten(
+            [cls(a, None, b) for (cls, a), b in zip(outs, call_program(bufs), strict=True)]
+        )
 
     return call
 
@@ -767,15 +906,16 @@ def _run(entry, program, in_s, leaves, avals):
     n_consts = len(entry.consts)
     all_args = list(entry.consts) + list(leaves)
     all_avals = entry.const_avals + list(avals)
-    bufs = [None if s is None else put_leaf(x, s, a)  # (None: an argument not read)
-            for x, s, a in zip(all_args, in_s, all_avals, strict=True)]
+    bufs = [
+        None if s is None else put_leaf(x, s, a)  # (None: an argument not read)
+        for x, s, a in zip(all_args, in_s, all_avals, strict=True)
+    ]
     outs = program.exe.call(bufs)
     if entry.donated is not None:
         for x, flag in zip(leaves, entry.donated[n_consts:], strict=True):
             if flag and isinstance(x, Array):
                 x._donated()
-    return entry.restore_float0s([wrap(b, a) for b, a in zip(outs, program.out_avals,
-                                                               strict=True)])
+    return entry.restore_float0s([wrap(b, a) for b, a in zip(outs, program.out_avals, strict=True)])
 
 
 # --------------------------------------------------------------------------- jit_p, eagerly
@@ -787,8 +927,15 @@ def _run(entry, program, in_s, leaves, avals):
 class _CallEntry:
     """A jit equation's body in the shape of a jit cache entry (consts as leading inputs)."""
 
-    __slots__ = ("jaxpr", "consts", "const_avals", "out_tree", "donated", "keep_unused",
-                 "__weakref__")
+    __slots__ = (
+        "jaxpr",
+        "consts",
+        "const_avals",
+        "out_tree",
+        "donated",
+        "keep_unused",
+        "__weakref__",
+    )
 
     def __init__(self, closed):
         self.jaxpr, self.consts = convert_constvars(closed)
@@ -809,8 +956,9 @@ def _jit_eager(*args, jaxpr, name):
         entry = _call_entries.get(jaxpr.jaxpr)
         if entry is None:
             entry = _call_entries[jaxpr.jaxpr] = _CallEntry(jaxpr)
-        program, in_s = prepare(entry, list(args), [core.get_aval(x) for x in args], args,
-                                None, None, name)
+        program, in_s = prepare(
+            entry, list(args), [core.get_aval(x) for x in args], args, None, None, name
+        )
         return _run(entry, program, in_s, list(args), [core.get_aval(x) for x in args])
     return _one_device(args, {"jaxpr": jaxpr, "name": name})
 
@@ -826,8 +974,9 @@ def _one_device(args, params):
         outvars = [Var(a) for a in core.abstract_eval(jit_p, *avals, **params)]
         body = Jaxpr([], invars, outvars, [JaxprEqn(jit_p, invars, outvars, params)])
         min_secs = 0.01 if runtime.platform() == "cpu" else 0.0
-        compiled = dispatch.compile_jaxpr(ClosedJaxpr(body, []), jit_p.name,
-                                          min_cache_secs=min_secs)
+        compiled = dispatch.compile_jaxpr(
+            ClosedJaxpr(body, []), jit_p.name, min_cache_secs=min_secs
+        )
         dispatch._single_eqn[key] = compiled
     return compiled.run(args, avals)
 
@@ -872,8 +1021,11 @@ class PartitionedCompiled:
     @property
     def input_shardings(self):
         """The arguments' shardings as ``(args, kwargs)`` (as JAX's)."""
-        flat = list(self._program.in_shardings)[-self._in_tree.num_leaves:] \
-            if self._in_tree.num_leaves else []
+        flat = (
+            list(self._program.in_shardings)[-self._in_tree.num_leaves :]
+            if self._in_tree.num_leaves
+            else []
+        )
         return pytree.tree_unflatten(self._in_tree, flat)
 
 
@@ -881,12 +1033,23 @@ def lower(jitted, traced, args, kwargs):
     """The Lowered stage of a jit call that runs partitioned, else None."""
     state = jitted._state
     leaves = pytree.tree_leaves((args, kwargs))
-    if state.shardings is None and not any(
-            _leaf_sharding(x) is not None and len(_leaf_sharding(x).device_set) > 1
-            for x in leaves) and jaxpr_mesh(traced._entry.jaxpr.jaxpr) is None:
+    if (
+        state.shardings is None
+        and not any(
+            _leaf_sharding(x) is not None and len(_leaf_sharding(x).device_set) > 1 for x in leaves
+        )
+        and jaxpr_mesh(traced._entry.jaxpr.jaxpr) is None
+    ):
         return None
-    return PartitionedLowered(jitted, traced._entry, traced.in_tree, traced._avals, leaves,
-                              jitted._positional(args, kwargs), state.shardings or (None, None))
+    return PartitionedLowered(
+        jitted,
+        traced._entry,
+        traced.in_tree,
+        traced._avals,
+        leaves,
+        jitted._positional(args, kwargs),
+        state.shardings or (None, None),
+    )
 
 
 # --------------------------------------------------------------------------- pictures
@@ -895,21 +1058,31 @@ def lower(jitted, traced, args, kwargs):
 def _blocks(shape, sharding):
     """``{(row block, column block): [device labels]}`` of a rank-1 or rank-2 array."""
     if len(shape) > 2:
-        raise ValueError(f"visualize_sharding: only rank-1 and rank-2 arrays can be drawn; "
-                         f"got shape {tuple(shape)}")
+        raise ValueError(
+            f"visualize_sharding: only rank-1 and rank-2 arrays can be drawn; "
+            f"got shape {tuple(shape)}"
+        )
     shape2 = (1, shape[0]) if len(shape) == 1 else tuple(shape) if shape else (1, 1)
     cells = {}
     for device, index in sharding.devices_indices_map(tuple(shape)).items():
-        index2 = ((slice(None),) + tuple(index) if len(shape) == 1 else tuple(index)
-                  if shape else (slice(None), slice(None)))
-        key = tuple((s.start or 0, s.stop if s.stop is not None else n)
-                    for s, n in zip(index2, shape2, strict=True))
+        index2 = (
+            (slice(None),) + tuple(index)
+            if len(shape) == 1
+            else tuple(index)
+            if shape
+            else (slice(None), slice(None))
+        )
+        key = tuple(
+            (s.start or 0, s.stop if s.stop is not None else n)
+            for s, n in zip(index2, shape2, strict=True)
+        )
         cells.setdefault(key, []).append(device)
     return cells
 
 
-def visualize_sharding(shape, sharding, *, use_color=False, scale=1.0, min_width=9,
-                       max_width=80, color_map=None):
+def visualize_sharding(
+    shape, sharding, *, use_color=False, scale=1.0, min_width=9, max_width=80, color_map=None
+):
     """Print which devices hold which block of an array of ``shape`` laid out as
     ``sharding``: a grid of blocks, each labelled with its devices and sized as JAX draws it
     (JAX's picture without colours: a block's width and height follow its share of the
@@ -930,11 +1103,21 @@ def visualize_sharding(shape, sharding, *, use_color=False, scale=1.0, min_width
         height = int((row[1] - row[0]) / shape[0] * base_height) if len(shape) == 2 else 1
         left, extra = divmod(width - len(label) - 2, 2)
         top, below = divmod(height - 2, 2)
-        boxes[row, col] = (label, max(left, 0), max(left + extra, 0), max(top, 0),
-                           max(top + below, 0))
-    widths = [max(left + len(label) + right
-                  for (_, c), (label, left, right, _, _) in boxes.items() if c == col)
-              for col in cols]
+        boxes[row, col] = (
+            label,
+            max(left, 0),
+            max(left + extra, 0),
+            max(top, 0),
+            max(top + below, 0),
+        )
+    widths = [
+        max(
+            left + len(label) + right
+            for (_, c), (label, left, right, _, _) in boxes.items()
+            if c == col
+        )
+        for col in cols
+    ]
     out = ["┌" + "┬".join("─" * w for w in widths) + "┐"]
     for i, row in enumerate(rows):
         height = max(b[3] + 1 + b[4] for (r, _), b in boxes.items() if r == row)
@@ -949,16 +1132,21 @@ def visualize_sharding(shape, sharding, *, use_color=False, scale=1.0, min_width
                 pad = (inner - len(label)) // 2
                 parts.append(" " * (left + pad) + label + " " * (w - left - pad - len(label)))
             out.append("│" + "│".join(parts) + "│")
-        out.append("├" + "┼".join("─" * w for w in widths) + "┤" if i < len(rows) - 1 else
-                   "└" + "┴".join("─" * w for w in widths) + "┘")
+        out.append(
+            "├" + "┼".join("─" * w for w in widths) + "┤"
+            if i < len(rows) - 1
+            else "└" + "┴".join("─" * w for w in widths) + "┘"
+        )
     print("\n".join(out))
 
 
 def visualize_array_sharding(arr, **kwargs):
     """Print how array ``arr`` is laid out over its devices (see ``visualize_sharding``)."""
     if isinstance(arr, Tracer):
-        raise TypeError("visualize_array_sharding: needs a concrete array; inside jit use "
-                        "xform.debug.inspect_array_sharding")
+        raise TypeError(
+            "visualize_array_sharding: needs a concrete array; inside jit use "
+            "xform.debug.inspect_array_sharding"
+        )
     return visualize_sharding(arr.shape, arr.sharding, **kwargs)
 
 
@@ -969,7 +1157,8 @@ def inspect_array_sharding(value, *, callback):
         if isinstance(leaf, Tracer):
             raise NotImplementedError(
                 "inspect_array_sharding: xform reports the sharding of concrete arrays only; "
-                "call it outside jit, or read .sharding of the jit's results")
+                "call it outside jit, or read .sharding of the jit's results"
+            )
         callback(leaf.sharding)
 
 
@@ -985,8 +1174,10 @@ def apply_partitioned(prim, args, params):
     (For the eager path of xform/dispatch.py to call when ``is_sharded(args)``.)"""
     for x in args:
         if isinstance(x, Array) and x.is_deleted():  # (donated): never hand XLA a dead buffer
-            raise RuntimeError(f"Array has been deleted with shape={x.aval.str_short()}: "
-                               f"{prim.name} cannot read it (it was donated or deleted)")
+            raise RuntimeError(
+                f"Array has been deleted with shape={x.aval.str_short()}: "
+                f"{prim.name} cannot read it (it was donated or deleted)"
+            )
     avals = tuple(dispatch.concrete_aval(x, prim) for x in args)
     key = (prim, tuple(params.items()), avals)
     entry = _single.get(key)
@@ -1011,14 +1202,24 @@ def constrained_jaxpr(entry, args, in_shardings, out_shardings, name):
     """``entry.jaxpr`` with sharding constraints on its arguments and results."""
     n_consts = len(entry.consts)
     n_args = len(entry.jaxpr.in_avals) - n_consts
-    given = [None] * n_args if in_shardings is None else [
-        as_named(g, f"jit of {name}") for g in broadcast_prefix(in_shardings, args,
-                                                                 "in_shardings")]
+    given = (
+        [None] * n_args
+        if in_shardings is None
+        else [
+            as_named(g, f"jit of {name}")
+            for g in broadcast_prefix(in_shardings, args, "in_shardings")
+        ]
+    )
     given = given + [None] * (n_args - len(given))
     outs_tree = pytree.tree_unflatten(entry.out_tree, [0] * len(entry.jaxpr.out_avals))
-    outs_given = [None] * len(entry.jaxpr.out_avals) if out_shardings is None else [
-        as_named(g, f"jit of {name}") for g in broadcast_prefix(out_shardings, outs_tree,
-                                                                 "out_shardings")]
+    outs_given = (
+        [None] * len(entry.jaxpr.out_avals)
+        if out_shardings is None
+        else [
+            as_named(g, f"jit of {name}")
+            for g in broadcast_prefix(out_shardings, outs_tree, "out_shardings")
+        ]
+    )
     key = (tuple(given), tuple(outs_given))
     per_jaxpr = _constrained.setdefault(entry.jaxpr.jaxpr, {})
     hit = per_jaxpr.get(key)
@@ -1035,8 +1236,9 @@ def constrained_jaxpr(entry, args, in_shardings, out_shardings, name):
         outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *consts, *rest)
         return [constrain(o, s) for o, s in zip(outs, outs_given, strict=True)]
 
-    hit = per_jaxpr[key] = trace_to_jaxpr(body, closed.in_avals,
-                                          f"constraining the shardings of {name}")
+    hit = per_jaxpr[key] = trace_to_jaxpr(
+        body, closed.in_avals, f"constraining the shardings of {name}"
+    )
     return hit
 
 

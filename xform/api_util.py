@@ -14,9 +14,18 @@ from xform import core, pytree, tree_util
 from xform.extend import linear_util as lu
 from xform.extend.linear_util import DebugInfo
 
-__all__ = ["DebugInfo", "argnums_partial", "debug_info", "donation_vector", "flatten_axes",
-           "flatten_fun", "flatten_fun_nokwargs", "rebase_donate_argnums", "safe_map",
-           "shaped_abstractify"]
+__all__ = [
+    "DebugInfo",
+    "argnums_partial",
+    "debug_info",
+    "donation_vector",
+    "flatten_axes",
+    "flatten_fun",
+    "flatten_fun_nokwargs",
+    "rebase_donate_argnums",
+    "safe_map",
+    "shaped_abstractify",
+]
 
 
 def _src_info(fun):
@@ -28,8 +37,18 @@ def _src_info(fun):
     return f"{name} at {code.co_filename}:{code.co_firstlineno}"
 
 
-def debug_info(traced_for, fun, args, kwargs, *, static_argnums=(), static_argnames=(),
-               result_paths_thunk=None, sourceinfo=None, signature=None):
+def debug_info(
+    traced_for,
+    fun,
+    args,
+    kwargs,
+    *,
+    static_argnums=(),
+    static_argnames=(),
+    result_paths_thunk=None,
+    sourceinfo=None,
+    signature=None,
+):
     """A ``DebugInfo`` for tracing ``fun`` on ``args``/``kwargs`` (the names of the
     arguments that are not static, leaf by leaf where they are pytrees)."""
     del signature
@@ -93,8 +112,10 @@ def argnums_partial(f, dyn_argnums, args, require_static_args_hashable=True):
                 try:
                     hash(x)
                 except TypeError:
-                    raise ValueError(f"Non-hashable static arguments are not supported: "
-                                     f"argument {i} of type {type(x).__name__}") from None
+                    raise ValueError(
+                        f"Non-hashable static arguments are not supported: "
+                        f"argument {i} of type {type(x).__name__}"
+                    ) from None
     dyn_args = tuple(args[i] for i in dyn_argnums)
     return _with_fixed_args(f, dyn_argnums, tuple(args)), dyn_args
 
@@ -107,8 +128,10 @@ def flatten_axes(name, treedef, axis_tree, *, kws=False, tupled_args=False):
     try:
         axes = tree_util.tree_broadcast(axis_tree, full, is_leaf=lambda x: x is None)
     except ValueError as e:
-        raise ValueError(f"{name} specification must be a tree prefix of the corresponding "
-                         f"value; got {axis_tree} for a value of structure {treedef}") from e
+        raise ValueError(
+            f"{name} specification must be a tree prefix of the corresponding "
+            f"value; got {axis_tree} for a value of structure {treedef}"
+        ) from e
     return pytree.tree_leaves(axes, is_leaf=lambda x: x is None)
 
 
@@ -128,8 +151,7 @@ def rebase_donate_argnums(donate_argnums, static_argnums):
     """``donate_argnums`` counted among the arguments that remain once ``static_argnums``
     are removed."""
     static = sorted(static_argnums)
-    return tuple(sorted(i - sum(s < i for s in static) for i in donate_argnums
-                        if i not in static))
+    return tuple(sorted(i - sum(s < i for s in static) for i in donate_argnums if i not in static))
 
 
 def safe_map(f, *args):

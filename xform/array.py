@@ -160,8 +160,10 @@ class Array(metaclass=_ArrayMeta):
         (slices of the global array), ``.replica_id`` and ``.data`` (an Array)."""
         if self._buf is None:
             self._device_buffer()
-        return [Shard(s.device, s.index, s.replica_id, _shard_array(s.data, self.aval))
-                for s in self._buf.addressable_shards]
+        return [
+            Shard(s.device, s.index, s.replica_id, _shard_array(s.data, self.aval))
+            for s in self._buf.addressable_shards
+        ]
 
     @property
     def global_shards(self):
@@ -189,11 +191,15 @@ class Array(metaclass=_ArrayMeta):
 
     def __bool__(self):
         if self.aval.size == 0:
-            raise ValueError("The truth value of an empty array is ambiguous. Use "
-                             "`array.size > 0` to check that an array is not empty.")
+            raise ValueError(
+                "The truth value of an empty array is ambiguous. Use "
+                "`array.size > 0` to check that an array is not empty."
+            )
         if self.aval.size != 1:
-            raise ValueError(f"The truth value of an array with {self.aval.size} elements is "
-                             "ambiguous. Use a.any() or a.all()")
+            raise ValueError(
+                f"The truth value of an array with {self.aval.size} elements is "
+                "ambiguous. Use a.any() or a.all()"
+            )
         return bool(self._host_value())
 
     def __int__(self):
@@ -207,16 +213,20 @@ class Array(metaclass=_ArrayMeta):
 
     def __index__(self):
         if not dtypes.is_int(self.aval.dtype) or self.aval.ndim:
-            raise TypeError(f"Only integer scalar arrays can be converted to a scalar index, "
-                            f"got {self.aval.str_short()}")
+            raise TypeError(
+                f"Only integer scalar arrays can be converted to a scalar index, "
+                f"got {self.aval.str_short()}"
+            )
         return int(self._host_value()[()])
 
     def _scalar(self, what):
         # As JAX (NumPy only deprecates it): size-1 arrays of rank > 0 are not scalars.
         if self.aval.ndim:
-            raise TypeError(f"{what}: only scalar arrays can be converted to Python scalars, "
-                            f"got shape {self.aval.shape}; index the element first (x[0]) "
-                            "or use x.item()")
+            raise TypeError(
+                f"{what}: only scalar arrays can be converted to Python scalars, "
+                f"got shape {self.aval.shape}; index the element first (x[0]) "
+                "or use x.item()"
+            )
         return self._host_value()[()]
 
     def item(self, *args):
@@ -325,8 +335,10 @@ class Shard:
         self.data = data
 
     def __repr__(self):
-        return (f"Shard(device={self.device!r}, index={self.index}, "
-                f"replica_id={self.replica_id}, data={self.data})")
+        return (
+            f"Shard(device={self.device!r}, index={self.index}, "
+            f"replica_id={self.replica_id}, data={self.data})"
+        )
 
 
 def _shard_array(buf, aval):
@@ -351,8 +363,7 @@ def from_host(x, weak_type=False):
 # copies the data anyway), so that eager evaluation can read them as XLA does (see
 # ``xform.dispatch``). float16 is left out: XLA computes it in float32, where its subnormals
 # are normal numbers; bfloat16 shares float32's range, so its limit is float32's.
-TINY = {np.dtype(d): np.finfo(d).tiny for d in ("float32", "float64", "complex64",
-                                                "complex128")}
+TINY = {np.dtype(d): np.finfo(d).tiny for d in ("float32", "float64", "complex64", "complex128")}
 TINY[np.dtype(dtypes.bfloat16)] = np.float32(np.finfo(np.float32).tiny)
 
 
@@ -392,6 +403,7 @@ def _buffer_aval(buf):
     return ShapedArray(buf.shape, dtypes.canonicalize(buf.dtype), bool(buf.weak_type))
 
 
-core.pytype_aval_mappings[Array] = core.pytype_aval_mappings[ShardedArray] = \
-    core.pytype_aval_mappings[CommittedArray] = lambda x: x.aval
+core.pytype_aval_mappings[Array] = core.pytype_aval_mappings[
+    ShardedArray
+] = core.pytype_aval_mappings[CommittedArray] = lambda x: x.aval
 core.pytype_aval_mappings[runtime.BufferType] = _buffer_aval

@@ -56,36 +56,47 @@ class _Flag:
         kind, name = self.kind, self.name
         if kind == "bool":
             numpy_bool = type(value).__module__ == "numpy" and type(value).__name__ in (
-                "bool", "bool_")
+                "bool",
+                "bool_",
+            )
             if isinstance(value, int) and value in (0, 1) or numpy_bool:
                 return bool(value)  # a bool, 0/1, or NumPy's bool
-            raise TypeError(f"config flag {name!r} takes a bool, got {value!r} of type "
-                            f"{type(value).__name__}")
+            raise TypeError(
+                f"config flag {name!r} takes a bool, got {value!r} of type {type(value).__name__}"
+            )
         if value is None and self.default is None:
             return None
         if kind == "int":
             if isinstance(value, int) and not isinstance(value, bool):
                 return value
-            raise ValueError(f"config flag {name!r}: new int config value must be None or of "
-                             f"type int, got {value!r} of type {type(value).__name__}")
+            raise ValueError(
+                f"config flag {name!r}: new int config value must be None or of "
+                f"type int, got {value!r} of type {type(value).__name__}"
+            )
         if kind == "float":
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 return float(value)
-            raise ValueError(f"config flag {name!r}: new float config value must be None or "
-                             f"a number, got {value!r} of type {type(value).__name__}")
+            raise ValueError(
+                f"config flag {name!r}: new float config value must be None or "
+                f"a number, got {value!r} of type {type(value).__name__}"
+            )
         if kind == "str":
             if isinstance(value, str):
                 return value
-            raise ValueError(f"config flag {name!r}: new string config value must be None or "
-                             f"of type str, got {value!r} of type {type(value).__name__}")
+            raise ValueError(
+                f"config flag {name!r}: new string config value must be None or "
+                f"of type str, got {value!r} of type {type(value).__name__}"
+            )
         if kind == "enum":
             value = getattr(value, "value", value)  # JAX's enum members carry their string
             if value in self.choices:
                 return value
             none = "None or " if self.default is None else ""
-            raise ValueError(f"config flag {name!r}: new enum value must be {none}in "
-                             f"{list(self.choices)}, got {value!r} of type "
-                             f"{type(value).__name__}")
+            raise ValueError(
+                f"config flag {name!r}: new enum value must be {none}in "
+                f"{list(self.choices)}, got {value!r} of type "
+                f"{type(value).__name__}"
+            )
         return value
 
     def from_env(self):
@@ -105,86 +116,210 @@ class _Flag:
             try:
                 return int(raw) if self.kind == "int" else float(raw)
             except ValueError:
-                raise ValueError(f"environment variable {env!r} must be a number, got "
-                                 f"{raw!r}") from None
+                raise ValueError(
+                    f"environment variable {env!r} must be a number, got {raw!r}"
+                ) from None
         return self.check(raw)
 
 
 _TRANSFER = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
-_PRECISIONS = ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
-               # and the names of lax.DotAlgorithmPreset, as JAX's flag takes them
-               "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY",
-               "ANY_F8_ANY_F8_ANY_FAST_ACCUM", "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16",
-               "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "BF16_BF16_F32_X9",
-               "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
+_PRECISIONS = (
+    "default",
+    "high",
+    "highest",
+    "bfloat16",
+    "tensorfloat32",
+    "float32",
+    # and the names of lax.DotAlgorithmPreset, as JAX's flag takes them
+    "ANY_F8_ANY_F8_F32",
+    "ANY_F8_ANY_F8_F32_FAST_ACCUM",
+    "ANY_F8_ANY_F8_ANY",
+    "ANY_F8_ANY_F8_ANY_FAST_ACCUM",
+    "F16_F16_F16",
+    "F16_F16_F32",
+    "BF16_BF16_BF16",
+    "BF16_BF16_F32",
+    "BF16_BF16_F32_X3",
+    "BF16_BF16_F32_X6",
+    "BF16_BF16_F32_X9",
+    "TF32_TF32_F32",
+    "TF32_TF32_F32_X3",
+    "F32_F32_F32",
+    "F64_F64_F64",
+)
 
-_FLAGS = {f.name: f for f in [
-    _Flag("jax_enable_x64", "bool", False, help="64-bit dtypes"),
-    _Flag("eager_constant_folding", "bool", False,
-          help="while staging (jit), evaluate operations on constants right away "
-               "(ensure_compile_time_eval's scope)"),
-    _Flag("jax_num_cpu_devices", "int", -1, per_thread=False,
-          help="CPU devices the backend starts with (before it starts)"),
-    _Flag("jax_platforms", "str", None, per_thread=False,
-          help="comma-separated platforms to pick the default backend from"),
-    _Flag("jax_platform_name", "str", "", per_thread=False,
-          help="the older, single-platform form of jax_platforms"),
-    _Flag("jax_default_device", "any", None, help="the device new arrays and programs use"),
-    _Flag("jax_disable_jit", "bool", False, help="run jitted functions op by op in Python"),
-    _Flag("jax_debug_nans", "bool", False, help="raise FloatingPointError on a NaN result"),
-    _Flag("jax_debug_infs", "bool", False, help="raise FloatingPointError on an inf result"),
-    _Flag("jax_log_compiles", "bool", False, help="log each XLA compile"),
-    _Flag("jax_explain_cache_misses", "bool", False, help="log why jit traces again"),
-    _Flag("jax_default_matmul_precision", "enum", None, _PRECISIONS,
-          help="precision of dot_general when precision=None"),
-    _Flag("jax_numpy_rank_promotion", "enum", "allow", ("allow", "warn", "raise"),
-          help="implicit rank promotion in xform.numpy"),
-    _Flag("jax_numpy_dtype_promotion", "enum", "standard", ("standard", "strict"),
-          help="implicit dtype promotion in xform.numpy"),
-    _Flag("jax_default_prng_impl", "enum", "threefry2x32", ("threefry2x32", "rbg", "unsafe_rbg"),
-          help="the PRNG implementation random.key/PRNGKey use"),
-    _Flag("jax_threefry_partitionable", "bool", True, help="accepted; not acted on"),
-    _Flag("jax_traceback_filtering", "enum", "auto",
-          ("off", "tracebackhide", "remove_frames", "quiet_remove_frames", "auto"),
-          help="accepted; not acted on"),
-    _Flag("jax_check_tracer_leaks", "bool", False,
-          help="raise when a tracer outlives its jit trace"),
-    _Flag("jax_compilation_cache_dir", "str", None, per_thread=False,
-          help="where the persistent compilation cache lives (default $XDG_CACHE_HOME/xform)"),
-    _Flag("jax_enable_compilation_cache", "bool", True, per_thread=False,
-          help="the persistent compilation cache on or off"),
-    _Flag("jax_persistent_cache_min_compile_time_secs", "float", 0.0, per_thread=False,
-          help="cache only programs that took this long to compile (xform: 0)"),
-    _Flag("jax_persistent_cache_min_entry_size_bytes", "int", 0, per_thread=False,
-          help="accepted; xform caches entries of every size"),
-    _Flag("jax_enable_checks", "bool", False, per_thread=False,
-          help="typecheck every jaxpr a transformation produces"),
-    _Flag("jax_transfer_guard", "enum", None, _TRANSFER, help="accepted; not acted on"),
-    _Flag("jax_transfer_guard_host_to_device", "enum", None, _TRANSFER,
-          help="accepted; not acted on"),
-    _Flag("jax_transfer_guard_device_to_host", "enum", None, _TRANSFER,
-          help="accepted; not acted on"),
-    _Flag("jax_transfer_guard_device_to_device", "enum", None, _TRANSFER,
-          help="accepted; not acted on"),
-    _Flag("jax_enable_custom_prng", "bool", False, help="accepted; not acted on"),
-    _Flag("jax_debug_key_reuse", "bool", False, help="accepted; not acted on"),
-    # JAX's remaining flags with top-level context managers: accepted, not acted on.
-    _Flag("jax_allow_f16_reductions", "bool", True, help="accepted; not acted on"),
-    _Flag("jax_array_garbage_collection_guard", "enum", None, ("allow", "log", "fatal"),
-          help="accepted; not acted on"),
-    _Flag("jax_auto_pcast", "bool", True, help="accepted; not acted on"),
-    _Flag("jax2tf_associative_scan_reductions", "bool", False, help="accepted; not acted on"),
-    _Flag("jax_legacy_prng_key", "enum", "allow", ("allow", "warn", "error"),
-          help="accepted; not acted on"),
-    _Flag("jax_no_execution", "bool", False, help="accepted; not acted on"),
-    _Flag("jax_no_tracing", "bool", False, help="accepted; not acted on"),
-    _Flag("jax_remove_size_one_mesh_axis_from_type", "bool", False,
-          help="accepted; not acted on"),
-    _Flag("jax_softmax_custom_jvp", "bool", False, help="accepted; not acted on"),
-    _Flag("jax_thread_guard", "bool", False, help="accepted; not acted on"),
-    _Flag("xform_warn_recompiles", "bool", True,
-          help="warn when one jitted function traces a third time, naming what changed"),
-]}
+_FLAGS = {
+    f.name: f
+    for f in [
+        _Flag("jax_enable_x64", "bool", False, help="64-bit dtypes"),
+        _Flag(
+            "eager_constant_folding",
+            "bool",
+            False,
+            help="while staging (jit), evaluate operations on constants right away "
+            "(ensure_compile_time_eval's scope)",
+        ),
+        _Flag(
+            "jax_num_cpu_devices",
+            "int",
+            -1,
+            per_thread=False,
+            help="CPU devices the backend starts with (before it starts)",
+        ),
+        _Flag(
+            "jax_platforms",
+            "str",
+            None,
+            per_thread=False,
+            help="comma-separated platforms to pick the default backend from",
+        ),
+        _Flag(
+            "jax_platform_name",
+            "str",
+            "",
+            per_thread=False,
+            help="the older, single-platform form of jax_platforms",
+        ),
+        _Flag("jax_default_device", "any", None, help="the device new arrays and programs use"),
+        _Flag("jax_disable_jit", "bool", False, help="run jitted functions op by op in Python"),
+        _Flag("jax_debug_nans", "bool", False, help="raise FloatingPointError on a NaN result"),
+        _Flag("jax_debug_infs", "bool", False, help="raise FloatingPointError on an inf result"),
+        _Flag("jax_log_compiles", "bool", False, help="log each XLA compile"),
+        _Flag("jax_explain_cache_misses", "bool", False, help="log why jit traces again"),
+        _Flag(
+            "jax_default_matmul_precision",
+            "enum",
+            None,
+            _PRECISIONS,
+            help="precision of dot_general when precision=None",
+        ),
+        _Flag(
+            "jax_numpy_rank_promotion",
+            "enum",
+            "allow",
+            ("allow", "warn", "raise"),
+            help="implicit rank promotion in xform.numpy",
+        ),
+        _Flag(
+            "jax_numpy_dtype_promotion",
+            "enum",
+            "standard",
+            ("standard", "strict"),
+            help="implicit dtype promotion in xform.numpy",
+        ),
+        _Flag(
+            "jax_default_prng_impl",
+            "enum",
+            "threefry2x32",
+            ("threefry2x32", "rbg", "unsafe_rbg"),
+            help="the PRNG implementation random.key/PRNGKey use",
+        ),
+        _Flag("jax_threefry_partitionable", "bool", True, help="accepted; not acted on"),
+        _Flag(
+            "jax_traceback_filtering",
+            "enum",
+            "auto",
+            ("off", "tracebackhide", "remove_frames", "quiet_remove_frames", "auto"),
+            help="accepted; not acted on",
+        ),
+        _Flag(
+            "jax_check_tracer_leaks",
+            "bool",
+            False,
+            help="raise when a tracer outlives its jit trace",
+        ),
+        _Flag(
+            "jax_compilation_cache_dir",
+            "str",
+            None,
+            per_thread=False,
+            help="where the persistent compilation cache lives (default $XDG_CACHE_HOME/xform)",
+        ),
+        _Flag(
+            "jax_enable_compilation_cache",
+            "bool",
+            True,
+            per_thread=False,
+            help="the persistent compilation cache on or off",
+        ),
+        _Flag(
+            "jax_persistent_cache_min_compile_time_secs",
+            "float",
+            0.0,
+            per_thread=False,
+            help="cache only programs that took this long to compile (xform: 0)",
+        ),
+        _Flag(
+            "jax_persistent_cache_min_entry_size_bytes",
+            "int",
+            0,
+            per_thread=False,
+            help="accepted; xform caches entries of every size",
+        ),
+        _Flag(
+            "jax_enable_checks",
+            "bool",
+            False,
+            per_thread=False,
+            help="typecheck every jaxpr a transformation produces",
+        ),
+        _Flag("jax_transfer_guard", "enum", None, _TRANSFER, help="accepted; not acted on"),
+        _Flag(
+            "jax_transfer_guard_host_to_device",
+            "enum",
+            None,
+            _TRANSFER,
+            help="accepted; not acted on",
+        ),
+        _Flag(
+            "jax_transfer_guard_device_to_host",
+            "enum",
+            None,
+            _TRANSFER,
+            help="accepted; not acted on",
+        ),
+        _Flag(
+            "jax_transfer_guard_device_to_device",
+            "enum",
+            None,
+            _TRANSFER,
+            help="accepted; not acted on",
+        ),
+        _Flag("jax_enable_custom_prng", "bool", False, help="accepted; not acted on"),
+        _Flag("jax_debug_key_reuse", "bool", False, help="accepted; not acted on"),
+        # JAX's remaining flags with top-level context managers: accepted, not acted on.
+        _Flag("jax_allow_f16_reductions", "bool", True, help="accepted; not acted on"),
+        _Flag(
+            "jax_array_garbage_collection_guard",
+            "enum",
+            None,
+            ("allow", "log", "fatal"),
+            help="accepted; not acted on",
+        ),
+        _Flag("jax_auto_pcast", "bool", True, help="accepted; not acted on"),
+        _Flag("jax2tf_associative_scan_reductions", "bool", False, help="accepted; not acted on"),
+        _Flag(
+            "jax_legacy_prng_key",
+            "enum",
+            "allow",
+            ("allow", "warn", "error"),
+            help="accepted; not acted on",
+        ),
+        _Flag("jax_no_execution", "bool", False, help="accepted; not acted on"),
+        _Flag("jax_no_tracing", "bool", False, help="accepted; not acted on"),
+        _Flag(
+            "jax_remove_size_one_mesh_axis_from_type", "bool", False, help="accepted; not acted on"
+        ),
+        _Flag("jax_softmax_custom_jvp", "bool", False, help="accepted; not acted on"),
+        _Flag("jax_thread_guard", "bool", False, help="accepted; not acted on"),
+        _Flag(
+            "xform_warn_recompiles",
+            "bool",
+            True,
+            help="warn when one jitted function traces a third time, naming what changed",
+        ),
+    ]
+}
 
 # Older xform names, still accepted.
 _ALIASES = {"enable_x64": "jax_enable_x64", "check_jaxprs": "jax_enable_checks"}
@@ -193,8 +328,12 @@ _ALIASES = {"enable_x64": "jax_enable_x64", "check_jaxprs": "jax_enable_checks"}
 _SLOW = frozenset(("jax_disable_jit", "jax_debug_nans", "jax_debug_infs"))
 # The flags besides x64 that change what a trace makes: part of jit's cache key (see
 # ``trace_context``) while any is away from its default.
-_TRACE = ("jax_default_matmul_precision", "jax_numpy_rank_promotion",
-          "jax_numpy_dtype_promotion", "jax_default_prng_impl")
+_TRACE = (
+    "jax_default_matmul_precision",
+    "jax_numpy_rank_promotion",
+    "jax_numpy_dtype_promotion",
+    "jax_default_prng_impl",
+)
 
 
 class _PerThread(threading.local):
@@ -231,7 +370,8 @@ _update_slow_calls()
 def _update_trace_flags():
     global _trace_flags_set
     _trace_flags_set = _scopes_trace > 0 or any(
-        getattr(_PerThread, _FLAGS[n].attr) != _FLAGS[n].default for n in _TRACE)
+        getattr(_PerThread, _FLAGS[n].attr) != _FLAGS[n].default for n in _TRACE
+    )
 
 
 _update_trace_flags()
@@ -244,8 +384,13 @@ def trace_context():
     v = _per_thread
     if not _trace_flags_set:
         return v.enable_x64
-    return (v.enable_x64, v.default_matmul_precision, v.numpy_rank_promotion,
-            v.numpy_dtype_promotion, v.default_prng_impl)
+    return (
+        v.enable_x64,
+        v.default_matmul_precision,
+        v.numpy_rank_promotion,
+        v.numpy_dtype_promotion,
+        v.default_prng_impl,
+    )
 
 
 def _flag(name, what):
@@ -318,8 +463,10 @@ class scope:
         flag = _flag(name, "scope")
         if value is _NO_DEFAULT:
             if flag.kind != "bool":
-                raise TypeError(f"Context manager for {flag.name} config option requires an "
-                                "argument representing the new value for the config option.")
+                raise TypeError(
+                    f"Context manager for {flag.name} config option requires an "
+                    "argument representing the new value for the config option."
+                )
             value = True
         self.flag = flag
         self.value = flag.check(value)
@@ -367,6 +514,7 @@ class scope:
         def scoped(*args, **kwargs):
             with scope(self.flag.name, self.value):
                 return fun(*args, **kwargs)
+
         scoped.__name__ = getattr(fun, "__name__", "scoped")
         scoped.__doc__ = getattr(fun, "__doc__", None)
         scoped.__wrapped__ = fun
@@ -390,9 +538,12 @@ def flags():
 def _scoped(flag_name, jax_name):
     def manager(new_val=_NO_DEFAULT):
         return scope(flag_name, new_val)
+
     manager.__name__ = manager.__qualname__ = jax_name
-    manager.__doc__ = (f"Context manager (or decorator): set ``{flag_name}`` to ``new_val`` in "
-                       "this thread for the block, as JAX's ``" + jax_name + "``.")
+    manager.__doc__ = (
+        f"Context manager (or decorator): set ``{flag_name}`` to ``new_val`` in "
+        "this thread for the block, as JAX's ``" + jax_name + "``."
+    )
     return manager
 
 
@@ -415,24 +566,30 @@ check_tracer_leaks = _scoped("jax_check_tracer_leaks", "check_tracer_leaks")
 enable_checks = _scoped("jax_enable_checks", "enable_checks")
 default_device = _scoped("jax_default_device", "default_device")
 allow_f16_reductions = _scoped("jax_allow_f16_reductions", "allow_f16_reductions")
-array_garbage_collection_guard = _scoped("jax_array_garbage_collection_guard",
-                                         "array_garbage_collection_guard")
+array_garbage_collection_guard = _scoped(
+    "jax_array_garbage_collection_guard", "array_garbage_collection_guard"
+)
 auto_pcast = _scoped("jax_auto_pcast", "auto_pcast")
-jax2tf_associative_scan_reductions = _scoped("jax2tf_associative_scan_reductions",
-                                             "jax2tf_associative_scan_reductions")
+jax2tf_associative_scan_reductions = _scoped(
+    "jax2tf_associative_scan_reductions", "jax2tf_associative_scan_reductions"
+)
 legacy_prng_key = _scoped("jax_legacy_prng_key", "legacy_prng_key")
 no_execution = _scoped("jax_no_execution", "no_execution")
 no_tracing = _scoped("jax_no_tracing", "no_tracing")
-remove_size_one_mesh_axis_from_type = _scoped("jax_remove_size_one_mesh_axis_from_type",
-                                              "remove_size_one_mesh_axis_from_type")
+remove_size_one_mesh_axis_from_type = _scoped(
+    "jax_remove_size_one_mesh_axis_from_type", "remove_size_one_mesh_axis_from_type"
+)
 softmax_custom_jvp = _scoped("jax_softmax_custom_jvp", "softmax_custom_jvp")
 thread_guard = _scoped("jax_thread_guard", "thread_guard")
-transfer_guard_host_to_device = _scoped("jax_transfer_guard_host_to_device",
-                                        "transfer_guard_host_to_device")
-transfer_guard_device_to_host = _scoped("jax_transfer_guard_device_to_host",
-                                        "transfer_guard_device_to_host")
-transfer_guard_device_to_device = _scoped("jax_transfer_guard_device_to_device",
-                                          "transfer_guard_device_to_device")
+transfer_guard_host_to_device = _scoped(
+    "jax_transfer_guard_host_to_device", "transfer_guard_host_to_device"
+)
+transfer_guard_device_to_host = _scoped(
+    "jax_transfer_guard_device_to_host", "transfer_guard_device_to_host"
+)
+transfer_guard_device_to_device = _scoped(
+    "jax_transfer_guard_device_to_device", "transfer_guard_device_to_device"
+)
 enable_custom_prng = _scoped("jax_enable_custom_prng", "enable_custom_prng")
 debug_key_reuse = _scoped("jax_debug_key_reuse", "debug_key_reuse")
 
@@ -447,7 +604,10 @@ def transfer_guard(new_val):
     """Context manager: set all three transfer guards in this thread, as JAX's
     ``transfer_guard`` (accepted; xform does not guard transfers yet)."""
     with contextlib.ExitStack() as stack:
-        for name in ("jax_transfer_guard_host_to_device", "jax_transfer_guard_device_to_host",
-                     "jax_transfer_guard_device_to_device"):
+        for name in (
+            "jax_transfer_guard_host_to_device",
+            "jax_transfer_guard_device_to_host",
+            "jax_transfer_guard_device_to_device",
+        ):
             stack.enter_context(scope(name, new_val))
         yield

@@ -84,28 +84,41 @@ class ShapedArray:
 
     def update(self, shape=None, dtype=None, weak_type=None, sharding=None, vma=None):
         # The sharding is kept only while the shape is: a new shape needs a sharding rule.
-        if sharding is None and self.sharding is not None and (shape is None or
-                                                                shape == self.shape):
+        if (
+            sharding is None
+            and self.sharding is not None
+            and (shape is None or shape == self.shape)
+        ):
             sharding = self.sharding
-        return ShapedArray(self.shape if shape is None else shape,
-                           self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type, sharding,
-                           self.vma if vma is None else vma)
+        return ShapedArray(
+            self.shape if shape is None else shape,
+            self.dtype if dtype is None else dtype,
+            self.weak_type if weak_type is None else weak_type,
+            sharding,
+            self.vma if vma is None else vma,
+        )
 
     def strip_weak_type(self):
-        return ShapedArray(self.shape, self.dtype, False, self.sharding, self.vma) \
-            if self.weak_type else self
+        return (
+            ShapedArray(self.shape, self.dtype, False, self.sharding, self.vma)
+            if self.weak_type
+            else self
+        )
 
     def __eq__(self, other):
-        return (type(other) is ShapedArray and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type
-                and self.sharding == other.sharding and self.vma == other.vma)
+        return (
+            type(other) is ShapedArray
+            and self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.weak_type == other.weak_type
+            and self.sharding == other.sharding
+            and self.vma == other.vma
+        )
 
     def __hash__(self):
         h = self._hash
         if h is None:  # cached: avals are hashed on every jit call's cache lookup
-            h = self._hash = hash((self.shape, self.dtype, self.weak_type, self.sharding,
-                                   self.vma))
+            h = self._hash = hash((self.shape, self.dtype, self.weak_type, self.sharding, self.vma))
         return h
 
     @property
@@ -119,8 +132,11 @@ class ShapedArray:
     def str_short(self, short_dtypes=True):
         """``f32[8,4@x]`` as jaxprs print types; ``float32[8,4@x]`` with ``short_dtypes``
         False, as JAX's ``str`` of a type."""
-        dims = map(str, self.shape) if self.sharding is None else map(
-            _sharded_dim, self.shape, self.sharding.spec)
+        dims = (
+            map(str, self.shape)
+            if self.sharding is None
+            else map(_sharded_dim, self.shape, self.sharding.spec)
+        )
         name = dtypes.short_name(self.dtype) if short_dtypes else str(self.dtype)
         if not self.vma:
             return f"{name}[{','.join(dims)}]"
@@ -148,8 +164,10 @@ class ManualAxisType:
         self.varying = varying
 
     def __repr__(self):  # as JAX's
-        return (f"ManualAxisType(varying={frozenset(self.varying)}, unreduced=frozenset(), "
-                "reduced=frozenset())")
+        return (
+            f"ManualAxisType(varying={frozenset(self.varying)}, unreduced=frozenset(), "
+            "reduced=frozenset())"
+        )
 
 
 class _MeshAxisOrder:
@@ -172,8 +190,7 @@ def vma_order(vma):
     """The varying axes in the order a type prints them: the mesh's (see mesh_axis_order),
     then by name."""
     order = _MeshAxisOrder.names
-    return tuple(sorted(vma, key=lambda n: (order.index(n) if n in order else len(order),
-                                            str(n))))
+    return tuple(sorted(vma, key=lambda n: (order.index(n) if n in order else len(order), str(n))))
 
 
 def _sharded_dim(size, entry):
@@ -234,15 +251,19 @@ def get_aval(x):
     for t, fn in pytype_aval_mappings.items():  # subclasses (IntEnum, np.ndarray subclasses)
         if isinstance(x, t):
             return fn(x)
-    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid xform type: "
-                    "expected an array, a NumPy value or a Python scalar")
+    raise TypeError(
+        f"Value {x!r} of type {type(x).__name__} is not a valid xform type: "
+        "expected an array, a NumPy value or a Python scalar"
+    )
 
 
 def is_concrete_array(x):
     """True for values ``get_aval`` accepts that are not tracers."""
-    return not isinstance(x, Tracer) and (type(x) in pytype_aval_mappings or
-                                          isinstance(x, np.generic) or
-                                          any(isinstance(x, t) for t in pytype_aval_mappings))
+    return not isinstance(x, Tracer) and (
+        type(x) in pytype_aval_mappings
+        or isinstance(x, np.generic)
+        or any(isinstance(x, t) for t in pytype_aval_mappings)
+    )
 
 
 # --------------------------------------------------------------------------- the IR
@@ -413,6 +434,7 @@ class Primitive:
         def listed(*args, **params):
             out = rule(*args, **params)
             return list(out) if self.multiple_results else [out]
+
         return listed
 
     def __repr__(self):
@@ -458,8 +480,10 @@ class EvalTrace(Trace):
 
 
 def _no_backend(prim, args, params):
-    raise RuntimeError(f"cannot evaluate '{prim.name}' eagerly: no backend is loaded "
-                       "(import xform, not only xform.core)")
+    raise RuntimeError(
+        f"cannot evaluate '{prim.name}' eagerly: no backend is loaded "
+        "(import xform, not only xform.core)"
+    )
 
 
 eval_trace = EvalTrace()
@@ -519,9 +543,11 @@ def axis_size(name, what):
         if bound == name:
             return size
     in_scope = [n for n, _ in trace_state.axis_env]
-    raise NameError(f"unbound axis name: {name!r} in {what}. The axis names bound here (by pmap "
-                    f"or vmap with axis_name=...) are {in_scope}; call {what} inside a function "
-                    "mapped with that axis_name")
+    raise NameError(
+        f"unbound axis name: {name!r} in {what}. The axis names bound here (by pmap "
+        f"or vmap with axis_name=...) are {in_scope}; call {what} inside a function "
+        "mapped with that axis_name"
+    )
 
 
 def set_eager_impl(fn):
@@ -569,15 +595,19 @@ class Tracer:
         raise error(concretization_message(self, what))
 
     def __bool__(self):
-        return bool(self._concretize("bool() (a Python `if`, `while`, `and`/`or` on it)",
-                                     TracerBoolConversionError))
+        return bool(
+            self._concretize(
+                "bool() (a Python `if`, `while`, `and`/`or` on it)", TracerBoolConversionError
+            )
+        )
 
     def __int__(self):
         return int(self._concretize("int()"))
 
     def __index__(self):
-        return self._concretize("__index__ (use as an index, a length or a shape)",
-                                TracerIntegerConversionError).__index__()
+        return self._concretize(
+            "__index__ (use as an index, a length or a shape)", TracerIntegerConversionError
+        ).__index__()
 
     def __float__(self):
         self._refuse("float()")
@@ -592,12 +622,16 @@ class Tracer:
         self._refuse(".tolist()")
 
     def __array__(self, dtype=None, copy=None):
-        self._refuse("conversion to a NumPy array (np.asarray or a NumPy function)",
-                     TracerArrayConversionError)
+        self._refuse(
+            "conversion to a NumPy array (np.asarray or a NumPy function)",
+            TracerArrayConversionError,
+        )
 
     def __hash__(self):
-        raise TypeError(f"unhashable type: traced array {self.aval.str_short()}; traced "
-                        "values cannot be dict keys or static arguments")
+        raise TypeError(
+            f"unhashable type: traced array {self.aval.str_short()}; traced "
+            "values cannot be dict keys or static arguments"
+        )
 
     def __len__(self):
         if not self.aval.shape:
@@ -615,14 +649,16 @@ class Tracer:
 
 def concretization_message(tracer, what):
     trace = tracer._trace
-    return (f"Abstract tracer value encountered where a concrete value is expected: "
-            f"{what} of the traced array {tracer.aval.str_short()} while {trace.name}. "
-            "The value of a traced array is not known until the transformed function runs. "
-            "If the value depends only on Python arguments, mark them static "
-            "(`static_argnums`/`static_argnames` of `xform.jit`); to choose between values, "
-            "use `xform.numpy.where` or `xform.lax.select`; to branch or loop on a traced "
-            "value, use `xform.lax.cond`, `xform.lax.switch`, `xform.lax.while_loop` or "
-            "`xform.lax.fori_loop`.")
+    return (
+        f"Abstract tracer value encountered where a concrete value is expected: "
+        f"{what} of the traced array {tracer.aval.str_short()} while {trace.name}. "
+        "The value of a traced array is not known until the transformed function runs. "
+        "If the value depends only on Python arguments, mark them static "
+        "(`static_argnums`/`static_argnames` of `xform.jit`); to choose between values, "
+        "use `xform.numpy.where` or `xform.lax.select`; to branch or loop on a traced "
+        "value, use `xform.lax.cond`, `xform.lax.switch`, `xform.lax.while_loop` or "
+        "`xform.lax.fori_loop`."
+    )
 
 
 def escaped_tracer_error(tracer, where):
@@ -635,7 +671,8 @@ def escaped_tracer_error(tracer, where):
         f"used by '{where}'. It belongs to the transformation that was {trace.name}, "
         f"which {state}: the tracer escaped through a side effect (a global, a list, an "
         "attribute) of the transformed function. Return the value from the function instead "
-        "of storing it.")
+        "of storing it."
+    )
 
 
 def eval_jaxpr(jaxpr, consts, *args):
@@ -701,16 +738,19 @@ def check_jaxpr(jaxpr):
     if isinstance(jaxpr, ClosedJaxpr):
         for v, c in zip(jaxpr.jaxpr.constvars, jaxpr.consts, strict=True):
             if not isinstance(c, Tracer) and not _same_type(v.aval, get_aval(c)):
-                raise JaxprTypeError(f"constvar of type {v.aval.str_short()} is bound to a "
-                                     f"constant of type {get_aval(c).str_short()}")
+                raise JaxprTypeError(
+                    f"constvar of type {v.aval.str_short()} is bound to a "
+                    f"constant of type {get_aval(c).str_short()}"
+                )
         jaxpr = jaxpr.jaxpr
     names = Names()
     defined = set()
 
     def define(v):
         if v in defined:
-            raise JaxprTypeError(f"variable {names(v)} is defined twice in\n"
-                                 f"{pp_jaxpr(jaxpr, names, 0)}")
+            raise JaxprTypeError(
+                f"variable {names(v)} is defined twice in\n{pp_jaxpr(jaxpr, names, 0)}"
+            )
         defined.add(v)
 
     def read(x, eqn):
@@ -733,10 +773,13 @@ def check_jaxpr(jaxpr):
         except (TypeError, ValueError) as e:
             raise JaxprTypeError(f"ill-typed equation: {pp_eqn(eqn, names, 0)}\n{e}") from e
         if len(out_avals) != len(eqn.outvars) or not all(
-                _same_type(a, v.aval) for a, v in zip(out_avals, eqn.outvars, strict=True)):
+            _same_type(a, v.aval) for a, v in zip(out_avals, eqn.outvars, strict=True)
+        ):
             expected = ", ".join(a.str_short() for a in out_avals)
-            raise JaxprTypeError(f"equation {pp_eqn(eqn, names, 0)} binds outputs whose types "
-                                 f"differ from its rule's: {expected}")
+            raise JaxprTypeError(
+                f"equation {pp_eqn(eqn, names, 0)} binds outputs whose types "
+                f"differ from its rule's: {expected}"
+            )
         for sub in subjaxprs(eqn.params):
             check_jaxpr(sub)
         for v in eqn.outvars:

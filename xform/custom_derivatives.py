@@ -86,8 +86,11 @@ class CustomVJPPrimal:
 def custom_vjp_primal_tree_values(tree):
     """``tree`` with each ``CustomVJPPrimal`` leaf replaced by its value: the arguments of a
     symbolic-zeros fwd rule in their plain form."""
-    return pytree.tree_map(lambda x: x.value if isinstance(x, CustomVJPPrimal) else x,
-                              tree, is_leaf=lambda x: isinstance(x, CustomVJPPrimal))
+    return pytree.tree_map(
+        lambda x: x.value if isinstance(x, CustomVJPPrimal) else x,
+        tree,
+        is_leaf=lambda x: isinstance(x, CustomVJPPrimal),
+    )
 
 
 class _CustomFunction:
@@ -108,7 +111,9 @@ class _CustomFunction:
             # As JAX: a name counts where it is a parameter that may be passed by position.
             for i, param in enumerate(self._signature.parameters.values()):
                 if param.name in nondiff_argnames and param.kind in (
-                        param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+                    param.POSITIONAL_ONLY,
+                    param.POSITIONAL_OR_KEYWORD,
+                ):
                     positions.add(i)
         self.nondiff_argnums = tuple(sorted(positions))
 
@@ -142,7 +147,8 @@ class _CustomFunction:
     def _runs_plainly(self, args):
         """No transformation is active and no argument is traced: just run the function."""
         return core.trace_state.trace is core.eval_trace and not any(
-            isinstance(x, Tracer) for x in pytree.tree_leaves(args))
+            isinstance(x, Tracer) for x in pytree.tree_leaves(args)
+        )
 
     def _merge_args(self, nondiff, diff):
         """The full argument list from the non-differentiable and differentiable ones."""
@@ -169,9 +175,10 @@ def _as_passed(leaves):
     avals = [core.get_aval(x) for x in leaves]
 
     def as_passed(values):
-        return [from_host(np.asarray(x, a.dtype), a.weak_type)
-                if type(x) in _PYTHON_SCALARS else x
-                for x, a in zip(values, avals, strict=True)]
+        return [
+            from_host(np.asarray(x, a.dtype), a.weak_type) if type(x) in _PYTHON_SCALARS else x
+            for x, a in zip(values, avals, strict=True)
+        ]
 
     return as_passed
 
@@ -181,24 +188,32 @@ def _check_out_tree(name, what, tree, store):
     function or a rule, whichever ran first)."""
     expected = store.setdefault("out_tree", tree)
     if tree != expected:
-        raise TypeError(f"{name}: the {what} must have the structure of the function's "
-                        f"output, {expected}; got {tree}")
+        raise TypeError(
+            f"{name}: the {what} must have the structure of the function's "
+            f"output, {expected}; got {tree}"
+        )
 
 
 def _check_pair(name, what, got, expected_tree, expected_avals):
     leaves, tree = pytree.tree_flatten(got)
     if tree != expected_tree:
-        raise TypeError(f"{name}: the {what} must have the structure of the function's "
-                        f"output, {expected_tree}; got {tree}")
+        raise TypeError(
+            f"{name}: the {what} must have the structure of the function's "
+            f"output, {expected_tree}; got {tree}"
+        )
     for i, (x, aval) in enumerate(zip(leaves, expected_avals, strict=True)):
         if type(x) is SymbolicZero:
             shape = x.aval.shape
         else:
-            shape = core.get_aval(x).shape if not hasattr(x, "dtype") or \
-                x.dtype.kind != "V" else x.shape
+            shape = (
+                core.get_aval(x).shape
+                if not hasattr(x, "dtype") or x.dtype.kind != "V"
+                else x.shape
+            )
         if shape != aval.shape:
-            raise ValueError(f"{name}: output {i} of the {what} has shape {shape}, expected "
-                             f"{aval.shape}")
+            raise ValueError(
+                f"{name}: output {i} of the {what} has shape {shape}, expected {aval.shape}"
+            )
     return leaves
 
 
@@ -215,9 +230,11 @@ def _bwd_cotangents(name, cts, diff, in_tree, in_avals):
         cts = tuple(cts)
     if not isinstance(cts, tuple) or len(cts) != len(diff):
         length = f" of length {len(cts)}" if isinstance(cts, (tuple, list)) else ""
-        raise TypeError(f"custom_vjp bwd rule of {name} must return a tuple with one "
-                        f"cotangent per differentiable argument ({len(diff)}), got "
-                        f"{type(cts).__name__}{length}")
+        raise TypeError(
+            f"custom_vjp bwd rule of {name} must return a tuple with one "
+            f"cotangent per differentiable argument ({len(diff)}), got "
+            f"{type(cts).__name__}{length}"
+        )
     flat = []
 
     def collect(ct, arg):
@@ -229,13 +246,17 @@ def _bwd_cotangents(name, cts, diff, in_tree, in_avals):
     try:  # None is a leaf here, so it may stand for a whole subtree of the arguments
         pytree.tree_map(collect, cts, diff, is_leaf=lambda x: x is None)
     except ValueError:
-        raise TypeError(f"custom_vjp bwd rule of {name} returned cotangents with the "
-                        f"structure {pytree.tree_structure(cts)}; the arguments have "
-                        f"{in_tree}") from None
+        raise TypeError(
+            f"custom_vjp bwd rule of {name} returned cotangents with the "
+            f"structure {pytree.tree_structure(cts)}; the arguments have "
+            f"{in_tree}"
+        ) from None
     if len(flat) != len(in_avals):
-        raise TypeError(f"custom_vjp bwd rule of {name} returned cotangents with the "
-                        f"structure {pytree.tree_structure(cts)}; the arguments have "
-                        f"{in_tree}")
+        raise TypeError(
+            f"custom_vjp bwd rule of {name} returned cotangents with the "
+            f"structure {pytree.tree_structure(cts)}; the arguments have "
+            f"{in_tree}"
+        )
     out = []
     for i, (ct, aval) in enumerate(zip(flat, in_avals, strict=True)):
         t_aval = ad.tangent_aval(aval)
@@ -244,10 +265,12 @@ def _bwd_cotangents(name, cts, diff, in_tree, in_avals):
             continue
         ct_aval = core.get_aval(ct)
         if ct_aval.shape != aval.shape or ct_aval.dtype != t_aval.dtype:
-            raise ValueError(f"custom_vjp bwd rule of {name}: cotangent {i} has shape "
-                             f"{ct_aval.shape} and dtype {ct_aval.dtype}; its argument is "
-                             f"{aval.str_short()}, so the cotangent must have shape "
-                             f"{aval.shape} and dtype {t_aval.dtype}")
+            raise ValueError(
+                f"custom_vjp bwd rule of {name}: cotangent {i} has shape "
+                f"{ct_aval.shape} and dtype {ct_aval.dtype}; its argument is "
+                f"{aval.str_short()}, so the cotangent must have shape "
+                f"{aval.shape} and dtype {t_aval.dtype}"
+            )
         out.append(ct)
     return out
 
@@ -290,16 +313,18 @@ class custom_jvp(_CustomFunction):
             for fn, t in zip(tangent_fns, tangents, strict=True):
                 if fn is not None:
                     term = fn(t, out, *primals)
-                    total = term if total is None else pytree.tree_map(
-                        lambda a, b: a + b, total, term)
+                    total = (
+                        term if total is None else pytree.tree_map(lambda a, b: a + b, total, term)
+                    )
             return out, total
 
         self.defjvp(jvp)
 
     def __call__(self, *args, **kwargs):
         if self.jvp is None:
-            raise AttributeError(f"No JVP defined for custom_jvp function {self.name} using "
-                                 "defjvp.")
+            raise AttributeError(
+                f"No JVP defined for custom_jvp function {self.name} using defjvp."
+            )
         args = self._positional(args, kwargs)
         if self._runs_plainly(args):
             return self.fun(*args)
@@ -308,27 +333,36 @@ class custom_jvp(_CustomFunction):
 
         def flat_jvp(primal_leaves, tangent_leaves):
             primals = pytree.tree_unflatten(in_tree, as_passed(primal_leaves))
-            tangents = pytree.tree_unflatten(in_tree, [
-                SymbolicZero(t.aval) if type(t) is ad.Zero else t for t in tangent_leaves])
+            tangents = pytree.tree_unflatten(
+                in_tree, [SymbolicZero(t.aval) if type(t) is ad.Zero else t for t in tangent_leaves]
+            )
             result = rule(*nondiff, tuple(primals), tuple(tangents))
             if not isinstance(result, (tuple, list)) or len(result) != 2:
-                raise TypeError(f"custom_jvp rule of {name} must return a pair (primal_out, "
-                                f"tangent_out), got {type(result).__name__}")
+                raise TypeError(
+                    f"custom_jvp rule of {name} must return a pair (primal_out, "
+                    f"tangent_out), got {type(result).__name__}"
+                )
             out, out_tree = pytree.tree_flatten(result[0])
             _check_out_tree(name, "primal output of its custom_jvp rule", out_tree, store)
             out_avals = [core.get_aval(x) for x in out]
-            tangent = _check_pair(name, "tangent output of its custom_jvp rule", result[1],
-                                  out_tree, out_avals)
-            return list(out), [_from_symbolic(t, a) for t, a in zip(tangent, out_avals,
-                                                                    strict=True)]
+            tangent = _check_pair(
+                name, "tangent output of its custom_jvp rule", result[1], out_tree, out_avals
+            )
+            return list(out), [
+                _from_symbolic(t, a) for t, a in zip(tangent, out_avals, strict=True)
+            ]
 
         flat_jvp.__name__ = getattr(rule, "__name__", "jvp")  # printed as the jvp= param
         flat_jvp.symbolic_zeros = self.symbolic_zeros
-        outs = custom_jvp_call_p.bind(*leaves, fun=flat_fun, jvp=flat_jvp, num_consts=0,
-                                      name=name, symbolic_zeros=self.symbolic_zeros)
+        outs = custom_jvp_call_p.bind(
+            *leaves,
+            fun=flat_fun,
+            jvp=flat_jvp,
+            num_consts=0,
+            name=name,
+            symbolic_zeros=self.symbolic_zeros,
+        )
         return pytree.tree_unflatten(store["out_tree"], outs)
-
-
 
 
 class custom_vjp(_CustomFunction):
@@ -357,8 +391,9 @@ class custom_vjp(_CustomFunction):
 
     def __call__(self, *args, **kwargs):
         if self.fwd is None:
-            raise AttributeError(f"No VJP defined for custom_vjp function {self.name} using "
-                                 "defvjp.")
+            raise AttributeError(
+                f"No VJP defined for custom_vjp function {self.name} using defvjp."
+            )
         args = self._positional(args, kwargs)
         if self._runs_plainly(args):
             return self.fun(*args)
@@ -372,12 +407,15 @@ class custom_vjp(_CustomFunction):
             arg_leaves = as_passed(arg_leaves)
             if symbolic_zeros:  # the leaves say what is perturbed (all: under vmap's rule)
                 perturbed = [True] * len(arg_leaves) if perturbed is None else perturbed
-                arg_leaves = [CustomVJPPrimal(x, p)
-                              for x, p in zip(arg_leaves, perturbed, strict=True)]
+                arg_leaves = [
+                    CustomVJPPrimal(x, p) for x, p in zip(arg_leaves, perturbed, strict=True)
+                ]
             result = fwd(*merge(nondiff, pytree.tree_unflatten(in_tree, arg_leaves)))
             if not isinstance(result, (tuple, list)) or len(result) != 2:
-                raise TypeError(f"custom_vjp fwd rule of {name} must return a pair (output, "
-                                f"residuals), got {type(result).__name__}")
+                raise TypeError(
+                    f"custom_vjp fwd rule of {name} must return a pair (output, "
+                    f"residuals), got {type(result).__name__}"
+                )
             out, out_tree = pytree.tree_flatten(result[0])
             _check_out_tree(name, "output of its custom_vjp fwd rule", out_tree, store)
             res_leaves, residual_tree["tree"] = pytree.tree_flatten(result[1])
@@ -385,26 +423,33 @@ class custom_vjp(_CustomFunction):
             # stay literals): they are kept here, not bound. (equinox's filter_custom_vjp
             # passes Python bools that way and tests them with isinstance.)
             residual_tree["python"] = python = {
-                i: x for i, x in enumerate(res_leaves) if type(x) in _PYTHON_SCALARS}
+                i: x for i, x in enumerate(res_leaves) if type(x) in _PYTHON_SCALARS
+            }
             return list(out), [x for i, x in enumerate(res_leaves) if i not in python]
 
         def flat_bwd(res_leaves, ct_leaves):
             python, bound = residual_tree["python"], iter(res_leaves)
-            res_leaves = [python[i] if i in python else next(bound)
-                          for i in range(residual_tree["tree"].num_leaves)]
+            res_leaves = [
+                python[i] if i in python else next(bound)
+                for i in range(residual_tree["tree"].num_leaves)
+            ]
             residuals = pytree.tree_unflatten(residual_tree["tree"], res_leaves)
-            ct_leaves = [SymbolicZero(ct.aval) if type(ct) is ad.Zero else ct
-                         for ct in ct_leaves]
-            cts = bwd(*nondiff, residuals, pytree.tree_unflatten(store["out_tree"],
-                                                                    ct_leaves))
+            ct_leaves = [SymbolicZero(ct.aval) if type(ct) is ad.Zero else ct for ct in ct_leaves]
+            cts = bwd(*nondiff, residuals, pytree.tree_unflatten(store["out_tree"], ct_leaves))
             return _bwd_cotangents(name, cts, diff, in_tree, in_avals)
 
         flat_fwd.__name__ = getattr(fwd, "__name__", "fwd")  # printed as the fwd= param
         flat_bwd.__name__ = getattr(bwd, "__name__", "bwd")  # ... and bwd=
         flat_fwd.symbolic_zeros = flat_bwd.symbolic_zeros = self.symbolic_zeros
-        outs = custom_vjp_call_p.bind(*leaves, fun=flat_fun, fwd=flat_fwd, bwd=flat_bwd,
-                                      num_consts=0, name=name,
-                                      symbolic_zeros=self.symbolic_zeros)
+        outs = custom_vjp_call_p.bind(
+            *leaves,
+            fun=flat_fun,
+            fwd=flat_fwd,
+            bwd=flat_bwd,
+            num_consts=0,
+            name=name,
+            symbolic_zeros=self.symbolic_zeros,
+        )
         return pytree.tree_unflatten(store["out_tree"], outs)
 
 
@@ -422,8 +467,10 @@ class _GradientRule:
 
 
 pytree.register_pytree_node(
-    _GradientRule, lambda r: (r.consts, (r.jaxpr, r.in_tree)),
-    lambda aux, consts: _GradientRule(aux[0], aux[1], list(consts)))
+    _GradientRule,
+    lambda r: (r.consts, (r.jaxpr, r.in_tree)),
+    lambda aux, consts: _GradientRule(aux[0], aux[1], list(consts)),
+)
 
 
 def custom_gradient(fun):
@@ -517,11 +564,11 @@ def closure_convert(fun, *example_args):
             all_consts[i] = c
         flat, tree = pytree.tree_flatten(tuple(args))
         if tree != in_tree:
-            raise TypeError(f"closure_convert of {_fun_name(fun)}: the converted function "
-                            f"was called with arguments of structure {tree}, but the example "
-                            f"arguments had {in_tree}")
+            raise TypeError(
+                f"closure_convert of {_fun_name(fun)}: the converted function "
+                f"was called with arguments of structure {tree}, but the example "
+                f"arguments had {in_tree}"
+            )
         return pytree.tree_unflatten(out_tree, core.eval_jaxpr(jaxpr, all_consts, *flat))
 
     return converted_fun, hoisted
-
-

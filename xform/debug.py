@@ -34,12 +34,20 @@ from xform.primitives.callback import (
     split_callback_args,
 )
 
-__all__ = ["callback", "print", "log", "breakpoint", "DebugEffect", "OrderedDebugEffect",
-           "visualize_array_sharding", "visualize_sharding", "inspect_array_sharding"]
+__all__ = [
+    "callback",
+    "print",
+    "log",
+    "breakpoint",
+    "DebugEffect",
+    "OrderedDebugEffect",
+    "visualize_array_sharding",
+    "visualize_sharding",
+    "inspect_array_sharding",
+]
 
 # jax.debug's names that xform does not have yet, and why.
-NOT_PROVIDED = {
-}
+NOT_PROVIDED = {}
 
 
 class DebugEffect:
@@ -58,8 +66,9 @@ class OrderedDebugEffect:
 
 def _stage(fn, args, kwargs, ordered, partitioned):
     in_tree, dynamic, static = split_callback_args(args, kwargs)
-    debug_callback(FlatCallback(fn, in_tree, static), *dynamic, ordered=ordered,
-                   partitioned=partitioned)
+    debug_callback(
+        FlatCallback(fn, in_tree, static), *dynamic, ordered=ordered, partitioned=partitioned
+    )
 
 
 def callback(callback=None, *args, ordered=False, partitioned=False, **kwargs):
@@ -78,16 +87,20 @@ def callback(callback=None, *args, ordered=False, partitioned=False, **kwargs):
 
     def stage(fn, *c_args, **c_kwargs):
         if not callable(fn):
-            raise TypeError("first argument to jax.debug.callback must be callable, but got "
-                            f"an object of type {type(fn)}")
+            raise TypeError(
+                "first argument to jax.debug.callback must be callable, but got "
+                f"an object of type {type(fn)}"
+            )
         _stage(fn, c_args, c_kwargs, ordered, partitioned)
 
     if callback is not None:
         stage(callback, *args, **kwargs)
         return None
     if args or kwargs:
-        raise TypeError("debug_callback received unexpected arguments in the two-call form: "
-                        f"args={args} kwargs={kwargs}")
+        raise TypeError(
+            "debug_callback received unexpected arguments in the two-call form: "
+            f"args={args} kwargs={kwargs}"
+        )
     return stage
 
 
@@ -106,8 +119,9 @@ class _FormatChecker(string.Formatter):
         if unused_kwargs:
             raise ValueError(
                 f"Unused keyword arguments to `jax.debug.print`: {unused_kwargs}. You may be "
-                "passing an f-string (i.e, `f\"{x}\"`) into `jax.debug.print` and instead "
-                "should pass in a regular string.")
+                'passing an f-string (i.e, `f"{x}"`) into `jax.debug.print` and instead '
+                "should pass in a regular string."
+            )
 
 
 _checker = _FormatChecker()
@@ -143,8 +157,14 @@ def _print(fmt, args, kwargs, ordered, partitioned, skip_format_check, to_log):
     _stage(show, args, kwargs, ordered, partitioned)
 
 
-def print(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=False,  # noqa: A001
-          **kwargs):
+def print(  # noqa: A001
+    fmt=None,
+    *args,
+    ordered=False,
+    partitioned=False,
+    skip_format_check=False,
+    **kwargs,
+):
     """Print ``fmt.format(*args, **kwargs)`` with the runtime values, from inside programs.
 
     Not an f-string: formatting waits for the values, so write
@@ -166,10 +186,11 @@ def print(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=F
         _print(fmt, args, kwargs, ordered, partitioned, skip_format_check, False)
         return None
     if args or kwargs:
-        raise TypeError("debug_print received unexpected arguments in the two-call form: "
-                        f"args={args} kwargs={kwargs}")
-    return lambda fmt, *a, **k: _print(fmt, a, k, ordered, partitioned, skip_format_check,
-                                       False)
+        raise TypeError(
+            "debug_print received unexpected arguments in the two-call form: "
+            f"args={args} kwargs={kwargs}"
+        )
+    return lambda fmt, *a, **k: _print(fmt, a, k, ordered, partitioned, skip_format_check, False)
 
 
 def log(fmt, *args, ordered=False, partitioned=False, skip_format_check=False, **kwargs):
@@ -203,8 +224,13 @@ class _Frame:
 def _user_frames(filter_frames, num_frames):
     infos = inspect.stack()[2:]  # past breakpoint and this function
     if filter_frames:
-        infos = [f for f in infos if not f.filename.startswith((_XFORM_DIR, _LOWERING_DIR))
-                 and "/_pytest/" not in f.filename and "/pluggy/" not in f.filename]
+        infos = [
+            f
+            for f in infos
+            if not f.filename.startswith((_XFORM_DIR, _LOWERING_DIR))
+            and "/_pytest/" not in f.filename
+            and "/pluggy/" not in f.filename
+        ]
     return infos[:num_frames] if num_frames is not None else infos
 
 
@@ -231,8 +257,7 @@ class _Debugger(cmd.Cmd):
         try:
             self._say(fmt(self._eval(expr)))
         except Exception:
-            self._say("*** " + traceback.format_exception_only(*sys.exc_info()[:2])[-1]
-                      .strip())
+            self._say("*** " + traceback.format_exception_only(*sys.exc_info()[:2])[-1].strip())
 
     def default(self, line):
         self._show(line, repr)
@@ -278,8 +303,14 @@ class _Debugger(cmd.Cmd):
         lines = ["Traceback:"]
         for frame in reversed(self.frames):
             lines.append(f'  File "{frame.filename}", line {frame.lineno}')
-            lines.append("    " + (frame.source[frame.offset].strip()
-                                   if frame.offset is not None else "<no source>"))
+            lines.append(
+                "    "
+                + (
+                    frame.source[frame.offset].strip()
+                    if frame.offset is not None
+                    else "<no source>"
+                )
+            )
         self._say("\n".join(lines))
 
     def do_continue(self, arg):
@@ -295,8 +326,15 @@ class _Debugger(cmd.Cmd):
     do_q = do_exit = do_EOF = do_quit
 
 
-def breakpoint(*, backend=None, filter_frames=True, num_frames=None, ordered=False,  # noqa: A001
-               token=None, **kwargs):
+def breakpoint(  # noqa: A001
+    *,
+    backend=None,
+    filter_frames=True,
+    num_frames=None,
+    ordered=False,
+    token=None,
+    **kwargs,
+):
     """Stop in a text debugger (prompt ``(jdb)``) where the program reaches this call.
 
     The debugger shows the user's frames at the call, with the traced values in them
@@ -322,8 +360,7 @@ def breakpoint(*, backend=None, filter_frames=True, num_frames=None, ordered=Fal
       >>> xform.debug.breakpoint()
     """
     if backend not in (None, "cli"):
-        raise ValueError(f"Debugger backend {backend!r} is not available; xform provides "
-                         "'cli'")
+        raise ValueError(f"Debugger backend {backend!r} is not available; xform provides 'cli'")
     if token is not None and ordered:
         raise ValueError("`ordered` and `token` are mutually exclusive arguments.")
     infos = _user_frames(filter_frames, num_frames)
@@ -342,14 +379,20 @@ def breakpoint(*, backend=None, filter_frames=True, num_frames=None, ordered=Fal
         it = iter(values)
         for k, name, treedef, n in names:
             local_vars[k][name] = pytree.tree_unflatten(treedef, [next(it) for _ in range(n)])
-        frames = [_Frame(info, loc, glob)
-                  for info, loc, glob in zip(infos, local_vars, global_vars, strict=True)]
+        frames = [
+            _Frame(info, loc, glob)
+            for info, loc, glob in zip(infos, local_vars, global_vars, strict=True)
+        ]
         with _debug_lock:
             _Debugger(frames, **kwargs).cmdloop()
 
     if token is None:
-        debug_callback(FlatCallback(stop, pytree.tree_structure(((*dynamic,), {}))),
-                       *dynamic, ordered=ordered, partitioned=False)
+        debug_callback(
+            FlatCallback(stop, pytree.tree_structure(((*dynamic,), {}))),
+            *dynamic,
+            ordered=ordered,
+            partitioned=False,
+        )
         return None
     # Run once ``token`` is computed, and hand it back: what uses the result waits for it.
     token, dynamic = stop_gradient((token, dynamic))

@@ -97,17 +97,41 @@ def _operand_daz(v):
 # complex number and widening conversions read them as zero like any arithmetic; sort orders
 # them as zero (its key function flushes them) and top_k compares them exactly. See
 # ``_keeps_subnormals`` for abs and convert_element_type.
-_BIT_MOVES = frozenset([
-    elementwise.neg_p, elementwise.copy_p, elementwise.select_n_p, elementwise.real_p,
-    elementwise.imag_p, elementwise.conj_p, elementwise.complex_p, elementwise.stage_p,
-    elementwise.bitcast_convert_type_p, structural.reshape_p, structural.transpose_p,
-    structural.broadcast_in_dim_p, structural.squeeze_p, structural.concatenate_p,
-    structural.pad_p, structural.rev_p, structural.tile_p, structural.split_p,
-    structural.stack_p, structural.unstack_p, indexing.slice_p, indexing.gather_p,
-    indexing.dynamic_slice_p, indexing.dynamic_update_slice_p, indexing.scatter_p,
-    sorting.sort_p, sorting.top_k_p, compiler.device_put_p, compiler.optimization_barrier_p,
-    autodiff.stop_gradient_p, remat.name_p,
-])
+_BIT_MOVES = frozenset(
+    [
+        elementwise.neg_p,
+        elementwise.copy_p,
+        elementwise.select_n_p,
+        elementwise.real_p,
+        elementwise.imag_p,
+        elementwise.conj_p,
+        elementwise.complex_p,
+        elementwise.stage_p,
+        elementwise.bitcast_convert_type_p,
+        structural.reshape_p,
+        structural.transpose_p,
+        structural.broadcast_in_dim_p,
+        structural.squeeze_p,
+        structural.concatenate_p,
+        structural.pad_p,
+        structural.rev_p,
+        structural.tile_p,
+        structural.split_p,
+        structural.stack_p,
+        structural.unstack_p,
+        indexing.slice_p,
+        indexing.gather_p,
+        indexing.dynamic_slice_p,
+        indexing.dynamic_update_slice_p,
+        indexing.scatter_p,
+        sorting.sort_p,
+        sorting.top_k_p,
+        compiler.device_put_p,
+        compiler.optimization_barrier_p,
+        autodiff.stop_gradient_p,
+        remat.name_p,
+    ]
+)
 
 
 def _keeps_subnormals(prim, avals, params):
@@ -118,8 +142,9 @@ def _keeps_subnormals(prim, avals, params):
         return avals[0].dtype.kind == "f"
     if prim is elementwise.convert_element_type_p:  # same precision: a float in a complex
         old, new = avals[0].dtype, np.dtype(params["new_dtype"])
-        return new == old or (old.kind == "f" and new.kind == "c" and
-                              new.itemsize == 2 * old.itemsize)
+        return new == old or (
+            old.kind == "f" and new.kind == "c" and new.itemsize == 2 * old.itemsize
+        )
     return False
 
 
@@ -128,8 +153,10 @@ def _subnormal_apply(prim, impl, args, vals, avals, out_avals, params):
     unless ``prim`` moves bits; then its results are marked when they hold any."""
     keeps = _keeps_subnormals(prim, avals, params)
     if not keeps:
-        vals = [flush_subnormals(v) if type(x) is Array and x._subnormal else v
-                for x, v in zip(args, vals, strict=True)]
+        vals = [
+            flush_subnormals(v) if type(x) is Array and x._subnormal else v
+            for x, v in zip(args, vals, strict=True)
+        ]
     outs = _run_impl(impl, vals, params)
     result = [_as_array(out, intern_aval(a)) for out, a in zip(outs, out_avals, strict=True)]
     for array in result:
@@ -362,19 +389,22 @@ def committed_device(args, avals, name):
                 first = (i, device)
             elif device != first[1]:
                 k = first[0]
-                raise incompatible_devices(name, (k, avals[k], [first[1]]),
-                                           (i, avals[i], [device]))
+                raise incompatible_devices(name, (k, avals[k], [first[1]]), (i, avals[i], [device]))
     return None if first is None else first[1]
 
 
 def incompatible_devices(name, *arguments):
     """JAX's ValueError for a call of ``name`` whose arguments, each ``(position, aval,
     devices)``, are committed to different devices."""
-    described = [f"argument {k} of {name} with shape {aval.str_short(short_dtypes=False)} and "
-                 f"with device ids {sorted(d.id for d in devices)} on platform "
-                 f"{next(iter(devices)).platform.upper()}" for k, aval, devices in arguments]
-    return ValueError("Received incompatible devices for jitted computation. Got "
-                      + " and ".join(described))
+    described = [
+        f"argument {k} of {name} with shape {aval.str_short(short_dtypes=False)} and "
+        f"with device ids {sorted(d.id for d in devices)} on platform "
+        f"{next(iter(devices)).platform.upper()}"
+        for k, aval, devices in arguments
+    ]
+    return ValueError(
+        "Received incompatible devices for jitted computation. Got " + " and ".join(described)
+    )
 
 
 def _committed_apply(prim, args, params):
@@ -382,8 +412,10 @@ def _committed_apply(prim, args, params):
     that device too. (Computed as any other, from host copies, then put there.)"""
     device = committed_device(args, [getattr(x, "aval", None) for x in args], prim.name)
     plain = [Array(x.aval, x._host_value()) if type(x) is CommittedArray else x for x in args]
-    return [CommittedArray(o.aval, None, o._device_buffer(device))
-            for o in host_apply(prim, plain, params)]
+    return [
+        CommittedArray(o.aval, None, o._device_buffer(device))
+        for o in host_apply(prim, plain, params)
+    ]
 
 
 class Compiled:
@@ -430,10 +462,18 @@ def lowered_form(closed, donated=None, consts=(), keep_unused=False):
     n = len(consts)
     if n:
         jaxpr = closed.jaxpr
-        closed = ClosedJaxpr(Jaxpr(list(jaxpr.constvars) + jaxpr.invars[:n], jaxpr.invars[n:],
-                                   jaxpr.outvars, jaxpr.eqns), list(closed.consts) + list(consts))
-    pruned, used = dce.dce_closed_jaxpr(closed, [True] * len(closed.jaxpr.outvars),
-                                        prune_inputs=not keep_unused)
+        closed = ClosedJaxpr(
+            Jaxpr(
+                list(jaxpr.constvars) + jaxpr.invars[:n],
+                jaxpr.invars[n:],
+                jaxpr.outvars,
+                jaxpr.eqns,
+            ),
+            list(closed.consts) + list(consts),
+        )
+    pruned, used = dce.dce_closed_jaxpr(
+        closed, [True] * len(closed.jaxpr.outvars), prune_inputs=not keep_unused
+    )
     if keep_unused:
         used = [True] * len(used)
     if all(used) and not n:
@@ -442,8 +482,17 @@ def lowered_form(closed, donated=None, consts=(), keep_unused=False):
     return pruned, kept, None if donated is None else tuple(donated[i] for i in kept)
 
 
-def compile_jaxpr(closed, name, device=None, donated=None, min_cache_secs=0.0, options=(),
-                  module=None, consts=(), keep_unused=False):
+def compile_jaxpr(
+    closed,
+    name,
+    device=None,
+    donated=None,
+    min_cache_secs=0.0,
+    options=(),
+    module=None,
+    consts=(),
+    keep_unused=False,
+):
     """Compile a const-free ClosedJaxpr (cached per jaxpr, device, donated inputs and XLA
     ``options``, ``(name, value)`` pairs; on disk too, if compiling took ``min_cache_secs``
     or more). ``consts``: the values of its first inputs, inlined (``lowered_form``): callers
@@ -451,16 +500,18 @@ def compile_jaxpr(closed, name, device=None, donated=None, min_cache_secs=0.0, o
     (unless ``keep_unused``). ``module``: the jaxpr already lowered by ``lower_to_module``
     with these arguments (a ``Lowered`` stage's), so that compiling does not lower it again."""
     per_jaxpr = _compiled.setdefault(closed.jaxpr, {})
-    key = (device, donated, options, keep_unused) if options or keep_unused else \
-        (device, donated)
+    key = (device, donated, options, keep_unused) if options or keep_unused else (device, donated)
     entry = per_jaxpr.get(key)
     if entry is None:
         # A program holding pmaps runs as one replica per device they need.
         replicas = replicas_needed(closed.jaxpr)
         log = config.values.log_compiles  # as JAX: WARNINGs while the flag is on
         if log:
-            _log.warning("Compiling %s with global shapes and types %s.", name,
-                         [v.aval for v in closed.jaxpr.invars])
+            _log.warning(
+                "Compiling %s with global shapes and types %s.",
+                name,
+                [v.aval for v in closed.jaxpr.invars],
+            )
             start = time.perf_counter()
         lowered, kept, kept_donated = lowered_form(closed, donated, consts, keep_unused)
         num_inputs = len(lowered.in_avals)
@@ -468,17 +519,24 @@ def compile_jaxpr(closed, name, device=None, donated=None, min_cache_secs=0.0, o
             module = mlir.lower_to_module(lowered, name, replicas, kept_donated)
         if log:
             lowered = time.perf_counter()
-            _log.warning("Finished jaxpr to MLIR module conversion jit(%s) in %.6f sec", name,
-                         lowered - start)
+            _log.warning(
+                "Finished jaxpr to MLIR module conversion jit(%s) in %.6f sec",
+                name,
+                lowered - start,
+            )
         if replicas == 1:
-            exe = runtime.compile_module(module, closed.out_avals, device, min_cache_secs,
-                                         options, num_inputs)
+            exe = runtime.compile_module(
+                module, closed.out_avals, device, min_cache_secs, options, num_inputs
+            )
             exe.kept = kept
         else:
             exe = runtime.compile_replicated(module, closed.out_avals, replicas, options)
         if log:
-            _log.warning("Finished XLA compilation of jit(%s) in %.6f sec", name,
-                         time.perf_counter() - lowered)
+            _log.warning(
+                "Finished XLA compilation of jit(%s) in %.6f sec",
+                name,
+                time.perf_counter() - lowered,
+            )
         entry = per_jaxpr[key] = Compiled(exe, closed.out_avals, device)
     return entry
 
@@ -537,7 +595,7 @@ def _first_apply(prim, args, params):
 
 
 def invalid_value(values):
-    """"nan" or "inf" when a concrete floating-point value among ``values`` holds one that
+    """ "nan" or "inf" when a concrete floating-point value among ``values`` holds one that
     ``jax_debug_nans`` / ``jax_debug_infs`` (this thread's) asks to catch, else None."""
     flags = config.values
     for x in values:
@@ -560,8 +618,9 @@ def _checked_apply(prim, args, params):
         kind = invalid_value(outs)
         if kind is not None:
             where = core.format_source_info(core.source_info())
-            raise FloatingPointError(f"invalid value ({kind}) encountered in {prim.name} "
-                                     f"(at {where})")
+            raise FloatingPointError(
+                f"invalid value ({kind}) encountered in {prim.name} (at {where})"
+            )
     return outs
 
 

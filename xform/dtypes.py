@@ -23,36 +23,114 @@ float0 = np.dtype([("float0", np.void, 0)])
 
 # The narrow ml_dtypes types. JAX lets them meet only themselves, bool and weak Python
 # scalars (and, for the floats, the standard integer types): anything else is an error.
-(float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2,
- float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn, float6_e2m3fn, float6_e3m2fn) = (
-    np.dtype(getattr(ml_dtypes, n)) for n in (
-        "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
-        "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn", "float6_e2m3fn",
-        "float6_e3m2fn"))
+(
+    float8_e3m4,
+    float8_e4m3,
+    float8_e4m3b11fnuz,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
+    float8_e8m0fnu,
+    float4_e2m1fn,
+    float6_e2m3fn,
+    float6_e3m2fn,
+) = (
+    np.dtype(getattr(ml_dtypes, n))
+    for n in (
+        "float8_e3m4",
+        "float8_e4m3",
+        "float8_e4m3b11fnuz",
+        "float8_e4m3fn",
+        "float8_e4m3fnuz",
+        "float8_e5m2",
+        "float8_e5m2fnuz",
+        "float8_e8m0fnu",
+        "float4_e2m1fn",
+        "float6_e2m3fn",
+        "float6_e3m2fn",
+    )
+)
 int1, int2, int4 = np.dtype(ml_dtypes.int1), np.dtype(ml_dtypes.int2), np.dtype(ml_dtypes.int4)
-uint1, uint2, uint4 = (np.dtype(ml_dtypes.uint1), np.dtype(ml_dtypes.uint2),
-                       np.dtype(ml_dtypes.uint4))
+uint1, uint2, uint4 = (
+    np.dtype(ml_dtypes.uint1),
+    np.dtype(ml_dtypes.uint2),
+    np.dtype(ml_dtypes.uint4),
+)
 
-FLOAT8 = (float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz,
-          float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu)
+FLOAT8 = (
+    float8_e3m4,
+    float8_e4m3,
+    float8_e4m3b11fnuz,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
+    float8_e8m0fnu,
+)
 NARROW_FLOATS = (*FLOAT8, float4_e2m1fn, float6_e2m3fn, float6_e3m2fn)
 NARROW_SIGNED, NARROW_UNSIGNED = (int1, int2, int4), (uint1, uint2, uint4)
 NARROW_INTS = NARROW_SIGNED + NARROW_UNSIGNED
 # Their bit widths: each is stored in one byte on the host.
-BITS = {**{d: 8 for d in FLOAT8}, float4_e2m1fn: 4, float6_e2m3fn: 6, float6_e3m2fn: 6,
-        int1: 1, uint1: 1, int2: 2, uint2: 2, int4: 4, uint4: 4}
+BITS = {
+    **{d: 8 for d in FLOAT8},
+    float4_e2m1fn: 4,
+    float6_e2m3fn: 6,
+    float6_e3m2fn: 6,
+    int1: 1,
+    uint1: 1,
+    int2: 2,
+    uint2: 2,
+    int4: 4,
+    uint4: 4,
+}
 
-SUPPORTED = frozenset([bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                       float16, bfloat16_dtype, float32, float64, complex64, complex128,
-                       *NARROW_FLOATS, *NARROW_INTS])
+SUPPORTED = frozenset(
+    [
+        bool_,
+        int8,
+        int16,
+        int32,
+        int64,
+        uint8,
+        uint16,
+        uint32,
+        uint64,
+        float16,
+        bfloat16_dtype,
+        float32,
+        float64,
+        complex64,
+        complex128,
+        *NARROW_FLOATS,
+        *NARROW_INTS,
+    ]
+)
 
 _TO_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
-_SHORT = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64", uint8: "u8",
-          uint16: "u16", uint32: "u32", uint64: "u64", float16: "f16", bfloat16_dtype: "bf16",
-          float32: "f32", float64: "f64", complex64: "c64", complex128: "c128", float0: "float0",
-          **{d: d.name.replace("uint", "u").replace("int", "i").replace("float", "f")
-             for d in NARROW_FLOATS + NARROW_INTS}}
+_SHORT = {
+    bool_: "bool",
+    int8: "i8",
+    int16: "i16",
+    int32: "i32",
+    int64: "i64",
+    uint8: "u8",
+    uint16: "u16",
+    uint32: "u32",
+    uint64: "u64",
+    float16: "f16",
+    bfloat16_dtype: "bf16",
+    float32: "f32",
+    float64: "f64",
+    complex64: "c64",
+    complex128: "c128",
+    float0: "float0",
+    **{
+        d: d.name.replace("uint", "u").replace("int", "i").replace("float", "f")
+        for d in NARROW_FLOATS + NARROW_INTS
+    },
+}
 
 
 def short_name(dtype):
@@ -63,8 +141,10 @@ def short_name(dtype):
 @functools.cache
 def _canonical(dtype, x64):
     if dtype not in SUPPORTED:
-        raise TypeError(f"xform does not support the dtype {dtype}; supported: "
-                        f"{sorted(str(d) for d in SUPPORTED)}")
+        raise TypeError(
+            f"xform does not support the dtype {dtype}; supported: "
+            f"{sorted(str(d) for d in SUPPORTED)}"
+        )
     return dtype if x64 else _TO_32.get(dtype, dtype)
 
 
@@ -145,12 +225,22 @@ iinfo = ml_dtypes.iinfo
 _LATTICE = {
     "bool*": ["i*"],
     "i*": [uint8, int8, *NARROW_INTS],
-    uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: ["f*"],
-    int8: [int16], int16: [int32], int32: [int64], int64: ["f*"],
+    uint8: [int16, uint16],
+    uint16: [int32, uint32],
+    uint32: [int64, uint64],
+    uint64: ["f*"],
+    int8: [int16],
+    int16: [int32],
+    int32: [int64],
+    int64: ["f*"],
     "f*": [*NARROW_FLOATS, float16, bfloat16_dtype, "c*"],
-    float16: [float32], bfloat16_dtype: [float32], float32: [float64, complex64],
+    float16: [float32],
+    bfloat16_dtype: [float32],
+    float32: [float64, complex64],
     float64: [complex128],
-    "c*": [complex64], complex64: [complex128], complex128: [],
+    "c*": [complex64],
+    complex64: [complex128],
+    complex128: [],
     **{d: [] for d in NARROW_FLOATS + NARROW_INTS},
 }
 
@@ -210,19 +300,26 @@ def promote(*dtype_weak_pairs):
     return out
 
 
-_WEAK_NAMES = {"i*": "<class 'int'>", "f*": "<class 'float'>", "c*": "<class 'complex'>",
-               "bool*": "bool"}
+_WEAK_NAMES = {
+    "i*": "<class 'int'>",
+    "f*": "<class 'float'>",
+    "c*": "<class 'complex'>",
+    "bool*": "bool",
+}
 
 
 def _no_promotion(nodes):
     names = tuple(dict.fromkeys(_WEAK_NAMES.get(n, str(n)) for n in nodes))
     # JAX names the widest narrow float present, else the narrow integers.
-    narrow = max((n for n in nodes if n in BITS), key=lambda n: (n in NARROW_FLOATS, BITS[n]),
-                 default=None)
+    narrow = max(
+        (n for n in nodes if n in BITS), key=lambda n: (n in NARROW_FLOATS, BITS[n]), default=None
+    )
     if narrow is None:
-        raise TypePromotionError(f"Input dtypes {names} have no available implicit dtype "
-                                 "promotion path. Try explicitly casting inputs to the "
-                                 "desired output type.")
+        raise TypePromotionError(
+            f"Input dtypes {names} have no available implicit dtype "
+            "promotion path. Try explicitly casting inputs to the "
+            "desired output type."
+        )
     if narrow in NARROW_INTS:
         what, example = "1-bit, 2-bit and 4-bit integers", "int32"
     else:
@@ -231,7 +328,8 @@ def _no_promotion(nodes):
         f"Input dtypes {names} have no available implicit dtype promotion path. To avoid "
         f"unintended promotion, {what} do not support implicit promotion. If you'd like your "
         f"inputs to be promoted to another type, you can do so explicitly using e.g. "
-        f"x.astype('{example}')")
+        f"x.astype('{example}')"
+    )
 
 
 def python_scalar_dtype(x):
@@ -269,8 +367,11 @@ def _is_extended(dtype):
     """An extended dtype (a typed key's ``key<impl>``): not a NumPy dtype, its ``type`` a
     subclass of ``extended``."""
     t = getattr(dtype, "type", None)
-    return not isinstance(dtype, (np.dtype, type, str)) and isinstance(t, type) and \
-        issubclass(t, extended)
+    return (
+        not isinstance(dtype, (np.dtype, type, str))
+        and isinstance(t, type)
+        and issubclass(t, extended)
+    )
 
 
 def canonicalize_dtype(dtype, allow_extended_dtype=False):
@@ -281,8 +382,10 @@ def canonicalize_dtype(dtype, allow_extended_dtype=False):
     """
     if _is_extended(dtype):
         if not allow_extended_dtype:
-            raise ValueError(f"canonicalize_dtype called on extended dtype {dtype} with "
-                             "allow_extended_dtype=False")
+            raise ValueError(
+                f"canonicalize_dtype called on extended dtype {dtype} with "
+                "allow_extended_dtype=False"
+            )
         return dtype
     try:
         dt = np.dtype(dtype)
@@ -369,8 +472,10 @@ def _dtype_and_weak(x):
     except (TypeError, DeprecationWarning) as e:
         raise TypeError(f"data type {x!r} not understood") from e
     if dt not in SUPPORTED:
-        raise TypeError(f"Value {x!r} with dtype {dt} is not a valid xform array type. Only "
-                        "arrays of numeric types are supported.")
+        raise TypeError(
+            f"Value {x!r} with dtype {dt} is not a valid xform array type. Only "
+            "arrays of numeric types are supported."
+        )
     return canonicalize(dt), bool(getattr(x, "weak_type", False))
 
 
@@ -415,8 +520,7 @@ def result_type(*args, return_weak_type_flag=False):
     """
     if not args:
         raise ValueError("result_type: at least one array or dtype is required")
-    dtype, weak = lattice_join([_dtype_and_weak(default_float() if a is None else a)
-                                for a in args])
+    dtype, weak = lattice_join([_dtype_and_weak(default_float() if a is None else a) for a in args])
     if weak:
         dtype = weak_default(dtype)
     return (dtype, weak) if return_weak_type_flag else dtype

@@ -48,16 +48,16 @@ class TracerBoolConversionError(ConcretizationTypeError, _jax_errors.TracerBoolC
     """``bool()`` of a traced value, usually a Python ``if`` or ``while`` on it."""
 
 
-class TracerIntegerConversionError(ConcretizationTypeError,
-                                   _jax_errors.TracerIntegerConversionError):
+class TracerIntegerConversionError(
+    ConcretizationTypeError, _jax_errors.TracerIntegerConversionError
+):
     """``__index__`` of a traced value (a list index, ``range``, a shape).
 
     Also a ``ConcretizationTypeError``, which JAX's is not: xform's own code catches both
     kinds as one."""
 
 
-class TracerArrayConversionError(ConcretizationTypeError,
-                                 _jax_errors.TracerArrayConversionError):
+class TracerArrayConversionError(ConcretizationTypeError, _jax_errors.TracerArrayConversionError):
     """``np.asarray`` (or any NumPy function) applied to a traced value."""
 
 

@@ -42,8 +42,7 @@ def ravel_pytree(pytree):
         # One dtype: no casts, so unravel takes a vector of any dtype (a tangent, a cotangent).
         flat = lax.concatenate([jnp.ravel(x) for x in leaves], 0)
         return flat, _Unravel(treedef, sizes, shapes, None, None)
-    flat = lax.concatenate([jnp.ravel(lax.convert_element_type(x, to_dtype)) for x in leaves],
-                           0)
+    flat = lax.concatenate([jnp.ravel(lax.convert_element_type(x, to_dtype)) for x in leaves], 0)
     return flat, _Unravel(treedef, sizes, shapes, from_dtypes, to_dtype)
 
 
@@ -76,17 +75,23 @@ class _Unravel:
             return tree_unflatten(self.treedef, [])
         shape, dtype = np.shape(flat), jnp.result_type(flat)
         if self.from_dtypes is not None and dtype != self.to_dtype:
-            raise TypeError(f"unravel function given array of dtype {dtype}, but expected "
-                            f"dtype {self.to_dtype}")
+            raise TypeError(
+                f"unravel function given array of dtype {dtype}, but expected dtype {self.to_dtype}"
+            )
         if len(shape) != 1 or shape[0] != sum(self.sizes):
-            raise ValueError(f"unravel function given array of shape {shape}, but expected "
-                             f"shape ({sum(self.sizes)},): the sizes of the leaves are "
-                             f"{list(self.sizes)}")
+            raise ValueError(
+                f"unravel function given array of shape {shape}, but expected "
+                f"shape ({sum(self.sizes)},): the sizes of the leaves are "
+                f"{list(self.sizes)}"
+            )
         chunks = lax.split(flat, self.sizes)
         leaves = [jnp.reshape(c, s) for c, s in zip(chunks, self.shapes, strict=True)]
         if self.from_dtypes is not None:
             # Complex to real keeps the real part, silently, as JAX's unravel does.
-            leaves = [lax.convert_element_type(jnp.real(x) if dtypes.is_complex(x.dtype)
-                                               and not dtypes.is_complex(d) else x, d)
-                      for x, d in zip(leaves, self.from_dtypes, strict=True)]
+            leaves = [
+                lax.convert_element_type(
+                    jnp.real(x) if dtypes.is_complex(x.dtype) and not dtypes.is_complex(d) else x, d
+                )
+                for x, d in zip(leaves, self.from_dtypes, strict=True)
+            ]
         return tree_unflatten(self.treedef, leaves)

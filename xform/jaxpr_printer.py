@@ -150,12 +150,12 @@ def _pp_param(value, names):
         return _pp_jaxpr_doc(value.jaxpr if isinstance(value, ClosedJaxpr) else value, names)
     if type(value) is tuple and all(isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value):
         docs = [_pp_param(v, names) for v in value]
-        return _group(_cat(_nest(2, _cat(_text("("), _brk(""), _join(_brk(), docs))),
-                           _brk(""), _text(")")))
+        return _group(
+            _cat(_nest(2, _cat(_text("("), _brk(""), _join(_brk(), docs))), _brk(""), _text(")"))
+        )
     if isinstance(value, frozenset):
         return _text(f"frozenset({{{', '.join(repr(e) for e in sorted(value))}}})")
-    if callable(value) and not isinstance(value, (type, np.dtype)) and hasattr(
-            value, "__name__"):
+    if callable(value) and not isinstance(value, (type, np.dtype)) and hasattr(value, "__name__"):
         return _text(value.__name__)
     return _text(str(value))
 
@@ -164,8 +164,9 @@ def _pp_params(items, names):
     if not items:
         return _text("")
     pairs = [_cat(_text(f"{k}="), _pp_param(v, names)) for k, v in items]
-    return _group(_cat(_nest(2, _cat(_text("["), _brk(""), _join(_brk(), pairs))),
-                       _brk(""), _text("]")))
+    return _group(
+        _cat(_nest(2, _cat(_text("["), _brk(""), _join(_brk(), pairs))), _brk(""), _text("]"))
+    )
 
 
 # Per-primitive printing conventions, keyed by primitive name (the printer sits below the
@@ -183,15 +184,28 @@ def _hide_if_none(*keys):
     def rule(eqn, names):
         p = eqn.params
         return _sorted_params(p, {k for k in keys if k in p and p[k] is None})
+
     return rule
 
 
-for _name in ("exp", "exp2", "log", "expm1", "log1p", "tanh", "logistic", "sin", "cos",
-              "tan", "sqrt", "rsqrt", "cbrt"):
+for _name in (
+    "exp",
+    "exp2",
+    "log",
+    "expm1",
+    "log1p",
+    "tanh",
+    "logistic",
+    "sin",
+    "cos",
+    "tan",
+    "sqrt",
+    "rsqrt",
+    "cbrt",
+):
     pp_param_rules[_name] = _hide_if_none("accuracy")
 pp_param_rules["mul"] = _hide_if_none("out_dtype")
-pp_param_rules["convert_element_type"] = lambda eqn, names: _sorted_params(
-    eqn.params, {"sharding"})
+pp_param_rules["convert_element_type"] = lambda eqn, names: _sorted_params(eqn.params, {"sharding"})
 pp_param_rules["reshard"] = lambda eqn, names: []  # as JAX: the result's type says it
 
 
@@ -207,8 +221,9 @@ pp_param_rules["dot_general"] = _dot_general_params
 
 def _broadcast_in_dim_params(eqn, names):
     p = eqn.params
-    hide = {"shape", "sharding"} | (set() if p.get("broadcast_dimensions") else
-                                    {"broadcast_dimensions"})
+    hide = {"shape", "sharding"} | (
+        set() if p.get("broadcast_dimensions") else {"broadcast_dimensions"}
+    )
     return _sorted_params(p, hide)
 
 
@@ -247,8 +262,10 @@ def _custom_lin_params(eqn, names):
 def _with_absent(**absent):
     """Params JAX's primitive has and xform's does not (xform programs carry no shardings):
     printed with the value they always have in xform's programs, so texts read as JAX's."""
+
     def rule(eqn, names):
         return _sorted_params({**absent, **eqn.params})
+
     return rule
 
 
@@ -263,30 +280,39 @@ pp_param_rules["custom_vjp_call"] = _custom_call_params
 pp_param_rules["custom_lin"] = _custom_lin_params
 # JAX's axis_index names its axis (a tuple only for several); its size comes from the mesh
 pp_param_rules["axis_index"] = lambda eqn, names: [
-    ("axis_name", eqn.params["axes"][0] if len(eqn.params["axes"]) == 1
-     else eqn.params["axes"])]
+    ("axis_name", eqn.params["axes"][0] if len(eqn.params["axes"]) == 1 else eqn.params["axes"])
+]
 pp_param_rules["shard_map"] = lambda eqn, names: _sorted_params(
-    {("newly_manual_axes" if k == "manual_axes" else k): v for k, v in eqn.params.items()})
+    {("newly_manual_axes" if k == "manual_axes" else k): v for k, v in eqn.params.items()}
+)
 
 # JAX's collectives carry axis_index_groups (None in xform's programs: xform has none), and
 # those that move data name their axes ``axis_name``; psum_invariant has neither.
 pp_param_rules["psum"] = lambda eqn, names: _sorted_params(
-    eqn.params if eqn.invars[0].aval.vma else {"axis_index_groups": None, **eqn.params})
+    eqn.params if eqn.invars[0].aval.vma else {"axis_index_groups": None, **eqn.params}
+)
 for _name in ("pmax", "pmin"):
     pp_param_rules[_name] = _with_absent(axis_index_groups=None)
 for _name in ("all_gather", "psum_scatter", "all_to_all"):
     pp_param_rules[_name] = lambda eqn, names: _sorted_params(
-        {"axis_index_groups": None, "axis_name": eqn.params["axes"],
-         **{k: v for k, v in eqn.params.items() if k != "axes"}})
+        {
+            "axis_index_groups": None,
+            "axis_name": eqn.params["axes"],
+            **{k: v for k, v in eqn.params.items() if k != "axes"},
+        }
+    )
 
 pp_param_rules["ppermute"] = lambda eqn, names: _sorted_params(
-    {("axis_name" if k == "axes" else k): v for k, v in eqn.params.items()})
+    {("axis_name" if k == "axes" else k): v for k, v in eqn.params.items()}
+)
 
 # Names JAX gives an equation by its types: ``rule(eqn) -> name``. In a shard_map body typed
 # with check_vma=True, JAX's psum is ``psum_invariant`` (varying operand, invariant result);
 # JAX's psum_scatter binds its ``reduce_scatter``.
-pp_name_rules = {"psum": lambda eqn: "psum_invariant" if eqn.invars[0].aval.vma else "psum",
-                 "psum_scatter": lambda eqn: "reduce_scatter"}
+pp_name_rules = {
+    "psum": lambda eqn: "psum_invariant" if eqn.invars[0].aval.vma else "psum",
+    "psum_scatter": lambda eqn: "reduce_scatter",
+}
 
 
 # Params JAX's primitive has and xform's does not, derived from the equation by a rule its
@@ -306,8 +332,7 @@ def _pp_eqn_doc(eqn, names):
     lhs = _pp_vars(eqn.outvars, names, binders=True)
     name_rule = pp_name_rules.get(eqn.primitive.name)
     name = name_rule(eqn) if name_rule else eqn.primitive.name
-    rhs = [_text(name), _pp_params(items, names),
-           _text(" "), _pp_vars(eqn.invars, names)]
+    rhs = [_text(name), _pp_params(items, names), _text(" "), _pp_vars(eqn.invars, names)]
     return _cat(lhs, _text(" = "), *rhs) if eqn.outvars else _cat(*rhs)
 
 
@@ -318,11 +343,30 @@ def _pp_jaxpr_doc(jaxpr, names):
     consts = _pp_vars(jaxpr.constvars, names, binders=True)
     ins = _pp_vars(jaxpr.invars, names, binders=True)
     eqns = _join(_brk("; "), [_pp_eqn_doc(e, names) for e in jaxpr.eqns])
-    outs = _cat(_text("("), _pp_vars(jaxpr.outvars, names, sep=","),
-                _text(")" if len(jaxpr.outvars) != 1 else ",)"))
-    return _group(_cat(_nest(2, _cat(
-        _text("{ lambda "), consts, _text("; "), ins, _text(". let"),
-        _nest(2, _cat(_brk(), eqns)), _brk(), _text("in "), outs)), _text(" }")))
+    outs = _cat(
+        _text("("),
+        _pp_vars(jaxpr.outvars, names, sep=","),
+        _text(")" if len(jaxpr.outvars) != 1 else ",)"),
+    )
+    return _group(
+        _cat(
+            _nest(
+                2,
+                _cat(
+                    _text("{ lambda "),
+                    consts,
+                    _text("; "),
+                    ins,
+                    _text(". let"),
+                    _nest(2, _cat(_brk(), eqns)),
+                    _brk(),
+                    _text("in "),
+                    outs,
+                ),
+            ),
+            _text(" }"),
+        )
+    )
 
 
 def _dropped_names(jaxpr):

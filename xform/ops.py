@@ -45,7 +45,8 @@ def _num_segments(name, num_segments, segment_ids):
                 f"{name}: `num_segments` is None, so the number of segments would be "
                 f"max(segment_ids) + 1, but segment_ids is traced and its value is not known "
                 f"while tracing. Pass a static `num_segments` (under jit, a Python int or "
-                f"`static_argnums`): {e}") from e
+                f"`static_argnums`): {e}"
+            ) from e
         return int(np.max(ids)) + 1  # ValueError for empty segment_ids, as JAX's
     try:
         n = operator.index(num_segments)
@@ -59,20 +60,33 @@ def _num_segments(name, num_segments, segment_ids):
     return n
 
 
-def _segment_update(name, data, segment_ids, op, reducer, num_segments, indices_are_sorted,
-                    unique_indices, bucket_size, mode, out_sharding):
+def _segment_update(
+    name,
+    data,
+    segment_ids,
+    op,
+    reducer,
+    num_segments,
+    indices_are_sorted,
+    unique_indices,
+    bucket_size,
+    mode,
+    out_sharding,
+):
     check_arraylike(name, data, segment_ids)
     if out_sharding is not None:
-        raise NotImplementedError(f"{name}: `out_sharding` is not supported by xform yet; "
-                                  "pass out_sharding=None")
+        raise NotImplementedError(
+            f"{name}: `out_sharding` is not supported by xform yet; pass out_sharding=None"
+        )
     mode = lax.GatherScatterMode.from_any(mode)
     data = xnp.asarray(data)
     segment_ids = xnp.asarray(segment_ids)
     data_aval, ids_aval = aval_of(data), aval_of(segment_ids)
     dtype = data_aval.dtype
     if not dtypes.is_int(ids_aval.dtype):
-        raise TypeError(f"{name}: segment_ids must have an integer dtype, got "
-                        f"{ids_aval.str_short()}")
+        raise TypeError(
+            f"{name}: segment_ids must have an integer dtype, got {ids_aval.str_short()}"
+        )
     n = _num_segments(name, num_segments, segment_ids)
     row_shape = data_aval.shape[1:]
     index_dtype = np.int64 if n > np.iinfo(np.int32).max else np.int32
@@ -84,11 +98,11 @@ def _segment_update(name, data, segment_ids, op, reducer, num_segments, indices_
     else:
         bucket_size = operator.index(bucket_size)
         if bucket_size < 1:
-            raise ValueError(f"{name}: bucket_size must be a positive integer, got "
-                             f"{bucket_size}")
+            raise ValueError(f"{name}: bucket_size must be a positive integer, got {bucket_size}")
         if ids_aval.ndim != 1:
-            raise ValueError(f"{name}: bucket_size needs 1-D segment_ids, got shape "
-                             f"{ids_aval.shape}")
+            raise ValueError(
+                f"{name}: bucket_size needs 1-D segment_ids, got shape {ids_aval.shape}"
+            )
         count = ids_aval.shape[0]
         num_buckets = -(-count // bucket_size)
         out_shape, batch_shape = (num_buckets, n, *row_shape), ids_aval.shape
@@ -99,26 +113,55 @@ def _segment_update(name, data, segment_ids, op, reducer, num_segments, indices_
     try:
         updates = xnp.broadcast_to(data, updates_shape)
     except ValueError as e:
-        raise ValueError(f"{name}: data of shape {data_aval.shape} does not match "
-                         f"segment_ids of shape {ids_aval.shape}: the data must broadcast to "
-                         f"{updates_shape} (segment_ids' shape followed by the rows)") from e
+        raise ValueError(
+            f"{name}: data of shape {data_aval.shape} does not match "
+            f"segment_ids of shape {ids_aval.shape}: the data must broadcast to "
+            f"{updates_shape} (segment_ids' shape followed by the rows)"
+        ) from e
     dnums = lax.ScatterDimensionNumbers(
         update_window_dims=tuple(range(len(batch_shape), len(updates_shape))),
-        inserted_window_dims=inserted, scatter_dims_to_operand_dims=inserted)
+        inserted_window_dims=inserted,
+        scatter_dims_to_operand_dims=inserted,
+    )
     out = lax.full(out_shape, _identity(op, dtype), dtype)
-    out = op(out, indices, updates, dnums, indices_are_sorted=indices_are_sorted,
-             unique_indices=unique_indices, mode=mode)
+    out = op(
+        out,
+        indices,
+        updates,
+        dnums,
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        mode=mode,
+    )
     if bucket_size is None:
         return out
     return reducer(out, axis=0).astype(dtype)
 
 
 def _segment_op(name, op, reducer, what, identity, example):
-    def segment(data, segment_ids, num_segments=None, indices_are_sorted=False,
-                unique_indices=False, bucket_size=None, mode=None, out_sharding=None):
-        return _segment_update(name, data, segment_ids, op, reducer, num_segments,
-                               indices_are_sorted, unique_indices, bucket_size, mode,
-                               out_sharding)
+    def segment(
+        data,
+        segment_ids,
+        num_segments=None,
+        indices_are_sorted=False,
+        unique_indices=False,
+        bucket_size=None,
+        mode=None,
+        out_sharding=None,
+    ):
+        return _segment_update(
+            name,
+            data,
+            segment_ids,
+            op,
+            reducer,
+            num_segments,
+            indices_are_sorted,
+            unique_indices,
+            bucket_size,
+            mode,
+            out_sharding,
+        )
 
     segment.__name__ = segment.__qualname__ = name
     segment.__module__ = __name__
@@ -150,13 +193,23 @@ def _segment_op(name, op, reducer, what, identity, example):
     return segment
 
 
-segment_sum = _segment_op("segment_sum", lax.scatter_add, xnp.sum, "sum", "0",
-                          "[1., 5., 4.]")
-segment_prod = _segment_op("segment_prod", lax.scatter_mul, xnp.prod, "product", "1",
-                           "[0., 6., 4.]")
-segment_max = _segment_op("segment_max", lax.scatter_max, xnp.max, "maximum",
-                          "-inf; the dtype's minimum for integers; False for bool",
-                          "[1., 3., 4.]")
-segment_min = _segment_op("segment_min", lax.scatter_min, xnp.min, "minimum",
-                          "+inf; the dtype's maximum for integers; True for bool",
-                          "[0., 2., 4.]")
+segment_sum = _segment_op("segment_sum", lax.scatter_add, xnp.sum, "sum", "0", "[1., 5., 4.]")
+segment_prod = _segment_op(
+    "segment_prod", lax.scatter_mul, xnp.prod, "product", "1", "[0., 6., 4.]"
+)
+segment_max = _segment_op(
+    "segment_max",
+    lax.scatter_max,
+    xnp.max,
+    "maximum",
+    "-inf; the dtype's minimum for integers; False for bool",
+    "[1., 3., 4.]",
+)
+segment_min = _segment_op(
+    "segment_min",
+    lax.scatter_min,
+    xnp.min,
+    "minimum",
+    "+inf; the dtype's maximum for integers; True for bool",
+    "[0., 2., 4.]",
+)

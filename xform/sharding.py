@@ -23,8 +23,22 @@ from lowering.sharding import (  # noqa: F401
 )
 from xform.api_sharding import auto_axes, explicit_axes, reshard  # noqa: F401
 
-__all__ = ["AbstractDevice", "AbstractMesh", "AxisType", "ManualAxisType", "Mesh",
-           "auto_axes", "explicit_axes",
-           "NamedSharding", "PartitionSpec", "Sharding", "SingleDeviceSharding",
-           "get_abstract_mesh", "get_mesh", "make_single_device_sharding", "reshard",
-           "set_mesh", "use_abstract_mesh"]
+__all__ = [
+    "AbstractDevice",
+    "AbstractMesh",
+    "AxisType",
+    "ManualAxisType",
+    "Mesh",
+    "auto_axes",
+    "explicit_axes",
+    "NamedSharding",
+    "PartitionSpec",
+    "Sharding",
+    "SingleDeviceSharding",
+    "get_abstract_mesh",
+    "get_mesh",
+    "make_single_device_sharding",
+    "reshard",
+    "set_mesh",
+    "use_abstract_mesh",
+]

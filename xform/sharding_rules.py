@@ -32,8 +32,17 @@ sharding_rules = {}
 # Primitives whose abstract evaluation already gives sharded types (a call's: those of its
 # body, traced with them; ``reshard``'s: the one asked for, xform/primitives/sharding.py):
 # their results keep what it gave.
-_keep_rules = {"jit", "sharding_constraint", "reshard", "checkpoint", "custom_jvp_call",
-               "custom_vjp_call", "cond", "while", "shard_map"}
+_keep_rules = {
+    "jit",
+    "sharding_constraint",
+    "reshard",
+    "checkpoint",
+    "custom_jvp_call",
+    "custom_vjp_call",
+    "cond",
+    "while",
+    "shard_map",
+}
 
 
 def _named(like, spec):
@@ -73,8 +82,9 @@ def _check_axes_once(name, avals, out, spec):
     if len(set(axes)) != len(axes):
         got = ", ".join(a.str_short() for a in avals)
         shown = ShapedArray(out.shape, out.dtype, sharding=_Printed(spec)).str_short()
-        raise ShardingTypeError(f"{name} operation with inputs: {got} produces an illegally "
-                                f"sharded result: {shown}")
+        raise ShardingTypeError(
+            f"{name} operation with inputs: {got} produces an illegally sharded result: {shown}"
+        )
 
 
 class _Printed:
@@ -102,8 +112,10 @@ def _first_sharding(name, avals):
         if s is None:
             continue
         if first is not None and s.mesh != first.mesh:
-            raise ShardingTypeError(f"{name}: the mesh of all inputs must be equal. Got one "
-                                    f"mesh: {first.mesh} and another mesh: {s.mesh}")
+            raise ShardingTypeError(
+                f"{name}: the mesh of all inputs must be equal. Got one "
+                f"mesh: {first.mesh} and another mesh: {s.mesh}"
+            )
         first = first or s
     return first
 
@@ -123,8 +135,7 @@ def _broadcasting_rule(name, avals, specs, out_avals):
         wanted = {s[dim] for _, s in ranked} - {None}
         if len(wanted) > 1:
             got = ", ".join(str(s) for _, s in ranked)
-            raise ShardingTypeError(f"{name} got incompatible shardings for broadcasting: "
-                                    f"{got}.")
+            raise ShardingTypeError(f"{name} got incompatible shardings for broadcasting: {got}.")
         out.append(wanted.pop() if wanted else None)
     return [tuple(out)] * len(out_avals)
 
@@ -147,6 +158,7 @@ ELEMENTWISE = (
 def _elementwise_rule(name):
     def rule(avals, specs, out_avals, **params):
         return _broadcasting_rule(name, avals, specs, out_avals)
+
     return rule
 
 
@@ -157,8 +169,7 @@ for _name in ELEMENTWISE:
 # --------------------------------------------------------------------------- contractions
 
 
-def _dot_general_rule(avals, specs, out_avals, *, dimension_numbers, out_sharding=None,
-                      **params):
+def _dot_general_rule(avals, specs, out_avals, *, dimension_numbers, out_sharding=None, **params):
     if out_sharding is not None:  # given (by the caller, or by transposition): it decides
         return [full_spec(out_sharding, len(out_avals[0].shape))]
     lhs, rhs = specs
@@ -166,20 +177,26 @@ def _dot_general_rule(avals, specs, out_avals, *, dimension_numbers, out_shardin
     lhs_batch = tuple(lhs[i] for i in lb)
     rhs_batch = tuple(rhs[i] for i in rb)
     if _clash(lhs_batch, rhs_batch):
-        raise ShardingTypeError(f"dot_general requires lhs batch dimensions and rhs batch "
-                                f"dimensions to have the consistent sharding, got {lhs_batch} "
-                                f"and {rhs_batch}.")
+        raise ShardingTypeError(
+            f"dot_general requires lhs batch dimensions and rhs batch "
+            f"dimensions to have the consistent sharding, got {lhs_batch} "
+            f"and {rhs_batch}."
+        )
     lhs_contract = tuple(lhs[i] for i in lc)
     rhs_contract = tuple(rhs[i] for i in rc)
     if _clash(lhs_contract, rhs_contract):
-        raise ShardingTypeError(f"dot_general requires contracting dimensions to have "
-                                f"consistent sharding, got {lhs_contract} and {rhs_contract}.")
-    if any(a is not None and b is not None
-                                for a, b in zip(lhs_contract, rhs_contract, strict=True)):
+        raise ShardingTypeError(
+            f"dot_general requires contracting dimensions to have "
+            f"consistent sharding, got {lhs_contract} and {rhs_contract}."
+        )
+    if any(
+        a is not None and b is not None for a, b in zip(lhs_contract, rhs_contract, strict=True)
+    ):
         raise ShardingTypeError(
             "Contracting dimensions are sharded and it is ambiguous how the output should be "
             "sharded. Please specify the output sharding via the `out_sharding` parameter. "
-            f"Got lhs_contracting_spec={lhs_contract} and rhs_contracting_spec={rhs_contract}")
+            f"Got lhs_contracting_spec={lhs_contract} and rhs_contracting_spec={rhs_contract}"
+        )
     # batch dimensions first, then lhs's free dimensions, then rhs's (dot_general's order)
     lhs_free = tuple(e for i, e in enumerate(lhs) if i not in lc and i not in lb)
     rhs_free = tuple(e for i, e in enumerate(rhs) if i not in rc and i not in rb)
@@ -200,8 +217,17 @@ def _reduce_rule(avals, specs, out_avals, *, axes, **params):
     return [tuple(e for i, e in enumerate(spec) if i not in axes)] * len(out_avals)
 
 
-for _name in ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
-              "reduce_or", "reduce_xor", "argmax", "argmin"):
+for _name in (
+    "reduce_sum",
+    "reduce_prod",
+    "reduce_max",
+    "reduce_min",
+    "reduce_and",
+    "reduce_or",
+    "reduce_xor",
+    "argmax",
+    "argmin",
+):
     sharding_rules[_name] = _reduce_rule
 
 
@@ -213,8 +239,7 @@ def _transpose_rule(avals, specs, out_avals, *, permutation):
     return [tuple(spec[i] for i in permutation)]
 
 
-def _broadcast_in_dim_rule(avals, specs, out_avals, *, shape, broadcast_dimensions,
-                           sharding=None):
+def _broadcast_in_dim_rule(avals, specs, out_avals, *, shape, broadcast_dimensions, sharding=None):
     if sharding is not None:  # given (``out_sharding``, a transposition, ``full_like``)
         return [full_spec(sharding, len(shape))]
     (spec,) = specs
@@ -318,17 +343,20 @@ def _reshape_error(aval, new_sizes):
         f"This reshape is not supported. Please specify the sharding of the output via the "
         f"`out_sharding` argument of jax.lax.reshape. Got operand type: {aval.str_short()}, "
         f"new sizes: "
-        f"{tuple(new_sizes)}")
+        f"{tuple(new_sizes)}"
+    )
 
 
 def _resized_rule(what):
     """The operand's sharding for a result of another shape (a slice, a pad, a window): each
     split dimension whose size changes must still divide evenly among its devices."""
+
     def rule(avals, specs, out_avals, **params):
         aval, spec = avals[0], specs[0]
         for out in out_avals:
             _check_resized(what, aval, spec, out.shape)
         return [spec] * len(out_avals)
+
     return rule
 
 
@@ -340,7 +368,8 @@ def _check_resized(what, aval, spec, shape):
             raise ShardingTypeError(
                 f"{what} on sharded dims where out dim ({new}) is not divisible by mesh axes "
                 f"({parts}) with spec ({entry}) is not implemented. Got input type="
-                f"{aval.str_short()} and output shape={shape}")
+                f"{aval.str_short()} and output shape={shape}"
+            )
 
 
 def _parts(mesh, entry):
@@ -352,8 +381,10 @@ def _parts(mesh, entry):
 
 def _operand_rule(k):
     """Results laid out as operand ``k`` (``rev``'s, ``clamp``'s middle operand...)."""
+
     def rule(avals, specs, out_avals, **params):
         return [specs[k]] * len(out_avals)
+
     return rule
 
 
@@ -364,8 +395,7 @@ def _concatenate_rule(avals, specs, out_avals, **params):
     if any(s != specs[0] for s in specs):
         like = next(a.sharding for a in avals if a.sharding is not None)
         got = ", ".join(str(_named(like, s)) for s in specs)
-        raise ShardingTypeError(f"All operands should have the same sharding. Got shardings "
-                                f"{got}")
+        raise ShardingTypeError(f"All operands should have the same sharding. Got shardings {got}")
     return [specs[0]]
 
 
@@ -385,24 +415,28 @@ def _stack_rule(avals, specs, out_avals, *, axis):
 def _unstack_rule(avals, specs, out_avals, *, axis):
     (aval,), (spec,) = avals, specs
     if spec[axis] is not None:
-        raise ShardingTypeError(f"unstack operand cannot be sharded on the unstacking axis "
-                                f"{axis}. Got operand type={aval.str_short()}")
-    return [spec[:axis] + spec[axis + 1:]] * len(out_avals)
+        raise ShardingTypeError(
+            f"unstack operand cannot be sharded on the unstacking axis "
+            f"{axis}. Got operand type={aval.str_short()}"
+        )
+    return [spec[:axis] + spec[axis + 1 :]] * len(out_avals)
 
 
 def _tile_rule(avals, specs, out_avals, *, reps):
     (aval,), (spec,) = avals, specs
     for i, (r, entry) in enumerate(zip(reps, spec, strict=True)):
         if r != 1 and entry is not None:
-            raise ShardingTypeError(f"Operand cannot be sharded on dimension {i} when the "
-                                    f"tiling is non-trivial. Got input type: {_long(aval)} "
-                                    f"with reps: {reps}")
+            raise ShardingTypeError(
+                f"Operand cannot be sharded on dimension {i} when the "
+                f"tiling is non-trivial. Got input type: {_long(aval)} "
+                f"with reps: {reps}"
+            )
     return [spec]
 
 
 def _long(aval):
     """A type as JAX's ``str`` writes it in messages: ``float32[8@x,8]``."""
-    return aval.dtype.name + aval.str_short()[aval.str_short().index("["):]
+    return aval.dtype.name + aval.str_short()[aval.str_short().index("[") :]
 
 
 def _jax_repr(aval):
@@ -435,7 +469,8 @@ def _select_n_rule(avals, specs, out_avals):
     if which.shape and which.sharding is not None and specs[0] != first:
         raise ShardingTypeError(
             f"select `which` must be scalar or have the same sharding as cases, got `which` "
-            f"sharding {which.sharding} but case sharding {sharded[0][0].sharding}.")
+            f"sharding {which.sharding} but case sharding {sharded[0][0].sharding}."
+        )
     return [first]
 
 
@@ -449,8 +484,10 @@ sharding_rules["clamp"] = _operand_rule(1)  # the operand's, as JAX's (min and m
 def _cumulative_rule(avals, specs, out_avals, *, axis, reverse):
     (aval,), (spec,) = avals, specs
     if spec[axis] is not None:
-        raise ShardingTypeError(f"Input should be unsharded over the axis being reduced. Got "
-                                f"input type={_long(aval)} and axis={axis}")
+        raise ShardingTypeError(
+            f"Input should be unsharded over the axis being reduced. Got "
+            f"input type={_long(aval)} and axis={axis}"
+        )
     return [spec]
 
 
@@ -462,9 +499,11 @@ def _sort_rule(avals, specs, out_avals, *, dimension, **params):
     sharded = [a.sharding for a in avals if a.sharding is not None]
     for s in sharded:
         if s.spec[dimension] is not None:
-            raise ShardingTypeError(f"Arguments to sort must be unsharded over the sorting "
-                                    f"dimension. Got arg sharding={s} and sorting "
-                                    f"dimension={dimension}")
+            raise ShardingTypeError(
+                f"Arguments to sort must be unsharded over the sorting "
+                f"dimension. Got arg sharding={s} and sorting "
+                f"dimension={dimension}"
+            )
         if s != sharded[0]:
             got = " ".join(str(t) for t in sharded)
             raise ShardingTypeError(f"Arguments to sort must have equal shardings, got: {got}")
@@ -474,9 +513,11 @@ def _sort_rule(avals, specs, out_avals, *, dimension, **params):
 def _top_k_rule(avals, specs, out_avals, *, k, axis):
     (aval,), (spec,) = avals, specs
     if spec[axis] is not None:
-        raise ShardingTypeError(f"The input should be unsharded over the axis along which to "
-                                f"compute the top_k values. Got input type={_long(aval)} and "
-                                f"axis={axis}")
+        raise ShardingTypeError(
+            f"The input should be unsharded over the axis along which to "
+            f"compute the top_k values. Got input type={_long(aval)} and "
+            f"axis={axis}"
+        )
     return [spec, spec]
 
 
@@ -500,8 +541,10 @@ sharding_rules["scan"] = _scan_rule
 def _select_and_gather_add_rule(avals, specs, out_avals, **params):
     tangents, operand = avals
     if specs[0] != specs[1]:
-        raise ShardingTypeError(f"select_and_gather_add tangents and operand shardings must "
-                                f"match, got {tangents.sharding} and {operand.sharding}.")
+        raise ShardingTypeError(
+            f"select_and_gather_add tangents and operand shardings must "
+            f"match, got {tangents.sharding} and {operand.sharding}."
+        )
     return _resized_rule("reduce_window")(avals[1:], specs[1:], out_avals)
 
 
@@ -522,7 +565,8 @@ def _dynamic_update_slice_rule(avals, specs, out_avals):
         raise ShardingTypeError(
             f"dynamic_update_slice operand sharding must be equal to update sharding, got "
             f"operand sharding {_with_axis_types(operand, mesh)} and update sharding "
-            f"{_with_axis_types(update, mesh)}.")
+            f"{_with_axis_types(update, mesh)}."
+        )
     return [ospec]
 
 
@@ -546,22 +590,26 @@ def _gather_rule(avals, specs, out_avals, *, dimension_numbers, slice_sizes, **p
     ok = all(slice_sizes[d] == operand.shape[d] or ospec[d] is None for d in dn.start_index_map)
     pairs = list(zip(dn.operand_batching_dims, dn.start_indices_batching_dims, strict=True))
     ok = ok and all(_agree(ospec[o], ispec[i]) for o, i in pairs)
-    ok = ok and all(e is None for i, e in enumerate(ispec)
-                    if i not in dn.start_indices_batching_dims)
+    ok = ok and all(
+        e is None for i, e in enumerate(ispec) if i not in dn.start_indices_batching_dims
+    )
     if not ok:
         raise ShardingTypeError(
             "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
             "indexing as out sharding could not be resolved unambiguously (or would require "
             f"collectives on inputs). Got operand={_jax_repr(operand)}, "
-            f"indices={_jax_repr(indices)}")
+            f"indices={_jax_repr(indices)}"
+        )
     for o, i in pairs:
         ispec[i] = ispec[i] or ospec[o]
-    window = iter(d for d in range(operand.ndim)
-                  if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims)
+    window = iter(
+        d
+        for d in range(operand.ndim)
+        if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims
+    )
     batch = iter(ispec)
     rank = len(dn.offset_dims) + indices.ndim - 1
-    return [tuple(ospec[next(window)] if i in dn.offset_dims else next(batch)
-                  for i in range(rank))]
+    return [tuple(ospec[next(window)] if i in dn.offset_dims else next(batch) for i in range(rank))]
 
 
 def _agree(*entries):
@@ -578,31 +626,47 @@ def _scatter_rule(avals, specs, out_avals, *, dimension_numbers, **params):
     vector_dim = indices.ndim - 1
     query_dims = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
     update_batch = tuple(query_dims[i] for i in dn.scatter_indices_batching_dims)
-    window = [d for d in range(operand.ndim)
-              if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims]
+    window = [
+        d
+        for d in range(operand.ndim)
+        if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims
+    ]
     if updates.sharding is None:  # a constant (``x.at[i].set(1.0)``): laid out as needed
         by_window = dict(zip(dn.update_window_dims, window, strict=True))
-        uspec = tuple(ospec[by_window[u]] if u in by_window and
-                      updates.shape[u] == operand.shape[by_window[u]] else None
-                      for u in range(updates.ndim))
-    batch = list(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims, update_batch,
-                     strict=True))
+        uspec = tuple(
+            ospec[by_window[u]]
+            if u in by_window and updates.shape[u] == operand.shape[by_window[u]]
+            else None
+            for u in range(updates.ndim)
+        )
+    batch = list(
+        zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims, update_batch, strict=True)
+    )
     ok = all(_agree(ospec[o], ispec[i], uspec[u]) for o, i, u in batch)
-    ok = ok and all((updates.shape[u] == operand.shape[o] and uspec[u] == ospec[o])
-                    or (uspec[u] is None and ospec[o] is None)
-                    for u, o in zip(dn.update_window_dims, window, strict=True))
+    ok = ok and all(
+        (updates.shape[u] == operand.shape[o] and uspec[u] == ospec[o])
+        or (uspec[u] is None and ospec[o] is None)
+        for u, o in zip(dn.update_window_dims, window, strict=True)
+    )
     ok = ok and all(ospec[d] is None for d in dn.inserted_window_dims)
-    ok = ok and all(e is None for d, e in enumerate(uspec)
-                    if d not in update_batch and d not in dn.update_window_dims)
-    ok = ok and all(e is None for d, e in enumerate(ispec[:vector_dim])
-                    if d not in dn.scatter_indices_batching_dims)
+    ok = ok and all(
+        e is None
+        for d, e in enumerate(uspec)
+        if d not in update_batch and d not in dn.update_window_dims
+    )
+    ok = ok and all(
+        e is None
+        for d, e in enumerate(ispec[:vector_dim])
+        if d not in dn.scatter_indices_batching_dims
+    )
     ok = ok and ispec[vector_dim] is None
     if not ok:
         raise ShardingTypeError(
             "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec for "
             "the scatter update as out sharding could not be resolved unambiguously (or would "
             f"require collectives on inputs). Got operand={_jax_repr(operand)}, "
-            f"indices={_jax_repr(indices)}, updates={_jax_repr(updates)}")
+            f"indices={_jax_repr(indices)}, updates={_jax_repr(updates)}"
+        )
     out = list(ospec)
     for o, i, u in batch:
         out[o] = out[o] or ispec[i] or uspec[u]
@@ -614,8 +678,7 @@ def _scatter_rule(avals, specs, out_avals, *, dimension_numbers, **params):
 sharding_rules["dynamic_slice"] = _resized_rule("dynamic_slice")
 sharding_rules["dynamic_update_slice"] = _dynamic_update_slice_rule
 sharding_rules["gather"] = _gather_rule
-for _name in ("scatter", "scatter-add", "scatter-sub", "scatter-mul", "scatter-min",
-              "scatter-max"):
+for _name in ("scatter", "scatter-add", "scatter-sub", "scatter-mul", "scatter-min", "scatter-max"):
     sharding_rules[_name] = _scatter_rule
 
 

@@ -37,12 +37,17 @@ def pmap_devices(name, axis_name, size, jaxpr, devices):
     replicas = size * replicas_needed(jaxpr.jaxpr)
     available = list(devices) if devices is not None else list(runtime.devices())
     if replicas > len(available):
-        inner = "" if replicas == size else (f" ({size} along {axis_name!r} times "
-                                             f"{replicas // size} for the pmaps inside it)")
-        raise ValueError(f"pmap of {name}: compiling a computation that requires {replicas} "
-                         f"logical devices{inner}, but only {len(available)} XLA devices are "
-                         "available; map over an axis of at most that size, or start with more "
-                         "host devices (XLA_FLAGS=--xla_force_host_platform_device_count=N)")
+        inner = (
+            ""
+            if replicas == size
+            else (f" ({size} along {axis_name!r} times {replicas // size} for the pmaps inside it)")
+        )
+        raise ValueError(
+            f"pmap of {name}: compiling a computation that requires {replicas} "
+            f"logical devices{inner}, but only {len(available)} XLA devices are "
+            "available; map over an axis of at most that size, or start with more "
+            "host devices (XLA_FLAGS=--xla_force_host_platform_device_count=N)"
+        )
     if devices is None and runtime.process_count() > 1:
         # every process's devices, each process's together, so that its slices are contiguous
         available.sort(key=lambda d: (d.process_index, d.id))
@@ -55,9 +60,16 @@ def lower_pmap(params):
     devices = pmap_devices(params["name"], params["axis_name"], size, jaxpr, params["devices"])
     if has_dead_code(jaxpr.jaxpr):
         jaxpr = dce_closed_jaxpr(jaxpr, [True] * len(jaxpr.jaxpr.outvars))[0]
-    return lower_pmap_module(jaxpr, params["name"], params["axis_name"], size,
-                             params["in_axes"], params["out_axes"], len(devices),
-                             params["donated"]), devices
+    return lower_pmap_module(
+        jaxpr,
+        params["name"],
+        params["axis_name"],
+        size,
+        params["in_axes"],
+        params["out_axes"],
+        len(devices),
+        params["donated"],
+    ), devices
 
 
 class _Program:
@@ -75,14 +87,19 @@ class _Program:
         mesh_name = mesh_axis_name(params["axis_name"])
         self.in_axes = params["in_axes"]
         self.out_axes = params["out_axes"]
-        self.in_shardings = [runtime.mapped_sharding(local, mesh_name, self.size, a)
-                             for a in self.in_axes]
-        out_shardings = [runtime.mapped_sharding(local, mesh_name, self.size, a)
-                         for a in self.out_axes]
-        self.out_avals = [batched_aval(a, ax, self.size)
-                          for a, ax in zip(jaxpr.out_avals, self.out_axes, strict=True)]
-        self.exe = runtime.compile_spmd(module, devices,
-                                        list(zip(self.out_avals, out_shardings, strict=True)))
+        self.in_shardings = [
+            runtime.mapped_sharding(local, mesh_name, self.size, a) for a in self.in_axes
+        ]
+        out_shardings = [
+            runtime.mapped_sharding(local, mesh_name, self.size, a) for a in self.out_axes
+        ]
+        self.out_avals = [
+            batched_aval(a, ax, self.size)
+            for a, ax in zip(jaxpr.out_avals, self.out_axes, strict=True)
+        ]
+        self.exe = runtime.compile_spmd(
+            module, devices, list(zip(self.out_avals, out_shardings, strict=True))
+        )
 
     def buffer(self, x, i):
         """Argument ``i`` as a global array split as the program wants it."""
@@ -93,9 +110,14 @@ class _Program:
             buf = x  # a JAX array (of a dtype xform keeps as it is)
         else:
             buf = None
-        if buf is not None and (buf.sharding is sharding or buf.sharding == sharding or (
-                len(buf.sharding.device_set) == len(sharding.device_set) and
-                buf.sharding.is_equivalent_to(sharding, buf.ndim))):
+        if buf is not None and (
+            buf.sharding is sharding
+            or buf.sharding == sharding
+            or (
+                len(buf.sharding.device_set) == len(sharding.device_set)
+                and buf.sharding.is_equivalent_to(sharding, buf.ndim)
+            )
+        ):
             return buf  # already split this way, whatever the pmap that made it named its axis
         aval = concrete_aval(x, pmap_p)
         return runtime.put_sharded(host_value(x, aval), sharding, self.in_axes[i], self.size)
@@ -103,8 +125,9 @@ class _Program:
     def run(self, args):
         outs = self.exe.call([self.buffer(x, i) for i, x in enumerate(args)])
         # An unmapped result stays replicated on the devices, ready for the next pmap.
-        return [ShardedArray(aval, None, buf)
-                for buf, aval in zip(outs, self.out_avals, strict=True)]
+        return [
+            ShardedArray(aval, None, buf) for buf, aval in zip(outs, self.out_avals, strict=True)
+        ]
 
 
 _programs = weakref.WeakKeyDictionary()  # jaxpr -> {(in_axes, out_axes, ...): _Program}
@@ -114,8 +137,14 @@ def program_for(params):
     """The compiled program of a pmap (``params``: the pmap primitive's), once per body,
     axes and devices."""
     per_jaxpr = _programs.setdefault(params["jaxpr"].jaxpr, {})
-    key = (params["in_axes"], params["out_axes"], params["axis_size"], params["axis_name"],
-           params["devices"], params["donated"])
+    key = (
+        params["in_axes"],
+        params["out_axes"],
+        params["axis_size"],
+        params["axis_name"],
+        params["devices"],
+        params["donated"],
+    )
     program = per_jaxpr.get(key)
     if program is None:
         program = per_jaxpr[key] = _Program(params)

@@ -48,8 +48,9 @@ class _Stage:
     fun_name = property(lambda self: self._jitted._name)
     jaxpr = property(lambda self: self._entry.jaxpr, doc="The ClosedJaxpr traced.")
     out_tree = property(lambda self: self._entry.out_tree)
-    out_avals = property(lambda self: pytree.tree_unflatten(
-        self._entry.out_tree, self._entry.jaxpr.out_avals))
+    out_avals = property(
+        lambda self: pytree.tree_unflatten(self._entry.out_tree, self._entry.jaxpr.out_avals)
+    )
 
     @property
     def args_info(self):
@@ -57,14 +58,16 @@ class _Stage:
         donated = self._entry.donated
         n_consts = len(self._entry.consts)
         flags = donated[n_consts:] if donated is not None else (False,) * len(self._avals)
-        return pytree.tree_unflatten(self.in_tree, [
-            ArgInfo(a, d) for a, d in zip(self._avals, flags, strict=True)])
+        return pytree.tree_unflatten(
+            self.in_tree, [ArgInfo(a, d) for a, d in zip(self._avals, flags, strict=True)]
+        )
 
     @property
     def out_info(self):
         """A ``ShapeDtypeStruct`` per output, in the outputs' pytree."""
-        return pytree.tree_unflatten(self._entry.out_tree,
-                                        [_shape_struct(a) for a in self._entry.jaxpr.out_avals])
+        return pytree.tree_unflatten(
+            self._entry.out_tree, [_shape_struct(a) for a in self._entry.jaxpr.out_avals]
+        )
 
 
 class Traced(_Stage):
@@ -86,11 +89,16 @@ class Lowered(_Stage):
 
     def __init__(self, jitted, entry, in_tree, avals):
         super().__init__(jitted, entry, in_tree, avals)
-        lowered, _, donated = dispatch.lowered_form(entry.jaxpr, entry.donated, entry.consts,
-                                                    entry.keep_unused)
-        self._module = mlir.lower_to_module(lowered, jitted._name,
-                                            replicas_needed(entry.jaxpr.jaxpr), donated,
-                                            pytree.result_info(entry.out_tree))
+        lowered, _, donated = dispatch.lowered_form(
+            entry.jaxpr, entry.donated, entry.consts, entry.keep_unused
+        )
+        self._module = mlir.lower_to_module(
+            lowered,
+            jitted._name,
+            replicas_needed(entry.jaxpr.jaxpr),
+            donated,
+            pytree.result_info(entry.out_tree),
+        )
 
     def as_text(self, dialect=None):
         """The module as text: StableHLO (the default) or, with ``dialect="hlo"``, XLA HLO."""
@@ -98,8 +106,9 @@ class Lowered(_Stage):
             return mlir.module_text(self._module)
         if dialect == "hlo":
             return self._hlo().as_hlo_text()
-        raise ValueError(f"Lowered.as_text: unknown dialect {dialect!r}; expected "
-                         "'stablehlo' or 'hlo'")
+        raise ValueError(
+            f"Lowered.as_text: unknown dialect {dialect!r}; expected 'stablehlo' or 'hlo'"
+        )
 
     def compiler_ir(self, dialect=None):
         """The module: an MLIR ``Module`` (StableHLO) or, with ``dialect="hlo"``, an
@@ -108,12 +117,14 @@ class Lowered(_Stage):
             return self._module
         if dialect == "hlo":
             return self._hlo()
-        raise ValueError(f"Lowered.compiler_ir: unknown dialect {dialect!r}; expected "
-                         "'stablehlo' or 'hlo'")
+        raise ValueError(
+            f"Lowered.compiler_ir: unknown dialect {dialect!r}; expected 'stablehlo' or 'hlo'"
+        )
 
     def _hlo(self):
         return _jax.mlir.mlir_module_to_xla_computation(
-            mlir.module_text(self._module), use_tuple_args=False, return_tuple=False)
+            mlir.module_text(self._module), use_tuple_args=False, return_tuple=False
+        )
 
     def cost_analysis(self):
         """XLA's cost estimates of the unoptimized module (flops, bytes accessed, ...)."""
@@ -124,9 +135,16 @@ class Lowered(_Stage):
         """Compile with XLA (``compiler_options``: XLA debug options by name, as JAX's)."""
         entry, jitted = self._entry, self._jitted
         options = tuple(sorted((compiler_options or {}).items()))
-        compiled = dispatch.compile_jaxpr(entry.jaxpr, jitted._name, jitted._device,
-                                          entry.donated, options=options, module=self._module,
-                                          consts=entry.consts, keep_unused=entry.keep_unused)
+        compiled = dispatch.compile_jaxpr(
+            entry.jaxpr,
+            jitted._name,
+            jitted._device,
+            entry.donated,
+            options=options,
+            module=self._module,
+            consts=entry.consts,
+            keep_unused=entry.keep_unused,
+        )
         if not options and entry.compiled is None:
             entry.compiled = compiled  # what the next call of the jitted function runs
         return Compiled(jitted, entry, self.in_tree, self._avals, compiled)
@@ -146,10 +164,15 @@ class Compiled(_Stage):
         if in_tree != self.in_tree:
             raise TypeError(_tree_mismatch_message(self.in_tree, in_tree))
         avals = [core.get_aval(x) for x in leaves]
-        if any(a.shape != c.shape or a.dtype != c.dtype
-               for a, c in zip(avals, self._avals, strict=True)):  # weak types may differ
-            raise TypeError(_mismatch_message(self._jitted, in_tree, self._entry.statics_key,
-                                              self._avals, avals))
+        if any(
+            a.shape != c.shape or a.dtype != c.dtype
+            for a, c in zip(avals, self._avals, strict=True)
+        ):  # weak types may differ
+            raise TypeError(
+                _mismatch_message(
+                    self._jitted, in_tree, self._entry.statics_key, self._avals, avals
+                )
+            )
         outs = self._entry.run_with(self._compiled, leaves, self._avals)
         return pytree.tree_unflatten(self._entry.out_tree, outs)
 
@@ -194,37 +217,50 @@ def _tree_mismatch_message(compiled_tree, called_tree):
     got_args, got_kwargs = pytree.tree_unflatten(called_tree, [0] * called_tree.num_leaves)
     diffs = []
     if len(want_args) != len(got_args):
-        diffs.append(f"at args: compiled for {len(want_args)} positional arguments, called "
-                     f"with {len(got_args)}")
+        diffs.append(
+            f"at args: compiled for {len(want_args)} positional arguments, called "
+            f"with {len(got_args)}"
+        )
     else:
-        diffs += [f"at args[{i}]: compiled for {pytree.tree_structure(w)}, called with "
-                  f"{pytree.tree_structure(g)}"
-                  for i, (w, g) in enumerate(zip(want_args, got_args, strict=True))
-                  if pytree.tree_structure(w) != pytree.tree_structure(g)]
+        diffs += [
+            f"at args[{i}]: compiled for {pytree.tree_structure(w)}, called with "
+            f"{pytree.tree_structure(g)}"
+            for i, (w, g) in enumerate(zip(want_args, got_args, strict=True))
+            if pytree.tree_structure(w) != pytree.tree_structure(g)
+        ]
     if want_kwargs.keys() != got_kwargs.keys():
-        diffs.append(f"at kwargs: compiled for keywords {sorted(want_kwargs)}, called with "
-                     f"{sorted(got_kwargs)} (differing: "
-                     f"{sorted(want_kwargs.keys() ^ got_kwargs.keys())})")
+        diffs.append(
+            f"at kwargs: compiled for keywords {sorted(want_kwargs)}, called with "
+            f"{sorted(got_kwargs)} (differing: "
+            f"{sorted(want_kwargs.keys() ^ got_kwargs.keys())})"
+        )
     else:
-        diffs += [f"at kwargs[{k!r}]: compiled for {pytree.tree_structure(w)}, called with "
-                  f"{pytree.tree_structure(got_kwargs[k])}"
-                  for k, w in want_kwargs.items()
-                  if pytree.tree_structure(w) != pytree.tree_structure(got_kwargs[k])]
-    return ("Function compiled with input pytree does not match the input pytree it was "
-            f"called with. There are {len(diffs)} mismatches, including:\n"
-            + "\n".join(f"    * {d}" for d in diffs)
-            + "\nA compiled function takes the dynamic arguments only (not the static ones).")
+        diffs += [
+            f"at kwargs[{k!r}]: compiled for {pytree.tree_structure(w)}, called with "
+            f"{pytree.tree_structure(got_kwargs[k])}"
+            for k, w in want_kwargs.items()
+            if pytree.tree_structure(w) != pytree.tree_structure(got_kwargs[k])
+        ]
+    return (
+        "Function compiled with input pytree does not match the input pytree it was "
+        f"called with. There are {len(diffs)} mismatches, including:\n"
+        + "\n".join(f"    * {d}" for d in diffs)
+        + "\nA compiled function takes the dynamic arguments only (not the static ones)."
+    )
 
 
 def _mismatch_message(jitted, in_tree, statics_key, compiled_avals, called_avals):
     paths = leaf_paths(jitted.__wrapped__, in_tree, statics_key)
-    lines = [f"Argument '{name}{path}' compiled with {_type_name(c)} and called with "
-             f"{_type_name(a)}"
-             for (name, path), c, a in zip(paths, compiled_avals, called_avals, strict=True)
-             if (c.shape, c.dtype) != (a.shape, a.dtype)]
-    return ("Argument types differ from the types for which this computation was compiled. "
-            "Perhaps you are calling the compiled executable with a different enable_x64 "
-            "mode than when it was AOT compiled? The mismatches are:\n" + "\n".join(lines))
+    lines = [
+        f"Argument '{name}{path}' compiled with {_type_name(c)} and called with {_type_name(a)}"
+        for (name, path), c, a in zip(paths, compiled_avals, called_avals, strict=True)
+        if (c.shape, c.dtype) != (a.shape, a.dtype)
+    ]
+    return (
+        "Argument types differ from the types for which this computation was compiled. "
+        "Perhaps you are calling the compiled executable with a different enable_x64 "
+        "mode than when it was AOT compiled? The mismatches are:\n" + "\n".join(lines)
+    )
 
 
 def _type_name(aval):
@@ -236,13 +272,17 @@ def leaf_paths(fun, in_tree, statics_key):
     past the named ones, the keyword for keywords) and the leaf's path inside it (keystr)."""
     dyn_args, dyn_kwargs = pytree.tree_unflatten(in_tree, range(in_tree.num_leaves))
     try:
-        params = [p.name for p in inspect.signature(fun).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        params = [
+            p.name
+            for p in inspect.signature(fun).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
     except (TypeError, ValueError):
         params = []
     static_positions = () if statics_key is None else statics_key[0]
-    positions = [i for i in range(len(dyn_args) + len(static_positions))
-                 if i not in static_positions]
+    positions = [
+        i for i in range(len(dyn_args) + len(static_positions)) if i not in static_positions
+    ]
     paths = [(f"leaf {i}", "") for i in range(in_tree.num_leaves)]
     for keys, leaf in pytree.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]:
         if keys[0].idx == 0:

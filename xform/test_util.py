@@ -19,10 +19,18 @@ except ImportError:  # an optional dependency: only the strategies below use it
 from xform import dtypes
 from xform.api_autodiff import jvp, vjp
 
-_EPS = {np.dtype(np.float16): 1e-1, dtypes.bfloat16_dtype: 1e-1, np.dtype(np.float32): 3e-3,
-        np.dtype(np.float64): 1e-6}
-_TOL = {np.dtype(np.float16): 1e-1, dtypes.bfloat16_dtype: 1e-1, np.dtype(np.float32): 2e-2,
-        np.dtype(np.float64): 1e-5}
+_EPS = {
+    np.dtype(np.float16): 1e-1,
+    dtypes.bfloat16_dtype: 1e-1,
+    np.dtype(np.float32): 3e-3,
+    np.dtype(np.float64): 1e-6,
+}
+_TOL = {
+    np.dtype(np.float16): 1e-1,
+    dtypes.bfloat16_dtype: 1e-1,
+    np.dtype(np.float32): 2e-2,
+    np.dtype(np.float64): 1e-5,
+}
 
 
 def _dtype_of(leaves):
@@ -36,21 +44,28 @@ def _dtype_of(leaves):
 def _inner(a, b):
     """Sum of elementwise products over two pytrees of the same structure."""
     leaves_a, leaves_b = pytree.tree_leaves(a), pytree.tree_leaves(b)
-    return sum(np.vdot(np.asarray(x, np.float64).ravel(), np.asarray(y, np.float64).ravel())
-               for x, y in zip(leaves_a, leaves_b, strict=True))
+    return sum(
+        np.vdot(np.asarray(x, np.float64).ravel(), np.asarray(y, np.float64).ravel())
+        for x, y in zip(leaves_a, leaves_b, strict=True)
+    )
 
 
 def _random_like(rng, tree):
     def draw(x):
         x = np.asarray(x)
         return rng.standard_normal(x.shape).astype(x.dtype)
+
     return pytree.tree_map(draw, tree)
 
 
 def _scaled_add(tree, direction, scale):
     return pytree.tree_map(
         lambda x, d: (np.asarray(x, np.float64) + scale * np.asarray(d, np.float64)).astype(
-            np.asarray(x).dtype), tree, direction)
+            np.asarray(x).dtype
+        ),
+        tree,
+        direction,
+    )
 
 
 def _max_error(got, expected, atol, rtol):
@@ -67,8 +82,10 @@ def _max_error(got, expected, atol, rtol):
 
 
 def _fail(mode, order, argnum, err, detail):
-    raise AssertionError(f"check_grads: {mode}-mode derivative of order {order} disagrees with "
-                         f"{detail} for argument {argnum}: largest error {err:.3g}")
+    raise AssertionError(
+        f"check_grads: {mode}-mode derivative of order {order} disagrees with "
+        f"{detail} for argument {argnum}: largest error {err:.3g}"
+    )
 
 
 def check_jvp(f, args, atol=None, rtol=None, eps=None, order=1, rng=None):
@@ -79,14 +96,18 @@ def check_jvp(f, args, atol=None, rtol=None, eps=None, order=1, rng=None):
     atol = atol if atol is not None else _TOL.get(dtype, 1e-2)
     rtol = rtol if rtol is not None else _TOL.get(dtype, 1e-2)
     for argnum in range(len(args)):
-        direction = [_random_like(rng, a) if i == argnum else pytree.tree_map(np.zeros_like, a)
-                     for i, a in enumerate(args)]
+        direction = [
+            _random_like(rng, a) if i == argnum else pytree.tree_map(np.zeros_like, a)
+            for i, a in enumerate(args)
+        ]
         _, tangent = jvp(f, tuple(args), tuple(direction))
         plus = f(*[_scaled_add(a, d, eps) for a, d in zip(args, direction, strict=True)])
         minus = f(*[_scaled_add(a, d, -eps) for a, d in zip(args, direction, strict=True)])
         fd = pytree.tree_map(
             lambda p, m: (np.asarray(p, np.float64) - np.asarray(m, np.float64)) / (2 * eps),
-            plus, minus)
+            plus,
+            minus,
+        )
         err, where = _max_error(tangent, fd, atol, rtol)
         if where is not None:
             _fail("fwd", order, argnum, err, "central finite differences")
@@ -102,8 +123,10 @@ def check_vjp(f, args, atol=None, rtol=None, eps=None, order=1, rng=None):
     ct = _random_like(rng, out)
     cts_in = pullback(ct)
     for argnum in range(len(args)):
-        direction = [_random_like(rng, a) if i == argnum else pytree.tree_map(np.zeros_like, a)
-                     for i, a in enumerate(args)]
+        direction = [
+            _random_like(rng, a) if i == argnum else pytree.tree_map(np.zeros_like, a)
+            for i, a in enumerate(args)
+        ]
         _, tangent = jvp(f, tuple(args), tuple(direction))
         lhs = _inner(ct, tangent)
         rhs = _inner(cts_in[argnum], direction[argnum])
@@ -146,15 +169,16 @@ def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=
 
 def _require_hypothesis(name):
     if st is None:
-        raise ImportError(f"xform.test_util.{name} is a hypothesis strategy and needs the "
-                          "`hypothesis` package: pip install hypothesis")
+        raise ImportError(
+            f"xform.test_util.{name} is a hypothesis strategy and needs the "
+            "`hypothesis` package: pip install hypothesis"
+        )
 
 
 def shapes(max_rank=3, max_side=4, min_rank=0):
     """Array shapes of rank ``min_rank..max_rank`` with sides ``1..max_side``."""
     _require_hypothesis("shapes")
-    return hnp.array_shapes(min_dims=min_rank, max_dims=max_rank, min_side=1,
-                            max_side=max_side)
+    return hnp.array_shapes(min_dims=min_rank, max_dims=max_rank, min_side=1, max_side=max_side)
 
 
 def arrays(dtype=np.float32, shape=None, min_value=-3.0, max_value=3.0):
@@ -162,8 +186,13 @@ def arrays(dtype=np.float32, shape=None, min_value=-3.0, max_value=3.0):
     _require_hypothesis("arrays")
     dtype = np.dtype(dtype)
     if dtypes.is_float(dtype):
-        elements = st.floats(min_value, max_value, width=min(dtype.itemsize * 8, 64),
-                             allow_nan=False, allow_infinity=False)
+        elements = st.floats(
+            min_value,
+            max_value,
+            width=min(dtype.itemsize * 8, 64),
+            allow_nan=False,
+            allow_infinity=False,
+        )
     elif dtypes.is_int(dtype):
         elements = st.integers(int(min_value), int(max_value))
     else:
@@ -175,9 +204,12 @@ def pytrees(leaves=None, max_leaves=4):
     """Pytrees (nested tuples, lists and dicts) whose leaves are drawn from ``leaves``."""
     _require_hypothesis("pytrees")
     leaves = leaves if leaves is not None else arrays()
-    return st.recursive(leaves, lambda children: st.one_of(
-        st.lists(children, min_size=1, max_size=3),
-        st.tuples(children, children),
-        st.dictionaries(st.sampled_from("abc"), children, min_size=1, max_size=3)),
-        max_leaves=max_leaves)
-
+    return st.recursive(
+        leaves,
+        lambda children: st.one_of(
+            st.lists(children, min_size=1, max_size=3),
+            st.tuples(children, children),
+            st.dictionaries(st.sampled_from("abc"), children, min_size=1, max_size=3),
+        ),
+        max_leaves=max_leaves,
+    )

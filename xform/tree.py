@@ -46,6 +46,19 @@ from xform.tree_util import (
     tree_transpose as transpose,
 )
 
-__all__ = ["all", "broadcast", "flatten", "flatten_with_path", "leaves", "leaves_with_path",
-           "map", "map_with_path", "reduce", "reduce_associative", "static", "structure",
-           "transpose", "unflatten"]
+__all__ = [
+    "all",
+    "broadcast",
+    "flatten",
+    "flatten_with_path",
+    "leaves",
+    "leaves_with_path",
+    "map",
+    "map_with_path",
+    "reduce",
+    "reduce_associative",
+    "static",
+    "structure",
+    "transpose",
+    "unflatten",
+]

@@ -60,8 +60,12 @@ def _with_array_leaves_and_paths(jax_fn):
     @functools.wraps(jax_fn)
     def fn(*args, is_leaf=None, is_leaf_takes_path=False, **kwargs):
         stop = _stop_at_arrays(is_leaf, is_leaf is not None and is_leaf_takes_path)
-        return jax_fn(*args, is_leaf=stop, is_leaf_takes_path=is_leaf is not None and
-                      is_leaf_takes_path, **kwargs)
+        return jax_fn(
+            *args,
+            is_leaf=stop,
+            is_leaf_takes_path=is_leaf is not None and is_leaf_takes_path,
+            **kwargs,
+        )
 
     return fn
 
@@ -88,12 +92,12 @@ tree_all = _with_array_leaves(_jax.tree_all)
 tree_reduce = _positional_is_leaf(_jax.tree_reduce, 3)
 tree_reduce_associative = _with_array_leaves(_jax.tree_reduce_associative)
 all_leaves = _positional_is_leaf(_jax.all_leaves, 1)
-tree_flatten_with_path = _positional_is_leaf(_jax.tree_flatten_with_path, 1,
-                                            _with_array_leaves_and_paths,
-                                            ("is_leaf", "is_leaf_takes_path"))
-tree_leaves_with_path = _positional_is_leaf(_jax.tree_leaves_with_path, 1,
-                                           _with_array_leaves_and_paths,
-                                           ("is_leaf", "is_leaf_takes_path"))
+tree_flatten_with_path = _positional_is_leaf(
+    _jax.tree_flatten_with_path, 1, _with_array_leaves_and_paths, ("is_leaf", "is_leaf_takes_path")
+)
+tree_leaves_with_path = _positional_is_leaf(
+    _jax.tree_leaves_with_path, 1, _with_array_leaves_and_paths, ("is_leaf", "is_leaf_takes_path")
+)
 tree_map_with_path = _with_array_leaves_and_paths(_jax.tree_map_with_path)
 
 
@@ -104,8 +108,11 @@ def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
     prefix, prefix_def = _jax.tree_flatten(prefix_tree, stop)
     subtrees = prefix_def.flatten_up_to(full_tree)
     full_def = _jax.tree_structure(full_tree, stop)
-    return full_def.unflatten(leaf for leaf, sub in zip(prefix, subtrees, strict=True)
-                              for _ in range(_jax.tree_structure(sub, stop).num_leaves))
+    return full_def.unflatten(
+        leaf
+        for leaf, sub in zip(prefix, subtrees, strict=True)
+        for _ in range(_jax.tree_structure(sub, stop).num_leaves)
+    )
 
 
 def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
@@ -117,7 +124,7 @@ def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
     inner, outer = inner_treedef.num_leaves, outer_treedef.num_leaves
     if treedef.num_leaves != inner * outer:
         raise TypeError(f"Mismatch\n{treedef}\n != \n{outer_treedef.compose(inner_treedef)}")
-    rows = [flat[i * inner:(i + 1) * inner] for i in range(outer)]
+    rows = [flat[i * inner : (i + 1) * inner] for i in range(outer)]
     return inner_treedef.unflatten(outer_treedef.unflatten(col) for col in zip(*rows, strict=True))
 
 

@@ -23,6 +23,7 @@ def _axis_to_xform(prim, rule):
         if prim.multiple_results:
             return list(outs), list(out_dims)
         return [outs], [out_dims]
+
     return batch
 
 
@@ -31,6 +32,7 @@ def _axis_from_xform(prim, rule):
         del trace_type
         outs, out_dims = rule(AxisData(axis_name, axis_size), args, dims, **params)
         return (outs, out_dims) if prim.multiple_results else (outs[0], out_dims[0])
+
     return batch
 
 

@@ -59,13 +59,19 @@ def _lacks_attribute(jax_name, name, previous=None):
         if attr in extra:
             return extra[attr]
         sub = f"{jax_name}.{attr}"
-        if sub in ALIASES or sub in _TABLES or sub in _jax_src.FALLBACKS or \
-                _standins.jax_module_file(sub):
+        if (
+            sub in ALIASES
+            or sub in _TABLES
+            or sub in _jax_src.FALLBACKS
+            or _standins.jax_module_file(sub)
+        ):
             return importlib.import_module(sub)  # ``from jax.extend import linear_util``
         if attr in _standins.jax_names(jax_name):  # JAX has it: fail where it is used
             return _standins.stand_in(sub)
-        raise AttributeError(f"module {jax_name!r} has no attribute {attr!r}: "
-                             f"{jax_name}.{attr} is not available, {_LACKS}")
+        raise AttributeError(
+            f"module {jax_name!r} has no attribute {attr!r}: "
+            f"{jax_name}.{attr} is not available, {_LACKS}"
+        )
 
     __getattr__.xform_compat = True
     return __getattr__
@@ -81,8 +87,12 @@ class _JaxModule(types.ModuleType):
         if _standins.from_runtime():
             return _real_attribute("jax", attr)  # (not kept: the runtime's own view)
         sub = f"jax.{attr}"
-        if sub in ALIASES or sub in _TABLES or sub in _jax_src.FALLBACKS or isinstance(
-                getattr(xform, attr, None), types.ModuleType):
+        if (
+            sub in ALIASES
+            or sub in _TABLES
+            or sub in _jax_src.FALLBACKS
+            or isinstance(getattr(xform, attr, None), types.ModuleType)
+        ):
             value = importlib.import_module(sub)  # through the finder: registered and patched
         elif hasattr(xform, attr):
             value = getattr(xform, attr)
@@ -91,8 +101,9 @@ class _JaxModule(types.ModuleType):
         elif attr in _standins.jax_names("jax"):  # JAX has it: fail where it is used
             value = _standins.stand_in(sub)
         else:
-            raise AttributeError(f"module 'jax' has no attribute {attr!r}: jax.{attr} is not "
-                                 f"available, {_LACKS}")
+            raise AttributeError(
+                f"module 'jax' has no attribute {attr!r}: jax.{attr} is not available, {_LACKS}"
+            )
         setattr(self, attr, value)
         return value
 
@@ -154,8 +165,9 @@ def _patch_errors(module, jax_name):
 
 
 def _missing(jax_name):
-    return ModuleNotFoundError(f"No module named {jax_name!r}: {jax_name} is not available, "
-                               f"{_LACKS}", name=jax_name)
+    return ModuleNotFoundError(
+        f"No module named {jax_name!r}: {jax_name} is not available, {_LACKS}", name=jax_name
+    )
 
 
 # ``jax.<name>`` that are xform modules but not modules of JAX (``jax.config`` is an object).
@@ -178,7 +190,7 @@ def _resolve(jax_name):
         return _table_module(jax_name, _TABLES[jax_name])
     if jax_name.startswith("jax._src.") or jax_name in _NOT_MODULES:
         return _stand_in_module(jax_name)
-    target = ALIASES.get(jax_name, "xform" + jax_name[len("jax"):])
+    target = ALIASES.get(jax_name, "xform" + jax_name[len("jax") :])
     try:
         module = importlib.import_module(target)
     except ModuleNotFoundError as e:
@@ -196,8 +208,9 @@ def _real_spec(jax_name):
     """The spec of real JAX's module ``jax_name``, for an import by the runtime itself."""
     module = _State.real_modules.get(jax_name)
     if module is not None:
-        return importlib.machinery.ModuleSpec(jax_name, _AliasLoader(module),
-                                              is_package=hasattr(module, "__path__"))
+        return importlib.machinery.ModuleSpec(
+            jax_name, _AliasLoader(module), is_package=hasattr(module, "__path__")
+        )
     parent = _State.real_modules.get(jax_name.rpartition(".")[0])
     return importlib.machinery.PathFinder.find_spec(jax_name, getattr(parent, "__path__", None))
 
@@ -231,8 +244,9 @@ class JaxFinder(importlib.abc.MetaPathFinder):
         if _standins.from_runtime():
             return _real_spec(fullname)
         module = _resolve(fullname)
-        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(module),
-                                              is_package=hasattr(module, "__path__"))
+        return importlib.machinery.ModuleSpec(
+            fullname, _AliasLoader(module), is_package=hasattr(module, "__path__")
+        )
 
 
 def install():

@@ -122,35 +122,55 @@ def get_primitive_transpose(primitive):
     """``primitive``'s transpose rule; ``NotImplementedError`` naming it when it has none."""
     rule = _transpose.transpose_rules.get(primitive)
     if rule is None:
-        raise NotImplementedError(f"Transpose rule (for reverse-mode differentiation) for "
-                                  f"'{primitive.name}' not implemented")
+        raise NotImplementedError(
+            f"Transpose rule (for reverse-mode differentiation) for "
+            f"'{primitive.name}' not implemented"
+        )
     return rule
 
 
 # ``jax.experimental.hijax``: flax.nnx defines its hijax Variable (off unless the
 # ``flax_hijax_variable`` flag is set) at import time. Defining works; xform lacks the machinery.
 _HIJAX = {
-    "HiPrimitive": _Inert, "MutableHiType": _Inert, "AbstractValue": _Inert, "AvalQDD": _Inert,
-    "AvalMutableQDD": _Inert, "Zero": stand_in("jax.experimental.hijax.Zero"),
-    "aval_method": _aval_method, "aval_property": property, "register_hitype": _no_op,
+    "HiPrimitive": _Inert,
+    "MutableHiType": _Inert,
+    "AbstractValue": _Inert,
+    "AvalQDD": _Inert,
+    "AvalMutableQDD": _Inert,
+    "Zero": stand_in("jax.experimental.hijax.Zero"),
+    "aval_method": _aval_method,
+    "aval_property": property,
+    "register_hitype": _no_op,
     "control_flow_allowed_effects": _EffectTypeSet(),
-    **{name: lacking_function(f"jax.experimental.hijax.{name}")
-       for name in ("instantiate_zeros", "is_undefined_primal")},
+    **{
+        name: lacking_function(f"jax.experimental.hijax.{name}")
+        for name in ("instantiate_zeros", "is_undefined_primal")
+    },
 }
 
 # ``jax._src.ad_util``: the autodiff values and primitives everything else builds on.
 _AD_UTIL = {
-    "stop_gradient_p": autodiff.stop_gradient_p, "add_jaxvals_p": elementwise.add_any_p,
-    "add_any_p": elementwise.add_any_p, "add_jaxvals": elementwise.add_any,
-    "Zero": _ad.Zero, "instantiate": _ad.instantiate, "zeros_like_aval": _extend_ad.zeros_like_aval,
+    "stop_gradient_p": autodiff.stop_gradient_p,
+    "add_jaxvals_p": elementwise.add_any_p,
+    "add_any_p": elementwise.add_any_p,
+    "add_jaxvals": elementwise.add_any,
+    "Zero": _ad.Zero,
+    "instantiate": _ad.instantiate,
+    "zeros_like_aval": _extend_ad.zeros_like_aval,
     "zeros_like_jaxval": lambda x: _extend_ad.zeros_like_aval(core.get_aval(x)),
 }
 
 MODULES = {
-    "traceback_util": {"register_exclusion": register_exclusion, "include_frame": include_frame,
-                       "api_boundary": api_boundary, "_exclude_paths": _excluded_paths},
-    "tree_util": {**{k: v for k, v in vars(tree_util).items() if not k.startswith("__")},
-                  "_registry": _jax_pytree_registry},
+    "traceback_util": {
+        "register_exclusion": register_exclusion,
+        "include_frame": include_frame,
+        "api_boundary": api_boundary,
+        "_exclude_paths": _excluded_paths,
+    },
+    "tree_util": {
+        **{k: v for k, v in vars(tree_util).items() if not k.startswith("__")},
+        "_registry": _jax_pytree_registry,
+    },
     "ad_util": _AD_UTIL,
     "flatten_util": {"ravel_pytree": flatten_util.ravel_pytree},
     "api_util": {k: v for k, v in vars(api_util).items() if not k.startswith("__")},
@@ -158,12 +178,19 @@ MODULES = {
     "distributed": {"global_state": _distributed_state},
     # JAX's private dtypes module names the ml_dtypes types by their scalar types (as
     # jax.dtypes.bfloat16 is); xform.dtypes keeps the narrow ones as dtype instances.
-    "dtypes": {**vars(dtypes), **{d.name: d.type for d in dtypes.NARROW_FLOATS +
-                                  dtypes.NARROW_INTS},
-               "ExtendedDType": ExtendedDType, "DType": np.dtype,
-               "finfo": xnp.finfo, "iinfo": xnp.iinfo},
-    "core": {**vars(_jax_core), "trace_state_clean": trace_state_clean,
-             "physical_aval": physical_aval},
+    "dtypes": {
+        **vars(dtypes),
+        **{d.name: d.type for d in dtypes.NARROW_FLOATS + dtypes.NARROW_INTS},
+        "ExtendedDType": ExtendedDType,
+        "DType": np.dtype,
+        "finfo": xnp.finfo,
+        "iinfo": xnp.iinfo,
+    },
+    "core": {
+        **vars(_jax_core),
+        "trace_state_clean": trace_state_clean,
+        "physical_aval": physical_aval,
+    },
     "state": {},
     "state.types": {"AbstractRef": AbstractRef},
     "checkify": {k: v for k, v in vars(checkify).items() if not k.startswith("__")},
@@ -171,15 +198,19 @@ MODULES = {
     "compiler": {},  # chex's restrict_backends patches its internals: they are lacking
     "xla_bridge": {"_backends": {}},
     "interpreters": {},
-    "interpreters.ad": {**{k: v for k, v in vars(_extend_ad).items() if not k.startswith("__")},
-                        "JVPTracer": _ad.JVPTracer, "JVPTrace": _ad.JVPTrace,
-                        "get_primitive_transpose": get_primitive_transpose},
+    "interpreters.ad": {
+        **{k: v for k, v in vars(_extend_ad).items() if not k.startswith("__")},
+        "JVPTracer": _ad.JVPTracer,
+        "JVPTrace": _ad.JVPTrace,
+        "get_primitive_transpose": get_primitive_transpose,
+    },
 }
 
 FALLBACKS = {
     "jax.sharding": {k: v for k, v in vars(_jax_sharding).items() if not k.startswith("_")},
-    "jax.experimental.layout": {k: v for k, v in vars(_jax_layout).items()
-                                if not k.startswith("_")},
+    "jax.experimental.layout": {
+        k: v for k, v in vars(_jax_layout).items() if not k.startswith("_")
+    },
     # JAX's ``jax.lib`` holds only jaxlib's version now (equinox's tests import it).
     "jax.lib": {"__version__": _jax_lib.__version__},
 }
@@ -190,8 +221,10 @@ LACKING = {
     "jax.interpreters.partial_eval": {},
     "jax.experimental.hijax": _HIJAX,
     # JAX's former names for what xform runs its own way (a primitive eagerly, pjit as jit).
-    "jax.interpreters.xla": {"apply_primitive": lambda prim, *args, **params: prim.bind(
-        *args, **params), "canonicalize_dtype_handlers": {}},
+    "jax.interpreters.xla": {
+        "apply_primitive": lambda prim, *args, **params: prim.bind(*args, **params),
+        "canonicalize_dtype_handlers": {},
+    },
     "jax.experimental.pjit": {"pjit": api.jit},
 }
 
@@ -199,16 +232,24 @@ LACKING = {
 # (the xform module's ``__getattr__`` answers them while compat mode is installed).
 EXTRAS = {
     "jax.extend.source_info_util": {"register_exclusion": register_exclusion},
-    "jax.extend.core": {"Effect": _Inert,
-                        "get_opaque_trace_state": _jax_core.get_opaque_trace_state},
+    "jax.extend.core": {
+        "Effect": _Inert,
+        "get_opaque_trace_state": _jax_core.get_opaque_trace_state,
+    },
     "jax.experimental": {"MutableArray": stand_in("jax.experimental.MutableArray")},
     # xform.extend.ad stands for jax.interpreters.ad; it is patched under the name it is first
     # reached by, which may be jax.extend.ad.
-    **dict.fromkeys(("jax.interpreters.ad", "jax.extend.ad"),
-                    {"JVPTracer": _ad.JVPTracer, "JVPTrace": _ad.JVPTrace,
-                     "add_jaxvals_p": elementwise.add_any_p, "add_jaxvals": elementwise.add_any,
-                     "add_tangents": elementwise.add_any,
-                     "get_primitive_transpose": get_primitive_transpose}),
+    **dict.fromkeys(
+        ("jax.interpreters.ad", "jax.extend.ad"),
+        {
+            "JVPTracer": _ad.JVPTracer,
+            "JVPTrace": _ad.JVPTrace,
+            "add_jaxvals_p": elementwise.add_any_p,
+            "add_jaxvals": elementwise.add_any,
+            "add_tangents": elementwise.add_any,
+            "get_primitive_transpose": get_primitive_transpose,
+        },
+    ),
 }
 
 

@@ -26,8 +26,12 @@ import jaxlib as _jaxlib
 _JAX_DIR = os.path.dirname(_real_jax.__file__)
 _XFORM_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The code of the runtime under xform: real JAX, jaxlib, and xform's engine and lowering.
-_RUNTIME = (_JAX_DIR + os.sep, os.path.dirname(_jaxlib.__file__) + os.sep, _XFORM_DIR + os.sep,
-            os.path.join(os.path.dirname(_XFORM_DIR), "lowering") + os.sep)
+_RUNTIME = (
+    _JAX_DIR + os.sep,
+    os.path.dirname(_jaxlib.__file__) + os.sep,
+    _XFORM_DIR + os.sep,
+    os.path.join(os.path.dirname(_XFORM_DIR), "lowering") + os.sep,
+)
 # Real JAX's modules as they were when compat mode was installed (``_finder`` fills it).
 real_modules = {}
 _names_of = {}  # jax module name -> the names JAX defines in it
@@ -82,8 +86,11 @@ def _defined_names(source_file):
             names.add(node.id)
     if os.path.basename(source_file) == "__init__.py":
         folder = os.path.dirname(source_file)
-        names.update(n.removesuffix(".py") for n in os.listdir(folder)
-                     if n.endswith(".py") or os.path.isfile(os.path.join(folder, n, "__init__.py")))
+        names.update(
+            n.removesuffix(".py")
+            for n in os.listdir(folder)
+            if n.endswith(".py") or os.path.isfile(os.path.join(folder, n, "__init__.py"))
+        )
     return names
 
 
@@ -156,9 +163,17 @@ def stand_in(jax_name):
     obj = _stand_ins.get(jax_name)
     if obj is None:
         module, _, name = jax_name.rpartition(".")
-        obj = StandIn(name, (), {"jax_name": jax_name, "reached": _where(1),
-                                 "__module__": module, "__qualname__": name,
-                                 "__doc__": f"A stand-in for {jax_name}, which xform lacks."})
+        obj = StandIn(
+            name,
+            (),
+            {
+                "jax_name": jax_name,
+                "reached": _where(1),
+                "__module__": module,
+                "__qualname__": name,
+                "__doc__": f"A stand-in for {jax_name}, which xform lacks.",
+            },
+        )
         # A subclass a library defines is a stand-in for the same name (its calls fail too).
         _stand_ins[jax_name] = obj
     return obj

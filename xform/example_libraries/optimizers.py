@@ -29,10 +29,29 @@ from xform import numpy as jnp
 from xform import pytree
 
 __all__ = [
-    "Optimizer", "OptimizerState", "JoinPoint", "optimizer", "sgd", "momentum", "nesterov",
-    "adagrad", "rmsprop", "rmsprop_momentum", "adam", "adamax", "sm3", "constant",
-    "exponential_decay", "inverse_time_decay", "polynomial_decay", "piecewise_constant",
-    "make_schedule", "l2_norm", "clip_grads", "pack_optimizer_state", "unpack_optimizer_state",
+    "Optimizer",
+    "OptimizerState",
+    "JoinPoint",
+    "optimizer",
+    "sgd",
+    "momentum",
+    "nesterov",
+    "adagrad",
+    "rmsprop",
+    "rmsprop_momentum",
+    "adam",
+    "adamax",
+    "sm3",
+    "constant",
+    "exponential_decay",
+    "inverse_time_decay",
+    "polynomial_decay",
+    "piecewise_constant",
+    "make_schedule",
+    "l2_norm",
+    "clip_grads",
+    "pack_optimizer_state",
+    "unpack_optimizer_state",
 ]
 
 # The state of a whole parameter pytree is kept partly flattened: the outer tree (the
@@ -42,7 +61,8 @@ OptimizerState = namedtuple("OptimizerState", ["packed_state", "tree_def", "subt
 pytree.register_pytree_node(
     OptimizerState,
     lambda state: ((state.packed_state,), (state.tree_def, state.subtree_defs)),
-    lambda aux, children: OptimizerState(children[0], aux[0], aux[1]))
+    lambda aux, children: OptimizerState(children[0], aux[0], aux[1]),
+)
 
 Array = Any
 Params = Any  # a pytree of arrays
@@ -81,8 +101,9 @@ def _unflatten_states(subtree_defs, states_flat):
     return [pytree.tree_unflatten(d, leaves) for d, leaves in pairs]
 
 
-def optimizer(opt_maker: Callable[..., tuple[Callable, Callable, Callable]]
-              ) -> Callable[..., Optimizer]:
+def optimizer(
+    opt_maker: Callable[..., tuple[Callable, Callable, Callable]],
+) -> Callable[..., Optimizer]:
     """Lift an optimizer written for single arrays to one over pytrees of arrays.
 
     Args:
@@ -94,6 +115,7 @@ def optimizer(opt_maker: Callable[..., tuple[Callable, Callable, Callable]]
       A function with ``opt_maker``'s signature that returns an ``Optimizer`` whose functions
       take parameter pytrees and an ``OptimizerState``.
     """
+
     @functools.wraps(opt_maker)
     def tree_opt_maker(*args, **kwargs):
         init, update, get_params = opt_maker(*args, **kwargs)
@@ -112,7 +134,8 @@ def optimizer(opt_maker: Callable[..., tuple[Callable, Callable, Callable]]
                 raise TypeError(
                     "optimizer update function was passed a gradient tree that did not match "
                     f"the parameter tree structure with which it was initialized: parameter "
-                    f"tree {tree} and grad tree {grad_tree_def}.")
+                    f"tree {tree} and grad tree {grad_tree_def}."
+                )
             states = _unflatten_states(subtrees, states_flat)
             new_states = [update(i, g, s) for g, s in zip(grad_flat, states, strict=True)]
             new_states_flat, new_subtrees = _flatten_states(new_states)
@@ -120,7 +143,8 @@ def optimizer(opt_maker: Callable[..., tuple[Callable, Callable, Callable]]
                 if after != before:
                     raise TypeError(
                         "optimizer update function produced an output structure that did not "
-                        f"match its input structure: input {before} and output {after}.")
+                        f"match its input structure: input {before} and output {after}."
+                    )
             return OptimizerState(new_states_flat, tree, subtrees)
 
         @functools.wraps(get_params)
@@ -232,8 +256,8 @@ def adagrad(step_size, momentum=0.9):
     def update(i, g, state):
         x, g_sq, m = state
         g_sq = g_sq + jnp.square(g)
-        g_sq_inv_sqrt = jnp.where(g_sq > 0, 1. / jnp.sqrt(g_sq), 0.0)
-        m = (1. - momentum) * (g * g_sq_inv_sqrt) + momentum * m
+        g_sq_inv_sqrt = jnp.where(g_sq > 0, 1.0 / jnp.sqrt(g_sq), 0.0)
+        m = (1.0 - momentum) * (g * g_sq_inv_sqrt) + momentum * m
         return x - step_size(i) * m, g_sq, m
 
     return init, update, _first
@@ -258,7 +282,7 @@ def rmsprop(step_size, gamma=0.9, eps=1e-8):
 
     def update(i, g, state):
         x, avg_sq_grad = state
-        avg_sq_grad = avg_sq_grad * gamma + jnp.square(g) * (1. - gamma)
+        avg_sq_grad = avg_sq_grad * gamma + jnp.square(g) * (1.0 - gamma)
         return x - step_size(i) * g / jnp.sqrt(avg_sq_grad + eps), avg_sq_grad
 
     return init, update, _first
@@ -284,7 +308,7 @@ def rmsprop_momentum(step_size, gamma=0.9, eps=1e-8, momentum=0.9):
 
     def update(i, g, state):
         x, avg_sq_grad, mom = state
-        avg_sq_grad = avg_sq_grad * gamma + jnp.square(g) * (1. - gamma)
+        avg_sq_grad = avg_sq_grad * gamma + jnp.square(g) * (1.0 - gamma)
         mom = momentum * mom + step_size(i) * g / jnp.sqrt(avg_sq_grad + eps)
         return x - mom, avg_sq_grad, mom
 
@@ -366,7 +390,7 @@ def sm3(step_size, momentum=0.9):
         # v (a vector along ``axis``) viewed with size-1 axes everywhere else; a gradient of
         # a scalar has ndim 0 while v has one axis: v is then indexed as is.
         index = [None] * ndim
-        index[axis:axis + 1] = [slice(None)]
+        index[axis : axis + 1] = [slice(None)]
         return v[tuple(index)]
 
     def init(x0):
@@ -379,8 +403,8 @@ def sm3(step_size, momentum=0.9):
         x, m, vs, x_shape = state
         vs = [along(g.ndim, v, axis) for axis, v in enumerate(vs)]
         accum = functools.reduce(jnp.minimum, vs) + jnp.square(g)
-        accum_inv_sqrt = jnp.where(accum > 0, 1. / jnp.sqrt(accum), 0)
-        m = (1. - momentum) * (g * accum_inv_sqrt) + momentum * m
+        accum_inv_sqrt = jnp.where(accum > 0, 1.0 / jnp.sqrt(accum), 0)
+        m = (1.0 - momentum) * (g * accum_inv_sqrt) + momentum * m
         x = x - step_size(i) * m
         others = [tuple(a for a in range(x.ndim) if a != axis) for axis in range(x.ndim)]
         return x, m, [accum.max(axes) for axes in others], x_shape
@@ -397,15 +421,19 @@ def sm3(step_size, momentum=0.9):
 
 def constant(step_size) -> Schedule:
     """A schedule that is ``step_size`` at every step."""
+
     def schedule(i):
         return step_size
+
     return schedule
 
 
 def exponential_decay(step_size, decay_steps, decay_rate):
     """A schedule ``step_size * decay_rate ** (i / decay_steps)``."""
+
     def schedule(i):
         return step_size * decay_rate ** (i / decay_steps)
+
     return schedule
 
 
@@ -413,21 +441,26 @@ def inverse_time_decay(step_size, decay_steps, decay_rate, staircase=False):
     """A schedule ``step_size / (1 + decay_rate * i / decay_steps)``, the ratio floored when
     ``staircase``."""
     if staircase:
+
         def schedule(i):
             return step_size / (1 + decay_rate * jnp.floor(i / decay_steps))
     else:
+
         def schedule(i):
             return step_size / (1 + decay_rate * i / decay_steps)
+
     return schedule
 
 
 def polynomial_decay(step_size, decay_steps, final_step_size, power=1.0):
     """A schedule from ``step_size`` to ``final_step_size`` over ``decay_steps`` steps along
     ``(1 - i / decay_steps) ** power``, then constant."""
+
     def schedule(step_num):
         step_num = jnp.minimum(step_num, decay_steps)
         step_mult = (1 - step_num / decay_steps) ** power
         return step_mult * (step_size - final_step_size) + final_step_size
+
     return schedule
 
 
@@ -441,14 +474,19 @@ def piecewise_constant(boundaries: Any, values: Any):
     boundaries = jnp.array(boundaries)
     values = jnp.array(values)
     if not boundaries.ndim == values.ndim == 1:
-        raise ValueError("piecewise_constant: boundaries and values must be sequences, got "
-                         f"shapes {boundaries.shape} and {values.shape}")
+        raise ValueError(
+            "piecewise_constant: boundaries and values must be sequences, got "
+            f"shapes {boundaries.shape} and {values.shape}"
+        )
     if not boundaries.shape[0] == values.shape[0] - 1:
-        raise ValueError("piecewise_constant: boundaries length must be one shorter than "
-                         f"values length, got {boundaries.shape[0]} and {values.shape[0]}")
+        raise ValueError(
+            "piecewise_constant: boundaries length must be one shorter than "
+            f"values length, got {boundaries.shape[0]} and {values.shape[0]}"
+        )
 
     def schedule(i):
         return values[jnp.sum(i > boundaries)]
+
     return schedule
 
 
@@ -463,8 +501,10 @@ def make_schedule(scalar_or_schedule: float | Schedule) -> Schedule:
         return scalar_or_schedule
     if jnp.ndim(scalar_or_schedule) == 0:
         return constant(scalar_or_schedule)
-    raise TypeError(f"make_schedule: expected a scalar or a callable step size, got "
-                    f"{type(scalar_or_schedule)} of shape {jnp.shape(scalar_or_schedule)}")
+    raise TypeError(
+        f"make_schedule: expected a scalar or a callable step size, got "
+        f"{type(scalar_or_schedule)} of shape {jnp.shape(scalar_or_schedule)}"
+    )
 
 
 # --------------------------------------------------------------------------- utilities
@@ -482,6 +522,7 @@ def clip_grads(grad_tree, max_norm):
 
     def normalize(g):
         return jnp.where(norm < max_norm, g, g * (max_norm / norm))
+
     return pytree.tree_map(normalize, grad_tree)
 
 
@@ -529,7 +570,9 @@ def pack_optimizer_state(marked_pytree):
     joins, tree_def = pytree.tree_flatten(marked_pytree)
     for leaf in joins:
         if not isinstance(leaf, JoinPoint):
-            raise AssertionError("pack_optimizer_state: every leaf of marked_pytree must be a "
-                            f"JoinPoint, got {type(leaf).__name__}")
+            raise AssertionError(
+                "pack_optimizer_state: every leaf of marked_pytree must be a "
+                f"JoinPoint, got {type(leaf).__name__}"
+            )
     states_flat, subtree_defs = _flatten_states(j.subtree for j in joins)
     return OptimizerState(states_flat, tree_def, subtree_defs)

@@ -39,14 +39,55 @@ from xform.nn import (
 from xform.nn.initializers import glorot_normal, normal, ones, zeros
 
 __all__ = [
-    "Dense", "GeneralConv", "Conv", "GeneralConvTranspose", "Conv1DTranspose", "ConvTranspose",
-    "BatchNorm", "elementwise", "Tanh", "Relu", "Exp", "LogSoftmax", "Softmax", "Softplus",
-    "Sigmoid", "Elu", "LeakyRelu", "Selu", "Gelu", "MaxPool", "SumPool", "AvgPool", "Flatten",
-    "Identity", "FanOut", "FanInSum", "FanInConcat", "Dropout", "serial", "parallel",
-    "shape_dependent", "glorot", "randn", "logsoftmax",
+    "Dense",
+    "GeneralConv",
+    "Conv",
+    "GeneralConvTranspose",
+    "Conv1DTranspose",
+    "ConvTranspose",
+    "BatchNorm",
+    "elementwise",
+    "Tanh",
+    "Relu",
+    "Exp",
+    "LogSoftmax",
+    "Softmax",
+    "Softplus",
+    "Sigmoid",
+    "Elu",
+    "LeakyRelu",
+    "Selu",
+    "Gelu",
+    "MaxPool",
+    "SumPool",
+    "AvgPool",
+    "Flatten",
+    "Identity",
+    "FanOut",
+    "FanInSum",
+    "FanInConcat",
+    "Dropout",
+    "serial",
+    "parallel",
+    "shape_dependent",
+    "glorot",
+    "randn",
+    "logsoftmax",
     # re-exported, as JAX's module does
-    "relu", "log_softmax", "softmax", "softplus", "sigmoid", "elu", "leaky_relu", "selu",
-    "gelu", "standardize", "glorot_normal", "normal", "ones", "zeros",
+    "relu",
+    "log_softmax",
+    "softmax",
+    "softplus",
+    "sigmoid",
+    "elu",
+    "leaky_relu",
+    "selu",
+    "gelu",
+    "standardize",
+    "glorot_normal",
+    "normal",
+    "ones",
+    "zeros",
 ]
 
 # Older names JAX keeps.
@@ -70,6 +111,7 @@ def _parameterless(apply):
 
 def Dense(out_dim, W_init=_glorot_normal, b_init=_normal):
     """A fully connected layer ``inputs @ W + b`` with ``out_dim`` outputs."""
+
     def init_fun(rng, input_shape):
         k1, k2 = random.split(rng)
         params = W_init(k1, (input_shape[-1], out_dim)), b_init(k2, (out_dim,))
@@ -87,31 +129,41 @@ def _kernel_shape(dimension_numbers, out_chan, filter_shape, input_shape):
     # spatial dims come from filter_shape in order.
     lhs_spec, rhs_spec, _ = dimension_numbers
     spatial = iter(filter_shape)
-    return [out_chan if c == "O" else input_shape[lhs_spec.index("C")] if c == "I"
-            else next(spatial) for c in rhs_spec]
+    return [
+        out_chan if c == "O" else input_shape[lhs_spec.index("C")] if c == "I" else next(spatial)
+        for c in rhs_spec
+    ]
 
 
 def _conv_layer(name, output_shape_of, apply_conv):
     """A conv-like layer constructor; ``output_shape_of`` and ``apply_conv`` differ between
     plain and transposed convolutions."""
-    def constructor(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
-                    W_init=None, b_init=_normal_1e_6):
+
+    def constructor(
+        dimension_numbers,
+        out_chan,
+        filter_shape,
+        strides=None,
+        padding="VALID",
+        W_init=None,
+        b_init=_normal_1e_6,
+    ):
         _, rhs_spec, out_spec = dimension_numbers
         strides = strides or (1,) * len(filter_shape)
         W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
 
         def init_fun(rng, input_shape):
             kernel_shape = _kernel_shape(dimension_numbers, out_chan, filter_shape, input_shape)
-            output_shape = output_shape_of(input_shape, kernel_shape, strides, padding,
-                                           dimension_numbers)
+            output_shape = output_shape_of(
+                input_shape, kernel_shape, strides, padding, dimension_numbers
+            )
             bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
             k1, k2 = random.split(rng)
             return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
 
         def apply_fun(params, inputs, **kwargs):
             W, b = params
-            return apply_conv(inputs, W, strides, padding, len(filter_shape),
-                              dimension_numbers) + b
+            return apply_conv(inputs, W, strides, padding, len(filter_shape), dimension_numbers) + b
 
         return init_fun, apply_fun
 
@@ -121,8 +173,9 @@ def _conv_layer(name, output_shape_of, apply_conv):
 
 def _conv(inputs, W, strides, padding, ndim, dimension_numbers):
     one = (1,) * ndim
-    return lax.conv_general_dilated(inputs, W, strides, padding, one, one,
-                                    dimension_numbers=dimension_numbers)
+    return lax.conv_general_dilated(
+        inputs, W, strides, padding, one, one, dimension_numbers=dimension_numbers
+    )
 
 
 def _conv_transpose(inputs, W, strides, padding, ndim, dimension_numbers):
@@ -134,8 +187,9 @@ GeneralConv.__doc__ = """A convolution layer with the given ``(lhs, rhs, out)`` 
 ``out_chan`` output channels and spatial ``filter_shape``."""
 Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
 
-GeneralConvTranspose = _conv_layer("GeneralConvTranspose", lax.conv_transpose_shape_tuple,
-                                   _conv_transpose)
+GeneralConvTranspose = _conv_layer(
+    "GeneralConvTranspose", lax.conv_transpose_shape_tuple, _conv_transpose
+)
 GeneralConvTranspose.__doc__ = """A transposed-convolution layer with the given
 ``(lhs, rhs, out)`` layout specs, ``out_chan`` output channels and spatial ``filter_shape``."""
 Conv1DTranspose = functools.partial(GeneralConvTranspose, ("NHC", "HIO", "NHC"))
@@ -145,8 +199,9 @@ ConvTranspose = functools.partial(GeneralConvTranspose, ("NHWC", "HWIO", "NHWC")
 # --------------------------------------------------------------------------- normalization
 
 
-def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True, beta_init=zeros,
-              gamma_init=ones):
+def BatchNorm(
+    axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True, beta_init=zeros, gamma_init=ones
+):
     """Batch normalization over ``axis``, then ``gamma * z + beta`` (each optional)."""
     axis = (axis,) if jnp.isscalar(axis) else axis
 
@@ -220,13 +275,13 @@ def _pooling_layer(name, reducer, init_val, rescaler=None):
         def init_fun(rng, input_shape):
             pads = lax.padtype_to_pads(input_shape, full_window, full_strides, padding)
             ones_ = (1,) * len(full_window)
-            out_shape = lax.reduce_window_shape_tuple(input_shape, full_window, full_strides,
-                                                      pads, ones_, ones_)
+            out_shape = lax.reduce_window_shape_tuple(
+                input_shape, full_window, full_strides, pads, ones_, ones_
+            )
             return out_shape, ()
 
         def apply_fun(params, inputs, **kwargs):
-            out = lax.reduce_window(inputs, init_val, reducer, full_window, full_strides,
-                                    padding)
+            out = lax.reduce_window(inputs, init_val, reducer, full_window, full_strides, padding)
             return rescale(out, inputs, spec) if rescale else out
 
         return init_fun, apply_fun
@@ -244,16 +299,17 @@ def _normalize_by_window_size(window_shape, strides, padding):
             non_spatial_axes = spec.index("N"), spec.index("C")
         spatial_shape = tuple(d for i, d in enumerate(inputs.shape) if i not in non_spatial_axes)
         one = jnp.ones(spatial_shape, dtype=inputs.dtype)
-        window_sizes = lax.reduce_window(one, 0., lax.add, window_shape, strides, padding)
+        window_sizes = lax.reduce_window(one, 0.0, lax.add, window_shape, strides, padding)
         for i in sorted(non_spatial_axes):
             window_sizes = jnp.expand_dims(window_sizes, i)
         return outputs / window_sizes
+
     return rescale
 
 
 MaxPool = _pooling_layer("MaxPool", lax.max, -jnp.inf)
-SumPool = _pooling_layer("SumPool", lax.add, 0.)
-AvgPool = _pooling_layer("AvgPool", lax.add, 0., _normalize_by_window_size)
+SumPool = _pooling_layer("SumPool", lax.add, 0.0)
+AvgPool = _pooling_layer("AvgPool", lax.add, 0.0, _normalize_by_window_size)
 
 
 # --------------------------------------------------------------------------- structural
@@ -276,6 +332,7 @@ Identity = _parameterless(lambda params, inputs, **kwargs: inputs)
 
 def FanOut(num):
     """A layer giving a list of ``num`` copies of its input (for ``parallel``)."""
+
     def init_fun(rng, input_shape):
         return [input_shape] * num, ()
 
@@ -299,11 +356,12 @@ FanInSum = (_fan_in_sum_init, _fan_in_sum_apply)
 
 def FanInConcat(axis=-1):
     """A layer concatenating a sequence of inputs along ``axis``."""
+
     def init_fun(rng, input_shape):
         ax = axis % len(input_shape[0])
         size = sum(shape[ax] for shape in input_shape)
         first = input_shape[0]
-        return first[:ax] + (size,) + first[ax + 1:], ()
+        return first[:ax] + (size,) + first[ax + 1 :], ()
 
     def apply_fun(params, inputs, **kwargs):
         return jnp.concatenate(inputs, axis)
@@ -317,6 +375,7 @@ def Dropout(rate, mode="train"):
 
     Note ``rate`` is the keep probability, as in JAX's stax.
     """
+
     def init_fun(rng, input_shape):
         return input_shape, ()
 
@@ -326,7 +385,8 @@ def Dropout(rate, mode="train"):
             raise ValueError(
                 "Dropout: the layer's apply_fun needs a PRNG key: call it as "
                 "apply_fun(params, inputs, rng=key) instead of apply_fun(params, inputs), "
-                "with key e.g. from xform.random.PRNGKey.")
+                "with key e.g. from xform.random.PRNGKey."
+            )
         if mode != "train":
             return inputs
         keep = random.bernoulli(rng, rate, inputs.shape)
@@ -386,15 +446,18 @@ def parallel(*layers):
     def init_fun(rng, input_shape):
         rngs = random.split(rng, nlayers)
         # As JAX: a lazy pair of (output shapes, params) tuples.
-        pairs = [init(r, shape)
-                 for init, r, shape in zip(init_funs, rngs, input_shape, strict=False)]
+        pairs = [
+            init(r, shape) for init, r, shape in zip(init_funs, rngs, input_shape, strict=False)
+        ]
         return zip(*pairs, strict=True)
 
     def apply_fun(params, inputs, **kwargs):
         rng = kwargs.pop("rng", None)
         rngs = random.split(rng, nlayers) if rng is not None else (None,) * nlayers
-        return [f(p, x, rng=r, **kwargs)
-                for f, p, x, r in zip(apply_funs, params, inputs, rngs, strict=False)]
+        return [
+            f(p, x, rng=r, **kwargs)
+            for f, p, x, r in zip(apply_funs, params, inputs, rngs, strict=False)
+        ]
 
     return init_fun, apply_fun
 
@@ -408,6 +471,7 @@ def shape_dependent(make_layer):
     Returns:
       An ``(init_fun, apply_fun)`` pair deferring to ``make_layer``'s layer.
     """
+
     def init_fun(rng, input_shape):
         return make_layer(input_shape)[0](rng, input_shape)
 

@@ -29,11 +29,28 @@ from xform.interpreters import dce
 from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.call import jit_p
 
-__all__ = ["DivisionByZeroError", "Error", "ErrorCategory", "FailedCheckError",
-           "JaxException", "JaxRuntimeError", "NaNError", "OOBError", "all_checks",
-           "automatic_checks", "check", "check_error", "checkify", "debug_check",
-           "div_checks", "float_checks", "index_checks", "init_error", "nan_checks",
-           "user_checks"]
+__all__ = [
+    "DivisionByZeroError",
+    "Error",
+    "ErrorCategory",
+    "FailedCheckError",
+    "JaxException",
+    "JaxRuntimeError",
+    "NaNError",
+    "OOBError",
+    "all_checks",
+    "automatic_checks",
+    "check",
+    "check_error",
+    "checkify",
+    "debug_check",
+    "div_checks",
+    "float_checks",
+    "index_checks",
+    "init_error",
+    "nan_checks",
+    "user_checks",
+]
 
 # --------------------------------------------------------------------------- error kinds
 
@@ -69,8 +86,10 @@ class OOBError(JaxException):
 
     def __str__(self):
         index, axis, size = self._payload
-        return (f"out-of-bounds indexing for array of shape {self.operand_shape}: index "
-                f"{index} is out of bounds for axis {axis} with size {size}. ")
+        return (
+            f"out-of-bounds indexing for array of shape {self.operand_shape}: index "
+            f"{index} is out of bounds for axis {axis} with size {size}. "
+        )
 
 
 class FailedCheckError(JaxException):
@@ -92,8 +111,10 @@ class BatchedError(JaxException):
         self.error_mapping = error_mapping
 
     def __str__(self):
-        return "\n".join(f"at mapped index {', '.join(map(str, idx))}: {e}"
-                         for idx, e in self.error_mapping.items())
+        return "\n".join(
+            f"at mapped index {', '.join(map(str, idx))}: {e}"
+            for idx, e in self.error_mapping.items()
+        )
 
 
 class JaxRuntimeError(ValueError):
@@ -129,8 +150,7 @@ class ErrorEffect(tuple):
 
 
 def _effect(error_type, payload):
-    return ErrorEffect(error_type, [(tuple(np.shape(x)), str(np.dtype(x.dtype)))
-                                    for x in payload])
+    return ErrorEffect(error_type, [(tuple(np.shape(x)), str(np.dtype(x.dtype))) for x in payload])
 
 
 # --------------------------------------------------------------------------- the error value
@@ -230,8 +250,14 @@ def _assert(error, pred, kind, static, payload=(), payload_tree=None):
     """``error`` with a new check: it fails where ``pred`` is true."""
     code = _next_code()
     payload = [jnp.asarray(x) for x in payload]
-    return _update(error, jnp.asarray(pred, bool), code, {code: (kind, static, payload_tree)},
-                   payload, _effect(kind, payload))
+    return _update(
+        error,
+        jnp.asarray(pred, bool),
+        code,
+        {code: (kind, static, payload_tree)},
+        payload,
+        _effect(kind, payload),
+    )
 
 
 def _update(error, pred, code, metadata, payload, effect):
@@ -239,11 +265,16 @@ def _update(error, pred, code, metadata, payload, effect):
     code = jnp.asarray(code, np.int32)
     if old is not None:  # the first failure of a kind is the one kept
         code = lax.select(old, error._code[effect], code)
-        payload = [jnp.where(old, a, b) for a, b in zip(error._payload[effect], payload,
-                                                         strict=True)]
+        payload = [
+            jnp.where(old, a, b) for a, b in zip(error._payload[effect], payload, strict=True)
+        ]
         pred = jnp.logical_or(old, pred)
-    return Error({**error._pred, effect: pred}, {**error._code, effect: code},
-                 {**error._metadata, **metadata}, {**error._payload, effect: list(payload)})
+    return Error(
+        {**error._pred, effect: pred},
+        {**error._code, effect: code},
+        {**error._metadata, **metadata},
+        {**error._payload, effect: list(payload)},
+    )
 
 
 def _with_placeholders(error, effects):
@@ -264,7 +295,8 @@ check_p = core.Primitive("check", multiple_results=True)  # no results: an effec
 _FUNCTIONALIZATION_ERROR = (
     "Cannot abstractly evaluate a checkify.check which was not functionalized. This probably "
     "means you tried to stage (jit/scan/pmap/...) a `check` without functionalizing it "
-    "through `checkify.checkify`.")
+    "through `checkify.checkify`."
+)
 
 
 @check_p.def_impl
@@ -289,8 +321,10 @@ def _check_jvp(primals, tangents, *, err_tree, debug):
 def _check_batch(args, dims, *, err_tree, debug):
     # A batch of errors is reduced to one, as JAX's: the last mapped index that failed.
     size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not None)
-    args = [jnp.broadcast_to(x, (size, *np.shape(x))) if d is None else jnp.moveaxis(x, d, 0)
-            for x, d in zip(args, dims, strict=True)]
+    args = [
+        jnp.broadcast_to(x, (size, *np.shape(x))) if d is None else jnp.moveaxis(x, d, 0)
+        for x, d in zip(args, dims, strict=True)
+    ]
     _check_error(_reduce_batched(tree_util.tree_unflatten(err_tree, args)), debug=debug)
     return [], []
 
@@ -326,8 +360,10 @@ def _check_error(error, *, debug=False):
 def _is_scalar_pred(pred):
     # As JAX's: a Python bool or a 0-d bool array of the library (not a NumPy one).
     return isinstance(pred, bool) or (
-        isinstance(pred, (Array, core.Tracer)) and np.shape(pred) == ()
-        and pred.dtype == np.dtype(bool))
+        isinstance(pred, (Array, core.Tracer))
+        and np.shape(pred) == ()
+        and pred.dtype == np.dtype(bool)
+    )
 
 
 def _check(pred, msg, debug, *fmt_args, **fmt_kwargs):
@@ -336,8 +372,10 @@ def _check(pred, msg, debug, *fmt_args, **fmt_kwargs):
         raise TypeError(f"{name} takes a scalar pred as argument, got {pred}")
     for arg in tree_util.tree_leaves((fmt_args, fmt_kwargs)):
         if not isinstance(arg, (Array, core.Tracer, np.ndarray)):
-            raise TypeError("Formatting arguments to checkify.check need to be PyTrees of "
-                            f"arrays, but got {arg!r} of type {type(arg)}.")
+            raise TypeError(
+                "Formatting arguments to checkify.check need to be PyTrees of "
+                f"arrays, but got {arg!r} of type {type(arg)}."
+            )
     payload, tree = tree_util.tree_flatten((fmt_args, fmt_kwargs))
     error = _assert(init_error, jnp.logical_not(pred), FailedCheckError, msg, payload, tree)
     _check_error(error, debug=debug)
@@ -369,8 +407,7 @@ def check_error(error):
     """Raise ``JaxRuntimeError`` if ``error`` holds a failed check; ``checkify`` turns this
     back into an error value (the inverse of ``checkify``)."""
     if not isinstance(error, Error):
-        raise TypeError(f"check_error takes an Error as argument, got type {type(error)} "
-                        "instead.")
+        raise TypeError(f"check_error takes an Error as argument, got type {type(error)} instead.")
     _check_error(error)
 
 
@@ -451,6 +488,7 @@ def _nan_check(prim):
     def rule(error, enabled, *args, **params):
         out = prim.bind(*args, **params)
         return _check_nans(prim, error, enabled, out), out
+
     return rule
 
 
@@ -466,14 +504,62 @@ def _check_nans(prim, error, enabled, out):
 
 
 _NAN_PRIMITIVES = [
-    "acos", "acosh", "add", "asin", "asinh", "atan2", "atan", "atanh", "bessel_i0e",
-    "bessel_i1e", "cbrt", "conv_general_dilated", "cos", "cosh", "cumlogsumexp", "cummax",
-    "cummin", "cumprod", "cumsum", "digamma", "dot_general", "erf_inv", "erf", "erfc", "exp",
-    "expm1", "fft", "igamma_grad_a", "igamma", "igammac", "integer_pow", "lgamma",
-    "linear_solve", "log1p", "log", "logistic", "mul", "pad", "pow", "psum", "reduce",
-    "reduce_prod", "reduce_sum", "reduce_window", "reduce_window_sum",
-    "regularized_incomplete_beta", "rem", "rng_uniform", "rsqrt", "sin", "sinh", "sqrt", "sub",
-    "tan", "tanh"]
+    "acos",
+    "acosh",
+    "add",
+    "asin",
+    "asinh",
+    "atan2",
+    "atan",
+    "atanh",
+    "bessel_i0e",
+    "bessel_i1e",
+    "cbrt",
+    "conv_general_dilated",
+    "cos",
+    "cosh",
+    "cumlogsumexp",
+    "cummax",
+    "cummin",
+    "cumprod",
+    "cumsum",
+    "digamma",
+    "dot_general",
+    "erf_inv",
+    "erf",
+    "erfc",
+    "exp",
+    "expm1",
+    "fft",
+    "igamma_grad_a",
+    "igamma",
+    "igammac",
+    "integer_pow",
+    "lgamma",
+    "linear_solve",
+    "log1p",
+    "log",
+    "logistic",
+    "mul",
+    "pad",
+    "pow",
+    "psum",
+    "reduce",
+    "reduce_prod",
+    "reduce_sum",
+    "reduce_window",
+    "reduce_window_sum",
+    "regularized_incomplete_beta",
+    "rem",
+    "rng_uniform",
+    "rsqrt",
+    "sin",
+    "sinh",
+    "sqrt",
+    "sub",
+    "tan",
+    "tanh",
+]
 
 for _name in _NAN_PRIMITIVES:
     _prim = getattr(lax, f"{_name}_p")
@@ -505,8 +591,7 @@ def _oob(error, enabled, prim_name, operand_shape, mask, indices, dims_map):
     if OOBError not in enabled or not dims_map:
         return error
     payload = _oob_payload(mask, indices, dims_map, operand_shape)
-    return _assert(error, jnp.any(mask), OOBError, (prim_name, tuple(operand_shape)),
-                   [payload])
+    return _assert(error, jnp.any(mask), OOBError, (prim_name, tuple(operand_shape)), [payload])
 
 
 def _dynamic_slice_rule(error, enabled, operand, *starts, slice_sizes):
@@ -514,10 +599,12 @@ def _dynamic_slice_rule(error, enabled, operand, *starts, slice_sizes):
     starts_ = jnp.stack([jnp.asarray(s) for s in starts]) if starts else None
     if starts_ is None:
         return error, out
-    mask = (starts_ < 0) | (starts_ + np.asarray(slice_sizes, starts_.dtype)
-                            > np.asarray(operand.shape, starts_.dtype))
-    return _oob(error, enabled, "dynamic_slice", operand.shape, mask, starts_,
-                range(operand.ndim)), out
+    mask = (starts_ < 0) | (
+        starts_ + np.asarray(slice_sizes, starts_.dtype) > np.asarray(operand.shape, starts_.dtype)
+    )
+    return _oob(
+        error, enabled, "dynamic_slice", operand.shape, mask, starts_, range(operand.ndim)
+    ), out
 
 
 def _dynamic_update_slice_rule(error, enabled, operand, update, *starts):
@@ -525,21 +612,22 @@ def _dynamic_update_slice_rule(error, enabled, operand, update, *starts):
     if not starts:
         return error, out
     starts_ = jnp.stack([jnp.asarray(s) for s in starts])
-    mask = (starts_ < 0) | (starts_ + np.asarray(update.shape, starts_.dtype)
-                            > np.asarray(operand.shape, starts_.dtype))
-    return _oob(error, enabled, "dynamic_update_slice", operand.shape, mask, starts_,
-                range(operand.ndim)), out
+    mask = (starts_ < 0) | (
+        starts_ + np.asarray(update.shape, starts_.dtype) > np.asarray(operand.shape, starts_.dtype)
+    )
+    return _oob(
+        error, enabled, "dynamic_update_slice", operand.shape, mask, starts_, range(operand.ndim)
+    ), out
 
 
 def _gather_rule(error, enabled, operand, indices, **params):
     out = lax.gather_p.bind(operand, indices, **params)
     dn, sizes = params["dimension_numbers"], params["slice_sizes"]
     dims = np.asarray(dn.start_index_map, np.int64)
-    upper = (np.asarray(operand.shape, np.int64)[dims] - np.asarray(sizes, np.int64)[dims])
+    upper = np.asarray(operand.shape, np.int64)[dims] - np.asarray(sizes, np.int64)[dims]
     upper = upper.astype(indices.dtype).reshape((1,) * (indices.ndim - 1) + (-1,))
     mask = (indices < 0) | (indices > upper)
-    return _oob(error, enabled, "gather", operand.shape, mask, indices,
-                dn.start_index_map), out
+    return _oob(error, enabled, "gather", operand.shape, mask, indices, dn.start_index_map), out
 
 
 def _scatter_rule(prim):
@@ -547,15 +635,22 @@ def _scatter_rule(prim):
         out = prim.bind(operand, indices, updates, **params)
         dn = params["dimension_numbers"]
         windows = iter(dn.update_window_dims)
-        sizes = [1 if i in dn.inserted_window_dims or i in dn.operand_batching_dims
-                 else updates.shape[next(windows)] for i in range(operand.ndim)]
-        upper = np.asarray([operand.shape[i] - sizes[i]
-                            for i in dn.scatter_dims_to_operand_dims], np.int64)
+        sizes = [
+            1
+            if i in dn.inserted_window_dims or i in dn.operand_batching_dims
+            else updates.shape[next(windows)]
+            for i in range(operand.ndim)
+        ]
+        upper = np.asarray(
+            [operand.shape[i] - sizes[i] for i in dn.scatter_dims_to_operand_dims], np.int64
+        )
         upper = np.minimum(upper, np.iinfo(indices.dtype).max).astype(indices.dtype)
         mask = (indices < 0) | (indices > upper.reshape((1,) * (indices.ndim - 1) + (-1,)))
-        error = _oob(error, enabled, prim.name, operand.shape, mask, indices,
-                     dn.scatter_dims_to_operand_dims)
+        error = _oob(
+            error, enabled, prim.name, operand.shape, mask, indices, dn.scatter_dims_to_operand_dims
+        )
         return _check_nans(prim, error, enabled, out), out
+
     return rule
 
 
@@ -564,8 +659,14 @@ error_checks[lax.dynamic_update_slice_p] = _dynamic_update_slice_rule
 error_checks[lax.gather_p] = _gather_rule
 for _prim in (lax.dynamic_slice_p, lax.dynamic_update_slice_p, lax.gather_p):
     _checked_by[_prim] = index_checks
-for _prim in (lax.scatter_p, lax.scatter_add_p, lax.scatter_mul_p, lax.scatter_min_p,
-              lax.scatter_max_p, lax.scatter_sub_p):
+for _prim in (
+    lax.scatter_p,
+    lax.scatter_add_p,
+    lax.scatter_mul_p,
+    lax.scatter_min_p,
+    lax.scatter_max_p,
+    lax.scatter_sub_p,
+):
     error_checks[_prim] = _scatter_rule(_prim)
     _checked_by[_prim] = index_checks | nan_checks
 
@@ -576,8 +677,7 @@ def _check_discharge(error, enabled, *args, err_tree, debug):
     for effect, pred in new._pred.items():
         if effect.error_type in enabled:
             error = _update(error, pred, new._code[effect], {}, new._payload[effect], effect)
-    return Error(error._pred, error._code, {**new._metadata, **error._metadata},
-                 error._payload), []
+    return Error(error._pred, error._code, {**new._metadata, **error._metadata}, error._payload), []
 
 
 error_checks[check_p] = _check_discharge
@@ -590,8 +690,9 @@ _checked_by[check_p] = all_checks
 def _jit_rule(error, enabled, *args, jaxpr, **params):
     leaves, tree = tree_util.tree_flatten(error)
     name = params.get("name", "jit")
-    new, consts, out_tree = _checkify_closed(jaxpr, enabled, tree, _avals([*leaves, *args]),
-                                             f"`{name}`")
+    new, consts, out_tree = _checkify_closed(
+        jaxpr, enabled, tree, _avals([*leaves, *args]), f"`{name}`"
+    )
     outs = jit_p.bind(*consts, *leaves, *args, jaxpr=new, **params)
     n = out_tree.num_leaves
     return tree_util.tree_unflatten(out_tree, outs[:n]), outs[n:]
@@ -603,6 +704,7 @@ def _inline_rule(jaxpr_param):
     def rule(error, enabled, *args, **params):
         closed = params[jaxpr_param]
         return _checkify_jaxpr(closed.jaxpr, closed.consts, enabled, error, list(args))
+
     return rule
 
 
@@ -613,10 +715,10 @@ def _join_consts(branches):
     out, start = [], 0
     for closed, cs in branches:
         jaxpr = closed.jaxpr
-        own = jaxpr.invars[:len(cs)]
+        own = jaxpr.invars[: len(cs)]
         before = [Var(core.get_aval(c)) for c in consts[:start]]
-        after = [Var(core.get_aval(c)) for c in consts[start + len(cs):]]
-        invars = before + own + after + jaxpr.invars[len(cs):]
+        after = [Var(core.get_aval(c)) for c in consts[start + len(cs) :]]
+        invars = before + own + after + jaxpr.invars[len(cs) :]
         out.append(ClosedJaxpr(Jaxpr([], invars, jaxpr.outvars, jaxpr.eqns), []))
         start += len(cs)
     return tuple(out), consts
@@ -626,8 +728,9 @@ def _cond_rule(error, enabled, index, *ops, branches):
     def traced(err):
         leaves, tree = tree_util.tree_flatten(err)
         avals = _avals([*leaves, *ops])
-        return leaves, [_checkify_closed(b, enabled, tree, avals, "a branch of `cond`")
-                        for b in branches]
+        return leaves, [
+            _checkify_closed(b, enabled, tree, avals, "a branch of `cond`") for b in branches
+        ]
 
     _, first = traced(error)  # which kinds of error the branches add
     error = _with_placeholders(error, set().union(*(_effects_of(t) for _, _, t in first)))
@@ -651,30 +754,37 @@ def _loop_fixpoint(error, trace_body):
 
 
 def _while_rule(error, enabled, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cconsts, bconsts = args[:cond_nconsts], args[cond_nconsts:cond_nconsts + body_nconsts]
-    carry = list(args[cond_nconsts + body_nconsts:])
+    cconsts, bconsts = args[:cond_nconsts], args[cond_nconsts : cond_nconsts + body_nconsts]
+    carry = list(args[cond_nconsts + body_nconsts :])
     cond_fails = _may_fail(cond_jaxpr.jaxpr, enabled)
     if cond_fails:  # the loop's first test, outside it; the later ones end each iteration
-        error, _ = _checkify_jaxpr(cond_jaxpr.jaxpr, cond_jaxpr.consts, enabled, error,
-                                   [*cconsts, *carry])
+        error, _ = _checkify_jaxpr(
+            cond_jaxpr.jaxpr, cond_jaxpr.consts, enabled, error, [*cconsts, *carry]
+        )
     nc, nb = len(cconsts), len(bconsts)
 
     def trace_body(err):
         leaves, tree = tree_util.tree_flatten(err)
 
         def body(run, *flat):
-            cc, bc, errs, xs = flat[:nc], flat[nc:nc + nb], flat[nc + nb:nc + nb + n], \
-                flat[nc + nb + n:]
+            cc, bc, errs, xs = (
+                flat[:nc],
+                flat[nc : nc + nb],
+                flat[nc + nb : nc + nb + n],
+                flat[nc + nb + n :],
+            )
             err, new = run(errs, [*bc, *xs])
             if cond_fails:
-                err, _ = _checkify_jaxpr(cond_jaxpr.jaxpr, cond_jaxpr.consts, enabled, err,
-                                         [*cc, *new])
+                err, _ = _checkify_jaxpr(
+                    cond_jaxpr.jaxpr, cond_jaxpr.consts, enabled, err, [*cc, *new]
+                )
             return err, new
 
         n = len(leaves)
         avals = _avals([*cconsts, *bconsts, *leaves, *carry])
-        return _checkify_closed(body_jaxpr, enabled, tree, avals, "the body of `while_loop`",
-                                wrap=body)
+        return _checkify_closed(
+            body_jaxpr, enabled, tree, avals, "the body of `while_loop`", wrap=body
+        )
 
     error, (body, body_consts, out_tree) = _loop_fixpoint(error, trace_body)
     leaves, _ = tree_util.tree_flatten(error)
@@ -683,21 +793,34 @@ def _while_rule(error, enabled, *args, cond_jaxpr, body_jaxpr, cond_nconsts, bod
     def cond_fun(*flat):
         # The test's own checks are discharged (into an error dropped here): the body
         # records them, after each iteration.
-        return _checkify_jaxpr(cond_jaxpr.jaxpr, cond_jaxpr.consts, enabled, init_error,
-                               [*flat[:nc], *flat[nc + n:]])[1]
+        return _checkify_jaxpr(
+            cond_jaxpr.jaxpr, cond_jaxpr.consts, enabled, init_error, [*flat[:nc], *flat[nc + n :]]
+        )[1]
 
-    cond_traced, cond_consts = convert_constvars(trace_to_jaxpr(
-        cond_fun, _avals([*cconsts, *leaves, *carry]), "tracing the loop test for checkify"))
-    outs = lax.while_p.bind(*cond_consts, *cconsts, *body_consts, *cconsts, *bconsts,
-                            *leaves, *carry, cond_jaxpr=cond_traced, body_jaxpr=body,
-                            cond_nconsts=len(cond_consts) + nc,
-                            body_nconsts=len(body_consts) + nc + nb)
+    cond_traced, cond_consts = convert_constvars(
+        trace_to_jaxpr(
+            cond_fun, _avals([*cconsts, *leaves, *carry]), "tracing the loop test for checkify"
+        )
+    )
+    outs = lax.while_p.bind(
+        *cond_consts,
+        *cconsts,
+        *body_consts,
+        *cconsts,
+        *bconsts,
+        *leaves,
+        *carry,
+        cond_jaxpr=cond_traced,
+        body_jaxpr=body,
+        cond_nconsts=len(cond_consts) + nc,
+        body_nconsts=len(body_consts) + nc + nb,
+    )
     return tree_util.tree_unflatten(out_tree, outs[:n]), outs[n:]
 
 
 def _scan_rule(error, enabled, *args, jaxpr, num_consts, num_carry, length, linear, **params):
-    consts, carry = args[:num_consts], args[num_consts:num_consts + num_carry]
-    xs = args[num_consts + num_carry:]
+    consts, carry = args[:num_consts], args[num_consts : num_consts + num_carry]
+    xs = args[num_consts + num_carry :]
     x_avals = [core.get_aval(x).update(shape=core.get_aval(x).shape[1:]) for x in xs]
 
     def trace_body(err):
@@ -705,8 +828,9 @@ def _scan_rule(error, enabled, *args, jaxpr, num_consts, num_carry, length, line
         n = len(leaves)
 
         def body(run, *flat):
-            return run(flat[num_consts:num_consts + n], [*flat[:num_consts],
-                                                         *flat[num_consts + n:]])
+            return run(
+                flat[num_consts : num_consts + n], [*flat[:num_consts], *flat[num_consts + n :]]
+            )
 
         avals = [*_avals([*consts, *leaves, *carry]), *x_avals]
         return _checkify_closed(jaxpr, enabled, tree, avals, "the body of `scan`", wrap=body)
@@ -715,9 +839,19 @@ def _scan_rule(error, enabled, *args, jaxpr, num_consts, num_carry, length, line
     leaves, _ = tree_util.tree_flatten(error)
     n = len(leaves)
     linear = (False,) * (len(body_consts) + n) + tuple(linear)
-    outs = lax.scan_p.bind(*body_consts, *consts, *leaves, *carry, *xs, jaxpr=body,
-                           num_consts=len(body_consts) + num_consts, num_carry=n + num_carry,
-                           length=length, linear=linear, **params)
+    outs = lax.scan_p.bind(
+        *body_consts,
+        *consts,
+        *leaves,
+        *carry,
+        *xs,
+        jaxpr=body,
+        num_consts=len(body_consts) + num_consts,
+        num_carry=n + num_carry,
+        length=length,
+        linear=linear,
+        **params,
+    )
     return tree_util.tree_unflatten(out_tree, outs[:n]), outs[n:]
 
 

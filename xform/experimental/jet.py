@@ -109,8 +109,7 @@ def _jet_flat(fun, primals, series, order):
         pairs = [trace.to_primal_terms(x) for x in outs]
     finally:
         trace.alive = False
-    return ([p for p, _ in pairs],
-            [_zeros_series(p, order) if t is None else t for p, t in pairs])
+    return ([p for p, _ in pairs], [_zeros_series(p, order) if t is None else t for p, t in pairs])
 
 
 def jet(fun, primals, series, factorial_scaled=True, **_):
@@ -135,8 +134,7 @@ def jet(fun, primals, series, factorial_scaled=True, **_):
     try:
         (order,) = set(map(len, series))
     except ValueError:
-        raise ValueError("jet terms have inconsistent lengths for different arguments") \
-            from None
+        raise ValueError("jet terms have inconsistent lengths for different arguments") from None
     for i, (x, terms) in enumerate(zip(primals, series, strict=False)):
         if not tree_util.treedef_is_leaf(tree_util.tree_structure(x)):
             raise ValueError(f"primal value at position {i} is not an array")
@@ -153,16 +151,18 @@ def jet(fun, primals, series, factorial_scaled=True, **_):
         series = [[t / float(math.factorial(k + 1)) for k, t in enumerate(ts)] for ts in series]
     outs, out_series = _jet_flat(flat_fun, list(primals), [list(s) for s in series], order)
     if factorial_scaled:
-        out_series = [[t * float(math.factorial(k + 1)) for k, t in enumerate(ts)]
-                      for ts in out_series]
+        out_series = [
+            [t * float(math.factorial(k + 1)) for k, t in enumerate(ts)] for ts in out_series
+        ]
     tree = store["tree"]
     return tree_util.tree_unflatten(tree, outs), tree_util.tree_unflatten(tree, out_series)
 
 
 def _jet_unscaled(fun, primals, series):
     """The rule of a composition: ``fun`` expanded by a nested jet (unscaled terms)."""
-    outs, out_series = _jet_flat(lambda *xs: [fun(*xs)], list(primals), list(series),
-                                 len(series[0]))
+    outs, out_series = _jet_flat(
+        lambda *xs: [fun(*xs)], list(primals), list(series), len(series[0])
+    )
     return outs[0], out_series[0]
 
 
@@ -176,21 +176,27 @@ def defzero(prim):
 
 def deflinear(prim):
     """Ops linear in all their operands jointly: the op applied to each term."""
+
     def rule(primals, series, **params):
         terms = [prim.bind(*ts, **params) for ts in zip(*series, strict=True)]
         if prim.multiple_results:
             terms = [list(t) for t in zip(*terms, strict=True)]
         return prim.bind(*primals, **params), terms
+
     jet_rules[prim] = rule
 
 
 def _linear_in_first(prim, n_linear=1):
     """Ops linear in their first ``n_linear`` operands, given the others (indices)."""
+
     def rule(primals, series, **params):
         rest = primals[n_linear:]
-        terms = [prim.bind(*ts[:n_linear], *rest, **params)
-                 for ts in zip(*series[:n_linear], strict=True)]
+        terms = [
+            prim.bind(*ts[:n_linear], *rest, **params)
+            for ts in zip(*series[:n_linear], strict=True)
+        ]
         return prim.bind(*primals, **params), terms
+
     jet_rules[prim] = rule
 
 
@@ -209,10 +215,12 @@ def _chain(c, u, v0):
 
 def def_deriv(prim, deriv):
     """An op whose derivative ``deriv`` has rules: ``v' = deriv(u) u'``."""
+
     def rule(primals, series):
         (x,), (terms,) = primals, series
         c0, cs = _jet_unscaled(deriv, [x], [terms])
         return tuple(_split(_chain([c0, *cs], [x, *terms], prim.bind(x))))
+
     jet_rules[prim] = rule
 
 
@@ -222,20 +230,66 @@ def _split(v):
 
 # --------------------------------------------------------------------------- rules
 
-for _p in (lax.le_p, lax.lt_p, lax.gt_p, lax.ge_p, lax.eq_p, lax.ne_p, lax.not_p, lax.and_p,
-           lax.or_p, lax.xor_p, lax.floor_p, lax.ceil_p, lax.round_p, lax.sign_p,
-           lax.stop_gradient_p, lax.is_finite_p, lax.shift_left_p, lax.shift_right_logical_p,
-           lax.shift_right_arithmetic_p, lax.bitcast_convert_type_p, lax.argmax_p,
-           lax.argmin_p, lax.population_count_p, lax.clz_p):
+for _p in (
+    lax.le_p,
+    lax.lt_p,
+    lax.gt_p,
+    lax.ge_p,
+    lax.eq_p,
+    lax.ne_p,
+    lax.not_p,
+    lax.and_p,
+    lax.or_p,
+    lax.xor_p,
+    lax.floor_p,
+    lax.ceil_p,
+    lax.round_p,
+    lax.sign_p,
+    lax.stop_gradient_p,
+    lax.is_finite_p,
+    lax.shift_left_p,
+    lax.shift_right_logical_p,
+    lax.shift_right_arithmetic_p,
+    lax.bitcast_convert_type_p,
+    lax.argmax_p,
+    lax.argmin_p,
+    lax.population_count_p,
+    lax.clz_p,
+):
     defzero(_p)
 
-for _p in (lax.neg_p, lax.real_p, lax.imag_p, lax.conj_p, lax.complex_p, lax.add_p,
-           lax.add_any_p, lax.sub_p, lax.convert_element_type_p, lax.broadcast_in_dim_p,
-           lax.concatenate_p, lax.split_p, lax.stack_p, lax.unstack_p, lax.pad_p,
-           lax.reshape_p, lax.squeeze_p, lax.rev_p, lax.transpose_p, lax.slice_p,
-           lax.reduce_sum_p, lax.reduce_window_sum_p, lax.fft_p, lax.copy_p,
-           lax.device_put_p, lax.reshard_p, lax.cumsum_p, lax.tile_p, lax.optimization_barrier_p,
-           lax.sharding_constraint_p):
+for _p in (
+    lax.neg_p,
+    lax.real_p,
+    lax.imag_p,
+    lax.conj_p,
+    lax.complex_p,
+    lax.add_p,
+    lax.add_any_p,
+    lax.sub_p,
+    lax.convert_element_type_p,
+    lax.broadcast_in_dim_p,
+    lax.concatenate_p,
+    lax.split_p,
+    lax.stack_p,
+    lax.unstack_p,
+    lax.pad_p,
+    lax.reshape_p,
+    lax.squeeze_p,
+    lax.rev_p,
+    lax.transpose_p,
+    lax.slice_p,
+    lax.reduce_sum_p,
+    lax.reduce_window_sum_p,
+    lax.fft_p,
+    lax.copy_p,
+    lax.device_put_p,
+    lax.reshard_p,
+    lax.cumsum_p,
+    lax.tile_p,
+    lax.optimization_barrier_p,
+    lax.sharding_constraint_p,
+):
     deflinear(_p)
 
 _linear_in_first(lax.dynamic_slice_p)
@@ -245,8 +299,10 @@ _linear_in_first(lax.gather_p)
 
 def _scatter_add_rule(primals, series, **params):
     operand, indices, updates = primals
-    terms = [lax.scatter_add_p.bind(a, indices, b, **params)
-             for a, b in zip(series[0], series[2], strict=True)]
+    terms = [
+        lax.scatter_add_p.bind(a, indices, b, **params)
+        for a, b in zip(series[0], series[2], strict=True)
+    ]
     return lax.scatter_add_p.bind(operand, indices, updates, **params), terms
 
 
@@ -262,6 +318,7 @@ def _bilinear(prim):
             terms = [prim.bind(u[j], w[k - j], **params) for j in range(k + 1)]
             v.append(sum(terms[1:], terms[0]))
         return _split(v)
+
     jet_rules[prim] = rule
 
 
@@ -313,8 +370,11 @@ def _sin_cos(sign, sin, cos):
             s.append(sum(j * u[j] * c[k - j] for j in range(1, k + 1)) / k)
             c.append(sign * sum(j * u[j] * s[k - j] for j in range(1, k + 1)) / k)
         return s, c
-    return (lambda primals, series: _split(both(primals[0], series[0])[0]),
-            lambda primals, series: _split(both(primals[0], series[0])[1]))
+
+    return (
+        lambda primals, series: _split(both(primals[0], series[0])[0]),
+        lambda primals, series: _split(both(primals[0], series[0])[1]),
+    )
 
 
 jet_rules[lax.sin_p], jet_rules[lax.cos_p] = _sin_cos(-1, lax.sin, lax.cos)
@@ -331,8 +391,7 @@ def _logistic_series(x, terms):
     return v
 
 
-jet_rules[lax.logistic_p] = lambda primals, series: _split(
-    _logistic_series(primals[0], series[0]))
+jet_rules[lax.logistic_p] = lambda primals, series: _split(_logistic_series(primals[0], series[0]))
 
 
 def _tanh_rule(primals, series):
@@ -428,7 +487,9 @@ def _max_min_rule(pick):
         def term(a, b):
             a, b = jnp.broadcast_arrays(a, b)
             return lax.select(tie, (a + b) / 2, lax.select(first, a, b))
+
         return lax.select(first, x, y), [term(a, b) for a, b in zip(*series, strict=True)]
+
     return rule
 
 
@@ -445,6 +506,7 @@ def _reduce_choose_rule(prim):
         where = (x == lax.reshape(out, kept)).astype(terms[0].dtype)
         count = lax.reduce_sum(where, axes)
         return out, [lax.reduce_sum(t * where, axes) / count for t in terms]
+
     jet_rules[prim] = rule
 
 
@@ -459,8 +521,11 @@ def _jit_rule(primals, series, *, jaxpr, **params):
     def flat(*xs):
         ps, ts = xs[:n], xs[n:]
         outs, out_series = _jet_flat(
-            lambda *a: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *a), list(ps),
-            [list(ts[i * order:(i + 1) * order]) for i in range(n)], order)
+            lambda *a: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *a),
+            list(ps),
+            [list(ts[i * order : (i + 1) * order]) for i in range(n)],
+            order,
+        )
         return [*outs, *(t for s in out_series for t in s)]
 
     terms = [t for s in series for t in s]
@@ -468,7 +533,7 @@ def _jit_rule(primals, series, *, jaxpr, **params):
     body, consts = convert_constvars(trace_to_jaxpr(flat, avals, "tracing a jit body for jet"))
     outs = jit_p.bind(*consts, *primals, *terms, jaxpr=body, **params)
     m = len(jaxpr.out_avals)
-    return outs[:m], [list(outs[m + i * order:m + (i + 1) * order]) for i in range(m)]
+    return outs[:m], [list(outs[m + i * order : m + (i + 1) * order]) for i in range(m)]
 
 
 jet_rules[jit_p] = _jit_rule

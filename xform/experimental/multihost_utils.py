@@ -21,9 +21,15 @@ from xform.api_sharding import (
 from xform.array import ShardedArray
 from xform.sharding import Mesh, NamedSharding, PartitionSpec
 
-__all__ = ["assert_equal", "broadcast_one_to_all", "global_array_to_host_local_array",
-           "host_local_array_to_global_array", "process_allgather",
-           "reached_preemption_sync_point", "sync_global_devices"]
+__all__ = [
+    "assert_equal",
+    "broadcast_one_to_all",
+    "global_array_to_host_local_array",
+    "host_local_array_to_global_array",
+    "process_allgather",
+    "reached_preemption_sync_point",
+    "sync_global_devices",
+]
 
 
 def _process_mesh():
@@ -34,8 +40,7 @@ def _process_mesh():
 def _rows(x, mesh):
     """The global array whose row ``k`` (along a new leading axis) is process ``k``'s ``x``."""
     row = np.expand_dims(np.asarray(x), 0)
-    return make_array_from_process_local_data(NamedSharding(mesh, PartitionSpec("processes")),
-                                              row)
+    return make_array_from_process_local_data(NamedSharding(mesh, PartitionSpec("processes")), row)
 
 
 def _sum_rows(x):
@@ -74,8 +79,9 @@ def process_allgather(in_tree, tiled=False):
     def gather(x):
         if isinstance(x, ShardedArray) and not x.is_fully_addressable:
             if not tiled:
-                raise ValueError("Gathering global non-fully-addressable arrays only supports "
-                                 "tiled=True")
+                raise ValueError(
+                    "Gathering global non-fully-addressable arrays only supports tiled=True"
+                )
             whole = NamedSharding(x.sharding.mesh, PartitionSpec())
             return np.asarray(jit(_same, out_shardings=whole)(x).addressable_data(0))
         host = np.asarray(x)
@@ -94,23 +100,30 @@ def assert_equal(in_tree, fail_message=""):
     """Check that every process holds the same values of ``in_tree``
     (``AssertionError`` with ``fail_message`` if not)."""
     gathered = process_allgather(in_tree)
-    same = pytree.tree_map(lambda x, g: bool(np.all(np.asarray(g) == np.asarray(x))),
-                              in_tree, gathered)
+    same = pytree.tree_map(
+        lambda x, g: bool(np.all(np.asarray(g) == np.asarray(x))), in_tree, gathered
+    )
     if not all(pytree.tree_leaves(same)):
         raise AssertionError(f"{fail_message}. Expected: {gathered}; got: {in_tree}.")
 
 
 def sync_global_devices(name):
     """A barrier across every process (all of them must call it with the same ``name``)."""
-    assert_equal(np.uint32(zlib.crc32(name.encode())),
-                 f"sync_global_devices name mismatch ('{name}')")
+    assert_equal(
+        np.uint32(zlib.crc32(name.encode())), f"sync_global_devices name mismatch ('{name}')"
+    )
 
 
 def host_local_array_to_global_array(local_inputs, global_mesh, pspecs):
     """Global arrays over ``global_mesh`` laid out as ``pspecs`` (a pytree prefix of
     ``local_inputs``) from each process's local part (``local_inputs``)."""
-    return _per_leaf(local_inputs, pspecs, lambda x, spec: make_array_from_process_local_data(
-        NamedSharding(global_mesh, spec), np.asarray(x)))
+    return _per_leaf(
+        local_inputs,
+        pspecs,
+        lambda x, spec: make_array_from_process_local_data(
+            NamedSharding(global_mesh, spec), np.asarray(x)
+        ),
+    )
 
 
 def global_array_to_host_local_array(global_inputs, global_mesh, pspecs):
@@ -121,29 +134,39 @@ def global_array_to_host_local_array(global_inputs, global_mesh, pspecs):
     def local(x, spec):
         shards = x.addressable_shards
         # along each dimension, this process holds as many blocks as distinct starts
-        shape = tuple(len({s.index[d].start or 0 for s in shards}) * shards[0].data.shape[d]
-                      for d in range(x.ndim))
+        shape = tuple(
+            len({s.index[d].start or 0 for s in shards}) * shards[0].data.shape[d]
+            for d in range(x.ndim)
+        )
         by_device = {s.device: s.data for s in shards}
         return make_array_from_single_device_arrays(
-            shape, NamedSharding(local_mesh, spec),
-            [by_device[d] for d in local_mesh.devices.flat])
+            shape, NamedSharding(local_mesh, spec), [by_device[d] for d in local_mesh.devices.flat]
+        )
 
     return _per_leaf(global_inputs, pspecs, local)
 
 
 def _per_leaf(tree, pspecs, fn):
     leaves, structure = pytree.tree_flatten(tree)
-    specs = broadcast_prefix(pspecs, tree, "pspecs", expected="a PartitionSpec",
-                             is_leaf=lambda s: s is None or isinstance(s, PartitionSpec))
+    specs = broadcast_prefix(
+        pspecs,
+        tree,
+        "pspecs",
+        expected="a PartitionSpec",
+        is_leaf=lambda s: s is None or isinstance(s, PartitionSpec),
+    )
     if any(s is None for s in specs):
-        raise ValueError("`None` is not a valid input to the pspecs argument. Please use "
-                         "xform.sharding.PartitionSpec() if you wanted to replicate your input.")
-    return pytree.tree_unflatten(structure, [
-        fn(x, s) for x, s in zip(leaves, specs, strict=True)])
+        raise ValueError(
+            "`None` is not a valid input to the pspecs argument. Please use "
+            "xform.sharding.PartitionSpec() if you wanted to replicate your input."
+        )
+    return pytree.tree_unflatten(structure, [fn(x, s) for x, s in zip(leaves, specs, strict=True)])
 
 
 def reached_preemption_sync_point(step_id):
     """JAX's preemption sync point needs its distributed preemption service, which xform's
     distributed runtime does not start: a clear error, not a silent False."""
-    raise RuntimeError("reached_preemption_sync_point needs JAX's preemption sync manager, "
-                       "which xform.distributed does not start (xform lacks it).")
+    raise RuntimeError(
+        "reached_preemption_sync_point needs JAX's preemption sync manager, "
+        "which xform.distributed does not start (xform lacks it)."
+    )

@@ -26,21 +26,36 @@ __all__ = ["odeint"]
 # weights and their difference from an embedded 4th-order solution's (the error estimate;
 # the 4th-order weights are those JAX's solver uses, so that both take the same steps).
 _C = np.array([1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0, 0.0])
-_A = np.array([
-    [1 / 5, 0, 0, 0, 0, 0, 0],
-    [3 / 40, 9 / 40, 0, 0, 0, 0, 0],
-    [44 / 45, -56 / 15, 32 / 9, 0, 0, 0, 0],
-    [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729, 0, 0, 0],
-    [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656, 0, 0],
-    [35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0]])
+_A = np.array(
+    [
+        [1 / 5, 0, 0, 0, 0, 0, 0],
+        [3 / 40, 9 / 40, 0, 0, 0, 0, 0],
+        [44 / 45, -56 / 15, 32 / 9, 0, 0, 0, 0],
+        [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729, 0, 0, 0],
+        [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656, 0, 0],
+        [35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0],
+    ]
+)
 _B = np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0])
-_B_ERR = _B - np.array([1951 / 21600, 0, 22642 / 50085, 451 / 720, -12231 / 42400,
-                        649 / 6300, 1 / 60])
+_B_ERR = _B - np.array(
+    [1951 / 21600, 0, 22642 / 50085, 451 / 720, -12231 / 42400, 649 / 6300, 1 / 60]
+)
 # Weights of the stages giving the solution at the middle of a step (Shampine's dense
 # output), halved: the step's midpoint is y0 + dt * (these . k).
-_B_MID = np.array([6025192743 / 30085553152, 0, 51252292925 / 65400821598,
-                   -2691868925 / 45128329728, 187940372067 / 1594534317056,
-                   -1776094331 / 19743644256, 11237099 / 235043384]) / 2
+_B_MID = (
+    np.array(
+        [
+            6025192743 / 30085553152,
+            0,
+            51252292925 / 65400821598,
+            -2691868925 / 45128329728,
+            187940372067 / 1594534317056,
+            -1776094331 / 19743644256,
+            11237099 / 235043384,
+        ]
+    )
+    / 2
+)
 
 
 def _rk_step(fun, y, f, t, dt):
@@ -80,8 +95,11 @@ def _first_step(fun, t0, y0, f0, rtol, atol, order=4):
     h0 = jnp.where((d0 < 1e-5) | (d1 < 1e-5), 1e-6, 0.01 * d0 / d1)
     f1 = fun(y0 + h0.astype(y0.dtype) * f0, t0 + h0)
     d2 = jnp.linalg.norm((f1 - f0) / scale) / h0
-    h1 = jnp.where((d1 <= 1e-15) & (d2 <= 1e-15), jnp.maximum(1e-6, h0 * 1e-3),
-                   (0.01 / jnp.maximum(d1, d2)) ** (1.0 / (order + 1.0)))
+    h1 = jnp.where(
+        (d1 <= 1e-15) & (d2 <= 1e-15),
+        jnp.maximum(1e-6, h0 * 1e-3),
+        (0.01 / jnp.maximum(d1, d2)) ** (1.0 / (order + 1.0)),
+    )
     return jnp.minimum(100.0 * h0, h1)
 
 
@@ -89,7 +107,7 @@ def _error_ratio(err, rtol, atol, y0, y1):
     """The RMS of the error estimate relative to the tolerance: a step is kept if <= 1."""
     tol = (atol + rtol * jnp.maximum(jnp.abs(y0), jnp.abs(y1))).astype(err.dtype)
     ratio = err / tol
-    sq = ratio.real ** 2 + ratio.imag ** 2 if jnp.iscomplexobj(ratio) else ratio ** 2
+    sq = ratio.real**2 + ratio.imag**2 if jnp.iscomplexobj(ratio) else ratio**2
     return jnp.sqrt(jnp.mean(sq))
 
 
@@ -123,8 +141,9 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=jnp.inf, hmax=jn
     """
     for arg in tree_util.tree_leaves(args):
         if not valid_jaxtype(arg):
-            raise TypeError("The contents of odeint *args must be arrays or scalars, but got "
-                            f"{arg}.")
+            raise TypeError(
+                f"The contents of odeint *args must be arrays or scalars, but got {arg}."
+            )
     if not jnp.issubdtype(t.dtype, jnp.floating):
         raise TypeError(f"t must be an array of floats, but got {t}.")
     # Values ``func`` closes over become explicit arguments, so that they get cotangents.
@@ -161,11 +180,11 @@ def _odeint(func, rtol, atol, mxstep, hmax, y0, ts, *args):
             y_new, f_new, err, k = _rk_step(fun, y, f, t, dt)
             ratio = _error_ratio(err, rtol, atol, y, y_new)
             dt_next = jnp.clip(_next_step(dt, ratio), min=0.0, max=hmax)
-            accepted = (steps + 1, y_new, f_new, t + dt, dt_next, t,
-                        _interpolant(y, y_new, k, dt))
+            accepted = (steps + 1, y_new, f_new, t + dt, dt_next, t, _interpolant(y, y_new, k, dt))
             rejected = (steps + 1, y, f, t, dt_next, t_prev, coeffs)
-            return tuple(jnp.where(ratio <= 1.0, a, r)
-                         for a, r in zip(accepted, rejected, strict=True))
+            return tuple(
+                jnp.where(ratio <= 1.0, a, r) for a, r in zip(accepted, rejected, strict=True)
+            )
 
         _, *state = lax.while_loop(unfinished, attempt, (0, *state))
         _, _, t, _, t_prev, coeffs = state
@@ -199,8 +218,15 @@ def _odeint_bwd(func, rtol, atol, mxstep, hmax, residuals, g):
         t_bar = jnp.dot(func(ys[i], ts[i], *args), g[i]).real  # the output time's cotangent
         t0_bar = t0_bar - t_bar
         _, y_bar, t0_bar, args_bar = odeint(
-            augmented, (ys[i], y_bar, t0_bar, args_bar), jnp.stack([-ts[i], -ts[i - 1]]),
-            *args, rtol=rtol, atol=atol, mxstep=mxstep, hmax=hmax)
+            augmented,
+            (ys[i], y_bar, t0_bar, args_bar),
+            jnp.stack([-ts[i], -ts[i - 1]]),
+            *args,
+            rtol=rtol,
+            atol=atol,
+            mxstep=mxstep,
+            hmax=hmax,
+        )
         y_bar, t0_bar, args_bar = tree_util.tree_map(lambda x: x[1], (y_bar, t0_bar, args_bar))
         return (y_bar + g[i - 1], t0_bar, args_bar), t_bar
 

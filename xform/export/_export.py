@@ -31,10 +31,18 @@ from xform.primitives.fft import FftType, fft_p
 
 _PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 
-__all__ = ["DisabledSafetyCheck", "Exported", "call_exported_p", "default_export_platform",
-           "deserialize", "export", "maximum_supported_calling_convention_version",
-           "minimum_supported_calling_convention_version", "register_namedtuple_serialization",
-           "register_pytree_node_serialization"]
+__all__ = [
+    "DisabledSafetyCheck",
+    "Exported",
+    "call_exported_p",
+    "default_export_platform",
+    "deserialize",
+    "export",
+    "maximum_supported_calling_convention_version",
+    "minimum_supported_calling_convention_version",
+    "register_namedtuple_serialization",
+    "register_pytree_node_serialization",
+]
 
 # --------------------------------------------------------------------------- Exported
 
@@ -58,11 +66,27 @@ class Exported:
         (symbolic dimensions, or a platform index argument).
     """
 
-    def __init__(self, *, fun_name, in_tree, in_avals, out_tree, out_avals, nr_devices,
-                 platforms, ordered_effects, unordered_effects, disabled_safety_checks,
-                 mlir_module_serialized, calling_convention_version, module_kept_var_idx,
-                 uses_global_constants, in_shardings_hlo=None, out_shardings_hlo=None,
-                 get_vjp=None):
+    def __init__(
+        self,
+        *,
+        fun_name,
+        in_tree,
+        in_avals,
+        out_tree,
+        out_avals,
+        nr_devices,
+        platforms,
+        ordered_effects,
+        unordered_effects,
+        disabled_safety_checks,
+        mlir_module_serialized,
+        calling_convention_version,
+        module_kept_var_idx,
+        uses_global_constants,
+        in_shardings_hlo=None,
+        out_shardings_hlo=None,
+        get_vjp=None,
+    ):
         self.fun_name = fun_name
         self.in_tree = in_tree
         self.in_avals = tuple(in_avals)
@@ -106,8 +130,10 @@ class Exported:
     def _sharding(self, hlo_sharding, mesh):
         if hlo_sharding is None:
             return None
-        raise NotImplementedError(f"Exported {self.fun_name} has a specified sharding "
-                                  f"({hlo_sharding}); xform runs single-device programs")
+        raise NotImplementedError(
+            f"Exported {self.fun_name} has a specified sharding "
+            f"({hlo_sharding}); xform runs single-device programs"
+        )
 
     def has_vjp(self):
         """Whether the VJP is available (exported here, or serialized with the function)."""
@@ -136,16 +162,23 @@ class Exported:
         under ``jit``, and ``grad`` when a VJP is available)."""
         leaves, in_tree = pytree.tree_flatten((args, kwargs))
         if in_tree != self.in_tree:
-            lines = "".join(f"   - {d}.\n" for d in _tree_differences(
-                in_tree.children(), self.in_tree.children(), ("args", "kwargs")))
+            lines = "".join(
+                f"   - {d}.\n"
+                for d in _tree_differences(
+                    in_tree.children(), self.in_tree.children(), ("args", "kwargs")
+                )
+            )
             raise ValueError(
                 "The invocation args and kwargs must have the same pytree structure as when "
                 f"the function '{self.fun_name}' was exported, but they have the following "
-                f"structural differences:\n{lines}")
+                f"structural differences:\n{lines}"
+            )
         outs = self._call_flat(*leaves)
         # A float0 result (a VJP's cotangent of an integer) comes back as bools: JAX's value.
-        outs = [np.zeros(a.shape, dtypes.float0) if a.dtype == dtypes.float0 else x
-                for x, a in zip(outs, self.out_avals, strict=True)]
+        outs = [
+            np.zeros(a.shape, dtypes.float0) if a.dtype == dtypes.float0 else x
+            for x, a in zip(outs, self.out_avals, strict=True)
+        ]
         return pytree.tree_unflatten(self.out_tree, outs)
 
     def _call_flat(self, *leaves):
@@ -159,8 +192,10 @@ class Exported:
             return self.platforms.index(platform)
         if DisabledSafetyCheck.platform() in self.disabled_safety_checks:
             return 0
-        raise ValueError(f"Function '{self.fun_name}' was exported for platforms "
-                         f"'{self.platforms}' but it is used on '{(platform,)}'.")
+        raise ValueError(
+            f"Function '{self.fun_name}' was exported for platforms "
+            f"'{self.platforms}' but it is used on '{(platform,)}'."
+        )
 
 
 def _tree_differences(got, want, paths):
@@ -169,8 +204,9 @@ def _tree_differences(got, want, paths):
         gd, wd = g.node_data(), w.node_data()
         if gd is None and wd is None:
             continue
-        what = f"{path} is a {_node_name(g)} in the invocation and a {_node_name(w)} when " \
-            "exported, so"
+        what = (
+            f"{path} is a {_node_name(g)} in the invocation and a {_node_name(w)} when exported, so"
+        )
         if gd is None or wd is None or gd[0] is not wd[0]:
             yield f"{what} their types do not match"
         elif len(g.children()) != len(w.children()):
@@ -181,8 +217,9 @@ def _tree_differences(got, want, paths):
             yield f"{what} their auxiliary data do not match"
         else:
             keys = list(gd[1]) if gd[0] is dict else range(len(g.children()))
-            yield from _tree_differences(g.children(), w.children(),
-                                         [f"{path}[{k!r}]" for k in keys])
+            yield from _tree_differences(
+                g.children(), w.children(), [f"{path}[{k!r}]" for k in keys]
+            )
 
 
 def _node_name(treedef):
@@ -235,8 +272,7 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
       >>> deserialize(exp.serialize()).call(np.ones(4, np.float32))
     """
     if not isinstance(fun_jit, api.JitFunction):
-        raise ValueError(f"Function to be exported must be the result of `jit` but is: "
-                         f"{fun_jit}")
+        raise ValueError(f"Function to be exported must be the result of `jit` but is: {fun_jit}")
     if platforms is None:
         platforms = (default_export_platform(),)
     platforms = tuple(platforms)
@@ -258,8 +294,11 @@ def _export(fun_jit, args, kwargs, platforms, disabled_checks):
     jaxpr = dispatch.without_dead_code(entry.jaxpr).jaxpr
     used = _used_vars(jaxpr)
     # Arguments with symbolic dimensions are kept unused: main reads the dimensions there.
-    kept = tuple(k for k, v in enumerate(jaxpr.invars[nconsts:])
-                 if v in used or any(core.is_symbolic_dim(d) for d in v.aval.shape))
+    kept = tuple(
+        k
+        for k, v in enumerate(jaxpr.invars[nconsts:])
+        if v in used or any(core.is_symbolic_dim(d) for d in v.aval.shape)
+    )
     foreign = set(platforms) != {default_export_platform()}
     if foreign:
         _check_platform_independent(jaxpr, name, platforms)
@@ -268,51 +307,71 @@ def _export(fun_jit, args, kwargs, platforms, disabled_checks):
     result_info = pytree.result_info(out_tree)
     symbolic = any(not isinstance(d, int) for a in avals for d in a.shape)
     module = lowering_export.export_module(
-        jaxpr, entry.consts, name, kept, len(platforms), result_info,
-        _arg_describer(args, kwargs, fun_jit) if symbolic else None)
-    if foreign and any(target != "shape_assertion"  # (platform-independent)
-                       for target, _ in lowering_export.custom_call_targets(module)):
+        jaxpr,
+        entry.consts,
+        name,
+        kept,
+        len(platforms),
+        result_info,
+        _arg_describer(args, kwargs, fun_jit) if symbolic else None,
+    )
+    if foreign and any(
+        target != "shape_assertion"  # (platform-independent)
+        for target, _ in lowering_export.custom_call_targets(module)
+    ):
         raise NotImplementedError(
             f"export of {name} for platforms {platforms}: its module calls kernels of "
             f"'{default_export_platform()}' (custom calls), and xform lowers for the platform it "
-            "runs on only. Export on each platform for that platform.")
+            "runs on only. Export on each platform for that platform."
+        )
     allowed = {c.is_custom_call() for c in disabled_checks if c.is_custom_call()}
     unstable = lowering_export.unstable_custom_calls(module, allowed)
     if unstable:
-        raise ValueError("Cannot serialize code with custom calls whose targets have no "
-                         "compatibility guarantees (allow one with "
-                         "DisabledSafetyCheck.custom_call(target)). Examples are:\n" +
-                         "\n".join(unstable))
+        raise ValueError(
+            "Cannot serialize code with custom calls whose targets have no "
+            "compatibility guarantees (allow one with "
+            "DisabledSafetyCheck.custom_call(target)). Examples are:\n" + "\n".join(unstable)
+        )
     out_avals = [ShapedArray(a.shape, a.dtype, a.weak_type) for a in out_leaves]
     for i, shape in entry.float0s:  # returned as bools; their type is float0
         out_avals[i] = ShapedArray(shape, dtypes.float0)
     state = fun_jit._state
     dyn_args, dyn_kwargs, statics = api._split_statics(
-        fun_jit._fun, args, kwargs, state.static_argnums, state.static_argnames)
+        fun_jit._fun, args, kwargs, state.static_argnums, state.static_argnames
+    )
     in_tree = pytree.tree_structure((dyn_args, dyn_kwargs))  # static arguments are baked in
     return Exported(
-        fun_name=name, in_tree=in_tree, in_avals=avals,
-        out_tree=out_tree, out_avals=out_avals, nr_devices=1, platforms=platforms,
-        ordered_effects=(), unordered_effects=(), disabled_safety_checks=disabled_checks,
+        fun_name=name,
+        in_tree=in_tree,
+        in_avals=avals,
+        out_tree=out_tree,
+        out_avals=out_avals,
+        nr_devices=1,
+        platforms=platforms,
+        ordered_effects=(),
+        unordered_effects=(),
+        disabled_safety_checks=disabled_checks,
         mlir_module_serialized=lowering_export.serialize(module),
         calling_convention_version=_serialization.CALLING_CONVENTION_VERSION,
         module_kept_var_idx=kept,
         uses_global_constants=len(platforms) > 1 or symbolic,
-        get_vjp=lambda primal: _export_vjp(primal, fun_jit, statics))
+        get_vjp=lambda primal: _export_vjp(primal, fun_jit, statics),
+    )
 
 
 def _arg_describer(args, kwargs, fun_jit):
     """``describe(i, d)``: flat argument ``i``'s dimension ``d`` as JAX's messages name it."""
     state = fun_jit._state
     dyn_args, dyn_kwargs, _ = api._split_statics(
-        fun_jit._fun, args, kwargs, state.static_argnums, state.static_argnames)
+        fun_jit._fun, args, kwargs, state.static_argnums, state.static_argnames
+    )
     paths = [p for p, _ in pytree.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]]
 
     def describe(i, d):
         keys = paths[i]
-        where = ("args" if getattr(keys[0], "idx", 0) == 0 else "kwargs") + \
-            pytree.keystr(keys[1:])
+        where = ("args" if getattr(keys[0], "idx", 0) == 0 else "kwargs") + pytree.keystr(keys[1:])
         return where if d is None else f"{where}.shape[{d}]"
+
     return describe
 
 
@@ -325,7 +384,7 @@ def _used_vars(jaxpr):
 
 def _subjaxprs(params):
     for p in params.values():
-        for x in (p if isinstance(p, (tuple, list)) else (p,)):
+        for x in p if isinstance(p, (tuple, list)) else (p,):
             if isinstance(x, core.ClosedJaxpr):
                 yield x.jaxpr
             elif isinstance(x, core.Jaxpr):
@@ -338,12 +397,15 @@ def _check_platform_independent(jaxpr, name, platforms):
     for eqn in jaxpr.eqns:
         prim = eqn.primitive
         if prim is platform_index_p or (
-                prim is fft_p and eqn.params["fft_type"] == FftType.IRFFT and
-                len(eqn.params["fft_lengths"]) > 1):
+            prim is fft_p
+            and eqn.params["fft_type"] == FftType.IRFFT
+            and len(eqn.params["fft_lengths"]) > 1
+        ):
             raise NotImplementedError(
                 f"export of {name} for platforms {platforms}: the primitive '{prim.name}' "
                 "lowers differently per platform, and xform lowers for one platform only. "
-                "Export for one platform at a time.")
+                "Export for one platform at a time."
+            )
         for sub in _subjaxprs(eqn.params):
             _check_platform_independent(sub, name, platforms)
 
@@ -362,8 +424,10 @@ def _export_vjp(primal, fun_jit, statics):
             args, kwargs = statics.merge(args, kwargs)
         outs = pytree.tree_leaves(fun_jit(*args, **kwargs))
         # A float0 output (the VJP's cotangent of an integer) is a bool zero in the module.
-        return [np.zeros(x.shape, dtypes.bool_) if getattr(x, "dtype", None) == dtypes.float0
-                else x for x in outs]
+        return [
+            np.zeros(x.shape, dtypes.bool_) if getattr(x, "dtype", None) == dtypes.float0 else x
+            for x in outs
+        ]
 
     def fun_vjp(*primals_and_cts):
         primals, cts = primals_and_cts[:nin], primals_and_cts[nin:]
@@ -371,15 +435,19 @@ def _export_vjp(primal, fun_jit, statics):
         return pullback(list(cts))  # (xform's pullback ignores an integer output's)
 
     # float0 has no XLA type: those cotangents are traced as bools, and typed float0 after.
-    ct_specs = [ShapeDtypeStruct(a.shape, dtypes.bool_ if f0 else a.dtype)
-                for a, f0 in zip(primal.out_avals, float0_cts, strict=True)]
+    ct_specs = [
+        ShapeDtypeStruct(a.shape, dtypes.bool_ if f0 else a.dtype)
+        for a, f0 in zip(primal.out_avals, float0_cts, strict=True)
+    ]
     fun_vjp.__name__ = "fun_vjp"
-    exp = export(api.jit(fun_vjp), platforms=primal.platforms,
-                 disabled_checks=primal.disabled_safety_checks)(
-        *[_shape_struct(a) for a in primal.in_avals], *ct_specs)
+    exp = export(
+        api.jit(fun_vjp), platforms=primal.platforms, disabled_checks=primal.disabled_safety_checks
+    )(*[_shape_struct(a) for a in primal.in_avals], *ct_specs)
     float0_ins = [a.dtype == dtypes.float0 for a in primal.in_avals] + float0_cts
-    exp.in_avals = tuple(ShapedArray(a.shape, dtypes.float0) if f0 else a
-                         for a, f0 in zip(exp.in_avals, float0_ins, strict=True))
+    exp.in_avals = tuple(
+        ShapedArray(a.shape, dtypes.float0) if f0 else a
+        for a, f0 in zip(exp.in_avals, float0_ins, strict=True)
+    )
     return exp
 
 
@@ -402,10 +470,13 @@ def _flat_call(exported):
     def bwd(res, cts):
         args_flat = merge(*res)
         exp_vjp = exported.vjp()
-        ct_avals = exp_vjp.in_avals[len(args_flat):]
-        cts = [np.zeros(a.shape, _physical(a.dtype))
-               if type(ct) is SymbolicZero or a.dtype == dtypes.float0 else ct
-               for ct, a in zip(cts, ct_avals, strict=True)]
+        ct_avals = exp_vjp.in_avals[len(args_flat) :]
+        cts = [
+            np.zeros(a.shape, _physical(a.dtype))
+            if type(ct) is SymbolicZero or a.dtype == dtypes.float0
+            else ct
+            for ct, a in zip(cts, ct_avals, strict=True)
+        ]
         in_cts = exp_vjp._call_flat(*args_flat, *cts)
         return tuple(ct for ct, d in zip(in_cts, diff, strict=True) if d)
 
@@ -430,38 +501,52 @@ def _flat_call(exported):
 
 def _describe(exported, i, d):
     """Argument ``i``'s dimension ``d`` (or the argument, for None) as JAX's errors say."""
-    paths = pytree.tree_flatten_with_path(pytree.tree_unflatten(
-        exported.in_tree, range(exported.in_tree.num_leaves)))[0]
+    paths = pytree.tree_flatten_with_path(
+        pytree.tree_unflatten(exported.in_tree, range(exported.in_tree.num_leaves))
+    )[0]
     keys = paths[i][0]
-    where = ("args" if keys and getattr(keys[0], "idx", 0) == 0 else "kwargs") + \
-        pytree.keystr(keys[1:])
+    where = ("args" if keys and getattr(keys[0], "idx", 0) == 0 else "kwargs") + pytree.keystr(
+        keys[1:]
+    )
     return where if d is None else f"{where}.shape[{d}]"
 
 
 def _call_exported_abstract_eval(*avals, exported):
     if len(avals) != len(exported.in_avals):
-        raise ValueError(f"call_exported of '{exported.fun_name}': expected "
-                         f"{len(exported.in_avals)} arguments, got {len(avals)}")
+        raise ValueError(
+            f"call_exported of '{exported.fun_name}': expected "
+            f"{len(exported.in_avals)} arguments, got {len(avals)}"
+        )
     for i, (exp, got) in enumerate(zip(exported.in_avals, avals, strict=True)):
         if len(exp.shape) != len(got.shape):
-            raise ValueError(f"Rank mismatch for {_describe(exported, i, None)}: expected "
-                             f"{exp.shape} and called with {got.shape}")
+            raise ValueError(
+                f"Rank mismatch for {_describe(exported, i, None)}: expected "
+                f"{exp.shape} and called with {got.shape}"
+            )
         if _physical(exp.dtype) != got.dtype:
-            raise ValueError(f"Dtype mismatch for {_describe(exported, i, None)}: expected "
-                             f"{exp.dtype} and called with {got.dtype}")
+            raise ValueError(
+                f"Dtype mismatch for {_describe(exported, i, None)}: expected "
+                f"{exp.dtype} and called with {got.dtype}"
+            )
         for d, (e, g) in enumerate(zip(exp.shape, got.shape, strict=True)):
             if isinstance(e, int) and e != g:
-                raise ValueError(f"Shape mismatch for {_describe(exported, i, d)} (expected "
-                                 f"same constant): expected {exp.shape} and called with "
-                                 f"{got.shape}")
-    env = _shape_poly.solve_dim_vars(exported.in_avals, [a.shape for a in avals],
-                                     lambda i, d: _describe(exported, i, d))
-    return [ShapedArray(_shape_poly.evaluate_shape(a.shape, env), _physical(a.dtype),
-                        a.weak_type) for a in exported.out_avals]
+                raise ValueError(
+                    f"Shape mismatch for {_describe(exported, i, d)} (expected "
+                    f"same constant): expected {exp.shape} and called with "
+                    f"{got.shape}"
+                )
+    env = _shape_poly.solve_dim_vars(
+        exported.in_avals, [a.shape for a in avals], lambda i, d: _describe(exported, i, d)
+    )
+    return [
+        ShapedArray(_shape_poly.evaluate_shape(a.shape, env), _physical(a.dtype), a.weak_type)
+        for a in exported.out_avals
+    ]
 
 
-call_exported_p = standard_primitive("call_exported", _call_exported_abstract_eval,
-                                     multiple_results=True)
+call_exported_p = standard_primitive(
+    "call_exported", _call_exported_abstract_eval, multiple_results=True
+)
 # No host impl: eagerly, the one equation is compiled by XLA (the module is StableHLO).
 # No JVP rule: Exported.call differentiates in reverse mode through the exported VJP (a
 # custom_vjp around the primitive); forward mode is an error, as in JAX.

@@ -31,20 +31,33 @@ _WRITTEN_SERIALIZATION_VERSION = 3
 _MLIR_BYTECODE_MAGIC = b"ML\xefR"
 
 _DTYPES = {
-    dtypes.bool_: fb.DType.bool, np.dtype("int8"): fb.DType.i8,
-    np.dtype("int16"): fb.DType.i16, np.dtype("int32"): fb.DType.i32,
-    np.dtype("int64"): fb.DType.i64, np.dtype("uint8"): fb.DType.ui8,
-    np.dtype("uint16"): fb.DType.ui16, np.dtype("uint32"): fb.DType.ui32,
-    np.dtype("uint64"): fb.DType.ui64, dtypes.float0: fb.DType.f0,
-    np.dtype("float16"): fb.DType.f16, np.dtype("float32"): fb.DType.f32,
-    np.dtype("float64"): fb.DType.f64, np.dtype("complex64"): fb.DType.c64,
-    np.dtype("complex128"): fb.DType.c128, dtypes.bfloat16_dtype: fb.DType.bf16,
-    dtypes.int4: fb.DType.i4, dtypes.uint4: fb.DType.ui4,
+    dtypes.bool_: fb.DType.bool,
+    np.dtype("int8"): fb.DType.i8,
+    np.dtype("int16"): fb.DType.i16,
+    np.dtype("int32"): fb.DType.i32,
+    np.dtype("int64"): fb.DType.i64,
+    np.dtype("uint8"): fb.DType.ui8,
+    np.dtype("uint16"): fb.DType.ui16,
+    np.dtype("uint32"): fb.DType.ui32,
+    np.dtype("uint64"): fb.DType.ui64,
+    dtypes.float0: fb.DType.f0,
+    np.dtype("float16"): fb.DType.f16,
+    np.dtype("float32"): fb.DType.f32,
+    np.dtype("float64"): fb.DType.f64,
+    np.dtype("complex64"): fb.DType.c64,
+    np.dtype("complex128"): fb.DType.c128,
+    dtypes.bfloat16_dtype: fb.DType.bf16,
+    dtypes.int4: fb.DType.i4,
+    dtypes.uint4: fb.DType.ui4,
     dtypes.float8_e4m3b11fnuz: fb.DType.f8_e4m3b11fnuz,
-    dtypes.float8_e4m3fn: fb.DType.f8_e4m3fn, dtypes.float8_e4m3fnuz: fb.DType.f8_e4m3fnuz,
-    dtypes.float8_e5m2: fb.DType.f8_e5m2, dtypes.float8_e5m2fnuz: fb.DType.f8_e5m2fnuz,
-    dtypes.float8_e4m3: fb.DType.f8_e4m3, dtypes.float8_e3m4: fb.DType.f8_e3m4,
-    dtypes.float8_e8m0fnu: fb.DType.f8_e8m0fnu, dtypes.float4_e2m1fn: fb.DType.f4_e2m1fn,
+    dtypes.float8_e4m3fn: fb.DType.f8_e4m3fn,
+    dtypes.float8_e4m3fnuz: fb.DType.f8_e4m3fnuz,
+    dtypes.float8_e5m2: fb.DType.f8_e5m2,
+    dtypes.float8_e5m2fnuz: fb.DType.f8_e5m2fnuz,
+    dtypes.float8_e4m3: fb.DType.f8_e4m3,
+    dtypes.float8_e3m4: fb.DType.f8_e3m4,
+    dtypes.float8_e8m0fnu: fb.DType.f8_e8m0fnu,
+    dtypes.float4_e2m1fn: fb.DType.f4_e2m1fn,
 }
 _KINDS = {v: k for k, v in _DTYPES.items()}
 
@@ -75,8 +88,7 @@ class DisabledSafetyCheck:
 
     def is_custom_call(self):
         """The custom-call target this check allows, or None."""
-        return self._impl[len("custom_call:"):] if self._impl.startswith("custom_call:") \
-            else None
+        return self._impl[len("custom_call:") :] if self._impl.startswith("custom_call:") else None
 
     def __str__(self):
         return self._impl
@@ -98,8 +110,9 @@ serialization_registry = {}
 deserialization_registry = {}
 
 
-def register_pytree_node_serialization(nodetype, *, serialized_name, serialize_auxdata,
-                                       deserialize_auxdata, from_children=None):
+def register_pytree_node_serialization(
+    nodetype, *, serialized_name, serialize_auxdata, deserialize_auxdata, from_children=None
+):
     """Let pytrees with nodes of ``nodetype`` (registered with
     ``pytree.register_pytree_node``) appear in the ``in_tree``/``out_tree`` of a
     serialized ``Exported``.
@@ -116,13 +129,17 @@ def register_pytree_node_serialization(nodetype, *, serialized_name, serialize_a
       ``nodetype`` (usable as a class decorator).
     """
     if nodetype in serialization_registry:
-        raise ValueError(f"Duplicate serialization registration for type `{nodetype}`. "
-                         "Previous registration was with serialized_name "
-                         f"`{serialization_registry[nodetype][0]}`.")
+        raise ValueError(
+            f"Duplicate serialization registration for type `{nodetype}`. "
+            "Previous registration was with serialized_name "
+            f"`{serialization_registry[nodetype][0]}`."
+        )
     if serialized_name in deserialization_registry:
-        raise ValueError(f"Duplicate serialization registration for serialized_name "
-                         f"`{serialized_name}`. Previous registration was for type "
-                         f"`{deserialization_registry[serialized_name][0]}`.")
+        raise ValueError(
+            f"Duplicate serialization registration for serialized_name "
+            f"`{serialized_name}`. Previous registration was for type "
+            f"`{deserialization_registry[serialized_name][0]}`."
+        )
     serialization_registry[nodetype] = (serialized_name, serialize_auxdata)
     deserialization_registry[serialized_name] = (nodetype, deserialize_auxdata, from_children)
     return nodetype
@@ -131,34 +148,44 @@ def register_pytree_node_serialization(nodetype, *, serialized_name, serialize_a
 def register_namedtuple_serialization(nodetype, *, serialized_name):
     """Let a ``collections.namedtuple`` type appear in a serialized ``Exported``'s pytrees
     (its field names are stored and checked on deserialization)."""
-    if not (isinstance(nodetype, type) and issubclass(nodetype, tuple) and
-            isinstance(getattr(nodetype, "_fields", None), tuple)):
-        raise ValueError("Use `export.register_pytree_node_serialization` for types other "
-                         "than `collections.namedtuple`.")
+    if not (
+        isinstance(nodetype, type)
+        and issubclass(nodetype, tuple)
+        and isinstance(getattr(nodetype, "_fields", None), tuple)
+    ):
+        raise ValueError(
+            "Use `export.register_pytree_node_serialization` for types other "
+            "than `collections.namedtuple`."
+        )
 
     def from_children(fields, children):
         return nodetype(**dict(zip(fields, children, strict=True)))
 
     return register_pytree_node_serialization(
-        nodetype, serialized_name=serialized_name,
+        nodetype,
+        serialized_name=serialized_name,
         serialize_auxdata=lambda _: json.dumps(nodetype._fields).encode("utf-8"),
         deserialize_auxdata=lambda b: json.loads(b.decode("utf-8")),
-        from_children=from_children)
+        from_children=from_children,
+    )
 
 
 def _ordereddict_keys(keys):
     if not all(isinstance(k, str) for k in keys):
-        raise NotImplementedError("Serialization of collections.OrderedDict is supported only "
-                                  f"when the keys are strings. Found keys: {keys}.")
+        raise NotImplementedError(
+            "Serialization of collections.OrderedDict is supported only "
+            f"when the keys are strings. Found keys: {keys}."
+        )
     return json.dumps(list(keys)).encode("utf-8")
 
 
 register_pytree_node_serialization(
-    collections.OrderedDict, serialized_name="collections.OrderedDict",
+    collections.OrderedDict,
+    serialized_name="collections.OrderedDict",
     serialize_auxdata=_ordereddict_keys,
     deserialize_auxdata=lambda b: json.loads(b.decode("utf-8")),
-    from_children=lambda keys, children: collections.OrderedDict(zip(keys, children,
-                                                                     strict=True)))
+    from_children=lambda keys, children: collections.OrderedDict(zip(keys, children, strict=True)),
+)
 
 
 # --------------------------------------------------------------------------- writing
@@ -195,11 +222,11 @@ def _write_exported(builder, exp, vjp_order):
     out_tree = _write_tree(builder, exp.out_tree)
     out_avals = _vector(builder, [_write_aval(builder, a) for a in exp.out_avals])
     in_shardings = _vector(builder, [_write_sharding(builder, s) for s in exp.in_shardings_hlo])
-    out_shardings = _vector(builder, [_write_sharding(builder, s)
-                                      for s in exp.out_shardings_hlo])
+    out_shardings = _vector(builder, [_write_sharding(builder, s) for s in exp.out_shardings_hlo])
     if exp.ordered_effects or exp.unordered_effects:
-        raise NotImplementedError(f"serialization of {exp.fun_name}: xform does not "
-                                  "serialize effects")
+        raise NotImplementedError(
+            f"serialization of {exp.fun_name}: xform does not serialize effects"
+        )
     ordered = _vector(builder, [])
     unordered = _vector(builder, [])
     checks = _vector(builder, [_write_check(builder, c) for c in exp.disabled_safety_checks])
@@ -209,33 +236,49 @@ def _write_exported(builder, exp, vjp_order):
     vjp = None
     if vjp_order > 0:
         if not exp.has_vjp():
-            raise ValueError("serialization of an Exported that does not have vjps of "
-                             "high-enough order")
+            raise ValueError(
+                "serialization of an Exported that does not have vjps of high-enough order"
+            )
         vjp = _write_exported(builder, exp.vjp(), vjp_order - 1)
     unique_avals = _vector(builder, [_write_aval(builder, a) for a in unique])
     no_meshes = _vector(builder, [])
     no_shardings = _vector(builder, [])
     in_idx = builder.CreateNumpyVector(
-        np.array([index[(a.shape, a.dtype)] for a in exp.in_avals], np.uint32))
+        np.array([index[(a.shape, a.dtype)] for a in exp.in_avals], np.uint32)
+    )
     out_idx = builder.CreateNumpyVector(
-        np.array([index[(a.shape, a.dtype)] for a in exp.out_avals], np.uint32))
+        np.array([index[(a.shape, a.dtype)] for a in exp.out_avals], np.uint32)
+    )
     in_sh_idx = builder.CreateNumpyVector(np.zeros(len(exp.in_avals), np.uint32))
     out_sh_idx = builder.CreateNumpyVector(np.zeros(len(exp.out_avals), np.uint32))
 
     fields = [  # (field, offset or value), in the order JAX writes them
-        ("SerializationVersion", _WRITTEN_SERIALIZATION_VERSION), ("FunctionName", fun_name),
-        ("InTree", in_tree), ("InAvals", in_avals), ("OutTree", out_tree),
-        ("OutAvals", out_avals), ("NrDevices", exp.nr_devices),
-        ("InShardings", in_shardings), ("OutShardings", out_shardings),
-        ("Platforms", platforms), ("OrderedEffects", ordered),
-        ("UnorderedEffects", unordered), ("DisabledChecks", checks),
+        ("SerializationVersion", _WRITTEN_SERIALIZATION_VERSION),
+        ("FunctionName", fun_name),
+        ("InTree", in_tree),
+        ("InAvals", in_avals),
+        ("OutTree", out_tree),
+        ("OutAvals", out_avals),
+        ("NrDevices", exp.nr_devices),
+        ("InShardings", in_shardings),
+        ("OutShardings", out_shardings),
+        ("Platforms", platforms),
+        ("OrderedEffects", ordered),
+        ("UnorderedEffects", unordered),
+        ("DisabledChecks", checks),
         ("MlirModuleSerialized", module),
         ("CallingConventionVersion", exp.calling_convention_version),
-        ("ModuleKeptVarIdx", kept), ("UsesGlobalConstants", exp.uses_global_constants),
-        ("Vjp", vjp), ("UniqueAvals", unique_avals), ("UniqueAbstractMeshes", no_meshes),
-        ("UniqueNamedShardings", no_shardings), ("InAvalsIdxs", in_idx),
-        ("OutAvalsIdxs", out_idx), ("InShardingsIdxs", in_sh_idx),
-        ("OutShardingsIdxs", out_sh_idx)]
+        ("ModuleKeptVarIdx", kept),
+        ("UsesGlobalConstants", exp.uses_global_constants),
+        ("Vjp", vjp),
+        ("UniqueAvals", unique_avals),
+        ("UniqueAbstractMeshes", no_meshes),
+        ("UniqueNamedShardings", no_shardings),
+        ("InAvalsIdxs", in_idx),
+        ("OutAvalsIdxs", out_idx),
+        ("InShardingsIdxs", in_sh_idx),
+        ("OutShardingsIdxs", out_sh_idx),
+    ]
     fb.ExportedStart(builder)
     for field, value in fields:
         if value is not None:
@@ -246,8 +289,9 @@ def _write_exported(builder, exp, vjp_order):
 def _write_tree(builder, treedef):
     node_data = treedef.node_data()
     children = treedef.children()
-    children_off = _vector(builder, [_write_tree(builder, c) for c in children]) \
-        if children else None
+    children_off = (
+        _vector(builder, [_write_tree(builder, c) for c in children]) if children else None
+    )
     names_off = custom_name = custom_aux = None
     node_type = node_data[0] if node_data is not None else None
     if node_data is None:
@@ -262,22 +306,28 @@ def _write_tree(builder, treedef):
         kind = fb.PyTreeDefKind.dict
         for k in node_data[1]:
             if not isinstance(k, str):
-                raise TypeError("Serialization is supported only for dictionaries with string "
-                                f"keys. Found key {k} of type {type(k)}.")
+                raise TypeError(
+                    "Serialization is supported only for dictionaries with string "
+                    f"keys. Found key {k} of type {type(k)}."
+                )
         names_off = _strings(builder, node_data[1])
     elif node_type in serialization_registry:
         kind = fb.PyTreeDefKind.custom
         name, serialize_aux = serialization_registry[node_type]
         aux = serialize_aux(node_data[1])
         if not isinstance(aux, (bytes, bytearray)):
-            raise ValueError("The custom serialization function for `node_type` must return "
-                             f"a `bytes` object. It returned a {type(aux)}.")
+            raise ValueError(
+                "The custom serialization function for `node_type` must return "
+                f"a `bytes` object. It returned a {type(aux)}."
+            )
         custom_name = builder.CreateString(name)
         custom_aux = builder.CreateByteVector(bytes(aux))
     else:
-        raise ValueError(f"Cannot serialize PyTreeDef containing an unregistered type "
-                         f"`{node_type}`. Use `export.register_pytree_node_serialization` or "
-                         "`export.register_namedtuple_serialization`.")
+        raise ValueError(
+            f"Cannot serialize PyTreeDef containing an unregistered type "
+            f"`{node_type}`. Use `export.register_pytree_node_serialization` or "
+            "`export.register_namedtuple_serialization`."
+        )
     fb.PyTreeDefStart(builder)
     fb.PyTreeDefAddKind(builder, kind)
     if children_off is not None:
@@ -319,8 +369,12 @@ def _write_check(builder, check):
     if target is None and check != DisabledSafetyCheck.platform():
         raise NotImplementedError(f"serializing DisabledSafetyCheck: {check}")
     fb.DisabledSafetyCheckStart(builder)
-    fb.DisabledSafetyCheckAddKind(builder, fb.DisabledSafetyCheckKind.custom_call
-                                  if target is not None else fb.DisabledSafetyCheckKind.platform)
+    fb.DisabledSafetyCheckAddKind(
+        builder,
+        fb.DisabledSafetyCheckKind.custom_call
+        if target is not None
+        else fb.DisabledSafetyCheckKind.platform,
+    )
     if target_off is not None:
         fb.DisabledSafetyCheckAddCustomCallTarget(builder, target_off)
     return fb.DisabledSafetyCheckEnd(builder)
@@ -343,23 +397,31 @@ def deserialize(blob, make_exported):
     except Exception:  # noqa: BLE001 (a garbled buffer fails in many ways)
         ok = False
     if not ok:
-        raise ValueError(f"deserialize: the {len(blob)} bytes are not a serialized Exported: "
-                         "expected JAX's flatbuffer format (as Exported.serialize() writes, "
-                         "in xform or JAX) holding a StableHLO module")
+        raise ValueError(
+            f"deserialize: the {len(blob)} bytes are not a serialized Exported: "
+            "expected JAX's flatbuffer format (as Exported.serialize() writes, "
+            "in xform or JAX) holding a StableHLO module"
+        )
     if not 1 <= version <= _MAX_SERIALIZATION_VERSION:
-        raise ValueError(f"deserialize: unsupported serialization version {version}; xform "
-                         f"reads versions 1 to {_MAX_SERIALIZATION_VERSION}")
+        raise ValueError(
+            f"deserialize: unsupported serialization version {version}; xform "
+            f"reads versions 1 to {_MAX_SERIALIZATION_VERSION}"
+        )
     return _read_exported(root, make_exported)
 
 
 def _read_exported(root, make_exported):
     cc = root.CallingConventionVersion()
-    if not (minimum_supported_calling_convention_version <= cc <=
-            maximum_supported_calling_convention_version):
+    if not (
+        minimum_supported_calling_convention_version
+        <= cc
+        <= maximum_supported_calling_convention_version
+    ):
         raise ValueError(
             f"deserialize: unsupported calling convention version {cc}; xform supports "
             f"versions {minimum_supported_calling_convention_version} to "
-            f"{maximum_supported_calling_convention_version}")
+            f"{maximum_supported_calling_convention_version}"
+        )
     scope = _shape_poly.SymbolicScope()
     if root.UniqueAvalsLength() and root.InAvalsIdxsLength() + root.OutAvalsIdxsLength():
         unique = [_read_aval(root.UniqueAvals(i), scope) for i in range(root.UniqueAvalsLength())]
@@ -368,32 +430,50 @@ def _read_exported(root, make_exported):
     else:
         in_avals = [_read_aval(root.InAvals(i), scope) for i in range(root.InAvalsLength())]
         out_avals = [_read_aval(root.OutAvals(i), scope) for i in range(root.OutAvalsLength())]
-    in_shardings = _read_shardings(root, root.InShardingsIdxsLength(),
-                                   root.InShardingsIdxs, root.InShardingsLength(),
-                                   root.InShardings, len(in_avals))
-    out_shardings = _read_shardings(root, root.OutShardingsIdxsLength(),
-                                    root.OutShardingsIdxs, root.OutShardingsLength(),
-                                    root.OutShardings, len(out_avals))
+    in_shardings = _read_shardings(
+        root,
+        root.InShardingsIdxsLength(),
+        root.InShardingsIdxs,
+        root.InShardingsLength(),
+        root.InShardings,
+        len(in_avals),
+    )
+    out_shardings = _read_shardings(
+        root,
+        root.OutShardingsIdxsLength(),
+        root.OutShardingsIdxs,
+        root.OutShardingsLength(),
+        root.OutShardings,
+        len(out_avals),
+    )
     if root.OrderedEffectsLength() or root.UnorderedEffectsLength():
-        raise NotImplementedError("deserialize: the exported module has effects, which xform "
-                                  "does not call")
+        raise NotImplementedError(
+            "deserialize: the exported module has effects, which xform does not call"
+        )
     vjp = root.Vjp()
     return make_exported(
         fun_name=root.FunctionName().decode("utf-8"),
-        in_tree=_read_tree(root.InTree()), in_avals=in_avals,
-        out_tree=_read_tree(root.OutTree()), out_avals=out_avals,
-        in_shardings_hlo=in_shardings, out_shardings_hlo=out_shardings,
+        in_tree=_read_tree(root.InTree()),
+        in_avals=in_avals,
+        out_tree=_read_tree(root.OutTree()),
+        out_avals=out_avals,
+        in_shardings_hlo=in_shardings,
+        out_shardings_hlo=out_shardings,
         nr_devices=root.NrDevices() or root.NrDevicesShort(),
         platforms=[root.Platforms(i).decode("utf-8") for i in range(root.PlatformsLength())],
-        ordered_effects=(), unordered_effects=(),
-        disabled_safety_checks=[_read_check(root.DisabledChecks(i))
-                                for i in range(root.DisabledChecksLength())],
+        ordered_effects=(),
+        unordered_effects=(),
+        disabled_safety_checks=[
+            _read_check(root.DisabledChecks(i)) for i in range(root.DisabledChecksLength())
+        ],
         mlir_module_serialized=root.MlirModuleSerializedAsNumpy().tobytes(),
         calling_convention_version=cc,
         module_kept_var_idx=root.ModuleKeptVarIdxAsNumpy().tolist()
-        if root.ModuleKeptVarIdxLength() else (),
+        if root.ModuleKeptVarIdxLength()
+        else (),
         uses_global_constants=root.UsesGlobalConstants(),
-        get_vjp=None if vjp is None else (lambda _: _read_exported(vjp, make_exported)))
+        get_vjp=None if vjp is None else (lambda _: _read_exported(vjp, make_exported)),
+    )
 
 
 def _read_aval(aval, scope):
@@ -401,8 +481,9 @@ def _read_aval(aval, scope):
         raise NotImplementedError("deserialize: an abstract value that is not an array")
     kind = aval.Dtype()
     if kind not in _KINDS:
-        raise NotImplementedError(f"deserialize: values of dtype kind {kind} (PRNG keys) are "
-                                  "not supported in xform")
+        raise NotImplementedError(
+            f"deserialize: values of dtype kind {kind} (PRNG keys) are not supported in xform"
+        )
     spec = ",".join(aval.Shape(i).decode("utf-8") for i in range(aval.ShapeLength()))
     shape = _shape_poly.symbolic_shape(spec, scope=scope) if spec else ()
     return ShapedArray(shape, _KINDS[kind])
@@ -411,8 +492,10 @@ def _read_aval(aval, scope):
 def _read_shardings(root, nidx, idx, nlegacy, legacy, n):
     """A sharding description per value; None for an unspecified (or replicated) one."""
     if nidx:
-        return tuple(None if idx(i) == 0 else
-                     _describe_named(root.UniqueNamedShardings(idx(i) - 1)) for i in range(nidx))
+        return tuple(
+            None if idx(i) == 0 else _describe_named(root.UniqueNamedShardings(idx(i) - 1))
+            for i in range(nidx)
+        )
     if nlegacy:
         return tuple(_read_legacy_sharding(legacy(i)) for i in range(nlegacy))
     return (None,) * n
@@ -420,8 +503,10 @@ def _read_shardings(root, nidx, idx, nlegacy, legacy, n):
 
 def _describe_named(s):
     spec = s.Spec()
-    parts = [tuple(p.Axes(j).decode("utf-8") for j in range(p.AxesLength()))
-             for p in (spec.Partitions(i) for i in range(spec.PartitionsLength()))]
+    parts = [
+        tuple(p.Axes(j).decode("utf-8") for j in range(p.AxesLength()))
+        for p in (spec.Partitions(i) for i in range(spec.PartitionsLength()))
+    ]
     if not any(parts):
         return None  # replicated
     return f"NamedSharding(spec={parts})"
@@ -458,14 +543,18 @@ def _read_tree(node):
     elif kind == fb.PyTreeDefKind.list:
         node_data = (list, None)
     elif kind == fb.PyTreeDefKind.dict:
-        node_data = (dict, [node.ChildrenNames(i).decode("utf-8")
-                            for i in range(node.ChildrenNamesLength())])
+        node_data = (
+            dict,
+            [node.ChildrenNames(i).decode("utf-8") for i in range(node.ChildrenNamesLength())],
+        )
     elif kind == fb.PyTreeDefKind.custom:
         name = node.CustomName().decode("utf-8")
         if name not in deserialization_registry:
-            raise ValueError(f"Cannot deserialize a PyTreeDef containing an unregistered type "
-                             f"`{name}`. Use `export.register_pytree_node_serialization` or "
-                             "`export.register_namedtuple_serialization`.")
+            raise ValueError(
+                f"Cannot deserialize a PyTreeDef containing an unregistered type "
+                f"`{name}`. Use `export.register_pytree_node_serialization` or "
+                "`export.register_namedtuple_serialization`."
+            )
         nodetype, deserialize_aux, from_children = deserialization_registry[name]
         aux = deserialize_aux(node.CustomAuxdataAsNumpy().tobytes())
         if from_children is not None:
@@ -475,5 +564,6 @@ def _read_tree(node):
         node_data = (nodetype, aux)
     else:
         raise ValueError(f"Cannot deserialize PyTreeDef with unknown kind: {kind}")
-    return pytree.PyTreeDef.from_node_data_and_children(pytree.default_registry,
-                                                           node_data, children)
+    return pytree.PyTreeDef.from_node_data_and_children(
+        pytree.default_registry, node_data, children
+    )

@@ -44,16 +44,20 @@ class SymbolicScope:
 
     def __init__(self, constraints_str=()):
         if isinstance(constraints_str, str):
-            raise ValueError("The symbolic constraints should be a sequence of strings. "
-                             f"Got {constraints_str!r}")
+            raise ValueError(
+                f"The symbolic constraints should be a sequence of strings. Got {constraints_str!r}"
+            )
         self._constraints = []
         for c in constraints_str:
             m = re.fullmatch(r"(.+?)(>=|<=|==)(.+)", c.strip())
             if m is None:
-                raise ValueError(f"Invalid symbolic constraint {c!r}: expected the form "
-                                 "'e1 >= e2', 'e1 <= e2' or 'e1 == e2'")
-            self._constraints.append((_parse(m.group(1), self), m.group(2),
-                                      _parse(m.group(3), self)))
+                raise ValueError(
+                    f"Invalid symbolic constraint {c!r}: expected the form "
+                    "'e1 >= e2', 'e1 <= e2' or 'e1 == e2'"
+                )
+            self._constraints.append(
+                (_parse(m.group(1), self), m.group(2), _parse(m.group(3), self))
+            )
 
     def lower_bound(self, var):
         """The lower bound of ``var``: 1, or c from a constraint ``var >= c``."""
@@ -70,12 +74,13 @@ class SymbolicScope:
             a, b = lhs.evaluate(env), rhs.evaluate(env)
             ok = a >= b if op == ">=" else a <= b if op == "<=" else a == b
             if not ok:
-                raise ValueError(f"Symbolic constraint '{lhs} {op} {rhs}' does not hold for "
-                                 f"{lhs} = {a} and {rhs} = {b}")
+                raise ValueError(
+                    f"Symbolic constraint '{lhs} {op} {rhs}' does not hold for "
+                    f"{lhs} = {a} and {rhs} = {b}"
+                )
 
     def __str__(self):
-        return "SymbolicScope(" + ", ".join(f"{a} {op} {b}" for a, op, b in
-                                            self._constraints) + ")"
+        return "SymbolicScope(" + ", ".join(f"{a} {op} {b}" for a, op, b in self._constraints) + ")"
 
     __repr__ = __str__
 
@@ -112,7 +117,8 @@ class _DimExpr(core.SymbolicDim):
         # that b*3 == 3*b, as shape rules compare sizes).
         if isinstance(other, _DimExpr):
             return self.node == other.node or (
-                self._canonical() is not None and self._canonical() == other._canonical())
+                self._canonical() is not None and self._canonical() == other._canonical()
+            )
         if isinstance(other, (int, np.integer)):
             return self._canonical() == ((), int(other))
         return False
@@ -131,15 +137,23 @@ class _DimExpr(core.SymbolicDim):
     def _combine(self, op, other, swap=False):
         if isinstance(other, _DimExpr):
             if other.scope is not self.scope:
-                raise ValueError(f"Invalid mixing of symbolic scopes: {self} and {other} come "
-                                 "from different SymbolicScope objects")
+                raise ValueError(
+                    f"Invalid mixing of symbolic scopes: {self} and {other} come "
+                    "from different SymbolicScope objects"
+                )
             node = other.node
         elif isinstance(other, core.Tracer):  # x.shape[0] + x: arithmetic on the value
-            fn = {"+": operator.add, "-": operator.sub, "*": operator.mul,
-                  "floordiv": operator.floordiv, "mod": operator.mod}[op]
+            fn = {
+                "+": operator.add,
+                "-": operator.sub,
+                "*": operator.mul,
+                "floordiv": operator.floordiv,
+                "mod": operator.mod,
+            }[op]
             return fn(other, self.as_value()) if swap else fn(self.as_value(), other)
-        elif isinstance(other, int) or (hasattr(other, "__index__") and
-                                        not isinstance(other, core.Tracer)):
+        elif isinstance(other, int) or (
+            hasattr(other, "__index__") and not isinstance(other, core.Tracer)
+        ):
             node = ("const", int(other))
         else:
             return NotImplemented
@@ -148,18 +162,25 @@ class _DimExpr(core.SymbolicDim):
         if node == ("const", neutral) and (not swap or op in ("*", "+")):
             return self  # b*1, 1*b, b+0, b-0: kept as b, so that equal shapes print equal
         lin = self.linear()
-        if op in ("floordiv", "mod") and node[0] == "const" and not swap and \
-                lin is not None and node[1] > 0 and \
-                all(k % node[1] == 0 for k in (*lin[0].values(), lin[1])):
+        if (
+            op in ("floordiv", "mod")
+            and node[0] == "const"
+            and not swap
+            and lin is not None
+            and node[1] > 0
+            and all(k % node[1] == 0 for k in (*lin[0].values(), lin[1]))
+        ):
             if op == "mod":  # mod(3*b, 3) is 0
                 return 0
-            return _from_linear({v: k // node[1] for v, k in lin[0].items()},
-                                lin[1] // node[1], self.scope)  # floordiv(3*b, 3) is b
+            return _from_linear(
+                {v: k // node[1] for v, k in lin[0].items()}, lin[1] // node[1], self.scope
+            )  # floordiv(3*b, 3) is b
         if op == "*" and node[0] == "const" and lin is not None:  # 4*(3*b) is 12*b
             if node[1] == 0:
                 return 0
-            return _from_linear({v: k * node[1] for v, k in lin[0].items()},
-                                lin[1] * node[1], self.scope)
+            return _from_linear(
+                {v: k * node[1] for v, k in lin[0].items()}, lin[1] * node[1], self.scope
+            )
         if op in ("floordiv", "mod") and not swap and node[0] != "const":
             ratio = _ratio(lin, _linear(node))  # floordiv(12*b, b) is 12, mod(12*b, b) 0
             if ratio is not None:
@@ -209,8 +230,10 @@ class _DimExpr(core.SymbolicDim):
         return _DimExpr(("neg", self.node), self.scope)
 
     def __index__(self):
-        raise _inconclusive(f"Symbolic dimension {self} cannot be used as an integer (a "
-                            "concrete value is needed here)")
+        raise _inconclusive(
+            f"Symbolic dimension {self} cannot be used as an integer (a "
+            "concrete value is needed here)"
+        )
 
     def as_value(self):
         """The dimension as a traced integer scalar (``dimension_as_value_p``)."""
@@ -228,8 +251,9 @@ class _DimExpr(core.SymbolicDim):
         else:  # ">"
             decided = True if lo > 0 else False if hi <= 0 else None
         if decided is None:
-            raise _inconclusive(f"Symbolic dimension comparison '{self}' {op} '{other}' is "
-                                "inconclusive.")
+            raise _inconclusive(
+                f"Symbolic dimension comparison '{self}' {op} '{other}' is inconclusive."
+            )
         return decided
 
     def __ge__(self, other):
@@ -267,8 +291,13 @@ def _from_linear(coeffs, const, scope):
 
     terms = [term(k, ("var", v)) for v, k in sorted(coeffs.items()) if k]
     if const or not terms:
-        terms.append(("const", const) if const >= 0 or not terms else term(const, ("const", 1))
-                     if abs(const) == 1 else ("neg", ("const", -const)))
+        terms.append(
+            ("const", const)
+            if const >= 0 or not terms
+            else term(const, ("const", 1))
+            if abs(const) == 1
+            else ("neg", ("const", -const))
+        )
     node = terms[0]
     for t in terms[1:]:
         node = ("+", node, t)
@@ -498,31 +527,46 @@ def symbolic_shape(shape_spec, *, constraints=(), scope=None, like=None):
     for i, p in enumerate(parts):
         if p == "...":
             if i != len(parts) - 1:
-                raise ValueError(f"syntax error in symbolic shape {shape_spec!r}: '...' must "
-                                 "be last")
+                raise ValueError(
+                    f"syntax error in symbolic shape {shape_spec!r}: '...' must be last"
+                )
             if like is None:
-                raise ValueError(f"polymorphic shape {shape_spec!r} uses '...' but no `like` "
-                                 "shape was given")
+                raise ValueError(
+                    f"polymorphic shape {shape_spec!r} uses '...' but no `like` shape was given"
+                )
             rest = list(like[i:])
             if any(d is None for d in rest):
-                raise ValueError(f"polymorphic shape {shape_spec!r} in dimension {i} uses "
-                                 f"'...' for an unknown dimension of {tuple(like)}")
+                raise ValueError(
+                    f"polymorphic shape {shape_spec!r} in dimension {i} uses "
+                    f"'...' for an unknown dimension of {tuple(like)}"
+                )
             out.extend(rest)
         elif p == "_":
             if like is None or i >= len(like) or like[i] is None:
-                raise ValueError(f"polymorphic shape {shape_spec!r} in dimension {i} uses "
-                                 "'_' for a dimension with no known value in `like`")
+                raise ValueError(
+                    f"polymorphic shape {shape_spec!r} in dimension {i} uses "
+                    "'_' for a dimension with no known value in `like`"
+                )
             out.append(like[i])
         else:
             d = _dim(p, scope)
-            if like is not None and isinstance(d, int) and i < len(like) and \
-                    like[i] is not None and like[i] != d:
-                raise ValueError(f"polymorphic shape {shape_spec!r} in dimension {i} must "
-                                 f"match the known dimension size {like[i]}")
+            if (
+                like is not None
+                and isinstance(d, int)
+                and i < len(like)
+                and like[i] is not None
+                and like[i] != d
+            ):
+                raise ValueError(
+                    f"polymorphic shape {shape_spec!r} in dimension {i} must "
+                    f"match the known dimension size {like[i]}"
+                )
             out.append(d)
     if like is not None and len(out) != len(like):
-        raise ValueError(f"polymorphic shape {shape_spec!r} of rank {len(out)} must match the "
-                         f"rank {len(like)} of the known shape {tuple(like)}")
+        raise ValueError(
+            f"polymorphic shape {shape_spec!r} of rank {len(out)} must match the "
+            f"rank {len(like)} of the known shape {tuple(like)}"
+        )
     return tuple(out)
 
 
@@ -582,8 +626,12 @@ def symbolic_args_specs(args, shapes_specs, constraints=(), scope=None):
 def _broadcast_prefix(prefix, full):
     """One spec per leaf of ``full``, ``prefix`` broadcast along its subtrees."""
     out = []
-    pytree.tree_map(lambda spec, sub: out.extend([spec] * len(pytree.tree_leaves(sub))),
-                       prefix, full, is_leaf=lambda x: x is None or isinstance(x, str))
+    pytree.tree_map(
+        lambda spec, sub: out.extend([spec] * len(pytree.tree_leaves(sub))),
+        prefix,
+        full,
+        is_leaf=lambda x: x is None or isinstance(x, str),
+    )
     return out
 
 
@@ -607,7 +655,8 @@ def solve_dim_vars(exp_avals, actual_shapes, describe):
                     raise ValueError(
                         f"Found inconsistency between dimension size {describe(i, d)} "
                         f"(= {actual}) and dimension variable '{var}' (= {env[var]}); "
-                        f"expected {aval.shape} and called with {tuple(shape)}")
+                        f"expected {aval.shape} and called with {tuple(shape)}"
+                    )
                 env[var] = actual
             else:
                 pending.append((i, d, e, actual, aval.shape, shape))
@@ -623,9 +672,11 @@ def solve_dim_vars(exp_avals, actual_shapes, describe):
                 coeff = lin[0][var]
                 known = lin[1] + sum(k * env[v] for v, k in lin[0].items() if v != var)
                 if (actual - known) % coeff:
-                    raise ValueError(f"Division had remainder {(actual - known) % coeff} when "
-                                     f"computing the value of '{var}' from {describe(i, d)} "
-                                     f"= {actual}, which must be {e}")
+                    raise ValueError(
+                        f"Division had remainder {(actual - known) % coeff} when "
+                        f"computing the value of '{var}' from {describe(i, d)} "
+                        f"= {actual}, which must be {e}"
+                    )
                 env[var] = (actual - known) // coeff
                 progress = True
             elif not unknown:
@@ -634,20 +685,26 @@ def solve_dim_vars(exp_avals, actual_shapes, describe):
                 rest.append(item)
                 continue
             if e.evaluate(env) != actual:
-                raise ValueError(f"Found inconsistency between dimension size {describe(i, d)} "
-                                 f"(= {actual}) and its expression {e} (= {e.evaluate(env)}); "
-                                 f"expected {exp_shape} and called with {tuple(shape)}")
+                raise ValueError(
+                    f"Found inconsistency between dimension size {describe(i, d)} "
+                    f"(= {actual}) and its expression {e} (= {e.evaluate(env)}); "
+                    f"expected {exp_shape} and called with {tuple(shape)}"
+                )
         pending = rest
     if pending:
         e = pending[0][2]
-        raise NotImplementedError(f"cannot solve for the dimension variables of {e}: xform "
-                                  "solves a variable from a linear dimension expression only")
+        raise NotImplementedError(
+            f"cannot solve for the dimension variables of {e}: xform "
+            "solves a variable from a linear dimension expression only"
+        )
     for var, value in env.items():
         if value < 1:
-            raise ValueError(f"Expected value >= 1 for dimension variable '{var}'. Using the "
-                             f"following polymorphic shapes specifications: "
-                             f"{[str(tuple(a.shape)) for a in exp_avals]}. Obtained dimension "
-                             f"variables: '{var}' = {value}")
+            raise ValueError(
+                f"Expected value >= 1 for dimension variable '{var}'. Using the "
+                f"following polymorphic shapes specifications: "
+                f"{[str(tuple(a.shape)) for a in exp_avals]}. Obtained dimension "
+                f"variables: '{var}' = {value}"
+            )
     scopes = {e.scope for a in exp_avals for e in a.shape if isinstance(e, _DimExpr)}
     for scope in scopes:
         scope.check(env)
@@ -667,5 +724,4 @@ def _dimension_as_value_abstract_eval(*, dim):
 
 # A symbolic dimension's value in a program exported with symbolic shapes (the mean's count,
 # for one); lowered from the module's dimension variables (lowering/export.py).
-dimension_as_value_p = standard_primitive("dimension_as_value",
-                                          _dimension_as_value_abstract_eval)
+dimension_as_value_p = standard_primitive("dimension_as_value", _dimension_as_value_abstract_eval)

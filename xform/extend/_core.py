@@ -12,9 +12,13 @@ from xform.interpreters.staging import JaxprTrace
 
 # The concrete array types xform accepts as operands (Python scalars aside).
 array_types = frozenset(
-    {t for t in core.pytype_aval_mappings
-     if t not in (bool, int, float, complex) and t not in core.valueless_types} |
-    {np.dtype(d).type for d in dtypes.SUPPORTED})
+    {
+        t
+        for t in core.pytype_aval_mappings
+        if t not in (bool, int, float, complex) and t not in core.valueless_types
+    }
+    | {np.dtype(d).type for d in dtypes.SUPPORTED}
+)
 
 no_effects = frozenset()  # xform has no effect system: every equation is pure
 
@@ -34,8 +38,11 @@ def concrete_or_error(force, val, context=""):
     if isinstance(val, Tracer):
         value = val.concrete_value()
         if value is None:
-            raise ConcretizationTypeError(core.concretization_message(
-                val, context or "a concrete value requested with concrete_or_error"))
+            raise ConcretizationTypeError(
+                core.concretization_message(
+                    val, context or "a concrete value requested with concrete_or_error"
+                )
+            )
         val = value
     return val if force is None else force(val)
 
@@ -51,9 +58,11 @@ def mapped_aval(size, axis, aval):
     if axis is None:
         return aval
     if aval.shape[axis] != size:
-        raise ValueError(f"mapped_aval: axis {axis} of {aval.str_short()} has size "
-                         f"{aval.shape[axis]}, not {size}")
-    return aval.update(shape=aval.shape[:axis] + aval.shape[axis + 1:])
+        raise ValueError(
+            f"mapped_aval: axis {axis} of {aval.str_short()} has size "
+            f"{aval.shape[axis]}, not {size}"
+        )
+    return aval.update(shape=aval.shape[:axis] + aval.shape[axis + 1 :])
 
 
 def unmapped_aval(size, axis, aval, explicit_mesh_axis=None):
@@ -63,8 +72,9 @@ def unmapped_aval(size, axis, aval, explicit_mesh_axis=None):
     return aval.update(shape=aval.shape[:axis] + (size,) + aval.shape[axis:])
 
 
-def new_jaxpr_eqn(invars, outvars, primitive, params, effects=no_effects, source_info=None,
-                  ctx=None):
+def new_jaxpr_eqn(
+    invars, outvars, primitive, params, effects=no_effects, source_info=None, ctx=None
+):
     """An equation ``outvars = primitive[params] invars`` (``effects`` and ``ctx``, which
     xform does not track, are accepted for JAX's signature)."""
     return JaxprEqn(primitive, list(invars), list(outvars), params, source_info)
@@ -84,7 +94,6 @@ def subjaxprs(jaxpr):
     """The jaxprs in the params of ``jaxpr``'s equations, one level deep (as JAX's)."""
     for eqn in jaxpr.eqns:
         yield from core.subjaxprs(eqn.params)
-
 
 
 def find_top_trace(xs):

@@ -18,9 +18,18 @@ from xform.interpreters import transpose as _transpose
 from xform.interpreters.ad import Zero, defjvp, defjvp_zero, instantiate
 from xform.interpreters.transpose import UndefinedPrimal, is_undefined
 
-__all__ = ["UndefinedPrimal", "Zero", "defjvp", "defjvp_zero", "deflinear",
-           "instantiate_zeros", "is_undefined_primal", "primitive_jvps",
-           "primitive_transposes", "zeros_like_aval"]
+__all__ = [
+    "UndefinedPrimal",
+    "Zero",
+    "defjvp",
+    "defjvp_zero",
+    "deflinear",
+    "instantiate_zeros",
+    "is_undefined_primal",
+    "primitive_jvps",
+    "primitive_transposes",
+    "zeros_like_aval",
+]
 
 is_undefined_primal = is_undefined
 instantiate_zeros = instantiate
@@ -37,6 +46,7 @@ def _jvp_to_xform(prim, rule):
         if prim.multiple_results:
             return list(primals_out), list(tangents_out)
         return [primals_out], [tangents_out]
+
     return jvp
 
 
@@ -46,6 +56,7 @@ def _jvp_from_xform(prim, rule):
         if prim.multiple_results:
             return primals_out, tangents_out
         return primals_out[0], tangents_out[0]
+
     return jvp
 
 

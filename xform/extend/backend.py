@@ -3,8 +3,7 @@
 from lowering import runtime
 from xform import api
 
-__all__ = ["backends", "clear_in_memory_compilation_cache", "get_backend",
-           "get_default_device"]
+__all__ = ["backends", "clear_in_memory_compilation_cache", "get_backend", "get_default_device"]
 
 
 def get_backend(platform=None):

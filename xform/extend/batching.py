@@ -13,8 +13,14 @@ from xform.extend._tables import RuleTable
 from xform.interpreters import batching as _batching
 from xform.interpreters.batching import AxisData, defbroadcasting, defvectorized, not_mapped
 
-__all__ = ["AxisData", "defbroadcasting", "defvectorized", "fancy_primitive_batchers",
-           "not_mapped", "primitive_batchers"]
+__all__ = [
+    "AxisData",
+    "defbroadcasting",
+    "defvectorized",
+    "fancy_primitive_batchers",
+    "not_mapped",
+    "primitive_batchers",
+]
 
 
 def _from_jax_results(prim, outs, dims):
@@ -30,6 +36,7 @@ def _to_jax_results(prim, outs, dims):
 def _batcher_to_xform(prim, rule):
     def batch(axis, args, dims, **params):
         return _from_jax_results(prim, *rule(args, dims, **params))
+
     return batch
 
 
@@ -41,6 +48,7 @@ def _batcher_from_xform(prim, rule):
     def batch(args, dims, **params):
         axis = AxisData(None, _axis_size(args, dims))
         return _to_jax_results(prim, *rule(axis, args, dims, **params))
+
     return batch
 
 
@@ -50,12 +58,14 @@ primitive_batchers = RuleTable(_batching.batch_rules, _batcher_to_xform, _batche
 def _fancy_to_xform(prim, rule):
     def batch(axis, args, dims, **params):
         return _from_jax_results(prim, *rule(axis, args, dims, **params))
+
     return batch
 
 
 def _fancy_from_xform(prim, rule):
     def batch(axis, args, dims, **params):
         return _to_jax_results(prim, *rule(axis, args, dims, **params))
+
     return batch
 
 

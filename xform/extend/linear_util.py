@@ -15,9 +15,19 @@ the inner function first (``transformation2``).
 import functools
 import weakref
 
-__all__ = ["DebugInfo", "Store", "StoreException", "WrappedFun", "cache", "merge_linear_aux",
-           "transformation", "transformation2", "transformation_with_aux",
-           "transformation_with_aux2", "wrap_init"]
+__all__ = [
+    "DebugInfo",
+    "Store",
+    "StoreException",
+    "WrappedFun",
+    "cache",
+    "merge_linear_aux",
+    "transformation",
+    "transformation2",
+    "transformation_with_aux",
+    "transformation_with_aux2",
+    "wrap_init",
+]
 
 
 class DebugInfo:
@@ -37,12 +47,15 @@ class DebugInfo:
         return (self.func_src_info or "<unknown>").split(" ")[0]
 
     def with_unknown_names(self):
-        return DebugInfo(self.traced_for, self.func_src_info, (None,) * len(self.arg_names),
-                         self.result_paths)
+        return DebugInfo(
+            self.traced_for, self.func_src_info, (None,) * len(self.arg_names), self.result_paths
+        )
 
     def __repr__(self):
-        return (f"DebugInfo(traced_for={self.traced_for!r}, func_src_info="
-                f"{self.func_src_info!r}, arg_names={self.arg_names!r})")
+        return (
+            f"DebugInfo(traced_for={self.traced_for!r}, func_src_info="
+            f"{self.func_src_info!r}, arg_names={self.arg_names!r})"
+        )
 
 
 class StoreException(Exception):
@@ -127,8 +140,13 @@ class WrappedFun:
         return getattr(self.f, "__name__", "<unnamed wrapped function>")
 
     def _add(self, kind, transform, static_args, store):
-        return WrappedFun(self.f, (*self.transforms, (kind, transform, tuple(static_args))),
-                          (*self.stores, store), self.params, self.debug_info)
+        return WrappedFun(
+            self.f,
+            (*self.transforms, (kind, transform, tuple(static_args))),
+            (*self.stores, store),
+            self.params,
+            self.debug_info,
+        )
 
     def wrap(self, gen, gen_static_args, out_store):
         """Add a generator transformation (``out_store`` for one with aux, else None)."""
@@ -141,8 +159,7 @@ class WrappedFun:
         def call(*a, **k):
             return self.f(*a, **params, **k)
 
-        for (kind, transform, static_args), store in zip(self.transforms, self.stores,
-                                                         strict=True):
+        for (kind, transform, static_args), store in zip(self.transforms, self.stores, strict=True):
             call = _layer(kind, transform, static_args, store, call)
         return call(*args, **kwargs)
 
@@ -150,8 +167,12 @@ class WrappedFun:
         return self
 
     def __eq__(self, other):
-        return (type(other) is WrappedFun and self.f is other.f
-                and self.transforms == other.transforms and self.params == other.params)
+        return (
+            type(other) is WrappedFun
+            and self.f is other.f
+            and self.transforms == other.transforms
+            and self.params == other.params
+        )
 
     def __hash__(self):
         return hash((id(self.f), self.transforms, tuple(sorted(self.params.items()))))

@@ -21,6 +21,7 @@ __all__ = ["ResizeMethod", "resize", "scale_and_translate"]
 class ResizeMethod(enum.Enum):
     """Image resize method: NEAREST, LINEAR, LANCZOS3, LANCZOS5, CUBIC (Keys), CUBIC_PYTORCH
     (OpenCV/PyTorch's cubic, with edge padding when not antialiased) or AREA."""
+
     NEAREST = 0
     LINEAR = 1
     LANCZOS3 = 2
@@ -34,18 +35,25 @@ class ResizeMethod(enum.Enum):
         """The method a string names (``"bilinear"``, ``"tricubic"``, ``"lanczos3"``, ...)."""
         method = _METHOD_NAMES.get(s)
         if method is None:
-            raise ValueError(f'Unknown resize method "{s}"; expected one of '
-                             f"{sorted(_METHOD_NAMES)}")
+            raise ValueError(
+                f'Unknown resize method "{s}"; expected one of {sorted(_METHOD_NAMES)}'
+            )
         return method
 
 
 _METHOD_NAMES = {
     "nearest": ResizeMethod.NEAREST,
-    "linear": ResizeMethod.LINEAR, "bilinear": ResizeMethod.LINEAR,
-    "trilinear": ResizeMethod.LINEAR, "triangle": ResizeMethod.LINEAR,
-    "lanczos3": ResizeMethod.LANCZOS3, "lanczos5": ResizeMethod.LANCZOS5,
-    "cubic": ResizeMethod.CUBIC, "bicubic": ResizeMethod.CUBIC, "tricubic": ResizeMethod.CUBIC,
-    "cubic-pytorch": ResizeMethod.CUBIC_PYTORCH, "bicubic-pytorch": ResizeMethod.CUBIC_PYTORCH,
+    "linear": ResizeMethod.LINEAR,
+    "bilinear": ResizeMethod.LINEAR,
+    "trilinear": ResizeMethod.LINEAR,
+    "triangle": ResizeMethod.LINEAR,
+    "lanczos3": ResizeMethod.LANCZOS3,
+    "lanczos5": ResizeMethod.LANCZOS5,
+    "cubic": ResizeMethod.CUBIC,
+    "bicubic": ResizeMethod.CUBIC,
+    "tricubic": ResizeMethod.CUBIC,
+    "cubic-pytorch": ResizeMethod.CUBIC_PYTORCH,
+    "bicubic-pytorch": ResizeMethod.CUBIC_PYTORCH,
     "area": ResizeMethod.AREA,
 }
 
@@ -60,6 +68,7 @@ def _lanczos(radius):
         # Near 0 the ratio is 0/0; its limit is 1.
         out = xnp.where(x > 1e-3, y / xnp.where(x != 0, np.pi**2 * x**2, 1), 1)
         return xnp.where(x > radius, 0.0, out)
+
     return kernel
 
 
@@ -98,8 +107,7 @@ def _normalized(weights, total):
     return xnp.where(xnp.abs(total) > eps, weights / xnp.where(total != 0, total, 1), 0)
 
 
-def _weight_matrix(in_size, out_size, scale, translation, kernel, antialias, radius,
-                   edge_padding):
+def _weight_matrix(in_size, out_size, scale, translation, kernel, antialias, radius, edge_padding):
     """The ``(in_size, out_size)`` resampling weights of one axis."""
     dtype = xnp.result_type(scale, translation)
     inv_scale = 1.0 / scale
@@ -114,8 +122,11 @@ def _weight_matrix(in_size, out_size, scale, translation, kernel, antialias, rad
         left = out_pos * inv_scale - translation * inv_scale
         right = left + inv_scale
         pixel = xnp.arange(in_size, dtype=dtype)
-        weights = xnp.maximum(0.0, xnp.minimum(right[None, :], pixel[:, None] + 1.0)
-                              - xnp.maximum(left[None, :], pixel[:, None]))
+        weights = xnp.maximum(
+            0.0,
+            xnp.minimum(right[None, :], pixel[:, None] + 1.0)
+            - xnp.maximum(left[None, :], pixel[:, None]),
+        )
     else:
         weights = kernel(xnp.abs(sample[None, :] - taps[:, None]) / kernel_scale)
     if edge_padding:
@@ -143,8 +154,9 @@ def _resample(x, shape, spatial_dims, scale, translation, method, antialias, pre
     operands, specs = [x], []
     for i, dim in enumerate(spatial_dims):
         d = canonicalize_axis(dim, ndim, "scale_and_translate")
-        w = _weight_matrix(in_shape[d], shape[d], scale[i], translation[i], kernel, antialias,
-                           radius, edge_padding)
+        w = _weight_matrix(
+            in_shape[d], shape[d], scale[i], translation[i], kernel, antialias, radius, edge_padding
+        )
         operands.append(w.astype(aval_of(x).dtype))
         specs.append(in_spec[d] + letters[ndim + i].upper())
         out_spec[d] = letters[ndim + i].upper()
@@ -156,21 +168,32 @@ def _method(method):
     if isinstance(method, str):
         return ResizeMethod.from_string(method)
     if not isinstance(method, ResizeMethod):
-        raise TypeError(f"image resize: argument `method` must be a string or a ResizeMethod, "
-                        f"got {method!r}")
+        raise TypeError(
+            f"image resize: argument `method` must be a string or a ResizeMethod, got {method!r}"
+        )
     return method
 
 
 def _shape(shape, image, name):
     shape = tuple(int(d) for d in shape)
     if len(shape) != aval_of(image).ndim:
-        raise ValueError(f"{name}: shape must have length equal to the number of dimensions of "
-                         f"x; {shape} vs {aval_of(image).shape}")
+        raise ValueError(
+            f"{name}: shape must have length equal to the number of dimensions of "
+            f"x; {shape} vs {aval_of(image).shape}"
+        )
     return shape
 
 
-def scale_and_translate(image, shape, spatial_dims, scale, translation, method,
-                        antialias=True, precision=lax.Precision.HIGHEST):
+def scale_and_translate(
+    image,
+    shape,
+    spatial_dims,
+    scale,
+    translation,
+    method,
+    antialias=True,
+    precision=lax.Precision.HIGHEST,
+):
     """Resample ``image`` to ``shape`` under the map ``x -> x * scale + translation`` of the
     ``spatial_dims`` (half-pixel centres; output samples outside the input are 0).
 
@@ -191,19 +214,22 @@ def scale_and_translate(image, shape, spatial_dims, scale, translation, method,
     shape = _shape(shape, image, "scale_and_translate")
     method = _method(method)
     if method == ResizeMethod.NEAREST:
-        raise ValueError("scale_and_translate: nearest neighbor resampling is not currently "
-                         "supported; use resize or another method")
+        raise ValueError(
+            "scale_and_translate: nearest neighbor resampling is not currently "
+            "supported; use resize or another method"
+        )
     spatial_dims = tuple(spatial_dims)
-    image, = promote_args_inexact("scale_and_translate", image)
+    (image,) = promote_args_inexact("scale_and_translate", image)
     for name, v in (("scale", scale), ("translation", translation)):
         check_arraylike("scale_and_translate", v)
         if aval_of(xnp.asarray(v)).shape != (len(spatial_dims),):
-            raise ValueError(f"scale_and_translate: argument `{name}` must have shape "
-                             f"({len(spatial_dims)},) to match spatial_dims {spatial_dims}, got "
-                             f"{aval_of(v).shape}")
+            raise ValueError(
+                f"scale_and_translate: argument `{name}` must have shape "
+                f"({len(spatial_dims)},) to match spatial_dims {spatial_dims}, got "
+                f"{aval_of(v).shape}"
+            )
     scale, translation = promote_args_inexact("scale_and_translate", scale, translation)
-    return _resample(image, shape, spatial_dims, scale, translation, method, antialias,
-                     precision)
+    return _resample(image, shape, spatial_dims, scale, translation, method, antialias, precision)
 
 
 def _resize_nearest(x, shape):
@@ -238,9 +264,10 @@ def resize(image, shape, method, antialias=True, precision=lax.Precision.HIGHEST
     method = _method(method)
     if method == ResizeMethod.NEAREST:
         return _resize_nearest(image, shape)
-    image, = promote_args_inexact("resize", image)
+    (image,) = promote_args_inexact("resize", image)
     in_shape = aval_of(image).shape
     spatial_dims = tuple(d for d in range(len(shape)) if in_shape[d] != shape[d])
     scale = [1.0 if shape[d] == 0 else shape[d] / in_shape[d] for d in spatial_dims]
-    return _resample(image, shape, spatial_dims, scale, [0.0] * len(spatial_dims), method,
-                     antialias, precision)
+    return _resample(
+        image, shape, spatial_dims, scale, [0.0] * len(spatial_dims), method, antialias, precision
+    )

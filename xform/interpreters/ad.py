@@ -153,8 +153,9 @@ class JVPTrace(core.Trace):
                 tangents[i] = Zero(tangent_aval(aval_of(primals[i])))
         rule = jvp_rules.get(prim)
         if rule is None:
-            raise MissingRuleError(f"primitive '{prim.name}' has no JVP rule, so it cannot be "
-                                   "differentiated")
+            raise MissingRuleError(
+                f"primitive '{prim.name}' has no JVP rule, so it cannot be differentiated"
+            )
         # The rule binds on the parent trace; set by hand, not by a context manager object:
         # this runs once per differentiated operation.
         state = core.trace_state
@@ -166,15 +167,19 @@ class JVPTrace(core.Trace):
         if len(primals_out) == 1 == len(tangents_out):  # most primitives
             p, t = primals_out[0], tangents_out[0]
             return [p if type(t) is Zero else JVPTracer(self, p, t)]
-        return [p if type(t) is Zero else JVPTracer(self, p, t)
-                for p, t in zip(primals_out, tangents_out, strict=True)]
+        return [
+            p if type(t) is Zero else JVPTracer(self, p, t)
+            for p, t in zip(primals_out, tangents_out, strict=True)
+        ]
 
 
 def jvp_flat(fun, primals, tangents):
     """``fun`` (flat lists in and out) and its directional derivative, as flat lists."""
     trace = JVPTrace(core.trace_state.trace)
-    args = [p if type(t) is Zero else JVPTracer(trace, p, t)
-            for p, t in zip(primals, tangents, strict=True)]
+    args = [
+        p if type(t) is Zero else JVPTracer(trace, p, t)
+        for p, t in zip(primals, tangents, strict=True)
+    ]
     try:
         with core.set_current_trace(trace):
             outs = fun(*args)

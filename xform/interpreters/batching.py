@@ -100,23 +100,27 @@ class BatchTrace(core.Trace):
         rule = axis_rules.get(prim)
         if rule is None:
             # Nothing here varies along the axis (unless a sub-program's collective names it).
-            if not mapped and (self.axis.name is None or
-                               not _names_axis(params, self.axis.name)):
+            if not mapped and (self.axis.name is None or not _names_axis(params, self.axis.name)):
                 return self.parent.process_primitive(prim, vals, params)
             rule = batch_rules.get(prim)
             if rule is None:
-                raise MissingRuleError(f"primitive '{prim.name}' has no batching rule, so it "
-                                       "cannot be vectorized with vmap")
+                raise MissingRuleError(
+                    f"primitive '{prim.name}' has no batching rule, so it "
+                    "cannot be vectorized with vmap"
+                )
         try:
             with core.set_current_trace(self.parent):
                 outs, out_dims = rule(self.axis, vals, dims, **params)
         except (TypeError, ValueError):
             # Bad input: let the user see the error for the shapes they wrote, not batched ones.
-            core.abstract_eval(prim, *[x.aval if isinstance(x, Tracer) else get_aval(x)
-                                       for x in args], **params)
+            core.abstract_eval(
+                prim, *[x.aval if isinstance(x, Tracer) else get_aval(x) for x in args], **params
+            )
             raise
-        return [o if d is not_mapped else BatchTracer(self, o, d)
-                for o, d in zip(outs, out_dims, strict=True)]
+        return [
+            o if d is not_mapped else BatchTracer(self, o, d)
+            for o, d in zip(outs, out_dims, strict=True)
+        ]
 
 
 _axis_names = weakref.WeakKeyDictionary()  # jaxpr -> the axis names its collectives use
@@ -146,8 +150,10 @@ def batch_flat(fun, axis, args, in_dims):
     the outputs as ``(vals, dims)``, each dim where that output's batch dimension is, or
     ``not_mapped``. Leaves the parent trace current, to bind what follows on the values."""
     trace = BatchTrace(core.trace_state.trace, axis)
-    tracers = [x if d is not_mapped else BatchTracer(trace, x, d)
-               for x, d in zip(args, in_dims, strict=True)]
+    tracers = [
+        x if d is not_mapped else BatchTracer(trace, x, d)
+        for x, d in zip(args, in_dims, strict=True)
+    ]
     try:
         with core.set_current_trace(trace), core.extend_axis_env(axis.name, axis.size):
             outs = fun(*tracers)
@@ -172,7 +178,8 @@ def vmap_flat(fun, axis, args, in_dims, out_dims):
                 raise ValueError(
                     f"vmap has mapped output (output {i}, of type "
                     f"{_unbatched_aval(val, dim).str_short()}) but out_axes is None for "
-                    "it: an output that varies along the mapped axis needs an out axis")
+                    "it: an output that varies along the mapped axis needs an out axis"
+                )
             results.append(val)
         else:
             results.append(move_or_broadcast(val, dim, want, axis.size))
@@ -198,19 +205,25 @@ def batch_jaxpr(closed, axis, dims, force=None, vary=frozenset()):
         return hit
     in_avals = [batched_aval(a, d, axis.size) for a, d in zip(closed.in_avals, dims, strict=True)]
     if vary:
-        in_avals = [a if d is not_mapped else a.update(vma=a.vma | vary)
-                    for a, d in zip(in_avals, dims, strict=True)]
+        in_avals = [
+            a if d is not_mapped else a.update(vma=a.vma | vary)
+            for a, d in zip(in_avals, dims, strict=True)
+        ]
     out_batched = []
 
     def batched_fun(*args):
-        vals, out_dims = batch_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
-                                    axis, args, dims)
+        vals, out_dims = batch_flat(
+            lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), axis, args, dims
+        )
         out_batched[:] = [d is not not_mapped or f for d, f in zip(out_dims, force, strict=True)]
-        return [move_or_broadcast(v, d, 0, axis.size) if b else v
-                for v, d, b in zip(vals, out_dims, out_batched, strict=True)]
+        return [
+            move_or_broadcast(v, d, 0, axis.size) if b else v
+            for v, d, b in zip(vals, out_dims, out_batched, strict=True)
+        ]
 
-    jaxpr, consts = convert_constvars(trace_to_jaxpr(batched_fun, in_avals,
-                                                     "vectorizing a sub-program"))
+    jaxpr, consts = convert_constvars(
+        trace_to_jaxpr(batched_fun, in_avals, "vectorizing a sub-program")
+    )
     hit = cache[key] = (jaxpr, consts, tuple(out_batched))
     return hit
 
@@ -221,9 +234,10 @@ def _unbatched_aval(val, dim):
     full = get_aval(val)
     s = full.sharding
     if s is not None:
-        s = type(s)(s.mesh, type(s.spec)(*s.spec[:dim], *s.spec[dim + 1:]))
-    return ShapedArray(full.shape[:dim] + full.shape[dim + 1:], full.dtype, full.weak_type, s,
-                       full.vma)
+        s = type(s)(s.mesh, type(s.spec)(*s.spec[:dim], *s.spec[dim + 1 :]))
+    return ShapedArray(
+        full.shape[:dim] + full.shape[dim + 1 :], full.dtype, full.weak_type, s, full.vma
+    )
 
 
 # --------------------------------------------------------------------------- helpers for rules
@@ -266,8 +280,9 @@ def batched_aval(aval, dim, size):
     s = aval.sharding
     if s is not None:  # the batch dimension is not sharded (JAX's, with no spmd_axis_name)
         s = type(s)(s.mesh, type(s.spec)(*s.spec[:dim], None, *s.spec[dim:]))
-    return ShapedArray(aval.shape[:dim] + (size,) + aval.shape[dim:], aval.dtype,
-                       aval.weak_type, s, aval.vma)
+    return ShapedArray(
+        aval.shape[:dim] + (size,) + aval.shape[dim:], aval.dtype, aval.weak_type, s, aval.vma
+    )
 
 
 # --------------------------------------------------------------------------- registrars
@@ -292,16 +307,17 @@ def defbroadcasting(prim):
 
     def rule(axis, args, dims, **params):
         avals = [get_aval(x) for x in args]
-        shape, d = next((a.shape, d) for a, d in zip(avals, dims, strict=True)
-                        if d is not not_mapped)
-        if all(d2 == d and a.shape == shape for a, d2 in zip(avals, dims, strict=True)
-               if a.shape):
+        shape, d = next(
+            (a.shape, d) for a, d in zip(avals, dims, strict=True) if d is not not_mapped
+        )
+        if all(d2 == d and a.shape == shape for a, d2 in zip(avals, dims, strict=True) if a.shape):
             # the common case, as JAX's: operands of one shape and batch dimension, and
             # rank-0 ones (which lax broadcasts); the batch dimension stays where it is
             outs = prim.bind(*args, **params)
         else:
-            rank = max(get_aval(x).ndim - (d is not not_mapped)
-                       for x, d in zip(args, dims, strict=True))
+            rank = max(
+                get_aval(x).ndim - (d is not not_mapped) for x, d in zip(args, dims, strict=True)
+            )
             args = [_broadcastable(x, d, rank) for x, d in zip(args, dims, strict=True)]
             outs, d = prim.bind(*args, **params), 0
         outs = outs if prim.multiple_results else [outs]

@@ -45,16 +45,20 @@ def dce_closed_jaxpr(closed, used_outputs, prune_inputs=False):
 def _dce(jaxpr, used_outputs, prune_inputs):
     eqns, live = _live_eqns(jaxpr, used_outputs)
     used_inputs = [v in live for v in jaxpr.invars]
-    invars = [v for v, u in zip(jaxpr.invars, used_inputs, strict=True) if u] \
-        if prune_inputs else jaxpr.invars
+    invars = (
+        [v for v, u in zip(jaxpr.invars, used_inputs, strict=True) if u]
+        if prune_inputs
+        else jaxpr.invars
+    )
     outvars = [v for v, u in zip(jaxpr.outvars, used_outputs, strict=True) if u]
     return Jaxpr(jaxpr.constvars, invars, outvars, eqns), used_inputs, live
 
 
 def _live_eqns(jaxpr, used_outputs):
     """The equations to keep, and the set of variables they (and the used outputs) read."""
-    live = {v for v, u in zip(jaxpr.outvars, used_outputs, strict=True)
-            if u and type(v) is not Literal}
+    live = {
+        v for v, u in zip(jaxpr.outvars, used_outputs, strict=True) if u and type(v) is not Literal
+    }
     kept = []
     for eqn in reversed(jaxpr.eqns):
         used_outs = [v in live for v in eqn.outvars]

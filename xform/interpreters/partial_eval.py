@@ -94,8 +94,9 @@ def partial_eval_jaxpr(closed, unknowns, name, instantiate=None):
 
     def known_fun(*known):
         outs, staged = partial_eval_flat(run, known, unknown_avals, name)
-        out_unknowns = [x is None or bool(instantiate and instantiate[i])
-                        for i, x in enumerate(outs)]
+        out_unknowns = [
+            x is None or bool(instantiate and instantiate[i]) for i, x in enumerate(outs)
+        ]
         # The unknown part computes only the unknown outputs and keeps only the residuals it
         # reads (known outputs were staged as residuals too).
         staged, _ = dce.dce_closed_jaxpr(staged, out_unknowns)
@@ -105,8 +106,13 @@ def partial_eval_jaxpr(closed, unknowns, name, instantiate=None):
         return [x for x, u in zip(outs, out_unknowns, strict=True) if not u] + residuals
 
     known_jaxpr, known_consts = convert_constvars(trace_to_jaxpr(known_fun, known_avals, name))
-    return (known_jaxpr, known_consts, split["unknown"], split["out_unknowns"],
-            split["num_residuals"])
+    return (
+        known_jaxpr,
+        known_consts,
+        split["unknown"],
+        split["out_unknowns"],
+        split["num_residuals"],
+    )
 
 
 def eval_known_first(closed, unknowns):
@@ -115,7 +121,8 @@ def eval_known_first(closed, unknowns):
 
     def run(*args):
         known, unknown = iter(args[:n_known]), iter(args[n_known:])
-        return eval_jaxpr(closed.jaxpr, closed.consts,
-                          *[next(unknown) if u else next(known) for u in unknowns])
+        return eval_jaxpr(
+            closed.jaxpr, closed.consts, *[next(unknown) if u else next(known) for u in unknowns]
+        )
 
     return run

@@ -40,8 +40,7 @@ class JaxprTracer(Tracer):
 class JaxprTrace(core.Trace):
     """Records equations; ``name`` says what is being traced, for error messages."""
 
-    __slots__ = ("parent", "name", "eqns", "invars", "constvars", "consts", "const_ids",
-                 "alive")
+    __slots__ = ("parent", "name", "eqns", "invars", "constvars", "consts", "const_ids", "alive")
     record_source = True  # where in the user's code each equation came from, for errors
 
     def __init__(self, parent, name):
@@ -82,9 +81,11 @@ class JaxprTrace(core.Trace):
         return var
 
     def process_primitive(self, prim, args, params):
-        if (not args or not isinstance(args[0], Tracer)) and \
-                config.values.eager_constant_folding and \
-                not any(isinstance(x, Tracer) for x in args):
+        if (
+            (not args or not isinstance(args[0], Tracer))
+            and config.values.eager_constant_folding
+            and not any(isinstance(x, Tracer) for x in args)
+        ):
             # ensure_compile_time_eval: an operation on constants only is evaluated, as
             # JAX's staging folds it; one on any tracer is staged as ever. (The flag, a
             # per-thread read, is read only when the first operand is a constant.)
@@ -94,11 +95,14 @@ class JaxprTrace(core.Trace):
             return rule(self, args, params)
         invars = []
         for x in args:  # this trace's own tracers inline: the common case, per operand
-            invars.append(x.jaxpr_var if type(x) is JaxprTracer and x._trace is self
-                          else self.to_atom(x))
+            invars.append(
+                x.jaxpr_var if type(x) is JaxprTracer and x._trace is self else self.to_atom(x)
+            )
         if prim not in core.abstract_eval_rules:
-            raise core.MissingRuleError(f"primitive '{prim.name}' has no abstract evaluation "
-                                        f"rule, so it cannot be staged out ({self.name})")
+            raise core.MissingRuleError(
+                f"primitive '{prim.name}' has no abstract evaluation "
+                f"rule, so it cannot be staged out ({self.name})"
+            )
         out_avals = out_avals_of(prim, [v.aval for v in invars], params)
         if out_avals and out_avals[0].vma:  # in a shard_map body: JAX's implicit pvary
             invars, out_avals = vma_cast(self, prim, invars, params, out_avals)

@@ -48,8 +48,11 @@ def applies(avals):
 def _recordable(prim):
     """A primitive the tape records as it is: one the partial evaluator would stage with its
     abstract evaluation alone (no rule of its own, and a missing rule is its error to raise)."""
-    return (prim in core.abstract_eval_rules and prim not in partial_eval_rules
-            and prim not in staging_rules)
+    return (
+        prim in core.abstract_eval_rules
+        and prim not in partial_eval_rules
+        and prim not in staging_rules
+    )
 
 
 _memo = {}  # (prim, *avals, *params) -> output avals, for linear operations with params
@@ -117,8 +120,11 @@ class TapeTrace(PartialEvalTrace):
             operands.append(x)
             aval = getattr(x, "aval", None)
             avals.append(aval if type(aval) is core.ShapedArray else core.get_aval(x))
-        out_avals = out_avals_of(prim, avals, params) if not params else \
-            _out_avals_with_params(prim, avals, params)
+        out_avals = (
+            out_avals_of(prim, avals, params)
+            if not params
+            else _out_avals_with_params(prim, avals, params)
+        )
         if len(out_avals) == 1:
             var = Var(out_avals[0])
             tape.append((prim, operands, params, [var]))
@@ -129,8 +135,9 @@ class TapeTrace(PartialEvalTrace):
 
     def set_outputs(self, outs):
         """Keep the function's outputs for ``backward``: a linear one as its ``Var``."""
-        self.outs = [x.jaxpr_var if type(x) is JaxprTracer and x._trace is self else x
-                     for x in outs]
+        self.outs = [
+            x.jaxpr_var if type(x) is JaxprTracer and x._trace is self else x for x in outs
+        ]
 
     def stage_tape(self):
         """Turn the tape into the equations the partial evaluator would have recorded: the
@@ -146,8 +153,9 @@ class TapeTrace(PartialEvalTrace):
         if self.closed is None:
             self.stage_tape()
             outvars = [x if type(x) is Var else self.to_atom(x) for x in self.outs]
-            self.closed = ClosedJaxpr(Jaxpr(self.constvars, self.invars, outvars, self.eqns),
-                                      self.consts)
+            self.closed = ClosedJaxpr(
+                Jaxpr(self.constvars, self.invars, outvars, self.eqns), self.consts
+            )
         return self.closed
 
     def backward(self, cts_out):
@@ -189,8 +197,10 @@ def transpose_tape(tape, ct_env):
                 invals.append(x)
         cts_in = rule(ct, *invals, **params)
         if len(cts_in) != len(operands):
-            raise ValueError(f"the transpose rule of '{prim.name}' returned {len(cts_in)} "
-                             f"cotangents for {len(operands)} operands")
+            raise ValueError(
+                f"the transpose rule of '{prim.name}' returned {len(cts_in)} "
+                f"cotangents for {len(operands)} operands"
+            )
         for i, v in linear:  # in operand order, as backward_pass accumulates
             ct_in = cts_in[i]
             if ct_in is not None and type(ct_in) is not Zero:
@@ -213,4 +223,3 @@ def linearize_flat(fun, known, tangent_avals, name):
     finally:
         trace.alive = False
     return [None if trace.is_unknown(x) else x for x in outs], trace
-

@@ -48,8 +48,10 @@ def pop_cotangent(ct_env, prim, outvars):
 def transpose_rule(prim):
     rule = transpose_rules.get(prim)
     if rule is None:
-        raise MissingRuleError(f"primitive '{prim.name}' has no transpose rule, so it "
-                               "cannot be differentiated in reverse mode")
+        raise MissingRuleError(
+            f"primitive '{prim.name}' has no transpose rule, so it "
+            "cannot be differentiated in reverse mode"
+        )
     return rule
 
 
@@ -74,8 +76,9 @@ def backward_pass(jaxpr, consts, args, cts_out):
                 linear_eqns.append(eqn)
                 break
         else:
-            outs = eqn.primitive.bind(*[x.val if type(x) is Literal else env[x]
-                                        for x in eqn.invars], **eqn.params)
+            outs = eqn.primitive.bind(
+                *[x.val if type(x) is Literal else env[x] for x in eqn.invars], **eqn.params
+            )
             if eqn.primitive.multiple_results:
                 env.update(zip(eqn.outvars, outs, strict=True))
             else:
@@ -107,15 +110,19 @@ def backward_pass(jaxpr, consts, args, cts_out):
                 invals.append(x.val if type(x) is Literal else env[x])
         cts_in = rule(ct, *invals, **eqn.params)
         if len(cts_in) != len(invars):
-            raise ValueError(f"the transpose rule of '{prim.name}' returned {len(cts_in)} "
-                             f"cotangents for {len(invars)} operands")
+            raise ValueError(
+                f"the transpose rule of '{prim.name}' returned {len(cts_in)} "
+                f"cotangents for {len(invars)} operands"
+            )
         for i, x in enumerate(invars):
             ct_in = cts_in[i]
             if ct_in is not None and type(ct_in) is not Zero and x in linear:
                 old = ct_env.get(x)
                 ct_env[x] = ct_in if old is None else add_tangents(old, ct_in)
-    return [_ct_or_zero(ct_env.get(v), v) if type(x) is UndefinedPrimal else None
-            for v, x in zip(jaxpr.invars, args, strict=True)]
+    return [
+        _ct_or_zero(ct_env.get(v), v) if type(x) is UndefinedPrimal else None
+        for v, x in zip(jaxpr.invars, args, strict=True)
+    ]
 
 
 def _ct_or_zero(ct, v):

@@ -110,8 +110,9 @@ class VJPTrace(core.Trace):
         """``prim`` through its JVP rule on a tape whose tangent inputs are ``nodes``."""
         rule = ad.jvp_rules.get(prim)
         if rule is None:
-            raise MissingRuleError(f"primitive '{prim.name}' has no JVP rule, so it cannot be "
-                                   "differentiated")
+            raise MissingRuleError(
+                f"primitive '{prim.name}' has no JVP rule, so it cannot be differentiated"
+            )
         tape = TapeTrace(self.parent, "linearizing")
         tangents = []
         for v, n in zip(values, nodes, strict=True):
@@ -128,17 +129,27 @@ class VJPTrace(core.Trace):
         finally:
             state.trace = saved
             tape.alive = False
-        out_nodes = [t.jaxpr_var if type(t) is JaxprTracer and t._trace is tape else None
-                     for t in tangents_out]
+        out_nodes = [
+            t.jaxpr_var if type(t) is JaxprTracer and t._trace is tape else None
+            for t in tangents_out
+        ]
         if tape.tape is not None:
             if tape.tape:
                 self.records.append((None, tape.tape))
         else:  # the tape staged a jaxpr (jit, control flow, custom rules): transpose it
             tape.set_outputs([t for t, n in zip(tangents_out, out_nodes, strict=True) if n])
-            self.records.append((None, None, tape.closed_jaxpr(), list(tape.invars),
-                                 [n for n in out_nodes if n is not None]))
-        return [o if n is None else VJPTracer(self, o, n)
-                for o, n in zip(outs, out_nodes, strict=True)]
+            self.records.append(
+                (
+                    None,
+                    None,
+                    tape.closed_jaxpr(),
+                    list(tape.invars),
+                    [n for n in out_nodes if n is not None],
+                )
+            )
+        return [
+            o if n is None else VJPTracer(self, o, n) for o, n in zip(outs, out_nodes, strict=True)
+        ]
 
     def backward(self, out_nodes, cts, in_nodes):
         """The cotangents of ``in_nodes`` (None where none reaches one) from those of
@@ -165,8 +176,9 @@ class VJPTrace(core.Trace):
                 _, _, closed, ins, outs = record
                 cts_out = [env.pop(n, None) for n in outs]
                 args = [UndefinedPrimal(v.aval) for v in closed.jaxpr.invars]
-                for n, c in zip(ins, backward_pass(closed.jaxpr, closed.consts, args, cts_out),
-                                strict=True):
+                for n, c in zip(
+                    ins, backward_pass(closed.jaxpr, closed.consts, args, cts_out), strict=True
+                ):
                     if c is not None and type(c) is not ad.Zero:
                         old = env.get(n)
                         env[n] = c if old is None else ad.add_tangents(old, c)
@@ -198,8 +210,9 @@ def deflinear_vjp(prim, applies=None):
     its transpose rule on the cotangent, contributions in operand order."""
 
     def rule(ct, out, values, nodes, **params):
-        args = [v if n is None else UndefinedPrimal(n.aval)
-                for v, n in zip(values, nodes, strict=True)]
+        args = [
+            v if n is None else UndefinedPrimal(n.aval) for v, n in zip(values, nodes, strict=True)
+        ]
         cts = transpose_rule(prim)(ct, *args, **params)
         return [(i, cts[i]) for i, n in enumerate(nodes) if n is not None]
 

@@ -47,7 +47,22 @@ from xform.primitives.special import *  # noqa: F403
 from xform.primitives.structural import *  # noqa: F403
 from xform.primitives.windowed import *  # noqa: F403
 
-for _family in (autodiff, compiler, contractions, elementwise, _fft, indexing, _linalg, loops,
-                reductions, rng, solves, sorting, special, structural, windowed):
+for _family in (
+    autodiff,
+    compiler,
+    contractions,
+    elementwise,
+    _fft,
+    indexing,
+    _linalg,
+    loops,
+    reductions,
+    rng,
+    solves,
+    sorting,
+    special,
+    structural,
+    windowed,
+):
     globals().update({k: v for k, v in vars(_family).items() if k.endswith("_p")})
 del _family

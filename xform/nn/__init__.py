@@ -24,12 +24,42 @@ from xform.scipy.special import logsumexp
 from xform.scipy.special._basic import log_softmax_over, softmax_over
 
 __all__ = [
-    "relu", "relu6", "leaky_relu", "elu", "celu", "selu", "gelu", "silu", "swish", "sigmoid",
-    "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "soft_sign", "softplus",
-    "log_sigmoid", "mish", "identity", "softmax", "log_softmax", "logsumexp", "one_hot",
-    "standardize", "initializers", "tanh", "squareplus", "sparse_plus", "sparse_sigmoid",
-    "glu", "log1mexp", "logmeanexp", "dot_product_attention", "scaled_matmul",
-    "scaled_dot_general", "get_scaled_dot_general_config",
+    "relu",
+    "relu6",
+    "leaky_relu",
+    "elu",
+    "celu",
+    "selu",
+    "gelu",
+    "silu",
+    "swish",
+    "sigmoid",
+    "hard_sigmoid",
+    "hard_silu",
+    "hard_swish",
+    "hard_tanh",
+    "soft_sign",
+    "softplus",
+    "log_sigmoid",
+    "mish",
+    "identity",
+    "softmax",
+    "log_softmax",
+    "logsumexp",
+    "one_hot",
+    "standardize",
+    "initializers",
+    "tanh",
+    "squareplus",
+    "sparse_plus",
+    "sparse_sigmoid",
+    "glu",
+    "log1mexp",
+    "logmeanexp",
+    "dot_product_attention",
+    "scaled_matmul",
+    "scaled_dot_general",
+    "get_scaled_dot_general_config",
 ]
 
 
@@ -102,7 +132,7 @@ def gelu(x, approximate=True):
       approximate: ``True`` for ``x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``, ``False``
         for the exact ``x/2 erfc(-x/sqrt(2))``.
     """
-    x, = promote_args_inexact("gelu", x)
+    (x,) = promote_args_inexact("gelu", x)
     dtype = aval_of(x).dtype
     if approximate:
         sqrt_2_over_pi = xnp.asarray(np.sqrt(2 / np.pi).astype(dtype))
@@ -114,7 +144,7 @@ def gelu(x, approximate=True):
 
 def sigmoid(x):
     """The logistic function ``1 / (1 + exp(-x))``."""
-    x, = promote_args_inexact("sigmoid", x)
+    (x,) = promote_args_inexact("sigmoid", x)
     return lax.logistic(x)
 
 
@@ -160,7 +190,7 @@ def soft_sign(x):
 def softplus(x):
     """``log(1 + exp(x))``, through ``logaddexp`` so large inputs do not overflow; its
     derivative is ``sigmoid(x)`` (0.5 at 0) and is finite at any ``x``."""
-    x, = promote_args_inexact("softplus", x)
+    (x,) = promote_args_inexact("softplus", x)
     return _softplus(x)
 
 
@@ -222,8 +252,9 @@ def glu(x, axis=-1):
     shape = aval_of(x).shape
     size = shape[canonicalize_axis(axis, len(shape), "glu")]
     if size % 2 != 0:  # AssertionError, as JAX's
-        raise AssertionError(f"glu: the size of axis {axis} must be divisible by 2, got shape "
-                             f"{shape}")
+        raise AssertionError(
+            f"glu: the size of axis {axis} must be divisible by 2, got shape {shape}"
+        )
     x1, x2 = xnp.split(x, 2, axis)
     return x1 * sigmoid(x2)
 
@@ -232,7 +263,7 @@ def glu(x, axis=-1):
 def log1mexp(x):
     """``log(1 - exp(-x))`` computed stably (through ``expm1`` below ``log 2``); undefined for
     ``x < 0``."""
-    x, = promote_args_inexact("log1mexp", x)
+    (x,) = promote_args_inexact("log1mexp", x)
     return xnp.where(x < np.log(2.0), xnp.log(-xnp.expm1(-x)), xnp.log1p(-xnp.exp(-x)))
 
 
@@ -305,27 +336,32 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
     try:
         num_classes = operator.index(num_classes)
     except ConcretizationTypeError as e:
-        raise ConcretizationTypeError(f"one_hot: argument `num_classes` must be concrete (a "
-                                      f"Python int, or static under jit): {e}") from e
+        raise ConcretizationTypeError(
+            f"one_hot: argument `num_classes` must be concrete (a "
+            f"Python int, or static under jit): {e}"
+        ) from e
     except TypeError:
-        raise TypeError(f"one_hot: argument `num_classes` must be an integer, got "
-                        f"{num_classes!r}") from None
+        raise TypeError(
+            f"one_hot: argument `num_classes` must be an integer, got {num_classes!r}"
+        ) from None
     if num_classes < 0:  # TypeError, as JAX's (a negative shape)
-        raise TypeError(f"one_hot: argument `num_classes` must be non-negative, got "
-                        f"{num_classes}")
+        raise TypeError(f"one_hot: argument `num_classes` must be non-negative, got {num_classes}")
     check_arraylike("one_hot", x)
     x = xnp.asarray(x)
     aval = aval_of(x)
     if aval.dtype == dtypes.bool_ or dtypes.is_complex(aval.dtype):
-        raise TypeError(f"one_hot: argument `x` must hold integer indices, got dtype "
-                        f"{aval.dtype}")
+        raise TypeError(f"one_hot: argument `x` must hold integer indices, got dtype {aval.dtype}")
     if not dtypes.is_int(aval.dtype):
-        warnings.warn(f"one_hot input should be integer-typed; got dtype={aval.dtype}",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            f"one_hot input should be integer-typed; got dtype={aval.dtype}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
     dtype = dtypes.default_float() if dtype is None else dtype
     if not isinstance(axis, (int, np.integer)):
-        raise TypeError(f"one_hot: argument `axis` must be an int, got {axis!r} (named axes "
-                        "are not supported)")
+        raise TypeError(
+            f"one_hot: argument `axis` must be an int, got {axis!r} (named axes are not supported)"
+        )
     out_axis = canonicalize_axis(axis, aval.ndim + 1, "one_hot")
     lhs = xnp.expand_dims(x, out_axis)
     rhs_shape = [1] * aval.ndim
@@ -334,8 +370,9 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
     return (lhs == rhs).astype(dtype)
 
 
-def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *,
-                algorithm="fast"):
+def standardize(
+    x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *, algorithm="fast"
+):
     """``(x - mean) / sqrt(variance + epsilon)`` over ``axis``.
 
     Args:
@@ -355,13 +392,12 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
         mean = xnp.mean(x, axis, keepdims=True, where=where)
     if variance is None:
         if algorithm == "stable":
-            variance = xnp.mean(xnp.square(xnp.subtract(x, mean)), axis, keepdims=True,
-                                where=where)
+            variance = xnp.mean(xnp.square(xnp.subtract(x, mean)), axis, keepdims=True, where=where)
         elif algorithm == "fast":
-            variance = (xnp.mean(xnp.square(x), axis, keepdims=True, where=where)
-                        - xnp.square(mean))
+            variance = xnp.mean(xnp.square(x), axis, keepdims=True, where=where) - xnp.square(mean)
             variance = xnp.clip(variance, 0)
         else:
-            raise ValueError(f"standardize: unknown algorithm {algorithm!r}; expected 'fast' or "
-                             "'stable'")
+            raise ValueError(
+                f"standardize: unknown algorithm {algorithm!r}; expected 'fast' or 'stable'"
+            )
     return xnp.subtract(x, mean) * lax.rsqrt(variance + epsilon)

@@ -27,15 +27,19 @@ def _check(t, shape, dtype, name):
         return
     aval = aval_of(t)
     if aval.ndim != len(shape):
-        raise ValueError(f"dot_product_attention: {name} ndim should be {len(shape)}, but got "
-                         f"{aval.ndim} (shape {aval.shape})")
+        raise ValueError(
+            f"dot_product_attention: {name} ndim should be {len(shape)}, but got "
+            f"{aval.ndim} (shape {aval.shape})"
+        )
     if dtype is not None and aval.dtype != dtype:
-        raise ValueError(f"dot_product_attention: {name} dtype should be {dtype}, but got "
-                         f"{aval.dtype}")
+        raise ValueError(
+            f"dot_product_attention: {name} dtype should be {dtype}, but got {aval.dtype}"
+        )
     if any(want not in (-1, got) for want, got in zip(shape, aval.shape, strict=True)):
         expected = "(" + ", ".join("*" if d == -1 else str(d) for d in shape) + ")"
-        raise ValueError(f"dot_product_attention: {name} shape should be {expected}, but got "
-                         f"{aval.shape}")
+        raise ValueError(
+            f"dot_product_attention: {name} shape should be {expected}, but got {aval.shape}"
+        )
 
 
 def _large_negative(dtype):
@@ -72,15 +76,15 @@ def _combined_mask(mask, is_causal, q_seqlen, kv_seqlen, window, t_len, s_len):
         if q_seqlen is not None:
             pad = xnp.arange(t_len)[None, :, None] < q_seqlen[:, None, None]
         if kv_seqlen is not None:
-            pad = xnp.logical_and(pad, xnp.arange(s_len)[None, None, :]
-                                  < kv_seqlen[:, None, None])
+            pad = xnp.logical_and(pad, xnp.arange(s_len)[None, None, :] < kv_seqlen[:, None, None])
         pad = pad[:, None, None]
         keep = pad if keep is None else xnp.logical_and(keep, pad)
     return keep
 
 
-def _attention_xla(query, key, value, bias, mask, is_causal, scale, q_seqlen, kv_seqlen,
-                   window, return_residual):
+def _attention_xla(
+    query, key, value, bias, mask, is_causal, scale, q_seqlen, kv_seqlen, window, return_residual
+):
     b, t_len, n, h = aval_of(query).shape
     _, s_len, k, _ = aval_of(key).shape
     group = n // k
@@ -122,10 +126,21 @@ def _logsumexp_last(x):
     return xnp.log(xnp.sum(xnp.exp(x - x_max), -1)) + x_max[..., 0]
 
 
-def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None,
-                          is_causal=False, query_seq_lengths=None, key_value_seq_lengths=None,
-                          local_window_size=None, implementation=None,
-                          return_residual=False):
+def dot_product_attention(
+    query,
+    key,
+    value,
+    bias=None,
+    mask=None,
+    *,
+    scale=None,
+    is_causal=False,
+    query_seq_lengths=None,
+    key_value_seq_lengths=None,
+    local_window_size=None,
+    implementation=None,
+    return_residual=False,
+):
     """Scaled dot-product attention ``softmax(Q K^T * scale + bias) V`` per head.
 
     Shapes use B (batch), T (query length), S (key/value length), N (query heads), K
@@ -173,23 +188,39 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     _check(key_value_seq_lengths, (b,), np.dtype(np.int32), "key_value_seq_lengths")
     n = aval_of(query).shape[2]
     if n % k != 0:
-        raise ValueError(f"dot_product_attention: the number of query heads must be a multiple "
-                         f"of key/value heads, but got {n} vs {k} (query shape "
-                         f"{aval_of(query).shape}, key shape {aval_of(key).shape})")
+        raise ValueError(
+            f"dot_product_attention: the number of query heads must be a multiple "
+            f"of key/value heads, but got {n} vs {k} (query shape "
+            f"{aval_of(query).shape}, key shape {aval_of(key).shape})"
+        )
     for name, t, at in (("mask", mask, 1), ("bias", bias, 1)):
         if t is not None and aval_of(t).shape[at] not in (1, n):  # AssertionError, as JAX's
-            raise AssertionError(f"dot_product_attention: {name} heads must be 1 or {n}, got shape "
-                             f"{aval_of(t).shape}")
+            raise AssertionError(
+                f"dot_product_attention: {name} heads must be 1 or {n}, got shape "
+                f"{aval_of(t).shape}"
+            )
     if implementation == "cudnn":
-        raise RuntimeError("dot_product_attention: implementation='cudnn': cuDNN is not "
-                           "detected.")
+        raise RuntimeError("dot_product_attention: implementation='cudnn': cuDNN is not detected.")
     if implementation not in (None, "xla"):
-        raise ValueError(f"dot_product_attention: unsupported implementation option: "
-                         f"{implementation!r}; expected None, 'xla' or 'cudnn'")
+        raise ValueError(
+            f"dot_product_attention: unsupported implementation option: "
+            f"{implementation!r}; expected None, 'xla' or 'cudnn'"
+        )
     scale = 1.0 / np.sqrt(h) if scale is None else scale
 
-    out = _attention_xla(query, key, value, bias, mask, is_causal, scale, query_seq_lengths,
-                         key_value_seq_lengths, local_window_size, return_residual)
+    out = _attention_xla(
+        query,
+        key,
+        value,
+        bias,
+        mask,
+        is_causal,
+        scale,
+        query_seq_lengths,
+        key_value_seq_lengths,
+        local_window_size,
+        return_residual,
+    )
     if return_residual:
         out, residual = out
         return xnp.reshape(out, output_shape), xnp.reshape(residual, output_shape[:-1])

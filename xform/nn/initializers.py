@@ -15,10 +15,26 @@ from xform import dtypes, random
 from xform import numpy as xnp
 
 __all__ = [
-    "zeros", "ones", "constant", "uniform", "normal", "truncated_normal", "variance_scaling",
-    "glorot_uniform", "glorot_normal", "xavier_uniform", "xavier_normal", "lecun_uniform",
-    "lecun_normal", "he_uniform", "he_normal", "kaiming_uniform", "kaiming_normal",
-    "orthogonal", "delta_orthogonal", "Initializer",
+    "zeros",
+    "ones",
+    "constant",
+    "uniform",
+    "normal",
+    "truncated_normal",
+    "variance_scaling",
+    "glorot_uniform",
+    "glorot_normal",
+    "xavier_uniform",
+    "xavier_normal",
+    "lecun_uniform",
+    "lecun_normal",
+    "he_uniform",
+    "he_normal",
+    "kaiming_uniform",
+    "kaiming_normal",
+    "orthogonal",
+    "delta_orthogonal",
+    "Initializer",
 ]
 
 
@@ -34,8 +50,9 @@ def _shape(shape, name):
     try:
         dims = tuple(operator.index(d) for d in shape)
     except TypeError:
-        raise TypeError(f"{name}: argument `shape` must be a sequence of ints, got "
-                        f"{shape!r}") from None
+        raise TypeError(
+            f"{name}: argument `shape` must be a sequence of ints, got {shape!r}"
+        ) from None
     if any(d < 0 for d in dims):
         raise ValueError(f"{name}: argument `shape` must be non-negative, got {shape!r}")
     return dims
@@ -43,8 +60,10 @@ def _shape(shape, name):
 
 def _no_sharding(out_sharding, name):
     if out_sharding is not None:
-        raise NotImplementedError(f"{name}: argument `out_sharding` is not supported (xform "
-                                  f"arrays are not sharded), got {out_sharding!r}")
+        raise NotImplementedError(
+            f"{name}: argument `out_sharding` is not supported (xform "
+            f"arrays are not sharded), got {out_sharding!r}"
+        )
 
 
 def _dtype(dtype):
@@ -65,38 +84,45 @@ def ones(key, shape, dtype=None, out_sharding=None):
 
 def constant(value, dtype=None):
     """An initializer that fills arrays with ``value``."""
+
     def init(key, shape, dtype=dtype, out_sharding=None):
         _no_sharding(out_sharding, "constant")
         return xnp.full(_shape(shape, "constant"), value, dtype=_dtype(dtype))
+
     return init
 
 
 def uniform(scale=1e-2, dtype=None):
     """An initializer drawing uniformly from ``[0, scale)``."""
+
     def init(key, shape, dtype=dtype, out_sharding=None):
         _no_sharding(out_sharding, "uniform")
         dtype = _dtype(dtype)
         return random.uniform(key, _shape(shape, "uniform"), dtype) * xnp.array(scale, dtype)
+
     return init
 
 
 def normal(stddev=1e-2, dtype=None):
     """An initializer drawing from a normal distribution with mean 0 and ``stddev``."""
+
     def init(key, shape, dtype=dtype, out_sharding=None):
         _no_sharding(out_sharding, "normal")
         dtype = _dtype(dtype)
         return random.normal(key, _shape(shape, "normal"), dtype) * xnp.array(stddev, dtype)
+
     return init
 
 
 def truncated_normal(stddev=1e-2, dtype=None, lower=-2.0, upper=2.0):
     """An initializer drawing from a normal truncated to ``(lower, upper)``, times ``stddev``."""
+
     def init(key, shape, dtype=dtype, out_sharding=None):
         _no_sharding(out_sharding, "truncated_normal")
         dtype = _dtype(dtype)
-        draw = random.truncated_normal(key, lower, upper, _shape(shape, "truncated_normal"),
-                                       dtype)
+        draw = random.truncated_normal(key, lower, upper, _shape(shape, "truncated_normal"), dtype)
         return draw * xnp.array(stddev, dtype)
+
     return init
 
 
@@ -109,9 +135,11 @@ def _size(shape, axes):
 def _compute_fans(shape, in_axis=-2, out_axis=-1, batch_axis=()):
     """(fan_in, fan_out): the in/out sizes times the receptive field (the other axes)."""
     if isinstance(in_axis, int) and in_axis == -2 and len(shape) <= 1:
-        raise ValueError(f"variance_scaling: can't compute input and output sizes of a "
-                         f"{len(shape)}-dimensional weights tensor with the default in_axis; "
-                         "it must be at least 2-D, or pass in_axis explicitly")
+        raise ValueError(
+            f"variance_scaling: can't compute input and output sizes of a "
+            f"{len(shape)}-dimensional weights tensor with the default in_axis; "
+            "it must be at least 2-D, or pass in_axis explicitly"
+        )
     in_size, out_size = _size(shape, in_axis), _size(shape, out_axis)
     receptive_field = math.prod(shape) / in_size / out_size / _size(shape, batch_axis)
     return in_size * receptive_field, out_size * receptive_field
@@ -130,8 +158,9 @@ def _complex_truncated_normal(key, upper, shape, dtype):
     """A centred complex normal (variance 1 before truncation) with modulus below ``upper``."""
     key_r, key_theta = random.split(key)
     real_dtype = np.finfo(dtype).dtype
-    t = ((1 - xnp.exp(xnp.array(-(upper**2), dtype)))
-         * random.uniform(key_r, shape, real_dtype).astype(dtype))
+    t = (1 - xnp.exp(xnp.array(-(upper**2), dtype))) * random.uniform(
+        key_r, shape, real_dtype
+    ).astype(dtype)
     r = xnp.sqrt(-xnp.log(1 - t))
     theta = 2 * np.pi * random.uniform(key_theta, shape, real_dtype).astype(dtype)
     return r * xnp.exp(1j * theta)
@@ -141,8 +170,7 @@ _MODES = ("fan_in", "fan_out", "fan_avg", "fan_geo_avg")
 _DISTRIBUTIONS = ("truncated_normal", "normal", "uniform")
 
 
-def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_axis=(),
-                     dtype=None):
+def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
     """An initializer with variance ``scale / n``, ``n`` the fan given by ``mode``.
 
     Args:
@@ -157,24 +185,30 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
     if mode not in _MODES:
         raise ValueError(f"variance_scaling: invalid mode {mode!r}; expected one of {_MODES}")
     if distribution not in _DISTRIBUTIONS:
-        raise ValueError(f"variance_scaling: invalid distribution {distribution!r}; expected "
-                         f"one of {_DISTRIBUTIONS}")
+        raise ValueError(
+            f"variance_scaling: invalid distribution {distribution!r}; expected "
+            f"one of {_DISTRIBUTIONS}"
+        )
 
     def init(key, shape, dtype=dtype, out_sharding=None):
         _no_sharding(out_sharding, "variance_scaling")
         shape = _shape(shape, "variance_scaling")
         dtype = _dtype(dtype)
         fan_in, fan_out = _compute_fans(shape, in_axis, out_axis, batch_axis)
-        denominator = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2,
-                       "fan_geo_avg": (fan_in * fan_out) ** 0.5}[mode]
+        denominator = {
+            "fan_in": fan_in,
+            "fan_out": fan_out,
+            "fan_avg": (fan_in + fan_out) / 2,
+            "fan_geo_avg": (fan_in * fan_out) ** 0.5,
+        }[mode]
         variance = xnp.array(scale / denominator, dtype=dtype)
         is_complex = dtypes.is_complex(dtype)
         if distribution == "truncated_normal":
             if not is_complex:
                 # The standard deviation of a unit normal truncated to (-2, 2).
-                stddev = xnp.sqrt(variance) / xnp.array(.87962566103423978, dtype)
+                stddev = xnp.sqrt(variance) / xnp.array(0.87962566103423978, dtype)
                 return random.truncated_normal(key, -2, 2, shape, dtype) * stddev
-            stddev = xnp.sqrt(variance) / xnp.array(.95311164380491208, dtype)
+            stddev = xnp.sqrt(variance) / xnp.array(0.95311164380491208, dtype)
             return _complex_truncated_normal(key, 2, shape, dtype) * stddev
         if distribution == "normal":
             return random.normal(key, shape, dtype) * xnp.sqrt(variance)
@@ -192,8 +226,9 @@ def glorot_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
 
 def glorot_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
     """``variance_scaling(1.0, "fan_avg", "truncated_normal")``."""
-    return variance_scaling(1.0, "fan_avg", "truncated_normal", in_axis, out_axis, batch_axis,
-                            dtype)
+    return variance_scaling(
+        1.0, "fan_avg", "truncated_normal", in_axis, out_axis, batch_axis, dtype
+    )
 
 
 def lecun_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
@@ -203,8 +238,7 @@ def lecun_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
 
 def lecun_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
     """``variance_scaling(1.0, "fan_in", "truncated_normal")``."""
-    return variance_scaling(1.0, "fan_in", "truncated_normal", in_axis, out_axis, batch_axis,
-                            dtype)
+    return variance_scaling(1.0, "fan_in", "truncated_normal", in_axis, out_axis, batch_axis, dtype)
 
 
 def he_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
@@ -214,8 +248,7 @@ def he_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
 
 def he_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
     """``variance_scaling(2.0, "fan_in", "truncated_normal")``."""
-    return variance_scaling(2.0, "fan_in", "truncated_normal", in_axis, out_axis, batch_axis,
-                            dtype)
+    return variance_scaling(2.0, "fan_in", "truncated_normal", in_axis, out_axis, batch_axis, dtype)
 
 
 xavier_uniform = glorot_uniform
@@ -233,13 +266,13 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None):
       column_axis: the axis holding the columns; the other axes are flattened into rows.
       dtype: the default dtype of the weights.
     """
+
     def init(key, shape, dtype=dtype, out_sharding=None):
         _no_sharding(out_sharding, "orthogonal")
         shape = _shape(shape, "orthogonal")
         dtype = _dtype(dtype)
         if len(shape) < 2:
-            raise ValueError(f"orthogonal initializer requires at least a 2D shape, got "
-                             f"{shape}")
+            raise ValueError(f"orthogonal initializer requires at least a 2D shape, got {shape}")
         if 0 in shape:
             return xnp.zeros(shape, dtype)
         n_cols = shape[column_axis]
@@ -248,6 +281,7 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None):
         rest = tuple(np.delete(np.array(shape), column_axis).tolist())
         q = xnp.moveaxis(xnp.reshape(q, rest + (n_cols,)), -1, column_axis)
         return xnp.array(scale, dtype) * q
+
     return init
 
 
@@ -260,17 +294,22 @@ def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
       column_axis: the axis of that matrix holding the columns.
       dtype: the default dtype of the weights.
     """
+
     def init(key, shape, dtype=dtype, out_sharding=None):
         _no_sharding(out_sharding, "delta_orthogonal")
         shape = _shape(shape, "delta_orthogonal")
         dtype = _dtype(dtype)
         if len(shape) not in (3, 4, 5):
-            raise ValueError(f"Delta orthogonal initializer requires a 3D, 4D or 5D shape, got "
-                             f"{shape}")
+            raise ValueError(
+                f"Delta orthogonal initializer requires a 3D, 4D or 5D shape, got {shape}"
+            )
         if shape[-1] < shape[-2]:
-            raise ValueError(f"delta_orthogonal: `fan_in` must be less or equal than "
-                             f"`fan_out`, got shape {shape}")
+            raise ValueError(
+                f"delta_orthogonal: `fan_in` must be less or equal than "
+                f"`fan_out`, got shape {shape}"
+            )
         matrix = orthogonal(scale=scale, column_axis=column_axis, dtype=dtype)(key, shape[-2:])
         centre = tuple((k - 1) // 2 for k in shape[:-2])
         return xnp.zeros(shape, dtype).at[centre].set(matrix)
+
     return init

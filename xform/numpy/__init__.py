@@ -71,15 +71,31 @@ int8, int16, int32, int64 = map(_scalar_type, (np.int8, np.int16, np.int32, np.i
 uint8, uint16, uint32, uint64 = map(_scalar_type, (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = map(_scalar_type, (np.float16, np.float32, np.float64))
 bfloat16 = _scalar_type(ml_dtypes.bfloat16, "bfloat16")
-(float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2,
- float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn, float6_e2m3fn,
- float6_e3m2fn) = map(_scalar_type, _dtypes.NARROW_FLOATS)
+(
+    float8_e3m4,
+    float8_e4m3,
+    float8_e4m3b11fnuz,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
+    float8_e8m0fnu,
+    float4_e2m1fn,
+    float6_e2m3fn,
+    float6_e3m2fn,
+) = map(_scalar_type, _dtypes.NARROW_FLOATS)
 int1, int2, int4 = map(_scalar_type, _dtypes.NARROW_SIGNED)
 uint1, uint2, uint4 = map(_scalar_type, _dtypes.NARROW_UNSIGNED)
 complex64, complex128 = map(_scalar_type, (np.complex64, np.complex128))
 int_, uint, float_, complex_ = int64, uint64, float64, complex128
-double, single, half, cfloat, cdouble, csingle = (float64, float32, float16, complex128,
-                                                  complex128, complex64)
+double, single, half, cfloat, cdouble, csingle = (
+    float64,
+    float32,
+    float16,
+    complex128,
+    complex128,
+    complex64,
+)
 
 # The abstract scalar hierarchy, for issubdtype.
 generic, number, inexact, floating = np.generic, np.number, np.inexact, np.floating
@@ -126,8 +142,7 @@ def isdtype(dtype, kind):
     for k in kinds:
         if isinstance(k, str):
             if k not in tests:
-                raise ValueError(f"isdtype: unknown kind {k!r}; expected one of "
-                                 f"{sorted(tests)}")
+                raise ValueError(f"isdtype: unknown kind {k!r}; expected one of {sorted(tests)}")
             if tests[k](dt):
                 return True
         elif np.dtype(k) == dt:
@@ -142,8 +157,11 @@ def can_cast(from_, to, casting="safe"):
 
 def iscomplexobj(x):
     """True if ``x`` has a complex dtype."""
-    return _dtypes.is_complex(result_type(x)) if not isinstance(x, (list, tuple)) else \
-        _dtypes.is_complex(asarray(x).dtype)
+    return (
+        _dtypes.is_complex(result_type(x))
+        if not isinstance(x, (list, tuple))
+        else _dtypes.is_complex(asarray(x).dtype)
+    )
 
 
 def isrealobj(x):

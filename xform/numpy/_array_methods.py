@@ -27,29 +27,45 @@ def _binary(fn, reflected=False):
     fn = _plain(fn)
     # ``type(other) is Array`` first: the common eager case, without a call.
     if reflected:
+
         def op(self, other):
             if type(other) is not Array and not _is_arraylike(other):
                 return NotImplemented
             return fn(other, self)
     else:
+
         def op(self, other):
             if type(other) is not Array and not _is_arraylike(other):
                 return NotImplemented
             return fn(self, other)
+
     return op
 
 
 _BINARY = {
-    "add": _ufuncs.add, "sub": _ufuncs.subtract, "mul": _ufuncs.multiply,
-    "truediv": _ufuncs.true_divide, "floordiv": _ufuncs.floor_divide, "mod": _ufuncs.remainder,
-    "divmod": _ufuncs.divmod, "pow": _ufuncs.power, "matmul": _contractions.matmul,
-    "and": _ufuncs.bitwise_and, "or": _ufuncs.bitwise_or, "xor": _ufuncs.bitwise_xor,
-    "lshift": _ufuncs.left_shift, "rshift": _ufuncs.right_shift,
+    "add": _ufuncs.add,
+    "sub": _ufuncs.subtract,
+    "mul": _ufuncs.multiply,
+    "truediv": _ufuncs.true_divide,
+    "floordiv": _ufuncs.floor_divide,
+    "mod": _ufuncs.remainder,
+    "divmod": _ufuncs.divmod,
+    "pow": _ufuncs.power,
+    "matmul": _contractions.matmul,
+    "and": _ufuncs.bitwise_and,
+    "or": _ufuncs.bitwise_or,
+    "xor": _ufuncs.bitwise_xor,
+    "lshift": _ufuncs.left_shift,
+    "rshift": _ufuncs.right_shift,
 }
 
 _COMPARISONS = {
-    "eq": _ufuncs.equal, "ne": _ufuncs.not_equal, "lt": _ufuncs.less, "le": _ufuncs.less_equal,
-    "gt": _ufuncs.greater, "ge": _ufuncs.greater_equal,
+    "eq": _ufuncs.equal,
+    "ne": _ufuncs.not_equal,
+    "lt": _ufuncs.less,
+    "le": _ufuncs.less_equal,
+    "gt": _ufuncs.greater,
+    "ge": _ufuncs.greater_equal,
 }
 
 
@@ -58,8 +74,7 @@ def _reshape(self, *args, order="C", out_sharding=None, **kwargs):
     if kwargs:
         raise TypeError(f"reshape() got unexpected keyword arguments {sorted(kwargs)}")
     if shape is None:
-        shape = args[0] if len(args) == 1 and not isinstance(args[0], (int, np.integer)) \
-            else args
+        shape = args[0] if len(args) == 1 and not isinstance(args[0], (int, np.integer)) else args
     return _shape.reshape(self, shape, order, out_sharding=out_sharding)
 
 
@@ -76,9 +91,11 @@ def _operator_round(self, ndigits=None):
 
 
 def _setitem(self, idx, value):
-    raise TypeError("xform arrays are immutable and do not support in-place item assignment. "
-                    "Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method "
-                    "(add, multiply, min, max, ...).")
+    raise TypeError(
+        "xform arrays are immutable and do not support in-place item assignment. "
+        "Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method "
+        "(add, multiply, min, max, ...)."
+    )
 
 
 def _contains(self, value):
@@ -86,12 +103,15 @@ def _contains(self, value):
     if value is None or isinstance(value, str):
         raise TypeError(f"Array.__contains__: unsupported operand type {type(value)}.")
     if self.ndim != 1:
-        raise ValueError("Array.__contains__: search array must be one-dimensional, got "
-                         f"arr.shape={self.shape}; use (x == value).any() for other shapes.")
+        raise ValueError(
+            "Array.__contains__: search array must be one-dimensional, got "
+            f"arr.shape={self.shape}; use (x == value).any() for other shapes."
+        )
     query = _promote.asarray(value)
     if query.ndim != 0:
-        raise ValueError(f"Array.__contains__: query value must be a scalar, got "
-                         f"query.shape={query.shape}")
+        raise ValueError(
+            f"Array.__contains__: query value must be a scalar, got query.shape={query.shape}"
+        )
     return _reductions.any(_ufuncs.equal(self, query))
 
 
@@ -105,19 +125,40 @@ def _method(fn):
 
 
 _METHODS = {
-    "sum": _reductions.sum, "prod": _reductions.prod, "max": _reductions.max,
-    "min": _reductions.min, "mean": _reductions.mean, "var": _reductions.var,
-    "std": _reductions.std, "argmax": _reductions.argmax, "argmin": _reductions.argmin,
-    "all": _reductions.all, "any": _reductions.any, "cumsum": _reductions.cumsum,
-    "cumprod": _reductions.cumprod, "ptp": _reductions.ptp,
-    "squeeze": _shape.squeeze, "ravel": _shape.ravel, "flatten": _shape.ravel,
-    "swapaxes": _shape.swapaxes, "clip": _shape.clip, "astype": _shape.astype,
-    "copy": _shape.copy, "repeat": _shape.repeat, "nonzero": _shape.nonzero,
+    "sum": _reductions.sum,
+    "prod": _reductions.prod,
+    "max": _reductions.max,
+    "min": _reductions.min,
+    "mean": _reductions.mean,
+    "var": _reductions.var,
+    "std": _reductions.std,
+    "argmax": _reductions.argmax,
+    "argmin": _reductions.argmin,
+    "all": _reductions.all,
+    "any": _reductions.any,
+    "cumsum": _reductions.cumsum,
+    "cumprod": _reductions.cumprod,
+    "ptp": _reductions.ptp,
+    "squeeze": _shape.squeeze,
+    "ravel": _shape.ravel,
+    "flatten": _shape.ravel,
+    "swapaxes": _shape.swapaxes,
+    "clip": _shape.clip,
+    "astype": _shape.astype,
+    "copy": _shape.copy,
+    "repeat": _shape.repeat,
+    "nonzero": _shape.nonzero,
     "round": _ufuncs.round,
-    "conj": _ufuncs.conjugate, "conjugate": _ufuncs.conjugate, "dot": _contractions.dot,
-    "diagonal": _contractions.diagonal, "trace": _contractions.trace,
-    "sort": _sorting.sort, "argsort": _sorting.argsort, "take": _manipulation.take,
-    "searchsorted": _sorting.searchsorted, "argpartition": _sorting.argpartition,
+    "conj": _ufuncs.conjugate,
+    "conjugate": _ufuncs.conjugate,
+    "dot": _contractions.dot,
+    "diagonal": _contractions.diagonal,
+    "trace": _contractions.trace,
+    "sort": _sorting.sort,
+    "argsort": _sorting.argsort,
+    "take": _manipulation.take,
+    "searchsorted": _sorting.searchsorted,
+    "argpartition": _sorting.argpartition,
 }
 
 

@@ -25,13 +25,27 @@ from xform.numpy._reductions import sum as sum_
 from xform.numpy._shape import moveaxis, ravel
 from xform.numpy._ufuncs import conjugate, full_like_aval, multiply, where_
 
-__all__ = ["dot", "matmul", "vdot", "vecdot", "inner", "outer", "tensordot", "einsum",
-           "einsum_path", "trace", "diagonal"]
+__all__ = [
+    "dot",
+    "matmul",
+    "vdot",
+    "vecdot",
+    "inner",
+    "outer",
+    "tensordot",
+    "einsum",
+    "einsum_path",
+    "trace",
+    "diagonal",
+]
 
 
 def _operands(name, a, b, preferred_element_type):
-    if preferred_element_type is None and isinstance(a, _ARRAY_TYPES) and \
-            isinstance(b, _ARRAY_TYPES):
+    if (
+        preferred_element_type is None
+        and isinstance(a, _ARRAY_TYPES)
+        and isinstance(b, _ARRAY_TYPES)
+    ):
         # The common case, kept cheap: two arrays of one strong dtype need no promotion.
         a_aval, b_aval = a.aval, b.aval
         if a_aval.dtype == b_aval.dtype and not (a_aval.weak_type or b_aval.weak_type):
@@ -43,9 +57,11 @@ def _operands(name, a, b, preferred_element_type):
         dtype, weak = _canonical_dtype(preferred_element_type, name), False
         # As lax.dot_general's check (JAX's jnp functions pass the type on to it).
         if not dtypes.is_float(common) and dtype.itemsize < common.itemsize:
-            raise TypeError(f"{name}: `preferred_element_type` must not be narrower than the "
-                            f"original type, got preferred_element_type of {dtype} for "
-                            f"result type of {common}.")
+            raise TypeError(
+                f"{name}: `preferred_element_type` must not be narrower than the "
+                f"original type, got preferred_element_type of {dtype} for "
+                f"result type of {common}."
+            )
     return convert(asarray(a), common), convert(asarray(b), common), dtype, weak
 
 
@@ -64,8 +80,14 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
         contract = ((a_ndim - 1,), (0,)) if b_ndim == 1 else ((a_ndim - 1,), (b_ndim - 2,))
     # The product accumulates in the result type (uint8 operands into an int32 result
     # do not wrap), as JAX's.
-    out = lax.dot_general(a, b, (contract, ((), ())), precision=precision,
-                          preferred_element_type=dtype, out_sharding=out_sharding)
+    out = lax.dot_general(
+        a,
+        b,
+        (contract, ((), ())),
+        precision=precision,
+        preferred_element_type=dtype,
+        out_sharding=out_sharding,
+    )
     return _finish(out, dtype, weak)
 
 
@@ -75,27 +97,35 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
     a, b, dtype, weak = _operands("matmul", a, b, preferred_element_type)
     for i, x in enumerate((a, b)):
         if aval_of(x).ndim == 0:
-            raise ValueError(f"matmul input operand {i} must have ndim at least 1, but it has "
-                             "ndim 0")
+            raise ValueError(
+                f"matmul input operand {i} must have ndim at least 1, but it has ndim 0"
+            )
     if aval_of(a).ndim == 1 or aval_of(b).ndim == 1:
         return _matvec(a, b, dtype, weak, precision, out_sharding)
     a_shape, b_shape = aval_of(a).shape, aval_of(b).shape
     try:
-        batch = broadcast_shapes(a_shape[:-2], b_shape[:-2]) \
-            if len(a_shape) > 2 or len(b_shape) > 2 else ()
+        batch = (
+            broadcast_shapes(a_shape[:-2], b_shape[:-2])
+            if len(a_shape) > 2 or len(b_shape) > 2
+            else ()
+        )
     except ValueError:
-        raise ValueError(f"Incompatible shapes for matmul arguments: {a_shape} and "
-                         f"{b_shape}") from None
+        raise ValueError(
+            f"Incompatible shapes for matmul arguments: {a_shape} and {b_shape}"
+        ) from None
     if a_shape[-1] != b_shape[-2]:  # TypeError, as JAX's (from dot_general)
-        raise TypeError(f"matmul: contracting dimensions differ: operand shapes {a_shape} "
-                        f"and {b_shape} ({a_shape[-1]} != {b_shape[-2]})")
+        raise TypeError(
+            f"matmul: contracting dimensions differ: operand shapes {a_shape} "
+            f"and {b_shape} ({a_shape[-1]} != {b_shape[-2]})"
+        )
     if batch:  # matrices need no broadcast
         a = broadcast_to_shape(a, batch + a_shape[-2:])
         b = broadcast_to_shape(b, batch + b_shape[-2:])
     nb = len(batch)
     dims = (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
-    out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=dtype,
-                          out_sharding=out_sharding)
+    out = lax.dot_general(
+        a, b, dims, precision=precision, preferred_element_type=dtype, out_sharding=out_sharding
+    )
     return _finish(out, dtype, weak)
 
 
@@ -107,10 +137,18 @@ def _matvec(a, b, dtype, weak, precision, out_sharding=None):
     a_dim = 0 if len(a_shape) == 1 else len(a_shape) - 1
     b_dim = 0 if len(b_shape) == 1 else len(b_shape) - 2
     if a_shape[a_dim] != b_shape[b_dim]:  # TypeError, as JAX's (from dot_general)
-        raise TypeError(f"matmul: contracting dimensions differ: operand shapes {a_shape} "
-                        f"and {b_shape} ({a_shape[a_dim]} != {b_shape[b_dim]})")
-    out = lax.dot_general(a, b, (((a_dim,), (b_dim,)), ((), ())), precision=precision,
-                          preferred_element_type=dtype, out_sharding=out_sharding)
+        raise TypeError(
+            f"matmul: contracting dimensions differ: operand shapes {a_shape} "
+            f"and {b_shape} ({a_shape[a_dim]} != {b_shape[b_dim]})"
+        )
+    out = lax.dot_general(
+        a,
+        b,
+        (((a_dim,), (b_dim,)), ((), ())),
+        precision=precision,
+        preferred_element_type=dtype,
+        out_sharding=out_sharding,
+    )
     return _finish(out, dtype, weak)
 
 
@@ -120,8 +158,9 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
     a = asarray(a)
     if dtypes.is_complex(aval_of(a).dtype):
         a = conjugate(a)
-    return dot(ravel(a), ravel(b), precision=precision,
-               preferred_element_type=preferred_element_type)
+    return dot(
+        ravel(a), ravel(b), precision=precision, preferred_element_type=preferred_element_type
+    )
 
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
@@ -148,8 +187,9 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
     a, b, dtype, weak = _operands("inner", a, b, preferred_element_type)
     a_ndim, b_ndim = aval_of(a).ndim, aval_of(b).ndim
     contract = ((), ()) if a_ndim == 0 or b_ndim == 0 else ((a_ndim - 1,), (b_ndim - 1,))
-    out = lax.dot_general(a, b, (contract, ((), ())), precision=precision,
-                          preferred_element_type=dtype)
+    out = lax.dot_general(
+        a, b, (contract, ((), ())), precision=precision, preferred_element_type=dtype
+    )
     return _finish(out, dtype, weak)
 
 
@@ -169,8 +209,10 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     if isinstance(axes, int) or hasattr(axes, "__index__"):
         n = int(axes)
         if n < 0 or n > builtins.min(a_ndim, b_ndim):
-            raise TypeError(f"tensordot: number of contracting axes {n} must be between 0 "
-                            f"and min(a.ndim, b.ndim) = {builtins.min(a_ndim, b_ndim)}")
+            raise TypeError(
+                f"tensordot: number of contracting axes {n} must be between 0 "
+                f"and min(a.ndim, b.ndim) = {builtins.min(a_ndim, b_ndim)}"
+            )
         ca, cb = tuple(range(a_ndim - n, a_ndim)), tuple(range(n))
     elif isinstance(axes, (list, tuple)) and len(axes) == 2:
         ax_a, ax_b = axes
@@ -182,8 +224,9 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
         cb = tuple(canonicalize_axis(i, b_ndim, "tensordot") for i in ax_b)
     else:
         raise TypeError(f"tensordot: axes must be an int or a pair of sequences, got {axes!r}")
-    out = lax.dot_general(a, b, ((ca, cb), ((), ())), precision=precision,
-                          preferred_element_type=dtype)
+    out = lax.dot_general(
+        a, b, ((ca, cb), ((), ())), precision=precision, preferred_element_type=dtype
+    )
     return _finish(out, dtype, weak)
 
 
@@ -219,23 +262,25 @@ def _check_subscripts(subscripts, shapes):
     (it raises ``ValueError`` for these too, with its own words)."""
     inputs = subscripts.replace(" ", "").split("->")[0].split(",")
     if len(inputs) != len(shapes):
-        raise ValueError(f"einsum: subscripts {subscripts!r} name {len(inputs)} operands, got "
-                         f"{len(shapes)}")
+        raise ValueError(
+            f"einsum: subscripts {subscripts!r} name {len(inputs)} operands, got {len(shapes)}"
+        )
     sizes = {}
     for spec, shape in zip(inputs, shapes, strict=True):
         letters = spec.replace("...", "")
-        rank_ok = (len(letters) <= len(shape) if "..." in spec else len(letters) == len(shape))
+        rank_ok = len(letters) <= len(shape) if "..." in spec else len(letters) == len(shape)
         if not rank_ok:
-            raise ValueError(f"einsum: subscripts {spec!r} do not match an operand of rank "
-                             f"{len(shape)} (shape {shape})")
+            raise ValueError(
+                f"einsum: subscripts {spec!r} do not match an operand of rank "
+                f"{len(shape)} (shape {shape})"
+            )
         dims = shape
         if "..." in spec:  # the letters before and after the ellipsis
             before, after = spec.index("..."), len(spec) - spec.index("...") - 3
-            dims = shape[:before] + shape[len(shape) - after:]
+            dims = shape[:before] + shape[len(shape) - after :]
         for c, d in zip(letters, dims, strict=True):
             if sizes.get(c, d) != d and 1 not in (d, sizes[c]):
-                raise ValueError(f"einsum: index {c!r} has incompatible sizes {sizes[c]} and "
-                                 f"{d}")
+                raise ValueError(f"einsum: index {c!r} has incompatible sizes {sizes[c]} and {d}")
             sizes[c] = d if sizes.get(c, 1) == 1 else sizes[c]
 
 
@@ -247,7 +292,7 @@ def _contract_path(name, args, optimize):
     if isinstance(args[0], str):
         arrays = list(args[1:])
     else:  # sublist form: op, sublist, op, sublist, ..., [output sublist]
-        arrays = list(args[0:2 * (len(args) // 2):2])
+        arrays = list(args[0 : 2 * (len(args) // 2) : 2])
     if not arrays:
         raise ValueError(f"{name}: at least one operand is required")
     check_arraylike(name, *arrays)
@@ -261,8 +306,9 @@ def _contract_path(name, args, optimize):
         aval = aval_of(x)
         plan_args[pos] = _ShapeOnly(aval.shape, aval.dtype)
         stand_ins[id(plan_args[pos])] = x
-    ordered, steps = opt_einsum.contract_path(*plan_args, einsum_call=True, use_blas=True,
-                                              optimize=_path_type(optimize))
+    ordered, steps = opt_einsum.contract_path(
+        *plan_args, einsum_call=True, use_blas=True, optimize=_path_type(optimize)
+    )
     return [stand_ins[id(d)] for d in ordered], [(tuple(c[0]), c[2]) for c in steps]
 
 
@@ -287,10 +333,12 @@ def _take_diagonal(x, spec, dtype=None):
         i = spec.index(dup)
         j = spec.index(dup, i + 1)
         shape = aval_of(x).shape
-        mask = lax.eq(lax.broadcasted_iota(dtypes.int32, shape, i),
-                      lax.broadcasted_iota(dtypes.int32, shape, j))
+        mask = lax.eq(
+            lax.broadcasted_iota(dtypes.int32, shape, i),
+            lax.broadcasted_iota(dtypes.int32, shape, j),
+        )
         x = _sum_axes(where_(mask, x, full_like_aval(x, 0)), (j,), dtype)
-        spec = spec[:j] + spec[j + 1:]
+        spec = spec[:j] + spec[j + 1 :]
 
 
 def _sum_letters(x, names, keep, dtype):
@@ -305,15 +353,17 @@ def _squeeze_broadcast(x, names, other, other_names):
     """Drop ``x``'s size-1 dimensions whose letter has another size in ``other``: they
     broadcast, so ``x`` is constant along them."""
     shape, other_shape = aval_of(x).shape, aval_of(other).shape
-    drop = [i for i, c in enumerate(names)
-            if shape[i] == 1 and c in other_names and other_shape[other_names.index(c)] != 1]
+    drop = [
+        i
+        for i, c in enumerate(names)
+        if shape[i] == 1 and c in other_names and other_shape[other_names.index(c)] != 1
+    ]
     if not drop:
         return x, names
     return lax.squeeze(x, tuple(drop)), "".join(c for i, c in enumerate(names) if i not in drop)
 
 
-def _einsum_step(xs, einstr, dtype, precision, dot_general=lax.dot_general,
-                 out_sharding=None):
+def _einsum_step(xs, einstr, dtype, precision, dot_general=lax.dot_general, out_sharding=None):
     """One step of the plan: one operand reduced, or two contracted by ``dot_general``
     (its result laid out as ``out_sharding`` says of the step's result, when given)."""
     inputs, result = einstr.split("->")
@@ -332,28 +382,47 @@ def _einsum_step(xs, einstr, dtype, precision, dot_general=lax.dot_general,
         batch = [c for c in result if c in n and c in m]
         contract = [c for c in n if c in m and c not in result]
         shared = set(batch) | set(contract)
-        if ("".join(batch) + "".join(c for c in m if c not in shared)
-                + "".join(c for c in n if c not in shared)) == result:
+        if (
+            "".join(batch)
+            + "".join(c for c in m if c not in shared)
+            + "".join(c for c in n if c not in shared)
+        ) == result:
             # As JAX: the operands swapped when that gives the result's order (no transpose)
             (x, n), (y, m) = (y, m), (x, n)
-        dims = ((tuple(n.index(c) for c in contract), tuple(m.index(c) for c in contract)),
-                (tuple(n.index(c) for c in batch), tuple(m.index(c) for c in batch)))
-        out = ("".join(batch) + "".join(c for c in n if c not in shared)
-               + "".join(c for c in m if c not in shared))
-        given = {} if out_sharding is None else {
-            "out_sharding": _permuted(out_sharding, result, out)}
+        dims = (
+            (tuple(n.index(c) for c in contract), tuple(m.index(c) for c in contract)),
+            (tuple(n.index(c) for c in batch), tuple(m.index(c) for c in batch)),
+        )
+        out = (
+            "".join(batch)
+            + "".join(c for c in n if c not in shared)
+            + "".join(c for c in m if c not in shared)
+        )
+        given = (
+            {} if out_sharding is None else {"out_sharding": _permuted(out_sharding, result, out)}
+        )
         x = dot_general(x, y, dims, precision, preferred_element_type=dtype, **given)
         n = out
     else:
         raise NotImplementedError(
             "xform.numpy.einsum does not support simultaneous contraction of 3 or more "
-            f"operands (a step {einstr!r} of the path); give a path of pairs to optimize")
+            f"operands (a step {einstr!r} of the path); give a path of pairs to optimize"
+        )
     perm = tuple(n.index(c) for c in result)
     return x if perm == tuple(range(len(perm))) else lax.transpose(x, perm)
 
 
-def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None, _dot_general=lax.dot_general, out_sharding=None):
+def einsum(
+    subscripts,
+    /,
+    *operands,
+    out=None,
+    optimize="auto",
+    precision=None,
+    preferred_element_type=None,
+    _dot_general=lax.dot_general,
+    out_sharding=None,
+):
     """Einstein summation, as ``jnp.einsum``: pairwise ``dot_general`` contractions in the
     order opt_einsum plans (``optimize``: ``'auto'``, ``True`` (``'optimal'``), ``False``
     (left to right), an opt_einsum strategy name such as ``'greedy'``, or an explicit path
@@ -377,8 +446,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
         arrays = [convert(x, common) for x in arrays]
         for positions, einstr in steps:
             xs = [arrays.pop(i) for i in positions]
-            arrays.append(_einsum_step(xs, einstr, dtype, precision, _dot_general,
-                                       out_sharding))
+            arrays.append(_einsum_step(xs, einstr, dtype, precision, _dot_general, out_sharding))
         return _finish(arrays[0], dtype, weak)
 
     if out_sharding is not None and (len(steps) != 1 or len(steps[0][0]) != 2):
@@ -412,8 +480,9 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     a = asarray(a)
     ndim = aval_of(a).ndim
     if ndim < 2:
-        raise ValueError(f"diagonal requires an array of at least two dimensions, got shape "
-                         f"{aval_of(a).shape}")
+        raise ValueError(
+            f"diagonal requires an array of at least two dimensions, got shape {aval_of(a).shape}"
+        )
     axis1 = canonicalize_axis(axis1, ndim, "diagonal")
     axis2 = canonicalize_axis(axis2, ndim, "diagonal")
     if axis1 == axis2:
@@ -438,6 +507,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
         raise NotImplementedError("The 'out' argument to xform.numpy.trace is not supported.")
     ndim = aval_of(asarray(a)).ndim
     if canonicalize_axis(axis1, ndim, "trace") == canonicalize_axis(axis2, ndim, "trace"):
-        raise ValueError(f"trace: axis1 and axis2 can not be the same, got axis1={axis1} and "
-                         f"axis2={axis2}")  # ValueError here, as JAX's (diagonal: TypeError)
+        raise ValueError(
+            f"trace: axis1 and axis2 can not be the same, got axis1={axis1} and axis2={axis2}"
+        )  # ValueError here, as JAX's (diagonal: TypeError)
     return sum_(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)

@@ -23,8 +23,21 @@ from xform.numpy._promote import (
 from xform.numpy._ufuncs import add, full_like_aval, multiply, subtract, true_divide, where_
 
 __all__ = [
-    "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like",
-    "arange", "linspace", "eye", "identity", "tri", "tril", "triu",
+    "zeros",
+    "ones",
+    "full",
+    "empty",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "empty_like",
+    "arange",
+    "linspace",
+    "eye",
+    "identity",
+    "tri",
+    "tril",
+    "triu",
 ]
 
 
@@ -32,16 +45,26 @@ def _shape(shape, name):
     if isinstance(shape, (Tracer, Array)) and aval_of(shape).ndim > 0:
         shape = tuple(shape.tolist()) if isinstance(shape, Array) else shape
     try:
-        dims = (shape,) if np.ndim(shape) == 0 and not isinstance(shape, (tuple, list)) \
+        dims = (
+            (shape,)
+            if np.ndim(shape) == 0 and not isinstance(shape, (tuple, list))
             else tuple(shape)
-        out = tuple(d if core.is_symbolic_dim(d) else  # symbolic dimensions (export)
-                    int(d.__index__()) if hasattr(d, "__index__") else _bad(d, name)
-                    for d in dims)
+        )
+        out = tuple(
+            d
+            if core.is_symbolic_dim(d)
+            # symbolic dimensions (export)
+            else int(d.__index__())
+            if hasattr(d, "__index__")
+            else _bad(d, name)
+            for d in dims
+        )
     except TypeError as e:
         if isinstance(e, core.ConcretizationTypeError):
             raise
-        raise TypeError(f"{name}: shape must be an int or a sequence of ints, got "
-                        f"{shape!r}") from None
+        raise TypeError(
+            f"{name}: shape must be an int or a sequence of ints, got {shape!r}"
+        ) from None
     if any(d < 0 for d in out):  # TypeError, as JAX's shape checks
         raise TypeError(f"{name}: negative dimensions are not allowed, got shape {out}")
     return out
@@ -63,8 +86,7 @@ def _filled(shape, value, dtype, weak=False, out_sharding=None):
             host = np.array(np.array(value) if type(value) is int else value).astype(dtype)
         host.flags.writeable = False
         scalar = mark_subnormals(Array(ShapedArray((), dtype, weak), host))
-    return lax.broadcast_in_dim(scalar, shape, (), out_sharding=out_sharding) if shape \
-        else scalar
+    return lax.broadcast_in_dim(scalar, shape, (), out_sharding=out_sharding) if shape else scalar
 
 
 def zeros(shape, dtype=None, *, device=None):
@@ -91,8 +113,11 @@ def full(shape, fill_value, dtype=None, *, device=None):
     del device
     shape = _shape(shape, "full")
     check_arraylike("full", fill_value)
-    if np.ndim(fill_value) if not isinstance(fill_value, (Tracer, Array)) else \
-            aval_of(fill_value).ndim:
+    if (
+        np.ndim(fill_value)
+        if not isinstance(fill_value, (Tracer, Array))
+        else aval_of(fill_value).ndim
+    ):
         return broadcast_to_shape(asarray(fill_value, dtype), shape)
     if dtype is None:
         dtype, weak = _dtype_and_weak(fill_value)
@@ -106,8 +131,9 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     del device
     if _has_shape_and_dtype_only(a):  # a ShapeDtypeStruct (JAX reads such objects too)
         check_arraylike("full_like", fill_value)
-        aval = ShapedArray(tuple(a.shape), dtypes.canonicalize(a.dtype),
-                           bool(getattr(a, "weak_type", False)))
+        aval = ShapedArray(
+            tuple(a.shape), dtypes.canonicalize(a.dtype), bool(getattr(a, "weak_type", False))
+        )
     else:
         check_arraylike("full_like", a, fill_value)
         aval = aval_of(asarray(a))
@@ -116,8 +142,7 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
         dtype, weak = aval.dtype, aval.weak_type
     else:
         dtype, weak = _canonical_dtype(dtype, "full_like"), False
-    if (aval_of(fill_value).ndim if isinstance(fill_value, (Tracer, Array))
-            else np.ndim(fill_value)):
+    if aval_of(fill_value).ndim if isinstance(fill_value, (Tracer, Array)) else np.ndim(fill_value):
         return broadcast_to_shape(asarray(fill_value, dtype), shape)
     # where a's type carries its sharding (explicit mode), the result is laid out so, as JAX's
     like = aval.sharding if shape == aval.shape else None
@@ -126,8 +151,11 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
 
 def _has_shape_and_dtype_only(a):
     # Not an array but with a shape and a NumPy dtype (not a typed key: see _keys).
-    return (not isinstance(a, (Tracer, Array, np.ndarray, np.generic)) and hasattr(a, "shape")
-            and isinstance(getattr(a, "dtype", None), np.dtype))
+    return (
+        not isinstance(a, (Tracer, Array, np.ndarray, np.generic))
+        and hasattr(a, "shape")
+        and isinstance(getattr(a, "dtype", None), np.dtype)
+    )
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None):
@@ -182,16 +210,18 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
         working = dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
         size = max(0, int(np.ceil((stop - start) / step)))
         return lax.convert_element_type(
-            lax.add(asarray(start, working),
-                    lax.mul(asarray(step, working), lax.iota(working, size))), dtype)
+            lax.add(
+                asarray(start, working), lax.mul(asarray(step, working), lax.iota(working, size))
+            ),
+            dtype,
+        )
     if start == 0:
         return lax.iota(dtype, max(0, int(np.ceil(stop))))
     size = max(0, int(np.ceil(stop - start)))
     return lax.add(asarray(start, dtype), lax.iota(dtype, size))
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
-             device=None):
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
     """``num`` evenly spaced values from ``start`` to ``stop``."""
     del device
     num = operator.index(num)  # TypeError for a float, as JAX
@@ -213,17 +243,24 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     bounds_shape.insert(axis, 1)
     div = (num - 1) if endpoint else num
     if num > 1:
-        delta = true_divide(convert(subtract(stop, start), computation_dtype),
-                            asarray(div, computation_dtype))
+        delta = true_divide(
+            convert(subtract(stop, start), computation_dtype), asarray(div, computation_dtype)
+        )
         iota_shape = [1] * len(bounds_shape)
         iota_shape[axis] = div
-        real_dtype = np.finfo(computation_dtype).dtype if dtypes.is_complex(
-            computation_dtype) else computation_dtype
-        step = true_divide(lax.reshape(lax.iota(real_dtype, div), tuple(iota_shape)),
-                           asarray(div, real_dtype))
+        real_dtype = (
+            np.finfo(computation_dtype).dtype
+            if dtypes.is_complex(computation_dtype)
+            else computation_dtype
+        )
+        step = true_divide(
+            lax.reshape(lax.iota(real_dtype, div), tuple(iota_shape)), asarray(div, real_dtype)
+        )
         step = convert(step, computation_dtype)
-        out = add(multiply(lax.reshape(b_start, tuple(bounds_shape)), subtract(1, step)),
-                  multiply(lax.reshape(b_stop, tuple(bounds_shape)), step))
+        out = add(
+            multiply(lax.reshape(b_start, tuple(bounds_shape)), subtract(1, step)),
+            multiply(lax.reshape(b_stop, tuple(bounds_shape)), step),
+        )
         if endpoint:
             out = lax.concatenate([out, lax.expand_dims(b_stop, (axis,))], axis)
     elif num == 1:

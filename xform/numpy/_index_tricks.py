@@ -23,9 +23,22 @@ from xform.numpy._promote import (
 from xform.numpy._shape import concatenate, expand_dims, nonzero, stack, transpose
 
 __all__ = [
-    "meshgrid", "indices", "ix_", "mgrid", "ogrid", "r_", "c_", "s_", "index_exp",
-    "diag_indices", "diag_indices_from", "tril_indices", "triu_indices", "tril_indices_from",
-    "triu_indices_from", "mask_indices",
+    "meshgrid",
+    "indices",
+    "ix_",
+    "mgrid",
+    "ogrid",
+    "r_",
+    "c_",
+    "s_",
+    "index_exp",
+    "diag_indices",
+    "diag_indices_from",
+    "tril_indices",
+    "triu_indices",
+    "tril_indices_from",
+    "triu_indices_from",
+    "mask_indices",
 ]
 
 s_ = np.s_
@@ -48,8 +61,10 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     if indexing not in ("xy", "ij"):
         raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing}")
     if any(aval_of(a).ndim != 1 for a in args):
-        raise ValueError("Arguments to jax.numpy.meshgrid must be 1D, got shapes "
-                         f"{[aval_of(a).shape for a in args]}")
+        raise ValueError(
+            "Arguments to jax.numpy.meshgrid must be 1D, got shapes "
+            f"{[aval_of(a).shape for a in args]}"
+        )
     swap = indexing == "xy" and len(args) >= 2
     if swap:
         args[0], args[1] = args[1], args[0]
@@ -87,8 +102,9 @@ def ix_(*args):
     for i, a in enumerate(asarray(a) for a in args):
         aval = aval_of(a)
         if aval.ndim != 1:
-            raise ValueError(f"Arguments to jax.numpy.ix_ must be 1-dimensional, got shape "
-                             f"{aval.shape}")
+            raise ValueError(
+                f"Arguments to jax.numpy.ix_ must be 1-dimensional, got shape {aval.shape}"
+            )
         if aval.dtype == dtypes.bool_:
             raise NotImplementedError("Boolean arguments to jax.numpy.ix_ are not implemented")
         shape = [1] * n
@@ -165,7 +181,7 @@ class _AxisConcat:
                 params[-1] = 1
             else:
                 vec = directive.split(",")
-                vec = vec + params[len(vec):] if len(vec) < 4 else vec[:3] + [params[-1]]
+                vec = vec + params[len(vec) :] if len(vec) < 4 else vec[:3] + [params[-1]]
                 try:
                     params = [int(v) for v in vec]
                 except ValueError as err:
@@ -210,8 +226,9 @@ def diag_indices(n, ndim=2):
         raise ValueError(f"n argument to diag_indices must be nonnegative, got {n}")
     if ndim < 0:
         raise ValueError(f"ndim argument to diag_indices must be nonnegative, got {ndim}")
-    dtype = dtypes.default_int() if n <= np.iinfo(np.int32).max else \
-        dtypes.canonicalize(dtypes.int64)
+    dtype = (
+        dtypes.default_int() if n <= np.iinfo(np.int32).max else dtypes.canonicalize(dtypes.int64)
+    )
     return (lax.iota(dtype, n),) * ndim
 
 

@@ -41,13 +41,20 @@ def _as_tuple(idx):
         return idx
     if isinstance(idx, Sequence) and not isinstance(idx, str):
         # NumPy's old heuristics for lists are ambiguous; JAX (and xform) refuse them all.
-        if any(isinstance(i, (Sequence, slice)) or i is None or i is Ellipsis or
-               (i.ndim if isinstance(i, Tracer) else np.ndim(i)) != 0 for i in idx):
+        if any(
+            isinstance(i, (Sequence, slice))
+            or i is None
+            or i is Ellipsis
+            or (i.ndim if isinstance(i, Tracer) else np.ndim(i)) != 0
+            for i in idx
+        ):
             fix = "`arr[tuple(seq)]`"
         else:
             fix = "`arr[array(seq)]`"
-        raise TypeError("Using a non-tuple sequence for multidimensional indexing is not "
-                        f"allowed; use {fix} instead of `arr[seq]`.")
+        raise TypeError(
+            "Using a non-tuple sequence for multidimensional indexing is not "
+            f"allowed; use {fix} instead of `arr[seq]`."
+        )
     return (idx,)
 
 
@@ -65,8 +72,10 @@ def _classify(i, position):
     if isinstance(i, slice):
         for v in (i.start, i.stop, i.step):
             if isinstance(v, Tracer):
-                raise IndexError(f"Slice entries must be static integers. Got {i} at position "
-                                 f"{position}; use xform.lax.dynamic_slice for a traced start")
+                raise IndexError(
+                    f"Slice entries must be static integers. Got {i} at position "
+                    f"{position}; use xform.lax.dynamic_slice for a traced start"
+                )
         return _SLICE, i
     if isinstance(i, (bool, np.bool_)):
         return _BOOL, bool(i)
@@ -87,8 +96,10 @@ def _classify(i, position):
     elif isinstance(i, np.ndarray) or core.is_concrete_array(i):
         a = np.asarray(i)
     else:
-        raise IndexError("only integers, slices (`:`), ellipsis (`...`), newaxis (`None`) and "
-                         f"integer or boolean arrays are valid indices. Got {i!r}")
+        raise IndexError(
+            "only integers, slices (`:`), ellipsis (`...`), newaxis (`None`) and "
+            f"integer or boolean arrays are valid indices. Got {i!r}"
+        )
     if a.dtype == np.bool_:
         return (_BOOL, bool(a)) if a.ndim == 0 else (_BOOL, a)
     if not np.issubdtype(a.dtype, np.integer):
@@ -110,8 +121,10 @@ def _parse(idx, shape):
     if n_ellipsis > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     if consumed > len(shape):
-        raise IndexError(f"Too many indices: array of shape {tuple(shape)} is "
-                         f"{len(shape)}-dimensional, but {consumed} were indexed")
+        raise IndexError(
+            f"Too many indices: array of shape {tuple(shape)} is "
+            f"{len(shape)}-dimensional, but {consumed} were indexed"
+        )
     return entries, consumed
 
 
@@ -132,11 +145,16 @@ def _symbolic_slice_start(v, axis, size):
     """The start of ``x[v]`` along a symbolic axis, for the slices whose size is simply
     ``size - start + stop``: steps of 1, ``start >= 0``, ``stop`` None or negative."""
     start = 0 if v.start is None else v.start
-    if ((v.step or 1) != 1 or not isinstance(start, int) or start < 0
-            or not (v.stop is None or isinstance(v.stop, int) and v.stop < 0)):
+    if (
+        (v.step or 1) != 1
+        or not isinstance(start, int)
+        or start < 0
+        or not (v.stop is None or isinstance(v.stop, int) and v.stop < 0)
+    ):
         raise NotImplementedError(
             f"indexing: the slice {v} of axis {axis} of symbolic size {size}: xform exports "
-            "x[k:] and x[:-k] (k >= 0) along a symbolic dimension")
+            "x[k:] and x[:-k] (k >= 0) along a symbolic dimension"
+        )
     return start
 
 
@@ -161,8 +179,16 @@ def _index_dtype(shape):
 # --------------------------------------------------------------------------- getitem
 
 
-def getitem(x, idx, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            fill_value=None, wrap_negative_indices=True):
+def getitem(
+    x,
+    idx,
+    *,
+    indices_are_sorted=False,
+    unique_indices=False,
+    mode=None,
+    fill_value=None,
+    wrap_negative_indices=True,
+):
     """``x[idx]`` with jax.numpy's semantics (``x.at[idx].get(...)`` takes the keywords).
 
     Args:
@@ -184,16 +210,28 @@ def getitem(x, idx, *, indices_are_sorted=False, unique_indices=False, mode=None
     if _mode_name(mode) in (None, "promise_in_bounds", "clip"):
         kinds = {kind for kind, _ in entries}
         if kinds <= {_NONE, _ELLIPSIS, _SLICE, _INT}:
-            return _static_slice(x, shape, _expand_ellipsis(entries, len(shape) - consumed),
-                                 wrap_negative_indices)
-        if kinds <= {_NONE, _ELLIPSIS, _SLICE, _INT, _ARRAY} and all(
-                v.ndim == 0 for kind, v in entries if kind == _ARRAY) and all(
-                v.step in (None, 1, -1) for kind, v in entries if kind == _SLICE):
-            return _dynamic_slice(x, shape, _expand_ellipsis(entries, len(shape) - consumed),
-                                  wrap_negative_indices)
-    return _gather(x, shape, entries, consumed, wrap=wrap_negative_indices,
-                   indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                   mode=mode, fill_value=fill_value)
+            return _static_slice(
+                x, shape, _expand_ellipsis(entries, len(shape) - consumed), wrap_negative_indices
+            )
+        if (
+            kinds <= {_NONE, _ELLIPSIS, _SLICE, _INT, _ARRAY}
+            and all(v.ndim == 0 for kind, v in entries if kind == _ARRAY)
+            and all(v.step in (None, 1, -1) for kind, v in entries if kind == _SLICE)
+        ):
+            return _dynamic_slice(
+                x, shape, _expand_ellipsis(entries, len(shape) - consumed), wrap_negative_indices
+            )
+    return _gather(
+        x,
+        shape,
+        entries,
+        consumed,
+        wrap=wrap_negative_indices,
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        mode=mode,
+        fill_value=fill_value,
+    )
 
 
 def _static_slice(x, shape, entries, wrap):
@@ -225,7 +263,8 @@ def _static_slice(x, shape, entries, wrap):
             if not known_non_negative:
                 raise NotImplementedError(
                     f"indexing: the slice {v} of axis {axis} of symbolic size {size} may be "
-                    "empty; declare a bound (symbolic_shape(..., constraints=('b >= 2',)))")
+                    "empty; declare a bound (symbolic_shape(..., constraints=('b >= 2',)))"
+                )
             strides.append(1)
             continue
         start, stop, step = v.indices(size)
@@ -301,8 +340,9 @@ def _normalize_traced(i, size, index_dtype, wrap):
         i = convert_folding_constants(i, index_dtype)
     if not (wrap and signed):
         return i
-    return lax.select_n(lax.lt(i, np.asarray(0, index_dtype)), i,
-                        lax.add(i, np.asarray(size, index_dtype)))
+    return lax.select_n(
+        lax.lt(i, np.asarray(0, index_dtype)), i, lax.add(i, np.asarray(size, index_dtype))
+    )
 
 
 # --------------------------------------------------------------------------- gather plan
@@ -332,7 +372,8 @@ def _concrete_mask(v, position):
                 f"at position {position} of the index. The shape of x[mask] depends on the "
                 "values of the mask, which are not known while tracing. Use "
                 "xform.numpy.where(mask, x, fill) to keep the shape, or compute the mask "
-                "outside the transformed function.")
+                "outside the transformed function."
+            )
         return np.asarray(value)
     return np.asarray(v)
 
@@ -391,10 +432,18 @@ def _gather_plan(shape, entries, consumed, wrap):
                 start_map.append(x_axis)
                 slice_sizes.append(1)
             slice_shape.append(n)
-    return _GatherPlan(tuple(slice_shape), tuple(slice_sizes),
-                       _stack_indices(pieces, batch_shape), tuple(offset_dims),
-                       tuple(sorted(collapsed)), tuple(start_map), not adv,
-                       tuple(reversed_dims), tuple(new_dims), tuple(bool_dims))
+    return _GatherPlan(
+        tuple(slice_shape),
+        tuple(slice_sizes),
+        _stack_indices(pieces, batch_shape),
+        tuple(offset_dims),
+        tuple(sorted(collapsed)),
+        tuple(start_map),
+        not adv,
+        tuple(reversed_dims),
+        tuple(new_dims),
+        tuple(bool_dims),
+    )
 
 
 def _advanced(out, adv_pos):
@@ -430,10 +479,12 @@ def _expand_booleans(shape, entries, consumed, index_dtype):
                 out.append((_ARRAY, np.arange(int(mask), dtype=index_dtype)))
                 pos += 1
                 continue
-            expected = shape[axis:axis + mask.ndim]
+            expected = shape[axis : axis + mask.ndim]
             if not all(s in (0, t) for s, t in zip(mask.shape, expected, strict=True)):
-                raise IndexError(f"boolean index did not match shape of indexed array in index "
-                                 f"{p}: got {mask.shape}, expected {list(expected)}")
+                raise IndexError(
+                    f"boolean index did not match shape of indexed array in index "
+                    f"{p}: got {mask.shape}, expected {list(expected)}"
+                )
             for a in np.nonzero(mask):
                 out.append((_ARRAY, a))
                 adv_pos.append(pos)
@@ -480,8 +531,10 @@ def _broadcast_indices(arrays):
         shape = np.broadcast_shapes(*shapes)
     except ValueError:
         # ValueError, as JAX's (NumPy raises IndexError here).
-        raise ValueError("Incompatible shapes for broadcasting: indexing arrays could not be "
-                         f"broadcast together, got shapes {' '.join(map(str, shapes))}") from None
+        raise ValueError(
+            "Incompatible shapes for broadcasting: indexing arrays could not be "
+            f"broadcast together, got shapes {' '.join(map(str, shapes))}"
+        ) from None
     out = []
     for a, s in zip(arrays, shapes, strict=True):
         if s == shape:
@@ -506,23 +559,26 @@ def _stack_indices(pieces, batch_shape):
             col = np.reshape(a, lead + (1,) * (len(full) - len(lead)))
             cols.append(np.broadcast_to(col, full))
         return np.concatenate(cols, axis=-1)
-    cols = [lax.broadcast_in_dim(a, full, tuple(range(start, start + np.ndim(a))))
-            for a, start in pieces]
+    cols = [
+        lax.broadcast_in_dim(a, full, tuple(range(start, start + np.ndim(a))))
+        for a, start in pieces
+    ]
     return cols[0] if len(cols) == 1 else lax.concatenate(cols, len(batch_shape))
 
 
-def _gather(x, shape, entries, consumed, *, wrap, indices_are_sorted, unique_indices, mode,
-            fill_value):
+def _gather(
+    x, shape, entries, consumed, *, wrap, indices_are_sorted, unique_indices, mode, fill_value
+):
     plan = _gather_plan(shape, entries, consumed, wrap)
     if fill_value is not None:
         if isinstance(fill_value, Tracer):
             raise core.ConcretizationTypeError(
                 "the fill_value argument to indexed get() must be a concrete scalar, got a "
-                f"traced {fill_value.aval.str_short()}")
+                f"traced {fill_value.aval.str_short()}"
+            )
         if np.ndim(fill_value) != 0:
             raise ValueError("fill_value argument to indexed get() must be a scalar")
-        if isinstance(fill_value, (np.ndarray, np.generic)) or core.is_concrete_array(
-                fill_value):
+        if isinstance(fill_value, (np.ndarray, np.generic)) or core.is_concrete_array(fill_value):
             fill_value = np.asarray(fill_value).item()
     y = x
     if plan.bool_dims:
@@ -530,12 +586,19 @@ def _gather(x, shape, entries, consumed, *, wrap, indices_are_sorted, unique_ind
     if 0 in plan.slice_shape:  # nothing to gather (and XLA rejects some empty gathers)
         return lax.full_like(y, 0, shape=plan.slice_shape)
     if plan.indices is not None:
-        dnums = lax.GatherDimensionNumbers(plan.offset_dims, plan.collapsed_slice_dims,
-                                           plan.start_index_map)
-        y = lax.gather(y, plan.indices, dnums, plan.slice_sizes,
-                       unique_indices=unique_indices or plan.sorted_unique,
-                       indices_are_sorted=indices_are_sorted or plan.sorted_unique,
-                       mode=mode, fill_value=fill_value)
+        dnums = lax.GatherDimensionNumbers(
+            plan.offset_dims, plan.collapsed_slice_dims, plan.start_index_map
+        )
+        y = lax.gather(
+            y,
+            plan.indices,
+            dnums,
+            plan.slice_sizes,
+            unique_indices=unique_indices or plan.sorted_unique,
+            indices_are_sorted=indices_are_sorted or plan.sorted_unique,
+            mode=mode,
+            fill_value=fill_value,
+        )
     if plan.reversed_dims:
         y = lax.rev(y, plan.reversed_dims)
     if plan.new_dims:
@@ -550,17 +613,26 @@ def _scatter_update(x, idx, values, op, *, indices_are_sorted, unique_indices, m
     """``x`` with ``op(x[idx], values)`` written at ``idx``, as jax.numpy's ``.at`` does."""
     x_aval = get_aval(x)
     dtype, weak = x_aval.dtype, x_aval.weak_type
-    if (type(values) is int and dtypes.is_int(dtype)
-            and dtypes.iinfo(dtype).min <= values <= dtypes.iinfo(dtype).max):
+    if (
+        type(values) is int
+        and dtypes.is_int(dtype)
+        and dtypes.iinfo(dtype).min <= values <= dtypes.iinfo(dtype).max
+    ):
         values = np.asarray(values, dtype)
     elif isinstance(values, Sequence):  # a list or tuple, perhaps of traced values
         values = asarray(values)
     y_aval = get_aval(values)
-    if y_aval.dtype != dtype and dtypes.promote((y_aval.dtype, y_aval.weak_type),
-                                                (dtype, False))[0] != dtype:
-        warnings.warn(f"scatter inputs have incompatible types: cannot safely cast value from "
-                      f"dtype={y_aval.dtype} to dtype={dtype}. In future releases this will be "
-                      "an error.", FutureWarning, stacklevel=4)
+    if (
+        y_aval.dtype != dtype
+        and dtypes.promote((y_aval.dtype, y_aval.weak_type), (dtype, False))[0] != dtype
+    ):
+        warnings.warn(
+            f"scatter inputs have incompatible types: cannot safely cast value from "
+            f"dtype={y_aval.dtype} to dtype={dtype}. In future releases this will be "
+            "an error.",
+            FutureWarning,
+            stacklevel=4,
+        )
     entries, consumed = _parse(idx, x_aval.shape)
     plan = _gather_plan(x_aval.shape, entries, consumed, wrap)
     if 0 in plan.slice_shape:
@@ -568,8 +640,9 @@ def _scatter_update(x, idx, values, op, *, indices_are_sorted, unique_indices, m
     # Compute in the promoted dtype, then cast back (x.at[i].add(0.5) on ints truncates).
     pdtype, pweak = dtypes.promote((dtype, weak), (y_aval.dtype, y_aval.weak_type))
     operand = convert_folding_constants(x, pdtype, pweak)
-    updates = _broadcast_to(convert_folding_constants(values, pdtype, pweak), y_aval.shape,
-                            plan.slice_shape)
+    updates = _broadcast_to(
+        convert_folding_constants(values, pdtype, pweak), y_aval.shape, plan.slice_shape
+    )
     if plan.new_dims:
         updates = lax.squeeze(updates, plan.new_dims)
     if plan.reversed_dims:
@@ -579,11 +652,18 @@ def _scatter_update(x, idx, values, op, *, indices_are_sorted, unique_indices, m
     indices = plan.indices
     if indices is None:  # every window is the whole operand: one empty index vector
         indices = np.zeros((0,), _index_dtype(x_aval.shape))
-    dnums = lax.ScatterDimensionNumbers(plan.offset_dims, plan.collapsed_slice_dims,
-                                        plan.start_index_map)
-    out = op(operand, indices, updates, dnums,
-             indices_are_sorted=indices_are_sorted or plan.sorted_unique,
-             unique_indices=unique_indices or plan.sorted_unique, mode=mode)
+    dnums = lax.ScatterDimensionNumbers(
+        plan.offset_dims, plan.collapsed_slice_dims, plan.start_index_map
+    )
+    out = op(
+        operand,
+        indices,
+        updates,
+        dnums,
+        indices_are_sorted=indices_are_sorted or plan.sorted_unique,
+        unique_indices=unique_indices or plan.sorted_unique,
+        mode=mode,
+    )
     if plan.bool_dims:
         out = lax.squeeze(out, plan.bool_dims)
     return convert_folding_constants(out, dtype, weak)
@@ -594,9 +674,11 @@ def _broadcast_to(y, y_shape, shape):
     if tuple(y_shape) == shape:
         return y
     if not _broadcastable(y_shape, shape) or np.broadcast_shapes(y_shape, shape) != shape:
-        raise ValueError(f"Incompatible shapes for broadcasting: the update values have shape "
-                         f"{tuple(y_shape)}, which does not broadcast to the indexed shape "
-                         f"{shape}")
+        raise ValueError(
+            f"Incompatible shapes for broadcasting: the update values have shape "
+            f"{tuple(y_shape)}, which does not broadcast to the indexed shape "
+            f"{shape}"
+        )
     dims = tuple(range(len(shape) - len(y_shape), len(shape)))
     return lax.broadcast_in_dim(y, shape, dims)
 
@@ -641,20 +723,39 @@ class _IndexUpdateRef:
     def __repr__(self):
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
-    def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            fill_value=None, wrap_negative_indices=True):
+    def get(
+        self,
+        *,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=None,
+        fill_value=None,
+        wrap_negative_indices=True,
+    ):
         """``x[idx]``, with control over out-of-bounds indices (``mode='fill'`` and
         ``fill_value``)."""
-        return getitem(self.array, self.index, indices_are_sorted=indices_are_sorted,
-                       unique_indices=unique_indices, mode=mode, fill_value=fill_value,
-                       wrap_negative_indices=wrap_negative_indices)
+        return getitem(
+            self.array,
+            self.index,
+            indices_are_sorted=indices_are_sorted,
+            unique_indices=unique_indices,
+            mode=mode,
+            fill_value=fill_value,
+            wrap_negative_indices=wrap_negative_indices,
+        )
 
     def _update(self, values, op, kw):
         # ``kw`` is the calling method's ``locals()``: its keyword arguments.
-        return _scatter_update(self.array, self.index, values, op,
-                               indices_are_sorted=kw["indices_are_sorted"],
-                               unique_indices=kw["unique_indices"], mode=kw["mode"],
-                               wrap=kw["wrap_negative_indices"])
+        return _scatter_update(
+            self.array,
+            self.index,
+            values,
+            op,
+            indices_are_sorted=kw["indices_are_sorted"],
+            unique_indices=kw["unique_indices"],
+            mode=kw["mode"],
+            wrap=kw["wrap_negative_indices"],
+        )
 
     def _ones_with(self, values, kw):
         """Ones shaped like the array with ``values`` at the index: divide's divisor, power's
@@ -662,47 +763,103 @@ class _IndexUpdateRef:
         ones = _IndexUpdateRef(_ones_like(self.array), self.index)
         return ones._update(values, lax.scatter_mul, kw)
 
-    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            wrap_negative_indices=True):
+    def set(
+        self,
+        values,
+        *,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=None,
+        wrap_negative_indices=True,
+    ):
         """Pure ``x[idx] = values``."""
         return self._update(values, lax.scatter, locals())
 
-    def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            wrap_negative_indices=True):
+    def add(
+        self,
+        values,
+        *,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=None,
+        wrap_negative_indices=True,
+    ):
         """Pure ``x[idx] += values``; repeated indices all add."""
         return self._update(values, lax.scatter_add, locals())
 
-    def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-                 wrap_negative_indices=True):
+    def subtract(
+        self,
+        values,
+        *,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=None,
+        wrap_negative_indices=True,
+    ):
         """Pure ``x[idx] -= values``; repeated indices all subtract."""
         return self._update(values, _scatter_sub, locals())
 
-    def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-                 wrap_negative_indices=True):
+    def multiply(
+        self,
+        values,
+        *,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=None,
+        wrap_negative_indices=True,
+    ):
         """Pure ``x[idx] *= values``; repeated indices all multiply."""
         return self._update(values, lax.scatter_mul, locals())
 
     mul = multiply
 
-    def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-               wrap_negative_indices=True):
+    def divide(
+        self,
+        values,
+        *,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=None,
+        wrap_negative_indices=True,
+    ):
         """Pure ``x[idx] /= values`` (true division: integer arrays give floats)."""
         den = self._ones_with(values, locals())
         return lax.div(_to_inexact(self.array), _to_inexact(den))
 
-    def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-              wrap_negative_indices=True):
+    def power(
+        self,
+        values,
+        *,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=None,
+        wrap_negative_indices=True,
+    ):
         """Pure ``x[idx] **= values``, with ``xform.numpy.power``'s rules (integer arrays
         take integer powers, as in JAX)."""
         return power(self.array, self._ones_with(values, locals()))
 
-    def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            wrap_negative_indices=True):
+    def min(
+        self,
+        values,
+        *,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=None,
+        wrap_negative_indices=True,
+    ):
         """Pure ``x[idx] = minimum(x[idx], values)``."""
         return self._update(values, lax.scatter_min, locals())
 
-    def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            wrap_negative_indices=True):
+    def max(
+        self,
+        values,
+        *,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=None,
+        wrap_negative_indices=True,
+    ):
         """Pure ``x[idx] = maximum(x[idx], values)``."""
         return self._update(values, lax.scatter_max, locals())
 

@@ -16,9 +16,20 @@ from xform.numpy._creation import arange
 from xform.numpy._promote import asarray
 
 __all__ = [
-    "printoptions", "get_printoptions", "set_printoptions", "array_repr", "array_str",
-    "load", "save", "savez", "fromfile", "frombuffer", "fromstring", "fromiter",
-    "fromfunction", "from_dlpack",
+    "printoptions",
+    "get_printoptions",
+    "set_printoptions",
+    "array_repr",
+    "array_str",
+    "load",
+    "save",
+    "savez",
+    "fromfile",
+    "frombuffer",
+    "fromstring",
+    "fromiter",
+    "fromfunction",
+    "from_dlpack",
 ]
 
 # --------------------------------------------------------------------------- printing
@@ -76,7 +87,8 @@ def _impure(name, what):
         raise NotImplementedError(
             f"xform.numpy.{name}() is not implemented because it consumes {what} and so is "
             "not pure, which makes it unsafe under jit and other transformations. Use "
-            f"xform.numpy.asarray(np.{name}(...)) outside transformed functions instead.")
+            f"xform.numpy.asarray(np.{name}(...)) outside transformed functions instead."
+        )
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Not implemented, as in JAX: use ``asarray(np.{name}(...))``."
@@ -109,8 +121,9 @@ def _dim(d):
     try:
         return int(d.__index__())
     except (AttributeError, TypeError):
-        raise TypeError(f"fromfunction: shape must be a sequence of integers, got an element "
-                        f"{d!r}") from None
+        raise TypeError(
+            f"fromfunction: shape must be a sequence of integers, got an element {d!r}"
+        ) from None
 
 
 # --------------------------------------------------------------------------- DLPack
@@ -130,8 +143,9 @@ def from_dlpack(x, /, *, device=None, copy=None):
       An ``xform.Array``.
     """
     if not hasattr(x, "__dlpack__"):
-        raise TypeError(f"from_dlpack: expected an object with a __dlpack__ method, got "
-                        f"{type(x).__name__}")
+        raise TypeError(
+            f"from_dlpack: expected an object with a __dlpack__ method, got {type(x).__name__}"
+        )
     if device is not None:
         raise NotImplementedError("from_dlpack: the 'device' argument is not supported")
     if isinstance(x, Array):

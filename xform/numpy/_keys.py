@@ -21,11 +21,42 @@ from xform.pytree import ArrayNode
 
 # The functions of xform.numpy that take key arrays (element moves and fills, no arithmetic).
 KEY_FUNCTIONS = (
-    "array", "asarray", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays",
-    "broadcast_to", "concatenate", "copy", "dstack", "empty_like", "expand_dims", "flip",
-    "fliplr", "flipud", "full_like", "hstack", "moveaxis", "ones_like", "ravel", "repeat",
-    "reshape", "roll", "rot90", "split", "array_split", "squeeze", "stack", "swapaxes", "take",
-    "take_along_axis", "tile", "transpose", "vstack", "where", "zeros_like",
+    "array",
+    "asarray",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "broadcast_arrays",
+    "broadcast_to",
+    "concatenate",
+    "copy",
+    "dstack",
+    "empty_like",
+    "expand_dims",
+    "flip",
+    "fliplr",
+    "flipud",
+    "full_like",
+    "hstack",
+    "moveaxis",
+    "ones_like",
+    "ravel",
+    "repeat",
+    "reshape",
+    "roll",
+    "rot90",
+    "split",
+    "array_split",
+    "squeeze",
+    "stack",
+    "swapaxes",
+    "take",
+    "take_along_axis",
+    "tile",
+    "transpose",
+    "vstack",
+    "where",
+    "zeros_like",
 )
 
 # Whole-array comparisons: of the keys' data, words and all.
@@ -71,8 +102,10 @@ def _on_key_data(fn, flat, tree):
     keys = [flat[i] for i in at]
     impls = {k._impl.name for k in keys}
     if len(impls) > 1:
-        raise ValueError(f"{fn.__name__}: key arrays of different PRNG implementations "
-                        f"({', '.join(sorted(impls))}) cannot be combined")
+        raise ValueError(
+            f"{fn.__name__}: key arrays of different PRNG implementations "
+            f"({', '.join(sorted(impls))}) cannot be combined"
+        )
 
     def on_data(*datas):
         full = list(flat)
@@ -87,8 +120,10 @@ def _on_key_data(fn, flat, tree):
     for leaf in pytree.tree_leaves(out):
         dtype = core.get_aval(leaf).dtype
         if dtype != core.get_aval(datas[0]).dtype:
-            raise ValueError(f"{fn.__name__}: key arrays cannot become {dtype} arrays; "
-                            "use xform.random.key_data for their uint32 data")
+            raise ValueError(
+                f"{fn.__name__}: key arrays cannot become {dtype} arrays; "
+                "use xform.random.key_data for their uint32 data"
+            )
     return pytree.tree_map(keys[0]._with_data, out)
 
 
@@ -105,8 +140,10 @@ def _compares_keys(fn):
                 raise
         impls = {k._impl.name for k in keys}
         if len(impls) > 1:  # a TypeError here, as JAX's
-            raise TypeError(f"{fn.__name__}: key arrays of different PRNG implementations "
-                            f"({', '.join(sorted(impls))}) cannot be compared")
+            raise TypeError(
+                f"{fn.__name__}: key arrays of different PRNG implementations "
+                f"({', '.join(sorted(impls))}) cannot be compared"
+            )
         return fn(*(x._data if _is_key(x) else x for x in args), **kwargs)
 
     return with_keys
@@ -116,6 +153,7 @@ def wrap(namespace):
     """``KEY_FUNCTIONS`` and ``KEY_COMPARISONS`` of ``namespace`` (a module's globals), wrapped
     to take key arrays."""
     wrapped = {name: on_keys(namespace[name]) for name in KEY_FUNCTIONS if name in namespace}
-    wrapped.update({name: _compares_keys(namespace[name]) for name in KEY_COMPARISONS
-                    if name in namespace})
+    wrapped.update(
+        {name: _compares_keys(namespace[name]) for name in KEY_COMPARISONS if name in namespace}
+    )
     return wrapped

@@ -51,10 +51,32 @@ from xform.numpy._sorting import argsort, sort
 from xform.numpy._ufuncs import isnan, not_equal, remainder, subtract, where_
 
 __all__ = [
-    "pad", "take", "take_along_axis", "put_along_axis", "roll", "rollaxis", "rot90", "diff",
-    "ediff1d", "append", "insert", "delete", "unstack", "resize", "apply_along_axis",
-    "apply_over_axes", "block", "kron", "vander", "trim_zeros", "array_equal", "array_equiv",
-    "dsplit", "packbits", "unpackbits", "iterable",
+    "pad",
+    "take",
+    "take_along_axis",
+    "put_along_axis",
+    "roll",
+    "rollaxis",
+    "rot90",
+    "diff",
+    "ediff1d",
+    "append",
+    "insert",
+    "delete",
+    "unstack",
+    "resize",
+    "apply_along_axis",
+    "apply_over_axes",
+    "block",
+    "kron",
+    "vander",
+    "trim_zeros",
+    "array_equal",
+    "array_equiv",
+    "dsplit",
+    "packbits",
+    "unpackbits",
+    "iterable",
 ]
 
 
@@ -97,8 +119,10 @@ def _pad_pairs(values, nd, name):
     elif arr.shape in ((1,), ()):
         pairs = np.broadcast_to(arr.reshape(()), (nd, 2))
     else:
-        raise ValueError(f"jnp.pad: {name} with nd={nd} has unsupported shape {arr.shape}. "
-                         f"Valid shapes are ({nd}, 2), (1, 2), (2,), (1,), or ().")
+        raise ValueError(
+            f"jnp.pad: {name} with nd={nd} has unsupported shape {arr.shape}. "
+            f"Valid shapes are ({nd}, 2), (1, 2), (2,), (1,), or ()."
+        )
     return tuple((pairs[i, 0].item(), pairs[i, 1].item()) for i in range(nd))
 
 
@@ -120,8 +144,10 @@ def _pad_constant(a, widths, constant_values):
     if len(vshape) == 0 or (len(vshape) == 1 and vshape[0] == 1):
         return lax.pad(a, reshape(values, ()), [(lo, hi, 0) for lo, hi in widths])
     if len(vshape) == 1 and vshape[0] != 2:
-        raise ValueError(f"jnp.pad: constant_values has unsupported shape {vshape}. If the "
-                         "shape is 1D or 2D, the last dimension must be of size 1 or 2.")
+        raise ValueError(
+            f"jnp.pad: constant_values has unsupported shape {vshape}. If the "
+            "shape is 1D or 2D, the last dimension must be of size 1 or 2."
+        )
     values = broadcast_to(values, (aval.ndim, 2))
     for i, (lo, hi) in enumerate(widths):
         for side, width in ((0, lo), (1, hi)):
@@ -197,10 +223,11 @@ def _pad_linear_ramp(a, widths, end_values):
     aval = aval_of(a)
     for i, (lo, hi) in enumerate(widths):
         ramps = []
-        for end, width, edge in ((end_values[i][0], lo, _slice_axis(a, 0, 1, i)),
-                                 (end_values[i][1], hi, _slice_axis(a, -1, None, i))):
-            ramp = linspace(end, squeeze(edge, i), width, endpoint=False, dtype=aval.dtype,
-                            axis=i)
+        for end, width, edge in (
+            (end_values[i][0], lo, _slice_axis(a, 0, 1, i)),
+            (end_values[i][1], hi, _slice_axis(a, -1, None, i)),
+        ):
+            ramp = linspace(end, squeeze(edge, i), width, endpoint=False, dtype=aval.dtype, axis=i)
             ramps.append(convert(ramp, aval.dtype, aval.weak_type))
         a = lax.concatenate([ramps[0], a, flip(ramps[1], i)], i)
     return a
@@ -213,15 +240,21 @@ def _median_keepdims(a, axis, keepdims=True):
         a = convert(a, dtypes.default_float())
     n = aval_of(a).shape[axis]
     s = sort(a, axis=axis)
-    lo, hi = _slice_axis(s, (n - 1) // 2, (n - 1) // 2 + 1, axis), \
-        _slice_axis(s, n // 2, n // 2 + 1, axis)
+    lo, hi = (
+        _slice_axis(s, (n - 1) // 2, (n - 1) // 2 + 1, axis),
+        _slice_axis(s, n // 2, n // 2 + 1, axis),
+    )
     m = (lo + hi) * 0.5
     has_nan = lax.reduce_or(isnan(a), (axis,))
     return where_(lax.expand_dims(has_nan, (axis,)), convert(np.nan, aval_of(m).dtype), m)
 
 
-_STATS = {"maximum": _reductions.max, "minimum": _reductions.min, "mean": mean,
-          "median": _median_keepdims}
+_STATS = {
+    "maximum": _reductions.max,
+    "minimum": _reductions.min,
+    "mean": mean,
+    "median": _median_keepdims,
+}
 
 
 def _pad_stats(a, widths, stat_length, stat):
@@ -248,7 +281,7 @@ def _pad_stats(a, widths, stat_length, stat):
 def _pad_empty(a, widths):
     for i, (lo, hi) in enumerate(widths):
         shape = aval_of(a).shape
-        parts = [empty_like(a, shape=shape[:i] + (w,) + shape[i + 1:]) for w in (lo, hi)]
+        parts = [empty_like(a, shape=shape[:i] + (w,) + shape[i + 1 :]) for w in (lo, hi)]
         a = lax.concatenate([parts[0], a, parts[1]], i)
     return a
 
@@ -261,9 +294,16 @@ def _pad_func(a, widths, func, kwargs):
 
 
 _PAD_KWARGS = {
-    "empty": (), "edge": (), "wrap": (), "constant": ("constant_values",),
-    "linear_ramp": ("end_values",), "maximum": ("stat_length",), "mean": ("stat_length",),
-    "median": ("stat_length",), "minimum": ("stat_length",), "reflect": ("reflect_type",),
+    "empty": (),
+    "edge": (),
+    "wrap": (),
+    "constant": ("constant_values",),
+    "linear_ramp": ("end_values",),
+    "maximum": ("stat_length",),
+    "mean": ("stat_length",),
+    "median": ("stat_length",),
+    "minimum": ("stat_length",),
+    "reflect": ("reflect_type",),
     "symmetric": ("reflect_type",),
 }
 
@@ -329,8 +369,16 @@ def _check_int_indices(name, indices):
         raise TypeError(f"{name} indices must be of integer type, got {dt}")
 
 
-def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
-         indices_are_sorted=False, fill_value=None):
+def take(
+    a,
+    indices,
+    axis=None,
+    out=None,
+    mode=None,
+    unique_indices=False,
+    indices_are_sorted=False,
+    fill_value=None,
+):
     """Elements of ``a`` at ``indices`` along ``axis`` (None: of the flattened ``a``).
 
     ``mode`` says what out-of-bounds indices do: ``None``/``'fill'`` returns ``fill_value``
@@ -358,7 +406,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
         return a
     shape = aval_of(a).shape
     if math.prod(idx_shape) == 0:
-        return zeros_like(a, shape=shape[:axis] + idx_shape + shape[axis + 1:])
+        return zeros_like(a, shape=shape[:axis] + idx_shape + shape[axis + 1 :])
     _check_int_indices("take", indices)
     where_idx = (slice(None),) * axis
     kw = {"unique_indices": unique_indices, "indices_are_sorted": indices_are_sorted}
@@ -379,13 +427,17 @@ def _along_axis_index(shape, indices, axis):
         if d == axis:
             idx.append(indices)
         else:
-            idx.append(lax.broadcasted_iota(dtypes.int32, tuple(
-                shape[d] if k == d else 1 for k in range(nd)), d))
+            idx.append(
+                lax.broadcasted_iota(
+                    dtypes.int32, tuple(shape[d] if k == d else 1 for k in range(nd)), d
+                )
+            )
     return tuple(idx)
 
 
-def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
-                    wrap_negative_indices=None):
+def take_along_axis(
+    arr, indices, axis=-1, mode=None, fill_value=None, *, wrap_negative_indices=None
+):
     """Elements of ``arr`` at ``indices`` along ``axis``, matching ``indices``' other
     dimensions to ``arr``'s (with broadcasting), as ``np.take_along_axis``.
 
@@ -399,23 +451,27 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
     idx_shape = aval_of(indices).shape
     if axis is None:
         if len(idx_shape) != 1:
-            raise ValueError(f"take_along_axis indices must be 1D if axis=None, got shape "
-                             f"{idx_shape}")
+            raise ValueError(
+                f"take_along_axis indices must be 1D if axis=None, got shape {idx_shape}"
+            )
         a, axis = ravel(a), 0
     shape = aval_of(a).shape
     if len(shape) != len(idx_shape):
-        raise ValueError("indices and arr must have the same number of dimensions; "
-                         f"{len(idx_shape)} vs. {len(shape)}")
+        raise ValueError(
+            "indices and arr must have the same number of dimensions; "
+            f"{len(idx_shape)} vs. {len(shape)}"
+        )
     axis = canonicalize_axis(axis, len(shape), "take_along_axis")
-    out_shape = broadcast_shapes(idx_shape, shape[:axis] + (1,) + shape[axis + 1:])
+    out_shape = broadcast_shapes(idx_shape, shape[:axis] + (1,) + shape[axis + 1 :])
     if shape[axis] == 0:
         return full(out_shape, 0, aval_of(a).dtype)
     if wrap_negative_indices is None:
         wrap_negative_indices = mode != "promise_in_bounds"
     if mode == "one_hot":
         mode = None
-    indices = _normalize_traced(indices, shape[axis], _index_dtype((shape[axis],)),
-                                wrap_negative_indices)
+    indices = _normalize_traced(
+        indices, shape[axis], _index_dtype((shape[axis],)), wrap_negative_indices
+    )
     return _gather_along_axis(a, indices, axis, mode, fill_value)
 
 
@@ -443,21 +499,32 @@ def _gather_along_axis(a, indices, axis, mode, fill_value):
             indices_batching_dims.append(index_dims.index(i))
             slice_sizes.append(1 if n else 0)
     dnums = lax.GatherDimensionNumbers(
-        offset_dims=tuple(offset_dims), collapsed_slice_dims=(start_dim,),
-        start_index_map=(start_dim,), operand_batching_dims=tuple(operand_batching_dims),
-        start_indices_batching_dims=tuple(indices_batching_dims))
+        offset_dims=tuple(offset_dims),
+        collapsed_slice_dims=(start_dim,),
+        start_index_map=(start_dim,),
+        operand_batching_dims=tuple(operand_batching_dims),
+        start_indices_batching_dims=tuple(indices_batching_dims),
+    )
     indices = lax.reshape(indices, tuple(idx_shape[i] for i in index_dims) + (1,))
-    return lax.gather(lax.squeeze(a, tuple(squeezed)), indices, dnums, tuple(slice_sizes),
-                      mode="fill" if mode is None else mode, fill_value=fill_value)
+    return lax.gather(
+        lax.squeeze(a, tuple(squeezed)),
+        indices,
+        dnums,
+        tuple(slice_sizes),
+        mode="fill" if mode is None else mode,
+        fill_value=fill_value,
+    )
 
 
 def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
     """``arr`` with ``values`` written at ``indices`` along ``axis`` (needs
     ``inplace=False``: xform arrays are immutable)."""
     if inplace:
-        raise ValueError("jax.numpy.put_along_axis cannot modify arrays in-place, because JAX "
-                         "arrays are immutable. Pass inplace=False to instead return an "
-                         "updated array.")
+        raise ValueError(
+            "jax.numpy.put_along_axis cannot modify arrays in-place, because JAX "
+            "arrays are immutable. Pass inplace=False to instead return an "
+            "updated array."
+        )
     check_arraylike("put_along_axis", arr, indices, values)
     a, indices, values = asarray(arr), asarray(indices), asarray(values)
     original_shape = aval_of(a).shape
@@ -465,15 +532,19 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
     if flat:
         a, axis = ravel(a), 0
     if aval_of(a).ndim != aval_of(indices).ndim:
-        raise ValueError("put_along_axis arguments 'arr' and 'indices' must have same ndim. "
-                         f"Got arr.ndim={aval_of(a).ndim} and "
-                         f"indices.ndim={aval_of(indices).ndim}.")
+        raise ValueError(
+            "put_along_axis arguments 'arr' and 'indices' must have same ndim. "
+            f"Got arr.ndim={aval_of(a).ndim} and "
+            f"indices.ndim={aval_of(indices).ndim}."
+        )
     try:
         values = broadcast_to(values, aval_of(indices).shape)
     except ValueError:
-        raise ValueError("put_along_axis argument 'values' must be broadcastable to "
-                         f"'indices'. Got values.shape={aval_of(values).shape} and "
-                         f"indices.shape={aval_of(indices).shape}.") from None
+        raise ValueError(
+            "put_along_axis argument 'values' must be broadcastable to "
+            f"'indices'. Got values.shape={aval_of(values).shape} and "
+            f"indices.shape={aval_of(indices).shape}."
+        ) from None
     axis = canonicalize_axis(axis, aval_of(a).ndim, "put_along_axis")
     idx = _along_axis_index(aval_of(a).shape, indices, axis)
     result = IndexUpdateHelper(a)[idx].set(values, mode=mode)
@@ -491,8 +562,9 @@ def _roll_axis(a, shift, axis):
         shift %= n
         if shift == 0:
             return a
-        return lax.concatenate([_slice_axis(a, n - shift, n, axis),
-                                _slice_axis(a, 0, n - shift, axis)], axis)
+        return lax.concatenate(
+            [_slice_axis(a, n - shift, n, axis), _slice_axis(a, 0, n - shift, axis)], axis
+        )
     start = remainder(convert(n, aval_of(shift).dtype) - shift, convert(n, aval_of(shift).dtype))
     doubled = lax.concatenate([a, a], axis)
     return lax.dynamic_slice_in_dim(doubled, start, n, axis)
@@ -554,8 +626,10 @@ def rot90(m, k=1, axes=(0, 1)):
     m = _arr("rot90", m)
     nd = aval_of(m).ndim
     if nd < 2:
-        raise ValueError(f"rot90 requires its first argument to have ndim at least two, but "
-                         f"got first argument of shape {aval_of(m).shape}, which has ndim {nd}")
+        raise ValueError(
+            f"rot90 requires its first argument to have ndim at least two, but "
+            f"got first argument of shape {aval_of(m).shape}, which has ndim {nd}"
+        )
     axes = tuple(axes)
     if len(axes) != 2:
         raise ValueError(f"rot90 requires axes to be a tuple of length 2; got {axes}")
@@ -578,7 +652,7 @@ def rot90(m, k=1, axes=(0, 1)):
 def _edge_like(name, v, shape, axis):
     v = _arr(name, v)
     if aval_of(v).ndim == 0:
-        v = broadcast_to(v, shape[:axis] + (1,) + shape[axis + 1:])
+        v = broadcast_to(v, shape[:axis] + (1,) + shape[axis + 1 :])
     return v
 
 
@@ -650,11 +724,16 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
     axis = canonicalize_axis(axis, aval_of(a).ndim, "delete")
     n = aval_of(a).shape[axis]
     lead = (slice(None),) * axis
-    if not isinstance(obj, slice) and not isinstance(obj, Tracer) and np.ndim(obj) == 0 and \
-            np.issubdtype(np.asarray(obj).dtype, np.integer):
+    if (
+        not isinstance(obj, slice)
+        and not isinstance(obj, Tracer)
+        and np.ndim(obj) == 0
+        and np.issubdtype(np.asarray(obj).dtype, np.integer)
+    ):
         i = canonicalize_axis(operator.index(obj), n, "delete")
-        return concatenate([getitem(a, lead + (slice(0, i),)),
-                            getitem(a, lead + (slice(i + 1, None),))], axis)
+        return concatenate(
+            [getitem(a, lead + (slice(0, i),)), getitem(a, lead + (slice(i + 1, None),))], axis
+        )
     if isinstance(obj, slice):
         obj = np.arange(n)[obj]
         assume_unique_indices = True
@@ -666,22 +745,29 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
         idx = lax.clamp(convert(0, aval_of(idx).dtype), idx, convert(n, aval_of(idx).dtype))
         idx = sort(idx) - arange(aval_of(idx).shape[0], dtype=aval_of(idx).dtype)
         keep = arange(n - aval_of(idx).shape[0], dtype=aval_of(idx).dtype)
-        keep = keep + lax.reduce_sum(lax.convert_element_type(
-            keep[None, :] >= idx[:, None], aval_of(idx).dtype), (0,))
+        keep = keep + lax.reduce_sum(
+            lax.convert_element_type(keep[None, :] >= idx[:, None], aval_of(idx).dtype), (0,)
+        )
         return getitem(a, lead + (keep,))
-    host = _concrete(obj, "the 'obj' array argument of delete (pass "
-                          "assume_unique_indices=True to use traced unique indices)")
+    host = _concrete(
+        obj,
+        "the 'obj' array argument of delete (pass "
+        "assume_unique_indices=True to use traced unique indices)",
+    )
     if np.issubdtype(host.dtype, np.integer):
         mask = np.ones(n, dtype=bool)
         mask[host] = False
     elif host.dtype == np.bool_:
         if host.shape != (n,):
-            raise ValueError("np.delete(arr, obj): for boolean indices, obj must be "
-                             "one-dimensional with length matching specified axis.")
+            raise ValueError(
+                "np.delete(arr, obj): for boolean indices, obj must be "
+                "one-dimensional with length matching specified axis."
+            )
         mask = ~host
     else:
-        raise ValueError(f"np.delete(arr, obj): got obj.dtype={host.dtype}; must be integer "
-                         "or bool.")
+        raise ValueError(
+            f"np.delete(arr, obj): got obj.dtype={host.dtype}; must be integer or bool."
+        )
     return getitem(a, lead + (mask,))
 
 
@@ -692,16 +778,18 @@ def insert(arr, obj, values, axis=None):
     a = asarray(arr)
     if axis is None:
         a, axis = ravel(a), 0
-    axis = canonicalize_axis(_static_int(axis, "the axis argument of insert"),
-                             aval_of(a).ndim, "insert")
+    axis = canonicalize_axis(
+        _static_int(axis, "the axis argument of insert"), aval_of(a).ndim, "insert"
+    )
     n_input = aval_of(a).shape[axis]
     if isinstance(obj, slice):
         indices = arange(*obj.indices(n_input))
     else:
         indices = asarray(obj)
     if aval_of(indices).ndim > 1:
-        raise ValueError("jnp.insert(): obj must be a slice, a one-dimensional array, or a "
-                         f"scalar; got {obj}")
+        raise ValueError(
+            f"jnp.insert(): obj must be a slice, a one-dimensional array, or a scalar; got {obj}"
+        )
     if not dtypes.is_int(aval_of(indices).dtype):
         if math.prod(aval_of(indices).shape) == 0 and not isinstance(obj, Tracer):
             indices = convert(indices, dtypes.default_int())
@@ -725,7 +813,8 @@ def insert(arr, obj, values, axis=None):
     indices = lax.clamp(convert(0, idt), indices, convert(n_input, idt))
     values_ind = IndexUpdateHelper(indices)[argsort(indices)].add(arange(n_insert, dtype=idt))
     arr_mask = IndexUpdateHelper(ones(n_input + n_insert, dtype=dtypes.bool_))[values_ind].set(
-        False)
+        False
+    )
     arr_ind = where(arr_mask, size=n_input)[0]
     lead = (slice(None),) * axis
     out = IndexUpdateHelper(out)[lead + (values_ind,)].set(values)
@@ -739,11 +828,13 @@ def unstack(x, /, *, axis=0):
     """The slices of ``x`` along ``axis``, as a tuple of arrays."""
     x = _arr("unstack", x)
     if aval_of(x).ndim == 0:
-        raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was "
-                         "passed.")
+        raise ValueError(
+            "Unstack requires arrays with rank > 0, however a scalar array was passed."
+        )
     axis = canonicalize_axis(axis, aval_of(x).ndim, "unstack")
-    return tuple(lax.index_in_dim(x, i, axis, keepdims=False)
-                 for i in range(aval_of(x).shape[axis]))
+    return tuple(
+        lax.index_in_dim(x, i, axis, keepdims=False) for i in range(aval_of(x).shape[axis])
+    )
 
 
 def resize(a, new_shape):
@@ -833,8 +924,7 @@ def kron(a, b):
     nd = aval_of(a).ndim
     a_wide = lax.expand_dims(a, tuple(range(1, 2 * nd, 2)))
     b_wide = lax.expand_dims(b, tuple(range(0, 2 * nd, 2)))
-    shape = tuple(int(m) * int(n) for m, n in zip(aval_of(a).shape, aval_of(b).shape,
-                                                      strict=True))
+    shape = tuple(int(m) * int(n) for m, n in zip(aval_of(a).shape, aval_of(b).shape, strict=True))
     return reshape(lax.mul(a_wide, b_wide), shape)
 
 
@@ -857,8 +947,9 @@ def trim_zeros(filt, trim="fb", axis=None):
     """``filt`` without its leading (``'f'``) and/or trailing (``'b'``) zeros along ``axis``
     (None: all axes); ``filt`` must be concrete."""
     filt = _arr("trim_zeros", filt)
-    host = _concrete(filt, "the filt argument of trim_zeros (its result size depends on "
-                           "its values)")
+    host = _concrete(
+        filt, "the filt argument of trim_zeros (its result size depends on its values)"
+    )
     nd = host.ndim
     axes = range(nd) if axis is None else _index_tuple(axis)
     axes = {canonicalize_axis(ax, nd, "trim_zeros") for ax in axes}
@@ -928,8 +1019,9 @@ def packbits(a, axis=None, bitorder="big"):
     a = _arr("packbits", a)
     dtype = aval_of(a).dtype
     if not (dtypes.is_int(dtype) or dtype == dtypes.bool_):
-        raise TypeError(f"packbits: expected an input array of integer or boolean data type, "
-                        f"got {dtype}")
+        raise TypeError(
+            f"packbits: expected an input array of integer or boolean data type, got {dtype}"
+        )
     _bit_order(bitorder)
     a = lax.convert_element_type(_ufuncs.to_bool(a), np.uint8)
     if axis is None:
@@ -940,9 +1032,8 @@ def packbits(a, axis=None, bitorder="big"):
         a = lax.pad(a, _u8(0), [(0, 0, 0)] * (len(shape) - 1) + [(0, 8 - shape[-1] % 8, 0)])
         shape = aval_of(a).shape
     a = lax.reshape(a, (*shape[:-1], shape[-1] // 8, 8))
-    shifts = np.arange(8, dtype=np.uint8)[::-1 if bitorder == "big" else 1]
-    shifts = lax.broadcast_in_dim(_arr("packbits", shifts), aval_of(a).shape,
-                                  (len(shape),))
+    shifts = np.arange(8, dtype=np.uint8)[:: -1 if bitorder == "big" else 1]
+    shifts = lax.broadcast_in_dim(_arr("packbits", shifts), aval_of(a).shape, (len(shape),))
     packed = lax.reduce_sum(lax.shift_left(a, shifts), (len(shape),))
     return swapaxes(packed, axis, -1)
 
@@ -953,14 +1044,16 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
     many from the end)."""
     a = _arr("unpackbits", a)
     if aval_of(a).dtype != np.uint8:
-        raise TypeError(f"unpackbits: expected an input array of unsigned byte data type, got "
-                        f"{aval_of(a).dtype}")
+        raise TypeError(
+            f"unpackbits: expected an input array of unsigned byte data type, got "
+            f"{aval_of(a).dtype}"
+        )
     _bit_order(bitorder)
     if axis is None:
         a, axis = ravel(a), 0
     a = swapaxes(a, axis, -1)
     shape = aval_of(a).shape
-    bits = (np.uint8(1) << np.arange(8, dtype=np.uint8))[::-1 if bitorder == "big" else 1]
+    bits = (np.uint8(1) << np.arange(8, dtype=np.uint8))[:: -1 if bitorder == "big" else 1]
     full = (*shape, 8)
     bits = lax.broadcast_in_dim(_arr("unpackbits", bits), full, (len(shape),))
     a = lax.broadcast_in_dim(a, full, tuple(range(len(shape))))
@@ -970,8 +1063,9 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
         count = operator.index(count)
         n = shape[-1] * 8
         if count > n:
-            unpacked = lax.pad(unpacked, _u8(0), [(0, 0, 0)] * (len(shape) - 1) +
-                               [(0, count - n, 0)])
+            unpacked = lax.pad(
+                unpacked, _u8(0), [(0, 0, 0)] * (len(shape) - 1) + [(0, count - n, 0)]
+            )
         else:
             stop = count if count >= 0 else builtins.max(n + count, 0)
             unpacked = lax.slice_in_dim(unpacked, 0, stop, axis=len(shape) - 1)

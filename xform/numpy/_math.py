@@ -52,10 +52,33 @@ from xform.numpy._ufuncs import (
 )
 
 __all__ = [
-    "gcd", "lcm", "frexp", "ldexp", "modf", "spacing", "angle", "iscomplex", "isreal",
-    "logspace", "geomspace", "bartlett", "blackman", "hamming", "hanning", "convolve",
-    "correlate", "trapezoid", "unwrap", "cumulative_prod", "matvec", "vecmat",
-    "bitwise_count", "gradient", "i0", "kaiser", "cross",
+    "gcd",
+    "lcm",
+    "frexp",
+    "ldexp",
+    "modf",
+    "spacing",
+    "angle",
+    "iscomplex",
+    "isreal",
+    "logspace",
+    "geomspace",
+    "bartlett",
+    "blackman",
+    "hamming",
+    "hanning",
+    "convolve",
+    "correlate",
+    "trapezoid",
+    "unwrap",
+    "cumulative_prod",
+    "matvec",
+    "vecmat",
+    "bitwise_count",
+    "gradient",
+    "i0",
+    "kaiser",
+    "cross",
 ]
 
 
@@ -63,8 +86,10 @@ def _static_int(name, what, value):
     try:
         return operator.index(value)
     except TypeError as e:  # a traced value's ConcretizationTypeError too
-        raise ConcretizationTypeError(f"{name}: argument '{what}' must be a static integer "
-                                      f"(a Python int, or static under jit): {e}") from e
+        raise ConcretizationTypeError(
+            f"{name}: argument '{what}' must be a static integer "
+            f"(a Python int, or static under jit): {e}"
+        ) from e
 
 
 # --------------------------------------------------------------------------- integers
@@ -103,8 +128,7 @@ def lcm(x1, x2):
     x1, x2 = absolute(x1), absolute(x2)
     d = gcd(x1, x2)
     zero = lax.eq(d, const(d, 0))
-    return where_(zero, const(d, 0), multiply(x1, floor_divide(x2, where_(zero, const(d, 1),
-                                                                               d))))
+    return where_(zero, const(d, 0), multiply(x1, floor_divide(x2, where_(zero, const(d, 1), d))))
 
 
 def bitwise_count(x, /):
@@ -112,8 +136,9 @@ def bitwise_count(x, /):
     check_arraylike("bitwise_count", x)
     x = asarray(x)
     if dtypes.is_inexact(aval_of(x).dtype):
-        raise TypeError(f"bitwise_count requires an integer or boolean input; got "
-                        f"{aval_of(x).dtype}")
+        raise TypeError(
+            f"bitwise_count requires an integer or boolean input; got {aval_of(x).dtype}"
+        )
     if aval_of(x).dtype == dtypes.bool_:
         return convert(x, dtypes.uint8, False)
     return convert(lax.population_count(absolute(x)), dtypes.uint8, False)
@@ -131,16 +156,19 @@ def _split_bits(x):
     int_type = _INT_OF_BITS[info.bits]
     # Subnormals are scaled into the normal range first.
     small = lax.lt(lax.abs(x), const(x, info.tiny))
-    scaled = where_(small, lax.mul(x, const(x, 2.0 ** info.nmant)), x)
+    scaled = where_(small, lax.mul(x, const(x, 2.0**info.nmant)), x)
     shift = where_(small, asarray(-info.nmant, int_type), asarray(0, int_type))
     bits = lax.bitcast_convert_type(scaled, int_type)
     mask = (1 << info.nexp) - 1
     bias = 1 - info.minexp
-    biased = lax.bitwise_and(lax.shift_right_logical(bits, const(bits, info.nmant)),
-                             const(bits, mask))
+    biased = lax.bitwise_and(
+        lax.shift_right_logical(bits, const(bits, info.nmant)), const(bits, mask)
+    )
     exponent = lax.add(lax.sub(biased, const(bits, bias - 1)), shift)
-    mantissa_bits = lax.bitwise_or(lax.bitwise_and(bits, const(bits, ~(mask << info.nmant))),
-                                   const(bits, (bias - 1) << info.nmant))
+    mantissa_bits = lax.bitwise_or(
+        lax.bitwise_and(bits, const(bits, ~(mask << info.nmant))),
+        const(bits, (bias - 1) << info.nmant),
+    )
     return lax.bitcast_convert_type(mantissa_bits, aval_of(x).dtype), exponent
 
 
@@ -179,13 +207,17 @@ def ldexp(x1, x2, /):
     check_arraylike("ldexp", x1, x2)
     x1, x2 = asarray(x1), asarray(x2)
     if dtypes.is_complex(aval_of(x1).dtype) or dtypes.is_inexact(aval_of(x2).dtype):
-        raise ValueError(f"ldexp not supported for input types "
-                         f"{(aval_of(x1).dtype, aval_of(x2).dtype)}")
+        raise ValueError(
+            f"ldexp not supported for input types {(aval_of(x1).dtype, aval_of(x2).dtype)}"
+        )
     x1 = promote_dtypes_inexact(x1)[0]
     x2 = convert(x2, aval_of(x1).dtype, aval_of(x2).weak_type)
     m, e = frexp(x1)
-    e = convert(lax.add(*promote_shapes("ldexp", convert(e, aval_of(x2).dtype, False), x2)),
-                aval_of(x1).dtype, False)
+    e = convert(
+        lax.add(*promote_shapes("ldexp", convert(e, aval_of(x2).dtype, False), x2)),
+        aval_of(x1).dtype,
+        False,
+    )
     positive = lax.gt(e, const(e, 0))  # the exponent may overshoot by one for finite results
     m = where_(positive, lax.mul(m, const(m, 2)), m)
     e = where_(positive, lax.sub(e, const(e, 1)), e)
@@ -230,8 +262,7 @@ def angle(z, deg=False):
     z = asarray(z)
     re, im = real(z), imag(z)
     dtype = aval_of(re).dtype
-    if not dtypes.is_inexact(dtype) or (dtypes.is_float(aval_of(z).dtype)
-                                        and aval_of(z).ndim == 0):
+    if not dtypes.is_inexact(dtype) or (dtypes.is_float(aval_of(z).dtype) and aval_of(z).ndim == 0):
         dtype = dtypes.default_float()
         re, im = convert(re, dtype, False), convert(im, dtype, False)
     result = lax.atan2(im, re)
@@ -282,11 +313,21 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     start = convert(asarray(start), computation, False)
     stop = convert(asarray(stop), computation, False)
     s = sign(start)
-    res = multiply(s, logspace(log10(lax.div(*_same(start, s))),
-                               log10(lax.div(*_same(stop, s))), num, endpoint=endpoint,
-                               base=10.0, dtype=computation, axis=0))
-    return convert(moveaxis(res, 0, canonicalize_axis(axis, aval_of(res).ndim, "geomspace")),
-                   dtype, False)
+    res = multiply(
+        s,
+        logspace(
+            log10(lax.div(*_same(start, s))),
+            log10(lax.div(*_same(stop, s))),
+            num,
+            endpoint=endpoint,
+            base=10.0,
+            dtype=computation,
+            axis=0,
+        ),
+    )
+    return convert(
+        moveaxis(res, 0, canonicalize_axis(axis, aval_of(res).ndim, "geomspace")), dtype, False
+    )
 
 
 def _same(x, y):
@@ -308,8 +349,11 @@ def bartlett(M):  # noqa: N803  (NumPy's name)
     if m <= 1:
         return lax.broadcast_in_dim(asarray(1, dtype), (max(m, 0),), ())
     n = arange(1 - m, m, 2, dtype=dtype)
-    return where_(lax.le(n, const(n, 0)), lax.add(const(n, 1), lax.div(n, const(n, m - 1))),
-                  lax.sub(const(n, 1), lax.div(n, const(n, m - 1))))
+    return where_(
+        lax.le(n, const(n, 0)),
+        lax.add(const(n, 1), lax.div(n, const(n, m - 1))),
+        lax.sub(const(n, 1), lax.div(n, const(n, m - 1))),
+    )
 
 
 def _cosine_window(name, m, coefficients):
@@ -352,8 +396,9 @@ def _conv1d(name, a, v, mode, precision, preferred_element_type):
         a, v = promote_dtypes(a, v)
         preferred_element_type = _canonical_dtype(preferred_element_type, name)
     if aval_of(a).size == 0 or aval_of(v).size == 0:
-        raise ValueError(f"{name}: inputs cannot be empty, got shapes {aval_of(a).shape} and "
-                         f"{aval_of(v).shape}.")
+        raise ValueError(
+            f"{name}: inputs cannot be empty, got shapes {aval_of(a).shape} and {aval_of(v).shape}."
+        )
     reverse = False
     if name == "correlate":
         if dtypes.is_complex(aval_of(v).dtype):
@@ -368,10 +413,14 @@ def _conv1d(name, a, v, mode, precision, preferred_element_type):
     pads = {"valid": (0, 0), "same": (k // 2, k - k // 2 - 1), "full": (k - 1, k - 1)}
     if mode not in pads:
         raise ValueError("mode must be one of ['full', 'same', 'valid']")
-    out = lax.conv_general_dilated(lax.reshape(a, (1, 1, aval_of(a).size)),
-                                   lax.reshape(v, (1, 1, k)), (1,), [pads[mode]],
-                                   precision=precision,
-                                   preferred_element_type=preferred_element_type)
+    out = lax.conv_general_dilated(
+        lax.reshape(a, (1, 1, aval_of(a).size)),
+        lax.reshape(v, (1, 1, k)),
+        (1,),
+        [pads[mode]],
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
     out = lax.reshape(out, (aval_of(out).shape[-1],))
     return lax.rev(out, (0,)) if reverse else out
 
@@ -436,8 +485,7 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
     ddmod = where_(at_edge, interval, ddmod)
     correction = where_(less(absolute(dd), discont), const(dd, 0), lax.sub(ddmod, dd))
     rest = lax.add(moved[..., 1:], cumsum(correction, axis=-1))
-    return moveaxis(lax.concatenate([moved[..., :1], rest], aval_of(moved).ndim - 1), -1,
-                    axis)
+    return moveaxis(lax.concatenate([moved[..., :1], rest], aval_of(moved).ndim - 1), -1, axis)
 
 
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
@@ -445,13 +493,17 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
     check_arraylike("cumulative_prod", x)
     x = asarray(x)
     if aval_of(x).ndim == 0:
-        raise ValueError("The input must be non-scalar to take a cumulative product, however "
-                         "a scalar value or scalar array was given.")
+        raise ValueError(
+            "The input must be non-scalar to take a cumulative product, however "
+            "a scalar value or scalar array was given."
+        )
     if axis is None:
         if aval_of(x).ndim > 1:
-            raise ValueError(f"The input array has rank {aval_of(x).ndim}, however axis was "
-                             "not set to an explicit value. The axis argument is only optional "
-                             "for one-dimensional arrays.")
+            raise ValueError(
+                f"The input array has rank {aval_of(x).ndim}, however axis was "
+                "not set to an explicit value. The axis argument is only optional "
+                "for one-dimensional arrays."
+            )
         axis = 0
     axis = canonicalize_axis(axis, aval_of(x).ndim, "cumulative_prod")
     out = _cumulative("cumulative_prod", lax.cumprod, x, axis=axis, dtype=dtype, out=None)
@@ -471,12 +523,16 @@ def matvec(x1, x2, /):
     check_arraylike("matvec", x1, x2)
     x1, x2 = asarray(x1), asarray(x2)
     if aval_of(x1).ndim < 2 or aval_of(x2).ndim < 1:
-        raise ValueError(f"matvec: expected a matrix and a vector, got shapes "
-                         f"{aval_of(x1).shape} and {aval_of(x2).shape}")
+        raise ValueError(
+            f"matvec: expected a matrix and a vector, got shapes "
+            f"{aval_of(x1).shape} and {aval_of(x2).shape}"
+        )
     if aval_of(x1).shape[-1] != aval_of(x2).shape[-1]:
-        raise ValueError(f"matvec: inconsistent size for core dimension 'm': "
-                         f"{aval_of(x1).shape[-1]} vs {aval_of(x2).shape[-1]} (shapes "
-                         f"{aval_of(x1).shape} and {aval_of(x2).shape})")
+        raise ValueError(
+            f"matvec: inconsistent size for core dimension 'm': "
+            f"{aval_of(x1).shape[-1]} vs {aval_of(x2).shape[-1]} (shapes "
+            f"{aval_of(x1).shape} and {aval_of(x2).shape})"
+        )
     return matmul(x1, lax.expand_dims(x2, (aval_of(x2).ndim,)))[..., 0]
 
 
@@ -485,12 +541,16 @@ def vecmat(x1, x2, /):
     check_arraylike("vecmat", x1, x2)
     x1, x2 = asarray(x1), asarray(x2)
     if aval_of(x1).ndim < 1 or aval_of(x2).ndim < 2:
-        raise ValueError(f"vecmat: expected a vector and a matrix, got shapes "
-                         f"{aval_of(x1).shape} and {aval_of(x2).shape}")
+        raise ValueError(
+            f"vecmat: expected a vector and a matrix, got shapes "
+            f"{aval_of(x1).shape} and {aval_of(x2).shape}"
+        )
     if aval_of(x1).shape[-1] != aval_of(x2).shape[-2]:
-        raise ValueError(f"vecmat: inconsistent size for core dimension 'n': "
-                         f"{aval_of(x1).shape[-1]} vs {aval_of(x2).shape[-2]} (shapes "
-                         f"{aval_of(x1).shape} and {aval_of(x2).shape})")
+        raise ValueError(
+            f"vecmat: inconsistent size for core dimension 'n': "
+            f"{aval_of(x1).shape[-1]} vs {aval_of(x2).shape[-2]} (shapes "
+            f"{aval_of(x1).shape} and {aval_of(x2).shape})"
+        )
     if dtypes.is_complex(aval_of(x1).dtype):
         x1 = lax.conj(x1)
     return matmul(lax.expand_dims(x1, (aval_of(x1).ndim - 1,)), x2)[..., 0, :]
@@ -511,8 +571,10 @@ def _gradient_along(a, h, axis):
     if aval_of(h).ndim != 1:
         raise ValueError("Spacing arrays must be 1D arrays or scalars.")
     if aval_of(h).shape[0] != aval_of(a).shape[axis]:
-        raise ValueError("Spacing arrays must have the same length as the dimension along "
-                         "which the gradient is calculated.")
+        raise ValueError(
+            "Spacing arrays must have the same length as the dimension along "
+            "which the gradient is calculated."
+        )
     shape = [1] * aval_of(a).ndim
     shape[axis] = aval_of(h).shape[0]
     h = lax.reshape(h, tuple(shape))
@@ -521,9 +583,11 @@ def _gradient_along(a, h, axis):
     # Second-order differences on the uneven grid (NumPy's formula).
     dx1 = _slice(h, 1, -1, axis) - _slice(h, 0, -2, axis)
     dx2 = _slice(h, 2, None, axis) - _slice(h, 1, -1, axis)
-    inner = (-dx2 / (dx1 * (dx1 + dx2)) * _slice(a, 0, -2, axis)
-             + (dx2 - dx1) / (dx1 * dx2) * _slice(a, 1, -1, axis)
-             + dx1 / (dx2 * (dx1 + dx2)) * _slice(a, 2, None, axis))
+    inner = (
+        -dx2 / (dx1 * (dx1 + dx2)) * _slice(a, 0, -2, axis)
+        + (dx2 - dx1) / (dx1 * dx2) * _slice(a, 1, -1, axis)
+        + dx1 / (dx2 * (dx1 + dx2)) * _slice(a, 2, None, axis)
+    )
     return lax.concatenate([upper, inner, lower], axis)
 
 
@@ -531,21 +595,26 @@ def gradient(f, *varargs, axis=None, edge_order=None):
     """Central differences of ``f`` along each axis (one-sided at the edges), with
     scalar spacings or 1-D coordinates in ``varargs``; a list for several axes."""
     if edge_order is not None:
-        raise NotImplementedError("The 'edge_order' argument to xform.numpy.gradient is not "
-                                  "supported.")
+        raise NotImplementedError(
+            "The 'edge_order' argument to xform.numpy.gradient is not supported."
+        )
     check_arraylike("gradient", f, *varargs)
     a, *spacing = promote_dtypes_inexact(*(asarray(v) for v in (f, *varargs)))
     ndim = aval_of(a).ndim
     if axis is None:
         axes = tuple(range(ndim))
     else:
-        axes = tuple(canonicalize_axis(i, ndim, "gradient")
-                     for i in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+        axes = tuple(
+            canonicalize_axis(i, ndim, "gradient")
+            for i in (axis if isinstance(axis, (tuple, list)) else (axis,))
+        )
     if not axes:
         return []
     if min(aval_of(a).shape[i] for i in axes) < 2:
-        raise ValueError("Shape of array too small to calculate a numerical gradient, at "
-                         "least 2 elements are required.")
+        raise ValueError(
+            "Shape of array too small to calculate a numerical gradient, at "
+            "least 2 elements are required."
+        )
     if not spacing:
         spacing = [const(a, 1.0)] * len(axes)
     elif len(spacing) == 1:
@@ -618,8 +687,9 @@ def kaiser(M, beta):  # noqa: N803
     n = arange(m, dtype=dtype)
     alpha = 0.5 * (m - 1)
     ratio = lax.div(lax.sub(n, const(n, alpha)), const(n, alpha))
-    return true_divide(i0(multiply(beta, lax.sqrt(lax.sub(const(n, 1), lax.mul(ratio, ratio))))),
-                       i0(beta))
+    return true_divide(
+        i0(multiply(beta, lax.sqrt(lax.sub(const(n, 1), lax.mul(ratio, ratio))))), i0(beta)
+    )
 
 
 # --------------------------------------------------------------------------- cross product
@@ -642,9 +712,13 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
     a2 = a[..., 2] if na == 3 else lax.broadcast_in_dim(const(a0, 0), aval_of(a0).shape, ())
     b2 = b[..., 2] if nb == 3 else lax.broadcast_in_dim(const(b0, 0), aval_of(b0).shape, ())
-    parts = [multiply(a1, b2) - multiply(a2, b1), multiply(a2, b0) - multiply(a0, b2),
-             multiply(a0, b1) - multiply(a1, b0)]
+    parts = [
+        multiply(a1, b2) - multiply(a2, b1),
+        multiply(a2, b0) - multiply(a0, b2),
+        multiply(a0, b1) - multiply(a1, b0),
+    ]
     shape = aval_of(parts[0]).shape
-    c = lax.concatenate([lax.broadcast_in_dim(p, (1, *shape), tuple(range(1, len(shape) + 1)))
-                         for p in parts], 0)
+    c = lax.concatenate(
+        [lax.broadcast_in_dim(p, (1, *shape), tuple(range(1, len(shape) + 1))) for p in parts], 0
+    )
     return moveaxis(c, 0, axisc)

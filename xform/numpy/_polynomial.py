@@ -30,8 +30,16 @@ from xform.numpy._shape import atleast_1d
 from xform.numpy._ufuncs import const, multiply, true_divide, where_
 
 __all__ = [
-    "polyval", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "polyfit",
-    "roots", "poly",
+    "polyval",
+    "polyadd",
+    "polysub",
+    "polymul",
+    "polydiv",
+    "polyder",
+    "polyint",
+    "polyfit",
+    "roots",
+    "poly",
 ]
 
 
@@ -62,8 +70,11 @@ def _bcast(a, b):
 
     def to(v):
         s = aval_of(v).shape
-        return v if s == shape else lax.broadcast_in_dim(
-            v, shape, tuple(range(len(shape) - len(s), len(shape))))
+        return (
+            v
+            if s == shape
+            else lax.broadcast_in_dim(v, shape, tuple(range(len(shape) - len(s), len(shape))))
+        )
 
     return to(a), to(b)
 
@@ -74,7 +85,7 @@ def polyadd(a1, a2):
     a1, a2 = promote_dtypes(asarray(a1), asarray(a2))
     if aval_of(a2).shape[0] > aval_of(a1).shape[0]:
         a1, a2 = a2, a1
-    return a1.at[-aval_of(a2).shape[0]:].add(a2)
+    return a1.at[-aval_of(a2).shape[0] :].add(a2)
 
 
 def polysub(a1, a2):
@@ -87,7 +98,7 @@ def polysub(a1, a2):
 def _trim_leading_zeros(p, tol=0.0):
     host = np.asarray(p)  # a ConcretizationTypeError for traced input, as JAX
     nonzero = np.flatnonzero(np.abs(host) > tol)
-    return p[nonzero[0]:] if nonzero.size else p[:0]
+    return p[nonzero[0] :] if nonzero.size else p[:0]
 
 
 def polymul(a1, a2, *, trim_leading_zeros=False):
@@ -113,7 +124,7 @@ def polydiv(u, v, *, trim_leading_zeros=False):
     for k in range(m - n + 1):
         d = lax.mul(scale, u[k])
         q = q.at[k].set(d)
-        u = u.at[k:k + n + 1].add(lax.neg(lax.mul(d, v)))
+        u = u.at[k : k + n + 1].add(lax.neg(lax.mul(d, v)))
     if trim_leading_zeros:
         u = _trim_leading_zeros(u, np.sqrt(dtypes.finfo(aval_of(u).dtype).eps))
     return q, u
@@ -123,8 +134,10 @@ def _falling_products(lo, hi, m, dtype):
     """The grid ``i - j`` for ``j`` in ``[0, m)`` (rows) and ``i`` in ``[lo, hi)`` (columns),
     whose column products are the factors of repeated derivatives and integrals."""
     width = max(hi - lo, 0)
-    return lax.sub(lax.broadcast_in_dim(arange(lo, lo + width, dtype=dtype), (m, width), (1,)),
-                   lax.broadcast_in_dim(arange(m, dtype=dtype), (m, width), (0,)))
+    return lax.sub(
+        lax.broadcast_in_dim(arange(lo, lo + width, dtype=dtype), (m, width), (1,)),
+        lax.broadcast_in_dim(arange(m, dtype=dtype), (m, width), (0,)),
+    )
 
 
 def polyder(p, m=1):
@@ -207,8 +220,9 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):  # noqa: PLR0
         fac = asarray(1.0)
     else:
         if n <= order:
-            raise ValueError("the number of data points must exceed order to scale the "
-                             "covariance matrix")
+            raise ValueError(
+                "the number of data points must exceed order to scale the covariance matrix"
+            )
         fac = true_divide(resids, n - order)
     if aval_of(y).ndim == 1:
         return c, multiply(base, atleast_1d(fac)[None])
@@ -220,8 +234,9 @@ def _inexact(x):
 
 
 def _complex_dtype(dtype):
-    return np.result_type(dtype, np.complex64) if dtype != dtypes.bfloat16 else \
-        np.dtype(np.complex64)
+    return (
+        np.result_type(dtype, np.complex64) if dtype != dtypes.bfloat16 else np.dtype(np.complex64)
+    )
 
 
 def _roots_no_zeros(p):
@@ -254,17 +269,19 @@ def roots(p, *, strip_zeros=True):
         try:
             leading = int(np.asarray(leading))
         except TypeError as e:
-            raise type(e)("roots: stripping leading zeros needs the value of p; under jit "
-                          "pass strip_zeros=False (leading zeros then give NaN roots)") from e
+            raise type(e)(
+                "roots: stripping leading zeros needs the value of p; under jit "
+                "pass strip_zeros=False (leading zeros then give NaN roots)"
+            ) from e
         return _roots_no_zeros(p[leading:])
     p = where_(lax.eq(leading, const(leading, n)), const(p, 1), p)
     # Rotate the leading zeros to the end: each gives a zero root, replaced by NaN below.
-    index = lax.rem(lax.add(arange(n, dtype=aval_of(leading).dtype), leading),
-                    const(leading, n))
+    index = lax.rem(lax.add(arange(n, dtype=aval_of(leading).dtype), leading), const(leading, n))
     found = _roots_no_zeros(p[index])
     _, found = lax.sort((lax.eq(found, const(found, 0)), found), dimension=0, num_keys=1)
-    keep = lax.lt(arange(n - 1, dtype=aval_of(leading).dtype),
-                  lax.sub(const(leading, n - 1), leading))
+    keep = lax.lt(
+        arange(n - 1, dtype=aval_of(leading).dtype), lax.sub(const(leading, n - 1), leading)
+    )
     return where_(keep, found, const(found, complex(np.nan, np.nan)))
 
 
@@ -283,5 +300,5 @@ def poly(seq_of_zeros):
     a = lax.broadcast_in_dim(const(z, 1), (1,), ())
     one = lax.broadcast_in_dim(const(z, 1), (1,), ())
     for k in range(aval_of(z).shape[0]):
-        a = convolve(a, lax.concatenate([one, lax.neg(z[k:k + 1])], 0), mode="full")
+        a = convolve(a, lax.concatenate([one, lax.neg(z[k : k + 1])], 0), mode="full")
     return a

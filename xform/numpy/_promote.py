@@ -41,15 +41,17 @@ def _canonical_dtype(dtype, name="dtype", warn=True):
     if dtype is complex:
         return dtypes.default_complex()
     if isinstance(dtype, (Array, Tracer)):
-        raise ValueError(f"{name}: passing an array as a dtype argument is not supported; "
-                         "use dtype=arr.dtype")
+        raise ValueError(
+            f"{name}: passing an array as a dtype argument is not supported; use dtype=arr.dtype"
+        )
     try:
         dt = np.dtype(dtype)
     except TypeError as e:
         raise TypeError(f"{name}: {dtype!r} is not a valid dtype") from e
     if dt not in dtypes.SUPPORTED:
-        raise TypeError(f"xform.numpy only supports number and bool dtypes, got dtype {dt} "
-                        f"in {name}")
+        raise TypeError(
+            f"xform.numpy only supports number and bool dtypes, got dtype {dt} in {name}"
+        )
     return user_dtype(dt, name, stacklevel=4) if warn else dtypes.canonicalize(dt)
 
 
@@ -69,8 +71,10 @@ def _dtype_and_weak(x):
     if isinstance(x, str) or isinstance(x, (np.dtype, type)):
         return _canonical_dtype(x, "result_type", warn=False), False
     if hasattr(x, "dtype"):
-        return (_canonical_dtype(x.dtype, "result_type", warn=False),
-                bool(getattr(x, "weak_type", False)))
+        return (
+            _canonical_dtype(x.dtype, "result_type", warn=False),
+            bool(getattr(x, "weak_type", False)),
+        )
     raise TypeError(f"Cannot determine dtype of {x!r} (type {type(x).__name__})")
 
 
@@ -81,15 +85,19 @@ def _check_strict_promotion(pairs):
     """jax_numpy_dtype_promotion "strict": no implicit promotion between different dtypes; a
     weak Python scalar joins only an array of its own kind."""
     strong = {d for d, w in pairs if not w}
-    weak = {bool if d.kind == "b" else int if d.kind in "iu" else float if d.kind in "fV"
-            else complex for d, w in pairs if w}
+    weak = {
+        bool if d.kind == "b" else int if d.kind in "iu" else float if d.kind in "fV" else complex
+        for d, w in pairs
+        if w
+    }
     ok = len(strong) <= 1 and all(d.kind in _WEAK_KIND[t] for d in strong for t in weak)
     if not ok:
         names = sorted({str(d) for d in strong} | {str(t) for t in weak})
         raise dtypes.TypePromotionError(
             f"Input dtypes {tuple(names)} have no available implicit dtype promotion path "
             "when jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the "
-            "desired output type, or set jax_numpy_dtype_promotion=standard.")
+            "desired output type, or set jax_numpy_dtype_promotion=standard."
+        )
 
 
 def lattice_result_type(*args):
@@ -104,8 +112,7 @@ def lattice_result_type(*args):
 
 def result_type(*args, return_weak_type_flag=False):
     """The dtype jax.numpy gives an operation on ``args`` (arrays, scalars or dtypes)."""
-    dtype, weak = lattice_result_type(*(dtypes.default_float() if a is None else a
-                                        for a in args))
+    dtype, weak = lattice_result_type(*(dtypes.default_float() if a is None else a for a in args))
     if weak:
         dtype = dtypes.weak_default(dtype)
     dtype = dtypes.canonicalize(dtype)
@@ -134,8 +141,7 @@ def promote_types(a, b):
         out, _ = dtypes.promote(*nodes)
     # Without x64, JAX never forms a 64-bit type from narrower inputs (uint32 x int32 is
     # int32, not int64).
-    if not config.x64_enabled() and out in _WIDE and not any(
-            w or d in _WIDE for d, w in nodes):
+    if not config.x64_enabled() and out in _WIDE and not any(w or d in _WIDE for d, w in nodes):
         out = dtypes.canonicalize(out)
     return out
 
@@ -145,8 +151,11 @@ def promote_types(a, b):
 
 def _is_arraylike(x):
     # runtime.BufferType: JAX's own arrays, which xform computes on in place.
-    return isinstance(x, (Tracer, Array, np.ndarray, np.generic, runtime.BufferType)) \
-        or type(x) in _PY_SCALARS or isinstance(x, _PY_SCALARS)
+    return (
+        isinstance(x, (Tracer, Array, np.ndarray, np.generic, runtime.BufferType))
+        or type(x) in _PY_SCALARS
+        or isinstance(x, _PY_SCALARS)
+    )
 
 
 def check_arraylike(name, *args):
@@ -154,10 +163,10 @@ def check_arraylike(name, *args):
     for i, x in enumerate(args):
         if not _is_arraylike(x):
             if isinstance(x, str):
-                raise TypeError(f"{name}: strings are not supported (got {x!r} at position "
-                                f"{i})")
-            raise TypeError(f"{name} requires ndarray or scalar arguments, got "
-                            f"{type(x)} at position {i}.")
+                raise TypeError(f"{name}: strings are not supported (got {x!r} at position {i})")
+            raise TypeError(
+                f"{name} requires ndarray or scalar arguments, got {type(x)} at position {i}."
+            )
 
 
 _scalar_avals = {}  # (dtype, weak) -> the rank-0 aval: one object, not one per scalar operand
@@ -251,9 +260,11 @@ def _nested_shape(obj):
     dims = {}
     for depth, n in shapes:
         if dims.setdefault(depth, n) != n:
-            raise ValueError(f"array: setting an array element with a sequence; the nested "
-                             f"sequence is ragged (lengths {dims[depth]} and {n} at depth "
-                             f"{depth})")
+            raise ValueError(
+                f"array: setting an array element with a sequence; the nested "
+                f"sequence is ragged (lengths {dims[depth]} and {n} at depth "
+                f"{depth})"
+            )
     return leaves
 
 
@@ -292,8 +303,9 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
         return asarray(np.asarray(a), dtype)
     if core.is_symbolic_dim(a):  # a symbolic dimension (export) as a value
         return asarray(a.as_value(), dtype)
-    raise TypeError(f"asarray: cannot convert an object of type {type(a).__name__} to an "
-                    "xform array")
+    raise TypeError(
+        f"asarray: cannot convert an object of type {type(a).__name__} to an xform array"
+    )
 
 
 def _from_sequence(a, dtype):
@@ -301,14 +313,15 @@ def _from_sequence(a, dtype):
     values = [v for _, v in leaves]
     for v in values:
         if v is None:
-            raise ValueError("None is not a valid value for xform.numpy.array (found in a "
-                             "sequence)")
+            raise ValueError(
+                "None is not a valid value for xform.numpy.array (found in a sequence)"
+            )
         if isinstance(v, str):
             raise TypeError(f"xform.numpy does not support strings, got {v!r} in a sequence")
         if not _is_arraylike(v) and not hasattr(v, "__array__"):
             raise TypeError(f"array: cannot convert an element of type {type(v).__name__}")
     if dtype is None:
-        dtype = (lattice_result_type(*values)[0] if values else dtypes.default_float())
+        dtype = lattice_result_type(*values)[0] if values else dtypes.default_float()
     if not any(isinstance(v, Tracer) for v in values):
         hosts = [np.asarray(v) if not isinstance(v, _PY_SCALARS) else v for v in values]
         for h in hosts:
@@ -404,8 +417,9 @@ def broadcast_shapes(*shapes, name="broadcast_shapes"):
         sizes.discard(1)
         if len(sizes) > 1:
             where = "" if name == "broadcast_shapes" else f"{name}: "
-            raise IncompatibleShapesError(f"{where}Incompatible shapes for broadcasting: "
-                                          f"shapes={[tuple(s) for s in shapes]}")
+            raise IncompatibleShapesError(
+                f"{where}Incompatible shapes for broadcasting: shapes={[tuple(s) for s in shapes]}"
+            )
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
 
@@ -434,8 +448,9 @@ def broadcast_to_shape(x, shape):
         return x
     lead = len(shape) - aval.ndim
     if lead < 0 or any(d != 1 and d != shape[lead + i] for i, d in enumerate(aval.shape)):
-        raise IncompatibleShapesError(f"Incompatible shapes for broadcasting: {aval.shape} "
-                                      f"and requested shape {shape}")
+        raise IncompatibleShapesError(
+            f"Incompatible shapes for broadcasting: {aval.shape} and requested shape {shape}"
+        )
     return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
 
 
@@ -446,12 +461,18 @@ def _check_rank_promotion(name, shapes):
     listed = " ".join(map(str, shapes))
     link = "see https://docs.jax.dev/en/latest/rank_promotion_warning.html."
     if config.values.numpy_rank_promotion == "raise":
-        raise ValueError(f"Operands could not be broadcast together for {name} on shapes "
-                         f"{listed} and with the config option "
-                         f"jax_numpy_rank_promotion='raise'. For more information, {link}")
-    warnings.warn(f"Following NumPy automatic rank promotion for {name} on shapes {listed}. "
-                  "Set the jax_numpy_rank_promotion config option to 'allow' to disable this "
-                  f"warning; for more information, {link}", UserWarning, stacklevel=4)
+        raise ValueError(
+            f"Operands could not be broadcast together for {name} on shapes "
+            f"{listed} and with the config option "
+            f"jax_numpy_rank_promotion='raise'. For more information, {link}"
+        )
+    warnings.warn(
+        f"Following NumPy automatic rank promotion for {name} on shapes {listed}. "
+        "Set the jax_numpy_rank_promotion config option to 'allow' to disable this "
+        f"warning; for more information, {link}",
+        UserWarning,
+        stacklevel=4,
+    )
 
 
 def promote_shapes(name, *args, full=True):
@@ -464,18 +485,23 @@ def promote_shapes(name, *args, full=True):
     shapes = [core.get_aval(x).shape for x in args]
     if all(s == shapes[0] for s in shapes):
         return list(args)
-    if not full and (all(len(s) == len(shapes[0]) for s in shapes)
-                     or len({len(s) for s in shapes if s}) < 2):
+    if not full and (
+        all(len(s) == len(shapes[0]) for s in shapes) or len({len(s) for s in shapes if s}) < 2
+    ):
         return list(args)  # equal ranks, or scalars: the primitive broadcasts
     if config.values.numpy_rank_promotion != "allow":
         _check_rank_promotion(name, shapes)
     shape = broadcast_shapes(*shapes, name=name)
     if not full:
         rank = len(shape)
-        return [x if len(s) == rank else broadcast_to_shape(x, (1,) * (rank - len(s)) + s)
-                for x, s in zip(args, shapes, strict=True)]
-    return [x if (not s and shape) else broadcast_to_shape(x, shape)
-            for x, s in zip(args, shapes, strict=True)]
+        return [
+            x if len(s) == rank else broadcast_to_shape(x, (1,) * (rank - len(s)) + s)
+            for x, s in zip(args, shapes, strict=True)
+        ]
+    return [
+        x if (not s and shape) else broadcast_to_shape(x, shape)
+        for x, s in zip(args, shapes, strict=True)
+    ]
 
 
 _ARRAY_TYPES = (Tracer, Array)  # tracers first: their check is the plain one
@@ -539,22 +565,30 @@ def _args_promoter(fn_name, promote, accepted, what):
             args = promote(*args)
         return promote_shapes(name, *args, full=full)
 
-    promote_args.__doc__ = (f"Check, promote dtypes ({what}) and broadcast shapes (see "
-                            "``promote_shapes``): the start of every jnp ufunc.")
+    promote_args.__doc__ = (
+        f"Check, promote dtypes ({what}) and broadcast shapes (see "
+        "``promote_shapes``): the start of every jnp ufunc."
+    )
     promote_args.__name__ = promote_args.__qualname__ = fn_name
     return promote_args
 
 
-promote_args = _args_promoter("promote_args", promote_dtypes, dtypes.SUPPORTED,
-                              "to their common type")
-promote_args_inexact = _args_promoter("promote_args_inexact", promote_dtypes_inexact, _INEXACT,
-                                      "to an inexact type")
-promote_args_numeric = _args_promoter("promote_args_numeric", promote_dtypes_numeric, _NUMERIC,
-                                      "bool to int")
+promote_args = _args_promoter(
+    "promote_args", promote_dtypes, dtypes.SUPPORTED, "to their common type"
+)
+promote_args_inexact = _args_promoter(
+    "promote_args_inexact", promote_dtypes_inexact, _INEXACT, "to an inexact type"
+)
+promote_args_numeric = _args_promoter(
+    "promote_args_numeric", promote_dtypes_numeric, _NUMERIC, "bool to int"
+)
 
 
-ACCEPTED_DTYPES = {promote_args: dtypes.SUPPORTED, promote_args_inexact: _INEXACT,
-                   promote_args_numeric: _NUMERIC}
+ACCEPTED_DTYPES = {
+    promote_args: dtypes.SUPPORTED,
+    promote_args_inexact: _INEXACT,
+    promote_args_numeric: _NUMERIC,
+}
 
 
 def aval_of(x):

@@ -27,9 +27,31 @@ from xform.numpy._promote import (
 from xform.numpy._ufuncs import const, isclose, multiply, where_
 
 __all__ = [
-    "sum", "prod", "max", "min", "amax", "amin", "all", "any", "mean", "var", "std",
-    "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumulative_sum",
-    "nansum", "nanmax", "nanmin", "ptp", "count_nonzero", "allclose", "average",
+    "sum",
+    "prod",
+    "max",
+    "min",
+    "amax",
+    "amin",
+    "all",
+    "any",
+    "mean",
+    "var",
+    "std",
+    "argmax",
+    "argmin",
+    "cumsum",
+    "cumprod",
+    "cummax",
+    "cummin",
+    "cumulative_sum",
+    "nansum",
+    "nanmax",
+    "nanmin",
+    "ptp",
+    "count_nonzero",
+    "allclose",
+    "average",
 ]
 
 
@@ -41,7 +63,8 @@ def canonicalize_axis(axis, ndim, name):
         raise TypeError(f"{name}: axis must be an integer, got {axis!r}") from None
     if not -ndim <= axis < ndim:
         raise np.exceptions.AxisError(
-            f"{name}: axis {axis} is out of bounds for array of dimension {ndim}")
+            f"{name}: axis {axis} is out of bounds for array of dimension {ndim}"
+        )
     return axis + ndim if axis < 0 else axis
 
 
@@ -50,7 +73,8 @@ def reduction_axes(name, ndim, axis):
     if axis is None:
         return tuple(range(ndim))
     sequence = isinstance(axis, (tuple, list, range)) or (
-        isinstance(axis, np.ndarray) and axis.ndim)
+        isinstance(axis, np.ndarray) and axis.ndim
+    )
     axes = tuple(axis) if sequence else (axis,)
     canon = tuple(canonicalize_axis(a, ndim, name) for a in axes)
     if len(set(canon)) != len(canon):
@@ -77,16 +101,28 @@ def _upcast_f16(dtype):
     return dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
 
 
-_IDENTITY = {"sum": 0, "prod": 1, "all": True, "any": False, "bitwise_or": 0,
-             "bitwise_xor": 0, "logical_xor": False}
+_IDENTITY = {
+    "sum": 0,
+    "prod": 1,
+    "all": True,
+    "any": False,
+    "bitwise_or": 0,
+    "bitwise_xor": 0,
+    "logical_xor": False,
+}
 
 
 def _identity(name, dtype):
     if name in _IDENTITY:
         return _IDENTITY[name]
     if name == "bitwise_and":  # all bits set
-        return True if dtype == dtypes.bool_ else -1 if dtypes.is_signed_int(dtype) else \
-            np.iinfo(dtype).max
+        return (
+            True
+            if dtype == dtypes.bool_
+            else -1
+            if dtypes.is_signed_int(dtype)
+            else np.iinfo(dtype).max
+        )
     big = name == "min"
     if dtype == dtypes.bool_:
         return big
@@ -96,8 +132,22 @@ def _identity(name, dtype):
     return np.inf if big else -np.inf
 
 
-def _reduction(a, name, lax_reduce, *, axis, dtype, keepdims, initial, where, bool_reduce=None,
-               preproc=None, promote_integers=False, upcast_f16=False, has_identity=True):
+def _reduction(
+    a,
+    name,
+    lax_reduce,
+    *,
+    axis,
+    dtype,
+    keepdims,
+    initial,
+    where,
+    bool_reduce=None,
+    preproc=None,
+    promote_integers=False,
+    upcast_f16=False,
+    has_identity=True,
+):
     check_arraylike(name, a)
     a = asarray(a)
     if preproc is not None:
@@ -106,35 +156,50 @@ def _reduction(a, name, lax_reduce, *, axis, dtype, keepdims, initial, where, bo
     axes = reduction_axes(name, aval.ndim, axis)
     if initial is None and not has_identity:
         if builtins.any(aval.shape[d] == 0 for d in axes):
-            raise ValueError(f"zero-size array to reduction operation {name} which has no "
-                             "identity")
+            raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
         if where is not None:
-            raise ValueError(f"reduction operation {name} does not have an identity, so to use "
-                             "a where mask one has to specify 'initial'")
+            raise ValueError(
+                f"reduction operation {name} does not have an identity, so to use "
+                "a where mask one has to specify 'initial'"
+            )
     if dtype is None:
         result_dtype = _promote_integer_dtype(aval.dtype) if promote_integers else aval.dtype
     else:
         result_dtype = _canonical_dtype(dtype, name)
-    computation_dtype = _upcast_f16(result_dtype) if (
-        upcast_f16 and dtypes.is_inexact(result_dtype)) else result_dtype
+    computation_dtype = (
+        _upcast_f16(result_dtype)
+        if (upcast_f16 and dtypes.is_inexact(result_dtype))
+        else result_dtype
+    )
     a = lax.convert_element_type(a, computation_dtype)
     reduce = bool_reduce if (computation_dtype == dtypes.bool_ and bool_reduce) else lax_reduce
     if where is not None:
         mask = broadcast_to_shape(_where_mask(name, where), aval.shape)
-        fill = lax.broadcast_in_dim(const(a, _identity(name, computation_dtype)), aval.shape,
-                                    ()) if aval.shape else const(a, _identity(name,
-                                                                               computation_dtype))
+        fill = (
+            lax.broadcast_in_dim(const(a, _identity(name, computation_dtype)), aval.shape, ())
+            if aval.shape
+            else const(a, _identity(name, computation_dtype))
+        )
         a = lax.select(mask, a, fill)
     result = reduce(a, axes) if axes else a
     if initial is not None:
         init = convert(asarray(initial), computation_dtype, False)
         if aval_of(init).shape:
-            raise ValueError(f"initial value must be a scalar. Got array of shape "
-                             f"{aval_of(init).shape}")
-        combine = {"sum": lax.add, "prod": lax.mul, "max": lax.max, "min": lax.min,
-                   "all": lax.bitwise_and, "any": lax.bitwise_or,
-                   "bitwise_and": lax.bitwise_and, "bitwise_or": lax.bitwise_or,
-                   "bitwise_xor": lax.bitwise_xor, "logical_xor": lax.bitwise_xor}[name]
+            raise ValueError(
+                f"initial value must be a scalar. Got array of shape {aval_of(init).shape}"
+            )
+        combine = {
+            "sum": lax.add,
+            "prod": lax.mul,
+            "max": lax.max,
+            "min": lax.min,
+            "all": lax.bitwise_and,
+            "any": lax.bitwise_or,
+            "bitwise_and": lax.bitwise_and,
+            "bitwise_or": lax.bitwise_or,
+            "bitwise_xor": lax.bitwise_xor,
+            "logical_xor": lax.bitwise_xor,
+        }[name]
         if computation_dtype == dtypes.bool_ and name in ("sum", "prod"):
             combine = lax.bitwise_or if name == "sum" else lax.bitwise_and
         result = combine(init, result)
@@ -151,38 +216,92 @@ def _cast_to_bool(a):
     return a if aval_of(a).dtype == dtypes.bool_ else lax.ne(a, const(a, 0))
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,  # noqa: A001  (numpy's name)
-        promote_integers=True):
+def sum(  # noqa: A001
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    keepdims=False,
+    initial=None,
+    where=None,
+    promote_integers=True,
+):
     """Sum over ``axis`` (None: all axes); bools and small ints sum in the default int."""
     _no_out("sum", out)
-    return _reduction(a, "sum", lax.reduce_sum, axis=axis, dtype=dtype, keepdims=keepdims,
-                      initial=initial, where=where, bool_reduce=lax.reduce_or,
-                      preproc=_cast_to_numeric, promote_integers=promote_integers,
-                      upcast_f16=dtype is None)
+    return _reduction(
+        a,
+        "sum",
+        lax.reduce_sum,
+        axis=axis,
+        dtype=dtype,
+        keepdims=keepdims,
+        initial=initial,
+        where=where,
+        bool_reduce=lax.reduce_or,
+        preproc=_cast_to_numeric,
+        promote_integers=promote_integers,
+        upcast_f16=dtype is None,
+    )
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
-         promote_integers=True):
+def prod(
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    keepdims=False,
+    initial=None,
+    where=None,
+    promote_integers=True,
+):
     """Product over ``axis``."""
     _no_out("prod", out)
-    return _reduction(a, "prod", lax.reduce_prod, axis=axis, dtype=dtype, keepdims=keepdims,
-                      initial=initial, where=where, bool_reduce=lax.reduce_and,
-                      preproc=_cast_to_numeric, promote_integers=promote_integers,
-                      upcast_f16=dtype is None)
+    return _reduction(
+        a,
+        "prod",
+        lax.reduce_prod,
+        axis=axis,
+        dtype=dtype,
+        keepdims=keepdims,
+        initial=initial,
+        where=where,
+        bool_reduce=lax.reduce_and,
+        preproc=_cast_to_numeric,
+        promote_integers=promote_integers,
+        upcast_f16=dtype is None,
+    )
 
 
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001  (numpy's name)
     """Maximum over ``axis``."""
     _no_out("max", out)
-    return _reduction(a, "max", lax.reduce_max, axis=axis, dtype=None, keepdims=keepdims,
-                      initial=initial, where=where, has_identity=False)
+    return _reduction(
+        a,
+        "max",
+        lax.reduce_max,
+        axis=axis,
+        dtype=None,
+        keepdims=keepdims,
+        initial=initial,
+        where=where,
+        has_identity=False,
+    )
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001  (numpy's name)
     """Minimum over ``axis``."""
     _no_out("min", out)
-    return _reduction(a, "min", lax.reduce_min, axis=axis, dtype=None, keepdims=keepdims,
-                      initial=initial, where=where, has_identity=False)
+    return _reduction(
+        a,
+        "min",
+        lax.reduce_min,
+        axis=axis,
+        dtype=None,
+        keepdims=keepdims,
+        initial=initial,
+        where=where,
+        has_identity=False,
+    )
 
 
 amax, amin = max, min
@@ -191,15 +310,33 @@ amax, amin = max, min
 def all(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
     """True if every element along ``axis`` is true."""
     _no_out("all", out)
-    return _reduction(a, "all", lax.reduce_and, axis=axis, dtype=None, keepdims=keepdims,
-                      initial=None, where=where, preproc=_cast_to_bool)
+    return _reduction(
+        a,
+        "all",
+        lax.reduce_and,
+        axis=axis,
+        dtype=None,
+        keepdims=keepdims,
+        initial=None,
+        where=where,
+        preproc=_cast_to_bool,
+    )
 
 
 def any(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
     """True if some element along ``axis`` is true."""
     _no_out("any", out)
-    return _reduction(a, "any", lax.reduce_or, axis=axis, dtype=None, keepdims=keepdims,
-                      initial=None, where=where, preproc=_cast_to_bool)
+    return _reduction(
+        a,
+        "any",
+        lax.reduce_or,
+        axis=axis,
+        dtype=None,
+        keepdims=keepdims,
+        initial=None,
+        where=where,
+        preproc=_cast_to_bool,
+    )
 
 
 def _no_out(name, out):
@@ -212,8 +349,10 @@ def _where_mask(name, where):
     check_arraylike(name, where)
     mask = asarray(where)
     if aval_of(mask).dtype != dtypes.bool_:
-        raise ValueError(f"jnp.{name}: where must be None or a boolean array; got "
-                         f"where.dtype={aval_of(mask).dtype!r}.")
+        raise ValueError(
+            f"jnp.{name}: where must be None or a boolean array; got "
+            f"where.dtype={aval_of(mask).dtype!r}."
+        )
     return mask
 
 
@@ -238,8 +377,9 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
         result_dtype = _to_inexact(aval.dtype)
     else:
         result_dtype = _canonical_dtype(dtype, "mean")
-    computation_dtype = _upcast_f16(result_dtype) if dtypes.is_inexact(
-        result_dtype) else result_dtype
+    computation_dtype = (
+        _upcast_f16(result_dtype) if dtypes.is_inexact(result_dtype) else result_dtype
+    )
     axes = reduction_axes("mean", aval.ndim, axis)
     normalizer = _count(a, axes, keepdims, where, computation_dtype, "mean")
     total = sum(a, axes, dtype=computation_dtype, keepdims=keepdims, where=where)
@@ -252,8 +392,9 @@ _mean = mean  # var's ``mean`` parameter shadows the function
 def _var_promote_types(a_dtype, dtype):
     if dtype is not None:
         if not dtypes.is_complex(dtype) and dtypes.is_complex(a_dtype):
-            raise ValueError("var: a real dtype for the variance of complex values is not "
-                             "supported")
+            raise ValueError(
+                "var: a real dtype for the variance of complex values is not supported"
+            )
         computation_dtype = dtype
     elif not dtypes.is_inexact(a_dtype):
         dtype = computation_dtype = _to_inexact(a_dtype)
@@ -263,8 +404,18 @@ def _var_promote_types(a_dtype, dtype):
     return _upcast_f16(computation_dtype), np.dtype(dtype)
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
-        mean=None, correction=None):
+def var(
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims=False,
+    *,
+    where=None,
+    mean=None,
+    correction=None,
+):
     """Variance over ``axis``, dividing by ``N - ddof``; ``mean``, when given, is used as the
     mean (it must broadcast against ``a``, e.g. computed with ``keepdims=True``)."""
     _no_out("var", out)
@@ -297,16 +448,27 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     return where_(lax.gt(normalizer, const(normalizer, 0)), result, np.nan)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
-        mean=None, correction=None):
+def std(
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims=False,
+    *,
+    where=None,
+    mean=None,
+    correction=None,
+):
     """Standard deviation over ``axis``; ``mean`` as in ``var``."""
     _no_out("std", out)
     if dtype is not None:
         dtype = _canonical_dtype(dtype, "std")
         if not dtypes.is_inexact(dtype):
             raise ValueError(f"dtype argument to std must be inexact; got {dtype}")
-    return lax.sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
-                        correction=correction))
+    return lax.sqrt(
+        var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean, correction=correction)
+    )
 
 
 def _arg_reduction(name, lax_fn, a, *, axis, out, keepdims):
@@ -455,18 +617,25 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         avg = mean(a, axis, keepdims=keepdims)
         if not returned:
             return avg
-        count = asarray(aval_of(asarray(a)).size // builtins.max(aval_of(avg).size, 1),
-                        aval_of(avg).dtype)
+        count = asarray(
+            aval_of(asarray(a)).size // builtins.max(aval_of(avg).size, 1), aval_of(avg).dtype
+        )
         return avg, lax.broadcast_in_dim(count, aval_of(avg).shape, ())
     a, weights = asarray(a), asarray(weights)
     a_shape, w_shape = aval_of(a).shape, aval_of(weights).shape
     if w_shape != a_shape:
         # As in NumPy: 1-D weights of length a.shape[axis] weigh the entries along ``axis``.
-        if not isinstance(axis, int) or len(w_shape) != 1 or not -len(a_shape) <= axis < len(
-                a_shape) or w_shape[0] != a_shape[axis]:
-            raise ValueError(f"average: weights of shape {w_shape} must have the shape of a "
-                             f"{a_shape}, or be 1-D with length a.shape[axis] for an int axis "
-                             f"(axis={axis})")
+        if (
+            not isinstance(axis, int)
+            or len(w_shape) != 1
+            or not -len(a_shape) <= axis < len(a_shape)
+            or w_shape[0] != a_shape[axis]
+        ):
+            raise ValueError(
+                f"average: weights of shape {w_shape} must have the shape of a "
+                f"{a_shape}, or be 1-D with length a.shape[axis] for an int axis "
+                f"(axis={axis})"
+            )
         weights = lax.broadcast_in_dim(weights, a_shape, (axis % len(a_shape),))
     wsum = sum(weights, axis, keepdims=keepdims)
     avg = lax.div(*_same(sum(multiply(a, weights), axis, keepdims=keepdims), wsum))
@@ -494,8 +663,17 @@ def _require_integer(a):
 
 def _ufunc_reduction(name, lax_reduce, **options):
     def reduce(a, *, axis, dtype, keepdims, initial, where):
-        return _reduction(a, name, lax_reduce, axis=axis, dtype=dtype, keepdims=keepdims,
-                          initial=initial, where=where, **options)
+        return _reduction(
+            a,
+            name,
+            lax_reduce,
+            axis=axis,
+            dtype=dtype,
+            keepdims=keepdims,
+            initial=initial,
+            where=where,
+            **options,
+        )
 
     return reduce
 
@@ -507,7 +685,7 @@ def _logsumexp(a, *, axis, dtype, keepdims, initial, where, scale=None):
     check_arraylike(name, a)
     if dtype is not None:
         _canonical_dtype(dtype, name)
-    a, = promote_dtypes_inexact(asarray(a))
+    (a,) = promote_dtypes_inexact(asarray(a))
     if scale is not None:
         a = lax.mul(a, const(a, scale))
         initial = None if initial is None else lax.mul(asarray(initial), const(a, scale))
@@ -532,13 +710,16 @@ _ufuncs.logaddexp2._register(reduce=_logsumexp2)
 _ufuncs.multiply._register(reduce=prod, accumulate=cumprod)
 _ufuncs.maximum._register(reduce=_ufunc_reduction("max", lax.reduce_max, has_identity=False))
 _ufuncs.minimum._register(reduce=_ufunc_reduction("min", lax.reduce_min, has_identity=False))
-_ufuncs.logical_and._register(reduce=_ufunc_reduction("all", lax.reduce_and,
-                                                      preproc=_cast_to_bool))
-_ufuncs.logical_or._register(reduce=_ufunc_reduction("any", lax.reduce_or,
-                                                     preproc=_cast_to_bool))
-_ufuncs.logical_xor._register(reduce=_ufunc_reduction("logical_xor", lax.reduce_xor,
-                                                      preproc=_cast_to_bool))
-for _name, _lax_reduce in (("bitwise_and", lax.reduce_and), ("bitwise_or", lax.reduce_or),
-                           ("bitwise_xor", lax.reduce_xor)):
-    getattr(_ufuncs, _name)._register(reduce=_ufunc_reduction(_name, _lax_reduce,
-                                                              preproc=_require_integer))
+_ufuncs.logical_and._register(reduce=_ufunc_reduction("all", lax.reduce_and, preproc=_cast_to_bool))
+_ufuncs.logical_or._register(reduce=_ufunc_reduction("any", lax.reduce_or, preproc=_cast_to_bool))
+_ufuncs.logical_xor._register(
+    reduce=_ufunc_reduction("logical_xor", lax.reduce_xor, preproc=_cast_to_bool)
+)
+for _name, _lax_reduce in (
+    ("bitwise_and", lax.reduce_and),
+    ("bitwise_or", lax.reduce_or),
+    ("bitwise_xor", lax.reduce_xor),
+):
+    getattr(_ufuncs, _name)._register(
+        reduce=_ufunc_reduction(_name, _lax_reduce, preproc=_require_integer)
+    )

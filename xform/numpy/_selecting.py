@@ -45,8 +45,18 @@ from xform.numpy._ufuncs import divmod as divmod_
 from xform.numpy._ufuncs import remainder
 
 __all__ = [
-    "select", "piecewise", "choose", "compress", "extract", "place", "put",
-    "ravel_multi_index", "unravel_index", "diag", "diagflat", "fill_diagonal",
+    "select",
+    "piecewise",
+    "choose",
+    "compress",
+    "extract",
+    "place",
+    "put",
+    "ravel_multi_index",
+    "unravel_index",
+    "diag",
+    "diagflat",
+    "fill_diagonal",
 ]
 
 
@@ -66,8 +76,9 @@ def select(condlist, choicelist, default=0):
     """Per element, the entry of the first ``choicelist`` array whose condition holds, else
     ``default``."""
     if len(condlist) != len(choicelist):
-        raise ValueError(f"condlist must have length equal to choicelist ({len(condlist)} vs "
-                         f"{len(choicelist)})")
+        raise ValueError(
+            f"condlist must have length equal to choicelist ({len(condlist)} vs {len(choicelist)})"
+        )
     if len(condlist) == 0:
         raise ValueError("condlist must be non-empty")
     check_arraylike("select", *condlist, *choicelist, default)
@@ -89,8 +100,9 @@ def piecewise(x, condlist, funclist, *args, **kw):
     elif nf == nc:
         funclist = [0, *funclist]
     else:
-        raise ValueError(f"with {nc} condition(s), either {nc} or {nc + 1} functions are "
-                         f"expected; got {nf}")
+        raise ValueError(
+            f"with {nc} condition(s), either {nc} or {nc + 1} functions are expected; got {nf}"
+        )
     conds = asarray(condlist, dtype=dtypes.bool_)
     conds = lax.convert_element_type(conds, dtypes.int32)
     counts = cumsum(concatenate([zeros(aval_of(conds[:1]).shape, dtypes.int32), conds], 0), 0)
@@ -115,8 +127,9 @@ def choose(a, choices, out=None, mode="raise"):
         raise ValueError("`a` array must be integer typed")
     n = len(choices)
     if mode == "raise":
-        host = _concrete(a, "jnp.choose with mode='raise' (use mode='wrap' or mode='clip' "
-                            "under jit)")
+        host = _concrete(
+            a, "jnp.choose with mode='raise' (use mode='wrap' or mode='clip' under jit)"
+        )
         if np.any((host < 0) | (host >= n)):
             raise ValueError("invalid entry in choice array")
     elif mode == "wrap":
@@ -137,8 +150,11 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     check_arraylike("compress", condition, a, fill_value)
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
-    cond = lax.ne(asarray(condition), convert(0, aval_of(asarray(condition)).dtype)) \
-        if aval_of(asarray(condition)).dtype != dtypes.bool_ else asarray(condition)
+    cond = (
+        lax.ne(asarray(condition), convert(0, aval_of(asarray(condition)).dtype))
+        if aval_of(asarray(condition)).dtype != dtypes.bool_
+        else asarray(condition)
+    )
     if aval_of(cond).ndim != 1:
         raise ValueError("condition must be a 1D array")
     arr = asarray(a)
@@ -148,15 +164,16 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
         arr = moveaxis(arr, axis, 0)
     n = aval_of(arr).shape[0]
     cond, extra = cond[:n], cond[n:]
-    arr = arr[:aval_of(cond).shape[0]]
+    arr = arr[: aval_of(cond).shape[0]]
     if size is None:
         if np.any(_concrete(extra, "jnp.compress")):
             raise ValueError("condition contains entries that are out of bounds")
-        result = getitem(arr, _concrete(cond, "jnp.compress (pass `size` to use it under "
-                                              "jit)"))
+        result = getitem(arr, _concrete(cond, "jnp.compress (pass `size` to use it under jit)"))
     elif not 0 <= size <= aval_of(arr).shape[0]:
-        raise ValueError("size must be positive and not greater than the size of the array "
-                         f"axis; got size={size} for a.shape[axis]={aval_of(arr).shape[0]}")
+        raise ValueError(
+            "size must be positive and not greater than the size of the array "
+            f"axis; got size={size} for a.shape[axis]={aval_of(arr).shape[0]}"
+        )
     else:
         mask = expand_dims(cond, tuple(range(1, aval_of(arr).ndim)))
         arr = where(mask, arr, array(fill_value, dtype=aval_of(arr).dtype))
@@ -171,8 +188,10 @@ def extract(condition, arr, *, size=None, fill_value=0):
 
 
 def _inplace_error(name):
-    return ValueError(f"jax.numpy.{name} cannot modify arrays in-place, because JAX arrays "
-                      "are immutable. Pass inplace=False to instead return an updated array.")
+    return ValueError(
+        f"jax.numpy.{name} cannot modify arrays in-place, because JAX arrays "
+        "are immutable. Pass inplace=False to instead return an updated array."
+    )
 
 
 def place(arr, mask, vals, *, inplace=True):
@@ -219,7 +238,8 @@ def put(a, ind, v, mode=None, *, inplace=True):
     else:
         raise ValueError(f"mode should be one of 'wrap' or 'clip'; got mode={mode!r}")
     return IndexUpdateHelper(arr)[unravel_index(ind_arr, aval_of(arr).shape)].set(
-        v_arr, mode=scatter_mode)
+        v_arr, mode=scatter_mode
+    )
 
 
 # --------------------------------------------------------------------------- flat indices
@@ -241,27 +261,30 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None)
     if not dtypes.is_int(dtype):
         raise ValueError(f"dtype={dtype!r} is not an integer type.")
     if math.prod(dims) - 1 > np.iinfo(dtype).max:
-        raise ValueError(f"jnp.ravel_multi_index: dtype={dtype!r} not large enough to hold "
-                         f"flattened index for dims={dims!r}. Use the dtype argument to pass "
-                         "a suitable dtype.")
+        raise ValueError(
+            f"jnp.ravel_multi_index: dtype={dtype!r} not large enough to hold "
+            f"flattened index for dims={dims!r}. Use the dtype argument to pass "
+            "a suitable dtype."
+        )
     for i in idx:
         if mode == "raise":
-            _concrete(i, "ravel_multi_index with mode='raise' (use mode='wrap' or "
-                         "mode='clip' under jit)")
+            _concrete(
+                i, "ravel_multi_index with mode='raise' (use mode='wrap' or mode='clip' under jit)"
+            )
         if not dtypes.is_int(aval_of(i).dtype):
             raise TypeError("only int indices permitted")
     if mode == "raise":
-        if any(np.any((np.asarray(i) < 0) | (np.asarray(i) >= d)) for i, d in zip(idx, dims,
-                                                                                    strict=True)):
+        if any(
+            np.any((np.asarray(i) < 0) | (np.asarray(i) >= d))
+            for i, d in zip(idx, dims, strict=True)
+        ):
             raise ValueError("invalid entry in coordinates array")
     elif mode == "clip":
         idx = [clip(i, 0, d - 1) for i, d in zip(idx, dims, strict=True)]
     elif mode == "wrap":
-        idx = [remainder(i, convert(d, aval_of(i).dtype)) for i, d in zip(idx, dims,
-                                                                           strict=True)]
+        idx = [remainder(i, convert(d, aval_of(i).dtype)) for i, d in zip(idx, dims, strict=True)]
     elif mode != "ignore":
-        raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap', 'clip', or "
-                         "'ignore'.")
+        raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap', 'clip', or 'ignore'.")
     if order == "F":
         strides = np.cumprod((1, *dims[:-1]))
     elif order == "C":
@@ -290,8 +313,9 @@ def unravel_index(indices, shape):
         rest, out[i] = divmod_(rest, shape[i])
     oob_pos = rest > 0
     oob_neg = asarray(False) if dtypes.is_unsigned_int(aval_of(rest).dtype) else rest < -1
-    return tuple(where(oob_pos, s - 1, where(oob_neg, 0, i)) for s, i in zip(shape, out,
-                                                                             strict=True))
+    return tuple(
+        where(oob_pos, s - 1, where(oob_neg, 0, i)) for s, i in zip(shape, out, strict=True)
+    )
 
 
 # --------------------------------------------------------------------------- diagonals
@@ -342,4 +366,3 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
     n = min(shape)
     values = val if aval_of(val).ndim == 0 else _tile_to_size(ravel(val), n)
     return IndexUpdateHelper(a)[diag_indices(n, len(shape))].set(values)
-

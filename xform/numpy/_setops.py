@@ -35,12 +35,22 @@ from xform.numpy._sorting import lexsort, searchsorted, sort
 from xform.numpy._ufuncs import isnan
 
 __all__ = [
-    "unique", "unique_all", "unique_counts", "unique_inverse", "unique_values", "union1d",
-    "intersect1d", "setdiff1d", "setxor1d", "isin",
+    "unique",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
+    "union1d",
+    "intersect1d",
+    "setdiff1d",
+    "setxor1d",
+    "isin",
 ]
 
-_SIZE_HINT = ("To use it under jit (or another transformation), pass a concrete `size` "
-              "argument: the result is then cut to `size` or padded with `fill_value`.")
+_SIZE_HINT = (
+    "To use it under jit (or another transformation), pass a concrete `size` "
+    "argument: the result is then cut to `size` or padded with `fill_value`."
+)
 
 
 def _require_concrete(x, where_):
@@ -83,18 +93,28 @@ def _sorted_mask(ar, axis, equal_nan):
     return aux, mask, perm
 
 
-def _unique(ar, axis, return_index=False, return_inverse=False, return_counts=False,
-            equal_nan=True, size=None, fill_value=None, return_true_size=False):
+def _unique(
+    ar,
+    axis,
+    return_index=False,
+    return_inverse=False,
+    return_counts=False,
+    equal_nan=True,
+    size=None,
+    fill_value=None,
+    return_true_size=False,
+):
     axis = canonicalize_axis(axis, aval_of(ar).ndim, "unique")
     n_axis = aval_of(ar).shape[axis]
     if n_axis == 0 and size and fill_value is None:
-        raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
-                         "fill_value must be specified")
+        raise ValueError(
+            "jnp.unique: for zero-sized input with nonzero size argument, "
+            "fill_value must be specified"
+        )
     aux, mask, perm = _sorted_mask(ar, axis, equal_nan)
     aux_size = math.prod(aval_of(aux).shape)
     if size is None:
-        ind = asarray(np.nonzero(_concrete(mask, "jnp.unique"))[0].astype(
-            dtypes.default_int()))
+        ind = asarray(np.nonzero(_concrete(mask, "jnp.unique"))[0].astype(dtypes.default_int()))
     else:
         ind = nonzero(mask, size=size)[0]
     result = getitem(aux, ind) if aux_size else aux
@@ -127,7 +147,8 @@ def _unique(ar, axis, return_index=False, return_inverse=False, return_counts=Fa
                 starts = nonzero(mask, size=size + 1)[0]
                 tail = starts[1:]
                 starts = IndexUpdateHelper(starts)[1:].set(
-                    where(tail != 0, tail, convert(n_mask, aval_of(tail).dtype)))
+                    where(tail != 0, tail, convert(n_mask, aval_of(tail).dtype))
+                )
             out += (starts[1:] - starts[:-1],)
         elif n_axis:
             out += (full((1,), n_axis, dtype=int_),)
@@ -138,8 +159,18 @@ def _unique(ar, axis, return_index=False, return_inverse=False, return_counts=Fa
     return out[0] if len(out) == 1 else out
 
 
-def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
-           equal_nan=True, size=None, fill_value=None, sorted=True):  # noqa: A002
+def unique(
+    ar,
+    return_index=False,
+    return_inverse=False,
+    return_counts=False,
+    axis=None,
+    *,
+    equal_nan=True,
+    size=None,
+    fill_value=None,
+    sorted=True,  # noqa: A002
+):
     """The sorted unique elements of ``ar`` (flattened, or the unique slices along
     ``axis``), optionally with the index of each one's first occurrence, the inverse
     indices that rebuild ``ar`` and the counts.
@@ -153,8 +184,9 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     check_arraylike("unique", ar)
     arr = asarray(ar)
     if size is None:
-        _require_concrete(arr, "jnp.unique's result size depends on the values of its first "
-                               "argument")
+        _require_concrete(
+            arr, "jnp.unique's result size depends on the values of its first argument"
+        )
     else:
         size = _static_size(size, "jnp.unique")
     shape = aval_of(arr).shape
@@ -162,11 +194,19 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         arr, axis_int = ravel(arr), 0
     else:
         axis_int = canonicalize_axis(axis, len(shape), "unique")
-    result = _unique(arr, axis_int, return_index, return_inverse, return_counts,
-                     equal_nan=equal_nan, size=size, fill_value=fill_value)
+    result = _unique(
+        arr,
+        axis_int,
+        return_index,
+        return_inverse,
+        return_counts,
+        equal_nan=equal_nan,
+        size=size,
+        fill_value=fill_value,
+    )
     if return_inverse and axis is None:
         k = 2 if return_index else 1
-        result = (*result[:k], reshape(result[k], shape), *result[k + 1:])
+        result = (*result[:k], reshape(result[k], shape), *result[k + 1 :])
     return result
 
 
@@ -191,23 +231,33 @@ def unique_all(x, /, *, size=None, fill_value=None):
     """``unique`` with indices, inverse indices and counts, as a named tuple (NaNs are
     all distinct)."""
     check_arraylike("unique_all", x)
-    return _UniqueAllResult(*unique(x, return_index=True, return_inverse=True,
-                                    return_counts=True, equal_nan=False, size=size,
-                                    fill_value=fill_value))
+    return _UniqueAllResult(
+        *unique(
+            x,
+            return_index=True,
+            return_inverse=True,
+            return_counts=True,
+            equal_nan=False,
+            size=size,
+            fill_value=fill_value,
+        )
+    )
 
 
 def unique_counts(x, /, *, size=None, fill_value=None):
     """The unique values of ``x`` and their counts, as a named tuple."""
     check_arraylike("unique_counts", x)
-    return _UniqueCountsResult(*unique(x, return_counts=True, equal_nan=False, size=size,
-                                       fill_value=fill_value))
+    return _UniqueCountsResult(
+        *unique(x, return_counts=True, equal_nan=False, size=size, fill_value=fill_value)
+    )
 
 
 def unique_inverse(x, /, *, size=None, fill_value=None):
     """The unique values of ``x`` and the inverse indices, as a named tuple."""
     check_arraylike("unique_inverse", x)
-    return _UniqueInverseResult(*unique(x, return_inverse=True, equal_nan=False, size=size,
-                                        fill_value=fill_value))
+    return _UniqueInverseResult(
+        *unique(x, return_inverse=True, equal_nan=False, size=size, fill_value=fill_value)
+    )
 
 
 def unique_values(x, /, *, size=None, fill_value=None):
@@ -226,8 +276,10 @@ def _in1d(ar1, ar2, invert, method="auto"):
     a1, a2 = promote_dtypes(asarray(ar1), asarray(ar2))
     a1, a2 = ravel(a1), ravel(a2)
     if method not in _ISIN_METHODS:
-        raise ValueError(f"method={method!r} is not implemented; options are 'compare_all', "
-                         "'binary_search', 'sort', and 'auto'")
+        raise ValueError(
+            f"method={method!r} is not implemented; options are 'compare_all', "
+            "'binary_search', 'sort', and 'auto'"
+        )
     n1 = aval_of(a1).shape[0]
     if n1 == 0 or aval_of(a2).shape[0] == 0:
         return (ones if invert else zeros)((n1,), dtype=dtypes.bool_)
@@ -279,10 +331,12 @@ def union1d(ar1, ar2, *, size=None, fill_value=None):
     """The sorted unique values found in either array (both flattened)."""
     check_arraylike("union1d", ar1, ar2)
     if size is None:
-        _require_concrete(asarray(ar1), "jnp.union1d's result size depends on the values "
-                                        "of its arguments")
-        _require_concrete(asarray(ar2), "jnp.union1d's result size depends on the values "
-                                        "of its arguments")
+        _require_concrete(
+            asarray(ar1), "jnp.union1d's result size depends on the values of its arguments"
+        )
+        _require_concrete(
+            asarray(ar2), "jnp.union1d's result size depends on the values of its arguments"
+        )
     else:
         size = _static_size(size, "jnp.union1d")
     return unique(concatenate((ar1, ar2), axis=None), size=size, fill_value=fill_value)
@@ -293,8 +347,7 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     check_arraylike("setdiff1d", ar1, ar2)
     a1, a2 = ravel(asarray(ar1)), ravel(asarray(ar2))
     if size is None:
-        _require_concrete(a1, "jnp.setdiff1d's result size depends on the values of its "
-                              "arguments")
+        _require_concrete(a1, "jnp.setdiff1d's result size depends on the values of its arguments")
     else:
         size = _static_size(size, "jnp.setdiff1d")
     fill = full_like(a1, 0 if fill_value is None else fill_value, shape=())
@@ -319,12 +372,9 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     check_arraylike("setxor1d", ar1, ar2)
     a1, a2 = promote_dtypes(ravel(asarray(ar1)), ravel(asarray(ar2)))
     if size is not None:
-        return _setxor1d_size(a1, a2, assume_unique, _static_size(size, "jnp.setxor1d"),
-                              fill_value)
-    _require_concrete(a1, "jnp.setxor1d's result size depends on the values of its "
-                          "arguments")
-    _require_concrete(a2, "jnp.setxor1d's result size depends on the values of its "
-                          "arguments")
+        return _setxor1d_size(a1, a2, assume_unique, _static_size(size, "jnp.setxor1d"), fill_value)
+    _require_concrete(a1, "jnp.setxor1d's result size depends on the values of its arguments")
+    _require_concrete(a2, "jnp.setxor1d's result size depends on the values of its arguments")
     if not assume_unique:
         a1, a2 = unique(a1), unique(a2)
     aux = concatenate((a1, a2))
@@ -364,19 +414,17 @@ def _setxor1d_size(a1, a2, assume_unique, size, fill_value):
     return _take_masked(aux, keep, size, fill_value)
 
 
-def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=None,
-                fill_value=None):
+def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=None, fill_value=None):
     """The sorted unique values found in both arrays (flattened), optionally with the index
     of each one's first occurrence in each array."""
     check_arraylike("intersect1d", ar1, ar2)
     a1, a2 = promote_dtypes(ravel(asarray(ar1)), ravel(asarray(ar2)))
     if size is not None:
-        return _intersect1d_size(a1, a2, assume_unique, return_indices,
-                                 _static_size(size, "jnp.intersect1d"), fill_value)
-    _require_concrete(a1, "jnp.intersect1d's result size depends on the values of its "
-                          "arguments")
-    _require_concrete(a2, "jnp.intersect1d's result size depends on the values of its "
-                          "arguments")
+        return _intersect1d_size(
+            a1, a2, assume_unique, return_indices, _static_size(size, "jnp.intersect1d"), fill_value
+        )
+    _require_concrete(a1, "jnp.intersect1d's result size depends on the values of its arguments")
+    _require_concrete(a2, "jnp.intersect1d's result size depends on the values of its arguments")
     ind1 = ind2 = None
     if not assume_unique:
         if return_indices:
@@ -409,10 +457,12 @@ def _intersect1d_size(a1, a2, assume_unique, return_indices, size, fill_value):
         aux, order = lax.sort((arr, iota), dimension=0, num_keys=1)
         valid = ones(n1 + n2, dtype=dtypes.bool_)
     else:
-        a1, ind1, count1 = _unique(a1, 0, size=n1, return_index=True, return_true_size=True,
-                                   fill_value=0)
-        a2, ind2, count2 = _unique(a2, 0, size=n2, return_index=True, return_true_size=True,
-                                   fill_value=0)
+        a1, ind1, count1 = _unique(
+            a1, 0, size=n1, return_index=True, return_true_size=True, fill_value=0
+        )
+        a2, ind2, count2 = _unique(
+            a2, 0, size=n2, return_index=True, return_true_size=True, fill_value=0
+        )
         arr = zeros(n1 + n2, dtype=aval_of(a1).dtype)
         arr = lax.dynamic_update_slice(arr, a1, (convert(0, dtypes.int32),))
         arr = lax.dynamic_update_slice(arr, a2, (count1,))

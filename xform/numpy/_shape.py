@@ -27,12 +27,47 @@ from xform.numpy._reductions import canonicalize_axis
 from xform.numpy._ufuncs import maximum, minimum, where_
 
 __all__ = [
-    "reshape", "ravel", "transpose", "permute_dims", "matrix_transpose", "swapaxes",
-    "moveaxis", "expand_dims", "squeeze", "concatenate", "concat", "stack", "hstack",
-    "vstack", "dstack", "column_stack", "split", "array_split", "hsplit", "vsplit",
-    "broadcast_to", "broadcast_arrays", "broadcast_shapes", "atleast_1d", "atleast_2d",
-    "atleast_3d", "flip", "fliplr", "flipud", "where", "clip", "shape", "ndim", "size",
-    "astype", "copy", "repeat", "tile", "nonzero", "flatnonzero", "argwhere",
+    "reshape",
+    "ravel",
+    "transpose",
+    "permute_dims",
+    "matrix_transpose",
+    "swapaxes",
+    "moveaxis",
+    "expand_dims",
+    "squeeze",
+    "concatenate",
+    "concat",
+    "stack",
+    "hstack",
+    "vstack",
+    "dstack",
+    "column_stack",
+    "split",
+    "array_split",
+    "hsplit",
+    "vsplit",
+    "broadcast_to",
+    "broadcast_arrays",
+    "broadcast_shapes",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "flip",
+    "fliplr",
+    "flipud",
+    "where",
+    "clip",
+    "shape",
+    "ndim",
+    "size",
+    "astype",
+    "copy",
+    "repeat",
+    "tile",
+    "nonzero",
+    "flatnonzero",
+    "argwhere",
 ]
 
 
@@ -48,22 +83,28 @@ def _axes_tuple(axis):
 
 
 def _canonicalize_shape(name, newshape, size):
-    if type(newshape) is tuple and type(size) is int and all(
-            type(d) is int and d >= 0 for d in newshape) and math.prod(newshape) == size:
+    if (
+        type(newshape) is tuple
+        and type(size) is int
+        and all(type(d) is int and d >= 0 for d in newshape)
+        and math.prod(newshape) == size
+    ):
         return newshape  # the common case: nothing to infer or to check further
     shape = _axes_tuple(newshape) if not isinstance(newshape, (int, np.integer)) else (newshape,)
     try:
         shape = tuple(d if core.is_symbolic_dim(d) else int(d.__index__()) for d in shape)
     except AttributeError:
-        raise TypeError(f"{name}: shape must be a sequence of integers, got {newshape!r}") \
-            from None
+        raise TypeError(f"{name}: shape must be a sequence of integers, got {newshape!r}") from None
     unknown = [i for i, d in enumerate(shape) if d == -1]
     if len(unknown) > 1:
-        raise TypeError(f"{name}: can only specify one unknown axis size with a `-1` value, "
-                        f"got {shape}")
+        raise TypeError(
+            f"{name}: can only specify one unknown axis size with a `-1` value, got {shape}"
+        )
     if builtins.any(d < -1 for d in shape):
-        raise TypeError(f"{name}: cannot reshape array of size {size} into shape {shape}: "
-                        "negative sizes other than a single -1 are not allowed")
+        raise TypeError(
+            f"{name}: cannot reshape array of size {size} into shape {shape}: "
+            "negative sizes other than a single -1 are not allowed"
+        )
     if unknown:
         known = math.prod(d for d in shape if d != -1)
         if known == 0 or not isinstance(size % known, int) or size % known:
@@ -98,14 +139,16 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None, out_sharding=
         if out_sharding is not None:  # given for the result, whose dimensions come reversed
             given = getattr(out_sharding, "spec", out_sharding)  # (or a PartitionSpec)
             spec = type(given)(*(tuple(given) + (None,) * (len(shape) - len(given)))[::-1])
-            out_sharding = spec if given is out_sharding else \
-                type(out_sharding)(out_sharding.mesh, spec)
+            out_sharding = (
+                spec if given is out_sharding else type(out_sharding)(out_sharding.mesh, spec)
+            )
         out = lax.reshape(t, shape[::-1], out_sharding=out_sharding)
         return transpose(out)
     if order == "A":
         raise NotImplementedError("reshape: order='A' is not supported; use 'C' or 'F'")
-    raise ValueError(f"reshape: unexpected value for the 'order' argument: {order!r}; use "
-                     "'C' or 'F'")
+    raise ValueError(
+        f"reshape: unexpected value for the 'order' argument: {order!r}; use 'C' or 'F'"
+    )
 
 
 def ravel(a, order="C"):
@@ -124,8 +167,10 @@ def transpose(a, axes=None):
         axes = _axes_tuple(axes)
         perm = tuple(canonicalize_axis(i, ndim, "transpose") for i in axes)
         if sorted(perm) != list(range(ndim)):
-            raise TypeError(f"transpose: axes {axes} are not a permutation of the "
-                            f"{ndim} axes of an array of shape {aval_of(a).shape}")
+            raise TypeError(
+                f"transpose: axes {axes} are not a permutation of the "
+                f"{ndim} axes of an array of shape {aval_of(a).shape}"
+            )
     return a if perm == tuple(range(ndim)) else lax.transpose(a, perm)
 
 
@@ -139,8 +184,7 @@ def matrix_transpose(x, /):
     x = _arr("matrix_transpose", x)
     ndim = aval_of(x).ndim
     if ndim < 2:
-        raise ValueError(f"matrix_transpose: x must be at least 2-D, got shape "
-                         f"{aval_of(x).shape}")
+        raise ValueError(f"matrix_transpose: x must be at least 2-D, got shape {aval_of(x).shape}")
     return transpose(x, tuple(range(ndim - 2)) + (ndim - 1, ndim - 2))
 
 
@@ -149,8 +193,7 @@ def swapaxes(a, axis1, axis2):
     a = _arr("swapaxes", a)
     ndim = aval_of(a).ndim
     perm = list(range(ndim))
-    i, j = canonicalize_axis(axis1, ndim, "swapaxes"), canonicalize_axis(axis2, ndim,
-                                                                         "swapaxes")
+    i, j = canonicalize_axis(axis1, ndim, "swapaxes"), canonicalize_axis(axis2, ndim, "swapaxes")
     perm[i], perm[j] = perm[j], perm[i]
     return transpose(a, tuple(perm))
 
@@ -162,12 +205,13 @@ def moveaxis(a, source, destination):
     src = tuple(canonicalize_axis(i, ndim, "moveaxis") for i in _axes_tuple(source))
     dst = tuple(canonicalize_axis(i, ndim, "moveaxis") for i in _axes_tuple(destination))
     if len(src) != len(dst):
-        raise ValueError(f"moveaxis: source {source} and destination {destination} must have "
-                         "the same number of elements")
+        raise ValueError(
+            f"moveaxis: source {source} and destination {destination} must have "
+            "the same number of elements"
+        )
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
         # TypeError, as JAX's (from the transpose it builds).
-        raise TypeError(f"moveaxis: repeated axis in source {source} or destination "
-                        f"{destination}")
+        raise TypeError(f"moveaxis: repeated axis in source {source} or destination {destination}")
     perm = [i for i in range(ndim) if i not in src]
     for d, s in sorted(zip(dst, src, strict=True)):
         perm.insert(d, s)
@@ -195,15 +239,20 @@ def squeeze(a, axis=None):
         axes = tuple(canonicalize_axis(i, len(shape), "squeeze") for i in _axes_tuple(axis))
         bad = [i for i in axes if shape[i] != 1]
         if bad:
-            raise ValueError(f"cannot select an axis to squeeze out which has size not equal "
-                             f"to one, got shape={shape} and dimensions={axes}")
+            raise ValueError(
+                f"cannot select an axis to squeeze out which has size not equal "
+                f"to one, got shape={shape} and dimensions={axes}"
+            )
     return lax.squeeze(a, axes) if axes else a
 
 
 def _as_list(name, arrays):
     if isinstance(arrays, (Tracer, Array, np.ndarray)):
-        return [arrays[i] for i in range(aval_of(asarray(arrays)).shape[0])] \
-            if not isinstance(arrays, np.ndarray) else list(arrays)
+        return (
+            [arrays[i] for i in range(aval_of(asarray(arrays)).shape[0])]
+            if not isinstance(arrays, np.ndarray)
+            else list(arrays)
+        )
     if not isinstance(arrays, (list, tuple)):
         raise TypeError(f"{name}: expected a sequence of arrays, got {type(arrays).__name__}")
     return list(arrays)
@@ -224,8 +273,10 @@ def concatenate(arrays, axis=0, dtype=None):
     ndim = aval_of(arrays[0]).ndim
     for x in arrays[1:]:
         if aval_of(x).ndim != ndim:
-            raise TypeError(f"Cannot concatenate arrays with different numbers of "
-                            f"dimensions: got {', '.join(str(aval_of(y).shape) for y in arrays)}")
+            raise TypeError(
+                f"Cannot concatenate arrays with different numbers of "
+                f"dimensions: got {', '.join(str(aval_of(y).shape) for y in arrays)}"
+            )
     axis = canonicalize_axis(axis, ndim, "concatenate")
     if dtype is None:
         arrays = promote_dtypes(*arrays)
@@ -234,10 +285,12 @@ def concatenate(arrays, axis=0, dtype=None):
         arrays = [convert(x, dt, False) for x in arrays]
     for x in arrays[1:]:
         s0, s = aval_of(arrays[0]).shape, aval_of(x).shape
-        if s0[:axis] + s0[axis + 1:] != s[:axis] + s[axis + 1:]:
-            raise TypeError(f"concatenate: all input array dimensions except axis {axis} "
-                            f"must match exactly, got shapes "
-                            f"{', '.join(str(aval_of(y).shape) for y in arrays)}")
+        if s0[:axis] + s0[axis + 1 :] != s[:axis] + s[axis + 1 :]:
+            raise TypeError(
+                f"concatenate: all input array dimensions except axis {axis} "
+                f"must match exactly, got shapes "
+                f"{', '.join(str(aval_of(y).shape) for y in arrays)}"
+            )
     return arrays[0] if len(arrays) == 1 else lax.concatenate(arrays, axis)
 
 
@@ -255,8 +308,10 @@ def stack(arrays, axis=0, out=None, dtype=None):
     arrays = [asarray(x) for x in arrays]
     shape0 = aval_of(arrays[0]).shape
     if builtins.any(aval_of(x).shape != shape0 for x in arrays):
-        raise ValueError("All input arrays must have the same shape, got "
-                         f"{', '.join(str(aval_of(x).shape) for x in arrays)}")
+        raise ValueError(
+            "All input arrays must have the same shape, got "
+            f"{', '.join(str(aval_of(x).shape) for x in arrays)}"
+        )
     axis = canonicalize_axis(axis, len(shape0) + 1, "stack")
     return concatenate([lax.expand_dims(x, (axis,)) for x in arrays], axis, dtype)
 
@@ -333,22 +388,26 @@ def _split(name, ary, indices_or_sections, axis, equal):
     axis = canonicalize_axis(axis, len(shape), name)
     size = shape[axis]
     if isinstance(indices_or_sections, (tuple, list)) or (
-            isinstance(indices_or_sections, (np.ndarray, Array))
-            and np.ndim(indices_or_sections) > 0):
+        isinstance(indices_or_sections, (np.ndarray, Array)) and np.ndim(indices_or_sections) > 0
+    ):
         # As JAX, unlike NumPy: indices are not wrapped or clipped, and must not decrease.
         bounds = [0] + [int(i) for i in indices_or_sections] + [size]
         sizes = [hi - lo for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
         if builtins.any(d < 0 for d in sizes):
-            raise ValueError(f"{name}: the indices {list(bounds[1:-1])} must be increasing and "
-                             f"within [0, {size}] (the size of axis {axis}): they give the "
-                             f"section sizes {sizes}, and sizes must be nonnegative")
+            raise ValueError(
+                f"{name}: the indices {list(bounds[1:-1])} must be increasing and "
+                f"within [0, {size}] (the size of axis {axis}): they give the "
+                f"section sizes {sizes}, and sizes must be nonnegative"
+            )
     else:
         n = int(indices_or_sections)
         if n <= 0:
             raise ValueError(f"{name}: number of sections must be larger than 0, got {n}")
         if equal and size % n:
-            raise ValueError("array split does not result in an equal division: an axis of "
-                             f"size {size} cannot be split into {n} sections")
+            raise ValueError(
+                "array split does not result in an equal division: an axis of "
+                f"size {size} cannot be split into {n} sections"
+            )
         part, extra = divmod(size, n)
         sizes = [part + 1] * extra + [part] * (n - extra)
         bounds = [0] + list(np.cumsum(sizes))
@@ -387,8 +446,9 @@ def broadcast_to(array, shape):
     array = _arr("broadcast_to", array)
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
     if builtins.any(d < 0 for d in shape):  # JAX raises TypeError or ValueError: this is both
-        raise IncompatibleShapesError(f"broadcast_to: negative dimensions are not allowed, "
-                                      f"got {shape}")
+        raise IncompatibleShapesError(
+            f"broadcast_to: negative dimensions are not allowed, got {shape}"
+        )
     return broadcast_to_shape(array, shape)
 
 
@@ -404,8 +464,11 @@ def flip(m, axis=None):
     """Reverse the order of elements along ``axis`` (all axes by default)."""
     m = _arr("flip", m)
     ndim = aval_of(m).ndim
-    axes = tuple(range(ndim)) if axis is None else tuple(
-        canonicalize_axis(i, ndim, "flip") for i in _axes_tuple(axis))
+    axes = (
+        tuple(range(ndim))
+        if axis is None
+        else tuple(canonicalize_axis(i, ndim, "flip") for i in _axes_tuple(axis))
+    )
     return lax.rev(m, axes) if axes else m
 
 
@@ -425,8 +488,10 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     if x is None and y is None:
         return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
-        raise TypeError(f"where: got condition and {'y' if x is None else 'x'} only; pass "
-                        "both x and y (where(c, x, y)), or neither (where(c) is nonzero(c))")
+        raise TypeError(
+            f"where: got condition and {'y' if x is None else 'x'} only; pass "
+            "both x and y (where(c, x, y)), or neither (where(c) is nonzero(c))"
+        )
     return where_(condition, x, y)
 
 
@@ -452,19 +517,25 @@ def nonzero(a, *, size=None, fill_value=None):
     a = asarray(a)
     shp = aval_of(a).shape
     if not shp:
-        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
-                         "jnp.atleast_1d(scalar).nonzero() instead.")
+        raise ValueError(
+            "Calling nonzero on 0d arrays is not allowed. Use "
+            "jnp.atleast_1d(scalar).nonzero() instead."
+        )
     index_dtype = dtypes.default_int()
     mask = a if aval_of(a).dtype == dtypes.bool_ else lax.ne(a, convert(0, aval_of(a).dtype))
     if size is None:
-        host = _concrete(mask, "nonzero (its result's size depends on the values: pass "
-                               "`size` to use it under jit)")
+        host = _concrete(
+            mask,
+            "nonzero (its result's size depends on the values: pass `size` to use it under jit)",
+        )
         return tuple(asarray(i.astype(index_dtype)) for i in np.nonzero(host))
     size = operator.index(size)
     fills = fill_value if isinstance(fill_value, (tuple, list)) else (fill_value,) * len(shp)
     if len(fills) != len(shp):
-        raise ValueError(f"nonzero: fill_value must be a scalar or a tuple of length "
-                         f"{len(shp)} (a.ndim), got {fill_value!r}")
+        raise ValueError(
+            f"nonzero: fill_value must be a scalar or a tuple of length "
+            f"{len(shp)} (a.ndim), got {fill_value!r}"
+        )
     fills = [convert(0 if f is None else f, index_dtype) for f in fills]
     n = math.prod(shp)
     if n == 0 or size == 0:
@@ -475,7 +546,8 @@ def nonzero(a, *, size=None, fill_value=None):
     slots = lax.sub(lax.cumsum(flat_mask, 0), convert(1, index_dtype))
     slots = where_(lax.ne(flat_mask, convert(0, index_dtype)), slots, convert(size, index_dtype))
     flat = IndexUpdateHelper(lax.full((size,), 0, index_dtype))[slots].set(
-        lax.iota(index_dtype, n), mode="drop")
+        lax.iota(index_dtype, n), mode="drop"
+    )
     found = lax.lt(lax.iota(index_dtype, size), lax.reduce_sum(flat_mask, (0,)))
     out, stride = [], n
     for d, f in zip(shp, fills, strict=True):
@@ -505,10 +577,13 @@ def clip(arr=None, /, min=None, max=None):  # noqa: A002
     if arr is None:
         raise ValueError("No input was provided to the clip function.")  # as JAX's
     check_arraylike("clip", arr)
-    if builtins.any(x is not None and dtypes.is_complex(_dtype_and_weak(x)[0])
-                    for x in (arr, min, max)):
-        raise ValueError("clip: complex values have no ordering and cannot be clipped; clip "
-                         "the real and imaginary parts (or the absolute value) separately")
+    if builtins.any(
+        x is not None and dtypes.is_complex(_dtype_and_weak(x)[0]) for x in (arr, min, max)
+    ):
+        raise ValueError(
+            "clip: complex values have no ordering and cannot be clipped; clip "
+            "the real and imaginary parts (or the absolute value) separately"
+        )
     if min is not None:
         arr = maximum(min, arr)
     if max is not None:
@@ -578,15 +653,18 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     shp = aval_of(a).shape
     axis = canonicalize_axis(axis, len(shp), "repeat")
     if total_repeat_length is None:
-        repeats = _concrete(repeats, "repeats of jnp.repeat (the result's size depends on "
-                                     "it: pass `total_repeat_length` to use it under jit)")
+        repeats = _concrete(
+            repeats,
+            "repeats of jnp.repeat (the result's size depends on "
+            "it: pass `total_repeat_length` to use it under jit)",
+        )
         if repeats.dtype.kind not in "iub":
             raise TypeError(f"repeat: repeats must be integers, got dtype {repeats.dtype}")
         if repeats.ndim == 0:
             n = int(repeats)
             expanded = lax.expand_dims(a, (axis + 1,))
-            out = broadcast_to_shape(expanded, shp[:axis + 1] + (n,) + shp[axis + 1:])
-            return lax.reshape(out, shp[:axis] + (shp[axis] * n,) + shp[axis + 1:])
+            out = broadcast_to_shape(expanded, shp[: axis + 1] + (n,) + shp[axis + 1 :])
+            return lax.reshape(out, shp[:axis] + (shp[axis] * n,) + shp[axis + 1 :])
         repeats = np.broadcast_to(repeats.ravel(), (shp[axis],))
         total_repeat_length = int(repeats.sum())
         repeats = asarray(repeats.astype(np.int32))
@@ -594,8 +672,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
         total_repeat_length = operator.index(total_repeat_length)
         repeats = broadcast_to(ravel(repeats), (shp[axis],))
         if not dtypes.is_int(aval_of(repeats).dtype):
-            raise TypeError(f"repeat: repeats must be integers, got dtype "
-                            f"{aval_of(repeats).dtype}")
+            raise TypeError(f"repeat: repeats must be integers, got dtype {aval_of(repeats).dtype}")
     if shp[axis] == 0:
         return a
     if total_repeat_length == 0:
@@ -605,8 +682,9 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     index_dtype = dtypes.int32
     repeats = lax.convert_element_type(repeats, index_dtype)
     starts = lax.cumsum(lax.pad(repeats, convert(0, index_dtype), ((1, -1, 0),)), 0)
-    indicators = IndexUpdateHelper(lax.full((total_repeat_length,), 0, index_dtype))[
-        starts].add(convert(1, index_dtype))
+    indicators = IndexUpdateHelper(lax.full((total_repeat_length,), 0, index_dtype))[starts].add(
+        convert(1, index_dtype)
+    )
     gather = lax.sub(lax.cumsum(indicators, 0), convert(1, index_dtype))
     return getitem(a, (slice(None),) * axis + (gather,))
 
@@ -622,4 +700,3 @@ def tile(A, reps):
     if len(reps) > ndim:
         A = lax.expand_dims(A, tuple(range(len(reps) - ndim)))
     return lax.tile(A, reps)
-

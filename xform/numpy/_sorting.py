@@ -18,15 +18,24 @@ from xform.numpy._reductions import canonicalize_axis
 from xform.numpy._shape import ravel, reshape, swapaxes
 from xform.numpy._ufuncs import const, isnan
 
-__all__ = ["sort", "argsort", "lexsort", "sort_complex", "partition", "argpartition",
-           "searchsorted"]
+__all__ = [
+    "sort",
+    "argsort",
+    "lexsort",
+    "sort_complex",
+    "partition",
+    "argpartition",
+    "searchsorted",
+]
 
 
 def _prepare(name, a, axis, kind, order):
     check_arraylike(name, a)
     if kind is not None:
-        raise TypeError(f"'kind' argument to {name} is not supported. Use stable=True or "
-                        "stable=False to specify sort stability.")
+        raise TypeError(
+            f"'kind' argument to {name} is not supported. Use stable=True or "
+            "stable=False to specify sort stability."
+        )
     if order is not None:
         raise TypeError(f"'order' argument to {name} is not supported.")
     a = asarray(a)
@@ -80,8 +89,7 @@ def sort_complex(a):
     dtype = aval_of(a).dtype
     if not dtypes.is_complex(dtype):
         real = dtype if dtypes.is_inexact(dtype) else dtypes.default_float()
-        dtype = dtypes.canonicalize(np.complex64 if np.dtype(real).itemsize <= 4 else
-                                    np.complex128)
+        dtype = dtypes.canonicalize(np.complex64 if np.dtype(real).itemsize <= 4 else np.complex128)
     return lax.convert_element_type(a, dtype)
 
 
@@ -118,8 +126,10 @@ def argpartition(a, kth, axis=-1):
     shape = aval_of(a).shape
     bottom = lax.top_k(_negated_for_top_k(a), kth + 1)[1]
     # Mark the bottom entries 0 and the rest 1; top_k of that picks the rest in order.
-    index = tuple(bottom if d == len(shape) - 1 else lax.broadcasted_iota(
-        dtypes.int32, shape[:-1] + (1,), d) for d in range(len(shape)))
+    index = tuple(
+        bottom if d == len(shape) - 1 else lax.broadcasted_iota(dtypes.int32, shape[:-1] + (1,), d)
+        for d in range(len(shape))
+    )
     proxy = IndexUpdateHelper(lax.full(shape, 1.0, dtypes.float32))[index].set(0.0)
     top = lax.top_k(proxy, shape[-1] - kth - 1)[1]
     out = lax.concatenate([bottom, top], len(shape) - 1)
@@ -130,12 +140,15 @@ def _total_lt(x, y):
     """``x < y`` in sort order: NaNs after everything, complex by (real, imaginary)."""
     if dtypes.is_complex(aval_of(x).dtype):
         xr, yr, xi, yi = lax.real(x), lax.real(y), lax.imag(x), lax.imag(y)
-        return lax.bitwise_or(_total_lt(xr, yr), lax.bitwise_and(
-            lax.bitwise_not(lax.bitwise_or(_total_lt(xr, yr), _total_lt(yr, xr))),
-            _total_lt(xi, yi)))
+        return lax.bitwise_or(
+            _total_lt(xr, yr),
+            lax.bitwise_and(
+                lax.bitwise_not(lax.bitwise_or(_total_lt(xr, yr), _total_lt(yr, xr))),
+                _total_lt(xi, yi),
+            ),
+        )
     if dtypes.is_inexact(aval_of(x).dtype):
-        return lax.bitwise_or(lax.lt(x, y), lax.bitwise_and(isnan(y),
-                                                            lax.bitwise_not(isnan(x))))
+        return lax.bitwise_or(lax.lt(x, y), lax.bitwise_and(isnan(y), lax.bitwise_not(isnan(x))))
     if aval_of(x).dtype == dtypes.bool_:
         return lax.bitwise_and(lax.bitwise_not(x), y)
     return lax.lt(x, y)
@@ -224,8 +237,9 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     if aval_of(a).ndim != 1:
         raise ValueError("a should be 1-dimensional")
     if side not in ("left", "right"):
-        raise ValueError(f"{side!r} is an invalid value for keyword 'side'. Expected one of "
-                         "['left', 'right'].")
+        raise ValueError(
+            f"{side!r} is an invalid value for keyword 'side'. Expected one of ['left', 'right']."
+        )
     if method not in _SEARCH_METHODS:
         raise ValueError(f"Unsupported method: {method}")
     a, v = promote_dtypes(a, v)

@@ -59,10 +59,30 @@ from xform.numpy._ufuncs import (
 )
 
 __all__ = [
-    "quantile", "nanquantile", "percentile", "nanpercentile", "median", "nanmedian",
-    "nanmean", "nanvar", "nanstd", "nanprod", "nancumsum", "nancumprod", "nanargmax",
-    "nanargmin", "nan_to_num", "bincount", "digitize", "histogram_bin_edges", "histogram",
-    "interp", "cov", "corrcoef", "histogramdd", "histogram2d",
+    "quantile",
+    "nanquantile",
+    "percentile",
+    "nanpercentile",
+    "median",
+    "nanmedian",
+    "nanmean",
+    "nanvar",
+    "nanstd",
+    "nanprod",
+    "nancumsum",
+    "nancumprod",
+    "nanargmax",
+    "nanargmin",
+    "nan_to_num",
+    "bincount",
+    "digitize",
+    "histogram_bin_edges",
+    "histogram",
+    "interp",
+    "cov",
+    "corrcoef",
+    "histogramdd",
+    "histogram2d",
 ]
 
 _METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
@@ -91,15 +111,18 @@ def _take_last(a, index):
     rest = aval_of(a).shape[:-1]
     full = aval_of(index).shape
     q_ndim = len(full) - len(rest)
-    rows = tuple(lax.broadcasted_iota(dtypes.default_int(), full, q_ndim + d)
-                 for d in range(len(rest)))
+    rows = tuple(
+        lax.broadcasted_iota(dtypes.default_int(), full, q_ndim + d) for d in range(len(rest))
+    )
     return a[(*rows, index)]
 
 
 def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights):
     if method not in _METHODS:
-        raise ValueError(f"{name}: method can only be 'linear', 'lower', 'higher', "
-                         f"'midpoint', 'nearest' or 'inverted_cdf'; got {method!r}")
+        raise ValueError(
+            f"{name}: method can only be 'linear', 'lower', 'higher', "
+            f"'midpoint', 'nearest' or 'inverted_cdf'; got {method!r}"
+        )
     if weights is None:
         a = promote_dtypes_inexact(asarray(a))[0]
     else:
@@ -109,8 +132,9 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights):
         a, weights = promote_dtypes_inexact(asarray(a), asarray(weights))
     a_dtype = aval_of(a).dtype
     if dtypes.is_complex(a_dtype):
-        raise ValueError(f"{name} does not support complex input, as the operation is poorly "
-                         "defined.")
+        raise ValueError(
+            f"{name} does not support complex input, as the operation is poorly defined."
+        )
     q = asarray(q)
     q_shape = aval_of(q).shape
     if len(q_shape) > 1:
@@ -138,8 +162,9 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights):
     # Quantiles lead the result: q and the per-row counts broadcast to Q + R.
     out_shape = q_shape + rest
     q_b = lax.broadcast_in_dim(q, out_shape, tuple(range(len(q_shape))))
-    valid = lax.broadcast_in_dim(valid, out_shape, tuple(
-        range(len(out_shape) - aval_of(valid).ndim, len(out_shape))))
+    valid = lax.broadcast_in_dim(
+        valid, out_shape, tuple(range(len(out_shape) - aval_of(valid).ndim, len(out_shape)))
+    )
     last = lax.sub(valid, const(valid, 1))
     if method == "inverted_cdf":
         result = _inverted_cdf(a, weights, q_b, valid, last, nan_row, squash_nans)
@@ -165,8 +190,10 @@ def _interpolate(a, q, last, method):
     high_value = _take_last(a, lax.convert_element_type(high, dtypes.default_int()))
     if method == "linear":
         q_dtype = aval_of(q).dtype
-        return lax.add(lax.mul(convert(low_value, q_dtype), low_weight),
-                       lax.mul(convert(high_value, q_dtype), high_weight))
+        return lax.add(
+            lax.mul(convert(low_value, q_dtype), low_weight),
+            lax.mul(convert(high_value, q_dtype), high_weight),
+        )
     if method == "lower":
         return low_value
     if method == "higher":
@@ -178,8 +205,9 @@ def _interpolate(a, q, last, method):
 
 def _quantile_weights(name, a, weights, axis, axes, method):
     if method != "inverted_cdf":
-        raise NotImplementedError(f"{method} doesn't support weights. Only method "
-                                  "'inverted_cdf' supports weights.")
+        raise NotImplementedError(
+            f"{method} doesn't support weights. Only method 'inverted_cdf' supports weights."
+        )
     shape = aval_of(a).shape
     w_shape = aval_of(weights).shape
     if w_shape != shape:
@@ -204,11 +232,13 @@ def _inverted_cdf(a, weights, q, valid, last, nan_row, squash_nans):
     total = cum[..., -1]
     q_ndim = aval_of(q).ndim - aval_of(total).ndim
     out_shape = aval_of(q).shape
-    target = lax.mul(convert(q, aval_of(total).dtype),
-                     lax.broadcast_in_dim(total, out_shape,
-                                          tuple(range(q_ndim, len(out_shape)))))
-    cum_b = lax.broadcast_in_dim(cum, out_shape + aval_of(cum).shape[-1:],
-                                 tuple(range(q_ndim, len(out_shape) + 1)))
+    target = lax.mul(
+        convert(q, aval_of(total).dtype),
+        lax.broadcast_in_dim(total, out_shape, tuple(range(q_ndim, len(out_shape)))),
+    )
+    cum_b = lax.broadcast_in_dim(
+        cum, out_shape + aval_of(cum).shape[-1:], tuple(range(q_ndim, len(out_shape) + 1))
+    )
     below = lax.lt(cum_b, lax.expand_dims(target, (len(out_shape),)))
     idx = sum(below, -1, dtype=dtypes.default_int())
     limit = convert(last, dtypes.default_int())
@@ -219,19 +249,26 @@ def _inverted_cdf(a, weights, q, valid, last, nan_row, squash_nans):
         force_nan = lax.bitwise_or(any_bad, lax.eq(valid[(0,) * q_ndim], const(valid, 0)))
     else:
         force_nan = lax.bitwise_or(any_bad, any(nan_row, -1))
-    force_nan = lax.broadcast_in_dim(force_nan, out_shape,
-                                     tuple(range(q_ndim, len(out_shape))))
+    force_nan = lax.broadcast_in_dim(force_nan, out_shape, tuple(range(q_ndim, len(out_shape))))
     return where_(force_nan, const(result, np.nan), result)
 
 
 def _check_no_out(name, out, overwrite_input):
     if overwrite_input or out is not None:
-        raise ValueError(f"xform.numpy.{name} does not support overwrite_input=True or "
-                         "out != None")
+        raise ValueError(f"xform.numpy.{name} does not support overwrite_input=True or out != None")
 
 
-def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-             keepdims=False, *, weights=None):
+def quantile(
+    a,
+    q,
+    axis=None,
+    out=None,
+    overwrite_input=False,
+    method="linear",
+    keepdims=False,
+    *,
+    weights=None,
+):
     """The ``q``-th quantiles (``q`` in [0, 1], rank 0 or 1) of ``a`` along ``axis``; NaN
     where a slice holds a NaN.
 
@@ -255,8 +292,17 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     return _quantile("quantile", a, q, axis, method, keepdims, False, weights)
 
 
-def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                keepdims=False, *, weights=None):
+def nanquantile(
+    a,
+    q,
+    axis=None,
+    out=None,
+    overwrite_input=False,
+    method="linear",
+    keepdims=False,
+    *,
+    weights=None,
+):
     """:func:`quantile` ignoring NaNs (NaN where a slice is all NaN)."""
     check_arraylike("nanquantile", a, q)
     _check_no_out("nanquantile", out, overwrite_input)
@@ -268,22 +314,50 @@ def _percent(name, q):
     return lax.div(q, const(q, 100))
 
 
-def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-               keepdims=False, *, weights=None, out_sharding=None):
+def percentile(
+    a,
+    q,
+    axis=None,
+    out=None,
+    overwrite_input=False,
+    method="linear",
+    keepdims=False,
+    *,
+    weights=None,
+    out_sharding=None,
+):
     """:func:`quantile` with ``q`` in percent ([0, 100])."""
     check_arraylike("percentile", a, q)
     if out_sharding is not None:
         raise NotImplementedError("percentile: out_sharding is not supported by xform")
-    return quantile(a, _percent("percentile", q), axis, out, overwrite_input, method,
-                    keepdims, weights=weights)
+    return quantile(
+        a, _percent("percentile", q), axis, out, overwrite_input, method, keepdims, weights=weights
+    )
 
 
-def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                  keepdims=False, *, weights=None):
+def nanpercentile(
+    a,
+    q,
+    axis=None,
+    out=None,
+    overwrite_input=False,
+    method="linear",
+    keepdims=False,
+    *,
+    weights=None,
+):
     """:func:`nanquantile` with ``q`` in percent ([0, 100])."""
     check_arraylike("nanpercentile", a, q)
-    return nanquantile(a, _percent("nanpercentile", q), axis, out, overwrite_input, method,
-                       keepdims, weights=weights)
+    return nanquantile(
+        a,
+        _percent("nanpercentile", q),
+        axis,
+        out,
+        overwrite_input,
+        method,
+        keepdims,
+        weights=weights,
+    )
 
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
@@ -361,10 +435,16 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
 
 def _broadcast_pair(x, y):
     shape = np.broadcast_shapes(aval_of(x).shape, aval_of(y).shape)
-    x = x if aval_of(x).shape == shape else lax.broadcast_in_dim(
-        x, shape, tuple(range(len(shape) - aval_of(x).ndim, len(shape))))
-    y = y if aval_of(y).shape == shape else lax.broadcast_in_dim(
-        y, shape, tuple(range(len(shape) - aval_of(y).ndim, len(shape))))
+    x = (
+        x
+        if aval_of(x).shape == shape
+        else lax.broadcast_in_dim(x, shape, tuple(range(len(shape) - aval_of(x).ndim, len(shape))))
+    )
+    y = (
+        y
+        if aval_of(y).shape == shape
+        else lax.broadcast_in_dim(y, shape, tuple(range(len(shape) - aval_of(y).ndim, len(shape))))
+    )
     return x, y
 
 
@@ -437,8 +517,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
         re = nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf)
         im = nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf)
         # No complex primitive: re + i * im is exact here, as both parts are finite.
-        return lax.add(convert(re, dtype, False),
-                       lax.mul(convert(im, dtype, False), const(x, 1j)))
+        return lax.add(convert(re, dtype, False), lax.mul(convert(im, dtype, False), const(x, 1j)))
     info = dtypes.finfo(dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
@@ -471,8 +550,7 @@ def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
     if aval_of(x).dtype == dtypes.bool_:
         x = convert(x, dtypes.int32, False)
     if not dtypes.is_int(aval_of(x).dtype):
-        raise TypeError(f"x argument to bincount must have an integer type; got "
-                        f"{aval_of(x).dtype}")
+        raise TypeError(f"x argument to bincount must have an integer type; got {aval_of(x).dtype}")
     if aval_of(x).ndim != 1:
         raise ValueError("only 1-dimensional input supported.")
     minlength = _static_int("bincount", "minlength", minlength)
@@ -482,7 +560,8 @@ def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
         except ConcretizationTypeError as e:
             raise ConcretizationTypeError(
                 "bincount: the length of the result is max(x) + 1, which is unknown while "
-                "x is traced; pass a static `length` argument.") from e
+                "x is traced; pass a static `length` argument."
+            ) from e
         length = builtins.max(minlength, host.size and int(builtins.max(0, host.max())) + 1)
     else:
         length = _static_int("bincount", "length", length)
@@ -492,8 +571,10 @@ def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
         check_arraylike("bincount", weights)
         weights = asarray(weights)
         if aval_of(weights).shape != aval_of(x).shape:
-            raise ValueError(f"bincount: weights of shape {aval_of(weights).shape} must have "
-                             f"the shape of x, {aval_of(x).shape}")
+            raise ValueError(
+                f"bincount: weights of shape {aval_of(weights).shape} must have "
+                f"the shape of x, {aval_of(x).shape}"
+            )
     index = lax.max(x, const(x, 0))
     out = lax.broadcast_in_dim(const(weights, 0), (length,), ())
     out = convert(out, aval_of(weights).dtype, False)
@@ -504,8 +585,10 @@ def _static_int(name, what, value):
     try:
         return operator.index(value)
     except ConcretizationTypeError as e:
-        raise ConcretizationTypeError(f"{name}: argument '{what}' must be a static integer "
-                                      f"(a Python int, or static under jit): {e}") from e
+        raise ConcretizationTypeError(
+            f"{name}: argument '{what}' must be a static integer "
+            f"(a Python int, or static under jit): {e}"
+        ) from e
 
 
 def digitize(x, bins, right=False, *, method=None):
@@ -515,8 +598,9 @@ def digitize(x, bins, right=False, *, method=None):
     x, bins = asarray(x), asarray(bins)
     right = bool(right)
     if aval_of(bins).ndim != 1:
-        raise ValueError(f"digitize: bins must be a 1-dimensional array; got bins of shape "
-                         f"{aval_of(bins).shape}")
+        raise ValueError(
+            f"digitize: bins must be a 1-dimensional array; got bins of shape {aval_of(bins).shape}"
+        )
     n = aval_of(bins).shape[0]
     if n == 0:
         return lax.broadcast_in_dim(asarray(0, dtypes.int32), aval_of(x).shape, ())
@@ -541,8 +625,9 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002  (n
     bins = _static_int("histogram_bin_edges", "bins", bins)
     if range is None:
         range = (amin(a), amax(a))  # noqa: A001
-    lo_hi = asarray(stack_([asarray(r) for r in range]) if isinstance(range, (tuple, list))
-                    else range, dtype)
+    lo_hi = asarray(
+        stack_([asarray(r) for r in range]) if isinstance(range, (tuple, list)) else range, dtype
+    )
     if aval_of(lo_hi).shape != (2,):
         raise ValueError(f"`range` must be either None or a sequence of scalars, got {range}")
     lo, hi = lo_hi[0], lo_hi[1]
@@ -591,8 +676,9 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     extrapolate = []
     for what, value in (("left", left), ("right", right)):
         if isinstance(value, str) and value != "extrapolate":
-            raise ValueError(f"the only valid string value of `{what}` is 'extrapolate', but "
-                             f"got: {value!r}")
+            raise ValueError(
+                f"the only valid string value of `{what}` is 'extrapolate', but got: {value!r}"
+            )
         extrapolate.append(isinstance(value, str))
     if dtypes.is_complex(aval_of(x).dtype):
         raise ValueError("xform.numpy.interp: complex x values not supported.")
@@ -605,8 +691,9 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         xp = lax.concatenate([lax.sub(xp[-1:], period), xp, lax.add(xp[:1], period)], 0)
         fp = lax.concatenate([fp[-1:], fp, fp[:1]], 0)
     n = aval_of(xp).shape[0]
-    i = lax.clamp(asarray(1, dtypes.int32), _searchsorted_right(xp, x),
-                  asarray(n - 1, dtypes.int32))
+    i = lax.clamp(
+        asarray(1, dtypes.int32), _searchsorted_right(xp, x), asarray(n - 1, dtypes.int32)
+    )
     i0 = lax.sub(i, const(i, 1))
     df = lax.sub(fp[i], fp[i0])
     dx = lax.sub(xp[i], xp[i0])
@@ -639,8 +726,7 @@ def _sample_weights(name, w, n_samples, integer):
     return lax.abs(w)  # NumPy rejects negative weights; JAX takes their magnitude
 
 
-def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
-        dtype=None):
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, dtype=None):
     """The covariance matrix of the variables in the rows of ``m`` (columns if not
     ``rowvar``), with ``y``'s variables appended; a scalar for a single variable."""
     check_arraylike("cov", m) if y is None else check_arraylike("cov", m, y)
@@ -700,20 +786,22 @@ def corrcoef(x, y=None, rowvar=True, dtype=None):
     clipped to [-1, 1]."""
     check_arraylike("corrcoef", x)
     if dtype is not None and not dtypes.is_inexact(_canonical_dtype(dtype, "corrcoef")):
-        raise ValueError(f"corrcoef: dtype must be a subclass of float or complex; got "
-                         f"{dtype=}")
+        raise ValueError(f"corrcoef: dtype must be a subclass of float or complex; got {dtype=}")
     c = cov(x, y, rowvar, dtype=dtype)
     if aval_of(c).ndim == 0:
         return true_divide(c, c)  # NaN for 0/0 or inf/inf, else 1
     d = diagonal(c)
-    stddev = convert(lax.sqrt(lax.real(d) if dtypes.is_complex(aval_of(d).dtype) else d),
-                     aval_of(c).dtype, False)
+    stddev = convert(
+        lax.sqrt(lax.real(d) if dtypes.is_complex(aval_of(d).dtype) else d), aval_of(c).dtype, False
+    )
     c = true_divide(true_divide(c, stddev[:, None]), stddev[None, :])
     if dtypes.is_complex(aval_of(c).dtype):
         re = clip(lax.real(c), -1, 1)
         im = clip(lax.imag(c), -1, 1)
-        return lax.add(convert(re, aval_of(c).dtype, False),
-                       lax.mul(convert(im, aval_of(c).dtype, False), const(c, 1j)))
+        return lax.add(
+            convert(re, aval_of(c).dtype, False),
+            lax.mul(convert(im, aval_of(c).dtype, False), const(c, 1j)),
+        )
     return clip(c, -1, 1)
 
 
@@ -729,10 +817,13 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noq
             raise ValueError("should have one weight for each sample.")
         sample, weights = promote_dtypes_inexact(asarray(sample), asarray(weights))
     n, d = aval_of(sample).shape
-    if range is not None and (len(range) != d or builtins.any(
-            r is not None and np.shape(r)[0] != 2 for r in range)):
-        raise ValueError(f"For sample.shape={(n, d)}, range must be a sequence of {d} pairs "
-                         f"or Nones; got {range=}")
+    if range is not None and (
+        len(range) != d or builtins.any(r is not None and np.shape(r)[0] != 2 for r in range)
+    ):
+        raise ValueError(
+            f"For sample.shape={(n, d)}, range must be a sequence of {d} pairs "
+            f"or Nones; got {range=}"
+        )
     if isinstance(bins, (list, tuple)) or np.ndim(bins) == 1:
         per_dim = list(bins)
         if len(per_dim) != d:

@@ -34,19 +34,111 @@ from xform.numpy._promote import (
 from xform.numpy._vectorize import vectorize
 
 __all__ = [
-    "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "mod",
-    "fmod", "divmod", "power", "pow", "float_power", "negative", "positive", "abs", "absolute",
-    "fabs", "sign", "sqrt", "rsqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10",
-    "log1p", "sin", "cos", "tan", "arcsin", "asin", "arccos", "acos", "arctan", "atan",
-    "arctan2", "atan2", "sinh", "cosh", "tanh", "arcsinh", "asinh", "arccosh", "acosh",
-    "arctanh", "atanh", "floor", "ceil", "round", "around", "trunc", "rint", "isfinite",
-    "isnan", "isinf", "isposinf", "isneginf", "signbit", "maximum", "minimum", "fmax", "fmin",
-    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
-    "bitwise_xor", "bitwise_not", "bitwise_invert", "invert", "left_shift", "right_shift",
-    "bitwise_left_shift", "bitwise_right_shift", "equal", "not_equal", "less", "less_equal",
-    "greater", "greater_equal", "real", "imag", "conj", "conjugate", "square", "reciprocal",
-    "hypot", "deg2rad", "rad2deg", "degrees", "radians", "nextafter", "logaddexp",
-    "logaddexp2", "heaviside", "sinc", "copysign", "isclose", "ufunc", "frompyfunc",
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "true_divide",
+    "floor_divide",
+    "remainder",
+    "mod",
+    "fmod",
+    "divmod",
+    "power",
+    "pow",
+    "float_power",
+    "negative",
+    "positive",
+    "abs",
+    "absolute",
+    "fabs",
+    "sign",
+    "sqrt",
+    "rsqrt",
+    "cbrt",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sin",
+    "cos",
+    "tan",
+    "arcsin",
+    "asin",
+    "arccos",
+    "acos",
+    "arctan",
+    "atan",
+    "arctan2",
+    "atan2",
+    "sinh",
+    "cosh",
+    "tanh",
+    "arcsinh",
+    "asinh",
+    "arccosh",
+    "acosh",
+    "arctanh",
+    "atanh",
+    "floor",
+    "ceil",
+    "round",
+    "around",
+    "trunc",
+    "rint",
+    "isfinite",
+    "isnan",
+    "isinf",
+    "isposinf",
+    "isneginf",
+    "signbit",
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "logical_not",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_not",
+    "bitwise_invert",
+    "invert",
+    "left_shift",
+    "right_shift",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "equal",
+    "not_equal",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "real",
+    "imag",
+    "conj",
+    "conjugate",
+    "square",
+    "reciprocal",
+    "hypot",
+    "deg2rad",
+    "rad2deg",
+    "degrees",
+    "radians",
+    "nextafter",
+    "logaddexp",
+    "logaddexp2",
+    "heaviside",
+    "sinc",
+    "copysign",
+    "isclose",
+    "ufunc",
+    "frompyfunc",
 ]
 
 
@@ -195,8 +287,9 @@ def floor_divide(x1, x2, /):
         return lax.div(x1, x2)
     if dtypes.is_int(dtype):
         quotient = lax.div(x1, x2)
-        select = lax.bitwise_and(lax.ne(lax.sign(x1), lax.sign(x2)),
-                                 lax.ne(lax.rem(x1, x2), const(x1, 0)))
+        select = lax.bitwise_and(
+            lax.ne(lax.sign(x1), lax.sign(x2)), lax.ne(lax.rem(x1, x2), const(x1, 0))
+        )
         return where_(select, lax.sub(quotient, weak_const(quotient, 1)), quotient)
     if dtypes.is_complex(dtype):
         raise TypeError("floor_divide does not support complex inputs")
@@ -223,8 +316,9 @@ def remainder(x1, x2, /):
         x2 = where_(lax.eq(x2, const(x2, 0)), one, x2)
     trunc_mod = lax.rem(x1, x2)
     trunc_mod_not_zero = lax.ne(trunc_mod, zero)
-    do_plus = lax.bitwise_and(lax.ne(lax.lt(trunc_mod, zero), lax.lt(x2, const(x2, 0))),
-                              trunc_mod_not_zero)
+    do_plus = lax.bitwise_and(
+        lax.ne(lax.lt(trunc_mod, zero), lax.lt(x2, const(x2, 0))), trunc_mod_not_zero
+    )
     return lax.select(do_plus, lax.add(trunc_mod, x2), trunc_mod)
 
 
@@ -253,12 +347,18 @@ def power(x1, x2, /):
     ``integer_pow``."""
     check_arraylike("power", x1, x2)
     if type(x2) is int:  # the common ``x ** 2``, without NumPy calls to classify the exponent
-        x1, = promote_dtypes_numeric(x1)
+        (x1,) = promote_dtypes_numeric(x1)
         return lax.integer_pow(x1, x2)
-    if not isinstance(x2, Tracer) and not isinstance(x2, (float, complex)) and (
-            np.ndim(x2) == 0 and _is_int_or_bool(np.result_type(np.asarray(x2)))
-            and not isinstance(x2, bool)):
-        x1, = promote_dtypes_numeric(x1)
+    if (
+        not isinstance(x2, Tracer)
+        and not isinstance(x2, (float, complex))
+        and (
+            np.ndim(x2) == 0
+            and _is_int_or_bool(np.result_type(np.asarray(x2)))
+            and not isinstance(x2, bool)
+        )
+    ):
+        (x1,) = promote_dtypes_numeric(x1)
         return lax.integer_pow(x1, int(x2))
     x1, x2 = promote_shapes("power", asarray(x1), asarray(x2), full=False)
     x1_, x2_ = promote_args_numeric("power", x1, x2, full=False)
@@ -276,8 +376,9 @@ pow = power  # noqa: A001  (NumPy's name)
 def _pow_int_int(x1, x2):
     # Binary exponentiation over 6 bits, as jax.numpy: more would overflow for any x1 > 1.
     zero, one = const(x2, 0), const(x2, 1)
-    acc = where_(lax.bitwise_and(lax.eq(x1, const(x1, 0)), lax.ne(x2, zero)),
-                 const(x1, 0), const(x1, 1))
+    acc = where_(
+        lax.bitwise_and(lax.eq(x1, const(x1, 0)), lax.ne(x2, zero)), const(x1, 0), const(x1, 1)
+    )
     if aval_of(x1).shape and not aval_of(acc).shape:
         acc = lax.broadcast_in_dim(acc, aval_of(x1).shape, ())
     for _ in range(6):
@@ -307,7 +408,7 @@ abs = absolute  # noqa: A001  (NumPy's name)
 
 def fabs(x, /):
     """``|x|`` for real inputs, as a float."""
-    x, = promote_args_inexact("fabs", x)
+    (x,) = promote_args_inexact("fabs", x)
     if dtypes.is_complex(aval_of(x).dtype):
         raise TypeError("ufunc 'fabs' does not support complex dtypes")
     return lax.abs(x)
@@ -316,14 +417,14 @@ def fabs(x, /):
 def square(x, /):
     """``x * x``."""
     check_arraylike("square", x)
-    x, = promote_dtypes_numeric(x)
+    (x,) = promote_dtypes_numeric(x)
     return lax.integer_pow(x, 2)
 
 
 def reciprocal(x, /):
     """``1 / x`` as a float."""
     check_arraylike("reciprocal", x)
-    x, = promote_dtypes_inexact(x)
+    (x,) = promote_dtypes_inexact(x)
     return lax.integer_pow(x, -1)
 
 
@@ -364,13 +465,13 @@ acosh = arccosh
 
 def log2(x, /):
     """Base-2 logarithm."""
-    x, = promote_args_inexact("log2", x)
+    (x,) = promote_args_inexact("log2", x)
     return lax.div(lax.log(x), lax.log(strong_const(x, 2)))
 
 
 def log10(x, /):
     """Base-10 logarithm."""
-    x, = promote_args_inexact("log10", x)
+    (x,) = promote_args_inexact("log10", x)
     if dtypes.is_complex(aval_of(x).dtype):  # as JAX: a complex division by log(10)
         return lax.div(lax.log(x), lax.log(strong_const(x, 10)))
     return lax.mul(lax.log(x), strong_const(x, 0.4342944819032518))
@@ -378,13 +479,13 @@ def log10(x, /):
 
 def deg2rad(x, /):
     """Degrees to radians."""
-    x, = promote_args_inexact("deg2rad", x)
+    (x,) = promote_args_inexact("deg2rad", x)
     return lax.mul(x, const(x, np.pi / 180))
 
 
 def rad2deg(x, /):
     """Radians to degrees."""
-    x, = promote_args_inexact("rad2deg", x)
+    (x,) = promote_args_inexact("rad2deg", x)
     return lax.mul(x, const(x, 180 / np.pi))
 
 
@@ -395,15 +496,20 @@ def hypot(x1, x2, /):
     """``sqrt(x1**2 + x2**2)`` without overflow."""
     x1, x2 = promote_args_inexact("hypot", x1, x2, full=False)
     if dtypes.is_complex(aval_of(x1).dtype):
-        raise ValueError("hypot is not well defined for complex-valued inputs; convert to "
-                         "real values first, e.g. with abs(x)")
+        raise ValueError(
+            "hypot is not well defined for complex-valued inputs; convert to "
+            "real values first, e.g. with abs(x)"
+        )
     x1, x2 = lax.abs(x1), lax.abs(x2)
     idx_inf = lax.bitwise_or(isposinf(x1), isposinf(x2))
     x1, x2 = maximum(x1, x2), minimum(x1, x2)
     safe = where_(lax.eq(x1, const(x1, 0)), const(x1, 1), x1)
     ratio = lax.div(x2, safe)
-    x = where_(lax.eq(x1, const(x1, 0)), x1,
-               lax.mul(x1, lax.sqrt(lax.add(const(x1, 1), lax.integer_pow(ratio, 2)))))
+    x = where_(
+        lax.eq(x1, const(x1, 0)),
+        x1,
+        lax.mul(x1, lax.sqrt(lax.add(const(x1, 1), lax.integer_pow(ratio, 2)))),
+    )
     return where_(idx_inf, const(x, np.inf), x)
 
 
@@ -443,8 +549,9 @@ def _complex_log_add(x1, x2, amax, exp, log_scale):
     half = np.pi * (1 if log_scale is None else log_scale)
     imag = lax.imag(out)
     wrapped = lax.rem(lax.add(imag, const(imag, half)), const(imag, 2 * half))
-    wrapped = lax.select(lax.lt(wrapped, const(imag, 0)),
-                         lax.add(wrapped, const(imag, 2 * half)), wrapped)
+    wrapped = lax.select(
+        lax.lt(wrapped, const(imag, 0)), lax.add(wrapped, const(imag, 2 * half)), wrapped
+    )
     return lax.complex(lax.real(out), lax.sub(wrapped, const(imag, half)))
 
 
@@ -485,14 +592,17 @@ def heaviside(x1, x2, /):
     check_arraylike("heaviside", x1, x2)
     x1, x2 = promote_shapes("heaviside", *promote_dtypes_inexact(x1, x2), full=False)
     zero = const(x1, 0)
-    return where_(lax.lt(x1, zero), zero,
-                  where_(lax.gt(x1, zero), const(x1, 1), where_(lax.ne(x1, x1), x1, x2)))
+    return where_(
+        lax.lt(x1, zero),
+        zero,
+        where_(lax.gt(x1, zero), const(x1, 1), where_(lax.ne(x1, x1), x1, x2)),
+    )
 
 
 def sinc(x, /):
     """``sin(pi x) / (pi x)``, 1 at 0."""
     check_arraylike("sinc", x)
-    x, = promote_dtypes_inexact(x)
+    (x,) = promote_dtypes_inexact(x)
     eq_zero = lax.eq(x, const(x, 0))
     pi_x = lax.mul(const(x, np.pi), x)
     safe_pi_x = where_(eq_zero, const(x, 1), pi_x)
@@ -529,11 +639,9 @@ floor.__doc__ = "Round down; integers pass through."
 ceil = _integers_pass_through("ceil", lax.ceil)
 ceil.__doc__ = "Round up; integers pass through."
 trunc = _integers_pass_through(
-    "trunc", lambda x: where_(lax.lt(x, const(x, 0)), lax.ceil(x), lax.floor(x)))
+    "trunc", lambda x: where_(lax.lt(x, const(x, 0)), lax.ceil(x), lax.floor(x))
+)
 trunc.__doc__ = "Round toward zero; integers pass through."
-
-
-
 
 
 def round(a, decimals=0, out=None):  # noqa: A001  (NumPy's name)
@@ -555,7 +663,7 @@ def round(a, decimals=0, out=None):  # noqa: A001  (NumPy's name)
     if decimals > np.log10(float(dtypes.finfo(dtype).max)):
         return a
     x = lax.convert_element_type(a, dtypes.float32) if dtype == dtypes.float16 else a
-    factor = const(x, 10 ** decimals)
+    factor = const(x, 10**decimals)
     out = lax.div(lax.round(lax.mul(x, factor), lax.RoundingMethod.TO_NEAREST_EVEN), factor)
     return lax.convert_element_type(out, dtype) if dtype == dtypes.float16 else out
 
@@ -599,8 +707,10 @@ def isinf(x, /):
         return lax.eq(lax.abs(x), strong_const(x, np.inf))
     if dtypes.is_complex(dtype):
         re, im = lax.real(x), lax.imag(x)
-        return lax.bitwise_or(lax.eq(lax.abs(re), strong_const(re, np.inf)),
-                              lax.eq(lax.abs(im), strong_const(im, np.inf)))
+        return lax.bitwise_or(
+            lax.eq(lax.abs(re), strong_const(re, np.inf)),
+            lax.eq(lax.abs(im), strong_const(im, np.inf)),
+        )
     return full_like_aval(x, False, dtypes.bool_)
 
 
@@ -634,7 +744,7 @@ def isnan(x, /):
 
 def signbit(x, /):
     """True where the sign bit of ``x`` is set (also for -0.0)."""
-    x, = promote_args("signbit", x)
+    (x,) = promote_args("signbit", x)
     dtype = aval_of(x).dtype
     if dtypes.is_int(dtype):
         return lax.lt(x, strong_const(x, 0))
@@ -645,8 +755,7 @@ def signbit(x, /):
     bits = dtype.itemsize * 8
     int_type = np.dtype(f"int{bits}")
     x = lax.bitcast_convert_type(x, int_type)
-    return lax.convert_element_type(lax.shift_right_logical(x, const(x, bits - 1)),
-                                     dtypes.bool_)
+    return lax.convert_element_type(lax.shift_right_logical(x, const(x, bits - 1)), dtypes.bool_)
 
 
 def _broadcast_pair(name, x1, x2):
@@ -699,8 +808,7 @@ bitwise_and = _two_args(lax.bitwise_and, promote_args, "bitwise_and")
 bitwise_or = _two_args(lax.bitwise_or, promote_args, "bitwise_or")
 bitwise_xor = _two_args(lax.bitwise_xor, promote_args, "bitwise_xor")
 bitwise_not = invert = bitwise_invert = _one_arg(lax.bitwise_not, promote_args, "invert")
-left_shift = bitwise_left_shift = _two_args(lax.shift_left, promote_args_numeric,
-                                            "left_shift")
+left_shift = bitwise_left_shift = _two_args(lax.shift_left, promote_args_numeric, "left_shift")
 
 
 def right_shift(x1, x2, /):
@@ -723,12 +831,12 @@ not_equal = _two_args(lax.ne, promote_args, "not_equal")
 def _ordering(lax_fn):
     """``lax_fn`` extended to complex operands as jax.numpy orders them: by real part, then
     by imaginary part."""
+
     def compare(x, y):
         if not dtypes.is_complex(x.aval.dtype):
             return lax_fn(x, y)
         x_re, y_re = lax.real(x), lax.real(y)
-        return lax.select(lax.eq(x_re, y_re), lax_fn(lax.imag(x), lax.imag(y)),
-                          lax_fn(x_re, y_re))
+        return lax.select(lax.eq(x_re, y_re), lax_fn(lax.imag(x), lax.imag(y)), lax_fn(x_re, y_re))
 
     return compare
 
@@ -801,8 +909,22 @@ class ufunc:  # noqa: N801  (NumPy's name)
       Array(6, dtype=int32)
     """
 
-    def __init__(self, func, /, nin, nout, *, name=None, nargs=None, identity=None, call=None,
-                 reduce=None, accumulate=None, at=None, reduceat=None):
+    def __init__(
+        self,
+        func,
+        /,
+        nin,
+        nout,
+        *,
+        name=None,
+        nargs=None,
+        identity=None,
+        call=None,
+        reduce=None,
+        accumulate=None,
+        at=None,
+        reduceat=None,
+    ):
         self.__doc__ = func.__doc__
         self.__name__ = self.__qualname__ = name or func.__name__
         self._func = func
@@ -833,19 +955,22 @@ class ufunc:  # noqa: N801  (NumPy's name)
 
     def _require_binary(self, method):
         if self.nin != 2:
-            raise ValueError(f"{self.__name__}.{method}: {method} is only supported for "
-                             f"binary ufuncs, and {self.__name__} takes {self.nin} inputs")
+            raise ValueError(
+                f"{self.__name__}.{method}: {method} is only supported for "
+                f"binary ufuncs, and {self.__name__} takes {self.nin} inputs"
+            )
         if self.nout != 1:
-            raise ValueError(f"{self.__name__}.{method}: {method} is only supported for "
-                             "functions returning a single value")
+            raise ValueError(
+                f"{self.__name__}.{method}: {method} is only supported for "
+                "functions returning a single value"
+            )
 
     def _result_dtype(self, *args):
         ones = [strong_const(a, 1) for a in args]
         return eval_shape(self._func, *ones).dtype
 
     # ------------------------------------------------------------------ reduce
-    def reduce(self, a, axis=0, dtype=None, out=None, keepdims=False, initial=None,
-               where=None):
+    def reduce(self, a, axis=0, dtype=None, out=None, keepdims=False, initial=None, where=None):
         """Reduces ``a`` along ``axis`` with this binary ufunc (``add.reduce`` is ``sum``).
 
         Args:
@@ -870,16 +995,18 @@ class ufunc:  # noqa: N801  (NumPy's name)
         if where is not None:
             check_arraylike(name, where)
             if self.identity is None and initial is None:
-                raise ValueError(f"reduction operation {self.__name__!r} does not have an "
-                                 "identity, so to use a where mask one has to specify "
-                                 "'initial'.")
+                raise ValueError(
+                    f"reduction operation {self.__name__!r} does not have an "
+                    "identity, so to use a where mask one has to specify "
+                    "'initial'."
+                )
             where_dtype = aval_of(asarray(where)).dtype
             if where_dtype != dtypes.bool_:
-                raise ValueError(f"{name}: where argument must have dtype=bool; got "
-                                 f"dtype={where_dtype}")
+                raise ValueError(
+                    f"{name}: where argument must have dtype=bool; got dtype={where_dtype}"
+                )
         reduce = self._reduce or self._reduce_via_loop
-        return reduce(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial,
-                      where=where)
+        return reduce(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
 
     def _reduce_via_loop(self, a, *, axis, dtype, keepdims, initial, where):
         a = asarray(a)
@@ -891,8 +1018,9 @@ class ufunc:  # noqa: N801  (NumPy's name)
         if where is not None:
             where = broadcast_to_shape(asarray(where), shape)
         if isinstance(axis, tuple):
-            raise NotImplementedError(f"{self.__name__}.reduce over a tuple of axes is not "
-                                      "supported")
+            raise NotImplementedError(
+                f"{self.__name__}.reduce over a tuple of axes is not supported"
+            )
         if axis is None:
             final_shape = (1,) * len(shape) if keepdims else ()
             a = lax.reshape(a, (math.prod(shape),))
@@ -900,19 +1028,22 @@ class ufunc:  # noqa: N801  (NumPy's name)
             axis = 0
         else:
             axis = _canonicalize_axis(axis, len(shape), f"{self.__name__}.reduce")
-            final_shape = shape[:axis] + ((1,) if keepdims else ()) + shape[axis + 1:]
+            final_shape = shape[:axis] + ((1,) if keepdims else ()) + shape[axis + 1 :]
             a = _axis_to_front(a, axis)
             where = None if where is None else _axis_to_front(where, axis)
         n, rest = aval_of(a).shape[0], aval_of(a).shape[1:]
         if n == 0:
             if initial is None:
-                raise ValueError(f"zero-size array to reduction operation {self.__name__} "
-                                 "which has no identity")
+                raise ValueError(
+                    f"zero-size array to reduction operation {self.__name__} which has no identity"
+                )
             return asarray(np.full(final_shape, initial, dtype))
 
         def body(i, acc):
-            new = self(acc, lax.convert_element_type(lax.dynamic_index_in_dim(
-                a, i, 0, keepdims=False), dtype))
+            new = self(
+                acc,
+                lax.convert_element_type(lax.dynamic_index_in_dim(a, i, 0, keepdims=False), dtype),
+            )
             if where is not None:
                 new = where_(lax.dynamic_index_in_dim(where, i, 0, keepdims=False), new, acc)
             return new
@@ -952,8 +1083,7 @@ class ufunc:  # noqa: N801  (NumPy's name)
         if dtype is None:
             dtype = self._result_dtype(a, a)
         if axis is None or isinstance(axis, tuple):
-            raise ValueError(f"{name}: accumulate does not allow multiple axes, got "
-                             f"axis={axis!r}")
+            raise ValueError(f"{name}: accumulate does not allow multiple axes, got axis={axis!r}")
         shape = aval_of(a).shape
         axis = _canonicalize_axis(axis, len(shape), name)
         a = lax.convert_element_type(a, dtype)
@@ -989,7 +1119,8 @@ class ufunc:  # noqa: N801  (NumPy's name)
             raise NotImplementedError(
                 "xform arrays are immutable, so ufunc.at() cannot operate in place as "
                 "np.ufunc.at() does; pass inplace=False and use the result, e.g. "
-                f"arr = xnp.{self.__name__}.at(arr, ind, val, inplace=False)")
+                f"arr = xnp.{self.__name__}.at(arr, ind, val, inplace=False)"
+            )
         at = self._at or self._at_via_scan
         return at(a, indices) if b is None else at(a, indices, b)
 
@@ -1002,23 +1133,34 @@ class ufunc:  # noqa: N801  (NumPy's name)
         indices = indices if isinstance(indices, tuple) else (indices,)
         if not indices:
             return a
-        shapes = [np.shape(i) for i in indices if not isinstance(i, slice) and i is not None
-                  and i is not Ellipsis]
+        shapes = [
+            np.shape(i)
+            for i in indices
+            if not isinstance(i, slice) and i is not None and i is not Ellipsis
+        ]
         shape = broadcast_shapes(*shapes) if shapes else ()
         if not shape:
             return a.at[indices].set(self(a.at[indices].get(), *args))
         size = math.prod(shape)
         if args:
             arg_shape = aval_of(args[0]).shape
-            tail = arg_shape[len(shape):]
+            tail = arg_shape[len(shape) :]
             args = [lax.reshape(broadcast_to_shape(args[0], shape + tail), (size, *tail))]
-        flat = [i if isinstance(i, slice) or i is None or i is Ellipsis else
-                lax.reshape(broadcast_to_shape(asarray(i), shape), (size,)) for i in indices]
+        flat = [
+            i
+            if isinstance(i, slice) or i is None or i is Ellipsis
+            else lax.reshape(broadcast_to_shape(asarray(i), shape), (size,))
+            for i in indices
+        ]
 
         def step(carry, xs):
             k, arr = carry
-            idx = tuple(i if isinstance(i, slice) or i is None or i is Ellipsis
-                        else lax.dynamic_index_in_dim(i, k, 0, keepdims=False) for i in flat)
+            idx = tuple(
+                i
+                if isinstance(i, slice) or i is None or i is Ellipsis
+                else lax.dynamic_index_in_dim(i, k, 0, keepdims=False)
+                for i in flat
+            )
             extra = [lax.dynamic_index_in_dim(x, k, 0, keepdims=False) for x in args]
             arr = arr.at[idx].set(self(arr.at[idx].get(), *extra))
             return (lax.add(k, weak_const(k, 1)), arr), None
@@ -1057,11 +1199,12 @@ class ufunc:  # noqa: N801  (NumPy's name)
         if not shape:
             raise ValueError(f"{name}: a must have 1 or more dimension, got a.shape={shape}")
         if aval_of(indices).ndim != 1:
-            raise ValueError(f"{name}: indices must be one-dimensional, got "
-                             f"indices.shape={aval_of(indices).shape}")
+            raise ValueError(
+                f"{name}: indices must be one-dimensional, got "
+                f"indices.shape={aval_of(indices).shape}"
+            )
         if axis is None or isinstance(axis, (tuple, list)):
-            raise ValueError(f"{name}: reduceat requires a single integer axis, got "
-                             f"axis={axis!r}")
+            raise ValueError(f"{name}: reduceat requires a single integer axis, got axis={axis!r}")
         axis = _canonicalize_axis(axis, len(shape), name)
         if dtype is not None:
             a = lax.convert_element_type(a, dtype)
@@ -1075,8 +1218,10 @@ class ufunc:  # noqa: N801  (NumPy's name)
 
         def body(i, acc):
             i = lax.convert_element_type(i, aval_of(starts).dtype)
-            inside = lax.reshape(lax.bitwise_and(lax.gt(i, starts), lax.lt(i, ends)),
-                                 (aval_of(starts).shape[0], *trailing))
+            inside = lax.reshape(
+                lax.bitwise_and(lax.gt(i, starts), lax.lt(i, ends)),
+                (aval_of(starts).shape[0], *trailing),
+            )
             row = lax.dynamic_slice_in_dim(a, i, 1, axis=0)
             return where_(inside, self(acc, row), acc)
 
@@ -1105,8 +1250,9 @@ class ufunc:  # noqa: N801  (NumPy's name)
 def _canonicalize_axis(axis, ndim, name):
     axis = operator.index(axis)
     if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(f"{name}: axis {axis} is out of bounds for array of "
-                                      f"dimension {ndim}")
+        raise np.exceptions.AxisError(
+            f"{name}: axis {axis} is out of bounds for array of dimension {ndim}"
+        )
     return axis % ndim if ndim else axis
 
 
@@ -1140,6 +1286,7 @@ def frompyfunc(func, /, nin, nout, *, identity=None):
 
 def _bool_as_int_at(method):
     """``ufunc.at`` through ``x.at[...].<method>``; bools go through int32, as JAX's."""
+
     def at(a, indices, b):
         a = asarray(a)
         if aval_of(a).dtype == dtypes.bool_:

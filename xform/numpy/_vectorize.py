@@ -25,31 +25,38 @@ def _parse_signature(signature):
     if not _SIGNATURE.match(signature.replace(" ", "")):
         raise ValueError(f"vectorize: not a valid gufunc signature: {signature!r}")
     ins, outs = signature.replace(" ", "").split("->")
-    return ([tuple(re.findall(_DIM, arg)) for arg in re.findall(_CORE_DIMS, part)]
-            for part in (ins, outs))
+    return (
+        [tuple(re.findall(_DIM, arg)) for arg in re.findall(_CORE_DIMS, part)]
+        for part in (ins, outs)
+    )
 
 
 def _check_core_dims(sizes, shape, core_dims, context, *, is_input):
     """Records (and checks against ``sizes``) the sizes of one argument's core dimensions."""
     n = len(core_dims)
     if is_input and len(shape) < n:
-        raise ValueError(f"input with shape {shape} does not have enough dimensions for all "
-                         f"core dimensions {core_dims} {context}")
+        raise ValueError(
+            f"input with shape {shape} does not have enough dimensions for all "
+            f"core dimensions {core_dims} {context}"
+        )
     if not is_input and len(shape) != n:
-        raise ValueError(f"output shape {shape} does not match core dimensions {core_dims} "
-                         f"{context}")
-    for dim, size in zip(core_dims, shape[len(shape) - n:], strict=True):
+        raise ValueError(
+            f"output shape {shape} does not match core dimensions {core_dims} {context}"
+        )
+    for dim, size in zip(core_dims, shape[len(shape) - n :], strict=True):
         if sizes.setdefault(dim, size) != size:
-            raise ValueError(f"inconsistent size for core dimension {dim!r}: {size} vs "
-                             f"{sizes[dim]} {context}")
+            raise ValueError(
+                f"inconsistent size for core dimension {dim!r}: {size} vs {sizes[dim]} {context}"
+            )
 
 
 def _bind_excluded(func, excluded, args, kwargs):
     """``func`` with the excluded arguments bound, and the remaining (mapped) arguments."""
     if not excluded:
         return func, list(args), kwargs
-    static_args = [(i, args[i]) for i in sorted(e for e in excluded if isinstance(e, int))
-                   if i < len(args)]
+    static_args = [
+        (i, args[i]) for i in sorted(e for e in excluded if isinstance(e, int)) if i < len(args)
+    ]
     static_kwargs = {k: v for k, v in kwargs.items() if k in excluded}
 
     def bound(*dynamic, **dynamic_kwargs):
@@ -80,15 +87,15 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
       (4,)
     """
     if any(not isinstance(e, (str, int)) for e in excluded):
-        raise TypeError("vectorize can only exclude integer or string arguments, but "
-                        f"excluded={excluded!r}")
+        raise TypeError(
+            f"vectorize can only exclude integer or string arguments, but excluded={excluded!r}"
+        )
     if any(isinstance(e, int) and e < 0 for e in excluded):
         raise ValueError(f"vectorize: excluded={excluded!r} contains negative numbers")
 
     @functools.wraps(pyfunc)
     def wrapped(*args, **kwargs):
-        context = f"on vectorized function with excluded={excluded!r} and " \
-                  f"signature={signature!r}"
+        context = f"on vectorized function with excluded={excluded!r} and signature={signature!r}"
         func, args, kwargs = _bind_excluded(pyfunc, excluded, args, kwargs)
         if kwargs:  # keyword arguments that are not excluded are passed unmapped
             func = functools.partial(func, **kwargs)
@@ -99,20 +106,24 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
         nones = {i for i, a in enumerate(args) if a is None}
         if nones:  # None arguments are passed through, as excluded ones
             if any(in_core[i] for i in nones if i < len(in_core)):
-                raise ValueError(f"vectorize: cannot pass None at positions {sorted(nones)} "
-                                 f"with signature={signature!r}")
+                raise ValueError(
+                    f"vectorize: cannot pass None at positions {sorted(nones)} "
+                    f"with signature={signature!r}"
+                )
             func, args, _ = _bind_excluded(func, nones, args, {})
             in_core = [d for i, d in enumerate(in_core) if i not in nones]
         if len(args) != len(in_core):
-            raise TypeError(f"wrong number of positional arguments: expected {len(in_core)}, "
-                            f"got {len(args)} {context}")
+            raise TypeError(
+                f"wrong number of positional arguments: expected {len(in_core)}, "
+                f"got {len(args)} {context}"
+            )
         args = [asarray(a) for a in args]
         sizes = {}
         loop_shapes = []
         for arg, core in zip(args, in_core, strict=True):
             shape = aval_of(arg).shape
             _check_core_dims(sizes, shape, core, context, is_input=True)
-            loop_shapes.append(shape[:len(shape) - len(core)])
+            loop_shapes.append(shape[: len(shape) - len(core)])
         loop_shape = broadcast_shapes(*loop_shapes)
         if out_core is not None:
             func = _checking_outputs(func, sizes, out_core, context)
@@ -144,11 +155,14 @@ def _checking_outputs(func, sizes, out_core, context):
         out = func(*args)
         outs = out if isinstance(out, tuple) else (out,)
         if len(out_core) > 1 and not isinstance(out, tuple):
-            raise TypeError(f"output must be a tuple when multiple outputs are expected, got "
-                            f"{out!r} {context}")
+            raise TypeError(
+                f"output must be a tuple when multiple outputs are expected, got {out!r} {context}"
+            )
         if len(outs) != len(out_core):
-            raise TypeError(f"wrong number of output arguments: expected {len(out_core)}, got "
-                            f"{len(outs)} {context}")
+            raise TypeError(
+                f"wrong number of output arguments: expected {len(out_core)}, got "
+                f"{len(outs)} {context}"
+            )
         found = dict(sizes)
         for o, core in zip(outs, out_core, strict=True):
             _check_core_dims(found, aval_of(o).shape, core, context, is_input=False)

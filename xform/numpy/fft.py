@@ -23,8 +23,24 @@ from xform.numpy._shape import moveaxis
 from xform.numpy._ufuncs import conj, multiply, sqrt, true_divide
 
 __all__ = [
-    "fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifft2", "ifftn",
-    "ifftshift", "ihfft", "irfft", "irfft2", "irfftn", "rfft", "rfft2", "rfftfreq", "rfftn",
+    "fft",
+    "fft2",
+    "fftfreq",
+    "fftn",
+    "fftshift",
+    "hfft",
+    "ifft",
+    "ifft2",
+    "ifftn",
+    "ifftshift",
+    "ihfft",
+    "irfft",
+    "irfft2",
+    "irfftn",
+    "rfft",
+    "rfft2",
+    "rfftfreq",
+    "rfftn",
 ]
 
 
@@ -40,16 +56,19 @@ def _fft_norm(s, func_name, norm):
         return root if func_name.startswith("i") else true_divide(1, root)
     if norm == "forward":
         return prod(s) if func_name.startswith("i") else true_divide(1, prod(s))
-    raise ValueError(f'jax.numpy.fft.{func_name}: invalid norm value {norm}; should be '
-                     '"backward", "ortho" or "forward".')
+    raise ValueError(
+        f"jax.numpy.fft.{func_name}: invalid norm value {norm}; should be "
+        '"backward", "ortho" or "forward".'
+    )
 
 
 def _resize(arr, shape):
     """``arr`` cropped or zero-padded at the end of each dimension to ``shape``."""
     cur = aval_of(arr).shape
     if any(n < c for n, c in zip(shape, cur, strict=True)):
-        arr = lax.slice(arr, (0,) * len(shape), tuple(min(n, c) for n, c in
-                                                         zip(shape, cur, strict=True)))
+        arr = lax.slice(
+            arr, (0,) * len(shape), tuple(min(n, c) for n, c in zip(shape, cur, strict=True))
+        )
         cur = aval_of(arr).shape
     if any(n > c for n, c in zip(shape, cur, strict=True)):
         zero = np.zeros((), aval_of(arr).dtype)
@@ -66,8 +85,9 @@ def _fft_core(func_name, fft_type, a, s, axes, norm):
         if any(n <= 0 for n in s):
             raise ValueError(f"{full_name}: shape should be positive, got s={s}.")
     if s is not None and axes is not None and len(s) != len(axes):
-        raise ValueError(f"{full_name}: shape and axes have different lengths, got s={s} "
-                         f"and axes={tuple(axes)}.")
+        raise ValueError(
+            f"{full_name}: shape and axes have different lengths, got s={s} and axes={tuple(axes)}."
+        )
     ndim = aval_of(arr).ndim
     orig_axes = axes
     if axes is None:
@@ -123,8 +143,10 @@ def _fft_core_nd(arr, fft_type, s):
 def _axis_check_1d(func_name, axis):
     if isinstance(axis, (list, tuple)):
         full_name = f"jax.numpy.fft.{func_name}"
-        raise ValueError(f"{full_name} does not support multiple axes. Please use "
-                         f"{full_name}n. Got axis = {axis!r}.")
+        raise ValueError(
+            f"{full_name} does not support multiple axes. Please use "
+            f"{full_name}n. Got axis = {axis!r}."
+        )
 
 
 def _fft_core_1d(func_name, fft_type, a, n, axis, norm):
@@ -136,8 +158,7 @@ def _fft_core_1d(func_name, fft_type, a, n, axis, norm):
 
 def _fft_core_2d(func_name, fft_type, a, s, axes, norm):
     if len(axes) != 2:
-        raise ValueError(f"jax.numpy.fft.{func_name} only supports 2 axes. Got axes = "
-                         f"{axes!r}.")
+        raise ValueError(f"jax.numpy.fft.{func_name} only supports 2 axes. Got axes = {axes!r}.")
     return _fft_core(func_name, fft_type, a, s, axes, norm)
 
 
@@ -246,11 +267,14 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None):
 
 def _check_freq_args(func_name, n, d):
     if isinstance(n, (list, tuple)):
-        raise ValueError(f"The n argument of jax.numpy.fft.{func_name} only takes an int. "
-                         f"Got n = {list(n)}.")
+        raise ValueError(
+            f"The n argument of jax.numpy.fft.{func_name} only takes an int. Got n = {list(n)}."
+        )
     if isinstance(d, (list, tuple)):
-        raise ValueError(f"The d argument of jax.numpy.fft.{func_name} only takes a single "
-                         f"value. Got d = {list(d)}.")
+        raise ValueError(
+            f"The d argument of jax.numpy.fft.{func_name} only takes a single "
+            f"value. Got d = {list(d)}."
+        )
 
 
 def fftfreq(n, d=1.0, *, dtype=None, device=None):

@@ -40,11 +40,42 @@ from xform.primitives.linalg import lu_solve, solve_with_lu
 from xform.primitives.qr import geqrf  # not public in jax.lax.linalg either
 
 __all__ = [
-    "EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult",
-    "cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh",
-    "inv", "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank",
-    "matrix_transpose", "multi_dot", "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd",
-    "svdvals", "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm",
+    "EigResult",
+    "EighResult",
+    "QRResult",
+    "SVDResult",
+    "SlogdetResult",
+    "cholesky",
+    "cond",
+    "cross",
+    "det",
+    "diagonal",
+    "eig",
+    "eigh",
+    "eigvals",
+    "eigvalsh",
+    "inv",
+    "lstsq",
+    "matmul",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "matrix_transpose",
+    "multi_dot",
+    "norm",
+    "outer",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "svd",
+    "svdvals",
+    "tensordot",
+    "tensorinv",
+    "tensorsolve",
+    "trace",
+    "vecdot",
+    "vector_norm",
 ]
 
 
@@ -157,23 +188,23 @@ def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
       >>> matmul(jnp.ones((2, 3)), jnp.ones((3, 4))).shape  # (2, 4)
     """
     x1, x2 = _arrays("matmul", x1, x2)
-    return _contractions.matmul(x1, x2, precision=precision,
-                                preferred_element_type=preferred_element_type)
+    return _contractions.matmul(
+        x1, x2, precision=precision, preferred_element_type=preferred_element_type
+    )
 
 
-def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None,
-              out_sharding=None):
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None, out_sharding=None):
     """Contract ``axes`` (a count, or a pair of axis sequences) of ``x1`` with ``x2``.
 
     Example:
       >>> tensordot(jnp.ones((2, 3)), jnp.ones((3, 4)), axes=1).shape  # (2, 4)
     """
     if out_sharding is not None:
-        raise NotImplementedError("xform.numpy.linalg.tensordot: out_sharding is not "
-                                  "supported")
+        raise NotImplementedError("xform.numpy.linalg.tensordot: out_sharding is not supported")
     x1, x2 = _arrays("tensordot", x1, x2)
-    return _contractions.tensordot(x1, x2, axes, precision=precision,
-                                   preferred_element_type=preferred_element_type)
+    return _contractions.tensordot(
+        x1, x2, axes, precision=precision, preferred_element_type=preferred_element_type
+    )
 
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
@@ -183,8 +214,9 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
       >>> vecdot(jnp.ones((2, 3)), jnp.arange(3.))  # [3., 3.]
     """
     x1, x2 = _arrays("vecdot", x1, x2)
-    return _contractions.vecdot(x1, x2, axis=axis, precision=precision,
-                                preferred_element_type=preferred_element_type)
+    return _contractions.vecdot(
+        x1, x2, axis=axis, precision=precision, preferred_element_type=preferred_element_type
+    )
 
 
 def outer(x1, x2, /):
@@ -196,8 +228,9 @@ def outer(x1, x2, /):
     x1, x2 = _arrays("outer", x1, x2)
     n1, n2 = aval_of(x1).ndim, aval_of(x2).ndim
     if n1 != 1 or n2 != 1:
-        raise ValueError(f"outer: input arrays must be one-dimensional, but they are "
-                         f"x1.ndim={n1} x2.ndim={n2}")
+        raise ValueError(
+            f"outer: input arrays must be one-dimensional, but they are x1.ndim={n1} x2.ndim={n2}"
+        )
     return _ufuncs.multiply(lax.expand_dims(x1, (1,)), lax.expand_dims(x2, (0,)))
 
 
@@ -212,17 +245,23 @@ def cross(x1, x2, /, *, axis=-1):
     a1 = canonicalize_axis(axis, len(s1), "linalg.cross")
     a2 = canonicalize_axis(axis, len(s2), "linalg.cross")
     if s1[a1] != 3 or s2[a2] != 3:
-        raise ValueError(f"cross: both input arrays must be (arrays of) 3-dimensional "
-                         f"vectors, but they have x1.shape[axis]={s1[a1]} and "
-                         f"x2.shape[axis]={s2[a2]}")
+        raise ValueError(
+            f"cross: both input arrays must be (arrays of) 3-dimensional "
+            f"vectors, but they have x1.shape[axis]={s1[a1]} and "
+            f"x2.shape[axis]={s2[a2]}"
+        )
     a = _shape.moveaxis(x1, axis, -1)
     b = _shape.moveaxis(x2, axis, -1)
     u = [a[..., i] for i in range(3)]
     v = [b[..., i] for i in range(3)]
     sub, mul = _ufuncs.subtract, _ufuncs.multiply
-    c = _shape.stack([sub(mul(u[1], v[2]), mul(u[2], v[1])),
-                      sub(mul(u[2], v[0]), mul(u[0], v[2])),
-                      sub(mul(u[0], v[1]), mul(u[1], v[0]))])
+    c = _shape.stack(
+        [
+            sub(mul(u[1], v[2]), mul(u[2], v[1])),
+            sub(mul(u[2], v[0]), mul(u[0], v[2])),
+            sub(mul(u[0], v[1]), mul(u[1], v[0])),
+        ]
+    )
     return _shape.moveaxis(c, 0, axis)
 
 
@@ -252,17 +291,23 @@ def multi_dot(arrays, *, precision=None):
     """
     arrs = _arrays("multi_dot", *arrays)
     if len(arrs) < 2:
-        raise ValueError(f"multi_dot requires at least two arrays; got len(arrays)="
-                         f"{len(arrs)}")
+        raise ValueError(f"multi_dot requires at least two arrays; got len(arrays)={len(arrs)}")
     shapes = [_shape_of(a) for a in arrs]
-    if not (len(shapes[0]) in (1, 2) and len(shapes[-1]) in (1, 2)
-            and all(len(s) == 2 for s in shapes[1:-1])):
-        raise ValueError("multi_dot: input arrays must all be two-dimensional, except for the "
-                         "first and last array which may be 1 or 2 dimensional. Got array "
-                         f"shapes {shapes}")
+    if not (
+        len(shapes[0]) in (1, 2)
+        and len(shapes[-1]) in (1, 2)
+        and all(len(s) == 2 for s in shapes[1:-1])
+    ):
+        raise ValueError(
+            "multi_dot: input arrays must all be two-dimensional, except for the "
+            "first and last array which may be 1 or 2 dimensional. Got array "
+            f"shapes {shapes}"
+        )
     if any(a[-1] != b[0] for a, b in zip(shapes[:-1], shapes[1:], strict=True)):
-        raise ValueError("multi_dot: last dimension of each array must match first dimension "
-                         f"of following array. Got array shapes {shapes}")
+        raise ValueError(
+            "multi_dot: last dimension of each array must match first dimension "
+            f"of following array. Got array shapes {shapes}"
+        )
     first_vec, last_vec = len(shapes[0]) == 1, len(shapes[-1]) == 1
     if first_vec:
         arrs[0] = lax.expand_dims(arrs[0], (0,))
@@ -324,8 +369,9 @@ def matrix_power(a, n):
     (arr,) = _arrays("matrix_power", a)
     shape = _shape_of(arr)
     if len(shape) < 2:
-        raise TypeError(f"{len(shape)}-dimensional array given. Array must be at least "
-                        "two-dimensional")
+        raise TypeError(
+            f"{len(shape)}-dimensional array given. Array must be at least two-dimensional"
+        )
     if shape[-2] != shape[-1]:
         raise TypeError("Last 2 dimensions of the array must be square")
     try:
@@ -387,18 +433,27 @@ def solve(a, b):
     a, b = _inexact("solve", a, b)
     a_shape, b_shape = _shape_of(a), _shape_of(b)
     if len(a_shape) < 2:
-        raise ValueError(f"solve: left hand array must be at least two dimensional; got "
-                         f"a.shape={a_shape}")
-    if (len(b_shape) > 1 and len(a_shape) == len(b_shape) + 1
-            and a_shape[-1] == b_shape[-1] and a_shape[-1] != b_shape[-2]):
-        raise ValueError(f"Invalid shapes for solve: {a_shape}, {b_shape}. A batch of 1-D "
-                         "right-hand sides is not supported; use solve(a, b[..., None])"
-                         "[..., 0].")
+        raise ValueError(
+            f"solve: left hand array must be at least two dimensional; got a.shape={a_shape}"
+        )
+    if (
+        len(b_shape) > 1
+        and len(a_shape) == len(b_shape) + 1
+        and a_shape[-1] == b_shape[-1]
+        and a_shape[-1] != b_shape[-2]
+    ):
+        raise ValueError(
+            f"Invalid shapes for solve: {a_shape}, {b_shape}. A batch of 1-D "
+            "right-hand sides is not supported; use solve(a, b[..., None])"
+            "[..., 0]."
+        )
     vector = len(b_shape) == 1
     m = a_shape[-1]
     if a_shape[-2] != m or (b_shape[-1] if vector else b_shape[-2]) != m:
-        raise ValueError(f"solve: the arguments must have shapes a=[..., m, m] and b=[m] or "
-                         f"b=[..., m, k]; got a={a_shape} and b={b_shape}")
+        raise ValueError(
+            f"solve: the arguments must have shapes a=[..., m, m] and b=[m] or "
+            f"b=[..., m, k]; got a={a_shape} and b={b_shape}"
+        )
     if vector:
         b = lax.expand_dims(b, (1,))
         batch = a_shape[:-2]
@@ -436,9 +491,11 @@ def tensorinv(a, ind=2):
     contracting, batch = shape[:ind], shape[ind:]
     rows, cols = math.prod(contracting), math.prod(batch)
     if rows != cols:
-        raise ValueError("tensorinv is only possible when the product of the first `ind` "
-                         "dimensions equals that of the remaining dimensions. got "
-                         f"arr.shape={shape} with ind={ind}.")
+        raise ValueError(
+            "tensorinv is only possible when the product of the first `ind` "
+            "dimensions equals that of the remaining dimensions. got "
+            f"arr.shape={shape} with ind={ind}."
+        )
     out = inv(_shape.reshape(arr, (rows, cols)))
     return _shape.reshape(out, (*batch, *contracting))
 
@@ -454,15 +511,19 @@ def tensorsolve(a, b, axes=None):
         nd = aval_of(a).ndim
         a = _shape.moveaxis(a, axes, len(axes) * (nd - 1,))
     a_shape, b_shape = _shape_of(a), _shape_of(b)
-    out_shape = a_shape[len(b_shape):]
-    if a_shape[:len(b_shape)] != b_shape:
-        raise ValueError("After moving axes to end, leading shape of a must match shape of b. "
-                         f"got a.shape={a_shape}, b.shape={b_shape}")
+    out_shape = a_shape[len(b_shape) :]
+    if a_shape[: len(b_shape)] != b_shape:
+        raise ValueError(
+            "After moving axes to end, leading shape of a must match shape of b. "
+            f"got a.shape={a_shape}, b.shape={b_shape}"
+        )
     size = math.prod(b_shape)
     if size != math.prod(out_shape):
-        raise ValueError("Input arrays must have prod(a.shape[:b.ndim]) == "
-                         f"prod(a.shape[b.ndim:]); got a.shape={a_shape}, "
-                         f"b.ndim={len(b_shape)}.")
+        raise ValueError(
+            "Input arrays must have prod(a.shape[:b.ndim]) == "
+            f"prod(a.shape[b.ndim:]); got a.shape={a_shape}, "
+            f"b.ndim={len(b_shape)}."
+        )
     a = _shape.reshape(a, (size, math.prod(out_shape)))
     return _shape.reshape(solve(a, _shape.ravel(b)), out_shape)
 
@@ -484,8 +545,9 @@ def _entry(a, i, j):
 
 def _det_2x2(a):
     e = _entry
-    return _ufuncs.subtract(_ufuncs.multiply(e(a, 0, 0), e(a, 1, 1)),
-                            _ufuncs.multiply(e(a, 0, 1), e(a, 1, 0)))
+    return _ufuncs.subtract(
+        _ufuncs.multiply(e(a, 0, 0), e(a, 1, 1)), _ufuncs.multiply(e(a, 0, 1), e(a, 1, 0))
+    )
 
 
 def _det_3x3(a):
@@ -525,8 +587,10 @@ def _slogdet_small_jvp(primals, tangents):
     if _shape_of(x)[-1] == 1:
         log_dot = _ufuncs.true_divide(e(g, 0, 0), e(x, 0, 0))
     else:  # d det = the adjugate contracted with g
-        d_det = sub(sub(mul(e(g, 0, 0), e(x, 1, 1)), mul(e(g, 0, 1), e(x, 1, 0))),
-                    mul(e(g, 1, 0), e(x, 0, 1)))
+        d_det = sub(
+            sub(mul(e(g, 0, 0), e(x, 1, 1)), mul(e(g, 0, 1), e(x, 1, 0))),
+            mul(e(g, 1, 0), e(x, 0, 1)),
+        )
         d_det = _ufuncs.add(d_det, mul(e(g, 1, 1), e(x, 0, 0)))
         log_dot = _ufuncs.true_divide(d_det, _det_2x2(x))
     return (sign, logabsdet), _log_det_tangent_out(x, sign, log_dot)
@@ -556,8 +620,7 @@ def _slogdet_lu(a):
         phases = _ufuncs.true_divide(diag, convert(_ufuncs.abs(diag), dtype))
         sign = _reductions.prod(phases, axis=-1)
     else:
-        parity = _ufuncs.add(parity, _reductions.count_nonzero(_ufuncs.less(diag, 0),
-                                                               axis=-1))
+        parity = _ufuncs.add(parity, _reductions.count_nonzero(_ufuncs.less(diag, 0), axis=-1))
         sign = convert(1, dtype)
     sign = _ufuncs.multiply(sign, _parity_sign(parity, dtype))
     sign = _shape.where(is_zero, convert(0, dtype), sign)
@@ -586,9 +649,10 @@ def _slogdet_qr(a):
     diag = _contractions.diagonal(r, axis1=-2, axis2=-1)
     log_abs = _reductions.sum(_ufuncs.log(_ufuncs.abs(diag)), axis=-1)
     # Each Householder reflector with a nonzero scale has determinant -1.
-    reflections = _reductions.count_nonzero(_ufuncs.not_equal(taus[..., :n - 1], 0), axis=-1)
-    sign = _ufuncs.multiply(_reductions.prod(_ufuncs.sign(diag), axis=-1),
-                            _parity_sign(reflections, _dtype_of(a)))
+    reflections = _reductions.count_nonzero(_ufuncs.not_equal(taus[..., : n - 1], 0), axis=-1)
+    sign = _ufuncs.multiply(
+        _reductions.prod(_ufuncs.sign(diag), axis=-1), _parity_sign(reflections, _dtype_of(a))
+    )
     return sign, log_abs
 
 
@@ -619,11 +683,11 @@ def slogdet(a, *, method=None):
         return SlogdetResult(*_slogdet_lu(a))
     if method == "qr":
         if dtypes.is_complex(_dtype_of(a)):
-            raise NotImplementedError("slogdet method='qr' not implemented for complex "
-                                      "inputs")
+            raise NotImplementedError("slogdet method='qr' not implemented for complex inputs")
         return SlogdetResult(*_slogdet_qr(a))
-    raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' "
-                     "(`None`), and 'qr'.")
+    raise ValueError(
+        f"Unknown slogdet method '{method}'. Supported methods are 'lu' (`None`), and 'qr'."
+    )
 
 
 def _cofactor_solve(a, b):
@@ -647,22 +711,23 @@ def _cofactor_solve(a, b):
     lu = _broadcast_batch(lu, batch)
     diag = _contractions.diagonal(lu, axis1=-2, axis2=-1)
     sign = _parity_sign(_pivot_parity(pivots), dtype)
-    partial_det = _ufuncs.multiply(_reductions.cumprod(diag, axis=-1),
-                                   lax.expand_dims(sign, (aval_of(sign).ndim,)))
+    partial_det = _ufuncs.multiply(
+        _reductions.cumprod(diag, axis=-1), lax.expand_dims(sign, (aval_of(sign).ndim,))
+    )
     lu = lu.at[..., -1, -1].set(_ufuncs.true_divide(1, partial_det[..., -2]))
     permutation = _shape.broadcast_to(permutation, (*batch, m))
     probe = ones((*batch, m, 1), dtype)
     probe = lax_linalg.triangular_solve(lu, probe, left_side=True, lower=False)
-    degenerate = _reductions.any(_ufuncs.logical_not(_ufuncs.isfinite(probe)),
-                                 axis=(-2, -1), keepdims=True)
+    degenerate = _reductions.any(
+        _ufuncs.logical_not(_ufuncs.isfinite(probe)), axis=(-2, -1), keepdims=True
+    )
     zero = zeros_like(x)
     x = _shape.where(degenerate, zero, x)
     x = _take_rows(x, permutation)
     x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
     det = partial_det[..., -1]
     scale = lax.expand_dims(det, (len(batch), len(batch) + 1))
-    x = _shape.concatenate([_ufuncs.multiply(x[..., :-1, :], scale), x[..., -1:, :]],
-                           axis=-2)
+    x = _shape.concatenate([_ufuncs.multiply(x[..., :-1, :], scale), x[..., -1:, :]], axis=-2)
     x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
     return det, _shape.where(degenerate, zero, x)
 
@@ -806,8 +871,7 @@ def eigvals(a):
       >>> eigvals(jnp.array([[0., 1.], [-1., 0.]]))  # [1j, -1j]
     """
     (a,) = _inexact("eigvals", a)
-    return lax_linalg.eig(a, compute_left_eigenvectors=False,
-                          compute_right_eigenvectors=False)[0]
+    return lax_linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
 
 
 def _hermitian_svd(a, compute_uv, subset_by_index):
@@ -849,11 +913,13 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index
     if hermitian:
         return _hermitian_svd(a, compute_uv, subset_by_index)
     if compute_uv:
-        u, s, vh = lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=True,
-                                  subset_by_index=subset_by_index)
+        u, s, vh = lax_linalg.svd(
+            a, full_matrices=full_matrices, compute_uv=True, subset_by_index=subset_by_index
+        )
         return SVDResult(u, s, vh)
-    return lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=False,
-                          subset_by_index=subset_by_index)
+    return lax_linalg.svd(
+        a, full_matrices=full_matrices, compute_uv=False, subset_by_index=subset_by_index
+    )
 
 
 def svdvals(x, /):
@@ -870,8 +936,9 @@ def svdvals(x, /):
 
 
 def _sum_squares(x, axis, keepdims):
-    return _reductions.sum(_ufuncs.real(_ufuncs.multiply(x, _ufuncs.conjugate(x))),
-                           axis=axis, keepdims=keepdims)
+    return _reductions.sum(
+        _ufuncs.real(_ufuncs.multiply(x, _ufuncs.conjugate(x))), axis=axis, keepdims=keepdims
+    )
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002  (NumPy's name)
@@ -892,13 +959,14 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002  (NumP
         return _reductions.min(_ufuncs.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
         real = dtypes.finfo(_dtype_of(x)).dtype
-        return _reductions.sum(_ufuncs.not_equal(x, 0), dtype=real, axis=axis,
-                               keepdims=keepdims)
+        return _reductions.sum(_ufuncs.not_equal(x, 0), dtype=real, axis=axis, keepdims=keepdims)
     if ord == 1:
         return _reductions.sum(_ufuncs.abs(x), axis=axis, keepdims=keepdims)
     if isinstance(ord, str):
-        hint = {"inf": " Use 'jax.numpy.inf' instead.",
-                "-inf": " Use '-jax.numpy.inf' instead."}.get(ord, "")
+        hint = {
+            "inf": " Use 'jax.numpy.inf' instead.",
+            "-inf": " Use '-jax.numpy.inf' instead.",
+        }.get(ord, "")
         raise ValueError(f"Invalid order '{ord}' for vector norm.{hint}")
     abs_x = _ufuncs.abs(x)
     p = np.array(ord, _dtype_of(abs_x))
@@ -964,8 +1032,10 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002  (NumPy's name)
         return vector_norm(x, ord=2 if ord is None else ord, axis=axes, keepdims=keepdims)
     if len(axes) == 2:
         return _matrix_norm(x, ord, axes[0], axes[1], keepdims)
-    raise ValueError(f"Improper number of axes for norm: axis={axis}. Pass one axis to "
-                     "compute a vector-norm, or two axes to compute a matrix-norm.")
+    raise ValueError(
+        f"Improper number of axes for norm: axis={axis}. Pass one axis to "
+        "compute a vector-norm, or two axes to compute a matrix-norm."
+    )
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002  (NumPy's name)
@@ -988,11 +1058,9 @@ def cond(x, p=None):
     (arr,) = _arrays("cond", x)
     shape = _shape_of(arr)
     if len(shape) < 2:
-        raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got "
-                         f"arr.shape={shape}")
+        raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got arr.shape={shape}")
     if shape[-1] == 0 or shape[-2] == 0:
-        raise ValueError(f"jnp.linalg.cond: input array must not be empty; got "
-                         f"arr.shape={shape}")
+        raise ValueError(f"jnp.linalg.cond: input array must not be empty; got arr.shape={shape}")
     if p is None or p == 2:
         s = svdvals(arr)
         return _ufuncs.true_divide(s[..., 0], s[..., -1])
@@ -1001,10 +1069,10 @@ def cond(x, p=None):
         r = _ufuncs.true_divide(s[..., -1], s[..., 0])
     else:
         if shape[-2] != shape[-1]:
-            raise ValueError(f"jnp.linalg.cond: for p={p}, array must be square; got "
-                             f"arr.shape={shape}")
-        r = _ufuncs.multiply(norm(arr, ord=p, axis=(-2, -1)),
-                             norm(inv(arr), ord=p, axis=(-2, -1)))
+            raise ValueError(
+                f"jnp.linalg.cond: for p={p}, array must be square; got arr.shape={shape}"
+            )
+        r = _ufuncs.multiply(norm(arr, ord=p, axis=(-2, -1)), norm(inv(arr), ord=p, axis=(-2, -1)))
     nan_input = _reductions.any(_ufuncs.isnan(arr), axis=(-2, -1))
     singular = _ufuncs.logical_and(_ufuncs.isnan(r), _ufuncs.logical_not(nan_input))
     return _shape.where(singular, np.inf, r)
@@ -1039,8 +1107,10 @@ def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):  # noqa: N803  (Num
     if rtol is None:
         real = _dtype_of(s)
         largest = _reductions.max(s, axis=-1)
-        rtol = _ufuncs.multiply(_ufuncs.multiply(largest, np.array(builtins.max(shape[-2:]), real)),
-                                np.array(dtypes.finfo(real).eps, real))
+        rtol = _ufuncs.multiply(
+            _ufuncs.multiply(largest, np.array(builtins.max(shape[-2:]), real)),
+            np.array(dtypes.finfo(real).eps, real),
+        )
     rtol = asarray(rtol)
     rtol = lax.expand_dims(rtol, (aval_of(rtol).ndim,))
     return _reductions.sum(_ufuncs.greater(s, rtol), axis=-1)
@@ -1064,8 +1134,9 @@ def _pinv_impl(a, rtol, hermitian):
     cutoff = _ufuncs.multiply(rtol, s[..., 0:1])
     s = convert(_shape.where(_ufuncs.greater(s, cutoff), s, np.inf), _dtype_of(u))
     s_column = lax.expand_dims(s, (aval_of(s).ndim,))
-    out = _batched_matmul(_shape.matrix_transpose(vh),
-                          _ufuncs.true_divide(_shape.matrix_transpose(u), s_column))
+    out = _batched_matmul(
+        _shape.matrix_transpose(vh), _ufuncs.true_divide(_shape.matrix_transpose(u), s_column)
+    )
     return convert(out, dtype)
 
 
@@ -1144,11 +1215,11 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     if b_vector:
         b = lax.expand_dims(b, (1,))
     if len(a_shape) != 2:
-        raise TypeError(f"{len(a_shape)}-dimensional array given. Array must be "
-                        "two-dimensional")
+        raise TypeError(f"{len(a_shape)}-dimensional array given. Array must be two-dimensional")
     if aval_of(b).ndim != 2:
-        raise TypeError(f"{len(b_shape)}-dimensional array given. Array must be one or "
-                        "two-dimensional")
+        raise TypeError(
+            f"{len(b_shape)}-dimensional array given. Array must be one or two-dimensional"
+        )
     m, n = a_shape
     dtype = _dtype_of(a)
     if m * n == 0:
@@ -1163,8 +1234,9 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
             rcond = asarray(float(eps) * builtins.max(n, m), real)
         else:
             rcond = convert(_shape.where(_ufuncs.less(rcond, 0), eps, rcond), real)
-        mask = _ufuncs.logical_and(_ufuncs.greater(s, 0),
-                                   _ufuncs.greater_equal(s, _ufuncs.multiply(rcond, s[0])))
+        mask = _ufuncs.logical_and(
+            _ufuncs.greater(s, 0), _ufuncs.greater_equal(s, _ufuncs.multiply(rcond, s[0]))
+        )
         rank = _reductions.sum(mask)
         safe_s = convert(_shape.where(mask, s, 1), dtype)
         s_inv = _shape.where(mask, _ufuncs.true_divide(1, safe_s), 0)

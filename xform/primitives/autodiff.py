@@ -1,7 +1,6 @@
 """Primitives that exist for differentiation: ``stop_gradient`` (the identity whose
 derivative is zero) and the calls behind ``custom_jvp`` and ``custom_vjp``."""
 
-
 from xform import dtypes, pytree
 from xform.core import (
     ShapedArray,
@@ -86,10 +85,12 @@ def _staged_call(prim):
     return stage
 
 
-custom_jvp_call_p = standard_primitive("custom_jvp_call", _call_abstract_eval,
-                                       multiple_results=True)
-custom_vjp_call_p = standard_primitive("custom_vjp_call", _call_abstract_eval,
-                                       multiple_results=True)
+custom_jvp_call_p = standard_primitive(
+    "custom_jvp_call", _call_abstract_eval, multiple_results=True
+)
+custom_vjp_call_p = standard_primitive(
+    "custom_vjp_call", _call_abstract_eval, multiple_results=True
+)
 eager_rules[custom_jvp_call_p] = _call_eager
 eager_rules[custom_vjp_call_p] = _call_eager
 staging_rules[custom_jvp_call_p] = _staged_call(custom_jvp_call_p)
@@ -99,6 +100,7 @@ staging_rules[custom_vjp_call_p] = _staged_call(custom_vjp_call_p)
 # A rule defined with ``symbolic_zeros=True`` (xform/custom_derivatives.py marks its flat
 # wrapper so) is handed the internal ``ad.Zero``s, which that wrapper turns into JAX's
 # ``SymbolicZero``s; any other rule gets zeros as arrays.
+
 
 def _symbolic(rule):
     return getattr(rule, "symbolic_zeros", False)
@@ -120,13 +122,21 @@ def _custom_vjp_call_jvp(primals, tangents, *, fwd, bwd, num_consts, **call):
         primals_out, residuals = fwd(args)
     # As JAX's: an argument with a zero tangent (an integer or boolean one's is float0, which
     # traces do not hold) is no operand of custom_lin, and bwd's cotangent for it is dropped.
-    in_zeros = tuple(type(t) is ad.Zero or ad.tangent_aval(get_aval(x)).dtype == dtypes.float0
-                     for x, t in zip(args, arg_tangents, strict=True))
+    in_zeros = tuple(
+        type(t) is ad.Zero or ad.tangent_aval(get_aval(x)).dtype == dtypes.float0
+        for x, t in zip(args, arg_tangents, strict=True)
+    )
     arg_tangents = [t for t, z in zip(arg_tangents, in_zeros, strict=True) if not z]
     out_avals = tuple(ad.tangent_aval(get_aval(p)) for p in primals_out)
-    tangents_out = custom_lin_p.bind(*residuals, *arg_tangents, num_res=len(residuals),
-                                     bwd=bwd, out_avals=out_avals,
-                                     symbolic_zeros=_symbolic(bwd), in_zeros=in_zeros)
+    tangents_out = custom_lin_p.bind(
+        *residuals,
+        *arg_tangents,
+        num_res=len(residuals),
+        bwd=bwd,
+        out_avals=out_avals,
+        symbolic_zeros=_symbolic(bwd),
+        in_zeros=in_zeros,
+    )
     return primals_out, tangents_out
 
 
@@ -140,10 +150,11 @@ def _custom_jvp_call_transpose(cts, *invals, jvp, num_consts, **call):
     # the function itself: the custom rule defines its derivative, not its transpose.
     body, consts = call.get("call_jaxpr"), []
     if body is None:  # not staged: trace the function for the operands' types
-        body, consts = _trace_call(call["fun"], [x.aval if transpose.is_undefined(x)
-                                                 else aval_of(x) for x in invals])
+        body, consts = _trace_call(
+            call["fun"], [x.aval if transpose.is_undefined(x) else aval_of(x) for x in invals]
+        )
     cts_in = transpose.backward_pass(body.jaxpr, body.consts, [*consts, *invals], cts)
-    return cts_in[len(consts):]
+    return cts_in[len(consts) :]
 
 
 # custom_vjp_call has no transpose rule, as in JAX: its bwd rule is a VJP of the function's
@@ -154,18 +165,20 @@ transpose.transpose_rules[custom_jvp_call_p] = _custom_jvp_call_transpose
 # ``custom_lin`` stands for the derivative of a custom_vjp function: linear in its tangent
 # operands, known only through its transpose, which is the user's bwd rule.
 
+
 def _custom_lin_abstract_eval(*avals, num_res, bwd, out_avals, symbolic_zeros, in_zeros):
     return list(out_avals)
 
 
 def _custom_lin_forward(*args, **params):
-    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function: "
-                    "differentiate it in reverse mode (grad, vjp), or define it with "
-                    "custom_jvp instead")
+    raise TypeError(
+        "can't apply forward-mode autodiff (jvp) to a custom_vjp function: "
+        "differentiate it in reverse mode (grad, vjp), or define it with "
+        "custom_jvp instead"
+    )
 
 
-custom_lin_p = standard_primitive("custom_lin", _custom_lin_abstract_eval,
-                                  multiple_results=True)
+custom_lin_p = standard_primitive("custom_lin", _custom_lin_abstract_eval, multiple_results=True)
 eager_rules[custom_lin_p] = _custom_lin_forward
 
 
@@ -205,7 +218,7 @@ def _mapped_here(x, axis):
 def _unbatched_aval(aval, dim):
     if dim is batching.not_mapped:
         return aval
-    return ShapedArray(aval.shape[:dim] + aval.shape[dim + 1:], aval.dtype, aval.weak_type)
+    return ShapedArray(aval.shape[:dim] + aval.shape[dim + 1 :], aval.dtype, aval.weak_type)
 
 
 def _batched_fun(fun, axis, dims, out_dims):
@@ -215,16 +228,21 @@ def _batched_fun(fun, axis, dims, out_dims):
         avals = [_unbatched_aval(get_aval(v), d) for v, d in zip(vals, dims, strict=True)]
         body, consts = _trace_call(fun, avals)
         const_vals = [c.val if _mapped_here(c, axis) else c for c in consts]
-        const_dims = [c.batch_dim if _mapped_here(c, axis) else batching.not_mapped
-                      for c in consts]
+        const_dims = [c.batch_dim if _mapped_here(c, axis) else batching.not_mapped for c in consts]
         all_dims = const_dims + list(dims)
         if all(d is batching.not_mapped for d in all_dims) and (
-                axis.name is None or axis.name not in batching.axis_names(body.jaxpr)):
+            axis.name is None or axis.name not in batching.axis_names(body.jaxpr)
+        ):
             out_dims[:] = [batching.not_mapped] * len(body.out_avals)
             return eval_jaxpr(body.jaxpr, body.consts, *const_vals, *vals)
         out_dims[:] = [0] * len(body.out_avals)
-        return batching.vmap_flat(lambda *xs: eval_jaxpr(body.jaxpr, body.consts, *xs), axis,
-                                  const_vals + list(vals), all_dims, _all_at_front)
+        return batching.vmap_flat(
+            lambda *xs: eval_jaxpr(body.jaxpr, body.consts, *xs),
+            axis,
+            const_vals + list(vals),
+            all_dims,
+            _all_at_front,
+        )
 
     batched.__name__ = getattr(fun, "__name__", "function")
     return batched
@@ -236,11 +254,17 @@ def _batched_bwd(bwd, axis, res_dims, ct_dims, arg_dims):
     num_res = len(res_dims)
 
     def batched_bwd(residuals, cts):
-        cts_in = batching.vmap_flat(lambda *xs: bwd(list(xs[:num_res]), list(xs[num_res:])),
-                                    axis, list(residuals) + list(cts), res_dims + ct_dims,
-                                    [0 if d is None else d for d in arg_dims])
-        return [ct if d is not None else ad.tangent_ops["reduce_sum"](ct, (0,))
-                for ct, d in zip(cts_in, arg_dims, strict=True)]
+        cts_in = batching.vmap_flat(
+            lambda *xs: bwd(list(xs[:num_res]), list(xs[num_res:])),
+            axis,
+            list(residuals) + list(cts),
+            res_dims + ct_dims,
+            [0 if d is None else d for d in arg_dims],
+        )
+        return [
+            ct if d is not None else ad.tangent_ops["reduce_sum"](ct, (0,))
+            for ct, d in zip(cts_in, arg_dims, strict=True)
+        ]
 
     batched_bwd.__name__ = getattr(bwd, "__name__", "bwd")  # printed as the bwd= param
     return batched_bwd
@@ -262,16 +286,25 @@ def _custom_jvp_call_batch(axis, args, dims, *, jvp, num_consts, **call):
             primals_out, tangents_out = jvp(primals, tangents)
             out_dims[:] = [batching.not_mapped] * len(primals_out)
             return primals_out, tangents_out
-        outs = batching.vmap_flat(lambda *xs: _concat(jvp_counting(list(xs[:len(primals)]),
-                                                                   list(xs[len(primals):]))),
-                                  axis, list(primals) + list(tangents), arg_dims + arg_dims,
-                                  _all_at_front)
+        outs = batching.vmap_flat(
+            lambda *xs: _concat(jvp_counting(list(xs[: len(primals)]), list(xs[len(primals) :]))),
+            axis,
+            list(primals) + list(tangents),
+            arg_dims + arg_dims,
+            _all_at_front,
+        )
         out_dims[:] = [0] * n_out[0]
-        return outs[:n_out[0]], outs[n_out[0]:]
+        return outs[: n_out[0]], outs[n_out[0] :]
 
     batched_jvp.__name__ = getattr(jvp, "__name__", "jvp")  # printed as the jvp= param
-    outs = custom_jvp_call_p.bind(*args, fun=fun, jvp=batched_jvp, num_consts=num_consts,
-                                  name=call["name"], symbolic_zeros=call["symbolic_zeros"])
+    outs = custom_jvp_call_p.bind(
+        *args,
+        fun=fun,
+        jvp=batched_jvp,
+        num_consts=num_consts,
+        name=call["name"],
+        symbolic_zeros=call["symbolic_zeros"],
+    )
     return outs, list(out_dims)
 
 
@@ -299,7 +332,7 @@ def _custom_vjp_call_batch(axis, args, dims, *, fwd, bwd, num_consts, **call):
 
         outs = batching.vmap_flat(flat_fwd, axis, list(primals), arg_dims, _all_at_front)
         out_dims[:] = [0] * n_out[0]
-        return outs[:n_out[0]], outs[n_out[0]:]
+        return outs[: n_out[0]], outs[n_out[0] :]
 
     def batched_bwd(residuals, cts):
         if num_res[0] is None:
@@ -309,9 +342,15 @@ def _custom_vjp_call_batch(axis, args, dims, *, fwd, bwd, num_consts, **call):
 
     batched_fwd.__name__ = getattr(fwd, "__name__", "fwd")  # printed as fwd= and bwd=
     batched_bwd.__name__ = getattr(bwd, "__name__", "bwd")
-    outs = custom_vjp_call_p.bind(*args, fun=fun, fwd=batched_fwd, bwd=batched_bwd,
-                                  num_consts=num_consts, name=call["name"],
-                                  symbolic_zeros=call["symbolic_zeros"])
+    outs = custom_vjp_call_p.bind(
+        *args,
+        fun=fun,
+        fwd=batched_fwd,
+        bwd=batched_bwd,
+        num_consts=num_consts,
+        name=call["name"],
+        symbolic_zeros=call["symbolic_zeros"],
+    )
     return outs, list(out_dims)
 
 
@@ -328,15 +367,21 @@ def _nonzero_cotangents(bwd, in_zeros):
     return nonzero_bwd
 
 
-def _custom_lin_batch(axis, args, dims, *, num_res, bwd, out_avals, symbolic_zeros,
-                      in_zeros):
+def _custom_lin_batch(axis, args, dims, *, num_res, bwd, out_avals, symbolic_zeros, in_zeros):
     res_dims, arg_dims = list(dims[:num_res]), list(dims[num_res:])
     # Only the operands' cotangents are batched (a float0 one could not be).
-    batched_bwd = _batched_bwd(_nonzero_cotangents(bwd, in_zeros), axis, res_dims,
-                               [0] * len(out_avals), arg_dims)
+    batched_bwd = _batched_bwd(
+        _nonzero_cotangents(bwd, in_zeros), axis, res_dims, [0] * len(out_avals), arg_dims
+    )
     out_avals = tuple(batching.batched_aval(a, 0, axis.size) for a in out_avals)
-    outs = custom_lin_p.bind(*args, num_res=num_res, bwd=batched_bwd, out_avals=out_avals,
-                             symbolic_zeros=symbolic_zeros, in_zeros=(False,) * len(arg_dims))
+    outs = custom_lin_p.bind(
+        *args,
+        num_res=num_res,
+        bwd=batched_bwd,
+        out_avals=out_avals,
+        symbolic_zeros=symbolic_zeros,
+        in_zeros=(False,) * len(arg_dims),
+    )
     return outs, [0] * len(outs)
 
 

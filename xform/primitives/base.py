@@ -40,11 +40,15 @@ def user_dtype(dtype, name, stacklevel=3):
         return canonical
     requested = np.dtype(dtype)
     if canonical != requested and not (isinstance(dtype, type) and dtype in _PYTHON_TYPES):
-        warnings.warn(f"Explicitly requested dtype {requested} requested in {name} is not "
-                      f"available, and will be truncated to dtype {canonical}. To enable "
-                      "more dtypes, set the jax_enable_x64 configuration option "
-                      "(xform.config.update('jax_enable_x64', True)) or the JAX_ENABLE_X64 "
-                      "shell environment variable.", UserWarning, stacklevel=stacklevel)
+        warnings.warn(
+            f"Explicitly requested dtype {requested} requested in {name} is not "
+            f"available, and will be truncated to dtype {canonical}. To enable "
+            "more dtypes, set the jax_enable_x64 configuration option "
+            "(xform.config.update('jax_enable_x64', True)) or the JAX_ENABLE_X64 "
+            "shell environment variable.",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
     return canonical
 
 
@@ -66,8 +70,9 @@ def accepted_dtypes(kinds):
 def check_dtype(name, dtype, kinds):
     if dtype not in accepted_dtypes(kinds):
         accepted = ", ".join(word for _, word in kinds)
-        raise TypeError(f"{name} does not accept dtype {dtype}. Accepted dtypes are subtypes "
-                        f"of {accepted}.")
+        raise TypeError(
+            f"{name} does not accept dtype {dtype}. Accepted dtypes are subtypes of {accepted}."
+        )
 
 
 def broadcast_elementwise_shapes(name, avals):
@@ -80,11 +85,10 @@ def broadcast_elementwise_shapes(name, avals):
                 shape = a.shape
             elif a.shape != shape:
                 if len(a.shape) != len(shape) or any(
-                        m not in (n, 1) and n != 1
-                        for m, n in zip(a.shape, shape, strict=True)):
+                    m not in (n, 1) and n != 1 for m, n in zip(a.shape, shape, strict=True)
+                ):
                     shapes = ", ".join(str(b.shape) for b in avals)
-                    raise TypeError(f"{name} got incompatible shapes for broadcasting: "
-                                    f"{shapes}.")
+                    raise TypeError(f"{name} got incompatible shapes for broadcasting: {shapes}.")
                 shape = tuple(n if m == 1 else m for m, n in zip(a.shape, shape, strict=True))
     return () if shape is None else shape
 
@@ -100,8 +104,10 @@ def elementwise_abstract_eval(name, kinds, out_dtype=None):
         for a in avals:  # a plain loop: this rule runs for every traced arithmetic op
             if a.dtype != dtype:
                 got = ", ".join(str(b.dtype) for b in avals)
-                raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
-                                f"{got}. (Tip: xform.numpy functions promote dtypes for you.)")
+                raise TypeError(
+                    f"lax.{name} requires arguments to have the same dtypes, got "
+                    f"{got}. (Tip: xform.numpy functions promote dtypes for you.)"
+                )
             if a.shape != shape:
                 shape = broadcast_elementwise_shapes(name, avals)
             weak = weak and a.weak_type
@@ -161,8 +167,9 @@ def as_shape(shape, name):
                 break
         else:
             return shape
-    if isinstance(shape, (int, np.integer)) or (hasattr(shape, "__index__") and
-                                                 not hasattr(shape, "__len__")):
+    if isinstance(shape, (int, np.integer)) or (
+        hasattr(shape, "__index__") and not hasattr(shape, "__len__")
+    ):
         shape = (shape,)
     try:
         out = tuple(int(d.__index__()) for d in shape)
@@ -173,6 +180,7 @@ def as_shape(shape, name):
             raise
         raise TypeError(f"{name}: shapes must be sequences of integers, got {shape!r}") from None
     if any(d < 0 for d in out):  # TypeError, as JAX's shape checks
-        raise TypeError(f"{name}: shape {out} has a negative dimension; every dimension "
-                        "must be nonnegative")
+        raise TypeError(
+            f"{name}: shape {out} has a negative dimension; every dimension must be nonnegative"
+        )
     return out

@@ -25,11 +25,13 @@ def call_abstract_eval(what, avals, jaxpr):
     naming ``what`` when the operands do not match what the jaxpr takes."""
     expected = jaxpr.in_avals
     if len(avals) != len(expected) or any(
-            a.shape != e.shape or a.dtype != e.dtype for a, e in zip(avals, expected, strict=True)):
+        a.shape != e.shape or a.dtype != e.dtype for a, e in zip(avals, expected, strict=True)
+    ):
         got = ", ".join(a.str_short() for a in avals)
         want = ", ".join(a.str_short() for a in expected)
-        raise TypeError(f"{what}: called with arguments of types ({got}) but its jaxpr "
-                        f"takes ({want})")
+        raise TypeError(
+            f"{what}: called with arguments of types ({got}) but its jaxpr takes ({want})"
+        )
     return jaxpr.out_avals
 
 
@@ -54,16 +56,20 @@ def jvp_jaxpr(jaxpr, nonzeros):
     if hit is not None:
         return hit
     n = len(nonzeros)
-    in_avals = jaxpr.in_avals + [ad.tangent_aval(a) for a, nz in zip(jaxpr.in_avals, nonzeros,
-                                                                     strict=True) if nz]
+    in_avals = jaxpr.in_avals + [
+        ad.tangent_aval(a) for a, nz in zip(jaxpr.in_avals, nonzeros, strict=True) if nz
+    ]
     out_nonzeros = []
 
     def jvp_fun(*args):
         primals, nonzero_tangents = args[:n], iter(args[n:])
-        tangents = [next(nonzero_tangents) if nz else ad.Zero(ad.tangent_aval(a))
-                    for a, nz in zip(jaxpr.in_avals, nonzeros, strict=True)]
+        tangents = [
+            next(nonzero_tangents) if nz else ad.Zero(ad.tangent_aval(a))
+            for a, nz in zip(jaxpr.in_avals, nonzeros, strict=True)
+        ]
         primals_out, tangents_out = ad.jvp_flat(
-            lambda *xs: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs), primals, tangents)
+            lambda *xs: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs), primals, tangents
+        )
         out_nonzeros[:] = [type(t) is not ad.Zero for t in tangents_out]
         return primals_out + [t for t in tangents_out if type(t) is not ad.Zero]
 
@@ -83,15 +89,21 @@ def call_jvp(jaxpr, primals, tangents, bind):
     outs = bind(body, operands, len(consts), nonzeros, out_nonzeros)
     n_out = len(out_nonzeros)
     primals_out, nonzero_tangents = outs[:n_out], iter(outs[n_out:])
-    tangents_out = [next(nonzero_tangents) if nz else ad.Zero(ad.tangent_aval(ad.aval_of(p)))
-                    for p, nz in zip(primals_out, out_nonzeros, strict=True)]
+    tangents_out = [
+        next(nonzero_tangents) if nz else ad.Zero(ad.tangent_aval(ad.aval_of(p)))
+        for p, nz in zip(primals_out, out_nonzeros, strict=True)
+    ]
     return primals_out, tangents_out
 
 
 def _jit_jvp(primals, tangents, *, jaxpr, name):
     # The differentiated, transposed and batched bodies keep the function's name, as JAX's.
-    return call_jvp(jaxpr, primals, tangents, lambda body, operands, *_: jit_p.bind(
-        *operands, jaxpr=body, name=name))
+    return call_jvp(
+        jaxpr,
+        primals,
+        tangents,
+        lambda body, operands, *_: jit_p.bind(*operands, jaxpr=body, name=name),
+    )
 
 
 ad.jvp_rules[jit_p] = _jit_jvp
@@ -125,10 +137,12 @@ def forward_residual_inputs(known_jaxpr, num_res):
     num_out = len(body.outvars) - num_res
     sources = [position.get(v) for v in body.outvars[num_out:]]
     if any(i is not None for i in sources):
-        kept = body.outvars[:num_out] + [v for v, i in zip(body.outvars[num_out:], sources,
-                                                           strict=True) if i is None]
-        known_jaxpr = ClosedJaxpr(Jaxpr(body.constvars, body.invars, kept, body.eqns),
-                                  known_jaxpr.consts)
+        kept = body.outvars[:num_out] + [
+            v for v, i in zip(body.outvars[num_out:], sources, strict=True) if i is None
+        ]
+        known_jaxpr = ClosedJaxpr(
+            Jaxpr(body.constvars, body.invars, kept, body.eqns), known_jaxpr.consts
+        )
     hit = _forwarding[body] = (known_jaxpr, sources)
     return hit
 
@@ -148,9 +162,14 @@ def _jit_partial_eval(trace, args, params):
     returned, known_in = iter(known_outs[num_out:]), [*known_consts, *known_args]
     residuals = [next(returned) if i is None else known_in[i] for i in sources]
     unknown_args = [x for x, u in zip(args, unknowns, strict=True) if u]
-    unknown_outs = iter(trace.stage(jit_p, residuals + unknown_args,
-                                    {"jaxpr": unknown_jaxpr, "name": name},
-                                    unknown_jaxpr.out_avals))
+    unknown_outs = iter(
+        trace.stage(
+            jit_p,
+            residuals + unknown_args,
+            {"jaxpr": unknown_jaxpr, "name": name},
+            unknown_jaxpr.out_avals,
+        )
+    )
     known_outs = iter(known_outs[:num_out])
     return [next(unknown_outs) if u else next(known_outs) for u in out_unknowns]
 
@@ -169,12 +188,15 @@ def backward(jaxpr, linear, args, nonzero=None):
     None; the others are zero); a cotangent (or None) per input."""
     n_values = len(linear) - sum(linear)
     values, cts = iter(args[:n_values]), iter(args[n_values:])
-    invals = [transpose.UndefinedPrimal(a) if lin else next(values)
-              for a, lin in zip(jaxpr.in_avals, linear, strict=True)]
+    invals = [
+        transpose.UndefinedPrimal(a) if lin else next(values)
+        for a, lin in zip(jaxpr.in_avals, linear, strict=True)
+    ]
     if nonzero is None:
         nonzero = (True,) * len(jaxpr.out_avals)
-    cts_out = [next(cts) if nz else ad.Zero(a)
-               for a, nz in zip(jaxpr.out_avals, nonzero, strict=True)]
+    cts_out = [
+        next(cts) if nz else ad.Zero(a) for a, nz in zip(jaxpr.out_avals, nonzero, strict=True)
+    ]
     return transpose.backward_pass(jaxpr.jaxpr, jaxpr.consts, invals, cts_out)
 
 
@@ -216,6 +238,7 @@ transpose.transpose_rules[jit_p] = _jit_transpose
 
 
 # --------------------------------------------------------------------------- batching
+
 
 def _jit_batch(axis, args, dims, *, jaxpr, name):
     body, consts, out_batched = batching.batch_jaxpr(jaxpr, axis, dims)

@@ -29,11 +29,25 @@ from xform.primitives.indexing import index_in_dim
 from xform.primitives.loops import scan
 from xform.primitives.structural import broadcast
 
-__all__ = ["FlatCallback", "split_callback_args", "check_results", "has_ordered_effects",
-           "debug_callback", "pure_callback", "io_callback", "VMAP_METHODS"]
+__all__ = [
+    "FlatCallback",
+    "split_callback_args",
+    "check_results",
+    "has_ordered_effects",
+    "debug_callback",
+    "pure_callback",
+    "io_callback",
+    "VMAP_METHODS",
+]
 
-VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
-                "legacy_vectorized", None)
+VMAP_METHODS = (
+    "sequential",
+    "sequential_unrolled",
+    "expand_dims",
+    "broadcast_all",
+    "legacy_vectorized",
+    None,
+)
 
 
 class FlatCallback:
@@ -62,8 +76,12 @@ class FlatCallback:
         return self.fn(*args, **kwargs)
 
     def __eq__(self, other):
-        return (type(other) is FlatCallback and self.fn == other.fn
-                and self.in_tree == other.in_tree and self.static == other.static)
+        return (
+            type(other) is FlatCallback
+            and self.fn == other.fn
+            and self.in_tree == other.in_tree
+            and self.static == other.static
+        )
 
     def __hash__(self):
         try:
@@ -95,8 +113,10 @@ def check_results(name, outs, result_avals):
     ``RuntimeError`` naming both when one does not match (JAX's words)."""
     leaves = pytree.tree_leaves(outs)
     if len(leaves) != len(result_avals):
-        raise RuntimeError(f"{name}: Mismatched number of outputs from callback. Expected: "
-                           f"{len(result_avals)}, Actual: {len(leaves)}")
+        raise RuntimeError(
+            f"{name}: Mismatched number of outputs from callback. Expected: "
+            f"{len(result_avals)}, Actual: {len(leaves)}"
+        )
     values = []
     for i, (leaf, aval) in enumerate(zip(leaves, result_avals, strict=True)):
         value = np.asarray(leaf)
@@ -104,11 +124,15 @@ def check_results(name, outs, result_avals):
         if canonical != value.dtype:
             value = value.astype(canonical)
         if value.shape != aval.shape:
-            raise RuntimeError(f"{name}: Incorrect output shape for return value #{i}: "
-                               f"Expected: {aval.shape}, Actual: {value.shape}")
+            raise RuntimeError(
+                f"{name}: Incorrect output shape for return value #{i}: "
+                f"Expected: {aval.shape}, Actual: {value.shape}"
+            )
         if value.dtype != aval.dtype:
-            raise RuntimeError(f"{name}: Incorrect output dtype for return value #{i}: "
-                               f"Expected: {aval.dtype}, Actual: {value.dtype}")
+            raise RuntimeError(
+                f"{name}: Incorrect output dtype for return value #{i}: "
+                f"Expected: {aval.dtype}, Actual: {value.dtype}"
+            )
         values.append(value)
     return values
 
@@ -122,7 +146,9 @@ def has_ordered_effects(jaxpr):
     if known is None:
         known = _ordered_jaxprs[jaxpr] = any(
             (e.primitive in _ORDERABLE and e.params["ordered"])
-            or any(has_ordered_effects(j) for j in subjaxprs(e.params)) for e in jaxpr.eqns)
+            or any(has_ordered_effects(j) for j in subjaxprs(e.params))
+            for e in jaxpr.eqns
+        )
     return known
 
 
@@ -131,15 +157,16 @@ def _as_array(x):
     if isinstance(x, (bool, int, float, complex, np.ndarray, np.generic)):
         aval = get_aval(x)
         with set_current_trace(eval_trace):
-            return convert_element_type_p.bind(x, new_dtype=aval.dtype,
-                                               weak_type=aval.weak_type)
+            return convert_element_type_p.bind(x, new_dtype=aval.dtype, weak_type=aval.weak_type)
     return x
 
 
 def _to_arrays(values, result_avals):
     with set_current_trace(eval_trace):
-        return [convert_element_type_p.bind(v, new_dtype=a.dtype, weak_type=False)
-                for v, a in zip(values, result_avals, strict=True)]
+        return [
+            convert_element_type_p.bind(v, new_dtype=a.dtype, weak_type=False)
+            for v, a in zip(values, result_avals, strict=True)
+        ]
 
 
 def _result_avals(name, result_shape_dtypes):
@@ -148,12 +175,16 @@ def _result_avals(name, result_shape_dtypes):
     avals = []
     for leaf in leaves:
         if not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
-            raise TypeError(f"{name}: result_shape_dtypes leaves must have shape and dtype "
-                            f"attributes (a ShapeDtypeStruct), got {leaf!r}")
+            raise TypeError(
+                f"{name}: result_shape_dtypes leaves must have shape and dtype "
+                f"attributes (a ShapeDtypeStruct), got {leaf!r}"
+            )
         dtype = np.dtype(leaf.dtype)
         if dtypes.canonicalize(dtype) != dtype:
-            raise ValueError(f"{name}: result_shape_dtypes cannot specify 64-bit types when "
-                             f"`jax_enable_x64` is disabled (got {dtype})")
+            raise ValueError(
+                f"{name}: result_shape_dtypes cannot specify 64-bit types when "
+                f"`jax_enable_x64` is disabled (got {dtype})"
+            )
         avals.append(core.ShapedArray(tuple(leaf.shape), dtype))
     return tuple(avals), out_tree
 
@@ -161,17 +192,16 @@ def _result_avals(name, result_shape_dtypes):
 def _sequential(prim, args, dims, params, unrolled):
     """A batched callback as a loop over the lanes (a scan, or unrolled), results stacked."""
     is_batched = [d is not not_mapped for d in dims]
-    moved = [moveaxis(x, d, 0) if b else x for x, d, b in zip(args, dims, is_batched,
-                                                              strict=True)]
+    moved = [moveaxis(x, d, 0) if b else x for x, d, b in zip(args, dims, is_batched, strict=True)]
     batched = [x for x, b in zip(moved, is_batched, strict=True) if b]
 
     def lane(xs):
         it = iter(xs)
-        return prim.bind(*[next(it) if b else x for x, b in zip(moved, is_batched,
-                                                                   strict=True)], **params)
+        return prim.bind(
+            *[next(it) if b else x for x, b in zip(moved, is_batched, strict=True)], **params
+        )
 
-    _, outs = scan(lambda carry, xs: (carry, lane(xs)), (), batched,
-                   unroll=True if unrolled else 1)
+    _, outs = scan(lambda carry, xs: (carry, lane(xs)), (), batched, unroll=True if unrolled else 1)
     return list(outs), [0] * len(outs)
 
 
@@ -187,8 +217,9 @@ def _debug_callback_abstract_eval(*avals, callback, ordered, partitioned):
     return []
 
 
-debug_callback_p = standard_primitive("debug_callback", _debug_callback_abstract_eval,
-                                      multiple_results=True)
+debug_callback_p = standard_primitive(
+    "debug_callback", _debug_callback_abstract_eval, multiple_results=True
+)
 dce.effectful.add(debug_callback_p)
 
 
@@ -212,8 +243,13 @@ transpose.transpose_rules[debug_callback_p] = lambda ct, *args, **params: [None]
 def _debug_callback_batch(axis, args, dims, **params):
     # One call per lane, in lane order: a print shows each lane's values on its own line.
     for i in range(axis.size):
-        debug_callback_p.bind(*[x if d is not_mapped else index_in_dim(x, i, d, False)
-                                for x, d in zip(args, dims, strict=True)], **params)
+        debug_callback_p.bind(
+            *[
+                x if d is not_mapped else index_in_dim(x, i, d, False)
+                for x, d in zip(args, dims, strict=True)
+            ],
+            **params,
+        )
     return [], []
 
 
@@ -223,8 +259,7 @@ batching.batch_rules[debug_callback_p] = _debug_callback_batch
 # --------------------------------------------------------------------------- pure_callback
 
 
-def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_method=None,
-                  **kwargs):
+def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_method=None, **kwargs):
     """Call the pure Python function ``callback(*args, **kwargs)`` from inside a program.
 
     Args:
@@ -247,13 +282,19 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
       >>> pure_callback(np.sin, ShapeDtypeStruct((3,), np.float32), x)
     """
     if vmap_method not in VMAP_METHODS:
-        raise ValueError(f"vmap_method must be on of the allowed methods {list(VMAP_METHODS)}, "
-                         f"but got: {vmap_method}")
+        raise ValueError(
+            f"vmap_method must be on of the allowed methods {list(VMAP_METHODS)}, "
+            f"but got: {vmap_method}"
+        )
     flat_args, in_tree = pytree.tree_flatten((args, kwargs))
     result_avals, out_tree = _result_avals("pure_callback", result_shape_dtypes)
-    outs = pure_callback_p.bind(*flat_args, callback=FlatCallback(callback, in_tree),
-                                result_avals=result_avals, sharding=sharding,
-                                vmap_method=vmap_method)
+    outs = pure_callback_p.bind(
+        *flat_args,
+        callback=FlatCallback(callback, in_tree),
+        result_avals=result_avals,
+        sharding=sharding,
+        vmap_method=vmap_method,
+    )
     return pytree.tree_unflatten(out_tree, outs)
 
 
@@ -261,8 +302,9 @@ def _callback_abstract_eval(*avals, callback, result_avals, **params):
     return list(result_avals)
 
 
-pure_callback_p = standard_primitive("pure_callback", _callback_abstract_eval,
-                                     multiple_results=True)
+pure_callback_p = standard_primitive(
+    "pure_callback", _callback_abstract_eval, multiple_results=True
+)
 
 
 def _pure_callback_impl(*args, callback, result_avals, sharding, vmap_method):
@@ -274,13 +316,17 @@ core.eager_rules[pure_callback_p] = _pure_callback_impl
 
 
 def _pure_callback_jvp(primals, tangents, **params):
-    raise ValueError("Pure callbacks do not support JVP. Please use `jax.custom_jvp` to use "
-                     "callbacks while taking gradients.")
+    raise ValueError(
+        "Pure callbacks do not support JVP. Please use `jax.custom_jvp` to use "
+        "callbacks while taking gradients."
+    )
 
 
 def _pure_callback_transpose(ct, *args, **params):
-    raise ValueError("Pure callbacks do not support transpose. Please use `jax.custom_vjp` to "
-                     "use callbacks while taking gradients.")
+    raise ValueError(
+        "Pure callbacks do not support transpose. Please use `jax.custom_vjp` to "
+        "use callbacks while taking gradients."
+    )
 
 
 ad.jvp_rules[pure_callback_p] = _pure_callback_jvp
@@ -290,23 +336,29 @@ transpose.transpose_rules[pure_callback_p] = _pure_callback_transpose
 def _pure_callback_batch(axis, args, dims, *, vmap_method, result_avals, **params):
     size = axis.size
     if vmap_method in ("sequential", "sequential_unrolled"):
-        return _sequential(pure_callback_p, args, dims, {**params, "vmap_method": vmap_method,
-                                                         "result_avals": result_avals},
-                           vmap_method == "sequential_unrolled")
+        return _sequential(
+            pure_callback_p,
+            args,
+            dims,
+            {**params, "vmap_method": vmap_method, "result_avals": result_avals},
+            vmap_method == "sequential_unrolled",
+        )
     batched_avals = tuple(batching.batched_aval(a, 0, size) for a in result_avals)
-    moved = [x if d is not_mapped else moveaxis(x, d, 0) for x, d in zip(args, dims,
-                                                                          strict=True)]
+    moved = [x if d is not_mapped else moveaxis(x, d, 0) for x, d in zip(args, dims, strict=True)]
     if vmap_method in ("expand_dims", "broadcast_all"):
         n = size if vmap_method == "broadcast_all" else 1
-        moved = [broadcast(x, (n,)) if d is not_mapped else x
-                 for x, d in zip(moved, dims, strict=True)]
+        moved = [
+            broadcast(x, (n,)) if d is not_mapped else x for x, d in zip(moved, dims, strict=True)
+        ]
     elif vmap_method != "legacy_vectorized":
         raise NotImplementedError(
             "vmap is only supported for the pure_callback primitive when vmap_method is one "
             "of 'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or "
-            f"'legacy_vectorized'. Got vmap_method={vmap_method}.")
-    outs = pure_callback_p.bind(*moved, vmap_method=vmap_method, result_avals=batched_avals,
-                                **params)
+            f"'legacy_vectorized'. Got vmap_method={vmap_method}."
+        )
+    outs = pure_callback_p.bind(
+        *moved, vmap_method=vmap_method, result_avals=batched_avals, **params
+    )
     return outs, [0] * len(outs)
 
 
@@ -337,13 +389,17 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=Fal
     """
     flat_args, in_tree = pytree.tree_flatten((args, kwargs))
     result_avals, out_tree = _result_avals("io_callback", result_shape_dtypes)
-    outs = io_callback_p.bind(*flat_args, callback=FlatCallback(callback, in_tree),
-                              result_avals=result_avals, sharding=sharding, ordered=ordered)
+    outs = io_callback_p.bind(
+        *flat_args,
+        callback=FlatCallback(callback, in_tree),
+        result_avals=result_avals,
+        sharding=sharding,
+        ordered=ordered,
+    )
     return pytree.tree_unflatten(out_tree, outs)
 
 
-io_callback_p = standard_primitive("io_callback", _callback_abstract_eval,
-                                   multiple_results=True)
+io_callback_p = standard_primitive("io_callback", _callback_abstract_eval, multiple_results=True)
 dce.effectful.add(io_callback_p)
 
 

@@ -61,11 +61,36 @@ from xform.primitives.structural import (
     transpose,
 )
 
-__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
-           "pshuffle", "all_to_all", "axis_index", "psum_p", "pmax_p", "pmin_p",
-           "all_gather_p", "psum_scatter_p", "ppermute_p", "all_to_all_p", "axis_index_p",
-           "pswapaxes", "pbroadcast", "pcast", "psend", "precv", "ragged_all_to_all",
-           "axis_size", "pbroadcast_p", "pvary_p", "ragged_all_to_all_p"]
+__all__ = [
+    "psum",
+    "pmean",
+    "pmax",
+    "pmin",
+    "all_gather",
+    "psum_scatter",
+    "ppermute",
+    "pshuffle",
+    "all_to_all",
+    "axis_index",
+    "psum_p",
+    "pmax_p",
+    "pmin_p",
+    "all_gather_p",
+    "psum_scatter_p",
+    "ppermute_p",
+    "all_to_all_p",
+    "axis_index_p",
+    "pswapaxes",
+    "pbroadcast",
+    "pcast",
+    "psend",
+    "precv",
+    "ragged_all_to_all",
+    "axis_size",
+    "pbroadcast_p",
+    "pvary_p",
+    "ragged_all_to_all_p",
+]
 
 
 def _axes(axis_name):
@@ -84,8 +109,9 @@ def _no_groups(axis_index_groups, what):
 
 def _tree_bind(prim, x, **params):
     leaves, tree = pytree.tree_flatten(x)
-    return pytree.tree_unflatten(tree, [prim.bind(_vary(leaf, params["axes"]), **params)
-                                           for leaf in leaves])
+    return pytree.tree_unflatten(
+        tree, [prim.bind(_vary(leaf, params["axes"]), **params) for leaf in leaves]
+    )
 
 
 # --------------------------------------------------------------------------- vma types
@@ -121,10 +147,12 @@ def _one_state(x, axes, name):
     aval = get_aval(x)
     states = {"varying" if a in aval.vma else "invarying" for a in axes}
     if len(states) > 1:
-        raise ValueError(f"{name} can only accept axis_name which corresponds to one of "
-                         f"varying, unreduced, reduced or invarying state of the input. Got "
-                         f"input type: {aval}, axes: {axes} and input state: "
-                         "{'varying', 'invarying'}")
+        raise ValueError(
+            f"{name} can only accept axis_name which corresponds to one of "
+            f"varying, unreduced, reduced or invarying state of the input. Got "
+            f"input type: {aval}, axes: {axes} and input state: "
+            "{'varying', 'invarying'}"
+        )
 
 
 def _reduced_vma(x, axes):
@@ -147,9 +175,14 @@ def psum(x, axis_name, *, axis_index_groups=None):
     for leaf in leaves:
         _one_state(leaf, axes, "xform.lax.psum")
     # A value known before tracing is the same everywhere: its sum is size times itself.
-    outs = [leaf * size if not isinstance(leaf, Tracer) and np.ndim(leaf) == 0 and
-            isinstance(leaf, (int, float, complex, np.number))
-            else psum_p.bind(_vary(leaf, axes), axes=axes) for leaf in leaves]
+    outs = [
+        leaf * size
+        if not isinstance(leaf, Tracer)
+        and np.ndim(leaf) == 0
+        and isinstance(leaf, (int, float, complex, np.number))
+        else psum_p.bind(_vary(leaf, axes), axes=axes)
+        for leaf in leaves
+    ]
     return pytree.tree_unflatten(tree, outs)
 
 
@@ -186,8 +219,13 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
     def gather(leaf):
         ndim = get_aval(leaf).ndim
         dim = canonicalize_axis(axis, ndim if tiled else ndim + 1, "all_gather")
-        return all_gather_p.bind(_vary(leaf, axes), axes=axes, axis_size=size,
-                                 all_gather_dimension=dim, tiled=bool(tiled))
+        return all_gather_p.bind(
+            _vary(leaf, axes),
+            axes=axes,
+            axis_size=size,
+            all_gather_dimension=dim,
+            tiled=bool(tiled),
+        )
 
     return pytree.tree_map(gather, x)
 
@@ -203,8 +241,9 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
     def scatter(leaf):
         _one_state(leaf, axes, "xform.lax.psum_scatter")
         dim = canonicalize_axis(scatter_dimension, get_aval(leaf).ndim, "psum_scatter")
-        return psum_scatter_p.bind(_vary(leaf, axes), axes=axes, axis_size=size,
-                                   scatter_dimension=dim, tiled=bool(tiled))
+        return psum_scatter_p.bind(
+            _vary(leaf, axes), axes=axes, axis_size=size, scatter_dimension=dim, tiled=bool(tiled)
+        )
 
     return pytree.tree_map(scatter, x)
 
@@ -217,20 +256,25 @@ def ppermute(x, axis_name, perm):
     perm = tuple((int(s), int(d)) for s, d in perm)
     sources, dests = [s for s, _ in perm], [d for _, d in perm]
     if len(set(sources)) != len(sources) or len(set(dests)) != len(dests):
-        raise ValueError(f"ppermute sources and destinations must be unique, got {perm}: perm "
-                         "must be a (partial) permutation of the axis indices")
+        raise ValueError(
+            f"ppermute sources and destinations must be unique, got {perm}: perm "
+            "must be a (partial) permutation of the axis indices"
+        )
     bad = [i for i in sources + dests if not 0 <= i < size]
     if bad:
-        raise ValueError(f"ppermute: indices {sorted(set(bad))} in perm {perm} are out of range "
-                         f"for axis {axis_name!r} of size {size}")
+        raise ValueError(
+            f"ppermute: indices {sorted(set(bad))} in perm {perm} are out of range "
+            f"for axis {axis_name!r} of size {size}"
+        )
     return _tree_bind(ppermute_p, x, axes=axes, perm=perm)
 
 
 def pshuffle(x, axis_name, perm):
     """``ppermute`` where device ``i`` receives from device ``perm[i]``."""
     if sorted(perm) != list(range(len(perm))):
-        raise ValueError(f"pshuffle: perm must be a permutation of range({len(perm)}), "
-                         f"got {list(perm)}")
+        raise ValueError(
+            f"pshuffle: perm must be a permutation of range({len(perm)}), got {list(perm)}"
+        )
     return ppermute(x, axis_name, [(s, d) for d, s in enumerate(perm)])
 
 
@@ -246,8 +290,14 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
         ndim = get_aval(leaf).ndim
         split = canonicalize_axis(split_axis, ndim, "all_to_all")
         concat = canonicalize_axis(concat_axis, ndim, "all_to_all")
-        return all_to_all_p.bind(_vary(leaf, axes), axes=axes, axis_size=size, split_axis=split,
-                                 concat_axis=concat, tiled=bool(tiled))
+        return all_to_all_p.bind(
+            _vary(leaf, axes),
+            axes=axes,
+            axis_size=size,
+            split_axis=split,
+            concat_axis=concat,
+            tiled=bool(tiled),
+        )
 
     return pytree.tree_map(exchange, x)
 
@@ -284,11 +334,15 @@ def _split_over_devices(name, what, x, d, axis_size, tiled):
     by the axis size (``tiled``), or gone (it must equal the axis size)."""
     shape = list(x.shape)
     if tiled and shape[d] % axis_size:
-        raise ValueError(f"{name}: {what} {d} of the operand (shape {x.shape}) has size "
-                         f"{shape[d]}, not a multiple of the axis size {axis_size}")
+        raise ValueError(
+            f"{name}: {what} {d} of the operand (shape {x.shape}) has size "
+            f"{shape[d]}, not a multiple of the axis size {axis_size}"
+        )
     if not tiled and shape[d] != axis_size:
-        raise ValueError(f"{name}: {what} {d} of the operand (shape {x.shape}) must equal the "
-                         f"axis size {axis_size}; use tiled=True to split it into equal chunks")
+        raise ValueError(
+            f"{name}: {what} {d} of the operand (shape {x.shape}) must equal the "
+            f"axis size {axis_size}; use tiled=True to split it into equal chunks"
+        )
     if tiled:
         shape[d] //= axis_size
     else:
@@ -298,8 +352,7 @@ def _split_over_devices(name, what, x, d, axis_size, tiled):
 
 def _psum_scatter_abstract_eval(x, *, axes, axis_size, scatter_dimension, tiled):
     check_dtype("psum_scatter", x.dtype, NUMBER)
-    shape = _split_over_devices("psum_scatter", "dimension", x, scatter_dimension, axis_size,
-                                tiled)
+    shape = _split_over_devices("psum_scatter", "dimension", x, scatter_dimension, axis_size, tiled)
     return [ShapedArray(tuple(shape), x.dtype, x.weak_type, vma=_varied_vma(x, axes))]
 
 
@@ -362,23 +415,44 @@ def _psum_transpose(ct, x, *, axes):
 
 
 def _ppermute_transpose(ct, x, *, axes, perm):
-    return [ppermute_p.bind(ad.instantiate(ct), axes=axes,
-                           perm=tuple((d, s) for s, d in perm))]
+    return [ppermute_p.bind(ad.instantiate(ct), axes=axes, perm=tuple((d, s) for s, d in perm))]
 
 
 def _all_gather_transpose(ct, x, *, axes, axis_size, all_gather_dimension, tiled):
-    return [psum_scatter_p.bind(ad.instantiate(ct), axes=axes, axis_size=axis_size,
-                               scatter_dimension=all_gather_dimension, tiled=tiled)]
+    return [
+        psum_scatter_p.bind(
+            ad.instantiate(ct),
+            axes=axes,
+            axis_size=axis_size,
+            scatter_dimension=all_gather_dimension,
+            tiled=tiled,
+        )
+    ]
 
 
 def _psum_scatter_transpose(ct, x, *, axes, axis_size, scatter_dimension, tiled):
-    return [all_gather_p.bind(ad.instantiate(ct), axes=axes, axis_size=axis_size,
-                             all_gather_dimension=scatter_dimension, tiled=tiled)]
+    return [
+        all_gather_p.bind(
+            ad.instantiate(ct),
+            axes=axes,
+            axis_size=axis_size,
+            all_gather_dimension=scatter_dimension,
+            tiled=tiled,
+        )
+    ]
 
 
 def _all_to_all_transpose(ct, x, *, axes, axis_size, split_axis, concat_axis, tiled):
-    return [all_to_all_p.bind(ad.instantiate(ct), axes=axes, axis_size=axis_size,
-                             split_axis=concat_axis, concat_axis=split_axis, tiled=tiled)]
+    return [
+        all_to_all_p.bind(
+            ad.instantiate(ct),
+            axes=axes,
+            axis_size=axis_size,
+            split_axis=concat_axis,
+            concat_axis=split_axis,
+            tiled=tiled,
+        )
+    ]
 
 
 transpose_interp.transpose_rules[psum_p] = _psum_transpose
@@ -399,8 +473,11 @@ def _pass_through(prim, args, dims, params):
     (x,), (d,) = args, dims
     if d is not_mapped:
         return [prim.bind(x, **params)], [not_mapped]
-    shift = {k: v + 1 for k, v in params.items()
-             if k in ("all_gather_dimension", "scatter_dimension", "split_axis", "concat_axis")}
+    shift = {
+        k: v + 1
+        for k, v in params.items()
+        if k in ("all_gather_dimension", "scatter_dimension", "split_axis", "concat_axis")
+    }
     if not shift:
         return [prim.bind(x, **params)], [d]
     return [prim.bind(moveaxis(x, d, 0), **{**params, **shift})], [0]
@@ -445,7 +522,8 @@ def _over_own_axis(prim, several=False):
             if len(axes) > 1 and not several:
                 raise NotImplementedError(
                     f"{prim.name} over several axes {axes} where one of them ({axis.name!r}) "
-                    "is a vmap axis is not supported by xform")
+                    "is a vmap axis is not supported by xform"
+                )
             out, out_dim = fn(axis, args[0], dims[0], **params)
             return [out], [out_dim]
 
@@ -458,13 +536,13 @@ def _over_own_axis(prim, several=False):
 def _merge_dims(x, d):
     """``x`` with dimensions ``d`` and ``d + 1`` merged into one."""
     shape = get_aval(x).shape
-    return reshape(x, shape[:d] + (shape[d] * shape[d + 1],) + shape[d + 2:])
+    return reshape(x, shape[:d] + (shape[d] * shape[d + 1],) + shape[d + 2 :])
 
 
 def _split_dim(x, d, n):
     """``x`` with dimension ``d`` split into ``(n, size // n)``."""
     shape = get_aval(x).shape
-    return reshape(x, shape[:d] + (n, shape[d] // n) + shape[d + 1:])
+    return reshape(x, shape[:d] + (n, shape[d] // n) + shape[d + 1 :])
 
 
 @_over_own_axis(all_gather_p, several=True)
@@ -474,8 +552,9 @@ def _all_gather_batch(axis, x, d, *, axes, axis_size, all_gather_dimension, tile
     rest = tuple(a for a in axes if a != axis.name)
     if rest:  # then gathered over the other names too, the index row-major in the named order
         _own_first_or_last("all_gather", axes, axis)
-        x = all_gather_p.bind(x, axes=rest, axis_size=axis_size // axis.size,
-                              all_gather_dimension=0, tiled=False)
+        x = all_gather_p.bind(
+            x, axes=rest, axis_size=axis_size // axis.size, all_gather_dimension=0, tiled=False
+        )
         x = _merge_dims(moveaxis(x, 1, 0) if axes[0] == axis.name else x, 0)
     x = moveaxis(x, 0, all_gather_dimension)
     return (_merge_dims(x, all_gather_dimension) if tiled else x), not_mapped
@@ -485,8 +564,9 @@ def _all_gather_batch(axis, x, d, *, axes, axis_size, all_gather_dimension, tile
 def _psum_scatter_batch(axis, x, d, *, axes, axis_size, scatter_dimension, tiled):
     _check_lanes("psum_scatter", "dimension", x, d, scatter_dimension, axis_size, tiled)
     s = scatter_dimension
-    summed = (x * np.asarray(axis.size, get_aval(x).dtype) if d is not_mapped
-              else reduce_sum(x, (d,)))
+    summed = (
+        x * np.asarray(axis.size, get_aval(x).dtype) if d is not_mapped else reduce_sum(x, (d,))
+    )
     rest = tuple(a for a in axes if a != axis.name)
     if not rest:
         if tiled:  # lane i keeps chunk i: split the dimension into (lanes, chunk)
@@ -499,19 +579,26 @@ def _psum_scatter_batch(axis, x, d, *, axes, axis_size, scatter_dimension, tiled
     n_rest = axis_size // axis.size
     shape = get_aval(summed).shape
     split = (axis.size, n_rest) if own_first else (n_rest, axis.size)
-    summed = reshape(summed, shape[:s] + split + (shape[s] // axis_size,) + shape[s + 1:])
-    out = psum_scatter_p.bind(summed, axes=rest, axis_size=n_rest,
-                              scatter_dimension=s + 1 if own_first else s, tiled=False)
+    summed = reshape(summed, shape[:s] + split + (shape[s] // axis_size,) + shape[s + 1 :])
+    out = psum_scatter_p.bind(
+        summed,
+        axes=rest,
+        axis_size=n_rest,
+        scatter_dimension=s + 1 if own_first else s,
+        tiled=False,
+    )
     if not tiled:  # the chunk of one element goes, as the scattered dimension does
         shape = get_aval(out).shape
-        out = reshape(out, shape[:s + 1] + shape[s + 2:])
+        out = reshape(out, shape[: s + 1] + shape[s + 2 :])
     return out, s
 
 
 def _own_first_or_last(what, axes, axis):
     if axis.name not in (axes[0], axes[-1]):
-        raise NotImplementedError(f"{what} over {axes}: the vmap axis {axis.name!r} must come "
-                                  "first or last among the names")
+        raise NotImplementedError(
+            f"{what} over {axes}: the vmap axis {axis.name!r} must come "
+            "first or last among the names"
+        )
 
 
 @_over_own_axis(ppermute_p)
@@ -520,8 +607,12 @@ def _ppermute_batch(axis, x, d, *, axes, perm):
     source = {dst: src for src, dst in perm}
     shape = get_aval(x).shape
     zero = broadcast_in_dim(np.zeros((), get_aval(x).dtype), (1,) + shape[1:], ())
-    rows = [lax_slice(x, (source[i],) + (0,) * (len(shape) - 1), (source[i] + 1,) + shape[1:])
-            if i in source else zero for i in range(axis.size)]
+    rows = [
+        lax_slice(x, (source[i],) + (0,) * (len(shape) - 1), (source[i] + 1,) + shape[1:])
+        if i in source
+        else zero
+        for i in range(axis.size)
+    ]
     return concatenate(rows, 0), 0
 
 
@@ -530,7 +621,7 @@ def _check_lanes(name, what, x, d, dim, axis_size, tiled):
     it): under vmap, as under pmap, a mis-sized operand is a ``ValueError``."""
     aval = get_aval(x)
     if d is not not_mapped:
-        aval = ShapedArray(aval.shape[:d] + aval.shape[d + 1:], aval.dtype)
+        aval = ShapedArray(aval.shape[:d] + aval.shape[d + 1 :], aval.dtype)
     _split_over_devices(name, what, aval, dim, axis_size, tiled)
 
 
@@ -555,9 +646,12 @@ def _axis_index_batch(axis, args, dims, *, axes, sizes):
         return [axis_index_p.bind(axes=axes, sizes=sizes)], [not_mapped]
     index = None
     for k, (name, size) in enumerate(zip(axes, sizes, strict=True)):
-        stride = np.int32(np.prod(sizes[k + 1:], dtype=np.int64))
-        coordinate = (iota(np.int32, axis.size) if name == axis.name
-                      else axis_index_p.bind(axes=(name,), sizes=(size,)))
+        stride = np.int32(np.prod(sizes[k + 1 :], dtype=np.int64))
+        coordinate = (
+            iota(np.int32, axis.size)
+            if name == axis.name
+            else axis_index_p.bind(axes=(name,), sizes=(size,))
+        )
         term = coordinate if stride == 1 else mul(coordinate, stride)
         index = term if index is None else add(index, term)
     return [index], [0]
@@ -591,8 +685,9 @@ def pbroadcast(x, axis_name, source):
     size = _size(axes, "pbroadcast")
     source = int(source)
     if not 0 <= source < size:
-        raise ValueError(f"pbroadcast: source {source} is out of range for axis {axis_name!r} "
-                         f"of size {size}")
+        raise ValueError(
+            f"pbroadcast: source {source} is out of range for axis {axis_name!r} of size {size}"
+        )
     return _tree_bind(pbroadcast_p, x, axes=axes, source=source)
 
 
@@ -613,8 +708,9 @@ def pcast(x, axis_name, *, to):
     if not axis_name:
         return x
     if to not in _PCAST_TO:
-        raise ValueError(f"pcast: unexpected `to` value {to!r}. Allowed `to` values are: "
-                         f"{set(_PCAST_TO)}")
+        raise ValueError(
+            f"pcast: unexpected `to` value {to!r}. Allowed `to` values are: {set(_PCAST_TO)}"
+        )
     _size(axes, "pcast")
     if to == "unreduced":
         raise ValueError(f"pcast: unsupported pcast from='invarying' to={to!r}")
@@ -623,8 +719,10 @@ def pcast(x, axis_name, *, to):
 
     def vary(leaf):
         if typed_axes.axes and set(axes) <= get_aval(leaf).vma:
-            raise ValueError("Unsupported pcast from=varying, to='varying': the value "
-                             f"{get_aval(leaf).str_short()} already varies over {axes}")
+            raise ValueError(
+                "Unsupported pcast from=varying, to='varying': the value "
+                f"{get_aval(leaf).str_short()} already varies over {axes}"
+            )
         return pvary_p.bind(leaf, axes=axes)
 
     return pytree.tree_map(vary, x)
@@ -632,19 +730,32 @@ def pcast(x, axis_name, *, to):
 
 def psend(x, axis_name, perm):
     """XLA's Send (GPU-only in JAX): not supported by xform, whose backend is XLA:CPU."""
-    raise NotImplementedError("psend: XLA Send/Recv collectives are implemented only on GPU "
-                              "(in JAX as well); xform does not support them. Use ppermute.")
+    raise NotImplementedError(
+        "psend: XLA Send/Recv collectives are implemented only on GPU "
+        "(in JAX as well); xform does not support them. Use ppermute."
+    )
 
 
 def precv(token, out_shape, axis_name, perm):
     """XLA's Recv (GPU-only in JAX): not supported by xform, whose backend is XLA:CPU."""
-    raise NotImplementedError("precv: XLA Send/Recv collectives are implemented only on GPU "
-                              "(precv is currently only implemented on GPU in JAX); xform "
-                              "does not support them. Use ppermute.")
+    raise NotImplementedError(
+        "precv: XLA Send/Recv collectives are implemented only on GPU "
+        "(precv is currently only implemented on GPU in JAX); xform "
+        "does not support them. Use ppermute."
+    )
 
 
-def ragged_all_to_all(operand, output, input_offsets, send_sizes, output_offsets, recv_sizes,
-                      *, axis_name, axis_index_groups=None):
+def ragged_all_to_all(
+    operand,
+    output,
+    input_offsets,
+    send_sizes,
+    output_offsets,
+    recv_sizes,
+    *,
+    axis_name,
+    axis_index_groups=None,
+):
     """The ragged ``all_to_all``: device ``i`` sends rows ``input_offsets[j]`` to
     ``input_offsets[j] + send_sizes[j]`` of ``operand`` to device ``j``, which writes them at
     its ``output_offsets``; ``output`` supplies the rows nothing writes. With ``k`` slices per
@@ -655,8 +766,9 @@ def ragged_all_to_all(operand, output, input_offsets, send_sizes, output_offsets
     args = (operand, output, input_offsets, send_sizes, output_offsets, recv_sizes)
     # Checked here, not only by the abstract evaluation: vmap's rule raises before that.
     _ragged_all_to_all_abstract_eval(*[get_aval(a) for a in args], axes=axes)
-    return ragged_all_to_all_p.bind(operand, output, input_offsets, send_sizes,
-                                    output_offsets, recv_sizes, axes=axes)
+    return ragged_all_to_all_p.bind(
+        operand, output, input_offsets, send_sizes, output_offsets, recv_sizes, axes=axes
+    )
 
 
 pbroadcast_p = _collective("pbroadcast", _same_type("pbroadcast", ANY))
@@ -696,9 +808,11 @@ transpose_interp.transpose_rules[pvary_p] = _pvary_transpose
 
 @_over_own_axis(pvary_p, several=True)
 def _pvary_batch(axis, x, d, *, axes):
-    raise ValueError(f"pvary should be called under xform.shard_map: pcast(..., to='varying') "
-                     f"over {axis.name!r}, a vmap axis, as in JAX (under pmap it is the "
-                     "identity)")
+    raise ValueError(
+        f"pvary should be called under xform.shard_map: pcast(..., to='varying') "
+        f"over {axis.name!r}, a vmap axis, as in JAX (under pmap it is the "
+        "identity)"
+    )
 
 
 def _ragged_all_to_all_abstract_eval(operand, output, *offsets_and_sizes, axes):
@@ -707,12 +821,16 @@ def _ragged_all_to_all_abstract_eval(operand, output, *offsets_and_sizes, axes):
         if not (dtypes.is_signed_int(a.dtype) or dtypes.is_unsigned_int(a.dtype)):
             raise ValueError(f"ragged_all_to_all {name} must be integer type, got {a.dtype}.")
         if a.ndim != 1 or a.shape[0] < 1:
-            raise ValueError(f"ragged_all_to_all {name} must be rank 1 with positive dimension "
-                             f"size, but got shape {a.shape}")
+            raise ValueError(
+                f"ragged_all_to_all {name} must be rank 1 with positive dimension "
+                f"size, but got shape {a.shape}"
+            )
     if operand.dtype != output.dtype or operand.shape[1:] != output.shape[1:]:
-        raise TypeError(f"ragged_all_to_all: operand {operand.str_short()} and output "
-                        f"{output.str_short()} must agree in dtype and in every dimension but "
-                        "the first")
+        raise TypeError(
+            f"ragged_all_to_all: operand {operand.str_short()} and output "
+            f"{output.str_short()} must agree in dtype and in every dimension but "
+            "the first"
+        )
     return [ShapedArray(output.shape, output.dtype)]
 
 
@@ -731,34 +849,38 @@ def _ragged_all_to_all_jvp(primals, tangents, *, axes):
     out = ragged_all_to_all_p.bind(*primals, axes=axes)
     if type(tangents[0]) is ad.Zero and type(tangents[1]) is ad.Zero:
         return [out], [ad.Zero(ad.tangent_aval(get_aval(out)))]
-    t = ragged_all_to_all_p.bind(ad.instantiate(tangents[0]), ad.instantiate(tangents[1]),
-                                 *primals[2:], axes=axes)
+    t = ragged_all_to_all_p.bind(
+        ad.instantiate(tangents[0]), ad.instantiate(tangents[1]), *primals[2:], axes=axes
+    )
     return [out], [t]
 
 
 ad.jvp_rules[ragged_all_to_all_p] = _ragged_all_to_all_jvp
 
 
-def _ragged_all_to_all_transpose(ct, operand, output, input_offsets, send_sizes,
-                                 output_offsets, recv_sizes, *, axes):
+def _ragged_all_to_all_transpose(
+    ct, operand, output, input_offsets, send_sizes, output_offsets, recv_sizes, *, axes
+):
     # JAX's rule: the cotangent's received windows go back to their senders (the exchange
     # with the roles of the offsets swapped), and the output's cotangent is what no window
     # overwrote.
     undefined = [transpose_interp.is_undefined(operand), transpose_interp.is_undefined(output)]
     if type(ct) is ad.Zero:
-        return [ad.Zero(x.aval) if u else None
-                for x, u in zip((operand, output), undefined, strict=True)] + [None] * 4
+        return [
+            ad.Zero(x.aval) if u else None
+            for x, u in zip((operand, output), undefined, strict=True)
+        ] + [None] * 4
     n = _size(axes, "ragged_all_to_all")
 
     def exchange(x):  # entry i of device d goes to entry d*k + j of device i // k
-        return all_to_all_p.bind(x, axes=axes, axis_size=n, split_axis=0, concat_axis=0,
-                                 tiled=True)
+        return all_to_all_p.bind(x, axes=axes, axis_size=n, split_axis=0, concat_axis=0, tiled=True)
 
     received_at = exchange(output_offsets)  # where each received window starts here
     operand_aval = operand.aval if undefined[0] else get_aval(operand)
     zeros = broadcast_in_dim(np.zeros((), operand_aval.dtype), operand_aval.shape, ())
-    operand_ct = ragged_all_to_all_p.bind(ct, zeros, received_at, recv_sizes,
-                                          exchange(input_offsets), send_sizes, axes=axes)
+    operand_ct = ragged_all_to_all_p.bind(
+        ct, zeros, received_at, recv_sizes, exchange(input_offsets), send_sizes, axes=axes
+    )
     shape = get_aval(ct).shape
     position = iota(np.int32, shape[0])
     written = None
@@ -768,8 +890,14 @@ def _ragged_all_to_all_transpose(ct, operand, output, input_offsets, send_sizes,
         inside = bitwise_and(ge(position, start), lt(position, add(start, size)))
         written = inside if written is None else bitwise_or(written, inside)
     output_ct = select(broadcast_in_dim(written, shape, (0,)), ct * 0, ct)
-    return [operand_ct if undefined[0] else None, output_ct if undefined[1] else None,
-            None, None, None, None]
+    return [
+        operand_ct if undefined[0] else None,
+        output_ct if undefined[1] else None,
+        None,
+        None,
+        None,
+        None,
+    ]
 
 
 transpose_interp.transpose_rules[ragged_all_to_all_p] = _ragged_all_to_all_transpose
@@ -783,8 +911,9 @@ def ragged_receive(me, output, operands, input_offsets, send_sizes, output_offse
     per_device = get_aval(input_offsets).shape[1] // n  # slices each sender sends a device
     shape = get_aval(output).shape
     position = iota(np.int32, shape[0])
-    dn = GatherDimensionNumbers(offset_dims=tuple(range(1, len(shape))),
-                                collapsed_slice_dims=(0,), start_index_map=(0,))
+    dn = GatherDimensionNumbers(
+        offset_dims=tuple(range(1, len(shape))), collapsed_slice_dims=(0,), start_index_map=(0,)
+    )
 
     def entry(table, s, i):
         row = index_in_dim(table, s, keepdims=False)
@@ -799,10 +928,10 @@ def ragged_receive(me, output, operands, input_offsets, send_sizes, output_offse
             size = entry(send_sizes, s, i)
             start_out = entry(output_offsets, s, i)
             # output row p takes the sender's row start_in + (p - start_out) in the window
-            source = clamp(np.int32(0), add(start_in, sub(position, start_out)),
-                           np.int32(rows - 1))
-            taken = gather(data, reshape(source, (shape[0], 1)), dn, (1, *shape[1:]),
-                           mode="promise_in_bounds")
+            source = clamp(np.int32(0), add(start_in, sub(position, start_out)), np.int32(rows - 1))
+            taken = gather(
+                data, reshape(source, (shape[0], 1)), dn, (1, *shape[1:]), mode="promise_in_bounds"
+            )
             inside = bitwise_and(ge(position, start_out), lt(position, add(start_out, size)))
             result = select(broadcast_in_dim(inside, shape, (0,)), taken, result)
     return result
@@ -814,16 +943,27 @@ def _ragged_all_to_all_batch(axis, args, dims, *, axes):
             return [ragged_all_to_all_p.bind(*args, axes=axes)], [not_mapped]
         return [_ragged_over_other_axis(axis.size, args, dims, axes)], [0]
     if len(axes) > 1:
-        raise NotImplementedError(f"ragged_all_to_all over several axes {axes} where one is a "
-                                  f"vmap axis ({axis.name!r}) is not supported by xform")
+        raise NotImplementedError(
+            f"ragged_all_to_all over several axes {axes} where one is a "
+            f"vmap axis ({axis.name!r}) is not supported by xform"
+        )
     # Every lane's values are at hand: each lane receives from the stacked senders. (JAX has
     # no vmap rule over the collective's own axis.)
-    stacked = [batching.move_or_broadcast(x, d, 0, axis.size) for x, d in
-               zip(args, dims, strict=True)]
+    stacked = [
+        batching.move_or_broadcast(x, d, 0, axis.size) for x, d in zip(args, dims, strict=True)
+    ]
     operands, output, input_offsets, send_sizes, output_offsets, _ = stacked
-    lanes = [ragged_receive(np.int32(r), index_in_dim(output, r, keepdims=False), operands,
-                            input_offsets, send_sizes, output_offsets)
-             for r in range(axis.size)]
+    lanes = [
+        ragged_receive(
+            np.int32(r),
+            index_in_dim(output, r, keepdims=False),
+            operands,
+            input_offsets,
+            send_sizes,
+            output_offsets,
+        )
+        for r in range(axis.size)
+    ]
     return [concatenate([expand(lane) for lane in lanes], 0)], [0]
 
 
@@ -831,8 +971,9 @@ def _ragged_over_other_axis(size, args, dims, axes):
     # JAX's rule: the lanes' operands (and outputs) are concatenated, each lane's offsets
     # shifted to its block; entry i of lane b becomes entry i * size + b, so every device
     # still gets its entries in one contiguous run.
-    operand, output = (batching.batch_at_front(x, d, size)
-                       for x, d in zip(args[:2], dims[:2], strict=True))
+    operand, output = (
+        batching.batch_at_front(x, d, size) for x, d in zip(args[:2], dims[:2], strict=True)
+    )
     n_rows, m_rows = get_aval(operand).shape[1], get_aval(output).shape[1]
     lane = iota(np.int32, size)
 
@@ -850,7 +991,12 @@ def _ragged_over_other_axis(size, args, dims, axes):
     flat = ragged_all_to_all_p.bind(
         reshape(operand, (size * n_rows, *get_aval(operand).shape[2:])),
         reshape(output, (size * m_rows, *get_aval(output).shape[2:])),
-        input_offsets, send_sizes, output_offsets, recv_sizes, axes=axes)
+        input_offsets,
+        send_sizes,
+        output_offsets,
+        recv_sizes,
+        axes=axes,
+    )
     return reshape(flat, get_aval(output).shape)
 
 

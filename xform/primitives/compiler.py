@@ -27,8 +27,14 @@ from xform.primitives.base import standard_primitive
 from xform.primitives.call import call_abstract_eval
 from xform.primitives.cond import switch
 
-__all__ = ["optimization_barrier", "composite", "platform_dependent", "create_token",
-           "after_all", "dce_sink"]
+__all__ = [
+    "optimization_barrier",
+    "composite",
+    "platform_dependent",
+    "create_token",
+    "after_all",
+    "dce_sink",
+]
 
 
 def _no_operands_batch(prim):
@@ -50,8 +56,10 @@ def _array_leaves(name, tree):
         try:
             get_aval(leaf)
         except TypeError:
-            raise TypeError(f"Error interpreting argument to {name} as an array: leaf {i} is "
-                            f"{leaf!r} of type {type(leaf).__name__}") from None
+            raise TypeError(
+                f"Error interpreting argument to {name} as an array: leaf {i} is "
+                f"{leaf!r} of type {type(leaf).__name__}"
+            ) from None
     return leaves, treedef
 
 
@@ -79,15 +87,21 @@ def _optimization_barrier_host(*xs):
 
 
 optimization_barrier_p = standard_primitive(
-    "optimization_barrier", _optimization_barrier_abstract_eval, _optimization_barrier_host,
-    multiple_results=True)
+    "optimization_barrier",
+    _optimization_barrier_abstract_eval,
+    _optimization_barrier_host,
+    multiple_results=True,
+)
 
 
 def _barrier_over_nonzero(values):
     """A barrier on ``values`` (tangents or cotangents), zeros instantiated as JAX does, but
     the ``float0`` zeros of integer values left symbolic: they have no array to hold."""
-    keep = [i for i, v in enumerate(values)
-            if not (type(v) is ad.Zero and v.aval.dtype == dtypes.float0)]
+    keep = [
+        i
+        for i, v in enumerate(values)
+        if not (type(v) is ad.Zero and v.aval.dtype == dtypes.float0)
+    ]
     outs = list(values)
     if keep:
         barred = optimization_barrier_p.bind(*[ad.instantiate(values[i]) for i in keep])
@@ -107,8 +121,7 @@ ad.jvp_rules[optimization_barrier_p] = _optimization_barrier_jvp
 
 def _optimization_barrier_transpose(cts, *operands):
     outs = _barrier_over_nonzero(cts)
-    return [ct if transpose.is_undefined(x) else None
-            for ct, x in zip(outs, operands, strict=True)]
+    return [ct if transpose.is_undefined(x) else None for ct, x in zip(outs, operands, strict=True)]
 
 
 transpose.transpose_rules[optimization_barrier_p] = _optimization_barrier_transpose
@@ -152,11 +165,14 @@ def _attribute(op_name, key, value):
         raise UnexpectedTracerError(
             f"Found a tracer as the attribute {key!r} of the composite op '{op_name}'. "
             "Attributes must be known when the composite is traced: pass traced values as "
-            "positional arguments, and arrays as NumPy arrays.")
+            "positional arguments, and arrays as NumPy arrays."
+        )
     if isinstance(value, (bool, int, float, str, np.ndarray, np.generic)):
         return _Attribute(np.asarray(value) if isinstance(value, np.generic) else value)
-    raise TypeError(f"composite op '{op_name}': attribute {key!r} must be a bool, int, float, "
-                    f"str or NumPy array, got {type(value).__name__}")
+    raise TypeError(
+        f"composite op '{op_name}': attribute {key!r} must be a bool, int, float, "
+        f"str or NumPy array, got {type(value).__name__}"
+    )
 
 
 def composite(decomposition, name, version=0):
@@ -175,8 +191,7 @@ def composite(decomposition, name, version=0):
     """
 
     def call(*args, **kwargs):
-        attributes = tuple((k, _attribute(name, k, v)) for k, v in kwargs.items()
-                           if v is not None)
+        attributes = tuple((k, _attribute(name, k, v)) for k, v in kwargs.items() if v is not None)
         leaves, in_tree = pytree.tree_flatten(args)
         out_tree = []
 
@@ -186,16 +201,19 @@ def composite(decomposition, name, version=0):
             out_tree.append(tree)
             return out_leaves
 
-        closed = trace_to_jaxpr(flat, [get_aval(x) for x in leaves],
-                                f"tracing the decomposition of composite '{name}'")
+        closed = trace_to_jaxpr(
+            flat, [get_aval(x) for x in leaves], f"tracing the decomposition of composite '{name}'"
+        )
         jaxpr, consts = convert_constvars(closed)
         if any(isinstance(c, Tracer) for c in consts):
             raise UnexpectedTracerError(
                 f"Found a tracer as a constant in the decomposition of the composite op "
                 f"'{name}': the decomposition closes over a value being transformed. Pass "
-                "such values as positional arguments of the composite.")
-        outs = composite_p.bind(*consts, *leaves, name=name, attributes=attributes,
-                                version=int(version), jaxpr=jaxpr)
+                "such values as positional arguments of the composite."
+            )
+        outs = composite_p.bind(
+            *consts, *leaves, name=name, attributes=attributes, version=int(version), jaxpr=jaxpr
+        )
         return pytree.tree_unflatten(out_tree[0], outs)
 
     return functools.wraps(decomposition)(call)
@@ -216,16 +234,19 @@ core.eager_rules[composite_p] = _composite_eager
 
 
 def _composite_jvp(primals, tangents, *, name, **params):
-    raise ValueError(f"JVP rule for composite not implemented (composite op '{name}'). You "
-                     "can use `xform.custom_jvp` to add support.")
+    raise ValueError(
+        f"JVP rule for composite not implemented (composite op '{name}'). You "
+        "can use `xform.custom_jvp` to add support."
+    )
 
 
 ad.jvp_rules[composite_p] = _composite_jvp
 
 
 def _composite_batch(axis, args, dims, *, name, **params):
-    raise NotImplementedError(f"Batching rule for 'composite' not implemented (composite op "
-                              f"'{name}'), as in JAX")
+    raise NotImplementedError(
+        f"Batching rule for 'composite' not implemented (composite op '{name}'), as in JAX"
+    )
 
 
 batching.batch_rules[composite_p] = _composite_batch
@@ -284,8 +305,10 @@ def platform_branch(platforms, platform):
         elif platform in ps:
             return i
     if default is None:
-        raise NotImplementedError(f"lax.platform_dependent: no branch for platform "
-                                  f"'{platform}' and no default (branches for {platforms})")
+        raise NotImplementedError(
+            f"lax.platform_dependent: no branch for platform "
+            f"'{platform}' and no default (branches for {platforms})"
+        )
     return default
 
 
@@ -298,8 +321,9 @@ def _platform_index_host(*, platforms):
     return [np.int32(platform_branch(platforms, "cpu"))]
 
 
-platform_index_p = standard_primitive("platform_index", _platform_index_abstract_eval,
-                                      _platform_index_host)
+platform_index_p = standard_primitive(
+    "platform_index", _platform_index_abstract_eval, _platform_index_host
+)
 ad.defjvp_zero(platform_index_p)
 _no_operands_batch(platform_index_p)
 
@@ -318,8 +342,9 @@ def _create_token_abstract_eval():
     return [TOKEN]
 
 
-create_token_p = standard_primitive("create_token", _create_token_abstract_eval,
-                                    lambda: [np.zeros((0,), np.bool_)])
+create_token_p = standard_primitive(
+    "create_token", _create_token_abstract_eval, lambda: [np.zeros((0,), np.bool_)]
+)
 ad.defjvp_zero(create_token_p)
 _no_operands_batch(create_token_p)
 
@@ -336,8 +361,9 @@ def _after_all_abstract_eval(*avals):
     return [TOKEN]
 
 
-after_all_p = standard_primitive("after_all", _after_all_abstract_eval,
-                                 lambda *tokens: [np.zeros((0,), np.bool_)])
+after_all_p = standard_primitive(
+    "after_all", _after_all_abstract_eval, lambda *tokens: [np.zeros((0,), np.bool_)]
+)
 ad.defjvp_zero(after_all_p)
 
 
@@ -363,8 +389,9 @@ def _dce_sink_abstract_eval(x, *, prevent_mlir_dce):
     return []
 
 
-dce_sink_p = standard_primitive("dce_sink", _dce_sink_abstract_eval,
-                                lambda x, **params: [], multiple_results=True)
+dce_sink_p = standard_primitive(
+    "dce_sink", _dce_sink_abstract_eval, lambda x, **params: [], multiple_results=True
+)
 dce.effectful.add(dce_sink_p)
 
 
@@ -399,19 +426,22 @@ class ArrayCopySemantics(enum.Enum):
 
 def device_put_traced(x, device):
     """``device_put`` of a traced value: an equation, as JAX stages it."""
-    return device_put_p.bind(x, devices=(device,), srcs=(None,),
-                             copy_semantics=(ArrayCopySemantics.REUSE_INPUT,))[0]
+    return device_put_p.bind(
+        x, devices=(device,), srcs=(None,), copy_semantics=(ArrayCopySemantics.REUSE_INPUT,)
+    )[0]
 
 
 def _device_put_abstract_eval(*avals, devices, srcs, copy_semantics):
     return list(avals)
 
 
-device_put_p = standard_primitive("device_put", _device_put_abstract_eval,
-                                  lambda *xs, **params: list(xs), multiple_results=True)
+device_put_p = standard_primitive(
+    "device_put", _device_put_abstract_eval, lambda *xs, **params: list(xs), multiple_results=True
+)
 ad.deflinear(device_put_p)
 transpose.transpose_rules[device_put_p] = lambda cts, *xs, **params: [
-    ct if transpose.is_undefined(x) else None for ct, x in zip(cts, xs, strict=True)]
+    ct if transpose.is_undefined(x) else None for ct, x in zip(cts, xs, strict=True)
+]
 
 
 def _device_put_batch(axis, args, dims, **params):

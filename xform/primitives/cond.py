@@ -87,8 +87,7 @@ def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
     if pred_dtype != dtypes.bool_:
         pred = ne(pred, np.zeros((), pred_dtype))
     index = convert_element_type(pred, np.int32)
-    return _bind_branches("cond", index, (false_fun, true_fun), ("false_fun", "true_fun"),
-                          operands)
+    return _bind_branches("cond", index, (false_fun, true_fun), ("false_fun", "true_fun"), operands)
 
 
 def switch(index, branches, *operands, operand=_NO_OPERAND):
@@ -102,15 +101,15 @@ def switch(index, branches, *operands, operand=_NO_OPERAND):
     """
     operands = _operand_keyword("switch", operands, operand)
     if np.ndim(index) != 0:
-        raise TypeError(f"Branch index must be scalar, got {index!r} of shape "
-                        f"{np.shape(index)}.")
+        raise TypeError(f"Branch index must be scalar, got {index!r} of shape {np.shape(index)}.")
     try:
         aval = get_aval(index)
     except TypeError as e:
         raise TypeError(f"Index type must be an integer, got {index!r}.") from e
     if aval.dtype.kind not in "iu":
-        raise TypeError(f"switch index must be a scalar integer, such as i32[], got "
-                        f"{aval.str_short()}")
+        raise TypeError(
+            f"switch index must be a scalar integer, such as i32[], got {aval.str_short()}"
+        )
     branches = tuple(branches)
     if not branches:
         raise ValueError("Empty branch sequence")
@@ -128,9 +127,11 @@ def _operand_keyword(construct, operands, operand):
     if operand is _NO_OPERAND:
         return operands
     if operands:
-        raise TypeError(f"{construct}: if 'operand' keyword is passed then no positional "
-                        f"operands can be passed, got operand={operand!r} and positional "
-                        f"operands {operands!r}")
+        raise TypeError(
+            f"{construct}: if 'operand' keyword is passed then no positional "
+            f"operands can be passed, got operand={operand!r} and positional "
+            f"operands {operands!r}"
+        )
     return (operand,)
 
 
@@ -153,14 +154,18 @@ def _bind_branches(construct, index, funs, names, operands):
     for i in order[1:]:
         j = order[0]
         if trees[i] != trees[j]:
-            raise TypeError(f"{construct} branches must have the same output structure: "
-                            f"{names[j]} output {trees[j]} and {names[i]} output {trees[i]}")
+            raise TypeError(
+                f"{construct} branches must have the same output structure: "
+                f"{names[j]} output {trees[j]} and {names[i]} output {trees[i]}"
+            )
         outs_i, outs_j = traced[i].out_avals, traced[j].out_avals
         if not _same_types(outs_i, outs_j):
             t_j = _types_str(pytree.tree_unflatten(trees[j], outs_j))
             t_i = _types_str(pytree.tree_unflatten(trees[i], outs_i))
-            raise TypeError(f"{construct} branches must have equal output types: {names[j]} "
-                            f"output {t_j} and {names[i]} output {t_i}")
+            raise TypeError(
+                f"{construct} branches must have equal output types: {names[j]} "
+                f"output {t_j} and {names[i]} output {t_i}"
+            )
         if any(a.vma != b.vma for a, b in zip(outs_j, outs_i, strict=True)):
             raise _vma_mismatch(construct, names[j], names[i], outs_j, outs_i)
     branches, consts = _join_consts([convert_constvars(c) for c in traced])
@@ -181,21 +186,30 @@ def _vma_mismatch(construct, name_a, name_b, outs_a, outs_b):
     for k, (a, b) in enumerate(zip(outs_a, outs_b, strict=True)):
         if a.vma == b.vma:
             continue
-        diffs.append(f"the output {k} of {name_a} has type {a.str_short(False)} but the "
-                     f"corresponding output of {name_b} has type {b.str_short(False)}, so the "
-                     "manual axis types do not match")
+        diffs.append(
+            f"the output {k} of {name_a} has type {a.str_short(False)} but the "
+            f"corresponding output of {name_b} has type {b.str_short(False)}, so the "
+            "manual axis types do not match"
+        )
         for name, missing in ((name_a, b.vma - a.vma), (name_b, a.vma - b.vma)):
             if missing:
-                fixes.append(f"applying `xform.lax.pcast(..., {core.vma_order(missing)}, "
-                             f"to='varying')` to the output {k} of {name}")
-    return TypeError(f"{construct} branches must have equal output types but they differ: "
-                     + "; ".join(diffs) + ". This might be fixed by " + "; ".join(fixes)
-                     + f". Revise {name_a} and/or {name_b} so that all output types match.")
+                fixes.append(
+                    f"applying `xform.lax.pcast(..., {core.vma_order(missing)}, "
+                    f"to='varying')` to the output {k} of {name}"
+                )
+    return TypeError(
+        f"{construct} branches must have equal output types but they differ: "
+        + "; ".join(diffs)
+        + ". This might be fixed by "
+        + "; ".join(fixes)
+        + f". Revise {name_a} and/or {name_b} so that all output types match."
+    )
 
 
 def _same_types(avals_a, avals_b):
     return len(avals_a) == len(avals_b) and all(
-        a.shape == b.shape and a.dtype == b.dtype for a, b in zip(avals_a, avals_b, strict=True))
+        a.shape == b.shape and a.dtype == b.dtype for a, b in zip(avals_a, avals_b, strict=True)
+    )
 
 
 def _types_str(tree):
@@ -234,11 +248,10 @@ def _join_consts(pairs):
     branches = []
     for (closed, cs), mine in zip(pairs, slots, strict=True):
         jaxpr = closed.jaxpr
-        const_vars = jaxpr.invars[:len(cs)]
+        const_vars = jaxpr.invars[: len(cs)]
         by_slot = dict(zip(mine, const_vars, strict=True))
-        invars = [by_slot[s] if s in by_slot else Var(ad.aval_of(c))
-                  for s, c in enumerate(consts)]
-        new = Jaxpr([], invars + jaxpr.invars[len(cs):], jaxpr.outvars, jaxpr.eqns)
+        invars = [by_slot[s] if s in by_slot else Var(ad.aval_of(c)) for s, c in enumerate(consts)]
+        new = Jaxpr([], invars + jaxpr.invars[len(cs) :], jaxpr.outvars, jaxpr.eqns)
         branches.append(ClosedJaxpr(new, []))
     return tuple(branches), consts
 
@@ -266,9 +279,12 @@ cond_p = Primitive("cond", multiple_results=True)
 def _restore_weak_types(outs, avals):
     """``outs`` with the weak types of ``avals`` (the cond's result types): replaying a
     branch reads its literals as NumPy values, which are not weakly typed."""
-    return [convert_element_type_p.bind(x, new_dtype=ad.aval_of(x).dtype, weak_type=True)
-            if a.weak_type and not ad.aval_of(x).weak_type else x
-            for x, a in zip(outs, avals, strict=True)]
+    return [
+        convert_element_type_p.bind(x, new_dtype=ad.aval_of(x).dtype, weak_type=True)
+        if a.weak_type and not ad.aval_of(x).weak_type
+        else x
+        for x, a in zip(outs, avals, strict=True)
+    ]
 
 
 def _branch_name(i, n):
@@ -279,8 +295,9 @@ def _branch_name(i, n):
 
 def _cond_abstract_eval(index, *avals, branches):
     if index.shape != () or index.dtype != np.dtype(np.int32):
-        raise TypeError(f"cond: the branch index must be a scalar int32, i32[], got "
-                        f"{index.str_short()}")
+        raise TypeError(
+            f"cond: the branch index must be a scalar int32, i32[], got {index.str_short()}"
+        )
     if not branches:
         raise TypeError("cond: needs at least one branch")
     n = len(branches)
@@ -288,8 +305,9 @@ def _cond_abstract_eval(index, *avals, branches):
         if not _same_types(b.in_avals, avals):
             got = ", ".join(a.str_short() for a in avals)
             want = ", ".join(a.str_short() for a in b.in_avals)
-            raise TypeError(f"cond: {_branch_name(i, n)} takes ({want}) but the operands "
-                            f"have types ({got})")
+            raise TypeError(
+                f"cond: {_branch_name(i, n)} takes ({want}) but the operands have types ({got})"
+            )
     order = _report_order(n)
     first = branches[order[0]].out_avals
     for i in order[1:]:
@@ -297,9 +315,11 @@ def _cond_abstract_eval(index, *avals, branches):
         if not _same_types(outs, first):
             t0 = ", ".join(a.str_short() for a in first)
             t1 = ", ".join(a.str_short() for a in outs)
-            raise TypeError(f"cond branches must have equal output types: "
-                            f"{_branch_name(order[0], n)} output ({t0}) and "
-                            f"{_branch_name(i, n)} output ({t1})")
+            raise TypeError(
+                f"cond branches must have equal output types: "
+                f"{_branch_name(order[0], n)} output ({t0}) and "
+                f"{_branch_name(i, n)} output ({t1})"
+            )
     # As in JAX, the result types (weak types included) are those of branch 0.
     return branches[0].out_avals
 
@@ -342,21 +362,29 @@ def _jvp_branch(branch, nonzeros, instantiate):
     nonzero tangents) to (primals out, nonzero tangents out); outputs marked in
     ``instantiate`` get a tangent even where it is zero in this branch."""
     n = len(nonzeros)
-    in_avals = branch.in_avals + [ad.tangent_aval(a) for a, nz in
-                                  zip(branch.in_avals, nonzeros, strict=True) if nz]
+    in_avals = branch.in_avals + [
+        ad.tangent_aval(a) for a, nz in zip(branch.in_avals, nonzeros, strict=True) if nz
+    ]
     out_nonzeros = []
 
     def jvp_fun(*args):
         primals, nonzero_tangents = args[:n], iter(args[n:])
-        tangents = [next(nonzero_tangents) if nz else ad.Zero(ad.tangent_aval(a))
-                    for a, nz in zip(branch.in_avals, nonzeros, strict=True)]
+        tangents = [
+            next(nonzero_tangents) if nz else ad.Zero(ad.tangent_aval(a))
+            for a, nz in zip(branch.in_avals, nonzeros, strict=True)
+        ]
         primals_out, tangents_out = ad.jvp_flat(
-            lambda *xs: eval_jaxpr(branch.jaxpr, branch.consts, *xs), primals, tangents)
+            lambda *xs: eval_jaxpr(branch.jaxpr, branch.consts, *xs), primals, tangents
+        )
         primals_out = _restore_weak_types(primals_out, branch.out_avals)
         tangents_out = [
-            ad.Zero(ad.tangent_aval(a)) if not ad.is_differentiable(a)
-            else ad.instantiate(t) if inst else t
-            for t, a, inst in zip(tangents_out, branch.out_avals, instantiate, strict=True)]
+            ad.Zero(ad.tangent_aval(a))
+            if not ad.is_differentiable(a)
+            else ad.instantiate(t)
+            if inst
+            else t
+            for t, a, inst in zip(tangents_out, branch.out_avals, instantiate, strict=True)
+        ]
         out_nonzeros[:] = [type(t) is not ad.Zero for t in tangents_out]
         return primals_out + [t for t in tangents_out if type(t) is not ad.Zero]
 
@@ -369,25 +397,36 @@ def _jvp_branches(branches, nonzeros):
     n_out = len(branches[0].out_avals)
     first = [_jvp_branch(b, nonzeros, (False,) * n_out) for b in branches]
     union = tuple(any(nz[j] for _, nz in first) for j in range(n_out))
-    pairs = [pair if nz == union else _jvp_branch(b, nonzeros, union)[0]
-             for b, (pair, nz) in zip(branches, first, strict=True)]
+    pairs = [
+        pair if nz == union else _jvp_branch(b, nonzeros, union)[0]
+        for b, (pair, nz) in zip(branches, first, strict=True)
+    ]
     new_branches, consts = _join_consts(pairs)
     return new_branches, consts, union
 
 
 def _cond_jvp(primals, tangents, *, branches):
     index, operands, op_tangents = primals[0], primals[1:], tangents[1:]
-    nonzeros = tuple(type(t) is not ad.Zero and ad.is_differentiable(a)
-                     for t, a in zip(op_tangents, branches[0].in_avals, strict=True))
+    nonzeros = tuple(
+        type(t) is not ad.Zero and ad.is_differentiable(a)
+        for t, a in zip(op_tangents, branches[0].in_avals, strict=True)
+    )
     new_branches, consts, out_nonzeros = _cached(
-        branches, "jvp", nonzeros, lambda: _jvp_branches(branches, nonzeros))
-    outs = cond_p.bind(index, *consts, *operands,
-                       *[t for t, nz in zip(op_tangents, nonzeros, strict=True) if nz],
-                       branches=new_branches)
+        branches, "jvp", nonzeros, lambda: _jvp_branches(branches, nonzeros)
+    )
+    outs = cond_p.bind(
+        index,
+        *consts,
+        *operands,
+        *[t for t, nz in zip(op_tangents, nonzeros, strict=True) if nz],
+        branches=new_branches,
+    )
     out_avals = branches[0].out_avals
-    primals_out, nonzero_tangents = outs[:len(out_avals)], iter(outs[len(out_avals):])
-    tangents_out = [next(nonzero_tangents) if nz else ad.Zero(ad.tangent_aval(a))
-                    for a, nz in zip(out_avals, out_nonzeros, strict=True)]
+    primals_out, nonzero_tangents = outs[: len(out_avals)], iter(outs[len(out_avals) :])
+    tangents_out = [
+        next(nonzero_tangents) if nz else ad.Zero(ad.tangent_aval(a))
+        for a, nz in zip(out_avals, out_nonzeros, strict=True)
+    ]
     return primals_out, tangents_out
 
 
@@ -408,8 +447,14 @@ def _assign_slots(res_avals_per_branch):
     for res_avals in res_avals_per_branch:
         mine = []
         for a in res_avals:
-            s = next((k for k, b in enumerate(slot_avals)
-                      if k not in mine and b.shape == a.shape and b.dtype == a.dtype), None)
+            s = next(
+                (
+                    k
+                    for k, b in enumerate(slot_avals)
+                    if k not in mine and b.shape == a.shape and b.dtype == a.dtype
+                ),
+                None,
+            )
             if s is None:
                 s = len(slot_avals)
                 slot_avals.append(a)
@@ -422,25 +467,32 @@ def _split_branches(branches, unknowns):
     known_avals = [a for a, u in zip(branches[0].in_avals, unknowns, strict=True) if not u]
     unknown_avals = [a for a, u in zip(branches[0].in_avals, unknowns, strict=True) if u]
     out_avals = branches[0].out_avals  # the cond's result types, weak types included
-    splits = [partial_eval.partial_eval_jaxpr(b, unknowns, "partially evaluating a cond branch")
-              for b in branches]
+    splits = [
+        partial_eval.partial_eval_jaxpr(b, unknowns, "partially evaluating a cond branch")
+        for b in branches
+    ]
     n_out = len(branches[0].out_avals)
     out_unknowns = tuple(any(s[3][j] for s in splits) for j in range(n_out))
     # A branch's residuals: its own, then its known outputs that another branch leaves unknown.
     res_avals = []
     for b, (known_jaxpr, _, _, own_unknowns, num_res) in zip(branches, splits, strict=True):
-        own_res = known_jaxpr.out_avals[len(known_jaxpr.out_avals) - num_res:]
-        forced = [a for a, u, mine in zip(b.out_avals, out_unknowns, own_unknowns, strict=True)
-                  if u and not mine]
+        own_res = known_jaxpr.out_avals[len(known_jaxpr.out_avals) - num_res :]
+        forced = [
+            a
+            for a, u, mine in zip(b.out_avals, out_unknowns, own_unknowns, strict=True)
+            if u and not mine
+        ]
         res_avals.append(own_res + forced)
     slot_avals, slots = _assign_slots(res_avals)
 
     known_pairs, unknown_pairs = [], []
     for split, mine in zip(splits, slots, strict=True):
-        known_pairs.append(_known_branch(split, mine, slot_avals, out_unknowns, known_avals,
-                                         out_avals))
-        unknown_pairs.append(_unknown_branch(split, mine, slot_avals, out_unknowns,
-                                             unknown_avals, out_avals))
+        known_pairs.append(
+            _known_branch(split, mine, slot_avals, out_unknowns, known_avals, out_avals)
+        )
+        unknown_pairs.append(
+            _unknown_branch(split, mine, slot_avals, out_unknowns, unknown_avals, out_avals)
+        )
     known_branches, known_consts = _join_consts(known_pairs)
     unknown_branches, unknown_consts = _join_consts(unknown_pairs)
     assert not unknown_consts, "internal error: the unknown part of a cond branch has consts"
@@ -452,17 +504,20 @@ def _known_branch(split, mine, slot_avals, out_unknowns, known_avals, out_avals)
 
     def known_fun(*args):
         outs = eval_jaxpr(known_jaxpr.jaxpr, [], *known_consts, *args)
-        own_outs, residuals = outs[:len(outs) - num_res], outs[len(outs) - num_res:]
+        own_outs, residuals = outs[: len(outs) - num_res], outs[len(outs) - num_res :]
         own_outs = iter(own_outs)
         kept, forced = [], []
         for u, own_u in zip(out_unknowns, own_unknowns, strict=True):
             if not own_u:
                 (forced if u else kept).append(next(own_outs))
         filled = dict(zip(mine, residuals + forced, strict=True))
-        kept = _restore_weak_types(kept, [a for a, u in zip(out_avals, out_unknowns,
-                                                            strict=True) if not u])
-        return kept + [filled[s] if s in filled else ad.tangent_ops["zeros"](a)
-                       for s, a in enumerate(slot_avals)]
+        kept = _restore_weak_types(
+            kept, [a for a, u in zip(out_avals, out_unknowns, strict=True) if not u]
+        )
+        return kept + [
+            filled[s] if s in filled else ad.tangent_ops["zeros"](a)
+            for s, a in enumerate(slot_avals)
+        ]
 
     closed = trace_to_jaxpr(known_fun, known_avals, "partially evaluating a cond branch")
     return convert_constvars(closed)
@@ -472,18 +527,22 @@ def _unknown_branch(split, mine, slot_avals, out_unknowns, unknown_avals, out_av
     _, _, unknown_jaxpr, own_unknowns, num_res = split
 
     def unknown_fun(*args):
-        filled, unknown_args = args[:len(slot_avals)], args[len(slot_avals):]
+        filled, unknown_args = args[: len(slot_avals)], args[len(slot_avals) :]
         residuals = [filled[s] for s in mine]
-        own_outs = iter(eval_jaxpr(unknown_jaxpr.jaxpr, [], *residuals[:num_res],
-                                   *unknown_args))
+        own_outs = iter(eval_jaxpr(unknown_jaxpr.jaxpr, [], *residuals[:num_res], *unknown_args))
         forced = iter(residuals[num_res:])
-        outs = [next(own_outs) if own_u else next(forced)
-                for u, own_u in zip(out_unknowns, own_unknowns, strict=True) if u]
-        return _restore_weak_types(outs, [a for a, u in zip(out_avals, out_unknowns,
-                                                            strict=True) if u])
+        outs = [
+            next(own_outs) if own_u else next(forced)
+            for u, own_u in zip(out_unknowns, own_unknowns, strict=True)
+            if u
+        ]
+        return _restore_weak_types(
+            outs, [a for a, u in zip(out_avals, out_unknowns, strict=True) if u]
+        )
 
-    closed = trace_to_jaxpr(unknown_fun, slot_avals + unknown_avals,
-                            "partially evaluating a cond branch")
+    closed = trace_to_jaxpr(
+        unknown_fun, slot_avals + unknown_avals, "partially evaluating a cond branch"
+    )
     return convert_constvars(closed)
 
 
@@ -494,20 +553,26 @@ def _cond_partial_eval(trace, args, params):
         return trace.stage(cond_p, args, params, branches[0].out_avals)
     unknowns = tuple(trace.is_unknown(x) for x in operands)
     known_branches, known_consts, unknown_branches, out_unknowns, num_res = _cached(
-        branches, "partial_eval", unknowns, lambda: _split_branches(branches, unknowns))
+        branches, "partial_eval", unknowns, lambda: _split_branches(branches, unknowns)
+    )
     known_ops = [x for x, u in zip(operands, unknowns, strict=True) if not u]
     known_outs = []
     if known_branches[0].out_avals:
         with set_current_trace(trace.parent):
             known_outs = cond_p.bind(index, *known_consts, *known_ops, branches=known_branches)
-    residuals = known_outs[len(known_outs) - num_res:]
-    known_outs = iter(known_outs[:len(known_outs) - num_res])
+    residuals = known_outs[len(known_outs) - num_res :]
+    known_outs = iter(known_outs[: len(known_outs) - num_res])
     unknown_outs = iter([])
     if any(out_unknowns):
         unknown_ops = [x for x, u in zip(operands, unknowns, strict=True) if u]
-        unknown_outs = iter(trace.stage(cond_p, [index, *residuals, *unknown_ops],
-                                        {"branches": unknown_branches},
-                                        unknown_branches[0].out_avals))
+        unknown_outs = iter(
+            trace.stage(
+                cond_p,
+                [index, *residuals, *unknown_ops],
+                {"branches": unknown_branches},
+                unknown_branches[0].out_avals,
+            )
+        )
     return [next(unknown_outs) if u else next(known_outs) for u in out_unknowns]
 
 
@@ -521,14 +586,15 @@ def _transpose_branch(branch, linear):
     value_avals = [a for a, lin in zip(branch.in_avals, linear, strict=True) if not lin]
 
     def transposed(*args):
-        values, cts = iter(args[:len(value_avals)]), args[len(value_avals):]
-        invals = [transpose.UndefinedPrimal(a) if lin else next(values)
-                  for a, lin in zip(branch.in_avals, linear, strict=True)]
+        values, cts = iter(args[: len(value_avals)]), args[len(value_avals) :]
+        invals = [
+            transpose.UndefinedPrimal(a) if lin else next(values)
+            for a, lin in zip(branch.in_avals, linear, strict=True)
+        ]
         cts_in = transpose.backward_pass(branch.jaxpr, branch.consts, invals, list(cts))
         return [ad.instantiate(ct) for ct, lin in zip(cts_in, linear, strict=True) if lin]
 
-    closed = trace_to_jaxpr(transposed, value_avals + branch.out_avals,
-                            "transposing a cond branch")
+    closed = trace_to_jaxpr(transposed, value_avals + branch.out_avals, "transposing a cond branch")
     return convert_constvars(closed)
 
 
@@ -537,11 +603,17 @@ def _cond_transpose(cts, index, *operands, branches):
         raise TypeError("cond: cannot transpose with respect to the branch index")
     linear = tuple(transpose.is_undefined(x) for x in operands)
     new_branches, consts = _cached(
-        branches, "transpose", linear,
-        lambda: _join_consts([_transpose_branch(b, linear) for b in branches]))
+        branches,
+        "transpose",
+        linear,
+        lambda: _join_consts([_transpose_branch(b, linear) for b in branches]),
+    )
     values = [x for x in operands if not transpose.is_undefined(x)]
-    cts_in = iter(cond_p.bind(index, *consts, *values, *[ad.instantiate(ct) for ct in cts],
-                              branches=new_branches))
+    cts_in = iter(
+        cond_p.bind(
+            index, *consts, *values, *[ad.instantiate(ct) for ct in cts], branches=new_branches
+        )
+    )
     return [None] + [next(cts_in) if lin else None for lin in linear]
 
 
@@ -560,11 +632,12 @@ def _batch_branch(branch, axis, dims, force):
 def _batch_branches(branches, axis, dims):
     n_out = len(branches[0].out_avals)
     first = [_batch_branch(b, axis, dims, (False,) * n_out) for b in branches]
-    union = tuple(any(od[j] is not batching.not_mapped for _, od in first)
-                  for j in range(n_out))
+    union = tuple(any(od[j] is not batching.not_mapped for _, od in first) for j in range(n_out))
     want = tuple(0 if u else batching.not_mapped for u in union)
-    pairs = [pair if od == want else _batch_branch(b, axis, dims, union)[0]
-             for b, (pair, od) in zip(branches, first, strict=True)]
+    pairs = [
+        pair if od == want else _batch_branch(b, axis, dims, union)[0]
+        for b, (pair, od) in zip(branches, first, strict=True)
+    ]
     new_branches, consts = _join_consts(pairs)
     return new_branches, consts, want
 
@@ -574,8 +647,11 @@ def _cond_batch(axis, args, dims, *, branches):
     operands, op_dims = args[1:], tuple(dims[1:])
     if index_dim is batching.not_mapped:  # one branch for the whole batch: batch them all
         new_branches, consts, out_dims = _cached(
-            branches, "batch", (op_dims, axis.size, axis.name),
-            lambda: _batch_branches(branches, axis, op_dims))
+            branches,
+            "batch",
+            (op_dims, axis.size, axis.name),
+            lambda: _batch_branches(branches, axis, op_dims),
+        )
         outs = cond_p.bind(index, *consts, *operands, branches=new_branches)
         return outs, list(out_dims)
     # A branch per example: run every branch on the whole batch, then select per example.
@@ -584,10 +660,12 @@ def _cond_batch(axis, args, dims, *, branches):
     results = []
     for b in branches:
         vals, out_dims = batching.batch_flat(
-            lambda *xs, b=b: eval_jaxpr(b.jaxpr, b.consts, *xs), axis, operands, op_dims)
+            lambda *xs, b=b: eval_jaxpr(b.jaxpr, b.consts, *xs), axis, operands, op_dims
+        )
         vals = _restore_weak_types(vals, branches[0].out_avals)
-        results.append([batching.batch_at_front(v, d, axis.size)
-                        for v, d in zip(vals, out_dims, strict=True)])
+        results.append(
+            [batching.batch_at_front(v, d, axis.size) for v, d in zip(vals, out_dims, strict=True)]
+        )
     outs = []
     for cases in zip(*results, strict=True):
         shape = ad.aval_of(cases[0]).shape
@@ -612,21 +690,31 @@ def _cond_dce(used_outputs, eqn):
     def make():
         slimmed = [dce.dce_jaxpr(b.jaxpr, key) for b in branches]
         used = [any(u[i] for _, u in slimmed) for i in range(len(branches[0].in_avals))]
-        new = tuple(ClosedJaxpr(Jaxpr([], [v for v, u in zip(j.invars, used, strict=True)
-                                           if u], j.outvars, j.eqns), [])
-                    for j, _ in slimmed)
+        new = tuple(
+            ClosedJaxpr(
+                Jaxpr([], [v for v, u in zip(j.invars, used, strict=True) if u], j.outvars, j.eqns),
+                [],
+            )
+            for j, _ in slimmed
+        )
         return new, used
 
     new_branches, used = _cached(branches, "dce", key, make)
-    if all(used) and all(used_outputs) and all(
-            len(b.jaxpr.eqns) == len(n.jaxpr.eqns) for b, n in zip(branches, new_branches,
-                                                                    strict=True)):
+    if (
+        all(used)
+        and all(used_outputs)
+        and all(
+            len(b.jaxpr.eqns) == len(n.jaxpr.eqns)
+            for b, n in zip(branches, new_branches, strict=True)
+        )
+    ):
         return [True] * len(eqn.invars), eqn
     used_inputs = [True, *used]
     invars = [x for x, u in zip(eqn.invars, used_inputs, strict=True) if u]
     outvars = [v for v, u in zip(eqn.outvars, used_outputs, strict=True) if u]
-    new_eqn = type(eqn)(eqn.primitive, invars, outvars, {**eqn.params, "branches": new_branches},
-                        eqn.source_info)
+    new_eqn = type(eqn)(
+        eqn.primitive, invars, outvars, {**eqn.params, "branches": new_branches}, eqn.source_info
+    )
     return used_inputs, new_eqn
 
 

@@ -99,8 +99,10 @@ def _rows_and_columns(w):
     aval = get_aval(w)
     batch = tuple(range(aval.ndim - 1))
     shape = aval.shape + aval.shape[-1:]
-    return (broadcast_in_dim(w, shape, (*batch, aval.ndim)),
-            broadcast_in_dim(w, shape, (*batch, aval.ndim - 1)))
+    return (
+        broadcast_in_dim(w, shape, (*batch, aval.ndim)),
+        broadcast_in_dim(w, shape, (*batch, aval.ndim - 1)),
+    )
 
 
 def _gaps_reciprocal(w):
@@ -113,8 +115,9 @@ def _gaps_reciprocal(w):
 
 def _make_complex(re, im, dtype):
     """``re + 1j * im`` as ``dtype``."""
-    return add(convert_element_type(re, dtype),
-               mul(convert_element_type(im, dtype), np.array(1j, dtype)))
+    return add(
+        convert_element_type(re, dtype), mul(convert_element_type(im, dtype), np.array(1j, dtype))
+    )
 
 
 def _no_jvp(prim):
@@ -129,8 +132,15 @@ def _no_jvp(prim):
 # --------------------------------------------------------------------------- eigh
 
 
-def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True, subset_by_index=None,
-         implementation=None):
+def eigh(
+    x,
+    *,
+    lower=True,
+    symmetrize_input=True,
+    sort_eigenvalues=True,
+    subset_by_index=None,
+    implementation=None,
+):
     """Eigenvectors and eigenvalues of each Hermitian (real symmetric) matrix of ``x``:
     ``x @ v == v * w`` column by column, ``v`` unitary.
 
@@ -154,8 +164,13 @@ def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True, subset_
         x = symmetrize(x)
     if subset_by_index is not None:
         subset_by_index = tuple(int(i) for i in subset_by_index)
-    v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues),
-                       subset_by_index=subset_by_index, algorithm=implementation)
+    v, w = eigh_p.bind(
+        x,
+        lower=bool(lower),
+        sort_eigenvalues=bool(sort_eigenvalues),
+        subset_by_index=subset_by_index,
+        algorithm=implementation,
+    )
     return v, w
 
 
@@ -167,13 +182,14 @@ def _eigh_abstract_eval(x, *, lower, sort_eigenvalues, subset_by_index, algorith
     if subset_by_index is not None:
         start, end = subset_by_index
         if not 0 <= start <= end <= n:
-            raise ValueError(f"{name}: subset_by_index must be (start, end) with "
-                             f"0 <= start <= end <= {n}, got {subset_by_index} for shape "
-                             f"{x.shape}")
+            raise ValueError(
+                f"{name}: subset_by_index must be (start, end) with "
+                f"0 <= start <= end <= {n}, got {subset_by_index} for shape "
+                f"{x.shape}"
+            )
         d = end - start
     batch = x.shape[:-2]
-    return [ShapedArray(batch + (n, d), x.dtype),
-            ShapedArray(batch + (d,), real_dtype(x.dtype))]
+    return [ShapedArray(batch + (n, d), x.dtype), ShapedArray(batch + (d,), real_dtype(x.dtype))]
 
 
 eigh_p = standard_primitive("eigh", _eigh_abstract_eval, multiple_results=True)
@@ -188,11 +204,18 @@ def _eigh_jvp(primals, tangents, *, lower, sort_eigenvalues, subset_by_index, al
     n = get_aval(a).shape[-1]
     if subset_by_index is not None and subset_by_index != (0, n):
         raise NotImplementedError("Derivatives not defined for partial eigen decomposition.")
-    v, w_real = eigh_p.bind(symmetrize(a), lower=lower, sort_eigenvalues=sort_eigenvalues,
-                            subset_by_index=subset_by_index, algorithm=algorithm)
+    v, w_real = eigh_p.bind(
+        symmetrize(a),
+        lower=lower,
+        sort_eigenvalues=sort_eigenvalues,
+        subset_by_index=subset_by_index,
+        algorithm=algorithm,
+    )
     if type(da) is ad.Zero:
-        return [v, w_real], [ad.Zero(ad.tangent_aval(get_aval(v))),
-                             ad.Zero(ad.tangent_aval(get_aval(w_real)))]
+        return [v, w_real], [
+            ad.Zero(ad.tangent_aval(get_aval(v))),
+            ad.Zero(ad.tangent_aval(get_aval(w_real))),
+        ]
     dtype = get_aval(a).dtype
     coupling = _gaps_reciprocal(convert_element_type(w_real, dtype))
     projected = matmul(matmul(adjoint(v), da), v)
@@ -213,11 +236,19 @@ _EIGVEC_DERIVS_MESSAGE = (
     "xform.lax.linalg.eig). Pass enable_eigvec_derivs=True to xform.lax.linalg.eig to opt "
     "in, or compute_left_eigenvectors=False and compute_right_eigenvectors=False to "
     "differentiate the eigenvalues alone. See https://github.com/jax-ml/jax/issues/2748 for "
-    "discussion.")
+    "discussion."
+)
 
 
-def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
-        enable_eigvec_derivs=False, implementation=None, use_magma=None):
+def eig(
+    x,
+    *,
+    compute_left_eigenvectors=True,
+    compute_right_eigenvectors=True,
+    enable_eigvec_derivs=False,
+    implementation=None,
+    use_magma=None,
+):
     """Eigenvalues and left and/or right eigenvectors of each (general) square matrix of
     ``x``: ``x @ vr == vr * w`` and ``vl^H @ x == w[:, None] * vl^H``, column by column.
 
@@ -239,23 +270,35 @@ def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
       >>> w, vl, vr = eig(np.array([[0., 1.], [-1., 0.]]))  # w == [1j, -1j]
     """
     if use_magma is not None:
-        warnings.warn("use_magma is deprecated, please use "
-                      "implementation=EigImplementation.MAGMA instead.", DeprecationWarning,
-                      stacklevel=2)
+        warnings.warn(
+            "use_magma is deprecated, please use implementation=EigImplementation.MAGMA instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         implementation = EigImplementation.MAGMA if use_magma else EigImplementation.LAPACK
-    return list(eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
-                           compute_right_eigenvectors=bool(compute_right_eigenvectors),
-                           enable_eigvec_derivs=bool(enable_eigvec_derivs),
-                           implementation=implementation))
+    return list(
+        eig_p.bind(
+            x,
+            compute_left_eigenvectors=bool(compute_left_eigenvectors),
+            compute_right_eigenvectors=bool(compute_right_eigenvectors),
+            enable_eigvec_derivs=bool(enable_eigvec_derivs),
+            implementation=implementation,
+        )
+    )
 
 
-def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
-                       enable_eigvec_derivs, implementation):
+def _eig_abstract_eval(
+    x,
+    *,
+    compute_left_eigenvectors,
+    compute_right_eigenvectors,
+    enable_eigvec_derivs,
+    implementation,
+):
     check_matrix("lax.linalg.eig", x)
     dtype = complex_dtype(x.dtype)
     count = int(compute_left_eigenvectors) + int(compute_right_eigenvectors)
-    return ([ShapedArray(x.shape[:-1], dtype)] +
-            [ShapedArray(x.shape, dtype) for _ in range(count)])
+    return [ShapedArray(x.shape[:-1], dtype)] + [ShapedArray(x.shape, dtype) for _ in range(count)]
 
 
 eig_p = standard_primitive("eig", _eig_abstract_eval, multiple_results=True)
@@ -274,23 +317,34 @@ def _eig_vectors_jvp(w, v, da):
     rows = broadcasted_iota(dtypes.int32, get_aval(v).shape, nd - 2)
     mask = convert_element_type(eq(rows, expand_dims(k, (nd - 2,))), get_aval(v).dtype)
     re = neg(real(reduce_sum(mul(conj(v), u), (nd - 2,))))
-    im = div(neg(imag(reduce_sum(mul(mask, u), (nd - 2,)))),
-             real(reduce_sum(mul(mask, v), (nd - 2,))))
+    im = div(
+        neg(imag(reduce_sum(mul(mask, u), (nd - 2,)))), real(reduce_sum(mul(mask, v), (nd - 2,)))
+    )
     c = _make_complex(re, im, get_aval(v).dtype)
     return dw, add(u, mul(v, expand_dims(c, (nd - 2,))))
 
 
-def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors,
-             enable_eigvec_derivs, implementation):
+def _eig_jvp(
+    primals,
+    tangents,
+    *,
+    compute_left_eigenvectors,
+    compute_right_eigenvectors,
+    enable_eigvec_derivs,
+    implementation,
+):
     (a,), (da,) = primals, tangents
     vectors = compute_left_eigenvectors or compute_right_eigenvectors
     if vectors and not enable_eigvec_derivs:
         raise NotImplementedError(_EIGVEC_DERIVS_MESSAGE)
     # The right eigenvectors are needed for the eigenvalues' derivative too.
-    outs = eig_p.bind(a, compute_left_eigenvectors=compute_left_eigenvectors,
-                      compute_right_eigenvectors=True,
-                      enable_eigvec_derivs=enable_eigvec_derivs,
-                      implementation=implementation)
+    outs = eig_p.bind(
+        a,
+        compute_left_eigenvectors=compute_left_eigenvectors,
+        compute_right_eigenvectors=True,
+        enable_eigvec_derivs=enable_eigvec_derivs,
+        implementation=implementation,
+    )
     w, vr = outs[0], outs[-1]
     da = convert_element_type(ad.instantiate(da), get_aval(vr).dtype)
     if not vectors:
@@ -335,9 +389,14 @@ def schur(x, *, compute_schur_vectors=True, sort_eig_vals=False, select_callable
     Example:
       >>> t, vs = schur(np.array([[1., 2.], [0., 3.]]))  # t == x, vs == I
     """
-    return list(schur_p.bind(x, compute_schur_vectors=bool(compute_schur_vectors),
-                             sort_eig_vals=bool(sort_eig_vals),
-                             select_callable=select_callable))
+    return list(
+        schur_p.bind(
+            x,
+            compute_schur_vectors=bool(compute_schur_vectors),
+            sort_eig_vals=bool(sort_eig_vals),
+            select_callable=select_callable,
+        )
+    )
 
 
 def _schur_abstract_eval(x, *, compute_schur_vectors, sort_eig_vals, select_callable):
@@ -376,8 +435,7 @@ def _hessenberg_abstract_eval(a):
     return [ShapedArray(a.shape, a.dtype), taus]
 
 
-hessenberg_p = standard_primitive("hessenberg", _hessenberg_abstract_eval,
-                                  multiple_results=True)
+hessenberg_p = standard_primitive("hessenberg", _hessenberg_abstract_eval, multiple_results=True)
 _no_jvp(hessenberg_p)
 batch_at_front(hessenberg_p)
 
@@ -408,11 +466,14 @@ def _tridiagonal_abstract_eval(a, *, lower):
     if n == 0:
         raise ValueError(f"{name}: the matrices must not be empty, got shape {a.shape}")
     batch, rdtype = a.shape[:-2], real_dtype(a.dtype)
-    return [ShapedArray(a.shape, a.dtype), ShapedArray(batch + (n,), rdtype),
-            ShapedArray(batch + (n - 1,), rdtype), ShapedArray(batch + (n - 1,), a.dtype)]
+    return [
+        ShapedArray(a.shape, a.dtype),
+        ShapedArray(batch + (n,), rdtype),
+        ShapedArray(batch + (n - 1,), rdtype),
+        ShapedArray(batch + (n - 1,), a.dtype),
+    ]
 
 
-tridiagonal_p = standard_primitive("tridiagonal", _tridiagonal_abstract_eval,
-                                   multiple_results=True)
+tridiagonal_p = standard_primitive("tridiagonal", _tridiagonal_abstract_eval, multiple_results=True)
 _no_jvp(tridiagonal_p)
 batch_at_front(tridiagonal_p)

@@ -149,8 +149,10 @@ class Tolerance:
 
     def __init__(self, atol=0.0, rtol=0.0, ulps=0):
         if atol < 0.0 or rtol < 0.0 or ulps < 0:
-            raise ValueError("lax.Tolerance: tolerances must be non-negative, got "
-                             f"atol={atol}, rtol={rtol}, ulps={ulps}")
+            raise ValueError(
+                "lax.Tolerance: tolerances must be non-negative, got "
+                f"atol={atol}, rtol={rtol}, ulps={ulps}"
+            )
         if atol == 0.0 and rtol == 0.0 and ulps == 0:
             raise ValueError("lax.Tolerance: at least one of atol, rtol or ulps must be set")
         self.atol = atol
@@ -170,8 +172,10 @@ def _check_accuracy(name, accuracy):
     of each of these ops and JAX's results there do not depend on it, so it is checked, not
     passed on (the op's jaxpr shows no ``accuracy`` parameter)."""
     if not isinstance(accuracy, (Tolerance, AccuracyMode)):
-        raise NotImplementedError(f"lax.{name}: accuracy {accuracy!r} not supported; expected "
-                                  "a lax.Tolerance, a lax.AccuracyMode or None")
+        raise NotImplementedError(
+            f"lax.{name}: accuracy {accuracy!r} not supported; expected "
+            "a lax.Tolerance, a lax.AccuracyMode or None"
+        )
 
 
 # --------------------------------------------------------------------------- unary
@@ -520,6 +524,8 @@ div_p = standard_primitive("div", elementwise_abstract_eval("div", NUMBER, None)
 rem_p = elementwise("rem", FLOAT_OR_INT, _rem_host)
 max_p = elementwise("max", ANY, np.maximum)
 min_p = elementwise("min", ANY, np.minimum)
+
+
 def _atan2_host(x, y):
     if x.dtype.kind != "c":
         return np.arctan2(x, y)
@@ -530,6 +536,8 @@ def _atan2_host(x, y):
 
 
 atan2_p = elementwise("atan2", INEXACT, _atan2_host)
+
+
 def _nextafter_host(x, y):
     if x.dtype != dtypes.bfloat16:  # NumPy steps float16/32/64 in their own precision
         return [np.asarray(np.nextafter(x, y))]
@@ -546,8 +554,9 @@ def _nextafter_host(x, y):
     return [np.where(np.isnan(xf) | np.isnan(yf), np.array(np.nan, x.dtype), out)]
 
 
-nextafter_p = standard_primitive("nextafter", elementwise_abstract_eval("nextafter", (FLOAT,)),
-                                 _nextafter_host)
+nextafter_p = standard_primitive(
+    "nextafter", elementwise_abstract_eval("nextafter", (FLOAT,)), _nextafter_host
+)
 and_p = elementwise("and", INT_OR_BOOL, np.bitwise_and)
 or_p = elementwise("or", INT_OR_BOOL, np.bitwise_or)
 xor_p = elementwise("xor", INT_OR_BOOL, np.bitwise_xor)
@@ -566,14 +575,15 @@ ge_p = elementwise("ge", _ORDERED, np.greater_equal, out_dtype=_bool)
 def _pow_abstract_eval(x, y):
     check_dtype("pow", x.dtype, INEXACT)
     if y.dtype != x.dtype and not dtypes.is_int(y.dtype):
-        raise TypeError(f"pow: the exponent must have the base's dtype ({x.dtype}) or an "
-                        f"integer dtype, got {y.dtype}")
+        raise TypeError(
+            f"pow: the exponent must have the base's dtype ({x.dtype}) or an "
+            f"integer dtype, got {y.dtype}"
+        )
     shape = broadcast_elementwise_shapes("pow", (x, y))
     return [ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)]
 
 
-pow_p = standard_primitive("pow", _pow_abstract_eval,
-                           lambda x, y: [np.asarray(_pow_host(x, y))])
+pow_p = standard_primitive("pow", _pow_abstract_eval, lambda x, y: [np.asarray(_pow_host(x, y))])
 
 
 def add(x, y):
@@ -685,8 +695,7 @@ def _integer_pow_host(x, *, y):
     return [np.asarray(np.power(x, y)).astype(x.dtype)]
 
 
-integer_pow_p = standard_primitive("integer_pow", _integer_pow_abstract_eval,
-                                   _integer_pow_host)
+integer_pow_p = standard_primitive("integer_pow", _integer_pow_abstract_eval, _integer_pow_host)
 staging.memoize_abstract_eval(integer_pow_p)
 
 
@@ -704,16 +713,21 @@ def _select_n_abstract_eval(which, *cases):
     if which.dtype != dtypes.bool_ and not dtypes.is_int(which.dtype):
         raise TypeError(f"select_n: `which` must be boolean or integer, got {which.dtype}")
     if which.dtype == dtypes.bool_ and len(cases) > 2:
-        raise TypeError(f"select_n: a boolean `which` selects between at most 2 cases, got "
-                        f"{len(cases)}")
+        raise TypeError(
+            f"select_n: a boolean `which` selects between at most 2 cases, got {len(cases)}"
+        )
     first = cases[0]
     for c in cases[1:]:
         if c.shape != first.shape or c.dtype != first.dtype:
-            raise TypeError(f"select_n: cases must have the same shape and dtype, got "
-                            f"{', '.join(a.str_short() for a in cases)}")
+            raise TypeError(
+                f"select_n: cases must have the same shape and dtype, got "
+                f"{', '.join(a.str_short() for a in cases)}"
+            )
     if which.shape and which.shape != first.shape:
-        raise TypeError(f"select_n: `which` must be scalar or have the cases' shape "
-                        f"{first.shape}, got {which.shape}")
+        raise TypeError(
+            f"select_n: `which` must be scalar or have the cases' shape "
+            f"{first.shape}, got {which.shape}"
+        )
     return [ShapedArray(first.shape, first.dtype, all(c.weak_type for c in cases))]
 
 
@@ -753,17 +767,18 @@ def _select_elements(which, cases):
 def _clamp_abstract_eval(lo, x, hi):
     for name, b in (("min", lo), ("max", hi)):
         if b.dtype != x.dtype:
-            raise TypeError(f"clamp: {name} must have the operand's dtype {x.dtype}, got "
-                            f"{b.dtype}")
+            raise TypeError(f"clamp: {name} must have the operand's dtype {x.dtype}, got {b.dtype}")
         if b.shape and b.shape != x.shape:
-            raise TypeError(f"clamp: {name} must be scalar or have the operand's shape "
-                            f"{x.shape}, got {b.shape}")
+            raise TypeError(
+                f"clamp: {name} must be scalar or have the operand's shape {x.shape}, got {b.shape}"
+            )
     check_dtype("clamp", x.dtype, (FLOAT, BOOL) + INT)
     return [x.update(weak_type=lo.weak_type and x.weak_type and hi.weak_type)]
 
 
-clamp_p = standard_primitive("clamp", _clamp_abstract_eval,
-                             lambda lo, x, hi: [np.minimum(np.maximum(x, lo), hi)])
+clamp_p = standard_primitive(
+    "clamp", _clamp_abstract_eval, lambda lo, x, hi: [np.minimum(np.maximum(x, lo), hi)]
+)
 
 
 def clamp(min, x, max):  # noqa: A002  (lax's names)
@@ -800,8 +815,9 @@ def _convert_host(x, *, new_dtype, weak_type):
 # float8 types whose single NaN is the bit pattern of -0 (ml_dtypes reads it as a negative NaN)
 _FNUZ_FLOATS = frozenset(d for d in dtypes.SUPPORTED if d.name.endswith("fnuz"))
 
-convert_element_type_p = standard_primitive("convert_element_type", _convert_abstract_eval,
-                                            _convert_host)
+convert_element_type_p = standard_primitive(
+    "convert_element_type", _convert_abstract_eval, _convert_host
+)
 staging.memoize_abstract_eval(convert_element_type_p)
 
 
@@ -820,8 +836,11 @@ def convert_element_type(operand, new_dtype):
         operand = _python_int_as(operand, new_dtype)
     aval = get_aval(operand)
     # A no-op on xform values; NumPy and Python inputs always become xform arrays (as JAX).
-    if aval.dtype == new_dtype and not aval.weak_type and not isinstance(
-            operand, (int, float, builtins.complex, np.generic, np.ndarray)):
+    if (
+        aval.dtype == new_dtype
+        and not aval.weak_type
+        and not isinstance(operand, (int, float, builtins.complex, np.generic, np.ndarray))
+    ):
         return operand
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=False)
 
@@ -849,8 +868,10 @@ def _bitcast_abstract_eval(x, *, new_dtype):
     if a > b:
         return [ShapedArray(x.shape + (a // b,), new_dtype)]
     if not x.shape or x.shape[-1] != b // a:
-        raise ValueError(f"bitcast_convert_type from {x.dtype} to {new_dtype}: the last "
-                         f"dimension must be {b // a}, got shape {x.shape}")
+        raise ValueError(
+            f"bitcast_convert_type from {x.dtype} to {new_dtype}: the last "
+            f"dimension must be {b // a}, got shape {x.shape}"
+        )
     return [ShapedArray(x.shape[:-1], new_dtype)]
 
 
@@ -865,8 +886,9 @@ def _bitcast_host(x, *, new_dtype):
     return [out.reshape(x.shape)]
 
 
-bitcast_convert_type_p = standard_primitive("bitcast_convert_type", _bitcast_abstract_eval,
-                                            _bitcast_host)
+bitcast_convert_type_p = standard_primitive(
+    "bitcast_convert_type", _bitcast_abstract_eval, _bitcast_host
+)
 
 
 def bitcast_convert_type(operand, new_dtype):
@@ -934,14 +956,19 @@ clz_p = elementwise("clz", INT, _clz_host)
 mulhi_p = elementwise("mulhi", INT, _mulhi_host)
 square_p = elementwise("square", NUMBER, _square_host)
 complex_p = elementwise("complex", (_F32_F64,), _complex_host, out_dtype=_complex_dtype)
-eq_to_p = standard_primitive("eq_to", elementwise_abstract_eval("eq_to", ANY, _bool),
-                             lambda x, y: [_eq_to_host(x, y)])
+eq_to_p = standard_primitive(
+    "eq_to", elementwise_abstract_eval("eq_to", ANY, _bool), lambda x, y: [_eq_to_host(x, y)]
+)
 le_to_p = standard_primitive(
-    "le_to", elementwise_abstract_eval("le_to", _ORDERED, _bool),
-    lambda x, y: [_total_order_key(x) <= _total_order_key(y)])
+    "le_to",
+    elementwise_abstract_eval("le_to", _ORDERED, _bool),
+    lambda x, y: [_total_order_key(x) <= _total_order_key(y)],
+)
 lt_to_p = standard_primitive(
-    "lt_to", elementwise_abstract_eval("lt_to", _ORDERED, _bool),
-    lambda x, y: [_total_order_key(x) < _total_order_key(y)])
+    "lt_to",
+    elementwise_abstract_eval("lt_to", _ORDERED, _bool),
+    lambda x, y: [_total_order_key(x) < _total_order_key(y)],
+)
 
 
 def clz(x):
@@ -974,11 +1001,11 @@ def complex(x, y):  # noqa: A001  (lax's name)
 def _reduce_precision_abstract_eval(x, *, exponent_bits, mantissa_bits):
     check_dtype("reduce_precision", x.dtype, (FLOAT,))
     if exponent_bits < 1:
-        raise ValueError(f"reduce_precision: exponent_bits must be positive; got "
-                         f"{exponent_bits}")
+        raise ValueError(f"reduce_precision: exponent_bits must be positive; got {exponent_bits}")
     if mantissa_bits < 0:
-        raise ValueError(f"reduce_precision: mantissa_bits must be non-negative; got "
-                         f"{mantissa_bits}")
+        raise ValueError(
+            f"reduce_precision: mantissa_bits must be non-negative; got {mantissa_bits}"
+        )
     return [x]
 
 
@@ -990,8 +1017,9 @@ def _reduce_precision_host(x, *, exponent_bits, mantissa_bits):
     if dtype == dtypes.bfloat16:
         if exponent_bits >= 8 and mantissa_bits >= 23:  # a no-op XLA drops, NaN bits and all
             return [x]
-        out = _reduce_precision_host(x.astype(np.float32), exponent_bits=exponent_bits,
-                                     mantissa_bits=mantissa_bits)[0]
+        out = _reduce_precision_host(
+            x.astype(np.float32), exponent_bits=exponent_bits, mantissa_bits=mantissa_bits
+        )[0]
         return [out.astype(dtype)]
     nbits, src_mant = 8 * dtype.itemsize, np.finfo(dtype).nmant
     src_exp = nbits - 1 - src_mant
@@ -1008,20 +1036,24 @@ def _reduce_precision_host(x, *, exponent_bits, mantissa_bits):
         exp_mask = np.uint64(((1 << src_exp) - 1) << src_mant)
         src_bias, bias = (1 << (src_exp - 1)) - 1, (1 << (exponent_bits - 1)) - 1
         exponent, signed_zero = b & exp_mask, b & np.uint64(1 << (nbits - 1))
-        b = np.where(exponent > np.uint64((src_bias + bias) << src_mant), signed_zero | exp_mask,
-                     np.where(exponent <= np.uint64((src_bias - bias) << src_mant), signed_zero,
-                              b))
+        b = np.where(
+            exponent > np.uint64((src_bias + bias) << src_mant),
+            signed_zero | exp_mask,
+            np.where(exponent <= np.uint64((src_bias - bias) << src_mant), signed_zero, b),
+        )
     return [np.where(np.isnan(x), x, b.astype(unsigned).view(dtype))]
 
 
-reduce_precision_p = standard_primitive("reduce_precision", _reduce_precision_abstract_eval,
-                                        _reduce_precision_host)
+reduce_precision_p = standard_primitive(
+    "reduce_precision", _reduce_precision_abstract_eval, _reduce_precision_host
+)
 
 
 def _static_int(value, what):
     if isinstance(value, Tracer):
         raise core.ConcretizationTypeError(
-            f"{what} must be a concrete int, got a traced value {value.aval.str_short()}")
+            f"{what} must be a concrete int, got a traced value {value.aval.str_short()}"
+        )
     try:
         return operator.index(value)
     except TypeError:
@@ -1037,8 +1069,9 @@ def reduce_precision(operand, exponent_bits, mantissa_bits):
     """
     exponent_bits = _static_int(exponent_bits, "exponent_bits argument of lax.reduce_precision")
     mantissa_bits = _static_int(mantissa_bits, "mantissa_bits argument of lax.reduce_precision")
-    return reduce_precision_p.bind(operand, exponent_bits=exponent_bits,
-                                   mantissa_bits=mantissa_bits)
+    return reduce_precision_p.bind(
+        operand, exponent_bits=exponent_bits, mantissa_bits=mantissa_bits
+    )
 
 
 # copy: an explicit copy of a runtime array (jnp.array(x, copy=True)); never simplified away.
@@ -1143,16 +1176,18 @@ def _rem_jvp_rhs(t, x, y):
 
 def _replace_zero(x):
     """``x`` with its zeros replaced by ones (``x``'s shape)."""
-    return select(eq(x, _const(x, 0)), add(_zeros(x, get_aval(x).shape),
-                                           _const(x, 1)), x)
+    return select(eq(x, _const(x, 0)), add(_zeros(x, get_aval(x).shape), _const(x, 1)), x)
 
 
 def _pow_jvp_lhs(t, ans, x, y):
     dtype, shape = get_aval(x).dtype, get_aval(ans).shape
     if dtypes.is_int(get_aval(y).dtype):
         yf = convert_element_type(y, dtype)
-        jac = select(eq(yf, _const(yf, 0)), _zeros(x, shape),
-                     mul(_replace_zero(yf), pow(x, sub(yf, _const(yf, 1)))))
+        jac = select(
+            eq(yf, _const(yf, 0)),
+            _zeros(x, shape),
+            mul(_replace_zero(yf), pow(x, sub(yf, _const(yf, 1)))),
+        )
     else:
         jac = mul(y, pow(x, sub(y, _const(y, 1))))
     return mul(t, jac)
@@ -1253,10 +1288,29 @@ for _prim in (neg_p, real_p, imag_p, conj_p):
     ad.deflinear(_prim)
 ad.jvp_rules[add_p] = _additive_jvp(add, False)
 ad.jvp_rules[sub_p] = _additive_jvp(sub, True)
-for _prim in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p, population_count_p,
-              nextafter_p, and_p, or_p, xor_p, shift_left_p, shift_right_logical_p,
-              shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p,
-              bitcast_convert_type_p):
+for _prim in (
+    sign_p,
+    floor_p,
+    ceil_p,
+    round_p,
+    is_finite_p,
+    not_p,
+    population_count_p,
+    nextafter_p,
+    and_p,
+    or_p,
+    xor_p,
+    shift_left_p,
+    shift_right_logical_p,
+    shift_right_arithmetic_p,
+    eq_p,
+    ne_p,
+    lt_p,
+    le_p,
+    gt_p,
+    ge_p,
+    bitcast_convert_type_p,
+):
     ad.defjvp_zero(_prim)
 _defjvp_with_ans(abs_p, _abs_jvp)
 _defjvp_with_ans(exp_p, lambda t, ans, x: mul(t, ans))
@@ -1278,32 +1332,40 @@ ad.defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
 _defjvp_with_ans(tanh_p, lambda t, ans, x: mul(add(t, mul(t, ans)), sub(_const(x, 1), ans)))
 ad.defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(_square(x), _const(x, 1)))))
 ad.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(sub(_square(x), _const(x, 1)))))
-ad.defjvp(atanh_p, lambda t, x: mul(integer_pow(add(_const(x, 1), x), -1),
-                                    div(t, sub(_const(x, 1), x))))
+ad.defjvp(
+    atanh_p, lambda t, x: mul(integer_pow(add(_const(x, 1), x), -1), div(t, sub(_const(x, 1), x)))
+)
 _defjvp_with_ans(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_const(ans, 1), ans))))
 ad.defjvp(erf_p, lambda t, x: mul(_const(x, 2 / np.sqrt(np.pi)), mul(t, exp(neg(_square(x))))))
-ad.defjvp(erfc_p, lambda t, x: mul(_const(x, -2 / np.sqrt(np.pi)),
-                                   mul(t, exp(neg(_square(x))))))
-_defjvp_with_ans(erf_inv_p, lambda t, ans, x: mul(_const(x, np.sqrt(np.pi) / 2),
-                                                  mul(t, exp(_square(ans)))))
+ad.defjvp(erfc_p, lambda t, x: mul(_const(x, -2 / np.sqrt(np.pi)), mul(t, exp(neg(_square(x))))))
+_defjvp_with_ans(
+    erf_inv_p, lambda t, ans, x: mul(_const(x, np.sqrt(np.pi) / 2), mul(t, exp(_square(ans))))
+)
 ad.defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
 # digamma's JVP, polygamma(1, x), is registered in special.py, where polygamma lives.
 ad.jvp_rules[mul_p] = _mul_jvp
-ad.defjvp(div_p, lambda t, x, y: div(t, y),
-          lambda t, x, y: mul(mul(neg(t), x), integer_pow(y, -2)))
+ad.defjvp(div_p, lambda t, x, y: div(t, y), lambda t, x, y: mul(mul(neg(t), x), integer_pow(y, -2)))
 ad.defjvp(rem_p, lambda t, x, y: _broadcast_to(t, _out_shape(x, y)), _rem_jvp_rhs)
 _defjvp_with_ans(pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
 ad.defjvp(integer_pow_p, _integer_pow_jvp)
 for _prim in (max_p, min_p):
-    _defjvp_with_ans(_prim, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
-                     lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
-ad.defjvp(atan2_p, lambda t, x, y: mul(t, div(y, add(_square(x), _square(y)))),
-          lambda t, x, y: mul(t, div(neg(x), add(_square(x), _square(y)))))
+    _defjvp_with_ans(
+        _prim,
+        lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
+        lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)),
+    )
+ad.defjvp(
+    atan2_p,
+    lambda t, x, y: mul(t, div(y, add(_square(x), _square(y)))),
+    lambda t, x, y: mul(t, div(neg(x), add(_square(x), _square(y)))),
+)
 ad.jvp_rules[select_n_p] = _select_n_jvp
-ad.defjvp(clamp_p,
-          lambda t, lo, x, hi: _pass_where(bitwise_and(gt(lo, x), lt(lo, hi)), t, x),
-          lambda t, lo, x, hi: _pass_where(bitwise_and(gt(x, lo), lt(x, hi)), t, x),
-          lambda t, lo, x, hi: _pass_where(lt(hi, x), t, x))
+ad.defjvp(
+    clamp_p,
+    lambda t, lo, x, hi: _pass_where(bitwise_and(gt(lo, x), lt(lo, hi)), t, x),
+    lambda t, lo, x, hi: _pass_where(bitwise_and(gt(x, lo), lt(x, hi)), t, x),
+    lambda t, lo, x, hi: _pass_where(lt(hi, x), t, x),
+)
 ad.jvp_rules[convert_element_type_p] = _convert_element_type_jvp
 for _prim in (clz_p, mulhi_p, eq_to_p, le_to_p, lt_to_p):
     ad.defjvp_zero(_prim)
@@ -1334,11 +1396,12 @@ def _deftranspose(prim, *ct_fns):
             if type(x) is not _Undefined:  # a type test inline: once per operand per eqn
                 cts.append(None)
             elif fn is None:
-                raise ValueError(f"{prim.name} is not linear in operand {i}, so it cannot be "
-                                 "transposed with respect to it")
+                raise ValueError(
+                    f"{prim.name} is not linear in operand {i}, so it cannot be "
+                    "transposed with respect to it"
+                )
             else:
-                cts.append(ad.Zero(x.aval) if type(ct) is ad.Zero
-                           else fn(ct, *invals, **params))
+                cts.append(ad.Zero(x.aval) if type(ct) is ad.Zero else fn(ct, *invals, **params))
         return cts
 
     transpose.transpose_rules[prim] = rule
@@ -1347,8 +1410,9 @@ def _deftranspose(prim, *ct_fns):
 def _known(prim, y):
     """``y``, the operand that must be a known value for ``prim`` to be linear in the other."""
     if transpose.is_undefined(y):
-        raise ValueError(f"{prim.name} of two linear operands is not linear, so it cannot be "
-                         "transposed")
+        raise ValueError(
+            f"{prim.name} of two linear operands is not linear, so it cannot be transposed"
+        )
     return y
 
 
@@ -1358,18 +1422,26 @@ def _known(prim, y):
 
 def _add_transpose(ct, x, y):
     if type(ct) is ad.Zero:
-        return [ad.Zero(x.aval) if type(x) is _Undefined else None,
-                ad.Zero(y.aval) if type(y) is _Undefined else None]
-    return [_unbroadcast(x.aval, ct) if type(x) is _Undefined else None,
-            _unbroadcast(y.aval, ct) if type(y) is _Undefined else None]
+        return [
+            ad.Zero(x.aval) if type(x) is _Undefined else None,
+            ad.Zero(y.aval) if type(y) is _Undefined else None,
+        ]
+    return [
+        _unbroadcast(x.aval, ct) if type(x) is _Undefined else None,
+        _unbroadcast(y.aval, ct) if type(y) is _Undefined else None,
+    ]
 
 
 def _sub_transpose(ct, x, y):
     if type(ct) is ad.Zero:
-        return [ad.Zero(x.aval) if type(x) is _Undefined else None,
-                ad.Zero(y.aval) if type(y) is _Undefined else None]
-    return [_unbroadcast(x.aval, ct) if type(x) is _Undefined else None,
-            _unbroadcast(y.aval, neg(ct)) if type(y) is _Undefined else None]
+        return [
+            ad.Zero(x.aval) if type(x) is _Undefined else None,
+            ad.Zero(y.aval) if type(y) is _Undefined else None,
+        ]
+    return [
+        _unbroadcast(x.aval, ct) if type(x) is _Undefined else None,
+        _unbroadcast(y.aval, neg(ct)) if type(y) is _Undefined else None,
+    ]
 
 
 def _neg_transpose(ct, x):
@@ -1386,8 +1458,7 @@ def _mul_transpose(ct, x, y):
             _known(mul_p, y)  # raises: mul of two linear operands is not linear
         return [_unbroadcast(x.aval, mul(ct, y)), None]
     if type(y) is _Undefined:
-        return [None, ad.Zero(y.aval) if type(ct) is ad.Zero else
-                _unbroadcast(y.aval, mul(x, ct))]
+        return [None, ad.Zero(y.aval) if type(ct) is ad.Zero else _unbroadcast(y.aval, mul(x, ct))]
     return [None, None]
 
 
@@ -1413,8 +1484,9 @@ def _convert_element_type_transpose(ct, x, *, new_dtype, weak_type):
 
 def _select_n_transpose(ct, which, *cases):
     if transpose.is_undefined(which):
-        raise ValueError("select_n is not linear in `which`, so it cannot be transposed with "
-                         "respect to it")
+        raise ValueError(
+            "select_n is not linear in `which`, so it cannot be transposed with respect to it"
+        )
     if type(ct) is ad.Zero:
         return [None] + [ad.Zero(c.aval) if transpose.is_undefined(c) else None for c in cases]
     zeros = _zeros(ct, get_aval(ct).shape)
@@ -1422,7 +1494,10 @@ def _select_n_transpose(ct, which, *cases):
     # where the forward select_n took that case, whatever it does with `which` out of range.
     return [None] + [
         select_n(which, *[ct if j == i else zeros for j in range(len(cases))])
-        if transpose.is_undefined(c) else None for i, c in enumerate(cases)]
+        if transpose.is_undefined(c)
+        else None
+        for i, c in enumerate(cases)
+    ]
 
 
 transpose.transpose_rules[add_p] = _add_transpose
@@ -1436,8 +1511,11 @@ _deftranspose(conj_p, _conj_transpose)
 _deftranspose(convert_element_type_p, _convert_element_type_transpose)
 transpose.transpose_rules[select_n_p] = _select_n_transpose
 # complex(x, y) = x + 1j * y: x gets the real part of ct, y minus its imaginary part.
-_deftranspose(complex_p, lambda ct, x, y: _unbroadcast(x.aval, real(ct)),
-              lambda ct, x, y: _unbroadcast(y.aval, neg(imag(ct))))
+_deftranspose(
+    complex_p,
+    lambda ct, x, y: _unbroadcast(x.aval, real(ct)),
+    lambda ct, x, y: _unbroadcast(y.aval, neg(imag(ct))),
+)
 _deftranspose(reduce_precision_p, lambda ct, x, **params: reduce_precision_p.bind(ct, **params))
 _deftranspose(copy_p, lambda ct, x: copy_p.bind(ct))
 _deftranspose(stage_p, lambda ct, x: ct)
@@ -1455,7 +1533,9 @@ _deftranspose(stage_p, lambda ct, x: ct)
 def _unary_vjp(prim, ct_fn):
     """A rule from ``ct_fn(ct, ans, x)``, the operand's cotangent of a unary op."""
     vjp_tape.vjp_rules[prim] = (
-        None, lambda ct, ans, values, nodes: [(0, ct_fn(ct, ans, values[0]))])
+        None,
+        lambda ct, ans, values, nodes: [(0, ct_fn(ct, ans, values[0]))],
+    )
 
 
 def _tanh_vjp(ct, ans, values, nodes):
@@ -1483,32 +1563,99 @@ _unary_vjp(sqrt_p, lambda ct, ans, x: mul(ct, div(_const(x, 0.5), ans)))
 _unary_vjp(logistic_p, lambda ct, ans, x: mul(ct, mul(ans, sub(_const(ans, 1), ans))))
 _unary_vjp(square_p, lambda ct, ans, x: mul(ct, mul(_const(x, 2), x)))
 vjp_tape.vjp_rules[tanh_p] = (None, _tanh_vjp)
-vjp_tape.vjp_rules[integer_pow_p] = (lambda values, nodes, *, y: y not in (0, 1),
-                                     _integer_pow_vjp)
+vjp_tape.vjp_rules[integer_pow_p] = (lambda values, nodes, *, y: y not in (0, 1), _integer_pow_vjp)
 vjp_tape.deflinear_vjp(neg_p)
 vjp_tape.deflinear_vjp(add_p, _both_differentiated)
 vjp_tape.deflinear_vjp(sub_p, _both_differentiated)
 vjp_tape.deflinear_vjp(div_p, lambda values, nodes: nodes[1] is None)
 vjp_tape.defbilinear_vjp(mul_p)
-vjp_tape.deflinear_vjp(convert_element_type_p,
-                       lambda values, nodes, *, new_dtype, weak_type: dtypes.is_inexact(new_dtype))
+vjp_tape.deflinear_vjp(
+    convert_element_type_p,
+    lambda values, nodes, *, new_dtype, weak_type: dtypes.is_inexact(new_dtype),
+)
 
 
 # --------------------------------------------------------------------------- batching rules
 
 # Unary ops act on each element wherever the batch dimension sits; n-ary ops broadcast their
 # operands against each other (``defbroadcasting`` lines up the batch dimensions).
-for _prim in (neg_p, sign_p, floor_p, ceil_p, round_p, is_finite_p, abs_p, exp_p, exp2_p,
-              log_p, log1p_p, expm1_p, sqrt_p, rsqrt_p, cbrt_p, sin_p, cos_p, tan_p, asin_p,
-              acos_p, atan_p, sinh_p, cosh_p, tanh_p, asinh_p, acosh_p, atanh_p, logistic_p,
-              erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p, not_p, population_count_p,
-              real_p, imag_p, conj_p, integer_pow_p, convert_element_type_p, clz_p, square_p,
-              reduce_precision_p, copy_p, stage_p):
+for _prim in (
+    neg_p,
+    sign_p,
+    floor_p,
+    ceil_p,
+    round_p,
+    is_finite_p,
+    abs_p,
+    exp_p,
+    exp2_p,
+    log_p,
+    log1p_p,
+    expm1_p,
+    sqrt_p,
+    rsqrt_p,
+    cbrt_p,
+    sin_p,
+    cos_p,
+    tan_p,
+    asin_p,
+    acos_p,
+    atan_p,
+    sinh_p,
+    cosh_p,
+    tanh_p,
+    asinh_p,
+    acosh_p,
+    atanh_p,
+    logistic_p,
+    erf_p,
+    erfc_p,
+    erf_inv_p,
+    lgamma_p,
+    digamma_p,
+    not_p,
+    population_count_p,
+    real_p,
+    imag_p,
+    conj_p,
+    integer_pow_p,
+    convert_element_type_p,
+    clz_p,
+    square_p,
+    reduce_precision_p,
+    copy_p,
+    stage_p,
+):
     batching.defvectorized(_prim)
-for _prim in (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p,
-              and_p, or_p, xor_p, shift_left_p, shift_right_logical_p,
-              shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p, mulhi_p, complex_p,
-              eq_to_p, le_to_p, lt_to_p):
+for _prim in (
+    add_p,
+    sub_p,
+    mul_p,
+    div_p,
+    rem_p,
+    pow_p,
+    max_p,
+    min_p,
+    atan2_p,
+    nextafter_p,
+    and_p,
+    or_p,
+    xor_p,
+    shift_left_p,
+    shift_right_logical_p,
+    shift_right_arithmetic_p,
+    eq_p,
+    ne_p,
+    lt_p,
+    le_p,
+    gt_p,
+    ge_p,
+    mulhi_p,
+    complex_p,
+    eq_to_p,
+    le_to_p,
+    lt_to_p,
+):
     batching.defbroadcasting(_prim)
 
 
@@ -1521,11 +1668,12 @@ def _full_shape_operands(axis, args, dims, scalar_ok):
     ranks = [get_aval(x).ndim - (d is not not_mapped) for x, d in zip(args, dims, strict=True)]
     rank = ranks[1]
     # The batch dimension of a mapped full-shape operand, so that it need not move.
-    bdim = next((d for d, r in zip(dims, ranks, strict=True)
-                 if d is not not_mapped and r == rank), 0)
+    bdim = next(
+        (d for d, r in zip(dims, ranks, strict=True) if d is not not_mapped and r == rank), 0
+    )
     full = get_aval(args[1]).shape
     if dims[1] is not not_mapped:
-        full = full[:dims[1]] + full[dims[1] + 1:]
+        full = full[: dims[1]] + full[dims[1] + 1 :]
     batched_shape = full[:bdim] + (axis.size,) + full[bdim:]
     out = []
     for i, (x, d, r) in enumerate(zip(args, dims, ranks, strict=True)):
@@ -1588,8 +1736,10 @@ def add_any(x, y):
 
 def _add_any_abstract_eval(x, y):
     if x.shape != y.shape or x.dtype != y.dtype:
-        raise TypeError("add_any requires operands of one shape and dtype, got "
-                        f"{x.str_short()} and {y.str_short()}")
+        raise TypeError(
+            "add_any requires operands of one shape and dtype, got "
+            f"{x.str_short()} and {y.str_short()}"
+        )
     return [x if x.weak_type <= y.weak_type else y]
 
 
@@ -1600,8 +1750,10 @@ ad.deflinear(add_any_p)
 
 def _add_any_transpose(ct, x, y):
     # The cotangent goes to both operands as it is: they have the result's type.
-    return [(ad.Zero(a.aval) if type(ct) is ad.Zero else ct) if type(a) is _Undefined else None
-            for a in (x, y)]
+    return [
+        (ad.Zero(a.aval) if type(ct) is ad.Zero else ct) if type(a) is _Undefined else None
+        for a in (x, y)
+    ]
 
 
 transpose.transpose_rules[add_any_p] = _add_any_transpose

@@ -38,9 +38,16 @@ class FftType(enum.IntEnum):
     IRFFT = 3  # inverse, complex to real
 
 
-_FFT_TYPE_NAMES = {"fft": FftType.FFT, "FFT": FftType.FFT, "ifft": FftType.IFFT,
-                   "IFFT": FftType.IFFT, "rfft": FftType.RFFT, "RFFT": FftType.RFFT,
-                   "irfft": FftType.IRFFT, "IRFFT": FftType.IRFFT}
+_FFT_TYPE_NAMES = {
+    "fft": FftType.FFT,
+    "FFT": FftType.FFT,
+    "ifft": FftType.IFFT,
+    "IFFT": FftType.IFFT,
+    "rfft": FftType.RFFT,
+    "RFFT": FftType.RFFT,
+    "irfft": FftType.IRFFT,
+    "IRFFT": FftType.IRFFT,
+}
 
 
 def _fft_type(fft_type):
@@ -48,17 +55,29 @@ def _fft_type(fft_type):
         return fft_type
     if isinstance(fft_type, str):
         if fft_type not in _FFT_TYPE_NAMES:
-            raise ValueError(f"Unknown FFT type '{fft_type}'; expected one of 'fft', 'ifft', "
-                             "'rfft', 'irfft' (or upper case), or a lax.FftType")
+            raise ValueError(
+                f"Unknown FFT type '{fft_type}'; expected one of 'fft', 'ifft', "
+                "'rfft', 'irfft' (or upper case), or a lax.FftType"
+            )
         return _FFT_TYPE_NAMES[fft_type]
     raise TypeError(f"Unknown FFT type value '{fft_type}'; expected a lax.FftType or a string")
 
 
 # ints and bools become these floats (whatever the x64 mode), as in JAX's to_inexact_dtype
-_INT_TO_FLOAT = {np.dtype(k): np.dtype(v) for k, v in [
-    ("bool", "float32"), ("uint8", "float32"), ("int8", "float32"), ("uint16", "float32"),
-    ("int16", "float32"), ("uint32", "float32"), ("int32", "float32"),
-    ("uint64", "float64"), ("int64", "float64")]}
+_INT_TO_FLOAT = {
+    np.dtype(k): np.dtype(v)
+    for k, v in [
+        ("bool", "float32"),
+        ("uint8", "float32"),
+        ("int8", "float32"),
+        ("uint16", "float32"),
+        ("int16", "float32"),
+        ("uint32", "float32"),
+        ("int32", "float32"),
+        ("uint64", "float64"),
+        ("int64", "float64"),
+    ]
+}
 
 
 def _to_inexact(dtype):
@@ -107,8 +126,10 @@ def fft(x, fft_type, fft_lengths):
     dtype = get_aval(x).dtype
     if typ == FftType.RFFT:
         if dtypes.is_complex(dtype):
-            raise ValueError(f"lax.fft: only real valued inputs supported for rfft, got an "
-                             f"input of dtype {dtype}")
+            raise ValueError(
+                f"lax.fft: only real valued inputs supported for rfft, got an "
+                f"input of dtype {dtype}"
+            )
         new_dtype = _to_inexact(dtype)
     else:
         new_dtype = _to_complex(dtype)
@@ -123,30 +144,39 @@ def _fft_abstract_eval(x, *, fft_type, fft_lengths):
     k = len(fft_lengths)
     name = f"lax.fft ({fft_type.name})"
     if k > x.ndim:
-        raise ValueError(f"{name}: FFT input shape {x.shape} must have at least as many "
-                         f"input dimensions as fft_lengths {fft_lengths}.")
-    minor = x.shape[x.ndim - k:]
+        raise ValueError(
+            f"{name}: FFT input shape {x.shape} must have at least as many "
+            f"input dimensions as fft_lengths {fft_lengths}."
+        )
+    minor = x.shape[x.ndim - k :]
     if fft_type == FftType.RFFT:
         if x.dtype not in (dtypes.float32, dtypes.float64):
             raise ValueError(f"{name}: RFFT input must be float32 or float64, got {x.dtype}")
         if minor != fft_lengths:
-            raise ValueError(f"{name}: RFFT input shape {x.shape} minor dimensions must be "
-                             f"equal to fft_lengths {fft_lengths}")
-        shape = x.shape[:x.ndim - k] + fft_lengths[:-1] + (fft_lengths[-1] // 2 + 1,)
+            raise ValueError(
+                f"{name}: RFFT input shape {x.shape} minor dimensions must be "
+                f"equal to fft_lengths {fft_lengths}"
+            )
+        shape = x.shape[: x.ndim - k] + fft_lengths[:-1] + (fft_lengths[-1] // 2 + 1,)
         return [ShapedArray(shape, _complex_dtype(x.dtype), x.weak_type)]
     if not dtypes.is_complex(x.dtype):
-        raise ValueError(f"{name}: {fft_type.name} input must be complex64 or complex128, got "
-                         f"{x.dtype}")
+        raise ValueError(
+            f"{name}: {fft_type.name} input must be complex64 or complex128, got {x.dtype}"
+        )
     if fft_type == FftType.IRFFT:
         if minor[:-1] != fft_lengths[:-1]:
-            raise ValueError(f"{name}: IRFFT input shape {x.shape} minor dimensions must be "
-                             f"equal to all except the last fft_length, got fft_lengths="
-                             f"{fft_lengths}")
-        shape = x.shape[:x.ndim - k] + fft_lengths
+            raise ValueError(
+                f"{name}: IRFFT input shape {x.shape} minor dimensions must be "
+                f"equal to all except the last fft_length, got fft_lengths="
+                f"{fft_lengths}"
+            )
+        shape = x.shape[: x.ndim - k] + fft_lengths
         return [ShapedArray(shape, _real_dtype(x.dtype), x.weak_type)]
     if minor != fft_lengths:
-        raise ValueError(f"{name}: {fft_type.name} input shape {x.shape} minor dimensions must "
-                         f"be equal to fft_lengths {fft_lengths}")
+        raise ValueError(
+            f"{name}: {fft_type.name} input shape {x.shape} minor dimensions must "
+            f"be equal to fft_lengths {fft_lengths}"
+        )
     return [ShapedArray(x.shape, x.dtype, x.weak_type)]
 
 

@@ -80,29 +80,41 @@ def _index_dtype(shape):
 
 def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
     if len(start_indices) != x.ndim:
-        raise TypeError(f"lax.slice: start_indices {start_indices} must have one entry per "
-                        f"operand dimension (operand shape {x.shape})")
+        raise TypeError(
+            f"lax.slice: start_indices {start_indices} must have one entry per "
+            f"operand dimension (operand shape {x.shape})"
+        )
     if len(limit_indices) != x.ndim:
-        raise TypeError(f"lax.slice: limit_indices {limit_indices} must have one entry per "
-                        f"operand dimension (operand shape {x.shape})")
+        raise TypeError(
+            f"lax.slice: limit_indices {limit_indices} must have one entry per "
+            f"operand dimension (operand shape {x.shape})"
+        )
     if strides is not None and len(strides) != x.ndim:
-        raise TypeError(f"lax.slice: strides {strides} must have one entry per operand "
-                        f"dimension (operand shape {x.shape})")
+        raise TypeError(
+            f"lax.slice: strides {strides} must have one entry per operand "
+            f"dimension (operand shape {x.shape})"
+        )
     if any(s < 0 for s in start_indices):
-        raise TypeError(f"lax.slice: start_indices {start_indices} must be non-negative "
-                        f"(operand shape {x.shape}); lax.slice_in_dim wraps negative indices")
+        raise TypeError(
+            f"lax.slice: start_indices {start_indices} must be non-negative "
+            f"(operand shape {x.shape}); lax.slice_in_dim wraps negative indices"
+        )
     if any(lim > d for lim, d in zip(limit_indices, x.shape, strict=True)):
-        raise TypeError(f"lax.slice: limit_indices {limit_indices} must not exceed the "
-                        f"operand shape {x.shape}")
+        raise TypeError(
+            f"lax.slice: limit_indices {limit_indices} must not exceed the operand shape {x.shape}"
+        )
     if any(lim < s for s, lim in zip(start_indices, limit_indices, strict=True)):
-        raise TypeError(f"lax.slice: limit_indices {limit_indices} must be >= start_indices "
-                        f"{start_indices} (operand shape {x.shape})")
+        raise TypeError(
+            f"lax.slice: limit_indices {limit_indices} must be >= start_indices "
+            f"{start_indices} (operand shape {x.shape})"
+        )
     strides = strides or (1,) * x.ndim
     if any(st < 1 for st in strides):
         raise TypeError(f"lax.slice: strides {strides} must be positive")
-    shape = tuple((lim - s + st - 1) // st
-                  for s, lim, st in zip(start_indices, limit_indices, strides,
-                                            strict=True))
+    shape = tuple(
+        (lim - s + st - 1) // st
+        for s, lim, st in zip(start_indices, limit_indices, strides, strict=True)
+    )
     return [ShapedArray(shape, x.dtype, x.weak_type)]
 
 
@@ -152,8 +164,9 @@ def index_in_dim(operand, index, axis=0, keepdims=True):
     index, n = int(index), shape[axis]
     wrapped = index + n if index < 0 else index
     if not 0 <= wrapped < n:
-        raise IndexError(f"lax.index_in_dim: index {index} is out of bounds for axis {axis} "
-                         f"with size {n}")
+        raise IndexError(
+            f"lax.index_in_dim: index {index} is out of bounds for axis {axis} with size {n}"
+        )
     out = slice_in_dim(operand, wrapped, wrapped + 1, 1, axis)
     return out if keepdims else squeeze(out, (axis,))
 
@@ -163,16 +176,17 @@ def index_in_dim(operand, index, axis=0, keepdims=True):
 
 def _check_start_indices(name, x, indices):
     if len(indices) != x.ndim:
-        raise TypeError(f"lax.{name}: got {len(indices)} start indices for an operand of "
-                        f"shape {x.shape}; pass one scalar index per dimension")
+        raise TypeError(
+            f"lax.{name}: got {len(indices)} start indices for an operand of "
+            f"shape {x.shape}; pass one scalar index per dimension"
+        )
     for i in indices:
         if i.ndim != 0:
             got = ", ".join(a.str_short() for a in indices)
             raise TypeError(f"lax.{name}: start indices must be scalars, got {got}")
         if not dtypes.is_int(i.dtype) or i.dtype != indices[0].dtype:
             got = ", ".join(str(a.dtype) for a in indices)
-            raise TypeError(f"lax.{name}: start indices must be integers of one dtype, got "
-                            f"{got}")
+            raise TypeError(f"lax.{name}: start indices must be integers of one dtype, got {got}")
 
 
 def _clamped_starts(x_shape, window_shape, starts):
@@ -187,11 +201,15 @@ def _clamped_starts(x_shape, window_shape, starts):
 def _dynamic_slice_abstract_eval(x, *indices, slice_sizes):
     _check_start_indices("dynamic_slice", x, indices)
     if len(slice_sizes) != x.ndim:
-        raise TypeError(f"lax.dynamic_slice: slice_sizes {slice_sizes} must have one entry per "
-                        f"operand dimension (operand shape {x.shape})")
+        raise TypeError(
+            f"lax.dynamic_slice: slice_sizes {slice_sizes} must have one entry per "
+            f"operand dimension (operand shape {x.shape})"
+        )
     if any(s < 0 or s > d for s, d in zip(slice_sizes, x.shape, strict=True)):
-        raise TypeError(f"lax.dynamic_slice: slice_sizes {slice_sizes} must be in "
-                        f"[0, dim] for operand shape {x.shape}")
+        raise TypeError(
+            f"lax.dynamic_slice: slice_sizes {slice_sizes} must be in "
+            f"[0, dim] for operand shape {x.shape}"
+        )
     return [ShapedArray(tuple(slice_sizes), x.dtype, x.weak_type)]
 
 
@@ -200,8 +218,9 @@ def _dynamic_slice_host(x, *indices, slice_sizes):
     return [x[tuple(_builtin_slice(s, s + w) for s, w in zip(starts, slice_sizes, strict=True))]]
 
 
-dynamic_slice_p = standard_primitive("dynamic_slice", _dynamic_slice_abstract_eval,
-                                     _dynamic_slice_host)
+dynamic_slice_p = standard_primitive(
+    "dynamic_slice", _dynamic_slice_abstract_eval, _dynamic_slice_host
+)
 
 
 def _is_static_int(i):
@@ -216,30 +235,41 @@ def _dynamic_slice_indices(name, operand, start_indices, allow_negative_indices)
     """
     aval = get_aval(operand)
     if not isinstance(start_indices, (list, tuple)) and (
-            isinstance(start_indices, (Tracer, np.ndarray)) or hasattr(start_indices, "aval")):
+        isinstance(start_indices, (Tracer, np.ndarray)) or hasattr(start_indices, "aval")
+    ):
         idx_aval = get_aval(start_indices)
         if idx_aval.ndim != 1:  # ValueError, as JAX's
-            raise ValueError(f"lax.{name}: start_indices must be a sequence of scalars or a "
-                             f"1-D array, got an array of shape {idx_aval.shape}")
+            raise ValueError(
+                f"lax.{name}: start_indices must be a sequence of scalars or a "
+                f"1-D array, got an array of shape {idx_aval.shape}"
+            )
         if isinstance(start_indices, np.ndarray):
             start_indices = list(start_indices)  # NumPy scalars: static indices
         else:  # an xform array or a tracer: split it into scalar operands
-            start_indices = [reshape(slice(start_indices, (k,), (k + 1,)), ())
-                             for k in range(idx_aval.shape[0])]
+            start_indices = [
+                reshape(slice(start_indices, (k,), (k + 1,)), ()) for k in range(idx_aval.shape[0])
+            ]
     start_indices = list(start_indices)
     if len(start_indices) != aval.ndim:  # ValueError, as JAX's
-        raise ValueError(f"lax.{name}: got {len(start_indices)} start indices for an operand "
-                         f"of shape {aval.shape}; pass one scalar index per dimension")
+        raise ValueError(
+            f"lax.{name}: got {len(start_indices)} start indices for an operand "
+            f"of shape {aval.shape}; pass one scalar index per dimension"
+        )
     if isinstance(allow_negative_indices, bool):
         allow_negative_indices = [allow_negative_indices] * aval.ndim
     out = []
     for i, d, allow in zip(start_indices, aval.shape, allow_negative_indices, strict=True):
         if _is_static_int(i):
             if i < 0 and not allow:
-                raise ValueError(f"lax.{name}: index {i} is out of bounds for dimension {d} "
-                                 "with allow_negative_indices=False")
-            dt = dtypes.canonicalize(np.asarray(i).dtype) if isinstance(i, np.integer) \
+                raise ValueError(
+                    f"lax.{name}: index {i} is out of bounds for dimension {d} "
+                    "with allow_negative_indices=False"
+                )
+            dt = (
+                dtypes.canonicalize(np.asarray(i).dtype)
+                if isinstance(i, np.integer)
                 else dtypes.default_int()
+            )
             out.append(np.asarray(int(i) + d if i < 0 else int(i), dt))
             continue
         i_aval = get_aval(i)
@@ -259,8 +289,9 @@ def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices
 
     Example: ``dynamic_slice(x, (i, 0), (2, x.shape[1]))`` is rows ``i, i + 1`` of ``x``.
     """
-    indices = _dynamic_slice_indices("dynamic_slice", operand, start_indices,
-                                     allow_negative_indices)
+    indices = _dynamic_slice_indices(
+        "dynamic_slice", operand, start_indices, allow_negative_indices
+    )
     sizes = _ints(slice_sizes, "lax.dynamic_slice", "slice_sizes")
     return dynamic_slice_p.bind(operand, *indices, slice_sizes=sizes)
 
@@ -272,8 +303,7 @@ def _zero_like_index(i):
     return np.zeros((), get_aval(i).dtype)
 
 
-def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
-                         allow_negative_indices=True):
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *, allow_negative_indices=True):
     """``operand[..., start_index:start_index + slice_size]`` along ``axis``, dynamically."""
     shape = get_aval(operand).shape
     axis = canonicalize_axis(axis, len(shape), "lax.dynamic_slice_in_dim")
@@ -286,13 +316,13 @@ def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
     return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow)
 
 
-def dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *,
-                         allow_negative_indices=True):
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *, allow_negative_indices=True):
     """``operand[..., index]`` along ``axis`` for a (possibly traced) ``index``."""
     ndim = get_aval(operand).ndim
     axis = canonicalize_axis(axis, ndim, "lax.dynamic_index_in_dim")
-    out = dynamic_slice_in_dim(operand, index, 1, axis,
-                               allow_negative_indices=allow_negative_indices)
+    out = dynamic_slice_in_dim(
+        operand, index, 1, axis, allow_negative_indices=allow_negative_indices
+    )
     return out if keepdims else squeeze(out, (axis,))
 
 
@@ -301,14 +331,20 @@ def dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *,
 
 def _dynamic_update_slice_abstract_eval(x, update, *indices):
     if update.dtype != x.dtype:
-        raise TypeError(f"lax.dynamic_update_slice requires arguments to have the same "
-                        f"dtypes, got {x.dtype}, {update.dtype}")
+        raise TypeError(
+            f"lax.dynamic_update_slice requires arguments to have the same "
+            f"dtypes, got {x.dtype}, {update.dtype}"
+        )
     if update.ndim != x.ndim:
-        raise TypeError(f"lax.dynamic_update_slice: update must have the operand's rank, got "
-                        f"update shape {update.shape} for operand shape {x.shape}")
+        raise TypeError(
+            f"lax.dynamic_update_slice: update must have the operand's rank, got "
+            f"update shape {update.shape} for operand shape {x.shape}"
+        )
     if any(u > d for u, d in zip(update.shape, x.shape, strict=True)):
-        raise TypeError(f"lax.dynamic_update_slice: update shape {update.shape} must fit in "
-                        f"the operand shape {x.shape}")
+        raise TypeError(
+            f"lax.dynamic_update_slice: update shape {update.shape} must fit in "
+            f"the operand shape {x.shape}"
+        )
     _check_start_indices("dynamic_update_slice", x, indices)
     weak = x.weak_type and update.weak_type and all(i.weak_type for i in indices)
     return [ShapedArray(x.shape, x.dtype, weak)]
@@ -322,7 +358,8 @@ def _dynamic_update_slice_host(x, update, *indices):
 
 
 dynamic_update_slice_p = standard_primitive(
-    "dynamic_update_slice", _dynamic_update_slice_abstract_eval, _dynamic_update_slice_host)
+    "dynamic_update_slice", _dynamic_update_slice_abstract_eval, _dynamic_update_slice_host
+)
 
 
 def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
@@ -332,13 +369,13 @@ def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indic
 
     Example: ``dynamic_update_slice(zeros(6), ones(3), (5,))`` writes positions 3..5.
     """
-    indices = _dynamic_slice_indices("dynamic_update_slice", operand, start_indices,
-                                     allow_negative_indices)
+    indices = _dynamic_slice_indices(
+        "dynamic_update_slice", operand, start_indices, allow_negative_indices
+    )
     return dynamic_update_slice_p.bind(operand, update, *indices)
 
 
-def dynamic_update_slice_in_dim(operand, update, start_index, axis, *,
-                                allow_negative_indices=True):
+def dynamic_update_slice_in_dim(operand, update, start_index, axis, *, allow_negative_indices=True):
     """``dynamic_update_slice`` with a single start index along ``axis``."""
     ndim = get_aval(operand).ndim
     axis = canonicalize_axis(axis, ndim, "lax.dynamic_update_slice_in_dim")
@@ -356,8 +393,9 @@ def dynamic_update_index_in_dim(operand, update, index, axis, *, allow_negative_
     u_shape = get_aval(update).shape
     if len(u_shape) == ndim - 1:
         update = reshape(update, u_shape[:axis] + (1,) + u_shape[axis:])
-    return dynamic_update_slice_in_dim(operand, update, index, axis,
-                                       allow_negative_indices=allow_negative_indices)
+    return dynamic_update_slice_in_dim(
+        operand, update, index, axis, allow_negative_indices=allow_negative_indices
+    )
 
 
 # --------------------------------------------------------------------------- gather
@@ -407,16 +445,17 @@ class GatherScatterMode(enum.Enum):
         name = getattr(s, "name", None)
         if name in GatherScatterMode.__members__:
             return GatherScatterMode[name]
-        raise ValueError(f"Unknown gather/scatter mode {s!r}: use 'clip', 'fill', 'drop', "
-                         "'promise_in_bounds' or a GatherScatterMode")
+        raise ValueError(
+            f"Unknown gather/scatter mode {s!r}: use 'clip', 'fill', 'drop', "
+            "'promise_in_bounds' or a GatherScatterMode"
+        )
 
 
 def _as_dnums(cls, dn, name):
     """``dn`` (any object with ``cls``'s fields, e.g. JAX's) as ``cls`` holding int tuples."""
     if not all(hasattr(dn, f) for f in cls._fields[:3]):
         raise TypeError(f"{name}: dimension_numbers must be a {cls.__name__}, got {dn!r}")
-    return cls(*(_ints(getattr(dn, f, ()), name, f"dimension_numbers.{f}")
-                 for f in cls._fields))
+    return cls(*(_ints(getattr(dn, f, ()), name, f"dimension_numbers.{f}") for f in cls._fields))
 
 
 def _check_dims(op, dims, rank, what, sorted_=True):
@@ -431,30 +470,44 @@ def _check_dims(op, dims, rank, what, sorted_=True):
 
 def _check_index_dtype(op, indices):
     if not dtypes.is_int(indices.dtype):
-        raise ValueError(f"{op}: indices must have an integer dtype, got "
-                         f"{indices.str_short()}")
+        raise ValueError(f"{op}: indices must have an integer dtype, got {indices.str_short()}")
     if indices.ndim < 1:
-        raise TypeError(f"{op}: indices must have rank >= 1 (the last dim is the index vector; "
-                        f"add a trailing dim of size 1 for scalar indices), got shape "
-                        f"{indices.shape}")
+        raise TypeError(
+            f"{op}: indices must have rank >= 1 (the last dim is the index vector; "
+            f"add a trailing dim of size 1 for scalar indices), got shape "
+            f"{indices.shape}"
+        )
 
 
 def _check_batching(op, operand, indices, *, operand_bdims, indices_bdims, names):
     _check_dims(op, operand_bdims, operand.ndim, names[0])
     _check_dims(op, indices_bdims, indices.ndim - 1, names[1], sorted_=False)
     if len(operand_bdims) != len(indices_bdims):
-        raise TypeError(f"{op}: {names[0]} {operand_bdims} and {names[1]} {indices_bdims} "
-                        "must have the same length")
+        raise TypeError(
+            f"{op}: {names[0]} {operand_bdims} and {names[1]} {indices_bdims} "
+            "must have the same length"
+        )
     o_shape = tuple(operand.shape[d] for d in operand_bdims)
     i_shape = tuple(indices.shape[d] for d in indices_bdims)
     if o_shape != i_shape:
-        raise TypeError(f"{op}: operand batching dims have shape {o_shape} but indices "
-                        f"batching dims have shape {i_shape} (operand shape {operand.shape}, "
-                        f"indices shape {indices.shape})")
+        raise TypeError(
+            f"{op}: operand batching dims have shape {o_shape} but indices "
+            f"batching dims have shape {i_shape} (operand shape {operand.shape}, "
+            f"indices shape {indices.shape})"
+        )
 
 
-def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes,
-                          indices_are_sorted, unique_indices, mode, fill_value):
+def _gather_abstract_eval(
+    operand,
+    indices,
+    *,
+    dimension_numbers,
+    slice_sizes,
+    indices_are_sorted,
+    unique_indices,
+    mode,
+    fill_value,
+):
     op = "lax.gather"
     dn = dimension_numbers
     _check_index_dtype(op, indices)
@@ -462,37 +515,59 @@ def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes,
     out_rank = len(batch_shape) + len(dn.offset_dims)
     _check_dims(op, dn.offset_dims, out_rank, "offset_dims")
     if len(dn.start_index_map) != indices.shape[-1]:
-        raise TypeError(f"{op}: start_index_map {dn.start_index_map} must have one entry per "
-                        f"element of the index vector (the last dim of indices shape "
-                        f"{indices.shape})")
+        raise TypeError(
+            f"{op}: start_index_map {dn.start_index_map} must have one entry per "
+            f"element of the index vector (the last dim of indices shape "
+            f"{indices.shape})"
+        )
     _check_dims(op, dn.start_index_map, operand.ndim, "start_index_map", sorted_=False)
     _check_dims(op, dn.collapsed_slice_dims, operand.ndim, "collapsed_slice_dims")
-    _check_batching(op, operand, indices, operand_bdims=dn.operand_batching_dims,
-                    indices_bdims=dn.start_indices_batching_dims,
-                    names=("operand_batching_dims", "start_indices_batching_dims"))
+    _check_batching(
+        op,
+        operand,
+        indices,
+        operand_bdims=dn.operand_batching_dims,
+        indices_bdims=dn.start_indices_batching_dims,
+        names=("operand_batching_dims", "start_indices_batching_dims"),
+    )
     if set(dn.operand_batching_dims) & (set(dn.collapsed_slice_dims) | set(dn.start_index_map)):
-        raise TypeError(f"{op}: operand_batching_dims {dn.operand_batching_dims} must be "
-                        f"disjoint from collapsed_slice_dims and start_index_map")
+        raise TypeError(
+            f"{op}: operand_batching_dims {dn.operand_batching_dims} must be "
+            f"disjoint from collapsed_slice_dims and start_index_map"
+        )
     if len(slice_sizes) != operand.ndim:
-        raise TypeError(f"{op}: slice_sizes {slice_sizes} must have one entry per operand "
-                        f"dimension (operand shape {operand.shape})")
-    if len(dn.offset_dims) + len(dn.collapsed_slice_dims) + len(dn.operand_batching_dims) \
-            != operand.ndim:
-        raise TypeError(f"{op}: each operand dim must be an offset dim, collapsed or batching: "
-                        f"got offset_dims {dn.offset_dims}, collapsed_slice_dims "
-                        f"{dn.collapsed_slice_dims}, operand_batching_dims "
-                        f"{dn.operand_batching_dims} for operand shape {operand.shape}")
+        raise TypeError(
+            f"{op}: slice_sizes {slice_sizes} must have one entry per operand "
+            f"dimension (operand shape {operand.shape})"
+        )
+    if (
+        len(dn.offset_dims) + len(dn.collapsed_slice_dims) + len(dn.operand_batching_dims)
+        != operand.ndim
+    ):
+        raise TypeError(
+            f"{op}: each operand dim must be an offset dim, collapsed or batching: "
+            f"got offset_dims {dn.offset_dims}, collapsed_slice_dims "
+            f"{dn.collapsed_slice_dims}, operand_batching_dims "
+            f"{dn.operand_batching_dims} for operand shape {operand.shape}"
+        )
     nonempty = all(d > 0 for d in indices.shape)
     for s, d in zip(slice_sizes, operand.shape, strict=True):
         if s < 0 or (nonempty and s > d):
-            raise TypeError(f"{op}: slice_sizes {slice_sizes} must be in [0, dim] for operand "
-                            f"shape {operand.shape}")
+            raise TypeError(
+                f"{op}: slice_sizes {slice_sizes} must be in [0, dim] for operand "
+                f"shape {operand.shape}"
+            )
     for d in dn.collapsed_slice_dims + dn.operand_batching_dims:
         if slice_sizes[d] > 1 or (d in dn.collapsed_slice_dims and slice_sizes[d] != 1):
-            raise TypeError(f"{op}: collapsed and batching dims must have slice size 1, but "
-                            f"slice_sizes[{d}] is {slice_sizes[d]} (slice_sizes {slice_sizes})")
-    window = (s for d, s in enumerate(slice_sizes)
-              if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims)
+            raise TypeError(
+                f"{op}: collapsed and batching dims must have slice size 1, but "
+                f"slice_sizes[{d}] is {slice_sizes[d]} (slice_sizes {slice_sizes})"
+            )
+    window = (
+        s
+        for d, s in enumerate(slice_sizes)
+        if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims
+    )
     batch = iter(batch_shape)
     shape = tuple(next(window) if i in dn.offset_dims else next(batch) for i in range(out_rank))
     return [ShapedArray(shape, operand.dtype, operand.weak_type)]
@@ -528,7 +603,8 @@ def _window_index(batch_shape, starts, window, *, index_map, operand_bdims, indi
         elif d in operand_bdims:  # a batching dim: the position along its indices dim
             b = indices_bdims[operand_bdims.index(d)]
             start = np.arange(batch_shape[b]).reshape(
-                [batch_shape[b] if i == b else 1 for i in range(nb)])
+                [batch_shape[b] if i == b else 1 for i in range(nb)]
+            )
         else:
             start = np.zeros((1,) * nb, np.int64)
         offset = np.arange(w).reshape([w if i == d else 1 for i in range(nw)])
@@ -537,23 +613,42 @@ def _window_index(batch_shape, starts, window, *, index_map, operand_bdims, indi
     return tuple(np.broadcast_to(c, full) for c in coords)
 
 
-def _gather_host(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
-                 unique_indices, mode, fill_value):
+def _gather_host(
+    operand,
+    indices,
+    *,
+    dimension_numbers,
+    slice_sizes,
+    indices_are_sorted,
+    unique_indices,
+    mode,
+    fill_value,
+):
     dn = dimension_numbers
     batch_shape = indices.shape[:-1]
     nb = len(batch_shape)
     upper = [operand.shape[d] - slice_sizes[d] for d in dn.start_index_map]
     starts = _clamp_starts(indices, upper)
-    coords = _window_index(batch_shape, starts, slice_sizes, index_map=dn.start_index_map,
-                           operand_bdims=dn.operand_batching_dims,
-                           indices_bdims=dn.start_indices_batching_dims)
+    coords = _window_index(
+        batch_shape,
+        starts,
+        slice_sizes,
+        index_map=dn.start_index_map,
+        operand_bdims=dn.operand_batching_dims,
+        indices_bdims=dn.start_indices_batching_dims,
+    )
     out = operand[coords] if coords else np.broadcast_to(operand, batch_shape)
-    kept = tuple(s for d, s in enumerate(slice_sizes)
-                 if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims)
+    kept = tuple(
+        s
+        for d, s in enumerate(slice_sizes)
+        if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims
+    )
     out = out.reshape(batch_shape + kept)
     batch_axes = iter(range(nb))
-    perm = [nb + dn.offset_dims.index(i) if i in dn.offset_dims else next(batch_axes)
-            for i in range(out.ndim)]
+    perm = [
+        nb + dn.offset_dims.index(i) if i in dn.offset_dims else next(batch_axes)
+        for i in range(out.ndim)
+    ]
     out = np.transpose(out, perm)
     if mode == GatherScatterMode.FILL_OR_DROP:
         # JAX compares the indices after converting them to its signed index dtype.
@@ -578,8 +673,17 @@ def _default_fill_value(dtype):
     return True
 
 
-def gather(operand, start_indices, dimension_numbers, slice_sizes, *, indices_are_sorted=False,
-           unique_indices=False, mode=None, fill_value=None):
+def gather(
+    operand,
+    start_indices,
+    dimension_numbers,
+    slice_sizes,
+    *,
+    indices_are_sorted=False,
+    unique_indices=False,
+    mode=None,
+    fill_value=None,
+):
     """XLA's Gather: slices of ``operand`` of size ``slice_sizes`` at ``start_indices``.
 
     Args:
@@ -596,8 +700,7 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, indices_ar
     ``gather(x, idx[:, None], dn, (1,))`` is ``x[idx]`` for a vector ``x``.
     """
     dn = _as_dnums(GatherDimensionNumbers, dimension_numbers, "lax.gather")
-    mode = GatherScatterMode.from_any(
-        GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else mode)
+    mode = GatherScatterMode.from_any(GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else mode)
     if mode == GatherScatterMode.FILL_OR_DROP:
         if fill_value is None:
             fill_value = _default_fill_value(get_aval(operand).dtype)
@@ -606,9 +709,16 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, indices_ar
     else:
         fill_value = None
     sizes = _ints(slice_sizes, "lax.gather", "slice_sizes")
-    return gather_p.bind(operand, start_indices, dimension_numbers=dn, slice_sizes=sizes,
-                         indices_are_sorted=bool(indices_are_sorted),
-                         unique_indices=bool(unique_indices), mode=mode, fill_value=fill_value)
+    return gather_p.bind(
+        operand,
+        start_indices,
+        dimension_numbers=dn,
+        slice_sizes=sizes,
+        indices_are_sorted=bool(indices_are_sorted),
+        unique_indices=bool(unique_indices),
+        mode=mode,
+        fill_value=fill_value,
+    )
 
 
 # --------------------------------------------------------------------------- scatter
@@ -646,57 +756,87 @@ def _scatter_window(operand, updates, dn):
 def _scatter_abstract_eval(name, kinds):
     op = f"lax.{name}"
 
-    def rule(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
-             unique_indices, mode):
+    def rule(
+        operand, indices, updates, *, dimension_numbers, indices_are_sorted, unique_indices, mode
+    ):
         dn = dimension_numbers
         _check_index_dtype(op, indices)
         if updates.dtype != operand.dtype:
-            raise TypeError(f"{op} requires arguments to have the same dtypes, got "
-                            f"{operand.dtype}, {updates.dtype}")
+            raise TypeError(
+                f"{op} requires arguments to have the same dtypes, got "
+                f"{operand.dtype}, {updates.dtype}"
+            )
         check_dtype(op, operand.dtype, kinds)
         batch_shape = indices.shape[:-1]
         if updates.ndim != len(batch_shape) + len(dn.update_window_dims):
-            raise TypeError(f"{op}: updates must have rank "
-                            f"{len(batch_shape) + len(dn.update_window_dims)} (indices batch "
-                            f"rank {len(batch_shape)} + {len(dn.update_window_dims)} window "
-                            f"dims), got updates shape {updates.shape}")
+            raise TypeError(
+                f"{op}: updates must have rank "
+                f"{len(batch_shape) + len(dn.update_window_dims)} (indices batch "
+                f"rank {len(batch_shape)} + {len(dn.update_window_dims)} window "
+                f"dims), got updates shape {updates.shape}"
+            )
         _check_dims(op, dn.update_window_dims, updates.ndim, "update_window_dims")
         _check_dims(op, dn.inserted_window_dims, operand.ndim, "inserted_window_dims")
-        _check_batching(op, operand, indices, operand_bdims=dn.operand_batching_dims,
-                        indices_bdims=dn.scatter_indices_batching_dims,
-                        names=("operand_batching_dims", "scatter_indices_batching_dims"))
+        _check_batching(
+            op,
+            operand,
+            indices,
+            operand_bdims=dn.operand_batching_dims,
+            indices_bdims=dn.scatter_indices_batching_dims,
+            names=("operand_batching_dims", "scatter_indices_batching_dims"),
+        )
         bdims = set(dn.operand_batching_dims)
         if bdims & (set(dn.inserted_window_dims) | set(dn.scatter_dims_to_operand_dims)):
-            raise TypeError(f"{op}: operand_batching_dims {dn.operand_batching_dims} must be "
-                            "disjoint from inserted_window_dims and "
-                            "scatter_dims_to_operand_dims")
-        n_window = (len(dn.update_window_dims) + len(dn.inserted_window_dims) +
-                    len(dn.operand_batching_dims))
+            raise TypeError(
+                f"{op}: operand_batching_dims {dn.operand_batching_dims} must be "
+                "disjoint from inserted_window_dims and "
+                "scatter_dims_to_operand_dims"
+            )
+        n_window = (
+            len(dn.update_window_dims)
+            + len(dn.inserted_window_dims)
+            + len(dn.operand_batching_dims)
+        )
         if n_window != operand.ndim:
-            raise TypeError(f"{op}: update_window_dims {dn.update_window_dims}, "
-                            f"inserted_window_dims {dn.inserted_window_dims} and "
-                            f"operand_batching_dims {dn.operand_batching_dims} must account "
-                            f"for every dim of the operand of shape {operand.shape}")
+            raise TypeError(
+                f"{op}: update_window_dims {dn.update_window_dims}, "
+                f"inserted_window_dims {dn.inserted_window_dims} and "
+                f"operand_batching_dims {dn.operand_batching_dims} must account "
+                f"for every dim of the operand of shape {operand.shape}"
+            )
         if len(dn.scatter_dims_to_operand_dims) != indices.shape[-1]:
-            raise TypeError(f"{op}: scatter_dims_to_operand_dims "
-                            f"{dn.scatter_dims_to_operand_dims} must have one entry per "
-                            f"element of the index vector (the last dim of indices shape "
-                            f"{indices.shape})")
-        _check_dims(op, dn.scatter_dims_to_operand_dims, operand.ndim,
-                    "scatter_dims_to_operand_dims", sorted_=False)
-        window_dims = [d for d in range(operand.ndim)
-                       if d not in dn.inserted_window_dims and d not in bdims]
+            raise TypeError(
+                f"{op}: scatter_dims_to_operand_dims "
+                f"{dn.scatter_dims_to_operand_dims} must have one entry per "
+                f"element of the index vector (the last dim of indices shape "
+                f"{indices.shape})"
+            )
+        _check_dims(
+            op,
+            dn.scatter_dims_to_operand_dims,
+            operand.ndim,
+            "scatter_dims_to_operand_dims",
+            sorted_=False,
+        )
+        window_dims = [
+            d for d in range(operand.ndim) if d not in dn.inserted_window_dims and d not in bdims
+        ]
         for u, d in zip(dn.update_window_dims, window_dims, strict=True):
             if updates.shape[u] > operand.shape[d]:
-                raise TypeError(f"{op}: the window of updates (shape {updates.shape}) "
-                                f"exceeds the operand (shape {operand.shape}) along operand "
-                                f"dim {d}")
-        scatter_shape = tuple(s for i, s in enumerate(updates.shape)
-                              if i not in dn.update_window_dims)
+                raise TypeError(
+                    f"{op}: the window of updates (shape {updates.shape}) "
+                    f"exceeds the operand (shape {operand.shape}) along operand "
+                    f"dim {d}"
+                )
+        scatter_shape = tuple(
+            s for i, s in enumerate(updates.shape) if i not in dn.update_window_dims
+        )
         if scatter_shape != batch_shape:
-            raise TypeError(f"{op}: the scatter dims of updates (shape {updates.shape}) must "
-                            f"match the batch dims of indices (shape {indices.shape}): "
-                            f"{scatter_shape} != {batch_shape}")
+            raise TypeError(
+                f"{op}: the scatter dims of updates (shape {updates.shape}) must "
+                f"match the batch dims of indices (shape {indices.shape}): "
+                f"{scatter_shape} != {batch_shape}"
+            )
         return [ShapedArray(operand.shape, operand.dtype, operand.weak_type)]
 
     return rule
@@ -706,8 +846,9 @@ def _scatter_host(combine):
     """The NumPy impl of a scatter whose combiner is ``combine`` (a ufunc, or None to
     replace)."""
 
-    def impl(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
-             unique_indices, mode):
+    def impl(
+        operand, indices, updates, *, dimension_numbers, indices_are_sorted, unique_indices, mode
+    ):
         dn = dimension_numbers
         batch_shape = indices.shape[:-1]
         window = _scatter_window(operand, updates, dn)
@@ -716,10 +857,14 @@ def _scatter_host(combine):
         upd = upd.reshape(batch_shape + tuple(window))
         upper = [operand.shape[d] - window[d] for d in dn.scatter_dims_to_operand_dims]
         starts = _clamp_starts(indices, upper)
-        coords = _window_index(batch_shape, starts, window,
-                               index_map=dn.scatter_dims_to_operand_dims,
-                               operand_bdims=dn.operand_batching_dims,
-                               indices_bdims=dn.scatter_indices_batching_dims)
+        coords = _window_index(
+            batch_shape,
+            starts,
+            window,
+            index_map=dn.scatter_dims_to_operand_dims,
+            operand_bdims=dn.operand_batching_dims,
+            indices_bdims=dn.scatter_indices_batching_dims,
+        )
         if mode != GatherScatterMode.CLIP:  # XLA drops every window that does not fit
             ok = _in_bounds(indices, upper)
             coords = tuple(c[ok] for c in coords)
@@ -738,8 +883,9 @@ def _scatter_host(combine):
 
 
 def _scatter_primitive(name, kinds, combine):
-    return standard_primitive(name, _scatter_abstract_eval(name.replace("-", "_"), kinds),
-                              _scatter_host(combine))
+    return standard_primitive(
+        name, _scatter_abstract_eval(name.replace("-", "_"), kinds), _scatter_host(combine)
+    )
 
 
 scatter_p = _scatter_primitive("scatter", ANY, None)
@@ -768,29 +914,50 @@ def _printed_update_params(combine):
     return derive
 
 
-for _prim, _combine in ((scatter_p, None), (scatter_add_p, elementwise.add_p),
-                        (scatter_mul_p, elementwise.mul_p), (scatter_min_p, elementwise.min_p),
-                        (scatter_max_p, elementwise.max_p), (scatter_sub_p, elementwise.sub_p)):
+for _prim, _combine in (
+    (scatter_p, None),
+    (scatter_add_p, elementwise.add_p),
+    (scatter_mul_p, elementwise.mul_p),
+    (scatter_min_p, elementwise.min_p),
+    (scatter_max_p, elementwise.max_p),
+    (scatter_sub_p, elementwise.sub_p),
+):
     jaxpr_printer.pp_derived_params[_prim.name] = _printed_update_params(_combine)
 
 
 def _scatter_wrapper(prim, name, doc):
     """The public function of one scatter primitive: JAX's signature, params canonicalized."""
 
-    def wrapper(operand, scatter_indices, updates, dimension_numbers, *,
-                indices_are_sorted=False, unique_indices=False, mode=None):
+    def wrapper(
+        operand,
+        scatter_indices,
+        updates,
+        dimension_numbers,
+        *,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=None,
+    ):
         dn = _as_dnums(ScatterDimensionNumbers, dimension_numbers, f"lax.{prim.name}")
-        return prim.bind(operand, scatter_indices, updates, dimension_numbers=dn,
-                         indices_are_sorted=bool(indices_are_sorted),
-                         unique_indices=bool(unique_indices),
-                         mode=GatherScatterMode.from_any(mode))
+        return prim.bind(
+            operand,
+            scatter_indices,
+            updates,
+            dimension_numbers=dn,
+            indices_are_sorted=bool(indices_are_sorted),
+            unique_indices=bool(unique_indices),
+            mode=GatherScatterMode.from_any(mode),
+        )
 
     wrapper.__name__ = wrapper.__qualname__ = name
     wrapper.__doc__ = doc
     return wrapper
 
 
-scatter = _scatter_wrapper(scatter_p, "scatter", """XLA's Scatter: ``operand`` with the
+scatter = _scatter_wrapper(
+    scatter_p,
+    "scatter",
+    """XLA's Scatter: ``operand`` with the
     windows at ``scatter_indices`` set to ``updates``.
 
     ``mode=None`` drops out-of-bounds windows (``FILL_OR_DROP``); ``'clip'`` clamps them in.
@@ -798,27 +965,47 @@ scatter = _scatter_wrapper(scatter_p, "scatter", """XLA's Scatter: ``operand`` w
 
     Example: with ``dn = ScatterDimensionNumbers((), (0,), (0,))``,
     ``scatter(x, idx[:, None], v, dn)`` is ``x.at[idx].set(v)`` for a vector ``x``.
-    """)
+    """,
+)
 scatter_add = _scatter_wrapper(
-    scatter_add_p, "scatter_add",
-    "``scatter`` that adds ``updates`` into ``operand`` (``x.at[idx].add(v)``).")
+    scatter_add_p,
+    "scatter_add",
+    "``scatter`` that adds ``updates`` into ``operand`` (``x.at[idx].add(v)``).",
+)
 scatter_mul = _scatter_wrapper(
-    scatter_mul_p, "scatter_mul",
-    "``scatter`` that multiplies ``operand`` by ``updates`` (``x.at[idx].multiply(v)``).")
+    scatter_mul_p,
+    "scatter_mul",
+    "``scatter`` that multiplies ``operand`` by ``updates`` (``x.at[idx].multiply(v)``).",
+)
 scatter_min = _scatter_wrapper(
-    scatter_min_p, "scatter_min",
-    "``scatter`` keeping the minimum of ``operand`` and ``updates`` (``x.at[idx].min(v)``).")
+    scatter_min_p,
+    "scatter_min",
+    "``scatter`` keeping the minimum of ``operand`` and ``updates`` (``x.at[idx].min(v)``).",
+)
 scatter_max = _scatter_wrapper(
-    scatter_max_p, "scatter_max",
-    "``scatter`` keeping the maximum of ``operand`` and ``updates`` (``x.at[idx].max(v)``).")
+    scatter_max_p,
+    "scatter_max",
+    "``scatter`` keeping the maximum of ``operand`` and ``updates`` (``x.at[idx].max(v)``).",
+)
 
 scatter_sub = _scatter_wrapper(
-    scatter_sub_p, "scatter_sub",
-    "``scatter`` that subtracts ``updates`` from ``operand`` (``x.at[idx].subtract(v)``).")
+    scatter_sub_p,
+    "scatter_sub",
+    "``scatter`` that subtracts ``updates`` from ``operand`` (``x.at[idx].subtract(v)``).",
+)
 
 
-def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_shape=(),
-                  indices_are_sorted=False, unique_indices=False, mode=None):
+def scatter_apply(
+    operand,
+    scatter_indices,
+    func,
+    dimension_numbers,
+    *,
+    update_shape=(),
+    indices_are_sorted=False,
+    unique_indices=False,
+    mode=None,
+):
     """``operand`` with the unary elementwise ``func`` applied at the windows that
     ``scatter_indices`` and ``dimension_numbers`` select (``x.at[idx].apply(func)``);
     ``update_shape`` is the shape the updates of such a scatter would have.
@@ -831,15 +1018,21 @@ def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_s
         raise TypeError(f"lax.scatter_apply: func must be callable, got {func!r}")
     dtype = get_aval(operand).dtype
     # Where some window lands, by a scatter of ones with the same windows and mode.
-    hits = scatter_add_p.bind(full(get_aval(operand).shape, 0, dtypes.int32), scatter_indices,
-                              full(update_shape, 1, dtypes.int32), dimension_numbers=dn,
-                              indices_are_sorted=bool(indices_are_sorted),
-                              unique_indices=bool(unique_indices),
-                              mode=GatherScatterMode.from_any(mode))
+    hits = scatter_add_p.bind(
+        full(get_aval(operand).shape, 0, dtypes.int32),
+        scatter_indices,
+        full(update_shape, 1, dtypes.int32),
+        dimension_numbers=dn,
+        indices_are_sorted=bool(indices_are_sorted),
+        unique_indices=bool(unique_indices),
+        mode=GatherScatterMode.from_any(mode),
+    )
     applied = func(operand)
     if get_aval(applied).dtype != dtype:
-        raise TypeError(f"lax.scatter_apply: func must keep the operand's dtype {dtype}, got "
-                        f"{get_aval(applied).dtype}")
+        raise TypeError(
+            f"lax.scatter_apply: func must keep the operand's dtype {dtype}, got "
+            f"{get_aval(applied).dtype}"
+        )
     return select(lt(np.int32(0), hits), applied, operand)
 
 
@@ -849,23 +1042,31 @@ def index_take(src, idxs, axes):
     src_shape = get_aval(src).shape
     for a in axes:  # IndexError, as JAX's (which indexes src.shape with the axis)
         if not -len(src_shape) <= a < len(src_shape):
-            raise IndexError(f"lax.index_take: axis {a} is out of bounds for src of shape "
-                             f"{src_shape}")
+            raise IndexError(
+                f"lax.index_take: axis {a} is out of bounds for src of shape {src_shape}"
+            )
     axes = tuple(canonicalize_axis(a, len(src_shape), "lax.index_take") for a in axes)
     idxs = tuple(idxs)
     if len(idxs) != len(axes):
-        raise TypeError(f"lax.index_take: one index array per axis, got {len(idxs)} index "
-                        f"arrays for axes {axes}")
-    indices = concatenate([reshape(i, get_aval(i).shape[:1] + (1,) + get_aval(i).shape[1:])
-                           for i in idxs], 1)
+        raise TypeError(
+            f"lax.index_take: one index array per axis, got {len(idxs)} index "
+            f"arrays for axes {axes}"
+        )
+    indices = concatenate(
+        [reshape(i, get_aval(i).shape[:1] + (1,) + get_aval(i).shape[1:]) for i in idxs], 1
+    )
     i_aval = get_aval(indices)
-    sizes = broadcast_in_dim(np.array([src_shape[a] for a in axes], i_aval.dtype),
-                             i_aval.shape, (i_aval.ndim - 1,))
+    sizes = broadcast_in_dim(
+        np.array([src_shape[a] for a in axes], i_aval.dtype), i_aval.shape, (i_aval.ndim - 1,)
+    )
     r = rem(indices, sizes)  # a floor modulo: a negative index counts from the end
     indices = select(lt(r, np.zeros((), i_aval.dtype)), add(r, sizes), r)
     slice_sizes = tuple(1 if d in axes else n for d, n in enumerate(src_shape))
-    dn = GatherDimensionNumbers(offset_dims=tuple(range(1, len(src_shape) - len(axes) + 1)),
-                                collapsed_slice_dims=axes, start_index_map=axes)
+    dn = GatherDimensionNumbers(
+        offset_dims=tuple(range(1, len(src_shape) - len(axes) + 1)),
+        collapsed_slice_dims=axes,
+        start_index_map=axes,
+    )
     return gather(src, indices, dn, slice_sizes)
 
 
@@ -900,11 +1101,13 @@ def _dynamic_update_slice_jvp(primals, tangents):
 ad.jvp_rules[dynamic_slice_p] = _dynamic_slice_jvp
 ad.jvp_rules[dynamic_update_slice_p] = _dynamic_update_slice_jvp
 
+
 # Out-of-bounds windows of the tangent are filled with 0, not the primal's fill value.
-ad.defjvp(gather_p, lambda t, x, indices, *, dimension_numbers, slice_sizes,
-          indices_are_sorted, unique_indices, mode, fill_value: gather(
-              t, indices, dimension_numbers, slice_sizes, indices_are_sorted=indices_are_sorted,
-              unique_indices=unique_indices, mode=mode, fill_value=0))
+def _gather_tangent(t, x, indices, *, fill_value, **params):
+    return gather(t, indices, **params, fill_value=0)
+
+
+ad.defjvp(gather_p, _gather_tangent)
 
 
 def _inverse_gather(scatter_dn, operand_aval, updates_aval):
@@ -914,33 +1117,39 @@ def _inverse_gather(scatter_dn, operand_aval, updates_aval):
         collapsed_slice_dims=scatter_dn.inserted_window_dims,
         start_index_map=scatter_dn.scatter_dims_to_operand_dims,
         operand_batching_dims=scatter_dn.operand_batching_dims,
-        start_indices_batching_dims=scatter_dn.scatter_indices_batching_dims)
+        start_indices_batching_dims=scatter_dn.scatter_indices_batching_dims,
+    )
     return dn, tuple(_scatter_window(operand_aval, updates_aval, scatter_dn))
 
 
-def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices,
-                 mode):
+def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices, mode):
     operand, indices, updates = primals
     t_operand, _, t_updates = tangents
-    params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
-                  unique_indices=unique_indices, mode=mode)
+    params = dict(
+        dimension_numbers=dimension_numbers,
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        mode=mode,
+    )
     if type(t_operand) is ad.Zero and type(t_updates) is ad.Zero:
         out = scatter_p.bind(operand, indices, updates, **params)
         return [out], [ad.Zero(ad.tangent_aval(get_aval(out)))]
     t_operand, t_updates = ad.instantiate(t_operand), ad.instantiate(t_updates)
     if unique_indices:
-        return ([scatter_p.bind(operand, indices, updates, **params)],
-                [scatter_p.bind(t_operand, indices, t_updates, **params)])
+        return (
+            [scatter_p.bind(operand, indices, updates, **params)],
+            [scatter_p.bind(t_operand, indices, t_updates, **params)],
+        )
     # With overlapping windows it is unspecified which update wins, so, as JAX does: scatter a
     # positive id per update, gather the ids back to see which update won each element, mask
     # the losers (and overwritten operand elements) out, and scatter-add what is left.
     dn = dimension_numbers
     u_aval, o_aval = get_aval(updates), get_aval(operand)
-    ids_shape = tuple(1 if d in dn.update_window_dims else s
-                      for d, s in enumerate(u_aval.shape))
+    ids_shape = tuple(1 if d in dn.update_window_dims else s for d, s in enumerate(u_aval.shape))
     num_ids = int(np.prod(ids_shape, dtype=np.int64))
-    id_dtype = next(d for d in (np.uint8, np.uint16, np.uint32, np.uint64)
-                    if num_ids < np.iinfo(d).max)
+    id_dtype = next(
+        d for d in (np.uint8, np.uint16, np.uint32, np.uint64) if num_ids < np.iinfo(d).max
+    )
     ids = add(reshape(iota(id_dtype, num_ids), ids_shape), full(ids_shape, 1, id_dtype))
     ids = broadcast_in_dim(ids, u_aval.shape, tuple(range(u_aval.ndim)))
     scattered_ids = scatter_p.bind(full(o_aval.shape, 0, id_dtype), indices, ids, **params)
@@ -967,16 +1176,18 @@ def _linear_scatter_jvp(prim):
         t_operand, _, t_updates = tangents
         if type(t_operand) is ad.Zero and type(t_updates) is ad.Zero:
             return [out], [ad.Zero(ad.tangent_aval(get_aval(out)))]
-        return [out], [prim.bind(ad.instantiate(t_operand), indices, ad.instantiate(t_updates),
-                                 **params)]
+        return [out], [
+            prim.bind(ad.instantiate(t_operand), indices, ad.instantiate(t_updates), **params)
+        ]
 
     return jvp
 
 
 def _scatter_mul_jvp_updates(t, x, indices, updates, **params):
     if not params["unique_indices"]:
-        raise NotImplementedError("scatter_mul gradients are only implemented if "
-                                  "`unique_indices=True` (as in JAX)")
+        raise NotImplementedError(
+            "scatter_mul gradients are only implemented if `unique_indices=True` (as in JAX)"
+        )
     return mul(x, scatter_add_p.bind(full_like(x, 0), indices, t, **params))
 
 
@@ -1004,8 +1215,7 @@ def _scatter_extremal_jvp(prim, primals, tangents, **params):
     zeros, ones = full_like(updates, 0), full_like(updates, 1)
     num_updates = count(select(successful, ones, zeros))
     num_refs = count(ones)
-    updates_normalizer = select(retained, div(ones, add(num_updates, ones)),
-                                div(ones, num_updates))
+    updates_normalizer = select(retained, div(ones, add(num_updates, ones)), div(ones, num_updates))
     updates_coef = select(successful, updates_normalizer, zeros)
     operand_normalizer = select(retained, div(ones, add(num_updates, ones)), zeros)
     operand_coef = div(sub(operand_normalizer, ones), num_refs)
@@ -1018,12 +1228,18 @@ ad.jvp_rules[scatter_add_p] = _linear_scatter_jvp(scatter_add_p)
 
 
 ad.jvp_rules[scatter_sub_p] = _linear_scatter_jvp(scatter_sub_p)
-ad.defjvp(scatter_mul_p, lambda t, x, indices, updates, **params: scatter_mul_p.bind(
-    t, indices, updates, **params), None, _scatter_mul_jvp_updates)
+ad.defjvp(
+    scatter_mul_p,
+    lambda t, x, indices, updates, **params: scatter_mul_p.bind(t, indices, updates, **params),
+    None,
+    _scatter_mul_jvp_updates,
+)
 ad.jvp_rules[scatter_min_p] = lambda primals, tangents, **params: _scatter_extremal_jvp(
-    scatter_min_p, primals, tangents, **params)
+    scatter_min_p, primals, tangents, **params
+)
 ad.jvp_rules[scatter_max_p] = lambda primals, tangents, **params: _scatter_extremal_jvp(
-    scatter_max_p, primals, tangents, **params)
+    scatter_max_p, primals, tangents, **params
+)
 
 
 # --------------------------------------------------------------------------- transpose rules
@@ -1045,10 +1261,14 @@ def _slice_transpose(ct, operand, *, start_indices, limit_indices, strides):
     strides = strides or (1,) * len(shape)
     out_shape = get_aval(ct).shape
     # The last element the slice reads, plus one (the limit may lie past it with strides).
-    real_limits = [s + (n - 1) * st + 1 if n else s
-                   for s, n, st in zip(start_indices, out_shape, strides, strict=True)]
-    config = [(s, d - lim, st - 1)
-              for s, d, lim, st in zip(start_indices, shape, real_limits, strides, strict=True)]
+    real_limits = [
+        s + (n - 1) * st + 1 if n else s
+        for s, n, st in zip(start_indices, out_shape, strides, strict=True)
+    ]
+    config = [
+        (s, d - lim, st - 1)
+        for s, d, lim, st in zip(start_indices, shape, real_limits, strides, strict=True)
+    ]
     return [pad(ct, np.zeros((), get_aval(ct).dtype), config)]
 
 
@@ -1068,20 +1288,37 @@ def _dynamic_update_slice_transpose(ct, operand, update, *indices):
     return [t_operand, t_update] + [None] * len(indices)
 
 
-def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes,
-                      indices_are_sorted, unique_indices, mode, fill_value):
+def _gather_transpose(
+    ct,
+    operand,
+    indices,
+    *,
+    dimension_numbers,
+    slice_sizes,
+    indices_are_sorted,
+    unique_indices,
+    mode,
+    fill_value,
+):
     dn = dimension_numbers
     scatter_dn = ScatterDimensionNumbers(
         update_window_dims=dn.offset_dims,
         inserted_window_dims=dn.collapsed_slice_dims,
         scatter_dims_to_operand_dims=dn.start_index_map,
         operand_batching_dims=dn.operand_batching_dims,
-        scatter_indices_batching_dims=dn.start_indices_batching_dims)
+        scatter_indices_batching_dims=dn.start_indices_batching_dims,
+    )
     # The same mode, as JAX: under PROMISE_IN_BOUNDS an out-of-bounds window is clamped by
     # the gather but dropped by its transpose (XLA's scatter), so its cotangent is zero.
-    out = scatter_add_p.bind(_zeros(operand.aval), indices, ct, dimension_numbers=scatter_dn,
-                             indices_are_sorted=indices_are_sorted,
-                             unique_indices=unique_indices, mode=mode)
+    out = scatter_add_p.bind(
+        _zeros(operand.aval),
+        indices,
+        ct,
+        dimension_numbers=scatter_dn,
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        mode=mode,
+    )
     return [out, None]
 
 
@@ -1093,10 +1330,16 @@ def _gather_windows(ct, indices, updates_aval, dimension_numbers, mode, **params
         mode, fill_value = GatherScatterMode.FILL_OR_DROP, 0
     else:
         fill_value = None
-    return gather_p.bind(ct, indices, dimension_numbers=gather_dn, slice_sizes=slice_sizes,
-                         indices_are_sorted=params["indices_are_sorted"],
-                         unique_indices=params["unique_indices"], mode=mode,
-                         fill_value=fill_value)
+    return gather_p.bind(
+        ct,
+        indices,
+        dimension_numbers=gather_dn,
+        slice_sizes=slice_sizes,
+        indices_are_sorted=params["indices_are_sorted"],
+        unique_indices=params["unique_indices"],
+        mode=mode,
+        fill_value=fill_value,
+    )
 
 
 def _scatter_add_transpose(ct, operand, indices, updates, **params):
@@ -1109,8 +1352,9 @@ def _scatter_add_transpose(ct, operand, indices, updates, **params):
 
 def _scatter_transpose(ct, operand, indices, updates, **params):
     if not params["unique_indices"]:
-        raise NotImplementedError("scatter transpose is only implemented where "
-                                  "unique_indices=True (as in JAX)")
+        raise NotImplementedError(
+            "scatter transpose is only implemented where unique_indices=True (as in JAX)"
+        )
     t_operand = t_updates = None
     if transpose.is_undefined(operand):  # the overwritten elements get no cotangent
         t_operand = scatter_p.bind(ct, indices, _zeros(_aval(updates)), **params)
@@ -1121,8 +1365,9 @@ def _scatter_transpose(ct, operand, indices, updates, **params):
 
 def _scatter_mul_transpose(ct, operand, indices, updates, **params):
     if transpose.is_undefined(updates):
-        raise NotImplementedError("scatter_mul is linear in its operand only; its updates "
-                                  "cannot be transposed")
+        raise NotImplementedError(
+            "scatter_mul is linear in its operand only; its updates cannot be transposed"
+        )
     return [scatter_mul_p.bind(ct, indices, updates, **params), None, None]
 
 
@@ -1161,9 +1406,12 @@ def _shift(dims):
 def _slice_batch(axis, args, dims, *, start_indices, limit_indices, strides):
     (x,), (d,) = args, dims
     strides = None if strides is None else strides[:d] + (1,) + strides[d:]
-    out = slice_p.bind(x, start_indices=start_indices[:d] + (0,) + start_indices[d:],
-                       limit_indices=limit_indices[:d] + (axis.size,) + limit_indices[d:],
-                       strides=strides)
+    out = slice_p.bind(
+        x,
+        start_indices=start_indices[:d] + (0,) + start_indices[d:],
+        limit_indices=limit_indices[:d] + (axis.size,) + limit_indices[d:],
+        strides=strides,
+    )
     return [out], [d]
 
 
@@ -1174,8 +1422,10 @@ def _zero_start(indices):
 
 def _stacked_starts(indices, dims, size):
     """The scalar start indices, some mapped, as one ``(size, len(indices))`` array."""
-    columns = [broadcast_in_dim(i, (size, 1), () if d is batching.not_mapped else (0,))
-               for i, d in zip(indices, dims, strict=True)]
+    columns = [
+        broadcast_in_dim(i, (size, 1), () if d is batching.not_mapped else (0,))
+        for i, d in zip(indices, dims, strict=True)
+    ]
     return concatenate(columns, 1)
 
 
@@ -1184,17 +1434,28 @@ def _dynamic_slice_batch(axis, args, dims, *, slice_sizes):
     x_d, *i_dims = dims
     if all(d is batching.not_mapped for d in i_dims):
         d = x_d  # the window spans the whole batch dim, from 0
-        out = dynamic_slice_p.bind(x, *indices[:d], _zero_start(indices), *indices[d:],
-                                   slice_sizes=slice_sizes[:d] + (axis.size,) + slice_sizes[d:])
+        out = dynamic_slice_p.bind(
+            x,
+            *indices[:d],
+            _zero_start(indices),
+            *indices[d:],
+            slice_sizes=slice_sizes[:d] + (axis.size,) + slice_sizes[d:],
+        )
         return [out], [d]
     # A window per entry: a gather, clamped into bounds as dynamic_slice is.
     window = tuple(range(len(indices)))
-    dn = GatherDimensionNumbers(offset_dims=window, collapsed_slice_dims=(),
-                                start_index_map=window)
-    return _gather_batch(axis, [x, _stacked_starts(indices, i_dims, axis.size)], [x_d, 0],
-                         dimension_numbers=dn, slice_sizes=slice_sizes,
-                         indices_are_sorted=True, unique_indices=True,
-                         mode=GatherScatterMode.CLIP, fill_value=None)
+    dn = GatherDimensionNumbers(offset_dims=window, collapsed_slice_dims=(), start_index_map=window)
+    return _gather_batch(
+        axis,
+        [x, _stacked_starts(indices, i_dims, axis.size)],
+        [x_d, 0],
+        dimension_numbers=dn,
+        slice_sizes=slice_sizes,
+        indices_are_sorted=True,
+        unique_indices=True,
+        mode=GatherScatterMode.CLIP,
+        fill_value=None,
+    )
 
 
 def _dynamic_update_slice_batch(axis, args, dims):
@@ -1204,21 +1465,39 @@ def _dynamic_update_slice_batch(axis, args, dims):
         d = u_d if x_d is batching.not_mapped else x_d
         x = batching.move_or_broadcast(x, x_d, d, axis.size)
         update = batching.move_or_broadcast(update, u_d, d, axis.size)
-        out = dynamic_update_slice_p.bind(x, update, *indices[:d], _zero_start(indices),
-                                          *indices[d:])
+        out = dynamic_update_slice_p.bind(
+            x, update, *indices[:d], _zero_start(indices), *indices[d:]
+        )
         return [out], [d]
     # A window per entry: a scatter, clamped into bounds as dynamic_update_slice is.
     window = tuple(range(len(indices)))
-    dn = ScatterDimensionNumbers(update_window_dims=window, inserted_window_dims=(),
-                                 scatter_dims_to_operand_dims=window)
-    return _scatter_batch(scatter_p, axis,
-                          [x, _stacked_starts(indices, i_dims, axis.size), update],
-                          [x_d, 0, u_d], dimension_numbers=dn, indices_are_sorted=True,
-                          unique_indices=True, mode=GatherScatterMode.CLIP)
+    dn = ScatterDimensionNumbers(
+        update_window_dims=window, inserted_window_dims=(), scatter_dims_to_operand_dims=window
+    )
+    return _scatter_batch(
+        scatter_p,
+        axis,
+        [x, _stacked_starts(indices, i_dims, axis.size), update],
+        [x_d, 0, u_d],
+        dimension_numbers=dn,
+        indices_are_sorted=True,
+        unique_indices=True,
+        mode=GatherScatterMode.CLIP,
+    )
 
 
-def _gather_batch(axis, args, dims, *, dimension_numbers, slice_sizes, indices_are_sorted,
-                  unique_indices, mode, fill_value):
+def _gather_batch(
+    axis,
+    args,
+    dims,
+    *,
+    dimension_numbers,
+    slice_sizes,
+    indices_are_sorted,
+    unique_indices,
+    mode,
+    fill_value,
+):
     operand, indices = args
     o_d, i_d = dims
     dn = dimension_numbers
@@ -1231,14 +1510,17 @@ def _gather_batch(axis, args, dims, *, dimension_numbers, slice_sizes, indices_a
             collapsed_slice_dims=_shift(dn.collapsed_slice_dims),
             start_index_map=_shift(dn.start_index_map),
             operand_batching_dims=_shift(dn.operand_batching_dims),
-            start_indices_batching_dims=dn.start_indices_batching_dims)
+            start_indices_batching_dims=dn.start_indices_batching_dims,
+        )
         slice_sizes = (axis.size,) + slice_sizes
     elif o_d is batching.not_mapped:
         # One operand, more indices: the batch is a leading batch dim of the indices, and so of
         # the output. Entries may now repeat or come unsorted.
         indices = batching.moveaxis(indices, i_d, 0)
-        dn = dn._replace(offset_dims=_shift(dn.offset_dims),
-                         start_indices_batching_dims=_shift(dn.start_indices_batching_dims))
+        dn = dn._replace(
+            offset_dims=_shift(dn.offset_dims),
+            start_indices_batching_dims=_shift(dn.start_indices_batching_dims),
+        )
         indices_are_sorted = unique_indices = False
     else:
         # Entry k of the indices reads from entry k of the operand: a pair of batching dims.
@@ -1249,17 +1531,26 @@ def _gather_batch(axis, args, dims, *, dimension_numbers, slice_sizes, indices_a
             collapsed_slice_dims=_shift(dn.collapsed_slice_dims),
             start_index_map=_shift(dn.start_index_map),
             operand_batching_dims=(0,) + _shift(dn.operand_batching_dims),
-            start_indices_batching_dims=(0,) + _shift(dn.start_indices_batching_dims))
+            start_indices_batching_dims=(0,) + _shift(dn.start_indices_batching_dims),
+        )
         # A batching dim's slice size is 1, or 0 for an empty batch (it must fit the operand).
         slice_sizes = (min(axis.size, 1),) + slice_sizes
-    out = gather_p.bind(operand, indices, dimension_numbers=dn, slice_sizes=slice_sizes,
-                        indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                        mode=mode, fill_value=fill_value)
+    out = gather_p.bind(
+        operand,
+        indices,
+        dimension_numbers=dn,
+        slice_sizes=slice_sizes,
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        mode=mode,
+        fill_value=fill_value,
+    )
     return [out], [0]
 
 
-def _scatter_batch(prim, axis, args, dims, *, dimension_numbers, indices_are_sorted,
-                   unique_indices, mode):
+def _scatter_batch(
+    prim, axis, args, dims, *, dimension_numbers, indices_are_sorted, unique_indices, mode
+):
     operand, indices, updates = args
     o_d, i_d, u_d = dims
     # The result varies along the batch whatever is mapped, so the operand is scattered into
@@ -1274,7 +1565,8 @@ def _scatter_batch(prim, axis, args, dims, *, dimension_numbers, indices_are_sor
             inserted_window_dims=_shift(dn.inserted_window_dims),
             scatter_dims_to_operand_dims=_shift(dn.scatter_dims_to_operand_dims),
             operand_batching_dims=_shift(dn.operand_batching_dims),
-            scatter_indices_batching_dims=dn.scatter_indices_batching_dims)
+            scatter_indices_batching_dims=dn.scatter_indices_batching_dims,
+        )
     else:
         # Entry k of the indices writes into entry k of the operand: a pair of batching dims.
         indices = batching.moveaxis(indices, i_d, 0)
@@ -1283,10 +1575,17 @@ def _scatter_batch(prim, axis, args, dims, *, dimension_numbers, indices_are_sor
             inserted_window_dims=_shift(dn.inserted_window_dims),
             scatter_dims_to_operand_dims=_shift(dn.scatter_dims_to_operand_dims),
             operand_batching_dims=(0,) + _shift(dn.operand_batching_dims),
-            scatter_indices_batching_dims=(0,) + _shift(dn.scatter_indices_batching_dims))
-    out = prim.bind(operand, indices, updates, dimension_numbers=dn,
-                    indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                    mode=mode)
+            scatter_indices_batching_dims=(0,) + _shift(dn.scatter_indices_batching_dims),
+        )
+    out = prim.bind(
+        operand,
+        indices,
+        updates,
+        dimension_numbers=dn,
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        mode=mode,
+    )
     return [out], [0]
 
 
@@ -1294,6 +1593,5 @@ batching.batch_rules[slice_p] = _slice_batch
 batching.batch_rules[dynamic_slice_p] = _dynamic_slice_batch
 batching.batch_rules[dynamic_update_slice_p] = _dynamic_update_slice_batch
 batching.batch_rules[gather_p] = _gather_batch
-for _prim in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p,
-              scatter_sub_p):
+for _prim in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p, scatter_sub_p):
     batching.batch_rules[_prim] = functools.partial(_scatter_batch, _prim)

@@ -81,15 +81,19 @@ def matmul(a, b):
     highest precision, as JAX's rules compute theirs."""
     n = get_aval(a).ndim
     batch = tuple(range(n - 2))
-    return dot_general(a, b, (((n - 1,), (n - 2,)), (batch, batch)),
-                       precision=(Precision.HIGHEST, Precision.HIGHEST))
+    return dot_general(
+        a,
+        b,
+        (((n - 1,), (n - 2,)), (batch, batch)),
+        precision=(Precision.HIGHEST, Precision.HIGHEST),
+    )
 
 
 def _triangle_mask(shape, k, lower):
     rows = broadcasted_iota(dtypes.int32, shape, len(shape) - 2)
     cols = broadcasted_iota(dtypes.int32, shape, len(shape) - 1)
     # lower: col <= row + k; upper: col >= row + k
-    return (ge(add(rows, np.int32(k)), cols) if lower else ge(cols, add(rows, np.int32(k))))
+    return ge(add(rows, np.int32(k)), cols) if lower else ge(cols, add(rows, np.int32(k)))
 
 
 def tril(x, k=0):
@@ -118,11 +122,15 @@ def check_matrix(name, aval, square=True):
     """``aval`` is a (stack of) float or complex matrices; square if ``square``."""
     check_dtype(name, aval.dtype, INEXACT)
     if aval.ndim < 2:
-        raise TypeError(f"{name}: the argument must have at least 2 dimensions (a matrix or a "
-                         f"stack of matrices), got shape {aval.shape}")
+        raise TypeError(
+            f"{name}: the argument must have at least 2 dimensions (a matrix or a "
+            f"stack of matrices), got shape {aval.shape}"
+        )
     if square and aval.shape[-1] != aval.shape[-2]:
-        raise ValueError(f"{name}: the argument must be a square matrix or a stack of square "
-                         f"matrices, got shape {aval.shape}")
+        raise ValueError(
+            f"{name}: the argument must be a square matrix or a stack of square "
+            f"matrices, got shape {aval.shape}"
+        )
 
 
 def real_dtype(dtype):
@@ -136,8 +144,9 @@ def batch_at_front(prim):
     broadcast there), and every output is batched at 0."""
 
     def rule(axis_data, args, dims, **params):
-        args = [batching.batch_at_front(x, d, axis_data.size) for x, d in
-                zip(args, dims, strict=True)]
+        args = [
+            batching.batch_at_front(x, d, axis_data.size) for x, d in zip(args, dims, strict=True)
+        ]
         outs = prim.bind(*args, **params)
         outs = outs if prim.multiple_results else [outs]
         return outs, [0] * len(outs)
@@ -150,13 +159,14 @@ def batch_dims_of(name, avals, ranks):
     vector); ``ValueError`` naming ``name`` when they differ."""
     batch = None
     for a, r in zip(avals, ranks, strict=True):
-        b = a.shape[:a.ndim - r]
+        b = a.shape[: a.ndim - r]
         if batch is None:
             batch = b
         elif b != batch:
             shapes = ", ".join(str(x.shape) for x in avals)
-            raise ValueError(f"{name}: the operands must have the same batch dimensions, got "
-                             f"shapes {shapes}")
+            raise ValueError(
+                f"{name}: the operands must have the same batch dimensions, got shapes {shapes}"
+            )
     return batch
 
 
@@ -201,8 +211,9 @@ def _cholesky_jvp(primals, tangents):
     factor = cholesky_p.bind(x)
     if type(dx) is ad.Zero:
         return [factor], [ad.Zero(ad.tangent_aval(get_aval(factor)))]
-    right = triangular_solve(factor, dx, left_side=False, lower=True, transpose_a=True,
-                             conjugate_a=True)
+    right = triangular_solve(
+        factor, dx, left_side=False, lower=True, transpose_a=True, conjugate_a=True
+    )
     middle = triangular_solve(factor, right, left_side=True, lower=True)
     phi = mul(tril(middle), sub(const(x, 1), mul(eye_like(x), const(x, 0.5))))
     return [factor], [matmul(factor, phi)]
@@ -215,29 +226,32 @@ batch_at_front(cholesky_p)
 # --------------------------------------------------------------------------- triangular_solve
 
 
-def _triangular_solve_abstract_eval(a, b, *, left_side, lower, transpose_a, conjugate_a,
-                                    unit_diagonal):
+def _triangular_solve_abstract_eval(
+    a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal
+):
     name = "lax.linalg.triangular_solve"
     check_matrix(name, a)
     check_matrix(name, b, square=False)
     if a.dtype != b.dtype:
-        raise TypeError(f"{name}: a and b must have the same dtype, got {a.dtype} and "
-                        f"{b.dtype}")
+        raise TypeError(f"{name}: a and b must have the same dtype, got {a.dtype} and {b.dtype}")
     batch_dims_of(name, (a, b), (2, 2))
     m = a.shape[-1]
     k = b.shape[-2] if left_side else b.shape[-1]
     if k != m:
         side = "rows" if left_side else "columns"
-        raise ValueError(f"{name}: with left_side={left_side}, b's {side} ({k}) must match a's "
-                        f"size ({m}); got a of shape {a.shape} and b of shape {b.shape}")
+        raise ValueError(
+            f"{name}: with left_side={left_side}, b's {side} ({k}) must match a's "
+            f"size ({m}); got a of shape {a.shape} and b of shape {b.shape}"
+        )
     return [ShapedArray(b.shape, b.dtype)]
 
 
 triangular_solve_p = standard_primitive("triangular_solve", _triangular_solve_abstract_eval)
 
 
-def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
-                     conjugate_a=False, unit_diagonal=False):
+def triangular_solve(
+    a, b, *, left_side=False, lower=False, transpose_a=False, conjugate_a=False, unit_diagonal=False
+):
     """Solve ``op(a) @ x = b`` (``left_side``) or ``x @ op(a) = b`` for ``x``, where ``a`` is
     triangular and ``op`` transposes and/or conjugates it as asked.
 
@@ -258,9 +272,15 @@ def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
     vector = len(get_aval(b).shape) == len(a_aval.shape) - 1
     if vector:
         b = expand_dims(b, (-1 if left_side else -2,))
-    out = triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
-                                  transpose_a=bool(transpose_a), conjugate_a=bool(conjugate_a),
-                                  unit_diagonal=bool(unit_diagonal))
+    out = triangular_solve_p.bind(
+        a,
+        b,
+        left_side=bool(left_side),
+        lower=bool(lower),
+        transpose_a=bool(transpose_a),
+        conjugate_a=bool(conjugate_a),
+        unit_diagonal=bool(unit_diagonal),
+    )
     if vector:
         out = squeeze(out, (out.ndim - 1 if left_side else out.ndim - 2,))
     return out
@@ -292,8 +312,10 @@ def _triangular_solve_jvp(primals, tangents, **params):
 
 def _triangular_solve_transpose(ct, a, b, **params):
     if transpose.is_undefined(a):
-        raise ValueError("triangular_solve is not linear in its matrix a, so it cannot be "
-                         "transposed with respect to it")
+        raise ValueError(
+            "triangular_solve is not linear in its matrix a, so it cannot be "
+            "transposed with respect to it"
+        )
     if type(ct) is ad.Zero:
         return [None, ad.Zero(b.aval)]
     # x = op(a)^{-1} b is linear in b; its transpose applies op(a)^{-T}.
@@ -312,9 +334,11 @@ batch_at_front(triangular_solve_p)
 def _lu_abstract_eval(x):
     check_matrix("lax.linalg.lu", x, square=False)
     batch, (m, n) = x.shape[:-2], x.shape[-2:]
-    return [ShapedArray(x.shape, x.dtype),
-            ShapedArray(batch + (min(m, n),), dtypes.int32),
-            ShapedArray(batch + (m,), dtypes.int32)]
+    return [
+        ShapedArray(x.shape, x.dtype),
+        ShapedArray(batch + (min(m, n),), dtypes.int32),
+        ShapedArray(batch + (m,), dtypes.int32),
+    ]
 
 
 lu_p = standard_primitive("lu", _lu_abstract_eval, multiple_results=True)
@@ -367,8 +391,10 @@ def _lu_jvp(primals, tangents):
     # Rectangular matrices are completed to square L (m x m) and U (n x n) with identities.
     (a,), (da,) = primals, tangents
     lu_, pivots, perm = lu_p.bind(a)
-    zero_int = [ad.Zero(ad.tangent_aval(get_aval(pivots))),
-                ad.Zero(ad.tangent_aval(get_aval(perm)))]
+    zero_int = [
+        ad.Zero(ad.tangent_aval(get_aval(pivots))),
+        ad.Zero(ad.tangent_aval(get_aval(perm))),
+    ]
     if type(da) is ad.Zero:
         return [lu_, pivots, perm], [ad.Zero(ad.tangent_aval(get_aval(lu_))), *zero_int]
     aval = get_aval(a)
@@ -379,10 +405,14 @@ def _lu_jvp(primals, tangents):
     lower, upper = lu_factors(lu_)
     zero = const(a, 0)
     no_pad = [(0, 0, 0)] * (nd - 2)
-    lower_sq = add(pad(lower, zero, [*no_pad, (0, 0, 0), (0, m - k, 0)]),
-                   pad(eye_like(a, (m - k, m - k)), zero, [*no_pad, (k, 0, 0), (k, 0, 0)]))
-    upper_sq = add(pad(upper, zero, [*no_pad, (0, n - k, 0), (0, 0, 0)]),
-                   pad(eye_like(a, (n - k, n - k)), zero, [*no_pad, (k, 0, 0), (k, 0, 0)]))
+    lower_sq = add(
+        pad(lower, zero, [*no_pad, (0, 0, 0), (0, m - k, 0)]),
+        pad(eye_like(a, (m - k, m - k)), zero, [*no_pad, (k, 0, 0), (k, 0, 0)]),
+    )
+    upper_sq = add(
+        pad(upper, zero, [*no_pad, (0, n - k, 0), (0, 0, 0)]),
+        pad(eye_like(a, (n - k, n - k)), zero, [*no_pad, (k, 0, 0), (k, 0, 0)]),
+    )
     la = triangular_solve(lower_sq, permuted, left_side=True, lower=True, unit_diagonal=True)
     lau = triangular_solve(upper_sq, la, left_side=False, lower=False)
     dlu = add(matmul(lower_sq, tril(lau, -1)), matmul(triu(lau), upper_sq))
@@ -399,16 +429,20 @@ batch_at_front(lu_p)
 def _lu_pivots_to_permutation_abstract_eval(pivots, *, permutation_size):
     name = "lax.linalg.lu_pivots_to_permutation"
     if pivots.ndim < 1 or not dtypes.is_signed_int(pivots.dtype):
-        raise TypeError(f"{name}: pivots must be a signed integer array of rank >= 1, got "
-                        f"{pivots.str_short()}")
+        raise TypeError(
+            f"{name}: pivots must be a signed integer array of rank >= 1, got {pivots.str_short()}"
+        )
     if permutation_size < pivots.shape[-1]:
-        raise ValueError(f"{name}: permutation_size ({permutation_size}) must be at least the "
-                         f"number of pivots ({pivots.shape[-1]})")
+        raise ValueError(
+            f"{name}: permutation_size ({permutation_size}) must be at least the "
+            f"number of pivots ({pivots.shape[-1]})"
+        )
     return [ShapedArray(pivots.shape[:-1] + (permutation_size,), pivots.dtype)]
 
 
-lu_pivots_to_permutation_p = standard_primitive("lu_pivots_to_permutation",
-                                                _lu_pivots_to_permutation_abstract_eval)
+lu_pivots_to_permutation_p = standard_primitive(
+    "lu_pivots_to_permutation", _lu_pivots_to_permutation_abstract_eval
+)
 
 
 def lu_pivots_to_permutation(pivots, permutation_size):
@@ -428,10 +462,13 @@ def apply_pivots(pivots, permutation_size):
     if aval.shape[-1] == 0:
         return positions
     batch = tuple(range(last))
-    put = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(last,),
-                                  scatter_dims_to_operand_dims=(last,),
-                                  operand_batching_dims=batch,
-                                  scatter_indices_batching_dims=batch)
+    put = ScatterDimensionNumbers(
+        update_window_dims=(),
+        inserted_window_dims=(last,),
+        scatter_dims_to_operand_dims=(last,),
+        operand_batching_dims=batch,
+        scatter_indices_batching_dims=batch,
+    )
 
     def swap(i, perm):
         j = dynamic_slice_in_dim(pivots, i, 1, axis=last)  # (..., 1)
@@ -455,15 +492,21 @@ def _tridiagonal_solve_abstract_eval(dl, d, du, b, *, perturb_singular):
     for x in (dl, d, du, b):
         check_dtype(name, x.dtype, (FLOAT, COMPLEX))
     if not (dl.dtype == d.dtype == du.dtype == b.dtype):
-        raise TypeError(f"{name}: dl, d, du and b must have the same dtype, got {dl.dtype}, "
-                        f"{d.dtype}, {du.dtype} and {b.dtype}")
+        raise TypeError(
+            f"{name}: dl, d, du and b must have the same dtype, got {dl.dtype}, "
+            f"{d.dtype}, {du.dtype} and {b.dtype}"
+        )
     if b.ndim < 2 or not (dl.shape == d.shape == du.shape) or d.ndim != b.ndim - 1:
-        raise TypeError(f"{name}: dl, d and du must have equal shapes (..., m) and b the shape "
-                        f"(..., m, n); got {dl.shape}, {d.shape}, {du.shape} and {b.shape}")
+        raise TypeError(
+            f"{name}: dl, d and du must have equal shapes (..., m) and b the shape "
+            f"(..., m, n); got {dl.shape}, {d.shape}, {du.shape} and {b.shape}"
+        )
     batch_dims_of(name, (d, b), (1, 2))
     if d.shape[-1] != b.shape[-2]:
-        raise TypeError(f"{name}: the diagonals' length ({d.shape[-1]}) must equal b's rows "
-                        f"({b.shape[-2]}); got b of shape {b.shape}")
+        raise TypeError(
+            f"{name}: the diagonals' length ({d.shape[-1]}) must equal b's rows "
+            f"({b.shape[-2]}); got b of shape {b.shape}"
+        )
     return [ShapedArray(b.shape, b.dtype)]
 
 
@@ -493,8 +536,7 @@ def _tridiagonal_matmul(dl, d, du, x):
     out = mul(col(d), x)
     if m > 1:
         above = pad(slice_in_dim(x, 1, m, axis=nd - 2), zero, [*no_pad, (0, 1, 0), (0, 0, 0)])
-        below = pad(slice_in_dim(x, 0, m - 1, axis=nd - 2), zero, [*no_pad, (1, 0, 0),
-                                                                    (0, 0, 0)])
+        below = pad(slice_in_dim(x, 0, m - 1, axis=nd - 2), zero, [*no_pad, (1, 0, 0), (0, 0, 0)])
         out = add(out, add(mul(col(du), above), mul(col(dl), below)))
     return out
 
@@ -515,8 +557,10 @@ def _tridiagonal_solve_jvp(primals, tangents, *, perturb_singular):
 
 def _tridiagonal_solve_transpose(ct, dl, d, du, b, *, perturb_singular):
     if any(transpose.is_undefined(x) for x in (dl, d, du)):
-        raise ValueError("tridiagonal_solve is linear only in b, so it cannot be transposed "
-                         "with respect to its diagonals")
+        raise ValueError(
+            "tridiagonal_solve is linear only in b, so it cannot be transposed "
+            "with respect to its diagonals"
+        )
     if type(ct) is ad.Zero:
         return [None, None, None, ad.Zero(b.aval)]
     # A^T is tridiagonal with A's super-diagonal below and its sub-diagonal above.
@@ -526,8 +570,12 @@ def _tridiagonal_solve_transpose(ct, dl, d, du, b, *, perturb_singular):
     no_pad = [(0, 0, 0)] * last
     dl_t = pad(slice_in_dim(du, 0, m - 1, axis=last), zero, [*no_pad, (1, 0, 0)])
     du_t = pad(slice_in_dim(dl, 1, m, axis=last), zero, [*no_pad, (0, 1, 0)])
-    return [None, None, None, tridiagonal_solve_p.bind(dl_t, d, du_t, ct,
-                                                        perturb_singular=perturb_singular)]
+    return [
+        None,
+        None,
+        None,
+        tridiagonal_solve_p.bind(dl_t, d, du_t, ct, perturb_singular=perturb_singular),
+    ]
 
 
 ad.jvp_rules[tridiagonal_solve_p] = _tridiagonal_solve_jvp

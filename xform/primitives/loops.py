@@ -107,17 +107,26 @@ def _carry_type_error(what, paths, in_avals, out_avals):
             continue
         vma_only = _same_type(a, b)
         short = not vma_only  # JAX's long dtypes where only the manual axes differ
-        diffs.append(f"the input carry{p} has type {a.str_short(short)} but the "
-                     f"corresponding output carry component has type {b.str_short(short)}"
-                     + (", so the manual axis types do not match" if vma_only else ""))
+        diffs.append(
+            f"the input carry{p} has type {a.str_short(short)} but the "
+            f"corresponding output carry component has type {b.str_short(short)}"
+            + (", so the manual axis types do not match" if vma_only else "")
+        )
         if vma_only and b.vma - a.vma:
-            fixes.append(f"applying `xform.lax.pcast(..., {core.vma_order(b.vma - a.vma)}, "
-                         f"to='varying')` to the initial carry value corresponding to the "
-                         f"input carry{p}")
+            fixes.append(
+                f"applying `xform.lax.pcast(..., {core.vma_order(b.vma - a.vma)}, "
+                f"to='varying')` to the initial carry value corresponding to the "
+                f"input carry{p}"
+            )
     hint = f" This might be fixed by {'; '.join(fixes)}." if fixes else ""
-    return TypeError(f"{what}, but they differ: " + "; ".join(diffs) + "." + hint +
-                     " Revise the function so that all output types match the "
-                     "corresponding input types.")
+    return TypeError(
+        f"{what}, but they differ: "
+        + "; ".join(diffs)
+        + "."
+        + hint
+        + " Revise the function so that all output types match the "
+        "corresponding input types."
+    )
 
 
 def _trace_carry_body(flat_fun, init, paths, extra_avals, name, what):
@@ -129,7 +138,7 @@ def _trace_carry_body(flat_fun, init, paths, extra_avals, name, what):
     while True:  # at most once more per weakly typed carry: promotion makes it strong
         in_avals = [get_aval(x) for x in init]
         jaxpr, consts = _trace_body(flat_fun, in_avals + list(extra_avals), name)
-        out_avals = jaxpr.out_avals[:len(init)]
+        out_avals = jaxpr.out_avals[: len(init)]
         if not _promote_weak_carry(init, in_avals, out_avals):
             break
     if not all(_same_carry(a, b) for a, b in zip(in_avals, out_avals, strict=True)):
@@ -143,10 +152,12 @@ def _leaf_paths(tree):
 
 def _check_tree(what, in_tree, out_tree):
     if in_tree != out_tree:
-        raise TypeError(f"{what} must have the same pytree structure, but they differ: the "
-                        f"input carry is {in_tree} and the output carry is {out_tree}. Revise "
-                        "the function so that the carry output has the structure of the "
-                        "carry input.")
+        raise TypeError(
+            f"{what} must have the same pytree structure, but they differ: the "
+            f"input carry is {in_tree} and the output carry is {out_tree}. Revise "
+            "the function so that the carry output has the structure of the "
+            "carry input."
+        )
 
 
 # --------------------------------------------------------------------------- while_loop
@@ -180,8 +191,7 @@ def while_loop(cond_fun, body_fun, init_val):
     init, in_tree = pytree.tree_flatten(init_val)
 
     def flat_body(*carry):
-        out, out_tree = pytree.tree_flatten(body_fun(pytree.tree_unflatten(in_tree,
-                                                                                 carry)))
+        out, out_tree = pytree.tree_flatten(body_fun(pytree.tree_unflatten(in_tree, carry)))
         _check_tree("while_loop body_fun carry input and carry output", in_tree, out_tree)
         return out
 
@@ -189,26 +199,41 @@ def while_loop(cond_fun, body_fun, init_val):
         return pytree.tree_leaves(cond_fun(pytree.tree_unflatten(in_tree, carry)))
 
     body_jaxpr, body_consts, init = _trace_carry_body(
-        flat_body, init, _leaf_paths(init_val), [], "tracing the body_fun of while_loop",
-        "while_loop body_fun must have the same output type as its input")
+        flat_body,
+        init,
+        _leaf_paths(init_val),
+        [],
+        "tracing the body_fun of while_loop",
+        "while_loop body_fun must have the same output type as its input",
+    )
     carry_avals = [get_aval(x) for x in init]
-    cond_jaxpr, cond_consts = _trace_body(flat_cond, carry_avals,
-                                          "tracing the cond_fun of while_loop")
+    cond_jaxpr, cond_consts = _trace_body(
+        flat_cond, carry_avals, "tracing the cond_fun of while_loop"
+    )
     outs = cond_jaxpr.out_avals
     if len(outs) != 1 or outs[0].shape or outs[0].dtype != dtypes.bool_:
         got = ", ".join(a.str_short() for a in outs)
-        raise TypeError(f"while_loop: cond_fun must return a boolean scalar, but got output "
-                        f"type(s) [{got}].")
-    outs = while_p.bind(*cond_consts, *body_consts, *init, cond_jaxpr=cond_jaxpr,
-                        body_jaxpr=body_jaxpr, cond_nconsts=len(cond_consts),
-                        body_nconsts=len(body_consts))
+        raise TypeError(
+            f"while_loop: cond_fun must return a boolean scalar, but got output type(s) [{got}]."
+        )
+    outs = while_p.bind(
+        *cond_consts,
+        *body_consts,
+        *init,
+        cond_jaxpr=cond_jaxpr,
+        body_jaxpr=body_jaxpr,
+        cond_nconsts=len(cond_consts),
+        body_nconsts=len(body_consts),
+    )
     return pytree.tree_unflatten(in_tree, outs)
 
 
 def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cond_consts, body_consts = avals[:cond_nconsts], avals[cond_nconsts:cond_nconsts +
-                                                           body_nconsts]
-    carry = avals[cond_nconsts + body_nconsts:]
+    cond_consts, body_consts = (
+        avals[:cond_nconsts],
+        avals[cond_nconsts : cond_nconsts + body_nconsts],
+    )
+    carry = avals[cond_nconsts + body_nconsts :]
     _check_operands("while_loop cond_fun", cond_jaxpr.in_avals, cond_consts + carry)
     _check_operands("while_loop body_fun", body_jaxpr.in_avals, body_consts + carry)
     pred = cond_jaxpr.out_avals
@@ -217,8 +242,10 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
         raise TypeError(f"while_loop: cond_fun must return a boolean scalar, got [{got}]")
     out = body_jaxpr.out_avals
     if len(out) != len(carry) or not all(_same_types(carry, out)):
-        raise TypeError("while_loop body_fun must have the same output type as its input: "
-                        f"input ({_types(carry)}), output ({_types(out)})")
+        raise TypeError(
+            "while_loop body_fun must have the same output type as its input: "
+            f"input ({_types(carry)}), output ({_types(out)})"
+        )
     return out
 
 
@@ -228,8 +255,9 @@ def _types(avals):
 
 def _check_operands(what, expected, got):
     if len(expected) != len(got) or not all(_same_types(expected, got)):
-        raise TypeError(f"{what} takes operands of types ({_types(expected)}) but got "
-                        f"({_types(got)})")
+        raise TypeError(
+            f"{what} takes operands of types ({_types(expected)}) but got ({_types(got)})"
+        )
 
 
 while_p = standard_primitive("while", _while_abstract_eval, multiple_results=True)
@@ -252,8 +280,8 @@ def _as_array(x, aval):
 
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     cond_consts = args[:cond_nconsts]
-    body_consts = args[cond_nconsts:cond_nconsts + body_nconsts]
-    carry = args[cond_nconsts + body_nconsts:]
+    body_consts = args[cond_nconsts : cond_nconsts + body_nconsts]
+    carry = args[cond_nconsts + body_nconsts :]
     out_avals = body_jaxpr.out_avals
     with set_current_trace(eval_trace):
         carry = [_as_array(x, a) for x, a in zip(carry, out_avals, strict=True)]
@@ -287,14 +315,20 @@ def _jvp_jaxpr(closed, nonzeros, instantiate):
 
     def jvp_fun(*args):
         primals, nonzero_tangents = args[:n], iter(args[n:])
-        tangents = [next(nonzero_tangents) if nz else ad.Zero(ad.tangent_aval(a))
-                    for a, nz in zip(in_avals, nonzeros, strict=True)]
+        tangents = [
+            next(nonzero_tangents) if nz else ad.Zero(ad.tangent_aval(a))
+            for a, nz in zip(in_avals, nonzeros, strict=True)
+        ]
         primals_out, tangents_out = ad.jvp_flat(
-            lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), primals, tangents)
-        out_nonzeros[:] = [type(t) is not ad.Zero or inst
-                           for t, inst in zip(tangents_out, instantiate, strict=True)]
-        return primals_out + [ad.instantiate(t) for t, nz in zip(tangents_out, out_nonzeros,
-                                                                 strict=True) if nz]
+            lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), primals, tangents
+        )
+        out_nonzeros[:] = [
+            type(t) is not ad.Zero or inst
+            for t, inst in zip(tangents_out, instantiate, strict=True)
+        ]
+        return primals_out + [
+            ad.instantiate(t) for t, nz in zip(tangents_out, out_nonzeros, strict=True) if nz
+        ]
 
     jaxpr, consts = _trace_body(jvp_fun, in_avals + tangent_avals, "differentiating a loop body")
     hit = cache[key] = (jaxpr, consts, tuple(out_nonzeros))
@@ -308,14 +342,21 @@ def _nonzero(t):
 def _permuted(jaxpr, invars=None, outvars=None):
     """``jaxpr`` taking (or returning) its variables in another order."""
     j = jaxpr.jaxpr
-    return ClosedJaxpr(Jaxpr([], j.invars if invars is None else invars,
-                             j.outvars if outvars is None else outvars, j.eqns), [])
+    return ClosedJaxpr(
+        Jaxpr(
+            [],
+            j.invars if invars is None else invars,
+            j.outvars if outvars is None else outvars,
+            j.eqns,
+        ),
+        [],
+    )
 
 
 def _split(xs, *sizes):
     out, start = [], 0
     for s in sizes:
-        out.append(list(xs[start:start + s]))
+        out.append(list(xs[start : start + s]))
         start += s
     out.append(list(xs[start:]))
     return out
@@ -339,23 +380,33 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     carry_nz = [_nonzero(t) for t in carry_t]
     # Fixpoint: a carry has a tangent if its initial value has one or the body gives it one.
     while True:
-        jaxpr, consts, out_nz = _jvp_jaxpr(body_jaxpr, tuple(consts_nz + carry_nz),
-                                           tuple(carry_nz))
+        jaxpr, consts, out_nz = _jvp_jaxpr(body_jaxpr, tuple(consts_nz + carry_nz), tuple(carry_nz))
         if list(out_nz) == carry_nz:
             break
         carry_nz = _or(carry_nz, out_nz)
-    cond, body = _while_jvp_jaxprs_for(cond_jaxpr, body_jaxpr, jaxpr, len(consts),
-                                       tuple(consts_nz), tuple(carry_nz))
+    cond, body = _while_jvp_jaxprs_for(
+        cond_jaxpr, body_jaxpr, jaxpr, len(consts), tuple(consts_nz), tuple(carry_nz)
+    )
     nb = len(body_consts)
     carry_tangents = [ad.instantiate(t) for t, nz in zip(carry_t, carry_nz, strict=True) if nz]
     consts_tangents = _pick(body_consts_t, consts_nz)
-    outs = while_p.bind(*cond_consts, *consts, *body_consts, *consts_tangents, *carry,
-                        *carry_tangents, cond_jaxpr=cond, body_jaxpr=body,
-                        cond_nconsts=cond_nconsts,
-                        body_nconsts=len(consts) + nb + len(consts_tangents))
-    primals_out, nonzero_out = outs[:len(carry)], iter(outs[len(carry):])
-    tangents_out = [next(nonzero_out) if nz else ad.Zero(ad.tangent_aval(a))
-                    for a, nz in zip(body_jaxpr.out_avals, carry_nz, strict=True)]
+    outs = while_p.bind(
+        *cond_consts,
+        *consts,
+        *body_consts,
+        *consts_tangents,
+        *carry,
+        *carry_tangents,
+        cond_jaxpr=cond,
+        body_jaxpr=body,
+        cond_nconsts=cond_nconsts,
+        body_nconsts=len(consts) + nb + len(consts_tangents),
+    )
+    primals_out, nonzero_out = outs[: len(carry)], iter(outs[len(carry) :])
+    tangents_out = [
+        next(nonzero_out) if nz else ad.Zero(ad.tangent_aval(a))
+        for a, nz in zip(body_jaxpr.out_avals, carry_nz, strict=True)
+    ]
     return primals_out, tangents_out
 
 
@@ -399,8 +450,9 @@ def _drop_invars(closed, unknowns, used_outputs):
     """``closed`` computing only ``used_outputs``, without the invars marked in
     ``unknowns`` (which those outputs must not read)."""
     jaxpr, _ = dce.dce_jaxpr(closed.jaxpr, used_outputs)
-    return ClosedJaxpr(Jaxpr([], _pick(jaxpr.invars, unknowns, False), jaxpr.outvars,
-                             jaxpr.eqns), [])
+    return ClosedJaxpr(
+        Jaxpr([], _pick(jaxpr.invars, unknowns, False), jaxpr.outvars, jaxpr.eqns), []
+    )
 
 
 def _while_partial_eval(trace, args, params):
@@ -415,8 +467,7 @@ def _while_partial_eval(trace, args, params):
         carry_uk = out_uk
     out_avals = body_jaxpr.out_avals
     staged = trace.stage(while_p, args, params, out_avals)
-    if all(carry_uk) or any(cond_uk) or _unknown_outputs(cond_jaxpr.jaxpr,
-                                                         cond_uk + carry_uk)[0]:
+    if all(carry_uk) or any(cond_uk) or _unknown_outputs(cond_jaxpr.jaxpr, cond_uk + carry_uk)[0]:
         return staged
     known = [not u for u in carry_uk]
     cond = _drop_invars(cond_jaxpr, cond_uk + carry_uk, [True])
@@ -424,9 +475,17 @@ def _while_partial_eval(trace, args, params):
     cond_consts, body_consts, carry = _split(args, nc, nb)
     body_consts = _pick(body_consts, body_uk, False)
     with set_current_trace(trace.parent):
-        known_outs = iter(while_p.bind(*cond_consts, *body_consts, *_pick(carry, known),
-                                       cond_jaxpr=cond, body_jaxpr=body, cond_nconsts=nc,
-                                       body_nconsts=len(body_consts)))
+        known_outs = iter(
+            while_p.bind(
+                *cond_consts,
+                *body_consts,
+                *_pick(carry, known),
+                cond_jaxpr=cond,
+                body_jaxpr=body,
+                cond_nconsts=nc,
+                body_nconsts=len(body_consts),
+            )
+        )
     return [s if u else next(known_outs) for s, u in zip(staged, carry_uk, strict=True)]
 
 
@@ -437,15 +496,18 @@ partial_eval.partial_eval_rules[while_p] = _while_partial_eval
 
 
 def _while_transpose(cts, *args, **params):
-    raise ValueError("Reverse-mode differentiation does not work for lax.while_loop or "
-                     "lax.fori_loop with dynamic start/stop values. Try using lax.scan, or "
-                     "using fori_loop with static start/stop.")
+    raise ValueError(
+        "Reverse-mode differentiation does not work for lax.while_loop or "
+        "lax.fori_loop with dynamic start/stop values. Try using lax.scan, or "
+        "using fori_loop with static start/stop."
+    )
 
 
 transpose.transpose_rules[while_p] = _while_transpose
 
 
 # --------------------------------------------------------------------------- batching
+
 
 def _at_front(x, d, batched, size):
     """``x`` batched at 0 if ``batched`` (moved or broadcast there), else as it is."""
@@ -471,21 +533,36 @@ def _while_batch(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body
     body_in = tuple(body_dims + [0 if b else not_mapped for b in carry_b])
     body, body_extra, _ = batching.batch_jaxpr(body_jaxpr, axis, body_in, tuple(carry_b))
     cond, cond_extra, _ = batching.batch_jaxpr(cond_jaxpr, axis, cond_in, (pred_b,))
-    carry = [_at_front(x, d, b, axis.size)
-             for x, d, b in zip(carry, carry_dims, carry_b, strict=True)]
+    carry = [
+        _at_front(x, d, b, axis.size) for x, d, b in zip(carry, carry_dims, carry_b, strict=True)
+    ]
     out_dims = [0 if b else not_mapped for b in carry_b]
     if not pred_b:
-        outs = while_p.bind(*cond_extra, *cond_consts, *body_extra, *body_consts, *carry,
-                            cond_jaxpr=cond, body_jaxpr=body,
-                            cond_nconsts=len(cond_extra) + nc,
-                            body_nconsts=len(body_extra) + nb)
+        outs = while_p.bind(
+            *cond_extra,
+            *cond_consts,
+            *body_extra,
+            *body_consts,
+            *carry,
+            cond_jaxpr=cond,
+            body_jaxpr=body,
+            cond_nconsts=len(cond_extra) + nc,
+            body_nconsts=len(body_extra) + nb,
+        )
         return outs, out_dims
-    cond, body, cond_extra, body_extra = _any_lane_loop(cond, cond_extra, body, body_extra,
-                                                        nc, nb)
-    outs = while_p.bind(*cond_extra, *cond_consts, *body_extra, *cond_consts, *body_consts,
-                        *carry, cond_jaxpr=cond, body_jaxpr=body,
-                        cond_nconsts=len(cond_extra) + nc,
-                        body_nconsts=len(body_extra) + nc + nb)
+    cond, body, cond_extra, body_extra = _any_lane_loop(cond, cond_extra, body, body_extra, nc, nb)
+    outs = while_p.bind(
+        *cond_extra,
+        *cond_consts,
+        *body_extra,
+        *cond_consts,
+        *body_consts,
+        *carry,
+        cond_jaxpr=cond,
+        body_jaxpr=body,
+        cond_nconsts=len(cond_extra) + nc,
+        body_nconsts=len(body_extra) + nc + nb,
+    )
     return outs, out_dims
 
 
@@ -523,10 +600,14 @@ def _any_lane_loop(cond_b, cond_extra, body_b, body_extra, nc, nb):
             outs.append(select_n(which, old, x))
         return outs
 
-    cond, cond_consts = _trace_body(new_cond, cond_avals,
-                                    "vectorizing a while_loop with a batched predicate")
-    body, body_consts = _trace_body(new_body, cond_avals[:nc] + body_avals[:nb] + carry_avals,
-                                    "vectorizing a while_loop with a batched predicate")
+    cond, cond_consts = _trace_body(
+        new_cond, cond_avals, "vectorizing a while_loop with a batched predicate"
+    )
+    body, body_consts = _trace_body(
+        new_body,
+        cond_avals[:nc] + body_avals[:nb] + carry_avals,
+        "vectorizing a while_loop with a batched predicate",
+    )
     hit = cache[id(cond_b.jaxpr)] = (cond_b.jaxpr, cond, body, cond_consts, body_consts)
     return hit[1:]
 
@@ -576,10 +657,13 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         elif signed and hi_aval.weak_type and not lo_aval.weak_type:
             dtype = lo_aval.dtype
         else:
-            raise TypeError(f"fori_loop: lower and upper arguments must have equal types, got "
-                            f"{lo_aval.str_short()} and {hi_aval.str_short()}")
+            raise TypeError(
+                f"fori_loop: lower and upper arguments must have equal types, got "
+                f"{lo_aval.str_short()} and {hi_aval.str_short()}"
+            )
     lo, hi = _concrete_int(lower), _concrete_int(upper)
     if lo is not None and hi is not None:
+
         def scan_body(carry, _):
             i, x = carry
             return (add(i, 1), body_fun(i, x)), None
@@ -587,12 +671,14 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         unroll = 1 if unroll is None else unroll
         if config.values.disable_jit and hi <= lo:
             return init_val  # the Python scan of disable_jit cannot run zero iterations
-        (_, result), _ = scan(scan_body, (lo, init_val), None, length=max(hi - lo, 0),
-                              unroll=unroll)
+        (_, result), _ = scan(
+            scan_body, (lo, init_val), None, length=max(hi - lo, 0), unroll=unroll
+        )
         return result
     if unroll is not None and unroll is not False and unroll != 1:
-        raise ValueError("fori_loop: `unroll` can only be used when the loop bounds are "
-                         "statically known.")
+        raise ValueError(
+            "fori_loop: `unroll` can only be used when the loop bounds are statically known."
+        )
     lower = convert_folding_constants(lower, dtype, lo_aval.weak_type and dtype == lo_aval.dtype)
     upper = convert_folding_constants(upper, dtype, hi_aval.weak_type and dtype == hi_aval.dtype)
 
@@ -625,18 +711,23 @@ def _scan_length(xs, length):
     for x in xs:
         shape = get_aval(x).shape
         if not shape:
-            raise ValueError(f"scan got value with no leading axis to scan over: "
-                             f"{get_aval(x).str_short()}")
+            raise ValueError(
+                f"scan got value with no leading axis to scan over: {get_aval(x).str_short()}"
+            )
         lengths.add(shape[0])
     if length is not None:
         length = operator.index(length)
         if lengths and lengths != {length}:
-            raise ValueError(f"scan got `length` argument of {length} which disagrees with "
-                             f"leading axis sizes {sorted(lengths)}.")
+            raise ValueError(
+                f"scan got `length` argument of {length} which disagrees with "
+                f"leading axis sizes {sorted(lengths)}."
+            )
         return length
     if len(lengths) > 1:
-        raise ValueError(f"scan got values with different leading axis sizes: "
-                         f"{', '.join(str(n) for n in sorted(lengths))}.")
+        raise ValueError(
+            f"scan got values with different leading axis sizes: "
+            f"{', '.join(str(n) for n in sorted(lengths))}."
+        )
     if not lengths:
         raise ValueError("scan got no values to scan over and `length` not provided.")
     return lengths.pop()
@@ -704,21 +795,36 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
         return carry_out + ys
 
     jaxpr, consts, init_flat = _trace_carry_body(
-        flat_f, init_flat, _leaf_paths(init), x_avals, "tracing the body of scan",
-        "scan body function carry input and carry output must have equal types")
+        flat_f,
+        init_flat,
+        _leaf_paths(init),
+        x_avals,
+        "tracing the body of scan",
+        "scan body function carry input and carry output must have equal types",
+    )
     operands = consts + init_flat + xs_flat
-    outs = scan_p.bind(*operands, jaxpr=jaxpr, num_consts=len(consts), num_carry=n,
-                       length=length, reverse=bool(reverse), unroll=unroll,
-                       linear=(False,) * len(operands))
-    return (pytree.tree_unflatten(in_tree, outs[:n]),
-            pytree.tree_unflatten(y_tree["tree"], outs[n:]))
+    outs = scan_p.bind(
+        *operands,
+        jaxpr=jaxpr,
+        num_consts=len(consts),
+        num_carry=n,
+        length=length,
+        reverse=bool(reverse),
+        unroll=unroll,
+        linear=(False,) * len(operands),
+    )
+    return (
+        pytree.tree_unflatten(in_tree, outs[:n]),
+        pytree.tree_unflatten(y_tree["tree"], outs[n:]),
+    )
 
 
 def asarray(x):
     """``x`` as an xform value: Python and NumPy values become arrays of their type (a Python
     scalar's weak type kept); traced values and arrays are returned as they are."""
-    if isinstance(x, Tracer) or not isinstance(x, (bool, int, float, complex, np.generic,
-                                                   np.ndarray)):
+    if isinstance(x, Tracer) or not isinstance(
+        x, (bool, int, float, complex, np.generic, np.ndarray)
+    ):
         return x
     aval = get_aval(x)
     return convert_element_type_p.bind(x, new_dtype=aval.dtype, weak_type=aval.weak_type)
@@ -727,19 +833,21 @@ def asarray(x):
 def _python_scan(f, init, xs_flat, xs_tree, length, reverse):
     """``scan`` as a Python loop over the slices (JAX's ``disable_jit`` mode)."""
     if length == 0:
-        raise ValueError("zero-length scan is not supported in disable_jit() mode because "
-                         "the output type is unknown.")
+        raise ValueError(
+            "zero-length scan is not supported in disable_jit() mode because "
+            "the output type is unknown."
+        )
     carry, ys = init, []
     steps = range(length - 1, -1, -1) if reverse else range(length)
     for i in steps:
-        x = pytree.tree_unflatten(xs_tree, [index_in_dim(v, i, keepdims=False)
-                                               for v in xs_flat])
+        x = pytree.tree_unflatten(xs_tree, [index_in_dim(v, i, keepdims=False) for v in xs_flat])
         carry, y = f(carry, x)
         ys.append(y)
     if reverse:
         ys.reverse()
     stacked = pytree.tree_map(
-        lambda *ys: concatenate([expand_dims(asarray(y), (0,)) for y in ys], 0), *ys)
+        lambda *ys: concatenate([expand_dims(asarray(y), (0,)) for y in ys], 0), *ys
+    )
     return carry, stacked
 
 
@@ -755,8 +863,11 @@ def map(f, xs, *, batch_size=None):  # noqa: A001  (lax's name)
     if batch_size is None:
         _, ys = scan(lambda _, x: ((), f(x)), (), xs)
         return ys
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or \
-            batch_size < 0:
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, (int, np.integer))
+        or batch_size < 0
+    ):
         raise TypeError(f"lax.map: batch_size must be a non-negative int, got {batch_size!r}")
     leaves, tree = pytree.tree_flatten(xs)
     if not leaves:
@@ -767,16 +878,23 @@ def map(f, xs, *, batch_size=None):  # noqa: A001  (lax's name)
     batched = num_batches * batch_size
     ys = None
     if num_batches:
-        scan_xs = [reshape(slice_in_dim(x, 0, batched, axis=0),
-                           (num_batches, batch_size) + get_aval(x).shape[1:]) for x in leaves]
-        _, ys = scan(lambda _, x: ((), _vmap_leading(f, x)), (),
-                     pytree.tree_unflatten(tree, scan_xs))
+        scan_xs = [
+            reshape(
+                slice_in_dim(x, 0, batched, axis=0),
+                (num_batches, batch_size) + get_aval(x).shape[1:],
+            )
+            for x in leaves
+        ]
+        _, ys = scan(
+            lambda _, x: ((), _vmap_leading(f, x)), (), pytree.tree_unflatten(tree, scan_xs)
+        )
         ys = pytree.tree_map(lambda y: reshape(y, (batched,) + get_aval(y).shape[2:]), ys)
     if batched < length:
-        rest = _vmap_leading(f, pytree.tree_unflatten(
-            tree, [slice_in_dim(x, batched, length, axis=0) for x in leaves]))
-        ys = rest if ys is None else pytree.tree_map(
-            lambda y, r: concatenate([y, r], 0), ys, rest)
+        rest = _vmap_leading(
+            f,
+            pytree.tree_unflatten(tree, [slice_in_dim(x, batched, length, axis=0) for x in leaves]),
+        )
+        ys = rest if ys is None else pytree.tree_map(lambda y, r: concatenate([y, r], 0), ys, rest)
     return ys
 
 
@@ -794,8 +912,7 @@ def _vmap_leading(f, xs):
     return pytree.tree_unflatten(store["tree"], outs)
 
 
-def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, unroll,
-                        linear):
+def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, unroll, linear):
     consts, carry, xs = _split(avals, num_consts, num_carry)
     if any(not x.shape or x.shape[0] != length for x in xs):
         raise TypeError(f"scan of length {length} got xs of types ({_types(xs)})")
@@ -803,12 +920,15 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, u
     _check_operands("scan body", jaxpr.in_avals, consts + carry + slices)
     carry_out, ys = _split(jaxpr.out_avals, num_carry)
     if not all(_same_types(carry, carry_out)):
-        raise TypeError("scan body function carry input and carry output must have equal "
-                        f"types: input ({_types(carry)}), output ({_types(carry_out)})")
+        raise TypeError(
+            "scan body function carry input and carry output must have equal "
+            f"types: input ({_types(carry)}), output ({_types(carry_out)})"
+        )
     if len(linear) != len(avals):
         raise TypeError(f"scan: `linear` has {len(linear)} entries for {len(avals)} operands")
-    return carry_out + [ShapedArray((length,) + y.shape, y.dtype, y.weak_type, vma=y.vma)
-                        for y in ys]
+    return carry_out + [
+        ShapedArray((length,) + y.shape, y.dtype, y.weak_type, vma=y.vma) for y in ys
+    ]
 
 
 scan_p = standard_primitive("scan", _scan_abstract_eval, multiple_results=True)
@@ -838,8 +958,10 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll, lin
                 acc.reverse()
         carry = [_as_array(x, a) for x, a in zip(carry, carry_avals, strict=True)]
         stacked = [_stack(acc, a, length) for acc, a in zip(ys, y_avals, strict=True)]
-        stacked = [_as_array(y, a.update(shape=(length,) + a.shape))
-                   for y, a in zip(stacked, y_avals, strict=True)]
+        stacked = [
+            _as_array(y, a.update(shape=(length,) + a.shape))
+            for y, a in zip(stacked, y_avals, strict=True)
+        ]
     return carry + stacked
 
 
@@ -849,8 +971,7 @@ eager_rules[scan_p] = _scan_impl
 # --------------------------------------------------------------------------- scan: jvp
 
 
-def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, unroll,
-              linear):
+def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, unroll, linear):
     num_xs = len(primals) - num_consts - num_carry
     num_ys = len(jaxpr.out_avals) - num_carry
     consts, init, xs = _split(primals, num_consts, num_carry)
@@ -859,41 +980,78 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
     carry_nz = [_nonzero(t) for t in init_t]
     xs_nz = [_nonzero(t) for t in xs_t]
     while True:  # fixpoint: which carries have tangents
-        body, extra, out_nz = _jvp_jaxpr(jaxpr, tuple(consts_nz + carry_nz + xs_nz),
-                                         tuple(carry_nz) + (False,) * num_ys)
+        body, extra, out_nz = _jvp_jaxpr(
+            jaxpr, tuple(consts_nz + carry_nz + xs_nz), tuple(carry_nz) + (False,) * num_ys
+        )
         if list(out_nz[:num_carry]) == carry_nz:
             break
         carry_nz = _or(carry_nz, out_nz[:num_carry])
     ys_nz = list(out_nz[num_carry:])
-    body = _scan_jvp_body(body, len(extra), num_consts, num_carry, num_xs, tuple(consts_nz),
-                          tuple(carry_nz), tuple(xs_nz), tuple(ys_nz))
+    body = _scan_jvp_body(
+        body,
+        len(extra),
+        num_consts,
+        num_carry,
+        num_xs,
+        tuple(consts_nz),
+        tuple(carry_nz),
+        tuple(xs_nz),
+        tuple(ys_nz),
+    )
     lin_consts, lin_init, lin_xs = _split(linear, num_consts, num_carry)
     new_consts = extra + consts + _pick(consts_t, consts_nz)
     new_carry = init + [ad.instantiate(t) for t, nz in zip(init_t, carry_nz, strict=True) if nz]
     new_xs = xs + _pick(xs_t, xs_nz)
-    new_linear = ((False,) * len(extra) + tuple(lin_consts) + (True,) * sum(consts_nz) +
-                  tuple(lin_init) + (True,) * sum(carry_nz) + tuple(lin_xs) +
-                  (True,) * sum(xs_nz))
-    outs = scan_p.bind(*new_consts, *new_carry, *new_xs, jaxpr=body,
-                       num_consts=len(new_consts), num_carry=len(new_carry), length=length,
-                       reverse=reverse, unroll=unroll, linear=new_linear)
+    new_linear = (
+        (False,) * len(extra)
+        + tuple(lin_consts)
+        + (True,) * sum(consts_nz)
+        + tuple(lin_init)
+        + (True,) * sum(carry_nz)
+        + tuple(lin_xs)
+        + (True,) * sum(xs_nz)
+    )
+    outs = scan_p.bind(
+        *new_consts,
+        *new_carry,
+        *new_xs,
+        jaxpr=body,
+        num_consts=len(new_consts),
+        num_carry=len(new_carry),
+        length=length,
+        reverse=reverse,
+        unroll=unroll,
+        linear=new_linear,
+    )
     carry_out, carry_t_out, ys, ys_t = _split(outs, num_carry, sum(carry_nz), num_ys)
     carry_t_out, ys_t = iter(carry_t_out), iter(ys_t)
-    out_avals = _scan_abstract_eval(*[get_aval(x) for x in primals], jaxpr=jaxpr,
-                                    num_consts=num_consts, num_carry=num_carry, length=length,
-                                    reverse=reverse, unroll=unroll, linear=linear)
-    tangents_out = [next(carry_t_out) if nz else ad.Zero(ad.tangent_aval(a))
-                    for a, nz in zip(out_avals[:num_carry], carry_nz, strict=True)]
-    tangents_out += [next(ys_t) if nz else ad.Zero(ad.tangent_aval(a))
-                     for a, nz in zip(out_avals[num_carry:], ys_nz, strict=True)]
+    out_avals = _scan_abstract_eval(
+        *[get_aval(x) for x in primals],
+        jaxpr=jaxpr,
+        num_consts=num_consts,
+        num_carry=num_carry,
+        length=length,
+        reverse=reverse,
+        unroll=unroll,
+        linear=linear,
+    )
+    tangents_out = [
+        next(carry_t_out) if nz else ad.Zero(ad.tangent_aval(a))
+        for a, nz in zip(out_avals[:num_carry], carry_nz, strict=True)
+    ]
+    tangents_out += [
+        next(ys_t) if nz else ad.Zero(ad.tangent_aval(a))
+        for a, nz in zip(out_avals[num_carry:], ys_nz, strict=True)
+    ]
     return carry_out + ys, tangents_out
 
 
 _scan_jvp_bodies = weakref.WeakKeyDictionary()
 
 
-def _scan_jvp_body(body, num_extra, num_consts, num_carry, num_xs, consts_nz, carry_nz, xs_nz,
-                   ys_nz):
+def _scan_jvp_body(
+    body, num_extra, num_consts, num_carry, num_xs, consts_nz, carry_nz, xs_nz, ys_nz
+):
     """The jvp jaxpr's operands and results reordered to a scan body's layout: consts (with
     their tangents), then carries, then xs; results carries then ys."""
     cache = _scan_jvp_bodies.setdefault(body.jaxpr, {})
@@ -901,13 +1059,15 @@ def _scan_jvp_body(body, num_extra, num_consts, num_carry, num_xs, consts_nz, ca
     if hit is not None:
         return hit
     extra, consts, carry, xs, consts_t, carry_t, xs_t = _split(
-        body.jaxpr.invars, num_extra, num_consts, num_carry, num_xs, sum(consts_nz),
-        sum(carry_nz))
+        body.jaxpr.invars, num_extra, num_consts, num_carry, num_xs, sum(consts_nz), sum(carry_nz)
+    )
     num_ys = len(ys_nz)
-    carry_out, ys, carry_t_out, ys_t = _split(body.jaxpr.outvars, num_carry, num_ys,
-                                              sum(carry_nz))
-    hit = cache[None] = _permuted(body, extra + consts + consts_t + carry + carry_t + xs + xs_t,
-                                  carry_out + carry_t_out + ys + ys_t)
+    carry_out, ys, carry_t_out, ys_t = _split(body.jaxpr.outvars, num_carry, num_ys, sum(carry_nz))
+    hit = cache[None] = _permuted(
+        body,
+        extra + consts + consts_t + carry + carry_t + xs + xs_t,
+        carry_out + carry_t_out + ys + ys_t,
+    )
     return hit
 
 
@@ -927,7 +1087,8 @@ def _split_jaxpr(closed, unknowns, instantiate):
     hit = cache.get(key)
     if hit is None:
         hit = cache[key] = partial_eval.partial_eval_jaxpr(
-            closed, unknowns, "partially evaluating a scan body", instantiate)
+            closed, unknowns, "partially evaluating a scan body", instantiate
+        )
     return hit
 
 
@@ -938,8 +1099,9 @@ def _scan_partial_eval(trace, args, params):
     unknowns = [trace.is_unknown(x) for x in args]
     const_uk, carry_uk, xs_uk = _split(unknowns, num_consts, num_carry)
     while True:  # fixpoint: a carry is unknown if its init or its update is
-        split = _split_jaxpr(jaxpr, tuple(const_uk + carry_uk + xs_uk),
-                             tuple(carry_uk) + (False,) * num_ys)
+        split = _split_jaxpr(
+            jaxpr, tuple(const_uk + carry_uk + xs_uk), tuple(carry_uk) + (False,) * num_ys
+        )
         out_uk = list(split[3])
         if out_uk[:num_carry] == carry_uk:
             break
@@ -959,37 +1121,75 @@ def _scan_partial_eval(trace, args, params):
     invariant = [type(v) is Literal or v in const_vars for v in res_vars]
     # Residuals that are slices of known xs are those xs, not stacked again (as JAX).
     known_xs = _pick(xs, xs_uk, False)
-    xs_vars = dict(zip(kj.invars[len(kj.invars) - len(known_xs):], known_xs, strict=True))
+    xs_vars = dict(zip(kj.invars[len(kj.invars) - len(known_xs) :], known_xs, strict=True))
     forwarded = [not inv and v in xs_vars for v, inv in zip(res_vars, invariant, strict=True)]
-    body = _permuted(known_jaxpr, outvars=kj.outvars[:num_known_outs] + [
-        v for v, inv, fw in zip(res_vars, invariant, forwarded, strict=True)
-        if not inv and not fw])
+    body = _permuted(
+        known_jaxpr,
+        outvars=kj.outvars[:num_known_outs]
+        + [
+            v
+            for v, inv, fw in zip(res_vars, invariant, forwarded, strict=True)
+            if not inv and not fw
+        ],
+    )
     known_args = known_consts_in + _pick(carry, carry_uk, False) + known_xs
     with set_current_trace(trace.parent):
         known_outs = scan_p.bind(
-            *known_args, jaxpr=body, num_consts=len(known_consts_in), num_carry=num_known_carry,
-            length=length, reverse=params["reverse"], unroll=params["unroll"],
-            linear=(False,) * len(known_args))
+            *known_args,
+            jaxpr=body,
+            num_consts=len(known_consts_in),
+            num_carry=num_known_carry,
+            length=length,
+            reverse=params["reverse"],
+            unroll=params["unroll"],
+            linear=(False,) * len(known_args),
+        )
     known_outs, stacked = known_outs[:num_known_outs], iter(known_outs[num_known_outs:])
-    stacked = [xs_vars[v] if fw else next(stacked)
-               for v, inv, fw in zip(res_vars, invariant, forwarded, strict=True) if not inv]
-    invariant_vals = [np.asarray(v.val, v.aval.dtype) if type(v) is Literal else const_vars[v]
-                      for v, inv in zip(res_vars, invariant, strict=True) if inv]
+    stacked = [
+        xs_vars[v] if fw else next(stacked)
+        for v, inv, fw in zip(res_vars, invariant, forwarded, strict=True)
+        if not inv
+    ]
+    invariant_vals = [
+        np.asarray(v.val, v.aval.dtype) if type(v) is Literal else const_vars[v]
+        for v, inv in zip(res_vars, invariant, strict=True)
+        if inv
+    ]
 
     uj = unknown_jaxpr.jaxpr
     res_in, uk_in = uj.invars[:num_res], uj.invars[num_res:]
     consts_in, carry_in, xs_in = _split(uk_in, sum(const_uk), sum(carry_uk))
-    unknown_body = _permuted(unknown_jaxpr, invars=(
-        _pick(res_in, invariant) + consts_in + carry_in + _pick(res_in, invariant, False) +
-        xs_in))
-    unknown_args = (invariant_vals + _pick(consts, const_uk) + _pick(carry, carry_uk) +
-                    stacked + _pick(xs, xs_uk))
-    unknown_linear = ((False,) * len(invariant_vals) + tuple(_pick(lin_consts, const_uk)) +
-                      tuple(_pick(lin_carry, carry_uk)) + (False,) * len(stacked) +
-                      tuple(_pick(lin_xs, xs_uk)))
-    unknown_params = dict(params, jaxpr=unknown_body,
-                          num_consts=len(invariant_vals) + sum(const_uk),
-                          num_carry=sum(carry_uk), linear=unknown_linear)
+    unknown_body = _permuted(
+        unknown_jaxpr,
+        invars=(
+            _pick(res_in, invariant)
+            + consts_in
+            + carry_in
+            + _pick(res_in, invariant, False)
+            + xs_in
+        ),
+    )
+    unknown_args = (
+        invariant_vals
+        + _pick(consts, const_uk)
+        + _pick(carry, carry_uk)
+        + stacked
+        + _pick(xs, xs_uk)
+    )
+    unknown_linear = (
+        (False,) * len(invariant_vals)
+        + tuple(_pick(lin_consts, const_uk))
+        + tuple(_pick(lin_carry, carry_uk))
+        + (False,) * len(stacked)
+        + tuple(_pick(lin_xs, xs_uk))
+    )
+    unknown_params = dict(
+        params,
+        jaxpr=unknown_body,
+        num_consts=len(invariant_vals) + sum(const_uk),
+        num_carry=sum(carry_uk),
+        linear=unknown_linear,
+    )
     out_avals = _scan_abstract_eval(*[get_aval(x) for x in unknown_args], **unknown_params)
     unknown_outs = iter(trace.stage(scan_p, unknown_args, unknown_params, out_avals))
     known_outs = iter(known_outs)
@@ -1025,28 +1225,40 @@ def _transposed_body(jaxpr, num_consts, num_carry, consts_lin, xs_lin, ys_zero):
     def transposed(*args):
         res, acc, ct_carry, res_xs, ct_ys = _split(args, *sizes)
         res, res_xs, ct_ys = iter(res), iter(res_xs), iter(ct_ys)
-        invals = [transpose.UndefinedPrimal(a) if lin else next(res)
-                  for a, lin in zip(consts_avals, consts_lin, strict=True)]
+        invals = [
+            transpose.UndefinedPrimal(a) if lin else next(res)
+            for a, lin in zip(consts_avals, consts_lin, strict=True)
+        ]
         invals += [transpose.UndefinedPrimal(a) for a in carry_avals]
-        invals += [transpose.UndefinedPrimal(a) if lin else next(res_xs)
-                   for a, lin in zip(x_avals, xs_lin, strict=True)]
-        cts_out = list(ct_carry) + [ad.Zero(ad.tangent_aval(a)) if z else next(ct_ys)
-                                    for a, z in zip(y_avals, ys_zero, strict=True)]
+        invals += [
+            transpose.UndefinedPrimal(a) if lin else next(res_xs)
+            for a, lin in zip(x_avals, xs_lin, strict=True)
+        ]
+        cts_out = list(ct_carry) + [
+            ad.Zero(ad.tangent_aval(a)) if z else next(ct_ys)
+            for a, z in zip(y_avals, ys_zero, strict=True)
+        ]
         cts_in = transpose.backward_pass(jaxpr.jaxpr, (), invals, cts_out)
         ct_consts, ct_init, ct_xs = _split(cts_in, num_consts, num_carry)
-        acc_out = [ad.instantiate(ad.add_tangents(a, ct))
-                   for a, ct in zip(acc, _pick(ct_consts, consts_lin), strict=True)]
-        return (acc_out + [ad.instantiate(ct) for ct in ct_init] +
-                [ad.instantiate(ct) for ct in _pick(ct_xs, xs_lin)])
+        acc_out = [
+            ad.instantiate(ad.add_tangents(a, ct))
+            for a, ct in zip(acc, _pick(ct_consts, consts_lin), strict=True)
+        ]
+        return (
+            acc_out
+            + [ad.instantiate(ct) for ct in ct_init]
+            + [ad.instantiate(ct) for ct in _pick(ct_xs, xs_lin)]
+        )
 
     hit = cache[key] = _trace_body(
-        transposed, res_avals + acc_avals + ct_carry_avals + res_x_avals + ct_y_avals,
-        "transposing a scan body")
+        transposed,
+        res_avals + acc_avals + ct_carry_avals + res_x_avals + ct_y_avals,
+        "transposing a scan body",
+    )
     return hit
 
 
-def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll,
-                    linear):
+def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll, linear):
     consts, carry, xs = _split(args, num_consts, num_carry)
     ct_carry, ct_ys = cts[:num_carry], cts[num_carry:]
     consts_lin = tuple(transpose.is_undefined(x) for x in consts)
@@ -1055,24 +1267,38 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
     body, extra = _transposed_body(jaxpr, num_consts, num_carry, consts_lin, xs_lin, ys_zero)
     res = _pick(consts, consts_lin, False)
     acc = [ad.instantiate(ad.Zero(ad.tangent_aval(x.aval))) for x in _pick(consts, consts_lin)]
-    carry_avals = jaxpr.in_avals[num_consts:num_consts + num_carry]
-    ct_init = [ad.instantiate(ad.Zero(ad.tangent_aval(a)) if ct is None else ct)
-               for ct, a in zip(ct_carry, carry_avals, strict=True)]
+    carry_avals = jaxpr.in_avals[num_consts : num_consts + num_carry]
+    ct_init = [
+        ad.instantiate(ad.Zero(ad.tangent_aval(a)) if ct is None else ct)
+        for ct, a in zip(ct_carry, carry_avals, strict=True)
+    ]
     res_xs = _pick(xs, xs_lin, False)
     ct_ys = [ct for ct in ct_ys if type(ct) is not ad.Zero]
     operands = extra + res + acc + ct_init + res_xs + ct_ys
     num_t_consts = len(extra) + len(res)
-    linear_t = ((False,) * num_t_consts + (True,) * (len(acc) + num_carry) +
-                (False,) * len(res_xs) + (True,) * len(ct_ys))
-    outs = scan_p.bind(*operands, jaxpr=body, num_consts=num_t_consts,
-                       num_carry=len(acc) + num_carry, length=length, reverse=not reverse,
-                       unroll=unroll, linear=linear_t)
+    linear_t = (
+        (False,) * num_t_consts
+        + (True,) * (len(acc) + num_carry)
+        + (False,) * len(res_xs)
+        + (True,) * len(ct_ys)
+    )
+    outs = scan_p.bind(
+        *operands,
+        jaxpr=body,
+        num_consts=num_t_consts,
+        num_carry=len(acc) + num_carry,
+        length=length,
+        reverse=not reverse,
+        unroll=unroll,
+        linear=linear_t,
+    )
     ct_consts, ct_init, ct_xs = _split(outs, len(acc), num_carry)
     ct_consts, ct_xs = iter(ct_consts), iter(ct_xs)
-    return ([next(ct_consts) if lin else None for lin in consts_lin] +
-            [ct if transpose.is_undefined(x) else None
-             for ct, x in zip(ct_init, carry, strict=True)] +
-            [next(ct_xs) if lin else None for lin in xs_lin])
+    return (
+        [next(ct_consts) if lin else None for lin in consts_lin]
+        + [ct if transpose.is_undefined(x) else None for ct, x in zip(ct_init, carry, strict=True)]
+        + [next(ct_xs) if lin else None for lin in xs_lin]
+    )
 
 
 transpose.transpose_rules[scan_p] = _scan_transpose
@@ -1081,28 +1307,39 @@ transpose.transpose_rules[scan_p] = _scan_transpose
 # --------------------------------------------------------------------------- scan: batching
 
 
-def _scan_batch(axis, args, dims, *, jaxpr, num_consts, num_carry, length, reverse, unroll,
-                linear):
+def _scan_batch(axis, args, dims, *, jaxpr, num_consts, num_carry, length, reverse, unroll, linear):
     num_ys = len(jaxpr.out_avals) - num_carry
     consts, init, xs = _split(args, num_consts, num_carry)
     consts_dims, init_dims, xs_dims = _split(dims, num_consts, num_carry)
     # Batched xs carry the batch at 1, so each slice has it at 0.
-    xs = [x if d is not_mapped else batching.moveaxis(x, d, 1)
-          for x, d in zip(xs, xs_dims, strict=True)]
+    xs = [
+        x if d is not_mapped else batching.moveaxis(x, d, 1)
+        for x, d in zip(xs, xs_dims, strict=True)
+    ]
     slice_dims = [not_mapped if d is not_mapped else 0 for d in xs_dims]
     carry_b = [d is not not_mapped for d in init_dims]
     while True:  # fixpoint: a carry the body makes batched is batched from the start
         in_dims = tuple(consts_dims + [0 if b else not_mapped for b in carry_b] + slice_dims)
-        body, extra, out_b = batching.batch_jaxpr(jaxpr, axis, in_dims,
-                                            tuple(carry_b) + (False,) * num_ys)
+        body, extra, out_b = batching.batch_jaxpr(
+            jaxpr, axis, in_dims, tuple(carry_b) + (False,) * num_ys
+        )
         if list(out_b[:num_carry]) == carry_b:
             break
         carry_b = _or(carry_b, out_b[:num_carry])
-    init = [_at_front(x, d, b, axis.size) for x, d, b in zip(init, init_dims, carry_b,
-                                                             strict=True)]
-    outs = scan_p.bind(*extra, *consts, *init, *xs, jaxpr=body,
-                       num_consts=len(extra) + num_consts, num_carry=num_carry, length=length,
-                       reverse=reverse, unroll=unroll, linear=(False,) * len(extra) + linear)
+    init = [_at_front(x, d, b, axis.size) for x, d, b in zip(init, init_dims, carry_b, strict=True)]
+    outs = scan_p.bind(
+        *extra,
+        *consts,
+        *init,
+        *xs,
+        jaxpr=body,
+        num_consts=len(extra) + num_consts,
+        num_carry=num_carry,
+        length=length,
+        reverse=reverse,
+        unroll=unroll,
+        linear=(False,) * len(extra) + linear,
+    )
     out_dims = [0 if b else not_mapped for b in carry_b]
     out_dims += [1 if b else not_mapped for b in out_b[num_carry:]]
     return outs, out_dims
@@ -1129,18 +1366,24 @@ def _slim_scan_body(body, nc, nk, used_outputs):
     used_carry, used_ys = list(used_outputs[:nk]), list(used_outputs[nk:])
     while True:
         _, used_in = dce.dce_jaxpr(body.jaxpr, used_carry + used_ys)
-        needed = [u or v for u, v in zip(used_carry, used_in[nc:nc + nk], strict=True)]
+        needed = [u or v for u, v in zip(used_carry, used_in[nc : nc + nk], strict=True)]
         if needed == used_carry:
             break
         used_carry = needed
-    used_inputs = used_in[:nc] + used_carry + used_in[nc + nk:]
+    used_inputs = used_in[:nc] + used_carry + used_in[nc + nk :]
     kept_outputs = used_carry + used_ys
     new_body = None
     if not (all(used_inputs) and all(kept_outputs) and not dce.has_dead_code(body.jaxpr)):
         slim, _ = dce.dce_jaxpr(body.jaxpr, kept_outputs)
-        new_body = ClosedJaxpr(Jaxpr(
-            slim.constvars, [v for v, u in zip(slim.invars, used_inputs, strict=True) if u],
-            slim.outvars, slim.eqns), body.consts)
+        new_body = ClosedJaxpr(
+            Jaxpr(
+                slim.constvars,
+                [v for v, u in zip(slim.invars, used_inputs, strict=True) if u],
+                slim.outvars,
+                slim.eqns,
+            ),
+            body.consts,
+        )
     hit = cache[used_outputs] = (used_inputs, kept_outputs, new_body)
     return hit
 
@@ -1150,17 +1393,25 @@ def _scan_dce(used_outputs, eqn):
         return [False] * len(eqn.invars), None
     params = eqn.params
     nc, nk = params["num_consts"], params["num_carry"]
-    used_inputs, kept_outputs, new_body = _slim_scan_body(params["jaxpr"], nc, nk,
-                                                          tuple(used_outputs))
+    used_inputs, kept_outputs, new_body = _slim_scan_body(
+        params["jaxpr"], nc, nk, tuple(used_outputs)
+    )
     if new_body is None:
         return used_inputs, eqn
-    new_params = {**params, "jaxpr": new_body, "num_consts": sum(used_inputs[:nc]),
-                  "num_carry": sum(kept_outputs[:nk]), "linear": tuple(
-                      lin for lin, u in zip(params["linear"], used_inputs, strict=True) if u)}
-    new_eqn = type(eqn)(eqn.primitive,
-                        [x for x, u in zip(eqn.invars, used_inputs, strict=True) if u],
-                        [v for v, u in zip(eqn.outvars, kept_outputs, strict=True) if u],
-                        new_params, eqn.source_info)
+    new_params = {
+        **params,
+        "jaxpr": new_body,
+        "num_consts": sum(used_inputs[:nc]),
+        "num_carry": sum(kept_outputs[:nk]),
+        "linear": tuple(lin for lin, u in zip(params["linear"], used_inputs, strict=True) if u),
+    }
+    new_eqn = type(eqn)(
+        eqn.primitive,
+        [x for x, u in zip(eqn.invars, used_inputs, strict=True) if u],
+        [v for v, u in zip(eqn.outvars, kept_outputs, strict=True) if u],
+        new_params,
+        eqn.source_info,
+    )
     return used_inputs, new_eqn
 
 
@@ -1190,15 +1441,18 @@ def associative_scan(fn, elems, reverse=False, axis=0):
     axis = canonicalize_axis(axis, avals[0].ndim, "lax.associative_scan")
     n = avals[0].shape[axis]
     if any(a.ndim <= axis or a.shape[axis] != n for a in avals[1:]):
-        raise ValueError("Array inputs to associative_scan must have the same first "
-                         f"dimension. (saw: {[a.shape for a in avals]})")
+        raise ValueError(
+            "Array inputs to associative_scan must have the same first "
+            f"dimension. (saw: {[a.shape for a in avals]})"
+        )
 
     def combine(a, b):
-        out = pytree.tree_leaves(fn(pytree.tree_unflatten(tree, a),
-                                       pytree.tree_unflatten(tree, b)))
+        out = pytree.tree_leaves(fn(pytree.tree_unflatten(tree, a), pytree.tree_unflatten(tree, b)))
         if len(out) != len(a):
-            raise TypeError(f"lax.associative_scan: fn must return {len(a)} arrays, like its "
-                            f"inputs; it returned {len(out)}")
+            raise TypeError(
+                f"lax.associative_scan: fn must return {len(a)} arrays, like its "
+                f"inputs; it returned {len(out)}"
+            )
         return out
 
     def part(xs, start, stop=None, stride=1):
@@ -1210,10 +1464,11 @@ def associative_scan(fn, elems, reverse=False, axis=0):
         # into 0.0.) ``evens`` may be one longer; its last element goes on the end.
         m = get_aval(odds).shape[axis]
         head = evens if get_aval(evens).shape[axis] == m else slice_in_dim(evens, 0, m, 1, axis)
-        pairs = concatenate([expand_dims(head, (axis + 1,)), expand_dims(odds, (axis + 1,))],
-                            axis + 1)
+        pairs = concatenate(
+            [expand_dims(head, (axis + 1,)), expand_dims(odds, (axis + 1,))], axis + 1
+        )
         shape = get_aval(odds).shape
-        out = reshape(pairs, shape[:axis] + (2 * m,) + shape[axis + 1:])
+        out = reshape(pairs, shape[:axis] + (2 * m,) + shape[axis + 1 :])
         if head is evens:
             return out
         return concatenate([out, slice_in_dim(evens, m, m + 1, 1, axis)], axis)

@@ -36,16 +36,19 @@ def unmapped_aval(aval, axis):
     """The per-device type of an operand of type ``aval`` split along ``axis``."""
     if axis is None:
         return aval
-    return ShapedArray(aval.shape[:axis] + aval.shape[axis + 1:], aval.dtype, aval.weak_type)
+    return ShapedArray(aval.shape[:axis] + aval.shape[axis + 1 :], aval.dtype, aval.weak_type)
 
 
-def _pmap_abstract_eval(*avals, jaxpr, name, axis_name, axis_size, in_axes, out_axes, devices,
-                        donated):
+def _pmap_abstract_eval(
+    *avals, jaxpr, name, axis_name, axis_size, in_axes, out_axes, devices, donated
+):
     for i, (a, ax) in enumerate(zip(avals, in_axes, strict=True)):
         if ax is not None and a.shape[ax] != axis_size:
-            raise ValueError(f"pmap of {name}: operand {i} of type {a.str_short()} has size "
-                             f"{a.shape[ax]} along its mapped axis {ax}, but the axis "
-                             f"{axis_name!r} has size {axis_size}")
+            raise ValueError(
+                f"pmap of {name}: operand {i} of type {a.str_short()} has size "
+                f"{a.shape[ax]} along its mapped axis {ax}, but the axis "
+                f"{axis_name!r} has size {axis_size}"
+            )
     per_device = [unmapped_aval(a, ax) for a, ax in zip(avals, in_axes, strict=True)]
     outs = call_abstract_eval(f"pmap of {name}", per_device, jaxpr)
     return [batching.batched_aval(a, ax, axis_size) for a, ax in zip(outs, out_axes, strict=True)]
@@ -57,9 +60,17 @@ abstract_eval_rules[pmap_p] = _pmap_abstract_eval
 def bind_like(params, args, jaxpr, in_axes, out_axes, name=None):
     """Bind ``pmap_p`` with ``params`` but another body and axes (donation does not carry
     over to transformed programs)."""
-    return pmap_p.bind(*args, **{**params, "jaxpr": jaxpr, "in_axes": tuple(in_axes),
-                                 "out_axes": tuple(out_axes), "donated": None,
-                                 "name": name or params["name"]})
+    return pmap_p.bind(
+        *args,
+        **{
+            **params,
+            "jaxpr": jaxpr,
+            "in_axes": tuple(in_axes),
+            "out_axes": tuple(out_axes),
+            "donated": None,
+            "name": name or params["name"],
+        },
+    )
 
 
 def replicas_needed(jaxpr):
@@ -90,9 +101,13 @@ def _pmap_jvp(primals, tangents, **params):
     def bind(body, operands, num_consts, nonzeros, out_nonzeros):
         # tangents are split over the devices as their primals are
         return bind_like(
-            params, operands, body,
+            params,
+            operands,
+            body,
             [None] * num_consts + list(in_axes) + _pick(in_axes, nonzeros),
-            list(out_axes) + _pick(out_axes, out_nonzeros), f"jvp({params['name']})")
+            list(out_axes) + _pick(out_axes, out_nonzeros),
+            f"jvp({params['name']})",
+        )
 
     return call_jvp(params["jaxpr"], primals, tangents, bind)
 
@@ -106,6 +121,7 @@ ad.jvp_rules[pmap_p] = _pmap_jvp
 
 # --------------------------------------------------------------------------- partial eval
 
+
 def _pmap_partial_eval(trace, args, params):
     """Run the known part of the body now (a pmap of its own, its residuals left on their
     devices: mapped along 0), and stage a pmap of the unknown part that reads them."""
@@ -117,18 +133,28 @@ def _pmap_partial_eval(trace, args, params):
     known_in = [a for a, u in zip(in_axes, unknowns, strict=True) if not u]
     known_out = [a for a, u in zip(out_axes, out_unknowns, strict=True) if not u]
     with core.set_current_trace(trace.parent):
-        known_outs = bind_like(params, [*known_consts, *known_args], known_jaxpr,
-                               [None] * len(known_consts) + known_in, known_out + [0] * num_res)
-    residuals = known_outs[len(known_outs) - num_res:]
+        known_outs = bind_like(
+            params,
+            [*known_consts, *known_args],
+            known_jaxpr,
+            [None] * len(known_consts) + known_in,
+            known_out + [0] * num_res,
+        )
+    residuals = known_outs[len(known_outs) - num_res :]
     unknown_args = [x for x, u in zip(args, unknowns, strict=True) if u]
     unknown_in = [0] * num_res + [a for a, u in zip(in_axes, unknowns, strict=True) if u]
     unknown_out = [a for a, u in zip(out_axes, out_unknowns, strict=True) if u]
-    unknown_params = {**params, "jaxpr": unknown_jaxpr, "in_axes": tuple(unknown_in),
-                      "out_axes": tuple(unknown_out), "donated": None}
+    unknown_params = {
+        **params,
+        "jaxpr": unknown_jaxpr,
+        "in_axes": tuple(unknown_in),
+        "out_axes": tuple(unknown_out),
+        "donated": None,
+    }
     operands = residuals + unknown_args
     out_avals = _pmap_abstract_eval(*[get_aval(x) for x in operands], **unknown_params)
     unknown_outs = iter(trace.stage(pmap_p, operands, unknown_params, out_avals))
-    known_outs = iter(known_outs[:len(known_outs) - num_res])
+    known_outs = iter(known_outs[: len(known_outs) - num_res])
     return [next(unknown_outs) if u else next(known_outs) for u in out_unknowns]
 
 
@@ -144,17 +170,23 @@ def _pmap_transpose(cts, *invals, **params):
     linear = tuple(transpose.is_undefined(x) for x in invals)
     body, consts = transposed_jaxpr(jaxpr, linear)
     values = [x for x in invals if not transpose.is_undefined(x)]
-    value_axes = [a for x, a in zip(invals, in_axes, strict=True)
-                  if not transpose.is_undefined(x)]
+    value_axes = [a for x, a in zip(invals, in_axes, strict=True) if not transpose.is_undefined(x)]
     # An unmapped result is one device's value (all are equal): its cotangent is shared out
     # evenly, so that the devices' contributions add up to it once.
-    cts = [ad.instantiate(ct) if a is not None else _divide(ad.instantiate(ct), size)
-           for ct, a in zip(cts, out_axes, strict=True)]
+    cts = [
+        ad.instantiate(ct) if a is not None else _divide(ad.instantiate(ct), size)
+        for ct, a in zip(cts, out_axes, strict=True)
+    ]
     # An unmapped linear input gets one cotangent per device; they are summed here.
     ct_axes = [0 if a is None else a for lin, a in zip(linear, in_axes, strict=True) if lin]
-    cts_in = bind_like(params, [*consts, *values, *cts], body,
-                       [None] * len(consts) + value_axes + list(out_axes), ct_axes,
-                       f"transpose({params['name']})")
+    cts_in = bind_like(
+        params,
+        [*consts, *values, *cts],
+        body,
+        [None] * len(consts) + value_axes + list(out_axes),
+        ct_axes,
+        f"transpose({params['name']})",
+    )
     cts_in = iter(cts_in)
     out = []
     for lin, a in zip(linear, in_axes, strict=True):
@@ -197,10 +229,14 @@ def _pmap_batch(axis, args, dims, **params):
             body_dims.append(0)
             new_in.append(0)
     body, consts, out_batched = batching.batch_jaxpr(jaxpr, axis, body_dims)
-    outs = bind_like(params, [*consts, *new_args], body, [None] * len(consts) + new_in,
-                     [a if a is None or not b else 0 for a, b in zip(out_axes, out_batched,
-                                                                     strict=True)],
-                     f"vmap({params['name']})")
+    outs = bind_like(
+        params,
+        [*consts, *new_args],
+        body,
+        [None] * len(consts) + new_in,
+        [a if a is None or not b else 0 for a, b in zip(out_axes, out_batched, strict=True)],
+        f"vmap({params['name']})",
+    )
     results, result_dims = [], []
     for x, a, b in zip(outs, out_axes, out_batched, strict=True):
         if not b:

@@ -108,16 +108,18 @@ def _vecmat(v, a):
     """``v @ a`` for stacks of vectors ``(..., m)`` and matrices ``(..., m, n)``."""
     nb = get_aval(v).ndim - 1
     batch = tuple(range(nb))
-    return dot_general(v, a, (((nb,), (nb,)), (batch, batch)),
-                       precision=(Precision.HIGHEST, Precision.HIGHEST))
+    return dot_general(
+        v, a, (((nb,), (nb,)), (batch, batch)), precision=(Precision.HIGHEST, Precision.HIGHEST)
+    )
 
 
 def _matvec(a, v):
     """``a @ v`` for stacks of matrices ``(..., m, n)`` and vectors ``(..., n)``."""
     nb = get_aval(v).ndim - 1
     batch = tuple(range(nb))
-    return dot_general(a, v, (((nb + 1,), (nb,)), (batch, batch)),
-                       precision=(Precision.HIGHEST, Precision.HIGHEST))
+    return dot_general(
+        a, v, (((nb + 1,), (nb,)), (batch, batch)), precision=(Precision.HIGHEST, Precision.HIGHEST)
+    )
 
 
 def _take_columns(x, perm):
@@ -163,13 +165,17 @@ def householder_qr(a):
         unit = convert_element_type(eq(rows, j), dtype)
         v = add(div(below, expand_dims(denom, (nd - 2,))), unit)
         diag = select(skip, alpha, beta)
-        new_col = select(lt(rows, j), col,
-                         select(eq(rows, j), broadcast_in_dim(diag, batch + (m,),
-                                                              tuple(range(nd - 2))), v))
+        new_col = select(
+            lt(rows, j),
+            col,
+            select(eq(rows, j), broadcast_in_dim(diag, batch + (m,), tuple(range(nd - 2))), v),
+        )
         # Apply H^H = I - conj(tau) v v^H to the columns right of j.
         w = _vecmat(conj_if_complex(v), a)
-        update = mul(expand_dims(conj_if_complex(tau), (nd - 2, nd - 1)),
-                     mul(expand_dims(v, (nd - 1,)), expand_dims(w, (nd - 2,))))
+        update = mul(
+            expand_dims(conj_if_complex(tau), (nd - 2, nd - 1)),
+            mul(expand_dims(v, (nd - 1,)), expand_dims(w, (nd - 2,))),
+        )
         a = sub(a, select(gt(cols, j), update, _zeros(a, aval.shape)))
         a = dynamic_update_index_in_dim(a, new_col, j, nd - 1)
         return a, dynamic_update_index_in_dim(taus, tau, j, nd - 2)
@@ -192,8 +198,7 @@ def apply_reflectors(a, taus, c, *, left, transpose):
 
     def step(i, c):
         idx = sub(np.int32(k - 1), convert_element_type(i, dtypes.int32)) if reverse else i
-        tau = expand_dims(dynamic_index_in_dim(taus, idx, nd - 2, keepdims=False),
-                          (nd - 2, nd - 1))
+        tau = expand_dims(dynamic_index_in_dim(taus, idx, nd - 2, keepdims=False), (nd - 2, nd - 1))
         v = dynamic_index_in_dim(vs, idx, nd - 1, keepdims=False)
         v_h = conj_if_complex(v)
         if left:  # c - tau v (v^H c)
@@ -254,12 +259,17 @@ def _geqp3_abstract_eval(a, jpvt, *, use_magma):
     if jpvt.dtype != dtypes.int32:
         raise TypeError(f"{name}: jpvt must be an int32 array, got {jpvt.str_short()}")
     if jpvt.ndim != a.ndim - 1 or jpvt.shape[-1] != a.shape[-1]:
-        raise ValueError(f"{name}: jpvt must have shape (..., n) for a of shape (..., m, n), "
-                         f"got a of shape {a.shape} and jpvt of shape {jpvt.shape}")
+        raise ValueError(
+            f"{name}: jpvt must have shape (..., n) for a of shape (..., m, n), "
+            f"got a of shape {a.shape} and jpvt of shape {jpvt.shape}"
+        )
     batch_dims_of(name, (a, jpvt), (2, 1))
     m, n = a.shape[-2:]
-    return [ShapedArray(a.shape, a.dtype), ShapedArray(jpvt.shape, jpvt.dtype),
-            ShapedArray(a.shape[:-2] + (min(m, n),), a.dtype)]
+    return [
+        ShapedArray(a.shape, a.dtype),
+        ShapedArray(jpvt.shape, jpvt.dtype),
+        ShapedArray(a.shape[:-2] + (min(m, n),), a.dtype),
+    ]
 
 
 geqp3_p = standard_primitive("geqp3", _geqp3_abstract_eval, multiple_results=True)
@@ -289,8 +299,9 @@ def _geqp3_jvp(primals, tangents, *, use_magma):
         return outs, _zero_tangents(outs)
     # The pivots are piecewise constant: locally, geqp3 is geqrf of the permuted columns.
     perm = sub(outs[1], np.int32(1))
-    _, (dpacked, dtaus) = ad.jvp_flat(householder_qr, [_take_columns(a, perm)],
-                                      [_take_columns(da, perm)])
+    _, (dpacked, dtaus) = ad.jvp_flat(
+        householder_qr, [_take_columns(a, perm)], [_take_columns(da, perm)]
+    )
     return outs, [dpacked, ad.Zero(ad.tangent_aval(get_aval(outs[1]))), dtaus]
 
 
@@ -305,24 +316,31 @@ def _householder_product_abstract_eval(a, taus):
     name = "lax.linalg.householder_product"
     check_matrix(name, a, square=False)
     if taus.dtype != a.dtype:
-        raise TypeError(f"{name}: a and taus must have the same dtype, got {a.dtype} and "
-                        f"{taus.dtype}")
+        raise TypeError(
+            f"{name}: a and taus must have the same dtype, got {a.dtype} and {taus.dtype}"
+        )
     if taus.ndim != a.ndim - 1:
-        raise TypeError(f"{name}: taus must have shape (..., k) for a of shape (..., m, n), "
-                         f"got a of shape {a.shape} and taus of shape {taus.shape}")
+        raise TypeError(
+            f"{name}: taus must have shape (..., k) for a of shape (..., m, n), "
+            f"got a of shape {a.shape} and taus of shape {taus.shape}"
+        )
     batch_dims_of(name, (a, taus), (2, 1))
     m, n = a.shape[-2:]
     if m < n:
-        raise ValueError(f"{name}: a must have at least as many rows as columns, got shape "
-                         f"{a.shape}")
+        raise ValueError(
+            f"{name}: a must have at least as many rows as columns, got shape {a.shape}"
+        )
     if taus.shape[-1] > n:
-        raise ValueError(f"{name}: taus must not have more entries ({taus.shape[-1]}) than the "
-                         f"minimum of a's rows and columns; got a of shape {a.shape}")
+        raise ValueError(
+            f"{name}: taus must not have more entries ({taus.shape[-1]}) than the "
+            f"minimum of a's rows and columns; got a of shape {a.shape}"
+        )
     return [ShapedArray(a.shape, a.dtype)]
 
 
-householder_product_p = standard_primitive("householder_product",
-                                           _householder_product_abstract_eval)
+householder_product_p = standard_primitive(
+    "householder_product", _householder_product_abstract_eval
+)
 
 
 def householder_product(a, taus):
@@ -350,7 +368,9 @@ def _householder_product_jvp(primals, tangents):
     eye = eye_like(a)
     _, (dq,) = ad.jvp_flat(
         lambda a, taus: [apply_reflectors(a, taus, eye, left=True, transpose=False)],
-        [a, taus], [da, dtaus])
+        [a, taus],
+        [da, dtaus],
+    )
     return [q], [dq]
 
 
@@ -366,21 +386,29 @@ def _ormqr_abstract_eval(a, taus, c, *, left, transpose):
     check_matrix(name, a, square=False)
     check_matrix(name, c, square=False)
     if not a.dtype == taus.dtype == c.dtype:
-        raise TypeError(f"{name}: a, taus and c must have the same dtype, got {a.dtype}, "
-                        f"{taus.dtype} and {c.dtype}")
+        raise TypeError(
+            f"{name}: a, taus and c must have the same dtype, got {a.dtype}, "
+            f"{taus.dtype} and {c.dtype}"
+        )
     if taus.ndim != a.ndim - 1:
-        raise TypeError(f"{name}: taus must have shape (..., k) for a of shape (..., m, n), "
-                         f"got a of shape {a.shape} and taus of shape {taus.shape}")
+        raise TypeError(
+            f"{name}: taus must have shape (..., k) for a of shape (..., m, n), "
+            f"got a of shape {a.shape} and taus of shape {taus.shape}"
+        )
     batch_dims_of(name, (a, taus, c), (2, 1, 2))
     m, n = a.shape[-2:]
     if taus.shape[-1] > min(m, n):
-        raise ValueError(f"{name}: taus must not have more entries ({taus.shape[-1]}) than the "
-                         f"minimum of a's rows and columns; got a of shape {a.shape}")
+        raise ValueError(
+            f"{name}: taus must not have more entries ({taus.shape[-1]}) than the "
+            f"minimum of a's rows and columns; got a of shape {a.shape}"
+        )
     size = c.shape[-2] if left else c.shape[-1]
     if size != m:
         what = "rows" if left else "columns"
-        raise ValueError(f"{name}: with left={left}, c must have as many {what} as a has rows "
-                         f"({m}); got a of shape {a.shape} and c of shape {c.shape}")
+        raise ValueError(
+            f"{name}: with left={left}, c must have as many {what} as a has rows "
+            f"({m}); got a of shape {a.shape} and c of shape {c.shape}"
+        )
     return [ShapedArray(c.shape, c.dtype)]
 
 
@@ -413,7 +441,9 @@ def _ormqr_jvp(primals, tangents, *, left, transpose):
     if type(da) is not ad.Zero or type(dtaus) is not ad.Zero:
         _, (term,) = ad.jvp_flat(
             lambda a, taus: [apply_reflectors(a, taus, c, left=left, transpose=transpose)],
-            [a, taus], [da, dtaus])
+            [a, taus],
+            [da, dtaus],
+        )
         total = term if total is None else add(total, term)
     if total is None:
         return [out], _zero_tangents([out])
@@ -422,8 +452,10 @@ def _ormqr_jvp(primals, tangents, *, left, transpose):
 
 def _ormqr_transpose(ct, a, taus, c, *, left, transpose):
     if transposition.is_undefined(a) or transposition.is_undefined(taus):
-        raise ValueError("ormqr is linear only in c, so it cannot be transposed with respect to "
-                         "its reflectors a and taus")
+        raise ValueError(
+            "ormqr is linear only in c, so it cannot be transposed with respect to "
+            "its reflectors a and taus"
+        )
     if type(ct) is ad.Zero:
         return [None, None, ad.Zero(c.aval)]
     # The transpose of c -> op(Q) c is ct -> op(Q)^T ct, and op(Q)^T = conj(op(Q)^H).
@@ -470,8 +502,9 @@ def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
     Example:
       >>> q, r = qr(np.array([[3., 1.], [4., 2.]]))  # r[0, 0] == -5
     """
-    q, r, *p = qr_p.bind(x, pivoting=bool(pivoting), full_matrices=bool(full_matrices),
-                         use_magma=use_magma)
+    q, r, *p = qr_p.bind(
+        x, pivoting=bool(pivoting), full_matrices=bool(full_matrices), use_magma=use_magma
+    )
     return (q, r, p[0]) if pivoting else (q, r)
 
 
@@ -487,8 +520,7 @@ def qr_decomposition(x, *, pivoting, full_matrices, use_magma=None):
         return outs + [_zeros(x, batch + (n,), dtypes.int32)] if pivoting else outs
     perm = []
     if pivoting:
-        r, jpvt, taus = geqp3_p.bind(x, _zeros(x, batch + (n,), dtypes.int32),
-                                     use_magma=use_magma)
+        r, jpvt, taus = geqp3_p.bind(x, _zeros(x, batch + (n,), dtypes.int32), use_magma=use_magma)
         perm = [sub(jpvt, np.int32(1))]
     else:
         r, taus = geqrf_p.bind(x)
@@ -524,15 +556,16 @@ def _solve_adjoint(a, b):
     """``x`` with ``a^H x = b``, by ``lu``: ``P a = L U`` gives ``x = P^T L^{-H} U^{-H} b``."""
     lu_, _, perm = lu(a)
     lower, upper = lu_factors(lu_)
-    y = triangular_solve(upper, b, left_side=True, lower=False, transpose_a=True,
-                         conjugate_a=True)
-    z = triangular_solve(lower, y, left_side=True, lower=True, transpose_a=True,
-                         conjugate_a=True, unit_diagonal=True)
+    y = triangular_solve(upper, b, left_side=True, lower=False, transpose_a=True, conjugate_a=True)
+    z = triangular_solve(
+        lower, y, left_side=True, lower=True, transpose_a=True, conjugate_a=True, unit_diagonal=True
+    )
     aval = get_aval(a)
     nd = aval.ndim
     rows = broadcast_in_dim(perm, aval.shape, tuple(range(nd - 1)))
-    p = convert_element_type(eq(rows, broadcasted_iota(dtypes.int32, aval.shape, nd - 1)),
-                             aval.dtype)
+    p = convert_element_type(
+        eq(rows, broadcasted_iota(dtypes.int32, aval.shape, nd - 1)), aval.dtype
+    )
     return matmul(matrix_transpose(p), z)
 
 
@@ -548,10 +581,13 @@ def _qr_jvp(primals, tangents, *, pivoting, full_matrices, use_magma):
     nd, (m, n) = get_aval(x).ndim, get_aval(x).shape[-2:]
     if m < n:
         # x = [x1 x2] = q [r1 r2]: x1 = q r1 is a square QR, and r2 = q^H x2.
-        dq, dr1 = _thin_qr_jvp(q, slice_in_dim(r, 0, m, axis=nd - 1),
-                               slice_in_dim(dx, 0, m, axis=nd - 1))
-        dr2 = add(matmul(adjoint(dq), slice_in_dim(x, m, n, axis=nd - 1)),
-                  matmul(adjoint(q), slice_in_dim(dx, m, n, axis=nd - 1)))
+        dq, dr1 = _thin_qr_jvp(
+            q, slice_in_dim(r, 0, m, axis=nd - 1), slice_in_dim(dx, 0, m, axis=nd - 1)
+        )
+        dr2 = add(
+            matmul(adjoint(dq), slice_in_dim(x, m, n, axis=nd - 1)),
+            matmul(adjoint(q), slice_in_dim(dx, m, n, axis=nd - 1)),
+        )
         return outs, [dq, concatenate([dr1, dr2], nd - 1), *dp]
     full = full_matrices and m > n
     q_mn = slice_in_dim(q, 0, n, axis=nd - 1) if full else q
@@ -566,8 +602,10 @@ def _qr_jvp(primals, tangents, *, pivoting, full_matrices, use_magma):
         dq_nn, dq_pn = slice_in_dim(dq, 0, n, axis=nd - 2), slice_in_dim(dq, n, m, axis=nd - 2)
         z_h = _solve_adjoint(sub(q_nn, eye_like(q_nn)), adjoint(q_pn))
         z = adjoint(z_h)
-        dq_mp = sub(matmul(dq, z_h), matmul(add(q_mn, matmul(q_mp, z)),
-                                            adjoint(sub(dq_pn, matmul(z, dq_nn)))))
+        dq_mp = sub(
+            matmul(dq, z_h),
+            matmul(add(q_mn, matmul(q_mp, z)), adjoint(sub(dq_pn, matmul(z, dq_nn)))),
+        )
         dq = concatenate([dq, dq_mp], nd - 1)
         dr = pad(dr, const(dr, 0), [(0, 0, 0)] * (nd - 2) + [(0, m - n, 0), (0, 0, 0)])
     return outs, [dq, dr, *dp]
@@ -610,18 +648,24 @@ def cholesky_update(r_matrix, w_vector):
         if aval.ndim != rank:
             raise TypeError(f"{name}: {what} must have rank {rank}, got shape {aval.shape}")
     if r_aval.dtype != w_aval.dtype:
-        raise TypeError(f"{name}: r_matrix and w_vector must have the same dtype, got "
-                        f"{r_aval.dtype} and {w_aval.dtype}")
+        raise TypeError(
+            f"{name}: r_matrix and w_vector must have the same dtype, got "
+            f"{r_aval.dtype} and {w_aval.dtype}"
+        )
     n = w_aval.shape[0]
     if r_aval.shape != (n, n):
-        raise ValueError(f"{name}: takes a square matrix and a vector of its size, got shapes "
-                         f"{r_aval.shape} and {w_aval.shape}")
+        raise ValueError(
+            f"{name}: takes a square matrix and a vector of its size, got shapes "
+            f"{r_aval.shape} and {w_aval.shape}"
+        )
 
     def step(k, carry):
         r, z = carry
         row = dynamic_index_in_dim(r, k, 0, keepdims=False)
-        c, s = _givens(dynamic_index_in_dim(row, k, 0, keepdims=False),
-                       dynamic_index_in_dim(z, k, 0, keepdims=False))
+        c, s = _givens(
+            dynamic_index_in_dim(row, k, 0, keepdims=False),
+            dynamic_index_in_dim(z, k, 0, keepdims=False),
+        )
         new_row = sub(mul(c, row), mul(s, z))
         z = add(mul(c, z), mul(s, row))
         return dynamic_update_index_in_dim(r, new_row, k, 0), z

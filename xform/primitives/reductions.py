@@ -102,8 +102,12 @@ _WIDE_SUM_MIN_SIZE = 256
 # The longest axis XLA's CPU sums sequentially (measured against jit on float16, bfloat16,
 # float32 and float64, as rows and as columns); longer ones it splits in an order of its own.
 _SEQUENTIAL_SUM_MAX = 32
-_SEQUENTIAL_SUM_DTYPES = frozenset(map(np.dtype, (
-    dtypes.float16, dtypes.bfloat16, np.float32, np.float64, np.complex64, np.complex128)))
+_SEQUENTIAL_SUM_DTYPES = frozenset(
+    map(
+        np.dtype,
+        (dtypes.float16, dtypes.bfloat16, np.float32, np.float64, np.complex64, np.complex128),
+    )
+)
 
 
 def _sum_dtype(x, dtype):
@@ -168,8 +172,10 @@ def _lax_axis(name, axis, ndim):
     negative axes count from the end)."""
     axis = int(axis)
     if not 0 <= axis < ndim:
-        raise ValueError(f"lax.{name}: invalid axis {axis} for an operand of rank {ndim}: lax "
-                         "takes axes in [0, rank) (no negative axes, unlike xform.numpy)")
+        raise ValueError(
+            f"lax.{name}: invalid axis {axis} for an operand of rank {ndim}: lax "
+            "takes axes in [0, rank) (no negative axes, unlike xform.numpy)"
+        )
     return axis
 
 
@@ -177,11 +183,15 @@ def _reduce_abstract_eval_rule(name, kinds):
     def rule(x, *, axes):
         check_dtype(f"lax.{name}", x.dtype, kinds)
         if not all(0 <= a < x.ndim for a in axes):
-            raise ValueError(f"lax.{name}: reduction axes {axes} contain out-of-bounds "
-                             f"indices for an array of shape {x.shape} (rank {x.ndim})")
+            raise ValueError(
+                f"lax.{name}: reduction axes {axes} contain out-of-bounds "
+                f"indices for an array of shape {x.shape} (rank {x.ndim})"
+            )
         if len(set(axes)) != len(axes):
-            raise ValueError(f"lax.{name}: duplicate value in the reduction axes {axes} "
-                             f"(operand shape {x.shape}); list each axis once")
+            raise ValueError(
+                f"lax.{name}: duplicate value in the reduction axes {axes} "
+                f"(operand shape {x.shape}); list each axis once"
+            )
         shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
         return [ShapedArray(shape, x.dtype, x.weak_type)]
 
@@ -192,8 +202,12 @@ def _reduce_host_rule(monoid):
     ufunc = MONOIDS[monoid][0]
 
     def impl(x, *, axes):
-        if monoid == "add" and len(axes) == 1 and 0 < x.shape[axes[0]] <= _SEQUENTIAL_SUM_MAX \
-                and x.dtype in _SEQUENTIAL_SUM_DTYPES:
+        if (
+            monoid == "add"
+            and len(axes) == 1
+            and 0 < x.shape[axes[0]] <= _SEQUENTIAL_SUM_MAX
+            and x.dtype in _SEQUENTIAL_SUM_DTYPES
+        ):
             # XLA's CPU adds a short axis one element at a time, rounding each partial sum
             # to the operand's dtype (float16 too): ``accumulate`` does the same, in one call.
             # Adding the identity last turns a sum of negative zeros into +0, as 0 + x does.
@@ -208,16 +222,18 @@ def _reduce_host_rule(monoid):
         if monoid == "add":
             dtype = _sum_dtype(x, dtype)
         # `initial` makes empty reductions well defined (np.maximum has no identity).
-        out = ufunc.reduce(x.astype(dtype, copy=False), axis=axes, dtype=dtype,
-                           initial=identity(monoid, dtype))
+        out = ufunc.reduce(
+            x.astype(dtype, copy=False), axis=axes, dtype=dtype, initial=identity(monoid, dtype)
+        )
         return [np.asarray(out).astype(x.dtype, copy=False)]
 
     return impl
 
 
 def _reduction(name, monoid, kinds):
-    return standard_primitive(name, _reduce_abstract_eval_rule(name, kinds),
-                              _reduce_host_rule(monoid))
+    return standard_primitive(
+        name, _reduce_abstract_eval_rule(name, kinds), _reduce_host_rule(monoid)
+    )
 
 
 reduce_sum_p = _reduction("reduce_sum", "add", NUMBER)
@@ -230,8 +246,13 @@ reduce_xor_p = _reduction("reduce_xor", "xor", INT_OR_BOOL)
 
 # primitive -> monoid name, for the lowering
 REDUCTION_MONOIDS = {
-    reduce_sum_p: "add", reduce_prod_p: "mul", reduce_max_p: "max", reduce_min_p: "min",
-    reduce_and_p: "and", reduce_or_p: "or", reduce_xor_p: "xor",
+    reduce_sum_p: "add",
+    reduce_prod_p: "mul",
+    reduce_max_p: "max",
+    reduce_min_p: "min",
+    reduce_and_p: "and",
+    reduce_or_p: "or",
+    reduce_xor_p: "xor",
 }
 
 
@@ -285,14 +306,17 @@ def _argminmax_abstract_eval_rule(name):
     def rule(x, *, axes, index_dtype):
         check_dtype(f"lax.{name}", x.dtype, _ARG_KINDS)
         if not dtypes.is_int(index_dtype):
-            raise TypeError(f"lax.{name}: index_dtype must be an integer type, got "
-                            f"{index_dtype}")
+            raise TypeError(f"lax.{name}: index_dtype must be an integer type, got {index_dtype}")
         if len(axes) != 1 or not 0 <= axes[0] < x.ndim:
-            raise ValueError(f"lax.{name}: invalid axes {axes} for an operand of shape "
-                             f"{x.shape}; give one axis in [-{x.ndim}, {x.ndim})")
+            raise ValueError(
+                f"lax.{name}: invalid axes {axes} for an operand of shape "
+                f"{x.shape}; give one axis in [-{x.ndim}, {x.ndim})"
+            )
         if x.shape[axes[0]] == 0:
-            raise ValueError(f"lax.{name} requires a non-empty reduced dimension: operand "
-                             f"shape {x.shape}, axis {axes[0]}")
+            raise ValueError(
+                f"lax.{name} requires a non-empty reduced dimension: operand "
+                f"shape {x.shape}, axis {axes[0]}"
+            )
         shape = tuple(d for i, d in enumerate(x.shape) if i != axes[0])
         return [ShapedArray(shape, index_dtype)]
 
@@ -308,10 +332,12 @@ def _argminmax_host_rule(np_fn):
     return impl
 
 
-argmax_p = standard_primitive("argmax", _argminmax_abstract_eval_rule("argmax"),
-                              _argminmax_host_rule(np.argmax))
-argmin_p = standard_primitive("argmin", _argminmax_abstract_eval_rule("argmin"),
-                              _argminmax_host_rule(np.argmin))
+argmax_p = standard_primitive(
+    "argmax", _argminmax_abstract_eval_rule("argmax"), _argminmax_host_rule(np.argmax)
+)
+argmin_p = standard_primitive(
+    "argmin", _argminmax_abstract_eval_rule("argmin"), _argminmax_host_rule(np.argmin)
+)
 
 
 def _argminmax_params(name, operand, axis, index_dtype):
@@ -319,8 +345,9 @@ def _argminmax_params(name, operand, axis, index_dtype):
     try:
         index_dtype = dtypes.canonicalize(index_dtype)
     except TypeError:
-        raise TypeError(f"lax.{name}: index_dtype must be an integer type, got "
-                        f"{index_dtype!r}") from None
+        raise TypeError(
+            f"lax.{name}: index_dtype must be an integer type, got {index_dtype!r}"
+        ) from None
     return dict(axes=(axis,), index_dtype=index_dtype)
 
 
@@ -344,8 +371,9 @@ def _cumulative_abstract_eval_rule(name, kinds):
     def rule(x, *, axis, reverse):
         check_dtype(f"lax.{name}", x.dtype, kinds)
         if not 0 <= axis < x.ndim:
-            raise ValueError(f"lax.{name}: axis {axis} is out of bounds for an array of "
-                             f"shape {x.shape}")
+            raise ValueError(
+                f"lax.{name}: axis {axis} is out of bounds for an array of shape {x.shape}"
+            )
         return [ShapedArray(x.shape, x.dtype, x.weak_type)]
 
     return rule
@@ -369,8 +397,9 @@ def _cumulative_host_rule(accumulate):
 
 
 def _cumulative(name, monoid, kinds, accumulate):
-    prim = standard_primitive(name, _cumulative_abstract_eval_rule(name, kinds),
-                              _cumulative_host_rule(accumulate))
+    prim = standard_primitive(
+        name, _cumulative_abstract_eval_rule(name, kinds), _cumulative_host_rule(accumulate)
+    )
     CUMULATIVE_MONOIDS[prim] = monoid
     return prim
 
@@ -420,7 +449,6 @@ def cumlogsumexp(operand, axis=0, reverse=False):
     return _cumulative_bind(cumlogsumexp_p, operand, axis, reverse)
 
 
-
 # --------------------------------------------------------------------------- jvp rules
 # The rules build tangents with the elementwise, structural and indexing wrappers.
 
@@ -467,24 +495,23 @@ def _mul_pair(a, b):
 def _balanced_eq(x, z, y):
     """1 where x == z, halved where y == z too: JAX's tie split for max and min."""
     dtype = get_aval(z).dtype
-    return div(convert_element_type(eq(x, z), dtype),
-               add(_ones(z), convert_element_type(eq(y, z), dtype)))
+    return div(
+        convert_element_type(eq(x, z), dtype), add(_ones(z), convert_element_type(eq(y, z), dtype))
+    )
 
 
 def _chooser_pair(op):
     def combine(a, b):
         (x, tx), (y, ty) = a, b
         z = op(x, y)
-        return [z, ad.add_tangents(mul(tx, _balanced_eq(x, z, y)),
-                                   mul(ty, _balanced_eq(y, z, x)))]
+        return [z, ad.add_tangents(mul(tx, _balanced_eq(x, z, y)), mul(ty, _balanced_eq(y, z, x)))]
 
     return combine
 
 
 def _replace_inf(x):
     aval = get_aval(x)
-    return select_n(eq(x, full(aval.shape, np.inf, aval.dtype)), x,
-                    full(aval.shape, 0, aval.dtype))
+    return select_n(eq(x, full(aval.shape, np.inf, aval.dtype)), x, full(aval.shape, 0, aval.dtype))
 
 
 def _logaddexp_pair(a, b):
@@ -492,8 +519,7 @@ def _logaddexp_pair(a, b):
     delta = sub(x, y)
     z = select_n(ne(delta, delta), add(max_(x, y), log1p(exp(neg(abs_(delta))))), add(x, y))
     rz = _replace_inf(z)
-    return [z, add(mul(tx, exp(sub(_replace_inf(x), rz))),
-                   mul(ty, exp(sub(_replace_inf(y), rz))))]
+    return [z, add(mul(tx, exp(sub(_replace_inf(x), rz))), mul(ty, exp(sub(_replace_inf(y), rz))))]
 
 
 def _reduce_prod_jvp(primals, tangents, *, axes):
@@ -509,12 +535,15 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
     config = [(0, 0, 0)] * (1 + len(rest))
     while n > 1:
         n1 = (n + 1) // 2
-        (x1, t1), (x2, t2) = [[slice_in_dim(v, lo, hi) for v in (x, t)]
-                              for lo, hi in ((0, n1), (n1, None))]
+        (x1, t1), (x2, t2) = [
+            [slice_in_dim(v, lo, hi) for v in (x, t)] for lo, hi in ((0, n1), (n1, None))
+        ]
         if n - n1 != n1:
             config[0] = (0, 1, 0)
-            x2, t2 = (pad(x2, np.array(1, aval.dtype), config),
-                      pad(t2, np.array(0, get_aval(t).dtype), config))
+            x2, t2 = (
+                pad(x2, np.array(1, aval.dtype), config),
+                pad(t2, np.array(0, get_aval(t).dtype), config),
+            )
         x, t = _mul_pair((x1, t1), (x2, t2))
         n = n1
     return [squeeze(x, (0,))], [squeeze(t, (0,))]
@@ -538,16 +567,20 @@ def _associative_scan(combine, elems, axis):
     n = get_aval(elems[0]).shape[axis]
     if n < 2:
         return elems
-    reduced = combine([slice_in_dim(e, 0, -1, stride=2, axis=axis) for e in elems],
-                      [slice_in_dim(e, 1, None, stride=2, axis=axis) for e in elems])
+    reduced = combine(
+        [slice_in_dim(e, 0, -1, stride=2, axis=axis) for e in elems],
+        [slice_in_dim(e, 1, None, stride=2, axis=axis) for e in elems],
+    )
     odd = _associative_scan(combine, reduced, axis)
     evens = [slice_in_dim(e, 2, None, stride=2, axis=axis) for e in elems]
     if n % 2 == 0:
         even = combine([slice_in_dim(e, 0, -1, axis=axis) for e in odd], evens)
     else:
         even = combine(odd, evens)
-    even = [concatenate([slice_in_dim(e, 0, 1, axis=axis), r], axis)
-            for e, r in zip(elems, even, strict=True)]
+    even = [
+        concatenate([slice_in_dim(e, 0, 1, axis=axis), r], axis)
+        for e, r in zip(elems, even, strict=True)
+    ]
     return [_interleave(e, o, axis) for e, o in zip(even, odd, strict=True)]
 
 
@@ -659,8 +692,10 @@ def reduction_jaxpr(computation, init_avals, tree, name):
 
     closed = trace_to_jaxpr(flat_computation, list(init_avals) * 2, f"tracing the {name}")
     if any(isinstance(c, Tracer) for c in closed.consts):
-        raise NotImplementedError(f"{name} can't close over Tracers (values of an enclosing "
-                                  "transformation): pass them as operands instead.")
+        raise NotImplementedError(
+            f"{name} can't close over Tracers (values of an enclosing "
+            "transformation): pass them as operands instead."
+        )
     hit = (closed, out_trees[0])
     if key is not None:
         if len(_reducer_jaxprs) >= _MAX_CACHED_REDUCERS:  # fresh lambdas on every call
@@ -710,11 +745,15 @@ def flatten_operands_and_inits(name, operands, init_values):
     flat_operands, operand_tree = pytree.tree_flatten(operands)
     flat_inits, init_tree = pytree.tree_flatten(init_values)
     if operand_tree != init_tree:
-        raise ValueError(f"{name}: operands must have the same tree structure as "
-                         f"init_values: {operand_tree} vs. {init_tree}")
+        raise ValueError(
+            f"{name}: operands must have the same tree structure as "
+            f"init_values: {operand_tree} vs. {init_tree}"
+        )
     if len(flat_operands) != len(flat_inits):
-        raise ValueError(f"{name}: must have the same total number of operands as "
-                         f"init_values: {len(flat_operands)} vs. {len(flat_inits)}")
+        raise ValueError(
+            f"{name}: must have the same total number of operands as "
+            f"init_values: {len(flat_operands)} vs. {len(flat_inits)}"
+        )
     return flat_operands, flat_inits, operand_tree
 
 
@@ -736,7 +775,8 @@ def reduce(operands, init_values, computation, dimensions):  # noqa: A001  (lax'
       >>> reduce(np.arange(4.), 0., xform.lax.add, (0,))  # 6.0, as reduce_sum
     """
     flat_operands, flat_inits, operand_tree = flatten_operands_and_inits(
-        "lax.reduce", operands, init_values)
+        "lax.reduce", operands, init_values
+    )
     dimensions = tuple(int(d) for d in dimensions)
     monoid = monoid_of(computation, flat_inits)
     if monoid is not None:
@@ -749,8 +789,9 @@ def reduce(operands, init_values, computation, dimensions):  # noqa: A001  (lax'
             out = convert_element_type_p.bind(out, new_dtype=aval.dtype, weak_type=weak)
         return out
     init_avals = [get_aval(x) for x in flat_inits]
-    jaxpr, out_tree = reduction_jaxpr(computation, init_avals, operand_tree,
-                                      "reduction computation of lax.reduce")
+    jaxpr, out_tree = reduction_jaxpr(
+        computation, init_avals, operand_tree, "reduction computation of lax.reduce"
+    )
     outs = reduce_p.bind(*flat_operands, *flat_inits, jaxpr=jaxpr, dimensions=dimensions)
     return pytree.tree_unflatten(out_tree, outs)
 
@@ -759,35 +800,43 @@ def _check_reducer(name, jaxpr, init_avals):
     """The reducer's jaxpr maps pairs of scalars of the init types to scalars of them."""
     outs = jaxpr.out_avals
     if len(outs) != len(init_avals) or any(
-            o.shape or o.dtype != i.dtype for o, i in zip(outs, init_avals, strict=True)):
+        o.shape or o.dtype != i.dtype for o, i in zip(outs, init_avals, strict=True)
+    ):
         got = ", ".join(a.str_short() for a in outs)
         want = ", ".join(a.str_short() for a in init_avals)
-        raise TypeError(f"{name}: the reduction computation must return scalars of the "
-                        f"init_values' types ({want}), got ({got})")
+        raise TypeError(
+            f"{name}: the reduction computation must return scalars of the "
+            f"init_values' types ({want}), got ({got})"
+        )
 
 
 def _reduce_abstract_eval(*avals, jaxpr, dimensions):
     n = len(avals) // 2
     operands, inits = avals[:n], avals[n:]
     if any(a.shape for a in inits):
-        raise ValueError(f"lax.reduce found non-scalar initial value: "
-                         f"{[a.shape for a in inits]}")
+        raise ValueError(f"lax.reduce found non-scalar initial value: {[a.shape for a in inits]}")
     if [a.dtype for a in operands] != [a.dtype for a in inits]:
-        raise TypeError("lax.reduce operand dtypes should match corresponding initial value "
-                        f"dtypes, got operands=({', '.join(a.str_short() for a in operands)}) "
-                        f"and initial_values=({', '.join(a.str_short() for a in inits)})")
+        raise TypeError(
+            "lax.reduce operand dtypes should match corresponding initial value "
+            f"dtypes, got operands=({', '.join(a.str_short() for a in operands)}) "
+            f"and initial_values=({', '.join(a.str_short() for a in inits)})"
+        )
     shape = operands[0].shape
     if any(a.shape != shape for a in operands):
-        raise ValueError("lax.reduce: operands must have one shape, got "
-                         f"{[a.shape for a in operands]}")
-    if len(set(dimensions)) != len(dimensions) or any(
-            not 0 <= d < len(shape) for d in dimensions):
-        raise ValueError(f"lax.reduce: reduction axes {dimensions} contains out-of-bounds "
-                         f"or repeated indices for {operands[0].str_short()}.")
+        raise ValueError(
+            f"lax.reduce: operands must have one shape, got {[a.shape for a in operands]}"
+        )
+    if len(set(dimensions)) != len(dimensions) or any(not 0 <= d < len(shape) for d in dimensions):
+        raise ValueError(
+            f"lax.reduce: reduction axes {dimensions} contains out-of-bounds "
+            f"or repeated indices for {operands[0].str_short()}."
+        )
     _check_reducer("lax.reduce", jaxpr, inits)
     out_shape = tuple(d for i, d in enumerate(shape) if i not in dimensions)
-    return [ShapedArray(out_shape, o.dtype, o.weak_type and i.weak_type)
-            for o, i in zip(operands, inits, strict=True)]
+    return [
+        ShapedArray(out_shape, o.dtype, o.weak_type and i.weak_type)
+        for o, i in zip(operands, inits, strict=True)
+    ]
 
 
 reduce_p = standard_primitive("reduce", _reduce_abstract_eval, multiple_results=True)
@@ -798,9 +847,13 @@ def vectorized_reducer(jaxpr):
 
     def apply(*args):
         size = get_aval(args[0]).shape[0]
-        return batching.vmap_flat(lambda *xs: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs),
-                                  batching.AxisData(None, size), list(args),
-                                  [0] * len(args), [0] * len(jaxpr.out_avals))
+        return batching.vmap_flat(
+            lambda *xs: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs),
+            batching.AxisData(None, size),
+            list(args),
+            [0] * len(args),
+            [0] * len(jaxpr.out_avals),
+        )
 
     return apply
 
@@ -829,8 +882,10 @@ def _reduce_jvp(primals, tangents, *, jaxpr, dimensions):
     n = len(primals) // 2
     xs, inits = primals[:n], primals[n:]
     if any(type(t) is not ad.Zero for t in tangents[n:]):
-        raise NotImplementedError("Gradient of general lax.reduce with non-zero tangents for "
-                                  "initial values to reduction not implemented")
+        raise NotImplementedError(
+            "Gradient of general lax.reduce with non-zero tangents for "
+            "initial values to reduction not implemented"
+        )
     if all(type(t) is ad.Zero for t in tangents[:n]):
         outs = reduce_p.bind(*primals, jaxpr=jaxpr, dimensions=dimensions)
         return outs, [ad.Zero(ad.tangent_aval(get_aval(o))) for o in outs]
@@ -841,9 +896,12 @@ def _reduce_jvp(primals, tangents, *, jaxpr, dimensions):
     perm = tuple(dimensions) + rest
     xs = [reshape(x, new_shape, perm) for x in xs]
     # integer operands (an argmax's indices) keep symbolic zero tangents
-    ts = [reshape(ad.instantiate(t), new_shape, perm) if ad.is_differentiable(get_aval(x))
-          else ad.Zero(ad.tangent_aval(get_aval(x)))
-          for x, t in zip(xs, tangents[:n], strict=True)]
+    ts = [
+        reshape(ad.instantiate(t), new_shape, perm)
+        if ad.is_differentiable(get_aval(x))
+        else ad.Zero(ad.tangent_aval(get_aval(x)))
+        for x, t in zip(xs, tangents[:n], strict=True)
+    ]
     outs, touts = ad.jvp_flat(lambda *a: _reduce_tree(jaxpr, inits, list(a)), xs, ts)
     return outs, touts
 
@@ -855,16 +913,27 @@ def _reduce_batch(axis, args, dims, *, jaxpr, dimensions):
     n = len(args) // 2
     if any(d is not batching.not_mapped for d in dims[n:]):
         raise NotImplementedError("lax.reduce: vmap over the init_values is not implemented")
-    xs = [batching.batch_at_front(x, d, axis.size)
-          for x, d in zip(args[:n], dims[:n], strict=True)]
-    outs = reduce_p.bind(*xs, *args[n:], jaxpr=jaxpr,
-                         dimensions=tuple(d + 1 for d in dimensions))
+    xs = [batching.batch_at_front(x, d, axis.size) for x, d in zip(args[:n], dims[:n], strict=True)]
+    outs = reduce_p.bind(*xs, *args[n:], jaxpr=jaxpr, dimensions=tuple(d + 1 for d in dimensions))
     return outs, [0] * n
 
 
 batching.batch_rules[reduce_p] = _reduce_batch
 
 # Type rules of plain params only (not reduce_p's jaxpr): eager ops reuse their output types.
-staging.memoize_abstract_eval(reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p,
-                              reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p,
-                              cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p)
+staging.memoize_abstract_eval(
+    reduce_sum_p,
+    reduce_prod_p,
+    reduce_max_p,
+    reduce_min_p,
+    reduce_and_p,
+    reduce_or_p,
+    reduce_xor_p,
+    argmax_p,
+    argmin_p,
+    cumsum_p,
+    cumprod_p,
+    cummax_p,
+    cummin_p,
+    cumlogsumexp_p,
+)

@@ -76,8 +76,14 @@ eager_rules[remat_p] = _remat_eager
 
 
 def _remat_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, policy):
-    return call_jvp(jaxpr, primals, tangents, lambda body, operands, *_: remat_p.bind(
-        *operands, jaxpr=body, prevent_cse=prevent_cse, differentiated=True, policy=policy))
+    return call_jvp(
+        jaxpr,
+        primals,
+        tangents,
+        lambda body, operands, *_: remat_p.bind(
+            *operands, jaxpr=body, prevent_cse=prevent_cse, differentiated=True, policy=policy
+        ),
+    )
 
 
 ad.jvp_rules[remat_p] = _remat_jvp
@@ -98,11 +104,19 @@ _splits = weakref.WeakKeyDictionary()
 class _Split:
     """How a checkpoint splits for one pattern of unknown inputs (see ``_remat_split``)."""
 
-    __slots__ = ("known", "known_consts", "staged", "staged_consts", "out_unknowns",
-                 "num_known_out", "staged_known")
+    __slots__ = (
+        "known",
+        "known_consts",
+        "staged",
+        "staged_consts",
+        "out_unknowns",
+        "num_known_out",
+        "staged_known",
+    )
 
-    def __init__(self, known, known_consts, staged, staged_consts, out_unknowns,
-                 num_known_out, staged_known):
+    def __init__(
+        self, known, known_consts, staged, staged_consts, out_unknowns, num_known_out, staged_known
+    ):
         self.known = known  # Jaxpr: known consts, known inputs -> known outputs, saved values
         self.known_consts = known_consts
         self.staged = staged  # ClosedJaxpr: consts, saved, known inputs read, unknowns -> outs
@@ -149,9 +163,11 @@ def _saveable(policy, eqn):
         return True
     if isinstance(choice, RecomputeType):
         return False
-    raise TypeError(f"checkpoint policy {policy!r} returned {choice!r} for the primitive "
-                    f"'{eqn.primitive.name}': a policy must return a bool, Saveable, "
-                    "Recompute or an Offloadable")
+    raise TypeError(
+        f"checkpoint policy {policy!r} returned {choice!r} for the primitive "
+        f"'{eqn.primitive.name}': a policy must return a bool, Saveable, "
+        "Recompute or an Offloadable"
+    )
 
 
 # A policy also chooses what is saved inside the loops and jitted calls of the body, as in
@@ -171,23 +187,23 @@ def _policy_inside(closed, policy):
         body = eqn.params.get("jaxpr")
         if eqn.primitive.name in _POLICY_INSIDE and isinstance(body, ClosedJaxpr):
             params = {**eqn.params, "jaxpr": _as_checkpoint(body, policy)}
-            eqns.append(JaxprEqn(eqn.primitive, eqn.invars, eqn.outvars, params,
-                                 eqn.source_info))
+            eqns.append(JaxprEqn(eqn.primitive, eqn.invars, eqn.outvars, params, eqn.source_info))
         else:
             eqns.append(eqn)
-    return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns),
-                       closed.consts)
+    return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns), closed.consts)
 
 
 def _as_checkpoint(body, policy):
     """A const-free body that runs ``body`` as a checkpoint under ``policy``."""
 
     def run(*args):
-        return remat_p.bind(*args, jaxpr=body, prevent_cse=False, differentiated=False,
-                            policy=policy)
+        return remat_p.bind(
+            *args, jaxpr=body, prevent_cse=False, differentiated=False, policy=policy
+        )
 
-    wrapped, consts = convert_constvars(trace_to_jaxpr(run, body.in_avals,
-                                                       "checkpointing a loop body"))
+    wrapped, consts = convert_constvars(
+        trace_to_jaxpr(run, body.in_avals, "checkpointing a loop body")
+    )
     assert not consts
     return wrapped
 
@@ -195,7 +211,8 @@ def _as_checkpoint(body, policy):
 def _remat_split(jaxpr, unknowns, policy):
     name = "partially evaluating a checkpointed function"
     known, known_consts, unknown, out_unknowns, num_res = partial_eval.partial_eval_jaxpr(
-        _policy_inside(jaxpr, policy), unknowns, name)
+        _policy_inside(jaxpr, policy), unknowns, name
+    )
     k = known.jaxpr
     num_known_out = len(k.outvars) - num_res
     # U reads the residuals (only those it uses: partial_eval_jaxpr keeps no others) and
@@ -204,16 +221,15 @@ def _remat_split(jaxpr, unknowns, policy):
     # The rerun of K: its equations less the saved ones, whose outputs become inputs.
     saved_vars, rerun_eqns = [], []
     for eqn in k.eqns:
-        if _saveable(policy, eqn) or (policy is not None and
-                                      eqn.primitive.name in _POLICY_INSIDE):
+        if _saveable(policy, eqn) or (policy is not None and eqn.primitive.name in _POLICY_INSIDE):
             saved_vars.extend(eqn.outvars)
         else:
             rerun_eqns.append(eqn)
     res_outvars = k.outvars[num_known_out:]
     rerun = Jaxpr([], saved_vars + k.invars, res_outvars, rerun_eqns)
     rerun, used = dce.dce_jaxpr(rerun, [True] * len(res_outvars), prune_inputs=True)
-    saved = [v for v, r in zip(saved_vars, used[:len(saved_vars)], strict=True) if r]
-    staged_known = tuple(used[len(saved_vars):])
+    saved = [v for v, r in zip(saved_vars, used[: len(saved_vars)], strict=True) if r]
+    staged_known = tuple(used[len(saved_vars) :])
     # K itself, returning the known outputs and the saved values, no longer the residuals.
     known_out = Jaxpr([], k.invars, k.outvars[:num_known_out] + saved, k.eqns)
     known_out, _ = dce.dce_jaxpr(known_out, [True] * len(known_out.outvars))
@@ -227,8 +243,9 @@ def _remat_split(jaxpr, unknowns, policy):
 
     in_avals = [v.aval for v in rerun.invars] + unknown.in_avals[num_res:]
     staged, staged_consts = convert_constvars(trace_to_jaxpr(staged_fun, in_avals, name))
-    return _Split(known_out, known_consts, staged, staged_consts, out_unknowns, num_known_out,
-                  staged_known)
+    return _Split(
+        known_out, known_consts, staged, staged_consts, out_unknowns, num_known_out, staged_known
+    )
 
 
 def _round_saved(jaxpr, saved):
@@ -243,16 +260,28 @@ def _round_saved(jaxpr, saved):
     eqns = []
     for eqn in jaxpr.eqns:
         hits = [v for v in eqn.outvars if v in targets]
-        if not hits or (eqn.primitive is reduce_precision_p and
-                        eqn.params == _finfo_bits(eqn.outvars[0].aval.dtype)):
+        if not hits or (
+            eqn.primitive is reduce_precision_p
+            and eqn.params == _finfo_bits(eqn.outvars[0].aval.dtype)
+        ):
             eqns.append(eqn)
             continue
         fresh = {v: Var(v.aval) for v in hits}
-        eqns.append(JaxprEqn(eqn.primitive, eqn.invars,
-                             [fresh.get(v, v) for v in eqn.outvars], eqn.params,
-                             eqn.source_info))
-        eqns += [JaxprEqn(reduce_precision_p, [fresh[v]], [v], _finfo_bits(v.aval.dtype),
-                          eqn.source_info) for v in hits]
+        eqns.append(
+            JaxprEqn(
+                eqn.primitive,
+                eqn.invars,
+                [fresh.get(v, v) for v in eqn.outvars],
+                eqn.params,
+                eqn.source_info,
+            )
+        )
+        eqns += [
+            JaxprEqn(
+                reduce_precision_p, [fresh[v]], [v], _finfo_bits(v.aval.dtype), eqn.source_info
+            )
+            for v in hits
+        ]
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
 
 
@@ -272,15 +301,17 @@ def _remat_partial_eval(trace, args, params):
     # The known part runs now, inlined into the enclosing computation, as JAX does.
     with set_current_trace(trace.parent):
         outs = eval_jaxpr(split.known, [], *known_in)
-    known_outs, saved = outs[:split.num_known_out], outs[split.num_known_out:]
+    known_outs, saved = outs[: split.num_known_out], outs[split.num_known_out :]
     unknown_outs = iter([])
     if any(split.out_unknowns):
-        operands = [*split.staged_consts, *saved,
-                    *[x for x, r in zip(known_in, split.staged_known, strict=True) if r],
-                    *[x for x, u in zip(args, unknowns, strict=True) if u]]
+        operands = [
+            *split.staged_consts,
+            *saved,
+            *[x for x, r in zip(known_in, split.staged_known, strict=True) if r],
+            *[x for x, u in zip(args, unknowns, strict=True) if u],
+        ]
         staged_params = {**params, "jaxpr": split.staged, "differentiated": True}
-        unknown_outs = iter(trace.stage(remat_p, operands, staged_params,
-                                        split.staged.out_avals))
+        unknown_outs = iter(trace.stage(remat_p, operands, staged_params, split.staged.out_avals))
     known_outs = iter(known_outs)
     return [next(unknown_outs) if u else next(known_outs) for u in split.out_unknowns]
 
@@ -300,8 +331,17 @@ def _remat_transpose(cts, *invals, jaxpr, prevent_cse, differentiated, policy):
     body, consts = transposed_jaxpr(jaxpr, linear, nonzero)
     values = [x for x in invals if not transpose.is_undefined(x)]
     given = [ct for ct in cts if type(ct) is not ad.Zero]
-    cts_in = iter(remat_p.bind(*consts, *values, *given, jaxpr=body, prevent_cse=prevent_cse,
-                               differentiated=True, policy=policy))
+    cts_in = iter(
+        remat_p.bind(
+            *consts,
+            *values,
+            *given,
+            jaxpr=body,
+            prevent_cse=prevent_cse,
+            differentiated=True,
+            policy=policy,
+        )
+    )
     return [next(cts_in) if lin else None for lin in linear]
 
 
@@ -313,8 +353,14 @@ transpose.transpose_rules[remat_p] = _remat_transpose
 
 def _remat_batch(axis, args, dims, *, jaxpr, prevent_cse, differentiated, policy):
     body, consts, out_batched = batching.batch_jaxpr(jaxpr, axis, dims)
-    outs = remat_p.bind(*consts, *args, jaxpr=body, prevent_cse=prevent_cse,
-                        differentiated=differentiated, policy=policy)
+    outs = remat_p.bind(
+        *consts,
+        *args,
+        jaxpr=body,
+        prevent_cse=prevent_cse,
+        differentiated=differentiated,
+        policy=policy,
+    )
     return outs, [0 if b else batching.not_mapped for b in out_batched]
 
 

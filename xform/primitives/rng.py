@@ -41,8 +41,9 @@ _BIT_DTYPES = (dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64)
 # --------------------------------------------------------------------------- rng_bit_generator
 
 
-def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG_DEFAULT, *,
-                      out_sharding=None):
+def rng_bit_generator(
+    key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG_DEFAULT, *, out_sharding=None
+):
     """XLA's stateless random bit generator.
 
     Args:
@@ -61,24 +62,33 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
     shape = as_shape(shape, "rng_bit_generator")
     dtype = user_dtype(dtype, "rng_bit_generator")
     if dtype not in _BIT_DTYPES:
-        raise TypeError(f"rng_bit_generator: unsupported dtype {dtype}; the bits must be "
-                        "uint8, uint16, uint32 or uint64")
+        raise TypeError(
+            f"rng_bit_generator: unsupported dtype {dtype}; the bits must be "
+            "uint8, uint16, uint32 or uint64"
+        )
     if out_sharding is not None:
         raise NotImplementedError("rng_bit_generator: out_sharding is not supported by xform")
-    return tuple(rng_bit_generator_p.bind(key, shape=shape, dtype=dtype,
-                                          algorithm=RandomAlgorithm(algorithm)))
+    return tuple(
+        rng_bit_generator_p.bind(
+            key, shape=shape, dtype=dtype, algorithm=RandomAlgorithm(algorithm)
+        )
+    )
 
 
 def _rng_bit_generator_abstract_eval(key, *, shape, dtype, algorithm):
-    if not ((key.shape == (4,) and key.dtype == dtypes.uint32) or
-            (key.shape == (2,) and key.dtype == dtypes.uint64)):
-        raise TypeError(f"rng_bit_generator: the key must be uint32[4] or uint64[2], got "
-                        f"{key.str_short()}")
+    if not (
+        (key.shape == (4,) and key.dtype == dtypes.uint32)
+        or (key.shape == (2,) and key.dtype == dtypes.uint64)
+    ):
+        raise TypeError(
+            f"rng_bit_generator: the key must be uint32[4] or uint64[2], got {key.str_short()}"
+        )
     return [ShapedArray(key.shape, key.dtype, key.weak_type), ShapedArray(shape, dtype)]
 
 
-rng_bit_generator_p = standard_primitive("rng_bit_generator", _rng_bit_generator_abstract_eval,
-                                         multiple_results=True)
+rng_bit_generator_p = standard_primitive(
+    "rng_bit_generator", _rng_bit_generator_abstract_eval, multiple_results=True
+)
 ad.defjvp_zero(rng_bit_generator_p)
 
 
@@ -87,9 +97,12 @@ def _rng_bit_generator_batch(axis, args, dims, *, shape, dtype, algorithm):
     # leading batch dimension), and only that lane's key advances.
     (keys,), (d,) = args, dims
     keys = batching.moveaxis(keys, d, 0)
-    new_key, bits = rng_bit_generator_p.bind(index_in_dim(keys, 0, keepdims=False),
-                                             shape=(axis.size, *shape), dtype=dtype,
-                                             algorithm=algorithm)
+    new_key, bits = rng_bit_generator_p.bind(
+        index_in_dim(keys, 0, keepdims=False),
+        shape=(axis.size, *shape),
+        dtype=dtype,
+        algorithm=algorithm,
+    )
     return [dynamic_update_index_in_dim(keys, new_key, 0, 0), bits], [0, 0]
 
 
@@ -111,11 +124,13 @@ def rng_uniform(a, b, shape):
 
 def _rng_uniform_abstract_eval(a, b, *, shape):
     if a.dtype != b.dtype:
-        raise ValueError(f"Arguments to rng_uniform must have identical dtypes, got {a.dtype} "
-                         f"and {b.dtype}.")
+        raise ValueError(
+            f"Arguments to rng_uniform must have identical dtypes, got {a.dtype} and {b.dtype}."
+        )
     if a.shape != () or b.shape != ():
-        raise ValueError(f"Arguments to rng_uniform must be scalars; got shapes {a.shape} and "
-                         f"{b.shape}.")
+        raise ValueError(
+            f"Arguments to rng_uniform must be scalars; got shapes {a.shape} and {b.shape}."
+        )
     return [ShapedArray(shape, a.dtype, a.weak_type and b.weak_type)]
 
 
@@ -134,8 +149,10 @@ ad.jvp_rules[rng_uniform_p] = _rng_uniform_jvp
 
 def _rng_uniform_batch(axis, args, dims, *, shape):
     # Only reached with a batched bound: XLA's Rng takes scalar bounds (JAX has no rule).
-    raise NotImplementedError("rng_uniform: vmap over the bounds a and b is not supported "
-                              "(XLA's Rng takes scalar bounds); use xform.random.uniform")
+    raise NotImplementedError(
+        "rng_uniform: vmap over the bounds a and b is not supported "
+        "(XLA's Rng takes scalar bounds); use xform.random.uniform"
+    )
 
 
 batching.batch_rules[rng_uniform_p] = _rng_uniform_batch

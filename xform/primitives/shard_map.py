@@ -38,15 +38,21 @@ shard_map_p = Primitive("shard_map", multiple_results=True)
 
 def dim_sizes(mesh, spec, ndim):
     """How many blocks each dimension of a rank-``ndim`` array is split into."""
-    return [math.prod(mesh.shape[n] for n in spec_names(spec[d])) if d < len(spec) else 1
-            for d in range(ndim)]
+    return [
+        math.prod(mesh.shape[n] for n in spec_names(spec[d])) if d < len(spec) else 1
+        for d in range(ndim)
+    ]
 
 
 def block_aval(aval, mesh, spec, vma=frozenset()):
     """The type of a device's block of ``aval`` split as ``spec``, varying over ``vma``."""
     sizes = dim_sizes(mesh, spec, aval.ndim)
-    return ShapedArray(tuple(n // k for n, k in zip(aval.shape, sizes, strict=True)),
-                       aval.dtype, aval.weak_type, vma=vma)
+    return ShapedArray(
+        tuple(n // k for n, k in zip(aval.shape, sizes, strict=True)),
+        aval.dtype,
+        aval.weak_type,
+        vma=vma,
+    )
 
 
 def spec_vma(spec, manual_axes):
@@ -58,9 +64,12 @@ def global_aval(aval, mesh, spec):
     """The type of the result whose blocks (of type ``aval``) are put together as ``spec``:
     on a mesh with Explicit axes it carries that sharding, as JAX's."""
     sizes = dim_sizes(mesh, spec, aval.ndim)
-    return ShapedArray(tuple(n * k for n, k in zip(aval.shape, sizes, strict=True)),
-                       aval.dtype, aval.weak_type,
-                       typed_sharding_of(mesh, spec, aval.ndim))
+    return ShapedArray(
+        tuple(n * k for n, k in zip(aval.shape, sizes, strict=True)),
+        aval.dtype,
+        aval.weak_type,
+        typed_sharding_of(mesh, spec, aval.ndim),
+    )
 
 
 def unmentioned(mesh, spec, manual_axes):
@@ -96,9 +105,19 @@ def _replicated_spec(spec):
 # fewer get a ``pvary`` first (JAX's wrappers insert it: make_jaxpr shows it); collectives
 # type their results themselves; a call, scan, while or cond takes its body's types.
 
-_typed_by_rule = {coll.psum_p, coll.pmax_p, coll.pmin_p, coll.ppermute_p, coll.all_gather_p,
-                  coll.psum_scatter_p, coll.all_to_all_p, coll.axis_index_p, coll.pbroadcast_p,
-                  pvary_p, coll.ragged_all_to_all_p}
+_typed_by_rule = {
+    coll.psum_p,
+    coll.pmax_p,
+    coll.pmin_p,
+    coll.ppermute_p,
+    coll.all_gather_p,
+    coll.psum_scatter_p,
+    coll.all_to_all_p,
+    coll.axis_index_p,
+    coll.pbroadcast_p,
+    pvary_p,
+    coll.ragged_all_to_all_p,
+}
 
 
 def _open(j):
@@ -110,8 +129,10 @@ def _vma_rule(prim, avals, out_avals, params):
         return out_avals
     union = frozenset().union(*(a.vma for a in avals))
     if prim is cond_p:  # as JAX's: the branches' types, whatever the index's
-        vmas = [frozenset().union(*vs) for vs in zip(
-            *([a.vma for a in b.out_avals] for b in params["branches"]), strict=True)]
+        vmas = [
+            frozenset().union(*vs)
+            for vs in zip(*([a.vma for a in b.out_avals] for b in params["branches"]), strict=True)
+        ]
     elif prim is while_p:
         vmas = [a.vma for a in _open(params["body_jaxpr"]).out_avals]
     else:
@@ -147,14 +168,15 @@ staging.vma_rule, staging.vma_cast = _vma_rule, _vma_cast
 # --------------------------------------------------------------------------- abstract eval
 
 
-def _shard_map_abstract_eval(*avals, jaxpr, mesh, in_specs, out_specs, manual_axes,
-                             check_vma):
+def _shard_map_abstract_eval(*avals, jaxpr, mesh, in_specs, out_specs, manual_axes, check_vma):
     for k, (a, s, want) in enumerate(zip(avals, in_specs, jaxpr.in_avals, strict=True)):
         got = block_aval(a, mesh, s)
         if got.shape != want.shape or got.dtype != want.dtype:
-            raise TypeError(f"shard_map: argument {k} of type {a.str_short()} split as {s} "
-                            f"gives blocks {got.str_short()}, but the body takes "
-                            f"{want.str_short()}")
+            raise TypeError(
+                f"shard_map: argument {k} of type {a.str_short()} split as {s} "
+                f"gives blocks {got.str_short()}, but the body takes "
+                f"{want.str_short()}"
+            )
     return [global_aval(a, mesh, s) for a, s in zip(jaxpr.out_avals, out_specs, strict=True)]
 
 
@@ -164,23 +186,36 @@ abstract_eval_rules[shard_map_p] = _shard_map_abstract_eval
 # --------------------------------------------------------------------------- jvp
 
 
-def _shard_map_jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, manual_axes,
-                   check_vma):
+def _shard_map_jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, manual_axes, check_vma):
     nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
     with axis_env(mesh, manual_axes, check_vma):  # tangents vary as their primals
         body, consts, out_nonzeros = jvp_jaxpr(jaxpr, nonzeros)
     replicated = _replicated_spec(in_specs[0] if in_specs else out_specs[0])
-    specs_in = ((replicated,) * len(consts) + tuple(in_specs)
-                + tuple(s for s, nz in zip(in_specs, nonzeros, strict=True) if nz))
+    specs_in = (
+        (replicated,) * len(consts)
+        + tuple(in_specs)
+        + tuple(s for s, nz in zip(in_specs, nonzeros, strict=True) if nz)
+    )
     specs_out = tuple(out_specs) + tuple(
-        s for s, nz in zip(out_specs, out_nonzeros, strict=True) if nz)
-    outs = shard_map_p.bind(*consts, *primals, *[t for t in tangents if type(t) is not ad.Zero],
-                            jaxpr=body, mesh=mesh, in_specs=specs_in, out_specs=specs_out,
-                            manual_axes=manual_axes, check_vma=check_vma)
+        s for s, nz in zip(out_specs, out_nonzeros, strict=True) if nz
+    )
+    outs = shard_map_p.bind(
+        *consts,
+        *primals,
+        *[t for t in tangents if type(t) is not ad.Zero],
+        jaxpr=body,
+        mesh=mesh,
+        in_specs=specs_in,
+        out_specs=specs_out,
+        manual_axes=manual_axes,
+        check_vma=check_vma,
+    )
     n = len(out_specs)
     primals_out, nz_tangents = outs[:n], iter(outs[n:])
-    tangents_out = [next(nz_tangents) if nz else ad.Zero(ad.tangent_aval(ad.aval_of(p)))
-                    for p, nz in zip(primals_out, out_nonzeros, strict=True)]
+    tangents_out = [
+        next(nz_tangents) if nz else ad.Zero(ad.tangent_aval(ad.aval_of(p)))
+        for p, nz in zip(primals_out, out_nonzeros, strict=True)
+    ]
     return primals_out, tangents_out
 
 
@@ -204,36 +239,48 @@ def _split_body(jaxpr, unknowns, mesh, manual_axes, check_vma):
         return hit
     with axis_env(mesh, manual_axes, check_vma):  # each part keeps its types
         known, known_consts, unknown, out_unknowns, num_res = split_jaxpr(
-            jaxpr, unknowns, "partially evaluating a shard_map body")
+            jaxpr, unknowns, "partially evaluating a shard_map body"
+        )
         n_known_out = len(known.out_avals) - num_res
         res_avals = known.out_avals[n_known_out:]
         outvars, invars = known.jaxpr.outvars, known.jaxpr.invars
         # Where each residual comes from: ("in", i) a known input, ("out", j) a known result,
         # None computed (returned by the known part).
-        forwarded = [next((("in", i) for i, w in enumerate(invars) if w is v), None) or
-                     next((("out", j) for j, w in enumerate(outvars[:n_known_out])
-                           if w is v), None) for v in outvars[n_known_out:]]
+        forwarded = [
+            next((("in", i) for i, w in enumerate(invars) if w is v), None)
+            or next((("out", j) for j, w in enumerate(outvars[:n_known_out]) if w is v), None)
+            for v in outvars[n_known_out:]
+        ]
 
         def known_fun(*args):
             outs = eval_jaxpr(known.jaxpr, known.consts, *args)
-            res = [r if r.aval.ndim else broadcast(r, (1,))
-                   for r, f in zip(outs[n_known_out:], forwarded, strict=True) if f is None]
+            res = [
+                r if r.aval.ndim else broadcast(r, (1,))
+                for r, f in zip(outs[n_known_out:], forwarded, strict=True)
+                if f is None
+            ]
             return res + outs[:n_known_out]
 
         def unknown_fun(*args):
-            res = [squeeze(r, (0,)) if f is None and not a.ndim else r
-                   for r, a, f in zip(args[:num_res], res_avals, forwarded, strict=True)]
+            res = [
+                squeeze(r, (0,)) if f is None and not a.ndim else r
+                for r, a, f in zip(args[:num_res], res_avals, forwarded, strict=True)
+            ]
             return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *args[num_res:])
 
-        res_in = [a if f is not None or a.ndim else
-                  ShapedArray((1,), a.dtype, a.weak_type, vma=a.vma)
-                  for a, f in zip(res_avals, forwarded, strict=True)]
-        known_body = convert_constvars(trace_to_jaxpr(known_fun, known.in_avals,
-                                                      "splitting a shard_map body"))
-        unknown_body = convert_constvars(trace_to_jaxpr(
-            unknown_fun, res_in + unknown.in_avals[num_res:], "splitting a shard_map body"))
-    hit = cache[key] = (known_body, known_consts, unknown_body, out_unknowns, res_in,
-                        forwarded)
+        res_in = [
+            a if f is not None or a.ndim else ShapedArray((1,), a.dtype, a.weak_type, vma=a.vma)
+            for a, f in zip(res_avals, forwarded, strict=True)
+        ]
+        known_body = convert_constvars(
+            trace_to_jaxpr(known_fun, known.in_avals, "splitting a shard_map body")
+        )
+        unknown_body = convert_constvars(
+            trace_to_jaxpr(
+                unknown_fun, res_in + unknown.in_avals[num_res:], "splitting a shard_map body"
+            )
+        )
+    hit = cache[key] = (known_body, known_consts, unknown_body, out_unknowns, res_in, forwarded)
     return hit
 
 
@@ -249,23 +296,32 @@ def _shard_map_partial_eval(trace, args, params):
     in_specs, out_specs, check_vma = params["in_specs"], params["out_specs"], params["check_vma"]
     unknowns = tuple(trace.is_unknown(x) for x in args)
     known_body, known_consts, unknown_body, out_unknowns, res_avals, forwarded = _split_body(
-        jaxpr, unknowns, mesh, manual_axes, check_vma)
+        jaxpr, unknowns, mesh, manual_axes, check_vma
+    )
     replicated = _replicated_spec(in_specs[0])
     (kbody, kconsts), (ubody, uconsts) = known_body, unknown_body
     known_args = [x for x, u in zip(args, unknowns, strict=True) if not u]
     known_in = tuple(s for s, u in zip(in_specs, unknowns, strict=True) if not u)
     known_out = tuple(s for s, u in zip(out_specs, out_unknowns, strict=True) if not u)
-    computed = [_residual_spec(a, mesh, manual_axes, check_vma, type(replicated))
-                for a, f in zip(res_avals, forwarded, strict=True) if f is None]
+    computed = [
+        _residual_spec(a, mesh, manual_axes, check_vma, type(replicated))
+        for a, f in zip(res_avals, forwarded, strict=True)
+        if f is None
+    ]
     body_in = [*known_consts, *known_args]
     body_in_specs = (replicated,) * len(known_consts) + known_in
     with core.set_current_trace(trace.parent):
         known_outs = shard_map_p.bind(
-            *kconsts, *body_in, jaxpr=kbody, mesh=mesh,
+            *kconsts,
+            *body_in,
+            jaxpr=kbody,
+            mesh=mesh,
             in_specs=(replicated,) * len(kconsts) + body_in_specs,
-            out_specs=tuple(computed) + known_out, manual_axes=manual_axes,
-            check_vma=check_vma)
-    computed_res, primal_outs = iter(known_outs[:len(computed)]), known_outs[len(computed):]
+            out_specs=tuple(computed) + known_out,
+            manual_axes=manual_axes,
+            check_vma=check_vma,
+        )
+    computed_res, primal_outs = iter(known_outs[: len(computed)]), known_outs[len(computed) :]
     computed_specs = iter(computed)
     residuals, res_specs = [], []
     for f in forwarded:
@@ -281,14 +337,18 @@ def _shard_map_partial_eval(trace, args, params):
     unknown_args = [x for x, u in zip(args, unknowns, strict=True) if u]
     unknown_in = tuple(s for s, u in zip(in_specs, unknowns, strict=True) if u)
     unknown_out = tuple(s for s, u in zip(out_specs, out_unknowns, strict=True) if u)
-    staged_params = dict(jaxpr=ubody, mesh=mesh,
-                         in_specs=(replicated,) * len(uconsts) + tuple(res_specs)
-                         + unknown_in, out_specs=unknown_out, manual_axes=manual_axes,
-                         check_vma=check_vma)
-    out_avals = [global_aval(a, mesh, s)
-                 for a, s in zip(ubody.out_avals, unknown_out, strict=True)]
-    unknown_outs = iter(trace.stage(shard_map_p, [*uconsts, *residuals, *unknown_args],
-                                    staged_params, out_avals))
+    staged_params = dict(
+        jaxpr=ubody,
+        mesh=mesh,
+        in_specs=(replicated,) * len(uconsts) + tuple(res_specs) + unknown_in,
+        out_specs=unknown_out,
+        manual_axes=manual_axes,
+        check_vma=check_vma,
+    )
+    out_avals = [global_aval(a, mesh, s) for a, s in zip(ubody.out_avals, unknown_out, strict=True)]
+    unknown_outs = iter(
+        trace.stage(shard_map_p, [*uconsts, *residuals, *unknown_args], staged_params, out_avals)
+    )
     known_outs = iter(primal_outs)
     return [next(unknown_outs) if u else next(known_outs) for u in out_unknowns]
 
@@ -328,32 +388,43 @@ def _transposed_body(jaxpr, linear, mesh, in_specs, manual_axes, check_vma):
         return outs
 
     with axis_env(mesh, manual_axes, check_vma):
-        closed = trace_to_jaxpr(transposed, list(jaxpr.out_avals) + value_avals,
-                                "transposing a shard_map body")
+        closed = trace_to_jaxpr(
+            transposed, list(jaxpr.out_avals) + value_avals, "transposing a shard_map body"
+        )
     hit = cache[key] = convert_constvars(closed)
     return hit
 
 
-def _shard_map_transpose(cts, *invals, jaxpr, mesh, in_specs, out_specs, manual_axes,
-                         check_vma):
+def _shard_map_transpose(cts, *invals, jaxpr, mesh, in_specs, out_specs, manual_axes, check_vma):
     linear = tuple(transpose.is_undefined(x) for x in invals)
     cts_in = []
     for ct, spec, aval in zip(cts, out_specs, jaxpr.out_avals, strict=True):
-        dense = ad.instantiate(ct if ct is not None else ad.Zero(
-            ad.tangent_aval(global_aval(aval, mesh, spec))))
-        size = 1 if check_vma else math.prod(
-            mesh.shape[n] for n in unmentioned(mesh, spec, manual_axes))
+        dense = ad.instantiate(
+            ct if ct is not None else ad.Zero(ad.tangent_aval(global_aval(aval, mesh, spec)))
+        )
+        size = (
+            1
+            if check_vma
+            else math.prod(mesh.shape[n] for n in unmentioned(mesh, spec, manual_axes))
+        )
         cts_in.append(dense / size if size != 1 else dense)
-    body, consts = _transposed_body(jaxpr, linear, mesh, tuple(in_specs), manual_axes,
-                                    check_vma)
+    body, consts = _transposed_body(jaxpr, linear, mesh, tuple(in_specs), manual_axes, check_vma)
     values = [x for x in invals if not transpose.is_undefined(x)]
     value_specs = tuple(s for s, lin in zip(in_specs, linear, strict=True) if not lin)
     replicated = _replicated_spec(in_specs[0])
-    outs = iter(shard_map_p.bind(
-        *consts, *cts_in, *values, jaxpr=body, mesh=mesh,
-        in_specs=(replicated,) * len(consts) + tuple(out_specs) + value_specs,
-        out_specs=tuple(s for s, lin in zip(in_specs, linear, strict=True) if lin),
-        manual_axes=manual_axes, check_vma=check_vma))
+    outs = iter(
+        shard_map_p.bind(
+            *consts,
+            *cts_in,
+            *values,
+            jaxpr=body,
+            mesh=mesh,
+            in_specs=(replicated,) * len(consts) + tuple(out_specs) + value_specs,
+            out_specs=tuple(s for s, lin in zip(in_specs, linear, strict=True) if lin),
+            manual_axes=manual_axes,
+            check_vma=check_vma,
+        )
+    )
     return [next(outs) if lin else None for lin in linear]
 
 
@@ -370,8 +441,7 @@ def _insert(spec, d, entry):
     return type(spec)(*entries)
 
 
-def _shard_map_batch(axis, args, dims, *, jaxpr, mesh, in_specs, out_specs, manual_axes,
-                     check_vma):
+def _shard_map_batch(axis, args, dims, *, jaxpr, mesh, in_specs, out_specs, manual_axes, check_vma):
     # With vmap's spmd_axis_name the batch dimension is split over those mesh axes: each
     # device's body maps over its share of the batch.
     spmd = axis.spmd_name
@@ -380,19 +450,29 @@ def _shard_map_batch(axis, args, dims, *, jaxpr, mesh, in_specs, out_specs, manu
         for what, specs in (("in_specs", in_specs), ("out_specs", out_specs)):
             if set(spmd) & {n for s in specs for e in s for n in spec_names(e)}:
                 raise ValueError(f"vmap spmd_axis_name cannot appear in shard_map {what}")
-        axis = batching.AxisData(axis.name, axis.size // math.prod(mesh.shape[n] for n in spmd),
-                                 spmd)
+        axis = batching.AxisData(
+            axis.name, axis.size // math.prod(mesh.shape[n] for n in spmd), spmd
+        )
     vary = frozenset(spmd) if spmd is not None and check_vma else frozenset()
     with axis_env(mesh, manual_axes, check_vma):  # batching keeps what varies
         body, consts, out_batched = batching.batch_jaxpr(jaxpr, axis, dims, vary=vary)
     replicated = _replicated_spec(in_specs[0] if in_specs else out_specs[0])
     specs_in = (replicated,) * len(consts) + tuple(
-        s if d is not_mapped else _insert(s, d, entry)
-        for s, d in zip(in_specs, dims, strict=True))
-    specs_out = tuple(_insert(s, 0, entry) if b else s
-                      for s, b in zip(out_specs, out_batched, strict=True))
-    outs = shard_map_p.bind(*consts, *args, jaxpr=body, mesh=mesh, in_specs=specs_in,
-                            out_specs=specs_out, manual_axes=manual_axes, check_vma=check_vma)
+        s if d is not_mapped else _insert(s, d, entry) for s, d in zip(in_specs, dims, strict=True)
+    )
+    specs_out = tuple(
+        _insert(s, 0, entry) if b else s for s, b in zip(out_specs, out_batched, strict=True)
+    )
+    outs = shard_map_p.bind(
+        *consts,
+        *args,
+        jaxpr=body,
+        mesh=mesh,
+        in_specs=specs_in,
+        out_specs=specs_out,
+        manual_axes=manual_axes,
+        check_vma=check_vma,
+    )
     return outs, [0 if b else not_mapped for b in out_batched]
 
 

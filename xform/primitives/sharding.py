@@ -18,8 +18,15 @@ from xform.primitives.base import standard_primitive
 
 # (with_sharding_constraint's public form, which takes PartitionSpecs of the current mesh
 # too, is xform/api_sharding.py's)
-__all__ = ["sharding_constraint_p", "reshard_p",
-           "out_sharding_param", "full_spec", "typed", "bind_laid_out", "spec_names"]
+__all__ = [
+    "sharding_constraint_p",
+    "reshard_p",
+    "out_sharding_param",
+    "full_spec",
+    "typed",
+    "bind_laid_out",
+    "spec_names",
+]
 
 
 def spec_names(entry):
@@ -38,11 +45,13 @@ def with_sharding_constraint(x, shardings):
     if hasattr(shardings, "spec") or shardings is None:
         per_leaf = [shardings] * len(leaves)
     else:
-        counted = pytree.tree_map(lambda s, sub: (s, len(pytree.tree_leaves(sub))),
-                                     shardings, x, is_leaf=lambda s: s is None or
-                                     hasattr(s, "spec"))
-        per_leaf = [s for s, n in pytree.tree_leaves(counted, is_leaf=_is_pair)
-                    for _ in range(n)]
+        counted = pytree.tree_map(
+            lambda s, sub: (s, len(pytree.tree_leaves(sub))),
+            shardings,
+            x,
+            is_leaf=lambda s: s is None or hasattr(s, "spec"),
+        )
+        per_leaf = [s for s, n in pytree.tree_leaves(counted, is_leaf=_is_pair) for _ in range(n)]
     outs = []
     for leaf, sharding in zip(leaves, per_leaf, strict=True):
         if sharding is None:
@@ -50,28 +59,37 @@ def with_sharding_constraint(x, shardings):
             continue
         aval = core.get_aval(leaf)
         _check(sharding, aval)
-        outs.append(sharding_constraint_p.bind(leaf, sharding=sharding,
-                                                  origin="with_sharding_constraint"))
+        outs.append(
+            sharding_constraint_p.bind(leaf, sharding=sharding, origin="with_sharding_constraint")
+        )
     return pytree.tree_unflatten(tree, outs)
 
 
 def _is_pair(p):
-    return type(p) is tuple and len(p) == 2 and type(p[1]) is int and (
-        p[0] is None or hasattr(p[0], "spec"))
+    return (
+        type(p) is tuple
+        and len(p) == 2
+        and type(p[1]) is int
+        and (p[0] is None or hasattr(p[0], "spec"))
+    )
 
 
 def _check(sharding, aval):
     spec = getattr(sharding, "spec", None)
     if spec is None:
-        raise TypeError("with_sharding_constraint: shardings must be NamedShardings, got "
-                        f"{type(sharding).__name__}")
+        raise TypeError(
+            "with_sharding_constraint: shardings must be NamedShardings, got "
+            f"{type(sharding).__name__}"
+        )
     mesh = sharding.mesh
     types = dict(zip(mesh.axis_names, getattr(mesh, "axis_types", ()), strict=False))
     named = [n for entry in spec for n in spec_names(entry)]
     if any(getattr(types.get(n), "name", "") == "Explicit" for n in named):
-        raise ValueError(f"The spec of NamedSharding passed to with_sharding_constraint can "
-                         f"only refer to Auto axes of the mesh. Got spec={spec} and "
-                         f"mesh={mesh}. You probably meant to use `reshard` API?")
+        raise ValueError(
+            f"The spec of NamedSharding passed to with_sharding_constraint can "
+            f"only refer to Auto axes of the mesh. Got spec={spec} and "
+            f"mesh={mesh}. You probably meant to use `reshard` API?"
+        )
     check_spec_fits("with_sharding_constraint", mesh, spec, aval)
 
 
@@ -80,21 +98,27 @@ def check_spec_fits(what, mesh, spec, aval):
     ``aval`` on ``mesh``: at most one entry per dimension, axes the mesh has, and each
     dimension divisible by the product of its axes' sizes."""
     if len(spec) > aval.ndim:
-        raise ValueError(f"{what}: one of the arguments has rank {aval.ndim} "
-                         f"({aval.str_short()}) but its PartitionSpec {spec} has {len(spec)} "
-                         "entries; a spec may name at most one entry per dimension")
+        raise ValueError(
+            f"{what}: one of the arguments has rank {aval.ndim} "
+            f"({aval.str_short()}) but its PartitionSpec {spec} has {len(spec)} "
+            "entries; a spec may name at most one entry per dimension"
+        )
     for dim, entry in enumerate(spec):
         names = spec_names(entry)
         size = 1
         for name in names:
             if name not in mesh.shape:
-                raise ValueError(f"{what}: resource axis {name!r} of PartitionSpec {spec} is "
-                                 f"not found in mesh {dict(mesh.shape)}")
+                raise ValueError(
+                    f"{what}: resource axis {name!r} of PartitionSpec {spec} is "
+                    f"not found in mesh {dict(mesh.shape)}"
+                )
             size *= mesh.shape[name]
         if aval.shape[dim] % size:
-            raise ValueError(f"{what}: one of the arguments has shape {aval.str_short()} "
-                             f"but dimension {dim} (size {aval.shape[dim]}) is not divisible "
-                             f"by {size}, the size of mesh axes {names} of {spec}")
+            raise ValueError(
+                f"{what}: one of the arguments has shape {aval.str_short()} "
+                f"but dimension {dim} (size {aval.shape[dim]}) is not divisible "
+                f"by {size}, the size of mesh axes {names} of {spec}"
+            )
 
 
 # The runtime's NamedSharding class, for types made from a mesh and a spec (shard_map's
@@ -113,8 +137,15 @@ def type_sharding(sharding, ndim):
     entry per dimension, naming only the mesh's Explicit axes (the others are the
     partitioner's, as in JAX's types), when it has some; else None (none in the type)."""
     mesh = getattr(sharding, "mesh", None)
-    explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types, strict=True)
-                if getattr(t, "name", "") == "Explicit"} if mesh is not None else ()
+    explicit = (
+        {
+            n
+            for n, t in zip(mesh.axis_names, mesh.axis_types, strict=True)
+            if getattr(t, "name", "") == "Explicit"
+        }
+        if mesh is not None
+        else ()
+    )
     if not explicit:
         return None
     spec = tuple(sharding.spec) + (None,) * (ndim - len(sharding.spec))
@@ -135,8 +166,9 @@ def out_sharding_param(sharding, what, ndim):
     a PartitionSpec being one over the current mesh (its spec as given, as JAX's)."""
     s = resolve_sharding(sharding, what)
     if len(s.spec) > ndim:
-        raise ValueError(f"{what}: out_sharding {s.spec} has {len(s.spec)} entries for a "
-                         f"result of rank {ndim}")
+        raise ValueError(
+            f"{what}: out_sharding {s.spec} has {len(s.spec)} entries for a result of rank {ndim}"
+        )
     return s
 
 
@@ -151,8 +183,9 @@ def typed(aval, sharding):
     whatever their operands' types.)"""
     if sharding is None:
         return aval
-    return ShapedArray(aval.shape, aval.dtype, aval.weak_type,
-                       type_sharding(sharding, len(aval.shape)))
+    return ShapedArray(
+        aval.shape, aval.dtype, aval.weak_type, type_sharding(sharding, len(aval.shape))
+    )
 
 
 def bind_laid_out(prim, operands, params, name, sharding):
@@ -162,7 +195,8 @@ def bind_laid_out(prim, operands, params, name, sharding):
     if sharding is None:
         return prim.bind(*operands, **params)
     if core.trace_state.trace is not core.eval_trace or any(
-            core.get_aval(x).sharding is not None for x in operands):
+        core.get_aval(x).sharding is not None for x in operands
+    ):
         return prim.bind(*operands, **params, **{name: sharding})
     return lay_out(prim.bind(*operands, **params), sharding)
 
@@ -190,8 +224,9 @@ def _sharding_constraint_abstract_eval(x, *, sharding, origin):
 # "jit" (a jit's in/out_shardings, under a transformation). Under vmap the batch dimension
 # of with_sharding_constraint's is left to the partitioner (``P.UNCONSTRAINED``, as JAX's);
 # the others' is not split (JAX's batched jit and device_put keep theirs closed).
-sharding_constraint_p = standard_primitive("sharding_constraint",
-                                           _sharding_constraint_abstract_eval)
+sharding_constraint_p = standard_primitive(
+    "sharding_constraint", _sharding_constraint_abstract_eval
+)
 ad.deflinear(sharding_constraint_p)
 
 
@@ -210,8 +245,10 @@ def _batched(sharding, ndim, d, axis, what, unsplit=None):
     spmd = axis.spmd_name
     if spmd is not None:
         if set(spmd) & {n for entry in spec for n in spec_names(entry)}:
-            raise ValueError(f"vmap spmd_axis_name {spmd} cannot appear in {what} spec, but "
-                             f"got spec {sharding.spec}")
+            raise ValueError(
+                f"vmap spmd_axis_name {spmd} cannot appear in {what} spec, but "
+                f"got spec {sharding.spec}"
+            )
         unsplit = spmd[0] if len(spmd) == 1 else spmd
     spec.insert(d, unsplit)
     if unsplit is type(sharding.spec).UNCONSTRAINED:

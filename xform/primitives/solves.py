@@ -46,8 +46,7 @@ __all__ = ["custom_linear_solve", "custom_root"]
 _NAMES = ("matvec", "vecmat", "solve", "transpose_solve")
 
 
-def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
-                        has_aux=False):
+def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False, has_aux=False):
     """``solve(matvec, b)``, differentiated implicitly through ``matvec x == b``.
 
     Derivatives do not go through ``solve`` (which may be an iterative method, a
@@ -80,24 +79,29 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
     b_avals = [get_aval(x) for x in b_leaves]
     matvec_jaxpr, matvec_consts, _ = _trace_vector_fun(matvec, "matvec", tree, b_avals, False)
     solve_jaxpr, solve_consts, out_tree = _trace_vector_fun(
-        functools.partial(solve, matvec), "solve", tree, b_avals, has_aux)
+        functools.partial(solve, matvec), "solve", tree, b_avals, has_aux
+    )
     vecmat_jaxpr = transpose_solve_jaxpr = None
     vecmat_consts, transpose_solve_consts = [], []
     if transpose_solve is not None:
         if symmetric:
             vecmat, vecmat_jaxpr, vecmat_consts = matvec, matvec_jaxpr, matvec_consts
         else:
-            vecmat_jaxpr, vecmat_consts = _transpose_matvec(matvec_jaxpr, matvec_consts,
-                                                            b_avals)
+            vecmat_jaxpr, vecmat_consts = _transpose_matvec(matvec_jaxpr, matvec_consts, b_avals)
             vecmat = _as_tree_fun(vecmat_jaxpr, vecmat_consts, tree)
         transpose_solve_jaxpr, transpose_solve_consts, _ = _trace_vector_fun(
-            functools.partial(transpose_solve, vecmat), "transpose_solve", tree, b_avals,
-            has_aux)
+            functools.partial(transpose_solve, vecmat), "transpose_solve", tree, b_avals, has_aux
+        )
     groups = (matvec_consts, vecmat_consts, solve_consts, transpose_solve_consts)
     outs = linear_solve_p.bind(
-        *[c for g in groups for c in g], *b_leaves,
-        const_lengths=tuple(len(g) for g in groups), matvec=matvec_jaxpr,
-        vecmat=vecmat_jaxpr, solve=solve_jaxpr, transpose_solve=transpose_solve_jaxpr)
+        *[c for g in groups for c in g],
+        *b_leaves,
+        const_lengths=tuple(len(g) for g in groups),
+        matvec=matvec_jaxpr,
+        vecmat=vecmat_jaxpr,
+        solve=solve_jaxpr,
+        transpose_solve=transpose_solve_jaxpr,
+    )
     return pytree.tree_unflatten(out_tree, outs)
 
 
@@ -111,10 +115,12 @@ def _trace_vector_fun(fun, name, tree, b_avals, has_aux):
         aux_leaves = []
         if has_aux:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise ValueError(f"{name}() produced a pytree with structure "
-                                 f"{pytree.tree_structure(out)}, but a pytree tuple with "
-                                 "auxiliary output was expected because has_aux was set to "
-                                 "True.")
+                raise ValueError(
+                    f"{name}() produced a pytree with structure "
+                    f"{pytree.tree_structure(out)}, but a pytree tuple with "
+                    "auxiliary output was expected because has_aux was set to "
+                    "True."
+                )
             out, aux = out
             aux_leaves = pytree.tree_leaves(aux)
         out_leaves, out_tree = pytree.tree_flatten(out)
@@ -123,12 +129,15 @@ def _trace_vector_fun(fun, name, tree, b_avals, has_aux):
         if got != want:
             raise ValueError(f"{name}() output shapes must match b, got {got} and {want}")
         if out_tree != tree:
-            raise TypeError(f"{name}() output pytree structure must match b, got {out_tree} "
-                            f"and {tree}.")
+            raise TypeError(
+                f"{name}() output pytree structure must match b, got {out_tree} and {tree}."
+            )
         got, want = [a.dtype for a in out_avals], [a.dtype for a in b_avals]
         if got != want:
-            raise TypeError(f"{name}() output dtypes must match b, got {[str(d) for d in got]} "
-                            f"and {[str(d) for d in want]}")
+            raise TypeError(
+                f"{name}() output dtypes must match b, got {[str(d) for d in got]} "
+                f"and {[str(d) for d in want]}"
+            )
         store["tree"] = pytree.tree_structure((out, aux)) if has_aux else out_tree
         return out_leaves + aux_leaves
 
@@ -143,8 +152,7 @@ def _transpose_matvec(matvec_jaxpr, matvec_consts, b_avals):
 
     def vecmat(*cts):
         invals = [*matvec_consts, *[transpose.UndefinedPrimal(a) for a in b_avals]]
-        cts_in = transpose.backward_pass(matvec_jaxpr.jaxpr, matvec_jaxpr.consts, invals,
-                                         list(cts))
+        cts_in = transpose.backward_pass(matvec_jaxpr.jaxpr, matvec_jaxpr.consts, invals, list(cts))
         return [ad.instantiate(ct) for ct in cts_in[n_consts:]]
 
     closed = trace_to_jaxpr(vecmat, b_avals, "transposing `matvec` of custom_linear_solve")
@@ -193,21 +201,27 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     avals = [get_aval(x) for x in guess_leaves]
     f_jaxpr, f_consts, f_tree = _trace_tree_fun(f, tree, avals, "f")
     if f_tree != tree:
-        raise TypeError(f"f() output pytree structure must match initial_guess, got {f_tree} "
-                        f"and {tree}.")
-    solve_jaxpr, solve_consts, out_tree = _trace_tree_fun(functools.partial(solve, f), tree,
-                                                          avals, "solve")
+        raise TypeError(
+            f"f() output pytree structure must match initial_guess, got {f_tree} and {tree}."
+        )
+    solve_jaxpr, solve_consts, out_tree = _trace_tree_fun(
+        functools.partial(solve, f), tree, avals, "solve"
+    )
     solution_tree = out_tree
     if has_aux:
         children = out_tree.children()
         if len(children) != 2:
-            raise ValueError(f"solve() produced a pytree with structure {out_tree}, but a "
-                             "pytree tuple with auxiliary output was expected because "
-                             "has_aux was set to True.")
+            raise ValueError(
+                f"solve() produced a pytree with structure {out_tree}, but a "
+                "pytree tuple with auxiliary output was expected because "
+                "has_aux was set to True."
+            )
         solution_tree = children[0]
     if solution_tree != tree:
-        raise TypeError(f"solve() output pytree structure must match initial_guess, got "
-                        f"{solution_tree} and {tree}.")
+        raise TypeError(
+            f"solve() output pytree structure must match initial_guess, got "
+            f"{solution_tree} and {tree}."
+        )
     n = len(guess_leaves)
     store = {}
 
@@ -218,11 +232,13 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
         out_leaves, store["tree"] = pytree.tree_flatten(out)
         return out_leaves
 
-    closed = trace_to_jaxpr(linearize_and_solve, avals + avals,
-                            "tracing `tangent_solve` of custom_root")
+    closed = trace_to_jaxpr(
+        linearize_and_solve, avals + avals, "tracing `tangent_solve` of custom_root"
+    )
     if store["tree"] != tree:
-        raise TypeError(f"tangent_solve() output pytree structure must match x, got "
-                        f"{store['tree']} and {tree}.")
+        raise TypeError(
+            f"tangent_solve() output pytree structure must match x, got {store['tree']} and {tree}."
+        )
     ls_jaxpr, ls_consts = convert_constvars(closed)
 
     # The call runs solve on every operand (f's and tangent_solve's consts unread), so its
@@ -231,13 +247,25 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     operands = [*f_consts, *solve_consts, *ls_consts, *guess_leaves]
     body = solve_jaxpr.jaxpr
     unread = [Var(get_aval(c)) for c in f_consts], [Var(get_aval(c)) for c in ls_consts]
-    call_jaxpr = ClosedJaxpr(Jaxpr([], [*unread[0], *body.invars[:lengths[1]], *unread[1],
-                                        *body.invars[lengths[1]:]],
-                                   body.outvars, body.eqns), [])
+    call_jaxpr = ClosedJaxpr(
+        Jaxpr(
+            [],
+            [*unread[0], *body.invars[: lengths[1]], *unread[1], *body.invars[lengths[1] :]],
+            body.outvars,
+            body.eqns,
+        ),
+        [],
+    )
 
     def bind(args):
-        return custom_jvp_call_p.bind(*args, call_jaxpr=call_jaxpr, jvp=root_jvp, num_consts=0,
-                                      name="_custom_root", symbolic_zeros=False)
+        return custom_jvp_call_p.bind(
+            *args,
+            call_jaxpr=call_jaxpr,
+            jvp=root_jvp,
+            num_consts=0,
+            name="_custom_root",
+            symbolic_zeros=False,
+        )
 
     def root_jvp(primals, tangents):
         f_args, _, ls_args, _ = _split(primals, lengths)
@@ -258,8 +286,7 @@ def _trace_tree_fun(fun, tree, avals, name):
     store = {}
 
     def flat_fun(*leaves):
-        out_leaves, store["tree"] = pytree.tree_flatten(
-            fun(pytree.tree_unflatten(tree, leaves)))
+        out_leaves, store["tree"] = pytree.tree_flatten(fun(pytree.tree_unflatten(tree, leaves)))
         return out_leaves
 
     closed = trace_to_jaxpr(flat_fun, avals, f"tracing `{name}` of custom_root")
@@ -275,15 +302,17 @@ def _linearized(f, tree, x):
     def tangents_of(*tangents):
         def flat_f(*leaves):
             out_leaves, out_tree["tree"] = pytree.tree_flatten(
-                f(pytree.tree_unflatten(tree, leaves)))
+                f(pytree.tree_unflatten(tree, leaves))
+            )
             return out_leaves
 
         _, tangents_out = ad.jvp_flat(flat_f, x, list(tangents))
         return [ad.instantiate(t) for t in tangents_out]
 
     tangent_avals = [ad.tangent_aval(ad.aval_of(p)) for p in x]
-    _, linear = partial_eval.partial_eval_flat(tangents_of, [], tangent_avals,
-                                               "linearizing `f` of custom_root")
+    _, linear = partial_eval.partial_eval_flat(
+        tangents_of, [], tangent_avals, "linearizing `f` of custom_root"
+    )
 
     def g(t):
         leaves = pytree.tree_leaves(t)
@@ -296,7 +325,7 @@ def _split(args, lengths):
     """``args`` cut into ``len(lengths)`` groups of those lengths, then the rest."""
     groups, i = [], 0
     for k in lengths:
-        groups.append(list(args[i:i + k]))
+        groups.append(list(args[i : i + k]))
         i += k
     return [*groups, list(args[i:])]
 
@@ -308,32 +337,38 @@ linear_solve_p = Primitive("custom_linear_solve", multiple_results=True)
 
 def _same_types(avals_a, avals_b):
     return len(avals_a) == len(avals_b) and all(
-        a.shape == b.shape and a.dtype == b.dtype for a, b in zip(avals_a, avals_b, strict=True))
+        a.shape == b.shape and a.dtype == b.dtype for a, b in zip(avals_a, avals_b, strict=True)
+    )
 
 
 def _types(avals):
     return "(" + ", ".join(a.str_short() for a in avals) + ")"
 
 
-def _linear_solve_abstract_eval(*avals, const_lengths, matvec, vecmat, solve,
-                                transpose_solve):
+def _linear_solve_abstract_eval(*avals, const_lengths, matvec, vecmat, solve, transpose_solve):
     *groups, b = _split(avals, const_lengths)
-    for name, jaxpr, consts in zip(_NAMES, (matvec, vecmat, solve, transpose_solve), groups,
-                                   strict=True):
+    for name, jaxpr, consts in zip(
+        _NAMES, (matvec, vecmat, solve, transpose_solve), groups, strict=True
+    ):
         if jaxpr is None:
             if consts:
-                raise TypeError(f"custom_linear_solve: {len(consts)} operands for {name}, "
-                                "which is None")
+                raise TypeError(
+                    f"custom_linear_solve: {len(consts)} operands for {name}, which is None"
+                )
             continue
         if not _same_types(jaxpr.in_avals, consts + b):
-            raise TypeError(f"custom_linear_solve: {name} takes {_types(jaxpr.in_avals)} but "
-                            f"its operands (consts, then b) have types {_types(consts + b)}")
-        if not _same_types(jaxpr.out_avals[:len(b)], b):
-            raise TypeError(f"custom_linear_solve: {name} returns "
-                            f"{_types(jaxpr.out_avals)}, which does not start with b's types "
-                            f"{_types(b)}")
+            raise TypeError(
+                f"custom_linear_solve: {name} takes {_types(jaxpr.in_avals)} but "
+                f"its operands (consts, then b) have types {_types(consts + b)}"
+            )
+        if not _same_types(jaxpr.out_avals[: len(b)], b):
+            raise TypeError(
+                f"custom_linear_solve: {name} returns "
+                f"{_types(jaxpr.out_avals)}, which does not start with b's types "
+                f"{_types(b)}"
+            )
     # As in JAX: x has b's types (weak types included), then solve's auxiliary outputs.
-    return b + solve.out_avals[len(b):]
+    return b + solve.out_avals[len(b) :]
 
 
 abstract_eval_rules[linear_solve_p] = _linear_solve_abstract_eval
@@ -349,8 +384,13 @@ def _linear_solve_eager(*args, const_lengths, matvec, vecmat, solve, transpose_s
         if isinstance(x, Tracer):
             raise escaped_tracer_error(x, "custom_linear_solve")
     out_avals = _linear_solve_abstract_eval(
-        *[get_aval(x) for x in args], const_lengths=const_lengths, matvec=matvec,
-        vecmat=vecmat, solve=solve, transpose_solve=transpose_solve)
+        *[get_aval(x) for x in args],
+        const_lengths=const_lengths,
+        matvec=matvec,
+        vecmat=vecmat,
+        solve=solve,
+        transpose_solve=transpose_solve,
+    )
     _, _, solve_consts, _, b = _split(args, const_lengths)
     with set_current_trace(eval_trace):
         outs = _run(solve, *solve_consts, *b)
@@ -382,20 +422,26 @@ def _linear_solve_jvp(primals, tangents, **params):
     if any(type(t) is not ad.Zero for t in group_dots[0]):
         x = outs[:n]
         zeros = [ad.Zero(ad.tangent_aval(ad.aval_of(v))) for v in x]
-        _, matvec_dots = ad.jvp_flat(lambda *a: _run(params["matvec"], *a),
-                                     groups[0] + x, group_dots[0] + zeros)
-        rhs = [ad.add_tangents(r, t if type(t) is ad.Zero else neg(t))
-               for r, t in zip(rhs, matvec_dots, strict=True)]
+        _, matvec_dots = ad.jvp_flat(
+            lambda *a: _run(params["matvec"], *a), groups[0] + x, group_dots[0] + zeros
+        )
+        rhs = [
+            ad.add_tangents(r, t if type(t) is ad.Zero else neg(t))
+            for r, t in zip(rhs, matvec_dots, strict=True)
+        ]
     diff = [ad.is_differentiable(a) for a in map(ad.aval_of, b)]
     tangents_out = [ad.Zero(ad.tangent_aval(ad.aval_of(o))) for o in outs]
     if any(type(t) is not ad.Zero and d for t, d in zip(rhs, diff, strict=True)):
         # Integer leaves of b have no tangent: they are solved for with zeros of their type.
-        rhs = [ad.instantiate(t) if d else ad.tangent_ops["zeros"](ad.aval_of(v).strip_weak_type())
-               for t, v, d in zip(rhs, b, diff, strict=True)]
+        rhs = [
+            ad.instantiate(t) if d else ad.tangent_ops["zeros"](ad.aval_of(v).strip_weak_type())
+            for t, v, d in zip(rhs, b, diff, strict=True)
+        ]
         consts = [c for g in groups for c in g]
         x_dots = linear_solve_p.bind(*consts, *rhs, **params)[:n]
-        tangents_out[:n] = [t if d else z
-                            for t, d, z in zip(x_dots, diff, tangents_out, strict=False)]
+        tangents_out[:n] = [
+            t if d else z for t, d, z in zip(x_dots, diff, tangents_out, strict=False)
+        ]
     return outs, tangents_out
 
 
@@ -405,28 +451,42 @@ ad.jvp_rules[linear_solve_p] = _linear_solve_jvp
 # --------------------------------------------------------------------------- transpose
 
 
-def _linear_solve_transpose(cts, *args, const_lengths, matvec, vecmat, solve,
-                            transpose_solve):
+def _linear_solve_transpose(cts, *args, const_lengths, matvec, vecmat, solve, transpose_solve):
     if transpose_solve is None:
-        raise TypeError("transpose_solve required for backwards mode automatic "
-                        "differentiation of custom_linear_solve")
+        raise TypeError(
+            "transpose_solve required for backwards mode automatic "
+            "differentiation of custom_linear_solve"
+        )
     *groups, b = _split(args, const_lengths)
     if any(transpose.is_undefined(c) for g in groups for c in g):
-        raise NotImplementedError("custom_linear_solve: cannot transpose with respect to "
-                                  "what matvec or the solves close over, only with respect "
-                                  "to b (as in JAX)")
+        raise NotImplementedError(
+            "custom_linear_solve: cannot transpose with respect to "
+            "what matvec or the solves close over, only with respect "
+            "to b (as in JAX)"
+        )
     n = len(b)
     if any(type(ct) is not ad.Zero for ct in cts[n:]):
-        raise NotImplementedError("custom_linear_solve: cannot transpose with a nonzero "
-                                  "cotangent for the auxiliary outputs (as in JAX)")
+        raise NotImplementedError(
+            "custom_linear_solve: cannot transpose with a nonzero "
+            "cotangent for the auxiliary outputs (as in JAX)"
+        )
     # The transposed system: vecmat for matvec, transpose_solve for solve, and back.
     m, v, s, t = groups
     cts_b = linear_solve_p.bind(
-        *v, *m, *t, *s, *[ad.instantiate(ct) for ct in cts[:n]],
+        *v,
+        *m,
+        *t,
+        *s,
+        *[ad.instantiate(ct) for ct in cts[:n]],
         const_lengths=(const_lengths[1], const_lengths[0], const_lengths[3], const_lengths[2]),
-        matvec=vecmat, vecmat=matvec, solve=transpose_solve, transpose_solve=solve)
-    return [None] * sum(const_lengths) + [ct if transpose.is_undefined(x) else None
-                                          for ct, x in zip(cts_b, b, strict=False)]
+        matvec=vecmat,
+        vecmat=matvec,
+        solve=transpose_solve,
+        transpose_solve=solve,
+    )
+    return [None] * sum(const_lengths) + [
+        ct if transpose.is_undefined(x) else None for ct, x in zip(cts_b, b, strict=False)
+    ]
 
 
 transpose.transpose_rules[linear_solve_p] = _linear_solve_transpose
@@ -473,10 +533,16 @@ def _linear_solve_batch(axis, args, dims, *, const_lengths, **jaxprs):
         new_groups.append([*consts, *groups[k]])
         if name == "solve":
             out_batched = batched
-    new_b = [batching.batch_at_front(x, d, axis.size) if v else x
-             for x, d, v in zip(b, b_dims, vector_batched, strict=True)]
-    outs = linear_solve_p.bind(*[c for g in new_groups for c in g], *new_b,
-                               const_lengths=tuple(len(g) for g in new_groups), **new_jaxprs)
+    new_b = [
+        batching.batch_at_front(x, d, axis.size) if v else x
+        for x, d, v in zip(b, b_dims, vector_batched, strict=True)
+    ]
+    outs = linear_solve_p.bind(
+        *[c for g in new_groups for c in g],
+        *new_b,
+        const_lengths=tuple(len(g) for g in new_groups),
+        **new_jaxprs,
+    )
     return outs, [0 if o else not_mapped for o in out_batched]
 
 

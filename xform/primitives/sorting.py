@@ -49,8 +49,10 @@ def _float_order_key(x):
 
 # XLA's CPU compares float32, float64 and bfloat16 with subnormals read as zero (it computes
 # float16 and narrower floats in float32, where their subnormals are normal numbers).
-_TINY = {np.dtype(d): np.finfo(np.float32 if d == "bfloat16" else d).tiny
-         for d in ("float32", "float64", "bfloat16")}
+_TINY = {
+    np.dtype(d): np.finfo(np.float32 if d == "bfloat16" else d).tiny
+    for d in ("float32", "float64", "bfloat16")
+}
 
 
 def _canonicalize_float(x):
@@ -66,8 +68,10 @@ def _canonicalize_float(x):
 def _sort_keys(x):
     """The integer keys, most significant first, that ``sort`` orders ``x`` by."""
     if dtypes.is_complex(x.dtype):  # lexicographic: real part, then imaginary part
-        return [_float_order_key(_canonicalize_float(x.real)),
-                _float_order_key(_canonicalize_float(x.imag))]
+        return [
+            _float_order_key(_canonicalize_float(x.real)),
+            _float_order_key(_canonicalize_float(x.imag)),
+        ]
     if dtypes.is_float(x.dtype):
         return [_float_order_key(_canonicalize_float(x))]
     if x.dtype == dtypes.bool_:
@@ -83,17 +87,22 @@ def _sort_abstract_eval(*avals, dimension, is_stable, num_keys):
         raise TypeError("lax.sort needs at least one operand")
     shapes = [a.shape for a in avals]
     if any(s != shapes[0] for s in shapes):
-        raise TypeError(f"lax.sort: operands must have equal shapes, got "
-                        f"{', '.join(map(str, shapes))}")
+        raise TypeError(
+            f"lax.sort: operands must have equal shapes, got {', '.join(map(str, shapes))}"
+        )
     for a in avals:
         check_dtype("lax.sort", a.dtype, ANY)
     ndim = len(shapes[0])
     if not 0 <= dimension < ndim:
-        raise ValueError(f"lax.sort: dimension {dimension} is out of bounds for operands of "
-                         f"shape {shapes[0]} (rank {ndim}); a 0-d array cannot be sorted")
+        raise ValueError(
+            f"lax.sort: dimension {dimension} is out of bounds for operands of "
+            f"shape {shapes[0]} (rank {ndim}); a 0-d array cannot be sorted"
+        )
     if not 1 <= num_keys <= len(avals):
-        raise ValueError(f"lax.sort: num_keys={num_keys} must be between 1 and the number of "
-                         f"operands, {len(avals)}")
+        raise ValueError(
+            f"lax.sort: num_keys={num_keys} must be between 1 and the number of "
+            f"operands, {len(avals)}"
+        )
     return [ShapedArray(a.shape, a.dtype, a.weak_type) for a in avals]
 
 
@@ -124,8 +133,9 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
     else:
         operands = (operand,)
     dimension = canonicalize_axis(dimension, get_aval(operands[0]).ndim, "lax.sort")
-    outs = sort_p.bind(*operands, dimension=dimension, is_stable=bool(is_stable),
-                       num_keys=int(num_keys))
+    outs = sort_p.bind(
+        *operands, dimension=dimension, is_stable=bool(is_stable), num_keys=int(num_keys)
+    )
     return tuple(outs) if isinstance(operand, (list, tuple)) else outs[0]
 
 
@@ -142,15 +152,18 @@ _TOP_K_KINDS = (FLOAT, *INT, BOOL)
 def _top_k_abstract_eval(x, *, k, axis):
     check_dtype("lax.top_k", x.dtype, _TOP_K_KINDS)
     if not 0 <= axis < x.ndim:
-        raise ValueError(f"lax.top_k: axis {axis} is out of bounds for an operand of shape "
-                         f"{x.shape} (rank {x.ndim}); the operand must have rank >= 1")
+        raise ValueError(
+            f"lax.top_k: axis {axis} is out of bounds for an operand of shape "
+            f"{x.shape} (rank {x.ndim}); the operand must have rank >= 1"
+        )
     if not 0 <= k <= x.shape[axis]:
-        raise ValueError(f"lax.top_k: k={k} must be non-negative and at most the size "
-                         f"{x.shape[axis]} of axis {axis} of the operand of shape {x.shape}")
-    shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
+        raise ValueError(
+            f"lax.top_k: k={k} must be non-negative and at most the size "
+            f"{x.shape[axis]} of axis {axis} of the operand of shape {x.shape}"
+        )
+    shape = x.shape[:axis] + (k,) + x.shape[axis + 1 :]
     # The indices inherit the operand's weak type, as in JAX.
-    return [ShapedArray(shape, x.dtype, x.weak_type),
-            ShapedArray(shape, dtypes.int32, x.weak_type)]
+    return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, dtypes.int32, x.weak_type)]
 
 
 def _top_k_host(x, *, k, axis):
@@ -164,8 +177,7 @@ def _top_k_host(x, *, k, axis):
     return [np.take_along_axis(x, idx, axis=axis), idx.astype(np.int32)]
 
 
-top_k_p = standard_primitive("top_k", _top_k_abstract_eval, _top_k_host,
-                             multiple_results=True)
+top_k_p = standard_primitive("top_k", _top_k_abstract_eval, _top_k_host, multiple_results=True)
 
 
 def top_k(operand, k, *, axis=-1):
@@ -188,8 +200,14 @@ def top_k(operand, k, *, axis=-1):
 # --------------------------------------------------------------------------- approx_top_k
 
 
-def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
-                 reduction_input_size_override=-1, aggregate_to_topk=True):
+def approx_max_k(
+    operand,
+    k,
+    reduction_dimension=-1,
+    recall_target=0.95,
+    reduction_input_size_override=-1,
+    aggregate_to_topk=True,
+):
     """The (approximately, on TPUs) ``k`` largest values along ``reduction_dimension`` and
     their int32 indices. Off TPU the result is exact (XLA's fallback).
 
@@ -208,33 +226,66 @@ def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
     Example:
       >>> values, indices = approx_max_k(np.array([1., 3., 2.]), 2)  # [3., 2.], [1, 2]
     """
-    return _approx_top_k(operand, k, reduction_dimension, recall_target,
-                         reduction_input_size_override, aggregate_to_topk, True)
+    return _approx_top_k(
+        operand,
+        k,
+        reduction_dimension,
+        recall_target,
+        reduction_input_size_override,
+        aggregate_to_topk,
+        True,
+    )
 
 
-def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95,
-                 reduction_input_size_override=-1, aggregate_to_topk=True):
+def approx_min_k(
+    operand,
+    k,
+    reduction_dimension=-1,
+    recall_target=0.95,
+    reduction_input_size_override=-1,
+    aggregate_to_topk=True,
+):
     """The (approximately, on TPUs) ``k`` smallest values along ``reduction_dimension`` and
     their int32 indices; the arguments are ``approx_max_k``'s.
 
     Example:
       >>> values, indices = approx_min_k(np.array([1., 3., 2.]), 2)  # [1., 2.], [0, 2]
     """
-    return _approx_top_k(operand, k, reduction_dimension, recall_target,
-                         reduction_input_size_override, aggregate_to_topk, False)
+    return _approx_top_k(
+        operand,
+        k,
+        reduction_dimension,
+        recall_target,
+        reduction_input_size_override,
+        aggregate_to_topk,
+        False,
+    )
 
 
-def _approx_top_k(operand, k, reduction_dimension, recall_target,
-                  reduction_input_size_override, aggregate_to_topk, is_max_k):
+def _approx_top_k(
+    operand,
+    k,
+    reduction_dimension,
+    recall_target,
+    reduction_input_size_override,
+    aggregate_to_topk,
+    is_max_k,
+):
     ndim = get_aval(operand).ndim
     if ndim == 0:
-        raise TypeError(f"approx_top_k operand must have >= 1 dimension, got "
-                        f"{get_aval(operand).shape}")
+        raise TypeError(
+            f"approx_top_k operand must have >= 1 dimension, got {get_aval(operand).shape}"
+        )
     dim = canonicalize_axis(reduction_dimension, ndim, "approx_top_k")
-    return approx_top_k_p.bind(operand, k=operator.index(k), reduction_dimension=dim,
-                               recall_target=float(recall_target), is_max_k=is_max_k,
-                               reduction_input_size_override=int(reduction_input_size_override),
-                               aggregate_to_topk=bool(aggregate_to_topk))
+    return approx_top_k_p.bind(
+        operand,
+        k=operator.index(k),
+        reduction_dimension=dim,
+        recall_target=float(recall_target),
+        is_max_k=is_max_k,
+        reduction_input_size_override=int(reduction_input_size_override),
+        aggregate_to_topk=bool(aggregate_to_topk),
+    )
 
 
 def _log2_floor(n):
@@ -245,8 +296,9 @@ def _log2_ceil(n):
     return (n - 1).bit_length() if n else 0
 
 
-def approx_top_k_output_size(input_size, rank, k, recall_target, aggregate_to_topk,
-                             input_size_override):
+def approx_top_k_output_size(
+    input_size, rank, k, recall_target, aggregate_to_topk, input_size_override
+):
     """The size of the reduced dimension of ``approx_top_k``'s results: XLA's rule (which
     ``ApproxTopK`` checks), from the expected recall of ``k`` values spread over windows."""
     if aggregate_to_topk:
@@ -255,9 +307,11 @@ def approx_top_k_output_size(input_size, rank, k, recall_target, aggregate_to_to
     if input_size <= tiling:
         return input_size
     if input_size_override >= 0 and input_size > input_size_override:
-        raise ValueError(f"approx_top_k: reduction_input_size_override "
-                         f"{input_size_override} should be at least the size {input_size} "
-                         "of the reduced dimension")
+        raise ValueError(
+            f"approx_top_k: reduction_input_size_override "
+            f"{input_size_override} should be at least the size {input_size} "
+            "of the reduced dimension"
+        )
     logical = input_size_override if input_size_override >= 0 else input_size
     if k == 1:
         return tiling
@@ -265,8 +319,7 @@ def approx_top_k_output_size(input_size, rank, k, recall_target, aggregate_to_to
     if recall == 1.0:
         return input_size
     if not 0.0 < recall < 1.0:
-        raise ValueError(f"approx_top_k: recall_target should range in (0, 1], got "
-                         f"{recall_target}")
+        raise ValueError(f"approx_top_k: recall_target should range in (0, 1], got {recall_target}")
     # With M windows, a top-k value is alone in its window with probability about
     # exp((1 - k) / M): M = (1 - k) / log(recall) windows reach the recall.
     windows = min(max(int((1.0 - k) / math.log(recall)), tiling), logical)
@@ -279,28 +332,39 @@ def approx_top_k_output_size(input_size, rank, k, recall_target, aggregate_to_to
     return -(-tiles // (1 << reduction)) * tiling
 
 
-def _approx_top_k_abstract_eval(x, *, k, reduction_dimension, recall_target, is_max_k,
-                                reduction_input_size_override, aggregate_to_topk):
+def _approx_top_k_abstract_eval(
+    x,
+    *,
+    k,
+    reduction_dimension,
+    recall_target,
+    is_max_k,
+    reduction_input_size_override,
+    aggregate_to_topk,
+):
     if k <= 0:
         raise ValueError(f"approx_top_k: k must be positive, got {k}")
     if x.ndim == 0:
         raise TypeError(f"approx_top_k operand must have >= 1 dimension, got {x.shape}")
     size = x.shape[reduction_dimension]
     if size < k:
-        raise ValueError(f"approx_top_k: k must be smaller than the size of reduction_dim "
-                         f"{size}, got {k} (operand shape {x.shape})")
+        raise ValueError(
+            f"approx_top_k: k must be smaller than the size of reduction_dim "
+            f"{size}, got {k} (operand shape {x.shape})"
+        )
     if not dtypes.is_float(x.dtype):
         raise ValueError(f"approx_top_k: operand must be a floating type, got {x.dtype}")
-    out = approx_top_k_output_size(size, x.ndim, k, recall_target, aggregate_to_topk,
-                                   reduction_input_size_override)
-    shape = x.shape[:reduction_dimension] + (out,) + x.shape[reduction_dimension + 1:]
+    out = approx_top_k_output_size(
+        size, x.ndim, k, recall_target, aggregate_to_topk, reduction_input_size_override
+    )
+    shape = x.shape[:reduction_dimension] + (out,) + x.shape[reduction_dimension + 1 :]
     # The indices inherit the operand's weak type, as in JAX.
-    return [ShapedArray(shape, x.dtype, x.weak_type),
-            ShapedArray(shape, dtypes.int32, x.weak_type)]
+    return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, dtypes.int32, x.weak_type)]
 
 
-approx_top_k_p = standard_primitive("approx_top_k", _approx_top_k_abstract_eval,
-                                    multiple_results=True)
+approx_top_k_p = standard_primitive(
+    "approx_top_k", _approx_top_k_abstract_eval, multiple_results=True
+)
 
 
 # --------------------------------------------------------------------------- jvp rules
@@ -316,9 +380,13 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
     tangents_out = [ad.Zero(ad.tangent_aval(get_aval(o))) for o in outs]
     nonzero = [i for i, t in enumerate(tangents) if type(t) is not ad.Zero]
     if nonzero:
-        sorted_tangents = sort_p.bind(*primals[:num_keys], *[tangents[i] for i in nonzero],
-                                      dimension=dimension, is_stable=is_stable,
-                                      num_keys=num_keys)
+        sorted_tangents = sort_p.bind(
+            *primals[:num_keys],
+            *[tangents[i] for i in nonzero],
+            dimension=dimension,
+            is_stable=is_stable,
+            num_keys=num_keys,
+        )
         for i, t in zip(nonzero, sorted_tangents[num_keys:], strict=True):
             tangents_out[i] = t
     return outs, tangents_out
@@ -331,11 +399,22 @@ def take_along_axis(x, idx, axis):
     """``x`` at ``idx`` along ``axis`` (``idx`` has ``x``'s shape elsewhere): a gather."""
     ndim = get_aval(x).ndim
     batch = tuple(d for d in range(ndim) if d != axis)
-    dn = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
-                                start_index_map=(axis,), operand_batching_dims=batch,
-                                start_indices_batching_dims=batch)
-    return gather(x, expand_dims(idx, (ndim,)), dn, (1,) * ndim, indices_are_sorted=False,
-                  unique_indices=False, mode="promise_in_bounds")
+    dn = GatherDimensionNumbers(
+        offset_dims=(),
+        collapsed_slice_dims=(axis,),
+        start_index_map=(axis,),
+        operand_batching_dims=batch,
+        start_indices_batching_dims=batch,
+    )
+    return gather(
+        x,
+        expand_dims(idx, (ndim,)),
+        dn,
+        (1,) * ndim,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode="promise_in_bounds",
+    )
 
 
 def _top_k_jvp(primals, tangents, *, k, axis):
@@ -367,10 +446,15 @@ ad.jvp_rules[approx_top_k_p] = _approx_top_k_jvp
 def _sort_transpose(cts, *operands, dimension, is_stable, num_keys):
     for i, x in enumerate(operands[:num_keys]):
         if transpose.is_undefined(x):
-            raise ValueError(f"sort is not linear in its key operand {i} (num_keys="
-                             f"{num_keys}), so it cannot be transposed with respect to it")
-    linear = [i for i, x in enumerate(operands)
-              if transpose.is_undefined(x) and type(cts[i]) is not ad.Zero]
+            raise ValueError(
+                f"sort is not linear in its key operand {i} (num_keys="
+                f"{num_keys}), so it cannot be transposed with respect to it"
+            )
+    linear = [
+        i
+        for i, x in enumerate(operands)
+        if transpose.is_undefined(x) and type(cts[i]) is not ad.Zero
+    ]
     out = [ad.Zero(x.aval) if transpose.is_undefined(x) else None for x in operands]
     if not linear:
         return out
@@ -378,11 +462,11 @@ def _sort_transpose(cts, *operands, dimension, is_stable, num_keys):
     shape = get_aval(keys[0]).shape
     index_dtype = dtypes.int32 if shape[dimension] <= np.iinfo(np.int32).max else dtypes.int64
     iota = broadcasted_iota(index_dtype, shape, dimension)
-    perm = sort_p.bind(*keys, iota, dimension=dimension, is_stable=is_stable,
-                       num_keys=num_keys)[-1]
+    perm = sort_p.bind(*keys, iota, dimension=dimension, is_stable=is_stable, num_keys=num_keys)[-1]
     # Output j came from input perm[j]: sorting by perm sends each cotangent back there.
-    unsorted = sort_p.bind(perm, *[cts[i] for i in linear], dimension=dimension,
-                           is_stable=False, num_keys=1)
+    unsorted = sort_p.bind(
+        perm, *[cts[i] for i in linear], dimension=dimension, is_stable=False, num_keys=1
+    )
     for i, ct in zip(linear, unsorted[1:], strict=True):
         out[i] = ct
     return out
@@ -398,10 +482,13 @@ def _sort_batch(axis_data, args, dims, *, dimension, is_stable, num_keys):
     # The operands of one sort share a shape: each gets the batch dim where the first mapped
     # operand has it (unmapped ones are broadcast there), and `dimension` shifts past it.
     d = next(d for d in dims if d is not batching.not_mapped)
-    args = [batching.move_or_broadcast(x, xd, d, axis_data.size)
-            for x, xd in zip(args, dims, strict=True)]
-    outs = sort_p.bind(*args, dimension=dimension + (dimension >= d), is_stable=is_stable,
-                       num_keys=num_keys)
+    args = [
+        batching.move_or_broadcast(x, xd, d, axis_data.size)
+        for x, xd in zip(args, dims, strict=True)
+    ]
+    outs = sort_p.bind(
+        *args, dimension=dimension + (dimension >= d), is_stable=is_stable, num_keys=num_keys
+    )
     return outs, [d] * len(outs)
 
 

@@ -140,11 +140,15 @@ def random_gamma_grad(a, x):
     avals = [get_aval(a), get_aval(x)]
     for v in avals:
         if not dtypes.is_float(v.dtype):
-            raise TypeError(f"random_gamma_grad does not accept dtype {v.dtype}. Accepted "
-                            "dtypes are subtypes of floating.")
+            raise TypeError(
+                f"random_gamma_grad does not accept dtype {v.dtype}. Accepted "
+                "dtypes are subtypes of floating."
+            )
     if avals[0].dtype != avals[1].dtype:
-        raise TypeError(f"lax.random_gamma_grad requires arguments to have the same dtypes, "
-                        f"got {avals[0].dtype}, {avals[1].dtype}.")
+        raise TypeError(
+            f"lax.random_gamma_grad requires arguments to have the same dtypes, "
+            f"got {avals[0].dtype}, {avals[1].dtype}."
+        )
     shape = np.broadcast_shapes(avals[0].shape, avals[1].shape)
     a, x = (broadcast_in_dim(v, shape, tuple(range(get_aval(v).ndim))) for v in (a, x))
     return in_float32(random_gamma_grad_impl)(a, x)
@@ -243,8 +247,23 @@ def _igammac_continued_fraction(ax, x, a, enabled, mode):
         return bitwise_and(lt(vals[5], _c(vals[5], 2000)), _any(vals[0]))
 
     def body(vals):
-        (enabled, ans, t, y, z, c, pkm1, qkm1, pkm2, qkm2,
-         dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da, dans_da) = vals
+        (
+            enabled,
+            ans,
+            t,
+            y,
+            z,
+            c,
+            pkm1,
+            qkm1,
+            pkm2,
+            qkm2,
+            dpkm2_da,
+            dqkm2_da,
+            dpkm1_da,
+            dqkm1_da,
+            dans_da,
+        ) = vals
         c = add(c, _c(c, 1))
         y = add(y, _c(y, 1))
         z = add(z, _c(z, 2))
@@ -258,15 +277,15 @@ def _igammac_continued_fraction(ax, x, a, enabled, mode):
         dpk_da = add(sub(sub(mul(dpkm1_da, z), pkm1), mul(dpkm2_da, yc)), mul(pkm2, c))
         dqk_da = add(sub(sub(mul(dqkm1_da, z), qkm1), mul(dqkm2_da, yc)), mul(qkm2, c))
         dans_da_new = select(qk_is_nonzero, div(sub(dpk_da, mul(ans, dqk_da)), qk), dans_da)
-        grad_change = select(qk_is_nonzero, abs(sub(dans_da_new, dans_da)),
-                             full_like(dans_da, 1))
+        grad_change = select(qk_is_nonzero, abs(sub(dans_da_new, dans_da)), full_like(dans_da, 1))
         pkm2, pkm1, qkm2, qkm1 = pkm1, pk, qkm1, qk
         dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da = dpkm1_da, dqkm1_da, dpk_da, dqk_da
         # Scale the recurrences down together once they grow past 1/eps.
         rescale = gt(abs(pk), _c(pk, 1 / eps))
         pkm2, pkm1, qkm2, qkm1, dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da = [
             select(rescale, mul(v, _c(v, eps)), v)
-            for v in (pkm2, pkm1, qkm2, qkm1, dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da)]
+            for v in (pkm2, pkm1, qkm2, qkm1, dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da)
+        ]
         if mode == IgammaMode.VALUE:
             going = bitwise_and(enabled, gt(t, _c(t, eps)))
         else:
@@ -285,8 +304,23 @@ def _igammac_continued_fraction(ax, x, a, enabled, mode):
     zeros = full_like(x, 0)
     dqkm1_da = neg(x)
     dans_da = div(sub(zeros, mul(ans, dqkm1_da)), qkm1)
-    init = (enabled, ans, full_like(x, 1), y, z, _c(x, 0), pkm1, qkm1, full_like(x, 1), x,
-            zeros, zeros, zeros, dqkm1_da, dans_da)
+    init = (
+        enabled,
+        ans,
+        full_like(x, 1),
+        y,
+        z,
+        _c(x, 0),
+        pkm1,
+        qkm1,
+        full_like(x, 1),
+        x,
+        zeros,
+        zeros,
+        zeros,
+        dqkm1_da,
+        dans_da,
+    )
     vals = while_loop(cond, body, init)
     ans = vals[1]
     if mode == IgammaMode.VALUE:
@@ -310,8 +344,9 @@ def igamma_impl(a, x):
     x_is_infinity = eq(x, _c(x, np.inf))
     a_is_zero = eq(a, _c(a, 0))
     x_is_zero = eq(x, _c(x, 0))
-    domain_error = _any_of(lt(x, _c(x, 0)), lt(a, _c(a, 0)), bitwise_and(a_is_zero, x_is_zero),
-                           is_nan)
+    domain_error = _any_of(
+        lt(x, _c(x, 0)), lt(a, _c(a, 0)), bitwise_and(a_is_zero, x_is_zero), is_nan
+    )
     use_igammac = bitwise_and(ge(x, _c(x, 1)), gt(x, a))
     ax = _log_ax(a, x)
     underflow = lt(ax, _underflow_bound(ax))
@@ -319,10 +354,14 @@ def igamma_impl(a, x):
     enabled = bitwise_not(_any_of(x_is_zero, domain_error, underflow, x_is_infinity))
     output = select(
         use_igammac,
-        sub(_c(a, 1), _igammac_continued_fraction(ax, x, a, bitwise_and(enabled, use_igammac),
-                                                  IgammaMode.VALUE)),
-        _igamma_series(ax, x, a, bitwise_and(enabled, bitwise_not(use_igammac)),
-                       IgammaMode.VALUE))
+        sub(
+            _c(a, 1),
+            _igammac_continued_fraction(
+                ax, x, a, bitwise_and(enabled, use_igammac), IgammaMode.VALUE
+            ),
+        ),
+        _igamma_series(ax, x, a, bitwise_and(enabled, bitwise_not(use_igammac)), IgammaMode.VALUE),
+    )
     output = select(x_is_zero, full_like(a, 0), output)
     output = select(x_is_infinity, full_like(a, 1), output)
     return select(domain_error, full_like(a, np.nan), output)
@@ -335,17 +374,18 @@ def igammac_impl(a, x):
     a_is_zero = eq(a, _c(a, 0))
     x_is_zero = eq(x, _c(x, 0))
     x_is_infinity = eq(x, _c(x, np.inf))
-    domain_error = _any_of(lt(x, _c(x, 0)), lt(a, _c(a, 0)), bitwise_and(a_is_zero, x_is_zero),
-                           is_nan)
+    domain_error = _any_of(
+        lt(x, _c(x, 0)), lt(a, _c(a, 0)), bitwise_and(a_is_zero, x_is_zero), is_nan
+    )
     use_igamma = bitwise_or(lt(x, _c(x, 1)), lt(x, a))
     ax = _log_ax(a, x)
     underflow = lt(ax, _underflow_bound(ax))
     enabled = bitwise_not(_any_of(domain_error, underflow, x_is_infinity, a_is_zero))
     ax = exp(ax)
     series = _igamma_series(ax, x, a, bitwise_and(enabled, use_igamma), IgammaMode.VALUE)
-    fraction = _igammac_continued_fraction(ax, x, a, bitwise_and(enabled,
-                                                                 bitwise_not(use_igamma)),
-                                           IgammaMode.VALUE)
+    fraction = _igammac_continued_fraction(
+        ax, x, a, bitwise_and(enabled, bitwise_not(use_igamma)), IgammaMode.VALUE
+    )
     output = select(use_igamma, sub(_c(a, 1), series), fraction)
     output = select(bitwise_or(x_is_infinity, a_is_zero), full_like(output, 0), output)
     return select(domain_error, full_like(a, np.nan), output)
@@ -364,7 +404,8 @@ def _igamma_derivative(a, x, mode):
     output = select(
         use_igammac,
         neg(_igammac_continued_fraction(ax, x, a, bitwise_and(enabled, use_igammac), mode)),
-        _igamma_series(ax, x, a, bitwise_and(enabled, bitwise_not(use_igammac)), mode))
+        _igamma_series(ax, x, a, bitwise_and(enabled, bitwise_not(use_igammac)), mode),
+    )
     output = select(x_is_zero, full_like(output, 0), output)
     return select(bitwise_or(domain_error, is_nan), full_like(a, np.nan), output)
 
@@ -429,13 +470,15 @@ def betainc_impl(a, b, x):
         # At m = 0 this form avoids losing small a to flushed denormals.
         zero_numerator = div(mul(neg(add(a, b)), x), add(a, one))
         even_numerator = select(
-            m_is_zero, zero_numerator,
-            div(mul(mul(neg(add(a, m)), add(add(a, b), m)), x),
-                mul(add(a, two_m), add(add(a, two_m), one))))
-        odd_numerator = div(mul(mul(m, sub(b, m)), x),
-                            mul(sub(add(a, two_m), one), add(a, two_m)))
-        return select(n_is_one, full_like(x, 1),
-                      select(n_is_even, even_numerator, odd_numerator))
+            m_is_zero,
+            zero_numerator,
+            div(
+                mul(mul(neg(add(a, m)), add(add(a, b), m)), x),
+                mul(add(a, two_m), add(add(a, two_m), one)),
+            ),
+        )
+        odd_numerator = div(mul(mul(m, sub(b, m)), x), mul(sub(add(a, two_m), one), add(a, two_m)))
+        return select(n_is_one, full_like(x, 1), select(n_is_even, even_numerator, odd_numerator))
 
     def denominator(n, x):
         return select(eq(step(n), np.int32(0)), full_like(x, 0), full_like(x, 1))
@@ -445,13 +488,16 @@ def betainc_impl(a, b, x):
     x_is_zero = eq(x, _c(x, 0))
     x_is_one = eq(x, _c(x, 1))
     is_nan = _any_of(_isnan(a), _isnan(b), _isnan(x))
-    result_is_zero = bitwise_or(bitwise_and(b_is_zero, bitwise_not(x_is_one)),
-                                bitwise_and(a_is_zero, x_is_zero))
-    result_is_one = bitwise_or(bitwise_and(a_is_zero, bitwise_not(x_is_zero)),
-                               bitwise_and(b_is_zero, x_is_one))
+    result_is_zero = bitwise_or(
+        bitwise_and(b_is_zero, bitwise_not(x_is_one)), bitwise_and(a_is_zero, x_is_zero)
+    )
+    result_is_one = bitwise_or(
+        bitwise_and(a_is_zero, bitwise_not(x_is_zero)), bitwise_and(b_is_zero, x_is_one)
+    )
     result_is_nan = bitwise_or(
         _any_of(lt(a, _c(a, 0)), lt(b, _c(b, 0)), lt(x, _c(x, 0)), gt(x, _c(x, 1))),
-        bitwise_or(bitwise_and(a_is_zero, b_is_zero), is_nan))
+        bitwise_or(bitwise_and(a_is_zero, b_is_zero), is_nan),
+    )
 
     converges_rapidly = lt(x, div(add(a, _c(a, 1)), add(add(a, b), _c(b, 2))))
     a, b = select(converges_rapidly, a, b), select(converges_rapidly, b, a)
@@ -459,16 +505,23 @@ def betainc_impl(a, b, x):
 
     finfo = dtypes.finfo(dtype)
     half_eps = (finfo.eps / 2).astype(dtype)
-    fraction = _lentz(200 if dtype == dtypes.float32 else 600, half_eps, half_eps,
-                      lambda n: numerator(n, a, b, x), lambda n: denominator(n, x))
+    fraction = _lentz(
+        200 if dtype == dtypes.float32 else 600,
+        half_eps,
+        half_eps,
+        lambda n: numerator(n, a, b, x),
+        lambda n: denominator(n, x),
+    )
 
     # For tiny a, a * gamma(a) = gamma(a + 1) -> 1 keeps the factor finite.
     lbeta_small_a = sub(lgamma(b), lgamma(add(a, b)))
     lbeta = add(lgamma(a), lbeta_small_a)
     log1p_neg_x = log1p(neg(x))
-    factor = select(lt(a, _c(a, finfo.tiny * 2)),
-                    exp(sub(mul(log1p_neg_x, b), lbeta_small_a)),
-                    div(exp(sub(add(mul(log(x), a), mul(log1p_neg_x, b)), lbeta)), a))
+    factor = select(
+        lt(a, _c(a, finfo.tiny * 2)),
+        exp(sub(mul(log1p_neg_x, b), lbeta_small_a)),
+        div(exp(sub(add(mul(log(x), a), mul(log1p_neg_x, b)), lbeta)), a),
+    )
     result = mul(fraction, factor)
     result = select(converges_rapidly, result, sub(full_like(result, 1), result))
     result = select(result_is_zero, full_like(a, 0), result)
@@ -479,26 +532,64 @@ def betainc_impl(a, b, x):
 # Cephes' Chebyshev coefficients for i0e: on [0, 8] in (x / 2 - 2), above 8 in (32 / x - 2)
 # divided by sqrt(x). The float32 sets are the tails of the float64 ones.
 _I0E_A64 = (
-    -4.41534164647933937950E-18, 3.33079451882223809783E-17, -2.43127984654795469359E-16,
-    1.71539128555513303061E-15, -1.16853328779934516808E-14, 7.67618549860493561688E-14,
-    -4.85644678311192946090E-13, 2.95505266312963983461E-12, -1.72682629144155570723E-11,
-    9.67580903537323691224E-11, -5.18979560163526290666E-10, 2.65982372468238665035E-9,
-    -1.30002500998624804212E-8, 6.04699502254191894932E-8, -2.67079385394061173391E-7,
-    1.11738753912010371815E-6, -4.41673835845875056359E-6, 1.64484480707288970893E-5,
-    -5.75419501008210370398E-5, 1.88502885095841655729E-4, -5.76375574538582365885E-4,
-    1.63947561694133579842E-3, -4.32430999505057594430E-3, 1.05464603945949983183E-2,
-    -2.37374148058994688156E-2, 4.93052842396707084878E-2, -9.49010970480476444210E-2,
-    1.71620901522208775349E-1, -3.04682672343198398683E-1, 6.76795274409476084995E-1)
+    -4.41534164647933937950e-18,
+    3.33079451882223809783e-17,
+    -2.43127984654795469359e-16,
+    1.71539128555513303061e-15,
+    -1.16853328779934516808e-14,
+    7.67618549860493561688e-14,
+    -4.85644678311192946090e-13,
+    2.95505266312963983461e-12,
+    -1.72682629144155570723e-11,
+    9.67580903537323691224e-11,
+    -5.18979560163526290666e-10,
+    2.65982372468238665035e-9,
+    -1.30002500998624804212e-8,
+    6.04699502254191894932e-8,
+    -2.67079385394061173391e-7,
+    1.11738753912010371815e-6,
+    -4.41673835845875056359e-6,
+    1.64484480707288970893e-5,
+    -5.75419501008210370398e-5,
+    1.88502885095841655729e-4,
+    -5.76375574538582365885e-4,
+    1.63947561694133579842e-3,
+    -4.32430999505057594430e-3,
+    1.05464603945949983183e-2,
+    -2.37374148058994688156e-2,
+    4.93052842396707084878e-2,
+    -9.49010970480476444210e-2,
+    1.71620901522208775349e-1,
+    -3.04682672343198398683e-1,
+    6.76795274409476084995e-1,
+)
 _I0E_B64 = (
-    -7.23318048787475395456E-18, -4.83050448594418207126E-18, 4.46562142029675999901E-17,
-    3.46122286769746109310E-17, -2.82762398051658348494E-16, -3.42548561967721913462E-16,
-    1.77256013305652638360E-15, 3.81168066935262242075E-15, -9.55484669882830764870E-15,
-    -4.15056934728722208663E-14, 1.54008621752140982691E-14, 3.85277838274214270114E-13,
-    7.18012445138366623367E-13, -1.79417853150680611778E-12, -1.32158118404477131188E-11,
-    -3.14991652796324136454E-11, 1.18891471078464383424E-11, 4.94060238822496958910E-10,
-    3.39623202570838634515E-9, 2.26666899049817806459E-8, 2.04891858946906374183E-7,
-    2.89137052083475648297E-6, 6.88975834691682398426E-5, 3.36911647825569408990E-3,
-    8.04490411014108831608E-1)
+    -7.23318048787475395456e-18,
+    -4.83050448594418207126e-18,
+    4.46562142029675999901e-17,
+    3.46122286769746109310e-17,
+    -2.82762398051658348494e-16,
+    -3.42548561967721913462e-16,
+    1.77256013305652638360e-15,
+    3.81168066935262242075e-15,
+    -9.55484669882830764870e-15,
+    -4.15056934728722208663e-14,
+    1.54008621752140982691e-14,
+    3.85277838274214270114e-13,
+    7.18012445138366623367e-13,
+    -1.79417853150680611778e-12,
+    -1.32158118404477131188e-11,
+    -3.14991652796324136454e-11,
+    1.18891471078464383424e-11,
+    4.94060238822496958910e-10,
+    3.39623202570838634515e-9,
+    2.26666899049817806459e-8,
+    2.04891858946906374183e-7,
+    2.89137052083475648297e-6,
+    6.88975834691682398426e-5,
+    3.36911647825569408990e-3,
+    8.04490411014108831608e-1,
+)
 _I0E_COEFFS = {
     dtypes.float32: (_I0E_A64[12:], _I0E_B64[18:]),
     dtypes.float64: (_I0E_A64, _I0E_B64),
@@ -573,29 +664,49 @@ def _bessel_i1e_jvp(primals, tangents):
 
 
 ad.defjvp(igamma_p, lambda t, a, x: mul(t, igamma_grad_a(a, x)), _igamma_grad_x)
-ad.defjvp(igammac_p, lambda t, a, x: neg(mul(t, igamma_grad_a(a, x))),
-          lambda t, a, x: neg(_igamma_grad_x(t, a, x)))
+ad.defjvp(
+    igammac_p,
+    lambda t, a, x: neg(mul(t, igamma_grad_a(a, x))),
+    lambda t, a, x: neg(_igamma_grad_x(t, a, x)),
+)
 _not_differentiable(igamma_grad_a_p)
 _betainc_ab = _no_derivative("Betainc gradient with respect to a and b not supported.")
-ad.defjvp(regularized_incomplete_beta_p, _betainc_ab, _betainc_ab,
-          lambda t, a, b, x: mul(exp(sub(add(mul(sub(b, _c(b, 1)), log1p(neg(x))),
-                                             mul(sub(a, _c(a, 1)), log(x))),
-                                         sub(add(lgamma(a), lgamma(b)), lgamma(add(a, b))))),
-                                 t))
+ad.defjvp(
+    regularized_incomplete_beta_p,
+    _betainc_ab,
+    _betainc_ab,
+    lambda t, a, b, x: mul(
+        exp(
+            sub(
+                add(mul(sub(b, _c(b, 1)), log1p(neg(x))), mul(sub(a, _c(a, 1)), log(x))),
+                sub(add(lgamma(a), lgamma(b)), lgamma(add(a, b))),
+            )
+        ),
+        t,
+    ),
+)
 ad.jvp_rules[bessel_i0e_p] = _bessel_i0e_jvp
 ad.jvp_rules[bessel_i1e_p] = _bessel_i1e_jvp
 _not_differentiable(zeta_p)
 # digamma (an elementwise primitive) differentiates to polygamma, which is defined here.
 ad.defjvp(digamma_p, lambda t, x: mul(t, polygamma(_c(x, 1), x)))
-ad.defjvp(polygamma_p,
-          _no_derivative("polygamma gradient with respect to m is not supported"),
-          lambda t, m, x: mul(t, polygamma(add(m, _c(m, 1)), x)))
+ad.defjvp(
+    polygamma_p,
+    _no_derivative("polygamma gradient with respect to m is not supported"),
+    lambda t, m, x: mul(t, polygamma(add(m, _c(m, 1)), x)),
+)
 
 
 # --------------------------------------------------------------------------- batching rules
 
 batching.defvectorized(bessel_i0e_p)
 batching.defvectorized(bessel_i1e_p)
-for _prim in (igamma_p, igammac_p, igamma_grad_a_p, regularized_incomplete_beta_p, zeta_p,
-              polygamma_p):
+for _prim in (
+    igamma_p,
+    igammac_p,
+    igamma_grad_a_p,
+    regularized_incomplete_beta_p,
+    zeta_p,
+    polygamma_p,
+):
     batching.defbroadcasting(_prim)

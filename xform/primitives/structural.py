@@ -70,8 +70,9 @@ def _axis(d, ndim):
 
 def _axes(dims, ndim, name):
     if isinstance(dims, (int, np.integer)):
-        raise TypeError(f"{name}: expected a sequence of dimensions, got the int {dims}; "
-                        f"pass ({dims},)")
+        raise TypeError(
+            f"{name}: expected a sequence of dimensions, got the int {dims}; pass ({dims},)"
+        )
     return tuple(_axis(d, ndim) for d in dims)
 
 
@@ -88,34 +89,56 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None)
       (2, 3)
     """
     shape = as_shape(shape, "lax.broadcast_in_dim")
-    dims = broadcast_dimensions if type(broadcast_dimensions) is tuple and all(
-        type(d) is int for d in broadcast_dimensions) else tuple(
-        int(d.__index__()) for d in broadcast_dimensions)
-    if out_sharding is None and not shape and not dims and _is_array(operand) and \
-            not get_aval(operand).shape:
+    dims = (
+        broadcast_dimensions
+        if type(broadcast_dimensions) is tuple and all(type(d) is int for d in broadcast_dimensions)
+        else tuple(int(d.__index__()) for d in broadcast_dimensions)
+    )
+    if (
+        out_sharding is None
+        and not shape
+        and not dims
+        and _is_array(operand)
+        and not get_aval(operand).shape
+    ):
         return operand
-    sharding = None if out_sharding is None else out_sharding_param(
-        out_sharding, "broadcast_in_dim", len(shape))
-    return bind_laid_out(broadcast_in_dim_p, [operand],
-                         dict(shape=shape, broadcast_dimensions=dims), "sharding", sharding)
+    sharding = (
+        None
+        if out_sharding is None
+        else out_sharding_param(out_sharding, "broadcast_in_dim", len(shape))
+    )
+    return bind_laid_out(
+        broadcast_in_dim_p,
+        [operand],
+        dict(shape=shape, broadcast_dimensions=dims),
+        "sharding",
+        sharding,
+    )
 
 
 def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions, sharding=None):
     dims = broadcast_dimensions
     if len(dims) != x.ndim:
-        raise TypeError(f"lax.broadcast_in_dim: broadcast_dimensions {dims} must have one "
-                        f"entry per operand dimension (operand shape {x.shape})")
+        raise TypeError(
+            f"lax.broadcast_in_dim: broadcast_dimensions {dims} must have one "
+            f"entry per operand dimension (operand shape {x.shape})"
+        )
     if len(set(dims)) != len(dims):
-        raise TypeError(f"lax.broadcast_in_dim: broadcast_dimensions {dims} must not contain "
-                        "duplicates")
+        raise TypeError(
+            f"lax.broadcast_in_dim: broadcast_dimensions {dims} must not contain duplicates"
+        )
     for i, d in enumerate(dims):
         if not 0 <= d < len(shape):
-            raise TypeError(f"lax.broadcast_in_dim: broadcast_dimensions {dims} must be "
-                            f"dimensions of the target shape {shape} (0 to {len(shape) - 1})")
+            raise TypeError(
+                f"lax.broadcast_in_dim: broadcast_dimensions {dims} must be "
+                f"dimensions of the target shape {shape} (0 to {len(shape) - 1})"
+            )
         if x.shape[i] != 1 and x.shape[i] != shape[d]:
-            raise TypeError(f"lax.broadcast_in_dim: operand dimension sizes must be 1 or equal "
-                            f"to their target dimension; got operand shape {x.shape}, target "
-                            f"shape {shape}, broadcast_dimensions {dims}")
+            raise TypeError(
+                f"lax.broadcast_in_dim: operand dimension sizes must be 1 or equal "
+                f"to their target dimension; got operand shape {x.shape}, target "
+                f"shape {shape}, broadcast_dimensions {dims}"
+            )
     return [typed(ShapedArray(shape, x.dtype, x.weak_type), sharding)]
 
 
@@ -139,8 +162,9 @@ def _broadcast_in_dim_host(x, *, shape, broadcast_dimensions, sharding=None):
 _COPY_BROADCAST_MAX = 1 << 16
 
 
-broadcast_in_dim_p = standard_primitive("broadcast_in_dim", _broadcast_in_dim_abstract_eval,
-                                        _broadcast_in_dim_host)
+broadcast_in_dim_p = standard_primitive(
+    "broadcast_in_dim", _broadcast_in_dim_abstract_eval, _broadcast_in_dim_host
+)
 
 
 def broadcast(operand, sizes):
@@ -172,31 +196,47 @@ def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
     if dimensions is not None:
         dims = tuple(int(d.__index__()) for d in dimensions)
         if sorted(dims) != list(range(aval.ndim)):
-            raise TypeError(f"lax.reshape: dimensions must be a permutation of the operand "
-                            f"dimensions, got dimensions {dims} for shape {aval.shape}")
+            raise TypeError(
+                f"lax.reshape: dimensions must be a permutation of the operand "
+                f"dimensions, got dimensions {dims} for shape {aval.shape}"
+            )
         if dims != tuple(range(aval.ndim)):
             # One way to do it: the permutation is a transpose before a plain reshape.
             operand = transpose(operand, dims)
             aval = get_aval(operand)
-    sharding = None if out_sharding is None else out_sharding_param(  # (a param only when
-        out_sharding, "reshape", len(new_sizes))  # given: the rules' default is None)
-    if aval.shape and aval.shape == new_sizes and _is_array(operand) and (
-            sharding is None or sharding == aval.sharding):
+    sharding = (
+        None
+        if out_sharding is None
+        else out_sharding_param(  # (a param only when
+            out_sharding, "reshape", len(new_sizes)
+        )
+    )  # given: the rules' default is None)
+    if (
+        aval.shape
+        and aval.shape == new_sizes
+        and _is_array(operand)
+        and (sharding is None or sharding == aval.sharding)
+    ):
         return operand
-    return bind_laid_out(reshape_p, [operand], dict(new_sizes=new_sizes, dimensions=None),
-                         "sharding", sharding)
+    return bind_laid_out(
+        reshape_p, [operand], dict(new_sizes=new_sizes, dimensions=None), "sharding", sharding
+    )
 
 
 def _reshape_abstract_eval(x, *, new_sizes, dimensions, sharding=None):
     if dimensions is not None:
-        raise TypeError(f"reshape: the primitive's dimensions param must be None, got "
-                        f"{dimensions}; lax.reshape applies `dimensions` as a transpose first")
+        raise TypeError(
+            f"reshape: the primitive's dimensions param must be None, got "
+            f"{dimensions}; lax.reshape applies `dimensions` as a transpose first"
+        )
     if any(d < 0 for d in new_sizes):
         raise TypeError(f"lax.reshape: new_sizes must be non-negative, got {new_sizes}")
     size = core.shape_size(new_sizes)
     if size != x.size:
-        raise TypeError(f"lax.reshape: total size must be unchanged, got new_sizes {new_sizes} "
-                        f"(of total size {size}) for shape {x.shape} (of total size {x.size})")
+        raise TypeError(
+            f"lax.reshape: total size must be unchanged, got new_sizes {new_sizes} "
+            f"(of total size {size}) for shape {x.shape} (of total size {x.size})"
+        )
     return [typed(ShapedArray(new_sizes, x.dtype, x.weak_type), sharding)]
 
 
@@ -224,11 +264,15 @@ def _squeeze_abstract_eval(x, *, dimensions):
         raise ValueError(f"lax.squeeze: dimensions are not unique: {dimensions}")
     for d in dimensions:
         if not 0 <= d < x.ndim:
-            raise ValueError(f"lax.squeeze: dimension {d} is outside the range [0, {x.ndim}) "
-                             f"of an array of shape {x.shape}")
+            raise ValueError(
+                f"lax.squeeze: dimension {d} is outside the range [0, {x.ndim}) "
+                f"of an array of shape {x.shape}"
+            )
         if x.shape[d] != 1:
-            raise ValueError(f"lax.squeeze: cannot squeeze dimension {d} of an array of shape "
-                             f"{x.shape}: its size is {x.shape[d]}, not 1")
+            raise ValueError(
+                f"lax.squeeze: cannot squeeze dimension {d} of an array of shape "
+                f"{x.shape}: its size is {x.shape[d]}, not 1"
+            )
     shape = tuple(s for i, s in enumerate(x.shape) if i not in dimensions)
     return [ShapedArray(shape, x.dtype, x.weak_type)]
 
@@ -249,8 +293,10 @@ def expand_dims(array, dimensions):
     out_ndim = aval.ndim + len(dimensions)
     dims = [canonicalize_axis(d, out_ndim, "lax.expand_dims") for d in dimensions]
     if len(set(dims)) != len(dims):
-        raise ValueError(f"lax.expand_dims: repeated axis in dimensions {tuple(dimensions)} "
-                         f"(as non-negative axes of a rank-{out_ndim} result: {tuple(dims)})")
+        raise ValueError(
+            f"lax.expand_dims: repeated axis in dimensions {tuple(dimensions)} "
+            f"(as non-negative axes of a rank-{out_ndim} result: {tuple(dims)})"
+        )
     shape = list(aval.shape)
     for d in sorted(dims):
         shape.insert(d, 1)
@@ -273,9 +319,11 @@ def transpose(operand, permutation):
 
 def _transpose_abstract_eval(x, *, permutation):
     if tuple(sorted(permutation)) != tuple(range(x.ndim)):
-        raise TypeError(f"lax.transpose: permutation {permutation} is not a permutation of "
-                        f"the operand dimensions {tuple(range(x.ndim))} (operand shape "
-                        f"{x.shape})")
+        raise TypeError(
+            f"lax.transpose: permutation {permutation} is not a permutation of "
+            f"the operand dimensions {tuple(range(x.ndim))} (operand shape "
+            f"{x.shape})"
+        )
     return [ShapedArray(tuple(x.shape[d] for d in permutation), x.dtype, x.weak_type)]
 
 
@@ -300,8 +348,9 @@ def _rev_abstract_eval(x, *, dimensions):
         raise TypeError(f"lax.rev: dimensions must be unique, got {dimensions}")
     for d in dimensions:
         if not 0 <= d < x.ndim:
-            raise TypeError(f"lax.rev: dimensions {dimensions} out of range for an operand "
-                            f"of shape {x.shape}")
+            raise TypeError(
+                f"lax.rev: dimensions {dimensions} out of range for an operand of shape {x.shape}"
+            )
     return [x]
 
 
@@ -325,11 +374,15 @@ def pad(operand, padding_value, padding_config):
       Array([0, 1, 0, 2, 0], dtype=int32)
     """
     try:
-        config = tuple((int(lo.__index__()), int(hi.__index__()), int(interior.__index__()))
-                       for lo, hi, interior in padding_config)
+        config = tuple(
+            (int(lo.__index__()), int(hi.__index__()), int(interior.__index__()))
+            for lo, hi, interior in padding_config
+        )
     except (TypeError, ValueError, AttributeError):
-        raise TypeError(f"lax.pad: padding_config must be a sequence of (low, high, interior) "
-                        f"integer triples, got {padding_config!r}") from None
+        raise TypeError(
+            f"lax.pad: padding_config must be a sequence of (low, high, interior) "
+            f"integer triples, got {padding_config!r}"
+        ) from None
     return pad_p.bind(operand, padding_value, padding_config=config)
 
 
@@ -339,24 +392,33 @@ def _dilated(d, interior):
 
 def _pad_abstract_eval(x, padding_value, *, padding_config):
     if x.dtype != padding_value.dtype:
-        raise TypeError(f"lax.pad: operand and padding_value must have the same dtype, got "
-                        f"{x.dtype} and {padding_value.dtype}")
+        raise TypeError(
+            f"lax.pad: operand and padding_value must have the same dtype, got "
+            f"{x.dtype} and {padding_value.dtype}"
+        )
     if padding_value.shape:
-        raise ValueError(f"lax.pad: padding_value must be a scalar, got shape "
-                         f"{padding_value.shape}")
+        raise ValueError(
+            f"lax.pad: padding_value must be a scalar, got shape {padding_value.shape}"
+        )
     if len(padding_config) != x.ndim:
-        raise ValueError(f"lax.pad: padding_config {padding_config} must have one "
-                         f"(low, high, interior) triple per axis of the operand, of shape "
-                         f"{x.shape}")
+        raise ValueError(
+            f"lax.pad: padding_config {padding_config} must have one "
+            f"(low, high, interior) triple per axis of the operand, of shape "
+            f"{x.shape}"
+        )
     if any(i < 0 for _, _, i in padding_config):
-        raise ValueError(f"lax.pad: interior padding must be non-negative, got padding_config "
-                         f"{padding_config}")
-    shape = tuple(lo + hi + _dilated(d, i)
-                  for (lo, hi, i), d in zip(padding_config, x.shape, strict=True))
+        raise ValueError(
+            f"lax.pad: interior padding must be non-negative, got padding_config {padding_config}"
+        )
+    shape = tuple(
+        lo + hi + _dilated(d, i) for (lo, hi, i), d in zip(padding_config, x.shape, strict=True)
+    )
     if any(d < 0 for d in shape):
-        raise ValueError(f"lax.pad: negative padding removes more than the operand has: "
-                         f"result shape {shape} for padding_config {padding_config} and "
-                         f"operand shape {x.shape}")
+        raise ValueError(
+            f"lax.pad: negative padding removes more than the operand has: "
+            f"result shape {shape} for padding_config {padding_config} and "
+            f"operand shape {x.shape}"
+        )
     return [ShapedArray(shape, x.dtype, x.weak_type and padding_value.weak_type)]
 
 
@@ -397,21 +459,25 @@ def _concatenate_abstract_eval(*xs, dimension):
         raise TypeError("lax.concatenate expects at least one operand, got 0")
     if len({x.dtype for x in xs}) != 1:
         got = ", ".join(str(x.dtype) for x in xs)
-        raise TypeError(f"lax.concatenate requires arguments to have the same dtypes, got "
-                        f"{got}. (Tip: xform.numpy.concatenate promotes dtypes for you.)")
+        raise TypeError(
+            f"lax.concatenate requires arguments to have the same dtypes, got "
+            f"{got}. (Tip: xform.numpy.concatenate promotes dtypes for you.)"
+        )
     shapes = ", ".join(str(x.shape) for x in xs)
     if len({x.ndim for x in xs}) != 1:
-        raise TypeError(f"lax.concatenate: cannot concatenate arrays with different numbers "
-                        f"of dimensions: got {shapes}")
+        raise TypeError(
+            f"lax.concatenate: cannot concatenate arrays with different numbers "
+            f"of dimensions: got {shapes}"
+        )
     if not 0 <= dimension < xs[0].ndim:
-        raise TypeError(f"lax.concatenate: dimension {dimension} out of bounds for shapes "
-                        f"{shapes}")
-    rest = {x.shape[:dimension] + x.shape[dimension + 1:] for x in xs}
+        raise TypeError(f"lax.concatenate: dimension {dimension} out of bounds for shapes {shapes}")
+    rest = {x.shape[:dimension] + x.shape[dimension + 1 :] for x in xs}
     if len(rest) != 1:
-        raise TypeError(f"lax.concatenate: shapes must agree except along dimension "
-                        f"{dimension}, got {shapes}")
+        raise TypeError(
+            f"lax.concatenate: shapes must agree except along dimension {dimension}, got {shapes}"
+        )
     s = xs[0].shape
-    shape = s[:dimension] + (sum(x.shape[dimension] for x in xs),) + s[dimension + 1:]
+    shape = s[:dimension] + (sum(x.shape[dimension] for x in xs),) + s[dimension + 1 :]
     return [ShapedArray(shape, xs[0].dtype, all(x.weak_type for x in xs))]
 
 
@@ -419,8 +485,7 @@ def _concatenate_host(*xs, dimension):
     return [np.concatenate(xs, axis=dimension)]
 
 
-concatenate_p = standard_primitive("concatenate", _concatenate_abstract_eval,
-                                   _concatenate_host)
+concatenate_p = standard_primitive("concatenate", _concatenate_abstract_eval, _concatenate_host)
 
 
 # --------------------------------------------------------------------------- iota
@@ -448,8 +513,10 @@ def broadcasted_iota(dtype, shape, dimension):
 def _iota_abstract_eval(*, dtype, shape, dimension):
     check_dtype("iota", dtype, NUMBER)
     if not 0 <= dimension < len(shape):
-        raise ValueError(f"lax.iota: dimension must be between 0 and len(shape) - 1, got "
-                         f"dimension={dimension} for shape={shape}")
+        raise ValueError(
+            f"lax.iota: dimension must be between 0 and len(shape) - 1, got "
+            f"dimension={dimension} for shape={shape}"
+        )
     return [ShapedArray(shape, dtype)]
 
 
@@ -475,8 +542,9 @@ def full(shape, fill_value, dtype=None):
         fill_value = convert_folding_constants(fill_value, user_dtype(dtype, "full"), False)
     aval = get_aval(fill_value)
     if aval.shape:
-        raise TypeError(f"lax.full must be called with a scalar fill_value, got "
-                        f"fill_value.shape {aval.shape}")
+        raise TypeError(
+            f"lax.full must be called with a scalar fill_value, got fill_value.shape {aval.shape}"
+        )
     return broadcast(fill_value, shape)
 
 
@@ -486,8 +554,9 @@ def full_like(x, fill_value, dtype=None, shape=None):
     if core.is_concrete_array(x) or isinstance(x, Tracer):
         x_aval = get_aval(x)
     else:  # a ShapeDtypeStruct or another duck-typed array
-        x_aval = ShapedArray(tuple(x.shape), dtypes.canonicalize(x.dtype),
-                             bool(getattr(x, "weak_type", False)))
+        x_aval = ShapedArray(
+            tuple(x.shape), dtypes.canonicalize(x.dtype), bool(getattr(x, "weak_type", False))
+        )
     fill_shape = x_aval.shape if shape is None else as_shape(shape, "lax.full_like")
     weak_type = dtype is None and x_aval.weak_type
     dtype = x_aval.dtype if dtype is None else user_dtype(dtype, "full_like")
@@ -502,8 +571,9 @@ def empty(shape, dtype, *, out_sharding=None):
     """An array of ``shape`` and ``dtype`` whose values are unspecified (zeros here, as JAX's
     CPU backend gives). ``out_sharding`` must be None: xform has no shardings."""
     if out_sharding is not None:
-        raise NotImplementedError("lax.empty: out_sharding is not supported (xform has no "
-                                  "shardings)")
+        raise NotImplementedError(
+            "lax.empty: out_sharding is not supported (xform has no shardings)"
+        )
     return full(shape, 0, dtype)
 
 
@@ -531,15 +601,18 @@ def tile(operand, reps):
 
 def _tile_abstract_eval(x, *, reps):
     if x.ndim != len(reps):
-        raise TypeError(f"lax.tile: reps length must be equal to the ndim of x, got "
-                        f"len(reps)={len(reps)} and x.ndim={x.ndim} (x.shape {x.shape})")
+        raise TypeError(
+            f"lax.tile: reps length must be equal to the ndim of x, got "
+            f"len(reps)={len(reps)} and x.ndim={x.ndim} (x.shape {x.shape})"
+        )
     if any(r < 0 for r in reps):
         raise TypeError(f"lax.tile: reps must be nonnegative, got {reps}")
     return [x.update(shape=tuple(d * r for d, r in zip(x.shape, reps, strict=True)))]
 
 
-tile_p = standard_primitive("tile", _tile_abstract_eval,
-                            lambda x, *, reps: [np.tile(x, reps) if reps else x.copy()])
+tile_p = standard_primitive(
+    "tile", _tile_abstract_eval, lambda x, *, reps: [np.tile(x, reps) if reps else x.copy()]
+)
 
 
 # --------------------------------------------------------------------------- split
@@ -557,9 +630,11 @@ def _split_abstract_eval(x, *, sizes, axis):
     if any(n < 0 for n in sizes):
         raise ValueError(f"lax.split: sizes must be nonnegative, got {list(sizes)}")
     if x.shape[axis] != sum(sizes):
-        raise ValueError(f"lax.split: sum of sizes {sum(sizes)} must be equal to dimension "
-                         f"{axis} of the operand shape {list(x.shape)}")
-    return [x.update(shape=x.shape[:axis] + (n,) + x.shape[axis + 1:]) for n in sizes]
+        raise ValueError(
+            f"lax.split: sum of sizes {sum(sizes)} must be equal to dimension "
+            f"{axis} of the operand shape {list(x.shape)}"
+        )
+    return [x.update(shape=x.shape[:axis] + (n,) + x.shape[axis + 1 :]) for n in sizes]
 
 
 def _split_host(x, *, sizes, axis):
@@ -586,44 +661,53 @@ def _stack_abstract_eval(*xs, axis):
         raise ValueError("lax.stack expects at least one operand, got 0.")
     shapes = ", ".join(str(x.shape) for x in xs)
     if len({x.ndim for x in xs}) != 1:
-        raise ValueError(f"lax.stack: cannot stack arrays with different numbers of "
-                         f"dimensions: got {shapes}.")
+        raise ValueError(
+            f"lax.stack: cannot stack arrays with different numbers of dimensions: got {shapes}."
+        )
     if len({x.shape for x in xs}) != 1:
         raise ValueError(f"lax.stack: all input arrays must have the same shape. Got {shapes}.")
     if len({x.dtype for x in xs}) != 1:
         got = ", ".join(str(x.dtype) for x in xs)
         raise TypeError(f"lax.stack requires arguments to have the same dtypes, got {got}.")
     s = xs[0].shape
-    return [ShapedArray(s[:axis] + (len(xs),) + s[axis:], xs[0].dtype,
-                        all(x.weak_type for x in xs))]
+    return [
+        ShapedArray(s[:axis] + (len(xs),) + s[axis:], xs[0].dtype, all(x.weak_type for x in xs))
+    ]
 
 
-stack_p = standard_primitive("stack", _stack_abstract_eval,
-                             lambda *xs, axis: [np.stack(xs, axis=axis)])
+stack_p = standard_primitive(
+    "stack", _stack_abstract_eval, lambda *xs, axis: [np.stack(xs, axis=axis)]
+)
 
 
 def unstack(x, axis=0):
     """The slices of ``x`` along ``axis``, as a tuple of arrays of rank ``x.ndim - 1``."""
     aval = get_aval(x)
     if aval.ndim == 0:
-        raise ValueError(f"lax.unstack requires arrays with rank > 0, however a scalar array "
-                         f"of shape {aval.shape} was passed.")
+        raise ValueError(
+            f"lax.unstack requires arrays with rank > 0, however a scalar array "
+            f"of shape {aval.shape} was passed."
+        )
     axis = canonicalize_axis(axis, aval.ndim, "lax.unstack")
     return tuple(unstack_p.bind(x, axis=axis))
 
 
 def _unstack_abstract_eval(x, *, axis):
     if x.ndim == 0:
-        raise ValueError(f"lax.unstack requires arrays with rank > 0, however a scalar array "
-                         f"of shape {x.shape} was passed.")
-    shape = x.shape[:axis] + x.shape[axis + 1:]
+        raise ValueError(
+            f"lax.unstack requires arrays with rank > 0, however a scalar array "
+            f"of shape {x.shape} was passed."
+        )
+    shape = x.shape[:axis] + x.shape[axis + 1 :]
     return [x.update(shape=shape)] * x.shape[axis]
 
 
 unstack_p = standard_primitive(
-    "unstack", _unstack_abstract_eval,
+    "unstack",
+    _unstack_abstract_eval,
     lambda x, *, axis: [np.take(x, i, axis=axis) for i in range(x.shape[axis])],
-    multiple_results=True)
+    multiple_results=True,
+)
 
 
 # --------------------------------------------------------------------------- shape helpers
@@ -636,8 +720,10 @@ def collapse(operand, start_dimension, stop_dimension=None):
     shape = get_aval(operand).shape
     lo, hi, _ = builtins.slice(start_dimension, stop_dimension).indices(len(shape))
     if hi < lo:
-        raise ValueError(f"lax.collapse: invalid dimension range passed to collapse: "
-                         f"{shape}[{start_dimension}:{stop_dimension}]")
+        raise ValueError(
+            f"lax.collapse: invalid dimension range passed to collapse: "
+            f"{shape}[{start_dimension}:{stop_dimension}]"
+        )
     return reshape(operand, shape[:lo] + (math.prod(shape[lo:hi]),) + shape[hi:])
 
 
@@ -646,12 +732,16 @@ def _broadcast_to(arr, shape, name):
     if aval.shape == shape:
         return arr if _is_array(arr) else stage(arr)
     if len(shape) < aval.ndim:
-        raise ValueError(f"{name}: cannot broadcast to shape with fewer dimensions: "
-                         f"arr_shape={aval.shape} shape={shape}")
+        raise ValueError(
+            f"{name}: cannot broadcast to shape with fewer dimensions: "
+            f"arr_shape={aval.shape} shape={shape}"
+        )
     nlead = len(shape) - aval.ndim
     if any(a not in (1, s) for a, s in zip(aval.shape, shape[nlead:], strict=True)):
-        raise ValueError(f"{name}: incompatible types for broadcasting: input type="
-                         f"{aval.str_short()} and requested shape {shape}")
+        raise ValueError(
+            f"{name}: incompatible types for broadcasting: input type="
+            f"{aval.str_short()} and requested shape {shape}"
+        )
     return broadcast_in_dim(arr, shape, tuple(range(nlead, len(shape))))
 
 
@@ -681,8 +771,10 @@ def broadcast_shapes(*shapes):
     for sizes in zip(*padded, strict=True):
         big = {n for n in sizes if n != 1}
         if len(big) > 1:
-            raise ValueError(f"Incompatible shapes for broadcasting: "  # JAX's words
-                             f"shapes={[tuple(s) for s in shapes]}")
+            raise ValueError(
+                f"Incompatible shapes for broadcasting: "  # JAX's words
+                f"shapes={[tuple(s) for s in shapes]}"
+            )
         out.append(big.pop() if big else 1)
     return tuple(out)
 
@@ -703,8 +795,19 @@ batching.batch_ops["reshape"] = reshape
 # Every structural op is linear in its operands jointly (pad in operand and padding value,
 # concatenate in all its operands); iota has no operands and so never has a tangent.
 
-for _prim in (broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p, rev_p, pad_p,
-              concatenate_p, tile_p, split_p, stack_p, unstack_p):
+for _prim in (
+    broadcast_in_dim_p,
+    reshape_p,
+    squeeze_p,
+    transpose_p,
+    rev_p,
+    pad_p,
+    concatenate_p,
+    tile_p,
+    split_p,
+    stack_p,
+    unstack_p,
+):
     ad.deflinear(_prim)
 ad.defjvp_zero(iota_p)
 # Eager grad's direct rules (xform/interpreters/vjp_tape.py): the one-operand ops' transposes.
@@ -715,6 +818,7 @@ for _prim in (broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p, rev_p):
 # --------------------------------------------------------------------------- transpose rules
 # Each op is linear, so its transpose maps the output cotangent back to the operand's shape.
 # The indexing family imports this one, so slices here are crops by negative padding.
+
 
 def _sum(x, axes):
     # reduce_sum belongs to the reductions family, which imports this one: found via ad.
@@ -729,8 +833,7 @@ def _zero_scalar(x):
 def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions, sharding=None):
     in_shape = operand.aval.shape
     # Summed: the new dims, and the size-1 operand dims that were expanded.
-    kept_ops = [i for i, d in enumerate(broadcast_dimensions)
-                if in_shape[i] == shape[d]]
+    kept_ops = [i for i, d in enumerate(broadcast_dimensions) if in_shape[i] == shape[d]]
     kept = sorted(broadcast_dimensions[i] for i in kept_ops)
     summed = _sum(ct, [d for d in range(len(shape)) if d not in kept])
     # What is left is in output order; put it back in operand order.
@@ -766,8 +869,11 @@ def _strided_take(x, strides):
     zero = _zero_scalar(x)
     x = pad(x, zero, [(0, c * s - d, 0) for c, s, d in zip(counts, strides, shape, strict=True)])
     x = reshape(x, tuple(n for c, s in zip(counts, strides, strict=True) for n in (c, s)))
-    x = pad(x, zero, [cfg for c, s in zip(counts, strides, strict=True)
-                      for cfg in ((0, 0, 0), (0, 1 - s, 0))])
+    x = pad(
+        x,
+        zero,
+        [cfg for c, s in zip(counts, strides, strict=True) for cfg in ((0, 0, 0), (0, 1 - s, 0))],
+    )
     return reshape(x, tuple(counts))
 
 
@@ -822,8 +928,10 @@ def _split_transpose(cts, operand, *, sizes, axis):
 
 def _stack_transpose(ct, *operands, axis):
     pieces = unstack_p.bind(ct, axis=axis)
-    return [p if transpose_interp.is_undefined(x) else None
-            for p, x in zip(pieces, operands, strict=True)]
+    return [
+        p if transpose_interp.is_undefined(x) else None
+        for p, x in zip(pieces, operands, strict=True)
+    ]
 
 
 def _unstack_transpose(cts, operand, *, axis):
@@ -865,8 +973,7 @@ def _broadcast_in_dim_batch(axis, args, dims, *, shape, broadcast_dimensions, sh
     out_dims.insert(d, 0)
     if sharding is not None:  # the batch dimension is not split
         sharding = type(sharding)(sharding.mesh, type(sharding.spec)(None, *sharding.spec))
-    return [broadcast_in_dim(x, (axis.size,) + shape, tuple(out_dims),
-                             out_sharding=sharding)], [0]
+    return [broadcast_in_dim(x, (axis.size,) + shape, tuple(out_dims), out_sharding=sharding)], [0]
 
 
 def _reshape_batch(axis, args, dims, *, new_sizes, dimensions, sharding=None):
@@ -906,8 +1013,9 @@ def _pad_batch(axis, args, dims, *, padding_config):
     x = batching.batch_at_front(x, x_d, axis.size)
     config = ((0, 0, 0),) + padding_config
     padded = pad_p.bind(x, full_like(x, 0, shape=()), padding_config=config)
-    inside = pad_p.bind(full(get_aval(x).shape, True, dtypes.bool_), np.array(False),
-                        padding_config=config)
+    inside = pad_p.bind(
+        full(get_aval(x).shape, True, dtypes.bool_), np.array(False), padding_config=config
+    )
     values = broadcast_in_dim(padding_value, get_aval(padded).shape, (0,))
     return [select(inside, padded, values)], [0]
 
@@ -936,8 +1044,9 @@ def _split_batch(frame, args, dims, *, sizes, axis):
 def _stack_batch(frame, args, dims, *, axis):
     d = next(k for k in dims if k is not batching.not_mapped)
     if any(k != d for k in dims):
-        args = [batching.move_or_broadcast(x, k, d, frame.size)
-                for x, k in zip(args, dims, strict=True)]
+        args = [
+            batching.move_or_broadcast(x, k, d, frame.size) for x, k in zip(args, dims, strict=True)
+        ]
     # The new dim goes in front of the batch dim when it comes first, else after it.
     if axis <= d:
         return [stack_p.bind(*args, axis=axis)], [d + 1]
@@ -966,5 +1075,6 @@ batching.batch_rules[pad_p] = _pad_batch
 batching.batch_rules[concatenate_p] = _concatenate_batch
 
 # Type rules of plain params only: eager ops and the tape reuse their output types.
-staging.memoize_abstract_eval(broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p, rev_p,
-                              pad_p, concatenate_p)
+staging.memoize_abstract_eval(
+    broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p, rev_p, pad_p, concatenate_p
+)

@@ -107,13 +107,17 @@ def _svd_abstract_eval(x, *, full_matrices, compute_uv, subset_by_index, algorit
     rank = min(m, n)
     if subset_by_index is not None:
         if full_matrices and subset_by_index != (0, rank):
-            raise ValueError(f"{name}: full_matrices and subset_by_index cannot both be set "
-                             f"(subset_by_index={subset_by_index} for shape {x.shape})")
+            raise ValueError(
+                f"{name}: full_matrices and subset_by_index cannot both be set "
+                f"(subset_by_index={subset_by_index} for shape {x.shape})"
+            )
         rank = min(rank, subset_by_index[1] - subset_by_index[0])
     outs = [ShapedArray(batch + (rank,), real_dtype(x.dtype))]
     if compute_uv:
-        outs += [ShapedArray(batch + (m, m if full_matrices else rank), x.dtype),
-                 ShapedArray(batch + (n if full_matrices else rank, n), x.dtype)]
+        outs += [
+            ShapedArray(batch + (m, m if full_matrices else rank), x.dtype),
+            ShapedArray(batch + (n if full_matrices else rank, n), x.dtype),
+        ]
     return outs
 
 
@@ -140,15 +144,23 @@ def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorit
       >>> u, s, vh = svd(np.array([[3., 0.], [4., 5.]]))  # s == [6.708..., 2.236...]
     """
     if algorithm is not None and not isinstance(algorithm, SvdAlgorithm):
-        raise TypeError(f"lax.linalg.svd: algorithm must be None or an SvdAlgorithm, got "
-                        f"{algorithm!r}")
+        raise TypeError(
+            f"lax.linalg.svd: algorithm must be None or an SvdAlgorithm, got {algorithm!r}"
+        )
     if subset_by_index is not None:
         subset_by_index = tuple(int(i) for i in subset_by_index)
         if len(subset_by_index) != 2:
-            raise ValueError(f"lax.linalg.svd: subset_by_index must be a pair (start, end), "
-                             f"got {subset_by_index}")
-    outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
-                      subset_by_index=subset_by_index, algorithm=algorithm)
+            raise ValueError(
+                f"lax.linalg.svd: subset_by_index must be a pair (start, end), "
+                f"got {subset_by_index}"
+            )
+    outs = svd_p.bind(
+        x,
+        full_matrices=bool(full_matrices),
+        compute_uv=bool(compute_uv),
+        subset_by_index=subset_by_index,
+        algorithm=algorithm,
+    )
     if compute_uv:
         s, u, vh = outs
         return u, s, vh
@@ -178,10 +190,16 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, subset_by_index, a
     aval = get_aval(a)
     nd, dtype, (m, n) = aval.ndim, aval.dtype, aval.shape[-2:]
     if compute_uv and full_matrices and m != n:
-        raise NotImplementedError("Singular value decomposition JVP not implemented for full "
-                                  "matrices")
-    s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True,
-                          subset_by_index=subset_by_index, algorithm=algorithm)
+        raise NotImplementedError(
+            "Singular value decomposition JVP not implemented for full matrices"
+        )
+    s, u, vt = svd_p.bind(
+        a,
+        full_matrices=False,
+        compute_uv=True,
+        subset_by_index=subset_by_index,
+        algorithm=algorithm,
+    )
     outs = [s, u, vt] if compute_uv else [s]
     if type(da) is ad.Zero:
         return outs, [ad.Zero(ad.tangent_aval(get_aval(o))) for o in outs]
@@ -223,16 +241,21 @@ def _symmetric_product_abstract_eval(a, c, *, alpha, beta):
     name = "lax.linalg.symmetric_product"
     check_dtype(name, a.dtype, (FLOAT,))
     if a.dtype != c.dtype:
-        raise TypeError(f"{name}: a_matrix and c_matrix must have the same dtype, got "
-                        f"{a.dtype} and {c.dtype}")
+        raise TypeError(
+            f"{name}: a_matrix and c_matrix must have the same dtype, got {a.dtype} and {c.dtype}"
+        )
     if a.ndim < 2 or c.ndim < 2:
-        raise ValueError(f"{name}: a_matrix and c_matrix must be matrices or stacks of them, "
-                         f"got shapes {a.shape} and {c.shape}")
+        raise ValueError(
+            f"{name}: a_matrix and c_matrix must be matrices or stacks of them, "
+            f"got shapes {a.shape} and {c.shape}"
+        )
     batch_dims_of(name, (a, c), (2, 2))
     if c.shape[-1] != c.shape[-2] or a.shape[-2] != c.shape[-1]:
-        raise ValueError(f"{name}: takes a rectangular a_matrix of shape (..., n, k) and a "
-                         f"square c_matrix of shape (..., n, n), got shapes {a.shape} and "
-                         f"{c.shape}")
+        raise ValueError(
+            f"{name}: takes a rectangular a_matrix of shape (..., n, k) and a "
+            f"square c_matrix of shape (..., n, n), got shapes {a.shape} and "
+            f"{c.shape}"
+        )
     return [ShapedArray(c.shape, c.dtype)]
 
 
@@ -241,8 +264,9 @@ def _symmetric_product_host(a, c, *, alpha, beta):
     return [np.asarray(out, c.dtype)]
 
 
-symmetric_product_p = standard_primitive("symmetric_product", _symmetric_product_abstract_eval,
-                                         _symmetric_product_host)
+symmetric_product_p = standard_primitive(
+    "symmetric_product", _symmetric_product_abstract_eval, _symmetric_product_host
+)
 
 
 def symmetric_product(a_matrix, c_matrix, *, alpha=1.0, beta=0.0, symmetrize_output=False):
@@ -300,8 +324,9 @@ def _mask(x, dims, alternative=None):
     for i, d in enumerate(dims):
         if d is None or (isinstance(d, int) and d >= aval.shape[i]):
             continue
-        inside = lt(broadcasted_iota(dtypes.int32, aval.shape, i),
-                    convert_element_type(d, dtypes.int32))
+        inside = lt(
+            broadcasted_iota(dtypes.int32, aval.shape, i), convert_element_type(d, dtypes.int32)
+        )
         mask = inside if mask is None else bitwise_and(mask, inside)
     if mask is None:
         return x
@@ -342,10 +367,12 @@ def _qdwh_cholesky_step(u, m, n, params):
     eye = eye_like(u, (cols, cols))
     x = add(mul(c, matmul(adjoint(u), u)), eye)
     y = cholesky(_mask(x, (n, n), eye), symmetrize_input=False)
-    z = conj_if_complex(triangular_solve(y, matrix_transpose(u), left_side=True, lower=True,
-                               conjugate_a=True))
-    z = adjoint(triangular_solve(y, z, left_side=True, lower=True, transpose_a=True,
-                                 conjugate_a=True))
+    z = conj_if_complex(
+        triangular_solve(y, matrix_transpose(u), left_side=True, lower=True, conjugate_a=True)
+    )
+    z = adjoint(
+        triangular_solve(y, z, left_side=True, lower=True, transpose_a=True, conjugate_a=True)
+    )
     return add(mul(e, u), mul(a_minus_e, z))
 
 
@@ -395,12 +422,12 @@ def qdwh(x, *, is_hermitian=False, max_iterations=None, eps=None, dynamic_shape=
     aval = get_aval(x)
     check_matrix(name, aval, square=False)
     if aval.ndim != 2:
-        raise ValueError(f"{name}: takes one matrix (use vmap for a stack), got shape "
-                         f"{aval.shape}")
+        raise ValueError(f"{name}: takes one matrix (use vmap for a stack), got shape {aval.shape}")
     rows, cols = aval.shape
     if rows < cols:
-        raise ValueError(f"{name}: the input matrix of shape M x N must have M >= N, got shape "
-                         f"{aval.shape}")
+        raise ValueError(
+            f"{name}: the input matrix of shape M x N must have M >= N, got shape {aval.shape}"
+        )
     max_iterations = 10 if max_iterations is None else int(max_iterations)
     if dynamic_shape is not None:
         m, n = dynamic_shape
@@ -415,8 +442,11 @@ def qdwh(x, *, is_hermitian=False, max_iterations=None, eps=None, dynamic_shape=
     abs_x = abs_(x)
     one_norm = reduce_max(reduce_sum(abs_x, (0,)), (0,))
     inf_norm = reduce_max(reduce_sum(abs_x, (1,)), (0,))
-    scale = select(eq(one_norm, np.array(0, rdtype)), np.array(1, rdtype),
-                   mul(rsqrt(one_norm), rsqrt(inf_norm)))
+    scale = select(
+        eq(one_norm, np.array(0, rdtype)),
+        np.array(1, rdtype),
+        mul(rsqrt(one_norm), rsqrt(inf_norm)),
+    )
     u = mul(x, _as_dtype(scale, dtype))
 
     def iterate(u, coefs, step, test_convergence):
@@ -429,8 +459,9 @@ def qdwh(x, *, is_hermitian=False, max_iterations=None, eps=None, dynamic_shape=
             row = dynamic_index_in_dim(table, k, 0, keepdims=False)
             params = [reshape(index_in_dim(row, i, 0), ()) for i in range(3)]
             u = step(u_prev, m, n, params)
-            not_converged = (gt(_frobenius(sub(u, u_prev)), tol_norm) if test_convergence
-                             else np.array(True))
+            not_converged = (
+                gt(_frobenius(sub(u, u_prev)), tol_norm) if test_convergence else np.array(True)
+            )
             return u, not_converged
 
         return fori_loop(0, len(coefs), body, (u, np.array(True)))
@@ -453,7 +484,8 @@ def qdwh(x, *, is_hermitian=False, max_iterations=None, eps=None, dynamic_shape=
         return add(k, 1), u, gt(_frobenius(sub(u, u_prev)), tol_norm)
 
     num_iters, u, not_converged = while_loop(
-        cond, body, (len(qr_coefs) + len(chol_coefs), u, not_converged))
+        cond, body, (len(qr_coefs) + len(chol_coefs), u, not_converged)
+    )
 
     # A Newton-Schulz step for accuracy, then h = u^H x, made exactly Hermitian.
     u = sub(mul(const(u, 1.5), u), mul(const(u, 0.5), matmul(u, matmul(adjoint(u), u))))

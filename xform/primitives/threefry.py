@@ -71,8 +71,9 @@ def _threefry2x32_host(k1, k2, x1, x2):
     return [x1, x2]
 
 
-threefry2x32_p = standard_primitive("threefry2x32", _threefry2x32_abstract_eval,
-                                    _threefry2x32_host, multiple_results=True)
+threefry2x32_p = standard_primitive(
+    "threefry2x32", _threefry2x32_abstract_eval, _threefry2x32_host, multiple_results=True
+)
 
 # --------------------------------------------------------------------------- jvp rule
 # Integer outputs: nothing to differentiate.

@@ -100,8 +100,10 @@ def _uniform(key, minval, maxval, shape, dtype):
     bits = _random_bits(key, rng_bits, shape)
     if rng_bits != nbits:
         bits = lax.convert_element_type(bits, uint)
-    float_bits = lax.bitwise_or(lax.shift_right_logical(bits, _const(uint, rng_bits - nmant)),
-                                np.array(1.0, dtype).view(uint))
+    float_bits = lax.bitwise_or(
+        lax.shift_right_logical(bits, _const(uint, rng_bits - nmant)),
+        np.array(1.0, dtype).view(uint),
+    )
     floats = lax.sub(lax.bitcast_convert_type(float_bits, dtype), _const(dtype, 1.0))
     return xnp.maximum(minval, floats * (maxval - minval) + minval)
 
@@ -160,8 +162,11 @@ def _truncated_normal(key, lower, upper, shape, dtype):
     a = lax.erf(lax.div(lower, sqrt2))
     b = lax.erf(lax.div(upper, sqrt2))
     out = lax.mul(sqrt2, lax.erf_inv(_uniform(key, a, b, shape, dtype)))
-    return xnp.clip(out, lax.nextafter(lax.stop_gradient(lower), _const(dtype, np.inf)),
-                    lax.nextafter(lax.stop_gradient(upper), _const(dtype, -np.inf)))
+    return xnp.clip(
+        out,
+        lax.nextafter(lax.stop_gradient(lower), _const(dtype, np.inf)),
+        lax.nextafter(lax.stop_gradient(upper), _const(dtype, -np.inf)),
+    )
 
 
 # --------------------------------------------------------------------------- integers
@@ -225,8 +230,7 @@ def _randint(key, minval, maxval, shape, dtype, int_dtype):
     # (hi * 2**nbits + lo) % span without overflow: 2**nbits % span from its square root.
     multiplier = lax.rem(xnp.full(shape, 2 ** (nbits // 2), uint), span)
     multiplier = lax.rem(lax.mul(multiplier, multiplier), span)
-    offset = lax.add(lax.mul(lax.rem(higher_bits, span), multiplier),
-                     lax.rem(lower_bits, span))
+    offset = lax.add(lax.mul(lax.rem(higher_bits, span), multiplier), lax.rem(lower_bits, span))
     offset = lax.rem(offset, span)
     return (minval + lax.convert_element_type(offset, dtype)).astype(out_dtype)
 
@@ -259,8 +263,9 @@ def _permutation(key, x, axis, independent, int_dtype):
 def _axis(name, axis, ndim):
     axis = int(axis)
     if not -ndim <= axis < ndim:
-        raise ValueError(f"xform.random.{name}: `axis` {axis} is out of bounds for an array "
-                         f"of dimension {ndim}")
+        raise ValueError(
+            f"xform.random.{name}: `axis` {axis} is out of bounds for an array of dimension {ndim}"
+        )
     return axis % ndim
 
 
@@ -273,14 +278,25 @@ def permutation(key, x, axis=0, independent=False):
         x = xnp.asarray(x)
     if np.ndim(x) == 0:
         if not dtypes.is_int(np.dtype(x.dtype) if hasattr(x, "dtype") else np.dtype(type(x))):
-            raise TypeError("xform.random.permutation: `x` must be an integer or at least "
-                            "1-dimensional")
+            raise TypeError(
+                "xform.random.permutation: `x` must be an integer or at least 1-dimensional"
+            )
         n = int(x)
         _axis("permutation", axis, 1)
-        return _permutation(key, xnp.arange(n, dtype=dtypes.default_int()), axis=0,
-                            independent=False, int_dtype=dtypes.default_int())
-    return _permutation(key, x, axis=_axis("permutation", axis, x.ndim),
-                        independent=bool(independent), int_dtype=dtypes.default_int())
+        return _permutation(
+            key,
+            xnp.arange(n, dtype=dtypes.default_int()),
+            axis=0,
+            independent=False,
+            int_dtype=dtypes.default_int(),
+        )
+    return _permutation(
+        key,
+        x,
+        axis=_axis("permutation", axis, x.ndim),
+        independent=bool(independent),
+        int_dtype=dtypes.default_int(),
+    )
 
 
 def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
@@ -302,11 +318,14 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
     if n_draws == 0:
         return xnp.zeros(shape, dtype=arr.dtype)
     if n_inputs <= 0:
-        raise ValueError("xform.random.choice: `a` must be greater than 0 unless no samples "
-                         "are taken")
+        raise ValueError(
+            "xform.random.choice: `a` must be greater than 0 unless no samples are taken"
+        )
     if not replace and n_draws > n_inputs:
-        raise ValueError(f"xform.random.choice: cannot take a larger sample (size {n_draws}) "
-                         f"than population (size {n_inputs}) when replace=False")
+        raise ValueError(
+            f"xform.random.choice: cannot take a larger sample (size {n_draws}) "
+            f"than population (size {n_inputs}) when replace=False"
+        )
     if p is None:
         if replace:
             ind = randint(key, shape, 0, n_inputs)
@@ -319,14 +338,23 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
         if not dtypes.is_inexact(p_arr.dtype):
             p_arr = p_arr.astype(dtypes.default_float())
         if p_arr.shape != (n_inputs,):
-            raise ValueError("xform.random.choice: `p` must be None or a 1-d vector with the "
-                             f"same size as a.shape[axis]; p has shape {p_arr.shape} and "
-                             f"a.shape[axis] is {n_inputs}")
-        ind = _choice_p(key, p_arr, shape=shape, replace=bool(replace), mode=mode,
-                        int_dtype=dtypes.default_int())
+            raise ValueError(
+                "xform.random.choice: `p` must be None or a 1-d vector with the "
+                f"same size as a.shape[axis]; p has shape {p_arr.shape} and "
+                f"a.shape[axis] is {n_inputs}"
+            )
+        ind = _choice_p(
+            key,
+            p_arr,
+            shape=shape,
+            replace=bool(replace),
+            mode=mode,
+            int_dtype=dtypes.default_int(),
+        )
         result = ind if arr.ndim == 0 else _take(arr, ind.ravel(), axis)
-    return result.reshape(shape if arr.ndim == 0 else
-                          arr.shape[:axis] + shape + arr.shape[axis + 1:])
+    return result.reshape(
+        shape if arr.ndim == 0 else arr.shape[:axis] + shape + arr.shape[axis + 1 :]
+    )
 
 
 @functools.partial(jit, static_argnames=("shape", "replace", "mode", "int_dtype"))
@@ -354,8 +382,9 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
     key = check_key("bernoulli", key)
     p_dtype = core.get_aval(p).dtype
     if not dtypes.is_float(p_dtype):
-        raise TypeError(f"xform.random.bernoulli: probability `p` must have a floating dtype, "
-                        f"got {p_dtype}")
+        raise TypeError(
+            f"xform.random.bernoulli: probability `p` must have a floating dtype, got {p_dtype}"
+        )
     if shape is None:
         shape = np.shape(p)
     else:
@@ -413,8 +442,9 @@ logistic.__doc__ = "Standard logistic values, as ``jax.random.logistic``."
 def _gumbel_mode(mode):
     mode = "low" if mode is None else mode
     if mode not in ("highest", "high", "low"):
-        raise ValueError(f"xform.random.gumbel: mode must be 'low', 'high' or 'highest', got "
-                         f"{mode!r}")
+        raise ValueError(
+            f"xform.random.gumbel: mode must be 'low', 'high' or 'highest', got {mode!r}"
+        )
     return mode
 
 
@@ -424,19 +454,22 @@ def gumbel(key, shape=(), dtype=None, mode=None):
     "high" for more random bits near 0; "highest" is not implemented for float32)."""
     key = check_key("gumbel", key)
     dt = canonical_dtype("gumbel", dtype, float, "float")
-    return _gumbel_jit(key, shape=canonical_shape("gumbel", shape), dtype=dt,
-                       mode=_gumbel_mode(mode))
+    return _gumbel_jit(
+        key, shape=canonical_shape("gumbel", shape), dtype=dt, mode=_gumbel_mode(mode)
+    )
 
 
 def _gumbel(key, shape, dtype, mode):
     finfo = ml_dtypes.finfo(dtype)
     if mode == "highest" and dtype == np.float32:
-        raise NotImplementedError("xform.random.gumbel: mode='highest' for float32 needs a "
-                                  "count-leading-zeros primitive xform does not have")
+        raise NotImplementedError(
+            "xform.random.gumbel: mode='highest' for float32 needs a "
+            "count-leading-zeros primitive xform does not have"
+        )
     if mode in ("high", "highest"):
         u = _uniform(key, 0.0, 1.0, (2, *shape), dtype)
         high, low = u[0], u[1]
-        x = xnp.where(high >= 0.5, high, high + 2.0 ** -finfo.nmant * low + finfo.tiny)
+        x = xnp.where(high >= 0.5, high, high + 2.0**-finfo.nmant * low + finfo.tiny)
         return -xnp.log(-xnp.log1p(-x))
     return -xnp.log(-xnp.log(_uniform(key, finfo.tiny, 1.0, shape, dtype)))
 
@@ -457,23 +490,33 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     else:
         shape = canonical_shape("categorical", shape)
         check_shape("categorical", shape, batch_shape)
-    prefix = shape[:len(shape) - len(batch_shape)]
+    prefix = shape[: len(shape) - len(batch_shape)]
     if not replace and math.prod(prefix) > logits.shape[axis]:
-        raise ValueError(f"xform.random.categorical: number of samples without replacement "
-                         f"({math.prod(prefix)}) cannot exceed number of categories "
-                         f"({logits.shape[axis]})")
-    return _categorical(key, logits, shape=shape, batch_shape=batch_shape, axis=axis,
-                        replace=bool(replace), mode=_gumbel_mode(mode),
-                        int_dtype=dtypes.default_int())
+        raise ValueError(
+            f"xform.random.categorical: number of samples without replacement "
+            f"({math.prod(prefix)}) cannot exceed number of categories "
+            f"({logits.shape[axis]})"
+        )
+    return _categorical(
+        key,
+        logits,
+        shape=shape,
+        batch_shape=batch_shape,
+        axis=axis,
+        replace=bool(replace),
+        mode=_gumbel_mode(mode),
+        int_dtype=dtypes.default_int(),
+    )
 
 
-@functools.partial(jit, static_argnames=("shape", "batch_shape", "axis", "replace", "mode",
-                                         "int_dtype"))
+@functools.partial(
+    jit, static_argnames=("shape", "batch_shape", "axis", "replace", "mode", "int_dtype")
+)
 def _categorical(key, logits, shape, batch_shape, axis, replace, mode, int_dtype):
-    prefix = shape[:len(shape) - len(batch_shape)]
+    prefix = shape[: len(shape) - len(batch_shape)]
     if replace:
         axis -= logits.ndim
-        logits_shape = list(shape[len(shape) - len(batch_shape):])
+        logits_shape = list(shape[len(shape) - len(batch_shape) :])
         logits_shape.insert(axis % logits.ndim, logits.shape[axis])
         g = _gumbel(key, (*prefix, *logits_shape), logits.dtype, mode)
         out = xnp.argmax(g + lax.expand_dims(logits, tuple(range(len(prefix)))), axis=axis)
@@ -500,8 +543,9 @@ def _gamma_one(key, alpha, log_space):
 
     def reject(state):
         _, x, v, u = state
-        return ((u >= one - _const(dtype, 0.0331) * (x * x))
-                & (lax.log(u) >= x * _const(dtype, 0.5) + d * (one - v + lax.log(v))))
+        return (u >= one - _const(dtype, 0.0331) * (x * x)) & (
+            lax.log(u) >= x * _const(dtype, 0.5) + d * (one - v + lax.log(v))
+        )
 
     def next_xv(state):
         key, _, _ = state
@@ -511,8 +555,7 @@ def _gamma_one(key, alpha, log_space):
 
     def propose(state):
         key, x_key, u_key = _split(state[0], (3,))
-        _, x, v = lax.while_loop(lambda s: s[2] <= zero, next_xv,
-                                 (x_key, zero, _const(dtype, -1)))
+        _, x, v = lax.while_loop(lambda s: s[2] <= zero, next_xv, (x_key, zero, _const(dtype, -1)))
         return key, x * x, v * v * v, _uniform(u_key, 0.0, 1.0, (), dtype)
 
     key, subkey = _pair(key)
@@ -531,7 +574,7 @@ def gamma_sampler(key_data, a, *, log_space, impl):
     element of ``a``, from keys split off the keys ``key_data`` (``uint32[*batch,
     *key_shape]``, ``batch`` a prefix of ``a.shape``), as JAX's ``_gamma_impl``."""
     impl = IMPLS[impl]
-    batch = core.get_aval(key_data).shape[:-len(impl.key_shape)]
+    batch = core.get_aval(key_data).shape[: -len(impl.key_shape)]
     size = math.prod(a.shape)
     if size == 0:
         return xnp.zeros(a.shape, a.dtype)
@@ -553,13 +596,17 @@ def gamma_sampler(key_data, a, *, log_space, impl):
 
 def _random_gamma_abstract_eval(key, a, *, log_space, impl):
     key_shape = IMPLS[impl].key_shape
-    if key.dtype != dtypes.uint32 or key.shape[key.ndim - len(key_shape):] != key_shape:
-        raise TypeError(f"random_gamma: the key must be {impl} key data, uint32[..., "
-                        f"{key_shape[0]}], got {key.dtype}{list(key.shape)}")
-    batch = key.shape[:key.ndim - len(key_shape)]
-    if not dtypes.is_float(a.dtype) or a.shape[:len(batch)] != batch:
-        raise TypeError(f"random_gamma: `a` must be a float array whose shape starts with the "
-                        f"keys' shape {batch}, got {a.dtype}{list(a.shape)}")
+    if key.dtype != dtypes.uint32 or key.shape[key.ndim - len(key_shape) :] != key_shape:
+        raise TypeError(
+            f"random_gamma: the key must be {impl} key data, uint32[..., "
+            f"{key_shape[0]}], got {key.dtype}{list(key.shape)}"
+        )
+    batch = key.shape[: key.ndim - len(key_shape)]
+    if not dtypes.is_float(a.dtype) or a.shape[: len(batch)] != batch:
+        raise TypeError(
+            f"random_gamma: `a` must be a float array whose shape starts with the "
+            f"keys' shape {batch}, got {a.dtype}{list(a.shape)}"
+        )
     return [a]
 
 
@@ -591,8 +638,11 @@ ad.jvp_rules[random_gamma_p] = _random_gamma_jvp
 
 
 def _random_gamma_batch(axis, args, dims, *, log_space, impl):
-    size = next(core.get_aval(x).shape[d] for x, d in zip(args, dims, strict=True)
-                if d is not batching.not_mapped)
+    size = next(
+        core.get_aval(x).shape[d]
+        for x, d in zip(args, dims, strict=True)
+        if d is not batching.not_mapped
+    )
     key, a = (batching.batch_at_front(x, d, size) for x, d in zip(args, dims, strict=True))
     return [random_gamma_p.bind(key, a, log_space=log_space, impl=impl)], [0]
 
@@ -659,8 +709,9 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     dt = canonical_dtype("dirichlet", dtype, float, "float")
     alpha_shape = np.shape(alpha)
     if len(alpha_shape) < 1:
-        raise ValueError(f"xform.random.dirichlet requires alpha.ndim >= 1, got "
-                         f"alpha.ndim == {len(alpha_shape)}")
+        raise ValueError(
+            f"xform.random.dirichlet requires alpha.ndim >= 1, got alpha.ndim == {len(alpha_shape)}"
+        )
     if shape is None:
         shape = alpha_shape[:-1]
     else:
@@ -687,8 +738,9 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     also take positive semi-definite ``cov``."""
     key = check_key("multivariate_normal", key)
     if method not in ("svd", "eigh", "cholesky"):
-        raise ValueError("xform.random.multivariate_normal: method must be one of "
-                         "{'svd', 'eigh', 'cholesky'}")
+        raise ValueError(
+            "xform.random.multivariate_normal: method must be one of {'svd', 'eigh', 'cholesky'}"
+        )
     mean, cov = xnp.asarray(mean), xnp.asarray(cov)
     common = xnp.result_type(mean, cov)
     if not dtypes.is_inexact(common):
@@ -696,15 +748,20 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     mean, cov = mean.astype(common), cov.astype(common)
     dt = canonical_dtype("multivariate_normal", dtype, mean.dtype, "float")
     if mean.ndim < 1:
-        raise ValueError(f"xform.random.multivariate_normal requires mean.ndim >= 1, got "
-                         f"mean.ndim == {mean.ndim}")
+        raise ValueError(
+            f"xform.random.multivariate_normal requires mean.ndim >= 1, got "
+            f"mean.ndim == {mean.ndim}"
+        )
     if cov.ndim < 2:
-        raise ValueError(f"xform.random.multivariate_normal requires cov.ndim >= 2, got "
-                         f"cov.ndim == {cov.ndim}")
+        raise ValueError(
+            f"xform.random.multivariate_normal requires cov.ndim >= 2, got cov.ndim == {cov.ndim}"
+        )
     n = mean.shape[-1]
     if cov.shape[-2:] != (n, n):
-        raise ValueError(f"xform.random.multivariate_normal requires cov.shape == (..., n, n) "
-                         f"for n={n}, but got cov.shape == {cov.shape}")
+        raise ValueError(
+            f"xform.random.multivariate_normal requires cov.shape == (..., n, n) "
+            f"for n={n}, but got cov.shape == {cov.shape}"
+        )
     if shape is None:
         shape = xnp.broadcast_shapes(mean.shape[:-1], cov.shape[:-2])
     else:

@@ -80,11 +80,19 @@ def _unsafe_rbg_fold_in(key, data):
     return lax.bitwise_xor(key, lax.index_in_dim(words, 9, keepdims=False))
 
 
-THREEFRY = PRNGImpl("threefry2x32", "fry", (2,), _threefry.seed, _threefry.split,
-                    _threefry.fold_in, _threefry.random_bits)
+THREEFRY = PRNGImpl(
+    "threefry2x32",
+    "fry",
+    (2,),
+    _threefry.seed,
+    _threefry.split,
+    _threefry.fold_in,
+    _threefry.random_bits,
+)
 RBG = PRNGImpl("rbg", "rbg", (4,), _rbg_seed, _rbg_split, _rbg_fold_in, _rbg_random_bits)
-UNSAFE_RBG = PRNGImpl("unsafe_rbg", "urbg", (4,), _rbg_seed, _unsafe_rbg_split,
-                      _unsafe_rbg_fold_in, _rbg_random_bits)
+UNSAFE_RBG = PRNGImpl(
+    "unsafe_rbg", "urbg", (4,), _rbg_seed, _unsafe_rbg_split, _unsafe_rbg_fold_in, _rbg_random_bits
+)
 IMPLS = {impl.name: impl for impl in (THREEFRY, RBG, UNSAFE_RBG)}
 
 
@@ -105,8 +113,10 @@ def resolve_impl(name, impl):
         return impl.impl
     if isinstance(impl, str) and impl in IMPLS:
         return IMPLS[impl]
-    raise ValueError(f"xform.random.{name}: unrecognized PRNG implementation {impl!r}; "
-                     f"choose one of {', '.join(repr(n) for n in IMPLS)}")
+    raise ValueError(
+        f"xform.random.{name}: unrecognized PRNG implementation {impl!r}; "
+        f"choose one of {', '.join(repr(n) for n in IMPLS)}"
+    )
 
 
 # --------------------------------------------------------------------------- typed keys
@@ -156,9 +166,10 @@ class KeyArray(KeyArrayBase):
     def shape(self):
         data = self._data  # an array or tracer; or a ShapeDtypeStruct (a library's
         # abstract state: flax.nnx's graph of a module, say)
-        shape = data.shape if type(data).__name__ == "ShapeDtypeStruct" else \
-            core.get_aval(data).shape
-        return tuple(shape[:-len(self._impl.key_shape)])
+        shape = (
+            data.shape if type(data).__name__ == "ShapeDtypeStruct" else core.get_aval(data).shape
+        )
+        return tuple(shape[: -len(self._impl.key_shape)])
 
     @property
     def ndim(self):
@@ -187,7 +198,7 @@ class KeyArray(KeyArrayBase):
         if any(i is Ellipsis for i in index):  # the key words stay whole at the end
             at = next(n for n, i in enumerate(index) if i is Ellipsis)
             explicit = sum(i is not None for i in index) - 1
-            index = (index[:at] + (slice(None),) * (self.ndim - explicit) + index[at + 1:])
+            index = index[:at] + (slice(None),) * (self.ndim - explicit) + index[at + 1 :]
         return KeyArray(self._data[index], self._impl)
 
     def reshape(self, *shape):
@@ -274,14 +285,17 @@ class _KeyAtIndex:
     def set(self, values, **kwargs):
         """The keys with those at the index replaced by the key array ``values``."""
         if not isinstance(values, KeyArray):
-            raise TypeError(f"at[...].set on a key array takes a key array, got "
-                            f"{type(values).__name__}")
-        return apply_to_keys(lambda data, new: data.at[self.index].set(new, **kwargs),
-                             self.keys, values)
+            raise TypeError(
+                f"at[...].set on a key array takes a key array, got {type(values).__name__}"
+            )
+        return apply_to_keys(
+            lambda data, new: data.at[self.index].set(new, **kwargs), self.keys, values
+        )
 
 
-pytree.register_pytree_node(KeyArray, lambda k: ((k._data,), k._impl),
-                               lambda impl, children: KeyArray(children[0], impl))
+pytree.register_pytree_node(
+    KeyArray, lambda k: ((k._data,), k._impl), lambda impl, children: KeyArray(children[0], impl)
+)
 
 
 # --------------------------------------------------------------------------- argument checks
@@ -293,15 +307,21 @@ def _check_data(name, data, impl, what="key"):
     try:
         aval = core.get_aval(data)
     except TypeError:
-        raise TypeError(f"xform.random.{name}: `{what}` must be a uint32 array of shape "
-                        f"({words},) (from xform.random.PRNGKey) or a typed key array (from "
-                        f"xform.random.key), got {type(data).__name__}") from None
+        raise TypeError(
+            f"xform.random.{name}: `{what}` must be a uint32 array of shape "
+            f"({words},) (from xform.random.PRNGKey) or a typed key array (from "
+            f"xform.random.key), got {type(data).__name__}"
+        ) from None
     if aval.ndim < 1 or aval.shape[-1:] != impl.key_shape:
-        raise TypeError(f"xform.random.{name}: `{what}` must be a uint32 array of shape "
-                        f"({words},) (a {impl.name} key), got shape {aval.shape}")
+        raise TypeError(
+            f"xform.random.{name}: `{what}` must be a uint32 array of shape "
+            f"({words},) (a {impl.name} key), got shape {aval.shape}"
+        )
     if aval.dtype != np.uint32:
-        raise TypeError(f"xform.random.{name}: `{what}` must have dtype uint32 (a {impl.name} "
-                        f"key), got {aval.dtype}")
+        raise TypeError(
+            f"xform.random.{name}: `{what}` must have dtype uint32 (a {impl.name} "
+            f"key), got {aval.dtype}"
+        )
     return data if isinstance(data, core.Tracer) else xnp.asarray(data)
 
 
@@ -312,8 +332,10 @@ def check_key(name, key, allow_batched=False):
         impl = default_impl()
         key = KeyArray(_check_data(name, key, impl), impl)
     if not allow_batched and key.ndim:
-        raise ValueError(f"xform.random.{name} accepts a single key, but was given a key array "
-                         f"of shape {key.shape} != (). Use xform.vmap for batching.")
+        raise ValueError(
+            f"xform.random.{name} accepts a single key, but was given a key array "
+            f"of shape {key.shape} != (). Use xform.vmap for batching."
+        )
     return key
 
 
@@ -334,11 +356,13 @@ def canonical_shape(name, shape):
     try:
         dims = tuple(operator.index(d) for d in shape)
     except TypeError:
-        raise TypeError(f"xform.random.{name}: `shape` must be a tuple of ints, got "
-                        f"{shape!r}") from None
+        raise TypeError(
+            f"xform.random.{name}: `shape` must be a tuple of ints, got {shape!r}"
+        ) from None
     if any(d < 0 for d in dims):
-        raise ValueError(f"xform.random.{name}: `shape` must have non-negative dimensions, got "
-                         f"{dims}")
+        raise ValueError(
+            f"xform.random.{name}: `shape` must have non-negative dimensions, got {dims}"
+        )
     return dims
 
 
@@ -350,19 +374,29 @@ def check_shape(name, shape, *param_shapes):
         except ValueError:
             out = None
         if out != shape:
-            raise ValueError(f"xform.random.{name}: parameter shapes {list(param_shapes)} must "
-                             f"broadcast to the `shape` argument {shape}")
+            raise ValueError(
+                f"xform.random.{name}: parameter shapes {list(param_shapes)} must "
+                f"broadcast to the `shape` argument {shape}"
+            )
 
 
 def canonical_dtype(name, dtype, default, kinds, error=ValueError):
     """``dtype`` (or ``default``) canonicalized, checked to be one of ``kinds`` ("float",
     "inexact", "int", "uint")."""
     dt = dtypes.canonicalize(default if dtype is None else dtype)
-    ok = {"float": dtypes.is_float(dt), "inexact": dtypes.is_inexact(dt),
-          "int": dtypes.is_int(dt), "uint": dtypes.is_int(dt) and not dtypes.is_signed_int(dt)}
+    ok = {
+        "float": dtypes.is_float(dt),
+        "inexact": dtypes.is_inexact(dt),
+        "int": dtypes.is_int(dt),
+        "uint": dtypes.is_int(dt) and not dtypes.is_signed_int(dt),
+    }
     if not ok[kinds]:
-        what = {"float": "a float", "inexact": "a float or complex", "int": "an integer",
-                "uint": "an unsigned integer"}[kinds]
+        what = {
+            "float": "a float",
+            "inexact": "a float or complex",
+            "int": "an integer",
+            "uint": "an unsigned integer",
+        }[kinds]
         raise error(f"xform.random.{name}: `dtype` must be {what} dtype, got {dt}")
     return dt
 
@@ -418,14 +452,16 @@ def _seed(name, seed, impl):
     try:
         aval = core.get_aval(seed)
     except TypeError:
-        raise TypeError(f"xform.random.{name}: `seed` must be an integer scalar, got "
-                        f"{type(seed).__name__}") from None
+        raise TypeError(
+            f"xform.random.{name}: `seed` must be an integer scalar, got {type(seed).__name__}"
+        ) from None
     if aval.ndim:
-        raise TypeError(f"xform.random.{name} accepts a scalar seed, but was given an array of "
-                        f"shape {aval.shape} != (). Use xform.vmap for batching.")
+        raise TypeError(
+            f"xform.random.{name} accepts a scalar seed, but was given an array of "
+            f"shape {aval.shape} != (). Use xform.vmap for batching."
+        )
     if not (dtypes.is_int(aval.dtype) or aval.dtype == np.bool_):
-        raise TypeError(f"xform.random.{name}: `seed` must be an integer, got dtype "
-                        f"{aval.dtype}")
+        raise TypeError(f"xform.random.{name}: `seed` must be an integer, got dtype {aval.dtype}")
     if not isinstance(seed, core.Tracer):
         seed = xnp.asarray(seed, aval.dtype)
     return _seed_jit(seed, impl=impl)
@@ -447,8 +483,10 @@ def wrap_key_data(key_bits_array, *, impl=None):
     (default threefry2x32, ``n == 2``; ``n == 4`` for the rbg impls)."""
     impl = resolve_impl("wrap_key_data", impl)
     if isinstance(key_bits_array, KeyArray):
-        raise TypeError("xform.random.wrap_key_data: `key_bits_array` must be a uint32 array, "
-                        f"got a typed key array of dtype {key_bits_array.dtype}")
+        raise TypeError(
+            "xform.random.wrap_key_data: `key_bits_array` must be a uint32 array, "
+            f"got a typed key array of dtype {key_bits_array.dtype}"
+        )
     return KeyArray(_check_data("wrap_key_data", key_bits_array, impl, "key_bits_array"), impl)
 
 
@@ -486,8 +524,10 @@ def fold_in(key, data):
     """A new key from ``key`` and a 32-bit integer scalar ``data``, bit-equal to JAX."""
     typed = check_key("fold_in", key)
     if np.ndim(data) if not isinstance(data, core.Tracer) else data.ndim:
-        raise TypeError(f"xform.random.fold_in accepts a scalar `data`, but was given an array "
-                        f"of shape {np.shape(data)} != (). Use xform.vmap for batching.")
+        raise TypeError(
+            f"xform.random.fold_in accepts a scalar `data`, but was given an array "
+            f"of shape {np.shape(data)} != (). Use xform.vmap for batching."
+        )
     if isinstance(data, int) and not isinstance(data, bool):
         dtypes.check_int_range(data, np.dtype(np.uint32), "xform.random.fold_in `data`")
         data = np.uint32(data)

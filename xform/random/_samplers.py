@@ -153,8 +153,12 @@ def rademacher(key, shape=(), dtype=None):
     ``jax.random.rademacher``."""
     key = check_key("rademacher", key)
     dt = dtypes.canonicalize(int if dtype is None else dtype)
-    return _rademacher(key, shape=canonical_shape("rademacher", shape), dtype=dt,
-                       float_dtype=dtypes.default_float())
+    return _rademacher(
+        key,
+        shape=canonical_shape("rademacher", shape),
+        dtype=dt,
+        float_dtype=dtypes.default_float(),
+    )
 
 
 _rademacher = jit(_rademacher_body, static_argnames=("shape", "dtype", "float_dtype"))
@@ -181,8 +185,14 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
     key, dt = _float_sampler_args("double_sided_maxwell", key, dtype)
     shape = canonical_shape("double_sided_maxwell", shape)
     params = xnp.broadcast_shapes(np.shape(loc), np.shape(scale))
-    return _double_sided_maxwell(key, loc, scale, shape=(shape or params) + params, dtype=dt,
-                                 float_dtype=dtypes.default_float())
+    return _double_sided_maxwell(
+        key,
+        loc,
+        scale,
+        shape=(shape or params) + params,
+        dtype=dt,
+        float_dtype=dtypes.default_float(),
+    )
 
 
 @functools.partial(jit, static_argnames=("shape", "dtype", "float_dtype"))
@@ -196,8 +206,9 @@ def _double_sided_maxwell(key, loc, scale, shape, dtype, float_dtype):
 def weibull_min(key, scale, concentration, shape=(), dtype=None):
     """Weibull values by the inverse CDF, ``(-log1p(-u)) ** (1 / concentration) * scale``."""
     key, dt = _float_sampler_args("weibull_min", key, dtype)
-    return _weibull_min(key, scale, concentration,
-                        shape=canonical_shape("weibull_min", shape), dtype=dt)
+    return _weibull_min(
+        key, scale, concentration, shape=canonical_shape("weibull_min", shape), dtype=dt
+    )
 
 
 @functools.partial(jit, static_argnames=("shape", "dtype"))
@@ -218,12 +229,18 @@ def generalized_normal(key, p, shape=(), dtype=None):
     """Generalized normal values with density proportional to ``exp(-|x| ** p)``:
     ``sign * g ** (1 / p)`` for ``g`` Gamma(1 / p)."""
     key, dt = _float_sampler_args("generalized_normal", key, dtype)
-    return _generalized_normal(key, p, shape=canonical_shape("generalized_normal", shape),
-                               dtype=dt, float_dtype=dtypes.default_float())
+    return _generalized_normal(
+        key,
+        p,
+        shape=canonical_shape("generalized_normal", shape),
+        dtype=dt,
+        float_dtype=dtypes.default_float(),
+    )
 
 
-_generalized_normal = jit(_generalized_normal_body,
-                          static_argnames=("shape", "dtype", "float_dtype"))
+_generalized_normal = jit(
+    _generalized_normal_body, static_argnames=("shape", "dtype", "float_dtype")
+)
 
 
 @takes_out_sharding
@@ -234,10 +251,17 @@ def ball(key, d, p=2, shape=(), dtype=None):
     try:
         d = int(d)
     except TypeError:
-        raise TypeError(f"xform.random.ball: `d` must be a concrete integer, got "
-                        f"{type(d).__name__}") from None
-    return _ball(key, p, d=d, shape=canonical_shape("ball", shape), dtype=dt,
-                 float_dtype=dtypes.default_float())
+        raise TypeError(
+            f"xform.random.ball: `d` must be a concrete integer, got {type(d).__name__}"
+        ) from None
+    return _ball(
+        key,
+        p,
+        d=d,
+        shape=canonical_shape("ball", shape),
+        dtype=dt,
+        float_dtype=dtypes.default_float(),
+    )
 
 
 @functools.partial(jit, static_argnames=("d", "shape", "dtype", "float_dtype"))
@@ -331,8 +355,10 @@ def poisson(key, lam, shape=None, dtype=None):
     split keys; ``lam`` is sampled in float32."""
     key = check_key("poisson", key)
     if key._impl is not THREEFRY:
-        raise NotImplementedError(f"xform.random.poisson is only implemented for the "
-                                  f"threefry2x32 PRNG, not {key._impl.name}")
+        raise NotImplementedError(
+            f"xform.random.poisson is only implemented for the "
+            f"threefry2x32 PRNG, not {key._impl.name}"
+        )
     dt = canonical_dtype("poisson", dtype, int, "int")
     shape = np.shape(lam) if shape is None else canonical_shape("poisson", shape)
     return _poisson(key, lam, shape=tuple(shape), dtype=dt)
@@ -391,18 +417,29 @@ def _poisson(key, lam, shape, dtype):
     lam_knuth = lax.select(use_knuth, lam, xnp.zeros_like(lam))
     # rejection's acceptance rate tends to 89% as lam grows: any large lam fills the lanes
     lam_rejection = lax.select(use_knuth, xnp.full_like(lam, 1e5), lam)
-    result = lax.select(use_knuth, _poisson_knuth(key, lam_knuth, shape, dtype),
-                        _poisson_rejection(key, lam_rejection, shape, dtype))
+    result = lax.select(
+        use_knuth,
+        _poisson_knuth(key, lam_knuth, shape, dtype),
+        _poisson_rejection(key, lam_rejection, shape, dtype),
+    )
     return lax.select(lam == 0, xnp.zeros_like(result), result)
 
 
 # --------------------------------------------------------------------------- binomial
 
 
-_STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
-                  0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
-                  0.0118967099458917, 0.0104112652619720, 0.00925546218271273,
-                  0.00833056343336287)
+_STIRLING_TAIL = (
+    0.0810614667953272,
+    0.0413406959554092,
+    0.0276779256849983,
+    0.02079067210376509,
+    0.0166446911898211,
+    0.0138761288230707,
+    0.0118967099458917,
+    0.0104112652619720,
+    0.00925546218271273,
+    0.00833056343336287,
+)
 
 
 def _stirling_approx_tail(k):
@@ -456,13 +493,15 @@ def _btrs(key, count, prob, shape, dtype):
         k = xnp.floor((2 * a / us + b) * u + c)
         reject = (k < 0) | (k > count)
         v = xnp.log(v * alpha / (a / (us * us) + b))
-        ub = ((m + 0.5) * xnp.log((m + 1) / (r * (count - m + 1)))
-              + (count + 1) * xnp.log((count - m + 1) / (count - k + 1))
-              + (k + 0.5) * xnp.log(r * (count - k + 1) / (k + 1))
-              + _stirling_approx_tail(m)
-              + _stirling_approx_tail(count - m)
-              - _stirling_approx_tail(k)
-              - _stirling_approx_tail(count - k))
+        ub = (
+            (m + 0.5) * xnp.log((m + 1) / (r * (count - m + 1)))
+            + (count + 1) * xnp.log((count - m + 1) / (count - k + 1))
+            + (k + 0.5) * xnp.log(r * (count - k + 1) / (k + 1))
+            + _stirling_approx_tail(m)
+            + _stirling_approx_tail(count - m)
+            - _stirling_approx_tail(k)
+            - _stirling_approx_tail(count - k)
+        )
         accept = accept1 | (~reject & (v <= ub))
         return i + 1, lax.select(accept, k, k_out), accepted | accept, key
 
@@ -500,14 +539,17 @@ def _binomial_body(key, count, prob, shape, dtype):
     count_inv = lax.select(use_inversion, count, xnp.zeros_like(count))
     count_btrs = lax.select(use_inversion, xnp.full_like(count, 1e4), count)
     q_btrs = lax.select(use_inversion, xnp.full_like(q, 0.5), q)
-    samples = lax.select(use_inversion,
-                         _binomial_inversion(key, count_inv, q, shape, dtype),
-                         _btrs(key, count_btrs, q_btrs, shape, dtype))
+    samples = lax.select(
+        use_inversion,
+        _binomial_inversion(key, count_inv, q, shape, dtype),
+        _btrs(key, count_btrs, q_btrs, shape, dtype),
+    )
     invalid = q_l_0 | q_is_nan | count_nan_or_neg
     samples = lax.select(invalid, xnp.full_like(samples, np.nan, dtype), samples)
     samples = lax.select(count_inf & ~invalid, xnp.full_like(samples, np.inf, dtype), samples)
-    return lax.select(p_lt_half | count_nan_or_neg | q_is_nan | count_inf, samples,
-                      count.astype(dtype) - samples)
+    return lax.select(
+        p_lt_half | count_nan_or_neg | q_is_nan | count_inf, samples, count.astype(dtype) - samples
+    )
 
 
 _binomial = jit(_binomial_body, static_argnames=("shape", "dtype"))
@@ -519,14 +561,16 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     ``shape``, if given, is the full result shape (ending in ``p.shape[-1]``)."""
     key, dt = _float_sampler_args("multinomial", key, dtype)
     if np.ndim(p) < 1:
-        raise ValueError(f"xform.random.multinomial requires p.ndim >= 1, got p.ndim == "
-                         f"{np.ndim(p)}")
+        raise ValueError(
+            f"xform.random.multinomial requires p.ndim >= 1, got p.ndim == {np.ndim(p)}"
+        )
     n, p = xnp.asarray(n), xnp.asarray(p)
     common = xnp.result_type(n, p)
     common = common if dtypes.is_inexact(common) else dtypes.default_float()
     shape = np.shape(p) if shape is None else canonical_shape("multinomial", shape)
-    return _multinomial(key, n.astype(common), p.astype(common), shape=tuple(shape), dtype=dt,
-                        unroll=unroll)
+    return _multinomial(
+        key, n.astype(common), p.astype(common), shape=tuple(shape), dtype=dt, unroll=unroll
+    )
 
 
 @functools.partial(jit, static_argnames=("shape", "dtype", "unroll"))
@@ -538,8 +582,9 @@ def _multinomial(key, n, p, shape, dtype, unroll):
 
     def step(remainder, ratio_key):
         ratio, key = ratio_key
-        count = _binomial_body(key, remainder, xnp.clip(ratio, 0, 1), remainder.shape,
-                               remainder.dtype)
+        count = _binomial_body(
+            key, remainder, xnp.clip(ratio, 0, 1), remainder.shape, remainder.dtype
+        )
         return remainder - count, count
 
     keys = _split(key, (ratios.shape[0],))

@@ -23,8 +23,12 @@ from xform import config, lax
 from xform.primitives.threefry import threefry2x32_p
 
 KEY_SHAPE = (2,)
-UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
-               64: np.dtype(np.uint64)}
+UINT_DTYPES = {
+    8: np.dtype(np.uint8),
+    16: np.dtype(np.uint16),
+    32: np.dtype(np.uint32),
+    64: np.dtype(np.uint64),
+}
 
 
 def threefry2x32(k1, k2, x1, x2):
@@ -37,7 +41,7 @@ def threefry2x32(k1, k2, x1, x2):
 def _counters(shape):
     """The 64-bit row-major index of every position of ``shape`` as (high, low) uint32 words."""
     size = math.prod(shape)
-    if size >= 2 ** 32:
+    if size >= 2**32:
         raise NotImplementedError(f"xform.random: arrays of {size} >= 2**32 random values")
     lo = lax.reshape(lax.iota(np.uint32, size), shape)
     hi = lax.full(shape, 0, np.uint32)
@@ -54,9 +58,11 @@ def seed(seed_value):
     dtype = np.dtype(seed_value.dtype)
     if dtype.itemsize == 8:
         hi = lax.convert_element_type(
-            lax.shift_right_logical(seed_value, np.array(32, dtype)), np.uint32)
+            lax.shift_right_logical(seed_value, np.array(32, dtype)), np.uint32
+        )
         lo = lax.convert_element_type(
-            lax.bitwise_and(seed_value, np.array(0xFFFFFFFF, dtype)), np.uint32)
+            lax.bitwise_and(seed_value, np.array(0xFFFFFFFF, dtype)), np.uint32
+        )
     else:
         lo = lax.convert_element_type(seed_value, np.uint32)
         hi = lax.full((), 0, np.uint32)
@@ -87,8 +93,10 @@ def random_bits(key, bit_width, shape):
     dtype = UINT_DTYPES[bit_width]
     if bit_width == 64:
         if not config.x64_enabled():
-            raise ValueError("xform.random: 64-bit random bits need x64 mode "
-                             "(xform.config.update('enable_x64', True))")
+            raise ValueError(
+                "xform.random: 64-bit random bits need x64 mode "
+                "(xform.config.update('enable_x64', True))"
+            )
         b1 = lax.convert_element_type(b1, dtype)
         b2 = lax.convert_element_type(b2, dtype)
         return lax.bitwise_or(lax.shift_left(b1, np.uint64(32)), b2)

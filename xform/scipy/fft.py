@@ -21,11 +21,14 @@ __all__ = ["dct", "dctn", "idct", "idctn"]
 def _check(name, x, type, norm):  # noqa: A002  (SciPy's argument name)
     check_arraylike(f"xform.scipy.fft.{name}", x)
     if type != 2:
-        raise NotImplementedError(f"xform.scipy.fft.{name}: only DCT type 2 is implemented, "
-                                  f"got type={type!r}")
+        raise NotImplementedError(
+            f"xform.scipy.fft.{name}: only DCT type 2 is implemented, got type={type!r}"
+        )
     if norm not in (None, "backward", "ortho"):
-        raise ValueError(f"xform.scipy.fft.{name}: norm={norm!r} is not implemented; use "
-                         "None, 'backward' or 'ortho'")
+        raise ValueError(
+            f"xform.scipy.fft.{name}: norm={norm!r} is not implemented; use "
+            "None, 'backward' or 'ortho'"
+        )
     return xnp.asarray(x)
 
 
@@ -128,8 +131,9 @@ def idct(x, type=2, n=None, axis=-1, norm=None):  # noqa: A002  (SciPy's argumen
     scale = _ortho_scale(size, np.float64)
     factor = (2 * size) * (scale if norm == "ortho" else scale * scale)
     cdtype = dtypes.complex128 if x.dtype == dtypes.float64 else dtypes.complex64
-    rotated = x.astype(cdtype) * _along((factor / _phase(size, np.complex128)).astype(cdtype),
-                                        axis, x.ndim)
+    rotated = x.astype(cdtype) * _along(
+        (factor / _phase(size, np.complex128)).astype(cdtype), axis, x.ndim
+    )
     signal = xnp.real(xnp.fft.ifft(rotated, axis=axis))
     # Undo the reordering: sample 2j came from position j, sample 2j+1 from position n-1-j.
     positions = np.empty(size, dtype=np.int64)
@@ -142,8 +146,10 @@ def _axes_and_sizes(name, x, s, axes):
     if s is not None:
         s = [operator.index(s)] if np.ndim(s) == 0 else [operator.index(d) for d in s]
         if len(s) > x.ndim:
-            raise ValueError(f"xform.scipy.fft.{name}: s must have at most x.ndim ({x.ndim}) "
-                             f"elements, got {len(s)}")
+            raise ValueError(
+                f"xform.scipy.fft.{name}: s must have at most x.ndim ({x.ndim}) "
+                f"elements, got {len(s)}"
+            )
     if axes is None:
         axes = tuple(range(x.ndim - len(s), x.ndim)) if s is not None else tuple(range(x.ndim))
     else:

@@ -48,29 +48,35 @@ class RegularGridInterpolator:
       >>> f(xform.numpy.array([[0.5]]))  # [0.5]
     """
 
-    def __init__(self, points, values, method="linear", bounds_error=False,
-                 fill_value=np.nan):
+    def __init__(self, points, values, method="linear", bounds_error=False, fill_value=np.nan):
         if method not in _METHODS:
-            raise ValueError(f"RegularGridInterpolator: method {method!r} is not defined; "
-                             f"use one of {_METHODS}")
+            raise ValueError(
+                f"RegularGridInterpolator: method {method!r} is not defined; use one of {_METHODS}"
+            )
         self.method = method
         self.bounds_error = bounds_error
         if bounds_error:
-            raise NotImplementedError("RegularGridInterpolator: `bounds_error` takes no effect "
-                                      "under JIT; pass bounds_error=False")
+            raise NotImplementedError(
+                "RegularGridInterpolator: `bounds_error` takes no effect "
+                "under JIT; pass bounds_error=False"
+            )
         check_arraylike("RegularGridInterpolator", values)
         values = xnp.asarray(values)
         if len(points) > values.ndim:
-            raise ValueError(f"RegularGridInterpolator: there are {len(points)} point arrays, "
-                             f"but values has {values.ndim} dimensions (shape {values.shape})")
+            raise ValueError(
+                f"RegularGridInterpolator: there are {len(points)} point arrays, "
+                f"but values has {values.ndim} dimensions (shape {values.shape})"
+            )
         (values,) = promote_dtypes_inexact(values)
         if fill_value is not None:
             check_arraylike("RegularGridInterpolator", fill_value)
             fill_value = xnp.asarray(fill_value)
             if not xnp.can_cast(fill_value.dtype, values.dtype, casting="same_kind"):
-                raise ValueError("RegularGridInterpolator: fill_value must be either 'None' or "
-                                 f"of a type compatible with values ({values.dtype}), got "
-                                 f"{fill_value.dtype}")
+                raise ValueError(
+                    "RegularGridInterpolator: fill_value must be either 'None' or "
+                    f"of a type compatible with values ({values.dtype}), got "
+                    f"{fill_value.dtype}"
+                )
         self.fill_value = fill_value
         check_arraylike("RegularGridInterpolator", *points)
         self.grid = tuple(xnp.asarray(p) for p in points)
@@ -81,14 +87,17 @@ class RegularGridInterpolator:
         ``ndim`` coordinate arrays); ``method`` overrides the constructor's."""
         method = self.method if method is None else method
         if method not in _METHODS:
-            raise ValueError(f"RegularGridInterpolator: method {method!r} is not defined; "
-                             f"use one of {_METHODS}")
+            raise ValueError(
+                f"RegularGridInterpolator: method {method!r} is not defined; use one of {_METHODS}"
+            )
         ndim = len(self.grid)
         xi = _points_array(xi, ndim)
         if xi.shape[-1] != ndim:
-            raise ValueError(f"RegularGridInterpolator: the requested sample points xi have "
-                             f"dimension {xi.shape[-1]}, but this RegularGridInterpolator has "
-                             f"dimension {ndim}")
+            raise ValueError(
+                f"RegularGridInterpolator: the requested sample points xi have "
+                f"dimension {xi.shape[-1]}, but this RegularGridInterpolator has "
+                f"dimension {ndim}"
+            )
         batch = xi.shape[:-1]
         xi = xi.reshape(-1, ndim)
         indices, fractions, outside = self._find_indices(xi.T)
@@ -124,8 +133,9 @@ class RegularGridInterpolator:
         return total
 
     def _nearest(self, indices, fractions):
-        picks = tuple(xnp.where(t <= 0.5, i, i + 1)
-                      for i, t in zip(indices, fractions, strict=True))
+        picks = tuple(
+            xnp.where(t <= 0.5, i, i + 1) for i, t in zip(indices, fractions, strict=True)
+        )
         return self.values[picks]
 
 

@@ -33,12 +33,46 @@ from xform.numpy._promote import (
 from xform.scipy.special import gammaln
 
 __all__ = [
-    "block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
-    "convolution_matrix", "det", "dft", "eigh", "eigh_tridiagonal", "expm", "expm_frechet",
-    "fiedler", "fiedler_companion", "funm", "hadamard", "hankel", "helmert", "hessenberg",
-    "hilbert", "inv", "invhilbert", "invpascal", "leslie", "lu", "lu_factor", "lu_solve",
-    "pascal", "polar", "qr", "qr_multiply", "rsf2csf", "schur", "solve", "solve_sylvester",
-    "solve_triangular", "sqrtm", "svd", "toeplitz",
+    "block_diag",
+    "cho_factor",
+    "cho_solve",
+    "cholesky",
+    "circulant",
+    "companion",
+    "convolution_matrix",
+    "det",
+    "dft",
+    "eigh",
+    "eigh_tridiagonal",
+    "expm",
+    "expm_frechet",
+    "fiedler",
+    "fiedler_companion",
+    "funm",
+    "hadamard",
+    "hankel",
+    "helmert",
+    "hessenberg",
+    "hilbert",
+    "inv",
+    "invhilbert",
+    "invpascal",
+    "leslie",
+    "lu",
+    "lu_factor",
+    "lu_solve",
+    "pascal",
+    "polar",
+    "qr",
+    "qr_multiply",
+    "rsf2csf",
+    "schur",
+    "solve",
+    "solve_sylvester",
+    "solve_triangular",
+    "sqrtm",
+    "svd",
+    "toeplitz",
 ]
 
 _HIGHEST = lax.Precision.HIGHEST
@@ -53,10 +87,13 @@ def _vectorize(fn, core_ranks):
     with a signature, for functions that only take single matrices)."""
 
     def vectorized(*args):
-        batch = xnp.broadcast_shapes(*(x.shape[:x.ndim - r]
-                                       for x, r in zip(args, core_ranks, strict=True)))
-        args = [xnp.broadcast_to(x, batch + x.shape[x.ndim - r:])
-                for x, r in zip(args, core_ranks, strict=True)]
+        batch = xnp.broadcast_shapes(
+            *(x.shape[: x.ndim - r] for x, r in zip(args, core_ranks, strict=True))
+        )
+        args = [
+            xnp.broadcast_to(x, batch + x.shape[x.ndim - r :])
+            for x, r in zip(args, core_ranks, strict=True)
+        ]
         mapped = fn
         for _ in batch:
             mapped = vmap(mapped)
@@ -73,8 +110,9 @@ def _broadcast_batch(*args):
 
 def _check_square(name, x, what="a"):
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
-        raise ValueError(f"{name}: expected {what} to be a (batched) square matrix, got "
-                         f"{what}.shape={x.shape}")
+        raise ValueError(
+            f"{name}: expected {what} to be a (batched) square matrix, got {what}.shape={x.shape}"
+        )
 
 
 def _dot(a, b):
@@ -136,8 +174,9 @@ def _comb(n, k):
 def _kind(name, kind):
     kind = "symmetric" if kind is None else kind
     if kind not in ("symmetric", "lower", "upper"):
-        raise ValueError(f"{name}: kind must be 'symmetric' (or None), 'lower' or 'upper', got "
-                         f"{kind!r}")
+        raise ValueError(
+            f"{name}: kind must be 'symmetric' (or None), 'lower' or 'upper', got {kind!r}"
+        )
     return kind
 
 
@@ -156,8 +195,10 @@ def block_diag(*arrs):
     arrs = promote_dtypes(*arrs)
     bad = [i for i, a in enumerate(arrs) if a.ndim > 2]
     if bad:
-        raise ValueError(f"block_diag: every block must have at most 2 dimensions, but argument "
-                         f"{bad[0]} has shape {arrs[bad[0]].shape}")
+        raise ValueError(
+            f"block_diag: every block must have at most 2 dimensions, but argument "
+            f"{bad[0]} has shape {arrs[bad[0]].shape}"
+        )
     blocks = [xnp.atleast_2d(a) for a in arrs]
     zero = xnp.zeros((), blocks[0].dtype)
     total = sum(b.shape[1] for b in blocks)
@@ -229,11 +270,14 @@ def leslie(f, s):
     check_arraylike("leslie", f, s)
     f, s = xnp.atleast_1d(f), xnp.atleast_1d(s)
     if f.shape[-1] < 2:
-        raise ValueError(f"leslie: f needs at least 2 entries along its last axis, got "
-                         f"f.shape={f.shape}")
+        raise ValueError(
+            f"leslie: f needs at least 2 entries along its last axis, got f.shape={f.shape}"
+        )
     if s.shape[-1] != f.shape[-1] - 1:
-        raise ValueError(f"leslie: s needs one entry fewer than f along the last axis, got "
-                         f"f.shape={f.shape} and s.shape={s.shape}")
+        raise ValueError(
+            f"leslie: s needs one entry fewer than f along the last axis, got "
+            f"f.shape={f.shape} and s.shape={s.shape}"
+        )
     f, s = promote_dtypes(f, s)
     n = f.shape[-1]
     s = xnp.concatenate([s, xnp.zeros(s.shape[:-1] + (1,), s.dtype)], axis=-1)
@@ -245,11 +289,12 @@ def leslie(f, s):
 def companion(a):
     """The companion matrix of the polynomial with coefficients ``a`` (shape ``(..., n)``,
     ``n >= 2``): first row ``-a[1:] / a[0]``, ones on the first sub-diagonal."""
-    a, = promote_args_inexact("companion", a)
+    (a,) = promote_args_inexact("companion", a)
     a = xnp.atleast_1d(a)
     if a.shape[-1] < 2:
-        raise ValueError(f"companion: a needs at least 2 coefficients along its last axis, "
-                         f"got a.shape={a.shape}")
+        raise ValueError(
+            f"companion: a needs at least 2 coefficients along its last axis, got a.shape={a.shape}"
+        )
     first_row = -a[..., 1:] / a[..., :1]
     m = a.shape[-1] - 1
     below = xnp.eye(m, m, k=-1, dtype=first_row.dtype)
@@ -266,11 +311,13 @@ def fiedler(a):
 def fiedler_companion(a):
     """The pentadiagonal Fiedler companion matrix of the polynomial with coefficients ``a``
     (shape ``(..., n)``): its eigenvalues are the polynomial's roots."""
-    a, = promote_args_inexact("fiedler_companion", a)
+    (a,) = promote_args_inexact("fiedler_companion", a)
     a = xnp.atleast_1d(a)
     if a.shape[-1] == 0:
-        raise ValueError(f"fiedler_companion: a needs at least 1 coefficient along its last "
-                         f"axis, got a.shape={a.shape}")
+        raise ValueError(
+            f"fiedler_companion: a needs at least 1 coefficient along its last "
+            f"axis, got a.shape={a.shape}"
+        )
     n = a.shape[-1] - 1
     if n == 0:
         return xnp.empty(a.shape[:-1] + (0, 0), a.dtype)
@@ -302,11 +349,14 @@ def convolution_matrix(a, n, mode="full"):
         raise ValueError("convolution_matrix: a must be at least 1-dimensional, got a scalar")
     m = a.shape[-1]
     if m < 1:
-        raise ValueError(f"convolution_matrix: a needs at least 1 entry along its last axis, "
-                         f"got a.shape={a.shape}")
+        raise ValueError(
+            f"convolution_matrix: a needs at least 1 entry along its last axis, "
+            f"got a.shape={a.shape}"
+        )
     if mode not in ("full", "valid", "same"):
-        raise ValueError(f"convolution_matrix: mode must be 'full', 'valid' or 'same', got "
-                         f"{mode!r}")
+        raise ValueError(
+            f"convolution_matrix: mode must be 'full', 'valid' or 'same', got {mode!r}"
+        )
     if mode == "same":
         trim = min(n, m) - 1
         head, tail = trim // 2, trim - trim // 2
@@ -318,8 +368,8 @@ def convolution_matrix(a, n, mode="full"):
     padded = xnp.concatenate([a, zeros], axis=-1)
     padded_rev = xnp.concatenate([xnp.flip(a, axis=-1), zeros], axis=-1)
     length = m + n - 1
-    first_col = padded[..., head:length - tail]
-    first_row = padded_rev[..., length - n - head:length - head]
+    first_col = padded[..., head : length - tail]
+    first_row = padded_rev[..., length - n - head : length - head]
     return toeplitz(first_col, first_row)
 
 
@@ -335,8 +385,13 @@ def invhilbert(n):
     a = xnp.arange(n, dtype=dtypes.default_float())
     i, j = a[:, None], a[None, :]
     s = i + j
-    return ((-1.0) ** s * (s + 1.0) * _comb(n + i, n - j - 1) * _comb(n + j, n - i - 1)
-            * _comb(s, i) ** 2)
+    return (
+        (-1.0) ** s
+        * (s + 1.0)
+        * _comb(n + i, n - j - 1)
+        * _comb(n + j, n - i - 1)
+        * _comb(s, i) ** 2
+    )
 
 
 def pascal(n, kind=None):
@@ -387,8 +442,9 @@ def hadamard(n, dtype=int):
         raise ValueError(f"hadamard: n must be a positive power of 2, got {n}")
     h = xnp.ones((1, 1), dtype=dtype)
     for _ in range(int(math.log2(n))):
-        h = xnp.concatenate([xnp.concatenate([h, h], axis=1),
-                             xnp.concatenate([h, -h], axis=1)], axis=0)
+        h = xnp.concatenate(
+            [xnp.concatenate([h, h], axis=1), xnp.concatenate([h, -h], axis=1)], axis=0
+        )
     return h
 
 
@@ -422,8 +478,7 @@ def _trans_flags(trans):
         return True, False
     if trans in (2, "C"):
         return True, True
-    raise ValueError(f"solve_triangular: trans must be 0 or 'N', 1 or 'T', 2 or 'C', got "
-                     f"{trans!r}")
+    raise ValueError(f"solve_triangular: trans must be 0 or 'N', 1 or 'T', 2 or 'C', got {trans!r}")
 
 
 def _solve_rhs(name, a, b, solve):
@@ -435,23 +490,36 @@ def _solve_rhs(name, a, b, solve):
         raise ValueError(f"{name}: b must be at least 1-dimensional, got a scalar")
     vector = b.ndim == 1
     if not vector and a.ndim == b.ndim + 1 and a.shape[-1] == b.shape[-1]:
-        warnings.warn(f"xform.scipy.linalg.{name}: batched 1D solves with b.ndim > 1 are "
-                      "deprecated (as in JAX), and in the future will be treated as a batched "
-                      f"2D solve. Use {name}(..., b[..., None]).squeeze(-1) to avoid this "
-                      "warning.", category=FutureWarning, stacklevel=3)
+        warnings.warn(
+            f"xform.scipy.linalg.{name}: batched 1D solves with b.ndim > 1 are "
+            "deprecated (as in JAX), and in the future will be treated as a batched "
+            f"2D solve. Use {name}(..., b[..., None]).squeeze(-1) to avoid this "
+            "warning.",
+            category=FutureWarning,
+            stacklevel=3,
+        )
         vector = True
     if vector:
         b = b[..., None]
     if b.shape[-2] != a.shape[-1]:
-        raise ValueError(f"{name}: inconsistent sizes: a has shape {a.shape} but b has "
-                         f"{b.shape[-2]} rows")
+        raise ValueError(
+            f"{name}: inconsistent sizes: a has shape {a.shape} but b has {b.shape[-2]} rows"
+        )
     a, b = _broadcast_batch(a, b)
     x = solve(a, b)
     return x[..., 0] if vector else x
 
 
-def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
-                     debug=None, check_finite=True):
+def solve_triangular(
+    a,
+    b,
+    trans=0,
+    lower=False,
+    unit_diagonal=False,
+    overwrite_b=False,
+    debug=None,
+    check_finite=True,
+):
     """Solve ``a @ x = b`` (``trans`` 0 or ``'N'``), ``a.T @ x = b`` (1, ``'T'``) or
     ``a.conj().T @ x = b`` (2, ``'C'``) for a triangular ``a``.
 
@@ -472,9 +540,15 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     a, b = promote_dtypes_inexact(xnp.asarray(a), xnp.asarray(b))
 
     def solve(a, b):
-        return lax_linalg.triangular_solve(a, b, left_side=True, lower=lower,
-                                           transpose_a=transpose_a, conjugate_a=conjugate_a,
-                                           unit_diagonal=unit_diagonal)
+        return lax_linalg.triangular_solve(
+            a,
+            b,
+            left_side=True,
+            lower=lower,
+            transpose_a=transpose_a,
+            conjugate_a=conjugate_a,
+            unit_diagonal=unit_diagonal,
+        )
 
     return _solve_rhs("solve_triangular", a, b, solve)
 
@@ -487,7 +561,7 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     with ``a = U^H U``, or lower ``L`` with ``a = L L^H`` if ``lower``. Only that triangle
     of ``a`` is read."""
     del overwrite_a, check_finite
-    a, = promote_dtypes_inexact(xnp.asarray(a))
+    (a,) = promote_dtypes_inexact(xnp.asarray(a))
     factor = lax_linalg.cholesky(a if lower else _H(a), symmetrize_input=False)
     return factor if lower else _H(factor)
 
@@ -513,10 +587,12 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
 
     def solve(c, b):
         # a = L L^H: solve with L, then with L^H (the upper factor is U = L^H).
-        y = lax_linalg.triangular_solve(c, b, left_side=True, lower=lower,
-                                        transpose_a=not lower, conjugate_a=not lower)
-        return lax_linalg.triangular_solve(c, y, left_side=True, lower=lower,
-                                           transpose_a=lower, conjugate_a=lower)
+        y = lax_linalg.triangular_solve(
+            c, b, left_side=True, lower=lower, transpose_a=not lower, conjugate_a=not lower
+        )
+        return lax_linalg.triangular_solve(
+            c, y, left_side=True, lower=lower, transpose_a=lower, conjugate_a=lower
+        )
 
     return _solve_rhs("cho_solve", c, b, solve)
 
@@ -528,7 +604,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     """``(lu, piv)``: ``L`` (unit diagonal, not stored) and ``U`` packed in one array of shape
     ``(..., m, n)``, and LAPACK's pivots (row ``i`` was swapped with row ``piv[i]``)."""
     del overwrite_a, check_finite
-    a, = promote_dtypes_inexact(xnp.asarray(a))
+    (a,) = promote_dtypes_inexact(xnp.asarray(a))
     lu_, pivots, _ = lax_linalg.lu(a)
     return lu_, pivots
 
@@ -540,10 +616,12 @@ def _lu_solve_matrix(lu_, perm, b, trans):
         x = lax_linalg.triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True)
         return lax_linalg.triangular_solve(lu_, x, left_side=True, lower=False)
     conj = trans == 2
-    x = lax_linalg.triangular_solve(lu_, b, left_side=True, lower=False, transpose_a=True,
-                                    conjugate_a=conj)
-    x = lax_linalg.triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True,
-                                    transpose_a=True, conjugate_a=conj)
+    x = lax_linalg.triangular_solve(
+        lu_, b, left_side=True, lower=False, transpose_a=True, conjugate_a=conj
+    )
+    x = lax_linalg.triangular_solve(
+        lu_, x, left_side=True, lower=True, unit_diagonal=True, transpose_a=True, conjugate_a=conj
+    )
     _, inverse = lax.sort_key_val(perm, lax.iota(np.int32, perm.shape[0]))
     return x[inverse, :]
 
@@ -567,8 +645,9 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     def solve(lu_, b):
         batch = lu_.shape[:-2]
         perm_b = xnp.broadcast_to(perm, batch + perm.shape[-1:])
-        return _vectorize(lambda x, p, y: _lu_solve_matrix(x, p, y, trans),
-                          (2, 1, 2))(lu_, perm_b, b)
+        return _vectorize(lambda x, p, y: _lu_solve_matrix(x, p, y, trans), (2, 1, 2))(
+            lu_, perm_b, b
+        )
 
     return _solve_rhs("lu_solve", lu_, b, solve)
 
@@ -582,15 +661,18 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
       triangular, ``k = min(m, n)``.
     """
     del overwrite_a, check_finite
-    a, = promote_dtypes_inexact(xnp.asarray(a))
+    (a,) = promote_dtypes_inexact(xnp.asarray(a))
     if a.ndim != 2:
-        raise ValueError(f"lu: expected a matrix (JAX's scipy.linalg.lu takes no batch "
-                         f"dimensions), got a.shape={a.shape}")
+        raise ValueError(
+            f"lu: expected a matrix (JAX's scipy.linalg.lu takes no batch "
+            f"dimensions), got a.shape={a.shape}"
+        )
     lu_, _, permutation = lax_linalg.lu(a)
     m, n = a.shape
     k = min(m, n)
-    p = xnp.real((permutation[None, :] == xnp.arange(m, dtype=permutation.dtype)[:, None])
-                 .astype(a.dtype))
+    p = xnp.real(
+        (permutation[None, :] == xnp.arange(m, dtype=permutation.dtype)[:, None]).astype(a.dtype)
+    )
     lower = xnp.tril(lu_, -1)[:, :k] + xnp.eye(m, k, dtype=a.dtype)
     upper = xnp.triu(lu_)[:k, :]
     if permute_l:
@@ -607,12 +689,21 @@ def _solve_pos(a, b, lower):
     derivatives come from ``custom_linear_solve``: they treat ``a`` as the whole matrix it
     multiplies by, and reuse the factorization."""
     factors = cho_factor(lax.stop_gradient(a), lower=lower)
-    return lax.custom_linear_solve(lambda x: _dot(a, x), b,
-                                   solve=lambda _, x: cho_solve(factors, x), symmetric=True)
+    return lax.custom_linear_solve(
+        lambda x: _dot(a, x), b, solve=lambda _, x: cho_solve(factors, x), symmetric=True
+    )
 
 
-def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False,
-          check_finite=True, assume_a="gen"):
+def solve(
+    a,
+    b,
+    lower=False,
+    overwrite_a=False,
+    overwrite_b=False,
+    debug=False,
+    check_finite=True,
+    assume_a="gen",
+):
     """Solve ``a @ x = b``.
 
     Args:
@@ -635,11 +726,16 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False,
     a, b = promote_dtypes_inexact(xnp.asarray(a), xnp.asarray(b))
     if assume_a != "pos":
         return xnp_linalg.solve(a, b)
-    if not (a.ndim >= 2 and b.ndim in (a.ndim, a.ndim - 1)
-            and a.shape[-1] == a.shape[-2] == b.shape[a.ndim - 2]):
-        raise ValueError("solve: with assume_a='pos' the shapes must be a=[..., m, m] and "
-                         f"b=[..., m] or b=[..., m, k], got a.shape={a.shape} and "
-                         f"b.shape={b.shape}")
+    if not (
+        a.ndim >= 2
+        and b.ndim in (a.ndim, a.ndim - 1)
+        and a.shape[-1] == a.shape[-2] == b.shape[a.ndim - 2]
+    ):
+        raise ValueError(
+            "solve: with assume_a='pos' the shapes must be a=[..., m, m] and "
+            f"b=[..., m] or b=[..., m, k], got a.shape={a.shape} and "
+            f"b.shape={b.shape}"
+        )
     vector = a.ndim == b.ndim + 1
     a, b = _broadcast_batch(a, b[..., None] if vector else b)
     x = _solve_pos(a, b, lower)
@@ -680,15 +776,16 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
         full_matrices = False
     else:
         raise ValueError(f"qr: mode must be 'full', 'economic' or 'r', got {mode!r}")
-    a, = promote_dtypes_inexact(xnp.asarray(a))
+    (a,) = promote_dtypes_inexact(xnp.asarray(a))
     q, r, *p = lax_linalg.qr(a, pivoting=pivoting, full_matrices=full_matrices)
     if mode == "r":
         return (r, p[0]) if pivoting else (r,)
     return (q, r, p[0]) if pivoting else (q, r)
 
 
-def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a=False,
-                overwrite_c=False):
+def qr_multiply(
+    a, c, mode="right", pivoting=False, conjugate=False, overwrite_a=False, overwrite_c=False
+):
     """The QR decomposition of ``a`` with ``Q`` multiplied into ``c``.
 
     Args:
@@ -711,11 +808,15 @@ def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a
     m, n = a.shape[-2:]
     k = min(m, n)
     if mode == "left" and c.shape[-2] != k:
-        raise ValueError(f"qr_multiply: Q @ c needs c with {k} rows (Q of a with shape "
-                         f"{a.shape} has {k} columns), got c.shape={c.shape}")
+        raise ValueError(
+            f"qr_multiply: Q @ c needs c with {k} rows (Q of a with shape "
+            f"{a.shape} has {k} columns), got c.shape={c.shape}"
+        )
     if mode == "right" and c.shape[-1] != m:
-        raise ValueError(f"qr_multiply: c @ Q needs c with {m} columns (Q of a with shape "
-                         f"{a.shape} has {m} rows), got c.shape={c.shape}")
+        raise ValueError(
+            f"qr_multiply: c @ Q needs c with {m} columns (Q of a with shape "
+            f"{a.shape} has {m} rows), got c.shape={c.shape}"
+        )
     a, c = _broadcast_batch(a, c)
     # The economic Q is all of Q that meets c: Q @ [c; 0] and (c @ Q)[:, :k] only see it.
     q, r, *p = lax_linalg.qr(a, pivoting=pivoting, full_matrices=False)
@@ -727,8 +828,14 @@ def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a
     return (product, r, p[0]) if pivoting else (product, r)
 
 
-def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
-        lapack_driver="gesdd"):
+def svd(
+    a,
+    full_matrices=True,
+    compute_uv=True,
+    overwrite_a=False,
+    check_finite=True,
+    lapack_driver="gesdd",
+):
     """The singular value decomposition ``a = U @ diag(s) @ Vh``.
 
     Returns:
@@ -736,12 +843,22 @@ def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=
       ``(..., k, n)`` without ``full_matrices``), or only ``s`` without ``compute_uv``.
     """
     del overwrite_a, check_finite, lapack_driver
-    a, = promote_dtypes_inexact(xnp.asarray(a))
+    (a,) = promote_dtypes_inexact(xnp.asarray(a))
     return lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
 
 
-def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
-         turbo=True, eigvals=None, type=1, check_finite=True):  # noqa: A002  (SciPy's name)
+def eigh(
+    a,
+    b=None,
+    lower=True,
+    eigvals_only=False,
+    overwrite_a=False,
+    overwrite_b=False,
+    turbo=True,
+    eigvals=None,
+    type=1,  # noqa: A002  (SciPy's name)
+    check_finite=True,
+):
     """Eigenvalues (ascending) and eigenvectors of a (stack of) Hermitian matrix.
 
     Only the standard problem is implemented, as in JAX: ``b``, ``eigvals`` and ``type != 1``
@@ -752,14 +869,17 @@ def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite
     """
     del overwrite_a, overwrite_b, turbo, check_finite
     if b is not None:
-        raise NotImplementedError("eigh: the generalized problem (b is not None) is not "
-                                  "implemented, as in JAX")
+        raise NotImplementedError(
+            "eigh: the generalized problem (b is not None) is not implemented, as in JAX"
+        )
     if type != 1:
         raise NotImplementedError(f"eigh: only type=1 is implemented, as in JAX; got {type}")
     if eigvals is not None:
-        raise NotImplementedError("eigh: eigvals (a subset of the spectrum) is not implemented, "
-                                  "as in JAX; take a slice of the result")
-    a, = promote_dtypes_inexact(xnp.asarray(a))
+        raise NotImplementedError(
+            "eigh: eigvals (a subset of the spectrum) is not implemented, "
+            "as in JAX; take a slice of the result"
+        )
+    (a,) = promote_dtypes_inexact(xnp.asarray(a))
     v, w = lax_linalg.eigh(a, lower=lower)
     return w if eigvals_only else (w, v)
 
@@ -801,8 +921,10 @@ def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
     # Q = diag(1, Q'), with Q' the product of the reflectors stored below the sub-diagonal.
     q = lax_linalg.householder_product(packed[..., 1:, :-1], taus)
     batch = packed.shape[:-2]
-    top = xnp.concatenate([xnp.ones(batch + (1, 1), packed.dtype),
-                           xnp.zeros(batch + (1, n - 1), packed.dtype)], axis=-1)
+    top = xnp.concatenate(
+        [xnp.ones(batch + (1, 1), packed.dtype), xnp.zeros(batch + (1, n - 1), packed.dtype)],
+        axis=-1,
+    )
     rest = xnp.concatenate([xnp.zeros(batch + (n - 1, 1), packed.dtype), q], axis=-1)
     return h, xnp.concatenate([top, rest], axis=-2)
 
@@ -821,8 +943,10 @@ def rsf2csf(T, Z, check_finite=True):  # noqa: N803  (SciPy's names)
     if z.ndim < 2 or z.shape[-1] != z.shape[-2]:
         raise ValueError(f"rsf2csf: Z must be a (stack of) square matrix, got Z.shape={z.shape}")
     if t.shape[-1] != z.shape[-1]:
-        raise ValueError(f"rsf2csf: T and Z must be matrices of one size, got T.shape={t.shape} "
-                         f"and Z.shape={z.shape}")
+        raise ValueError(
+            f"rsf2csf: T and Z must be matrices of one size, got T.shape={t.shape} "
+            f"and Z.shape={z.shape}"
+        )
     return _vectorize(_rsf2csf_matrix, (2, 2))(t, z)
 
 
@@ -867,24 +991,53 @@ def _rsf2csf_matrix(t, z):
 # --------------------------------------------------------------------------- matrix functions
 
 _PADE_COEFFS = {
-    3: (120., 60., 12., 1.),
-    5: (30240., 15120., 3360., 420., 30., 1.),
-    7: (17297280., 8648640., 1995840., 277200., 25200., 1512., 56., 1.),
-    9: (17643225600., 8821612800., 2075673600., 302702400., 30270240., 2162160., 110880.,
-        3960., 90., 1.),
-    13: (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800.,
-         129060195264000., 10559470521600., 670442572800., 33522128640., 1323241920.,
-         40840800., 960960., 16380., 182., 1.),
+    3: (120.0, 60.0, 12.0, 1.0),
+    5: (30240.0, 15120.0, 3360.0, 420.0, 30.0, 1.0),
+    7: (17297280.0, 8648640.0, 1995840.0, 277200.0, 25200.0, 1512.0, 56.0, 1.0),
+    9: (
+        17643225600.0,
+        8821612800.0,
+        2075673600.0,
+        302702400.0,
+        30270240.0,
+        2162160.0,
+        110880.0,
+        3960.0,
+        90.0,
+        1.0,
+    ),
+    13: (
+        64764752532480000.0,
+        32382376266240000.0,
+        7771770303897600.0,
+        1187353796428800.0,
+        129060195264000.0,
+        10559470521600.0,
+        670442572800.0,
+        33522128640.0,
+        1323241920.0,
+        40840800.0,
+        960960.0,
+        16380.0,
+        182.0,
+        1.0,
+    ),
 }
 
 # Higham (2005): the largest 1-norm each Padé degree handles to working precision, and the
 # norm to scale down to before the highest degree. Float64 uses degrees 3-13, float32 3-7.
-_EXPM_DOUBLE = ((3, 5, 7, 9, 13), (1.495585217958292e-002, 2.539398330063230e-001,
-                                    9.504178996162932e-001, 2.097847961257068e+000),
-                5.371920351148152)
-_EXPM_SINGLE = ((3, 5, 7), (4.258730016922831e-001, 1.880152677804762e+000), 3.925724783138660)
-_EXPM_PARAMS = {np.dtype(np.float64): _EXPM_DOUBLE, np.dtype(np.complex128): _EXPM_DOUBLE,
-                np.dtype(np.float32): _EXPM_SINGLE, np.dtype(np.complex64): _EXPM_SINGLE}
+_EXPM_DOUBLE = (
+    (3, 5, 7, 9, 13),
+    (1.495585217958292e-002, 2.539398330063230e-001, 9.504178996162932e-001, 2.097847961257068e000),
+    5.371920351148152,
+)
+_EXPM_SINGLE = ((3, 5, 7), (4.258730016922831e-001, 1.880152677804762e000), 3.925724783138660)
+_EXPM_PARAMS = {
+    np.dtype(np.float64): _EXPM_DOUBLE,
+    np.dtype(np.complex128): _EXPM_DOUBLE,
+    np.dtype(np.float32): _EXPM_SINGLE,
+    np.dtype(np.complex64): _EXPM_SINGLE,
+}
 
 
 def _pade(degree):
@@ -898,10 +1051,21 @@ def _pade(degree):
         if degree == 13:
             a4 = _dot(a2, a2)
             a6 = _dot(a4, a2)
-            u = _dot(a, _dot(a6, b[13] * a6 + b[11] * a4 + b[9] * a2)
-                     + b[7] * a6 + b[5] * a4 + b[3] * a2 + b[1] * ident)
-            v = (_dot(a6, b[12] * a6 + b[10] * a4 + b[8] * a2)
-                 + b[6] * a6 + b[4] * a4 + b[2] * a2 + b[0] * ident)
+            u = _dot(
+                a,
+                _dot(a6, b[13] * a6 + b[11] * a4 + b[9] * a2)
+                + b[7] * a6
+                + b[5] * a4
+                + b[3] * a2
+                + b[1] * ident,
+            )
+            v = (
+                _dot(a6, b[12] * a6 + b[10] * a4 + b[8] * a2)
+                + b[6] * a6
+                + b[4] * a4
+                + b[2] * a2
+                + b[0] * ident
+            )
             return u, v
         powers = [ident, a2]  # powers[k] = a^(2k)
         while len(powers) <= degree // 2:
@@ -918,8 +1082,9 @@ def _pade(degree):
 
 def _expm_matrix(a, upper_triangular, max_squarings):
     if a.dtype not in _EXPM_PARAMS:
-        raise TypeError(f"expm: A.dtype={a.dtype} is not supported (float32, float64, "
-                        "complex64 or complex128)")
+        raise TypeError(
+            f"expm: A.dtype={a.dtype} is not supported (float32, float64, complex64 or complex128)"
+        )
     degrees, bounds, max_norm = _EXPM_PARAMS[a.dtype]
     norm = xnp_linalg.norm(a, 1)
     n_squarings = xnp.maximum(0, xnp.floor(xnp.log2(norm / max_norm)))
@@ -956,7 +1121,7 @@ def expm(A, *, upper_triangular=False, max_squarings=16):  # noqa: N803  (SciPy'
     Example:
       >>> expm(xform.numpy.zeros((2, 2)))  # the identity
     """
-    a, = promote_dtypes_inexact(xnp.asarray(A))
+    (a,) = promote_dtypes_inexact(xnp.asarray(A))
     _check_square("expm", a, "A")
     return _vectorize(lambda x: _expm_matrix(x, upper_triangular, max_squarings), (2,))(a)
 
@@ -970,16 +1135,19 @@ def expm_frechet(A, E, *, method=None, compute_expm=True):  # noqa: N803  (SciPy
     del method
     a, e = xnp.asarray(A), xnp.asarray(E)
     if a.ndim < 2 or a.shape[-2] != a.shape[-1]:
-        raise ValueError(f"expm_frechet: expected A to be a (batched) square matrix, got "
-                         f"A.shape={a.shape}")
+        raise ValueError(
+            f"expm_frechet: expected A to be a (batched) square matrix, got A.shape={a.shape}"
+        )
     if e.ndim < 2 or e.shape[-2] != e.shape[-1]:
-        raise ValueError(f"expm_frechet: expected E to be a (batched) square matrix, got "
-                         f"E.shape={e.shape}")
+        raise ValueError(
+            f"expm_frechet: expected E to be a (batched) square matrix, got E.shape={e.shape}"
+        )
     if a.shape != e.shape:
-        raise ValueError(f"expm_frechet: A and E must have the same shape, got A.shape={a.shape} "
-                         f"and E.shape={e.shape}")
-    expm_a, frechet = jvp(lambda x: expm(x, upper_triangular=False, max_squarings=16),
-                          (a,), (e,))
+        raise ValueError(
+            f"expm_frechet: A and E must have the same shape, got A.shape={a.shape} "
+            f"and E.shape={e.shape}"
+        )
+    expm_a, frechet = jvp(lambda x: expm(x, upper_triangular=False, max_squarings=16), (a,), (e,))
     return (expm_a, frechet) if compute_expm else frechet
 
 
@@ -1018,12 +1186,15 @@ def sqrtm(A, blocksize=1):  # noqa: N803  (SciPy's name)
       >>> sqrtm(xform.numpy.array([[4., 0.], [0., 9.]]))  # diag(2, 3), complex
     """
     if blocksize > 1:
-        raise NotImplementedError(f"sqrtm: blocksize={blocksize}: the blocked algorithm is not "
-                                  "implemented, as in JAX; use blocksize=1")
+        raise NotImplementedError(
+            f"sqrtm: blocksize={blocksize}: the blocked algorithm is not "
+            "implemented, as in JAX; use blocksize=1"
+        )
     a = xnp.asarray(A)
     if a.ndim > 2:
-        raise ValueError(f"sqrtm: takes one matrix (no batch dimensions, as in JAX), got "
-                         f"A.shape={a.shape}")
+        raise ValueError(
+            f"sqrtm: takes one matrix (no batch dimensions, as in JAX), got A.shape={a.shape}"
+        )
     t, z = schur(a, output="complex")
     return _dot(_dot(z, _sqrtm_triu(t)), _H(z))
 
@@ -1049,10 +1220,14 @@ def funm(A, func, disp=True):  # noqa: N803  (SciPy's name)
     if disp:
         return f
     tol = {"e": dtypes.finfo(np.float16).eps, "f": dtypes.finfo(np.float32).eps}.get(
-        f.dtype.char.lower(), dtypes.finfo(np.float64).eps)
+        f.dtype.char.lower(), dtypes.finfo(np.float64).eps
+    )
     minden = xnp.where(minden == 0.0, tol, minden)
-    err = xnp.where(xnp.any(xnp.isinf(f)), np.inf, xnp.minimum(1, xnp.maximum(
-        tol, (tol / minden) * xnp_linalg.norm(xnp.triu(t, 1), 1))))
+    err = xnp.where(
+        xnp.any(xnp.isinf(f)),
+        np.inf,
+        xnp.minimum(1, xnp.maximum(tol, (tol / minden) * xnp_linalg.norm(xnp.triu(t, 1), 1))),
+    )
     return f, err
 
 
@@ -1068,8 +1243,10 @@ def _parlett(f, t):
             j = i + p
             s = t[i - 1, j - 1] * (f[j - 1, j - 1] - f[i - 1, i - 1])
             inside = (idx >= i) & (idx < j - 1)
-            s = s + (xnp.where(inside, t[i - 1], 0) @ xnp.where(inside, f[:, j - 1], 0)
-                     - xnp.where(inside, f[i - 1], 0) @ xnp.where(inside, t[:, j - 1], 0))
+            s = s + (
+                xnp.where(inside, t[i - 1], 0) @ xnp.where(inside, f[:, j - 1], 0)
+                - xnp.where(inside, f[i - 1], 0) @ xnp.where(inside, t[:, j - 1], 0)
+            )
             den = t[j - 1, j - 1] - t[i - 1, i - 1]
             s = xnp.where(den != 0, s / den, s)
             return f.at[i - 1, j - 1].set(s), xnp.minimum(minden, xnp.abs(den))
@@ -1140,11 +1317,12 @@ def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):  # noqa: N803  (SciPy
     a, b, c = promote_dtypes_inexact(xnp.asarray(A), xnp.asarray(B), xnp.asarray(C))
     m, n = c.shape[-2:]
     if a.shape[-2:] != (m, m) or b.shape[-2:] != (n, n):
-        raise ValueError(f"solve_sylvester: the shapes must be A=[..., m, m], B=[..., n, n] and "
-                         f"C=[..., m, n], got A.shape={a.shape}, B.shape={b.shape} and "
-                         f"C.shape={c.shape}")
-    return _vectorize(lambda x, y, z: _sylvester_matrix(x, y, z, method, tol),
-                      (2, 2, 2))(a, b, c)
+        raise ValueError(
+            f"solve_sylvester: the shapes must be A=[..., m, m], B=[..., n, n] and "
+            f"C=[..., m, n], got A.shape={a.shape}, B.shape={b.shape} and "
+            f"C.shape={c.shape}"
+        )
+    return _vectorize(lambda x, y, z: _sylvester_matrix(x, y, z, method, tol), (2, 2, 2))(a, b, c)
 
 
 # --------------------------------------------------------------------------- polar
@@ -1158,9 +1336,11 @@ def _polar_matrix(a, side, method, eps):
         if m < n and side == "left":
             u, p, _, _ = lax_linalg.qdwh(_H(a), eps=eps)
             return _H(u), _H(p)
-        raise NotImplementedError(f"polar: method='qdwh' takes m >= n for side='right' and "
-                                  f"m < n for side='left', got a {m}x{n} matrix with "
-                                  f"side={side!r}; use method='svd'")
+        raise NotImplementedError(
+            f"polar: method='qdwh' takes m >= n for side='right' and "
+            f"m < n for side='left', got a {m}x{n} matrix with "
+            f"side={side!r}; use method='svd'"
+        )
     if method == "svd":
         u_svd, s_svd, vh_svd = lax_linalg.svd(a, full_matrices=False)
         s_svd = s_svd.astype(u_svd.dtype)
@@ -1210,8 +1390,9 @@ def _sturm_count(alpha, beta_sq, pivmin, alpha0_perturbation, x):
         q, count = q_count
         q = alpha[i] - beta_sq[i - 1] / q - x
         negative = q <= pivmin
-        return xnp.where(negative, xnp.minimum(q, -pivmin), q), xnp.where(negative, count + 1,
-                                                                          count)
+        return xnp.where(negative, xnp.minimum(q, -pivmin), q), xnp.where(
+            negative, count + 1, count
+        )
 
     return lax.fori_loop(1, n, step, (q, count))[1]
 
@@ -1243,8 +1424,9 @@ def _tridiagonal_eigenvectors(alpha, beta, eigvals, key):
         in_window = (rows < end - start)[:, None]
         block = lax.dynamic_slice(xnp.concatenate([v, xnp.zeros_like(v)]), (start, 0), (k, n))
         q, _ = lax_linalg.qr(xnp.where(in_window, block, 0).T, full_matrices=False)
-        update = lax.dynamic_update_slice(xnp.zeros((2 * k, n), v.dtype),
-                                          xnp.where(in_window, q.T, 0), (start, 0))[:k]
+        update = lax.dynamic_update_slice(
+            xnp.zeros((2 * k, n), v.dtype), xnp.where(in_window, q.T, 0), (start, 0)
+        )[:k]
         return xnp.where(((rows >= start) & (rows < end))[:, None], update, v)
 
     v = random.normal(key, (k, n), dtype=base_dtype).astype(solve_dtype)
@@ -1255,8 +1437,9 @@ def _tridiagonal_eigenvectors(alpha, beta, eigvals, key):
 
     def step(state):
         i, v, norm, _ = state
-        v_new = lax_linalg.tridiagonal_solve(dl_k, shifted, du_k, v[:, :, None],
-                                             perturb_singular=True)[..., 0]
+        v_new = lax_linalg.tridiagonal_solve(
+            dl_k, shifted, du_k, v[:, :, None], perturb_singular=True
+        )[..., 0]
         norm_new = xnp_linalg.norm(v_new, axis=-1)
         v_new = v_new / norm_new[:, None].astype(v_new.dtype)
         v_new = lax.fori_loop(0, num_clusters, orthogonalize_cluster, v_new)
@@ -1315,8 +1498,9 @@ def _tridiagonal_eigvals(alpha, beta_abs, beta_sq, targets, tol):
     return lax.while_loop(unresolved, bisect, init)[2]
 
 
-def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None, tol=None,
-                     key=None):
+def eigh_tridiagonal(
+    d, e, *, eigvals_only=False, select="a", select_range=None, tol=None, key=None
+):
     """Eigenvalues (and eigenvectors) of the symmetric (Hermitian) tridiagonal matrix with
     diagonal ``d`` and off-diagonal ``e``, by bisection on Sturm counts, all eigenvalues in
     parallel; eigenvectors by inverse iteration.
@@ -1343,15 +1527,17 @@ def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
     alpha, beta = xnp.asarray(d), xnp.asarray(e)
     supported = (np.float32, np.float64, np.complex64, np.complex128)
     if alpha.dtype != beta.dtype:
-        raise TypeError(f"eigh_tridiagonal: d and e must have one dtype, got {alpha.dtype} and "
-                        f"{beta.dtype}")
+        raise TypeError(
+            f"eigh_tridiagonal: d and e must have one dtype, got {alpha.dtype} and {beta.dtype}"
+        )
     if alpha.dtype not in supported:
-        raise TypeError(f"eigh_tridiagonal: d and e must be float32, float64, complex64 or "
-                        f"complex128, got {alpha.dtype}")
+        raise TypeError(
+            f"eigh_tridiagonal: d and e must be float32, float64, complex64 or "
+            f"complex128, got {alpha.dtype}"
+        )
     n = alpha.shape[0]
     if n <= 1:
-        return xnp.real(alpha) if eigvals_only else (xnp.real(alpha),
-                                                     xnp.eye(n, dtype=alpha.dtype))
+        return xnp.real(alpha) if eigvals_only else (xnp.real(alpha), xnp.eye(n, dtype=alpha.dtype))
     if dtypes.is_complex(alpha.dtype):
         alpha = xnp.real(alpha)
         beta_sq = xnp.real(beta * xnp.conj(beta))
@@ -1365,12 +1551,15 @@ def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
         if select_range is None:
             raise ValueError("eigh_tridiagonal: select='i' needs select_range=(first, last)")
         if select_range[0] > select_range[1]:
-            raise ValueError(f"eigh_tridiagonal: select_range={select_range} is an empty range "
-                             "of indices")
+            raise ValueError(
+                f"eigh_tridiagonal: select_range={select_range} is an empty range of indices"
+            )
         targets = xnp.arange(select_range[0], select_range[1] + 1, dtype=np.int32)
     elif select == "v":
-        raise NotImplementedError("eigh_tridiagonal: select='v' (the eigenvalues in an interval) "
-                                  "is not implemented, as in JAX; use select='i'")
+        raise NotImplementedError(
+            "eigh_tridiagonal: select='v' (the eigenvalues in an interval) "
+            "is not implemented, as in JAX; use select='i'"
+        )
     else:
         raise ValueError(f"eigh_tridiagonal: select must be 'a', 'i' or 'v', got {select!r}")
 

@@ -75,16 +75,21 @@ def map_coordinates(input, coordinates, order, mode="constant", cval=0.0):  # no
     input_arr = xnp.asarray(input)
     coordinates = [xnp.asarray(c) for c in coordinates]
     if len(coordinates) != input_arr.ndim:
-        raise ValueError("xform.scipy.ndimage.map_coordinates: coordinates must be a sequence "
-                         f"of length input.ndim, but {len(coordinates)} != {input_arr.ndim} "
-                         f"(input.shape={input_arr.shape})")
+        raise ValueError(
+            "xform.scipy.ndimage.map_coordinates: coordinates must be a sequence "
+            f"of length input.ndim, but {len(coordinates)} != {input_arr.ndim} "
+            f"(input.shape={input_arr.shape})"
+        )
     fix = _MODES.get(mode)
     if fix is None:
-        raise NotImplementedError(f"xform.scipy.ndimage.map_coordinates does not yet support "
-                                  f"mode {mode!r}; supported modes are {sorted(_MODES)}")
+        raise NotImplementedError(
+            f"xform.scipy.ndimage.map_coordinates does not yet support "
+            f"mode {mode!r}; supported modes are {sorted(_MODES)}"
+        )
     if order not in (0, 1):
-        raise NotImplementedError("xform.scipy.ndimage.map_coordinates currently requires "
-                                  f"order<=1, got order={order!r}")
+        raise NotImplementedError(
+            f"xform.scipy.ndimage.map_coordinates currently requires order<=1, got order={order!r}"
+        )
     cval = xnp.asarray(cval, input_arr.dtype)
     per_axis = []
     for coordinate, size in zip(coordinates, input_arr.shape, strict=True):

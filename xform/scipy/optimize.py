@@ -51,6 +51,7 @@ class OptimizeResults(NamedTuple):
 
 # ----------------------------------------------------------------------------- line search
 
+
 class _ZoomState(NamedTuple):
     done: Any
     failed: Any
@@ -104,17 +105,17 @@ def _cubicmin(a, fa, fpa, b, fb, c, fc):
     denom = (db * dc) ** 2 * (db - dc)
     # [A, B] = [[dc^2, -db^2], [-dc^3, db^3]] @ [fb - fa - fpa db, fc - fa - fpa dc] / denom
     rb, rc = fb - fa - fpa * db, fc - fa - fpa * dc
-    big_a = (dc ** 2 * rb - db ** 2 * rc) / denom
-    big_b = (-dc ** 3 * rb + db ** 3 * rc) / denom
-    radical = big_b * big_b - 3. * big_a * fpa
-    return a + (-big_b + xnp.sqrt(radical)) / (3. * big_a)
+    big_a = (dc**2 * rb - db**2 * rc) / denom
+    big_b = (-(dc**3) * rb + db**3 * rc) / denom
+    radical = big_b * big_b - 3.0 * big_a * fpa
+    return a + (-big_b + xnp.sqrt(radical)) / (3.0 * big_a)
 
 
 def _quadmin(a, fa, fpa, b, fb):
     """The minimiser of the quadratic through (a, fa) with slope fpa and (b, fb)."""
     db = b - a
-    curvature = (fb - fa - fpa * db) / (db ** 2)
-    return a - fpa / (2. * curvature)
+    curvature = (fb - fa - fpa * db) / (db**2)
+    return a - fpa / (2.0 * curvature)
 
 
 def _select(pred, state, **new):
@@ -122,14 +123,39 @@ def _select(pred, state, **new):
     return state._replace(**{k: xnp.where(pred, v, getattr(state, k)) for k, v in new.items()})
 
 
-def _zoom(phi_dphi_g, wolfe_one, wolfe_two, a_lo, phi_lo, dphi_lo, a_hi, phi_hi, dphi_hi,
-          g_0, pass_through):
+def _zoom(
+    phi_dphi_g,
+    wolfe_one,
+    wolfe_two,
+    a_lo,
+    phi_lo,
+    dphi_lo,
+    a_hi,
+    phi_hi,
+    dphi_hi,
+    g_0,
+    pass_through,
+):
     """Shrink the bracket [a_lo, a_hi] to a step meeting the strong Wolfe conditions."""
     state = _ZoomState(
-        done=False, failed=False, j=0, a_lo=a_lo, phi_lo=phi_lo, dphi_lo=dphi_lo,
-        a_hi=a_hi, phi_hi=phi_hi, dphi_hi=dphi_hi, a_rec=(a_lo + a_hi) / 2.,
-        phi_rec=(phi_lo + phi_hi) / 2., a_star=1., phi_star=phi_lo, dphi_star=dphi_lo,
-        g_star=g_0, nfev=0, ngev=0)
+        done=False,
+        failed=False,
+        j=0,
+        a_lo=a_lo,
+        phi_lo=phi_lo,
+        dphi_lo=dphi_lo,
+        a_hi=a_hi,
+        phi_hi=phi_hi,
+        dphi_hi=dphi_hi,
+        a_rec=(a_lo + a_hi) / 2.0,
+        phi_rec=(phi_lo + phi_hi) / 2.0,
+        a_star=1.0,
+        phi_star=phi_lo,
+        dphi_star=dphi_lo,
+        g_star=g_0,
+        nfev=0,
+        ngev=0,
+    )
     delta1, delta2 = 0.2, 0.1
 
     def body(s):
@@ -145,7 +171,7 @@ def _zoom(phi_dphi_g, wolfe_one, wolfe_two, a_lo, phi_lo, dphi_lo, a_hi, phi_hi,
         use_bisection = ~use_cubic & ~use_quad
         a_j = xnp.where(use_cubic, a_cubic, s.a_rec)
         a_j = xnp.where(use_quad, a_quad, a_j)
-        a_j = xnp.where(use_bisection, (s.a_lo + s.a_hi) / 2., a_j)
+        a_j = xnp.where(use_bisection, (s.a_lo + s.a_hi) / 2.0, a_j)
 
         phi_j, dphi_j, g_j = phi_dphi_g(a_j)
         phi_j = phi_j.astype(s.phi_lo.dtype)
@@ -155,15 +181,23 @@ def _zoom(phi_dphi_g, wolfe_one, wolfe_two, a_lo, phi_lo, dphi_lo, a_hi, phi_hi,
 
         hi_to_j = wolfe_one(a_j, phi_j) | (phi_j >= s.phi_lo)
         star_to_j = wolfe_two(dphi_j) & ~hi_to_j
-        hi_to_lo = (dphi_j * (s.a_hi - s.a_lo) >= 0.) & ~hi_to_j & ~star_to_j
+        hi_to_lo = (dphi_j * (s.a_hi - s.a_lo) >= 0.0) & ~hi_to_j & ~star_to_j
         lo_to_j = ~hi_to_j & ~star_to_j
 
-        s = _select(hi_to_j, s, a_hi=a_j, phi_hi=phi_j, dphi_hi=dphi_j, a_rec=s.a_hi,
-                    phi_rec=s.phi_hi)
+        s = _select(
+            hi_to_j, s, a_hi=a_j, phi_hi=phi_j, dphi_hi=dphi_j, a_rec=s.a_hi, phi_rec=s.phi_hi
+        )
         s = _select(star_to_j, s, a_star=a_j, phi_star=phi_j, dphi_star=dphi_j, g_star=g_j)
         s = s._replace(done=star_to_j | s.done)
-        s = _select(hi_to_lo, s, a_hi=s.a_lo, phi_hi=s.phi_lo, dphi_hi=s.dphi_lo,
-                    a_rec=s.a_hi, phi_rec=s.phi_hi)
+        s = _select(
+            hi_to_lo,
+            s,
+            a_hi=s.a_lo,
+            phi_hi=s.phi_lo,
+            dphi_hi=s.dphi_lo,
+            a_rec=s.a_hi,
+            phi_rec=s.phi_hi,
+        )
         s = _select(lo_to_j & ~hi_to_lo, s, a_rec=s.a_lo, phi_rec=s.phi_lo)
         s = _select(lo_to_j, s, a_lo=a_j, phi_lo=phi_j, dphi_lo=dphi_j)
         s = s._replace(j=s.j + 1)
@@ -175,6 +209,7 @@ def _zoom(phi_dphi_g, wolfe_one, wolfe_two, a_lo, phi_lo, dphi_lo, a_hi, phi_hi,
 
 def _line_search(f, xk, pk, old_fval, old_old_fval, gfk, c1=1e-4, c2=0.9, maxiter=20):
     """A step along ``pk`` from ``xk`` satisfying the strong Wolfe conditions."""
+
     def phi_dphi_g(t):
         t = xnp.array(t, dtype=pk.dtype)
         phi, g = api_autodiff.value_and_grad(f)(xk + t * pk)
@@ -192,48 +227,94 @@ def _line_search(f, xk, pk, old_fval, old_old_fval, gfk, c1=1e-4, c2=0.9, maxite
         return xnp.abs(dphi_i) <= -c2 * dphi_0
 
     state = _LineSearchState(
-        done=xnp.array(False), failed=xnp.array(False), i=1, a_i1=0., phi_i1=phi_0,
-        dphi_i1=dphi_0, nfev=0, ngev=0, a_star=0., phi_star=phi_0, dphi_star=dphi_0,
-        g_star=gfk)
+        done=xnp.array(False),
+        failed=xnp.array(False),
+        i=1,
+        a_i1=0.0,
+        phi_i1=phi_0,
+        dphi_i1=dphi_0,
+        nfev=0,
+        ngev=0,
+        a_star=0.0,
+        phi_star=phi_0,
+        dphi_star=dphi_0,
+        g_star=gfk,
+    )
 
     def body(s):
-        a_i = xnp.where(s.i == 1, start_value, s.a_i1 * 2.)
+        a_i = xnp.where(s.i == 1, start_value, s.a_i1 * 2.0)
         phi_i, dphi_i, g_i = phi_dphi_g(a_i)
         s = s._replace(nfev=s.nfev + 1, ngev=s.ngev + 1)
         to_zoom1 = wolfe_one(a_i, phi_i) | ((phi_i >= s.phi_i1) & (s.i > 1))
         to_i = wolfe_two(dphi_i) & ~to_zoom1
-        to_zoom2 = (dphi_i >= 0.) & ~to_zoom1 & ~to_i
-        zoom1 = _zoom(phi_dphi_g, wolfe_one, wolfe_two, s.a_i1, s.phi_i1, s.dphi_i1,
-                      a_i, phi_i, dphi_i, gfk, ~to_zoom1)
+        to_zoom2 = (dphi_i >= 0.0) & ~to_zoom1 & ~to_i
+        zoom1 = _zoom(
+            phi_dphi_g,
+            wolfe_one,
+            wolfe_two,
+            s.a_i1,
+            s.phi_i1,
+            s.dphi_i1,
+            a_i,
+            phi_i,
+            dphi_i,
+            gfk,
+            ~to_zoom1,
+        )
         s = s._replace(nfev=s.nfev + zoom1.nfev, ngev=s.ngev + zoom1.ngev)
-        zoom2 = _zoom(phi_dphi_g, wolfe_one, wolfe_two, a_i, phi_i, dphi_i,
-                      s.a_i1, s.phi_i1, s.dphi_i1, gfk, ~to_zoom2)
+        zoom2 = _zoom(
+            phi_dphi_g,
+            wolfe_one,
+            wolfe_two,
+            a_i,
+            phi_i,
+            dphi_i,
+            s.a_i1,
+            s.phi_i1,
+            s.dphi_i1,
+            gfk,
+            ~to_zoom2,
+        )
         s = s._replace(nfev=s.nfev + zoom2.nfev, ngev=s.ngev + zoom2.ngev)
         for pred, zoom in ((to_zoom1, zoom1), (None, None), (to_zoom2, zoom2)):
             if pred is None:
-                s = _select(to_i, s, a_star=a_i, phi_star=phi_i, dphi_star=dphi_i,
-                            g_star=g_i)
+                s = _select(to_i, s, a_star=a_i, phi_star=phi_i, dphi_star=dphi_i, g_star=g_i)
                 s = s._replace(done=to_i | s.done)
                 continue
-            s = _select(pred, s, a_star=zoom.a_star, phi_star=zoom.phi_star,
-                        dphi_star=zoom.dphi_star, g_star=zoom.g_star)
+            s = _select(
+                pred,
+                s,
+                a_star=zoom.a_star,
+                phi_star=zoom.phi_star,
+                dphi_star=zoom.dphi_star,
+                g_star=zoom.g_star,
+            )
             s = s._replace(done=pred | s.done, failed=(pred & zoom.failed) | s.failed)
         return s._replace(i=s.i + 1, a_i1=a_i, phi_i1=phi_i, dphi_i1=dphi_i)
 
     state = lax.while_loop(lambda s: ~s.done & (s.i <= maxiter) & ~s.failed, body, state)
-    status = xnp.where(state.failed, xnp.array(1), xnp.where(state.i > maxiter, xnp.array(3),
-                                                             xnp.array(0)))
+    status = xnp.where(
+        state.failed, xnp.array(1), xnp.where(state.i > maxiter, xnp.array(3), xnp.array(0))
+    )
     alpha_k = xnp.asarray(state.a_star)
     if finfo(alpha_k.dtype).bits != 64:
         # Below 64 bits a vanishing step would stall BFGS on a zero direction.
         alpha_k = xnp.where(xnp.abs(alpha_k) < 1e-8, xnp.sign(alpha_k) * 1e-8, alpha_k)
     return _LineSearchResults(
-        failed=state.failed | ~state.done, nit=state.i - 1, nfev=state.nfev,
-        ngev=state.ngev, k=state.i, a_k=alpha_k, f_k=state.phi_star, g_k=state.g_star,
-        status=status)
+        failed=state.failed | ~state.done,
+        nit=state.i - 1,
+        nfev=state.nfev,
+        ngev=state.ngev,
+        k=state.i,
+        a_k=alpha_k,
+        f_k=state.phi_star,
+        g_k=state.g_star,
+        status=status,
+    )
 
 
 # ----------------------------------------------------------------------------- BFGS
+
 
 class _BFGSState(NamedTuple):
     converged: Any
@@ -256,35 +337,68 @@ def _minimize_bfgs(fun, x0, maxiter=None, norm=np.inf, gtol=1e-5, line_search_ma
     d = x0.shape[0]
     f_0, g_0 = api_autodiff.value_and_grad(fun)(x0)
     state = _BFGSState(
-        converged=xnp.linalg.norm(g_0, ord=norm) < gtol, failed=False, k=0, nfev=1, ngev=1,
-        x_k=x0, f_k=f_0, g_k=g_0, H_k=xnp.eye(d, dtype=x0.dtype),
-        old_old_fval=f_0 + xnp.linalg.norm(g_0) / 2, line_search_status=0)
+        converged=xnp.linalg.norm(g_0, ord=norm) < gtol,
+        failed=False,
+        k=0,
+        nfev=1,
+        ngev=1,
+        x_k=x0,
+        f_k=f_0,
+        g_k=g_0,
+        H_k=xnp.eye(d, dtype=x0.dtype),
+        old_old_fval=f_0 + xnp.linalg.norm(g_0) / 2,
+        line_search_status=0,
+    )
 
     def body(s):
         p_k = -_dot(s.H_k, s.g_k)
-        ls = _line_search(fun, s.x_k, p_k, old_fval=s.f_k, old_old_fval=s.old_old_fval,
-                          gfk=s.g_k, maxiter=line_search_maxiter)
+        ls = _line_search(
+            fun,
+            s.x_k,
+            p_k,
+            old_fval=s.f_k,
+            old_old_fval=s.old_old_fval,
+            gfk=s.g_k,
+            maxiter=line_search_maxiter,
+        )
         s_k = ls.a_k * p_k
         y_k = ls.g_k - s.g_k
         rho_k = xnp.reciprocal(_dot(y_k, s_k))
         w = xnp.eye(d, dtype=rho_k.dtype) - rho_k * (s_k[:, None] * y_k[None, :])
-        h_next = _einsum('ij,jk,lk', w, s.H_k, w) + rho_k * (s_k[:, None] * s_k[None, :])
+        h_next = _einsum("ij,jk,lk", w, s.H_k, w) + rho_k * (s_k[:, None] * s_k[None, :])
         h_next = xnp.where(xnp.isfinite(rho_k), h_next, s.H_k)
         return _BFGSState(
-            converged=xnp.linalg.norm(ls.g_k, ord=norm) < gtol, failed=ls.failed,
-            k=s.k + 1, nfev=s.nfev + ls.nfev, ngev=s.ngev + ls.ngev, x_k=s.x_k + s_k,
-            f_k=ls.f_k, g_k=ls.g_k, H_k=h_next, old_old_fval=s.f_k,
-            line_search_status=ls.status)
+            converged=xnp.linalg.norm(ls.g_k, ord=norm) < gtol,
+            failed=ls.failed,
+            k=s.k + 1,
+            nfev=s.nfev + ls.nfev,
+            ngev=s.ngev + ls.ngev,
+            x_k=s.x_k + s_k,
+            f_k=ls.f_k,
+            g_k=ls.g_k,
+            H_k=h_next,
+            old_old_fval=s.f_k,
+            line_search_status=ls.status,
+        )
 
-    state = lax.while_loop(
-        lambda s: ~s.converged & ~s.failed & (s.k < maxiter), body, state)
-    status = xnp.where(state.converged, 0, xnp.where(
-        state.k == maxiter, 1, xnp.where(state.failed, 2 + state.line_search_status, -1)))
+    state = lax.while_loop(lambda s: ~s.converged & ~s.failed & (s.k < maxiter), body, state)
+    status = xnp.where(
+        state.converged,
+        0,
+        xnp.where(state.k == maxiter, 1, xnp.where(state.failed, 2 + state.line_search_status, -1)),
+    )
     return state, status
 
 
-def minimize(fun: Callable, x0, args: tuple = (), *, method: str, tol: float | None = None,
-             options: Mapping[str, Any] | None = None) -> OptimizeResults:
+def minimize(
+    fun: Callable,
+    x0,
+    args: tuple = (),
+    *,
+    method: str,
+    tol: float | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> OptimizeResults:
     """Minimise a scalar function of a 1-D array, as ``jax.scipy.optimize.minimize``.
 
     Gradients come from ``xform.grad``; the search traces under ``jit`` and ``vmap``.
@@ -306,14 +420,24 @@ def minimize(fun: Callable, x0, args: tuple = (), *, method: str, tol: float | N
     if options is None:
         options = {}
     if not isinstance(args, tuple):
-        raise TypeError("args argument to xform.scipy.optimize.minimize must be a tuple, "
-                        f"got {args}")
+        raise TypeError(
+            f"args argument to xform.scipy.optimize.minimize must be a tuple, got {args}"
+        )
     if method.lower() != "bfgs":
-        raise ValueError(f"Method {method} not recognized by xform.scipy.optimize.minimize "
-                         "(only 'BFGS' is supported)")
+        raise ValueError(
+            f"Method {method} not recognized by xform.scipy.optimize.minimize "
+            "(only 'BFGS' is supported)"
+        )
     x0 = xnp.asarray(x0)
     state, status = _minimize_bfgs(lambda x: fun(x, *args), x0, **options)
     return OptimizeResults(
-        x=state.x_k, success=state.converged & ~state.failed, status=status,
-        fun=state.f_k, jac=state.g_k, hess_inv=state.H_k, nfev=state.nfev,
-        njev=state.ngev, nit=state.k)
+        x=state.x_k,
+        success=state.converged & ~state.failed,
+        status=status,
+        fun=state.f_k,
+        jac=state.g_k,
+        hess_inv=state.H_k,
+        nfev=state.nfev,
+        njev=state.ngev,
+        nit=state.k,
+    )

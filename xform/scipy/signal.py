@@ -19,8 +19,18 @@ from xform.api_batching import vmap
 from xform.numpy._promote import check_arraylike, promote_dtypes_inexact
 from xform.primitives.base import canonicalize_axis
 
-__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "csd", "detrend",
-           "fftconvolve", "istft", "stft", "welch"]
+__all__ = [
+    "convolve",
+    "convolve2d",
+    "correlate",
+    "correlate2d",
+    "csd",
+    "detrend",
+    "fftconvolve",
+    "istft",
+    "stft",
+    "welch",
+]
 
 _MODES = ("full", "same", "valid")
 
@@ -39,17 +49,23 @@ def _convolve_nd(name, in1, in2, mode, precision):
     if mode not in _MODES:
         raise ValueError(f"{name}: mode must be one of {list(_MODES)}, got {mode!r}")
     if in1.ndim != in2.ndim:
-        raise ValueError(f"{name}: in1 and in2 must have the same number of dimensions, got "
-                         f"in1.shape={in1.shape} and in2.shape={in2.shape}")
+        raise ValueError(
+            f"{name}: in1 and in2 must have the same number of dimensions, got "
+            f"in1.shape={in1.shape} and in2.shape={in2.shape}"
+        )
     if in1.size == 0 or in2.size == 0:
-        raise ValueError(f"{name}: zero-size arrays not supported in convolutions, got shapes "
-                         f"{in1.shape} and {in2.shape}")
+        raise ValueError(
+            f"{name}: zero-size arrays not supported in convolutions, got shapes "
+            f"{in1.shape} and {in2.shape}"
+        )
     in1, in2 = promote_dtypes_inexact(in1, in2)
     smaller = all(a <= b for a, b in zip(in1.shape, in2.shape, strict=True))
     larger = all(a >= b for a, b in zip(in1.shape, in2.shape, strict=True))
     if not (smaller or larger):
-        raise ValueError(f"{name}: one input must be smaller than the other in every "
-                         f"dimension, got shapes {in1.shape} and {in2.shape}")
+        raise ValueError(
+            f"{name}: one input must be smaller than the other in every "
+            f"dimension, got shapes {in1.shape} and {in2.shape}"
+        )
     target = in2.shape  # "same" centres on in1's shape, before any swap
     if smaller:
         in1, in2 = in2, in1
@@ -61,10 +77,13 @@ def _convolve_nd(name, in1, in2, mode, precision):
         padding = [(k - 1, k - 1) for k in kernel_shape]
     else:
         # Centre the window of in1's original shape inside the full convolution.
-        padding = [(k - 1 - (t - 1) // 2, k - t + (t - 1) // 2)
-                   for k, t in zip(kernel_shape, target, strict=True)]
-    out = lax.conv_general_dilated(in1[None, None], kernel[None, None], (1,) * in1.ndim,
-                                   padding, precision=precision)
+        padding = [
+            (k - 1 - (t - 1) // 2, k - t + (t - 1) // 2)
+            for k, t in zip(kernel_shape, target, strict=True)
+        ]
+    out = lax.conv_general_dilated(
+        in1[None, None], kernel[None, None], (1,) * in1.ndim, padding, precision=precision
+    )
     return out[0, 0]
 
 
@@ -88,11 +107,14 @@ def convolve(in1, in2, mode="full", method="auto", precision=None):
     if method == "fft":
         return fftconvolve(in1, in2, mode=mode)
     if method not in ("auto", "direct"):
-        raise ValueError(f"xform.scipy.signal.convolve: got method={method!r}; expected "
-                         "'auto', 'fft', or 'direct'.")
+        raise ValueError(
+            f"xform.scipy.signal.convolve: got method={method!r}; expected "
+            "'auto', 'fft', or 'direct'."
+        )
     check_arraylike("xform.scipy.signal.convolve", in1, in2)
-    return _convolve_nd("xform.scipy.signal.convolve", xnp.asarray(in1), xnp.asarray(in2),
-                        mode, precision)
+    return _convolve_nd(
+        "xform.scipy.signal.convolve", xnp.asarray(in1), xnp.asarray(in2), mode, precision
+    )
 
 
 def correlate(in1, in2, mode="full", method="auto", precision=None):
@@ -119,11 +141,15 @@ def correlate(in1, in2, mode="full", method="auto", precision=None):
 
 def _check_2d(name, in1, in2, boundary, fillvalue):
     if boundary != "fill" or fillvalue != 0:
-        raise NotImplementedError(f"{name}() only supports boundary='fill', fillvalue=0, got "
-                                  f"boundary={boundary!r}, fillvalue={fillvalue!r}")
+        raise NotImplementedError(
+            f"{name}() only supports boundary='fill', fillvalue=0, got "
+            f"boundary={boundary!r}, fillvalue={fillvalue!r}"
+        )
     if np.ndim(in1) != 2 or np.ndim(in2) != 2:
-        raise ValueError(f"{name}() only supports 2-dimensional inputs, got shapes "
-                         f"{np.shape(in1)} and {np.shape(in2)}")
+        raise ValueError(
+            f"{name}() only supports 2-dimensional inputs, got shapes "
+            f"{np.shape(in1)} and {np.shape(in2)}"
+        )
     check_arraylike(name, in1, in2)
     return xnp.asarray(in1), xnp.asarray(in2)
 
@@ -180,9 +206,11 @@ def _fftconvolve_core(in1, in2, mode):
         larger = all(a >= b for a, b in zip(in1.shape, in2.shape, strict=True))
         smaller = all(a <= b for a, b in zip(in1.shape, in2.shape, strict=True))
         if not (larger or smaller):
-            raise ValueError("xform.scipy.signal.fftconvolve: for 'valid' mode, one input "
-                             "must be at least as large as the other in every dimension, "
-                             f"got shapes {in1.shape} and {in2.shape}")
+            raise ValueError(
+                "xform.scipy.signal.fftconvolve: for 'valid' mode, one input "
+                "must be at least as large as the other in every dimension, "
+                f"got shapes {in1.shape} and {in2.shape}"
+            )
         if smaller:
             in1, in2 = in2, in1
     if all(a == 1 or b == 1 for a, b in zip(in1.shape, in2.shape, strict=True)):
@@ -221,8 +249,10 @@ def fftconvolve(in1, in2, mode="full", axes=None):
     check_arraylike(name, in1, in2)
     in1, in2 = promote_dtypes_inexact(xnp.asarray(in1), xnp.asarray(in2))
     if in1.ndim != in2.ndim:
-        raise ValueError(f"{name}: in1 and in2 should have the same dimensionality, got "
-                         f"in1.shape={in1.shape} and in2.shape={in2.shape}")
+        raise ValueError(
+            f"{name}: in1 and in2 should have the same dimensionality, got "
+            f"in1.shape={in1.shape} and in2.shape={in2.shape}"
+        )
     if mode not in _MODES:
         raise ValueError(f"{name}: mode must be one of {list(_MODES)}, got {mode!r}")
 
@@ -235,8 +265,10 @@ def fftconvolve(in1, in2, mode="full", axes=None):
     axes = {canonicalize_axis(a, in1.ndim, name) for a in axes}
     mapped = [a for a in range(in1.ndim) if a not in axes]
     if any(in1.shape[a] != in2.shape[a] for a in mapped):
-        raise ValueError(f"{name}: mapped axes must have same shape; got in1.shape={in1.shape} "
-                         f"in2.shape={in2.shape} axes={tuple(sorted(axes))}")
+        raise ValueError(
+            f"{name}: mapped axes must have same shape; got in1.shape={in1.shape} "
+            f"in2.shape={in2.shape} axes={tuple(sorted(axes))}"
+        )
     for a in mapped:
         conv = vmap(conv, in_axes=a, out_axes=a)
     return conv(in1, in2)
@@ -275,8 +307,10 @@ def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=None):  # noqa: A
     n = data.shape[axis]
     edges = np.unique(np.concatenate([[0], np.ravel(np.asarray(bp)), [n]]))
     if edges[0] < 0 or edges[-1] > n:
-        raise ValueError(f"{name}: Breakpoints must be non-negative and less than length of "
-                         f"data along given axis (length {n}), got bp={bp!r}.")
+        raise ValueError(
+            f"{name}: Breakpoints must be non-negative and less than length of "
+            f"data along given axis (length {n}), got bp={bp!r}."
+        )
     data = xnp.moveaxis(data, axis, 0)
     pieces = []
     for lo, hi in zip(edges[:-1], edges[1:], strict=True):
@@ -290,7 +324,8 @@ def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=None):  # noqa: A
         fit = mean
         if count > 1:
             slope = xnp.sum(t * segment, axis=0, keepdims=True) / np.sum(t * t).astype(
-                np.finfo(data.dtype).dtype)
+                np.finfo(data.dtype).dtype
+            )
             fit = mean + t * slope
         pieces.append(segment - fit)
     return xnp.moveaxis(xnp.concatenate(pieces, axis=0), 0, axis)
@@ -321,8 +356,10 @@ def _window(name, window, nperseg, length, dtype):
     if isinstance(window, (str, tuple)):
         n = length if nperseg is None else int(nperseg)
         if n > length:
-            warnings.warn(f"nperseg={n} is greater than input_length={length}, using "
-                          f"nperseg={length}", stacklevel=3)
+            warnings.warn(
+                f"nperseg={n} is greater than input_length={length}, using nperseg={length}",
+                stacklevel=3,
+            )
             n = length
         return xnp.asarray(_named_window(window, n), dtype=dtype), n
     check_arraylike(name, window)
@@ -333,8 +370,10 @@ def _window(name, window, nperseg, length, dtype):
     if length < win.size:
         raise ValueError(f"{name}: window is longer than input signal ({win.size} > {length})")
     if n != win.size:
-        raise ValueError(f"{name}: value specified for nperseg ({n}) is different from length "
-                         f"of window ({win.size})")
+        raise ValueError(
+            f"{name}: value specified for nperseg ({n}) is different from length "
+            f"of window ({win.size})"
+        )
     return win, n
 
 
@@ -342,16 +381,19 @@ def _odd_extend(x, n):
     if n < 1:
         return x
     if n > x.shape[-1] - 1:
-        raise ValueError(f"The extension length n ({n}) is too big. It must not exceed "
-                         f"x.shape[axis]-1, which is {x.shape[-1] - 1}.")
-    left = 2 * x[..., :1] - xnp.flip(x[..., 1:n + 1], axis=-1)
-    right = 2 * x[..., -1:] - xnp.flip(x[..., -(n + 1):-1], axis=-1)
+        raise ValueError(
+            f"The extension length n ({n}) is too big. It must not exceed "
+            f"x.shape[axis]-1, which is {x.shape[-1] - 1}."
+        )
+    left = 2 * x[..., :1] - xnp.flip(x[..., 1 : n + 1], axis=-1)
+    right = 2 * x[..., -1:] - xnp.flip(x[..., -(n + 1) : -1], axis=-1)
     return xnp.concatenate([left, x, right], axis=-1)
 
 
 def _pad_both(mode, **kw):
     def extend(x, n):
         return xnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(n, n)], mode, **kw)
+
     return extend
 
 
@@ -413,19 +455,20 @@ def _spectral_inputs(name, x, y, axis):
         check_arraylike(name, x)
         (x,) = promote_dtypes_inexact(xnp.asarray(x))
         axis = canonicalize_axis(axis, x.ndim, name)
-        return x, y, axis, x.shape[:axis] + x.shape[axis + 1:]
+        return x, y, axis, x.shape[:axis] + x.shape[axis + 1 :]
     check_arraylike(name, x, y)
     x, y = promote_dtypes_inexact(xnp.asarray(x), xnp.asarray(y))
     if x.ndim != y.ndim:
-        raise ValueError(f"{name}: two-arguments must have the same rank ({x.ndim} vs "
-                         f"{y.ndim}).")
+        raise ValueError(f"{name}: two-arguments must have the same rank ({x.ndim} vs {y.ndim}).")
     axis = canonicalize_axis(axis, x.ndim, name)
     try:
-        outer = np.broadcast_shapes(x.shape[:axis] + x.shape[axis + 1:],
-                                    y.shape[:axis] + y.shape[axis + 1:])
+        outer = np.broadcast_shapes(
+            x.shape[:axis] + x.shape[axis + 1 :], y.shape[:axis] + y.shape[axis + 1 :]
+        )
     except ValueError as err:
-        raise ValueError(f"{name}: x and y cannot be broadcast together (shapes {x.shape} "
-                         f"and {y.shape}).") from err
+        raise ValueError(
+            f"{name}: x and y cannot be broadcast together (shapes {x.shape} and {y.shape})."
+        ) from err
     return x, y, axis, outer
 
 
@@ -439,33 +482,60 @@ def _segment_params(name, window, nperseg, noverlap, nfft, length, dtype):
     noverlap = nperseg // 2 if noverlap is None else operator.index(noverlap)
     nfft = nperseg if nfft is None else operator.index(nfft)
     if nfft < nperseg:
-        raise ValueError(f"{name}: nfft must be greater than or equal to nperseg, got "
-                         f"nfft={nfft}, nperseg={nperseg}.")
+        raise ValueError(
+            f"{name}: nfft must be greater than or equal to nperseg, got "
+            f"nfft={nfft}, nperseg={nperseg}."
+        )
     if noverlap >= nperseg:
-        raise ValueError(f"{name}: noverlap must be less than nperseg, got "
-                         f"noverlap={noverlap}, nperseg={nperseg}.")
+        raise ValueError(
+            f"{name}: noverlap must be less than nperseg, got "
+            f"noverlap={noverlap}, nperseg={nperseg}."
+        )
     return win, nperseg, noverlap, nfft
 
 
-def _spectral(name, x, y, fs, window, nperseg, noverlap, nfft, detrend_type, return_onesided,
-              scaling, axis, mode, boundary=None, padded=False):
+def _spectral(
+    name,
+    x,
+    y,
+    fs,
+    window,
+    nperseg,
+    noverlap,
+    nfft,
+    detrend_type,
+    return_onesided,
+    scaling,
+    axis,
+    mode,
+    boundary=None,
+    padded=False,
+):
     """SciPy's ``_spectral_helper``: ``(freqs, times, result)`` with the frequency axis at
     ``axis`` and the segment axis last."""
     if boundary not in _BOUNDARIES:
-        raise ValueError(f"{name}: Unknown boundary option '{boundary}', must be one of: "
-                         f"{list(_BOUNDARIES)}")
+        raise ValueError(
+            f"{name}: Unknown boundary option '{boundary}', must be one of: {list(_BOUNDARIES)}"
+        )
     x, y, axis, outer = _spectral_inputs(name, x, y, axis)
     result_dtype = _complex_dtype(x.dtype)
     freq_dtype = np.finfo(result_dtype).dtype
-    win, nperseg, noverlap, nfft = _segment_params(name, window, nperseg, noverlap, nfft,
-                                                   x.shape[axis], x.dtype)
+    win, nperseg, noverlap, nfft = _segment_params(
+        name, window, nperseg, noverlap, nfft, x.shape[axis], x.dtype
+    )
     if y is None and x.size == 0:
-        return (xnp.zeros(x.shape, freq_dtype), xnp.zeros(x.shape, freq_dtype),
-                xnp.zeros(x.shape, result_dtype))
+        return (
+            xnp.zeros(x.shape, freq_dtype),
+            xnp.zeros(x.shape, freq_dtype),
+            xnp.zeros(x.shape, result_dtype),
+        )
     if y is not None and (x.size == 0 or y.size == 0):
         shape = outer[:axis] + (min(x.shape[axis], y.shape[axis]),) + outer[axis:]
-        return (xnp.zeros(shape, freq_dtype), xnp.zeros(shape, freq_dtype),
-                xnp.zeros(shape, result_dtype))
+        return (
+            xnp.zeros(shape, freq_dtype),
+            xnp.zeros(shape, freq_dtype),
+            xnp.zeros(shape, result_dtype),
+        )
     x = xnp.moveaxis(x, axis, -1)
     if y is not None:
         y = xnp.moveaxis(y, axis, -1) if y.ndim > 1 else y
@@ -487,20 +557,18 @@ def _spectral(name, x, y, fs, window, nperseg, noverlap, nfft, detrend_type, ret
     twosided = not return_onesided
     if return_onesided and (xnp.iscomplexobj(x) or (y is not None and xnp.iscomplexobj(y))):
         twosided = True
-        warnings.warn("Input data is complex, switching to return_onesided=False",
-                      stacklevel=3)
+        warnings.warn("Input data is complex, switching to return_onesided=False", stacklevel=3)
     freqs = (xnp.fft.fftfreq if twosided else xnp.fft.rfftfreq)(nfft, 1 / fs, dtype=freq_dtype)
     result = _segments(x, win, detrend_fn, nperseg, noverlap, nfft, twosided)
     if y is not None:
-        result = xnp.conj(result) * _segments(y, win, detrend_fn, nperseg, noverlap, nfft,
-                                              twosided)
+        result = xnp.conj(result) * _segments(y, win, detrend_fn, nperseg, noverlap, nfft, twosided)
     elif mode == "psd":
         result = xnp.conj(result) * result
     result = result * scale
     if not twosided and mode == "psd":
         # One-sided densities fold in the negative frequencies (not DC, nor Nyquist).
         doubled = np.ones(result.shape[-1])
-        doubled[1:None if nfft % 2 else -1] = 2
+        doubled[1 : None if nfft % 2 else -1] = 2
         result = result * doubled.astype(np.finfo(result.dtype).dtype)
     times = xnp.arange(nperseg / 2, x.shape[-1] - nperseg / 2 + 1, step, dtype=freq_dtype) / fs
     if boundary is not None:
@@ -511,8 +579,19 @@ def _spectral(name, x, y, fs, window, nperseg, noverlap, nfft, detrend_type, ret
     return freqs, times, xnp.moveaxis(result, -1, axis)
 
 
-def stft(x, fs=1.0, window="hann", nperseg=256, noverlap=None, nfft=None, detrend=False,
-         return_onesided=True, boundary="zeros", padded=True, axis=-1):
+def stft(
+    x,
+    fs=1.0,
+    window="hann",
+    nperseg=256,
+    noverlap=None,
+    nfft=None,
+    detrend=False,
+    return_onesided=True,
+    boundary="zeros",
+    padded=True,
+    axis=-1,
+):
     """The short-time Fourier transform of ``x`` along ``axis``.
 
     Args:
@@ -535,8 +614,23 @@ def stft(x, fs=1.0, window="hann", nperseg=256, noverlap=None, nfft=None, detren
     Example:
       >>> f, t, Z = xform.scipy.signal.stft(x, nperseg=4)
     """
-    return _spectral("xform.scipy.signal.stft", x, None, fs, window, nperseg, noverlap, nfft,
-                     detrend, return_onesided, "spectrum", axis, "stft", boundary, padded)
+    return _spectral(
+        "xform.scipy.signal.stft",
+        x,
+        None,
+        fs,
+        window,
+        nperseg,
+        noverlap,
+        nfft,
+        detrend,
+        return_onesided,
+        "spectrum",
+        axis,
+        "stft",
+        boundary,
+        padded,
+    )
 
 
 def _median_bias(n):
@@ -544,8 +638,20 @@ def _median_bias(n):
     return 1 + np.sum(1.0 / (k + 1) - 1.0 / k)
 
 
-def csd(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
-        detrend="constant", return_onesided=True, scaling="density", axis=-1, average="mean"):
+def csd(
+    x,
+    y,
+    fs=1.0,
+    window="hann",
+    nperseg=None,
+    noverlap=None,
+    nfft=None,
+    detrend="constant",
+    return_onesided=True,
+    scaling="density",
+    axis=-1,
+    average="mean",
+):
     """The cross power spectral density of ``x`` and ``y`` by Welch's method.
 
     Args:
@@ -565,8 +671,21 @@ def csd(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
     name = "xform.scipy.signal.csd"
     if average not in ("mean", "median"):
         raise ValueError(f'{name}: average must be "median" or "mean", got {average!r}')
-    freqs, _, pxy = _spectral(name, x, y, fs, window, nperseg, noverlap, nfft, detrend,
-                              return_onesided, scaling, axis, "psd")
+    freqs, _, pxy = _spectral(
+        name,
+        x,
+        y,
+        fs,
+        window,
+        nperseg,
+        noverlap,
+        nfft,
+        detrend,
+        return_onesided,
+        scaling,
+        axis,
+        "psd",
+    )
     if y is not None:
         pxy = pxy + 0j
     if pxy.ndim >= 2 and pxy.size > 0:
@@ -574,8 +693,9 @@ def csd(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
             if average == "median":
                 bias = _median_bias(pxy.shape[-1])
                 if xnp.iscomplexobj(pxy):
-                    pxy = lax.complex(xnp.median(xnp.real(pxy), axis=-1),
-                                      xnp.median(xnp.imag(pxy), axis=-1))
+                    pxy = lax.complex(
+                        xnp.median(xnp.real(pxy), axis=-1), xnp.median(xnp.imag(pxy), axis=-1)
+                    )
                 else:
                     pxy = xnp.median(pxy, axis=-1)
                 pxy = pxy / xnp.asarray(bias, pxy.dtype)
@@ -586,9 +706,19 @@ def csd(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
     return freqs, pxy
 
 
-def welch(x, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
-          detrend="constant", return_onesided=True, scaling="density", axis=-1,
-          average="mean"):
+def welch(
+    x,
+    fs=1.0,
+    window="hann",
+    nperseg=None,
+    noverlap=None,
+    nfft=None,
+    detrend="constant",
+    return_onesided=True,
+    scaling="density",
+    axis=-1,
+    average="mean",
+):
     """The power spectral density of ``x`` by Welch's method (averaged periodograms).
 
     Args:
@@ -600,9 +730,20 @@ def welch(x, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
     Example:
       >>> f, Pxx = xform.scipy.signal.welch(x, nperseg=8)
     """
-    freqs, pxx = csd(x, None, fs=fs, window=window, nperseg=nperseg, noverlap=noverlap,
-                     nfft=nfft, detrend=detrend, return_onesided=return_onesided,
-                     scaling=scaling, axis=axis, average=average)
+    freqs, pxx = csd(
+        x,
+        None,
+        fs=fs,
+        window=window,
+        nperseg=nperseg,
+        noverlap=noverlap,
+        nfft=nfft,
+        detrend=detrend,
+        return_onesided=return_onesided,
+        scaling=scaling,
+        axis=axis,
+        average=average,
+    )
     return freqs, xnp.real(pxx)
 
 
@@ -627,8 +768,18 @@ def _istft_window(name, window, nperseg, dtype):
     return win
 
 
-def istft(Zxx, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,  # noqa: N803
-          input_onesided=True, boundary=True, time_axis=-1, freq_axis=-2):
+def istft(
+    Zxx,
+    fs=1.0,
+    window="hann",
+    nperseg=None,
+    noverlap=None,
+    nfft=None,  # noqa: N803
+    input_onesided=True,
+    boundary=True,
+    time_axis=-1,
+    freq_axis=-2,
+):
     """The inverse short-time Fourier transform: the signal whose ``stft`` is ``Zxx``.
 
     Args:
@@ -665,12 +816,13 @@ def istft(Zxx, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,  #
     else:
         nfft = operator.index(nfft)
     if nfft < nperseg:
-        raise ValueError(f"{name}: FFT length ({nfft}) must be longer than nperseg "
-                         f"({nperseg}).")
+        raise ValueError(f"{name}: FFT length ({nfft}) must be longer than nperseg ({nperseg}).")
     noverlap = operator.index(noverlap or nperseg // 2)
     if noverlap >= nperseg:
-        raise ValueError(f"{name}: noverlap must be less than nperseg, got "
-                         f"noverlap={noverlap}, nperseg={nperseg}.")
+        raise ValueError(
+            f"{name}: noverlap must be less than nperseg, got "
+            f"noverlap={noverlap}, nperseg={nperseg}."
+        )
     step = nperseg - noverlap
     if (freq_axis, time_axis) != (Zxx.ndim - 2, Zxx.ndim - 1):
         outer = tuple(a for a in range(Zxx.ndim) if a not in (time_axis, freq_axis))
@@ -681,9 +833,13 @@ def istft(Zxx, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,  #
     frames = frames * win.sum()  # undoes stft's "spectrum" scaling
     win_col = win.reshape((1,) * (frames.ndim - 2) + (nperseg, 1))
     x = _overlap_add(xnp.swapaxes(frames * win_col, -2, -1), step)
-    norm = _overlap_add(xnp.broadcast_to(xnp.swapaxes(win_col * win_col, -2, -1),
-                                         (1,) * (frames.ndim - 2)
-                                         + (frames.shape[-1], nperseg)), step)
+    norm = _overlap_add(
+        xnp.broadcast_to(
+            xnp.swapaxes(win_col * win_col, -2, -1),
+            (1,) * (frames.ndim - 2) + (frames.shape[-1], nperseg),
+        ),
+        step,
+    )
     if boundary:
         half = nperseg // 2
         x = x[..., half:-half]
@@ -695,4 +851,3 @@ def istft(Zxx, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,  #
         x = xnp.moveaxis(x, -1, time_axis)
     times = xnp.arange(x.shape[0], dtype=np.finfo(x.dtype).dtype) / fs
     return times, x
-

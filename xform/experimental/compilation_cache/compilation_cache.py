@@ -18,8 +18,9 @@ def set_cache_dir(path) -> None:
     Example:
       >>> set_cache_dir("/tmp/xform-cache")
     """
-    config.update("jax_compilation_cache_dir",
-                  os.fspath(path) if isinstance(path, os.PathLike) else path)
+    config.update(
+        "jax_compilation_cache_dir", os.fspath(path) if isinstance(path, os.PathLike) else path
+    )
 
 
 def reset_cache() -> None:

@@ -39,20 +39,25 @@ def props(data, indices, shape):
     buffers disagree with the shape (as JAX's ``_validate_bcoo``)."""
     shape = tuple(shape)
     if indices.ndim < 2:
-        raise ValueError(f"BCOO: indices must have at least 2 dimensions, got shape "
-                         f"{indices.shape}")
+        raise ValueError(
+            f"BCOO: indices must have at least 2 dimensions, got shape {indices.shape}"
+        )
     n_batch, (nse, n_sparse) = indices.ndim - 2, indices.shape[-2:]
     n_dense = len(shape) - n_batch - n_sparse
     if n_dense < 0:
         raise ValueError(f"BCOO: indices of shape {indices.shape} do not fit shape {shape}")
-    want = (*shape[:n_batch], nse, *shape[n_batch + n_sparse:])
+    want = (*shape[:n_batch], nse, *shape[n_batch + n_sparse :])
     if data.ndim != len(want) or data.shape[n_batch:] != want[n_batch:]:
-        raise ValueError(f"BCOO: data of shape {data.shape} does not fit indices of shape "
-                         f"{indices.shape} and shape {shape}; expected data shape {want}")
+        raise ValueError(
+            f"BCOO: data of shape {data.shape} does not fit indices of shape "
+            f"{indices.shape} and shape {shape}; expected data shape {want}"
+        )
     for d in range(n_batch):  # batch dims may be broadcast (size 1) in either buffer
         if {data.shape[d], indices.shape[d], shape[d]} - {1, shape[d]}:
-            raise ValueError(f"BCOO: batch dimension {d} of data {data.shape} or indices "
-                             f"{indices.shape} does not match shape {shape}")
+            raise ValueError(
+                f"BCOO: batch dimension {d} of data {data.shape} or indices "
+                f"{indices.shape} does not match shape {shape}"
+            )
     return Props(n_batch, n_sparse, n_dense, nse)
 
 
@@ -68,14 +73,16 @@ def unflattened_shape(shape, data, indices, index_rank):
         return shape  # tree utilities rebuild with placeholders as leaves
     n_batch = indices.ndim - index_rank
     if n_batch < 0:
-        raise ValueError(f"Cannot map in_axis=0 for {'BCOO' if index_rank == 2 else 'BCSR'} "
-                         "array with n_batch=0. in_axes for batched BCOO operations must "
-                         "correspond to a batch dimension.")
+        raise ValueError(
+            f"Cannot map in_axis=0 for {'BCOO' if index_rank == 2 else 'BCSR'} "
+            "array with n_batch=0. in_axes for batched BCOO operations must "
+            "correspond to a batch dimension."
+        )
     trailing = data.ndim - n_batch - 1 + (indices.shape[-1] if index_rank == 2 else 2)
     if len(shape) - trailing == n_batch:
         return tuple(shape)
     batch = np.broadcast_shapes(data.shape[:n_batch], indices.shape[:n_batch])
-    return (*batch, *shape[len(shape) - trailing:])
+    return (*batch, *shape[len(shape) - trailing :])
 
 
 def nfold_vmap(fun, n, in_axes=0, out_axes=0):
@@ -101,7 +108,8 @@ def concrete_int(x, what):
     except ConcretizationTypeError as e:
         raise ConcretizationTypeError(
             f"{what} must be known while tracing, since it sets the number of stored "
-            f"elements (an array length); pass it as a Python int: {e}") from e
+            f"elements (an array length); pass it as a Python int: {e}"
+        ) from e
 
 
 def fill_value(sparse_shape, dtype, lead=()):
@@ -125,7 +133,7 @@ def as_index_tuple(indices):
 
 
 def _fromdense_unbatched(mat, *, nse, n_dense, index_dtype):
-    sparse_shape = mat.shape[:mat.ndim - n_dense]
+    sparse_shape = mat.shape[: mat.ndim - n_dense]
     if not sparse_shape:  # no sparse dims: the one entry is the whole (dense) array
         return mat[None], jnp.zeros((1, 0), index_dtype)
     mask = mat != 0
@@ -142,8 +150,10 @@ def fromdense(mat, *, nse=None, n_batch=0, n_dense=0, index_dtype=np.int32):
     mat = jnp.asarray(mat)
     n_sparse = mat.ndim - n_batch - n_dense
     if n_batch < 0 or n_dense < 0 or n_sparse < 0:
-        raise ValueError(f"Invalid n_batch={n_batch}, n_dense={n_dense} for array of shape "
-                         f"{mat.shape}: both must be non-negative with sum at most {mat.ndim}")
+        raise ValueError(
+            f"Invalid n_batch={n_batch}, n_dense={n_dense} for array of shape "
+            f"{mat.shape}: both must be non-negative with sum at most {mat.ndim}"
+        )
     if nse is None:
         try:
             dense = np.asarray(mat)
@@ -151,7 +161,8 @@ def fromdense(mat, *, nse=None, n_batch=0, n_dense=0, index_dtype=np.int32):
             raise ConcretizationTypeError(
                 f"bcoo_fromdense: the nse argument is None, so it would be the largest "
                 f"number of nonzeros in a batch, but the array is traced. Pass a static "
-                f"`nse`: {e}") from e
+                f"`nse`: {e}"
+            ) from e
         mask = dense != 0
         if n_dense:
             mask = mask.any(axis=tuple(range(mat.ndim - n_dense, mat.ndim)))
@@ -176,11 +187,12 @@ def todense(data, indices, shape):
     """The dense array of shape ``shape`` (duplicate entries summed, padding dropped)."""
     p = props(data, indices, shape)
     data, indices = full_batch(data, indices, p.n_batch)
-    batch = data.shape[:p.n_batch]
-    out = nfold_vmap(lambda d, i: _todense_unbatched(d, i, shape=tuple(shape[p.n_batch:])),
-                     p.n_batch)(data, indices)
+    batch = data.shape[: p.n_batch]
+    out = nfold_vmap(
+        lambda d, i: _todense_unbatched(d, i, shape=tuple(shape[p.n_batch :])), p.n_batch
+    )(data, indices)
     # a broadcast batch dim (size 1 in both buffers) is broadcast to the full shape
-    return jnp.broadcast_to(out, shape) if batch != tuple(shape[:p.n_batch]) else out
+    return jnp.broadcast_to(out, shape) if batch != tuple(shape[: p.n_batch]) else out
 
 
 def extract(indices, mat, n_dense=0):
@@ -208,7 +220,7 @@ def sum_duplicates(data, indices, shape, nse=None):
     needs concrete indices."""
     p = props(data, indices, shape)
     data, indices = full_batch(data, indices, p.n_batch)
-    sparse_shape = tuple(shape[p.n_batch:p.n_batch + p.n_sparse])
+    sparse_shape = tuple(shape[p.n_batch : p.n_batch + p.n_sparse])
     if p.n_sparse == 0:  # one entry per batch: the sum of all of them
         data = data.sum(p.n_batch, keepdims=True)
         return data, indices[..., :1, :]
@@ -218,10 +230,12 @@ def sum_duplicates(data, indices, shape, nse=None):
         except ConcretizationTypeError as e:
             raise ConcretizationTypeError(
                 f"bcoo_sum_duplicates: nse is None, so it would be counted from the indices, "
-                f"but they are traced. Pass a static `nse`: {e}") from e
+                f"but they are traced. Pass a static `nse`: {e}"
+            ) from e
         valid = (host < np.array(sparse_shape)).all(-1)
-        nse = max((len({tuple(r) for r in b[v]}) for b, v in zip(host, valid, strict=True)),
-                  default=0)
+        nse = max(
+            (len({tuple(r) for r in b[v]}) for b, v in zip(host, valid, strict=True)), default=0
+        )
     nse = concrete_int(nse, "nse argument of bcoo_sum_duplicates")
 
     def unbatched(d, i):
@@ -230,12 +244,10 @@ def sum_duplicates(data, indices, shape, nse=None):
         # real indices; unique's fill is that same row, so the tail is padding either way
         i = jnp.where(in_bounds(i, sparse_shape)[:, None], i, fill)
         size = max(nse, 1)
-        uniq, inverse = jnp.unique(i, axis=0, size=size, fill_value=fill,
-                                   return_inverse=True)
+        uniq, inverse = jnp.unique(i, axis=0, size=size, fill_value=fill, return_inverse=True)
         inverse = inverse.reshape(-1)
         out = jnp.zeros((size, *d.shape[1:]), d.dtype).at[inverse].add(d, mode="drop")
-        out = jnp.where(in_bounds(uniq, sparse_shape).reshape(-1, *[1] * (d.ndim - 1)),
-                        out, 0)
+        out = jnp.where(in_bounds(uniq, sparse_shape).reshape(-1, *[1] * (d.ndim - 1)), out, 0)
         return out[:nse], uniq[:nse]
 
     return nfold_vmap(unbatched, p.n_batch)(data, indices)
@@ -247,16 +259,19 @@ def transpose(data, indices, shape, permutation):
     p = props(data, indices, shape)
     permutation = tuple(operator.index(d) for d in permutation)
     if sorted(permutation) != list(range(len(shape))):
-        raise TypeError(f"transpose permutation isn't a permutation of operand dimensions, "
-                        f"got permutation {permutation} for operand shape {tuple(shape)}.")
+        raise TypeError(
+            f"transpose permutation isn't a permutation of operand dimensions, "
+            f"got permutation {permutation} for operand shape {tuple(shape)}."
+        )
     nb, ns = p.n_batch, p.n_sparse
-    batch_perm, sparse_perm = permutation[:nb], permutation[nb:nb + ns]
-    dense_perm = permutation[nb + ns:]
-    if (set(batch_perm) != set(range(nb)) or set(sparse_perm) != set(range(nb, nb + ns))):
+    batch_perm, sparse_perm = permutation[:nb], permutation[nb : nb + ns]
+    dense_perm = permutation[nb + ns :]
+    if set(batch_perm) != set(range(nb)) or set(sparse_perm) != set(range(nb, nb + ns)):
         raise NotImplementedError(
             f"bcoo_transpose: permutation {permutation} mixes batch, sparse or dense "
             f"dimensions (n_batch={nb}, n_sparse={ns}, n_dense={p.n_dense}); only "
-            f"permutations within each group are supported.")
+            f"permutations within each group are supported."
+        )
     data = lax.transpose(data, (*batch_perm, nb, *(d - ns + 1 for d in dense_perm)))
     indices = lax.transpose(indices, (*batch_perm, nb, nb + 1))
     if ns:
@@ -272,21 +287,26 @@ def reshape(data, indices, shape, new_sizes):
     new_sizes = tuple(operator.index(d) for d in new_sizes)
     if -1 in new_sizes:  # one inferred dimension, as jnp.reshape allows
         known = math.prod(d for d in new_sizes if d != -1)
-        new_sizes = tuple(math.prod(shape) // max(known, 1) if d == -1 else d
-                          for d in new_sizes)
+        new_sizes = tuple(math.prod(shape) // max(known, 1) if d == -1 else d for d in new_sizes)
     if math.prod(new_sizes) != math.prod(shape):
-        raise TypeError(f"cannot reshape array of shape {shape} (size {math.prod(shape)}) into "
-                        f"shape {new_sizes} (size {math.prod(new_sizes)})")
-    batch_shape = shape[:p.n_batch]
-    sparse_shape = shape[p.n_batch:p.n_batch + p.n_sparse]
+        raise TypeError(
+            f"cannot reshape array of shape {shape} (size {math.prod(shape)}) into "
+            f"shape {new_sizes} (size {math.prod(new_sizes)})"
+        )
+    batch_shape = shape[: p.n_batch]
+    sparse_shape = shape[p.n_batch : p.n_batch + p.n_sparse]
     batch_size, sparse_size = math.prod(batch_shape), math.prod(sparse_shape)
     cuml = np.cumprod(new_sizes)
     if batch_size != 1 and batch_size not in cuml:
-        raise ValueError("bcoo_reshape: new shape cannot mix batch and sparse dimensions; "
-                         f"got shape={shape} new_shape={new_sizes} with n_batch={p.n_batch}")
+        raise ValueError(
+            "bcoo_reshape: new shape cannot mix batch and sparse dimensions; "
+            f"got shape={shape} new_shape={new_sizes} with n_batch={p.n_batch}"
+        )
     if sparse_size != 1 and batch_size * sparse_size not in cuml:
-        raise ValueError("bcoo_reshape: new shape cannot mix sparse and dense dimensions; "
-                         f"got shape={shape} new_shape={new_sizes} with n_dense={p.n_dense}")
+        raise ValueError(
+            "bcoo_reshape: new shape cannot mix sparse and dense dimensions; "
+            f"got shape={shape} new_shape={new_sizes} with n_dense={p.n_dense}"
+        )
     i1 = int(cuml.searchsorted(batch_size, side="right"))
     i2 = int(cuml.searchsorted(batch_size * sparse_size, side="right"))
     new_batch, new_sparse = new_sizes[:i1], new_sizes[i1:i2]
@@ -316,12 +336,13 @@ def reduce_sum(data, indices, shape, axes):
     axes = [operator.index(a) for a in axes]
     for a in axes:
         if not -ndim <= a < ndim:
-            raise ValueError(f"bcoo_reduce_sum: axis {a} is out of bounds for an array of "
-                             f"shape {tuple(shape)}")
+            raise ValueError(
+                f"bcoo_reduce_sum: axis {a} is out of bounds for an array of shape {tuple(shape)}"
+            )
     axes = sorted({a % ndim for a in axes})
     data, indices = full_batch(data, indices, p.n_batch)
     nb, ns = p.n_batch, p.n_sparse
-    sparse_shape = tuple(shape[nb:nb + ns])
+    sparse_shape = tuple(shape[nb : nb + ns])
     dense_axes = [a for a in axes if a >= nb + ns]
     if dense_axes:
         data = data.sum(tuple(a - ns + 1 for a in dense_axes))
@@ -334,13 +355,12 @@ def reduce_sum(data, indices, shape, axes):
         # a padding row must stay padding after losing the coordinate that marked it
         indices = jnp.where(valid[..., None], indices, fill_value(kept_shape, indices.dtype))
         if not keep:
-            data = jnp.where(valid.reshape(*valid.shape, *[1] * (data.ndim - valid.ndim)),
-                             data, 0)
+            data = jnp.where(valid.reshape(*valid.shape, *[1] * (data.ndim - valid.ndim)), data, 0)
     for a in reversed([a for a in axes if a < nb]):  # fold each batch axis into the entries
         data = jnp.moveaxis(data, a, nb - 1)
         indices = jnp.moveaxis(indices, a, nb - 1)
-        data = data.reshape(*data.shape[:nb - 1], -1, *data.shape[nb + 1:])
-        indices = indices.reshape(*indices.shape[:nb - 1], -1, indices.shape[-1])
+        data = data.reshape(*data.shape[: nb - 1], -1, *data.shape[nb + 1 :])
+        indices = indices.reshape(*indices.shape[: nb - 1], -1, indices.shape[-1])
         nb -= 1
     out_shape = tuple(d for i, d in enumerate(shape) if i not in axes)
     return data, indices, out_shape
@@ -359,13 +379,15 @@ def multiply_dense(data, indices, shape, v):
     try:
         out_shape = tuple(np.broadcast_shapes(v.shape, shape))
     except ValueError:
-        raise ValueError(f"Incompatible shapes for broadcasting: shapes={[v.shape, shape]}") \
-            from None
+        raise ValueError(
+            f"Incompatible shapes for broadcasting: shapes={[v.shape, shape]}"
+        ) from None
     if out_shape != shape:
         raise NotImplementedError(
             "multiplication between sparse and dense is only implemented for cases where the "
             f"output shape matches the sparse matrix shape. Got shape={shape}, "
-            f"v.shape={v.shape}")
+            f"v.shape={v.shape}"
+        )
     v = jnp.broadcast_to(v, shape)
     return data * extract(indices, v)
 
@@ -376,16 +398,19 @@ def multiply_sparse(lhs, rhs):
     ``nse`` is the product of the two, as JAX's ``bcoo_multiply_sparse``)."""
     (ld, li, shape), (rd, ri, rshape) = lhs, rhs
     if tuple(shape) != tuple(rshape):
-        raise ValueError(f"bcoo_multiply_sparse: arrays must have the same shape, got "
-                         f"{tuple(shape)} and {tuple(rshape)}")
+        raise ValueError(
+            f"bcoo_multiply_sparse: arrays must have the same shape, got "
+            f"{tuple(shape)} and {tuple(rshape)}"
+        )
     lp, rp = props(ld, li, shape), props(rd, ri, shape)
     if (lp.n_batch, lp.n_dense) != (rp.n_batch, rp.n_dense):
-        raise NotImplementedError("bcoo_multiply_sparse: arrays with different n_batch or "
-                                  "n_dense are not supported.")
+        raise NotImplementedError(
+            "bcoo_multiply_sparse: arrays with different n_batch or n_dense are not supported."
+        )
     nb = lp.n_batch
     ld, li = full_batch(ld, li, nb)
     rd, ri = full_batch(rd, ri, nb)
-    sparse_shape = tuple(shape[nb:nb + lp.n_sparse])
+    sparse_shape = tuple(shape[nb : nb + lp.n_sparse])
 
     def unbatched(ld, li, rd, ri):
         same = jnp.all(li[:, None, :] == ri[None, :, :], axis=-1)
@@ -407,7 +432,8 @@ def concatenate_entries(lhs, rhs):
     lp, rp = props(ld, li, shape), props(rd, ri, rshape)
     if (lp.n_batch, lp.n_dense) != (rp.n_batch, rp.n_dense):
         raise NotImplementedError(
-            "Addition between sparse matrices with different batch/dense dimensions.")
+            "Addition between sparse matrices with different batch/dense dimensions."
+        )
     ld, li = full_batch(ld, li, lp.n_batch)
     rd, ri = full_batch(rd, ri, rp.n_batch)
     dtype = jnp.result_type(ld, rd)

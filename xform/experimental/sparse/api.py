@@ -11,8 +11,9 @@ def _format(name, sparse_format):
         return BCOO
     if sparse_format == "bcsr":
         return BCSR
-    raise ValueError(f"{name}: sparse_format={sparse_format!r} is not supported by xform; "
-                     "use 'bcoo' or 'bcsr'")
+    raise ValueError(
+        f"{name}: sparse_format={sparse_format!r} is not supported by xform; use 'bcoo' or 'bcsr'"
+    )
 
 
 def empty(shape, dtype=None, index_dtype="int32", sparse_format="bcoo", **kwds):
@@ -35,6 +36,5 @@ def eye(N, M=None, k=0, dtype=None, index_dtype="int32", sparse_format="bcoo", *
       3
     """
     cls = _format("eye", sparse_format)
-    mat = BCOO._eye(N, N if M is None else M, k, dtype=dtype, index_dtype=index_dtype,
-                    **kwds)
+    mat = BCOO._eye(N, N if M is None else M, k, dtype=dtype, index_dtype=index_dtype, **kwds)
     return mat if cls is BCOO else BCSR.from_bcoo(mat)

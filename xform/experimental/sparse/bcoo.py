@@ -24,9 +24,17 @@ from xform.experimental.sparse.bcoo_structural import (
 from xform.tree_util import register_pytree_node_class
 
 __all__ = [
-    "BCOO", "bcoo_dot_general", "bcoo_dot_general_sampled", "bcoo_extract", "bcoo_fromdense",
-    "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_sum_duplicates",
-    "bcoo_todense", "bcoo_transpose",
+    "BCOO",
+    "bcoo_dot_general",
+    "bcoo_dot_general_sampled",
+    "bcoo_extract",
+    "bcoo_fromdense",
+    "bcoo_multiply_dense",
+    "bcoo_multiply_sparse",
+    "bcoo_reduce_sum",
+    "bcoo_sum_duplicates",
+    "bcoo_todense",
+    "bcoo_transpose",
 ]
 
 
@@ -34,7 +42,8 @@ def _dense_comparison(self, other):
     raise NotImplementedError(
         "sparse rule for comparisons is not implemented because it would result in dense "
         "output. If this is your intent, use sparse.todense() to convert your arguments to "
-        "dense matrices.")
+        "dense matrices."
+    )
 
 
 @register_pytree_node_class
@@ -78,9 +87,11 @@ class BCOO(JAXSparse):
 
     # -- pytree: data and indices are the leaves, the shape and flags are static
     def tree_flatten(self):
-        return (self.data, self.indices), {"shape": self.shape,
-                                           "indices_sorted": self.indices_sorted,
-                                           "unique_indices": self.unique_indices}
+        return (self.data, self.indices), {
+            "shape": self.shape,
+            "indices_sorted": self.indices_sorted,
+            "unique_indices": self.unique_indices,
+        }
 
     @classmethod
     def tree_unflatten(cls, aux_data, children):
@@ -95,8 +106,9 @@ class BCOO(JAXSparse):
     @classmethod
     def fromdense(cls, mat, *, nse=None, index_dtype=np.int32, n_dense=0, n_batch=0):
         """The BCOO form of dense ``mat`` (see ``bcoo_fromdense``)."""
-        return bcoo_fromdense(mat, nse=nse, index_dtype=index_dtype, n_dense=n_dense,
-                              n_batch=n_batch)
+        return bcoo_fromdense(
+            mat, nse=nse, index_dtype=index_dtype, n_dense=n_dense, n_batch=n_batch
+        )
 
     @classmethod
     def from_scipy_sparse(cls, mat, *, index_dtype=None, n_dense=0, n_batch=0):
@@ -112,10 +124,14 @@ class BCOO(JAXSparse):
         shape = tuple(operator.index(d) for d in shape)
         n_sparse = len(shape) - n_dense - n_batch
         if n_sparse < 0 or n_dense < 0 or n_batch < 0 or nse < 0:
-            raise ValueError(f"Invalid inputs: shape={shape}, n_dense={n_dense}, "
-                             f"n_batch={n_batch}, nse={nse}")
-        batch, sparse, dense = shape[:n_batch], shape[n_batch:n_batch + n_sparse], \
-            shape[n_batch + n_sparse:]
+            raise ValueError(
+                f"Invalid inputs: shape={shape}, n_dense={n_dense}, n_batch={n_batch}, nse={nse}"
+            )
+        batch, sparse, dense = (
+            shape[:n_batch],
+            shape[n_batch : n_batch + n_sparse],
+            shape[n_batch + n_sparse :],
+        )
         data = jnp.zeros((*batch, nse, *dense), dtype)
         indices = _core.fill_value(sparse, np.dtype(index_dtype), (*batch, nse))
         return cls((data, indices), shape=shape, indices_sorted=True, unique_indices=True)
@@ -128,11 +144,13 @@ class BCOO(JAXSparse):
         start, stop = max(0, -k), min(N, M - k)
         nse = max(stop - start, 0)
         rows = np.arange(start, start + nse, dtype=np.dtype(index_dtype))
-        indices = np.stack([rows, rows + k], axis=1) if nse else \
-            np.zeros((0, 2), np.dtype(index_dtype))
+        indices = (
+            np.stack([rows, rows + k], axis=1) if nse else np.zeros((0, 2), np.dtype(index_dtype))
+        )
         data = jnp.ones(nse, dtype)
-        return cls((data, jnp.asarray(indices)), shape=(N, M), indices_sorted=True,
-                   unique_indices=True)
+        return cls(
+            (data, jnp.asarray(indices)), shape=(N, M), indices_sorted=True, unique_indices=True
+        )
 
     def todense(self):
         """The dense array (see ``bcoo_todense``)."""
@@ -143,9 +161,10 @@ class BCOO(JAXSparse):
         axes = tuple(range(self.ndim))[::-1] if axes is None else tuple(axes)
         out = bcoo_transpose(self, permutation=axes)
         # the order of the entries is kept, so sortedness survives if the sparse dims stay
-        sparse = axes[self.n_batch:self.n_batch + self.n_sparse]
+        sparse = axes[self.n_batch : self.n_batch + self.n_sparse]
         out.indices_sorted = self.indices_sorted and sparse == tuple(
-            range(self.n_batch, self.n_batch + self.n_sparse))
+            range(self.n_batch, self.n_batch + self.n_sparse)
+        )
         return out
 
     def reshape(self, *args, **kwargs):
@@ -160,13 +179,19 @@ class BCOO(JAXSparse):
     def sum(self, axis=None, keepdims=False):
         """The sum over ``axis`` (default all): a BCOO, or a dense scalar when every axis is
         summed (as JAX's)."""
-        axes = tuple(range(self.ndim)) if axis is None else \
-            (axis,) if isinstance(axis, int) else tuple(axis)
+        axes = (
+            tuple(range(self.ndim))
+            if axis is None
+            else (axis,)
+            if isinstance(axis, int)
+            else tuple(axis)
+        )
         axes = tuple(operator.index(a) % max(self.ndim, 1) for a in axes)
         out = bcoo_reduce_sum(self, axes=axes)
         if keepdims:
-            out = bcoo_reshape(out, new_sizes=tuple(1 if i in axes else d
-                                                    for i, d in enumerate(self.shape)))
+            out = bcoo_reshape(
+                out, new_sizes=tuple(1 if i in axes else d for i, d in enumerate(self.shape))
+            )
         elif out.shape == ():
             return out.data.sum()
         return out
@@ -187,13 +212,18 @@ class BCOO(JAXSparse):
 
     def update_layout(self, *, n_batch=None, n_dense=None, on_inefficient="error"):
         """The array in another layout (see ``bcoo_update_layout``)."""
-        return bcoo_update_layout(self, n_batch=n_batch, n_dense=n_dense,
-                                  on_inefficient=on_inefficient)
+        return bcoo_update_layout(
+            self, n_batch=n_batch, n_dense=n_dense, on_inefficient=on_inefficient
+        )
 
     def astype(self, dtype):
         """The array with its data cast to ``dtype``."""
-        return BCOO((self.data.astype(dtype), self.indices), shape=self.shape,
-                    indices_sorted=self.indices_sorted, unique_indices=self.unique_indices)
+        return BCOO(
+            (self.data.astype(dtype), self.indices),
+            shape=self.shape,
+            indices_sorted=self.indices_sorted,
+            unique_indices=self.unique_indices,
+        )
 
     # -- arithmetic, with the rules of JAX's sparsify (``BCOO + BCOO`` keeps both sets of
     # entries: the operands are separate values even when they are the same object)
@@ -226,14 +256,16 @@ class BCOO(JAXSparse):
             raise NotImplementedError(
                 "Division by a sparse array is not implemented because it would result in "
                 "dense output. If this is your intent, use sparse.todense() to convert your "
-                "arguments to a dense array.")
+                "arguments to a dense array."
+            )
         return mul(self, 1 / jnp.asarray(other))
 
     def __rtruediv__(self, other):
         raise NotImplementedError(
             "Division by a sparse array is not implemented because it would result in "
             "dense output. If this is your intent, use sparse.todense() to convert your "
-            "arguments to a dense array.")
+            "arguments to a dense array."
+        )
 
     def __matmul__(self, other):
         return matmul(self, other)
@@ -246,22 +278,25 @@ class BCOO(JAXSparse):
         return _with_data(mat, abs(mat.data))
 
     def __pow__(self, y):
-        if isinstance(y, int) or (np.ndim(y) == 0 and np.issubdtype(np.result_type(y),
-                                                                   np.integer)):
+        if isinstance(y, int) or (np.ndim(y) == 0 and np.issubdtype(np.result_type(y), np.integer)):
             y = operator.index(y)
             if y <= 0:
                 raise NotImplementedError(
                     f"sparse rule for integer_pow with non-positive exponent {y} is not "
                     "implemented because it would result in dense output. If this is your "
-                    "intent, use sparse.todense() to convert your argument to a dense array.")
+                    "intent, use sparse.todense() to convert your argument to a dense array."
+                )
             mat = unique(self)
-            return _with_data(mat, mat.data ** y)
-        raise NotImplementedError("sparse rule for pow is not implemented: only positive "
-                                  "integer powers of a sparse array stay sparse.")
+            return _with_data(mat, mat.data**y)
+        raise NotImplementedError(
+            "sparse rule for pow is not implemented: only positive "
+            "integer powers of a sparse array stay sparse."
+        )
 
     def __rpow__(self, other):
-        raise NotImplementedError("sparse rule for pow is not implemented because it would "
-                                  "result in dense output.")
+        raise NotImplementedError(
+            "sparse rule for pow is not implemented because it would result in dense output."
+        )
 
     def __iter__(self):
         if not self.shape:
@@ -280,8 +315,12 @@ def unique(mat):
 
 def _with_data(mat, data):
     """``mat`` with new data and the same indices."""
-    return BCOO((data, mat.indices), shape=mat.shape, indices_sorted=mat.indices_sorted,
-                unique_indices=mat.unique_indices)
+    return BCOO(
+        (data, mat.indices),
+        shape=mat.shape,
+        indices_sorted=mat.indices_sorted,
+        unique_indices=mat.unique_indices,
+    )
 
 
 def _buffers(mat):
@@ -310,8 +349,9 @@ def bcoo_fromdense(mat, *, nse=None, n_batch=0, n_dense=0, index_dtype=np.int32)
       3
     """
     mat = jnp.asarray(mat)
-    data, indices = _core.fromdense(mat, nse=nse, n_batch=n_batch, n_dense=n_dense,
-                                    index_dtype=index_dtype)
+    data, indices = _core.fromdense(
+        mat, nse=nse, n_batch=n_batch, n_dense=n_dense, index_dtype=index_dtype
+    )
     return BCOO((data, indices), shape=mat.shape, indices_sorted=True, unique_indices=True)
 
 
@@ -381,8 +421,9 @@ def bcoo_sum_duplicates(mat, nse=None):
     return BCOO((data, indices), shape=mat.shape, indices_sorted=True, unique_indices=True)
 
 
-def bcoo_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
-                     preferred_element_type=None, out_sharding=None):
+def bcoo_dot_general(
+    lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None, out_sharding=None
+):
     """``lax.dot_general`` where either operand (or both) may be a BCOO array.
 
     Args:
@@ -406,15 +447,14 @@ def bcoo_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
         raise NotImplementedError("bcoo_dot_general: out_sharding is not supported by xform")
     lhs_sparse, rhs_sparse = isinstance(lhs, BCOO), isinstance(rhs, BCOO)
     if lhs_sparse and rhs_sparse:
-        data, indices, shape = _dot.sparse_sparse(_buffers(lhs), _buffers(rhs),
-                                                  dimension_numbers, preferred_element_type)
+        data, indices, shape = _dot.sparse_sparse(
+            _buffers(lhs), _buffers(rhs), dimension_numbers, preferred_element_type
+        )
         return BCOO((data, indices), shape=shape)
     if lhs_sparse:
-        return _dot.sparse_dense(*_buffers(lhs), rhs, dimension_numbers,
-                                 preferred_element_type)
+        return _dot.sparse_dense(*_buffers(lhs), rhs, dimension_numbers, preferred_element_type)
     if rhs_sparse:
-        return _dot.dense_sparse(lhs, *_buffers(rhs), dimension_numbers,
-                                 preferred_element_type)
+        return _dot.dense_sparse(lhs, *_buffers(rhs), dimension_numbers, preferred_element_type)
     raise TypeError("bcoo_dot_general: at least one operand must be a BCOO array")
 
 
@@ -441,13 +481,14 @@ def _promote(sp, other):
 def _check_broadcast(name, x, y):
     """A TypeError, as ``jnp``'s, if the operands' shapes do not broadcast."""
     try:
-        np.broadcast_shapes(np.shape(x) if not isinstance(x, BCOO) else x.shape,
-                            np.shape(y) if not isinstance(y, BCOO) else y.shape)
+        np.broadcast_shapes(
+            np.shape(x) if not isinstance(x, BCOO) else x.shape,
+            np.shape(y) if not isinstance(y, BCOO) else y.shape,
+        )
     except ValueError:
         xs = x.shape if isinstance(x, BCOO) else np.shape(x)
         ys = y.shape if isinstance(y, BCOO) else np.shape(y)
-        raise TypeError(f"{name} got incompatible shapes for broadcasting: {xs}, {ys}.") \
-            from None
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: {xs}, {ys}.") from None
 
 
 def add(x, y, same_indices=False):
@@ -469,7 +510,8 @@ def add(x, y, same_indices=False):
             "Addition between a sparse array X and a dense array Y is not implemented when "
             "the output shape is larger than Y.shape. This is to prevent silent densification "
             "of a large sparse array. If this is your intent, you can explicitly cast the "
-            "sparse array to a dense matrix.")
+            "sparse array to a dense matrix."
+        )
     sp, dense = _promote(sp, dense)
     return sp.todense() + dense
 
@@ -516,13 +558,18 @@ def matmul(x, y):
     elif len(xs) == 2 or len(ys) == 2:
         batch = None  # the 2-D operand is broadcast: no dot batch dimensions
     else:
-        raise NotImplementedError("sparse matmul broadcasting batch dimensions of different "
-                                  f"ranks is not supported; got shapes {xs} and {ys}")
+        raise NotImplementedError(
+            "sparse matmul broadcasting batch dimensions of different "
+            f"ranks is not supported; got shapes {xs} and {ys}"
+        )
     dn = ((lc,), (rc,)), (tuple(range(batch or 0)), tuple(range(batch or 0)))
     out = bcoo_dot_general(x, y, dimension_numbers=dn)
     if batch is None and len(ys) > 2:
         # dot_general gave (x's row, *y's batch, y's column): move the row after the batch
         perm = (*range(1, len(ys) - 1), 0, len(ys) - 1)
-        out = bcoo_transpose(out, permutation=perm) if isinstance(out, BCOO) else \
-            jnp.transpose(out, perm)
+        out = (
+            bcoo_transpose(out, permutation=perm)
+            if isinstance(out, BCOO)
+            else jnp.transpose(out, perm)
+        )
     return out

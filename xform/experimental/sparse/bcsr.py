@@ -22,8 +22,16 @@ from xform.experimental.sparse.bcoo_structural import (
 )
 from xform.tree_util import register_pytree_node_class
 
-__all__ = ["BCSR", "bcsr_broadcast_in_dim", "bcsr_concatenate", "bcsr_dot_general",
-           "bcsr_extract", "bcsr_fromdense", "bcsr_sum_duplicates", "bcsr_todense"]
+__all__ = [
+    "BCSR",
+    "bcsr_broadcast_in_dim",
+    "bcsr_concatenate",
+    "bcsr_dot_general",
+    "bcsr_extract",
+    "bcsr_fromdense",
+    "bcsr_sum_duplicates",
+    "bcsr_todense",
+]
 
 
 def _rows_of_entries(indptr, nse):
@@ -61,12 +69,16 @@ class BCSR(JAXSparse):
         self.unique_indices = bool(unique_indices)
         n_batch = self.indices.ndim - 1
         if len(self.shape) - n_batch - self.n_dense != 2:
-            raise ValueError(f"BCSR: buffers data {self.data.shape}, indices "
-                             f"{self.indices.shape} do not fit shape {self.shape} with two "
-                             "sparse dimensions")
+            raise ValueError(
+                f"BCSR: buffers data {self.data.shape}, indices "
+                f"{self.indices.shape} do not fit shape {self.shape} with two "
+                "sparse dimensions"
+            )
         if self.indptr.shape[-1] != self.shape[n_batch] + 1:
-            raise ValueError(f"BCSR: indptr of shape {self.indptr.shape} must have "
-                             f"{self.shape[n_batch] + 1} (rows + 1) entries per batch")
+            raise ValueError(
+                f"BCSR: indptr of shape {self.indptr.shape} must have "
+                f"{self.shape[n_batch] + 1} (rows + 1) entries per batch"
+            )
 
     n_batch = property(lambda self: self.indices.ndim - 1)
     n_sparse = property(lambda self: 2)
@@ -80,8 +92,10 @@ class BCSR(JAXSparse):
 
     def tree_flatten(self):
         return (self.data, self.indices, self.indptr), {
-            "shape": self.shape, "indices_sorted": self.indices_sorted,
-            "unique_indices": self.unique_indices}
+            "shape": self.shape,
+            "indices_sorted": self.indices_sorted,
+            "unique_indices": self.unique_indices,
+        }
 
     @classmethod
     def tree_unflatten(cls, aux_data, children):
@@ -95,8 +109,9 @@ class BCSR(JAXSparse):
     @classmethod
     def fromdense(cls, mat, *, nse=None, index_dtype=np.int32, n_dense=0, n_batch=0):
         """The BCSR form of dense ``mat`` (see ``bcsr_fromdense``)."""
-        return bcsr_fromdense(mat, nse=nse, index_dtype=index_dtype, n_dense=n_dense,
-                              n_batch=n_batch)
+        return bcsr_fromdense(
+            mat, nse=nse, index_dtype=index_dtype, n_dense=n_dense, n_batch=n_batch
+        )
 
     @classmethod
     def from_scipy_sparse(cls, mat, *, index_dtype=None, n_dense=0, n_batch=0):
@@ -107,26 +122,37 @@ class BCSR(JAXSparse):
             raise ValueError(f"BCSR from_scipy_sparse requires 2D array; {mat.ndim}D is given.")
         mat = mat.tocsr()
         dtype = index_dtype or np.int32
-        return cls((jnp.asarray(mat.data), jnp.asarray(mat.indices.astype(dtype)),
-                    jnp.asarray(mat.indptr.astype(dtype))), shape=mat.shape)
+        return cls(
+            (
+                jnp.asarray(mat.data),
+                jnp.asarray(mat.indices.astype(dtype)),
+                jnp.asarray(mat.indptr.astype(dtype)),
+            ),
+            shape=mat.shape,
+        )
 
     @classmethod
     def from_bcoo(cls, arr):
         """The BCSR form of a BCOO array with two sparse dimensions and row-sorted indices."""
         if arr.n_sparse != 2:
-            raise NotImplementedError(f"BSCR must have 2 sparse dimensions; got "
-                                      f"n_sparse={arr.n_sparse}")
+            raise NotImplementedError(
+                f"BSCR must have 2 sparse dimensions; got n_sparse={arr.n_sparse}"
+            )
         n_rows = arr.shape[arr.n_batch]
         data, indices = _core.full_batch(arr.data, arr.indices, arr.n_batch)
 
         def unbatched(i):
-            valid = _core.in_bounds(i, arr.shape[arr.n_batch:arr.n_batch + 2])
+            valid = _core.in_bounds(i, arr.shape[arr.n_batch : arr.n_batch + 2])
             rows = jnp.where(valid, i[:, 0], n_rows)
             return i[:, 1], _indptr_of_rows(rows, n_rows)
 
         cols, indptr = _core.nfold_vmap(unbatched, arr.n_batch)(indices)
-        return cls((data, cols, indptr), shape=arr.shape, indices_sorted=arr.indices_sorted,
-                   unique_indices=arr.unique_indices)
+        return cls(
+            (data, cols, indptr),
+            shape=arr.shape,
+            indices_sorted=arr.indices_sorted,
+            unique_indices=arr.unique_indices,
+        )
 
     def to_bcoo(self):
         """The same array in the BCOO layout."""
@@ -137,8 +163,12 @@ class BCSR(JAXSparse):
             return jnp.stack([rows, cols.astype(rows.dtype)], axis=1)
 
         indices = _core.nfold_vmap(unbatched, self.n_batch)(self.indices, self.indptr)
-        return BCOO((self.data, indices), shape=self.shape, indices_sorted=self.indices_sorted,
-                    unique_indices=self.unique_indices)
+        return BCOO(
+            (self.data, indices),
+            shape=self.shape,
+            indices_sorted=self.indices_sorted,
+            unique_indices=self.unique_indices,
+        )
 
     def todense(self):
         """The dense array."""
@@ -169,8 +199,9 @@ def bcsr_fromdense(mat, *, nse=None, n_batch=0, n_dense=0, index_dtype=np.int32)
     mat = jnp.asarray(mat)
     if mat.ndim - n_batch - n_dense != 2:
         raise ValueError("bcsr_fromdense: must have 2 sparse dimensions.")
-    return BCSR.from_bcoo(bcoo_fromdense(mat, nse=nse, n_batch=n_batch, n_dense=n_dense,
-                                         index_dtype=index_dtype))
+    return BCSR.from_bcoo(
+        bcoo_fromdense(mat, nse=nse, n_batch=n_batch, n_dense=n_dense, index_dtype=index_dtype)
+    )
 
 
 def bcsr_extract(indices, indptr, mat):
@@ -192,8 +223,9 @@ def _via_bcoo(bcoo_result):
     """The BCSR form of a BCOO result: its entries sorted so that padding comes last, as the
     row pointers need."""
     if bcoo_result.n_sparse != 2:
-        raise NotImplementedError(f"BCSR needs 2 sparse dimensions; the result has "
-                                  f"n_sparse={bcoo_result.n_sparse}")
+        raise NotImplementedError(
+            f"BCSR needs 2 sparse dimensions; the result has n_sparse={bcoo_result.n_sparse}"
+        )
     return BCSR.from_bcoo(bcoo_sort_indices(bcoo_result))
 
 
@@ -205,9 +237,11 @@ def bcsr_concatenate(operands, *, dimension):
 def bcsr_broadcast_in_dim(mat, *, shape, broadcast_dimensions, sharding=None):
     """``mat`` broadcast to ``shape``: new leading dimensions become batch dimensions (see
     ``bcoo_broadcast_in_dim``)."""
-    return _via_bcoo(bcoo_broadcast_in_dim(mat.to_bcoo(), shape=shape,
-                                           broadcast_dimensions=broadcast_dimensions,
-                                           sharding=sharding))
+    return _via_bcoo(
+        bcoo_broadcast_in_dim(
+            mat.to_bcoo(), shape=shape, broadcast_dimensions=broadcast_dimensions, sharding=sharding
+        )
+    )
 
 
 def bcsr_todense(mat):
@@ -220,11 +254,17 @@ def bcsr_sum_duplicates(mat, nse=None):
     return BCSR.from_bcoo(mat.to_bcoo().sum_duplicates(nse=nse))
 
 
-def bcsr_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
-                     preferred_element_type=None, out_sharding=None):
+def bcsr_dot_general(
+    lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None, out_sharding=None
+):
     """``lax.dot_general`` with a BCSR operand and a dense one; a dense array."""
     lhs = lhs.to_bcoo() if isinstance(lhs, BCSR) else lhs
     rhs = rhs.to_bcoo() if isinstance(rhs, BCSR) else rhs
-    return bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
-                            precision=precision, preferred_element_type=preferred_element_type,
-                            out_sharding=out_sharding)
+    return bcoo_dot_general(
+        lhs,
+        rhs,
+        dimension_numbers=dimension_numbers,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+        out_sharding=out_sharding,
+    )

@@ -13,9 +13,20 @@ from xform.experimental.sparse.bcoo import BCOO
 __all__ = ["random_bcoo"]
 
 
-def random_bcoo(key, shape, *, dtype=None, indices_dtype=None, nse=0.2, n_batch=0,
-                n_dense=0, unique_indices=True, sorted_indices=False,
-                generator=random.uniform, **kwds):
+def random_bcoo(
+    key,
+    shape,
+    *,
+    dtype=None,
+    indices_dtype=None,
+    nse=0.2,
+    n_batch=0,
+    n_dense=0,
+    unique_indices=True,
+    sorted_indices=False,
+    generator=random.uniform,
+    **kwds,
+):
     """A random BCOO array: random positions, values from ``generator``.
 
     Args:
@@ -43,8 +54,8 @@ def random_bcoo(key, shape, *, dtype=None, indices_dtype=None, nse=0.2, n_batch=
         raise ValueError(f"Invalid n_batch={n_batch}, n_dense={n_dense} for shape={shape}")
     n_sparse = len(shape) - n_batch - n_dense
     batch_shape = shape[:n_batch]
-    sparse_shape = shape[n_batch:n_batch + n_sparse]
-    dense_shape = shape[n_batch + n_sparse:]
+    sparse_shape = shape[n_batch : n_batch + n_sparse]
+    dense_shape = shape[n_batch + n_sparse :]
     sparse_size = math.prod(sparse_shape)
     if not 0 <= nse < sparse_size:
         raise ValueError(f"got nse={nse}, expected to be between 0 and {sparse_size}")
@@ -53,8 +64,10 @@ def random_bcoo(key, shape, *, dtype=None, indices_dtype=None, nse=0.2, n_batch=
     nse = operator.index(nse)
     indices_dtype = np.dtype(indices_dtype or dtypes.default_int())
     if sparse_size > np.iinfo(indices_dtype).max:
-        raise ValueError(f"indices_dtype={indices_dtype} does not have enough range to "
-                         f"generate sparse indices of size {sparse_size}.")
+        raise ValueError(
+            f"indices_dtype={indices_dtype} does not have enough range to "
+            f"generate sparse indices of size {sparse_size}."
+        )
 
     def positions(k):
         # distinct flat positions (a prefix of a permutation) unless repeats are allowed
@@ -64,8 +77,12 @@ def random_bcoo(key, shape, *, dtype=None, indices_dtype=None, nse=0.2, n_batch=
 
     # one key for the values, then one per batch for the positions (JAX's order)
     keys = random.split(key, math.prod(batch_shape) + 1)
-    data = generator(keys[0], shape=(*batch_shape, nse, *dense_shape),
-                     dtype=dtype or dtypes.default_float(), **kwds)
+    data = generator(
+        keys[0],
+        shape=(*batch_shape, nse, *dense_shape),
+        dtype=dtype or dtypes.default_float(),
+        **kwds,
+    )
     if sparse_shape:
         indices = vmap(positions)(keys[1:])
     else:

@@ -100,7 +100,8 @@ def _dense_rule(prim):
         raise NotImplementedError(
             f"sparse rule for {prim.name} is not implemented because it would result in dense "
             "output. If this is your intent, use sparse.todense() to convert your arguments "
-            "to dense matrices.")
+            "to dense matrices."
+        )
 
     return rule
 
@@ -126,8 +127,9 @@ def _sub_rule(x, y):
 def _mul_rule(x, y):
     same = _same(x, y) and x.mat.unique_indices
     out = bcoo.mul(*_operands(x, y), same_indices=same)
-    if isinstance(out, BCOO) and (same or not (isinstance(x, _SpValue)
-                                               and isinstance(y, _SpValue))):
+    if isinstance(out, BCOO) and (
+        same or not (isinstance(x, _SpValue) and isinstance(y, _SpValue))
+    ):
         sp = x if isinstance(x, _SpValue) else y
         return [_SpValue(out, sp.ref)]  # scaled data at the same indices
     return [_wrap(out)]
@@ -138,7 +140,8 @@ def _div_rule(x, y):
         raise NotImplementedError(
             "Division by a sparse array is not implemented because it would result in dense "
             "output. If this is your intent, use sparse.todense() to convert your arguments "
-            "to a dense array.")
+            "to a dense array."
+        )
     return [_SpValue(bcoo.mul(x.mat, 1 / jnp.asarray(y)), x.ref)]
 
 
@@ -147,14 +150,16 @@ def _integer_pow_rule(x, *, y):
         raise NotImplementedError(
             f"sparse rule for integer_pow with non-positive exponent {y} is not implemented "
             "because it would result in dense output. If this is your intent, use "
-            "sparse.todense() to convert your argument to a dense array.")
+            "sparse.todense() to convert your argument to a dense array."
+        )
     return _zero_preserving(elementwise.integer_pow_p, False)(x, y=y)
 
 
 def _dot_general_rule(x, y, *, dimension_numbers, preferred_element_type=None, **params):
     lhs, rhs = _operands(x, y)
-    out = bcoo.bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
-                                preferred_element_type=preferred_element_type)
+    out = bcoo.bcoo_dot_general(
+        lhs, rhs, dimension_numbers=dimension_numbers, preferred_element_type=preferred_element_type
+    )
     return [_wrap(out)]
 
 
@@ -168,8 +173,9 @@ def _transpose_rule(x, *, permutation):
 
 
 def _reshape_rule(x, *, new_sizes, dimensions=None, **params):
-    return [_SpValue(bcoo_structural.bcoo_reshape(x.mat, new_sizes=new_sizes,
-                                                  dimensions=dimensions))]
+    return [
+        _SpValue(bcoo_structural.bcoo_reshape(x.mat, new_sizes=new_sizes, dimensions=dimensions))
+    ]
 
 
 def _squeeze_rule(x, *, dimensions):
@@ -177,8 +183,9 @@ def _squeeze_rule(x, *, dimensions):
 
 
 def _broadcast_in_dim_rule(x, *, shape, broadcast_dimensions, **params):
-    out = bcoo_structural.bcoo_broadcast_in_dim(x.mat, shape=shape,
-                                                broadcast_dimensions=broadcast_dimensions)
+    out = bcoo_structural.bcoo_broadcast_in_dim(
+        x.mat, shape=shape, broadcast_dimensions=broadcast_dimensions
+    )
     return [_SpValue(out)]
 
 
@@ -187,8 +194,9 @@ def _rev_rule(x, *, dimensions):
 
 
 def _slice_rule(x, *, start_indices, limit_indices, strides=None, **params):
-    out = bcoo_structural.bcoo_slice(x.mat, start_indices=start_indices,
-                                     limit_indices=limit_indices, strides=strides)
+    out = bcoo_structural.bcoo_slice(
+        x.mat, start_indices=start_indices, limit_indices=limit_indices, strides=strides
+    )
     return [_SpValue(out)]
 
 
@@ -200,8 +208,10 @@ def _dynamic_slice_rule(x, *starts, slice_sizes, **params):
 
 def _concatenate_rule(*args, dimension, **params):
     if not all(isinstance(a, _SpValue) for a in args):
-        raise NotImplementedError("sparse rule for concatenate: xform concatenates only "
-                                  "sparse operands; use sparse.todense() on the others")
+        raise NotImplementedError(
+            "sparse rule for concatenate: xform concatenates only "
+            "sparse operands; use sparse.todense() on the others"
+        )
     out = bcoo_structural.bcoo_concatenate([a.mat for a in args], dimension=dimension)
     return [_SpValue(out)]
 
@@ -219,29 +229,32 @@ def _jit_rule(*args, jaxpr, name, **params):
 
 def _dense_only(what, values):
     if any(isinstance(v, _SpValue) for v in values):
-        raise NotImplementedError(f"sparse rule for {what}: xform's sparsify supports sparse "
-                                  "arrays only as loop-invariant operands, not in the carry, "
-                                  "the scanned values or the results")
+        raise NotImplementedError(
+            f"sparse rule for {what}: xform's sparsify supports sparse "
+            "arrays only as loop-invariant operands, not in the carry, "
+            "the scanned values or the results"
+        )
     return list(values)
 
 
 def _scan_rule(*args, jaxpr, num_consts, num_carry, length, reverse, unroll, **params):
-    consts, carry = args[:num_consts], args[num_consts:num_consts + num_carry]
-    xs = _dense_only("scan", args[num_consts + num_carry:])
+    consts, carry = args[:num_consts], args[num_consts : num_consts + num_carry]
+    xs = _dense_only("scan", args[num_consts + num_carry :])
 
     def body(c, x):
         outs = _dense_only("scan", _eval_sparse(jaxpr.jaxpr, jaxpr.consts, [*consts, *c, *x]))
         return outs[:num_carry], outs[num_carry:]
 
-    carry, ys = lax.scan(body, _dense_only("scan", carry), xs, length=length,
-                         reverse=reverse, unroll=unroll)
+    carry, ys = lax.scan(
+        body, _dense_only("scan", carry), xs, length=length, reverse=reverse, unroll=unroll
+    )
     return [*carry, *ys]
 
 
 def _while_rule(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     cond_consts = args[:cond_nconsts]
-    body_consts = args[cond_nconsts:cond_nconsts + body_nconsts]
-    init = _dense_only("while", args[cond_nconsts + body_nconsts:])
+    body_consts = args[cond_nconsts : cond_nconsts + body_nconsts]
+    init = _dense_only("while", args[cond_nconsts + body_nconsts :])
 
     def keep_going(c):
         return _eval_sparse(cond_jaxpr.jaxpr, cond_jaxpr.consts, [*cond_consts, *c])[0]
@@ -257,6 +270,7 @@ def _cond_rule(index, *operands, branches):
     def branch(closed):
         def run():
             return _dense_only("cond", _eval_sparse(closed.jaxpr, closed.consts, operands))
+
         return run
 
     return list(lax.switch(index, [branch(b) for b in branches]))
@@ -292,17 +306,45 @@ sparse_rules = {
     loops.while_p: _while_rule,
     cond.cond_p: _cond_rule,
 }
-for _p in (elementwise.neg_p, elementwise.conj_p, elementwise.real_p, elementwise.imag_p,
-           elementwise.copy_p):
+for _p in (
+    elementwise.neg_p,
+    elementwise.conj_p,
+    elementwise.real_p,
+    elementwise.imag_p,
+    elementwise.copy_p,
+):
     sparse_rules[_p] = _zero_preserving(_p, linear=True)
-for _p in (elementwise.abs_p, elementwise.asin_p, elementwise.asinh_p, elementwise.atan_p,
-           elementwise.atanh_p, elementwise.expm1_p, elementwise.log1p_p, elementwise.sign_p,
-           elementwise.sin_p, elementwise.sinh_p, elementwise.sqrt_p, elementwise.square_p,
-           elementwise.tan_p, elementwise.tanh_p):
+for _p in (
+    elementwise.abs_p,
+    elementwise.asin_p,
+    elementwise.asinh_p,
+    elementwise.atan_p,
+    elementwise.atanh_p,
+    elementwise.expm1_p,
+    elementwise.log1p_p,
+    elementwise.sign_p,
+    elementwise.sin_p,
+    elementwise.sinh_p,
+    elementwise.sqrt_p,
+    elementwise.square_p,
+    elementwise.tan_p,
+    elementwise.tanh_p,
+):
     sparse_rules[_p] = _zero_preserving(_p, linear=False)
-for _p in (elementwise.acos_p, elementwise.acosh_p, elementwise.cos_p, elementwise.cosh_p,
-           elementwise.eq_p, elementwise.exp_p, elementwise.ge_p, elementwise.gt_p,
-           elementwise.le_p, elementwise.lt_p, elementwise.log_p, elementwise.ne_p):
+for _p in (
+    elementwise.acos_p,
+    elementwise.acosh_p,
+    elementwise.cos_p,
+    elementwise.cosh_p,
+    elementwise.eq_p,
+    elementwise.exp_p,
+    elementwise.ge_p,
+    elementwise.gt_p,
+    elementwise.le_p,
+    elementwise.lt_p,
+    elementwise.log_p,
+    elementwise.ne_p,
+):
     sparse_rules[_p] = _dense_rule(_p)
 
 
@@ -325,7 +367,8 @@ def _eval_sparse(jaxpr, consts, args):
                 raise NotImplementedError(
                     f"sparse rule for {eqn.primitive.name} is not implemented: xform's "
                     "sparsify has no rule for it. Use sparse.todense() on its sparse "
-                    "operands if a dense result is intended.")
+                    "operands if a dense result is intended."
+                )
             outs = rule(*invals, **eqn.params)
         else:
             outs = eqn.primitive.bind(*invals, **eqn.params)
@@ -358,10 +401,8 @@ def sparsify(f, use_tracer=False):
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
         leaves, in_tree = tree_flatten((args, kwargs), is_leaf=_is_sparse)
-        mats = [x.to_bcoo() if _is_sparse(x) and not isinstance(x, BCOO) else x
-                for x in leaves]
-        stand_ins = [ShapeDtypeStruct(x.shape, x.dtype) if isinstance(x, BCOO) else x
-                     for x in mats]
+        mats = [x.to_bcoo() if _is_sparse(x) and not isinstance(x, BCOO) else x for x in leaves]
+        stand_ins = [ShapeDtypeStruct(x.shape, x.dtype) if isinstance(x, BCOO) else x for x in mats]
 
         def flat(*flat_args):
             a, kw = tree_unflatten(in_tree, flat_args)
@@ -384,8 +425,11 @@ def _sparse_ad(transformation, fun, argnums, has_aux, kwargs, takes_value):
     argument at ``argnums`` replaced by its data: the derivative lives in the subspace of the
     sparsity pattern, and comes back as a sparse array with the argument's indices (batched
     over the output's dimensions, for a jacobian)."""
-    nums = (operator.index(argnums),) if isinstance(argnums, int) else \
-        tuple(map(operator.index, argnums))
+    nums = (
+        (operator.index(argnums),)
+        if isinstance(argnums, int)
+        else tuple(map(operator.index, argnums))
+    )
 
     @functools.wraps(fun)
     def wrapped(*args):
@@ -421,8 +465,7 @@ def _sparse_ad(transformation, fun, argnums, has_aux, kwargs, takes_value):
         if isinstance(argnums, int):
             derivs = rebuild(nums[0], derivs, batched=True)
         else:
-            derivs = tuple(rebuild(i, g, batched=True) for i, g in zip(nums, derivs,
-                                                                        strict=True))
+            derivs = tuple(rebuild(i, g, batched=True) for i, g in zip(nums, derivs, strict=True))
             if len(derivs) == 1:
                 derivs = derivs[0]  # as JAX's sparse AD, a one-element argnums is unwrapped
         if aux_with_derivs:

@@ -22,10 +22,22 @@ from lowering.mlir import make_context as make_ir_context
 from xform.extend.mlir import dialects
 from xform.interpreters.staging import trace_to_jaxpr
 
-__all__ = ["LoweringRuleContext", "aval_to_ir_type", "deserialize_portable_artifact",
-           "dialects", "dtype_to_ir_type", "hlo_to_stablehlo", "ir", "ir_constant",
-           "lower_fun", "make_ir_context", "module_to_string", "refine_polymorphic_shapes",
-           "register_lowering", "serialize_portable_artifact"]
+__all__ = [
+    "LoweringRuleContext",
+    "aval_to_ir_type",
+    "deserialize_portable_artifact",
+    "dialects",
+    "dtype_to_ir_type",
+    "hlo_to_stablehlo",
+    "ir",
+    "ir_constant",
+    "lower_fun",
+    "make_ir_context",
+    "module_to_string",
+    "refine_polymorphic_shapes",
+    "register_lowering",
+    "serialize_portable_artifact",
+]
 
 deserialize_portable_artifact = _jax.mlir.deserialize_portable_artifact
 serialize_portable_artifact = _jax.mlir.serialize_portable_artifact
@@ -34,8 +46,13 @@ hlo_to_stablehlo = _jax.mlir.hlo_to_stablehlo
 module_to_string = module_text
 
 # JAX's platform names for the backends xform may run on.
-_PLATFORM_ALIASES = {"gpu": ("cuda", "rocm", "gpu"), "cuda": ("cuda", "gpu"),
-                     "rocm": ("rocm", "gpu"), "cpu": ("cpu",), "tpu": ("tpu",)}
+_PLATFORM_ALIASES = {
+    "gpu": ("cuda", "rocm", "gpu"),
+    "cuda": ("cuda", "gpu"),
+    "rocm": ("rocm", "gpu"),
+    "cpu": ("cpu",),
+    "tpu": ("tpu",),
+}
 
 
 def register_lowering(prim, rule, platform=None):
@@ -53,8 +70,10 @@ def register_lowering(prim, rule, platform=None):
     """
     if platform is not None:
         if platform not in _PLATFORM_ALIASES:
-            raise ValueError(f"register_lowering: unknown platform {platform!r} for primitive "
-                             f"'{prim.name}'; expected one of {sorted(_PLATFORM_ALIASES)}")
+            raise ValueError(
+                f"register_lowering: unknown platform {platform!r} for primitive "
+                f"'{prim.name}'; expected one of {sorted(_PLATFORM_ALIASES)}"
+            )
         if runtime.platform() not in _PLATFORM_ALIASES[platform]:
             return rule
     lowering_rules[prim] = rule
@@ -75,8 +94,10 @@ def lower_fun(fun, multiple_results=True):
 
         name = f"lowering {getattr(fun, '__name__', 'a function')} with lower_fun"
         closed = trace_to_jaxpr(flat, list(ctx.avals_in), name)
-        consts = [ir_constant(c, v.aval.dtype)
-                  for v, c in zip(closed.jaxpr.constvars, closed.consts, strict=True)]
+        consts = [
+            ir_constant(c, v.aval.dtype)
+            for v, c in zip(closed.jaxpr.constvars, closed.consts, strict=True)
+        ]
         return lower_jaxpr(ctx.module, closed.jaxpr, consts, list(args))
 
     return rule

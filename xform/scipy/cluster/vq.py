@@ -23,13 +23,16 @@ def vq(obs, code_book, check_finite=True):
     check_arraylike("scipy.cluster.vq.vq", obs, code_book)
     obs, code_book = promote_dtypes_inexact(obs, code_book)
     if obs.ndim != code_book.ndim:
-        raise ValueError("vq: observation and code_book should have the same rank, got "
-                         f"obs of shape {obs.shape} and code_book of shape {code_book.shape}")
+        raise ValueError(
+            "vq: observation and code_book should have the same rank, got "
+            f"obs of shape {obs.shape} and code_book of shape {code_book.shape}"
+        )
     if obs.ndim == 1:
         obs, code_book = obs[:, None], code_book[:, None]
     if obs.ndim != 2:
-        raise ValueError(f"vq: ndim different than 1 or 2 are not supported, got obs of "
-                         f"shape {obs.shape}")
+        raise ValueError(
+            f"vq: ndim different than 1 or 2 are not supported, got obs of shape {obs.shape}"
+        )
     dist = xnp.linalg.norm(obs[:, None, :] - code_book[None, :, :], axis=-1)
     code = xnp.argmin(dist, axis=-1)
     return code, xnp.take_along_axis(dist, code[:, None], axis=-1)[:, 0]

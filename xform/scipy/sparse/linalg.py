@@ -26,6 +26,7 @@ _einsum = partial(xnp.einsum, precision=lax.Precision.HIGHEST)
 
 # ----------------------------------------------------------------------------- pytree vectors
 
+
 def _vdot_real_part(x, y):
     """The real part of ``vdot(x, y)``, without complex products when both are real."""
     result = _vdot(x.real, y.real)
@@ -84,13 +85,16 @@ def _normalize_matvec(f, name, what="A"):
     if isinstance(f, (np.ndarray, Array)) or hasattr(f, "__matmul__"):
         shape = np.shape(f)
         if len(shape) != 2 or shape[0] != shape[1]:
-            raise ValueError(f"{name}: linear operator {what} must be a square matrix, but has "
-                             f"shape: {shape}")
+            raise ValueError(
+                f"{name}: linear operator {what} must be a square matrix, but has shape: {shape}"
+            )
         if isinstance(f, (np.ndarray, Array)):
             return partial(_dot, f)
         return partial(operator.matmul, f)
-    raise TypeError(f"{name}: linear operator {what} must be either a function or ndarray, "
-                    f"got {type(f).__name__}: {f}")
+    raise TypeError(
+        f"{name}: linear operator {what} must be either a function or ndarray, "
+        f"got {type(f).__name__}: {f}"
+    )
 
 
 def _shapes(tree):
@@ -99,11 +103,14 @@ def _shapes(tree):
 
 def _check_x0(name, x0, b, shapes=True):
     if pytree.tree_structure(x0) != pytree.tree_structure(b):
-        raise ValueError(f"{name}: x0 and b must have matching tree structure: "
-                         f"{pytree.tree_structure(x0)} vs {pytree.tree_structure(b)}")
+        raise ValueError(
+            f"{name}: x0 and b must have matching tree structure: "
+            f"{pytree.tree_structure(x0)} vs {pytree.tree_structure(b)}"
+        )
     if shapes and _shapes(x0) != _shapes(b):
-        raise ValueError(f"{name}: arrays in x0 and b must have matching shapes: "
-                         f"{_shapes(x0)} vs {_shapes(b)}")
+        raise ValueError(
+            f"{name}: arrays in x0 and b must have matching shapes: {_shapes(x0)} vs {_shapes(b)}"
+        )
 
 
 def _strong(v):
@@ -114,14 +121,14 @@ def _strong(v):
 
 def _prepare(name, A, b, x0, M):
     b = pytree.tree_map(_strong, b)
-    x0 = pytree.tree_map(xnp.zeros_like, b) if x0 is None else \
-        pytree.tree_map(_strong, x0)
+    x0 = pytree.tree_map(xnp.zeros_like, b) if x0 is None else pytree.tree_map(_strong, x0)
     A = _normalize_matvec(A, name)
     M = _identity if M is None else _normalize_matvec(M, name, "M")
     return A, b, x0, M
 
 
 # ----------------------------------------------------------------------------- CG and BiCGSTAB
+
 
 def _cg_solve(A, b, x0, *, maxiter, tol, atol, M):
     atol2 = xnp.maximum(xnp.square(tol) * _vdot_real_tree(b, b), xnp.square(atol))
@@ -170,8 +177,11 @@ def _bicgstab_solve(A, b, x0, *, maxiter, tol, atol, M):
         shat = M(s)
         t = A(shat)
         omega = _vdot_tree(t, s) / _vdot_tree(t, t)
-        x = pytree.tree_map(partial(xnp.where, exit_early), _add(x, _mul(alpha, phat)),
-                               _add(x, _add(_mul(alpha, phat), _mul(omega, shat))))
+        x = pytree.tree_map(
+            partial(xnp.where, exit_early),
+            _add(x, _mul(alpha, phat)),
+            _add(x, _add(_mul(alpha, phat), _mul(omega, shat))),
+        )
         r = pytree.tree_map(partial(xnp.where, exit_early), s, _sub(s, _mul(omega, t)))
         k = xnp.where((omega == 0) | (alpha == 0), -11, k + 1)
         k = xnp.where(rho_next == 0, -10, k)
@@ -188,8 +198,7 @@ def _isolve(name, solve, A, b, x0, *, tol, atol, maxiter, M, check_symmetric=Fal
         maxiter = 10 * sum(np.size(v) for v in pytree.tree_leaves(b))  # SciPy's default
     _check_x0(name, x0, b)
     solve = partial(solve, x0=x0, tol=tol, atol=atol, maxiter=maxiter, M=M)
-    symmetric = check_symmetric and not any(
-        xnp.iscomplexobj(v) for v in pytree.tree_leaves(b))
+    symmetric = check_symmetric and not any(xnp.iscomplexobj(v) for v in pytree.tree_leaves(b))
     x = lax.custom_linear_solve(A, b, solve=solve, transpose_solve=solve, symmetric=symmetric)
     return x, None
 
@@ -211,8 +220,9 @@ def cg(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
     Example:
       >>> x, _ = cg(xnp.array([[4., 1.], [1., 3.]]), xnp.array([1., 2.]))
     """
-    return _isolve("cg", _cg_solve, A, b, x0, tol=tol, atol=atol, maxiter=maxiter, M=M,
-                   check_symmetric=True)
+    return _isolve(
+        "cg", _cg_solve, A, b, x0, tol=tol, atol=atol, maxiter=maxiter, M=M, check_symmetric=True
+    )
 
 
 def bicgstab(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
@@ -232,11 +242,11 @@ def bicgstab(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
     Example:
       >>> x, _ = bicgstab(xnp.array([[4., 1.], [2., 3.]]), xnp.array([1., 2.]))
     """
-    return _isolve("bicgstab", _bicgstab_solve, A, b, x0, tol=tol, atol=atol,
-                   maxiter=maxiter, M=M)
+    return _isolve("bicgstab", _bicgstab_solve, A, b, x0, tol=tol, atol=atol, maxiter=maxiter, M=M)
 
 
 # ----------------------------------------------------------------------------- GMRES
+
 
 def _safe_normalize(x, thresh=None):
     """``(x / norm(x), norm(x))``, or zeros and 0 where the norm is at most ``thresh``."""
@@ -299,7 +309,7 @@ def _arnoldi_step(k, A, M, V, H):
     unit_v, v_norm_1 = _safe_normalize(v, thresh=finfo(dtype).eps * v_norm_0)
     V = pytree.tree_map(lambda X, y: X.at[..., k + 1].set(y), V, unit_v)
     h = h.at[k + 1].set(v_norm_1.astype(dtype))
-    return V, H.at[k, :].set(h), v_norm_1 == 0.
+    return V, H.at[k, :].set(h), v_norm_1 == 0.0
 
 
 def _rotate(H, i, cs, sn):
@@ -320,7 +330,8 @@ def _givens(a, b):
 
 def _krylov_basis(unit_residual, restart):
     return pytree.tree_map(
-        lambda x: xnp.pad(x[..., None], ((0, 0),) * x.ndim + ((0, restart),)), unit_residual)
+        lambda x: xnp.pad(x[..., None], ((0, 0),) * x.ndim + ((0, restart),)), unit_residual
+    )
 
 
 def _finish_cycle(A, b, M, x0, V, y):
@@ -351,8 +362,7 @@ def _gmres_incremental(A, b, x0, unit_residual, residual_norm, ptol, restart, M)
         beta_vec = _rotate(beta_vec, k, *givens[k, :])
         return k + 1, abs(beta_vec[k + 1]), V, R, beta_vec, givens
 
-    _, _, V, R, beta_vec, _ = lax.while_loop(
-        cond, body, (0, residual_norm, V, R, beta_vec, givens))
+    _, _, V, R, beta_vec, _ = lax.while_loop(cond, body, (0, residual_norm, V, R, beta_vec, givens))
     y = xsp_linalg.solve_triangular(R[:, :-1].T, beta_vec[:-1])
     return _finish_cycle(A, b, M, x0, V, y)
 
@@ -390,15 +400,17 @@ def _gmres_solve(A, b, x0, atol, ptol, restart, maxiter, M, cycle):
 
     def body(value):
         x, k, unit_residual, residual_norm = value
-        x, unit_residual, residual_norm = cycle(A, b, x, unit_residual, residual_norm, ptol,
-                                                restart, M)
+        x, unit_residual, residual_norm = cycle(
+            A, b, x, unit_residual, residual_norm, ptol, restart, M
+        )
         return x, k + 1, unit_residual, residual_norm
 
     return lax.while_loop(cond, body, (x0, 0, unit_residual, residual_norm))[0]
 
 
-def gmres(A, b, x0=None, *, tol=1e-5, atol=0.0, restart=20, maxiter=None, M=None,
-          solve_method="batched"):
+def gmres(
+    A, b, x0=None, *, tol=1e-5, atol=0.0, restart=20, maxiter=None, M=None, solve_method="batched"
+):
     """Restarted GMRES for a general ``A``, as ``jax.scipy.sparse.linalg.gmres``.
 
     Args:
@@ -423,8 +435,10 @@ def gmres(A, b, x0=None, *, tol=1e-5, atol=0.0, restart=20, maxiter=None, M=None
     elif solve_method == "batched":
         cycle = _gmres_batched
     else:
-        raise ValueError(f"gmres: invalid solve_method {solve_method!r}, must be either "
-                         "'incremental' or 'batched'")
+        raise ValueError(
+            f"gmres: invalid solve_method {solve_method!r}, must be either "
+            "'incremental' or 'batched'"
+        )
     A, b, x0, M = _prepare("gmres", A, b, x0, M)
     size = sum(np.size(v) for v in pytree.tree_leaves(b))
     if maxiter is None:

@@ -27,30 +27,38 @@ def _compose(p, q):
     """The quaternion product ``p * q`` (apply ``q`` first), broadcasting leading axes."""
     px, py, pz, pw = (p[..., i] for i in range(4))
     qx, qy, qz, qw = (q[..., i] for i in range(4))
-    return xnp.stack([pw * qx + qw * px + (py * qz - pz * qy),
-                      pw * qy + qw * py + (pz * qx - px * qz),
-                      pw * qz + qw * pz + (px * qy - py * qx),
-                      pw * qw - px * qx - py * qy - pz * qz], axis=-1)
+    return xnp.stack(
+        [
+            pw * qx + qw * px + (py * qz - pz * qy),
+            pw * qy + qw * py + (pz * qx - px * qz),
+            pw * qz + qw * pz + (px * qy - py * qx),
+            pw * qw - px * qx - py * qy - pz * qz,
+        ],
+        axis=-1,
+    )
 
 
 def _check_seq(seq, name, exact3):
     if exact3 and len(seq) != 3:
         raise ValueError(f"Rotation.{name}: expected 3 axes, got {seq!r}.")
     if not 1 <= len(seq) <= 3:
-        raise ValueError(f"Rotation.{name}: expected axis specification to be a non-empty "
-                         f"string of up to 3 characters, got {seq!r}")
+        raise ValueError(
+            f"Rotation.{name}: expected axis specification to be a non-empty "
+            f"string of up to 3 characters, got {seq!r}"
+        )
     intrinsic = re.match(r"^[XYZ]{1,3}$", seq) is not None
     if not intrinsic and re.match(r"^[xyz]{1,3}$", seq) is None:
-        raise ValueError(f"Rotation.{name}: expected axes from `seq` to be from "
-                         f"['x', 'y', 'z'] or ['X', 'Y', 'Z'], got {seq!r}")
+        raise ValueError(
+            f"Rotation.{name}: expected axes from `seq` to be from "
+            f"['x', 'y', 'z'] or ['X', 'Y', 'Z'], got {seq!r}"
+        )
     if any(a == b for a, b in zip(seq, seq[1:], strict=False)):
-        raise ValueError(f"Rotation.{name}: expected consecutive axes to be different, "
-                         f"got {seq!r}")
+        raise ValueError(f"Rotation.{name}: expected consecutive axes to be different, got {seq!r}")
     return ["xyz".index(c) for c in seq.lower()], intrinsic
 
 
 def _elementary_quat(axis, angle):
-    half = angle / 2.
+    half = angle / 2.0
     zero = xnp.zeros_like(angle)
     parts = [zero, zero, zero, xnp.cos(half)]
     parts[axis] = xnp.sin(half)
@@ -61,9 +69,11 @@ def _as_matrix(quat):
     x, y, z, w = (quat[..., i] for i in range(4))
     x2, y2, z2, w2 = x * x, y * y, z * z, w * w
     xy, zw, xz, yw, yz, xw = x * y, z * w, x * z, y * w, y * z, x * w
-    rows = [[x2 - y2 - z2 + w2, 2 * (xy - zw), 2 * (xz + yw)],
-            [2 * (xy + zw), -x2 + y2 - z2 + w2, 2 * (yz - xw)],
-            [2 * (xz - yw), 2 * (yz + xw), -x2 - y2 + z2 + w2]]
+    rows = [
+        [x2 - y2 - z2 + w2, 2 * (xy - zw), 2 * (xz + yw)],
+        [2 * (xy + zw), -x2 + y2 - z2 + w2, 2 * (yz - xw)],
+        [2 * (xz - yw), 2 * (yz + xw), -x2 - y2 + z2 + w2],
+    ]
     return xnp.stack([xnp.stack(row, axis=-1) for row in rows], axis=-2)
 
 
@@ -80,11 +90,13 @@ def _from_matrix(matrix):
         q[k] = m(k, i) + m(i, k)
         q[3] = m(k, j) - m(j, k)
         candidates.append(xnp.stack(q, axis=-1))
-    candidates.append(xnp.stack([m(2, 1) - m(1, 2), m(0, 2) - m(2, 0), m(1, 0) - m(0, 1),
-                                 1 + trace], axis=-1))
+    candidates.append(
+        xnp.stack([m(2, 1) - m(1, 2), m(0, 2) - m(2, 0), m(1, 0) - m(0, 1), 1 + trace], axis=-1)
+    )
     choice = xnp.argmax(xnp.stack([m(0, 0), m(1, 1), m(2, 2), trace], axis=-1), axis=-1)
-    quat = xnp.take_along_axis(xnp.stack(candidates, axis=-2), choice[..., None, None],
-                               axis=-2)[..., 0, :]
+    quat = xnp.take_along_axis(xnp.stack(candidates, axis=-2), choice[..., None, None], axis=-2)[
+        ..., 0, :
+    ]
     return _normalize(quat)
 
 
@@ -100,7 +112,7 @@ def _from_rotvec(rotvec, degrees):
 
 def _as_rotvec(quat, degrees):
     quat = xnp.where(quat[..., 3:] < 0, -quat, quat)  # w >= 0: angle in [0, pi]
-    angle = 2. * xnp.arctan2(_norm(quat[..., :3]), quat[..., 3])
+    angle = 2.0 * xnp.arctan2(_norm(quat[..., :3]), quat[..., 3])
     angle2 = angle * angle
     small = 2 + angle2 / 12 + 7 * angle2 * angle2 / 2880
     scale = xnp.where(angle <= 1e-3, small, angle / xnp.sin(angle / 2))
@@ -115,8 +127,8 @@ def _from_mrp(mrp):
 
 
 def _as_mrp(quat):
-    sign = xnp.where(quat[..., 3:] < 0, -1., 1.)
-    return sign * quat[..., :3] / (1. + sign * quat[..., 3:])
+    sign = xnp.where(quat[..., 3:] < 0, -1.0, 1.0)
+    return sign * quat[..., :3] / (1.0 + sign * quat[..., 3:])
 
 
 def _as_euler(quat, axes, extrinsic, degrees):
@@ -138,8 +150,11 @@ def _as_euler(quat, axes, extrinsic, degrees):
     case = xnp.where(xnp.abs(middle - np.pi) <= eps, 2, 0)
     case = xnp.where(xnp.abs(middle) <= eps, 1, case)  # 1, 2: gimbal lock
     half_sum, half_diff = xnp.arctan2(b, a), xnp.arctan2(d, c)
-    angles = [xnp.where(case == 1, 2 * half_sum, 2 * half_diff * (-1 if extrinsic else 1)),
-              middle, xnp.zeros_like(middle)]
+    angles = [
+        xnp.where(case == 1, 2 * half_sum, 2 * half_diff * (-1 if extrinsic else 1)),
+        middle,
+        xnp.zeros_like(middle),
+    ]
     first, third = (0, 2) if extrinsic else (2, 0)
     angles[first] = xnp.where(case == 0, half_sum - half_diff, angles[first])
     angles[third] = xnp.where(case == 0, half_sum + half_diff, angles[third])
@@ -154,9 +169,12 @@ def _make_canonical(quat):
     """``quat`` or ``-quat``: the one whose first nonzero entry among (w, x, y, z) is
     positive."""
     neg, zero = quat < 0, quat == 0
-    flip = (neg[..., 3] | (zero[..., 3] & neg[..., 0])
-            | (zero[..., 3] & zero[..., 0] & neg[..., 1])
-            | (zero[..., 3] & zero[..., 0] & zero[..., 1] & neg[..., 2]))
+    flip = (
+        neg[..., 3]
+        | (zero[..., 3] & neg[..., 0])
+        | (zero[..., 3] & zero[..., 0] & neg[..., 1])
+        | (zero[..., 3] & zero[..., 0] & zero[..., 1] & neg[..., 2])
+    )
     return xnp.where(flip[..., None], -quat, quat)
 
 
@@ -182,8 +200,10 @@ class Rotation(typing.NamedTuple):
         angles = xnp.atleast_1d(angles)
         angles = angles.astype(xnp.result_type(angles, float))
         if angles.shape[-1] != len(axes):
-            raise ValueError(f"Rotation.from_euler: expected angles of shape (..., "
-                             f"{len(axes)}) for seq {seq!r}, got shape {angles.shape}")
+            raise ValueError(
+                f"Rotation.from_euler: expected angles of shape (..., "
+                f"{len(axes)}) for seq {seq!r}, got shape {angles.shape}"
+            )
         if degrees:
             angles = xnp.deg2rad(angles)
         result = _elementary_quat(axes[0], angles[..., 0])
@@ -215,7 +235,7 @@ class Rotation(typing.NamedTuple):
     @classmethod
     def identity(cls, num: int | None = None, dtype=float):
         """The identity rotation (``num`` of them if given)."""
-        quat = xnp.array([0., 0., 0., 1.], dtype=dtype)
+        quat = xnp.array([0.0, 0.0, 0.0, 1.0], dtype=dtype)
         return cls(quat if num is None else xnp.tile(quat, (num, 1)))
 
     @classmethod
@@ -278,19 +298,25 @@ class Rotation(typing.NamedTuple):
 
     def magnitude(self):
         """The rotation angle(s), in [0, pi]."""
-        return 2. * xnp.arctan2(_norm(self.quat[..., :3]), xnp.abs(self.quat[..., 3]))
+        return 2.0 * xnp.arctan2(_norm(self.quat[..., :3]), xnp.abs(self.quat[..., 3]))
 
     def mean(self, weights=None):
         """The (weighted) mean rotation, by Markley's eigenvector method."""
-        w = (xnp.ones(self.quat.shape[0], dtype=self.quat.dtype) if weights is None
-             else xnp.asarray(weights, dtype=self.quat.dtype))
+        w = (
+            xnp.ones(self.quat.shape[0], dtype=self.quat.dtype)
+            if weights is None
+            else xnp.asarray(weights, dtype=self.quat.dtype)
+        )
         if w.ndim != 1:
-            raise ValueError("Rotation.mean: expected `weights` to be 1 dimensional, got "
-                             f"shape {w.shape}.")
+            raise ValueError(
+                f"Rotation.mean: expected `weights` to be 1 dimensional, got shape {w.shape}."
+            )
         if w.shape[0] != len(self):
-            raise ValueError("Rotation.mean: expected `weights` to have number of values "
-                             f"equal to number of rotations, got {w.shape[0]} values and "
-                             f"{len(self)} rotations.")
+            raise ValueError(
+                "Rotation.mean: expected `weights` to have number of values "
+                f"equal to number of rotations, got {w.shape[0]} values and "
+                f"{len(self)} rotations."
+            )
         k = xnp.dot(w[None, :] * self.quat.T, self.quat)
         _, v = xnp.linalg.eigh(k)
         return Rotation(v[:, -1])
@@ -319,30 +345,35 @@ class Slerp(typing.NamedTuple):
     def init(cls, times, rotations: Rotation):
         """Interpolate between ``rotations`` (at least two) keyed at increasing ``times``."""
         if not isinstance(rotations, Rotation):
-            raise TypeError("Slerp.init: `rotations` must be a `Rotation` instance, got "
-                            f"{type(rotations).__name__}.")
+            raise TypeError(
+                "Slerp.init: `rotations` must be a `Rotation` instance, got "
+                f"{type(rotations).__name__}."
+            )
         if rotations.single or len(rotations) == 1:
-            raise ValueError("Slerp.init: `rotations` must be a sequence of at least 2 "
-                             "rotations.")
+            raise ValueError("Slerp.init: `rotations` must be a sequence of at least 2 rotations.")
         times = xnp.asarray(times, dtype=rotations.quat.dtype)
         if times.ndim != 1:
-            raise ValueError("Slerp.init: expected times to be specified in a 1 dimensional "
-                             f"array, got {times.ndim} dimensions.")
+            raise ValueError(
+                "Slerp.init: expected times to be specified in a 1 dimensional "
+                f"array, got {times.ndim} dimensions."
+            )
         if times.shape[0] != len(rotations):
-            raise ValueError("Slerp.init: expected number of rotations to be equal to number "
-                             f"of timestamps given, got {len(rotations)} rotations and "
-                             f"{times.shape[0]} timestamps.")
+            raise ValueError(
+                "Slerp.init: expected number of rotations to be equal to number "
+                f"of timestamps given, got {len(rotations)} rotations and "
+                f"{times.shape[0]} timestamps."
+            )
         starts = Rotation(rotations.quat[:-1])
         steps = starts.inv() * Rotation(rotations.quat[1:])
-        return cls(times=times, timedelta=xnp.diff(times), rotations=starts,
-                   rotvecs=steps.as_rotvec())
+        return cls(
+            times=times, timedelta=xnp.diff(times), rotations=starts, rotvecs=steps.as_rotvec()
+        )
 
     def __call__(self, times):
         """The interpolated rotation(s) at ``times`` (a scalar or a 1-D array)."""
         t = xnp.asarray(times, dtype=self.times.dtype)
         if t.ndim > 1:
-            raise ValueError(f"Slerp: `times` must be at most 1-dimensional, got shape "
-                             f"{t.shape}.")
+            raise ValueError(f"Slerp: `times` must be at most 1-dimensional, got shape {t.shape}.")
         single = t.ndim == 0
         t = xnp.atleast_1d(t)
         ind = xnp.maximum(xnp.searchsorted(self.times, t) - 1, 0)

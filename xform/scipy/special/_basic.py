@@ -14,12 +14,47 @@ from xform.custom_derivatives import custom_jvp
 from xform.numpy._promote import aval_of, check_arraylike, promote_args_inexact
 from xform.numpy._reductions import reduction_axes
 
-__all__ = ["bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma",
-    "entr", "erf", "erfc", "erfinv", "expit", "factorial", "gamma", "gammainc", "gammaincc",
-    "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax",
-    "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma",
-    "rel_entr", "softmax", "xlog1py", "xlogy", "zeta"]
-
+__all__ = [
+    "bernoulli",
+    "beta",
+    "betainc",
+    "betaln",
+    "boxcox",
+    "boxcox1p",
+    "comb",
+    "digamma",
+    "entr",
+    "erf",
+    "erfc",
+    "erfinv",
+    "expit",
+    "factorial",
+    "gamma",
+    "gammainc",
+    "gammaincc",
+    "gammaln",
+    "gammasgn",
+    "i0",
+    "i0e",
+    "i1",
+    "i1e",
+    "kl_div",
+    "log_ndtr",
+    "log_softmax",
+    "loggamma",
+    "logit",
+    "logsumexp",
+    "multigammaln",
+    "ndtr",
+    "ndtri",
+    "poch",
+    "polygamma",
+    "rel_entr",
+    "softmax",
+    "xlog1py",
+    "xlogy",
+    "zeta",
+]
 
 
 def _const(x, value):
@@ -39,6 +74,7 @@ def _polyval(coeffs, x):
 def _while_active(active, body, state):
     """Iterate ``state = body(state)`` elementwise while ``active(state)`` holds anywhere;
     finished elements keep their values (as a loop per element would)."""
+
     def cond(carry):
         return xnp.any(active(carry))
 
@@ -80,12 +116,13 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
         a, b = promote_args_inexact("logsumexp", a, b)
         a = xnp.where(b != 0, a, -np.inf)
     else:
-        a, = promote_args_inexact("logsumexp", a)
+        (a,) = promote_args_inexact("logsumexp", a)
     ndim = aval_of(a).ndim
     dims = reduction_axes("logsumexp", ndim, axis)
     is_complex = xnp.iscomplexobj(a)
-    amax = xnp.max(xnp.real(a) if is_complex else a, axis=dims, keepdims=keepdims,
-                   where=where, initial=-np.inf)
+    amax = xnp.max(
+        xnp.real(a) if is_complex else a, axis=dims, keepdims=keepdims, where=where, initial=-np.inf
+    )
     amax = lax.stop_gradient(xnp.where(xnp.isfinite(amax), amax, xnp.zeros_like(amax)))
     amax_with_dims = amax if keepdims else xnp.expand_dims(amax, dims)
     exp_a = xnp.exp(a - amax_with_dims.astype(aval_of(a).dtype))
@@ -108,32 +145,32 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
 
 def erf(x):
     """The error function."""
-    x, = promote_args_inexact("erf", x)
+    (x,) = promote_args_inexact("erf", x)
     return lax.erf(x)
 
 
 def erfc(x):
     """The complementary error function ``1 - erf(x)``."""
-    x, = promote_args_inexact("erfc", x)
+    (x,) = promote_args_inexact("erfc", x)
     return lax.erfc(x)
 
 
 def erfinv(x):
     """The inverse of ``erf`` on ``(-1, 1)``."""
-    x, = promote_args_inexact("erfinv", x)
+    (x,) = promote_args_inexact("erfinv", x)
     return lax.erf_inv(x)
 
 
 def expit(x):
     """The logistic sigmoid ``1 / (1 + exp(-x))``."""
-    x, = promote_args_inexact("expit", x)
+    (x,) = promote_args_inexact("expit", x)
     return lax.logistic(x)
 
 
 @custom_jvp
 def logit(x):
     """The inverse of ``expit``: ``log(x / (1 - x))``."""
-    x, = promote_args_inexact("logit", x)
+    (x,) = promote_args_inexact("logit", x)
     return xnp.log(x / (1 - x))  # a Python 1 keeps a weakly typed x weak, as in JAX
 
 
@@ -142,14 +179,14 @@ logit.defjvps(lambda g, ans, x: g / (x * (1 - x)))
 
 def gammaln(x):
     """``log(abs(gamma(x)))``; its derivative is ``digamma`` (differentiable again)."""
-    x, = promote_args_inexact("gammaln", x)
+    (x,) = promote_args_inexact("gammaln", x)
     return lax.lgamma(x)
 
 
 def digamma(x):
     """The logarithmic derivative of the gamma function; its derivative is the trigamma
     function ``polygamma(1, x)``."""
-    x, = promote_args_inexact("digamma", x)
+    (x,) = promote_args_inexact("digamma", x)
     return lax.digamma(x)
 
 
@@ -200,13 +237,14 @@ def _xlogx(x):
     return _xlogy(x, x)
 
 
-_xlogx.defjvp(lambda primals, tangents: (
-    _xlogx(primals[0]), tangents[0] * (xnp.log(primals[0]) + 1)))
+_xlogx.defjvp(
+    lambda primals, tangents: (_xlogx(primals[0]), tangents[0] * (xnp.log(primals[0]) + 1))
+)
 
 
 def entr(x):
     """The elementwise entropy ``-x log(x)`` for ``x > 0``, 0 at 0, ``-inf`` for ``x < 0``."""
-    x, = promote_args_inexact("entr", x)
+    (x,) = promote_args_inexact("entr", x)
     if xnp.iscomplexobj(x):
         raise ValueError("entr does not support complex-valued inputs.")
     return xnp.where(x < 0, xnp.full_like(x, -np.inf), -_xlogx(x))
@@ -232,29 +270,77 @@ def _ndtr(x):
     half_sqrt_2 = _const(x, 0.5 * np.sqrt(2.0))
     w = x * half_sqrt_2
     z = xnp.abs(w)
-    y = xnp.where(z < half_sqrt_2, _const(x, 1) + lax.erf(w),
-                  xnp.where(w > 0, _const(x, 2) - lax.erfc(z), lax.erfc(z)))
+    y = xnp.where(
+        z < half_sqrt_2,
+        _const(x, 1) + lax.erf(w),
+        xnp.where(w > 0, _const(x, 2) - lax.erfc(z), lax.erfc(z)),
+    )
     return _const(x, 0.5) * y
 
 
 # Cephes' piecewise rational approximations of ndtri (numerators p*, denominators q*).
-_NDTRI_P0 = (-5.99633501014107895267E1, 9.80010754185999661536E1, -5.66762857469070293439E1,
-             1.39312609387279679503E1, -1.23916583867381258016E0)
-_NDTRI_Q0 = (1.0, 1.95448858338141759834E0, 4.67627912898881538453E0, 8.63602421390890590575E1,
-             -2.25462687854119370527E2, 2.00260212380060660359E2, -8.20372256168333339912E1,
-             1.59056225126211695515E1, -1.18331621121330003142E0)
-_NDTRI_P1 = (4.05544892305962419923E0, 3.15251094599893866154E1, 5.71628192246421288162E1,
-             4.40805073893200834700E1, 1.46849561928858024014E1, 2.18663306850790267539E0,
-             -1.40256079171354495875E-1, -3.50424626827848203418E-2, -8.57456785154685413611E-4)
-_NDTRI_Q1 = (1.0, 1.57799883256466749731E1, 4.53907635128879210584E1, 4.13172038254672030440E1,
-             1.50425385692907503408E1, 2.50464946208309415979E0, -1.42182922854787788574E-1,
-             -3.80806407691578277194E-2, -9.33259480895457427372E-4)
-_NDTRI_P2 = (3.23774891776946035970E0, 6.91522889068984211695E0, 3.93881025292474443415E0,
-             1.33303460815807542389E0, 2.01485389549179081538E-1, 1.23716634817820021358E-2,
-             3.01581553508235416007E-4, 2.65806974686737550832E-6, 6.23974539184983293730E-9)
-_NDTRI_Q2 = (1.0, 6.02427039364742014255E0, 3.67983563856160859403E0, 1.37702099489081330271E0,
-             2.16236993594496635890E-1, 1.34204006088543189037E-2, 3.28014464682127739104E-4,
-             2.89247864745380683936E-6, 6.79019408009981274425E-9)
+_NDTRI_P0 = (
+    -5.99633501014107895267e1,
+    9.80010754185999661536e1,
+    -5.66762857469070293439e1,
+    1.39312609387279679503e1,
+    -1.23916583867381258016e0,
+)
+_NDTRI_Q0 = (
+    1.0,
+    1.95448858338141759834e0,
+    4.67627912898881538453e0,
+    8.63602421390890590575e1,
+    -2.25462687854119370527e2,
+    2.00260212380060660359e2,
+    -8.20372256168333339912e1,
+    1.59056225126211695515e1,
+    -1.18331621121330003142e0,
+)
+_NDTRI_P1 = (
+    4.05544892305962419923e0,
+    3.15251094599893866154e1,
+    5.71628192246421288162e1,
+    4.40805073893200834700e1,
+    1.46849561928858024014e1,
+    2.18663306850790267539e0,
+    -1.40256079171354495875e-1,
+    -3.50424626827848203418e-2,
+    -8.57456785154685413611e-4,
+)
+_NDTRI_Q1 = (
+    1.0,
+    1.57799883256466749731e1,
+    4.53907635128879210584e1,
+    4.13172038254672030440e1,
+    1.50425385692907503408e1,
+    2.50464946208309415979e0,
+    -1.42182922854787788574e-1,
+    -3.80806407691578277194e-2,
+    -9.33259480895457427372e-4,
+)
+_NDTRI_P2 = (
+    3.23774891776946035970e0,
+    6.91522889068984211695e0,
+    3.93881025292474443415e0,
+    1.33303460815807542389e0,
+    2.01485389549179081538e-1,
+    1.23716634817820021358e-2,
+    3.01581553508235416007e-4,
+    2.65806974686737550832e-6,
+    6.23974539184983293730e-9,
+)
+_NDTRI_Q2 = (
+    1.0,
+    6.02427039364742014255e0,
+    3.67983563856160859403e0,
+    1.37702099489081330271e0,
+    2.16236993594496635890e-1,
+    1.34204006088543189037e-2,
+    3.28014464682127739104e-4,
+    2.89247864745380683936e-6,
+    6.79019408009981274425e-9,
+)
 
 
 def ndtri(p):
@@ -300,9 +386,13 @@ def _log_ndtr_impl(x, series_order):
     above = x > upper
     # One ndtr for both outer branches; the max keeps the unused one finite (NaN-free grads).
     ndtr_res = _ndtr(xnp.where(above, -x, xnp.maximum(x, lower)))
-    return xnp.where(above, -ndtr_res,
-                     xnp.where(x > lower, xnp.log(ndtr_res),
-                               _log_ndtr_lower(xnp.minimum(x, lower), series_order)))
+    return xnp.where(
+        above,
+        -ndtr_res,
+        xnp.where(
+            x > lower, xnp.log(ndtr_res), _log_ndtr_lower(xnp.minimum(x, lower), series_order)
+        ),
+    )
 
 
 def _log_ndtr_lower(x, series_order):
@@ -368,7 +458,7 @@ def _check_real(name, *args):
 def gammasgn(x):
     """The sign of the gamma function: NaN at the poles (non-positive integers), ``-inf``
     and NaN; ``-1`` at ``-0.0``."""
-    x, = promote_args_inexact("gammasgn", x)
+    (x,) = promote_args_inexact("gammasgn", x)
     _check_real("gammasgn", x)
     floor_x = xnp.floor(x)
     negative = x < 0
@@ -380,9 +470,17 @@ def gammasgn(x):
 
 # Lanczos' approximation with g = 7 and 9 terms (coefficients from GSL's gamma.c).
 _LANCZOS_G = 7.0
-_LANCZOS_COEFFS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028,
-                   771.32342877765313, -176.61502916214059, 12.507343278686905,
-                   -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7)
+_LANCZOS_COEFFS = (
+    0.99999999999980993,
+    676.5203681218851,
+    -1259.1392167224028,
+    771.32342877765313,
+    -176.61502916214059,
+    12.507343278686905,
+    -0.13857109526572012,
+    9.9843695780195716e-6,
+    1.5056327351493116e-7,
+)
 
 
 def _complex_loggamma_lanczos(z):
@@ -394,11 +492,16 @@ def _complex_loggamma_lanczos(z):
     for k, c in enumerate(_LANCZOS_COEFFS[1:], start=1):
         series = series + _const(z, c) / (zz + _const(z, k))
     t = zz + _const(z, _LANCZOS_G + 0.5)
-    log_lanczos = (_const(z, 0.5 * np.log(2 * np.pi)) + (zz + _const(z, 0.5)) * xnp.log(t) - t
-                   + xnp.log(series))
+    log_lanczos = (
+        _const(z, 0.5 * np.log(2 * np.pi))
+        + (zz + _const(z, 0.5)) * xnp.log(t)
+        - t
+        + xnp.log(series)
+    )
     z_reflect = xnp.where(reflect, z, _const(z, 0.5))  # keeps the unused branch NaN-free
-    reflected = (_const(z, np.log(np.pi)) - xnp.log(xnp.sin(_const(z, np.pi) * z_reflect))
-                 - log_lanczos)
+    reflected = (
+        _const(z, np.log(np.pi)) - xnp.log(xnp.sin(_const(z, np.pi) * z_reflect)) - log_lanczos
+    )
     return xnp.where(reflect, reflected, log_lanczos)
 
 
@@ -413,11 +516,12 @@ def _complex_poles(z):
 def gamma(x):
     """The gamma function: ``gammasgn(x) * exp(gammaln(x))`` for real ``x``; for complex
     ``x`` ``exp`` of Lanczos' ``log(gamma)``, NaN at the poles."""
-    x, = promote_args_inexact("gamma", x)
+    (x,) = promote_args_inexact("gamma", x)
     if xnp.iscomplexobj(x):
         bad, safe = _complex_poles(x)
-        return xnp.where(bad, _const(x, complex(np.nan, np.nan)),
-                         xnp.exp(_complex_loggamma_lanczos(safe)))
+        return xnp.where(
+            bad, _const(x, complex(np.nan, np.nan)), xnp.exp(_complex_loggamma_lanczos(safe))
+        )
     return gammasgn(x) * xnp.exp(lax.lgamma(x))
 
 
@@ -426,7 +530,7 @@ def loggamma(x):
     ``x > 0`` and NaN elsewhere; for complex ``x`` the branch with SciPy's single cut along
     the negative real axis (``loggamma(z + n) - sum_k log(z + k)`` shifts into
     ``Re(z) >= 1/2``); NaN at the poles."""
-    x, = promote_args_inexact("loggamma", x)
+    (x,) = promote_args_inexact("loggamma", x)
     if not xnp.iscomplexobj(x):
         return xnp.where(x > 0, lax.lgamma(x), _const(x, np.nan))
     bad, z = _complex_poles(x)
@@ -437,8 +541,9 @@ def loggamma(x):
         k, total = state
         return k + 1, total + xnp.log(z + lax.complex(k, xnp.zeros_like(k)))
 
-    _, logs = _while_active(lambda s: s[0] < shift, body,
-                            (xnp.zeros_like(shift), xnp.zeros_like(z)))
+    _, logs = _while_active(
+        lambda s: s[0] < shift, body, (xnp.zeros_like(shift), xnp.zeros_like(z))
+    )
     out = _complex_loggamma_lanczos(z + shift_c) - logs
     return xnp.where(bad, _const(x, complex(np.nan, np.nan)), out)
 
@@ -448,7 +553,7 @@ def factorial(n, exact=False):
     supported (as in JAX)."""
     if exact:
         raise NotImplementedError("factorial with exact=True")
-    n, = promote_args_inexact("factorial", n)
+    (n,) = promote_args_inexact("factorial", n)
     return xnp.where(n < 0, _const(n, 0), xnp.exp(lax.lgamma(n + _const(n, 1))))
 
 
@@ -463,14 +568,21 @@ def comb(N, k, *, repetition=False):  # noqa: N803  (SciPy's name)
     safe_n = xnp.where(valid, N, _const(N, 0))
     safe_k = xnp.where(valid, k, _const(k, 0))
     one = _const(N, 1)
-    log_result = (lax.lgamma(safe_n + one) - lax.lgamma(safe_k + one)
-                  - lax.lgamma(safe_n + one - safe_k))
+    log_result = (
+        lax.lgamma(safe_n + one) - lax.lgamma(safe_k + one) - lax.lgamma(safe_n + one - safe_k)
+    )
     return xnp.where(valid, xnp.exp(log_result), _const(N, 0))
 
 
 # Coefficients of the Stirling-type series of ``del(b) - del(a + b)`` (SciPy's cdflib algdiv).
-_ALGDIV_C = (-0.165322962780713e-02, 0.837308034031215e-03, -0.595202931351870e-03,
-             0.793650666825390e-03, -0.277777777760991e-02, 0.833333333333333e-01)
+_ALGDIV_C = (
+    -0.165322962780713e-02,
+    0.837308034031215e-03,
+    -0.595202931351870e-03,
+    0.793650666825390e-03,
+    -0.277777777760991e-02,
+    0.833333333333333e-01,
+)
 
 
 def _algdiv(a, b):
@@ -573,13 +685,17 @@ def _bernoulli_host(n):
     """``B_0 .. B_n`` in float64 on the host: ``B_2k = (-1)^(k+1) 2 (2k)! zeta(2k) / (2 pi)^2k``
     (the odd ones past ``B_1`` vanish); ``inf`` once they overflow."""
     values = np.zeros(n + 1)
-    values[:3] = [1.0, -0.5, 1 / 6][:n + 1]
+    values[:3] = [1.0, -0.5, 1 / 6][: n + 1]
     m = np.arange(4, n + 1, 2, dtype=np.float64)
     log_abs = np.array([math.lgamma(v + 1) for v in m]) - m * np.log(2 * np.pi)
     # zeta(m): 1000 terms and the Euler-Maclaurin tail (relative error far below 1e-16).
     big_n = 1000.0
-    zeta_m = (np.sum(np.arange(1.0, big_n)[:, None] ** -m, axis=0) + big_n ** (1 - m) / (m - 1)
-              + big_n ** -m / 2 + m * big_n ** (-m - 1) / 12)
+    zeta_m = (
+        np.sum(np.arange(1.0, big_n)[:, None] ** -m, axis=0)
+        + big_n ** (1 - m) / (m - 1)
+        + big_n**-m / 2
+        + m * big_n ** (-m - 1) / 12
+    )
     with np.errstate(over="ignore"):
         values[4::2] = np.where(m % 4 == 0, -2.0, 2.0) * np.exp(log_abs) * zeta_m
     return values
@@ -599,8 +715,10 @@ def zeta(x, q=None):
     """The Hurwitz zeta function ``sum_n (n + q)^-x``; ``q=None`` (Riemann) is not
     supported, as in JAX. Differentiable in ``q`` (``-x zeta(x + 1, q)``)."""
     if q is None:
-        raise NotImplementedError("Riemann zeta function not implemented; pass q != None to "
-                                  "compute the Hurwitz Zeta function.")
+        raise NotImplementedError(
+            "Riemann zeta function not implemented; pass q != None to "
+            "compute the Hurwitz Zeta function."
+        )
     x, q = promote_args_inexact("zeta", x, q)
     return lax.zeta(x, q)
 
@@ -620,7 +738,7 @@ def _zeta_series(s, a):
     a_n = a + n
     one = _const(s, 1)
     integral = a_n ** (one - s) / (s - one)
-    t0 = a_n ** -s
+    t0 = a_n**-s
     # (s)_(2j-1) / a_n^(2j-1) for j = 1..M, as a running product.
     ratio = s / a_n
     correction = xnp.zeros_like(ratio)
@@ -647,25 +765,25 @@ zeta.defjvp(_zeta_jvp)
 
 def i0e(x):
     """The exponentially scaled modified Bessel function ``exp(-|x|) I0(x)``."""
-    x, = promote_args_inexact("i0e", x)
+    (x,) = promote_args_inexact("i0e", x)
     return lax.bessel_i0e(x)
 
 
 def i0(x):
     """The modified Bessel function of the first kind of order 0."""
-    x, = promote_args_inexact("i0", x)
+    (x,) = promote_args_inexact("i0", x)
     return xnp.exp(xnp.abs(x)) * lax.bessel_i0e(x)
 
 
 def i1e(x):
     """The exponentially scaled modified Bessel function ``exp(-|x|) I1(x)``."""
-    x, = promote_args_inexact("i1e", x)
+    (x,) = promote_args_inexact("i1e", x)
     return lax.bessel_i1e(x)
 
 
 def i1(x):
     """The modified Bessel function of the first kind of order 1."""
-    x, = promote_args_inexact("i1", x)
+    (x,) = promote_args_inexact("i1", x)
     return xnp.exp(xnp.abs(x)) * lax.bessel_i1e(x)
 
 
@@ -682,8 +800,9 @@ def rel_entr(p, q):
     safe_p = xnp.where(both_positive, p, _const(p, 1))
     safe_q = xnp.where(both_positive, q, _const(q, 1))
     value = _xlogx(safe_p) - xlogy(safe_p, safe_q)
-    return xnp.where(both_positive, value,
-                     xnp.where((p == zero) & (q >= zero), zero, _const(p, np.inf)))
+    return xnp.where(
+        both_positive, value, xnp.where((p == zero) & (q >= zero), zero, _const(p, np.inf))
+    )
 
 
 def kl_div(p, q):

@@ -21,7 +21,6 @@ from xform.scipy.special._basic import (
 __all__ = ["bessel_jn", "hyp1f1", "hyp2f1", "sph_harm_y"]
 
 
-
 def bessel_jn(z, *, v, n_iter=50):
     """Bessel functions of the first kind ``J_0 .. J_v`` of real ``z``, stacked on a new
     leading axis: shape ``(v + 1, *z.shape)``.
@@ -34,7 +33,7 @@ def bessel_jn(z, *, v, n_iter=50):
       v: the highest order, a concrete non-negative int.
       n_iter: the starting order of the recurrence, a concrete int (larger for larger |z|).
     """
-    z, = promote_args_inexact("bessel_jn", z)
+    (z,) = promote_args_inexact("bessel_jn", z)
     if xnp.iscomplexobj(z):
         raise ValueError("bessel_jn: complex input not supported.")
     v, n_iter = operator.index(v), int(n_iter)
@@ -208,13 +207,16 @@ def _hyp2f1_near_one(a, b, c, x, enabled):
         return p, t, y1 + p
 
     counted = xnp.where(enabled, ard, one)
-    _, _, y1 = _while_active(lambda st: st[1] + 1 < counted, finite_part,
-                             (xnp.ones_like(x), xnp.zeros_like(x), xnp.ones_like(x)))
+    _, _, y1 = _while_active(
+        lambda st: st[1] + 1 < counted,
+        finite_part,
+        (xnp.ones_like(x), xnp.zeros_like(x), xnp.ones_like(x)),
+    )
     gamma_c = gamma(c)
     y1 = y1 * gamma(e) * gamma_c / (gamma(a + d1) * gamma(b + d1))
     y_n = y * gamma_c / (gamma(a + d2) * gamma(b + d2))
     y_n = xnp.where(xnp.fmod(ard, _const(ard, 2)) != 0, -y_n, y_n)
-    q = s ** rd
+    q = s**rd
     summed = xnp.where(rd > 0, y_n * q + y1, y_n + y1 * q)
     return xnp.where(rd == 0, y * gamma_c / (gamma(a) * gamma(b)), summed)
 
@@ -255,9 +257,9 @@ def _hyp2f1_values(a, b, c, x):
     for case in cases:
         chosen.append(case & ~taken)
         taken = taken | case
-    transformed = s ** d * _hyp2f1_any(ca, cb, c, x, chosen[2])
+    transformed = s**d * _hyp2f1_any(ca, cb, c, x, chosen[2])
     at_one = gamma(c) * gamma(d) / (gamma(ca) * gamma(cb))
-    values = [one, inf, transformed, inf, s ** -a, s ** -b, inf, at_one]
+    values = [one, inf, transformed, inf, s**-a, s**-b, inf, at_one]
     out = _hyp2f1_any(a, b, c, x, ~taken)
     for case, value in zip(reversed(chosen), reversed(values), strict=True):
         out = xnp.where(case, value, out)
@@ -269,8 +271,7 @@ def _hyp2f1_derivative_sum(a, b, c, x, weight):
 
     def body(state):
         total, k, term = state
-        return (total + term * weight(k), k + 1,
-                term * (a + k) * (b + k) / (c + k) / (k + 1) * x)
+        return (total + term * weight(k), k + 1, term * (a + k) * (b + k) / (c + k) / (k + 1) * x)
 
     def active(state):
         total, k, term = state
@@ -330,8 +331,9 @@ def _normalized_legendre(n, order, x, n_max):
         active = order < l
         a_l = xnp.sqrt((4 * l * l - 1) / xnp.where(active, l * l - m2, _const(x, 1)))
         second = order < l - 1
-        a_prev = xnp.sqrt(((2 * l - 1) * (2 * l - 3))
-                          / xnp.where(second, (l - 1) ** 2 - m2, _const(x, 1)))
+        a_prev = xnp.sqrt(
+            ((2 * l - 1) * (2 * l - 3)) / xnp.where(second, (l - 1) ** 2 - m2, _const(x, 1))
+        )
         value = a_l * (x * previous - xnp.where(second, before / a_prev, _const(x, 0)))
         before = xnp.where(active, previous, before)
         previous = xnp.where(active, value, previous)
@@ -354,7 +356,8 @@ def sph_harm_y(n, m, theta, phi, diff_n=None, n_max=None):
     """
     if diff_n is not None:
         raise NotImplementedError(
-            "The 'diff_n' argument to sph_harm_y is not supported (as in JAX).")
+            "The 'diff_n' argument to sph_harm_y is not supported (as in JAX)."
+        )
     if xnp.ndim(theta) == 0:
         theta = xnp.atleast_1d(theta)
     if n_max is None:

@@ -18,18 +18,22 @@ _NAN_POLICIES = ("propagate", "omit", "raise")
 def _check_nan_policy(name, nan_policy):
     """Only ``"propagate"`` is implemented: the others need to know the data's NaNs up front."""
     if nan_policy not in _NAN_POLICIES:
-        raise ValueError(f"{name}: illegal nan_policy value {nan_policy!r}; expected one of "
-                         "{'propagate', 'omit', 'raise'}")
+        raise ValueError(
+            f"{name}: illegal nan_policy value {nan_policy!r}; expected one of "
+            "{'propagate', 'omit', 'raise'}"
+        )
     if nan_policy == "omit":
         raise NotImplementedError(f"{name}: nan_policy='omit' is not implemented")
     if nan_policy == "raise":
         raise NotImplementedError(
             f"{name}: nan_policy='raise' cannot be compiled, as it needs to know whether the "
-            "data holds NaNs; check for NaNs before calling it")
+            "data holds NaNs; check for NaNs before calling it"
+        )
 
 
 class ModeResult(NamedTuple):
     """The result of ``mode``: the most common values and how often each occurs."""
+
     mode: object
     count: object
 
@@ -51,8 +55,7 @@ def mode(a, axis=0, nan_policy="propagate", keepdims=False):
     _check_nan_policy("mode", nan_policy)
     if axis is not None:
         if not -x.ndim <= axis < x.ndim:
-            raise ValueError(f"mode: axis {axis} is out of bounds for an array of shape "
-                             f"{x.shape}")
+            raise ValueError(f"mode: axis {axis} is out of bounds for an array of shape {x.shape}")
         axis %= x.ndim
     if axis is None:
         out_shape = (1,) * x.ndim if keepdims else ()
@@ -93,21 +96,26 @@ def rankdata(a, method="average", *, axis=None, nan_policy="propagate"):
     check_arraylike("rankdata", a)
     _check_nan_policy("rankdata", nan_policy)
     if method not in ("average", "min", "max", "dense", "ordinal"):
-        raise ValueError(f"rankdata: unknown method {method!r}; expected 'average', 'min', "
-                         "'max', 'dense' or 'ordinal'")
+        raise ValueError(
+            f"rankdata: unknown method {method!r}; expected 'average', 'min', "
+            "'max', 'dense' or 'ordinal'"
+        )
     if axis is not None:
         return xnp.apply_along_axis(rankdata, axis, a, method)
     a = xnp.ravel(a)
     out_dtype = dtypes.default_float()
-    return lax.cond(xnp.any(xnp.isnan(a)),
-                    lambda a: xnp.full_like(a, np.nan, out_dtype),
-                    lambda a: _ranks(a, method, out_dtype), a)
+    return lax.cond(
+        xnp.any(xnp.isnan(a)),
+        lambda a: xnp.full_like(a, np.nan, out_dtype),
+        lambda a: _ranks(a, method, out_dtype),
+        a,
+    )
 
 
 def sem(a, axis=0, ddof=1, nan_policy="propagate", *, keepdims=False):
     """The standard error of the mean along ``axis``: ``std(a, ddof) / sqrt(n)``; with
     ``nan_policy="omit"`` NaNs are left out of both."""
-    b, = promote_args_inexact("sem", a)
+    (b,) = promote_args_inexact("sem", a)
     if nan_policy == "propagate":
         size = b.size if axis is None else b.shape[axis]
         std = xnp.std(b, axis, ddof=ddof, keepdims=keepdims)
@@ -116,5 +124,4 @@ def sem(a, axis=0, ddof=1, nan_policy="propagate", *, keepdims=False):
         count = xnp.sum(~xnp.isnan(b), axis, keepdims=keepdims)
         std = xnp.nanstd(b, axis, ddof=ddof, keepdims=keepdims)
         return std / xnp.sqrt(count).astype(b.dtype)
-    raise ValueError(f"sem: nan_policy={nan_policy!r} is not supported; use 'propagate' or "
-                     "'omit'")
+    raise ValueError(f"sem: nan_policy={nan_policy!r} is not supported; use 'propagate' or 'omit'")

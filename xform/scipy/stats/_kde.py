@@ -37,11 +37,13 @@ class gaussian_kde:  # noqa: N801  (JAX's and SciPy's name)
         if xnp.iscomplexobj(dataset):
             raise NotImplementedError("gaussian_kde does not support complex data")
         if not dataset.size > 1:
-            raise ValueError("gaussian_kde: `dataset` input should have multiple elements, "
-                             f"got shape {dataset.shape}")
+            raise ValueError(
+                "gaussian_kde: `dataset` input should have multiple elements, "
+                f"got shape {dataset.shape}"
+            )
         d, n = dataset.shape
         if weights is None:
-            dataset, = promote_dtypes_inexact(dataset)
+            (dataset,) = promote_dtypes_inexact(dataset)
             weights = xnp.full(n, 1.0 / n, dtype=dataset.dtype)
         else:
             check_arraylike("gaussian_kde", weights)
@@ -49,14 +51,17 @@ class gaussian_kde:  # noqa: N801  (JAX's and SciPy's name)
             weights = xnp.atleast_1d(weights)
             weights = weights / xnp.sum(weights)
             if weights.ndim != 1:
-                raise ValueError("gaussian_kde: `weights` input should be one-dimensional, got "
-                                 f"shape {weights.shape}")
+                raise ValueError(
+                    "gaussian_kde: `weights` input should be one-dimensional, got "
+                    f"shape {weights.shape}"
+                )
             if len(weights) != n:
-                raise ValueError(f"gaussian_kde: `weights` input should be of length n={n}, "
-                                 f"got {len(weights)}")
+                raise ValueError(
+                    f"gaussian_kde: `weights` input should be of length n={n}, got {len(weights)}"
+                )
         self._set("dataset", dataset)
         self._set("weights", weights)
-        neff = self._set("neff", 1 / xnp.sum(weights ** 2))
+        neff = self._set("neff", 1 / xnp.sum(weights**2))
         bw_method = "scott" if bw_method is None else bw_method
         if isinstance(bw_method, str) and bw_method == "scott":
             factor = xnp.power(neff, -1.0 / (d + 4))
@@ -67,11 +72,13 @@ class gaussian_kde:  # noqa: N801  (JAX's and SciPy's name)
         elif callable(bw_method):
             factor = bw_method(self)
         else:
-            raise ValueError("gaussian_kde: `bw_method` should be 'scott', 'silverman', a "
-                             f"scalar, or a callable; got {bw_method!r}")
+            raise ValueError(
+                "gaussian_kde: `bw_method` should be 'scott', 'silverman', a "
+                f"scalar, or a callable; got {bw_method!r}"
+            )
         data_cov = xnp.atleast_2d(xnp.cov(dataset, rowvar=1, bias=False, aweights=weights))
-        self._set("covariance", data_cov * factor ** 2)
-        self._set("inv_cov", xnp.linalg.inv(data_cov) / factor ** 2)
+        self._set("covariance", data_cov * factor**2)
+        self._set("inv_cov", xnp.linalg.inv(data_cov) / factor**2)
 
     def _set(self, name, value):
         object.__setattr__(self, name, value)
@@ -84,8 +91,9 @@ class gaussian_kde:  # noqa: N801  (JAX's and SciPy's name)
     def tree_unflatten(cls, aux_data, children):
         del aux_data
         kde = cls.__new__(cls)
-        for name, value in zip(("neff", "dataset", "weights", "covariance", "inv_cov"),
-                               children, strict=True):
+        for name, value in zip(
+            ("neff", "dataset", "weights", "covariance", "inv_cov"), children, strict=True
+        ):
             kde._set(name, value)
         return kde
 
@@ -102,8 +110,9 @@ class gaussian_kde:  # noqa: N801  (JAX's and SciPy's name)
     def evaluate(self, points):
         """The estimated density at ``points`` (``(d, m)``, or ``(m,)`` when ``d == 1``)."""
         check_arraylike("gaussian_kde.evaluate", points)
-        return _kernel_sum(False, self.dataset, self.weights, self._reshape_points(points),
-                           self.inv_cov)
+        return _kernel_sum(
+            False, self.dataset, self.weights, self._reshape_points(points), self.inv_cov
+        )
 
     def __call__(self, points):
         return self.evaluate(points)
@@ -115,19 +124,22 @@ class gaussian_kde:  # noqa: N801  (JAX's and SciPy's name)
     def logpdf(self, x):
         """The log of the estimated density at ``x``, summed without overflow."""
         check_arraylike("gaussian_kde.logpdf", x)
-        return _kernel_sum(True, self.dataset, self.weights, self._reshape_points(x),
-                           self.inv_cov)
+        return _kernel_sum(True, self.dataset, self.weights, self._reshape_points(x), self.inv_cov)
 
     def integrate_gaussian(self, mean, cov):
         """The integral of the estimate times the normal density ``N(mean, cov)``."""
         mean = xnp.atleast_1d(xnp.squeeze(mean))
         cov = xnp.atleast_2d(cov)
         if mean.shape != (self.d,):
-            raise ValueError(f"gaussian_kde.integrate_gaussian: mean does not have dimension "
-                             f"{self.d}, got shape {mean.shape}")
+            raise ValueError(
+                f"gaussian_kde.integrate_gaussian: mean does not have dimension "
+                f"{self.d}, got shape {mean.shape}"
+            )
         if cov.shape != (self.d, self.d):
-            raise ValueError(f"gaussian_kde.integrate_gaussian: covariance does not have "
-                             f"dimension {self.d}, got shape {cov.shape}")
+            raise ValueError(
+                f"gaussian_kde.integrate_gaussian: covariance does not have "
+                f"dimension {self.d}, got shape {cov.shape}"
+            )
         chol = linalg.cho_factor(self.covariance + cov)
         norm = 1.0 / (xnp.sqrt(2 * math.pi) ** self.d * xnp.prod(xnp.diag(chol[0])))
         return _kernel_convolve(chol, norm, self.dataset, self.weights, mean)
@@ -135,8 +147,9 @@ class gaussian_kde:  # noqa: N801  (JAX's and SciPy's name)
     def integrate_box_1d(self, low, high):
         """The mass of a 1-D estimate between the scalars ``low`` and ``high``."""
         if self.d != 1:
-            raise ValueError("gaussian_kde.integrate_box_1d() only handles 1D pdfs, got "
-                             f"d={self.d}")
+            raise ValueError(
+                f"gaussian_kde.integrate_box_1d() only handles 1D pdfs, got d={self.d}"
+            )
         if np.ndim(low) != 0 or np.ndim(high) != 0:
             raise ValueError("the limits of integration in integrate_box_1d must be scalars")
         sigma = xnp.squeeze(xnp.sqrt(self.covariance))
@@ -147,8 +160,10 @@ class gaussian_kde:  # noqa: N801  (JAX's and SciPy's name)
     def integrate_kde(self, other):
         """The integral of the product of this estimate and ``other``."""
         if other.d != self.d:
-            raise ValueError(f"gaussian_kde.integrate_kde: KDEs are not the same "
-                             f"dimensionality, {self.d} != {other.d}")
+            raise ValueError(
+                f"gaussian_kde.integrate_kde: KDEs are not the same "
+                f"dimensionality, {self.d} != {other.d}"
+            )
         chol = linalg.cho_factor(self.covariance + other.covariance)
         norm = 1.0 / (xnp.sqrt(2 * math.pi) ** self.d * xnp.prod(xnp.diag(chol[0])))
         small, large = (self, other) if self.n < other.n else (other, self)
@@ -160,16 +175,19 @@ class gaussian_kde:  # noqa: N801  (JAX's and SciPy's name)
         of the kernel covariance; the result has shape ``(d,) + shape``."""
         ind_key, eps_key = random.split(key)
         ind = random.choice(ind_key, self.n, shape=shape, p=self.weights)
-        eps = random.multivariate_normal(eps_key, xnp.zeros(self.d, self.covariance.dtype),
-                                         self.covariance, shape=shape,
-                                         dtype=self.dataset.dtype).T
+        eps = random.multivariate_normal(
+            eps_key,
+            xnp.zeros(self.d, self.covariance.dtype),
+            self.covariance,
+            shape=shape,
+            dtype=self.dataset.dtype,
+        ).T
         return self.dataset[:, ind] + eps
 
     def integrate_box(self, low_bounds, high_bounds, maxpts=None):
         """Not implemented: only 1-D boxes, through ``integrate_box_1d``."""
         del low_bounds, high_bounds, maxpts
-        raise NotImplementedError(
-            "only 1D box integrations are supported; use `integrate_box_1d`")
+        raise NotImplementedError("only 1D box integrations are supported; use `integrate_box_1d`")
 
     def set_bandwidth(self, bw_method=None):
         """Not implemented: the estimate is immutable."""
@@ -197,7 +215,8 @@ def _kernel_convolve(chol, norm, target, weights, mean):
 def _kernel_sum(in_log, dataset, weights, points, precision):
     """The weighted Gaussian kernel sum (or its log) at each column of ``points``."""
     dataset, weights, points, precision = promote_dtypes_inexact(
-        dataset, weights, points, precision)
+        dataset, weights, points, precision
+    )
     d = dataset.shape[0]
     whitening = linalg.cholesky(precision, lower=True)
     train = xnp.dot(dataset.T, whitening)  # (n, d)

@@ -17,8 +17,7 @@ def logpmf(k, n, p, loc=0):
     y = k - loc
     log_choose = gammaln(n + 1) - (gammaln(y + 1) + gammaln(n - y + 1))
     log_linear = xlogy(y, p) + xlog1py(n - y, -p)
-    log_probs = xnp.where(((y == 0) & (n == 0)) | (log_linear == 0), 0.0,
-                          log_choose + log_linear)
+    log_probs = xnp.where(((y == 0) & (n == 0)) | (log_linear == 0), 0.0, log_choose + log_linear)
     return xnp.where((k >= loc) & (k < loc + n + 1), log_probs, -np.inf)
 
 

@@ -23,11 +23,13 @@ def logpdf(x, alpha):
     x, alpha = promote_dtypes_inexact(x, alpha)
     if alpha.ndim != 1:
         raise ValueError(
-            f"dirichlet.logpdf: `alpha` must be one-dimensional; got alpha.shape={alpha.shape}")
+            f"dirichlet.logpdf: `alpha` must be one-dimensional; got alpha.shape={alpha.shape}"
+        )
     if x.ndim == 0 or x.shape[0] not in (alpha.shape[0], alpha.shape[0] - 1):
         raise ValueError(
             "dirichlet.logpdf: `x` must have either the same number of entries as `alpha` or "
-            f"one entry fewer; got x.shape={x.shape}, alpha.shape={alpha.shape}")
+            f"one entry fewer; got x.shape={x.shape}, alpha.shape={alpha.shape}"
+        )
     if x.shape[0] != alpha.shape[0]:
         x = xnp.concatenate([x, 1 - xnp.sum(x, axis=0, keepdims=True)], axis=0)
     log_normalizer = xnp.sum(gammaln(alpha)) - gammaln(xnp.sum(alpha))

@@ -15,11 +15,13 @@ def logpmf(x, n, p):
     the counts sum to ``n``.
 
     Raises ValueError if ``x`` and ``n`` are not integers."""
-    p, = promote_args_inexact("multinomial.logpmf", p)
+    (p,) = promote_args_inexact("multinomial.logpmf", p)
     x, n = promote_args_numeric("multinomial.logpmf", x, n)
     if not xnp.issubdtype(x.dtype, np.integer):
-        raise ValueError("multinomial.logpmf: x and n must be of integer type; got "
-                         f"x.dtype={x.dtype}, n.dtype={n.dtype}")
+        raise ValueError(
+            "multinomial.logpmf: x and n must be of integer type; got "
+            f"x.dtype={x.dtype}, n.dtype={n.dtype}"
+        )
     x, n = x.astype(p.dtype), n.astype(p.dtype)
     log_probs = gammaln(n + 1) + xnp.sum(xlogy(x, p) - gammaln(x + 1), axis=-1)
     return xnp.where(xnp.sum(x) == n, log_probs, -np.inf)

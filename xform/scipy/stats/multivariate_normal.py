@@ -10,7 +10,6 @@ from xform.numpy._promote import promote_dtypes_inexact
 __all__ = ["logpdf", "pdf"]
 
 
-
 def _solve_lower_vector(chol, y):
     """``z`` with ``chol @ z == y``: ``y`` as a row ``z^T chol^T = y^T`` (lax's solve takes
     matrices only)."""
@@ -37,11 +36,14 @@ def logpdf(x, mean, cov, allow_singular=None):
     n = mean.shape[-1]
     if not cov.shape:
         y = x - mean
-        return (-1 / 2 * xnp.einsum("...i,...i->...", y, y) / cov
-                - n / 2 * (log_two_pi + xnp.log(cov)))
+        return -1 / 2 * xnp.einsum("...i,...i->...", y, y) / cov - n / 2 * (
+            log_two_pi + xnp.log(cov)
+        )
     if cov.ndim < 2 or cov.shape[-2:] != (n, n):
-        raise ValueError("multivariate_normal.logpdf got incompatible shapes: "
-                         f"mean.shape={mean.shape}, cov.shape={cov.shape}")
+        raise ValueError(
+            "multivariate_normal.logpdf got incompatible shapes: "
+            f"mean.shape={mean.shape}, cov.shape={cov.shape}"
+        )
     chol = lax_linalg.cholesky(cov)
     y = _solve_lower(chol, x - mean)
     log_det = xnp.sum(xnp.log(xnp.diagonal(chol, axis1=-1, axis2=-2)), axis=-1)

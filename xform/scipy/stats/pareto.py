@@ -27,14 +27,14 @@ def cdf(x, b, loc=0, scale=1):
     """The Pareto CDF, ``1 - y**-b``; 0 below the support."""
     x, b, loc, scale = promote_args_inexact("pareto.cdf", x, b, loc, scale)
     y = (x - loc) / scale
-    return xnp.where(x < loc + scale, xnp.zeros_like(y), 1 - y ** -b)
+    return xnp.where(x < loc + scale, xnp.zeros_like(y), 1 - y**-b)
 
 
 def logcdf(x, b, loc=0, scale=1):
     """The log CDF, ``log1p(-y**-b)``; ``-inf`` below the support."""
     x, b, loc, scale = promote_args_inexact("pareto.logcdf", x, b, loc, scale)
     y = (x - loc) / scale
-    return xnp.where(x < loc + scale, -np.inf, xnp.log1p(-(y ** -b)))
+    return xnp.where(x < loc + scale, -np.inf, xnp.log1p(-(y**-b)))
 
 
 def logsf(x, b, loc=0, scale=1):

@@ -16,8 +16,11 @@ def logpdf(x, df, loc=0, scale=1):
     z = (x - loc) / scale
     half_df = df / 2
     half_df_plus_half = half_df + 0.5
-    log_normalizer = (lax.lgamma(half_df) + xnp.log(scale * scale * math.pi * df) / 2
-                      - lax.lgamma(half_df_plus_half))
+    log_normalizer = (
+        lax.lgamma(half_df)
+        + xnp.log(scale * scale * math.pi * df) / 2
+        - lax.lgamma(half_df_plus_half)
+    )
     return -(log_normalizer + half_df_plus_half * xnp.log1p(z * z / df))
 
 

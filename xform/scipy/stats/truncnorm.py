@@ -13,8 +13,7 @@ __all__ = ["logpdf", "pdf", "logsf", "sf", "logcdf", "cdf"]
 
 def _log_diff(x, y):
     """``log(exp(x) - exp(y))`` without overflow."""
-    return logsumexp(xnp.stack([x, y]), b=xnp.stack([xnp.ones_like(x), -xnp.ones_like(y)]),
-                     axis=0)
+    return logsumexp(xnp.stack([x, y]), b=xnp.stack([xnp.ones_like(x), -xnp.ones_like(y)]), axis=0)
 
 
 def _log_gauss_mass(a, b):
@@ -64,8 +63,10 @@ def logcdf(x, a, b, loc=0, scale=1):
     log_total = _log_gauss_mass(a, b)
     log_below = _log_gauss_mass(a, z) - log_total
     log_above = _log_gauss_mass(z, b) - log_total
-    out = xnp.select([z >= b, z <= a, log_below > -0.1, z > a],
-                     [0, -np.inf, xnp.log1p(-xnp.exp(log_above)), log_below])
+    out = xnp.select(
+        [z >= b, z <= a, log_below > -0.1, z > a],
+        [0, -np.inf, xnp.log1p(-xnp.exp(log_above)), log_below],
+    )
     return xnp.where(a >= b, np.nan, out)
 
 
