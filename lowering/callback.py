@@ -28,9 +28,9 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from lowering import mlir, runtime
 from lowering.mlir import aval_to_ir, lowering_rules
-from xform.array import Array
 from xform.core import subjaxprs
 from xform.primitives import callback as cb
+from xform.runtime.array import Array
 
 # ModuleContext -> {block: the last ordered callback's token in that block}
 _tokens = weakref.WeakKeyDictionary()

@@ -7,7 +7,7 @@ from lowering import lapack
 from lowering.mlir import constant, full_like_aval, lower_jaxpr, lowering_rules
 from xform import dtypes
 from xform.core import ShapedArray
-from xform.interpreters.staging import trace_to_jaxpr
+from xform.interpret.staging import trace_to_jaxpr
 from xform.primitives import linalg as la
 
 

@@ -18,7 +18,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from lowering.call import emit_call
 from lowering.mlir import aval_to_ir, constant, dtype_to_ir, lowering_rules
 from xform import dtypes
-from xform.interpreters.staging import trace_to_jaxpr
+from xform.interpret.staging import trace_to_jaxpr
 from xform.primitives import rng
 from xform.random import _distributions
 

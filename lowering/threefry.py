@@ -19,7 +19,7 @@ from lowering.call import emit_call
 from lowering.mlir import lowering_rules
 from xform import dtypes, lax
 from xform.core import ShapedArray
-from xform.interpreters.staging import trace_to_jaxpr
+from xform.interpret.staging import trace_to_jaxpr
 from xform.primitives.threefry import PARITY, ROTATIONS, threefry2x32_p
 
 _U32 = np.dtype(np.uint32)

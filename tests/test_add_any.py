@@ -15,7 +15,7 @@ from jax._src import ad_util
 
 import xform
 from tests.harness import assert_same
-from xform.interpreters import tape
+from xform.interpret import tape
 from xform.primitives import elementwise as ew
 
 RNG = np.random.default_rng(0)

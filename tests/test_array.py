@@ -10,7 +10,7 @@ import pytest
 
 import xform
 from xform import lax
-from xform.array import from_host
+from xform.runtime.array import from_host
 
 
 @pytest.mark.parametrize(

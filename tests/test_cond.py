@@ -10,7 +10,7 @@ import xform.numpy as xnp
 from tests.harness import assert_same, check_against_jax, check_vmap
 from xform import core, lax
 from xform.errors import ConcretizationTypeError
-from xform.interpreters import dce, partial_eval
+from xform.interpret import dce, partial_eval
 from xform.test_util import check_grads
 
 X = np.float32(0.7)

@@ -4,7 +4,7 @@ import pytest
 
 from lowering.mlir import lowering_rules
 from xform import core, lax
-from xform.interpreters import ad, batching
+from xform.interpret import ad, batching
 from xform.primitives.call import jit_p
 from xform.primitives.pmap import pmap_p
 
@@ -35,7 +35,7 @@ NO_HOST_IMPL = {
     "while": "runs its cond and body jaxprs in a Python loop (core.eager_rules)",
     "scan": "runs its body jaxpr in a Python loop (core.eager_rules)",
     "checkpoint": "evaluates its jaxpr eagerly (core.eager_rules)",
-    "pmap": "runs its SPMD program on the devices (core.eager_rules, xform/spmd.py)",
+    "pmap": "runs its SPMD program on the devices (core.eager_rules, xform/runtime/pmap.py)",
     **{
         name: "a LAPACK kernel, compiled by XLA for the one equation: eager equals jit"
         for name in LAPACK_PRIMITIVES

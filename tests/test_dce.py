@@ -6,8 +6,9 @@ import numpy as np
 
 import xform
 import xform.numpy as xnp
-from xform import api_autodiff, core
-from xform.interpreters import dce
+from xform import core
+from xform.api import autodiff as api_autodiff
+from xform.interpret import dce
 from xform.primitives.base import standard_primitive
 
 X = np.linspace(-1.0, 1.0, 4, dtype=np.float32)

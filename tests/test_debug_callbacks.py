@@ -17,7 +17,7 @@ from lowering.mlir import lowering_rules
 from xform import core
 from xform.debug import NOT_PROVIDED
 from xform.experimental import io_callback
-from xform.interpreters import ad, batching, dce
+from xform.interpret import ad, batching, dce
 from xform.primitives import callback as cb
 
 X = np.arange(3, dtype=np.float32)

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import xform
-from xform import core, dispatch, lax
-from xform.array import from_host
+from xform import core, lax
+from xform.runtime import dispatch
+from xform.runtime.array import from_host
 
 X = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
 

@@ -14,7 +14,7 @@ import xform
 import xform.numpy as xnp
 from lowering import mlir
 from xform import core, lax
-from xform.interpreters import staging
+from xform.interpret import staging
 from xform.primitives import contractions, reductions, structural
 
 F32 = core.ShapedArray((2, 3), np.dtype("float32"))

@@ -18,7 +18,7 @@ from jax import lax as jlax
 import xform
 from tests.harness import assert_same
 from xform import lax as xlax
-from xform.interpreters import transpose
+from xform.interpret import transpose
 from xform.primitives import elementwise as ew
 from xform.test_util import check_grads, check_vjp
 
@@ -214,11 +214,11 @@ def test_transposing_a_nonlinear_operand_is_an_error():
 
 def test_zero_cotangent_gives_zeros():
     u = transpose.UndefinedPrimal(xform.core.ShapedArray((2,), np.dtype(F32)))
-    zero = xform.interpreters.ad.Zero(u.aval)
+    zero = xform.interpret.ad.Zero(u.aval)
     cts = transpose.transpose_rules[ew.add_p](zero, u, np.ones(2, F32))
-    assert type(cts[0]) is xform.interpreters.ad.Zero and cts[1] is None
+    assert type(cts[0]) is xform.interpret.ad.Zero and cts[1] is None
     cts = transpose.transpose_rules[ew.select_n_p](zero, np.array([True, False]), u, u)
-    assert cts[0] is None and all(type(c) is xform.interpreters.ad.Zero for c in cts[1:])
+    assert cts[0] is None and all(type(c) is xform.interpret.ad.Zero for c in cts[1:])
 
 
 # --------------------------------------------------------------------------- grad, end to end

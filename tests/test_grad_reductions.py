@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import xform
 from xform import lax
-from xform.interpreters import ad, transpose
+from xform.interpret import ad, transpose
 from xform.primitives import contractions, reductions, sorting
 from xform.test_util import check_grads, check_vjp
 

@@ -14,7 +14,7 @@ from hypothesis.extra import numpy as hnp
 
 import xform
 from xform import lax
-from xform.interpreters import transpose
+from xform.interpret import transpose
 from xform.primitives import indexing, structural
 from xform.test_util import check_grads, check_vjp
 

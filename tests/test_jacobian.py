@@ -8,8 +8,8 @@ import pytest
 import xform
 import xform.numpy as xnp
 from tests.harness import assert_same
-from xform.array import Array
 from xform.core import Tracer
+from xform.runtime.array import Array
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((2, 3)).astype(np.float32)

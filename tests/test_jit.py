@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import xform
-from xform import core, dispatch, lax
-from xform.array import from_host
+from xform import core, lax
+from xform.runtime import dispatch
+from xform.runtime.array import from_host
 
 F32_3 = np.arange(3, dtype=np.float32)
 

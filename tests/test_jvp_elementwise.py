@@ -17,7 +17,7 @@ import xform
 from tests.harness import assert_same
 from xform import dtypes
 from xform import lax as xlax
-from xform.interpreters import ad
+from xform.interpret import ad
 from xform.primitives import elementwise
 
 F32, I32, C64 = np.float32, np.int32, np.complex64

@@ -14,7 +14,7 @@ import xform
 from tests.harness import floats
 from xform import lax
 from xform.core import Primitive
-from xform.interpreters import ad
+from xform.interpret import ad
 from xform.primitives import indexing, structural
 
 jlax = jax.lax

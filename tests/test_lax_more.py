@@ -15,7 +15,7 @@ import xform
 import xform.numpy as xnp
 from tests.harness import assert_same, check_against_jax, check_vmap
 from xform import lax
-from xform.interpreters import transpose
+from xform.interpret import transpose
 
 RNG = np.random.default_rng(0)
 F32 = RNG.standard_normal((3, 4)).astype(np.float32)

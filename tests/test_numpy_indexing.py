@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 import xform
 import xform.numpy as xnp
 from tests.harness import assert_same
-from xform.array import from_host
 from xform.errors import NonConcreteBooleanIndexError
 from xform.numpy._indexing import IndexUpdateHelper, getitem
+from xform.runtime.array import from_host
 
 # --------------------------------------------------------------------------- strategies
 

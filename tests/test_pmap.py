@@ -20,7 +20,7 @@ import xform.numpy as xnp
 from lowering import runtime
 from tests.harness import assert_same
 from xform import lax as xl
-from xform.array import ShardedArray
+from xform.runtime.array import ShardedArray
 
 SIZES = [1, 2, 4, 8]
 RNG = np.random.default_rng(0)

@@ -18,7 +18,7 @@ from lowering.threefry import _hash_jaxpr
 from tests.harness import assert_same
 from xform import core
 from xform import random as xr
-from xform.interpreters import ad, batching
+from xform.interpret import ad, batching
 from xform.primitives.threefry import threefry2x32, threefry2x32_p
 
 _KEY = np.asarray(jax.random.PRNGKey(42))

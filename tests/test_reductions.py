@@ -16,8 +16,9 @@ from jax import tree_util
 
 import xform
 from tests.harness import assert_same, check_against_jax
-from xform import core, dispatch, lax
+from xform import core, lax
 from xform.primitives import reductions
+from xform.runtime import dispatch
 
 BF16 = np.dtype(jnp.bfloat16)
 INTS = [np.dtype(d) for d in (np.int8, np.int32, np.uint8, np.uint32)]

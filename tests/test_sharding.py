@@ -17,7 +17,7 @@ import xform
 import xform.numpy as xnp
 from tests.harness import assert_same
 from tests.multiprocess_worker import mlp_loss
-from xform.api_sharding import with_sharding_constraint
+from xform.api.sharding import with_sharding_constraint
 
 # jax.sharding's names that xform.sharding does not have, each with the reason.
 EXEMPT = {}  # jax.sharding names xform.sharding lacks, with the reason
@@ -462,7 +462,7 @@ def test_repeated_calls_of_sharded_arrays_take_the_fast_path_as_jax(mesh, monkey
     # After a first call, jit's fastest path runs the partitioned program on sharded Arrays
     # of the same avals and layouts; results, types and shardings stay JAX's, call after
     # call (each feeding the next), and other arguments still take the general path.
-    from xform import api_sharding  # noqa: PLC0415  (only to count the general path)
+    from xform.api import sharding as api_sharding  # noqa: PLC0415  (only to count the general path)
 
     general = []
     run = api_sharding.run_partitioned
@@ -487,7 +487,7 @@ def test_repeated_calls_of_pytrees_with_given_shardings_take_the_fast_path(monke
     # A training step's call: pytrees of sharded Arrays into a jit with in_shardings and
     # out_shardings, its results fed back. After the first calls, each runs the program
     # without the general path; results and shardings stay JAX's.
-    from xform import api_sharding  # noqa: PLC0415  (only to count the general path)
+    from xform.api import sharding as api_sharding  # noqa: PLC0415  (only to count the general path)
 
     general = []
     run = api_sharding.run_partitioned

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 import xform
 from tests.harness import assert_same, check_against_jax
 from tests.test_reductions import ALL, BF16, assert_match, check, ordered_values, rng_st
-from xform import core, dispatch, lax
+from xform import core, lax
 from xform.primitives import sorting
+from xform.runtime import dispatch
 
 COMPLEX = np.dtype(np.complex64)
 shape_st = st.lists(st.integers(0, 4), min_size=1, max_size=3).map(tuple)

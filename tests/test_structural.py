@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 import xform
 from tests.harness import assert_same, check_against_jax, rand
-from xform import core, dispatch, lax
+from xform import core, lax
 from xform.primitives import structural
+from xform.runtime import dispatch
 
 DTYPES = [
     np.dtype(d)

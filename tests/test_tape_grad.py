@@ -1,8 +1,8 @@
 """Eager reverse mode on tapes against the staged path.
 
 With no enclosing trace, ``grad``/``value_and_grad`` record the function on the VJP tape
-(xform/interpreters/vjp_tape.py: each operation and its values, pulled back by VJP rules),
-and ``vjp`` keeps the linear program on a tape (xform/interpreters/tape.py) rather than
+(xform/interpret/vjp_tape.py: each operation and its values, pulled back by VJP rules),
+and ``vjp`` keeps the linear program on a tape (xform/interpret/tape.py) rather than
 staging and transposing a jaxpr. Their cotangents must be bit-equal to one another and to
 the staged path's (``enabled = False`` in each module forces the next path) and close to
 ``jax.grad``; a primitive a tape does not record (jit, control flow) is linearized or staged
@@ -20,7 +20,7 @@ from jax import tree_util
 import xform
 import xform.numpy as xnp
 from tests.harness import assert_same
-from xform.interpreters import tape, vjp_tape
+from xform.interpret import tape, vjp_tape
 
 
 def _bits(tree):

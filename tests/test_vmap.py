@@ -10,7 +10,7 @@ import xform
 import xform.numpy as xnp
 from tests.harness import assert_same, check_vmap
 from xform.errors import ConcretizationTypeError, UnexpectedTracerError
-from xform.interpreters import batching
+from xform.interpret import batching
 
 RNG = np.random.default_rng(0)
 

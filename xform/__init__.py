@@ -7,7 +7,6 @@ feature.
 import lowering  # noqa: F401  (registers the lowering rules)
 from xform import (  # noqa: F401
     config,
-    dispatch,
     errors,
     example_libraries,
     image,
@@ -17,10 +16,19 @@ from xform import (  # noqa: F401
     ops,
     random,
     scipy,
-    spmd,
     tree_util,
 )
-from xform.api import (  # noqa: F401
+from xform.api.autodiff import (  # noqa: F401
+    grad,
+    jvp,
+    linear_transpose,
+    linearize,
+    value_and_grad,
+    vjp,
+)
+from xform.api.batching import vmap  # noqa: F401
+from xform.api.jacobian import hessian, jacfwd, jacobian, jacrev  # noqa: F401
+from xform.api.jit import (  # noqa: F401
     ShapeDtypeStruct,
     block_until_ready,
     default_backend,
@@ -37,28 +45,20 @@ from xform.api import (  # noqa: F401
     process_count,
     process_index,
 )
-from xform.api_autodiff import (  # noqa: F401
-    grad,
-    jvp,
-    linear_transpose,
-    linearize,
-    value_and_grad,
-    vjp,
-)
-from xform.api_batching import vmap  # noqa: F401
-from xform.api_jacobian import hessian, jacfwd, jacobian, jacrev  # noqa: F401
-from xform.api_pmap import pmap  # noqa: F401
-from xform.api_remat import checkpoint, checkpoint_policies, remat  # noqa: F401
-from xform.array import Array, ShardedArray  # noqa: F401
+from xform.api.pmap import pmap  # noqa: F401
+from xform.api.remat import checkpoint, checkpoint_policies, remat  # noqa: F401
 from xform.config import enable_x64_scope as enable_x64  # noqa: F401
 from xform.custom_derivatives import custom_jvp, custom_vjp  # noqa: F401
+from xform.runtime import dispatch  # noqa: F401
+from xform.runtime import pmap as spmd  # noqa: F401
+from xform.runtime.array import Array, ShardedArray  # noqa: F401
 
 __version__ = "0.1.0"
 
 # --- [tree+top-level] names (helper A owns this block) ---
 from xform import flatten_util, tree, typing, version  # noqa: E402, F401, I001
-from xform.api import clear_caches  # noqa: E402, F401
-from xform.api_host import (  # noqa: E402, F401
+from xform.api.jit import clear_caches  # noqa: E402, F401
+from xform.api.host import (  # noqa: E402, F401
     Device,
     device_get,
     host_count,
@@ -80,7 +80,7 @@ from xform.primitives.callback import pure_callback  # noqa: E402, F401
 # --- end [callbacks] ---
 
 # --- [config] names (helper C owns this block) ---
-from xform.api import ensure_compile_time_eval  # noqa: E402, F401
+from xform.api.jit import ensure_compile_time_eval  # noqa: E402, F401
 from xform.config import (  # noqa: E402, F401
     check_tracer_leaks,
     checking_leaks,
@@ -116,8 +116,8 @@ from xform.config import (  # noqa: E402, F401
     thread_guard,
 )
 from xform import distributed, dlpack, monitoring, profiler  # noqa: E402, F401, I001
-from xform.api_autodiff import fwd_and_bwd  # noqa: E402, F401
-from xform.api_host import copy_to_host_async, effects_barrier  # noqa: E402, F401
+from xform.api.autodiff import fwd_and_bwd  # noqa: E402, F401
+from xform.api.host import copy_to_host_async, effects_barrier  # noqa: E402, F401
 # --- end [config] ---
 
 # --- [remat+ad] names (helper D owns this block) ---
@@ -135,12 +135,12 @@ from xform import export  # noqa: F401, E402  (jax.export's counterpart: needs t
 
 # --- [sharding] names (helper I owns this block) ---
 from xform import sharding  # noqa: F401, E402
-from xform.api_sharding import (  # noqa: F401, E402
+from xform.api.sharding import (  # noqa: F401, E402
     make_array_from_callback,
     make_array_from_process_local_data,
     make_array_from_single_device_arrays,
 )
 from xform.sharding import NamedSharding, PartitionSpec as P, reshard, set_mesh  # noqa: F401, E402
 from lowering.sharding import make_mesh  # noqa: F401, E402
-from xform.api_shard_map import shard_map  # noqa: F401, E402
+from xform.api.shard_map import shard_map  # noqa: F401, E402
 # --- end [sharding] ---

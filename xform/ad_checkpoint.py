@@ -13,9 +13,9 @@ and where it comes from (an argument, a constant, or the equation that computes 
 import inspect
 
 from xform import pytree
-from xform.api import make_jaxpr
-from xform.api_autodiff import vjp
-from xform.api_remat import checkpoint, checkpoint_policies, remat
+from xform.api.autodiff import vjp
+from xform.api.jit import make_jaxpr
+from xform.api.remat import checkpoint, checkpoint_policies, remat
 from xform.core import Literal, source_column, source_info
 from xform.primitives.call import jit_p
 from xform.primitives.elementwise import reduce_precision_p

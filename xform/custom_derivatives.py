@@ -19,12 +19,12 @@ import typing
 import numpy as np
 
 from xform import core, dtypes, pytree
-from xform.api import _arg_avals, _fun_name
-from xform.array import from_host
+from xform.api.jit import _arg_avals, _fun_name
 from xform.core import Tracer
-from xform.interpreters import ad
-from xform.interpreters.staging import JaxprTrace, trace_to_jaxpr
+from xform.interpret import ad
+from xform.interpret.staging import JaxprTrace, trace_to_jaxpr
 from xform.primitives.autodiff import custom_jvp_call_p, custom_vjp_call_p
+from xform.runtime.array import from_host
 
 # --------------------------------------------------------------------------- symbolic zeros
 

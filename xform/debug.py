@@ -20,7 +20,7 @@ import traceback
 import numpy as np
 
 from xform import pytree
-from xform.api_sharding import (  # noqa: F401  (jax.debug's sharding pictures)
+from xform.api.sharding import (  # noqa: F401  (jax.debug's sharding pictures)
     inspect_array_sharding,
     visualize_array_sharding,
     visualize_sharding,

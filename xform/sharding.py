@@ -2,7 +2,7 @@
 
 Meshes and shardings are the runtime's own objects (jaxlib's arrays carry them), so they are
 JAX's classes; what xform adds is what runs on them: partitioned ``jit``, ``reshard``,
-``shard_map`` (xform/api_sharding.py, xform/api_shard_map.py).
+``shard_map`` (xform/api/sharding.py, xform/api/shard_map.py).
 """
 
 from lowering.sharding import (  # noqa: F401
@@ -21,7 +21,7 @@ from lowering.sharding import (  # noqa: F401
     set_mesh,
     use_abstract_mesh,
 )
-from xform.api_sharding import auto_axes, explicit_axes, reshard  # noqa: F401
+from xform.api.sharding import auto_axes, explicit_axes, reshard  # noqa: F401
 
 __all__ = [
     "AbstractDevice",

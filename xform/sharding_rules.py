@@ -12,7 +12,7 @@ without a sharding counts as replicated). Rules raise ``ShardingTypeError`` wher
 A primitive without a rule gives results without a sharding (replicated), as before this
 mode existed; call-like primitives (``jit``) keep the types their bodies gave.
 
-Only consulted when some operand's type has a sharding (xform/interpreters/staging.py,
+Only consulted when some operand's type has a sharding (xform/interpret/staging.py,
 ``out_avals_of``), so programs without explicit shardings pay nothing. A sharding param
 (``out_sharding=`` of ``reshape``, ``dot_general``, ``broadcast_in_dim``; transposition gives
 one to cotangents, as JAX's) decides its result's sharding: the abstract evaluation types
@@ -21,7 +21,7 @@ the result by it (xform/primitives/sharding.py, ``typed``) and the rule returns 
 
 from xform.core import ShapedArray
 from xform.errors import ShardingTypeError
-from xform.interpreters import staging
+from xform.interpret import staging
 from xform.primitives.sharding import full_spec, spec_names, type_sharding
 
 __all__ = ["ELEMENTWISE", "sharding_rules", "type_sharding", "with_shardings"]

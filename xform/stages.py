@@ -14,8 +14,9 @@ from jax.sharding import SingleDeviceSharding
 from jaxlib import _jax
 
 from lowering import mlir, runtime
-from xform import core, dispatch, pytree
+from xform import core, pytree
 from xform.primitives.pmap import replicas_needed
+from xform.runtime import dispatch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,7 +31,7 @@ class ArgInfo:
 
 
 def _shape_struct(aval):
-    from xform.api import ShapeDtypeStruct  # noqa: PLC0415  (api imports this module)
+    from xform.api.jit import ShapeDtypeStruct  # noqa: PLC0415  (api imports this module)
 
     return ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)
 
@@ -76,7 +77,7 @@ class Traced(_Stage):
     def __init__(self, jitted, entry, in_tree, avals, partitioned=None):
         super().__init__(jitted, entry, in_tree, avals)
         # () -> the partitioned Lowered stage when the call runs partitioned (shardings given
-        # or carried by the arguments), else None (xform/api_sharding.py)
+        # or carried by the arguments), else None (xform/api/sharding.py)
         self._partitioned = partitioned
 
     def lower(self):

@@ -17,7 +17,7 @@ except ImportError:  # an optional dependency: only the strategies below use it
     hnp = st = None
 
 from xform import dtypes
-from xform.api_autodiff import jvp, vjp
+from xform.api.autodiff import jvp, vjp
 
 _EPS = {
     np.dtype(np.float16): 1e-1,

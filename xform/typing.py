@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from xform.array import Array
+from xform.runtime.array import Array
 
 
 @typing.runtime_checkable

@@ -14,7 +14,7 @@ from xform.extend.batching import (  # noqa: F401
     not_mapped,
     primitive_batchers,
 )
-from xform.interpreters import batching as _batching
+from xform.interpret import batching as _batching
 
 
 def _axis_to_xform(prim, rule):

@@ -33,14 +33,15 @@ import numpy as np
 from jax._src.distributed import global_state as _distributed_state
 from jax._src.tree_util import _registry as _jax_pytree_registry
 
-from xform import api, api_util, core, dtypes, flatten_util, tree_util
+from xform import api_util, core, dtypes, flatten_util, tree_util
 from xform import numpy as xnp
+from xform.api import jit as api
 from xform.compat import _jax_core
 from xform.compat._standins import lacking_function, stand_in
 from xform.experimental import checkify
 from xform.extend import ad as _extend_ad
-from xform.interpreters import ad as _ad
-from xform.interpreters import transpose as _transpose
+from xform.interpret import ad as _ad
+from xform.interpret import transpose as _transpose
 from xform.primitives import autodiff, elementwise
 
 _excluded_paths = []

@@ -7,8 +7,8 @@ for ``xform.Array``), so ``jax.Array`` and ``jax.numpy.ndarray`` are this class 
 mode: its ``isinstance`` accepts ``xform.Array`` (with tracers) and key arrays.
 """
 
-from xform.array import Array as _XformArray
 from xform.random._keys import KeyArray as _KeyArray
+from xform.runtime.array import Array as _XformArray
 
 _ARRAY_TYPES = (_XformArray, _KeyArray)
 

@@ -20,14 +20,14 @@ import numpy as np
 
 from xform import core, lax, tree_util
 from xform import numpy as jnp
-from xform.array import Array
 from xform.core import ClosedJaxpr, Jaxpr, Literal, Var
 from xform.extend import ad as ext_ad
 from xform.extend import batching as ext_batching
 from xform.extend import mlir as ext_mlir
-from xform.interpreters import dce
-from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.interpret import dce
+from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.call import jit_p
+from xform.runtime.array import Array
 
 __all__ = [
     "DivisionByZeroError",

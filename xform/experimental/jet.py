@@ -21,7 +21,7 @@ from xform import core, lax, tree_util
 from xform import numpy as jnp
 from xform.core import Tracer, get_aval
 from xform.errors import MissingRuleError
-from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.call import jit_p
 
 __all__ = ["jet", "jet_rules"]

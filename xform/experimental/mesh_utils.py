@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from xform.api import devices as _all_devices
+from xform.api.jit import devices as _all_devices
 
 __all__ = ["create_device_mesh", "create_hybrid_device_mesh", "device_kind_handler_dict"]
 

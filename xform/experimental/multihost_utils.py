@@ -12,13 +12,13 @@ import zlib
 import numpy as np
 
 from xform import pytree
-from xform.api import devices, jit, local_devices, process_count, process_index
-from xform.api_sharding import (
+from xform.api.jit import devices, jit, local_devices, process_count, process_index
+from xform.api.sharding import (
     broadcast_prefix,
     make_array_from_process_local_data,
     make_array_from_single_device_arrays,
 )
-from xform.array import ShardedArray
+from xform.runtime.array import ShardedArray
 from xform.sharding import Mesh, NamedSharding, PartitionSpec
 
 __all__ = [

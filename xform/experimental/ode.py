@@ -14,9 +14,9 @@ import numpy as np
 
 from xform import custom_derivatives, lax, tree_util
 from xform import numpy as jnp
-from xform.api import jit
-from xform.api_autodiff import vjp
-from xform.api_batching import vmap
+from xform.api.autodiff import vjp
+from xform.api.batching import vmap
+from xform.api.jit import jit
 from xform.extend.core import valid_jaxtype
 from xform.flatten_util import ravel_pytree
 

@@ -1,6 +1,6 @@
 """``xform.experimental.shard_map``: JAX's older spelling of ``xform.shard_map``."""
 
-from xform.api_shard_map import shard_map as _shard_map
+from xform.api.shard_map import shard_map as _shard_map
 
 __all__ = ["shard_map"]
 

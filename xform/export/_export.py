@@ -11,9 +11,10 @@ compiled (lowering/export.py); reverse-mode derivatives go through the exported 
 import numpy as np
 
 from lowering import export as lowering_export
-from xform import api, core, dispatch, dtypes, lax, pytree
-from xform.api import ShapeDtypeStruct
-from xform.api_autodiff import vjp as _vjp
+from xform import core, dtypes, lax, pytree
+from xform.api import jit as api
+from xform.api.autodiff import vjp as _vjp
+from xform.api.jit import ShapeDtypeStruct
 from xform.core import ShapedArray
 from xform.custom_derivatives import SymbolicZero, custom_vjp
 from xform.export import _serialization, _shape_poly
@@ -24,10 +25,11 @@ from xform.export._serialization import (
     register_namedtuple_serialization,
     register_pytree_node_serialization,
 )
-from xform.interpreters import batching
+from xform.interpret import batching
 from xform.primitives.base import standard_primitive
 from xform.primitives.compiler import platform_index_p
 from xform.primitives.fft import FftType, fft_p
+from xform.runtime import dispatch
 
 _PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 

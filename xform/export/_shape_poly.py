@@ -19,7 +19,7 @@ import re
 import numpy as np
 
 from xform import core, dtypes, pytree
-from xform.api import ShapeDtypeStruct
+from xform.api.jit import ShapeDtypeStruct
 from xform.core import ShapedArray
 from xform.errors import InconclusiveDimensionOperation
 from xform.primitives.base import standard_primitive

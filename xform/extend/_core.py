@@ -7,8 +7,8 @@ import numpy as np
 from xform import core, dtypes
 from xform.core import JaxprEqn, Tracer, Var
 from xform.errors import ConcretizationTypeError
-from xform.interpreters.batching import BatchTrace
-from xform.interpreters.staging import JaxprTrace
+from xform.interpret.batching import BatchTrace
+from xform.interpret.staging import JaxprTrace
 
 # The concrete array types xform accepts as operands (Python scalars aside).
 array_types = frozenset(

@@ -13,10 +13,10 @@ Example:
 """
 
 from xform.extend._tables import RuleTable
-from xform.interpreters import ad as _ad
-from xform.interpreters import transpose as _transpose
-from xform.interpreters.ad import Zero, defjvp, defjvp_zero, instantiate
-from xform.interpreters.transpose import UndefinedPrimal, is_undefined
+from xform.interpret import ad as _ad
+from xform.interpret import transpose as _transpose
+from xform.interpret.ad import Zero, defjvp, defjvp_zero, instantiate
+from xform.interpret.transpose import UndefinedPrimal, is_undefined
 
 __all__ = [
     "UndefinedPrimal",

@@ -1,7 +1,7 @@
 """The runtime under xform, as ``jax.extend.backend`` names it: PJRT backends and devices."""
 
 from lowering import runtime
-from xform import api
+from xform.api import jit as api
 
 __all__ = ["backends", "clear_in_memory_compilation_cache", "get_backend", "get_default_device"]
 

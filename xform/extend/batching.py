@@ -10,8 +10,8 @@ act on each element independently and for n-ary elementwise ops.
 """
 
 from xform.extend._tables import RuleTable
-from xform.interpreters import batching as _batching
-from xform.interpreters.batching import AxisData, defbroadcasting, defvectorized, not_mapped
+from xform.interpret import batching as _batching
+from xform.interpret.batching import AxisData, defbroadcasting, defvectorized, not_mapped
 
 __all__ = [
     "AxisData",

@@ -4,7 +4,7 @@ Each family module lists its wrappers in ``__all__``; its ``*_p`` primitive obje
 exported too, as JAX's ``lax`` does.
 """
 
-from xform.api_sharding import with_sharding_constraint  # noqa: F401
+from xform.api.sharding import with_sharding_constraint  # noqa: F401
 from xform.lax import linalg  # noqa: F401  (xform.lax.linalg, as jax.lax.linalg)
 from xform.primitives import (
     autodiff,

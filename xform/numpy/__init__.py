@@ -9,7 +9,6 @@ import ml_dtypes
 import numpy as np
 
 from xform import dtypes as _dtypes
-from xform.array import Array as ndarray
 from xform.numpy import (
     _array_methods,  # noqa: F401  (attaches operators and methods)
     _keys,
@@ -32,6 +31,7 @@ from xform.numpy._sorting import *  # noqa: F403
 from xform.numpy._statistics import *  # noqa: F403
 from xform.numpy._ufuncs import *  # noqa: F403
 from xform.numpy._vectorize import vectorize  # noqa: F401
+from xform.runtime.array import Array as ndarray
 
 globals().update(_keys.wrap(globals()))  # these functions also take typed key arrays
 

@@ -8,7 +8,6 @@ Python scalars stay weakly typed (``x_f16 * 2`` is float16).
 
 import numpy as np
 
-from xform.array import Array
 from xform.core import Tracer
 from xform.numpy import (
     _contractions,
@@ -21,6 +20,7 @@ from xform.numpy import (
 )
 from xform.numpy._indexing import IndexUpdateHelper, getitem
 from xform.numpy._promote import _is_arraylike
+from xform.runtime.array import Array
 
 
 def _binary(fn, reflected=False):

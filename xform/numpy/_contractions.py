@@ -8,7 +8,7 @@ import operator
 import opt_einsum
 
 from xform import dtypes, lax
-from xform.api_sharding import auto_axes
+from xform.api.sharding import auto_axes
 from xform.numpy._promote import (
     _ARRAY_TYPES,
     _canonical_dtype,

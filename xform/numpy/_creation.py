@@ -6,7 +6,6 @@ import operator
 import numpy as np
 
 from xform import core, dtypes, lax
-from xform.array import Array, mark_subnormals
 from xform.core import ShapedArray, Tracer
 from xform.numpy._promote import (
     _canonical_dtype,
@@ -21,6 +20,7 @@ from xform.numpy._promote import (
     result_type,
 )
 from xform.numpy._ufuncs import add, full_like_aval, multiply, subtract, true_divide, where_
+from xform.runtime.array import Array, mark_subnormals
 
 __all__ = [
     "zeros",

@@ -10,10 +10,10 @@ import functools
 import ml_dtypes
 import numpy as np
 
-from xform.api_batching import vmap
-from xform.array import Array, share_jax_array
+from xform.api.batching import vmap
 from xform.numpy._creation import arange
 from xform.numpy._promote import asarray
+from xform.runtime.array import Array, share_jax_array
 
 __all__ = [
     "printoptions",

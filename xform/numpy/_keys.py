@@ -16,7 +16,7 @@ are the arguments searched for keys.
 import functools
 
 from xform import core, pytree
-from xform.api_batching import vmap
+from xform.api.batching import vmap
 from xform.pytree import ArrayNode
 
 # The functions of xform.numpy that take key arrays (element moves and fills, no arithmetic).

@@ -13,7 +13,7 @@ import operator
 import numpy as np
 
 from xform import dtypes, lax
-from xform.api_batching import vmap
+from xform.api.batching import vmap
 from xform.core import Tracer
 from xform.numpy import _reductions, _ufuncs
 from xform.numpy._creation import arange, empty_like, full, linspace, ones, zeros_like

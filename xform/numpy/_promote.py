@@ -14,11 +14,11 @@ import numpy as np
 
 from lowering import runtime
 from xform import config, core, dtypes, lax
-from xform.array import Array, from_host, mark_subnormals
 from xform.core import ShapedArray, Tracer
 from xform.errors import IncompatibleShapesError
 from xform.primitives.base import user_dtype
 from xform.primitives.elementwise import convert_element_type_p, copy_p
+from xform.runtime.array import Array, from_host, mark_subnormals
 
 _PY_SCALARS = (bool, int, float, complex)
 

@@ -8,7 +8,6 @@ import operator
 import numpy as np
 
 from xform import core, dtypes, lax
-from xform.array import Array
 from xform.core import Tracer
 from xform.errors import IncompatibleShapesError
 from xform.numpy._indexing import IndexUpdateHelper, getitem
@@ -25,6 +24,7 @@ from xform.numpy._promote import (
 )
 from xform.numpy._reductions import canonicalize_axis
 from xform.numpy._ufuncs import maximum, minimum, where_
+from xform.runtime.array import Array
 
 __all__ = [
     "reshape",

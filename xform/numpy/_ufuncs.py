@@ -11,9 +11,8 @@ import operator
 import numpy as np
 
 from xform import dtypes, lax
-from xform.api import eval_shape
-from xform.api_batching import vmap
-from xform.array import Array
+from xform.api.batching import vmap
+from xform.api.jit import eval_shape
 from xform.core import Primitive, ShapedArray, Tracer, eval_trace, trace_state
 from xform.custom_derivatives import custom_jvp
 from xform.numpy._promote import (
@@ -32,6 +31,7 @@ from xform.numpy._promote import (
     result_type,
 )
 from xform.numpy._vectorize import vectorize
+from xform.runtime.array import Array
 
 __all__ = [
     "add",

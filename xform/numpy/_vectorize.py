@@ -10,7 +10,7 @@ import functools
 import re
 
 from xform import lax
-from xform.api_batching import vmap
+from xform.api.batching import vmap
 from xform.numpy._promote import asarray, aval_of, broadcast_shapes
 
 __all__ = ["vectorize"]

@@ -10,9 +10,9 @@ from xform.core import (
     get_aval,
     set_current_trace,
 )
-from xform.interpreters import ad, batching, transpose
-from xform.interpreters.ad import aval_of
-from xform.interpreters.staging import convert_constvars, staging_rules, trace_to_jaxpr
+from xform.interpret import ad, batching, transpose
+from xform.interpret.ad import aval_of
+from xform.interpret.staging import convert_constvars, staging_rules, trace_to_jaxpr
 from xform.primitives.base import standard_primitive
 
 __all__ = ["stop_gradient"]

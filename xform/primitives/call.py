@@ -14,8 +14,8 @@ from xform.core import (
     eval_jaxpr,
     set_current_trace,
 )
-from xform.interpreters import ad, batching, dce, partial_eval, transpose
-from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.interpret import ad, batching, dce, partial_eval, transpose
+from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 
 jit_p = Primitive("jit", multiple_results=True)
 

@@ -21,8 +21,8 @@ import numpy as np
 
 from xform import core, dtypes, pytree
 from xform.core import eval_trace, get_aval, set_current_trace, subjaxprs
-from xform.interpreters import ad, batching, dce, transpose
-from xform.interpreters.batching import moveaxis, not_mapped
+from xform.interpret import ad, batching, dce, transpose
+from xform.interpret.batching import moveaxis, not_mapped
 from xform.primitives.base import standard_primitive
 from xform.primitives.elementwise import convert_element_type_p
 from xform.primitives.indexing import index_in_dim

@@ -28,9 +28,9 @@ import numpy as np
 
 from xform import core, dtypes, pytree
 from xform.core import ShapedArray, Tracer, get_aval
-from xform.interpreters import ad, batching
-from xform.interpreters import transpose as transpose_interp
-from xform.interpreters.batching import moveaxis, not_mapped
+from xform.interpret import ad, batching
+from xform.interpret import transpose as transpose_interp
+from xform.interpret.batching import moveaxis, not_mapped
 from xform.primitives.base import ANY, NUMBER, canonicalize_axis, check_dtype, standard_primitive
 from xform.primitives.elementwise import (
     add,

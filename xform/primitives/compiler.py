@@ -20,9 +20,9 @@ import numpy as np
 from xform import core, dtypes, pytree
 from xform.core import ShapedArray, Tracer, get_aval
 from xform.errors import UnexpectedTracerError
-from xform.interpreters import ad, batching, dce, transpose
-from xform.interpreters.batching import not_mapped
-from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.interpret import ad, batching, dce, transpose
+from xform.interpret.batching import not_mapped
+from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.base import standard_primitive
 from xform.primitives.call import call_abstract_eval
 from xform.primitives.cond import switch

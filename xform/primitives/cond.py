@@ -29,8 +29,8 @@ from xform.core import (
     get_aval,
     set_current_trace,
 )
-from xform.interpreters import ad, batching, dce, partial_eval, transpose
-from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.interpret import ad, batching, dce, partial_eval, transpose
+from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.elementwise import (
     clamp,
     convert_element_type,

@@ -18,8 +18,8 @@ import numpy as np
 
 from xform import config, dtypes
 from xform.core import ShapedArray, get_aval
-from xform.interpreters import ad, batching, staging, transpose, vjp_tape
-from xform.interpreters.batching import not_mapped
+from xform.interpret import ad, batching, staging, transpose, vjp_tape
+from xform.interpret.batching import not_mapped
 from xform.primitives.base import standard_primitive
 from xform.primitives.elementwise import (
     bitwise_and,
@@ -1054,7 +1054,7 @@ ad.defjvp(
     lambda t, x, y, **params: conv_general_dilated_p.bind(t, y, **params),
     lambda t, x, y, **params: conv_general_dilated_p.bind(x, t, **params),
 )
-# Eager grad's direct rules (xform/interpreters/vjp_tape.py): each operand's transpose.
+# Eager grad's direct rules (xform/interpret/vjp_tape.py): each operand's transpose.
 vjp_tape.defbilinear_vjp(dot_general_p)
 vjp_tape.defbilinear_vjp(conv_general_dilated_p)
 

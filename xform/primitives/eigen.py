@@ -16,7 +16,7 @@ import numpy as np
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
 from xform.errors import MissingRuleError
-from xform.interpreters import ad
+from xform.interpret import ad
 from xform.primitives.base import standard_primitive
 from xform.primitives.elementwise import abs as abs_
 from xform.primitives.elementwise import (

@@ -14,8 +14,8 @@ import numpy as np
 
 from xform import core, dtypes
 from xform.core import ShapedArray, Tracer, eval_trace, get_aval, set_current_trace
-from xform.interpreters import ad, batching, staging, transpose, vjp_tape
-from xform.interpreters.batching import not_mapped
+from xform.interpret import ad, batching, staging, transpose, vjp_tape
+from xform.interpret.batching import not_mapped
 from xform.primitives.base import (
     ANY,
     BOOL,
@@ -1523,7 +1523,7 @@ _deftranspose(stage_p, lambda ct, x: ct)
 
 # --------------------------------------------------------------------------- vjp rules
 
-# Eager grad's direct rules (xform/interpreters/vjp_tape.py), for the ops a gradient step
+# Eager grad's direct rules (xform/interpret/vjp_tape.py), for the ops a gradient step
 # differentiates most: each makes the operations of its transposed JVP rule above, in the
 # same order, so the cotangents are bit-equal. Where a JVP passes a tangent through as it is
 # (add or sub of one differentiated operand, x ** 1) the tape keeps that aliasing by

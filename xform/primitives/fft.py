@@ -20,7 +20,7 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
-from xform.interpreters import ad, transpose
+from xform.interpret import ad, transpose
 from xform.primitives.base import standard_primitive
 from xform.primitives.elementwise import conj, convert_element_type, div, mul
 from xform.primitives.linalg import batch_at_front

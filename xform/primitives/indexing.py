@@ -18,7 +18,7 @@ import numpy as np
 
 from xform import core, dtypes, jaxpr_printer
 from xform.core import ShapedArray, Tracer, get_aval
-from xform.interpreters import ad, batching, transpose
+from xform.interpret import ad, batching, transpose
 from xform.primitives import elementwise
 from xform.primitives.base import ANY, NUMBER, canonicalize_axis, check_dtype, standard_primitive
 from xform.primitives.elementwise import add, div, eq, lt, mul, rem, select, select_n, sub

@@ -12,7 +12,7 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
-from xform.interpreters import ad, batching, transpose
+from xform.interpret import ad, batching, transpose
 from xform.primitives.base import COMPLEX, FLOAT, INEXACT, check_dtype, standard_primitive
 from xform.primitives.contractions import Precision, dot_general
 from xform.primitives.elementwise import (

@@ -40,9 +40,9 @@ from xform.core import (
     set_current_trace,
 )
 from xform.errors import ConcretizationTypeError
-from xform.interpreters import ad, batching, dce, partial_eval, transpose
-from xform.interpreters.batching import not_mapped
-from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.interpret import ad, batching, dce, partial_eval, transpose
+from xform.interpret.batching import not_mapped
+from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.base import canonicalize_axis, standard_primitive
 from xform.primitives.elementwise import (
     add,

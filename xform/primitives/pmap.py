@@ -9,7 +9,7 @@ the pmap of the body's JVP, reverse mode splits the body into a known and an unk
 whose residuals stay on their devices (mapped along 0), and the transpose is the pmap of
 the transposed body. ``vmap`` of a ``pmap`` maps the body.
 
-Execution is SPMD with XLA replicas: see ``xform/api_pmap.py`` (a top-level call) and
+Execution is SPMD with XLA replicas: see ``xform/api/pmap.py`` (a top-level call) and
 ``lowering/pmap.py`` (a pmap inside a jit or inside another pmap).
 """
 
@@ -19,8 +19,8 @@ import numpy as np
 
 from xform import core
 from xform.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
-from xform.interpreters import ad, batching, partial_eval, transpose
-from xform.interpreters.batching import moveaxis, not_mapped
+from xform.interpret import ad, batching, partial_eval, transpose
+from xform.interpret.batching import moveaxis, not_mapped
 from xform.primitives.call import (
     call_abstract_eval,
     call_jvp,

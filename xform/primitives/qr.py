@@ -15,8 +15,8 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
-from xform.interpreters import ad
-from xform.interpreters import transpose as transposition
+from xform.interpret import ad
+from xform.interpret import transpose as transposition
 from xform.primitives.base import FLOAT, check_dtype, standard_primitive
 from xform.primitives.contractions import Precision, dot_general
 from xform.primitives.elementwise import abs as abs_

@@ -17,8 +17,8 @@ import numpy as np
 
 from xform import dtypes, pytree
 from xform.core import ShapedArray, Tracer, eval_jaxpr, get_aval, is_concrete_array
-from xform.interpreters import ad, batching, staging, transpose, vjp_tape
-from xform.interpreters.staging import trace_to_jaxpr
+from xform.interpret import ad, batching, staging, transpose, vjp_tape
+from xform.interpret.staging import trace_to_jaxpr
 from xform.primitives.base import (
     ANY,
     BOOL,

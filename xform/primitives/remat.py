@@ -17,7 +17,7 @@ transposed ones). Lowering puts their inputs behind a ``stablehlo.optimization_b
 ``prevent_cse`` is set, so XLA cannot merge the recomputation with the forward pass it
 repeats; an undifferentiated checkpoint lowers to its body alone, as in JAX.
 
-The public function (``checkpoint``/``remat``) and the policies are in ``xform/api_remat.py``.
+The public function (``checkpoint``/``remat``) and the policies are in ``xform/api/remat.py``.
 """
 
 import typing
@@ -38,8 +38,8 @@ from xform.core import (
     eval_trace,
     set_current_trace,
 )
-from xform.interpreters import ad, batching, dce, partial_eval, transpose
-from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.interpret import ad, batching, dce, partial_eval, transpose
+from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.base import standard_primitive
 
 # The JVP and transpose rules rewrite the body exactly as ``jit``'s do (and share their

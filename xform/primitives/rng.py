@@ -17,7 +17,7 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
-from xform.interpreters import ad, batching
+from xform.interpret import ad, batching
 from xform.primitives.base import as_shape, standard_primitive, user_dtype
 from xform.primitives.indexing import dynamic_update_index_in_dim, index_in_dim
 

@@ -19,9 +19,9 @@ import weakref
 
 from xform import core
 from xform.core import Primitive, ShapedArray, abstract_eval_rules, eval_jaxpr
-from xform.interpreters import ad, batching, partial_eval, staging, transpose
-from xform.interpreters.batching import not_mapped
-from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.interpret import ad, batching, partial_eval, staging, transpose
+from xform.interpret.batching import not_mapped
+from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives import collectives as coll
 from xform.primitives.call import backward, jvp_jaxpr, split_jaxpr
 from xform.primitives.collectives import psum_p, pvary_p
@@ -100,7 +100,7 @@ def _replicated_spec(spec):
 
 
 # --------------------------------------------------------------------------- vma types
-# Staging types a body's equations (xform/interpreters/staging.py calls these when an operand
+# Staging types a body's equations (xform/interpret/staging.py calls these when an operand
 # varies): results vary over the union of the operands' axes, the operands that vary over
 # fewer get a ``pvary`` first (JAX's wrappers insert it: make_jaxpr shows it); collectives
 # type their results themselves; a call, scan, while or cond takes its body's types.

@@ -12,12 +12,12 @@ the operand's sharding.
 
 from xform import core, pytree
 from xform.core import ShapedArray
-from xform.interpreters import ad, batching
-from xform.interpreters import transpose as transpose_interp
+from xform.interpret import ad, batching
+from xform.interpret import transpose as transpose_interp
 from xform.primitives.base import standard_primitive
 
 # (with_sharding_constraint's public form, which takes PartitionSpecs of the current mesh
-# too, is xform/api_sharding.py's)
+# too, is xform/api/sharding.py's)
 __all__ = [
     "sharding_constraint_p",
     "reshard_p",
@@ -201,7 +201,7 @@ def bind_laid_out(prim, operands, params, name, sharding):
     return lay_out(prim.bind(*operands, **params), sharding)
 
 
-# Set by xform/api_sharding.py (it knows the current mesh): ``resolve_sharding(sharding,
+# Set by xform/api/sharding.py (it knows the current mesh): ``resolve_sharding(sharding,
 # what) -> NamedSharding`` over the mesh's abstract mesh; ``lay_out(x, sharding)``: concrete
 # ``x`` laid out as such a sharding, over the current mesh.
 resolve_sharding = None

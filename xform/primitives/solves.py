@@ -35,9 +35,9 @@ from xform.core import (
     get_aval,
     set_current_trace,
 )
-from xform.interpreters import ad, batching, partial_eval, transpose
-from xform.interpreters.batching import not_mapped
-from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.interpret import ad, batching, partial_eval, transpose
+from xform.interpret.batching import not_mapped
+from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.autodiff import custom_jvp_call_p
 from xform.primitives.elementwise import convert_element_type_p, neg
 

@@ -19,7 +19,7 @@ import numpy as np
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
 from xform.errors import ConcretizationTypeError
-from xform.interpreters import ad, batching, transpose
+from xform.interpret import ad, batching, transpose
 from xform.primitives.base import (
     ANY,
     BOOL,

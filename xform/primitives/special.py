@@ -24,7 +24,7 @@ import numpy as np
 from xform import dtypes
 from xform.core import get_aval
 from xform.errors import MissingRuleError
-from xform.interpreters import ad, batching
+from xform.interpret import ad, batching
 from xform.primitives.base import FLOAT, elementwise
 from xform.primitives.elementwise import (
     abs,  # noqa: A004  (lax's name)

@@ -15,8 +15,8 @@ import numpy as np
 
 from xform import core, dtypes
 from xform.core import ShapedArray, Tracer, get_aval
-from xform.interpreters import ad, batching, staging, vjp_tape
-from xform.interpreters import transpose as transpose_interp
+from xform.interpret import ad, batching, staging, vjp_tape
+from xform.interpret import transpose as transpose_interp
 from xform.primitives.base import (
     NUMBER,
     as_shape,
@@ -810,7 +810,7 @@ for _prim in (
 ):
     ad.deflinear(_prim)
 ad.defjvp_zero(iota_p)
-# Eager grad's direct rules (xform/interpreters/vjp_tape.py): the one-operand ops' transposes.
+# Eager grad's direct rules (xform/interpret/vjp_tape.py): the one-operand ops' transposes.
 for _prim in (broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p, rev_p):
     vjp_tape.deflinear_vjp(_prim)
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
-from xform.interpreters import ad
+from xform.interpret import ad
 from xform.primitives.base import FLOAT, check_dtype, standard_primitive
 from xform.primitives.elementwise import abs as abs_
 from xform.primitives.elementwise import (

@@ -16,7 +16,7 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray
-from xform.interpreters import ad, batching
+from xform.interpret import ad, batching
 from xform.primitives.base import broadcast_elementwise_shapes, standard_primitive
 
 __all__ = ["threefry2x32", "threefry2x32_p"]

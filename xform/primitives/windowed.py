@@ -31,8 +31,8 @@ import numpy as np
 
 from xform import dtypes, pytree
 from xform.core import ShapedArray, eval_jaxpr, get_aval
-from xform.interpreters import ad, batching, transpose
-from xform.interpreters.staging import trace_to_jaxpr
+from xform.interpret import ad, batching, transpose
+from xform.interpret.staging import trace_to_jaxpr
 from xform.primitives.base import NUMBER, accepted_dtypes, standard_primitive
 from xform.primitives.contractions import padtype_to_pads
 from xform.primitives.elementwise import ge_p, le_p

@@ -17,10 +17,10 @@ import numpy as np
 
 from xform import core, dtypes, lax
 from xform import numpy as xnp
-from xform.api import jit
-from xform.api_batching import vmap
-from xform.api_sharding import reshard as _reshard
-from xform.interpreters import ad, batching
+from xform.api.batching import vmap
+from xform.api.jit import jit
+from xform.api.sharding import reshard as _reshard
+from xform.interpret import ad, batching
 from xform.primitives.base import standard_primitive
 from xform.random import _threefry
 from xform.random._keys import (

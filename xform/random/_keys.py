@@ -25,7 +25,7 @@ import numpy as np
 
 from xform import config, core, dtypes, lax, pytree
 from xform import numpy as xnp
-from xform.api import jit
+from xform.api.jit import jit
 from xform.numpy._keys import KeyArrayBase, apply_to_keys
 from xform.random import _threefry
 

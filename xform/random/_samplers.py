@@ -16,7 +16,7 @@ import numpy as np
 
 from xform import dtypes, lax
 from xform import numpy as xnp
-from xform.api import jit
+from xform.api.jit import jit
 from xform.random._distributions import (
     _bernoulli,
     _exponential,

@@ -20,8 +20,8 @@ import numpy as np
 
 from xform import dtypes, lax, random
 from xform import numpy as xnp
-from xform.api_autodiff import jvp
-from xform.api_batching import vmap
+from xform.api.autodiff import jvp
+from xform.api.batching import vmap
 from xform.lax import linalg as lax_linalg
 from xform.numpy import linalg as xnp_linalg
 from xform.numpy._promote import (

@@ -14,8 +14,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from xform import api_autodiff, lax
+from xform import lax
 from xform import numpy as xnp
+from xform.api import autodiff as api_autodiff
 from xform.dtypes import finfo
 
 _dot = partial(xnp.dot, precision=lax.Precision.HIGHEST)

@@ -15,7 +15,7 @@ import numpy as np
 
 from xform import dtypes, lax
 from xform import numpy as xnp
-from xform.api_batching import vmap
+from xform.api.batching import vmap
 from xform.numpy._promote import check_arraylike, promote_dtypes_inexact
 from xform.primitives.base import canonicalize_axis
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from xform import lax
 from xform import numpy as jnp
-from xform.api_batching import vmap
+from xform.api.batching import vmap
 from xform.errors import ConcretizationTypeError
 
 

@@ -13,8 +13,8 @@ import operator
 
 from xform import lax
 from xform import numpy as jnp
-from xform.api import ShapeDtypeStruct, eval_shape
-from xform.api_batching import vmap
+from xform.api.batching import vmap
+from xform.api.jit import ShapeDtypeStruct, eval_shape
 from xform.experimental.sparse import _core
 
 

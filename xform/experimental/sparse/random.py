@@ -7,7 +7,7 @@ import numpy as np
 
 from xform import dtypes, random
 from xform import numpy as jnp
-from xform.api_batching import vmap
+from xform.api.batching import vmap
 from xform.experimental.sparse.bcoo import BCOO
 
 __all__ = ["random_bcoo"]

@@ -18,12 +18,12 @@ import operator
 
 from xform import lax
 from xform import numpy as jnp
-from xform.api import ShapeDtypeStruct, jit, make_jaxpr
-from xform.api_autodiff import grad as _grad
-from xform.api_autodiff import value_and_grad as _value_and_grad
-from xform.api_batching import vmap
-from xform.api_jacobian import jacfwd as _jacfwd
-from xform.api_jacobian import jacrev as _jacrev
+from xform.api.autodiff import grad as _grad
+from xform.api.autodiff import value_and_grad as _value_and_grad
+from xform.api.batching import vmap
+from xform.api.jacobian import jacfwd as _jacfwd
+from xform.api.jacobian import jacrev as _jacrev
+from xform.api.jit import ShapeDtypeStruct, jit, make_jaxpr
 from xform.core import Literal
 from xform.experimental.sparse import bcoo, bcoo_structural
 from xform.experimental.sparse._base import JAXSparse

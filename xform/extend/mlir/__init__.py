@@ -20,7 +20,7 @@ from lowering.mlir import constant as ir_constant
 from lowering.mlir import dtype_to_ir as dtype_to_ir_type
 from lowering.mlir import make_context as make_ir_context
 from xform.extend.mlir import dialects
-from xform.interpreters.staging import trace_to_jaxpr
+from xform.interpret.staging import trace_to_jaxpr
 
 __all__ = [
     "LoweringRuleContext",

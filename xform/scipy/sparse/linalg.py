@@ -14,9 +14,9 @@ import numpy as np
 
 from xform import lax, pytree
 from xform import numpy as xnp
-from xform.array import Array
 from xform.dtypes import finfo
 from xform.primitives.elementwise import convert_element_type_p
+from xform.runtime.array import Array
 from xform.scipy import linalg as xsp_linalg
 
 _dot = partial(xnp.dot, precision=lax.Precision.HIGHEST)

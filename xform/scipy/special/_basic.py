@@ -9,7 +9,7 @@ import numpy as np
 
 from xform import dtypes, lax
 from xform import numpy as xnp
-from xform.api_autodiff import jvp
+from xform.api.autodiff import jvp
 from xform.custom_derivatives import custom_jvp
 from xform.numpy._promote import aval_of, check_arraylike, promote_args_inexact
 from xform.numpy._reductions import reduction_axes

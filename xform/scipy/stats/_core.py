@@ -7,7 +7,7 @@ import numpy as np
 
 from xform import dtypes, lax
 from xform import numpy as xnp
-from xform.api_batching import vmap
+from xform.api.batching import vmap
 from xform.numpy._promote import check_arraylike, promote_args_inexact
 
 __all__ = ["ModeResult", "mode", "rankdata", "sem"]

@@ -9,7 +9,7 @@ import numpy as np
 
 from xform import numpy as xnp
 from xform import random
-from xform.api_batching import vmap
+from xform.api.batching import vmap
 from xform.numpy._promote import check_arraylike, promote_dtypes_inexact
 from xform.scipy import linalg, special
 from xform.tree_util import register_pytree_node_class

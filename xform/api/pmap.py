@@ -1,5 +1,5 @@
 """``pmap``: run a function on several devices at once, one slice of the mapped axis each,
-as one SPMD program (see ``xform/spmd.py`` for running it, ``lowering/pmap.py`` for the
+as one SPMD program (see ``xform/runtime/pmap.py`` for running it, ``lowering/pmap.py`` for the
 program).
 
 Pytrees, ``in_axes``/``out_axes`` prefixes and static arguments are handled here; the body
@@ -8,8 +8,9 @@ is traced once per signature with the axis name bound, so collectives can name i
 
 import functools
 
-from xform import config, core, pytree, spmd
-from xform.api import (
+from xform import config, core, pytree
+from xform.api.batching import _arg_names, _axis_size, _broadcast_prefix, _leaf_paths
+from xform.api.jit import (
     _arg_avals,
     _flat_tree,
     _flatten_fun,
@@ -17,11 +18,11 @@ from xform.api import (
     _normalize_statics,
     _split_statics,
 )
-from xform.api_batching import _arg_names, _axis_size, _broadcast_prefix, _leaf_paths
-from xform.array import Array
 from xform.core import Tracer
-from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.pmap import pmap_p, unmapped_aval
+from xform.runtime import pmap as spmd
+from xform.runtime.array import Array
 
 
 def _canonical_axis(spec, aval, what):

@@ -19,10 +19,9 @@ import numpy as np
 
 from lowering import runtime
 from lowering import sharding as impl
-from xform import core, dispatch, dtypes, pytree, stages
-from xform.array import Array, CommittedArray, ShardedArray
+from xform import core, dtypes, pytree, stages
 from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Tracer, Var
-from xform.interpreters.staging import convert_constvars, out_avals_of, trace_to_jaxpr
+from xform.interpret.staging import convert_constvars, out_avals_of, trace_to_jaxpr
 from xform.primitives import sharding as primitives_sharding
 from xform.primitives.call import jit_p
 from xform.primitives.compiler import device_put_traced
@@ -34,6 +33,8 @@ from xform.primitives.sharding import (
     type_sharding,
 )
 from xform.primitives.sharding import with_sharding_constraint as _constrain
+from xform.runtime import dispatch
+from xform.runtime.array import Array, CommittedArray, ShardedArray
 from xform.sharding_rules import with_shardings  # noqa: F401  (installs the rules)
 
 __all__ = [
@@ -1171,7 +1172,7 @@ _single = {}  # (primitive, params, avals) -> _CallEntry of the one equation
 def apply_partitioned(prim, args, params):
     """An eager primitive on arguments of which some are sharded, as JAX runs it: one
     partitioned program of the single equation, laid out by the arguments' shardings.
-    (For the eager path of xform/dispatch.py to call when ``is_sharded(args)``.)"""
+    (For the eager path of xform/runtime/dispatch.py to call when ``is_sharded(args)``.)"""
     for x in args:
         if isinstance(x, Array) and x.is_deleted():  # (donated): never hand XLA a dead buffer
             raise RuntimeError(

@@ -15,10 +15,10 @@ import weakref
 from lowering import shard_map as _lowering  # noqa: F401  (registers its lowering rule)
 from lowering import sharding as impl
 from xform import config, core, pytree
-from xform.api import jit
-from xform.api_sharding import broadcast_prefix
+from xform.api.jit import jit
+from xform.api.sharding import broadcast_prefix
 from xform.core import ClosedJaxpr, Jaxpr, Tracer, Var
-from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives import collectives as coll
 from xform.primitives.cond import cond_p
 from xform.primitives.loops import scan_p, while_p

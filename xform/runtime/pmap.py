@@ -12,7 +12,7 @@ does: the replica program is already one SPMD program per signature with the sam
 collectives, it carries nested pmaps and pmaps inside jit (the module context's replica
 model, lowering/collectives.py), and its results are ordinary arrays on a ``NamedSharding``
 over the devices (a mesh with the pmap axis), which a partitioned jit or a shard_map reads
-where they are (xform/api_sharding.py), so the two interoperate without host copies.
+where they are (xform/api/sharding.py), so the two interoperate without host copies.
 Re-basing would trade that for a partitioner pass per pmap and nothing a user can see.
 """
 
@@ -21,11 +21,11 @@ import weakref
 from lowering import runtime
 from lowering.pmap import lower_pmap_module
 from xform import core, dtypes
-from xform.array import Array, ShardedArray
-from xform.dispatch import concrete_aval, host_value
-from xform.interpreters.batching import batched_aval
-from xform.interpreters.dce import dce_closed_jaxpr, has_dead_code
+from xform.interpret.batching import batched_aval
+from xform.interpret.dce import dce_closed_jaxpr, has_dead_code
 from xform.primitives.pmap import pmap_p, replicas_needed
+from xform.runtime.array import Array, ShardedArray
+from xform.runtime.dispatch import concrete_aval, host_value
 
 
 def mesh_axis_name(axis_name):

@@ -361,7 +361,7 @@ def from_host(x, weak_type=False):
 # XLA's CPU backend reads subnormal float operands as zero (denormals-are-zero) wherever it
 # computes; NumPy does not. Arrays made from user data are checked once, when made (which
 # copies the data anyway), so that eager evaluation can read them as XLA does (see
-# ``xform.dispatch``). float16 is left out: XLA computes it in float32, where its subnormals
+# ``xform.runtime.dispatch``). float16 is left out: XLA computes it in float32, where its subnormals
 # are normal numbers; bfloat16 shares float32's range, so its limit is float32's.
 TINY = {np.dtype(d): np.finfo(d).tiny for d in ("float32", "float64", "complex64", "complex128")}
 TINY[np.dtype(dtypes.bfloat16)] = np.float32(np.finfo(np.float32).tiny)

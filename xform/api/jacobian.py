@@ -12,8 +12,8 @@ import numpy as np
 
 from xform import core, dtypes, pytree
 from xform import numpy as xnp
-from xform.api_autodiff import jvp, vjp
-from xform.api_batching import vmap
+from xform.api.autodiff import jvp, vjp
+from xform.api.batching import vmap
 from xform.primitives.elementwise import convert_folding_constants
 
 

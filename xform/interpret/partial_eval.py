@@ -17,8 +17,8 @@ whole would make its primal outputs unknown).
 
 from xform import core
 from xform.core import ClosedJaxpr, Jaxpr, eval_jaxpr
-from xform.interpreters import dce
-from xform.interpreters.staging import JaxprTrace, JaxprTracer, convert_constvars, trace_to_jaxpr
+from xform.interpret import dce
+from xform.interpret.staging import JaxprTrace, JaxprTracer, convert_constvars, trace_to_jaxpr
 
 partial_eval_rules = {}
 

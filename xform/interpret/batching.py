@@ -26,7 +26,7 @@ import weakref
 from xform import core
 from xform.core import ShapedArray, Tracer, eval_jaxpr, get_aval
 from xform.errors import MissingRuleError
-from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 
 not_mapped = None
 batch_rules = {}

@@ -3,9 +3,9 @@
 Reverse mode is linearize (JVP on top of partial evaluation, staging only the tangent
 computation) followed by transposition of that linear jaxpr. Eagerly (no enclosing trace),
 ``grad``, ``value_and_grad`` and ``vjp`` keep that linear program on a tape instead and
-transpose it from there, with the same rules (``xform.interpreters.tape``).
+transpose it from there, with the same rules (``xform.interpret.tape``).
 
-Pytrees are handled here; ``xform.interpreters.ad`` works on flat lists.
+Pytrees are handled here; ``xform.interpret.ad`` works on flat lists.
 """
 
 import functools
@@ -13,13 +13,13 @@ import functools
 import numpy as np
 
 from xform import core, dtypes, pytree
-from xform.api import _abstractify, _arg_avals, _flatten_fun, _fun_name, jit
-from xform.array import Array, from_host
+from xform.api.jit import _abstractify, _arg_avals, _flatten_fun, _fun_name, jit
 from xform.core import Tracer
-from xform.interpreters import ad, dce, partial_eval, tape, transpose, vjp_tape
-from xform.interpreters.staging import trace_to_jaxpr
+from xform.interpret import ad, dce, partial_eval, tape, transpose, vjp_tape
+from xform.interpret.staging import trace_to_jaxpr
 from xform.primitives.elementwise import convert_folding_constants
 from xform.primitives.sharding import reshard_p
+from xform.runtime.array import Array, from_host
 
 
 def _as_output(x):

@@ -23,10 +23,10 @@ import numpy as np
 
 from xform import core
 from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Tracer, Var
-from xform.interpreters.ad import Zero, add_tangents
-from xform.interpreters.partial_eval import PartialEvalTrace, partial_eval_rules
-from xform.interpreters.staging import JaxprTracer, out_avals_of, staging_rules
-from xform.interpreters.transpose import (
+from xform.interpret.ad import Zero, add_tangents
+from xform.interpret.partial_eval import PartialEvalTrace, partial_eval_rules
+from xform.interpret.staging import JaxprTracer, out_avals_of, staging_rules
+from xform.interpret.transpose import (
     UndefinedPrimal,
     backward_pass,
     pop_cotangent,

@@ -19,9 +19,9 @@ from jax import Device  # noqa: F401  (the runtime's device class: xform's devic
 
 from lowering import runtime
 from xform import core, dtypes, version
-from xform.array import Array
 from xform.core import Tracer
 from xform.pytree import tree_leaves, tree_map
+from xform.runtime.array import Array
 
 
 def device_get(x):

@@ -13,7 +13,7 @@ Only linear primitives need a rule.
 
 from xform.core import Literal
 from xform.errors import MissingRuleError
-from xform.interpreters.ad import Zero, add_tangents
+from xform.interpret.ad import Zero, add_tangents
 
 transpose_rules = {}
 

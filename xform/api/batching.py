@@ -1,7 +1,7 @@
 """``vmap``: map a function over an axis of its arguments, as one vectorized program.
 
 Pytrees and ``in_axes``/``out_axes`` prefixes are handled here; the batching interpreter
-(``xform.interpreters.batching``) works on flat lists.
+(``xform.interpret.batching``) works on flat lists.
 """
 
 import functools
@@ -10,10 +10,10 @@ import inspect
 import numpy as np
 
 from xform import core, dtypes, pytree
-from xform.api import _arg_avals, _flatten_fun, _fun_name
-from xform.api_autodiff import _as_output
-from xform.interpreters import batching
-from xform.interpreters.batching import AxisData, not_mapped
+from xform.api.autodiff import _as_output
+from xform.api.jit import _arg_avals, _flatten_fun, _fun_name
+from xform.interpret import batching
+from xform.interpret.batching import AxisData, not_mapped
 from xform.primitives.reductions import reduce_sum
 
 

@@ -25,10 +25,10 @@ import numpy as np
 from xform import core
 from xform.core import Tracer, Var
 from xform.errors import MissingRuleError
-from xform.interpreters import ad
-from xform.interpreters.staging import JaxprTracer
-from xform.interpreters.tape import TapeTrace, transpose_tape
-from xform.interpreters.transpose import UndefinedPrimal, backward_pass, transpose_rule
+from xform.interpret import ad
+from xform.interpret.staging import JaxprTracer
+from xform.interpret.tape import TapeTrace, transpose_tape
+from xform.interpret.transpose import UndefinedPrimal, backward_pass, transpose_rule
 
 vjp_rules = {}
 

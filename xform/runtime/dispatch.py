@@ -19,21 +19,21 @@ import numpy as np
 
 from lowering import mlir, runtime
 from xform import config, core, dtypes
-from xform.array import (
+from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Tracer, Var, host_impls, intern_aval
+from xform.interpret import dce
+from xform.interpret.staging import memoized_with_params, out_avals_of
+from xform.primitives import autodiff, compiler, elementwise, indexing, remat, sorting, structural
+from xform.primitives.base import direct_host_fn
+from xform.primitives.pmap import replicas_needed
+from xform.runtime.array import (
     TINY,
     Array,
     CommittedArray,
     ShardedArray,
     has_subnormals,
 )
-from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Tracer, Var, host_impls, intern_aval
-from xform.interpreters import dce
-from xform.interpreters.staging import memoized_with_params, out_avals_of
-from xform.primitives import autodiff, compiler, elementwise, indexing, remat, sorting, structural
-from xform.primitives.base import direct_host_fn
-from xform.primitives.pmap import replicas_needed
 
-_log = logging.getLogger(__name__)  # "xform.dispatch": compiles, as JAX's jax._src.dispatch
+_log = logging.getLogger(__name__)  # "xform.runtime.dispatch": compiles, as JAX's jax._src.dispatch
 
 
 def concrete_aval(x, prim):
@@ -57,7 +57,7 @@ def host_value(x, aval):
 # flushes (1) results, when NumPy signalled an underflow, which costs nothing until one
 # happens, (2) the plain Python and NumPy operands of a primitive, and (3) operands that are
 # Arrays marked ``_subnormal`` (made from user data holding subnormals, see
-# ``xform.array.mark_subnormals``), except in a bit move, whose results stay marked. Results
+# ``xform.runtime.array.mark_subnormals``), except in a bit move, whose results stay marked. Results
 # that are exactly subnormal signal nothing and stay: checking every result would double the
 # cost of an eager op. float16 is left alone: XLA computes it in float32, where its
 # subnormals are normal.
@@ -190,7 +190,7 @@ class _Quiet(threading.local):
 _quiet = _Quiet()
 
 
-# Set by xform/api_sharding.py: ``sharded_apply(prim, args, params)`` runs an eager primitive
+# Set by xform/api/sharding.py: ``sharded_apply(prim, args, params)`` runs an eager primitive
 # with a sharded operand as one partitioned program, as JAX does (never gathered to a host).
 sharded_apply = None
 

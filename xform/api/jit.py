@@ -18,11 +18,13 @@ import weakref
 import numpy as np
 
 from lowering import runtime
-from xform import api_sharding, config, core, dispatch, dtypes, pytree, stages
-from xform.array import Array, CommittedArray, ShardedArray
+from xform import config, core, dtypes, pytree, stages
+from xform.api import sharding as api_sharding
 from xform.core import ShapedArray, Tracer
-from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.call import jit_p
+from xform.runtime import dispatch
+from xform.runtime.array import Array, CommittedArray, ShardedArray
 
 
 class ShapeDtypeStruct:
@@ -581,7 +583,7 @@ class _JitState:
         if backend is not None and device is None:
             device = runtime.devices(backend)[0]
         self.device = device
-        # (in_shardings, out_shardings) of a partitioned jit (xform/api_sharding.py), else None
+        # (in_shardings, out_shardings) of a partitioned jit (xform/api/sharding.py), else None
         self.shardings = (
             None
             if in_shardings is None and out_shardings is None
@@ -688,7 +690,7 @@ class _Checking(threading.local):
 
 
 _checking = _Checking()
-_log = logging.getLogger(__name__)  # "xform.api": cache misses, as JAX's jax._src.pjit
+_log = logging.getLogger(__name__)  # "xform.api.jit": cache misses, as JAX's jax._src.pjit
 
 
 def _leaf_names(fun, in_tree, statics_key):
@@ -1401,7 +1403,7 @@ def default_backend():
 def device_put(x, device=None):
     """Copy a pytree of arrays to ``device`` (default device if None), or lay them out over
     several devices as a ``Sharding`` (or a pytree prefix of shardings) says; arrays already
-    on the mesh's devices move device to device (xform/api_sharding.py)."""
+    on the mesh's devices move device to device (xform/api/sharding.py)."""
     return api_sharding.device_put(x, device)
 
 

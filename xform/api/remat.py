@@ -10,8 +10,8 @@ import functools
 import types
 
 from xform import core, pytree
-from xform.api import _arg_avals, _flatten_fun, _fun_name
-from xform.interpreters.staging import convert_constvars, trace_to_jaxpr
+from xform.api.jit import _arg_avals, _flatten_fun, _fun_name
+from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.contractions import conv_general_dilated_p, dot_general_p
 from xform.primitives.remat import Offloadable, Recompute, Saveable, name_p, remat_p
 
