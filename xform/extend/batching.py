@@ -1,20 +1,38 @@
 """Batching rules for new primitives, as ``jax.interpreters.batching`` names them.
 
-``primitive_batchers[prim] = rule`` with ``rule(batched_args, batch_dims, **params) ->
-(out, out_dim)`` (sequences of them when ``prim.multiple_results``): ``batch_dims[i]`` is the
-mapped dimension of ``batched_args[i]``, or ``not_mapped``; the rule may put the output's
-batch dimension anywhere and says where. ``fancy_primitive_batchers`` takes rules that also
-get the ``AxisData`` (name and size) first: ``rule(axis_data, batched_args, batch_dims,
-**params)``. ``defvectorized`` and ``defbroadcasting`` are one-line registrars for ops that
-act on each element independently and for n-ary elementwise ops.
+The rule table and registrars here are the ones xform's own primitives use
+(``xform/interpret/batching.py``, handed on unchanged). Their convention, the one xform's
+``vmap`` reads: ``batch_rules[prim] = rule`` with ``rule(axis_data, batched_args,
+batch_dims, **params) -> (outs, out_dims)``, two lists (one entry each for a single-result
+primitive): ``axis_data`` is the ``AxisData`` (name and size) of the vmap, ``batch_dims[i]``
+is the mapped dimension of ``batched_args[i]`` or ``not_mapped`` (at least one operand is
+mapped), and the rule may put each output's batch dimension anywhere and says where.
+
+Registrars: ``defvectorized`` (a one-operand op acting on each element independently),
+``defbroadcasting`` (n-ary elementwise ops), ``defaxes`` (one-operand ops whose
+``axes``/``axis`` param names the dimensions they work along).
+
+``primitive_batchers`` (``rule(batched_args, batch_dims, **params) -> (out, out_dim)``) and
+``fancy_primitive_batchers`` (the same with the ``AxisData`` first) are ``batch_rules`` seen
+in JAX's conventions (a single-result primitive's rule returns one output and one
+dimension, not lists), kept for JAX code run under ``xform.compat``; xform's own code and
+new extensions use ``batch_rules``.
 """
 
 from xform.extend._tables import RuleTable
-from xform.interpret import batching as _batching
-from xform.interpret.batching import AxisData, defbroadcasting, defvectorized, not_mapped
+from xform.interpret.batching import (
+    AxisData,
+    batch_rules,
+    defaxes,
+    defbroadcasting,
+    defvectorized,
+    not_mapped,
+)
 
 __all__ = [
     "AxisData",
+    "batch_rules",
+    "defaxes",
     "defbroadcasting",
     "defvectorized",
     "fancy_primitive_batchers",
@@ -52,7 +70,7 @@ def _batcher_from_xform(prim, rule):
     return batch
 
 
-primitive_batchers = RuleTable(_batching.batch_rules, _batcher_to_xform, _batcher_from_xform)
+primitive_batchers = RuleTable(batch_rules, _batcher_to_xform, _batcher_from_xform)
 
 
 def _fancy_to_xform(prim, rule):
@@ -69,4 +87,4 @@ def _fancy_from_xform(prim, rule):
     return batch
 
 
-fancy_primitive_batchers = RuleTable(_batching.batch_rules, _fancy_to_xform, _fancy_from_xform)
+fancy_primitive_batchers = RuleTable(batch_rules, _fancy_to_xform, _fancy_from_xform)

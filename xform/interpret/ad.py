@@ -10,8 +10,11 @@ current, so the primal and tangent computations they bind go to the enclosing in
 (eager evaluation, staging for jit, or an outer JVP: that is how ``jvp`` nests).
 
 The one-line registrars below cover the common shapes of rule: ``defjvp`` (one tangent
-function per operand, contributions summed), ``deflinear`` (the op applied to the tangents),
-``defjvp_zero`` (piecewise-constant or integer-valued ops).
+function per operand, contributions summed), ``defjvp_with_ans`` (the same, each function also
+given the result: JAX's ``defjvp2``), ``defjvp_linear`` (the op applied to the tangents; the
+joint registrar of a linear op's JVP and transpose is ``transpose.deflinear``) and
+``defjvp_zero`` (piecewise-constant or integer-valued ops). They are the public ones:
+``xform.extend.ad`` hands them on unchanged, and the built-in primitives use them.
 """
 
 import numpy as np
@@ -221,6 +224,23 @@ def defjvp(prim, *tangent_fns):
     jvp_rules[prim] = rule
 
 
+def defjvp_with_ans(prim, *tangent_fns):
+    """``defjvp`` for derivatives cheapest in terms of the result: ``fn(tangent, ans,
+    *primals, **params)``; the result is computed once, not again per operand (JAX's
+    ``defjvp2``)."""
+
+    def rule(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        total = None  # a Zero only if no operand contributes: this runs per differentiated op
+        for fn, t in zip(tangent_fns, tangents, strict=False):
+            if fn is not None and type(t) is not Zero:
+                term = fn(t, ans, *primals, **params)
+                total = term if total is None else add_tangents(total, term)
+        return [ans], [Zero(tangent_aval(aval_of(ans))) if total is None else total]
+
+    jvp_rules[prim] = rule
+
+
 def defjvp_zero(prim):
     """Rule for an op whose output does not change under small changes of its inputs."""
 
@@ -232,8 +252,9 @@ def defjvp_zero(prim):
     jvp_rules[prim] = rule
 
 
-def deflinear(prim):
-    """Rule for an op that is linear in all its operands jointly: apply it to the tangents."""
+def defjvp_linear(prim):
+    """Rule for an op that is linear in all its operands jointly: apply it to the tangents.
+    Its transpose rule is registered next to it (``transpose.deflinear`` registers both)."""
 
     def rule(primals, tangents, **params):
         outs = prim.bind(*primals, **params)
@@ -244,3 +265,7 @@ def deflinear(prim):
         return outs, (touts if prim.multiple_results else [touts])
 
     jvp_rules[prim] = rule
+
+
+# TEMPORARY (issue 35): the old name, until indexing.py (being split) calls defjvp_linear.
+deflinear = defjvp_linear

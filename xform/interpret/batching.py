@@ -18,7 +18,9 @@ over mapped values).
 
 Registrars: ``defvectorized`` (the op acts on each element or row independently, wherever
 the batch dimension sits), ``defbroadcasting`` (n-ary elementwise ops, mixing mapped and
-unmapped operands).
+unmapped operands), ``defaxes`` (one-operand ops whose ``axes``/``axis`` param names the
+dimensions they work along: reductions, cumulative ops). They are the public ones:
+``xform.extend.batching`` hands them on unchanged, and the built-in primitives use them.
 """
 
 import weakref
@@ -322,6 +324,27 @@ def defbroadcasting(prim):
             outs, d = prim.bind(*args, **params), 0
         outs = outs if prim.multiple_results else [outs]
         return outs, [d] * len(outs)
+
+    batch_rules[prim] = rule
+
+
+def defaxes(prim):
+    """Rule for a one-operand op whose ``axes`` param (dims reduced away) or ``axis`` param
+    (one dim, kept) names dims of its operand: the op runs on the batched operand with those
+    dims shifted past the batch dim, which passes through (less the reduced dims before it)."""
+
+    def rule(axis_data, args, dims, **params):
+        (x,), (d,) = args, dims
+        if "axes" in params:
+            axes = params["axes"]
+            params["axes"] = tuple(a + (a >= d) for a in axes)
+            out_d = d - sum(a < d for a in axes)
+        else:
+            params["axis"] += params["axis"] >= d
+            out_d = d
+        outs = prim.bind(x, **params)
+        outs = outs if prim.multiple_results else [outs]
+        return outs, [out_d] * len(outs)
 
     batch_rules[prim] = rule
 

@@ -9,10 +9,15 @@ per operand (``None`` for operands that are not linear); ``invals`` holds an
 ``UndefinedPrimal`` for each linear operand and the value of each other one; ``ct`` is the
 output cotangent (a list for primitives with several results) and may be a ``Zero``.
 Only linear primitives need a rule.
+
+Registrars: ``deftranspose`` (one cotangent function per operand) and ``deflinear`` (JAX's:
+the JVP and transpose of an op linear in all its operands jointly). They are the public
+ones: ``xform.extend.ad`` hands them on unchanged, and the built-in primitives use them.
 """
 
 from xform.core import Literal
 from xform.errors import MissingRuleError
+from xform.interpret import ad
 from xform.interpret.ad import Zero, add_tangents
 
 transpose_rules = {}
@@ -127,3 +132,46 @@ def backward_pass(jaxpr, consts, args, cts_out):
 
 def _ct_or_zero(ct, v):
     return Zero(v.aval) if ct is None else ct
+
+
+# --------------------------------------------------------------------------- registrars
+
+
+def deftranspose(prim, *ct_fns):
+    """Rule from one function per operand: ``fn(ct, *invals, **params)`` is that operand's
+    cotangent where it is linear (``None``: the op is never linear in that operand)."""
+
+    def rule(ct, *invals, **params):
+        cts = []
+        for i, (fn, x) in enumerate(zip(ct_fns, invals, strict=True)):
+            if type(x) is not UndefinedPrimal:  # a type test inline: once per operand per eqn
+                cts.append(None)
+            elif fn is None:
+                raise ValueError(
+                    f"{prim.name} is not linear in operand {i}, so it cannot be "
+                    "transposed with respect to it"
+                )
+            else:
+                cts.append(Zero(x.aval) if type(ct) is Zero else fn(ct, *invals, **params))
+        return cts
+
+    transpose_rules[prim] = rule
+
+
+def deflinear(prim, transpose_rule):
+    """Rules for an op linear in all its operands jointly, as JAX's ``ad.deflinear``: the JVP
+    applies the op to the tangents (``ad.defjvp_linear``), and ``transpose_rule(ct,
+    **params) -> cotangents``, one per operand, is its transpose (a zero ``ct`` is handled
+    here). A rule that needs the operands' types registers in ``transpose_rules`` instead.
+
+    Example:
+      >>> deflinear(double_p, lambda ct: [double_p.bind(ct)])
+    """
+    ad.defjvp_linear(prim)
+
+    def rule(ct, *args, **params):
+        if type(ct) is Zero:
+            return [None] * len(args)
+        return transpose_rule(ct, **params)
+
+    transpose_rules[prim] = rule

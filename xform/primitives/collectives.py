@@ -389,7 +389,7 @@ axis_index_p = _collective("axis_index", _axis_index_abstract_eval)
 # psum_scatter and back, ppermute's is the inverse permutation, all_to_all's swaps the axes.
 
 for _prim in (psum_p, ppermute_p, all_gather_p, psum_scatter_p, all_to_all_p):
-    ad.deflinear(_prim)
+    ad.defjvp_linear(_prim)
 ad.defjvp_zero(axis_index_p)
 
 
@@ -772,7 +772,7 @@ def ragged_all_to_all(
 
 
 pbroadcast_p = _collective("pbroadcast", _same_type("pbroadcast", ANY))
-ad.deflinear(pbroadcast_p)
+ad.defjvp_linear(pbroadcast_p)
 
 
 def _pbroadcast_transpose(ct, x, *, axes, source):
@@ -794,7 +794,7 @@ def _pbroadcast_batch(axis, x, d, *, axes, source):
 # an untyped body's shard_map sums at its boundary instead (xform/primitives/shard_map.py),
 # so there the cotangent passes through.
 pvary_p = _collective("pvary", _same_type("pvary", ANY))
-ad.deflinear(pvary_p)
+ad.defjvp_linear(pvary_p)
 
 
 def _pvary_transpose(ct, x, *, axes):

@@ -438,7 +438,7 @@ def _device_put_abstract_eval(*avals, devices, srcs, copy_semantics):
 device_put_p = standard_primitive(
     "device_put", _device_put_abstract_eval, lambda *xs, **params: list(xs), multiple_results=True
 )
-ad.deflinear(device_put_p)
+ad.defjvp_linear(device_put_p)
 transpose.transpose_rules[device_put_p] = lambda cts, *xs, **params: [
     ct if transpose.is_undefined(x) else None for ct, x in zip(cts, xs, strict=True)
 ]

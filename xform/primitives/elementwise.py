@@ -1120,7 +1120,7 @@ def dtype(x):
 # Derivatives follow JAX's rules in jax/_src/lax/{lax,special}.py formula for formula (the
 # conventions at kinks included: abs'(0) = 1, ties of max/min split the tangent half and half),
 # so tangents agree with JAX's to the rounding of the kernels. Rules that need the result
-# (exp, sqrt, tanh, ...) use it rather than recompute it: ``_defjvp_with_ans``.
+# (exp, sqrt, tanh, ...) use it rather than recompute it: ``ad.defjvp_with_ans``.
 
 
 def _const(x, value):
@@ -1144,22 +1144,6 @@ def _broadcast_to(t, shape):
 
 def _out_shape(*xs):
     return broadcast_elementwise_shapes("jvp", [get_aval(x) for x in xs])
-
-
-def _defjvp_with_ans(prim, *tangent_fns):
-    """``ad.defjvp`` for derivatives cheapest in terms of the result: ``fn(t, ans, *primals,
-    **params)``; the result is computed once, not again per operand."""
-
-    def rule(primals, tangents, **params):
-        ans = prim.bind(*primals, **params)
-        total = None  # a Zero only if no operand contributes: this runs per differentiated op
-        for fn, t in zip(tangent_fns, tangents, strict=False):
-            if fn is not None and type(t) is not ad.Zero:
-                term = fn(t, ans, *primals, **params)
-                total = term if total is None else ad.add_tangents(total, term)
-        return [ans], [ad.Zero(ad.tangent_aval(ad.aval_of(ans))) if total is None else total]
-
-    ad.jvp_rules[prim] = rule
 
 
 def _abs_jvp(t, ans, x):
@@ -1285,7 +1269,7 @@ def _convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type):
 
 
 for _prim in (neg_p, real_p, imag_p, conj_p):
-    ad.deflinear(_prim)
+    ad.defjvp_linear(_prim)
 ad.jvp_rules[add_p] = _additive_jvp(add, False)
 ad.jvp_rules[sub_p] = _additive_jvp(sub, True)
 for _prim in (
@@ -1312,33 +1296,33 @@ for _prim in (
     bitcast_convert_type_p,
 ):
     ad.defjvp_zero(_prim)
-_defjvp_with_ans(abs_p, _abs_jvp)
-_defjvp_with_ans(exp_p, lambda t, ans, x: mul(t, ans))
-_defjvp_with_ans(exp2_p, lambda t, ans, x: mul(_const(x, np.log(2)), mul(t, ans)))
+ad.defjvp_with_ans(abs_p, _abs_jvp)
+ad.defjvp_with_ans(exp_p, lambda t, ans, x: mul(t, ans))
+ad.defjvp_with_ans(exp2_p, lambda t, ans, x: mul(_const(x, np.log(2)), mul(t, ans)))
 ad.defjvp(log_p, div)  # t / x
 ad.defjvp(log1p_p, lambda t, x: div(t, add(x, _const(x, 1))))
-_defjvp_with_ans(expm1_p, lambda t, ans, x: mul(t, add(ans, _const(ans, 1))))
-_defjvp_with_ans(sqrt_p, lambda t, ans, x: mul(t, div(_const(x, 0.5), ans)))
-_defjvp_with_ans(rsqrt_p, lambda t, ans, x: mul(t, mul(_const(x, -0.5), div(ans, x))))
-_defjvp_with_ans(cbrt_p, lambda t, ans, x: mul(t, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
+ad.defjvp_with_ans(expm1_p, lambda t, ans, x: mul(t, add(ans, _const(ans, 1))))
+ad.defjvp_with_ans(sqrt_p, lambda t, ans, x: mul(t, div(_const(x, 0.5), ans)))
+ad.defjvp_with_ans(rsqrt_p, lambda t, ans, x: mul(t, mul(_const(x, -0.5), div(ans, x))))
+ad.defjvp_with_ans(cbrt_p, lambda t, ans, x: mul(t, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
 ad.defjvp(sin_p, lambda t, x: mul(t, cos(x)))
 ad.defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
-_defjvp_with_ans(tan_p, lambda t, ans, x: mul(t, add(_const(x, 1), _square(ans))))
+ad.defjvp_with_ans(tan_p, lambda t, ans, x: mul(t, add(_const(x, 1), _square(ans))))
 ad.defjvp(asin_p, lambda t, x: mul(t, rsqrt(sub(_const(x, 1), _square(x)))))
 ad.defjvp(acos_p, lambda t, x: mul(t, neg(rsqrt(sub(_const(x, 1), _square(x))))))
 ad.defjvp(atan_p, lambda t, x: div(t, add(_const(x, 1), _square(x))))
 ad.defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
 ad.defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
-_defjvp_with_ans(tanh_p, lambda t, ans, x: mul(add(t, mul(t, ans)), sub(_const(x, 1), ans)))
+ad.defjvp_with_ans(tanh_p, lambda t, ans, x: mul(add(t, mul(t, ans)), sub(_const(x, 1), ans)))
 ad.defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(_square(x), _const(x, 1)))))
 ad.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(sub(_square(x), _const(x, 1)))))
 ad.defjvp(
     atanh_p, lambda t, x: mul(integer_pow(add(_const(x, 1), x), -1), div(t, sub(_const(x, 1), x)))
 )
-_defjvp_with_ans(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_const(ans, 1), ans))))
+ad.defjvp_with_ans(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_const(ans, 1), ans))))
 ad.defjvp(erf_p, lambda t, x: mul(_const(x, 2 / np.sqrt(np.pi)), mul(t, exp(neg(_square(x))))))
 ad.defjvp(erfc_p, lambda t, x: mul(_const(x, -2 / np.sqrt(np.pi)), mul(t, exp(neg(_square(x))))))
-_defjvp_with_ans(
+ad.defjvp_with_ans(
     erf_inv_p, lambda t, ans, x: mul(_const(x, np.sqrt(np.pi) / 2), mul(t, exp(_square(ans))))
 )
 ad.defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
@@ -1346,10 +1330,10 @@ ad.defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
 ad.jvp_rules[mul_p] = _mul_jvp
 ad.defjvp(div_p, lambda t, x, y: div(t, y), lambda t, x, y: mul(mul(neg(t), x), integer_pow(y, -2)))
 ad.defjvp(rem_p, lambda t, x, y: _broadcast_to(t, _out_shape(x, y)), _rem_jvp_rhs)
-_defjvp_with_ans(pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
+ad.defjvp_with_ans(pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
 ad.defjvp(integer_pow_p, _integer_pow_jvp)
 for _prim in (max_p, min_p):
-    _defjvp_with_ans(
+    ad.defjvp_with_ans(
         _prim,
         lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
         lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)),
@@ -1371,40 +1355,19 @@ for _prim in (clz_p, mulhi_p, eq_to_p, le_to_p, lt_to_p):
     ad.defjvp_zero(_prim)
 ad.defjvp(square_p, lambda t, x: mul(t, mul(_const(x, 2), x)))
 for _prim in (complex_p, reduce_precision_p, copy_p, stage_p):
-    ad.deflinear(_prim)
+    ad.defjvp_linear(_prim)
 
 
 # --------------------------------------------------------------------------- transpose rules
 
 # The linear primitives of the family, as the JVP rules above apply them to tangents: add,
-# sub, neg, real, imag, conj (deflinear); mul in either operand and div in its numerator (the
+# sub, neg, real, imag, conj (defjvp_linear); mul in either operand and div in its numerator (the
 # other operand a residual); select_n in its cases; convert_element_type between inexact
 # dtypes. Cotangents of complex values are transposes, not adjoints (as in JAX): the
 # transpose of ``t -> c * t`` is ``ct -> c * ct``.
 
 _unbroadcast = ad.unbroadcast
 _Undefined = transpose.UndefinedPrimal
-
-
-def _deftranspose(prim, *ct_fns):
-    """Rule from one function per operand: ``fn(ct, *invals, **params)`` is that operand's
-    cotangent where it is linear (``None``: the op is never linear in that operand)."""
-
-    def rule(ct, *invals, **params):
-        cts = []
-        for i, (fn, x) in enumerate(zip(ct_fns, invals, strict=True)):
-            if type(x) is not _Undefined:  # a type test inline: once per operand per eqn
-                cts.append(None)
-            elif fn is None:
-                raise ValueError(
-                    f"{prim.name} is not linear in operand {i}, so it cannot be "
-                    "transposed with respect to it"
-                )
-            else:
-                cts.append(ad.Zero(x.aval) if type(ct) is ad.Zero else fn(ct, *invals, **params))
-        return cts
-
-    transpose.transpose_rules[prim] = rule
 
 
 def _known(prim, y):
@@ -1417,7 +1380,8 @@ def _known(prim, y):
 
 
 # add, sub, neg and mul are most of the equations a backward pass transposes, so their rules
-# are written out rather than made by ``_deftranspose``: no closure, loop or call per operand.
+# are written out rather than made by ``transpose.deftranspose``: no closure, loop or call
+# per operand.
 
 
 def _add_transpose(ct, x, y):
@@ -1504,21 +1468,25 @@ transpose.transpose_rules[add_p] = _add_transpose
 transpose.transpose_rules[sub_p] = _sub_transpose
 transpose.transpose_rules[neg_p] = _neg_transpose
 transpose.transpose_rules[mul_p] = _mul_transpose
-_deftranspose(div_p, lambda ct, x, y: _unbroadcast(x.aval, div(ct, _known(div_p, y))), None)
-_deftranspose(real_p, lambda ct, x: convert_element_type(ct, x.aval.dtype))
-_deftranspose(imag_p, _imag_transpose)
-_deftranspose(conj_p, _conj_transpose)
-_deftranspose(convert_element_type_p, _convert_element_type_transpose)
+transpose.deftranspose(
+    div_p, lambda ct, x, y: _unbroadcast(x.aval, div(ct, _known(div_p, y))), None
+)
+transpose.deftranspose(real_p, lambda ct, x: convert_element_type(ct, x.aval.dtype))
+transpose.deftranspose(imag_p, _imag_transpose)
+transpose.deftranspose(conj_p, _conj_transpose)
+transpose.deftranspose(convert_element_type_p, _convert_element_type_transpose)
 transpose.transpose_rules[select_n_p] = _select_n_transpose
 # complex(x, y) = x + 1j * y: x gets the real part of ct, y minus its imaginary part.
-_deftranspose(
+transpose.deftranspose(
     complex_p,
     lambda ct, x, y: _unbroadcast(x.aval, real(ct)),
     lambda ct, x, y: _unbroadcast(y.aval, neg(imag(ct))),
 )
-_deftranspose(reduce_precision_p, lambda ct, x, **params: reduce_precision_p.bind(ct, **params))
-_deftranspose(copy_p, lambda ct, x: copy_p.bind(ct))
-_deftranspose(stage_p, lambda ct, x: ct)
+transpose.deftranspose(
+    reduce_precision_p, lambda ct, x, **params: reduce_precision_p.bind(ct, **params)
+)
+transpose.deftranspose(copy_p, lambda ct, x: copy_p.bind(ct))
+transpose.deftranspose(stage_p, lambda ct, x: ct)
 
 
 # --------------------------------------------------------------------------- vjp rules
@@ -1745,7 +1713,7 @@ def _add_any_abstract_eval(x, y):
 
 # The host impl is add's own: the same NumPy call, half floats computed alike.
 add_any_p = standard_primitive("add_any", _add_any_abstract_eval, core.host_impls[add_p])
-ad.deflinear(add_any_p)
+ad.defjvp_linear(add_any_p)
 
 
 def _add_any_transpose(ct, x, y):

@@ -186,7 +186,7 @@ fft_p = standard_primitive("fft", _fft_abstract_eval)
 # --------------------------------------------------------------------------- jvp rule
 # Linear (RFFT and IRFFT over the reals): the op applied to the tangent.
 
-ad.deflinear(fft_p)
+ad.defjvp_linear(fft_p)
 
 
 # --------------------------------------------------------------------------- transpose rule

@@ -452,9 +452,9 @@ def cumlogsumexp(operand, axis=0, reverse=False):
 # --------------------------------------------------------------------------- jvp rules
 # The rules build tangents with the elementwise, structural and indexing wrappers.
 
-ad.deflinear(reduce_sum_p)
+ad.defjvp_linear(reduce_sum_p)
 vjp_tape.deflinear_vjp(reduce_sum_p)  # eager grad's direct rule: its transpose
-ad.deflinear(cumsum_p)
+ad.defjvp_linear(cumsum_p)
 for _prim in (reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p):
     ad.defjvp_zero(_prim)
 
@@ -634,29 +634,8 @@ transpose.transpose_rules[cumsum_p] = _cumsum_transpose
 # --------------------------------------------------------------------------- batching rules
 
 
-def _defaxes_batching(prim):
-    """Rule for a one-operand op whose ``axes`` param (dims reduced away) or ``axis`` param
-    (one dim, kept) names dims of its operand: the op runs on the batched operand with those
-    dims shifted past the batch dim, which passes through (less the reduced dims before it)."""
-
-    def rule(axis_data, args, dims, **params):
-        (x,), (d,) = args, dims
-        if "axes" in params:
-            axes = params["axes"]
-            params["axes"] = tuple(a + (a >= d) for a in axes)
-            out_d = d - sum(a < d for a in axes)
-        else:
-            params["axis"] += params["axis"] >= d
-            out_d = d
-        outs = prim.bind(x, **params)
-        outs = outs if prim.multiple_results else [outs]
-        return outs, [out_d] * len(outs)
-
-    batching.batch_rules[prim] = rule
-
-
 for _prim in (*REDUCTION_MONOIDS, argmax_p, argmin_p, *CUMULATIVE_MONOIDS):
-    _defaxes_batching(_prim)
+    batching.defaxes(_prim)
 
 
 # --------------------------------------------------------------------------- reduce (generic)

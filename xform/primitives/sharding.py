@@ -227,7 +227,7 @@ def _sharding_constraint_abstract_eval(x, *, sharding, origin):
 sharding_constraint_p = standard_primitive(
     "sharding_constraint", _sharding_constraint_abstract_eval
 )
-ad.deflinear(sharding_constraint_p)
+ad.defjvp_linear(sharding_constraint_p)
 
 
 def _sharding_constraint_transpose(ct, x, **params):
@@ -274,7 +274,7 @@ def _reshard_abstract_eval(x, *, sharding):
 
 
 reshard_p = standard_primitive("reshard", _reshard_abstract_eval)
-ad.deflinear(reshard_p)
+ad.defjvp_linear(reshard_p)
 
 
 def _reshard_transpose(ct, x, *, sharding):

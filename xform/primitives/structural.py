@@ -808,7 +808,7 @@ for _prim in (
     stack_p,
     unstack_p,
 ):
-    ad.deflinear(_prim)
+    ad.defjvp_linear(_prim)
 ad.defjvp_zero(iota_p)
 # Eager grad's direct rules (xform/interpret/vjp_tape.py): the one-operand ops' transposes.
 for _prim in (broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p, rev_p):
