@@ -1,7 +1,6 @@
 """jaxpr -> StableHLO lowering and the XLA runtime. Importing this registers every rule."""
 
 import jax  # noqa: F401, I001  (before jaxlib: importing JAX first quiets XLA's C++ logging)
-import xform  # noqa: F401, I001  (first: xform imports lowering, whose rules import xform)
 
 from lowering import (  # noqa: F401  (each module registers its family's lowering rules)
     autodiff,

@@ -30,7 +30,6 @@ from lowering import mlir, runtime
 from lowering.mlir import aval_to_ir, lowering_rules
 from xform.core import subjaxprs
 from xform.primitives import callback as cb
-from xform.runtime.array import Array
 
 # ModuleContext -> {block: the last ordered callback's token in that block}
 _tokens = weakref.WeakKeyDictionary()
@@ -67,7 +66,7 @@ def host_function(name, callback, avals_in, result_avals):
         for buf, aval in zip(buffers, avals_in, strict=True):
             host = np.array(buf, aval.dtype)
             host.flags.writeable = False
-            args.append(Array(aval, host))
+            args.append(cb.as_callback_argument(host))
         outs = callback(*args)
         if result_avals is None:
             return ()

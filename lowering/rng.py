@@ -3,24 +3,15 @@
 As in JAX, a ``uint32[4]`` key is bitcast to the ``uint64[2]`` state XLA takes (and the new
 state back), and bits narrower than 8 bytes that XLA does not generate directly are drawn
 as ``uint32`` and converted.
-
-``random_gamma_p`` (``xform.random``'s gamma sampler) lowers to its composition
-(``gamma_sampler``: Marsaglia-Tsang rejection per element, ``while_loop``s under ``vmap``),
-traced once per operand types and emitted as a private function, like JAX's.
 """
-
-import functools
 
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from lowering.call import emit_call
 from lowering.mlir import aval_to_ir, constant, dtype_to_ir, lowering_rules
 from xform import dtypes
-from xform.interpret.staging import trace_to_jaxpr
 from xform.primitives import rng
-from xform.random import _distributions
 
 _ALGORITHMS = {
     rng.RandomAlgorithm.RNG_DEFAULT: "DEFAULT",
@@ -68,19 +59,3 @@ def _rng_uniform_lower(ctx, a, b, *, shape):
 
 
 lowering_rules[rng.rng_uniform_p] = _rng_uniform_lower
-
-
-@functools.lru_cache(maxsize=128)
-def _gamma_jaxpr(avals_in, log_space, impl):
-    def fn(key, a):
-        return [_distributions.gamma_sampler(key, a, log_space=log_space, impl=impl)]
-
-    return trace_to_jaxpr(fn, list(avals_in), "tracing random_gamma for lowering")
-
-
-def _random_gamma_lower(ctx, key, a, *, log_space, impl):
-    closed = _gamma_jaxpr(tuple(ctx.avals_in), log_space, impl)
-    return emit_call(ctx, [key, a], closed, "random_gamma")
-
-
-lowering_rules[_distributions.random_gamma_p] = _random_gamma_lower

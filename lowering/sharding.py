@@ -20,7 +20,7 @@ from lowering import compile_cache, mlir, runtime
 from xform.core import ShapedArray
 from xform.primitives import sharding as sharding_primitives
 from xform.primitives.sharding import reshard_p, sharding_constraint_p, spec_names
-from xform.sharding_rules import ELEMENTWISE, sharding_rules
+from xform.primitives.sharding_rules import ELEMENTWISE, sharding_rules
 
 Mesh = jax_sharding.Mesh
 AbstractMesh = jax_sharding.AbstractMesh
@@ -376,8 +376,8 @@ mlir.lowering_rules[reshard_p] = _reshard_lower
 
 # --------------------------------------------------------------------------- typed shardings
 # In a partitioned program, a result whose type carries a sharding (explicit mode,
-# xform/sharding_rules.py) is constrained to it, as JAX's lowering does; so is each operand
-# an elementwise operation broadcasts to its result's shape, broadcast first.
+# xform/primitives/sharding_rules.py) is constrained to it, as JAX's lowering does; so is
+# each operand an elementwise operation broadcasts to its result's shape, broadcast first.
 
 
 def _lower_typed(rule, ctx, args, params, prim):

@@ -2,145 +2,189 @@
 
 ``import xform as jax; import xform.numpy as jnp`` runs JAX programs wherever xform has the
 feature.
+
+This package's top level only hands names on, and lazily: ``import xform`` loads nothing
+but this file, and each name loads its module the first time it is read (``xform.jit``
+loads the jit machinery, the runtime and the lowering rules; ``xform.scipy`` loads SciPy's
+counterpart). So a program pays for what it uses, and ``import xform.core`` (the IR) loads
+neither jaxlib nor the lowering. ARCHITECTURE.md has the layers.
 """
 
-import lowering  # noqa: F401  (registers the lowering rules)
-from xform import (  # noqa: F401
-    config,
-    errors,
-    example_libraries,
-    image,
-    lax,
-    nn,
-    numpy,
-    ops,
-    random,
-    scipy,
-    tree_util,
-)
-from xform.api.autodiff import (  # noqa: F401
-    grad,
-    jvp,
-    linear_transpose,
-    linearize,
-    value_and_grad,
-    vjp,
-)
-from xform.api.batching import vmap  # noqa: F401
-from xform.api.jacobian import hessian, jacfwd, jacobian, jacrev  # noqa: F401
-from xform.api.jit import (  # noqa: F401
-    ShapeDtypeStruct,
-    block_until_ready,
-    default_backend,
-    device_count,
-    device_put,
-    device_put_replicated,
-    device_put_sharded,
-    devices,
-    eval_shape,
-    jit,
-    local_device_count,
-    local_devices,
-    make_jaxpr,
-    process_count,
-    process_index,
-)
-from xform.api.pmap import pmap  # noqa: F401
-from xform.api.remat import checkpoint, checkpoint_policies, remat  # noqa: F401
-from xform.config import enable_x64_scope as enable_x64  # noqa: F401
-from xform.custom_derivatives import custom_jvp, custom_vjp  # noqa: F401
-from xform.runtime import dispatch  # noqa: F401
-from xform.runtime import pmap as spmd  # noqa: F401
-from xform.runtime.array import Array, ShardedArray  # noqa: F401
+import importlib
+import importlib.util
 
 __version__ = "0.1.0"
 
-# --- [tree+top-level] names (helper A owns this block) ---
-from xform import flatten_util, tree, typing, version  # noqa: E402, F401, I001
-from xform.api.jit import clear_caches  # noqa: E402, F401
-from xform.api.host import (  # noqa: E402, F401
-    Device,
-    device_get,
-    host_count,
-    host_id,
-    host_ids,
-    live_arrays,
-    named_call,
-    named_scope,
-    print_environment_info,
-    process_indices,
-    typeof,
-)
-from xform.dtypes import float0  # noqa: E402, F401
-# --- end [tree+top-level] ---
+# module -> the names of it that ``xform`` hands on (a pair: the name here, the name there)
+_EXPORTS = {
+    "lowering.sharding": ("make_mesh",),
+    "xform.api.autodiff": (
+        "fwd_and_bwd",
+        "grad",
+        "jvp",
+        "linear_transpose",
+        "linearize",
+        "value_and_grad",
+        "vjp",
+    ),
+    "xform.api.batching": ("vmap",),
+    "xform.api.host": (
+        "Device",
+        "copy_to_host_async",
+        "device_get",
+        "effects_barrier",
+        "host_count",
+        "host_id",
+        "host_ids",
+        "live_arrays",
+        "named_call",
+        "named_scope",
+        "print_environment_info",
+        "process_indices",
+        "typeof",
+    ),
+    "xform.api.jacobian": (
+        "hessian",
+        "jacfwd",
+        "jacobian",
+        "jacrev",
+    ),
+    "xform.api.jit": (
+        "ShapeDtypeStruct",
+        "block_until_ready",
+        "clear_caches",
+        "default_backend",
+        "device_count",
+        "device_put",
+        "device_put_replicated",
+        "device_put_sharded",
+        "devices",
+        "ensure_compile_time_eval",
+        "eval_shape",
+        "jit",
+        "local_device_count",
+        "local_devices",
+        "make_jaxpr",
+        "process_count",
+        "process_index",
+    ),
+    "xform.api.pmap": ("pmap",),
+    "xform.api.remat": (
+        "checkpoint",
+        "checkpoint_policies",
+        "remat",
+    ),
+    "xform.api.shard_map": ("shard_map",),
+    "xform.api.sharding": (
+        "make_array_from_callback",
+        "make_array_from_process_local_data",
+        "make_array_from_single_device_arrays",
+    ),
+    "xform.config": (
+        "allow_f16_reductions",
+        "array_garbage_collection_guard",
+        "auto_pcast",
+        "check_tracer_leaks",
+        "checking_leaks",
+        "debug_infs",
+        "debug_key_reuse",
+        "debug_nans",
+        "default_device",
+        "default_matmul_precision",
+        "default_prng_impl",
+        "disable_jit",
+        "enable_checks",
+        "enable_custom_prng",
+        "explain_cache_misses",
+        "jax2tf_associative_scan_reductions",
+        "legacy_prng_key",
+        "log_compiles",
+        "no_execution",
+        "no_tracing",
+        "numpy_dtype_promotion",
+        "numpy_rank_promotion",
+        "remove_size_one_mesh_axis_from_type",
+        "softmax_custom_jvp",
+        "thread_guard",
+        "threefry_partitionable",
+        "transfer_guard",
+        "transfer_guard_device_to_device",
+        "transfer_guard_device_to_host",
+        "transfer_guard_host_to_device",
+        ("enable_x64", "enable_x64_scope"),
+    ),
+    "xform.custom_derivatives": (
+        "closure_convert",
+        "custom_gradient",
+        "custom_jvp",
+        "custom_vjp",
+    ),
+    "xform.dtypes": ("float0",),
+    "xform.primitives.callback": ("pure_callback",),
+    "xform.runtime.array": (
+        "Array",
+        "ShardedArray",
+    ),
+    "xform.sharding": (
+        "NamedSharding",
+        "reshard",
+        "set_mesh",
+        ("P", "PartitionSpec"),
+    ),
+}
 
-# --- [callbacks] names (helper B owns this block) ---
-from xform import debug, experimental  # noqa: E402, F401
-from xform.primitives.callback import pure_callback  # noqa: E402, F401
-# --- end [callbacks] ---
+_WHERE = {
+    (item if isinstance(item, str) else item[0]): (
+        module,
+        item if isinstance(item, str) else item[1],
+    )
+    for module, items in _EXPORTS.items()
+    for item in items
+}
 
-# --- [config] names (helper C owns this block) ---
-from xform.api.jit import ensure_compile_time_eval  # noqa: E402, F401
-from xform.config import (  # noqa: E402, F401
-    check_tracer_leaks,
-    checking_leaks,
-    debug_infs,
-    debug_key_reuse,
-    debug_nans,
-    default_device,
-    default_matmul_precision,
-    default_prng_impl,
-    disable_jit,
-    enable_checks,
-    enable_custom_prng,
-    explain_cache_misses,
-    log_compiles,
-    numpy_dtype_promotion,
-    numpy_rank_promotion,
-    threefry_partitionable,
-    transfer_guard,
-    transfer_guard_device_to_device,
-    transfer_guard_device_to_host,
-    transfer_guard_host_to_device,
-)
-from xform.config import (  # noqa: E402, F401
-    allow_f16_reductions,
-    array_garbage_collection_guard,
-    auto_pcast,
-    jax2tf_associative_scan_reductions,
-    legacy_prng_key,
-    no_execution,
-    no_tracing,
-    remove_size_one_mesh_axis_from_type,
-    softmax_custom_jvp,
-    thread_guard,
-)
-from xform import distributed, dlpack, monitoring, profiler  # noqa: E402, F401, I001
-from xform.api.autodiff import fwd_and_bwd  # noqa: E402, F401
-from xform.api.host import copy_to_host_async, effects_barrier  # noqa: E402, F401
-# --- end [config] ---
 
-# --- [remat+ad] names (helper D owns this block) ---
-from xform import ad_checkpoint, custom_derivatives  # noqa: F401, E402
-from xform.custom_derivatives import closure_convert, custom_gradient  # noqa: F401, E402
-# --- end [remat+ad] ---
+def __getattr__(name):
+    where = _WHERE.get(name)
+    if where is not None:
+        value = getattr(importlib.import_module(where[0]), where[1])
+    elif not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+        value = importlib.import_module(f"{__name__}.{name}")  # a submodule: xform.numpy
+    else:
+        raise AttributeError(f"module 'xform' has no attribute '{name}'")
+    globals()[name] = value
+    return value
 
-# --- [extend] names (helper E owns this block) ---
-from xform import extend  # noqa: F401, E402  (jax.extend's counterpart: needs the API above)
-# --- end [extend] ---
 
-# --- [export] names (helper G owns this block) ---
-from xform import export  # noqa: F401, E402  (jax.export's counterpart: needs the API above)
-# --- end [export] ---
+def __dir__():
+    return sorted({*globals(), *_WHERE, *_SUBMODULES})
 
-# --- [sharding] names (helper I owns this block) ---
-from xform import sharding  # noqa: F401, E402
-from xform.api.sharding import (  # noqa: F401, E402
-    make_array_from_callback,
-    make_array_from_process_local_data,
-    make_array_from_single_device_arrays,
-)
-from xform.sharding import NamedSharding, PartitionSpec as P, reshard, set_mesh  # noqa: F401, E402
-from lowering.sharding import make_mesh  # noqa: F401, E402
-from xform.api.shard_map import shard_map  # noqa: F401, E402
-# --- end [sharding] ---
+
+# The public submodules, listed for dir() (any submodule loads when read, these included).
+_SUBMODULES = [
+    "ad_checkpoint",
+    "config",
+    "custom_derivatives",
+    "debug",
+    "distributed",
+    "dlpack",
+    "errors",
+    "example_libraries",
+    "experimental",
+    "export",
+    "extend",
+    "flatten_util",
+    "image",
+    "lax",
+    "monitoring",
+    "nn",
+    "numpy",
+    "ops",
+    "profiler",
+    "random",
+    "scipy",
+    "sharding",
+    "tree",
+    "tree_util",
+    "typing",
+    "version",
+]

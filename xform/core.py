@@ -12,7 +12,6 @@ Calling convention, for every rule table in xform: array operands positional, pa
 keyword-only and hashable, results a list.
 """
 
-import contextlib
 import itertools
 import math
 import os
@@ -21,16 +20,14 @@ import threading
 
 import numpy as np
 
-from xform import dtypes
-from xform.errors import (
-    ConcretizationTypeError,
-    InconclusiveDimensionOperation,  # noqa: F401  (re-exported: callers catch it as core's)
-    JaxprTypeError,
-    MissingRuleError,
-    TracerArrayConversionError,
-    TracerBoolConversionError,
-    TracerIntegerConversionError,
-    UnexpectedTracerError,
+from xform import dtypes, errors
+from xform.jaxpr_printer import (  # noqa: F401  (mesh_axis_order, vma_order: core's names too)
+    Names,
+    mesh_axis_order,
+    pp_eqn,
+    pp_jaxpr,
+    pp_toplevel_jaxpr,
+    vma_order,
 )
 
 # --------------------------------------------------------------------------- abstract values
@@ -168,29 +165,6 @@ class ManualAxisType:
             f"ManualAxisType(varying={frozenset(self.varying)}, unreduced=frozenset(), "
             "reduced=frozenset())"
         )
-
-
-class _MeshAxisOrder:
-    # JAX prints a type's varying axes in its mesh's order, which an xform type does not
-    # hold: the mesh axes of the shard_map being traced or printed (mesh_axis_order).
-    names = ()
-
-
-@contextlib.contextmanager
-def mesh_axis_order(names):
-    """Print varying axes in the order of ``names`` (a mesh's axis names) meanwhile."""
-    saved, _MeshAxisOrder.names = _MeshAxisOrder.names, tuple(names)
-    try:
-        yield
-    finally:
-        _MeshAxisOrder.names = saved
-
-
-def vma_order(vma):
-    """The varying axes in the order a type prints them: the mesh's (see mesh_axis_order),
-    then by name."""
-    order = _MeshAxisOrder.names
-    return tuple(sorted(vma, key=lambda n: (order.index(n) if n in order else len(order), str(n))))
 
 
 def _sharded_dim(size, entry):
@@ -442,10 +416,10 @@ class Primitive:
 
 
 def abstract_eval(prim, *avals, **params):
-    """Run ``prim``'s shape/dtype rule; a missing rule is a ``MissingRuleError``."""
+    """Run ``prim``'s shape/dtype rule; a missing rule is a ``errors.MissingRuleError``."""
     rule = abstract_eval_rules.get(prim)
     if rule is None:
-        raise MissingRuleError(f"primitive '{prim.name}' has no abstract evaluation rule")
+        raise errors.MissingRuleError(f"primitive '{prim.name}' has no abstract evaluation rule")
     return rule(*avals, **params)
 
 
@@ -582,22 +556,24 @@ class Tracer:
         """The concrete value behind this tracer when the transformation knows one, else None."""
         return None
 
-    def _concretize(self, what, error=ConcretizationTypeError):
+    def _concretize(self, what, error="ConcretizationTypeError"):
         value = self.concrete_value()
         if value is None:
-            raise error(concretization_message(self, what))
+            raise getattr(errors, error)(concretization_message(self, what))
         return value
 
     # JAX lets bool/int/index/item see the value a JVP tracer knows, but never float,
     # complex, tolist or NumPy conversion: a function that works under grad must not
     # depend on which of these it calls, so xform draws the same line.
-    def _refuse(self, what, error=ConcretizationTypeError):
-        raise error(concretization_message(self, what))
+    def _refuse(self, what, error="ConcretizationTypeError"):
+        # (the error classes by name: they are made when first raised, see xform/errors.py)
+        raise getattr(errors, error)(concretization_message(self, what))
 
     def __bool__(self):
         return bool(
             self._concretize(
-                "bool() (a Python `if`, `while`, `and`/`or` on it)", TracerBoolConversionError
+                "bool() (a Python `if`, `while`, `and`/`or` on it)",
+                "TracerBoolConversionError",
             )
         )
 
@@ -606,7 +582,7 @@ class Tracer:
 
     def __index__(self):
         return self._concretize(
-            "__index__ (use as an index, a length or a shape)", TracerIntegerConversionError
+            "__index__ (use as an index, a length or a shape)", "TracerIntegerConversionError"
         ).__index__()
 
     def __float__(self):
@@ -624,7 +600,7 @@ class Tracer:
     def __array__(self, dtype=None, copy=None):
         self._refuse(
             "conversion to a NumPy array (np.asarray or a NumPy function)",
-            TracerArrayConversionError,
+            "TracerArrayConversionError",
         )
 
     def __hash__(self):
@@ -666,7 +642,7 @@ def escaped_tracer_error(tracer, where):
     made = getattr(tracer, "source", None)
     origin = f", created at {format_source_info(made)}" if made else ""
     state = "has already finished" if not trace.alive else "is not the current one"
-    return UnexpectedTracerError(
+    return errors.UnexpectedTracerError(
         f"Encountered an unexpected tracer: a traced {tracer.aval.str_short()} value{origin}, "
         f"used by '{where}'. It belongs to the transformation that was {trace.name}, "
         f"which {state}: the tracer escaped through a side effect (a global, a list, an "
@@ -738,7 +714,7 @@ def check_jaxpr(jaxpr):
     if isinstance(jaxpr, ClosedJaxpr):
         for v, c in zip(jaxpr.jaxpr.constvars, jaxpr.consts, strict=True):
             if not isinstance(c, Tracer) and not _same_type(v.aval, get_aval(c)):
-                raise JaxprTypeError(
+                raise errors.JaxprTypeError(
                     f"constvar of type {v.aval.str_short()} is bound to a "
                     f"constant of type {get_aval(c).str_short()}"
                 )
@@ -748,7 +724,7 @@ def check_jaxpr(jaxpr):
 
     def define(v):
         if v in defined:
-            raise JaxprTypeError(
+            raise errors.JaxprTypeError(
                 f"variable {names(v)} is defined twice in\n{pp_jaxpr(jaxpr, names, 0)}"
             )
         defined.add(v)
@@ -756,11 +732,15 @@ def check_jaxpr(jaxpr):
     def read(x, eqn):
         if type(x) is Literal:
             if not _same_type(x.aval, get_aval(np.asarray(x.val, x.aval.dtype))):
-                raise JaxprTypeError(f"literal {x.val} does not have type {x.aval.str_short()}")
+                raise errors.JaxprTypeError(
+                    f"literal {x.val} does not have type {x.aval.str_short()}"
+                )
             return x.aval
         if x not in defined:
             where = pp_eqn(eqn, names, 0) if eqn else "the outputs"
-            raise JaxprTypeError(f"variable {names(x)} is used before it is defined, in: {where}")
+            raise errors.JaxprTypeError(
+                f"variable {names(x)} is used before it is defined, in: {where}"
+            )
         return x.aval
 
     for v in jaxpr.constvars + jaxpr.invars:
@@ -771,12 +751,12 @@ def check_jaxpr(jaxpr):
         try:
             out_avals = abstract_eval(eqn.primitive, *in_avals, **eqn.params)
         except (TypeError, ValueError) as e:
-            raise JaxprTypeError(f"ill-typed equation: {pp_eqn(eqn, names, 0)}\n{e}") from e
+            raise errors.JaxprTypeError(f"ill-typed equation: {pp_eqn(eqn, names, 0)}\n{e}") from e
         if len(out_avals) != len(eqn.outvars) or not all(
             _same_type(a, v.aval) for a, v in zip(out_avals, eqn.outvars, strict=True)
         ):
             expected = ", ".join(a.str_short() for a in out_avals)
-            raise JaxprTypeError(
+            raise errors.JaxprTypeError(
                 f"equation {pp_eqn(eqn, names, 0)} binds outputs whose types "
                 f"differ from its rule's: {expected}"
             )
@@ -789,4 +769,3 @@ def check_jaxpr(jaxpr):
 
 
 # The printer reads the IR classes above, and they print through it.
-from xform.jaxpr_printer import Names, pp_eqn, pp_jaxpr, pp_toplevel_jaxpr  # noqa: E402

@@ -1,9 +1,10 @@
 """Dtypes as jax.numpy has them: canonical dtypes, weak Python scalars, the promotion lattice."""
 
 import functools
+import importlib
+import sys
 import warnings
 
-import jax.dtypes as jax_dtypes
 import ml_dtypes
 import numpy as np
 
@@ -245,10 +246,9 @@ _LATTICE = {
 }
 
 
-class TypePromotionError(jax_dtypes.TypePromotionError):
-    """Operand dtypes with no implicit promotion (a narrow type mixed with another): a
-    subclass of JAX's ``jax.dtypes.TypePromotionError`` (a ``ValueError``), so ``except``
-    clauses written for JAX catch it."""
+def _type_promotion_error(message):
+    """``TypePromotionError(message)`` (made on first use: see ``__getattr__``)."""
+    return sys.modules[__name__].TypePromotionError(message)
 
 
 def _upper_bounds(node):
@@ -315,7 +315,7 @@ def _no_promotion(nodes):
         (n for n in nodes if n in BITS), key=lambda n: (n in NARROW_FLOATS, BITS[n]), default=None
     )
     if narrow is None:
-        raise TypePromotionError(
+        raise _type_promotion_error(
             f"Input dtypes {names} have no available implicit dtype "
             "promotion path. Try explicitly casting inputs to the "
             "desired output type."
@@ -324,7 +324,7 @@ def _no_promotion(nodes):
         what, example = "1-bit, 2-bit and 4-bit integers", "int32"
     else:
         what, example = f"{BITS[narrow]}-bit floats", "float32"
-    raise TypePromotionError(
+    raise _type_promotion_error(
         f"Input dtypes {names} have no available implicit dtype promotion path. To avoid "
         f"unintended promotion, {what} do not support implicit promotion. If you'd like your "
         f"inputs to be promoted to another type, you can do so explicitly using e.g. "
@@ -359,19 +359,44 @@ def check_int_range(x, dtype, what):
 # The abstract scalar classes of the extended dtypes (the key dtypes ``key<impl>``) are JAX's:
 # xform's key dtypes have JAX's ``prng_key`` as their scalar type, so that JAX's own checks
 # (and flax's, equinox's) accept xform keys, and ``issubdtype(key.dtype, prng_key)`` holds in
-# both libraries.
-extended, prng_key = jax_dtypes.extended, jax_dtypes.prng_key
+# both libraries. JAX's classes live in ``jax``, whose import loads jaxlib, and this module
+# belongs to the IR, which imports without it: ``extended``, ``prng_key`` and
+# ``TypePromotionError`` (a subclass of JAX's, a ``ValueError``, so that ``except`` clauses
+# written for JAX catch it) are read from JAX when first asked for.
+def __getattr__(name):
+    jax_dtypes = importlib.import_module("jax.dtypes")
+    if name in ("extended", "prng_key"):
+        value = getattr(jax_dtypes, name)
+    elif name == "TypePromotionError":
+        value = type(
+            name,
+            (jax_dtypes.TypePromotionError,),
+            {
+                "__doc__": "Operand dtypes with no implicit promotion (a narrow type mixed "
+                "with another).",
+                "__module__": __name__,
+            },
+        )
+    else:
+        raise AttributeError(f"module 'xform.dtypes' has no attribute '{name}'")
+    globals()[name] = value
+    return value
+
+
+def _extended_class():
+    """JAX's ``extended``, or None while JAX is not loaded: then no class derives from it
+    (key dtypes are made by xform.random, which loads JAX)."""
+    jax_dtypes = sys.modules.get("jax.dtypes")
+    return None if jax_dtypes is None else jax_dtypes.extended
 
 
 def _is_extended(dtype):
     """An extended dtype (a typed key's ``key<impl>``): not a NumPy dtype, its ``type`` a
     subclass of ``extended``."""
-    t = getattr(dtype, "type", None)
-    return (
-        not isinstance(dtype, (np.dtype, type, str))
-        and isinstance(t, type)
-        and issubclass(t, extended)
-    )
+    if isinstance(dtype, (np.dtype, type, str)):
+        return False
+    t, extended = getattr(dtype, "type", None), _extended_class()
+    return extended is not None and isinstance(t, type) and issubclass(t, extended)
 
 
 def canonicalize_dtype(dtype, allow_extended_dtype=False):
@@ -416,7 +441,8 @@ def issubdtype(a, b):
     if _is_extended(a):
         a = a.type
     ta, tb = _scalar_type(a), _scalar_type(b)
-    if issubclass(ta, extended) or issubclass(tb, extended):
+    extended = _extended_class()
+    if extended is not None and (issubclass(ta, extended) or issubclass(tb, extended)):
         return issubclass(ta, tb)
     if ta in _CUSTOM_PARENTS:
         return tb in (ta, *_CUSTOM_PARENTS[ta], np.number, np.generic)

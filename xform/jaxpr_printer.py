@@ -5,13 +5,60 @@ The same layout (a document of texts, breaks and groups, laid out for 80 columns
 newlines), the same variable names (a, b, ..., z, ba, ...; `_` for a top-level result nothing
 reads), the same literal and type forms (`1.0:f32[]`) and the same per-primitive conventions
 for params (`pp_param_rules`).
+
+The printer sits below ``xform.core``, which prints its jaxprs with it: it reads a jaxpr by
+its fields alone (a Jaxpr has ``eqns``; a ClosedJaxpr has ``jaxpr`` and ``consts``; a
+Literal is the one atom with a ``val``), so it imports nothing of the IR.
 """
+
+import contextlib
 
 import numpy as np
 
-from xform.core import ClosedJaxpr, Jaxpr, Literal, mesh_axis_order, subjaxprs
-
 _PP_WIDTH = 80
+
+
+class _MeshAxisOrder:
+    # JAX prints a type's varying axes in its mesh's order, which an xform type does not
+    # hold: the mesh axes of the shard_map being traced or printed (mesh_axis_order).
+    names = ()
+
+
+@contextlib.contextmanager
+def mesh_axis_order(names):
+    """Print varying axes in the order of ``names`` (a mesh's axis names) meanwhile."""
+    saved, _MeshAxisOrder.names = _MeshAxisOrder.names, tuple(names)
+    try:
+        yield
+    finally:
+        _MeshAxisOrder.names = saved
+
+
+def vma_order(vma):
+    """The varying axes in the order a type prints them: the mesh's (see mesh_axis_order),
+    then by name."""
+    order = _MeshAxisOrder.names
+    return tuple(sorted(vma, key=lambda n: (order.index(n) if n in order else len(order), str(n))))
+
+
+def _is_literal(x):
+    return hasattr(x, "val")  # a Var holds only its type
+
+
+def _open_jaxpr(x):
+    """The jaxpr ``x`` is or holds (a ClosedJaxpr's), or None for any other value."""
+    if hasattr(x, "consts") and hasattr(getattr(x, "jaxpr", None), "eqns"):
+        return x.jaxpr
+    return x if hasattr(x, "eqns") and hasattr(x, "outvars") else None
+
+
+def _subjaxprs(params):
+    """The jaxprs among an equation's params (``core.subjaxprs``, read by fields)."""
+    for v in params.values():
+        for w in v if type(v) is tuple else (v,):
+            j = _open_jaxpr(w)
+            if j is not None:
+                yield j
 
 
 # A layout document is a tuple: ("text", s), ("brk", s) (s flat, a newline when its group
@@ -122,13 +169,13 @@ class Names:
             return
         used = set()
         for v, like in zip(for_vars, like_vars, strict=True):
-            if type(like) is not Literal and like not in used and v not in self.names:
+            if not _is_literal(like) and like not in used and v not in self.names:
                 used.add(like)
                 self.names[v] = self(like)
 
 
 def _pp_atom(x, names):
-    if type(x) is Literal:
+    if _is_literal(x):
         return f"{_pp_literal(x.val)}:{x.aval.str_short()}"
     return names(x)
 
@@ -146,9 +193,10 @@ def _pp_vars(vs, names, *, binders=False, sep=""):
 
 
 def _pp_param(value, names):
-    if isinstance(value, (Jaxpr, ClosedJaxpr)):
-        return _pp_jaxpr_doc(value.jaxpr if isinstance(value, ClosedJaxpr) else value, names)
-    if type(value) is tuple and all(isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value):
+    jaxpr = _open_jaxpr(value)
+    if jaxpr is not None:
+        return _pp_jaxpr_doc(jaxpr, names)
+    if type(value) is tuple and value and all(_open_jaxpr(v) is not None for v in value):
         docs = [_pp_param(v, names) for v in value]
         return _group(
             _cat(_nest(2, _cat(_text("("), _brk(""), _join(_brk(), docs))), _brk(""), _text(")"))
@@ -232,7 +280,7 @@ pp_param_rules["broadcast_in_dim"] = _broadcast_in_dim_params
 
 def _jit_params(eqn, names):
     p = eqn.params
-    body = p["jaxpr"].jaxpr if isinstance(p["jaxpr"], ClosedJaxpr) else p["jaxpr"]
+    body = _open_jaxpr(p["jaxpr"])
     if body not in names.shared:  # the body's binders read as the equation's atoms
         names.suggest(body.invars, eqn.invars)
         names.suggest(body.outvars, eqn.outvars)
@@ -371,12 +419,12 @@ def _pp_jaxpr_doc(jaxpr, names):
 
 def _dropped_names(jaxpr):
     """``_`` for the results of top-level equations that nothing reads."""
-    dropped, used = {}, {x for x in jaxpr.outvars if type(x) is not Literal}
+    dropped, used = {}, {x for x in jaxpr.outvars if not _is_literal(x)}
     for eqn in reversed(jaxpr.eqns):
         for v in eqn.outvars:
             if v not in used:
                 dropped[v] = "_"
-        used.update(x for x in eqn.invars if type(x) is not Literal)
+        used.update(x for x in eqn.invars if not _is_literal(x))
     return dropped
 
 
@@ -389,7 +437,7 @@ def _share_jaxprs(top, names):
         counts[jaxpr] = counts.get(jaxpr, 0) + 1 + (jaxpr is not top and len(jaxpr.eqns) > 10)
         for eqn in jaxpr.eqns:
             name = eqn.params.get("name")
-            for sub in subjaxprs(_printed_params(eqn)):
+            for sub in _subjaxprs(_printed_params(eqn)):
                 queue.append(sub)
                 if isinstance(name, str):
                     labels.setdefault(sub, name.strip("<>"))
@@ -422,7 +470,7 @@ def _shard_map_axes(jaxpr):
         for eqn in queue.pop().eqns:
             if eqn.primitive.name == "shard_map":
                 axes += [n for n in eqn.params["mesh"].axis_names if n not in axes]
-            queue.extend(subjaxprs(eqn.params))
+            queue.extend(_subjaxprs(eqn.params))
     return axes
 
 

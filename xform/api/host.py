@@ -7,13 +7,13 @@ None of these transform anything; each mirrors the JAX name of the same spelling
 import contextlib
 import functools
 import gc
+import importlib.metadata
 import os
 import platform
 import sys
 import warnings
 
 import jax
-import jaxlib
 import numpy as np
 from jax import Device  # noqa: F401  (the runtime's device class: xform's devices are these)
 
@@ -183,7 +183,7 @@ def print_environment_info(return_string=False):
     lines = [
         f"xform:  {version.__version__}",
         f"jax:    {jax.__version__}",
-        f"jaxlib: {jaxlib.__version__}",
+        f"jaxlib: {importlib.metadata.version('jaxlib')}",
         f"numpy:  {np.__version__}",
         f"python: {sys.version.replace(chr(10), ' ')}",
         f"device info: {devices[0].device_kind}-{len(devices)}, "

@@ -11,9 +11,10 @@ import functools
 import numpy as np
 
 from xform import core, dtypes, pytree
-from xform import numpy as xnp
 from xform.api.autodiff import jvp, vjp
 from xform.api.batching import vmap
+from xform.interpret.batching import moveaxis
+from xform.primitives import structural
 from xform.primitives.elementwise import convert_folding_constants
 
 
@@ -63,7 +64,7 @@ def _typed_as(x, example):
     jacrev), weak type included, as JAX's: an integer output's float0 tangent is its zeros."""
     aval = core.get_aval(example)
     if getattr(x, "dtype", None) == dtypes.float0:
-        zeros = xnp.zeros(aval.shape, aval.dtype)  # unbatched: vmap broadcasts it
+        zeros = structural.full(aval.shape, 0, aval.dtype)  # unbatched: vmap broadcasts it
         return convert_folding_constants(zeros, aval.dtype, aval.weak_type)
     if dtypes.is_inexact(aval.dtype) and core.get_aval(x).dtype == aval.dtype:
         return convert_folding_constants(x, aval.dtype, aval.weak_type)
@@ -75,9 +76,9 @@ def _block(batched, start, basis_aval, other_aval, basis_last):
     basis, as a block ``out.shape + in.shape``; ``basis_last``: the basis spans the inputs."""
     rows = batched[start : start + basis_aval.size]
     if basis_last:
-        rows = xnp.moveaxis(rows, 0, -1)
-        return xnp.reshape(rows, other_aval.shape + basis_aval.shape)
-    return xnp.reshape(rows, basis_aval.shape + other_aval.shape)
+        rows = moveaxis(rows, 0, core.get_aval(rows).ndim - 1)
+        return structural.reshape(rows, other_aval.shape + basis_aval.shape)
+    return structural.reshape(rows, basis_aval.shape + other_aval.shape)
 
 
 def _check_inputs(forward, holomorphic, allow_int, arg):

@@ -16,19 +16,19 @@ definitions and imports of its source file.
 """
 
 import ast
+import importlib.util
 import os
 import sys
 import types
 
 import jax as _real_jax  # imported before compat mode is installed: the real package
-import jaxlib as _jaxlib
 
 _JAX_DIR = os.path.dirname(_real_jax.__file__)
 _XFORM_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The code of the runtime under xform: real JAX, jaxlib, and xform's engine and lowering.
 _RUNTIME = (
     _JAX_DIR + os.sep,
-    os.path.dirname(_jaxlib.__file__) + os.sep,
+    os.path.dirname(importlib.util.find_spec("jaxlib").origin) + os.sep,
     _XFORM_DIR + os.sep,
     os.path.join(os.path.dirname(_XFORM_DIR), "lowering") + os.sep,
 )

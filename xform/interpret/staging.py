@@ -140,8 +140,9 @@ def memoize_abstract_eval(*prims):
     memoized_with_params.update(prims)
 
 
-# Set by xform/sharding_rules.py: ``rule(prim, avals, out_avals, params) -> out_avals`` gives
-# the results the shardings their types carry when an operand's type carries one.
+# Set by xform/primitives/sharding_rules.py: ``rule(prim, avals, out_avals, params) ->
+# out_avals`` gives the results the shardings their types carry when an operand's type
+# carries one.
 sharding_rule = None
 
 

@@ -5,7 +5,7 @@ import operator
 
 import numpy as np
 
-from xform import core, dtypes, lax
+from xform import core, dtypes, errors, lax
 from xform.core import ShapedArray, Tracer
 from xform.numpy._promote import (
     _canonical_dtype,
@@ -60,7 +60,7 @@ def _shape(shape, name):
             for d in dims
         )
     except TypeError as e:
-        if isinstance(e, core.ConcretizationTypeError):
+        if isinstance(e, errors.ConcretizationTypeError):
             raise
         raise TypeError(
             f"{name}: shape must be an int or a sequence of ints, got {shape!r}"
@@ -290,7 +290,7 @@ def eye(N, M=None, k=0, dtype=None, *, device=None):
     try:
         k = operator.index(k)
     except TypeError as e:
-        if isinstance(e, core.ConcretizationTypeError):  # a traced k: its own message
+        if isinstance(e, errors.ConcretizationTypeError):  # a traced k: its own message
             raise
         raise ValueError(f"eye: k must be a scalar integer; got {k}") from None
     i = lax.broadcasted_iota(dtypes.int32, (n, m), 0)

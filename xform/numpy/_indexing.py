@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from xform import core, dtypes, lax
+from xform import core, dtypes, errors, lax
 from xform.core import Tracer, get_aval
 from xform.errors import NonConcreteBooleanIndexError
 from xform.numpy._promote import asarray
@@ -258,7 +258,7 @@ def _static_slice(x, shape, entries, wrap):
             limits.append(size if v.stop is None else size + v.stop)
             try:
                 known_non_negative = limits[-1] - starts[-1] >= 0
-            except core.InconclusiveDimensionOperation:
+            except errors.InconclusiveDimensionOperation:
                 known_non_negative = False
             if not known_non_negative:
                 raise NotImplementedError(
@@ -572,7 +572,7 @@ def _gather(
     plan = _gather_plan(shape, entries, consumed, wrap)
     if fill_value is not None:
         if isinstance(fill_value, Tracer):
-            raise core.ConcretizationTypeError(
+            raise errors.ConcretizationTypeError(
                 "the fill_value argument to indexed get() must be a concrete scalar, got a "
                 f"traced {fill_value.aval.str_short()}"
             )

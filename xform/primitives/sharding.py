@@ -132,10 +132,11 @@ def typed_sharding_of(mesh, spec, ndim):
 
 
 def type_sharding(sharding, ndim):
-    """The sharding an array laid out as ``sharding`` carries in its type (explicit sharding
-    mode, xform/sharding_rules.py): a NamedSharding over the mesh's abstract mesh, one spec
-    entry per dimension, naming only the mesh's Explicit axes (the others are the
-    partitioner's, as in JAX's types), when it has some; else None (none in the type)."""
+    """The sharding an array laid out as ``sharding`` carries in its type (explicit
+    sharding mode, xform/primitives/sharding_rules.py): a NamedSharding over the mesh's
+    abstract mesh, one spec entry per dimension, naming only the mesh's Explicit axes (the
+    others are the partitioner's, as in JAX's types), when it has some; else None (none in
+    the type)."""
     mesh = getattr(sharding, "mesh", None)
     explicit = (
         {

@@ -15,12 +15,15 @@ import math
 import ml_dtypes
 import numpy as np
 
+from lowering.call import emit_call
+from lowering.mlir import lowering_rules
 from xform import core, dtypes, lax
 from xform import numpy as xnp
 from xform.api.batching import vmap
 from xform.api.jit import jit
 from xform.api.sharding import reshard as _reshard
 from xform.interpret import ad, batching
+from xform.interpret.staging import trace_to_jaxpr
 from xform.primitives.base import standard_primitive
 from xform.random import _threefry
 from xform.random._keys import (
@@ -612,6 +615,24 @@ def _random_gamma_abstract_eval(key, a, *, log_space, impl):
 
 # No host impl: eagerly the one equation is compiled, as under jit (gamma_sampler).
 random_gamma_p = standard_primitive("random_gamma", _random_gamma_abstract_eval)
+
+
+# Its lowering is its composition, traced once per operand types and emitted as a private
+# function, as JAX's (JAX also registers it beside the sampler).
+@functools.lru_cache(maxsize=128)
+def _gamma_jaxpr(avals_in, log_space, impl):
+    def fn(key, a):
+        return [gamma_sampler(key, a, log_space=log_space, impl=impl)]
+
+    return trace_to_jaxpr(fn, list(avals_in), "tracing random_gamma for lowering")
+
+
+def _random_gamma_lower(ctx, key, a, *, log_space, impl):
+    closed = _gamma_jaxpr(tuple(ctx.avals_in), log_space, impl)
+    return emit_call(ctx, [key, a], closed, "random_gamma")
+
+
+lowering_rules[random_gamma_p] = _random_gamma_lower
 
 
 def _gamma_grad(sample, a, log_space):
