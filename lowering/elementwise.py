@@ -4,21 +4,15 @@ import numpy as np
 from jaxlib.mlir.dialects import chlo
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from lowering.mlir import aval_to_ir, broadcast_to, full_like_aval, lowering_rules
+from lowering.mlir import (
+    aval_to_ir,
+    broadcast_to,
+    elementwise_rule,
+    full_like_aval,
+    lowering_rules,
+)
 from xform import dtypes
 from xform.primitives import elementwise as ew
-
-
-def _nary(op):
-    """Rule for an op whose StableHLO counterpart takes same-shaped operands."""
-
-    def rule(ctx, *args, **params):
-        out = ctx.avals_out[0]
-        args = [broadcast_to(x, a, out) for x, a in zip(args, ctx.avals_in, strict=True)]
-        return [op(*args)]
-
-    return rule
-
 
 _SIMPLE = {
     ew.neg_p: hlo.negate,
@@ -73,7 +67,7 @@ _SIMPLE = {
     ew.complex_p: hlo.complex,
 }
 for _prim, _op in _SIMPLE.items():
-    lowering_rules[_prim] = _nary(_op)
+    lowering_rules[_prim] = elementwise_rule(_op)
 
 
 def _integer_division(op, at_zero):
@@ -296,4 +290,4 @@ lowering_rules[ew.clamp_p] = _clamp_lower
 lowering_rules[ew.convert_element_type_p] = _convert_lower
 lowering_rules[ew.bitcast_convert_type_p] = _bitcast_lower
 # add_any's operands have one shape: a plain stablehlo.add, as JAX lowers it.
-lowering_rules[ew.add_any_p] = _nary(hlo.add)
+lowering_rules[ew.add_any_p] = elementwise_rule(hlo.add)

@@ -186,6 +186,20 @@ def broadcast_to(x, aval_in, aval_out):
     return hlo.broadcast_in_dim(typ, x, ir.DenseI64ArrayAttr.get(list(range(aval_in.ndim))))
 
 
+def elementwise_rule(op):
+    """The lowering rule of an elementwise primitive whose StableHLO (or CHLO) counterpart
+    ``op(*operands)`` takes same-shaped operands: each operand is broadcast to the result's
+    shape (``broadcast_to``) first. Built-ins and extensions alike:
+    ``lowering_rules[add_p] = elementwise_rule(hlo.add)``."""
+
+    def rule(ctx, *args, **params):
+        out = ctx.avals_out[0]
+        args = [broadcast_to(x, a, out) for x, a in zip(args, ctx.avals_in, strict=True)]
+        return [op(*args)]
+
+    return rule
+
+
 # --------------------------------------------------------------------------- jaxpr -> ops
 
 

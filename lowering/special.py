@@ -6,18 +6,8 @@
 from jaxlib.mlir.dialects import chlo
 
 from lowering.linalg import lower_composition
-from lowering.mlir import broadcast_to, lowering_rules
+from lowering.mlir import broadcast_to, elementwise_rule, lowering_rules
 from xform.primitives import special as sp
-
-
-def _chlo(op):
-    """Rule for an op with a CHLO counterpart taking same-shaped operands."""
-
-    def rule(ctx, *args):
-        out = ctx.avals_out[0]
-        return [op(*[broadcast_to(x, a, out) for x, a in zip(args, ctx.avals_in, strict=True)])]
-
-    return rule
 
 
 def _composition(impl):
@@ -40,6 +30,6 @@ lowering_rules[sp.igammac_p] = _composition(sp.igammac_impl)
 lowering_rules[sp.igamma_grad_a_p] = _composition(sp.igamma_grad_a_impl)
 lowering_rules[sp.regularized_incomplete_beta_p] = _composition(sp.betainc_impl)
 lowering_rules[sp.bessel_i0e_p] = _composition(sp.bessel_i0e_impl)
-lowering_rules[sp.bessel_i1e_p] = _chlo(chlo.bessel_i1e)
-lowering_rules[sp.zeta_p] = _chlo(chlo.zeta)
-lowering_rules[sp.polygamma_p] = _chlo(chlo.polygamma)
+lowering_rules[sp.bessel_i1e_p] = elementwise_rule(chlo.bessel_i1e)
+lowering_rules[sp.zeta_p] = elementwise_rule(chlo.zeta)
+lowering_rules[sp.polygamma_p] = elementwise_rule(chlo.polygamma)

@@ -7,6 +7,8 @@ interpreter over make_jaxpr output). JAX is the oracle for values and derivative
 """
 
 import importlib
+import pathlib
+import re
 
 import jax
 import jax.numpy as jnp_
@@ -15,10 +17,14 @@ import pytest
 
 import xform
 import xform.numpy as jnp
+from lowering import mlir as lowering_mlir
 from tests.harness import assert_same
 from xform import lax
 from xform.extend import ad, batching, core, mlir
 from xform.extend.mlir.dialects import stablehlo as hlo
+from xform.interpret import ad as ad_
+from xform.interpret import batching as batching_
+from xform.interpret import transpose as transpose_
 
 # --------------------------------------------------------------------------- names
 
@@ -500,3 +506,141 @@ def test_register_lowering_rejects_an_unknown_platform():
 def test_abstract_eval_errors_reach_the_user():
     with pytest.raises(TypeError, match=r"multiply_add: operands of shapes \(4,\), \(\), \(\)"):
         xform.jit(multiply_add)(A, 1.0, 2.0)
+
+
+# --------------------------------------------------------------------------- xform's convention
+
+# Primitives registered exactly as the built-ins register theirs: xform's rule tables (rules
+# return lists) and registrars, and the lowering helpers of the built-in elementwise family.
+
+scale_p = core.Primitive("scale")  # x * y, y rank 0 or of x's shape: lax's broadcasting
+scale_p.def_impl(np.multiply)
+scale_p.def_abstract_eval(lambda x, y: x if x.shape else y)
+mlir.register_lowering(scale_p, mlir.elementwise_rule(hlo.multiply))
+ad.defjvp(scale_p, lambda t, x, y: scale_p.bind(t, y), lambda t, x, y: scale_p.bind(x, t))
+ad.deftranspose(
+    scale_p,
+    lambda ct, x, y: ad.unbroadcast(x.aval, scale_p.bind(ct, y)),
+    lambda ct, x, y: ad.unbroadcast(y.aval, scale_p.bind(x, ct)),
+)
+batching.defbroadcasting(scale_p)
+
+exp_once_p = core.Primitive("exp_once")
+exp_once_p.def_impl(np.exp)
+exp_once_p.def_abstract_eval(lambda x: x)
+mlir.register_lowering(exp_once_p, mlir.elementwise_rule(hlo.exponential))
+ad.defjvp_with_ans(exp_once_p, lambda t, ans, x: scale_p.bind(t, ans))
+batching.defvectorized(exp_once_p)
+
+
+def _sum_of_scaled_exp(x, y):
+    return scale_p.bind(exp_once_p.bind(x), y).sum()
+
+
+def test_xform_convention_registrars_and_lowering_helpers():
+    y = np.float32(1.5)
+    assert_same(xform.jit(_sum_of_scaled_exp)(A, y), 1.5 * np.exp(A).sum(), rtol=1e-6)
+    gx, gy = xform.jit(xform.grad(_sum_of_scaled_exp, argnums=(0, 1)))(A, y)
+    assert_same(gx, 1.5 * np.exp(A), rtol=1e-6)
+    assert_same(gy, np.exp(A).sum(), rtol=1e-6)
+    # vmap over x with y unmapped, and over both (defbroadcasting mixes them)
+    per_row = xform.vmap(xform.grad(_sum_of_scaled_exp), in_axes=(0, None))(A[:, None], y)
+    assert_same(per_row, 1.5 * np.exp(A[:, None]), rtol=1e-6)
+    ys = np.float32([1.0, 2.0, 3.0, 4.0])
+    assert_same(xform.vmap(_sum_of_scaled_exp)(A[:, None], ys), ys * np.exp(A), rtol=1e-6)
+    assert_same(
+        xform.jacfwd(xform.grad(_sum_of_scaled_exp))(A, y), np.diag(1.5 * np.exp(A)), rtol=1e-6
+    )
+    # The rank-0 operand is broadcast by the public helper, as the built-ins' are.
+    text = xform.jit(scale_p.bind).lower(A, y).as_text()
+    assert "stablehlo.broadcast_in_dim" in text and "stablehlo.multiply" in text
+
+
+class CountingTracer(core.Tracer):
+    __slots__ = ("val",)
+
+    def __init__(self, trace, val):
+        self._trace, self.val = trace, val
+
+    @property
+    def aval(self):
+        return core.get_aval(self.val)
+
+
+class CountingTrace(core.Trace):
+    __slots__ = ("parent", "count", "alive")
+
+    def __init__(self, parent):
+        self.parent, self.count, self.alive = parent, 0, True
+
+    def process_primitive(self, prim, args, params):
+        self.count += 1
+        vals = [x.val if isinstance(x, CountingTracer) and x._trace is self else x for x in args]
+        with core.set_current_trace(self.parent):
+            outs = prim.bind(*vals, **params)
+        return [CountingTracer(self, o) for o in (outs if prim.multiple_results else [outs])]
+
+
+def count_primitives(f, x):
+    trace = CountingTrace(core.current_trace())
+    try:
+        with core.set_current_trace(trace):
+            out = f(CountingTracer(trace, x))
+    finally:
+        trace.alive = False
+    return (out.val if isinstance(out, CountingTracer) else out), trace.count
+
+
+def test_an_interpreter_written_with_the_public_classes():
+    def f(x):
+        return jnp.sin(x) * 2.0 + x
+
+    out, count = count_primitives(f, A)
+    assert_same(out, np.sin(A) * 2 + A, rtol=1e-6)
+    assert count == len(xform.make_jaxpr(f)(A).eqns)
+    # It nests with xform's own interpreters, above and below them.
+    assert_same(
+        xform.grad(lambda x: count_primitives(lambda t: jnp.sin(t).sum(), x)[0])(A), np.cos(A)
+    )
+    assert_same(xform.jit(lambda x: count_primitives(f, x)[0])(A), np.sin(A) * 2 + A, rtol=1e-6)
+    g, n = count_primitives(xform.grad(lambda x: jnp.sin(x).sum()), A)
+    assert_same(g, np.cos(A), rtol=1e-6) and n > 0
+
+
+# --------------------------------------------------------------------------- one way to register
+
+# A private registrar: ``_def<rule shape>`` (``_default_...`` helpers are no registrars).
+_PRIVATE_REGISTRAR = re.compile(r"^\s*def _def(?!ault)\w*\(", re.M)
+
+
+def test_builtins_register_through_the_public_registrars():
+    # The public tables are the interpreters' own ones, and the registrars the same functions.
+    assert ad.jvp_rules is ad_.jvp_rules
+    assert ad.primitive_transposes is ad.transpose_rules is transpose_.transpose_rules
+    assert batching.batch_rules is batching_.batch_rules
+    assert mlir.lowering_rules is lowering_mlir.lowering_rules
+    for name in ("defjvp", "defjvp_with_ans", "defjvp_zero", "defjvp_linear", "unbroadcast"):
+        assert getattr(ad, name) is getattr(ad_, name), name
+    for name in ("deftranspose", "deflinear"):
+        assert getattr(ad, name) is getattr(transpose_, name), name
+    for name in ("defvectorized", "defbroadcasting", "defaxes"):
+        assert getattr(batching, name) is getattr(batching_, name), name
+    for name in ("broadcast_to", "full_like_aval", "elementwise_rule"):
+        assert getattr(mlir, name) is getattr(lowering_mlir, name), name
+    assert mlir.ir_constant is lowering_mlir.constant
+    # Every rule of every built-in primitive sits in those tables, and none was made by a
+    # private registrar (a closure inside a ``_def...`` function).
+    tables = [ad.jvp_rules, ad.transpose_rules, batching.batch_rules, mlir.lowering_rules]
+    builtins = [getattr(core.primitives, n) for n in dir(core.primitives) if n.endswith("_p")]
+    assert len(builtins) > 100
+    for prim in builtins:
+        for table in tables:
+            rule = table.get(prim)
+            maker = getattr(rule, "__qualname__", "").partition(".<locals>")[0]
+            assert not maker.split(".")[-1].startswith("_def"), (prim, maker)
+    # And no private registrar is defined where the built-ins' rules are.
+    root = pathlib.Path(xform.__file__).parent
+    for folder in ("interpret", "primitives"):
+        for path in sorted((root / folder).rglob("*.py")):
+            found = _PRIVATE_REGISTRAR.findall(path.read_text())
+            assert not found, f"{path.relative_to(root)} defines a private registrar: {found}"

@@ -21,6 +21,8 @@ Registrars for the common shapes of rule: ``defjvp`` (one tangent function per o
 per operand) and ``deflinear`` (JAX's: ``defjvp_linear`` and a transpose ``rule(ct,
 **params)``).
 
+``unbroadcast(aval, ct)`` sums a broadcast operand's cotangent back to its type ``aval``.
+
 ``primitive_jvps`` is ``jvp_rules`` seen in JAX's convention (a single-result primitive's
 rule returns one primal and one tangent, not lists), kept for JAX code run under
 ``xform.compat``; xform's own code and new extensions use ``jvp_rules``.
@@ -38,6 +40,7 @@ from xform.interpret.ad import (
     defjvp_zero,
     instantiate,
     jvp_rules,
+    unbroadcast,
 )
 from xform.interpret.transpose import (
     UndefinedPrimal,
@@ -63,6 +66,7 @@ __all__ = [
     "primitive_jvps",
     "primitive_transposes",
     "transpose_rules",
+    "unbroadcast",
     "zeros_like_aval",
 ]
 

@@ -1,15 +1,62 @@
-"""The IR and the primitive machinery, as ``jax.extend.core`` names them."""
+"""The IR and the primitive machinery, as ``jax.extend.core`` names them, and the classes
+xform's own interpreters are written with (``Trace``, ``Tracer``, ``Primitive``).
+
+Writing an interpreter: a ``Tracer`` subclass carries what the interpreter knows about a
+value (set ``_trace``, and give the ``aval`` property: the value's ``ShapedArray``); a
+``Trace`` subclass interprets every primitive applied to its tracers in
+``process_primitive(prim, args, params) -> list`` of results (one entry unless
+``prim.multiple_results``), call primitives such as ``jit``'s included. There is no
+``pure``/``lift``: an operand that is not this trace's tracer (a constant, or a value of an
+enclosing transformation) arrives as it is, and the rule decides what it means. Rules bind on
+the trace below (keep it as ``parent``, the ``current_trace()`` when the interpreter started)
+under ``set_current_trace(parent)``, so interpreters nest; when the interpreted function
+returns, set ``alive = False`` on the trace so that tracers leaking out of it are reported.
+
+Example (an interpreter that counts the primitives a function applies):
+
+  class CountingTracer(core.Tracer):
+      __slots__ = ("val",)
+
+      def __init__(self, trace, val):
+          self._trace, self.val = trace, val
+
+      @property
+      def aval(self):
+          return core.get_aval(self.val)
+
+  class CountingTrace(core.Trace):
+      __slots__ = ("parent", "count")
+
+      def __init__(self, parent):
+          self.parent, self.count = parent, 0
+
+      def process_primitive(self, prim, args, params):
+          self.count += 1
+          vals = [x.val if isinstance(x, CountingTracer) and x._trace is self else x
+                  for x in args]
+          with core.set_current_trace(self.parent):
+              outs = prim.bind(*vals, **params)
+          return [CountingTracer(self, o) for o in (outs if prim.multiple_results else [outs])]
+"""
 
 from xform.core import (  # noqa: F401
     ClosedJaxpr,
+    EvalTrace,
     Jaxpr,
     JaxprEqn,
     Literal,
     Primitive,
     ShapedArray,
+    Trace,
+    Tracer,
     Var,
+    abstract_eval,
+    abstract_eval_rules,
     check_jaxpr,
+    current_trace,
     eval_jaxpr,
+    eval_trace,
+    get_aval,
     jaxpr_as_fun,
     set_current_trace,
 )

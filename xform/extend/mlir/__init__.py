@@ -6,15 +6,33 @@ A lowering rule is ``rule(ctx, *operands, **params) -> [ir.Value, ...]``: ``ctx.
 ops with jaxlib's MLIR bindings (``dialects.stablehlo``, ``ir``) at the current insertion
 point. ``lower_fun`` makes such a rule from a Python function of xform ops.
 
+Helpers, the ones xform's own lowering rules use (``lowering/mlir.py``, handed on
+unchanged): ``ir_constant(value, dtype=None)`` (a ``stablehlo.constant``),
+``full_like_aval(value, aval)`` (a constant broadcast to ``aval``'s shape),
+``broadcast_to(x, aval_in, aval_out)`` (an elementwise op's operand broadcast to its result
+shape: a rank-0 one, or one with size-1 dimensions) and ``elementwise_rule(op)`` (the whole
+rule of an elementwise primitive whose StableHLO op takes same-shaped operands).
+``lowering_rules`` is the table ``register_lowering`` fills, the one the built-ins fill.
+
 Example:
   >>> def _lower(ctx, x, y):
   ...     return [dialects.stablehlo.add(x, y)]
   >>> register_lowering(my_add_p, _lower)
+  >>> register_lowering(my_add_p, elementwise_rule(dialects.stablehlo.add))  # broadcasting
 """
 
 from lowering import runtime
 from lowering.mlir import RuleContext as LoweringRuleContext
-from lowering.mlir import _jax, ir, lower_jaxpr, lowering_rules, module_text
+from lowering.mlir import (
+    _jax,
+    broadcast_to,
+    elementwise_rule,
+    full_like_aval,
+    ir,
+    lower_jaxpr,
+    lowering_rules,
+    module_text,
+)
 from lowering.mlir import aval_to_ir as aval_to_ir_type
 from lowering.mlir import constant as ir_constant
 from lowering.mlir import dtype_to_ir as dtype_to_ir_type
@@ -25,13 +43,17 @@ from xform.interpret.staging import trace_to_jaxpr
 __all__ = [
     "LoweringRuleContext",
     "aval_to_ir_type",
+    "broadcast_to",
     "deserialize_portable_artifact",
     "dialects",
     "dtype_to_ir_type",
+    "elementwise_rule",
+    "full_like_aval",
     "hlo_to_stablehlo",
     "ir",
     "ir_constant",
     "lower_fun",
+    "lowering_rules",
     "make_ir_context",
     "module_to_string",
     "refine_polymorphic_shapes",
