@@ -1,6 +1,11 @@
 """The IR and the primitive machinery, as ``jax.extend.core`` names them, and the classes
 xform's own interpreters are written with (``Trace``, ``Tracer``, ``Primitive``).
 
+Shape rules: ``abstract_eval_rules[prim] = rule(*avals, **params) -> [aval, ...]`` is the
+table the built-ins fill (xform's convention: a list, one entry unless
+``prim.multiple_results``); ``prim.def_abstract_eval`` and ``prim.def_impl`` take JAX's
+single-result rules and store them in xform's convention.
+
 Writing an interpreter: a ``Tracer`` subclass carries what the interpreter knows about a
 value (set ``_trace``, and give the ``aval`` property: the value's ``ShapedArray``); a
 ``Trace`` subclass interprets every primitive applied to its tracers in
