@@ -5,7 +5,8 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from lowering.mlir import aval_to_ir, lowering_rules
-from xform.primitives import contractions as la
+from xform.primitives import convolution as conv
+from xform.primitives import dot as la
 
 
 def _precision_attr(precision):
@@ -101,4 +102,4 @@ def _conv_general_dilated_lower(
 
 
 lowering_rules[la.dot_general_p] = _dot_general_lower
-lowering_rules[la.conv_general_dilated_p] = _conv_general_dilated_lower
+lowering_rules[conv.conv_general_dilated_p] = _conv_general_dilated_lower

@@ -14,8 +14,9 @@ from lowering.elementwise import compare
 from lowering.mlir import aval_to_ir, constant, dtype_to_ir, full_like_aval, lowering_rules
 from xform import dtypes
 from xform.core import ShapedArray
+from xform.primitives import gather_scatter as gs
 from xform.primitives import indexing as ix
-from xform.primitives.indexing import GatherScatterMode
+from xform.primitives.gather_scatter import GatherScatterMode
 
 
 def _i64s(values):
@@ -117,7 +118,7 @@ def _gather_lower(
             )
         ]
     # FILL_OR_DROP, as JAX lowers it: an in-bounds mask per index vector, then a select.
-    index_dtype = ix._index_dtype(operand_aval.shape)
+    index_dtype = gs._index_dtype(operand_aval.shape)
     if indices_aval.dtype != index_dtype:
         indices_aval = indices_aval.update(dtype=index_dtype)
         indices = hlo.convert(aval_to_ir(indices_aval), indices)
@@ -142,7 +143,7 @@ def _gather_lower(
     return [hlo.select(mask, out, full_like_aval(fill_value, aval_out))]
 
 
-lowering_rules[ix.gather_p] = _gather_lower
+lowering_rules[gs.gather_p] = _gather_lower
 
 
 # --------------------------------------------------------------------------- scatter
@@ -150,7 +151,7 @@ lowering_rules[ix.gather_p] = _gather_lower
 
 def _clamp_scatter_indices(operand_aval, indices, indices_aval, updates_aval, dn):
     """Clamp each index vector so its window fits in the operand (``CLIP`` mode)."""
-    window = ix._scatter_window(operand_aval, updates_aval, dn)
+    window = gs._scatter_window(operand_aval, updates_aval, dn)
     top = dtypes.iinfo(indices_aval.dtype).max
     upper = [min(operand_aval.shape[d] - window[d], top) for d in dn.scatter_dims_to_operand_dims]
     upper = _broadcast(constant(upper, indices_aval.dtype), indices_aval, [indices_aval.ndim - 1])
@@ -202,9 +203,9 @@ def _scatter_lower(combiner):
     return rule
 
 
-lowering_rules[ix.scatter_p] = _scatter_lower(None)
-lowering_rules[ix.scatter_add_p] = _scatter_lower(hlo.add)
-lowering_rules[ix.scatter_mul_p] = _scatter_lower(hlo.multiply)
-lowering_rules[ix.scatter_min_p] = _scatter_lower(hlo.minimum)
-lowering_rules[ix.scatter_max_p] = _scatter_lower(hlo.maximum)
-lowering_rules[ix.scatter_sub_p] = _scatter_lower(hlo.subtract)
+lowering_rules[gs.scatter_p] = _scatter_lower(None)
+lowering_rules[gs.scatter_add_p] = _scatter_lower(hlo.add)
+lowering_rules[gs.scatter_mul_p] = _scatter_lower(hlo.multiply)
+lowering_rules[gs.scatter_min_p] = _scatter_lower(hlo.minimum)
+lowering_rules[gs.scatter_max_p] = _scatter_lower(hlo.maximum)
+lowering_rules[gs.scatter_sub_p] = _scatter_lower(hlo.subtract)

@@ -13,7 +13,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from lowering.mlir import aval_to_ir, constant, full_like_aval, lower_jaxpr, lowering_rules
-from xform.primitives import loops
+from xform.primitives import scan, while_loop
 
 
 def _while_lower(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
@@ -33,7 +33,7 @@ def _while_lower(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts)
     return list(op.results)[nconsts:]
 
 
-lowering_rules[loops.while_p] = _while_lower
+lowering_rules[while_loop.while_p] = _while_lower
 
 
 def _i32(value):
@@ -121,4 +121,4 @@ def _scan_lower(ctx, *args, jaxpr, num_consts, num_carry, length, reverse, unrol
     return carry + ys
 
 
-lowering_rules[loops.scan_p] = _scan_lower
+lowering_rules[scan.scan_p] = _scan_lower

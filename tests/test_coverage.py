@@ -62,7 +62,7 @@ NO_HOST_IMPL = {
             "polygamma",
         )
     },
-    # contractions (contractions.py):
+    # contractions (dot.py, convolution.py):
     # elementwise/structural/indexing additions:
     # rng, compiler, sorting and collective additions:
     "rng_bit_generator": "XLA's RngBitGenerator, compiled for the one equation: JAX's bits",

@@ -15,7 +15,7 @@ import xform.numpy as xnp
 from lowering import mlir
 from xform import core, lax
 from xform.interpret import staging
-from xform.primitives import contractions, reductions, structural
+from xform.primitives import dot, reductions, structural
 
 F32 = core.ShapedArray((2, 3), np.dtype("float32"))
 
@@ -24,7 +24,7 @@ F32 = core.ShapedArray((2, 3), np.dtype("float32"))
     "prim, avals, params",
     [
         (
-            contractions.dot_general_p,
+            dot.dot_general_p,
             (F32, core.ShapedArray((3, 4), np.dtype("float32"))),
             {
                 "dimension_numbers": (((1,), (0,)), ((), ())),
@@ -51,7 +51,7 @@ def test_type_rules_memoized_on_params_match_the_rule(prim, avals, params):
 def test_type_rules_with_jaxpr_params_are_not_memoized():
     # reduce_p's params hold a jaxpr (residuals must not be kept alive by a memo entry).
     assert reductions.reduce_p not in staging.memoized_with_params
-    assert contractions.dot_general_p in staging.memoized_with_params
+    assert dot.dot_general_p in staging.memoized_with_params
 
 
 def test_memoized_type_rule_still_raises_each_time():
@@ -63,7 +63,7 @@ def test_memoized_type_rule_still_raises_each_time():
     }
     for _ in range(2):
         with pytest.raises(TypeError, match="contracting dimensions to have the same shape"):
-            staging.out_avals_of(contractions.dot_general_p, list(bad), params)
+            staging.out_avals_of(dot.dot_general_p, list(bad), params)
 
 
 def test_unhashable_params_fall_back_to_the_rule():
@@ -73,7 +73,7 @@ def test_unhashable_params_fall_back_to_the_rule():
         "preferred_element_type": None,
     }
     out = staging.out_avals_of(
-        contractions.dot_general_p, [F32, core.ShapedArray((3, 4), np.dtype("float32"))], params
+        dot.dot_general_p, [F32, core.ShapedArray((3, 4), np.dtype("float32"))], params
     )
     assert out[0].shape == (2, 4)
 

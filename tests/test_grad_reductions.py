@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import xform
 from xform import lax
 from xform.interpret import ad, transpose
-from xform.primitives import contractions, reductions, sorting
+from xform.primitives import convolution, dot, reductions, sorting
 from xform.test_util import check_grads, check_vjp
 
 jlax = jax.lax
@@ -25,8 +25,8 @@ LINEAR = [
     reductions.reduce_sum_p,
     reductions.cumsum_p,
     sorting.sort_p,
-    contractions.dot_general_p,
-    contractions.conv_general_dilated_p,
+    dot.dot_general_p,
+    convolution.conv_general_dilated_p,
 ]
 
 
@@ -306,7 +306,7 @@ def test_sort_is_not_linear_in_its_keys():
 
 def test_dot_general_is_not_linear_in_both_operands():
     aval = xform.core.ShapedArray((2, 2), np.float32)
-    rule = transpose.transpose_rules[contractions.dot_general_p]
+    rule = transpose.transpose_rules[dot.dot_general_p]
     with pytest.raises(ValueError, match="dot_general of two linear operands is not linear"):
         rule(
             np.ones((2, 2), np.float32),

@@ -15,7 +15,7 @@ from hypothesis.extra import numpy as hnp
 import xform
 from xform import lax
 from xform.interpret import transpose
-from xform.primitives import indexing, structural
+from xform.primitives import gather_scatter, indexing, structural
 from xform.test_util import check_grads, check_vjp
 
 jlax = jax.lax
@@ -33,10 +33,10 @@ LINEAR = [
     indexing.slice_p,
     indexing.dynamic_slice_p,
     indexing.dynamic_update_slice_p,
-    indexing.gather_p,
-    indexing.scatter_add_p,
-    indexing.scatter_p,
-    indexing.scatter_mul_p,
+    gather_scatter.gather_p,
+    gather_scatter.scatter_add_p,
+    gather_scatter.scatter_p,
+    gather_scatter.scatter_mul_p,
 ]
 
 
@@ -325,7 +325,7 @@ def test_check_grads_second_order(name):
 
 
 def test_scatter_mul_updates_are_not_linear():
-    rule = transpose.transpose_rules[indexing.scatter_mul_p]
+    rule = transpose.transpose_rules[gather_scatter.scatter_mul_p]
     u = transpose.UndefinedPrimal(xform.core.ShapedArray((4, 2), np.dtype(np.float32)))
     with pytest.raises(NotImplementedError, match="linear in its operand only"):
         rule(
@@ -341,7 +341,7 @@ def test_scatter_mul_updates_are_not_linear():
 
 
 def test_scatter_transpose_needs_unique_indices():
-    rule = transpose.transpose_rules[indexing.scatter_p]
+    rule = transpose.transpose_rules[gather_scatter.scatter_p]
     x = transpose.UndefinedPrimal(xform.core.ShapedArray((5, 2), np.dtype(np.float32)))
     with pytest.raises(NotImplementedError, match="unique_indices=True"):
         rule(

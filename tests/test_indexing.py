@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 import xform
 from tests.harness import assert_same, check_against_jax, rand
 from xform import lax
-from xform.primitives import indexing
+from xform.lax import _indexing
+from xform.primitives import gather_scatter, indexing
 
 jlax = jax.lax
 
@@ -772,6 +773,7 @@ def test_errors_under_jit():
 
 
 def test_public_names():
-    for name in indexing.__all__:
-        assert getattr(lax, name) is getattr(indexing, name)
-        assert hasattr(jlax, name), name
+    for module in (indexing, gather_scatter, _indexing):
+        for name in module.__all__:
+            assert getattr(lax, name) is getattr(module, name)
+            assert hasattr(jlax, name), name

@@ -17,7 +17,7 @@ from tests.harness import floats
 from xform import lax
 from xform.core import Primitive
 from xform.interpret import ad
-from xform.primitives import contractions, reductions, sorting
+from xform.primitives import convolution, dot, reductions, sorting
 
 jlax = jax.lax
 F0 = jax.dtypes.float0
@@ -275,7 +275,9 @@ def test_jvp_sort_tangents_follow_the_stable_permutation():
     np.testing.assert_array_equal(np.asarray(tout), [20.0, 40.0, 10.0, 30.0])
 
 
-@pytest.mark.parametrize("module", [reductions, sorting, contractions], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "module", [reductions, sorting, dot, convolution], ids=lambda m: m.__name__
+)
 def test_every_primitive_has_a_jvp_rule(module):
     prims = [v for k, v in vars(module).items() if k.endswith("_p") and isinstance(v, Primitive)]
     assert prims

@@ -15,7 +15,7 @@ from tests.harness import floats
 from xform import lax
 from xform.core import Primitive
 from xform.interpret import ad
-from xform.primitives import indexing, structural
+from xform.primitives import gather_scatter, indexing, structural
 
 jlax = jax.lax
 F0 = jax.dtypes.float0
@@ -231,7 +231,7 @@ def test_scatter_mul_updates_tangent_needs_unique_indices():
         xform.jvp(f, (x, u), (x, u))
 
 
-@pytest.mark.parametrize("module", [structural, indexing], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [structural, indexing, gather_scatter], ids=lambda m: m.__name__)
 def test_every_primitive_has_a_jvp_rule(module):
     prims = [v for k, v in vars(module).items() if k.endswith("_p") and isinstance(v, Primitive)]
     assert prims

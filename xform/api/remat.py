@@ -12,7 +12,8 @@ import types
 from xform import core, pytree
 from xform.api.jit import _arg_avals, _flatten_fun, _fun_name
 from xform.interpret.staging import convert_constvars, trace_to_jaxpr
-from xform.primitives.contractions import conv_general_dilated_p, dot_general_p
+from xform.primitives.convolution import conv_general_dilated_p
+from xform.primitives.dot import dot_general_p
 from xform.primitives.remat import Offloadable, Recompute, Saveable, name_p, remat_p
 
 # --------------------------------------------------------------------------- policies

@@ -21,7 +21,7 @@ from xform.core import ClosedJaxpr, Jaxpr, Tracer, Var
 from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives import collectives as coll
 from xform.primitives.cond import cond_p
-from xform.primitives.loops import scan_p, while_p
+from xform.primitives.scan import scan_p
 from xform.primitives.shard_map import (
     axis_env,
     block_aval,
@@ -30,6 +30,7 @@ from xform.primitives.shard_map import (
     spec_names,
     spec_vma,
 )
+from xform.primitives.while_loop import while_p
 
 __all__ = ["shard_map"]
 

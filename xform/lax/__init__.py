@@ -6,11 +6,14 @@ exported too, as JAX's ``lax`` does.
 
 from xform.api.sharding import with_sharding_constraint  # noqa: F401
 from xform.lax import linalg  # noqa: F401  (xform.lax.linalg, as jax.lax.linalg)
+from xform.lax._contractions import *  # noqa: F403
+from xform.lax._indexing import *  # noqa: F403
+from xform.lax._loops import *  # noqa: F403
 from xform.primitives import (
     autodiff,
     compiler,
-    contractions,
     elementwise,
+    gather_scatter,
     indexing,
     loops,
     reductions,
@@ -22,46 +25,66 @@ from xform.primitives import (
     windowed,
 )
 from xform.primitives import (
+    convolution as _convolution,
+)
+from xform.primitives import (
+    dot as _dot,
+)
+from xform.primitives import (
     fft as _fft,
 )
 from xform.primitives import (
     linalg as _linalg,
 )
+from xform.primitives import (
+    scan as _scan,
+)
+from xform.primitives import (
+    while_loop as _while_loop,
+)
 from xform.primitives.autodiff import *  # noqa: F403
 from xform.primitives.collectives import *  # noqa: F403
 from xform.primitives.compiler import *  # noqa: F403
 from xform.primitives.cond import *  # noqa: F403
-from xform.primitives.contractions import *  # noqa: F403
+from xform.primitives.convolution import *  # noqa: F403
+from xform.primitives.dot import *  # noqa: F403
 from xform.primitives.elementwise import *  # noqa: F403
 from xform.primitives.elementwise import RoundingMethod  # noqa: F401
 from xform.primitives.fft import *  # noqa: F403
+from xform.primitives.gather_scatter import *  # noqa: F403
 from xform.primitives.indexing import *  # noqa: F403
 from xform.primitives.loops import *  # noqa: F403
 from xform.primitives.reductions import *  # noqa: F403
 from xform.primitives.remat import remat_p  # noqa: F401
 from xform.primitives.rng import *  # noqa: F403
+from xform.primitives.scan import *  # noqa: F403
 from xform.primitives.sharding import *  # noqa: F403
 from xform.primitives.solves import *  # noqa: F403
 from xform.primitives.sorting import *  # noqa: F403
 from xform.primitives.special import *  # noqa: F403
 from xform.primitives.structural import *  # noqa: F403
+from xform.primitives.while_loop import *  # noqa: F403
 from xform.primitives.windowed import *  # noqa: F403
 
 for _family in (
     autodiff,
     compiler,
-    contractions,
+    _convolution,
+    _dot,
     elementwise,
     _fft,
+    gather_scatter,
     indexing,
     _linalg,
     loops,
+    _scan,
     reductions,
     rng,
     solves,
     sorting,
     special,
     structural,
+    _while_loop,
     windowed,
 ):
     globals().update({k: v for k, v in vars(_family).items() if k.endswith("_p")})

@@ -26,7 +26,7 @@ from xform.interpret.batching import moveaxis, not_mapped
 from xform.primitives.base import standard_primitive
 from xform.primitives.elementwise import convert_element_type_p
 from xform.primitives.indexing import index_in_dim
-from xform.primitives.loops import scan
+from xform.primitives.scan import scan
 from xform.primitives.structural import broadcast
 
 __all__ = [

@@ -45,10 +45,9 @@ from xform.primitives.elementwise import (
     select,
     sub,
 )
+from xform.primitives.gather_scatter import GatherDimensionNumbers, gather
 from xform.primitives.indexing import (
-    GatherDimensionNumbers,
     dynamic_index_in_dim,
-    gather,
     index_in_dim,
 )
 from xform.primitives.indexing import slice as lax_slice

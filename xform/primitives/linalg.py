@@ -14,7 +14,7 @@ from xform import dtypes
 from xform.core import ShapedArray, get_aval
 from xform.interpret import ad, batching, transpose
 from xform.primitives.base import COMPLEX, FLOAT, INEXACT, check_dtype, standard_primitive
-from xform.primitives.contractions import Precision, dot_general
+from xform.primitives.dot import Precision, dot_general
 from xform.primitives.elementwise import (
     add,
     conj,
@@ -27,11 +27,10 @@ from xform.primitives.elementwise import (
     select,
     sub,
 )
+from xform.primitives.gather_scatter import ScatterDimensionNumbers, scatter
 from xform.primitives.indexing import (
-    ScatterDimensionNumbers,
     dynamic_slice_in_dim,
     dynamic_update_slice_in_dim,
-    scatter,
     slice_in_dim,
 )
 from xform.primitives.loops import fori_loop

@@ -18,7 +18,7 @@ from xform.core import ShapedArray, get_aval
 from xform.interpret import ad
 from xform.interpret import transpose as transposition
 from xform.primitives.base import FLOAT, check_dtype, standard_primitive
-from xform.primitives.contractions import Precision, dot_general
+from xform.primitives.dot import Precision, dot_general
 from xform.primitives.elementwise import abs as abs_
 from xform.primitives.elementwise import (
     add,

@@ -26,9 +26,9 @@ from xform.primitives import collectives as coll
 from xform.primitives.call import backward, jvp_jaxpr, split_jaxpr
 from xform.primitives.collectives import psum_p, pvary_p
 from xform.primitives.cond import cond_p
-from xform.primitives.loops import while_p
 from xform.primitives.sharding import spec_names, typed_sharding_of
 from xform.primitives.structural import broadcast, squeeze
+from xform.primitives.while_loop import while_p
 
 shard_map_p = Primitive("shard_map", multiple_results=True)
 

@@ -29,7 +29,7 @@ from xform.primitives.base import (
     check_dtype,
     standard_primitive,
 )
-from xform.primitives.indexing import GatherDimensionNumbers, gather
+from xform.primitives.gather_scatter import GatherDimensionNumbers, gather
 from xform.primitives.structural import broadcasted_iota, expand_dims
 
 __all__ = ["sort", "sort_key_val", "top_k", "approx_max_k", "approx_min_k"]

@@ -54,9 +54,9 @@ from xform.primitives.elementwise import (
     sqrt,
     sub,
 )
-from xform.primitives.loops import while_loop
 from xform.primitives.reductions import reduce_or
 from xform.primitives.structural import broadcast_in_dim, full_like
+from xform.primitives.while_loop import while_loop
 
 __all__ = [
     "igamma",

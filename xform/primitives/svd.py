@@ -53,7 +53,7 @@ from xform.primitives.linalg import (
     triangular_solve,
     tril,
 )
-from xform.primitives.loops import fori_loop, while_loop
+from xform.primitives.loops import fori_loop
 from xform.primitives.qr import abs2, conj_if_complex, qr
 from xform.primitives.reductions import reduce_max, reduce_sum
 from xform.primitives.structural import (
@@ -64,6 +64,7 @@ from xform.primitives.structural import (
     pad,
     reshape,
 )
+from xform.primitives.while_loop import while_loop
 
 __all__ = [
     "SvdAlgorithm",

@@ -22,7 +22,16 @@ from xform import config, core, dtypes
 from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Tracer, Var, host_impls, intern_aval
 from xform.interpret import dce
 from xform.interpret.staging import memoized_with_params, out_avals_of
-from xform.primitives import autodiff, compiler, elementwise, indexing, remat, sorting, structural
+from xform.primitives import (
+    autodiff,
+    compiler,
+    elementwise,
+    gather_scatter,
+    indexing,
+    remat,
+    sorting,
+    structural,
+)
 from xform.primitives.base import direct_host_fn
 from xform.primitives.pmap import replicas_needed
 from xform.runtime.array import (
@@ -120,10 +129,10 @@ _BIT_MOVES = frozenset(
         structural.stack_p,
         structural.unstack_p,
         indexing.slice_p,
-        indexing.gather_p,
+        gather_scatter.gather_p,
         indexing.dynamic_slice_p,
         indexing.dynamic_update_slice_p,
-        indexing.scatter_p,
+        gather_scatter.scatter_p,
         sorting.sort_p,
         sorting.top_k_p,
         compiler.device_put_p,

@@ -31,12 +31,13 @@ from xform.experimental.sparse.bcoo import BCOO
 from xform.primitives import (
     call,
     cond,
-    contractions,
+    dot,
     elementwise,
     indexing,
-    loops,
     reductions,
+    scan,
     structural,
+    while_loop,
 )
 from xform.tree_util import tree_flatten, tree_structure, tree_unflatten
 
@@ -291,7 +292,7 @@ sparse_rules = {
     elementwise.div_p: _div_rule,
     elementwise.integer_pow_p: _integer_pow_rule,
     elementwise.convert_element_type_p: _convert_rule,
-    contractions.dot_general_p: _dot_general_rule,
+    dot.dot_general_p: _dot_general_rule,
     reductions.reduce_sum_p: _reduce_sum_rule,
     structural.transpose_p: _transpose_rule,
     structural.reshape_p: _reshape_rule,
@@ -302,8 +303,8 @@ sparse_rules = {
     indexing.slice_p: _slice_rule,
     indexing.dynamic_slice_p: _dynamic_slice_rule,
     call.jit_p: _jit_rule,
-    loops.scan_p: _scan_rule,
-    loops.while_p: _while_rule,
+    scan.scan_p: _scan_rule,
+    while_loop.while_p: _while_rule,
     cond.cond_p: _cond_rule,
 }
 for _p in (
