@@ -209,7 +209,7 @@ def test_log_compiles_and_explain_cache_misses(caplog):
         f(xnp.ones(2), xnp.ones(2))
         f(xnp.ones(2), xnp.ones(2, xnp.int32))
     compiles = [r.getMessage() for r in caplog.records if r.name == "xform.runtime.dispatch"]
-    api = [r.getMessage() for r in caplog.records if r.name == "xform.api.jit"]
+    api = [r.getMessage() for r in caplog.records if r.name == "xform.runtime.jit"]
     misses = [m for m in api if "CACHE MISS" in m]
     traces = [m for m in api if m.startswith("Finished tracing + transforming scaled_sum")]
     # Per compile, as JAX's: what is compiled, then how long lowering and XLA took; per trace

@@ -462,12 +462,12 @@ def test_repeated_calls_of_sharded_arrays_take_the_fast_path_as_jax(mesh, monkey
     # After a first call, jit's fastest path runs the partitioned program on sharded Arrays
     # of the same avals and layouts; results, types and shardings stay JAX's, call after
     # call (each feeding the next), and other arguments still take the general path.
-    from xform.api import sharding as api_sharding  # noqa: PLC0415  (only to count the general path)
+    from xform.runtime import partitioned  # noqa: PLC0415  (only to count the general path)
 
     general = []
-    run = api_sharding.run_partitioned
+    run = partitioned.run_partitioned
     monkeypatch.setattr(
-        api_sharding, "run_partitioned", lambda *args: (general.append(1), run(*args))[1]
+        partitioned, "run_partitioned", lambda *args: (general.append(1), run(*args))[1]
     )
     step = lambda lib: lambda w, x: (lib.tanh(x @ w), w * 0.5)  # noqa: E731
     xf, jf = xform.jit(step(xnp)), jax.jit(step(jnp))
@@ -487,12 +487,12 @@ def test_repeated_calls_of_pytrees_with_given_shardings_take_the_fast_path(monke
     # A training step's call: pytrees of sharded Arrays into a jit with in_shardings and
     # out_shardings, its results fed back. After the first calls, each runs the program
     # without the general path; results and shardings stay JAX's.
-    from xform.api import sharding as api_sharding  # noqa: PLC0415  (only to count the general path)
+    from xform.runtime import partitioned  # noqa: PLC0415  (only to count the general path)
 
     general = []
-    run = api_sharding.run_partitioned
+    run = partitioned.run_partitioned
     monkeypatch.setattr(
-        api_sharding, "run_partitioned", lambda *args: (general.append(1), run(*args))[1]
+        partitioned, "run_partitioned", lambda *args: (general.append(1), run(*args))[1]
     )
 
     def step(lib):

@@ -19,12 +19,12 @@ import typing
 import numpy as np
 
 from xform import core, dtypes, pytree
-from xform.api.jit import _arg_avals, _fun_name
 from xform.core import Tracer
 from xform.interpret import ad
 from xform.interpret.staging import JaxprTrace, trace_to_jaxpr
 from xform.primitives.autodiff import custom_jvp_call_p, custom_vjp_call_p
 from xform.runtime.array import from_host
+from xform.runtime.jit import arg_avals, fun_name
 
 # --------------------------------------------------------------------------- symbolic zeros
 
@@ -99,7 +99,7 @@ class _CustomFunction:
     def __init__(self, fun, nondiff_argnums, nondiff_argnames=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.name = _fun_name(fun)
+        self.name = fun_name(fun)
         try:
             self._signature = inspect.signature(fun)
         except (TypeError, ValueError):
@@ -132,7 +132,7 @@ class _CustomFunction:
         nondiff = [args[i] for i in self.nondiff_argnums]
         diff = tuple(a for i, a in enumerate(args) if i not in self.nondiff_argnums)
         leaves, in_tree = pytree.tree_flatten(diff)
-        _arg_avals(leaves, pytree.tree_structure((diff, {})), self.fun)  # checks the types
+        arg_avals(leaves, pytree.tree_structure((diff, {})), self.fun)  # checks the types
         store = {}
 
         def flat_fun(*flat):
@@ -486,7 +486,7 @@ def custom_gradient(fun):
       ...     return x ** 2, lambda g: (g * x,)
       >>> xform.grad(f)(3.0)  # 3.0, not 6.0
     """
-    name = _fun_name(fun)
+    name = fun_name(fun)
 
     @custom_vjp
     def wrapped_fun(*args, **kwargs):
@@ -542,7 +542,7 @@ def closure_convert(fun, *example_args):
       >>> f(2.0, *consts)  # 2.0 * y
     """
     leaves, in_tree = pytree.tree_flatten(example_args)
-    avals = _arg_avals(leaves, pytree.tree_structure((example_args, {})), fun)
+    avals = arg_avals(leaves, pytree.tree_structure((example_args, {})), fun)
     store = {}
 
     def flat_fun(*flat):
@@ -550,7 +550,7 @@ def closure_convert(fun, *example_args):
         out_leaves, store["out_tree"] = pytree.tree_flatten(out)
         return out_leaves
 
-    closed = trace_to_jaxpr(flat_fun, avals, f"tracing `{_fun_name(fun)}` for closure_convert")
+    closed = trace_to_jaxpr(flat_fun, avals, f"tracing `{fun_name(fun)}` for closure_convert")
     consts = list(closed.consts)
     hoisted_at = [i for i, c in enumerate(consts) if _maybe_perturbed(c)]
     hoisted = [consts[i] for i in hoisted_at]
@@ -565,7 +565,7 @@ def closure_convert(fun, *example_args):
         flat, tree = pytree.tree_flatten(tuple(args))
         if tree != in_tree:
             raise TypeError(
-                f"closure_convert of {_fun_name(fun)}: the converted function "
+                f"closure_convert of {fun_name(fun)}: the converted function "
                 f"was called with arguments of structure {tree}, but the example "
                 f"arguments had {in_tree}"
             )

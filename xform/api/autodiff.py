@@ -13,13 +13,15 @@ import functools
 import numpy as np
 
 from xform import core, dtypes, pytree
-from xform.api.jit import _abstractify, _arg_avals, _flatten_fun, _fun_name, jit
+from xform.api.jit import jit
 from xform.core import Tracer
 from xform.interpret import ad, dce, partial_eval, tape, transpose, vjp_tape
 from xform.interpret.staging import trace_to_jaxpr
 from xform.primitives.elementwise import convert_folding_constants
 from xform.primitives.sharding import reshard_p
 from xform.runtime.array import Array, from_host
+from xform.runtime.jit import arg_avals, flatten_fun, fun_name
+from xform.runtime.stages import abstractify
 
 
 def _as_output(x):
@@ -94,7 +96,7 @@ def jvp(fun, primals, tangents, has_aux=False):
             f"structure; got {p_tree} and {t_tree}"
         )
     in_tree = pytree.tree_structure((tuple(primals), {}))
-    avals = _arg_avals(p_leaves, in_tree, fun)
+    avals = arg_avals(p_leaves, in_tree, fun)
     paths = [pytree.keystr(k) for k, _ in pytree.tree_flatten_with_path(primals)[0]]
     for path, aval, t in zip(paths, avals, t_leaves, strict=True):
         _check_tangent(f"primals{path}", aval, t)
@@ -105,7 +107,7 @@ def jvp(fun, primals, tangents, has_aux=False):
         for a, t in zip(avals, t_leaves, strict=True)
     ]
     store = {}
-    flat = _flatten_fun(_with_aux(fun, has_aux, store), in_tree, store)
+    flat = flatten_fun(_with_aux(fun, has_aux, store), in_tree, store)
     primals_out, tangents_out = ad.jvp_flat(flat, p_leaves, tangents_in)
     out_tree = store["out_tree"]
     # As JAX's, outputs that are not tracers (constants, inputs passed through) come back as
@@ -126,7 +128,7 @@ def _with_aux(fun, has_aux, store):
         out = fun(*args, **kwargs)
         if not isinstance(out, tuple) or len(out) != 2:
             raise TypeError(
-                f"{_fun_name(fun)} has has_aux=True, so it must return a pair "
+                f"{fun_name(fun)} has has_aux=True, so it must return a pair "
                 f"(output, aux); got {type(out).__name__}"
             )
         # aux is not differentiated: its traced leaves are returned as their primal values,
@@ -183,9 +185,9 @@ class _Linearized:
 
     def __init__(self, fun, primals, has_aux, taped=True, flat=None):
         leaves, self.in_tree = flat or pytree.tree_flatten((primals, {}))
-        self.avals = _arg_avals(leaves, self.in_tree, fun)
+        self.avals = arg_avals(leaves, self.in_tree, fun)
         self.store = {}
-        flat = _flatten_fun(_with_aux(fun, has_aux, self.store), self.in_tree, self.store)
+        flat = flatten_fun(_with_aux(fun, has_aux, self.store), self.in_tree, self.store)
         self.primals_out, linear, self.nonzero, self.diff = _linearize_flat(
             flat, leaves, self.avals, taped
         )
@@ -235,7 +237,7 @@ class _Recorded(_Linearized):
         self.in_tree, self.avals, self.leaves = in_tree, avals, leaves
         self.diff = [True] * len(leaves)  # (only real floating-point inputs take this path)
         self.store = {}
-        flat = _flatten_fun(_with_aux(fun, has_aux, self.store), in_tree, self.store)
+        flat = flatten_fun(_with_aux(fun, has_aux, self.store), in_tree, self.store)
         outs, self.trace, inputs = vjp_tape.record_flat(flat, leaves, avals)
         self.in_nodes = [x.node for x in inputs]
         trace = self.trace
@@ -257,7 +259,7 @@ def _linearized_for_grad(fun, primals, has_aux):
     """``fun`` at ``primals`` ready to pull a gradient back: recorded on the VJP tape when
     the gradient is eager, else linearized."""
     leaves, in_tree = pytree.tree_flatten((primals, {}))
-    avals = _arg_avals(leaves, in_tree, fun)
+    avals = arg_avals(leaves, in_tree, fun)
     if vjp_tape.applies(avals):
         return _Recorded(fun, leaves, in_tree, avals, has_aux)
     return _Linearized(fun, primals, has_aux, flat=(leaves, in_tree))
@@ -323,7 +325,7 @@ def vjp(fun, *primals, has_aux=False):
     """
     lin = _Linearized(fun, primals, has_aux)
     meta = _PullbackMeta(
-        _fun_name(fun),
+        fun_name(fun),
         None,
         lin.nonzero,
         lin.avals,
@@ -460,7 +462,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     """
     int_argnums = isinstance(argnums, int)
     nums = (argnums,) if int_argnums else tuple(argnums)
-    name = _fun_name(fun)
+    name = fun_name(fun)
 
     @functools.wraps(fun)  # named as ``fun``, as JAX's (jit's and lowered modules' names)
     def value_and_grad_f(*args, **kwargs):
@@ -594,7 +596,7 @@ def linearize(fun, *primals, has_aux=False):
     linear, _ = dce.dce_closed_jaxpr(lin.linear, [True] * len(lin.linear.jaxpr.outvars))
 
     meta = _PullbackMeta(
-        _fun_name(fun), linear.jaxpr, nonzero, avals, diff, in_tree, out_tree, out_avals
+        fun_name(fun), linear.jaxpr, nonzero, avals, diff, in_tree, out_tree, out_avals
     )
     f_jvp = LinearizedJVP(meta, list(linear.consts))
     out = pytree.tree_unflatten(out_tree, primals_out)  # as JAX's: not made arrays
@@ -649,16 +651,16 @@ def linear_transpose(fun, *primals):
     input cotangents.
     """
     leaves, in_tree = pytree.tree_flatten((primals, {}))
-    avals = _arg_avals(leaves, in_tree, fun, _abstractify)
+    avals = arg_avals(leaves, in_tree, fun, abstractify)
     for aval in avals:
         if not dtypes.is_inexact(aval.dtype):
             raise TypeError(
-                f"linear_transpose of {_fun_name(fun)}: arguments must be float or "
+                f"linear_transpose of {fun_name(fun)}: arguments must be float or "
                 f"complex, got {aval.dtype}"
             )
     store = {}
     closed = trace_to_jaxpr(
-        _flatten_fun(fun, in_tree, store), avals, f"tracing `{_fun_name(fun)}` for linear_transpose"
+        flatten_fun(fun, in_tree, store), avals, f"tracing `{fun_name(fun)}` for linear_transpose"
     )
     out_tree = store["out_tree"]
 
@@ -668,7 +670,7 @@ def linear_transpose(fun, *primals):
         )
         if ct_tree != out_tree:
             raise TypeError(
-                f"linear_transpose of {_fun_name(fun)}: cotangent structure "
+                f"linear_transpose of {fun_name(fun)}: cotangent structure "
                 f"{ct_tree} differs from the output's {out_tree}"
             )
         args = [transpose.UndefinedPrimal(a) for a in avals]

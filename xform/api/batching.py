@@ -11,10 +11,10 @@ import numpy as np
 
 from xform import core, dtypes, pytree
 from xform.api.autodiff import _as_output
-from xform.api.jit import _arg_avals, _flatten_fun, _fun_name
 from xform.interpret import batching
 from xform.interpret.batching import AxisData, not_mapped
 from xform.primitives.reductions import reduce_sum
+from xform.runtime.jit import arg_avals, flatten_fun, fun_name
 
 
 def _check_axis_spec(spec, what):
@@ -104,7 +104,7 @@ def vmap(
         )
     if spmd_axis_name is not None and not isinstance(spmd_axis_name, tuple):
         spmd_axis_name = (spmd_axis_name,)
-    name = _fun_name(fun)
+    name = fun_name(fun)
 
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):
@@ -119,13 +119,13 @@ def vmap(
         specs = _broadcast_prefix((arg_specs, 0), (args, kwargs), "in_axes")
         paths = _leaf_paths((args, kwargs))
         store = {}
-        flat = _flatten_fun(fun, in_tree, store)
+        flat = flatten_fun(fun, in_tree, store)
         try:
-            avals = _arg_avals(leaves, in_tree, fun)
+            avals = arg_avals(leaves, in_tree, fun)
         except TypeError:
             flat, leaves, specs, paths = _pass_unmapped_objects(flat, leaves, specs, paths)
             avals = (
-                _arg_avals(leaves, in_tree, fun)
+                arg_avals(leaves, in_tree, fun)
                 if flat is None
                 else [core.get_aval(x) for x in leaves]
             )

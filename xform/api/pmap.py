@@ -10,19 +10,19 @@ import functools
 
 from xform import config, core, pytree
 from xform.api.batching import _arg_names, _axis_size, _broadcast_prefix, _leaf_paths
-from xform.api.jit import (
-    _arg_avals,
-    _flat_tree,
-    _flatten_fun,
-    _fun_name,
-    _normalize_statics,
-    _split_statics,
-)
 from xform.core import Tracer
 from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.pmap import pmap_p, unmapped_aval
 from xform.runtime import pmap as spmd
 from xform.runtime.array import Array
+from xform.runtime.jit import (
+    arg_avals,
+    flatten_fun,
+    fun_name,
+    normalize_statics,
+    split_statics,
+)
+from xform.runtime.jit_cache import flat_tree
 
 
 def _canonical_axis(spec, aval, what):
@@ -53,12 +53,12 @@ class PmapFunction:
     ):
         functools.update_wrapper(self, fun)
         self._fun = fun
-        self._name = _fun_name(fun)
+        self._name = fun_name(fun)
         self._axis_name = axis_name
         self._in_axes = tuple(in_axes) if isinstance(in_axes, list) else in_axes
         self._out_axes = out_axes
-        self._statics, _ = _normalize_statics(fun, static_broadcasted_argnums, None)
-        self._donate = frozenset(_normalize_statics(fun, donate_argnums, None, "donate")[0])
+        self._statics, _ = normalize_statics(fun, static_broadcasted_argnums, None)
+        self._donate = frozenset(normalize_statics(fun, donate_argnums, None, "donate")[0])
         if self._donate & set(self._statics):
             raise ValueError(
                 f"pmap of {self._name}: arguments "
@@ -99,7 +99,7 @@ class PmapFunction:
             if entry is not None:
                 return entry, list(args)
         if kwargs or self._statics:
-            dyn_args, dyn_kwargs, statics = _split_statics(
+            dyn_args, dyn_kwargs, statics = split_statics(
                 self._fun, args, kwargs, self._statics, frozenset()
             )
         else:
@@ -107,7 +107,7 @@ class PmapFunction:
         leaves, in_tree = pytree.tree_flatten((dyn_args, dyn_kwargs))
         avals = [x.aval if isinstance(x, Array) else None for x in leaves]
         if None in avals:
-            avals = _arg_avals(leaves, in_tree, self._fun)
+            avals = arg_avals(leaves, in_tree, self._fun)
         # The axes and sizes follow from the structure and types: checked once per signature.
         key = (
             in_tree,
@@ -120,7 +120,7 @@ class PmapFunction:
             entry = self._trace(in_tree, statics, avals, dyn_args, dyn_kwargs)
             if not any(isinstance(c, Tracer) for c in entry["consts"]):
                 self._cache[key] = entry
-                if in_tree == _flat_tree(len(args)) and not kwargs and statics is None:
+                if in_tree == flat_tree(len(args)) and not kwargs and statics is None:
                     self._flat_cache.setdefault(config.trace_context(), {})[tuple(avals)] = entry
         return entry, leaves
 
@@ -158,7 +158,7 @@ class PmapFunction:
         size = local_size * spmd.runtime.process_count() if self._devices is None else local_size
         per_device = [unmapped_aval(a, ax) for a, ax in zip(avals, axes, strict=True)]
         store = {}
-        flat = _flatten_fun(self._fun, in_tree, store, statics)
+        flat = flatten_fun(self._fun, in_tree, store, statics)
         with core.extend_axis_env(self._axis_name, size):
             closed = trace_to_jaxpr(flat, per_device, f"tracing `{self._name}` for pmap")
         jaxpr, consts = convert_constvars(closed)

@@ -10,11 +10,11 @@ import functools
 import types
 
 from xform import core, pytree
-from xform.api.jit import _arg_avals, _flatten_fun, _fun_name
 from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.convolution import conv_general_dilated_p
 from xform.primitives.dot import dot_general_p
 from xform.primitives.remat import Offloadable, Recompute, Saveable, name_p, remat_p
+from xform.runtime.jit import arg_avals, flatten_fun, fun_name
 
 # --------------------------------------------------------------------------- policies
 # ``policy(prim, *avals_in, **params) -> bool``: whether the outputs of a primal equation are
@@ -259,7 +259,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_
         raise TypeError(
             f"checkpoint: prevent_cse must be a bool or tuple of bools, got {type(prevent_cse)=}"
         )
-    name = _fun_name(fun)
+    name = fun_name(fun)
     cache = {}  # (in_tree, avals, static args) -> (jaxpr, consts, out_tree)
 
     @functools.wraps(fun)
@@ -282,13 +282,13 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_
                 positions, static_values, nargs, static_kwargs
             )
         leaves, in_tree = pytree.tree_flatten((dyn_args, kwargs))
-        avals = _arg_avals(leaves, in_tree, fun)
+        avals = arg_avals(leaves, in_tree, fun)
         statics = _static_key((tuple(sorted(positions)), nargs, static_values))
         key = None if statics is None else (in_tree, tuple(avals), statics)
         hit = None if key is None else cache.get(key)
         if hit is None:
             store = {}
-            flat = _flatten_fun(
+            flat = flatten_fun(
                 _with_statics(fun, positions, static_values, nargs) if positions else fun,
                 in_tree,
                 store,

@@ -30,6 +30,8 @@ from xform.primitives.base import standard_primitive
 from xform.primitives.compiler import platform_index_p
 from xform.primitives.fft import FftType, fft_p
 from xform.runtime import dispatch
+from xform.runtime.jit import JitFunction, split_statics
+from xform.runtime.stages import abstractify
 
 _PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 
@@ -273,7 +275,7 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
       >>> exp = export(jit(jnp.sin))(ShapeDtypeStruct((4,), np.float32))
       >>> deserialize(exp.serialize()).call(np.ones(4, np.float32))
     """
-    if not isinstance(fun_jit, api.JitFunction):
+    if not isinstance(fun_jit, JitFunction):
         raise ValueError(f"Function to be exported must be the result of `jit` but is: {fun_jit}")
     if platforms is None:
         platforms = (default_export_platform(),)
@@ -290,7 +292,7 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
 
 
 def _export(fun_jit, args, kwargs, platforms, disabled_checks):
-    entry, _, avals = fun_jit._entry(args, kwargs, api._abstractify)
+    entry, _, avals = fun_jit._entry(args, kwargs, abstractify)
     name = fun_jit._name
     nconsts = len(entry.consts)
     jaxpr = dispatch.without_dead_code(entry.jaxpr).jaxpr
@@ -338,7 +340,7 @@ def _export(fun_jit, args, kwargs, platforms, disabled_checks):
     for i, shape in entry.float0s:  # returned as bools; their type is float0
         out_avals[i] = ShapedArray(shape, dtypes.float0)
     state = fun_jit._state
-    dyn_args, dyn_kwargs, statics = api._split_statics(
+    dyn_args, dyn_kwargs, statics = split_statics(
         fun_jit._fun, args, kwargs, state.static_argnums, state.static_argnames
     )
     in_tree = pytree.tree_structure((dyn_args, dyn_kwargs))  # static arguments are baked in
@@ -364,7 +366,7 @@ def _export(fun_jit, args, kwargs, platforms, disabled_checks):
 def _arg_describer(args, kwargs, fun_jit):
     """``describe(i, d)``: flat argument ``i``'s dimension ``d`` as JAX's messages name it."""
     state = fun_jit._state
-    dyn_args, dyn_kwargs, _ = api._split_statics(
+    dyn_args, dyn_kwargs, _ = split_statics(
         fun_jit._fun, args, kwargs, state.static_argnums, state.static_argnames
     )
     paths = [p for p, _ in pytree.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]]

@@ -199,9 +199,10 @@ class _Quiet(threading.local):
 _quiet = _Quiet()
 
 
-# Set by xform/api/sharding.py: ``sharded_apply(prim, args, params)`` runs an eager primitive
-# with a sharded operand as one partitioned program, as JAX does (never gathered to a host).
-sharded_apply = None
+# Eager rules by operand type, registered by the runner of that type: array type ->
+# ``rule(prim, args, params)``. ShardedArray's (xform/runtime/partitioned.py) runs the
+# primitive as one partitioned program, as JAX does (never gathered to a host).
+array_rules = {}
 
 
 # The eager fast path's memo, for a primitive without params applied to one or two Arrays
@@ -364,8 +365,8 @@ def _host_apply(prim, args, params):
             host = x._host
             vals.append(host if host is not None else x._host_value())
             marked = marked or x._subnormal
-        elif type(x) is ShardedArray and sharded_apply is not None:
-            return sharded_apply(prim, args, params)
+        elif type(x) is ShardedArray and ShardedArray in array_rules:
+            return array_rules[ShardedArray](prim, args, params)
         elif type(x) is CommittedArray:
             return _committed_apply(prim, args, params)
         else:
@@ -565,8 +566,8 @@ def device_apply(prim, args, params):
     rule = core.eager_rules.get(prim)
     if rule is not None:
         return rule(*args, **params)
-    if sharded_apply is not None and any(type(x) is ShardedArray for x in args):
-        return sharded_apply(prim, args, params)
+    if ShardedArray in array_rules and any(type(x) is ShardedArray for x in args):
+        return array_rules[ShardedArray](prim, args, params)
     if any(type(x) is CommittedArray for x in args):
         return _committed_apply(prim, args, params)
     avals = tuple(concrete_aval(x, prim) for x in args)

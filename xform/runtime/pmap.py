@@ -12,7 +12,7 @@ does: the replica program is already one SPMD program per signature with the sam
 collectives, it carries nested pmaps and pmaps inside jit (the module context's replica
 model, lowering/collectives.py), and its results are ordinary arrays on a ``NamedSharding``
 over the devices (a mesh with the pmap axis), which a partitioned jit or a shard_map reads
-where they are (xform/api/sharding.py), so the two interoperate without host copies.
+where they are (xform/runtime/partitioned.py), so the two interoperate without host copies.
 Re-basing would trade that for a partitioner pass per pmap and nothing a user can see.
 """
 
