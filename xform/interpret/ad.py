@@ -265,7 +265,3 @@ def defjvp_linear(prim):
         return outs, (touts if prim.multiple_results else [touts])
 
     jvp_rules[prim] = rule
-
-
-# TEMPORARY (issue 35): the old name, until indexing.py (being split) calls defjvp_linear.
-deflinear = defjvp_linear

@@ -374,7 +374,7 @@ def dynamic_update_index_in_dim(operand, update, index, axis, *, allow_negative_
 # Every indexing op is linear in its array operands; integer indices get float0 tangents and
 # never contribute. The scatters follow JAX's rules (jax/_src/lax/slicing.py) exactly.
 
-ad.deflinear(slice_p)
+ad.defjvp_linear(slice_p)
 
 
 def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):

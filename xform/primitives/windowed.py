@@ -546,7 +546,7 @@ def _select_and_scatter(
 
 # --------------------------------------------------------------------------- jvp rules
 
-ad.deflinear(reduce_window_sum_p)
+ad.defjvp_linear(reduce_window_sum_p)
 
 
 def _chooser_jvp(select_prim):
