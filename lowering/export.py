@@ -456,13 +456,9 @@ def _export_symbolic(jaxpr, consts, name, kept, multi, result_info, describe):
                 mlir.constant(c, v.aval.dtype)
                 for v, c in zip(jaxpr.invars[:nconsts], consts, strict=True)
             ]
-            previous = mlir.symbolic_shape_tensor
-            mlir.symbolic_shape_tensor = _shape_tensor(dim_values)
             mctx.dim_values = dim_values
-            try:
+            with mlir.symbolic_shapes(_shape_tensor(dim_values)):
                 outs = mlir.lower_jaxpr(mctx, jaxpr, [], const_values + args)
-            finally:
-                mlir.symbolic_shape_tensor = previous
             func.ReturnOp(outs)
         mctx.module.operation.attributes["jax.uses_shape_polymorphism"] = _bool_attr(True)
         return fn

@@ -5,6 +5,7 @@ A lowering rule has the signature ``rule(ctx, *operands, **params) -> list[ir.Va
 being built. Rules are registered in ``lowering_rules`` by the family modules beside this one.
 """
 
+import contextlib
 import re
 import threading
 import weakref
@@ -102,9 +103,21 @@ def aval_to_ir(aval):
         )
 
 
-# Set only while lowering a program with symbolic dimensions (lowering/export.py): a
-# function from such a shape to its 1-D i32 shape tensor. Free for every other lowering.
+# Only while lowering a program with symbolic dimensions (``symbolic_shapes``): a function
+# from such a shape to its 1-D i32 shape tensor. Free for every other lowering.
 symbolic_shape_tensor = None
+
+
+@contextlib.contextmanager
+def symbolic_shapes(shape_tensor):
+    """Lower with symbolic dimensions meanwhile (lowering/export.py): ``shape_tensor`` maps
+    a shape holding them to its 1-D i32 shape tensor."""
+    global symbolic_shape_tensor
+    previous, symbolic_shape_tensor = symbolic_shape_tensor, shape_tensor
+    try:
+        yield
+    finally:
+        symbolic_shape_tensor = previous
 
 
 def is_symbolic(shape):
@@ -233,6 +246,10 @@ class ModuleContext:
         # (lowering/shard_map.py) ``spmd`` is set and the "replicas" are the mesh's devices.
         self.mesh = None
         self.spmd = False
+        # A partitioned program's way to lower an equation, ``lower_equation(rule, ctx, args,
+        # params, prim) -> outs`` (lowering/sharding.py): it lays out the results whose types
+        # carry shardings (explicit sharding mode) as their types say, as JAX does.
+        self.lower_equation = None
         # The Python functions the module's host-callback custom calls name by index
         # (lowering/callback.py); the runtime passes them to the compiler.
         self.host_callbacks = []
@@ -271,11 +288,6 @@ def sanitize(name):
 # ``rule.applies(jaxpr)`` says whether a jaxpr has any (else nothing changes).
 ordered_region_rule = None
 
-# Set by lowering/sharding.py: ``rule(eqn_rule, ctx, args, params, prim) -> outs`` lowers an
-# equation of a partitioned program, laying out results whose types carry shardings
-# (explicit sharding mode) as their types say, as JAX does.
-typed_sharding_rule = None
-
 
 def lower_inline(mctx, closed, args):
     """Emit ClosedJaxpr ``closed`` applied to ``args`` at the current insertion point (its
@@ -311,8 +323,8 @@ def lower_jaxpr(mctx, jaxpr, consts, args):
         ctx = RuleContext(mctx, [x.aval for x in eqn.invars], [v.aval for v in eqn.outvars])
         if ordered and eqn.params:  # a loop, branch or call may hold ordered callbacks
             outs = ordered_region_rule(rule, ctx, [read(x) for x in eqn.invars], eqn.params)
-        elif mctx.mesh is not None and typed_sharding_rule is not None:
-            outs = typed_sharding_rule(
+        elif mctx.lower_equation is not None:
+            outs = mctx.lower_equation(
                 rule, ctx, [read(x) for x in eqn.invars], eqn.params, eqn.primitive
             )
         else:

@@ -18,7 +18,6 @@ from jaxlib.mlir.dialects import sdy
 
 from lowering import compile_cache, mlir, runtime
 from xform.core import ShapedArray
-from xform.primitives import sharding as sharding_primitives
 from xform.primitives.sharding import reshard_p, sharding_constraint_p, spec_names
 from xform.primitives.sharding_rules import ELEMENTWISE, sharding_rules
 
@@ -121,6 +120,7 @@ def lower_partitioned(
         mctx.module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, mesh.size)
         add_mesh(mctx.module, mesh)
         mctx.mesh = mesh  # read by the rules of sharding constraints and shard_map
+        mctx.lower_equation = _lower_typed  # results laid out as their types say
         main = mlir.emit_function(mctx, closed, "main", public=True)
         annotate_main(
             main,
@@ -421,7 +421,3 @@ def _constrain(x, aval):
         spec_text(s.spec, aval.ndim, open_dims=open_dims, replicated=replicated)
     )
     return sdy.ShardingConstraintOp(x, attr).result
-
-
-mlir.typed_sharding_rule = _lower_typed
-sharding_primitives.named_sharding = NamedSharding

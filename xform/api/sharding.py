@@ -14,7 +14,7 @@ from lowering import runtime
 from lowering import sharding as impl
 from xform import core, dtypes, pytree
 from xform.core import ShapedArray, Tracer
-from xform.primitives import sharding as primitives_sharding
+from xform.primitives import sharding_rules  # noqa: F401  (registers the sharding rules)
 from xform.primitives.compiler import device_put_traced
 from xform.primitives.sharding import (
     reshard_p,
@@ -22,7 +22,6 @@ from xform.primitives.sharding import (
     spec_names,
 )
 from xform.primitives.sharding import with_sharding_constraint as _constrain
-from xform.primitives.sharding_rules import with_shardings  # noqa: F401  (installs the rules)
 from xform.runtime import dispatch
 from xform.runtime.array import Array, CommittedArray, ShardedArray
 from xform.runtime.partitioned import (
@@ -206,40 +205,6 @@ def _axes_at(spec, d):
 
 def _entry(axes):
     return None if not axes else axes[0] if len(axes) == 1 else tuple(axes)
-
-
-def _resolve_sharding(sharding, what):
-    """``out_sharding=`` of ``what`` as the sharding a type carries, as JAX's
-    ``canonicalize_sharding``: over the abstract mesh; a PartitionSpec over the current one."""
-    if isinstance(sharding, impl.PartitionSpec):
-        mesh = impl.get_abstract_mesh()
-        if mesh.empty:
-            raise ValueError(
-                "Using PartitionSpec when you are not under a mesh context is not "
-                "allowed. Please pass a NamedSharding instance or enter into a "
-                f"mesh context via `jax.set_mesh`. Got {sharding}"
-            )
-        return impl.NamedSharding(mesh, sharding)
-    if not isinstance(sharding, impl.NamedSharding):
-        raise TypeError(
-            f"`out_sharding` argument of {what} only supports instances of "
-            f"`NamedSharding` or `PartitionSpec`. Got {sharding} of type: "
-            f"{type(sharding)}"
-        )
-    return impl.NamedSharding(sharding.mesh.abstract_mesh, sharding.spec)
-
-
-def _lay_out(x, sharding):
-    """Concrete ``x`` laid out as ``sharding`` (a param's, over an abstract mesh): over the
-    current mesh where that is its mesh; else left as it is (no devices to put it on)."""
-    mesh = impl.get_mesh()
-    if mesh is None or not mesh.shape or mesh.abstract_mesh != sharding.mesh:
-        return x
-    return device_put(x, impl.NamedSharding(mesh, sharding.spec))
-
-
-primitives_sharding.resolve_sharding = _resolve_sharding
-primitives_sharding.lay_out = _lay_out
 
 
 # --------------------------------------------------------------------------- auto/explicit axes

@@ -14,8 +14,9 @@ operation none of whose operands is a tracer is evaluated instead of staged.
 
 import numpy as np
 
-from xform import config, core, dtypes
+from xform import config, core, dtypes, errors
 from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Tracer, Var
+from xform.interpret import typed
 
 staging_rules = {}
 
@@ -99,13 +100,15 @@ class JaxprTrace(core.Trace):
                 x.jaxpr_var if type(x) is JaxprTracer and x._trace is self else self.to_atom(x)
             )
         if prim not in core.abstract_eval_rules:
-            raise core.MissingRuleError(
+            raise errors.MissingRuleError(
                 f"primitive '{prim.name}' has no abstract evaluation "
                 f"rule, so it cannot be staged out ({self.name})"
             )
         out_avals = out_avals_of(prim, [v.aval for v in invars], params)
         if out_avals and out_avals[0].vma:  # in a shard_map body: JAX's implicit pvary
-            invars, out_avals = vma_cast(self, prim, invars, params, out_avals)
+            invars, out_avals = typed.cast_to_vary(
+                self, prim, invars, params, out_avals, out_avals_of
+            )
         return self._record(prim, invars, params, out_avals)
 
     def stage(self, prim, args, params, out_avals):
@@ -140,12 +143,6 @@ def memoize_abstract_eval(*prims):
     memoized_with_params.update(prims)
 
 
-# Set by xform/primitives/sharding_rules.py: ``rule(prim, avals, out_avals, params) ->
-# out_avals`` gives the results the shardings their types carry when an operand's type
-# carries one.
-sharding_rule = None
-
-
 def out_avals_of(prim, avals, params):
     """The output avals of ``prim`` by its abstract evaluation rule, memoized for primitives
     without params (the elementwise ones, most of what is staged or run eagerly) and for those
@@ -168,23 +165,15 @@ def out_avals_of(prim, avals, params):
     return out_avals
 
 
-# Set by xform/primitives/shard_map.py, for the operands of a shard_map body typed with
-# varying manual axes (JAX's check_vma=True): ``vma_rule(prim, avals, out_avals, params) ->
-# out_avals`` gives the results theirs, and ``vma_cast(trace, prim, invars, params,
-# out_avals) -> (invars, out_avals)`` makes operands that vary over fewer axes vary over all
-# by recording ``pvary`` equations, as JAX's primitives' wrappers do.
-vma_rule = vma_cast = None
-
-
 def _abstract_eval(prim, avals, params):
     out_avals = core.abstract_eval_rules[prim](*avals, **params)
     for a in avals:
         if getattr(a, "sharding", None) is not None:
-            out_avals = sharding_rule(prim, avals, out_avals, params)
+            out_avals = typed.with_shardings(prim, avals, out_avals, params)
             break
     for a in avals:
         if getattr(a, "vma", None):
-            return vma_rule(prim, avals, out_avals, params)
+            return typed.with_vma(prim, avals, out_avals, params)
     return out_avals
 
 

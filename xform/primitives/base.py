@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from xform import core, dtypes
+from xform import core, dtypes, errors
 from xform.core import Primitive, ShapedArray
 
 # Predicates on dtypes, with the words JAX's errors use for them.
@@ -173,10 +173,10 @@ def as_shape(shape, name):
         shape = (shape,)
     try:
         out = tuple(int(d.__index__()) for d in shape)
-    except core.InconclusiveDimensionOperation:  # symbolic dimensions (export) pass as they are
+    except errors.InconclusiveDimensionOperation:  # symbolic dimensions (export) pass as they are
         out = tuple(d if core.is_symbolic_dim(d) else int(d.__index__()) for d in shape)
     except (TypeError, AttributeError) as e:
-        if isinstance(e, core.ConcretizationTypeError):
+        if isinstance(e, errors.ConcretizationTypeError):
             raise
         raise TypeError(f"{name}: shapes must be sequences of integers, got {shape!r}") from None
     if any(d < 0 for d in out):  # TypeError, as JAX's shape checks

@@ -152,7 +152,7 @@ def has_ordered_effects(jaxpr):
     return known
 
 
-def _as_array(x):
+def as_callback_argument(x):
     """A concrete eager operand as an ``xform.Array`` (what a callback receives)."""
     if isinstance(x, (bool, int, float, complex, np.ndarray, np.generic)):
         aval = get_aval(x)
@@ -224,7 +224,7 @@ dce.effectful.add(debug_callback_p)
 
 
 def _debug_callback_impl(*args, callback, ordered, partitioned):
-    callback(*[_as_array(x) for x in args])
+    callback(*[as_callback_argument(x) for x in args])
     return []
 
 
@@ -308,7 +308,7 @@ pure_callback_p = standard_primitive(
 
 
 def _pure_callback_impl(*args, callback, result_avals, sharding, vmap_method):
-    outs = callback(*[_as_array(x) for x in args])
+    outs = callback(*[as_callback_argument(x) for x in args])
     return _to_arrays(check_results("pure_callback", outs, result_avals), result_avals)
 
 
@@ -404,7 +404,7 @@ dce.effectful.add(io_callback_p)
 
 
 def _io_callback_impl(*args, callback, result_avals, sharding, ordered):
-    outs = callback(*[_as_array(x) for x in args])
+    outs = callback(*[as_callback_argument(x) for x in args])
     return _to_arrays(check_results("io_callback", outs, result_avals), result_avals)
 
 

@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from xform import core, dtypes
+from xform import core, dtypes, errors
 from xform.core import ShapedArray, Tracer, eval_trace, get_aval, set_current_trace
 from xform.interpret import ad, batching, staging, transpose, vjp_tape
 from xform.interpret.batching import not_mapped
@@ -1051,7 +1051,7 @@ reduce_precision_p = standard_primitive(
 
 def _static_int(value, what):
     if isinstance(value, Tracer):
-        raise core.ConcretizationTypeError(
+        raise errors.ConcretizationTypeError(
             f"{what} must be a concrete int, got a traced value {value.aval.str_short()}"
         )
     try:

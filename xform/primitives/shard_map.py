@@ -19,7 +19,7 @@ import weakref
 
 from xform import core
 from xform.core import Primitive, ShapedArray, abstract_eval_rules, eval_jaxpr
-from xform.interpret import ad, batching, partial_eval, staging, transpose
+from xform.interpret import ad, batching, partial_eval, transpose, typed
 from xform.interpret.batching import not_mapped
 from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives import collectives as coll
@@ -105,64 +105,44 @@ def _replicated_spec(spec):
 # fewer get a ``pvary`` first (JAX's wrappers insert it: make_jaxpr shows it); collectives
 # type their results themselves; a call, scan, while or cond takes its body's types.
 
-_typed_by_rule = {
-    coll.psum_p,
-    coll.pmax_p,
-    coll.pmin_p,
-    coll.ppermute_p,
-    coll.all_gather_p,
-    coll.psum_scatter_p,
-    coll.all_to_all_p,
-    coll.axis_index_p,
-    coll.pbroadcast_p,
-    pvary_p,
-    coll.ragged_all_to_all_p,
-}
+typed.vma_typed_by_rule.update(
+    {
+        coll.psum_p,
+        coll.pmax_p,
+        coll.pmin_p,
+        coll.ppermute_p,
+        coll.all_gather_p,
+        coll.psum_scatter_p,
+        coll.all_to_all_p,
+        coll.axis_index_p,
+        coll.pbroadcast_p,
+        pvary_p,
+        coll.ragged_all_to_all_p,
+    }
+)
+typed.vary = pvary_p
 
 
 def _open(j):
     return j.jaxpr if isinstance(j, core.ClosedJaxpr) else j
 
 
-def _vma_rule(prim, avals, out_avals, params):
-    if prim in _typed_by_rule:
-        return out_avals
-    union = frozenset().union(*(a.vma for a in avals))
-    if prim is cond_p:  # as JAX's: the branches' types, whatever the index's
-        vmas = [
-            frozenset().union(*vs)
-            for vs in zip(*([a.vma for a in b.out_avals] for b in params["branches"]), strict=True)
-        ]
-    elif prim is while_p:
-        vmas = [a.vma for a in _open(params["body_jaxpr"]).out_avals]
-    else:
-        subs = list(core.subjaxprs(params))
-        if len(subs) == 1 and len(subs[0].outvars) == len(out_avals):  # scan, calls
-            vmas = [a.vma for a in subs[0].out_avals]
-        else:
-            vmas = [union] * len(out_avals)
+def _cond_vma(avals, out_avals, params):
+    # As JAX's: the branches' types, whatever the index's.
+    vmas = [
+        frozenset().union(*vs)
+        for vs in zip(*([a.vma for a in b.out_avals] for b in params["branches"]), strict=True)
+    ]
     return [a.update(vma=v) for a, v in zip(out_avals, vmas, strict=True)]
 
 
-def _vma_cast(trace, prim, invars, params, out_avals):
-    if prim in _typed_by_rule or len(invars) < 2 or any(core.subjaxprs(params)):
-        return invars, out_avals
-    union = frozenset().union(*(v.aval.vma for v in invars))
-    if all(v.aval.vma == union for v in invars):
-        return invars, out_avals
-    cast = []
-    for v in invars:
-        missing = union - v.aval.vma
-        if missing:
-            axes = core.vma_order(missing)
-            (out,) = trace._record(pvary_p, [v], {"axes": axes}, [v.aval.update(vma=union)])
-            cast.append(out.jaxpr_var)
-        else:
-            cast.append(v)
-    return cast, staging.out_avals_of(prim, [v.aval for v in cast], params)
+def _while_vma(avals, out_avals, params):
+    vmas = [a.vma for a in _open(params["body_jaxpr"]).out_avals]
+    return [a.update(vma=v) for a, v in zip(out_avals, vmas, strict=True)]
 
 
-staging.vma_rule, staging.vma_cast = _vma_rule, _vma_cast
+typed.vma_rules[cond_p] = _cond_vma
+typed.vma_rules[while_p] = _while_vma
 
 
 # --------------------------------------------------------------------------- abstract eval

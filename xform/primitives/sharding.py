@@ -10,10 +10,13 @@ the result's type carries the sharding asked for (explicit mode); its cotangent 
 the operand's sharding.
 """
 
+from jax import sharding as jax_sharding
+
 from xform import core, pytree
 from xform.core import ShapedArray
 from xform.interpret import ad, batching
 from xform.interpret import transpose as transpose_interp
+from xform.interpret.typed import spec_names  # noqa: F401  (sharding's name too)
 from xform.primitives.base import standard_primitive
 
 # (with_sharding_constraint's public form, which takes PartitionSpecs of the current mesh
@@ -27,15 +30,6 @@ __all__ = [
     "bind_laid_out",
     "spec_names",
 ]
-
-
-def spec_names(entry):
-    """The mesh axes a PartitionSpec entry splits its dimension over: none for ``None`` and
-    for ``P.UNCONSTRAINED`` (the partitioner's choice). PartitionSpec keeps an entry of
-    several axes as a tuple."""
-    if isinstance(entry, str):
-        return (entry,)
-    return entry if isinstance(entry, tuple) else ()
 
 
 def with_sharding_constraint(x, shardings):
@@ -121,14 +115,9 @@ def check_spec_fits(what, mesh, spec, aval):
             )
 
 
-# The runtime's NamedSharding class, for types made from a mesh and a spec (shard_map's
-# results): this layer imports no backend; lowering/sharding.py sets it.
-named_sharding = None
-
-
 def typed_sharding_of(mesh, spec, ndim):
     """``type_sharding`` of an array laid out over concrete ``mesh`` as ``spec``."""
-    return type_sharding(named_sharding(mesh, spec), ndim)
+    return type_sharding(jax_sharding.NamedSharding(mesh, spec), ndim)
 
 
 def type_sharding(sharding, ndim):
@@ -202,11 +191,35 @@ def bind_laid_out(prim, operands, params, name, sharding):
     return lay_out(prim.bind(*operands, **params), sharding)
 
 
-# Set by xform/api/sharding.py (it knows the current mesh): ``resolve_sharding(sharding,
-# what) -> NamedSharding`` over the mesh's abstract mesh; ``lay_out(x, sharding)``: concrete
-# ``x`` laid out as such a sharding, over the current mesh.
-resolve_sharding = None
-lay_out = None
+def resolve_sharding(sharding, what):
+    """``out_sharding=`` of ``what`` as the sharding a type carries, as JAX's
+    ``canonicalize_sharding``: over the abstract mesh; a PartitionSpec over the current one."""
+    if isinstance(sharding, jax_sharding.PartitionSpec):
+        mesh = jax_sharding.get_abstract_mesh()
+        if mesh.empty:
+            raise ValueError(
+                "Using PartitionSpec when you are not under a mesh context is not "
+                "allowed. Please pass a NamedSharding instance or enter into a "
+                f"mesh context via `jax.set_mesh`. Got {sharding}"
+            )
+        return jax_sharding.NamedSharding(mesh, sharding)
+    if not isinstance(sharding, jax_sharding.NamedSharding):
+        raise TypeError(
+            f"`out_sharding` argument of {what} only supports instances of "
+            f"`NamedSharding` or `PartitionSpec`. Got {sharding} of type: "
+            f"{type(sharding)}"
+        )
+    return jax_sharding.NamedSharding(sharding.mesh.abstract_mesh, sharding.spec)
+
+
+def lay_out(x, sharding):
+    """Concrete ``x`` laid out as ``sharding`` (a param's, over an abstract mesh): over the
+    current mesh where that is its mesh (``reshard``'s eager rule puts it there); else left as
+    it is (no devices to put it on)."""
+    mesh = jax_sharding.get_mesh()
+    if mesh is None or not mesh.shape or mesh.abstract_mesh != sharding.mesh:
+        return x
+    return reshard_p.bind(x, sharding=jax_sharding.NamedSharding(mesh, sharding.spec))
 
 
 def _sharding_constraint_abstract_eval(x, *, sharding, origin):

@@ -19,105 +19,29 @@ one to cotangents, as JAX's) decides its result's sharding: the abstract evaluat
 the result by it (xform/primitives/sharding.py, ``typed``) and the rule returns it.
 """
 
-from xform.core import ShapedArray
 from xform.errors import ShardingTypeError
-from xform.interpret import staging
-from xform.primitives.sharding import full_spec, spec_names, type_sharding
+from xform.interpret.typed import keeps_sharding, named, sharding_rules, spec_names
+from xform.interpret.typed import spec_of as _spec
+from xform.primitives.sharding import full_spec, type_sharding
 
-__all__ = ["ELEMENTWISE", "sharding_rules", "type_sharding", "with_shardings"]
-
-# primitive name -> rule; see the module docstring.
-sharding_rules = {}
+__all__ = ["ELEMENTWISE", "sharding_rules", "type_sharding"]
 
 # Primitives whose abstract evaluation already gives sharded types (a call's: those of its
 # body, traced with them; ``reshard``'s: the one asked for, xform/primitives/sharding.py):
 # their results keep what it gave.
-_keep_rules = {
-    "jit",
-    "sharding_constraint",
-    "reshard",
-    "checkpoint",
-    "custom_jvp_call",
-    "custom_vjp_call",
-    "cond",
-    "while",
-    "shard_map",
-}
-
-
-def _named(like, spec):
-    """A NamedSharding over the mesh of NamedSharding ``like`` (the runtime's classes)."""
-    return type(like)(like.mesh, type(like.spec)(*spec))
-
-
-def _spec(aval):
-    s = getattr(aval, "sharding", None)
-    return (None,) * len(aval.shape) if s is None else tuple(s.spec)
-
-
-def with_shardings(prim, avals, out_avals, params):
-    """``out_avals`` (from ``prim``'s abstract evaluation on ``avals``, some of which carry
-    shardings) with the shardings of ``prim``'s sharding rule."""
-    name = prim.name
-    if name in _keep_rules:
-        return out_avals
-    rule = sharding_rules.get(name)
-    like = _first_sharding(name, avals)
-    if rule is None:
-        specs = [None] * len(out_avals)
-    else:
-        specs = rule(avals, [_spec(a) for a in avals], out_avals, **params)
-    outs = []
-    for a, spec in zip(out_avals, specs, strict=True):
-        if spec is not None:
-            _check_axes_once(name, avals, a, spec)
-        outs.append(_typed(a, spec, like))
-    return outs
-
-
-def _check_axes_once(name, avals, out, spec):
-    """``ShardingTypeError`` when a result's spec names one mesh axis twice (``outer`` of a
-    vector with itself, say), as JAX's."""
-    axes = [n for e in spec for n in spec_names(e)]
-    if len(set(axes)) != len(axes):
-        got = ", ".join(a.str_short() for a in avals)
-        shown = ShapedArray(out.shape, out.dtype, sharding=_Printed(spec)).str_short()
-        raise ShardingTypeError(
-            f"{name} operation with inputs: {got} produces an illegally sharded result: {shown}"
-        )
-
-
-class _Printed:
-    """Just enough of a sharding to print a type with ``spec`` (which no sharding holds)."""
-
-    def __init__(self, spec):
-        self.spec = spec
-
-
-def _typed(aval, spec, like):
-    if type(aval) is not ShapedArray:
-        return aval
-    sharding = None if spec is None else _named(like, spec)
-    if sharding == aval.sharding:
-        return aval
-    return ShapedArray(aval.shape, aval.dtype, aval.weak_type, sharding)
-
-
-def _first_sharding(name, avals):
-    """The first of the operands' shardings; ``ShardingTypeError`` when two have different
-    meshes."""
-    first = None
-    for a in avals:
-        s = getattr(a, "sharding", None)
-        if s is None:
-            continue
-        if first is not None and s.mesh != first.mesh:
-            raise ShardingTypeError(
-                f"{name}: the mesh of all inputs must be equal. Got one "
-                f"mesh: {first.mesh} and another mesh: {s.mesh}"
-            )
-        first = first or s
-    return first
+keeps_sharding.update(
+    {
+        "jit",
+        "sharding_constraint",
+        "reshard",
+        "checkpoint",
+        "custom_jvp_call",
+        "custom_vjp_call",
+        "cond",
+        "while",
+        "shard_map",
+    }
+)
 
 
 # --------------------------------------------------------------------------- elementwise
@@ -394,7 +318,7 @@ def _concatenate_rule(avals, specs, out_avals, **params):
     replicated over the mesh): ``reshard`` one of them first."""
     if any(s != specs[0] for s in specs):
         like = next(a.sharding for a in avals if a.sharding is not None)
-        got = ", ".join(str(_named(like, s)) for s in specs)
+        got = ", ".join(str(named(like, s)) for s in specs)
         raise ShardingTypeError(f"All operands should have the same sharding. Got shardings {got}")
     return [specs[0]]
 
@@ -680,9 +604,3 @@ sharding_rules["dynamic_update_slice"] = _dynamic_update_slice_rule
 sharding_rules["gather"] = _gather_rule
 for _name in ("scatter", "scatter-add", "scatter-sub", "scatter-mul", "scatter-min", "scatter-max"):
     sharding_rules[_name] = _scatter_rule
-
-
-# --------------------------------------------------------------------------- constraints
-
-
-staging.sharding_rule = with_shardings
