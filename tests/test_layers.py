@@ -26,7 +26,7 @@ LAYERS = [
             "xform.version",
         ],
     ),
-    ("pytrees", ["xform.pytree"]),
+    ("reused from JAX", ["xform.pytree", "xform.meshes"]),
     ("interpreters", ["xform.interpret"]),
     ("primitives", ["xform.primitives"]),
     ("lowering", ["lowering"]),
@@ -51,7 +51,7 @@ def layer_of(module):
 
 @pytest.fixture(scope="module")
 def graph():
-    return grimp.build_graph("xform", "lowering", include_external_packages=True)
+    return grimp.build_graph("xform", "lowering", include_external_packages=True, cache_dir=None)
 
 
 def _ours(graph):

@@ -514,6 +514,8 @@ _TOP_LEVEL_EXEMPT = {
     "Shard": "sharded arrays: the sharding issue",
     "smap": "single-axis shard_map: the sharding issue",
     "ad": "JAX's internal autodiff namespace; xform's public one is xform.extend.ad",
+    "interpreters": "JAX's interpreter modules; xform's are xform.interpret (their public rule "
+    "tables: xform.extend), and compat mode maps jax.interpreters.ad/batching/mlir to those",
     "lib": "jaxlib's bindings: xform reaches them through lowering/",
     "custom_batching": "custom_vmap is not implemented yet",
     "ffi": "foreign-function calls (jax.ffi.ffi_call) are not implemented yet",

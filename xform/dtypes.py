@@ -383,6 +383,10 @@ def __getattr__(name):
     return value
 
 
+def __dir__():
+    return sorted({*globals(), "extended", "prng_key", "TypePromotionError"})
+
+
 def _extended_class():
     """JAX's ``extended``, or None while JAX is not loaded: then no class derives from it
     (key dtypes are made by xform.random, which loads JAX)."""

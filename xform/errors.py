@@ -90,7 +90,7 @@ def __getattr__(name):
         cls = jax_errors.JaxRuntimeError
     elif name in _WITH_JAX_BASE:
         base, doc = _WITH_JAX_BASE[name]
-        bases = (globals()[base] if base == "XformError" else __getattr__(base),)
+        bases = (globals()[base] if base in globals() else __getattr__(base),)
         cls = type(name, (*bases, getattr(jax_errors, name)), {"__doc__": doc})
         cls.__module__ = __name__
     else:

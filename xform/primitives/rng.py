@@ -15,13 +15,16 @@ import enum
 
 import numpy as np
 
-from xform import dtypes
+from xform import core, dtypes
 from xform.core import ShapedArray, get_aval
 from xform.interpret import ad, batching
 from xform.primitives.base import as_shape, standard_primitive, user_dtype
+from xform.primitives.elementwise import div, eq, exp, mul, select
 from xform.primitives.indexing import dynamic_update_index_in_dim, index_in_dim
+from xform.primitives.special import random_gamma_grad
+from xform.primitives.structural import full_like
 
-__all__ = ["RandomAlgorithm", "rng_bit_generator", "rng_uniform"]
+__all__ = ["RandomAlgorithm", "rng_bit_generator", "rng_uniform"]  # random_gamma_p: lax has it
 
 
 class RandomAlgorithm(enum.IntEnum):
@@ -156,3 +159,72 @@ def _rng_uniform_batch(axis, args, dims, *, shape):
 
 
 batching.batch_rules[rng_uniform_p] = _rng_uniform_batch
+
+
+# --------------------------------------------------------------------------- random_gamma
+# A Gamma(``a``) draw per element of ``a`` from keys split off ``key`` (``xform.random.gamma``):
+# one equation, as JAX's. Its lowering is its composition, the Marsaglia-Tsang sampler, which
+# xform.random registers beside the sampler (JAX does the same); it has no host impl: eagerly
+# the one equation is compiled, as under jit.
+
+# PRNG implementation name -> the shape of its key data (registered by xform.random's impls)
+key_shapes = {}
+
+
+def _random_gamma_abstract_eval(key, a, *, log_space, impl):
+    key_shape = key_shapes[impl]
+    if key.dtype != dtypes.uint32 or key.shape[key.ndim - len(key_shape) :] != key_shape:
+        raise TypeError(
+            f"random_gamma: the key must be {impl} key data, uint32[..., "
+            f"{key_shape[0]}], got {key.dtype}{list(key.shape)}"
+        )
+    batch = key.shape[: key.ndim - len(key_shape)]
+    if not dtypes.is_float(a.dtype) or a.shape[: len(batch)] != batch:
+        raise TypeError(
+            f"random_gamma: `a` must be a float array whose shape starts with the "
+            f"keys' shape {batch}, got {a.dtype}{list(a.shape)}"
+        )
+    return [a]
+
+
+# No host impl: eagerly the one equation is compiled, as under jit (gamma_sampler).
+random_gamma_p = standard_primitive("random_gamma", _random_gamma_abstract_eval)
+
+
+random_gamma_p = standard_primitive("random_gamma", _random_gamma_abstract_eval)
+
+
+def _gamma_grad(sample, a, log_space):
+    """d sample / d a at fixed uniform draws (implicit reparameterization), JAX's rule."""
+    if not log_space:
+        return random_gamma_grad(a, sample)
+    # d log(sample) = d sample / sample; exp may round to 0: use the smallest normal instead
+    sample = exp(sample)
+    tiny = full_like(sample, dtypes.finfo(sample.dtype).tiny)
+    sample = select(eq(sample, full_like(sample, 0)), tiny, sample)
+    return div(random_gamma_grad(a, sample), sample)
+
+
+def _random_gamma_jvp(primals, tangents, *, log_space, impl):
+    key, a = primals
+    out = random_gamma_p.bind(key, a, log_space=log_space, impl=impl)
+    t = tangents[1]
+    if type(t) is ad.Zero:
+        return [out], [ad.Zero(ad.tangent_aval(core.get_aval(out)))]
+    return [out], [mul(t, _gamma_grad(out, a, log_space))]
+
+
+ad.jvp_rules[random_gamma_p] = _random_gamma_jvp
+
+
+def _random_gamma_batch(axis, args, dims, *, log_space, impl):
+    size = next(
+        core.get_aval(x).shape[d]
+        for x, d in zip(args, dims, strict=True)
+        if d is not batching.not_mapped
+    )
+    key, a = (batching.batch_at_front(x, d, size) for x, d in zip(args, dims, strict=True))
+    return [random_gamma_p.bind(key, a, log_space=log_space, impl=impl)], [0]
+
+
+batching.batch_rules[random_gamma_p] = _random_gamma_batch

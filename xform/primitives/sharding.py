@@ -10,9 +10,7 @@ the result's type carries the sharding asked for (explicit mode); its cotangent 
 the operand's sharding.
 """
 
-from jax import sharding as jax_sharding
-
-from xform import core, pytree
+from xform import core, meshes, pytree
 from xform.core import ShapedArray
 from xform.interpret import ad, batching
 from xform.interpret import transpose as transpose_interp
@@ -117,7 +115,7 @@ def check_spec_fits(what, mesh, spec, aval):
 
 def typed_sharding_of(mesh, spec, ndim):
     """``type_sharding`` of an array laid out over concrete ``mesh`` as ``spec``."""
-    return type_sharding(jax_sharding.NamedSharding(mesh, spec), ndim)
+    return type_sharding(meshes.NamedSharding(mesh, spec), ndim)
 
 
 def type_sharding(sharding, ndim):
@@ -194,32 +192,32 @@ def bind_laid_out(prim, operands, params, name, sharding):
 def resolve_sharding(sharding, what):
     """``out_sharding=`` of ``what`` as the sharding a type carries, as JAX's
     ``canonicalize_sharding``: over the abstract mesh; a PartitionSpec over the current one."""
-    if isinstance(sharding, jax_sharding.PartitionSpec):
-        mesh = jax_sharding.get_abstract_mesh()
+    if isinstance(sharding, meshes.PartitionSpec):
+        mesh = meshes.get_abstract_mesh()
         if mesh.empty:
             raise ValueError(
                 "Using PartitionSpec when you are not under a mesh context is not "
                 "allowed. Please pass a NamedSharding instance or enter into a "
                 f"mesh context via `jax.set_mesh`. Got {sharding}"
             )
-        return jax_sharding.NamedSharding(mesh, sharding)
-    if not isinstance(sharding, jax_sharding.NamedSharding):
+        return meshes.NamedSharding(mesh, sharding)
+    if not isinstance(sharding, meshes.NamedSharding):
         raise TypeError(
             f"`out_sharding` argument of {what} only supports instances of "
             f"`NamedSharding` or `PartitionSpec`. Got {sharding} of type: "
             f"{type(sharding)}"
         )
-    return jax_sharding.NamedSharding(sharding.mesh.abstract_mesh, sharding.spec)
+    return meshes.NamedSharding(sharding.mesh.abstract_mesh, sharding.spec)
 
 
 def lay_out(x, sharding):
     """Concrete ``x`` laid out as ``sharding`` (a param's, over an abstract mesh): over the
     current mesh where that is its mesh (``reshard``'s eager rule puts it there); else left as
     it is (no devices to put it on)."""
-    mesh = jax_sharding.get_mesh()
+    mesh = meshes.get_mesh()
     if mesh is None or not mesh.shape or mesh.abstract_mesh != sharding.mesh:
         return x
-    return reshard_p.bind(x, sharding=jax_sharding.NamedSharding(mesh, sharding.spec))
+    return reshard_p.bind(x, sharding=meshes.NamedSharding(mesh, sharding.spec))
 
 
 def _sharding_constraint_abstract_eval(x, *, sharding, origin):

@@ -22,9 +22,8 @@ from xform import numpy as xnp
 from xform.api.batching import vmap
 from xform.api.jit import jit
 from xform.api.sharding import reshard as _reshard
-from xform.interpret import ad, batching
 from xform.interpret.staging import trace_to_jaxpr
-from xform.primitives.base import standard_primitive
+from xform.primitives.rng import random_gamma_p
 from xform.random import _threefry
 from xform.random._keys import (
     IMPLS,
@@ -597,26 +596,6 @@ def gamma_sampler(key_data, a, *, log_space, impl):
     return lax.map(lambda args: one(*args), (keys, a.reshape(size))).reshape(a.shape)
 
 
-def _random_gamma_abstract_eval(key, a, *, log_space, impl):
-    key_shape = IMPLS[impl].key_shape
-    if key.dtype != dtypes.uint32 or key.shape[key.ndim - len(key_shape) :] != key_shape:
-        raise TypeError(
-            f"random_gamma: the key must be {impl} key data, uint32[..., "
-            f"{key_shape[0]}], got {key.dtype}{list(key.shape)}"
-        )
-    batch = key.shape[: key.ndim - len(key_shape)]
-    if not dtypes.is_float(a.dtype) or a.shape[: len(batch)] != batch:
-        raise TypeError(
-            f"random_gamma: `a` must be a float array whose shape starts with the "
-            f"keys' shape {batch}, got {a.dtype}{list(a.shape)}"
-        )
-    return [a]
-
-
-# No host impl: eagerly the one equation is compiled, as under jit (gamma_sampler).
-random_gamma_p = standard_primitive("random_gamma", _random_gamma_abstract_eval)
-
-
 # Its lowering is its composition, traced once per operand types and emitted as a private
 # function, as JAX's (JAX also registers it beside the sampler).
 @functools.lru_cache(maxsize=128)
@@ -633,42 +612,6 @@ def _random_gamma_lower(ctx, key, a, *, log_space, impl):
 
 
 lowering_rules[random_gamma_p] = _random_gamma_lower
-
-
-def _gamma_grad(sample, a, log_space):
-    """d sample / d a at fixed uniform draws (implicit reparameterization), JAX's rule."""
-    if not log_space:
-        return lax.random_gamma_grad(a, sample)
-    # d log(sample) = d sample / sample; exp may round to 0: use the smallest normal instead
-    sample = lax.exp(sample)
-    tiny = xnp.full_like(sample, dtypes.finfo(sample.dtype).tiny)
-    sample = lax.select(lax.eq(sample, xnp.zeros_like(sample)), tiny, sample)
-    return lax.div(lax.random_gamma_grad(a, sample), sample)
-
-
-def _random_gamma_jvp(primals, tangents, *, log_space, impl):
-    key, a = primals
-    out = random_gamma_p.bind(key, a, log_space=log_space, impl=impl)
-    t = tangents[1]
-    if type(t) is ad.Zero:
-        return [out], [ad.Zero(ad.tangent_aval(core.get_aval(out)))]
-    return [out], [lax.mul(t, _gamma_grad(out, a, log_space))]
-
-
-ad.jvp_rules[random_gamma_p] = _random_gamma_jvp
-
-
-def _random_gamma_batch(axis, args, dims, *, log_space, impl):
-    size = next(
-        core.get_aval(x).shape[d]
-        for x, d in zip(args, dims, strict=True)
-        if d is not batching.not_mapped
-    )
-    key, a = (batching.batch_at_front(x, d, size) for x, d in zip(args, dims, strict=True))
-    return [random_gamma_p.bind(key, a, log_space=log_space, impl=impl)], [0]
-
-
-batching.batch_rules[random_gamma_p] = _random_gamma_batch
 
 
 def _gamma_impl(key, a, shape, dtype, log_space):

@@ -27,6 +27,7 @@ from xform import config, core, dtypes, lax, pytree
 from xform import numpy as xnp
 from xform.api.jit import jit
 from xform.numpy._keys import KeyArrayBase, apply_to_keys
+from xform.primitives import rng
 from xform.random import _threefry
 
 # --------------------------------------------------------------------------- implementations
@@ -41,6 +42,7 @@ class PRNGImpl:
     def __init__(self, name, tag, key_shape, seed, split, fold_in, random_bits):
         self.name, self.tag, self.key_shape = name, tag, key_shape
         self.seed, self.split, self.fold_in, self.random_bits = seed, split, fold_in, random_bits
+        rng.key_shapes[name] = key_shape  # random_gamma_p's abstract evaluation reads it
 
     def __repr__(self):
         return f"PRNGImpl({self.name!r})"
