@@ -4,7 +4,12 @@ xform's own interpreters are written with (``Trace``, ``Tracer``, ``Primitive``)
 Shape rules: ``abstract_eval_rules[prim] = rule(*avals, **params) -> [aval, ...]`` is the
 table the built-ins fill (xform's convention: a list, one entry unless
 ``prim.multiple_results``); ``prim.def_abstract_eval`` and ``prim.def_impl`` take JAX's
-single-result rules and store them in xform's convention.
+single-result rules and store them in xform's convention. ``standard_primitive(name,
+abstract_eval, host_impl=None, multiple_results=False)`` is how the built-ins make theirs:
+the abstract evaluation and, optionally, ``host_impls[prim] = impl(*ndarrays, **params) ->
+[ndarray, ...]``, the NumPy implementation eager evaluation runs on a CPU (elsewhere, and
+without one, the equation is compiled by its lowering rule and run through XLA, as under
+``jit``). ``def_impl`` instead replaces eager evaluation altogether.
 
 Writing an interpreter: a ``Tracer`` subclass carries what the interpreter knows about a
 value (set ``_trace``, and give the ``aval`` property: the value's ``ShapedArray``); a
@@ -62,6 +67,7 @@ from xform.core import (  # noqa: F401
     eval_jaxpr,
     eval_trace,
     get_aval,
+    host_impls,
     jaxpr_as_fun,
     set_current_trace,
 )
@@ -96,4 +102,5 @@ from xform.extend._core import (  # noqa: F401
 )
 from xform.extend.core import primitives  # noqa: F401
 from xform.extend.linear_util import DebugInfo  # noqa: F401
+from xform.primitives.base import standard_primitive  # noqa: F401
 from xform.primitives.call import CallPrimitive  # noqa: F401
