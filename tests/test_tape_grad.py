@@ -1,7 +1,8 @@
 """Eager reverse mode on tapes against the staged path.
 
 With no enclosing trace, ``grad``/``value_and_grad`` record the function on the VJP tape
-(xform/interpret/vjp_tape.py: each operation and its values, pulled back by VJP rules),
+(xform/interpret/vjp_tape.py: each operation and its values, pulled back by its JVP rule
+linearized once per signature and transposed),
 and ``vjp`` keeps the linear program on a tape (xform/interpret/tape.py) rather than
 staging and transposing a jaxpr. Their cotangents must be bit-equal to one another and to
 the staged path's (``enabled = False`` in each module forces the next path) and close to
@@ -91,8 +92,15 @@ def _check_bit_equal(fn, *args):
 
 # --------------------------------------------------------------------------- random programs
 
+
+def _lax(L):
+    return xform.lax if L is xnp else jax.lax
+
+
 # Steps of a drawn program, each ``(name, arity, fn(lib, *operands))``: elementwise ops with
-# broadcasting, reductions, dot, reshape, broadcast and indexing. Values stay bounded.
+# broadcasting, reductions, dot, reshape, broadcast and indexing. Values stay bounded. Among
+# them every primitive eager grad once had a hand-written VJP for: sin, cos, exp, log, sqrt,
+# logistic, square, tanh, integer_pow, neg, add, sub, div, mul, convert_element_type.
 _UNARY = [
     ("sin", lambda L, a: L.sin(a)),
     ("cos", lambda L, a: L.cos(a)),
@@ -119,6 +127,9 @@ _UNARY = [
     ("neg_exp", lambda L, a: -L.exp(L.cos(a))),
     ("sigmoid", lambda L, a: 1.0 / (1.0 + L.exp(-a))),
     ("float64_round_trip", lambda L, a: L.float32(L.tanh(a).astype(L.float16)) * a),
+    ("logistic", lambda L, a: _lax(L).logistic(a)),
+    ("lax_square", lambda L, a: _lax(L).square(a) * 0.5),
+    ("halve_pow", lambda L, a: a / 2.0 + a**2 / 3.0),
 ]
 _BINARY = [
     ("add", lambda L, a, b: a + b),
@@ -304,3 +315,91 @@ def test_not_taped_under_a_trace_or_for_other_dtypes(recorded, taped):
     assert_same(got, jax.grad(lambda z: jnp.sum(jnp.abs(jnp.sin(z)) ** 2))(z), rtol=1e-5)
     # only the outer grad of the second-order derivative (complex inputs: the linear tape)
     assert len(recorded) == 1 and len(taped) == 0
+
+
+# --------------------------------------------------------------------------- linearized signatures
+
+
+def test_one_derivative_per_primitive(recorded):
+    # No hand-written VJPs: each primitive's pullback is its JVP rule linearized once per
+    # signature and transposed; the ones a gradient step uses most are all linearized so.
+    assert not hasattr(vjp_tape, "vjp_rules")
+    assert not hasattr(vjp_tape, "deflinear_vjp") and not hasattr(vjp_tape, "defbilinear_vjp")
+    lax = xform.lax
+
+    def f(x, y):
+        z = xnp.sin(x) * xnp.cos(y) + xnp.exp(-x) - xnp.log(y * y + 1.0)
+        z = xnp.sqrt(z * z + 1.0) / (1.0 + lax.logistic(x)) + lax.square(y) + x**3
+        z = -xnp.tanh(z).astype(xnp.float16).astype(xnp.float32) + z / 2.0
+        return xnp.sum(z)
+
+    x = np.linspace(-1, 1, 6, dtype=np.float32)
+    y = np.linspace(0.5, 2, 6, dtype=np.float32)
+    _check_bit_equal(xform.grad(f, argnums=(0, 1)), x, y)
+    assert recorded
+    names = {key[0].name for key, lin in vjp_tape._signatures.items() if lin is not None}
+    assert {
+        "sin", "cos", "exp", "log", "sqrt", "logistic", "square", "tanh", "integer_pow",
+        "neg", "add", "sub", "div", "mul", "convert_element_type",
+    } <= names  # fmt: skip
+
+
+def test_signatures_keyed_by_value():
+    # The same primitive at other shapes, dtypes, weak types, params and differentiated
+    # operands, one after another: each gets its own linearization, none another's.
+    vjp_tape._signatures.clear()
+
+    def f(x, y):
+        return xnp.sum(xnp.sin(x) * y) + xnp.sum(xnp.sin(y) * 2.0) + xnp.sum(x * x)
+
+    for shape in [(3,), (4, 2), (), (3,), (1, 5)]:
+        for dtype in (np.float32, np.float16):
+            x = np.linspace(-1, 1, int(np.prod(shape)), dtype=dtype).reshape(shape)
+            y = np.full(shape, 0.5, dtype)
+            for argnums in (0, 1, (0, 1)):
+                got = _check_bit_equal(xform.grad(f, argnums=argnums), x, y)
+                for g in tree_util.tree_leaves(got):
+                    assert np.shape(g) == shape and np.asarray(g).dtype == dtype
+            got = _check_bit_equal(xform.grad(f), x, 0.5)  # a Python scalar y
+            assert np.shape(got) == shape
+
+
+def test_rule_that_reads_values_is_linearized_where_it_stands(recorded):
+    # A custom JVP with Python control flow on the values cannot be linearized on abstract
+    # operands once for all: it runs, and is transposed, where it stands, every time.
+    @xform.custom_jvp
+    def clip_grad(x):
+        return xnp.sin(x)
+
+    @clip_grad.defjvp
+    def _(primals, tangents):
+        (x,), (t,) = primals, tangents
+        scale = 2.0 if float(xnp.sum(x)) > 0 else 0.5
+        return clip_grad(x), t * xnp.cos(x) * scale
+
+    for sign in (1.0, -1.0):
+        x = sign * np.linspace(0.1, 1, 4, dtype=np.float32)
+        got = _check_bit_equal(xform.grad(lambda v: xnp.sum(clip_grad(v) * v)), x)
+        scale = 2.0 if sign > 0 else 0.5
+        np.testing.assert_allclose(got, np.cos(x) * scale * x + np.sin(x), rtol=1e-6)
+    assert len(recorded) == 2
+
+
+def test_several_results_and_passed_through_tangents(recorded):
+    # sort of two operands (two results, one differentiated); x + 1.0 and x ** 1, whose JVPs
+    # pass the operand's tangent through as the result's.
+    def f(x, y):
+        keys, vals = xform.lax.sort((xnp.sin(x), y * x), num_keys=1)
+        z = (keys + 1.0) ** 1 - 0.5
+        return xnp.sum(z * vals) + xnp.sum(keys)
+
+    x = np.array([0.3, -0.2, 0.9, 0.1], np.float32)
+    y = np.array([1.0, 2.0, -1.0, 0.5], np.float32)
+    got = _check_bit_equal(xform.grad(f, argnums=(0, 1)), x, y)
+    assert recorded
+
+    def f_jax(x, y):
+        keys, vals = jax.lax.sort((jnp.sin(x), y * x), num_keys=1)
+        return jnp.sum(((keys + 1.0) ** 1 - 0.5) * vals) + jnp.sum(keys)
+
+    assert_same(got, jax.grad(f_jax, argnums=(0, 1))(x, y), rtol=1e-6)

@@ -15,8 +15,13 @@ evaluation or staging: ``jit``, control flow, custom-derivative calls) turns the
 the equations the partial evaluator would have recorded so far; the trace then goes on as a
 ``PartialEvalTrace``, and ``backward`` transposes the jaxpr. Nothing runs twice.
 
+The eager ``grad`` tape (``vjp_tape``) runs one primitive's JVP rule on a ``TapeTrace``
+whose parent is a staging trace, to linearize the rule once per signature: the parent's
+tracers are then known operands of the records (the residuals), like concrete values.
+
 Rules used: ``core.abstract_eval_rules`` (output types of a linear operation) and
-``transpose.transpose_rules``; the JVP rules run above, in ``ad.JVPTrace``.
+``transpose.transpose_rules``; the JVP rules run above, in ``ad.JVPTrace`` (or, for eager
+``grad``, in ``vjp_tape``).
 """
 
 import numpy as np
@@ -114,7 +119,9 @@ class TapeTrace(PartialEvalTrace):
                 operands.append(var)
                 avals.append(var.aval)
                 continue
-            if isinstance(x, Tracer):  # another trace's (an escaped one): staging says so
+            if isinstance(x, Tracer) and x._trace is not self.parent:
+                # Another trace's (an escaped one): staging says so. The parent's tracers are
+                # known values (``vjp_tape`` linearizes a rule under a staging parent).
                 self.stage_tape()
                 return PartialEvalTrace.process_primitive(self, prim, args, params)
             operands.append(x)

@@ -12,7 +12,7 @@ import numpy as np
 
 from xform import dtypes
 from xform.core import ShapedArray, get_aval
-from xform.interpret import ad, batching, vjp_tape
+from xform.interpret import ad, batching
 from xform.interpret.batching import not_mapped
 from xform.primitives.base import standard_primitive
 from xform.primitives.dot import (
@@ -502,7 +502,6 @@ ad.defjvp(
     lambda t, x, y, **params: conv_general_dilated_p.bind(t, y, **params),
     lambda t, x, y, **params: conv_general_dilated_p.bind(x, t, **params),
 )
-vjp_tape.defbilinear_vjp(conv_general_dilated_p)
 
 
 # --------------------------------------------------------------------------- transpose rules

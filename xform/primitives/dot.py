@@ -19,7 +19,7 @@ import numpy as np
 
 from xform import config, dtypes
 from xform.core import ShapedArray, get_aval
-from xform.interpret import ad, batching, transpose, vjp_tape
+from xform.interpret import ad, batching, transpose
 from xform.interpret.batching import not_mapped
 from xform.primitives.base import standard_primitive
 from xform.primitives.elementwise import (
@@ -558,8 +558,6 @@ ad.defjvp(
     lambda t, x, y, **params: dot_general_p.bind(t, y, **params),
     lambda t, x, y, **params: dot_general_p.bind(x, t, **params),
 )
-# Eager grad's direct rules (xform/interpret/vjp_tape.py): each operand's transpose.
-vjp_tape.defbilinear_vjp(dot_general_p)
 
 
 # --------------------------------------------------------------------------- transpose rules

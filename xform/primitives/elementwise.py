@@ -14,7 +14,7 @@ import numpy as np
 
 from xform import core, dtypes, errors
 from xform.core import ShapedArray, Tracer, eval_trace, get_aval, set_current_trace
-from xform.interpret import ad, batching, staging, transpose, vjp_tape
+from xform.interpret import ad, batching, staging, transpose
 from xform.interpret.batching import not_mapped
 from xform.primitives.base import (
     ANY,
@@ -1487,60 +1487,6 @@ transpose.deftranspose(
 )
 transpose.deftranspose(copy_p, lambda ct, x: copy_p.bind(ct))
 transpose.deftranspose(stage_p, lambda ct, x: ct)
-
-
-# --------------------------------------------------------------------------- vjp rules
-
-# Eager grad's direct rules (xform/interpret/vjp_tape.py), for the ops a gradient step
-# differentiates most: each makes the operations of its transposed JVP rule above, in the
-# same order, so the cotangents are bit-equal. Where a JVP passes a tangent through as it is
-# (add or sub of one differentiated operand, x ** 1) the tape keeps that aliasing by
-# linearizing the op instead.
-
-
-def _unary_vjp(prim, ct_fn):
-    """A rule from ``ct_fn(ct, ans, x)``, the operand's cotangent of a unary op."""
-    vjp_tape.vjp_rules[prim] = (
-        None,
-        lambda ct, ans, values, nodes: [(0, ct_fn(ct, ans, values[0]))],
-    )
-
-
-def _tanh_vjp(ct, ans, values, nodes):
-    # The JVP is (t + t * ans) * (1 - ans): t gets the cotangent of the sum, then its
-    # product with ans, as two contributions.
-    c = mul(ct, sub(_const(values[0], 1), ans))
-    return [(0, c), (0, mul(c, ans))]
-
-
-def _integer_pow_vjp(ct, ans, values, nodes, *, y):
-    x = values[0]
-    scale = mul(_const(x, 2), x) if y == 2 else mul(_const(x, y), integer_pow(x, y - 1))
-    return [(0, mul(ct, scale))]
-
-
-def _both_differentiated(values, nodes):
-    return nodes[0] is not None and nodes[1] is not None
-
-
-_unary_vjp(sin_p, lambda ct, ans, x: mul(ct, cos(x)))
-_unary_vjp(cos_p, lambda ct, ans, x: mul(neg(ct), sin(x)))
-_unary_vjp(exp_p, lambda ct, ans, x: mul(ct, ans))
-_unary_vjp(log_p, lambda ct, ans, x: div(ct, x))
-_unary_vjp(sqrt_p, lambda ct, ans, x: mul(ct, div(_const(x, 0.5), ans)))
-_unary_vjp(logistic_p, lambda ct, ans, x: mul(ct, mul(ans, sub(_const(ans, 1), ans))))
-_unary_vjp(square_p, lambda ct, ans, x: mul(ct, mul(_const(x, 2), x)))
-vjp_tape.vjp_rules[tanh_p] = (None, _tanh_vjp)
-vjp_tape.vjp_rules[integer_pow_p] = (lambda values, nodes, *, y: y not in (0, 1), _integer_pow_vjp)
-vjp_tape.deflinear_vjp(neg_p)
-vjp_tape.deflinear_vjp(add_p, _both_differentiated)
-vjp_tape.deflinear_vjp(sub_p, _both_differentiated)
-vjp_tape.deflinear_vjp(div_p, lambda values, nodes: nodes[1] is None)
-vjp_tape.defbilinear_vjp(mul_p)
-vjp_tape.deflinear_vjp(
-    convert_element_type_p,
-    lambda values, nodes, *, new_dtype, weak_type: dtypes.is_inexact(new_dtype),
-)
 
 
 # --------------------------------------------------------------------------- batching rules

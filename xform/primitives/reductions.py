@@ -17,7 +17,7 @@ import numpy as np
 
 from xform import dtypes, pytree
 from xform.core import ShapedArray, Tracer, eval_jaxpr, get_aval, is_concrete_array
-from xform.interpret import ad, batching, staging, transpose, vjp_tape
+from xform.interpret import ad, batching, staging, transpose
 from xform.interpret.staging import trace_to_jaxpr
 from xform.primitives.base import (
     ANY,
@@ -453,7 +453,6 @@ def cumlogsumexp(operand, axis=0, reverse=False):
 # The rules build tangents with the elementwise, structural and indexing wrappers.
 
 ad.defjvp_linear(reduce_sum_p)
-vjp_tape.deflinear_vjp(reduce_sum_p)  # eager grad's direct rule: its transpose
 ad.defjvp_linear(cumsum_p)
 for _prim in (reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p):
     ad.defjvp_zero(_prim)

@@ -15,7 +15,7 @@ import numpy as np
 
 from xform import core, dtypes
 from xform.core import ShapedArray, Tracer, get_aval
-from xform.interpret import ad, batching, staging, vjp_tape
+from xform.interpret import ad, batching, staging
 from xform.interpret import transpose as transpose_interp
 from xform.primitives.base import (
     NUMBER,
@@ -810,9 +810,6 @@ for _prim in (
 ):
     ad.defjvp_linear(_prim)
 ad.defjvp_zero(iota_p)
-# Eager grad's direct rules (xform/interpret/vjp_tape.py): the one-operand ops' transposes.
-for _prim in (broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p, rev_p):
-    vjp_tape.deflinear_vjp(_prim)
 
 
 # --------------------------------------------------------------------------- transpose rules
