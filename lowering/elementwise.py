@@ -12,39 +12,40 @@ from lowering.mlir import (
     lowering_rules,
 )
 from xform import dtypes
+from xform.primitives import comparisons, transcendental
 from xform.primitives import elementwise as ew
 
 _SIMPLE = {
     ew.neg_p: hlo.negate,
     ew.floor_p: hlo.floor,
     ew.ceil_p: hlo.ceil,
-    ew.is_finite_p: hlo.is_finite,
+    comparisons.is_finite_p: hlo.is_finite,
     ew.abs_p: hlo.abs,
-    ew.exp_p: hlo.exponential,
-    ew.log_p: hlo.log,
-    ew.log1p_p: hlo.log_plus_one,
-    ew.expm1_p: hlo.exponential_minus_one,
-    ew.sqrt_p: hlo.sqrt,
-    ew.rsqrt_p: hlo.rsqrt,
-    ew.cbrt_p: hlo.cbrt,
-    ew.sin_p: hlo.sine,
-    ew.cos_p: hlo.cosine,
-    ew.tan_p: hlo.tan,
-    ew.tanh_p: hlo.tanh,
-    ew.logistic_p: hlo.logistic,
-    ew.asin_p: chlo.asin,
-    ew.acos_p: chlo.acos,
-    ew.atan_p: chlo.atan,
-    ew.sinh_p: chlo.sinh,
-    ew.cosh_p: chlo.cosh,
-    ew.asinh_p: chlo.asinh,
-    ew.acosh_p: chlo.acosh,
-    ew.atanh_p: chlo.atanh,
-    ew.erf_p: chlo.erf,
-    ew.erfc_p: chlo.erfc,
-    ew.erf_inv_p: chlo.erf_inv,
-    ew.lgamma_p: chlo.lgamma,
-    ew.digamma_p: chlo.digamma,
+    transcendental.exp_p: hlo.exponential,
+    transcendental.log_p: hlo.log,
+    transcendental.log1p_p: hlo.log_plus_one,
+    transcendental.expm1_p: hlo.exponential_minus_one,
+    transcendental.sqrt_p: hlo.sqrt,
+    transcendental.rsqrt_p: hlo.rsqrt,
+    transcendental.cbrt_p: hlo.cbrt,
+    transcendental.sin_p: hlo.sine,
+    transcendental.cos_p: hlo.cosine,
+    transcendental.tan_p: hlo.tan,
+    transcendental.tanh_p: hlo.tanh,
+    transcendental.logistic_p: hlo.logistic,
+    transcendental.asin_p: chlo.asin,
+    transcendental.acos_p: chlo.acos,
+    transcendental.atan_p: chlo.atan,
+    transcendental.sinh_p: chlo.sinh,
+    transcendental.cosh_p: chlo.cosh,
+    transcendental.asinh_p: chlo.asinh,
+    transcendental.acosh_p: chlo.acosh,
+    transcendental.atanh_p: chlo.atanh,
+    transcendental.erf_p: chlo.erf,
+    transcendental.erfc_p: chlo.erfc,
+    transcendental.erf_inv_p: chlo.erf_inv,
+    transcendental.lgamma_p: chlo.lgamma,
+    transcendental.digamma_p: chlo.digamma,
     ew.not_p: hlo.not_,
     ew.population_count_p: hlo.popcnt,
     ew.real_p: hlo.real,
@@ -54,7 +55,7 @@ _SIMPLE = {
     ew.mul_p: hlo.multiply,
     ew.max_p: hlo.maximum,
     ew.min_p: hlo.minimum,
-    ew.atan2_p: hlo.atan2,
+    transcendental.atan2_p: hlo.atan2,
     ew.nextafter_p: chlo.next_after,
     ew.and_p: hlo.and_,
     ew.or_p: hlo.or_,
@@ -163,12 +164,12 @@ def _compare_rule(direction):
 
 
 for _prim, _dir in (
-    (ew.eq_p, "EQ"),
-    (ew.ne_p, "NE"),
-    (ew.lt_p, "LT"),
-    (ew.le_p, "LE"),
-    (ew.gt_p, "GT"),
-    (ew.ge_p, "GE"),
+    (comparisons.eq_p, "EQ"),
+    (comparisons.ne_p, "NE"),
+    (comparisons.lt_p, "LT"),
+    (comparisons.le_p, "LE"),
+    (comparisons.gt_p, "GT"),
+    (comparisons.ge_p, "GE"),
 ):
     lowering_rules[_prim] = _compare_rule(_dir)
 
@@ -193,7 +194,11 @@ def _total_order_rule(direction):
     return rule
 
 
-for _prim, _dir in ((ew.eq_to_p, "EQ"), (ew.le_to_p, "LE"), (ew.lt_to_p, "LT")):
+for _prim, _dir in (
+    (comparisons.eq_to_p, "EQ"),
+    (comparisons.le_to_p, "LE"),
+    (comparisons.lt_to_p, "LT"),
+):
     lowering_rules[_prim] = _total_order_rule(_dir)
 
 
@@ -281,11 +286,11 @@ lowering_rules[ew.copy_p] = _identity_lower
 lowering_rules[ew.stage_p] = _identity_lower
 lowering_rules[ew.sign_p] = _sign_lower
 lowering_rules[ew.round_p] = _round_lower
-lowering_rules[ew.exp2_p] = _exp2_lower
+lowering_rules[transcendental.exp2_p] = _exp2_lower
 lowering_rules[ew.conj_p] = _conj_lower
-lowering_rules[ew.pow_p] = _pow_lower
+lowering_rules[transcendental.pow_p] = _pow_lower
 lowering_rules[ew.integer_pow_p] = _integer_pow_lower
-lowering_rules[ew.select_n_p] = _select_n_lower
+lowering_rules[comparisons.select_n_p] = _select_n_lower
 lowering_rules[ew.clamp_p] = _clamp_lower
 lowering_rules[ew.convert_element_type_p] = _convert_lower
 lowering_rules[ew.bitcast_convert_type_p] = _bitcast_lower

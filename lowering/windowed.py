@@ -26,7 +26,7 @@ from lowering.reductions import (
 from xform import dtypes
 from xform.primitives import reductions as red
 from xform.primitives import windowed as win
-from xform.primitives.elementwise import ge_p
+from xform.primitives.comparisons import ge_p
 
 
 def _i64s(xs):

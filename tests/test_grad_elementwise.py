@@ -19,6 +19,7 @@ import xform
 from tests.harness import assert_same
 from xform import lax as xlax
 from xform.interpret import transpose
+from xform.primitives import comparisons
 from xform.primitives import elementwise as ew
 from xform.test_util import check_grads, check_vjp
 
@@ -36,7 +37,7 @@ LINEAR = [
     ew.real_p,
     ew.imag_p,
     ew.conj_p,
-    ew.select_n_p,
+    comparisons.select_n_p,
     ew.convert_element_type_p,
 ]
 
@@ -209,7 +210,7 @@ def test_transposing_a_nonlinear_operand_is_an_error():
     with pytest.raises(ValueError, match="div is not linear in operand 1"):
         rule[ew.div_p](ct, ct, u)
     with pytest.raises(ValueError, match="select_n is not linear in `which`"):
-        rule[ew.select_n_p](ct, u, ct, ct)
+        rule[comparisons.select_n_p](ct, u, ct, ct)
 
 
 def test_zero_cotangent_gives_zeros():
@@ -217,7 +218,7 @@ def test_zero_cotangent_gives_zeros():
     zero = xform.interpret.ad.Zero(u.aval)
     cts = transpose.transpose_rules[ew.add_p](zero, u, np.ones(2, F32))
     assert type(cts[0]) is xform.interpret.ad.Zero and cts[1] is None
-    cts = transpose.transpose_rules[ew.select_n_p](zero, np.array([True, False]), u, u)
+    cts = transpose.transpose_rules[comparisons.select_n_p](zero, np.array([True, False]), u, u)
     assert cts[0] is None and all(type(c) is xform.interpret.ad.Zero for c in cts[1:])
 
 

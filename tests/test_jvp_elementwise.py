@@ -18,7 +18,7 @@ from tests.harness import assert_same
 from xform import dtypes
 from xform import lax as xlax
 from xform.interpret import ad
-from xform.primitives import elementwise
+from xform.primitives import comparisons, elementwise, transcendental
 
 F32, I32, C64 = np.float32, np.int32, np.complex64
 FLOAT0 = dtypes.float0
@@ -406,7 +406,12 @@ TESTED_IN_LAX_MORE = {
 
 
 def test_every_elementwise_primitive_has_a_jvp_rule():
-    prims = [v for k, v in vars(elementwise).items() if k.endswith("_p")]
+    prims = [
+        v
+        for module in (comparisons, elementwise, transcendental)
+        for k, v in vars(module).items()
+        if k.endswith("_p")
+    ]
     assert len(prims) > 50
     missing = sorted(p.name for p in prims if p not in ad.jvp_rules and p.name not in NO_JVP_RULE)
     assert not missing, f"elementwise primitives without a JVP rule: {missing}"

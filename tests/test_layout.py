@@ -39,10 +39,6 @@ OVER_CEILING = {
         "_promote.py first and changes which object _ufuncs.add is for its importers: a change "
         "of its own, not a move"
     ),
-    "xform/primitives/elementwise.py": (
-        "split into arithmetic and transcendental families once its eager-grad (vjp_tape) rules "
-        "are deleted (issue 35), which names ops of both"
-    ),
 }
 
 

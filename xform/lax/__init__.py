@@ -25,6 +25,9 @@ from xform.primitives import (
     windowed,
 )
 from xform.primitives import (
+    comparisons as _comparisons,
+)
+from xform.primitives import (
     convolution as _convolution,
 )
 from xform.primitives import (
@@ -40,10 +43,14 @@ from xform.primitives import (
     scan as _scan,
 )
 from xform.primitives import (
+    transcendental as _transcendental,
+)
+from xform.primitives import (
     while_loop as _while_loop,
 )
 from xform.primitives.autodiff import *  # noqa: F403
 from xform.primitives.collectives import *  # noqa: F403
+from xform.primitives.comparisons import *  # noqa: F403
 from xform.primitives.compiler import *  # noqa: F403
 from xform.primitives.cond import *  # noqa: F403
 from xform.primitives.convolution import *  # noqa: F403
@@ -63,12 +70,14 @@ from xform.primitives.solves import *  # noqa: F403
 from xform.primitives.sorting import *  # noqa: F403
 from xform.primitives.special import *  # noqa: F403
 from xform.primitives.structural import *  # noqa: F403
+from xform.primitives.transcendental import *  # noqa: F403
 from xform.primitives.while_loop import *  # noqa: F403
 from xform.primitives.windowed import *  # noqa: F403
 
 for _family in (
     autodiff,
     compiler,
+    _comparisons,
     _convolution,
     _dot,
     elementwise,
@@ -84,6 +93,7 @@ for _family in (
     sorting,
     special,
     structural,
+    _transcendental,
     _while_loop,
     windowed,
 ):

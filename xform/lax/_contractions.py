@@ -13,6 +13,7 @@ import numpy as np
 from xform import dtypes
 from xform.core import get_aval
 from xform.interpret import staging
+from xform.primitives.comparisons import eq, le, lt, select
 from xform.primitives.convolution import (
     ConvDimensionNumbers,
     _dilate_dim,
@@ -32,16 +33,7 @@ from xform.primitives.dot import (
     dot_general,
     dot_general_p,
 )
-from xform.primitives.elementwise import (
-    bitwise_and,
-    convert_element_type,
-    eq,
-    le,
-    lt,
-    mul,
-    select,
-    sub,
-)
+from xform.primitives.elementwise import bitwise_and, convert_element_type, mul, sub
 from xform.primitives.reductions import cumsum
 from xform.primitives.structural import (
     broadcast_in_dim,

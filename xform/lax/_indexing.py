@@ -9,7 +9,8 @@ import numpy as np
 from xform import dtypes
 from xform.core import get_aval
 from xform.primitives.base import canonicalize_axis
-from xform.primitives.elementwise import add, lt, rem, select
+from xform.primitives.comparisons import lt, select
+from xform.primitives.elementwise import add, rem
 from xform.primitives.gather_scatter import (
     GatherDimensionNumbers,
     GatherScatterMode,

@@ -32,17 +32,14 @@ from xform.interpret import ad, batching
 from xform.interpret import transpose as transpose_interp
 from xform.interpret.batching import moveaxis, not_mapped
 from xform.primitives.base import ANY, NUMBER, canonicalize_axis, check_dtype, standard_primitive
+from xform.primitives.comparisons import eq, ge, lt, select
 from xform.primitives.elementwise import (
     add,
     bitwise_and,
     bitwise_or,
     clamp,
     convert_element_type,
-    eq,
-    ge,
-    lt,
     mul,
-    select,
     sub,
 )
 from xform.primitives.gather_scatter import GatherDimensionNumbers, gather

@@ -31,13 +31,8 @@ from xform.core import (
 )
 from xform.interpret import ad, batching, dce, partial_eval, transpose
 from xform.interpret.staging import convert_constvars, trace_to_jaxpr
-from xform.primitives.elementwise import (
-    clamp,
-    convert_element_type,
-    convert_element_type_p,
-    ne,
-    select_n,
-)
+from xform.primitives.comparisons import ne, select_n
+from xform.primitives.elementwise import clamp, convert_element_type, convert_element_type_p
 from xform.primitives.structural import broadcast_in_dim
 
 # ``cond_p`` is listed here, not found by xform.lax's loop over family modules: the module

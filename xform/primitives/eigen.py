@@ -18,19 +18,18 @@ from xform.core import ShapedArray, get_aval
 from xform.errors import MissingRuleError
 from xform.interpret import ad
 from xform.primitives.base import standard_primitive
+from xform.primitives.comparisons import eq, select
 from xform.primitives.elementwise import abs as abs_
 from xform.primitives.elementwise import (
     add,
     conj,
     convert_element_type,
     div,
-    eq,
     imag,
     integer_pow,
     mul,
     neg,
     real,
-    select,
     sub,
 )
 from xform.primitives.linalg import (

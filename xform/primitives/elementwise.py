@@ -1,5 +1,6 @@
-"""Elementwise primitives: unary and binary math, comparisons, bitwise ops, select, clamp,
-and dtype conversions.
+"""Elementwise primitives: arithmetic (unary and binary), bitwise ops, clamp and dtype
+conversions, with every rule; comparisons and select_n are in comparisons.py, below these,
+and the transcendental functions in transcendental.py, above them.
 
 Operands of an n-ary op share one dtype and one shape, except that rank-0 operands broadcast
 (as in ``lax``; ``xform.numpy`` promotes dtypes and broadcasts shapes before binding).
@@ -22,7 +23,6 @@ from xform.primitives.base import (
     COMPLEX,
     FLOAT,
     FLOAT_OR_INT,
-    INEXACT,
     INT,
     INT_OR_BOOL,
     NUMBER,
@@ -35,7 +35,15 @@ from xform.primitives.base import (
     standard_primitive,
     user_dtype,
 )
-from xform.pytree import ArrayNode
+from xform.primitives.comparisons import (
+    _full_shape_operands,
+    _zeros,
+    eq,
+    ge,
+    gt,
+    lt,
+    select,
+)
 
 __all__ = [
     "neg",
@@ -43,34 +51,7 @@ __all__ = [
     "floor",
     "ceil",
     "round",
-    "is_finite",
     "abs",
-    "exp",
-    "exp2",
-    "log",
-    "log1p",
-    "expm1",
-    "sqrt",
-    "rsqrt",
-    "cbrt",
-    "sin",
-    "cos",
-    "tan",
-    "asin",
-    "acos",
-    "atan",
-    "sinh",
-    "cosh",
-    "tanh",
-    "asinh",
-    "acosh",
-    "atanh",
-    "logistic",
-    "erf",
-    "erfc",
-    "erf_inv",
-    "lgamma",
-    "digamma",
     "bitwise_not",
     "population_count",
     "real",
@@ -81,10 +62,8 @@ __all__ = [
     "mul",
     "div",
     "rem",
-    "pow",
     "max",
     "min",
-    "atan2",
     "nextafter",
     "bitwise_and",
     "bitwise_or",
@@ -92,15 +71,7 @@ __all__ = [
     "shift_left",
     "shift_right_logical",
     "shift_right_arithmetic",
-    "eq",
-    "ne",
-    "lt",
-    "le",
-    "gt",
-    "ge",
     "integer_pow",
-    "select_n",
-    "select",
     "clamp",
     "convert_element_type",
     "bitcast_convert_type",
@@ -110,18 +81,9 @@ __all__ = [
     "reciprocal",
     "complex",
     "reduce_precision",
-    "AccuracyMode",
-    "Tolerance",
     "stage",
     "dtype",
 ]
-
-# Host functions need no np.errstate: dispatch runs every host impl in a context where NumPy
-# does not warn (XLA silently gives inf/nan for log(0), 1/0, ...).
-
-
-def _bool(dtype):
-    return dtypes.bool_
 
 
 def _real_dtype(dtype):
@@ -143,41 +105,6 @@ class RoundingMethod(enum.IntEnum):
     TO_NEAREST_EVEN = 1
 
 
-class Tolerance:
-    """The tolerances a unary op's implementation must meet (the ``accuracy=`` argument of
-    ``exp``, ``log``, ``sin``, ...): at most two of ``atol``, ``rtol`` and ``ulps``."""
-
-    def __init__(self, atol=0.0, rtol=0.0, ulps=0):
-        if atol < 0.0 or rtol < 0.0 or ulps < 0:
-            raise ValueError(
-                "lax.Tolerance: tolerances must be non-negative, got "
-                f"atol={atol}, rtol={rtol}, ulps={ulps}"
-            )
-        if atol == 0.0 and rtol == 0.0 and ulps == 0:
-            raise ValueError("lax.Tolerance: at least one of atol, rtol or ulps must be set")
-        self.atol = atol
-        self.rtol = rtol
-        self.ulps = ulps
-
-
-class AccuracyMode(enum.Enum):
-    """The implementation a unary op should use (the ``accuracy=`` argument of ``exp``, ...)."""
-
-    HIGHEST = 1
-    DEFAULT = 2
-
-
-def _check_accuracy(name, accuracy):
-    """Accept an ``accuracy=`` argument as JAX does. XLA's CPU backend has one implementation
-    of each of these ops and JAX's results there do not depend on it, so it is checked, not
-    passed on (the op's jaxpr shows no ``accuracy`` parameter)."""
-    if not isinstance(accuracy, (Tolerance, AccuracyMode)):
-        raise NotImplementedError(
-            f"lax.{name}: accuracy {accuracy!r} not supported; expected "
-            "a lax.Tolerance, a lax.AccuracyMode or None"
-        )
-
-
 # --------------------------------------------------------------------------- unary
 
 
@@ -186,16 +113,6 @@ def _round_host(x, rounding_method):
         return np.round(x)
     t = np.trunc(x)
     return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
-
-
-def _exp2_host(x):
-    # XLA computes exp2(x) as exp(log(2) * x) with the product rounded to x's dtype (JAX's
-    # lowering, which ours follows); rounding it here too keeps half floats in agreement.
-    log2 = np.asarray(np.log(2), x.dtype)
-    if x.dtype in (dtypes.float16, dtypes.bfloat16):
-        prod = (x.astype(np.float32) * log2.astype(np.float32)).astype(x.dtype)
-        return [np.exp(prod.astype(np.float32)).astype(x.dtype)]
-    return [np.asarray(np.exp(log2 * x))]
 
 
 def _sign_host(x):
@@ -214,35 +131,11 @@ sign_p = elementwise("sign", NUMBER, _sign_host)
 floor_p = elementwise("floor", (FLOAT,), np.floor)
 ceil_p = elementwise("ceil", (FLOAT,), np.ceil)
 round_p = elementwise("round", (FLOAT,), _round_host)
-is_finite_p = elementwise("is_finite", (FLOAT,), np.isfinite, out_dtype=_bool)
+
+
 abs_p = elementwise("abs", (FLOAT, COMPLEX, SIGNED), np.abs, out_dtype=_real_dtype)
-exp_p = elementwise("exp", INEXACT, np.exp)
-exp2_p = standard_primitive("exp2", elementwise_abstract_eval("exp2", INEXACT), _exp2_host)
-log_p = elementwise("log", INEXACT, np.log)
-log1p_p = elementwise("log1p", INEXACT, np.log1p)
-expm1_p = elementwise("expm1", INEXACT, np.expm1)
-sqrt_p = elementwise("sqrt", INEXACT, np.sqrt)
-rsqrt_p = elementwise("rsqrt", INEXACT, lambda x: 1 / np.sqrt(x))
-cbrt_p = elementwise("cbrt", (FLOAT,), np.cbrt)
-sin_p = elementwise("sin", INEXACT, np.sin)
-cos_p = elementwise("cos", INEXACT, np.cos)
-tan_p = elementwise("tan", INEXACT, np.tan)
-asin_p = elementwise("asin", INEXACT, np.arcsin)
-acos_p = elementwise("acos", INEXACT, np.arccos)
-atan_p = elementwise("atan", INEXACT, np.arctan)
-sinh_p = elementwise("sinh", INEXACT, np.sinh)
-cosh_p = elementwise("cosh", INEXACT, np.cosh)
-tanh_p = elementwise("tanh", INEXACT, np.tanh)
-asinh_p = elementwise("asinh", INEXACT, np.arcsinh)
-acosh_p = elementwise("acosh", INEXACT, np.arccosh)
-atanh_p = elementwise("atanh", INEXACT, np.arctanh)
-logistic_p = elementwise("logistic", INEXACT, lambda x: 1 / (1 + np.exp(-x)))
-# No NumPy version of these special functions: eager calls run the XLA kernel, as JAX does.
-erf_p = elementwise("erf", (FLOAT,))
-erfc_p = elementwise("erfc", (FLOAT,))
-erf_inv_p = elementwise("erf_inv", (FLOAT,))
-lgamma_p = elementwise("lgamma", (FLOAT,))
-digamma_p = elementwise("digamma", (FLOAT,))
+
+
 not_p = elementwise("not", INT_OR_BOOL, np.invert)
 population_count_p = elementwise("population_count", INT, _population_count_host)
 real_p = elementwise("real", (COMPLEX,), np.real, out_dtype=_real_dtype)
@@ -272,142 +165,8 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001  (lax
     return round_p.bind(x, rounding_method=int(rounding_method))
 
 
-def is_finite(x):
-    return is_finite_p.bind(x)
-
-
 def abs(x):  # noqa: A001  (lax's name)
     return abs_p.bind(x)
-
-
-def exp(x, *, accuracy=None):
-    if accuracy is not None:  # checked only when given: these ops are on the hot path
-        _check_accuracy("exp", accuracy)
-    return exp_p.bind(x)
-
-
-def exp2(x, *, accuracy=None):
-    if accuracy is not None:
-        _check_accuracy("exp2", accuracy)
-    return exp2_p.bind(x)
-
-
-def log(x, *, accuracy=None):
-    if accuracy is not None:
-        _check_accuracy("log", accuracy)
-    return log_p.bind(x)
-
-
-def log1p(x, *, accuracy=None):
-    if accuracy is not None:
-        _check_accuracy("log1p", accuracy)
-    return log1p_p.bind(x)
-
-
-def expm1(x, *, accuracy=None):
-    if accuracy is not None:
-        _check_accuracy("expm1", accuracy)
-    return expm1_p.bind(x)
-
-
-def sqrt(x, *, accuracy=None):
-    if accuracy is not None:
-        _check_accuracy("sqrt", accuracy)
-    return sqrt_p.bind(x)
-
-
-def rsqrt(x, *, accuracy=None):
-    if accuracy is not None:
-        _check_accuracy("rsqrt", accuracy)
-    return rsqrt_p.bind(x)
-
-
-def cbrt(x, *, accuracy=None):
-    if accuracy is not None:
-        _check_accuracy("cbrt", accuracy)
-    return cbrt_p.bind(x)
-
-
-def sin(x, *, accuracy=None):
-    if accuracy is not None:
-        _check_accuracy("sin", accuracy)
-    return sin_p.bind(x)
-
-
-def cos(x, *, accuracy=None):
-    if accuracy is not None:
-        _check_accuracy("cos", accuracy)
-    return cos_p.bind(x)
-
-
-def tan(x, *, accuracy=None):
-    if accuracy is not None:
-        _check_accuracy("tan", accuracy)
-    return tan_p.bind(x)
-
-
-def asin(x):
-    return asin_p.bind(x)
-
-
-def acos(x):
-    return acos_p.bind(x)
-
-
-def atan(x):
-    return atan_p.bind(x)
-
-
-def sinh(x):
-    return sinh_p.bind(x)
-
-
-def cosh(x):
-    return cosh_p.bind(x)
-
-
-def tanh(x, *, accuracy=None):
-    if accuracy is not None:
-        _check_accuracy("tanh", accuracy)
-    return tanh_p.bind(x)
-
-
-def asinh(x):
-    return asinh_p.bind(x)
-
-
-def acosh(x):
-    return acosh_p.bind(x)
-
-
-def atanh(x):
-    return atanh_p.bind(x)
-
-
-def logistic(x, *, accuracy=None):
-    if accuracy is not None:
-        _check_accuracy("logistic", accuracy)
-    return logistic_p.bind(x)
-
-
-def erf(x):
-    return erf_p.bind(x)
-
-
-def erfc(x):
-    return erfc_p.bind(x)
-
-
-def erf_inv(x):
-    return erf_inv_p.bind(x)
-
-
-def lgamma(x):
-    return lgamma_p.bind(x)
-
-
-def digamma(x):
-    return digamma_p.bind(x)
 
 
 def bitwise_not(x):
@@ -466,10 +225,6 @@ def _rem_host(x, y):
     return np.where(y == 0, x, np.fmod(x, _safe_divisor(x, y)))
 
 
-def _pow_host(x, y):
-    return np.power(x, y.astype(x.dtype) if y.dtype != x.dtype else y)
-
-
 def _shift_count(y, bits):
     return np.clip(y, 0, bits - 1).astype(y.dtype), (y < 0) | (y >= bits)
 
@@ -526,18 +281,6 @@ max_p = elementwise("max", ANY, np.maximum)
 min_p = elementwise("min", ANY, np.minimum)
 
 
-def _atan2_host(x, y):
-    if x.dtype.kind != "c":
-        return np.arctan2(x, y)
-    # NumPy has no complex arctan2: XLA's definition, -i log((y + i x) / sqrt(y^2 + x^2)).
-    dtype = x.dtype
-    x, y = x.astype(np.complex128), y.astype(np.complex128)  # then rounded once
-    return np.asarray(-1j * np.log((y + 1j * x) / np.sqrt(y * y + x * x))).astype(dtype)
-
-
-atan2_p = elementwise("atan2", INEXACT, _atan2_host)
-
-
 def _nextafter_host(x, y):
     if x.dtype != dtypes.bfloat16:  # NumPy steps float16/32/64 in their own precision
         return [np.asarray(np.nextafter(x, y))]
@@ -563,27 +306,6 @@ xor_p = elementwise("xor", INT_OR_BOOL, np.bitwise_xor)
 shift_left_p = elementwise("shift_left", INT, _shift_left)
 shift_right_logical_p = elementwise("shift_right_logical", INT, _shift_right_logical)
 shift_right_arithmetic_p = elementwise("shift_right_arithmetic", INT, _shift_right_arithmetic)
-eq_p = elementwise("eq", ANY, np.equal, out_dtype=_bool)
-ne_p = elementwise("ne", ANY, np.not_equal, out_dtype=_bool)
-_ORDERED = (FLOAT, INT[0], INT[1], BOOL)
-lt_p = elementwise("lt", _ORDERED, np.less, out_dtype=_bool)
-le_p = elementwise("le", _ORDERED, np.less_equal, out_dtype=_bool)
-gt_p = elementwise("gt", _ORDERED, np.greater, out_dtype=_bool)
-ge_p = elementwise("ge", _ORDERED, np.greater_equal, out_dtype=_bool)
-
-
-def _pow_abstract_eval(x, y):
-    check_dtype("pow", x.dtype, INEXACT)
-    if y.dtype != x.dtype and not dtypes.is_int(y.dtype):
-        raise TypeError(
-            f"pow: the exponent must have the base's dtype ({x.dtype}) or an "
-            f"integer dtype, got {y.dtype}"
-        )
-    shape = broadcast_elementwise_shapes("pow", (x, y))
-    return [ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)]
-
-
-pow_p = standard_primitive("pow", _pow_abstract_eval, lambda x, y: [np.asarray(_pow_host(x, y))])
 
 
 def add(x, y):
@@ -609,20 +331,12 @@ def rem(x, y):
     return rem_p.bind(x, y)
 
 
-def pow(x, y):  # noqa: A001  (lax's name)
-    return pow_p.bind(x, y)
-
-
 def max(x, y):  # noqa: A001  (lax's name)
     return max_p.bind(x, y)
 
 
 def min(x, y):  # noqa: A001  (lax's name)
     return min_p.bind(x, y)
-
-
-def atan2(x, y):
-    return atan2_p.bind(x, y)
 
 
 def nextafter(x1, x2):
@@ -653,30 +367,6 @@ def shift_right_arithmetic(x, y):
     return shift_right_arithmetic_p.bind(x, y)
 
 
-def eq(x, y):
-    return eq_p.bind(x, y)
-
-
-def ne(x, y):
-    return ne_p.bind(x, y)
-
-
-def lt(x, y):
-    return lt_p.bind(x, y)
-
-
-def le(x, y):
-    return le_p.bind(x, y)
-
-
-def gt(x, y):
-    return gt_p.bind(x, y)
-
-
-def ge(x, y):
-    return ge_p.bind(x, y)
-
-
 # --------------------------------------------------------------------------- integer_pow
 
 
@@ -704,64 +394,7 @@ def integer_pow(x, y):
     return integer_pow_p.bind(x, y=int(y))
 
 
-# --------------------------------------------------------------------------- select_n, clamp
-
-
-def _select_n_abstract_eval(which, *cases):
-    if not cases:
-        raise ValueError("select_n needs at least one case")
-    if which.dtype != dtypes.bool_ and not dtypes.is_int(which.dtype):
-        raise TypeError(f"select_n: `which` must be boolean or integer, got {which.dtype}")
-    if which.dtype == dtypes.bool_ and len(cases) > 2:
-        raise TypeError(
-            f"select_n: a boolean `which` selects between at most 2 cases, got {len(cases)}"
-        )
-    first = cases[0]
-    for c in cases[1:]:
-        if c.shape != first.shape or c.dtype != first.dtype:
-            raise TypeError(
-                f"select_n: cases must have the same shape and dtype, got "
-                f"{', '.join(a.str_short() for a in cases)}"
-            )
-    if which.shape and which.shape != first.shape:
-        raise TypeError(
-            f"select_n: `which` must be scalar or have the cases' shape "
-            f"{first.shape}, got {which.shape}"
-        )
-    return [ShapedArray(first.shape, first.dtype, all(c.weak_type for c in cases))]
-
-
-def _select_n_host(which, *cases):
-    if which.dtype == np.bool_:
-        return [np.where(which, cases[-1], cases[0])]
-    return [np.choose(which, cases, mode="clip")]
-
-
-select_n_p = standard_primitive("select_n", _select_n_abstract_eval, _select_n_host)
-
-
-def select_n(which, *cases):
-    """``cases[which]`` elementwise; ``which`` is bool (at most 2 cases) or an integer."""
-    if cases and isinstance(cases[0], ArrayNode):
-        return _select_elements(which, cases)
-    return select_n_p.bind(which, *cases)
-
-
-def select(pred, on_true, on_false):
-    """``on_true`` where ``pred`` else ``on_false``."""
-    return select_n(pred, on_false, on_true)
-
-
-def _select_elements(which, cases):
-    # Arrays whose elements are words of engine data (typed PRNG keys: ``_data`` holds each
-    # key's words in a trailing axis) select whole elements, as JAX's select_n on extended
-    # dtypes: ``which`` is broadcast over the words.
-    datas = [c._data for c in cases]
-    shape = get_aval(datas[0]).shape
-    rank = get_aval(which).ndim
-    if rank:
-        which = batching.batch_ops["broadcast_in_dim"](which, shape, tuple(range(rank)))
-    return cases[0]._with_data(select_n_p.bind(which, *datas))
+# --------------------------------------------------------------------------- clamp
 
 
 def _clamp_abstract_eval(lo, x, hi):
@@ -897,8 +530,8 @@ def bitcast_convert_type(operand, new_dtype):
 
 
 # --------------------------------------------------------------------------- more of lax
-# clz, mulhi, square, complex, reduce_precision, the total-order comparisons (JAX's sort
-# comparator uses them), copy and stage; reciprocal and dtype are plain functions.
+# clz, mulhi, square, complex, reduce_precision, copy and stage (the total-order comparisons
+# are in comparisons.py); reciprocal and dtype are plain functions.
 
 
 def _clz_host(x):
@@ -936,39 +569,10 @@ def _complex_host(x, y):
     return out
 
 
-def _total_order_key(x):
-    """Integers ordered as XLA's TOTALORDER orders floats: -NaN < -inf < ... < -0 < +0 < ...
-    < inf < NaN. The bits of a negative float have their magnitude bits flipped."""
-    if x.dtype.kind != "f" and x.dtype.name != "bfloat16":
-        return x
-    bits = x.view(f"i{x.dtype.itemsize}")
-    magnitude = np.array(np.iinfo(bits.dtype).max, bits.dtype)
-    return bits ^ ((bits >> np.array(8 * x.dtype.itemsize - 1, bits.dtype)) & magnitude)
-
-
-def _eq_to_host(x, y):
-    if dtypes.is_complex(x.dtype):
-        return _eq_to_host(np.real(x), np.real(y)) & _eq_to_host(np.imag(x), np.imag(y))
-    return _total_order_key(x) == _total_order_key(y)
-
-
 clz_p = elementwise("clz", INT, _clz_host)
 mulhi_p = elementwise("mulhi", INT, _mulhi_host)
 square_p = elementwise("square", NUMBER, _square_host)
 complex_p = elementwise("complex", (_F32_F64,), _complex_host, out_dtype=_complex_dtype)
-eq_to_p = standard_primitive(
-    "eq_to", elementwise_abstract_eval("eq_to", ANY, _bool), lambda x, y: [_eq_to_host(x, y)]
-)
-le_to_p = standard_primitive(
-    "le_to",
-    elementwise_abstract_eval("le_to", _ORDERED, _bool),
-    lambda x, y: [_total_order_key(x) <= _total_order_key(y)],
-)
-lt_to_p = standard_primitive(
-    "lt_to",
-    elementwise_abstract_eval("lt_to", _ORDERED, _bool),
-    lambda x, y: [_total_order_key(x) < _total_order_key(y)],
-)
 
 
 def clz(x):
@@ -1128,15 +732,6 @@ def _const(x, value):
     return np.array(value, get_aval(x).dtype)
 
 
-def _square(x):
-    return mul(x, x)
-
-
-def _zeros(x, shape):
-    """Zeros of ``x``'s dtype and the given shape."""
-    return ad.instantiate(ad.Zero(ShapedArray(shape, get_aval(x).dtype)))
-
-
 def _broadcast_to(t, shape):
     """A tangent of a rank-0 operand, broadcast to the output's shape."""
     return t if get_aval(t).shape == shape else add(t, _zeros(t, shape))
@@ -1163,24 +758,6 @@ def _replace_zero(x):
     return select(eq(x, _const(x, 0)), add(_zeros(x, get_aval(x).shape), _const(x, 1)), x)
 
 
-def _pow_jvp_lhs(t, ans, x, y):
-    dtype, shape = get_aval(x).dtype, get_aval(ans).shape
-    if dtypes.is_int(get_aval(y).dtype):
-        yf = convert_element_type(y, dtype)
-        jac = select(
-            eq(yf, _const(yf, 0)),
-            _zeros(x, shape),
-            mul(_replace_zero(yf), pow(x, sub(yf, _const(yf, 1)))),
-        )
-    else:
-        jac = mul(y, pow(x, sub(y, _const(y, 1))))
-    return mul(t, jac)
-
-
-def _pow_jvp_rhs(t, ans, x, y):
-    return mul(t, mul(log(_replace_zero(x)), ans))
-
-
 def _integer_pow_jvp(t, x, *, y):
     if y == 0:
         return ad.Zero(get_aval(t))
@@ -1196,16 +773,6 @@ def _balanced_eq(x, z, y):
     dtype = get_aval(z).dtype
     hit, tie = convert_element_type(eq(x, z), dtype), convert_element_type(eq(y, z), dtype)
     return div(hit, add(tie, _const(z, 1)))
-
-
-def _select_n_jvp(primals, tangents):
-    which, *cases = primals
-    out = select_n(which, *cases)
-    case_tangents = tangents[1:]
-    if all(type(t) is ad.Zero for t in case_tangents):
-        return [out], [ad.Zero(ad.tangent_aval(get_aval(out)))]
-    case_tangents = [ad.instantiate(t) for t in case_tangents]
-    return [out], [select_n(which, *case_tangents)]
 
 
 def _pass_where(pred, t, x):
@@ -1277,7 +844,6 @@ for _prim in (
     floor_p,
     ceil_p,
     round_p,
-    is_finite_p,
     not_p,
     population_count_p,
     nextafter_p,
@@ -1287,50 +853,17 @@ for _prim in (
     shift_left_p,
     shift_right_logical_p,
     shift_right_arithmetic_p,
-    eq_p,
-    ne_p,
-    lt_p,
-    le_p,
-    gt_p,
-    ge_p,
     bitcast_convert_type_p,
 ):
     ad.defjvp_zero(_prim)
 ad.defjvp_with_ans(abs_p, _abs_jvp)
-ad.defjvp_with_ans(exp_p, lambda t, ans, x: mul(t, ans))
-ad.defjvp_with_ans(exp2_p, lambda t, ans, x: mul(_const(x, np.log(2)), mul(t, ans)))
-ad.defjvp(log_p, div)  # t / x
-ad.defjvp(log1p_p, lambda t, x: div(t, add(x, _const(x, 1))))
-ad.defjvp_with_ans(expm1_p, lambda t, ans, x: mul(t, add(ans, _const(ans, 1))))
-ad.defjvp_with_ans(sqrt_p, lambda t, ans, x: mul(t, div(_const(x, 0.5), ans)))
-ad.defjvp_with_ans(rsqrt_p, lambda t, ans, x: mul(t, mul(_const(x, -0.5), div(ans, x))))
-ad.defjvp_with_ans(cbrt_p, lambda t, ans, x: mul(t, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
-ad.defjvp(sin_p, lambda t, x: mul(t, cos(x)))
-ad.defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
-ad.defjvp_with_ans(tan_p, lambda t, ans, x: mul(t, add(_const(x, 1), _square(ans))))
-ad.defjvp(asin_p, lambda t, x: mul(t, rsqrt(sub(_const(x, 1), _square(x)))))
-ad.defjvp(acos_p, lambda t, x: mul(t, neg(rsqrt(sub(_const(x, 1), _square(x))))))
-ad.defjvp(atan_p, lambda t, x: div(t, add(_const(x, 1), _square(x))))
-ad.defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
-ad.defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
-ad.defjvp_with_ans(tanh_p, lambda t, ans, x: mul(add(t, mul(t, ans)), sub(_const(x, 1), ans)))
-ad.defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(_square(x), _const(x, 1)))))
-ad.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(sub(_square(x), _const(x, 1)))))
-ad.defjvp(
-    atanh_p, lambda t, x: mul(integer_pow(add(_const(x, 1), x), -1), div(t, sub(_const(x, 1), x)))
-)
-ad.defjvp_with_ans(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_const(ans, 1), ans))))
-ad.defjvp(erf_p, lambda t, x: mul(_const(x, 2 / np.sqrt(np.pi)), mul(t, exp(neg(_square(x))))))
-ad.defjvp(erfc_p, lambda t, x: mul(_const(x, -2 / np.sqrt(np.pi)), mul(t, exp(neg(_square(x))))))
-ad.defjvp_with_ans(
-    erf_inv_p, lambda t, ans, x: mul(_const(x, np.sqrt(np.pi) / 2), mul(t, exp(_square(ans))))
-)
-ad.defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
-# digamma's JVP, polygamma(1, x), is registered in special.py, where polygamma lives.
+
+
 ad.jvp_rules[mul_p] = _mul_jvp
 ad.defjvp(div_p, lambda t, x, y: div(t, y), lambda t, x, y: mul(mul(neg(t), x), integer_pow(y, -2)))
 ad.defjvp(rem_p, lambda t, x, y: _broadcast_to(t, _out_shape(x, y)), _rem_jvp_rhs)
-ad.defjvp_with_ans(pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
+
+
 ad.defjvp(integer_pow_p, _integer_pow_jvp)
 for _prim in (max_p, min_p):
     ad.defjvp_with_ans(
@@ -1338,12 +871,8 @@ for _prim in (max_p, min_p):
         lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
         lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)),
     )
-ad.defjvp(
-    atan2_p,
-    lambda t, x, y: mul(t, div(y, add(_square(x), _square(y)))),
-    lambda t, x, y: mul(t, div(neg(x), add(_square(x), _square(y)))),
-)
-ad.jvp_rules[select_n_p] = _select_n_jvp
+
+
 ad.defjvp(
     clamp_p,
     lambda t, lo, x, hi: _pass_where(bitwise_and(gt(lo, x), lt(lo, hi)), t, x),
@@ -1351,12 +880,14 @@ ad.defjvp(
     lambda t, lo, x, hi: _pass_where(lt(hi, x), t, x),
 )
 ad.jvp_rules[convert_element_type_p] = _convert_element_type_jvp
-for _prim in (clz_p, mulhi_p, eq_to_p, le_to_p, lt_to_p):
+for _prim in (
+    clz_p,
+    mulhi_p,
+):
     ad.defjvp_zero(_prim)
 ad.defjvp(square_p, lambda t, x: mul(t, mul(_const(x, 2), x)))
 for _prim in (complex_p, reduce_precision_p, copy_p, stage_p):
     ad.defjvp_linear(_prim)
-
 
 # --------------------------------------------------------------------------- transpose rules
 
@@ -1446,24 +977,6 @@ def _convert_element_type_transpose(ct, x, *, new_dtype, weak_type):
     return convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)
 
 
-def _select_n_transpose(ct, which, *cases):
-    if transpose.is_undefined(which):
-        raise ValueError(
-            "select_n is not linear in `which`, so it cannot be transposed with respect to it"
-        )
-    if type(ct) is ad.Zero:
-        return [None] + [ad.Zero(c.aval) if transpose.is_undefined(c) else None for c in cases]
-    zeros = _zeros(ct, get_aval(ct).shape)
-    # select_n again, not a comparison per case: the cotangent of each case is ct exactly
-    # where the forward select_n took that case, whatever it does with `which` out of range.
-    return [None] + [
-        select_n(which, *[ct if j == i else zeros for j in range(len(cases))])
-        if transpose.is_undefined(c)
-        else None
-        for i, c in enumerate(cases)
-    ]
-
-
 transpose.transpose_rules[add_p] = _add_transpose
 transpose.transpose_rules[sub_p] = _sub_transpose
 transpose.transpose_rules[neg_p] = _neg_transpose
@@ -1475,7 +988,8 @@ transpose.deftranspose(real_p, lambda ct, x: convert_element_type(ct, x.aval.dty
 transpose.deftranspose(imag_p, _imag_transpose)
 transpose.deftranspose(conj_p, _conj_transpose)
 transpose.deftranspose(convert_element_type_p, _convert_element_type_transpose)
-transpose.transpose_rules[select_n_p] = _select_n_transpose
+
+
 # complex(x, y) = x + 1j * y: x gets the real part of ct, y minus its imaginary part.
 transpose.deftranspose(
     complex_p,
@@ -1488,7 +1002,6 @@ transpose.deftranspose(
 transpose.deftranspose(copy_p, lambda ct, x: copy_p.bind(ct))
 transpose.deftranspose(stage_p, lambda ct, x: ct)
 
-
 # --------------------------------------------------------------------------- batching rules
 
 # Unary ops act on each element wherever the batch dimension sits; n-ary ops broadcast their
@@ -1499,34 +1012,7 @@ for _prim in (
     floor_p,
     ceil_p,
     round_p,
-    is_finite_p,
     abs_p,
-    exp_p,
-    exp2_p,
-    log_p,
-    log1p_p,
-    expm1_p,
-    sqrt_p,
-    rsqrt_p,
-    cbrt_p,
-    sin_p,
-    cos_p,
-    tan_p,
-    asin_p,
-    acos_p,
-    atan_p,
-    sinh_p,
-    cosh_p,
-    tanh_p,
-    asinh_p,
-    acosh_p,
-    atanh_p,
-    logistic_p,
-    erf_p,
-    erfc_p,
-    erf_inv_p,
-    lgamma_p,
-    digamma_p,
     not_p,
     population_count_p,
     real_p,
@@ -1547,10 +1033,8 @@ for _prim in (
     mul_p,
     div_p,
     rem_p,
-    pow_p,
     max_p,
     min_p,
-    atan2_p,
     nextafter_p,
     and_p,
     or_p,
@@ -1558,55 +1042,10 @@ for _prim in (
     shift_left_p,
     shift_right_logical_p,
     shift_right_arithmetic_p,
-    eq_p,
-    ne_p,
-    lt_p,
-    le_p,
-    gt_p,
-    ge_p,
     mulhi_p,
     complex_p,
-    eq_to_p,
-    le_to_p,
-    lt_to_p,
 ):
     batching.defbroadcasting(_prim)
-
-
-def _full_shape_operands(axis, args, dims, scalar_ok):
-    """Operands for ``select_n`` and ``clamp``, which take one shape, that of operand 1 (the
-    first case; clamp's ``x``), except those in ``scalar_ok`` (the predicate; the bounds),
-    which may also be rank 0. There is no size-1 broadcasting as in ``add``: every operand
-    is batched at one dimension ``bdim`` at the full shape, except unmapped rank-0 ones in
-    ``scalar_ok``, which broadcast as they are. Returns ``(operands, bdim)``."""
-    ranks = [get_aval(x).ndim - (d is not not_mapped) for x, d in zip(args, dims, strict=True)]
-    rank = ranks[1]
-    # The batch dimension of a mapped full-shape operand, so that it need not move.
-    bdim = next(
-        (d for d, r in zip(dims, ranks, strict=True) if d is not not_mapped and r == rank), 0
-    )
-    full = get_aval(args[1]).shape
-    if dims[1] is not not_mapped:
-        full = full[: dims[1]] + full[dims[1] + 1 :]
-    batched_shape = full[:bdim] + (axis.size,) + full[bdim:]
-    out = []
-    for i, (x, d, r) in enumerate(zip(args, dims, ranks, strict=True)):
-        if d is not_mapped and r == 0 and i in scalar_ok:
-            out.append(x)
-        elif d is not_mapped:
-            out.append(batching.broadcast_batch(x, axis.size, bdim))
-        elif r == rank:
-            out.append(batching.moveaxis(x, d, bdim))
-        elif r == 0 and i in scalar_ok:  # a mapped scalar: one value per example
-            out.append(batching.batch_ops["broadcast_in_dim"](x, batched_shape, (bdim,)))
-        else:
-            out.append(x)  # a wrong rank: the abstract eval says so
-    return out, bdim
-
-
-def _select_n_batch(axis, args, dims):
-    args, bdim = _full_shape_operands(axis, args, dims, scalar_ok=(0,))
-    return [select_n_p.bind(*args)], [bdim]
 
 
 def _clamp_batch(axis, args, dims):
@@ -1627,10 +1066,8 @@ def _bitcast_convert_type_batch(axis, args, dims, *, new_dtype):
     return [bitcast_convert_type_p.bind(x, new_dtype=new_dtype)], [d]
 
 
-batching.batch_rules[select_n_p] = _select_n_batch
 batching.batch_rules[clamp_p] = _clamp_batch
 batching.batch_rules[bitcast_convert_type_p] = _bitcast_convert_type_batch
-
 
 # --------------------------------------------------------------------------- add_any
 

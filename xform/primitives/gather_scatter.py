@@ -21,7 +21,8 @@ from xform.core import ShapedArray, get_aval
 from xform.interpret import ad, batching, transpose
 from xform.primitives import elementwise
 from xform.primitives.base import ANY, NUMBER, check_dtype, standard_primitive
-from xform.primitives.elementwise import add, div, eq, mul, select, sub
+from xform.primitives.comparisons import eq, select
+from xform.primitives.elementwise import add, div, mul, sub
 from xform.primitives.structural import (
     broadcast_in_dim,
     full,

@@ -12,7 +12,8 @@ from xform import dtypes
 from xform.core import ShapedArray, Tracer, get_aval
 from xform.interpret import ad, batching, transpose
 from xform.primitives.base import canonicalize_axis, standard_primitive
-from xform.primitives.elementwise import add, lt, select_n
+from xform.primitives.comparisons import lt, select_n
+from xform.primitives.elementwise import add
 from xform.primitives.gather_scatter import (
     GatherDimensionNumbers,
     GatherScatterMode,

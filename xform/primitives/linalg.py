@@ -14,19 +14,9 @@ from xform import dtypes
 from xform.core import ShapedArray, get_aval
 from xform.interpret import ad, batching, transpose
 from xform.primitives.base import COMPLEX, FLOAT, INEXACT, check_dtype, standard_primitive
+from xform.primitives.comparisons import eq, ge, select
 from xform.primitives.dot import Precision, dot_general
-from xform.primitives.elementwise import (
-    add,
-    conj,
-    convert_element_type,
-    div,
-    eq,
-    ge,
-    mul,
-    neg,
-    select,
-    sub,
-)
+from xform.primitives.elementwise import add, conj, convert_element_type, div, mul, neg, sub
 from xform.primitives.gather_scatter import ScatterDimensionNumbers, scatter
 from xform.primitives.indexing import (
     dynamic_slice_in_dim,

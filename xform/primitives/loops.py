@@ -9,11 +9,8 @@ from xform.core import (
     Tracer,
     get_aval,
 )
-from xform.primitives.elementwise import (
-    add,
-    convert_folding_constants,
-    lt,
-)
+from xform.primitives.comparisons import lt
+from xform.primitives.elementwise import add, convert_folding_constants
 from xform.primitives.scan import scan
 from xform.primitives.while_loop import while_loop
 

@@ -18,6 +18,7 @@ from xform.core import ShapedArray, get_aval
 from xform.interpret import ad
 from xform.interpret import transpose as transposition
 from xform.primitives.base import FLOAT, check_dtype, standard_primitive
+from xform.primitives.comparisons import eq, ge, gt, lt, select
 from xform.primitives.dot import Precision, dot_general
 from xform.primitives.elementwise import abs as abs_
 from xform.primitives.elementwise import (
@@ -26,16 +27,10 @@ from xform.primitives.elementwise import (
     conj,
     convert_element_type,
     div,
-    eq,
-    ge,
-    gt,
     imag,
-    lt,
     mul,
     neg,
     real,
-    select,
-    sqrt,
     sub,
 )
 from xform.primitives.indexing import (
@@ -69,6 +64,7 @@ from xform.primitives.structural import (
     expand_dims,
     pad,
 )
+from xform.primitives.transcendental import sqrt
 
 __all__ = [
     "householder_product",

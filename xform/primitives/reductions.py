@@ -29,6 +29,7 @@ from xform.primitives.base import (
     check_dtype,
     standard_primitive,
 )
+from xform.primitives.comparisons import eq, ne, select_n
 from xform.primitives.elementwise import abs as abs_
 from xform.primitives.elementwise import (
     add,
@@ -38,13 +39,8 @@ from xform.primitives.elementwise import (
     convert_element_type,
     convert_element_type_p,
     div,
-    eq,
-    exp,
-    log1p,
     mul,
-    ne,
     neg,
-    select_n,
     sub,
 )
 from xform.primitives.elementwise import max as max_
@@ -59,6 +55,7 @@ from xform.primitives.structural import (
     rev,
     squeeze,
 )
+from xform.primitives.transcendental import exp, log1p
 
 __all__ = [
     "reduce_sum",

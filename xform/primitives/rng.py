@@ -19,10 +19,12 @@ from xform import core, dtypes
 from xform.core import ShapedArray, get_aval
 from xform.interpret import ad, batching
 from xform.primitives.base import as_shape, standard_primitive, user_dtype
-from xform.primitives.elementwise import div, eq, exp, mul, select
+from xform.primitives.comparisons import eq, select
+from xform.primitives.elementwise import div, mul
 from xform.primitives.indexing import dynamic_update_index_in_dim, index_in_dim
 from xform.primitives.special import random_gamma_grad
 from xform.primitives.structural import full_like
+from xform.primitives.transcendental import exp
 
 __all__ = ["RandomAlgorithm", "rng_bit_generator", "rng_uniform"]  # random_gamma_p: lax has it
 

@@ -26,6 +26,7 @@ from xform.core import get_aval
 from xform.errors import MissingRuleError
 from xform.interpret import ad, batching
 from xform.primitives.base import FLOAT, elementwise
+from xform.primitives.comparisons import eq, ge, gt, le, lt, ne, select
 from xform.primitives.elementwise import (
     abs,  # noqa: A004  (lax's name)
     add,
@@ -33,29 +34,16 @@ from xform.primitives.elementwise import (
     bitwise_not,
     bitwise_or,
     convert_element_type,
-    digamma,
-    digamma_p,
     div,
-    eq,
-    exp,
-    ge,
-    gt,
-    le,
-    lgamma,
-    log,
-    log1p,
-    lt,
     mul,
-    ne,
     neg,
     rem,
-    select,
     sign,
-    sqrt,
     sub,
 )
 from xform.primitives.reductions import reduce_or
 from xform.primitives.structural import broadcast_in_dim, full_like
+from xform.primitives.transcendental import digamma, digamma_p, exp, lgamma, log, log1p, sqrt
 from xform.primitives.while_loop import while_loop
 
 __all__ = [

@@ -25,7 +25,8 @@ from xform.primitives.base import (
     standard_primitive,
     user_dtype,
 )
-from xform.primitives.elementwise import convert_folding_constants, select, stage, sub
+from xform.primitives.comparisons import select
+from xform.primitives.elementwise import convert_folding_constants, stage, sub
 from xform.primitives.sharding import bind_laid_out, out_sharding_param, typed
 
 __all__ = [

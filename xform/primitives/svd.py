@@ -15,6 +15,7 @@ from xform import dtypes
 from xform.core import ShapedArray, get_aval
 from xform.interpret import ad
 from xform.primitives.base import FLOAT, check_dtype, standard_primitive
+from xform.primitives.comparisons import eq, gt, lt, select
 from xform.primitives.elementwise import abs as abs_
 from xform.primitives.elementwise import (
     add,
@@ -22,14 +23,8 @@ from xform.primitives.elementwise import (
     bitwise_not,
     convert_element_type,
     div,
-    eq,
-    gt,
-    lt,
     mul,
     real,
-    rsqrt,
-    select,
-    sqrt,
     sub,
 )
 from xform.primitives.indexing import (
@@ -64,6 +59,7 @@ from xform.primitives.structural import (
     pad,
     reshape,
 )
+from xform.primitives.transcendental import rsqrt, sqrt
 from xform.primitives.while_loop import while_loop
 
 __all__ = [

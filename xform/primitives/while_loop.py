@@ -34,11 +34,11 @@ from xform.interpret import ad, batching, dce, partial_eval, transpose
 from xform.interpret.batching import not_mapped
 from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.base import standard_primitive
+from xform.primitives.comparisons import select_n
 from xform.primitives.elementwise import (
     convert_element_type,
     convert_element_type_p,
     convert_folding_constants,
-    select_n,
 )
 from xform.primitives.reductions import reduce_or
 from xform.primitives.structural import (

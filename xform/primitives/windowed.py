@@ -34,8 +34,8 @@ from xform.core import ShapedArray, eval_jaxpr, get_aval
 from xform.interpret import ad, batching, transpose
 from xform.interpret.staging import trace_to_jaxpr
 from xform.primitives.base import NUMBER, accepted_dtypes, standard_primitive
+from xform.primitives.comparisons import ge_p, le_p
 from xform.primitives.convolution import padtype_to_pads
-from xform.primitives.elementwise import ge_p, le_p
 from xform.primitives.indexing import slice as slice_
 from xform.primitives.reductions import (
     flatten_operands_and_inits,

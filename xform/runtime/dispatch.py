@@ -24,6 +24,7 @@ from xform.interpret import dce
 from xform.interpret.staging import memoized_with_params, out_avals_of
 from xform.primitives import (
     autodiff,
+    comparisons,
     compiler,
     elementwise,
     gather_scatter,
@@ -110,7 +111,7 @@ _BIT_MOVES = frozenset(
     [
         elementwise.neg_p,
         elementwise.copy_p,
-        elementwise.select_n_p,
+        comparisons.select_n_p,
         elementwise.real_p,
         elementwise.imag_p,
         elementwise.conj_p,

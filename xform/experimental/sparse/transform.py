@@ -30,6 +30,7 @@ from xform.experimental.sparse._base import JAXSparse
 from xform.experimental.sparse.bcoo import BCOO
 from xform.primitives import (
     call,
+    comparisons,
     cond,
     dot,
     elementwise,
@@ -37,6 +38,7 @@ from xform.primitives import (
     reductions,
     scan,
     structural,
+    transcendental,
     while_loop,
 )
 from xform.tree_util import tree_flatten, tree_structure, tree_unflatten
@@ -317,34 +319,34 @@ for _p in (
     sparse_rules[_p] = _zero_preserving(_p, linear=True)
 for _p in (
     elementwise.abs_p,
-    elementwise.asin_p,
-    elementwise.asinh_p,
-    elementwise.atan_p,
-    elementwise.atanh_p,
-    elementwise.expm1_p,
-    elementwise.log1p_p,
+    transcendental.asin_p,
+    transcendental.asinh_p,
+    transcendental.atan_p,
+    transcendental.atanh_p,
+    transcendental.expm1_p,
+    transcendental.log1p_p,
     elementwise.sign_p,
-    elementwise.sin_p,
-    elementwise.sinh_p,
-    elementwise.sqrt_p,
+    transcendental.sin_p,
+    transcendental.sinh_p,
+    transcendental.sqrt_p,
     elementwise.square_p,
-    elementwise.tan_p,
-    elementwise.tanh_p,
+    transcendental.tan_p,
+    transcendental.tanh_p,
 ):
     sparse_rules[_p] = _zero_preserving(_p, linear=False)
 for _p in (
-    elementwise.acos_p,
-    elementwise.acosh_p,
-    elementwise.cos_p,
-    elementwise.cosh_p,
-    elementwise.eq_p,
-    elementwise.exp_p,
-    elementwise.ge_p,
-    elementwise.gt_p,
-    elementwise.le_p,
-    elementwise.lt_p,
-    elementwise.log_p,
-    elementwise.ne_p,
+    transcendental.acos_p,
+    transcendental.acosh_p,
+    transcendental.cos_p,
+    transcendental.cosh_p,
+    comparisons.eq_p,
+    transcendental.exp_p,
+    comparisons.ge_p,
+    comparisons.gt_p,
+    comparisons.le_p,
+    comparisons.lt_p,
+    transcendental.log_p,
+    comparisons.ne_p,
 ):
     sparse_rules[_p] = _dense_rule(_p)
 
