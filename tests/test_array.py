@@ -43,6 +43,10 @@ def test_protocols():
     assert (x.shape, x.ndim, x.size, x.dtype, x.nbytes) == ((2, 3), 2, 6, np.float32, 24)
     assert len(x) == 2 and [r.shape for r in x] == [(3,), (3,)]
     np.testing.assert_array_equal(list(x)[1], host[1])
+    # The elements of a 1-D array are 0-d arrays, which NumPy takes as arrays (matplotlib's
+    # fill_between asks np.array(..., copy=None) of them)
+    first = list(xform.vmap(lambda a: a * 2)(np.arange(3.0, dtype=np.float32)))[0]
+    assert np.array(first, copy=None).shape == () and float(first) == 0.0
     with pytest.raises(ValueError, match="ambiguous"):
         bool(x)
     with pytest.raises(TypeError, match="only scalar arrays"):

@@ -4,6 +4,7 @@ import pytest
 
 from lowering.mlir import lowering_rules
 from xform import core, lax
+from xform import random as _random  # noqa: F401  (registers random_gamma's lowering)
 from xform.interpret import ad, batching
 from xform.primitives.call import jit_p
 from xform.primitives.pmap import pmap_p

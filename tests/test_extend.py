@@ -655,20 +655,20 @@ def _cube_host(x):
     return [x * x * x]
 
 
-cube_p = core.standard_primitive("cube_ext", lambda x: [x], _cube_host)
-mlir.register_lowering(cube_p, lambda ctx, x: [hlo.multiply(hlo.multiply(x, x), x)])
-ad.defjvp_with_ans(cube_p, lambda t, ans, x: scale_p.bind(t, scale_p.bind(x, x) * 3.0))
+host_cube_p = core.standard_primitive("host_cube_ext", lambda x: [x], _cube_host)
+mlir.register_lowering(host_cube_p, lambda ctx, x: [hlo.multiply(hlo.multiply(x, x), x)])
+ad.defjvp_with_ans(host_cube_p, lambda t, ans, x: scale_p.bind(t, scale_p.bind(x, x) * 3.0))
 
 
 def test_a_primitive_made_as_the_builtins_make_theirs():
-    assert core.host_impls[cube_p] is _cube_host
-    assert core.abstract_eval_rules[cube_p](core.ShapedArray((4,), np.float32)) == [
+    assert core.host_impls[host_cube_p] is _cube_host
+    assert core.abstract_eval_rules[host_cube_p](core.ShapedArray((4,), np.float32)) == [
         core.ShapedArray((4,), np.float32)
     ]
     _host_calls.clear()
     x = np.float32([1.0, 2.0, -1.5, 0.5])
-    assert_same(cube_p.bind(jnp.asarray(x)), x**3, rtol=1e-6)  # eager: the host impl ran
+    assert_same(host_cube_p.bind(jnp.asarray(x)), x**3, rtol=1e-6)  # eager: the host impl ran
     assert _host_calls == [(4,)]
-    assert_same(xform.jit(cube_p.bind)(x), x**3, rtol=1e-6)  # compiled: its lowering
+    assert_same(xform.jit(host_cube_p.bind)(x), x**3, rtol=1e-6)  # compiled: its lowering
     assert _host_calls == [(4,)]
-    assert_same(xform.grad(lambda v: cube_p.bind(v).sum())(x), 3 * x**2, rtol=1e-6)
+    assert_same(xform.grad(lambda v: host_cube_p.bind(v).sum())(x), 3 * x**2, rtol=1e-6)

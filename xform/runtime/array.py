@@ -245,9 +245,12 @@ class Array(metaclass=_ArrayMeta):
             raise TypeError("iteration over a 0-d array")
         host = self._host_value()
         aval = ShapedArray(self.aval.shape[1:], self.aval.dtype, self.aval.weak_type)
+        # host[i, ...]: a 0-d array where host[i] would be a NumPy scalar, which __array__
+        # must not return (np.array(x, copy=None) refuses it)
+        rows = (host[i, ...] for i in range(len(host)))
         if self._subnormal:
-            return (mark_subnormals(Array(aval, row)) for row in host)
-        return (Array(aval, row) for row in host)
+            return (mark_subnormals(Array(aval, row)) for row in rows)
+        return (Array(aval, row) for row in rows)
 
     def __copy__(self):
         return self
