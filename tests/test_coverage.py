@@ -27,6 +27,7 @@ NO_HOST_IMPL = {
     "lgamma": "no NumPy kernel; XLA's is the reference JAX users get",
     "digamma": "no NumPy kernel; XLA's is the reference JAX users get",
     "fft": "XLA's FFT kernel, compiled for the one equation: eager equals jit bit for bit",
+    "random_gamma": "its rejection sampler compiled for the one equation, as under jit",
     "jit": "runs its compiled jaxpr: that is the point of jit",
     "custom_jvp_call": "evaluates its jaxpr eagerly (core.eager_rules)",
     "custom_vjp_call": "evaluates its jaxpr eagerly (core.eager_rules)",
