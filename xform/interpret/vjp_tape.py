@@ -79,7 +79,8 @@ class VJPTracer(Tracer):
 class VJPTrace(core.Trace):
     """Computes on values now; ``records`` what the backward pass needs, in order:
     ``(linearized, slots, nodes, out_nodes)`` for an operation of a linearized signature
-    (``slots``: its known program's values, the residuals among them),
+    (``slots``: its known program's values, the residuals among them; ``out_nodes``: the
+    output's node itself where there is one output),
     ``(None, tape)`` for linear operations a JVP rule recorded where it stood, ``(None,
     None, closed jaxpr, in_nodes, out_nodes)`` for a linear program it staged."""
 
@@ -107,15 +108,23 @@ class VJPTrace(core.Trace):
                 nodes.append(None)
         if not tracked:
             return self.parent.process_primitive(prim, values, params)
-        # The signature, spelled out for the common cases: every operand differentiated (its
-        # aval is its tangent's, its node's), no params.
-        if params or None in nodes or len(nodes) > 2:
+        # The signature, spelled out for the common cases: one or two operands, every one
+        # differentiated (its aval is its tangent's, its node's), plain params or none.
+        n = len(nodes)
+        if n > 2 or (params and prim not in memoized_with_params):
             key = _signature(prim, values, nodes, params)
-        elif len(nodes) == 1:
-            key = (prim, nodes[0].aval)
+        elif n == 1:
+            key = (prim, nodes[0].aval, *params.items()) if params else (prim, nodes[0].aval)
+        elif nodes[0] is None or nodes[1] is None:
+            key = _signature(prim, values, nodes, params)
+        elif params:
+            key = (prim, nodes[0].aval, nodes[1].aval, *params.items())
         else:
             key = (prim, nodes[0].aval, nodes[1].aval)
-        lin = _signatures.get(key, _MISSING) if key is not None else None
+        try:
+            lin = _signatures.get(key, _MISSING) if key is not None else None
+        except TypeError:  # an unhashable value inside a tuple param
+            lin = None
         if lin is _MISSING:
             lin = _linearize_signature(prim, key, values, nodes, params)
         if lin is None:
@@ -123,9 +132,11 @@ class VJPTrace(core.Trace):
         # The known program: the primal outputs and the residuals, on slots after the values.
         apply = self.parent.process_primitive
         if lin.eqns is None:  # the known program is the primitive on the operands
-            env = values + apply(prim, values, params)
+            env = values  # (the list is this call's own: extended in place)
+            env += apply(prim, values, params)
         else:
-            env = values + lin.consts
+            env = values
+            env += lin.consts
             for p, ins, prm in lin.eqns:
                 if len(ins) == 1:  # (no list comprehension, a function call each, per eqn)
                     env += apply(p, [env[ins[0]]], prm)
@@ -139,7 +150,7 @@ class VJPTrace(core.Trace):
                 return [out]
             node = Var(spec) if type(spec) is not int else nodes[spec]
             if lin.backward:
-                self.records.append((lin, env, nodes, (node,)))
+                self.records.append((lin, env, nodes, node))
             return [VJPTracer(self, out, node)]
         return self._outputs(lin, env, nodes)
 
@@ -270,13 +281,14 @@ class Linearized:
 
     def transpose(self, env, slots, nodes, out_nodes):
         """Pull the cotangents in ``env`` (node -> cotangent; updated in place) of
-        ``out_nodes`` back to ``nodes``, the operation's operands, through the records, with
-        the residuals read from ``slots``: ``tape.transpose_tape`` on the records with the
-        tangent inputs read as ``nodes``, so the sums come in the same order."""
+        ``out_nodes`` (a node for one output) back to ``nodes``, the operands, through the
+        records, with the residuals read from ``slots``: ``tape.transpose_tape`` on the
+        records with the tangent inputs read as ``nodes``, so the sums come in the same
+        order."""
         out_vars = self.out_vars
         if len(out_vars) == 1:  # most primitives
             v = out_vars[0]
-            if v is None or (ct := env.pop(out_nodes[0], None)) is None:
+            if v is None or (ct := env.pop(out_nodes, None)) is None:
                 return
             # The cotangents of the records' own variables; none for a direct one, whose
             # only record goes from the operands' tangents to the output's.
@@ -328,7 +340,7 @@ _PLAIN = frozenset((tuple, int, bool, str, float, type(None)))
 def _signature(prim, values, nodes, params):
     """The key of an operation in ``_signatures``: ``prim``, then per operand its aval if it
     is differentiated, else ``_KNOWN`` and its aval, then the params; None where it has no
-    key (params that are not plain values, or not hashable)."""
+    key (params that are not plain values)."""
     key = [prim]
     for x, node in zip(values, nodes, strict=True):
         if node is not None:
@@ -343,10 +355,6 @@ def _signature(prim, values, nodes, params):
                 if type(v) not in _PLAIN and not isinstance(v, np.dtype):
                     return None
         key.extend(params.items())
-        try:
-            hash(tuple(key))
-        except TypeError:  # an unhashable value inside a tuple param
-            return None
     return tuple(key)
 
 
