@@ -403,3 +403,17 @@ def test_several_results_and_passed_through_tangents(recorded):
         return jnp.sum(((keys + 1.0) ** 1 - 0.5) * vals) + jnp.sum(keys)
 
     assert_same(got, jax.grad(f_jax, argnums=(0, 1))(x, y), rtol=1e-6)
+
+
+def test_large_constants_are_not_kept_in_the_cache(monkeypatch):
+    # A signature whose JVP rule makes a constant above the limit (tanh's 1, here with a
+    # zero limit) is linearized where it stands rather than cached with the constant.
+    monkeypatch.setattr(vjp_tape, "_MAX_CONST_BYTES", 0)
+    vjp_tape._signatures.clear()
+    try:
+        x = np.linspace(-1, 1, 5, dtype=np.float32)
+        _check_bit_equal(xform.grad(lambda v: xnp.sum(xnp.tanh(v) * v)), x)
+        by_name = {key[0].name: lin for key, lin in vjp_tape._signatures.items()}
+        assert by_name["tanh"] is None and by_name["mul"] is not None
+    finally:
+        vjp_tape._signatures.clear()  # (the next tests cache tanh again)

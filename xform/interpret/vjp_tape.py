@@ -5,25 +5,21 @@ and the ``node`` (a ``Var``) that stands for its tangent. ``VJPTrace.process_pri
 computes each operation on the values right away and records it; ``backward`` walks the
 records in reverse, accumulating cotangents per node.
 
-There is one derivative per primitive, its JVP rule (``ad.jvp_rules``); reverse mode is that
-rule linearized and transposed by the transpose rules (``transpose.transpose_rules``), as
-``linearize`` + ``transpose`` do, and nothing registers a VJP of its own. To keep the tape
-fast, a primitive is linearized once per signature (the primitive, its operands' avals,
-which operands are differentiated, its params; all by value, never by ``id()``): its JVP
-rule runs once on abstract operands, the primal side staged into a *known* program (operand
-values -> primal outputs and residuals) and the tangent side recorded on a
-``tape.TapeTrace`` as linear records over those residuals, a ``Linearized``. Each operation
-of that signature then runs the known program on its values and records the ``Linearized``
-with the values it computed; ``backward`` transposes its records with the transpose rules.
-These are the operations the JVP rule makes when it runs eagerly, on the same values, and
-the cotangents are summed in the same order, so every cotangent is the one ``linearize`` +
-``transpose`` computes, bit for bit, at about the cost of a hand-written VJP.
+One derivative per primitive: a pullback is the primitive's JVP rule (``ad.jvp_rules``)
+linearized and transposed by its transpose rules, as ``linearize`` + ``transpose`` do; no VJP
+is registered by hand. For speed a primitive is linearized once per signature (primitive,
+operand avals, which operands are differentiated, params; by value, never by ``id()``): its
+JVP rule runs on abstract operands, the primal side staged into a *known* program (values ->
+primal outputs and residuals), the tangent side recorded on a ``tape.TapeTrace`` as linear
+records over the residuals: a ``Linearized``. An operation of that signature runs the known
+program on its values and records the ``Linearized`` with them; ``backward`` transposes its
+records. These are the operations the JVP rule makes eagerly, on the same values, summed in
+the same order: every cotangent is the one ``linearize`` + ``transpose`` computes, bit for bit.
 
-A signature whose rule cannot run on abstract operands (it reads a value), whose params are
-not plain values (jaxprs, functions) or whose linear side is not a plain tape (``jit``,
-control flow, custom rules) is linearized where it stands, every time: its JVP rule runs on a
-``TapeTrace`` whose tangent inputs are the operands' nodes, and the linear operations it
-records join this tape (or, when the tape had to stage a jaxpr, the jaxpr does).
+A signature whose rule reads a value, whose params are not plain (jaxprs, functions) or
+whose linear side is staged (``jit``, control flow, custom rules) is linearized where it
+stands, every time: its JVP rule runs on a ``TapeTrace`` whose tangent inputs are the
+operands' nodes, and the linear records it makes (or the jaxpr it stages) join this tape.
 """
 
 import numpy as np
@@ -334,6 +330,7 @@ class Linearized:
 _signatures = {}
 _MISSING = object()
 _KNOWN = object()  # marks an operand that is not differentiated, in a signature
+_MAX_CONST_BYTES = 4096  # a signature whose rule makes larger constants is not cached
 _PLAIN = frozenset((tuple, int, bool, str, float, type(None)))
 
 
@@ -384,12 +381,9 @@ def _linearize_signature(prim, key, values, nodes, params):
 
 
 def _split_rule(rule, primals, avals, nodes, params, split):
-    """Run the JVP ``rule`` on staged ``primals``, its tangent side on a tape, and return
-    the primal outputs followed by the residuals (the staged values the tape reads). The
-    tape, with each residual as ``(None, index)``, and the tangent inputs and outputs go to
-    ``split``."""
-    # The primal side is staged by the enclosing trace; the tangent side is recorded on the
-    # tape, the parent's tracers as its known operands.
+    """Run the JVP ``rule`` on staged ``primals`` with its tangent side on a tape (the staged
+    values as its known operands); the primal outputs, then the residuals (the staged values
+    the tape reads). The tape, each residual as ``(None, index)``, goes to ``split``."""
     tape = TapeTrace(core.trace_state.trace, "linearizing")
     tangents = [
         ad.Zero(ad.tangent_aval(a)) if n is None else tape.new_arg(ad.tangent_aval(a))
@@ -437,6 +431,9 @@ def _compile(prim, params, closed, split, n_in):
         if type(x) is Literal:
             slots[x] = n_in + len(consts)  # (a Literal hashes by identity)
             consts.append(x.val)
+    operands = [x for _, ops, _, _ in split["records"] for x in ops if type(x) is not Var]
+    if any(getattr(c, "nbytes", 0) > _MAX_CONST_BYTES for c in [*consts, *operands]):
+        raise _NotTaped  # a large constant the rule made: not kept alive in the cache
     n_slots = n_in + len(consts)
     for eqn in jaxpr.eqns:
         for v in eqn.outvars:
@@ -458,14 +455,12 @@ def _compile(prim, params, closed, split, n_in):
     lin.backward = [
         _compile_record(record, residual_slots, tangent_in) for record in reversed(split["records"])
     ]
-    # One record from the operands' tangents to the output's: no cotangents of its own.
-    first = lin.backward[0] if len(lin.backward) == 1 else None
+    # One record from the operands' tangents to the one output's: no cotangents of its own.
+    record = lin.backward[0] if len(lin.backward) == 1 and lin.out is not None else None
     lin.direct = (
-        first is not None
-        and len(out_vars) == 1
-        and first[0] is not None
-        and first[0] is lin.out_vars[0]
-        and all(position is not None for _, _, position in first[-1])
+        record is not None
+        and record[0] is lin.out_vars[0] is not None
+        and all(position is not None for _, _, position in record[-1])
     )
     return lin
 
