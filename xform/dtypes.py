@@ -364,10 +364,12 @@ def check_int_range(x, dtype, what):
 # ``TypePromotionError`` (a subclass of JAX's, a ``ValueError``, so that ``except`` clauses
 # written for JAX catch it) are read from JAX when first asked for.
 def __getattr__(name):
+    if name not in ("extended", "prng_key", "TypePromotionError"):  # (__path__, ...: no JAX)
+        raise AttributeError(f"module 'xform.dtypes' has no attribute '{name}'")
     jax_dtypes = importlib.import_module("jax.dtypes")
     if name in ("extended", "prng_key"):
         value = getattr(jax_dtypes, name)
-    elif name == "TypePromotionError":
+    else:
         value = type(
             name,
             (jax_dtypes.TypePromotionError,),
@@ -377,8 +379,6 @@ def __getattr__(name):
                 "__module__": __name__,
             },
         )
-    else:
-        raise AttributeError(f"module 'xform.dtypes' has no attribute '{name}'")
     globals()[name] = value
     return value
 

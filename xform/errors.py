@@ -85,16 +85,16 @@ _WITH_JAX_BASE = {
 
 
 def __getattr__(name):
+    if name != "JaxRuntimeError" and name not in _WITH_JAX_BASE:  # (__path__, ...: no JAX)
+        raise AttributeError(f"module 'xform.errors' has no attribute '{name}'")
     jax_errors = importlib.import_module("jax.errors")
     if name == "JaxRuntimeError":
         cls = jax_errors.JaxRuntimeError
-    elif name in _WITH_JAX_BASE:
+    else:
         base, doc = _WITH_JAX_BASE[name]
         bases = (globals()[base] if base in globals() else __getattr__(base),)
         cls = type(name, (*bases, getattr(jax_errors, name)), {"__doc__": doc})
         cls.__module__ = __name__
-    else:
-        raise AttributeError(f"module 'xform.errors' has no attribute '{name}'")
     globals()[name] = cls
     return cls
 

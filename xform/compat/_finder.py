@@ -19,7 +19,7 @@ import sys
 import types
 
 import xform
-from xform import config
+from xform import config, dtypes, errors
 from xform.compat import _config, _jax_core, _jax_src, _standins, _types, _version
 
 # ``jax.<name>`` -> the module that stands for it, where that is not ``xform.<name>``.
@@ -257,6 +257,15 @@ def install():
     """
     if _State.finder is not None:
         return
+    # What xform loads lazily loads now, while ``jax`` is still real JAX: xform's modules
+    # import JAX's (xform/tree.py reads jax.tree), and xform.errors and xform.dtypes make
+    # their JAX-based classes from jax.errors and jax.dtypes, names that compat mode gives
+    # to xform's own modules once installed.
+    for name in dir(xform):
+        getattr(xform, name)
+    for module in (errors, dtypes):
+        for name in dir(module):
+            getattr(module, name)
     for name in [n for n in sys.modules if n == "jax" or n.startswith("jax.")]:
         _State.real_modules[name] = sys.modules.pop(name)
     _standins.real_modules.update(_State.real_modules)  # what JAX's modules define

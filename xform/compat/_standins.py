@@ -16,6 +16,7 @@ definitions and imports of its source file.
 """
 
 import ast
+import importlib
 import importlib.util
 import os
 import sys
@@ -36,7 +37,13 @@ _RUNTIME = (
 real_modules = {}
 _names_of = {}  # jax module name -> the names JAX defines in it
 _stand_ins = {}  # jax name -> its stand-in (one object per name: ``is`` works on them)
-_INTERNAL = (os.path.dirname(os.path.abspath(__file__)), "<frozen importlib")
+# Compat mode's own code and the import machinery (importlib.import_module's frames too: the
+# module that called it asked for the import).
+_INTERNAL = (
+    os.path.dirname(os.path.abspath(__file__)),
+    "<frozen importlib",
+    os.path.dirname(importlib.__file__) + os.sep,
+)
 
 
 def _where(depth):
