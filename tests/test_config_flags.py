@@ -226,6 +226,22 @@ def test_log_compiles_and_explain_cache_misses(caplog):
     assert not caplog.records
 
 
+def test_retracing_is_silent_by_default_as_in_jax():
+    # JAX explains retraces only under jax_explain_cache_misses; a fourth shape under
+    # -W error is no error (a fresh process: the suite's conftest sets the flag itself).
+    code = (
+        "import numpy as np, xform\n"
+        "f = xform.jit(lambda x: x + 1)\n"
+        "[f(np.ones(n, np.float32)) for n in (1, 2, 3, 4)]\n"
+        "print(xform.config.read('xform_warn_recompiles'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
 def test_recompile_warning_names_the_argument():
     def affine(x, params, *, scale):
         return x * params["w"] * scale

@@ -143,7 +143,20 @@ _WHERE = {
 }
 
 
+# The modules below the libraries (the engine's layers: ARCHITECTURE.md). Reading one of
+# them loads nothing more: they are what the rest is built from.
+_ENGINE = {
+    "core", "jaxpr_printer", "dtypes", "config", "errors", "version", "pytree", "meshes",
+    "interpret", "primitives", "runtime", "api", "custom_derivatives", "ad_checkpoint",
+}  # fmt: skip
+
+
 def __getattr__(name):
+    if name not in _ENGINE and not name.startswith("_"):
+        # An array's operators (``x + 1``, ``x[i]``, ``x.sum()``) are jax.numpy's functions,
+        # which xform.numpy sets on the array and tracer classes, as JAX's does: every name
+        # a program reads here brings them (a jitted lambda adds 1 to a tracer).
+        importlib.import_module("xform.numpy")
     where = _WHERE.get(name)
     if where is not None:
         value = getattr(importlib.import_module(where[0]), where[1])

@@ -315,7 +315,7 @@ _FLAGS = {
         _Flag(
             "xform_warn_recompiles",
             "bool",
-            True,
+            False,  # off as JAX, which explains retraces only under jax_explain_cache_misses
             help="warn when one jitted function traces a third time, naming what changed",
         ),
     ]
