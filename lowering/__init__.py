@@ -10,6 +10,7 @@ from lowering import (  # noqa: F401  (each module registers its family's loweri
     compiler,
     cond,
     contractions,
+    custom_batching,
     eigen,
     elementwise,
     fft,

@@ -391,6 +391,7 @@ _SUBMODULES = (
     "errors",
     "flatten_util",
     "custom_derivatives",
+    "custom_batching",
     "ad_checkpoint",
     "export",
     "debug",

@@ -31,7 +31,10 @@ LAYERS = [
     ("primitives", ["xform.primitives"]),
     ("lowering", ["lowering"]),
     ("runtime", ["xform.runtime"]),
-    ("api", ["xform.api", "xform.custom_derivatives", "xform.ad_checkpoint"]),
+    (
+        "api",
+        ["xform.api", "xform.custom_derivatives", "xform.custom_batching", "xform.ad_checkpoint"],
+    ),
     ("libraries", ["xform"]),
     ("the package's face", ["xform.__init__", "xform.__main__", "xform.run", "xform.compat"]),
 ]

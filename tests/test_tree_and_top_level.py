@@ -517,7 +517,6 @@ _TOP_LEVEL_EXEMPT = {
     "interpreters": "JAX's interpreter modules; xform's are xform.interpret (their public rule "
     "tables: xform.extend), and compat mode maps jax.interpreters.ad/batching/mlir to those",
     "lib": "jaxlib's bindings: xform reaches them through lowering/",
-    "custom_batching": "custom_vmap is not implemented yet",
     "ffi": "foreign-function calls (jax.ffi.ffi_call) are not implemented yet",
     "make_user_context": "JAX's user contexts of the jit cache are not implemented yet",
     "memory": "memory kinds: xform arrays live in device memory only",

@@ -176,6 +176,7 @@ def __dir__():
 _SUBMODULES = [
     "ad_checkpoint",
     "config",
+    "custom_batching",
     "custom_derivatives",
     "debug",
     "distributed",

@@ -25,6 +25,7 @@ from jax.tree_util import (  # noqa: F401
     tree_structure,
     tree_unflatten,
     treedef_is_leaf,
+    treedef_tuple,
 )
 
 
