@@ -149,3 +149,14 @@ def test_import_xform_loads_only_what_a_program_uses():
         "('xform.scipy', 'xform.export', 'xform.compat', 'xform.sharding')))"
     )
     assert loaded.strip().splitlines()[-1] == "[]"
+
+
+def test_each_way_in_gives_arrays_their_operators():
+    # The operators are xform.numpy's functions: the package's names and xform.lax bring them
+    # (as JAX's jax and jax.lax load jax.numpy), whichever a program starts from.
+    for start in ("import xform; lax = xform.lax", "import xform.lax as lax",
+                  "from xform import lax"):  # fmt: skip
+        out = _run(
+            f"{start}\nprint(lax.fori_loop(0, 3, lambda i, c: c.astype('float32') + 1, 0.0))"
+        )
+        assert out.strip() == "3.0", start

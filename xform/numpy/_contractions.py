@@ -7,8 +7,9 @@ import operator
 
 import opt_einsum
 
-from xform import dtypes, lax
+from xform import dtypes
 from xform.api.sharding import auto_axes
+from xform.lax import _names as lax
 from xform.numpy._promote import (
     _ARRAY_TYPES,
     _canonical_dtype,

@@ -5,8 +5,9 @@ import operator
 
 import numpy as np
 
-from xform import core, dtypes, errors, lax
+from xform import core, dtypes, errors
 from xform.core import ShapedArray, Tracer
+from xform.lax import _names as lax
 from xform.numpy._promote import (
     _canonical_dtype,
     _dtype_and_weak,

@@ -9,8 +9,9 @@ import operator
 
 import numpy as np
 
-from xform import dtypes, lax
+from xform import dtypes
 from xform.core import Tracer
+from xform.lax import _names as lax
 from xform.numpy._creation import arange, linspace, ones
 from xform.numpy._promote import (
     _canonical_dtype,

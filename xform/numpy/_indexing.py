@@ -19,9 +19,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from xform import core, dtypes, errors, lax
+from xform import core, dtypes, errors
 from xform.core import Tracer, get_aval
 from xform.errors import NonConcreteBooleanIndexError
+from xform.lax import _names as lax
 from xform.numpy._promote import asarray
 from xform.numpy._ufuncs import power
 from xform.primitives.elementwise import convert_folding_constants

@@ -12,9 +12,10 @@ import operator
 
 import numpy as np
 
-from xform import dtypes, lax
+from xform import dtypes
 from xform.api.batching import vmap
 from xform.core import Tracer
+from xform.lax import _names as lax
 from xform.numpy import _reductions, _ufuncs
 from xform.numpy._creation import arange, empty_like, full, linspace, ones, zeros_like
 from xform.numpy._indexing import (

@@ -10,9 +10,10 @@ import operator
 
 import numpy as np
 
-from xform import dtypes, lax
+from xform import dtypes
 from xform.custom_derivatives import custom_jvp
 from xform.errors import ConcretizationTypeError
+from xform.lax import _names as lax
 from xform.numpy._contractions import matmul
 from xform.numpy._creation import arange, linspace
 from xform.numpy._promote import (

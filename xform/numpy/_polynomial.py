@@ -9,7 +9,8 @@ import operator
 
 import numpy as np
 
-from xform import dtypes, lax
+from xform import dtypes
+from xform.lax import _names as lax
 from xform.numpy import linalg
 from xform.numpy._contractions import dot, outer
 from xform.numpy._creation import arange

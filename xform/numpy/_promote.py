@@ -13,9 +13,10 @@ import warnings
 import numpy as np
 
 from lowering import runtime
-from xform import config, core, dtypes, lax
+from xform import config, core, dtypes
 from xform.core import ShapedArray, Tracer
 from xform.errors import IncompatibleShapesError
+from xform.lax import _names as lax
 from xform.primitives.base import user_dtype
 from xform.primitives.elementwise import convert_element_type_p, copy_p
 from xform.runtime.array import Array, from_host, mark_subnormals

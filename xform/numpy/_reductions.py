@@ -10,7 +10,8 @@ import math
 
 import numpy as np
 
-from xform import config, core, dtypes, lax
+from xform import config, core, dtypes
+from xform.lax import _names as lax
 from xform.numpy import _ufuncs
 from xform.numpy._promote import (
     _canonical_dtype,

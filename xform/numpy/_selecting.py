@@ -11,8 +11,9 @@ import operator
 
 import numpy as np
 
-from xform import dtypes, lax
+from xform import dtypes
 from xform.core import Tracer
+from xform.lax import _names as lax
 from xform.numpy._contractions import diagonal
 from xform.numpy._creation import arange, eye, zeros
 from xform.numpy._index_tricks import diag_indices, indices

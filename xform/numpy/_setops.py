@@ -13,8 +13,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from xform import dtypes, lax
+from xform import dtypes
 from xform.core import Tracer
+from xform.lax import _names as lax
 from xform.numpy._creation import arange, full, full_like, ones, zeros
 from xform.numpy._indexing import IndexUpdateHelper, getitem
 from xform.numpy._promote import asarray, aval_of, check_arraylike, convert, promote_dtypes

@@ -7,9 +7,10 @@ import operator
 
 import numpy as np
 
-from xform import core, dtypes, lax
+from xform import core, dtypes
 from xform.core import Tracer
 from xform.errors import IncompatibleShapesError
+from xform.lax import _names as lax
 from xform.numpy._indexing import IndexUpdateHelper, getitem
 from xform.numpy._promote import (
     _canonical_dtype,

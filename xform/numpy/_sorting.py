@@ -4,7 +4,8 @@ a comparison count or a co-sort, in NumPy's total order: NaNs last)."""
 
 import numpy as np
 
-from xform import dtypes, lax
+from xform import dtypes
+from xform.lax import _names as lax
 from xform.numpy._indexing import IndexUpdateHelper, getitem
 from xform.numpy._promote import (
     _canonical_dtype,

@@ -13,8 +13,9 @@ import operator
 
 import numpy as np
 
-from xform import dtypes, lax
+from xform import dtypes
 from xform.errors import ConcretizationTypeError
+from xform.lax import _names as lax
 from xform.numpy._contractions import diagonal, dot
 from xform.numpy._creation import linspace
 from xform.numpy._keys import KeyArrayBase

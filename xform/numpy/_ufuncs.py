@@ -10,11 +10,12 @@ import operator
 
 import numpy as np
 
-from xform import dtypes, lax
+from xform import dtypes
 from xform.api.batching import vmap
 from xform.api.jit import eval_shape
 from xform.core import Primitive, ShapedArray, Tracer, eval_trace, trace_state
 from xform.custom_derivatives import custom_jvp
+from xform.lax import _names as lax
 from xform.numpy._promote import (
     ACCEPTED_DTYPES,
     asarray,

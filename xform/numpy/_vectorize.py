@@ -9,8 +9,8 @@ broadcasting; a dimension of size 1 in every argument is put back on the result.
 import functools
 import re
 
-from xform import lax
 from xform.api.batching import vmap
+from xform.lax import _names as lax
 from xform.numpy._promote import asarray, aval_of, broadcast_shapes
 
 __all__ = ["vectorize"]

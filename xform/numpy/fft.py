@@ -13,8 +13,9 @@ import operator
 
 import numpy as np
 
-from xform import dtypes, lax
-from xform.lax import FftType
+from xform import dtypes
+from xform.lax import _names as lax
+from xform.lax._names import FftType
 from xform.numpy._creation import arange
 from xform.numpy._manipulation import roll
 from xform.numpy._promote import array, asarray, aval_of, check_arraylike, convert

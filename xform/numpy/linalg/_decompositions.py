@@ -8,8 +8,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from xform import dtypes, lax
+from xform import dtypes
 from xform.custom_derivatives import custom_jvp
+from xform.lax import _names as lax
 from xform.lax import linalg as lax_linalg
 from xform.numpy import _contractions, _reductions, _shape, _ufuncs
 from xform.numpy._creation import eye, ones, zeros_like

@@ -7,8 +7,9 @@ import builtins
 
 import numpy as np
 
-from xform import dtypes, lax
+from xform import dtypes
 from xform.custom_derivatives import custom_jvp
+from xform.lax import _names as lax
 from xform.numpy import _reductions, _shape, _ufuncs
 from xform.numpy._creation import empty, zeros
 from xform.numpy._promote import (

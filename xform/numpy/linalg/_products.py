@@ -5,7 +5,7 @@
 import math
 import operator
 
-from xform import lax
+from xform.lax import _names as lax
 from xform.numpy import _contractions, _shape, _ufuncs
 from xform.numpy._creation import eye
 from xform.numpy._promote import (
