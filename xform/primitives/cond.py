@@ -31,7 +31,8 @@ from xform.core import (
 )
 from xform.interpret import ad, batching, dce, partial_eval, transpose
 from xform.interpret.staging import convert_constvars, trace_to_jaxpr
-from xform.primitives.comparisons import ne, select_n
+from xform.primitives.autodiff import stop_gradient
+from xform.primitives.comparisons import eq, ne, select_n
 from xform.primitives.elementwise import clamp, convert_element_type, convert_element_type_p
 from xform.primitives.structural import broadcast_in_dim
 
@@ -637,6 +638,25 @@ def _batch_branches(branches, axis, dims):
     return new_branches, consts, want
 
 
+def _mask_operands(index, i, size, operands, op_dims):
+    """The operands branch ``i`` sees when every branch runs on the whole batch: the
+    examples that take another branch get ``stop_gradient`` of their value, so a branch
+    that is not taken (``sqrt`` at 0, say) sends no NaN back through reverse mode."""
+    taken = eq(index, np.int32(i))
+    ops, dims = [], []
+    for x, d in zip(operands, op_dims, strict=True):
+        if ad.aval_of(x).dtype.kind not in "fc":
+            ops.append(x)
+            dims.append(d)
+            continue
+        x = batching.batch_at_front(x, d, size)
+        shape = ad.aval_of(x).shape
+        which = taken if len(shape) == 1 else broadcast_in_dim(taken, shape, (0,))
+        ops.append(select_n(which, stop_gradient(x), x))
+        dims.append(0)
+    return ops, tuple(dims)
+
+
 def _cond_batch(axis, args, dims, *, branches):
     index, index_dim = args[0], dims[0]
     operands, op_dims = args[1:], tuple(dims[1:])
@@ -653,9 +673,10 @@ def _cond_batch(axis, args, dims, *, branches):
     index = batching.moveaxis(index, index_dim, 0)
     index = clamp(np.int32(0), index, np.int32(len(branches) - 1))
     results = []
-    for b in branches:
+    for i, b in enumerate(branches):
+        ops, dims = _mask_operands(index, i, axis.size, operands, op_dims)
         vals, out_dims = batching.batch_flat(
-            lambda *xs, b=b: eval_jaxpr(b.jaxpr, b.consts, *xs), axis, operands, op_dims
+            lambda *xs, b=b: eval_jaxpr(b.jaxpr, b.consts, *xs), axis, ops, dims
         )
         vals = _restore_weak_types(vals, branches[0].out_avals)
         results.append(
