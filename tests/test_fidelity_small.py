@@ -5,7 +5,6 @@ key arrays and the other PRNG implementations, and a handful of library edge cas
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import xform
 import xform.numpy as xnp

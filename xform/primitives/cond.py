@@ -649,10 +649,10 @@ def _mask_operands(index, i, size, operands, op_dims):
             ops.append(x)
             dims.append(d)
             continue
-        x = batching.batch_at_front(x, d, size)
-        shape = ad.aval_of(x).shape
+        full = batching.batch_at_front(x, d, size)
+        shape = ad.aval_of(full).shape
         which = taken if len(shape) == 1 else broadcast_in_dim(taken, shape, (0,))
-        ops.append(select_n(which, stop_gradient(x), x))
+        ops.append(select_n(which, stop_gradient(full), full))
         dims.append(0)
     return ops, tuple(dims)
 
