@@ -281,14 +281,13 @@ class SpmdExecutable:
 
     def call(self, arrays):
         global _in_flight
-        if _in_flight is not None and self.one_at_a_time:
+        previous, _in_flight = _in_flight, None
+        if previous is not None and self.one_at_a_time:
             # XLA's CPU collectives can deadlock (every device thread waiting at a rendezvous
             # some replica never reaches, then the process is aborted) when the next replicated
             # program is queued while the last one still runs: seen here with jax.pmap too, on
             # 8 host devices over 2 cores. One replicated program at a time on CPU avoids it.
-            for out in _in_flight:
-                if not out.is_deleted():
-                    out.block_until_ready()
+            _wait_for(previous)
         outs = self.loaded.execute_sharded(arrays).consume_with_handlers(self.handlers)
         _in_flight = outs
         collect_garbage()
@@ -296,6 +295,18 @@ class SpmdExecutable:
 
 
 _in_flight = None  # the results of the last replicated program, while it may still run
+
+
+def _wait_for(outs):
+    """Wait until a replicated program's results are computed. Its error (a host callback
+    raised) is its own caller's, raised from those results; this program must not take it up,
+    or every later replicated program would fail with it."""
+    for out in outs:
+        try:
+            if not out.is_deleted():
+                out.block_until_ready()
+        except Exception:  # noqa: BLE001, S110 (see the docstring)
+            pass
 
 
 def compile_spmd(module, devices, outs, xla_options=()):

@@ -535,3 +535,37 @@ except ImportError as e:
     print("strategies-need-hypothesis" if "hypothesis" in str(e) else e)
 """
     assert _run_python(code) == ["strategies-need-hypothesis"]
+
+
+# --------------------------------------------------------------------------- recovery
+
+
+def _raises_on_shard_2(x):
+    if float(x) == 2.0:
+        raise ValueError("callback failed on purpose")
+    return x
+
+
+_CALLBACKS = {
+    "pure_callback": lambda x: xform.pure_callback(
+        _raises_on_shard_2, xform.ShapeDtypeStruct((), np.float32), x
+    ),
+    "io_callback": lambda x: xform.experimental.io_callback(
+        _raises_on_shard_2, xform.ShapeDtypeStruct((), np.float32), x
+    ),
+    "debug_callback": lambda x: (xform.debug.callback(_raises_on_shard_2, x), x + 1)[1],
+}
+
+
+@pytest.mark.parametrize("kind", list(_CALLBACKS))
+def test_a_callback_raising_in_one_pmap_shard_leaves_later_pmaps_working(kind):
+    # The failed program's results carry its error; a later replicated program waits on them
+    # (one at a time on CPU) and must not take that error up as its own, as JAX does not.
+    mapped = xform.pmap(_CALLBACKS[kind])
+    with pytest.raises(Exception, match="callback failed on purpose"):
+        np.asarray(mapped(np.arange(4.0, dtype=np.float32)))
+    total = xform.pmap(lambda x: xform.lax.psum(x, "i"), axis_name="i")
+    np.testing.assert_array_equal(np.asarray(total(np.arange(4.0, dtype=np.float32))), [6.0] * 4)
+    again = np.asarray(mapped(np.zeros(4, np.float32)))
+    np.testing.assert_array_equal(again, np.full(4, 1.0 if kind == "debug_callback" else 0.0))
+    np.testing.assert_array_equal(np.asarray(total(np.ones(4, np.float32))), [4.0] * 4)
