@@ -12,11 +12,13 @@ import warnings
 
 import jax
 import jax.errors
+import jax.extend.core
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import xform
+import xform.extend.core
 import xform.numpy as xnp
 from tests.harness import assert_same
 from xform import errors
@@ -569,3 +571,15 @@ def test_a_callback_raising_in_one_pmap_shard_leaves_later_pmaps_working(kind):
     again = np.asarray(mapped(np.zeros(4, np.float32)))
     np.testing.assert_array_equal(again, np.full(4, 1.0 if kind == "debug_callback" else 0.0))
     np.testing.assert_array_equal(np.asarray(total(np.ones(4, np.float32))), [4.0] * 4)
+
+
+def test_an_impl_less_primitive_called_eagerly_raises_jax_not_implemented_error():
+    # A user's primitive with only an abstract eval: fine under make_jaxpr, refused when run.
+    for lib, primitive in ((XF, xform.extend.core.Primitive), (JX, jax.extend.core.Primitive)):
+        shape_only_p = primitive(f"shape_only_{lib.name}")
+        shape_only_p.def_abstract_eval(lambda x: x)
+        for arg in (1.0, lib.np.ones(3)):
+            with pytest.raises(NotImplementedError) as info:
+                shape_only_p.bind(arg)
+            assert type(info.value) is NotImplementedError
+            assert str(info.value) == f"Evaluation rule for 'shape_only_{lib.name}' not implemented"

@@ -578,6 +578,8 @@ def device_apply(prim, args, params):
     except TypeError:  # unhashable params: compile without caching
         compiled, key = None, None
     if compiled is None:
+        if prim not in mlir.lowering_rules:  # nothing runs it: JAX's error for an impl-less one
+            raise NotImplementedError(f"Evaluation rule for '{prim.name}' not implemented")
         invars = [Var(a) for a in avals]
         out_avals = core.abstract_eval(prim, *avals, **params)
         outvars = [Var(a) for a in out_avals]
