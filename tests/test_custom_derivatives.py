@@ -152,7 +152,7 @@ def test_bad_rules():
         return x
 
     wrong_tangent.defjvp(lambda p, t: (p[0], (t[0], t[0])))
-    with pytest.raises(TypeError, match="tangent output of its custom_jvp rule"):
+    with pytest.raises(TypeError, match=r"equal container \(pytree\) structures"):
         xform.grad(wrong_tangent)(X)
 
 

@@ -583,3 +583,46 @@ def test_an_impl_less_primitive_called_eagerly_raises_jax_not_implemented_error(
                 shape_only_p.bind(arg)
             assert type(info.value) is NotImplementedError
             assert str(info.value) == f"Evaluation rule for 'shape_only_{lib.name}' not implemented"
+
+
+# --------------------------------------------------------------------------- custom_jvp rules
+
+
+def _bad_jvp_rule(kind, lib):
+    """A custom_jvp function whose rule returns something wrong of the given kind."""
+
+    def two(x):
+        return x * 2, x
+
+    def bad_rule(primals, tangents):
+        (x,), (t,) = primals, tangents
+        if kind == "shape":
+            return x * 2, lib.np.ones(3, np.float32)
+        if kind == "dtype":
+            return x * 2, t.astype(np.float16)
+        if kind == "two_outputs":
+            return (x * 2, x), (t, lib.np.ones(2, np.float32))
+        if kind == "structure":
+            return x * 2, (t, t)
+        return None  # kind == "not_a_pair"
+
+    fun = lib.custom_jvp(two if kind == "two_outputs" else lambda x: x * 2)
+    fun.defjvp(bad_rule)
+    return fun
+
+
+@pytest.mark.parametrize("kind", ["shape", "dtype", "two_outputs", "structure", "not_a_pair"])
+@pytest.mark.parametrize("how", ["jvp", "grad"])
+def test_a_custom_jvp_rule_returning_a_wrong_tangent_raises_jax_type_error(kind, how):
+    x = np.float32(1.5)
+    errors_seen = []
+    for lib, transform in ((XF, xform), (JX, jax)):
+        fun = _bad_jvp_rule(kind, types.SimpleNamespace(np=lib.np, custom_jvp=transform.custom_jvp))
+        with pytest.raises(TypeError) as info:
+            if how == "jvp":
+                transform.jvp(fun, (x,), (np.float32(1.0),))
+            else:
+                first = transform.tree_util.tree_leaves
+                transform.grad(lambda y, fun=fun, first=first: first(fun(y))[0])(x)
+        errors_seen.append(str(info.value))
+    assert errors_seen[0] == errors_seen[1]

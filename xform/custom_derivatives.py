@@ -194,27 +194,58 @@ def _check_out_tree(name, what, tree, store):
         )
 
 
-def _check_pair(name, what, got, expected_tree, expected_avals):
+def _jvp_tangents(names, got, expected_tree, primal_avals):
+    """The flat tangent output of a custom_jvp rule, checked as JAX checks it: the primal
+    output's structure, and per leaf the tangent type of the primal leaf (float0 for an
+    integer or boolean one), weak types aside. TypeError with JAX's messages otherwise."""
+    name, rule_name = names
     leaves, tree = pytree.tree_flatten(got)
     if tree != expected_tree:
         raise TypeError(
-            f"{name}: the {what} must have the structure of the function's "
-            f"output, {expected_tree}; got {tree}"
+            f"Custom JVP rule {rule_name} for function {name} must produce primal and tangent "
+            "outputs with equal container (pytree) structures, but got "
+            f"{expected_tree} and {tree} respectively."
         )
-    for i, (x, aval) in enumerate(zip(leaves, expected_avals, strict=True)):
-        if type(x) is SymbolicZero:
-            shape = x.aval.shape
-        else:
-            shape = (
-                core.get_aval(x).shape
-                if not hasattr(x, "dtype") or x.dtype.kind != "V"
-                else x.shape
-            )
-        if shape != aval.shape:
-            raise ValueError(
-                f"{name}: output {i} of the {what} has shape {shape}, expected {aval.shape}"
-            )
-    return leaves
+    expected = [ad.tangent_aval(a) for a in primal_avals]
+    got_avals = [_tangent_type(x) for x in leaves]
+    wrong = [
+        (p, e, g)
+        for p, e, g in zip(primal_avals, expected, got_avals, strict=True)
+        if (e.shape, e.dtype) != g
+    ]
+    if not wrong:
+        return leaves
+
+    def typ(shape, dtype):
+        dtype = "float0" if dtype == dtypes.float0 else dtype
+        return f"{dtype}[{','.join(map(str, shape))}]"
+
+    if len(primal_avals) == 1:
+        ((p, e, g),) = wrong
+        raise TypeError(
+            "Custom JVP rule must produce primal and tangent outputs with corresponding "
+            f"shapes and dtypes. Expected {typ(e.shape, e.dtype)} (tangent type of "
+            f"{typ(p.shape, p.dtype)}) but got {typ(*g)}."
+        )
+    raise TypeError(
+        "Custom JVP rule must produce primal and tangent outputs with corresponding shapes "
+        "and dtypes, but got:\n"
+        + "\n".join(
+            f"  primal {typ(p.shape, p.dtype)} with tangent {typ(*g)}, expecting tangent "
+            f"{typ(e.shape, e.dtype)}"
+            for p, e, g in wrong
+        )
+    )
+
+
+def _tangent_type(x):
+    """``(shape, dtype)`` of a tangent a rule returned (a float0 NumPy array has no aval)."""
+    if type(x) is SymbolicZero:
+        return x.aval.shape, x.aval.dtype
+    if hasattr(x, "dtype") and x.dtype.kind == "V":
+        return tuple(x.shape), dtypes.float0
+    aval = core.get_aval(x)
+    return aval.shape, aval.dtype
 
 
 _ZERO = object()  # stands for the leaves of a None the bwd rule returned: zero cotangents
@@ -330,6 +361,7 @@ class custom_jvp(_CustomFunction):
             return self.fun(*args)
         nondiff, _, leaves, in_tree, flat_fun, store = self._flatten(args)
         name, rule, as_passed = self.name, self.jvp, _as_passed(leaves)
+        rule_name = getattr(rule, "__name__", "jvp")
 
         def flat_jvp(primal_leaves, tangent_leaves):
             primals = pytree.tree_unflatten(in_tree, as_passed(primal_leaves))
@@ -339,20 +371,19 @@ class custom_jvp(_CustomFunction):
             result = rule(*nondiff, tuple(primals), tuple(tangents))
             if not isinstance(result, (tuple, list)) or len(result) != 2:
                 raise TypeError(
-                    f"custom_jvp rule of {name} must return a pair (primal_out, "
-                    f"tangent_out), got {type(result).__name__}"
+                    f"Custom JVP rule {rule_name} for function {name} must produce a pair "
+                    "(list or tuple of length two) representing primal and tangent outputs, "
+                    f"but got {result}."
                 )
             out, out_tree = pytree.tree_flatten(result[0])
             _check_out_tree(name, "primal output of its custom_jvp rule", out_tree, store)
             out_avals = [core.get_aval(x) for x in out]
-            tangent = _check_pair(
-                name, "tangent output of its custom_jvp rule", result[1], out_tree, out_avals
-            )
+            tangent = _jvp_tangents((name, rule_name), result[1], out_tree, out_avals)
             return list(out), [
                 _from_symbolic(t, a) for t, a in zip(tangent, out_avals, strict=True)
             ]
 
-        flat_jvp.__name__ = getattr(rule, "__name__", "jvp")  # printed as the jvp= param
+        flat_jvp.__name__ = rule_name  # printed as the jvp= param
         flat_jvp.symbolic_zeros = self.symbolic_zeros
         outs = custom_jvp_call_p.bind(
             *leaves,
