@@ -1,0 +1,691 @@
+"""JAX's own test files run twice, once on JAX and once on xform, and their outcomes compared.
+
+The measure: of JAX's tests that pass under JAX (and, separately, of those that use only
+public API), the share that also pass with ``jax`` swapped for xform. Usage (see
+benchmarks/README.md)::
+
+    python benchmarks/jax_tests.py --git-dir /work/.mirror/jax-ml+jax/repo --tag jax-v0.10.2 \\
+        --out /tmp/jt/results api_test random_test
+    python benchmarks/jax_tests.py --tests-dir DIR --out OUT api_test   # files already there
+    python benchmarks/jax_tests.py --out OUT --report-only api_test     # re-summarise
+
+How the swap is made (this file is also the pytest plugin, ``-p jax_tests``, that each run
+loads). Each file runs under pytest in a subprocess, one at a time under ``nice``, with JAX's
+own pytest settings (``filterwarnings = error`` and its exceptions, read from JAX's
+``pyproject.toml``). In the xform run, before the test module is imported:
+
+1. real JAX's ``jax._src.test_util`` and every ``jax._src`` module the test file imports are
+   imported, then ``xform.compat.install()`` runs and those modules are put back in
+   ``sys.modules``: the test file's internal imports (``jtu``, ``jax._src.core``, ...) bind to
+   real JAX, its ``import jax`` / ``jax.numpy`` / ``jax.lax`` / ``jax.experimental.*`` to xform;
+2. the helpers of ``jtu`` that apply a transformation to the test's function are pointed at
+   xform's public equivalents, since they stand for "the library under test":
+   ``jtu.check_grads``/``check_jvp``/``check_vjp`` become ``xform.test_util``'s, and the
+   ``jit``/``make_jaxpr``/``vjp`` that ``JaxTestCase._CompileAndCheck`` and friends call
+   become xform's. JAX's assertions (``assertAllClose`` and its tolerances) are unchanged;
+3. the configuration ``JaxTestCase.setUp`` puts on JAX (strict dtype promotion, rank
+   promotion "raise", checks on, x64 as set, a class's ``@jtu.with_config``) is mirrored onto
+   xform's flags of the same names for the test.
+
+Each test gets a time limit (SIGALRM in the test's call; no pytest-timeout here); a run that
+dies (a crash, the file's time limit) is resumed after the test it died in, which is recorded
+as failed. Outcomes are written a line per phase to ``OUT/<file>.<jax|xform>.jsonl``.
+
+"Uses only public API" is decided from the test's source, read through ``ast``: the test
+function's body, and the bodies of the helpers of the same file it calls (``self._helper``,
+module-level functions), must not reference a name the test file imports from JAX's
+internals (``jax._src``, ``jax.core``, ``jax.interpreters``, ``jax.extend``, ``jax.lib``,
+``jaxlib``; ``jtu`` is one, except its assertion, random-input, device-query and
+test-generation helpers, ``PUBLIC_JTU`` below), nor ``jax._src``/``jax.core``/
+``jax.interpreters``/``jax.extend``/``jax.lib`` as attributes, nor ``mlir``, ``hlo``,
+``xla_client``, ``xla_bridge``. Decorators are not read (``@jtu.skip_on_devices`` is no use of
+internals); a test's class-level ``setUp`` is not read either.
+"""
+
+import argparse
+import ast
+import collections
+import importlib
+import inspect
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import tomllib
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODES = ("jax", "xform")
+# Files whose generated cases are many: run with JAX_NUM_GENERATED_CASES=--small-cases.
+LARGE_FILES = {"lax_test", "lax_numpy_test", "lax_vmap_test", "lax_autodiff_test"}
+# Files that need several host devices (as JAX's CI gives them).
+MULTI_DEVICE_FILES = {"shard_map_test", "pjit_test", "pmap_test", "array_test"}
+HOST_DEVICES = 8
+# ``jtu.<name>`` prefixes that are test scaffolding or assertions, not JAX internals.
+PUBLIC_JTU = (
+    "assert",
+    "check_",
+    "rand",
+    "skip",
+    "run_on_devices",
+    "test_device_matches",
+    "device_under_test",
+    "is_device",
+    "format_shape_dtype_string",
+    "dtypes",
+    "cases_from",
+    "sample_product",
+    "ignore_warning",
+    "capture_std",
+    "create_mesh",
+    "supported_dtypes",
+    "num_float_bits",
+    "promote_like_jnp",
+    "JaxTestCase",
+    "NotPresent",
+    "parameterized",
+    "thread_unsafe_test",
+)
+INTERNAL_MODULES = ("jax._src", "jax.core", "jax.interpreters", "jax.extend", "jax.lib", "jaxlib")
+INTERNAL_ATTRS = {"_src", "core", "interpreters", "extend", "lib"}  # jax.<attr>
+INTERNAL_NAMES = {"mlir", "hlo", "xla_client", "xla_bridge", "xla_extension", "jaxlib"}
+
+
+# --------------------------------------------------------------------------- the plugin
+
+
+def _record(event):
+    with open(os.environ["XFORM_JT_OUT"], "a", encoding="utf-8") as f:
+        f.write(json.dumps(event) + "\n")
+
+
+def _internal_imports(tree):
+    """``(module, bound name)`` of the test file's imports from JAX's internals."""
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                if full.startswith(INTERNAL_MODULES) or node.module.startswith(INTERNAL_MODULES):
+                    found.append((node.module, full, alias.asname or alias.name))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith(INTERNAL_MODULES) and alias.asname:
+                    found.append((alias.name, alias.name, alias.asname))
+    return found
+
+
+def _swap_to_xform(test_file):
+    """Binds the test file's JAX internals to real JAX and the rest of ``jax`` to xform."""
+    with open(test_file, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    import jax._src.test_util as jtu  # noqa: PLC0415  (real JAX, before compat mode)
+
+    for module, full, _ in _internal_imports(tree):
+        for name in (full, module):  # ``from jax._src import core``: the module is ``full``
+            try:
+                importlib.import_module(name)
+                break
+            except ImportError:
+                continue
+    real = {n: m for n, m in sys.modules.items() if n == "jax._src" or n.startswith("jax._src.")}
+    import xform  # noqa: PLC0415
+    import xform.compat  # noqa: PLC0415
+    import xform.test_util  # noqa: PLC0415
+
+    xform.compat.install()
+    sys.modules.update(real)
+    for name in ("check_grads", "check_jvp", "check_vjp"):
+        setattr(jtu, name, getattr(xform.test_util, name))
+    jtu.api = _ApiProxy(jtu.api, xform)
+    _mirror_config(jtu, xform.config)
+
+
+class _ApiProxy:
+    """``jtu``'s ``api`` module with the transformations it applies to the test's function
+    taken from xform (everything else is real JAX's)."""
+
+    def __init__(self, real, xform):
+        self._real = real
+        self.jit, self.make_jaxpr, self.vjp = xform.jit, xform.make_jaxpr, xform.vjp
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+def _mirror_config(jtu, xconfig):
+    """After ``JaxTestCase.setUp`` configured JAX, sets xform's flags of the same names."""
+    from jax._src import config as jconfig  # noqa: PLC0415  (real JAX's)
+
+    set_up = jtu.JaxTestCase.setUp
+    names = sorted(set(xconfig.flags()) & set(jconfig.config_states) - {"jax_platforms"})
+
+    def setUp(self):  # noqa: N802  (unittest's name)
+        set_up(self)
+        for name in names:
+            value = jconfig.config_states[name].value
+            if value != xconfig.read(name):
+                try:
+                    self.enterContext(xconfig.scope(name, value))
+                except (ValueError, TypeError, AttributeError):
+                    pass  # a value xform does not take: its own default stays
+
+    jtu.JaxTestCase.setUp = setUp
+
+
+def _dotted(node):
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+class _Publicity:
+    """Decides, per test function, whether it uses only public API (module docstring)."""
+
+    def __init__(self, test_file):
+        with open(test_file, encoding="utf-8") as f:
+            self.tree = ast.parse(f.read())
+        self.internal = {bound: full for _, full, bound in _internal_imports(self.tree)}
+        self.functions = {}  # module-level helpers
+        self.methods = {}  # class name -> {method name: node}
+        for node in self.tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions[node.name] = node
+            elif isinstance(node, ast.ClassDef):
+                self.methods[node.name] = {
+                    n.name: n for n in node.body if isinstance(n, ast.FunctionDef)
+                }
+        self.cache = {}
+
+    def _node(self, func):
+        """The ``FunctionDef`` of a (possibly generated) test method, from its source."""
+        func = inspect.unwrap(func)
+        try:
+            source = textwrap.dedent(inspect.getsource(func))
+            tree = ast.parse(source)
+        except (OSError, TypeError, SyntaxError):
+            return None
+        return next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
+
+    def reasons(self, func, cls_names):
+        """The internal names a test's body (and its helpers in the file) reference."""
+        key = (getattr(inspect.unwrap(func), "__qualname__", None), cls_names)
+        if key not in self.cache:
+            node = self._node(func)
+            found = set()
+            if node is not None:
+                self._scan(node, cls_names, found, set())
+            self.cache[key] = sorted(found)
+        return self.cache[key]
+
+    def _scan(self, node, cls_names, found, seen):
+        for stmt in node.body:
+            for sub in ast.walk(stmt):
+                if isinstance(sub, (ast.Attribute, ast.Name)):
+                    self._check(_dotted(sub), found)
+                if isinstance(sub, ast.Call):
+                    self._follow(sub.func, cls_names, found, seen)
+
+    def _check(self, dotted, found):
+        if dotted is None:
+            return
+        head, _, rest = dotted.partition(".")
+        if head == "jtu" and head in self.internal:
+            if rest and not rest.split(".")[0].startswith(PUBLIC_JTU):
+                found.add(f"jtu.{rest.split('.')[0]}")
+        elif head in self.internal:
+            found.add(self.internal[head])
+        elif head in INTERNAL_NAMES:
+            found.add(head)
+        elif head == "jax" and rest.split(".")[0] in INTERNAL_ATTRS:
+            found.add(f"jax.{rest.split('.')[0]}")
+
+    def _follow(self, func, cls_names, found, seen):
+        target = None
+        if isinstance(func, ast.Name) and func.id in self.functions:
+            target = self.functions[func.id]
+        elif isinstance(func, ast.Attribute) and _dotted(func) == f"self.{func.attr}":
+            for cls in cls_names:
+                target = self.methods.get(cls, {}).get(func.attr)
+                if target is not None:
+                    break
+        if target is not None and id(target) not in seen:
+            seen.add(id(target))
+            self._scan(target, cls_names, found, seen)
+
+
+def _item_function(item):
+    cls = getattr(item, "cls", None)
+    name = item.name.split("[")[0]
+    return getattr(cls, name, None) if cls is not None else getattr(item, "obj", None)
+
+
+def pytest_configure(config):
+    """In the xform run, swaps ``jax`` for xform before the test module is imported."""
+    if os.environ.get("XFORM_JT_MODE") == "xform":
+        _swap_to_xform(os.environ["XFORM_JT_FILE"])
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Drops the tests a resumed run already has; writes each test's public-API verdict."""
+    if "XFORM_JT_MODE" not in os.environ:
+        return
+    done = set()
+    if os.environ.get("XFORM_JT_DONE"):
+        with open(os.environ["XFORM_JT_DONE"], encoding="utf-8") as f:
+            done = set(f.read().split("\n"))
+    items[:] = [i for i in items if i.nodeid not in done]
+    if os.environ.get("XFORM_JT_META") and not done:
+        publicity = _Publicity(os.environ["XFORM_JT_FILE"])
+        with open(os.environ["XFORM_JT_META"], "w", encoding="utf-8") as f:
+            for item in items:
+                func = _item_function(item)
+                cls = getattr(item, "cls", None)
+                mro = tuple(c.__name__ for c in cls.__mro__) if cls else ()
+                reasons = publicity.reasons(func, mro) if func is not None else ["<no source>"]
+                f.write(json.dumps({"nodeid": item.nodeid, "internal": reasons}) + "\n")
+
+
+def pytest_collectreport(report):
+    """Records a file that fails to import (every test of it then fails)."""
+    if "XFORM_JT_MODE" in os.environ and report.failed:
+        text = str(report.longrepr).strip().splitlines()
+        last = next((ln for ln in reversed(text) if ln.startswith("E ")), text[-1] if text else "")
+        _record({"nodeid": report.nodeid, "when": "collect", "outcome": "failed", "error": last})
+
+
+def pytest_runtest_logstart(nodeid, location):
+    """Marks a test as started, so that a run that dies in it knows where."""
+    if "XFORM_JT_MODE" in os.environ:
+        _record({"nodeid": nodeid, "when": "start"})
+
+
+class TestTimeout(Exception):
+    """A test ran past its time limit."""
+
+
+def _alarm(signum, frame):
+    raise TestTimeout(f"test ran past {os.environ.get('XFORM_JT_TIMEOUT')} s")
+
+
+def _where(tb):
+    """The innermost traceback frame inside xform or lowering (else the innermost of all), as
+    ``path:line``: where a cause is to be fixed."""
+    ours, last = None, None
+    roots = tuple(os.path.join(REPO, d) + os.sep for d in ("xform", "lowering"))
+    while tb is not None:
+        path = tb.tb_frame.f_code.co_filename
+        last = f"{path.rpartition('site-packages/')[2]}:{tb.tb_lineno}"
+        if path.startswith(roots):
+            ours = f"{os.path.relpath(path, REPO)}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return ours or last
+
+
+def _pytest_hooks():
+    import pytest  # noqa: PLC0415  (only the plugin needs pytest)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(item):
+        limit = int(os.environ.get("XFORM_JT_TIMEOUT", "0"))
+        if limit:
+            previous = signal.signal(signal.SIGALRM, _alarm)
+            signal.alarm(limit)
+        try:
+            yield
+        finally:
+            if limit:
+                signal.alarm(0)
+                signal.signal(signal.SIGALRM, previous)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(item, call):
+        outcome = yield
+        report = outcome.get_result()
+        event = {"nodeid": item.nodeid, "when": call.when, "outcome": report.outcome}
+        if call.when == "call":
+            event["duration"] = round(call.duration, 3)
+        info = call.excinfo
+        if info is not None and report.outcome == "failed":
+            exc = info.value
+            lines = str(exc).strip().splitlines()
+            event["error_type"] = f"{type(exc).__module__}.{type(exc).__qualname__}"
+            event["error"] = lines[0][:300] if lines else ""
+            event["where"] = _where(info.tb)
+        if report.outcome == "skipped" and info is not None:
+            event["reason"] = str(info.value)[:200]
+        _record(event)
+
+    return pytest_runtest_call, pytest_runtest_makereport
+
+
+if "XFORM_JT_MODE" in os.environ:
+    pytest_runtest_call, pytest_runtest_makereport = _pytest_hooks()
+
+
+# --------------------------------------------------------------------------- the runner
+
+
+def extract(git_dir, tag, names, dest):
+    """Writes ``tests/<name>.py`` of ``tag`` and JAX's pytest settings into ``dest``."""
+    os.makedirs(dest, exist_ok=True)
+
+    def show(path):
+        return subprocess.run(
+            ["git", "-C", git_dir, "show", f"{tag}:{path}"], capture_output=True, check=True
+        ).stdout
+
+    for name in names:
+        with open(os.path.join(dest, f"{name}.py"), "wb") as f:
+            f.write(show(f"tests/{name}.py"))
+    with open(os.path.join(dest, "pyproject.toml"), "wb") as f:
+        f.write(show("pyproject.toml"))
+
+
+def write_ini(tests_dir, out):
+    """A pytest.ini with JAX's filterwarnings and markers (from its pyproject.toml, if found)."""
+    options = {"filterwarnings": ["error"], "markers": []}
+    for candidate in (tests_dir, os.path.dirname(os.path.abspath(tests_dir))):
+        path = os.path.join(candidate, "pyproject.toml")
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                found = tomllib.load(f).get("tool", {}).get("pytest", {}).get("ini_options")
+            if found:
+                options.update({k: found[k] for k in ("filterwarnings", "markers") if k in found})
+                break
+    ini = os.path.join(out, "pytest.ini")
+    with open(ini, "w", encoding="utf-8") as f:
+        f.write("[pytest]\n")
+        for key, values in options.items():
+            f.write(f"{key} =\n" + "".join(f"    {v}\n" for v in values))
+    return ini
+
+
+def _events(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def run_file(name, mode, args, ini):
+    """Runs one test file in one mode, resuming past a crash; returns the seconds it took."""
+    test_file = os.path.abspath(os.path.join(args.tests_dir, f"{name}.py"))
+    out = os.path.join(args.out, f"{name}.{mode}.jsonl")
+    log = os.path.join(args.out, f"{name}.{mode}.log")
+    for path in (out, log):
+        if os.path.exists(path):
+            os.remove(path)
+    env = dict(os.environ)
+    env.update(
+        XFORM_JT_MODE=mode,
+        XFORM_JT_FILE=test_file,
+        XFORM_JT_OUT=out,
+        XFORM_JT_TIMEOUT=str(args.per_test_timeout),
+        PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.abspath(__file__)), REPO]),
+    )
+    if mode == "jax":
+        env["XFORM_JT_META"] = os.path.join(args.out, f"{name}.meta.jsonl")
+    cases = args.generated_cases or (args.small_cases if name in LARGE_FILES else None)
+    if cases:
+        env["JAX_NUM_GENERATED_CASES"] = str(cases)
+    if name in MULTI_DEVICE_FILES:
+        flag = f"--xla_force_host_platform_device_count={HOST_DEVICES}"
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + flag).strip()
+    command = ["nice", "-n", "10", sys.executable, "-m", "pytest", test_file, "-q", "-p"]
+    command += ["no:cacheprovider", "-p", "no:xdist", "-p", "jax_tests", "-c", ini]
+    command += ["--rootdir", os.path.dirname(test_file), "-o", "addopts="]
+    start, deadline = time.monotonic(), time.monotonic() + args.file_timeout
+    for attempt in range(args.resumes + 1):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        with open(log, "a", encoding="utf-8") as f:
+            try:
+                rc = subprocess.run(
+                    command, check=False, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=left
+                ).returncode
+            except subprocess.TimeoutExpired:
+                rc = "file time limit"
+        if rc in (0, 1, 5):  # all passed / some failed / nothing collected: it ran through
+            break
+        events = _events(out)
+        started = [e["nodeid"] for e in events if e["when"] == "start"]
+        finished = {e["nodeid"] for e in events if e["when"] == "teardown"}
+        if not started or started[-1] in finished:
+            break  # died outside a test (collection, exit): nothing to resume past
+        _record_to(out, {"nodeid": started[-1], "when": "call", "outcome": "failed"}, rc)
+        done = os.path.join(args.out, f"{name}.{mode}.done")
+        with open(done, "w", encoding="utf-8") as f:
+            f.write("\n".join(started))
+        env["XFORM_JT_DONE"] = done
+        print(f"  {name} [{mode}]: run {attempt + 1} ended ({rc}) in {started[-1]}; resuming")
+    return time.monotonic() - start
+
+
+def _record_to(path, event, rc):
+    event.update(error_type="crash", error=f"the test process died ({rc})", where=None)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(event) + "\n")
+
+
+def outcomes(path):
+    """Per test: ``(outcome, failure event or None)``; a failure in any phase fails it."""
+    result, collect_error = {}, None
+    for event in _events(path):
+        if event["when"] == "collect":
+            collect_error = event
+            continue
+        if event["when"] == "start":
+            continue
+        nodeid, outcome = event["nodeid"], event["outcome"]
+        previous = result.get(nodeid, ("passed", None))
+        if previous[0] != "failed" and outcome != "passed":
+            result[nodeid] = (outcome, event if outcome == "failed" else None)
+        else:
+            result[nodeid] = previous
+    return result, collect_error
+
+
+def _cause_key(event):
+    """A failure's group: its exception type and first message line, locations and numbers
+    blanked so that one cause with many shapes or names is one group."""
+    if event is None:
+        return ("not run", "the xform run ended before this test (crash or file time limit)")
+    kind = event.get("error_type", "collection error")
+    message = event.get("error", "")
+    message = re.sub(r"(/[^\s:;)'\"]+|<[^>]+>):\d+", "<loc>", message)
+    message = re.sub(r"0x[0-9a-f]+", "0x…", message)
+    message = re.sub(r"\d+", "N", message)
+    return (kind.removeprefix("builtins."), message[:200])
+
+
+def summarise(name, out):
+    """The comparison of one file's two runs, as a dict."""
+    jax, jax_collect = outcomes(os.path.join(out, f"{name}.jax.jsonl"))
+    xf, xf_collect = outcomes(os.path.join(out, f"{name}.xform.jsonl"))
+    internal = {
+        e["nodeid"]: e["internal"] for e in _events(os.path.join(out, f"{name}.meta.jsonl"))
+    }
+    passing = sorted(n for n, (o, _) in jax.items() if o == "passed")
+    public = [n for n in passing if not internal.get(n, ["<unknown>"])]
+    ok = {n for n in passing if xf.get(n, ("missing",))[0] == "passed"}
+    causes = collections.defaultdict(list)
+    for n in passing:
+        if n in ok:
+            continue
+        outcome, event = xf.get(n, ("missing", None))
+        if outcome == "skipped":
+            event = {"error_type": "skipped under xform", "error": ""}
+        elif outcome == "missing" and xf_collect is not None:
+            event = xf_collect
+        causes[_cause_key(event)].append((n, event))
+    internal_reasons = collections.Counter(r for n in passing for r in internal.get(n, []))
+    return {
+        "file": name,
+        "jax_collect_error": jax_collect and jax_collect.get("error"),
+        "xform_collect_error": xf_collect and xf_collect.get("error"),
+        "collected": len(jax),
+        "jax_pass": len(passing),
+        "jax_fail": sum(o == "failed" for o, _ in jax.values()),
+        "jax_skip": sum(o == "skipped" for o, _ in jax.values()),
+        "xform_pass": len(ok),
+        "public_jax_pass": len(public),
+        "public_xform_pass": len(ok.intersection(public)),
+        "internal_reasons": internal_reasons.most_common(12),
+        "causes": sorted(
+            (
+                {
+                    "type": key[0],
+                    "message": key[1],
+                    "count": len(tests),
+                    "public": sum(not internal.get(n, ["?"]) for n, _ in tests),
+                    "examples": [n.split("::", 1)[-1] for n, _ in tests[:2]],
+                    "example_message": (tests[0][1] or {}).get("error", ""),
+                    "where": collections.Counter(
+                        (e or {}).get("where") for _, e in tests
+                    ).most_common(1)[0][0],
+                }
+                for key, tests in causes.items()
+            ),
+            key=lambda c: -c["count"],
+        ),
+    }
+
+
+def _rate(a, b):
+    return f"{100 * a / b:.1f}%" if b else "–"
+
+
+def write_summary(results, path, settings, top):
+    """The Markdown summary: a table of rates, then each file's top failure causes."""
+    lines = ["# JAX's tests on xform", "", settings, ""]
+    lines += [
+        "| file | JAX pass | xform pass (of those) | rate | public-API JAX pass | "
+        "public xform pass | public rate |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    totals = [0, 0, 0, 0]
+    for r in results:
+        row = (r["jax_pass"], r["xform_pass"], r["public_jax_pass"], r["public_xform_pass"])
+        totals = [t + v for t, v in zip(totals, row, strict=True)]
+        lines.append(
+            f"| {r['file']} | {row[0]} | {row[1]} | {_rate(row[1], row[0])} | {row[2]} | "
+            f"{row[3]} | {_rate(row[3], row[2])} |"
+        )
+    lines.append(
+        f"| **all** | {totals[0]} | {totals[1]} | {_rate(totals[1], totals[0])} | {totals[2]} |"
+        f" {totals[3]} | {_rate(totals[3], totals[2])} |"
+    )
+    everything = collections.Counter()
+    for r in results:
+        for c in r["causes"]:
+            everything[(c["type"], c["message"])] += c["count"]
+    lines += ["", "## Top causes over all files", ""]
+    lines += [f"- {n} × `{t}: {m}`" for (t, m), n in everything.most_common(top)]
+    for r in results:
+        lines += ["", f"## {r['file']}", ""]
+        lines.append(
+            f"collected {r['collected']}; under JAX {r['jax_pass']} pass, {r['jax_fail']} fail, "
+            f"{r['jax_skip']} skip; {r['xform_pass']} of the JAX-passing pass under xform."
+        )
+        for key in ("jax_collect_error", "xform_collect_error"):
+            if r[key]:
+                lines.append(f"\n{key.replace('_', ' ')}: `{r[key]}`")
+        if r["internal_reasons"]:
+            reasons = ", ".join(f"{name} ({n})" for name, n in r["internal_reasons"][:8])
+            lines.append(f"\nnot public-API because of: {reasons}")
+        lines += ["", "| count (public) | cause | where (xform) | examples |", "|---|---|---|---|"]
+        for c in r["causes"][:top]:
+            cause = f"`{c['type']}: {c['message']}`".replace("|", "\\|")
+            examples = "<br>".join(f"`{e}`" for e in c["examples"])
+            lines.append(
+                f"| {c['count']} ({c['public']}) | {cause} | {c['where'] or ''} | {examples} |"
+            )
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main(argv=None):
+    """Runs the named test files (default: the set below) and writes the comparison."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="*", help="test file names without .py")
+    parser.add_argument("--tests-dir", help="a directory holding the test files")
+    parser.add_argument("--git-dir", help="JAX's git dir, to extract tests/ from --tag")
+    parser.add_argument("--tag", default="jax-v0.10.2")
+    parser.add_argument("--out", default="/tmp/jt/results")
+    parser.add_argument("--summary", help="Markdown summary (default: OUT/../summary.md)")
+    parser.add_argument("--modes", default="jax,xform")
+    parser.add_argument("--per-test-timeout", type=int, default=120)
+    parser.add_argument("--file-timeout", type=int, default=3600)
+    parser.add_argument("--resumes", type=int, default=5)
+    parser.add_argument("--generated-cases", type=int, help="JAX_NUM_GENERATED_CASES for all")
+    parser.add_argument("--small-cases", type=int, default=2, help="... for LARGE_FILES")
+    parser.add_argument("--top", type=int, default=15, help="causes listed per file")
+    parser.add_argument("--report-only", action="store_true", help="summarise earlier runs")
+    args = parser.parse_args(argv)
+    files = args.files or [
+        "api_test",
+        "custom_api_test",
+        "lax_control_flow_test",
+        "random_test",
+        "mutable_array_test",
+        "checkify_test",
+        "shard_map_test",
+        "lax_test",
+    ]
+    os.makedirs(args.out, exist_ok=True)
+    if args.tests_dir is None:
+        args.tests_dir = os.path.join(args.out, "tests")
+        if not args.report_only:
+            if not args.git_dir:
+                parser.error("give --tests-dir or --git-dir")
+            extract(args.git_dir, args.tag, files, args.tests_dir)
+    ini = None if args.report_only else write_ini(args.tests_dir, args.out)
+    for name in [] if args.report_only else files:
+        for mode in args.modes.split(","):
+            seconds = run_file(name, mode, args, ini)
+            print(f"{name} [{mode}]: {seconds:.0f} s", flush=True)
+        report(args, files)
+    report(args, files)
+
+
+def report(args, files):
+    """Writes OUT/summary.json and the Markdown summary for the files run so far (the named
+    ones, then any other file OUT holds both runs of)."""
+    held = sorted(
+        n.removesuffix(".xform.jsonl")
+        for n in os.listdir(args.out)
+        if n.endswith(".xform.jsonl")
+        and os.path.exists(os.path.join(args.out, n[:-11] + "jax.jsonl"))
+    )
+    names = [n for n in files if n in held] + [n for n in held if n not in files]
+    results = [summarise(name, args.out) for name in names]
+    with open(os.path.join(args.out, "summary.json"), "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=1)
+    settings = (
+        f"JAX {args.tag} tests; JAX_NUM_GENERATED_CASES={args.small_cases} for "
+        f"{', '.join(sorted(LARGE_FILES & set(names))) or 'none'} (JAX's default, 10, for the "
+        f"rest{'' if not args.generated_cases else f'; overridden: {args.generated_cases}'}); "
+        f"{HOST_DEVICES} host devices for {', '.join(sorted(MULTI_DEVICE_FILES & set(names)))}"
+        f"; per-test limit {args.per_test_timeout} s. Rates are xform passes among the tests "
+        "that pass under JAX; 'public' restricts both to tests that use only public API "
+        "(benchmarks/jax_tests.py says how that is decided). Count (public): failing tests "
+        "of a cause, and how many of them are public-API tests."
+    )
+    write_summary(
+        results, args.summary or os.path.join(args.out, "..", "summary.md"), settings, args.top
+    )
+
+
+if __name__ == "__main__":
+    main()
