@@ -618,7 +618,7 @@ def test_lowered_ops_as_jax(name, mesh_key):
 # --------------------------------------------------------------------------- eager calls
 
 
-def test_eager_calls_trace_once_and_never_keep_tracers():
+def test_eager_calls_run_the_body_each_time_and_never_keep_tracers():
     calls = []
 
     def body(a):
@@ -627,7 +627,7 @@ def test_eager_calls_trace_once_and_never_keep_tracers():
 
     f = xform.shard_map(body, mesh=MESH, in_specs=SPEC, out_specs=P(None, "y"))
     first, second = f(XA), f(XA + 1)
-    assert len(calls) == 1  # the second call reuses the traced body (and its executable)
+    assert len(calls) == 2  # as JAX's: an eager call runs the Python body
     expected = jax.jit(
         jax.shard_map(
             lambda a: jax.lax.psum(a, "x"), mesh=MESH, in_specs=SPEC, out_specs=P(None, "y")
@@ -636,8 +636,8 @@ def test_eager_calls_trace_once_and_never_keep_tracers():
     jax.block_until_ready(expected)
     assert_same(second, expected, rtol=1e-6, atol=1e-6)
     assert_same(first, np.asarray(expected) - 4, rtol=1e-5, atol=1e-5)
-    f(xform.device_put(A[:, :4], NamedSharding(MESH, SPEC)))  # new shapes trace again
-    assert len(calls) == 2
+    f(xform.device_put(A[:, :4], NamedSharding(MESH, SPEC)))
+    assert calls[-1] == (2, 2)
 
     cell = {}  # the body reads grad's tracer from here: one shard_map, traced at each call
     g = xform.shard_map(
@@ -1089,3 +1089,70 @@ def test_vmap_spmd_axis_name_splits_the_batch_as_jax(check_vma):
     assert_same(got[0][5], got[1][5], rtol=1e-5)
     assert got[0][1:5] == got[1][1:5]
     assert got[0][1] == (P("y", "x"),) and '[{"y"}, {"x"}, {}]' in got[0][4]
+
+
+def _eager_body(mod):
+    """A body whose values take every route of an eager shard_map: per-block operations, a
+    nested jit, cond and scan (compiled per operation), collectives."""
+
+    def body(a):
+        y = mod.jit(lambda v: mod.numpy.sin(v) * 2)(a)
+        z = mod.lax.cond(mod.numpy.sum(a) > 0, lambda v: v + 1, lambda v: v - 1, y)
+        c, ys = mod.lax.scan(lambda c, r: (c + r, c * r), z[0] * 0, z)
+        total = mod.lax.psum(ys, ("x", "y"))
+        return total, mod.lax.pmax(c, "y"), mod.numpy.cumsum(a, axis=1)
+
+    return body
+
+
+def test_eager_body_runs_each_operation_as_jax():
+    kw = dict(mesh=MESH, in_specs=SPEC, out_specs=(P(), P("x"), SPEC))
+    got = xform.shard_map(_eager_body(xform), **kw)(XA)
+    expected = jax.shard_map(_eager_body(jax), **kw)(JA)
+    jax.block_until_ready(expected)
+    assert_same(got, expected, rtol=1e-5, atol=1e-5)
+    for g, e in zip(got, expected, strict=True):
+        assert g.sharding == e.sharding
+
+
+def test_eager_body_prints_each_devices_block(capsys):
+    def body(mod):
+        def f(a):
+            print(a)
+            print(mod.lax.axis_index("y"))
+            s = mod.lax.psum(a, "x")
+            print(mod.typeof(s), bool(mod.numpy.sum(mod.lax.psum(s, "y")) > 0))
+            return s
+
+        return f
+
+    kw = dict(mesh=MESH, in_specs=SPEC, out_specs=P(None, "y"))
+    jax.block_until_ready(jax.shard_map(body(jax), **kw)(JA))
+    expected = capsys.readouterr().out
+    xform.shard_map(body(xform), **kw)(XA)
+    assert capsys.readouterr().out == expected
+    assert "On " in expected and "at mesh coordinates (x, y,) = (3, 1):" in expected
+
+
+def test_eager_body_values_varying_over_an_axis_are_not_concrete():
+    def body(mod):
+        def f(a):
+            return a if mod.numpy.sum(a) > 0 else -a
+
+        return f
+
+    kw = dict(mesh=MESH, in_specs=SPEC, out_specs=SPEC)
+    for mod, x in ((jax, JA), (xform, XA)):
+        with pytest.raises(mod.errors.TracerBoolConversionError):
+            mod.shard_map(body(mod), **kw)(x)
+
+
+def test_eager_out_specs_replication_error_as_jax():
+    for mod, x in ((jax, JA), (xform, XA)):
+        f = mod.shard_map(lambda a: a * 2, mesh=MESH, in_specs=SPEC, out_specs=P("x"))
+        with pytest.raises(ValueError, match="replicated across mesh axis 'y'"):
+            f(x)
+    kw = dict(mesh=MESH, in_specs=SPEC, out_specs=P("x"), check_vma=False)
+    got = xform.shard_map(lambda a: a * 2, **kw)(XA)
+    expected = jax.shard_map(lambda a: a * 2, **kw)(JA)
+    assert_same(got, expected)

@@ -15,6 +15,7 @@ import weakref
 from lowering import shard_map as _lowering  # noqa: F401  (registers its lowering rule)
 from lowering import sharding as impl
 from xform import config, core, pytree
+from xform.api import shard_map_eager
 from xform.api.jit import jit
 from xform.api.sharding import broadcast_prefix
 from xform.core import ClosedJaxpr, Jaxpr, Tracer, Var
@@ -151,8 +152,15 @@ def shard_map(
             and all(t == impl.AxisType.Explicit for t in the_mesh.axis_types)
         ):
             _check_specs_are_the_arguments(specs_in, avals)
-        # A cached body keeps eager calls from tracing and lowering again (JAX's eager
-        # shard_map retraces: ~140 ms a call here); none whose consts are outer tracers.
+        if (
+            core.trace_state.trace is core.eval_trace
+            and len(manual) == len(the_mesh.axis_names)
+            and isinstance(the_mesh, impl.Mesh)
+            and not any(isinstance(x, Tracer) for x in leaves)
+        ):  # as JAX's: the body runs in Python on every device's blocks
+            return _run_eagerly(f, the_mesh, leaves, in_tree, specs_in, out_specs, check_vma)
+        # A cached body keeps calls from tracing and lowering again; none whose consts are
+        # outer tracers.
         key = (
             in_tree,
             tuple(avals),
@@ -181,6 +189,18 @@ def shard_map(
         return pytree.tree_unflatten(out_tree, outs)
 
     return mapped
+
+
+def _run_eagerly(f, mesh, leaves, in_tree, specs_in, out_specs, check_vma):
+    out, results = shard_map_eager.run(f, mesh, leaves, in_tree, specs_in, check_vma)
+    specs_out = broadcast_prefix_specs(out_specs, out, "out_specs")
+    for k, (y, spec) in enumerate(zip(results, specs_out, strict=True)):
+        _check_spec(mesh, spec, y.aval, "out_specs", k)
+        named = {n for e in spec for n in spec_names(e)}
+        if check_vma and not y.aval.vma <= named:
+            raise replication_error(f, mesh, y.aval.vma, named, spec)
+    assembled = [shard_map_eager.assemble(mesh, s, y) for s, y in zip(specs_out, results)]
+    return pytree.tree_unflatten(pytree.tree_structure(out), assembled)
 
 
 def _trace_body(f, mesh, manual, in_tree, avals, specs_in, out_specs, check_vma):
@@ -299,33 +319,38 @@ def _check_replication(f, mesh, manual, jaxpr, specs_in, specs_out):
     in_vma = [frozenset(n for e in s for n in spec_names(e) if n in manual) for s in specs_in]
     for vma, spec in zip(_varying_axes(jaxpr, manual, in_vma), specs_out, strict=True):
         named = {n for e in spec for n in spec_names(e)}
-        if vma <= named:
-            continue
-        unmentioned = [n for n in mesh.axis_names if n not in named]
-        if len(unmentioned) > 1:
-            need, got, diff = (
-                ",".join(n for n in mesh.axis_names if n in group)
-                for group in (named, vma, set(unmentioned) & vma)
-            )
-            why = (
-                f"only varying across mesh axes {{{need}}} and not {{{diff}}}, but it was "
-                f"inferred to be possibly varying over {{{got}}}"
-            )
-        else:
-            why = (
-                f"replicated across mesh axis '{unmentioned[0]}', but could not infer "
-                "replication over any axes"
-            )
-        raise ValueError(
-            f"shard_map applied to the function '{_name(f)}' was given out_specs which "
-            "require replication which can't be statically inferred given the mesh:\n\nThe "
-            f"mesh given has shape {tuple(mesh.shape.values())} with corresponding axis names "
-            f"{tuple(mesh.axis_names)}.\n\nout_specs is {spec} which implies that the "
-            f"corresponding output value is {why}\n\nCheck if these output values are meant "
-            "to be replicated over those mesh axes. If not, consider revising the corresponding "
-            "out_specs entries. If so, consider disabling the check by passing the "
-            "check_vma=False argument to `xform.shard_map`."
+        if not vma <= named:
+            raise replication_error(f, mesh, vma, named, spec)
+
+
+def replication_error(f, mesh, vma, named, spec):
+    """JAX's ValueError for out_spec ``spec`` (naming mesh axes ``named``) of a result that
+    may vary over mesh axes ``vma``."""
+    unmentioned = [n for n in mesh.axis_names if n not in named]
+    if len(unmentioned) > 1:
+        need, got, diff = (
+            ",".join(n for n in mesh.axis_names if n in group)
+            for group in (named, vma, set(unmentioned) & vma)
         )
+        why = (
+            f"only varying across mesh axes {{{need}}} and not {{{diff}}}, but it was "
+            f"inferred to be possibly varying over {{{got}}}"
+        )
+    else:
+        why = (
+            f"replicated across mesh axis '{unmentioned[0]}', but could not infer "
+            "replication over any axes"
+        )
+    return ValueError(
+        f"shard_map applied to the function '{_name(f)}' was given out_specs which "
+        "require replication which can't be statically inferred given the mesh:\n\nThe "
+        f"mesh given has shape {tuple(mesh.shape.values())} with corresponding axis names "
+        f"{tuple(mesh.axis_names)}.\n\nout_specs is {spec} which implies that the "
+        f"corresponding output value is {why}\n\nCheck if these output values are meant "
+        "to be replicated over those mesh axes. If not, consider revising the corresponding "
+        "out_specs entries. If so, consider disabling the check by passing the "
+        "check_vma=False argument to `xform.shard_map`."
+    )
 
 
 def _vary(x, vma):
