@@ -199,7 +199,8 @@ def _run_eagerly(f, mesh, leaves, in_tree, specs_in, out_specs, check_vma):
         named = {n for e in spec for n in spec_names(e)}
         if check_vma and not y.aval.vma <= named:
             raise replication_error(f, mesh, y.aval.vma, named, spec)
-    assembled = [shard_map_eager.assemble(mesh, s, y) for s, y in zip(specs_out, results)]
+    outs = zip(specs_out, results, strict=True)
+    assembled = [shard_map_eager.assemble(mesh, s, y) for s, y in outs]
     return pytree.tree_unflatten(pytree.tree_structure(out), assembled)
 
 

@@ -53,7 +53,7 @@ class ShardMapTracer(Tracer):
         names = f"({', '.join(map(str, mesh.axis_names))},)"
         return "\n".join(
             f"On {device} at mesh coordinates {names} = {idx}:\n{block}\n"
-            for (idx, device), block in zip(np.ndenumerate(mesh.devices), self.blocks)
+            for (idx, device), block in zip(np.ndenumerate(mesh.devices), self.blocks, strict=True)
         )
 
     __str__ = __repr__
