@@ -2,8 +2,10 @@
 
 The function is traced on block types with the mesh axes bound (so ``psum``,
 ``all_gather``, ``ppermute``, ``axis_index``, ... name them), once per argument signature,
-and bound as ``shard_map_p`` (xform/primitives/shard_map.py). Called eagerly it runs as a
-partitioned ``jit`` whose arguments and results are laid out by the specs. With
+and bound as ``shard_map_p`` (xform/primitives/shard_map.py). Called outside any
+transformation over all the mesh's axes, it runs the body in Python on every device's blocks
+as JAX's does (xform/api/shard_map_eager.py); a ``shard_map_p`` evaluated eagerly otherwise
+runs as a partitioned ``jit`` whose arguments and results are laid out by the specs. With
 ``check_vma`` the body's types carry, as JAX's, the manual axes each value varies over
 (``typeof(x).vma``, printed ``f32[4]{V:x}``; xform/primitives/shard_map.py), and an out_spec
 that leaves out an axis a result may vary over is JAX's ValueError.
