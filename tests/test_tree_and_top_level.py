@@ -507,10 +507,7 @@ def test_make_jaxpr_options():
 
 # Top-level names of JAX 0.10.2 that xform does not have, with the reason.
 _TOP_LEVEL_EXEMPT = {
-    **{
-        n: "mutable array references (jax.ref) need an effect and state system xform's IR lacks"
-        for n in ("Ref", "new_ref", "empty_ref", "free_ref", "freeze", "ref", "ds")
-    },
+    "ds": "Pallas's dynamic-slice helper (pl.ds): xform has no Pallas",
     "Shard": "sharded arrays: the sharding issue",
     "smap": "single-axis shard_map: the sharding issue",
     "ad": "JAX's internal autodiff namespace; xform's public one is xform.extend.ad",

@@ -121,6 +121,13 @@ _EXPORTS = {
     ),
     "xform.dtypes": ("float0",),
     "xform.primitives.callback": ("pure_callback",),
+    "xform.ref": (
+        "Ref",
+        "empty_ref",
+        "free_ref",
+        "freeze",
+        "new_ref",
+    ),
     "xform.runtime.array": (
         "Array",
         "ShardedArray",
@@ -195,6 +202,7 @@ _SUBMODULES = [
     "ops",
     "profiler",
     "random",
+    "ref",
     "scipy",
     "sharding",
     "tree",

@@ -374,7 +374,12 @@ def _printed_params(eqn):
     return eqn.params if derive is None else {**eqn.params, **derive(eqn)}
 
 
+pp_eqn_rules = {}  # equations JAX prints its own way (``b <- a[i]``): rule(eqn, names) -> str
+
+
 def _pp_eqn_doc(eqn, names):
+    if eqn.primitive.name in pp_eqn_rules:
+        return _text(pp_eqn_rules[eqn.primitive.name](eqn, names))
     rule = pp_param_rules.get(eqn.primitive.name)
     items = rule(eqn, names) if rule else _sorted_params(_printed_params(eqn))
     lhs = _pp_vars(eqn.outvars, names, binders=True)

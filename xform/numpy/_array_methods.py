@@ -20,6 +20,7 @@ from xform.numpy import (
 )
 from xform.numpy._indexing import IndexUpdateHelper, getitem
 from xform.numpy._promote import _is_arraylike
+from xform.primitives import refs
 from xform.runtime.array import Array
 
 
@@ -197,3 +198,27 @@ def _attach(cls):
 for _cls in (Array, Tracer):
     _attach(_cls)
 del _cls
+
+
+# A tracer of a reference (``Ref{f32[3]}`` inside jit) is read and written by indexing.
+def _tracer_getitem(self, idx):
+    if type(self.aval) is refs.AbstractRef:
+        return refs.get(self, idx)
+    return getitem(self, idx)
+
+
+def _tracer_setitem(self, idx, value):
+    if type(self.aval) is refs.AbstractRef:
+        return refs.ref_set(self, idx, value)
+    return _setitem(self, idx, value)
+
+
+def _tracer_at(self):
+    if type(self.aval) is refs.AbstractRef:
+        return refs._RefAt(self)
+    return IndexUpdateHelper(self)
+
+
+Tracer.__getitem__ = _tracer_getitem
+Tracer.__setitem__ = _tracer_setitem
+Tracer.at = property(_tracer_at)

@@ -24,7 +24,8 @@ from xform import config, core, dtypes, pytree
 from xform.core import Tracer
 from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.call import jit_p
-from xform.runtime import dispatch, partitioned, stages
+from xform.primitives.refs import AbstractRef, has_refs
+from xform.runtime import dispatch, jit_refs, partitioned, stages
 from xform.runtime.array import Array, CommittedArray, ShardedArray
 from xform.runtime.jit_cache import (
     MISS,
@@ -552,7 +553,21 @@ class JitFunction:
             cache.add(key, trace, state.slot, entry)
         return entry
 
-    def _trace(self, in_tree, statics, avals):
+    def _lookup_refs(self, key, in_tree, statics, avals, leaves):
+        """``_lookup``, or for a call that involves references the call's results."""
+        try:
+            if key in jit_refs.known.get(self._cache, ()) or any(
+                type(a) is AbstractRef for a in avals
+            ):
+                raise jit_refs.RefsFound
+            return self._lookup(key, in_tree, statics, avals)
+        except jit_refs.RefsFound:
+            names = lambda: [  # noqa: E731  (as JAX names them: x_ref, c[0])
+                n + r for n, r in stages.leaf_paths(self._fun, in_tree, key[1])
+            ]
+            return jit_refs.call(self, key, in_tree, statics, avals, leaves, names)
+
+    def _trace(self, in_tree, statics, avals, refs_ok=False):
         store = {}
         flat = flatten_fun(self._fun, in_tree, store, statics)
 
@@ -581,6 +596,8 @@ class JitFunction:
             )
         if config.values.check_tracer_leaks:
             _check_tracer_leaks(closed.jaxpr, self._state.name)
+        if not refs_ok and has_refs(closed.jaxpr):
+            raise jit_refs.RefsFound  # the call discharges them (jit_refs.call)
         jaxpr, consts = convert_constvars(closed)
         return Trace(jaxpr, consts, store["out_tree"], store["float0s"])
 
@@ -608,8 +625,11 @@ class JitFunction:
     def __call__(self, *args, **kwargs):
         if config.slow_calls and not _checking.active:  # disable_jit, debug_nans/infs
             return self._checked_call(args, kwargs)
-        state = self._state
-        if state.plain and not kwargs and core.trace_state.trace is core.eval_trace:
+        if (
+            (state := self._state).plain
+            and not kwargs
+            and core.trace_state.trace is core.eval_trace
+        ):
             # Fastest path: every argument is one Array already on the device, and these
             # very avals (keyed by identity: no Python hash per aval) were called before
             # with a program that takes the buffers as they are.
@@ -669,9 +689,19 @@ class JitFunction:
                     return entry.out_tree.unflatten(
                         [Array(a, None, b) for a, b in zip(entry.out_avals, outs, strict=True)]
                     )
-        entry = self._lookup(
-            (in_tree, statics_key, tuple(avals), context, axis_env), in_tree, statics, avals
-        )
+        if (
+            type(
+                entry := self._lookup_refs(
+                    (in_tree, statics_key, tuple(avals), context, axis_env),
+                    in_tree,
+                    statics,
+                    avals,
+                    leaves,
+                )
+            )
+            is not CacheEntry
+        ):
+            return entry  # a call with references (jit_refs.call): its results
         if concrete and core.trace_state.trace is core.eval_trace:
             if state.shardings is not None or partitioned.needs_partitioning(entry, leaves):
                 outs = self._run_partitioned(entry, args, kwargs, leaves, avals, in_tree)

@@ -303,6 +303,7 @@ class JitCache:
         "unhashable",
         "default",
         "slots",
+        "__weakref__",  # (jit_refs keeps its signatures by cache)
     )
 
     def __init__(self):
