@@ -31,6 +31,7 @@ from xform.numpy._promote import (
     promote_shapes,
     result_type,
 )
+from xform.numpy._staged import staged
 from xform.numpy._vectorize import vectorize
 from xform.runtime.array import Array
 
@@ -190,6 +191,7 @@ def full_like_aval(x, value, dtype=None):
     return lax.broadcast_in_dim(scalar, aval.shape, ()) if aval.shape else scalar
 
 
+@staged("_where")
 def where_(condition, x, y):
     """``select`` with NumPy broadcasting and promotion (the 3-argument ``where``)."""
     check_arraylike("where", condition, x, y)
@@ -280,6 +282,7 @@ def positive(x, /):
     return promote_args("positive", x)[0]
 
 
+@staged("floor_divide")
 def floor_divide(x1, x2, /):
     """``x1 // x2``, rounding toward minus infinity (Python semantics)."""
     x1, x2 = promote_args_numeric("floor_divide", x1, x2, full=False)
@@ -308,6 +311,7 @@ def _float_divmod(x1, x2):
     return lax.round(div, lax.RoundingMethod.TO_NEAREST_EVEN), mod
 
 
+@staged("remainder")
 def remainder(x1, x2, /):
     """``x1 % x2`` with the sign of the divisor (Python semantics)."""
     x1, x2 = promote_args_numeric("remainder", x1, x2, full=False)
@@ -326,6 +330,7 @@ def remainder(x1, x2, /):
 mod = remainder
 
 
+@staged("divmod")
 def divmod(x1, x2, /):  # noqa: A001  (NumPy's name)
     """``(floor_divide(x1, x2), remainder(x1, x2))``."""
     x1, x2 = promote_args_numeric("divmod", x1, x2, full=False)
@@ -334,6 +339,7 @@ def divmod(x1, x2, /):  # noqa: A001  (NumPy's name)
     return _float_divmod(x1, x2)
 
 
+@staged("fmod")
 def fmod(x1, x2, /):
     """Remainder with the sign of the dividend (C's fmod)."""
     check_arraylike("fmod", x1, x2)
@@ -452,6 +458,7 @@ arcsinh = asinh = _one_arg(lax.asinh_p, promote_args_inexact, "arcsinh")
 arctanh = atanh = _one_arg(lax.atanh_p, promote_args_inexact, "arctanh")
 
 
+@staged("arccosh")
 def arccosh(x, /):
     """Inverse hyperbolic cosine."""
     result = lax.acosh(*promote_args_inexact("arccosh", x))
@@ -493,6 +500,7 @@ def rad2deg(x, /):
 radians, degrees = deg2rad, rad2deg
 
 
+@staged("hypot")
 def hypot(x1, x2, /):
     """``sqrt(x1**2 + x2**2)`` without overflow."""
     x1, x2 = promote_args_inexact("hypot", x1, x2, full=False)
@@ -588,6 +596,7 @@ _logaddexp.defjvp(_log_add_jvp(_logaddexp, lax.exp))
 _logaddexp2.defjvp(_log_add_jvp(_logaddexp2, lax.exp2))
 
 
+@staged("heaviside")
 def heaviside(x1, x2, /):
     """0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0``."""
     check_arraylike("heaviside", x1, x2)
@@ -600,6 +609,7 @@ def heaviside(x1, x2, /):
     )
 
 
+@staged("sinc")
 def sinc(x, /):
     """``sin(pi x) / (pi x)``, 1 at 0."""
     check_arraylike("sinc", x)
@@ -610,6 +620,7 @@ def sinc(x, /):
     return where_(eq_zero, const(x, 1), lax.div(lax.sin(safe_pi_x), safe_pi_x))
 
 
+@staged("copysign")
 def copysign(x1, x2, /):
     """``|x1|`` with the sign of ``x2``."""
     x1, x2 = promote_args_inexact("copysign", x1, x2, full=False)
@@ -639,12 +650,15 @@ floor = _integers_pass_through("floor", lax.floor)
 floor.__doc__ = "Round down; integers pass through."
 ceil = _integers_pass_through("ceil", lax.ceil)
 ceil.__doc__ = "Round up; integers pass through."
-trunc = _integers_pass_through(
-    "trunc", lambda x: where_(lax.lt(x, const(x, 0)), lax.ceil(x), lax.floor(x))
+trunc = staged("trunc")(
+    _integers_pass_through(
+        "trunc", lambda x: where_(lax.lt(x, const(x, 0)), lax.ceil(x), lax.floor(x))
+    )
 )
 trunc.__doc__ = "Round toward zero; integers pass through."
 
 
+@staged("round", static_argnames=("decimals",))
 def round(a, decimals=0, out=None):  # noqa: A001  (NumPy's name)
     """Round half to even, to ``decimals`` decimal places."""
     check_arraylike("round", a)
@@ -669,9 +683,13 @@ def round(a, decimals=0, out=None):  # noqa: A001  (NumPy's name)
     return lax.convert_element_type(out, dtype) if dtype == dtypes.float16 else out
 
 
-around = round
+@staged("around", static_argnames=("decimals",))
+def around(a, decimals=0, out=None):
+    """``round``, NumPy's other name for it."""
+    return round(a, decimals, out)
 
 
+@staged("rint")
 def rint(x, /):
     """Round half to even; integers become the default float."""
     check_arraylike("rint", x)
@@ -699,6 +717,7 @@ def isfinite(x, /):
     return full_like_aval(x, True, dtypes.bool_)
 
 
+@staged("isinf")
 def isinf(x, /):
     """True where ``x`` is plus or minus infinity."""
     check_arraylike("isinf", x)
@@ -743,6 +762,7 @@ def isnan(x, /):
     return lax.ne(x, x)
 
 
+@staged("signbit")
 def signbit(x, /):
     """True where the sign bit of ``x`` is set (also for -0.0)."""
     (x,) = promote_args("signbit", x)
@@ -769,6 +789,7 @@ def _broadcast_pair(name, x1, x2):
     return broadcast_to_shape(asarray(x1), shape), broadcast_to_shape(asarray(x2), shape)
 
 
+@staged("fmax")
 def fmax(x1, x2):
     """Elementwise maximum, ignoring NaNs."""
     x1, x2 = _broadcast_pair("fmax", x1, x2)
@@ -776,6 +797,7 @@ def fmax(x1, x2):
     return where_(mask, x1, x2)
 
 
+@staged("fmin")
 def fmin(x1, x2):
     """Elementwise minimum, ignoring NaNs."""
     x1, x2 = _broadcast_pair("fmin", x1, x2)
@@ -848,6 +870,7 @@ greater = _two_args(_ordering(lax.gt), promote_args, "greater")
 greater_equal = _two_args(_ordering(lax.ge), promote_args, "greater_equal")
 
 
+@staged("isclose", static_argnames=("equal_nan",))
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """True where ``|a - b| <= atol + rtol * |b|``."""
     a, b = promote_args("isclose", a, b, full=False)
