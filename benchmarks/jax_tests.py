@@ -46,14 +46,12 @@ import argparse
 import ast
 import collections
 import importlib
-import inspect
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 
 import tomllib
@@ -90,6 +88,9 @@ PUBLIC_JTU = (
     "parameterized",
     "thread_unsafe_test",
 )
+# Internal modules that are test scaffolding (pure-Python helpers, NumPy references, case
+# generators), not uses of JAX's machinery: importing from them keeps a test public.
+SCAFFOLDING = ("jax._src.util", "jax._src.internal_test_util", "jax._src.tree_util.tree_map")
 INTERNAL_MODULES = ("jax._src", "jax.core", "jax.interpreters", "jax.extend", "jax.lib", "jaxlib")
 INTERNAL_ATTRS = {"_src", "core", "interpreters", "extend", "lib"}  # jax.<attr>
 INTERNAL_NAMES = {"mlir", "hlo", "xla_client", "xla_bridge", "xla_extension", "jaxlib"}
@@ -139,6 +140,7 @@ def _swap_to_xform(test_file):
 
     xform.compat.install()
     sys.modules.update(real)
+    _record({"nodeid": None, "when": "info", "xform": xform.__file__})
     for name in ("check_grads", "check_jvp", "check_vjp"):
         setattr(jtu, name, getattr(xform.test_util, name))
     jtu.api = _ApiProxy(jtu.api, xform)
@@ -189,84 +191,98 @@ def _dotted(node):
 
 
 class _Publicity:
-    """Decides, per test function, whether it uses only public API (module docstring)."""
+    """Decides, per test, whether it uses only public API (see the module docstring), from
+    the test file's source alone: a test's method is found by its name (absl's generated
+    cases add a number or ``_<case name>`` to the method's)."""
 
     def __init__(self, test_file):
         with open(test_file, encoding="utf-8") as f:
             self.tree = ast.parse(f.read())
-        self.internal = {bound: full for _, full, bound in _internal_imports(self.tree)}
+        self.internal = {
+            bound: full
+            for _, full, bound in _internal_imports(self.tree)
+            if not full.startswith(SCAFFOLDING)
+        }
         self.functions = {}  # module-level helpers
-        self.methods = {}  # class name -> {method name: node}
+        self.classes = {}
         for node in self.tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions[node.name] = node
             elif isinstance(node, ast.ClassDef):
-                self.methods[node.name] = {
-                    n.name: n for n in node.body if isinstance(n, ast.FunctionDef)
-                }
-        self.cache = {}
+                self.classes[node.name] = node
 
-    def _node(self, func):
-        """The ``FunctionDef`` of a (possibly generated) test method, from its source."""
-        func = inspect.unwrap(func)
-        try:
-            source = textwrap.dedent(inspect.getsource(func))
-            tree = ast.parse(source)
-        except (OSError, TypeError, SyntaxError):
-            return None
-        return next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
+    def _lineage(self, name):
+        """The class ``name`` and its bases defined in the file, nearest first."""
+        order, todo = [], [name]
+        while todo:
+            cls = self.classes.get(todo.pop(0))
+            if cls is not None and cls not in order:
+                order.append(cls)
+                todo += [b.id for b in cls.bases if isinstance(b, ast.Name)]
+        return order
 
-    def reasons(self, func, cls_names):
-        """The internal names a test's body (and its helpers in the file) reference."""
-        key = (getattr(inspect.unwrap(func), "__qualname__", None), cls_names)
-        if key not in self.cache:
-            node = self._node(func)
-            found = set()
-            if node is not None:
-                self._scan(node, cls_names, found, set())
-            self.cache[key] = sorted(found)
-        return self.cache[key]
+    def _method(self, lineage, test_name):
+        best = None
+        for cls in lineage:
+            for node in cls.body:
+                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                rest = test_name[len(node.name) :] if test_name.startswith(node.name) else None
+                if rest is not None and re.fullmatch(r"(\d+|_.*)?", rest):
+                    if best is None or len(node.name) > len(best.name):
+                        best = node
+        return best
 
-    def _scan(self, node, cls_names, found, seen):
+    def reasons(self, nodeid):
+        """The internal names a test's body (and its helpers in the file) reference;
+        ``["<no source>"]`` where its method is not found."""
+        parts = nodeid.split("[")[0].split("::")[1:]
+        if len(parts) == 2:
+            lineage = self._lineage(parts[0])
+            node = self._method(lineage, parts[1])
+        else:
+            lineage, node = [], self.functions.get(parts[0]) if parts else None
+        if node is None:
+            return ["<no source>"]
+        found = set()
+        self._scan(node, lineage, found, {id(node)})
+        return sorted(found)
+
+    def _scan(self, node, lineage, found, seen):
         for stmt in node.body:
             for sub in ast.walk(stmt):
                 if isinstance(sub, (ast.Attribute, ast.Name)):
                     self._check(_dotted(sub), found)
                 if isinstance(sub, ast.Call):
-                    self._follow(sub.func, cls_names, found, seen)
+                    self._follow(sub.func, lineage, found, seen)
 
     def _check(self, dotted, found):
         if dotted is None:
             return
         head, _, rest = dotted.partition(".")
+        attr = rest.split(".")[0]
         if head == "jtu" and head in self.internal:
-            if rest and not rest.split(".")[0].startswith(PUBLIC_JTU):
-                found.add(f"jtu.{rest.split('.')[0]}")
+            if attr and not attr.startswith(PUBLIC_JTU):
+                found.add(f"jtu.{attr}")
         elif head in self.internal:
             found.add(self.internal[head])
         elif head in INTERNAL_NAMES:
             found.add(head)
-        elif head == "jax" and rest.split(".")[0] in INTERNAL_ATTRS:
-            found.add(f"jax.{rest.split('.')[0]}")
+        elif head == "jax" and attr in INTERNAL_ATTRS:
+            found.add(f"jax.{attr}")
 
-    def _follow(self, func, cls_names, found, seen):
+    def _follow(self, func, lineage, found, seen):
         target = None
-        if isinstance(func, ast.Name) and func.id in self.functions:
-            target = self.functions[func.id]
+        if isinstance(func, ast.Name):
+            target = self.functions.get(func.id)
         elif isinstance(func, ast.Attribute) and _dotted(func) == f"self.{func.attr}":
-            for cls in cls_names:
-                target = self.methods.get(cls, {}).get(func.attr)
+            for cls in lineage:
+                target = next((n for n in cls.body if getattr(n, "name", None) == func.attr), None)
                 if target is not None:
                     break
-        if target is not None and id(target) not in seen:
+        if isinstance(target, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(target) not in seen:
             seen.add(id(target))
-            self._scan(target, cls_names, found, seen)
-
-
-def _item_function(item):
-    cls = getattr(item, "cls", None)
-    name = item.name.split("[")[0]
-    return getattr(cls, name, None) if cls is not None else getattr(item, "obj", None)
+            self._scan(target, lineage, found, seen)
 
 
 def pytest_configure(config):
@@ -276,7 +292,7 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """Drops the tests a resumed run already has; writes each test's public-API verdict."""
+    """Drops the tests that a resumed run already has."""
     if "XFORM_JT_MODE" not in os.environ:
         return
     done = set()
@@ -284,15 +300,6 @@ def pytest_collection_modifyitems(session, config, items):
         with open(os.environ["XFORM_JT_DONE"], encoding="utf-8") as f:
             done = set(f.read().split("\n"))
     items[:] = [i for i in items if i.nodeid not in done]
-    if os.environ.get("XFORM_JT_META") and not done:
-        publicity = _Publicity(os.environ["XFORM_JT_FILE"])
-        with open(os.environ["XFORM_JT_META"], "w", encoding="utf-8") as f:
-            for item in items:
-                func = _item_function(item)
-                cls = getattr(item, "cls", None)
-                mro = tuple(c.__name__ for c in cls.__mro__) if cls else ()
-                reasons = publicity.reasons(func, mro) if func is not None else ["<no source>"]
-                f.write(json.dumps({"nodeid": item.nodeid, "internal": reasons}) + "\n")
 
 
 def pytest_collectreport(report):
@@ -318,17 +325,20 @@ def _alarm(signum, frame):
 
 
 def _where(tb):
-    """The innermost traceback frame inside xform or lowering (else the innermost of all), as
-    ``path:line``: where a cause is to be fixed."""
-    ours, last = None, None
-    roots = tuple(os.path.join(REPO, d) + os.sep for d in ("xform", "lowering"))
+    """Where a failure is to be fixed, as ``path:line``: the innermost traceback frame inside
+    xform or lowering, else the innermost one in the test file, else the innermost of all."""
+    ours = in_test = last = None
+    src = os.environ.get("XFORM_JT_SRC", REPO)
+    roots = tuple(os.path.join(src, d) + os.sep for d in ("xform", "lowering"))
     while tb is not None:
         path = tb.tb_frame.f_code.co_filename
         last = f"{path.rpartition('site-packages/')[2]}:{tb.tb_lineno}"
         if path.startswith(roots):
-            ours = f"{os.path.relpath(path, REPO)}:{tb.tb_lineno}"
+            ours = f"{os.path.relpath(path, src)}:{tb.tb_lineno}"
+        elif path == os.environ.get("XFORM_JT_FILE"):
+            in_test = f"{os.path.basename(path)}:{tb.tb_lineno}"
         tb = tb.tb_next
-    return ours or last
+    return ours or in_test or last
 
 
 def _pytest_hooks():
@@ -360,6 +370,7 @@ def _pytest_hooks():
             lines = str(exc).strip().splitlines()
             event["error_type"] = f"{type(exc).__module__}.{type(exc).__qualname__}"
             event["error"] = lines[0][:300] if lines else ""
+            event["detail"] = "\n".join(lines[1:8])[:600]
             event["where"] = _where(info.tb)
         if report.outcome == "skipped" and info is not None:
             event["reason"] = str(info.value)[:200]
@@ -389,6 +400,25 @@ def extract(git_dir, tag, names, dest):
             f.write(show(f"tests/{name}.py"))
     with open(os.path.join(dest, "pyproject.toml"), "wb") as f:
         f.write(show("pyproject.toml"))
+
+
+def snapshot(rev, out):
+    """xform's source as of ``rev`` (``git archive``), unpacked under ``out``; its path."""
+    commit = subprocess.run(
+        ["git", "-C", REPO, "rev-parse", "--short", rev], capture_output=True, check=True, text=True
+    ).stdout.strip()
+    dest = os.path.join(out, f"xform-{commit}")
+    if not os.path.isdir(dest):
+        os.makedirs(dest)
+        archive = subprocess.run(
+            ["git", "-C", REPO, "archive", commit, "xform", "lowering"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
+    with open(os.path.join(out, "xform_source.txt"), "w", encoding="utf-8") as f:
+        f.write(f"{rev} = {commit}\n")
+    return dest
 
 
 def write_ini(tests_dir, out):
@@ -431,10 +461,9 @@ def run_file(name, mode, args, ini):
         XFORM_JT_FILE=test_file,
         XFORM_JT_OUT=out,
         XFORM_JT_TIMEOUT=str(args.per_test_timeout),
-        PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.abspath(__file__)), REPO]),
+        XFORM_JT_SRC=args.xform_src,
+        PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.abspath(__file__)), args.xform_src]),
     )
-    if mode == "jax":
-        env["XFORM_JT_META"] = os.path.join(args.out, f"{name}.meta.jsonl")
     cases = args.generated_cases or (args.small_cases if name in LARGE_FILES else None)
     if cases:
         env["JAX_NUM_GENERATED_CASES"] = str(cases)
@@ -452,7 +481,13 @@ def run_file(name, mode, args, ini):
         with open(log, "a", encoding="utf-8") as f:
             try:
                 rc = subprocess.run(
-                    command, check=False, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=left
+                    command,
+                    check=False,
+                    cwd=args.out,  # (``python -m`` puts the working directory first on the path)
+                    env=env,
+                    stdout=f,
+                    stderr=subprocess.STDOUT,
+                    timeout=left,
                 ).returncode
             except subprocess.TimeoutExpired:
                 rc = "file time limit"
@@ -485,7 +520,7 @@ def outcomes(path):
         if event["when"] == "collect":
             collect_error = event
             continue
-        if event["when"] == "start":
+        if event["when"] in ("start", "info"):
             continue
         nodeid, outcome = event["nodeid"], event["outcome"]
         previous = result.get(nodeid, ("passed", None))
@@ -509,13 +544,14 @@ def _cause_key(event):
     return (kind.removeprefix("builtins."), message[:200])
 
 
-def summarise(name, out):
+def summarise(name, out, tests_dir):
     """The comparison of one file's two runs, as a dict."""
     jax, jax_collect = outcomes(os.path.join(out, f"{name}.jax.jsonl"))
     xf, xf_collect = outcomes(os.path.join(out, f"{name}.xform.jsonl"))
-    internal = {
-        e["nodeid"]: e["internal"] for e in _events(os.path.join(out, f"{name}.meta.jsonl"))
-    }
+    publicity = _Publicity(os.path.join(tests_dir, f"{name}.py"))
+    internal = {n: publicity.reasons(n) for n in jax}
+    with open(os.path.join(out, f"{name}.meta.jsonl"), "w", encoding="utf-8") as f:
+        f.writelines(json.dumps({"nodeid": n, "internal": r}) + "\n" for n, r in internal.items())
     passing = sorted(n for n, (o, _) in jax.items() if o == "passed")
     public = [n for n in passing if not internal.get(n, ["<unknown>"])]
     ok = {n for n in passing if xf.get(n, ("missing",))[0] == "passed"}
@@ -529,6 +565,11 @@ def summarise(name, out):
         elif outcome == "missing" and xf_collect is not None:
             event = xf_collect
         causes[_cause_key(event)].append((n, event))
+    by_class = collections.defaultdict(lambda: [0, 0])
+    for n in passing:
+        entry = by_class[n.split("::")[1] if n.count("::") > 1 else "(functions)"]
+        entry[0] += 1
+        entry[1] += n in ok
     internal_reasons = collections.Counter(r for n in passing for r in internal.get(n, []))
     return {
         "file": name,
@@ -542,6 +583,7 @@ def summarise(name, out):
         "public_jax_pass": len(public),
         "public_xform_pass": len(ok.intersection(public)),
         "internal_reasons": internal_reasons.most_common(12),
+        "by_class": dict(by_class),
         "causes": sorted(
             (
                 {
@@ -557,7 +599,7 @@ def summarise(name, out):
                 }
                 for key, tests in causes.items()
             ),
-            key=lambda c: -c["count"],
+            key=lambda c: (-c["public"], -c["count"]),
         ),
     }
 
@@ -586,12 +628,22 @@ def write_summary(results, path, settings, top):
         f"| **all** | {totals[0]} | {totals[1]} | {_rate(totals[1], totals[0])} | {totals[2]} |"
         f" {totals[3]} | {_rate(totals[3], totals[2])} |"
     )
-    everything = collections.Counter()
+    overall = {}  # cause -> [count, public count, {file: count}, example]
     for r in results:
         for c in r["causes"]:
-            everything[(c["type"], c["message"])] += c["count"]
+            entry = overall.setdefault((c["type"], c["message"]), [0, 0, {}, None])
+            entry[0] += c["count"]
+            entry[1] += c["public"]
+            entry[2][r["file"]] = c["count"]
+            entry[3] = entry[3] or f"{r['file']}::{c['examples'][0]}"
     lines += ["", "## Top causes over all files", ""]
-    lines += [f"- {n} × `{t}: {m}`" for (t, m), n in everything.most_common(top)]
+    lines += ["| count (public) | cause | files | example |", "|---|---|---|---|"]
+    for (kind, message), (n, public, files, example) in sorted(
+        overall.items(), key=lambda item: (-item[1][1], -item[1][0])
+    )[: 2 * top]:
+        cause = f"`{kind}: {message}`".replace("|", "\\|")
+        where = ", ".join(f"{f} {k}" for f, k in sorted(files.items(), key=lambda x: -x[1]))
+        lines.append(f"| {n} ({public}) | {cause} | {where} | `{example}` |")
     for r in results:
         lines += ["", f"## {r['file']}", ""]
         lines.append(
@@ -601,6 +653,9 @@ def write_summary(results, path, settings, top):
         for key in ("jax_collect_error", "xform_collect_error"):
             if r[key]:
                 lines.append(f"\n{key.replace('_', ' ')}: `{r[key]}`")
+        if len(r["by_class"]) > 1:
+            classes = ", ".join(f"{c} {x}/{j}" for c, (j, x) in r["by_class"].items())
+            lines.append(f"\nxform / JAX passes by class: {classes}")
         if r["internal_reasons"]:
             reasons = ", ".join(f"{name} ({n})" for name, n in r["internal_reasons"][:8])
             lines.append(f"\nnot public-API because of: {reasons}")
@@ -625,6 +680,11 @@ def main(argv=None):
     parser.add_argument("--out", default="/tmp/jt/results")
     parser.add_argument("--summary", help="Markdown summary (default: OUT/../summary.md)")
     parser.add_argument("--modes", default="jax,xform")
+    parser.add_argument(
+        "--xform-at",
+        help="run xform as of this commit of its repository (a `git archive` under OUT), "
+        "not the working tree, which others may be editing",
+    )
     parser.add_argument("--per-test-timeout", type=int, default=120)
     parser.add_argument("--file-timeout", type=int, default=3600)
     parser.add_argument("--resumes", type=int, default=5)
@@ -644,6 +704,11 @@ def main(argv=None):
         "lax_test",
     ]
     os.makedirs(args.out, exist_ok=True)
+    args.xform_src = REPO
+    if args.xform_at and not args.report_only:
+        args.xform_src = snapshot(args.xform_at, args.out)
+    elif not args.report_only and os.path.exists(os.path.join(args.out, "xform_source.txt")):
+        os.remove(os.path.join(args.out, "xform_source.txt"))
     if args.tests_dir is None:
         args.tests_dir = os.path.join(args.out, "tests")
         if not args.report_only:
@@ -669,18 +734,23 @@ def report(args, files):
         and os.path.exists(os.path.join(args.out, n[:-11] + "jax.jsonl"))
     )
     names = [n for n in files if n in held] + [n for n in held if n not in files]
-    results = [summarise(name, args.out) for name in names]
+    results = [summarise(name, args.out, args.tests_dir) for name in names]
     with open(os.path.join(args.out, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(results, f, indent=1)
+    source = os.path.join(args.out, "xform_source.txt")
+    at = open(source, encoding="utf-8").read().strip() if os.path.exists(source) else None
     settings = (
-        f"JAX {args.tag} tests; JAX_NUM_GENERATED_CASES={args.small_cases} for "
+        f"xform at {at or 'the working tree'}; JAX {args.tag} tests; "
+        f"JAX_NUM_GENERATED_CASES={args.small_cases} for "
         f"{', '.join(sorted(LARGE_FILES & set(names))) or 'none'} (JAX's default, 10, for the "
         f"rest{'' if not args.generated_cases else f'; overridden: {args.generated_cases}'}); "
         f"{HOST_DEVICES} host devices for {', '.join(sorted(MULTI_DEVICE_FILES & set(names)))}"
         f"; per-test limit {args.per_test_timeout} s. Rates are xform passes among the tests "
         "that pass under JAX; 'public' restricts both to tests that use only public API "
         "(benchmarks/jax_tests.py says how that is decided). Count (public): failing tests "
-        "of a cause, and how many of them are public-API tests."
+        "of a cause, and how many of them are public-API tests (causes are listed by the "
+        "latter: a failure of a test that uses JAX's internals on xform's values is often "
+        "no fault of xform's)."
     )
     write_summary(
         results, args.summary or os.path.join(args.out, "..", "summary.md"), settings, args.top
