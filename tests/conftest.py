@@ -1,4 +1,5 @@
-"""Test setup: jaxprs typechecked after every transformation; bounded hypothesis profiles."""
+"""Test setup: jaxprs typechecked after every transformation; bounded hypothesis profiles;
+the eager path under test (``--eager``)."""
 
 import importlib
 import os
@@ -43,6 +44,70 @@ else:
 from lowering import compile_cache  # noqa: E402
 
 compile_cache.set_directory(os.environ["XFORM_TEST_CACHE_DIR"])
+
+
+# Eager primitives run on a CPU backend with NumPy (xform_eager_path="host") unless the flag
+# says "xla", the compiled path every GPU or TPU takes. So that the README's one command
+# tests both, the eager-heavy files below (their second run about 60 s on 2 cores, each
+# primitive signature compiled; test_elementwise.py would add 100 s more, so it runs under
+# XLA only with --eager=xla) run twice by default ("--eager=both"): as they are,
+# and again under the XLA path, each test's twin named with "xla-eager" in its brackets
+# (``test_sin[float32-xla-eager]``; ``-k xla-eager`` selects the twins). "--eager=xla" runs
+# every test under the XLA path (the flag set before any test module is imported);
+# "--eager=host" runs every test once, on the host path.
+XLA_EAGER_FILES = frozenset(
+    [
+        "test_dispatch.py",
+        "test_eager_fast_paths.py",
+        "test_fidelity_eager.py",
+        "test_host_numerics.py",
+        "test_reductions.py",
+    ]
+)
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--eager",
+        choices=("both", "host", "xla"),
+        default="both",
+        help="the eager path on a CPU: 'both' (default: every test on the host path, the "
+        "eager-heavy files again under XLA), 'host' (host only) or 'xla' (everything "
+        "under XLA, as on a GPU)",
+    )
+
+
+def pytest_configure(config):
+    if config.getoption("eager") == "xla":
+        xform.config.update("xform_eager_path", "xla")
+
+
+@pytest.hookimpl(trylast=True)  # after the test's own parametrize marks: the id comes last
+def pytest_generate_tests(metafunc):
+    # The twins: one more parameter of the autouse fixture below, hidden from the node ids
+    # on the host path (they stay as they are) and "xla-eager" on the XLA path.
+    if (
+        metafunc.config.getoption("eager") == "both"
+        and metafunc.definition.path.name in XLA_EAGER_FILES
+    ):
+        metafunc.parametrize(
+            "eager_path",
+            ["host", "xla"],
+            ids=[pytest.HIDDEN_PARAM, "xla-eager"],
+            indirect=True,
+        )
+
+
+@pytest.fixture(autouse=True)
+def eager_path(request):
+    """The eager path a test runs on: "xla" for the twins of ``XLA_EAGER_FILES`` (and every
+    test under ``--eager=xla``), else "host"."""
+    path = getattr(request, "param", None)
+    if path is None:
+        yield xform.config.xform_eager_path
+        return
+    with xform.config.scope("xform_eager_path", path):
+        yield path
 
 
 def pytest_unconfigure(config):

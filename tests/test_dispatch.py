@@ -48,12 +48,52 @@ def test_device_path_matches_host_path(name, op, device_eager):
     np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-6, atol=1e-6)
 
 
-def test_host_path_is_used_on_cpu():
-    if xform.default_backend() != "cpu":
-        pytest.skip("host eager path only exists on a CPU backend")
+def _on_host(out):
+    """Whether eager result ``out`` came from the host path (NumPy data, no device buffer;
+    an XLA result has a buffer, and NumPy data too once read)."""
+    assert out._host is not None or out._buf is not None
+    return out._buf is None
+
+
+def test_eager_path_follows_the_flag(eager_path):
+    # conftest's ``eager_path``: "xla" in this file's [xla-eager] twins and under --eager=xla.
     lax.sin(1.0)  # let the first call choose the path
-    out = lax.sin(from_host(X))
-    assert out._host is not None and out._buf is None
+    on_host = eager_path == "host" and xform.default_backend() == "cpu"
+    assert _on_host(lax.sin(from_host(X))) == on_host
+    assert _on_host(lax.reduce_sum(from_host(X), (0,))) == on_host  # an op with params
+
+
+def test_eager_path_switches_at_the_next_op():
+    cpu = xform.default_backend() == "cpu"
+    x = from_host(X)
+    saved = xform.config.xform_eager_path
+    try:
+        xform.config.update("xform_eager_path", "xla")
+        assert not _on_host(lax.sin(x)) and not _on_host(x * 2.0)
+        xform.config.update("xform_eager_path", "host")
+        assert _on_host(lax.sin(x)) == cpu and _on_host(x * 2.0) == cpu
+        with xform.config.scope("xform_eager_path", "xla"):
+            assert xform.config.read("xform_eager_path") == "xla"
+            assert not _on_host(lax.sin(x))
+            with xform.debug_nans(True):  # the checking path runs the chosen one too
+                assert not _on_host(lax.sin(x))
+                with pytest.raises(FloatingPointError, match="log"):
+                    lax.log(lax.neg(x))
+        assert _on_host(lax.sin(x)) == cpu
+    finally:
+        xform.config.update("xform_eager_path", saved)
+
+
+def test_eager_path_flag_values(monkeypatch):
+    with pytest.raises(ValueError, match=r"'xform_eager_path'.*\['host', 'xla'\]"):
+        xform.config.update("xform_eager_path", "gpu")
+    assert "xform_eager_path" in xform.config.flags()
+    flag = xform.config._FLAGS["xform_eager_path"]
+    monkeypatch.setenv("XFORM_EAGER_PATH", "xla")  # the default at import
+    assert flag.from_env() == "xla"
+    monkeypatch.setenv("XFORM_EAGER_PATH", "numpy")
+    with pytest.raises(ValueError, match="xform_eager_path"):
+        flag.from_env()
 
 
 def test_special_functions_without_numpy_impl_run_on_xla():

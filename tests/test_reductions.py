@@ -171,10 +171,35 @@ def test_reduce_weak_type_and_complex():
     )
 
 
-def test_half_float_sum_accumulates_in_float32():
-    # 4096 + 1 + 1 + ... in float16 stays 4096 when accumulated in float16.
-    x = np.array([4096] + [1] * 64, np.float16)
-    assert float(lax.reduce_sum(x, (0,))) == 4160.0
+_HALF_SUMS = {}  # (name, axes) -> the jitted JAX reduction, shared by the cases below
+
+
+def _jax_half_reduction(name, axes):
+    if (name, axes) not in _HALF_SUMS:
+        _HALF_SUMS[name, axes] = jax.jit(lambda a: getattr(jax.lax, name)(a, axes))
+    return _HALF_SUMS[name, axes]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=lambda d: np.dtype(d).name)
+def test_half_float_sums_and_products_as_xla(dtype):
+    # XLA's CPU folds float16/bfloat16 in the half type, over a tree of windows of 32 on the
+    # longer axes: 4096 + 64 ones gives 4144 (windows of 15 pad + 4096 + 16 ones, 32 ones,
+    # 16 ones), not 4096 (one fold) nor 4160 (float32, as jnp.sum widens).
+    x = np.array([4096] + [1] * 64, dtype)
+    want = 4144.0 if dtype == np.float16 else 4160.0  # bfloat16: 4128 + 16, a tie, to even
+    assert float(lax.reduce_sum(x, (0,))) == want == float(jax.lax.reduce_sum(x, (0,)))
+    rng = np.random.default_rng(0)
+    cases = [((65,), (0,)), ((1000,), (0,)), ((3, 70), (1,)), ((100, 3), (0,)), ((5, 6), (0, 1))]
+    if dtype == BF16:  # float16 over several axes: see xform/primitives/reductions.py
+        cases += [((40, 50), (0, 1)), ((2, 40, 3), (0, 1))]
+    for shape, axes in cases:
+        for name, x in [
+            ("reduce_sum", (rng.normal(size=shape) * 100).astype(dtype)),
+            ("reduce_prod", (1 + rng.normal(size=shape) / 30).astype(dtype)),
+        ]:
+            got = np.asarray(getattr(lax, name)(x, axes))
+            want = np.asarray(_jax_half_reduction(name, axes)(x))
+            assert got.tobytes() == want.tobytes(), (name, shape, axes, got, want)
 
 
 # --------------------------------------------------------------------------- argmax, argmin

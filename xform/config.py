@@ -13,9 +13,11 @@ The engine reads hot flags through plain attributes, never through a lookup:
 - ``slow_calls``: True while any thread may have ``jax_disable_jit``, ``jax_debug_nans`` or
   ``jax_debug_infs`` on; jit's cached-call path reads only this (one attribute) and takes a
   slower, checking path when it is set;
-- ``check_jaxprs`` (``jax_enable_checks``): typecheck every jaxpr a transformation produces;
-- ``host_eager``: evaluate eager primitives with NumPy on the host on a CPU backend; set by the
-  runtime, not a user flag.
+- ``check_jaxprs`` (``jax_enable_checks``): typecheck every jaxpr a transformation produces.
+
+``xform_eager_path`` (``XFORM_EAGER_PATH``): eager primitives on a CPU run with NumPy ("host",
+the default) or compiled by XLA per primitive as on a GPU ("xla"); a change, at any time, is
+installed by the runtime's hook for the next eager op (which reads no flag).
 
 Other layers act on a flag's change through ``on_update(name, hook)`` (the runtime, which this
 module may not import, starts its devices from ``jax_num_cpu_devices`` that way).
@@ -27,7 +29,6 @@ import os
 import threading
 
 check_jaxprs = False
-host_eager = True
 slow_calls = False  # see the module docstring
 
 _NO_DEFAULT = object()
@@ -312,6 +313,7 @@ _FLAGS = {
         ),
         _Flag("jax_softmax_custom_jvp", "bool", False, help="accepted; not acted on"),
         _Flag("jax_thread_guard", "bool", False, help="accepted; not acted on"),
+        _Flag("xform_eager_path", "enum", "host", ("host", "xla"), False, "eager on a CPU"),
         _Flag(
             "xform_warn_recompiles",
             "bool",

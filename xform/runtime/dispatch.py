@@ -3,6 +3,7 @@
 Eager evaluation on a CPU backend uses a primitive's NumPy implementation when it has one
 (a few microseconds, where a compiled XLA call costs over ten); otherwise, and always on a
 GPU or TPU, it compiles the single equation with XLA once per signature and runs that.
+The flag ``xform_eager_path="xla"`` makes a CPU backend take the compiled path too.
 The common eager op (no params, one or two Arrays on the host) takes a fast path: a NumPy
 function memoized per primitive and operand avals, called directly (``host_apply``).
 """
@@ -592,16 +593,29 @@ def device_apply(prim, args, params):
     return compiled.run(args, avals)
 
 
-_eager_apply = None  # the eager path chosen by _first_apply: host_apply or device_apply
+_eager_apply = None  # the eager path chosen by _choose_eager_path: host_apply or device_apply
+
+
+def _choose_eager_path(path):
+    """Install the eager path for flag value ``path`` ("host": NumPy on a CPU backend,
+    "xla": compiled per primitive, as always on a GPU/TPU). The backend must have started."""
+    global _eager_apply
+    use_host = path == "host" and runtime.platform() == "cpu"
+    _eager_apply = host_apply if use_host else device_apply
+    _install_eager_impl(config.slow_calls)
 
 
 def _first_apply(prim, args, params):
     """Choose the eager path once the backend is known, then use it."""
-    global _eager_apply
-    use_host = config.host_eager and runtime.platform() == "cpu"
-    _eager_apply = host_apply if use_host else device_apply
-    _install_eager_impl(config.slow_calls)
+    _choose_eager_path(config.values.eager_path)
     return core.eval_trace.apply(prim, args, params)
+
+
+def _eager_path_changed(path):
+    # Before the first eager op the backend may not have started (jax_num_cpu_devices can
+    # still change): _first_apply reads the flag then.
+    if _eager_apply is not None:
+        _choose_eager_path(path)
 
 
 # --------------------------------------------------------------------------- debug_nans/infs
@@ -645,3 +659,4 @@ def _install_eager_impl(slow):
 
 core.set_eager_impl(_first_apply)
 config.on_update("slow_calls", _install_eager_impl)
+config.on_update("xform_eager_path", _eager_path_changed)
