@@ -107,7 +107,7 @@ def _scan_lower(ctx, *args, jaxpr, num_consts, num_carry, length, reverse, unrol
     carry = list(args[num_consts : num_consts + num_carry])
     xs = list(args[num_consts + num_carry :])
     ys = [full_like_aval(0, a) for a in ctx.avals_out[num_carry:]]
-    copies = max(1, min(unroll, length))
+    copies = max(1, min(unroll or length, length))  # unroll=0: the whole loop, as JAX
     trips, rest = divmod(length, copies)
     common = dict(length=length, reverse=reverse)
     if trips:

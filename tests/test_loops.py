@@ -432,8 +432,8 @@ def test_carry_type_errors():
         lax.scan(lambda c, x: (c, x), V3, (XS, XS[:2]))
     with pytest.raises(ValueError, match="`length` argument of 3 which disagrees"):
         lax.scan(lambda c, x: (c, x), V3, XS, length=3)
-    with pytest.raises(ValueError, match="`unroll` must be"):
-        lax.scan(lambda c, x: (c, x), V3, XS, unroll=0)
+    with pytest.raises(ValueError, match="`unroll` must be a `bool` or a non-negative `int`"):
+        lax.scan(lambda c, x: (c, x), V3, XS, unroll=-1)  # 0 unrolls it all, as in JAX
     with pytest.raises(
         TypeError,
         match="while_loop body_fun carry input and carry output must "

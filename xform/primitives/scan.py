@@ -23,6 +23,7 @@ from xform.core import (
     Literal,
     ShapedArray,
     Tracer,
+    Var,
     eager_rules,
     eval_jaxpr,
     eval_trace,
@@ -30,6 +31,7 @@ from xform.core import (
     is_concrete_array,
     set_current_trace,
 )
+from xform.errors import ConcretizationTypeError
 from xform.interpret import ad, batching, dce, partial_eval, transpose
 from xform.interpret.batching import not_mapped
 from xform.primitives.base import standard_primitive
@@ -82,7 +84,13 @@ def _scan_length(xs, length):
             )
         lengths.add(shape[0])
     if length is not None:
-        length = operator.index(length)
+        length = operator.index(
+            _concrete(
+                length,
+                "The `length` argument to `scan` expects a concrete `int` value. For "
+                "scan-like iteration with a dynamic length, use `while_loop` or `fori_loop`.",
+            )
+        )
         if lengths and lengths != {length}:
             raise ValueError(
                 f"scan got `length` argument of {length} which disagrees with "
@@ -117,7 +125,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
       xs: a pytree of arrays scanned along their leading axis, or None (then ``length``).
       length: the number of iterations, when ``xs`` is None (or to check it).
       reverse: scan from the end of ``xs`` to its start (``ys`` stays in ``xs``'s order).
-      unroll: how many iterations one step of the compiled loop runs (True: all).
+      unroll: how many iterations one step of the compiled loop runs (True or 0: all).
       _split_transpose: JAX's private hint to split the transposed loop (libraries such
         as flax pass it); the values are the same without it, and xform ignores it.
 
@@ -131,11 +139,14 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
         raise TypeError("lax.scan: f argument should be callable.")
     xs_flat, xs_tree = pytree.tree_flatten(xs)
     length = _scan_length(xs_flat, length)
-    if isinstance(unroll, bool):
+    unroll = _concrete(
+        unroll, "The `unroll` argument to `scan` expects a concrete `int` or `bool` value."
+    )
+    if isinstance(unroll, (bool, np.bool_)):
         unroll = max(length, 1) if unroll else 1
-    unroll = int(unroll)
-    if unroll < 1:
-        raise ValueError("`unroll` must be a `bool` or a positive `int`.")
+    unroll = operator.index(unroll)
+    if unroll < 0:  # 0, as in JAX, unrolls the whole loop
+        raise ValueError("`unroll` must be a `bool` or a non-negative `int`.")
     if config.values.disable_jit:
         return _python_scan(f, init, xs_flat, xs_tree, length, reverse)
     init_flat, in_tree = pytree.tree_flatten(init)
@@ -168,21 +179,67 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
         "tracing the body of scan",
         "scan body function carry input and carry output must have equal types",
     )
-    operands = consts + init_flat + xs_flat
-    outs = scan_p.bind(
-        *operands,
-        jaxpr=jaxpr,
-        num_consts=len(consts),
-        num_carry=n,
-        length=length,
-        reverse=bool(reverse),
-        unroll=unroll,
-        linear=(False,) * len(operands),
+    carry_fwd, ys_fwd = _forwarding(jaxpr, len(consts), n)
+    if any(carry_fwd) or any(k is not None for k in ys_fwd):
+        jaxpr = _forwards_removed(jaxpr, len(consts), n, carry_fwd, ys_fwd)
+        consts = [*_pick(init_flat, carry_fwd), *consts]
+    carry_in = _pick(init_flat, carry_fwd, False)
+    operands = consts + carry_in + xs_flat
+    outs = iter(
+        scan_p.bind(
+            *operands,
+            jaxpr=jaxpr,
+            num_consts=len(consts),
+            num_carry=len(carry_in),
+            length=length,
+            reverse=bool(reverse),
+            unroll=unroll,
+            linear=(False,) * len(operands),
+        )
     )
+    carry_out = [x if f else next(outs) for x, f in zip(init_flat, carry_fwd, strict=True)]
+    outs = carry_out + [next(outs) if k is None else xs_flat[k] for k in ys_fwd]
     return (
         pytree.tree_unflatten(in_tree, outs[:n]),
         pytree.tree_unflatten(y_tree["tree"], outs[n:]),
     )
+
+
+def _concrete(x, message):
+    """``x`` itself, or its value when it is a tracer that knows one; else JAX's
+    ConcretizationTypeError, saying with ``message`` what needed the value."""
+    if not isinstance(x, Tracer):
+        return x
+    try:
+        return x.item()
+    except ConcretizationTypeError as e:
+        first, _, rest = str(e).partition("\n")  # what was traced, then why it was needed
+        raise ConcretizationTypeError(f"{first}\n{message}\n{rest}") from None
+
+
+def _forwarding(jaxpr, nconsts, ncarry):
+    """What a scan body hands on unchanged, as JAX's scan reads it before binding: per
+    carry, whether it is its own input (the loop only reads it: it becomes a const, and
+    ``vmap`` leaves it unbatched when it is); per ``y``, the index of the ``xs`` it is (the
+    stacked ``ys`` are then that ``xs`` itself), or None."""
+    j = jaxpr.jaxpr
+    carry_in, xs_in = j.invars[nconsts : nconsts + ncarry], j.invars[nconsts + ncarry :]
+    carry_fwd = [o is v for o, v in zip(j.outvars[:ncarry], carry_in, strict=True)]
+    xs_pos = {id(v): k for k, v in enumerate(xs_in)}
+    ys_fwd = [xs_pos.get(id(o)) if isinstance(o, Var) else None for o in j.outvars[ncarry:]]
+    return carry_fwd, ys_fwd
+
+
+def _forwards_removed(jaxpr, nconsts, ncarry, carry_fwd, ys_fwd):
+    """The body with its forwarded carries taken as leading consts and the forwarded
+    carries and ``ys`` no longer returned."""
+    j = jaxpr.jaxpr
+    consts, carry = j.invars[:nconsts], j.invars[nconsts : nconsts + ncarry]
+    invars = _pick(carry, carry_fwd) + consts + _pick(carry, carry_fwd, False)
+    outvars = _pick(j.outvars[:ncarry], carry_fwd, False) + [
+        o for o, k in zip(j.outvars[ncarry:], ys_fwd, strict=True) if k is None
+    ]
+    return _permuted(jaxpr, invars=invars + j.invars[nconsts + ncarry :], outvars=outvars)
 
 
 def _python_scan(f, init, xs_flat, xs_tree, length, reverse):

@@ -210,16 +210,53 @@ def while_loop(cond_fun, body_fun, init_val):
         raise TypeError(
             f"while_loop: cond_fun must return a boolean scalar, but got output type(s) [{got}]."
         )
-    outs = while_p.bind(
-        *cond_consts,
-        *body_consts,
-        *init,
-        cond_jaxpr=cond_jaxpr,
-        body_jaxpr=body_jaxpr,
-        cond_nconsts=len(cond_consts),
-        body_nconsts=len(body_consts),
+    moved = _read_only_carries(cond_jaxpr, body_jaxpr, len(cond_consts), len(body_consts))
+    if any(moved):
+        cond_jaxpr, body_jaxpr = _carries_to_consts(
+            cond_jaxpr, body_jaxpr, len(cond_consts), len(body_consts), moved
+        )
+        body_consts = [*_pick(init, moved), *body_consts]
+    outs = iter(
+        while_p.bind(
+            *cond_consts,
+            *body_consts,
+            *_pick(init, moved, False),
+            cond_jaxpr=cond_jaxpr,
+            body_jaxpr=body_jaxpr,
+            cond_nconsts=len(cond_consts),
+            body_nconsts=len(body_consts),
+        )
     )
+    outs = [x if m else next(outs) for x, m in zip(init, moved, strict=True)]
     return pytree.tree_unflatten(in_tree, outs)
+
+
+def _read_only_carries(cond_jaxpr, body_jaxpr, nc, nb):
+    """Per carry, whether the body hands it on unchanged and the predicate never reads it.
+    As in JAX, such a carry becomes a body const: ``vmap`` with a batched predicate then
+    leaves it unbatched (so ``out_axes=None`` holds for it), and the loop carries less."""
+    read = {id(v) for e in cond_jaxpr.jaxpr.eqns for v in e.invars}
+    read.update(id(v) for v in cond_jaxpr.jaxpr.outvars)
+    body = body_jaxpr.jaxpr
+    return [
+        out is v and id(c) not in read
+        for v, out, c in zip(
+            body.invars[nb:], body.outvars, cond_jaxpr.jaxpr.invars[nc:], strict=True
+        )
+    ]
+
+
+def _carries_to_consts(cond_jaxpr, body_jaxpr, nc, nb, moved):
+    """The loop's jaxprs with the ``moved`` carries taken as the first body consts."""
+    c, b = cond_jaxpr.jaxpr, body_jaxpr.jaxpr
+    cond = _permuted(cond_jaxpr, invars=c.invars[:nc] + _pick(c.invars[nc:], moved, False))
+    body_consts, body_carry = b.invars[:nb], b.invars[nb:]
+    body = _permuted(
+        body_jaxpr,
+        invars=_pick(body_carry, moved) + body_consts + _pick(body_carry, moved, False),
+        outvars=_pick(b.outvars, moved, False),
+    )
+    return cond, body
 
 
 def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
