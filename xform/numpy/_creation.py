@@ -20,7 +20,8 @@ from xform.numpy._promote import (
     convert,
     result_type,
 )
-from xform.numpy._ufuncs import add, full_like_aval, multiply, subtract, true_divide, where_
+from xform.numpy._staged import staged
+from xform.numpy._ufuncs import add, full_like_aval, multiply, subtract, true_divide
 from xform.runtime.array import Array, mark_subnormals
 
 __all__ = [
@@ -222,6 +223,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
     return lax.add(asarray(start, dtype), lax.iota(dtype, size))
 
 
+@staged("_linspace", static_argnames=("num", "endpoint", "retstep", "dtype", "axis", "device"))
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
     """``num`` evenly spaced values from ``start`` to ``stop``."""
     del device
@@ -323,19 +325,22 @@ def _tri_mask(name, m, k, lower):
     if len(shape) < 2:
         raise ValueError(f"{name}: argument must be at least 2-D, got shape {shape}")
     n, cols = shape[-2:]
-    i = lax.broadcasted_iota(dtypes.int32, (n, cols), 0)
-    j = lax.broadcasted_iota(dtypes.int32, (n, cols), 1)
-    i = lax.add(i, asarray(operator.index(k), dtypes.int32))
-    mask = lax.ge(i, j) if lower else lax.le(i, j)
+    # As JAX's: triu(m, k) keeps m where tril's mask for k - 1 is false.
+    k = operator.index(k) if lower else operator.index(k) - 1
+    i = lax.add(lax.broadcasted_iota(dtypes.int32, (n, cols), 0), asarray(k, dtypes.int32))
+    mask = lax.ge(i, lax.broadcasted_iota(dtypes.int32, (n, cols), 1))
     mask = broadcast_to_shape(mask, shape)
-    return where_(mask, m, full_like_aval(m, 0))
+    zero = full_like_aval(m, 0)
+    return lax.select(mask, m, zero) if lower else lax.select(mask, zero, m)
 
 
+@staged("tril", static_argnames=("k",))
 def tril(m, k=0):
     """``m`` with the elements above the ``k``-th diagonal zeroed."""
     return _tri_mask("tril", m, k, True)
 
 
+@staged("triu", static_argnames=("k",))
 def triu(m, k=0):
     """``m`` with the elements below the ``k``-th diagonal zeroed."""
     return _tri_mask("triu", m, k, False)

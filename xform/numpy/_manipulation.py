@@ -49,6 +49,7 @@ from xform.numpy._shape import (
     where,
 )
 from xform.numpy._sorting import argsort, sort
+from xform.numpy._staged import staged
 from xform.numpy._ufuncs import isnan, not_equal, remainder, subtract, where_
 
 __all__ = [
@@ -338,26 +339,34 @@ def pad(array, pad_width, mode="constant", **kwargs):
     unsupported = set(kwargs) - set(_PAD_KWARGS[mode])
     if unsupported:
         raise ValueError(f"unsupported keyword arguments for mode '{mode}': {unsupported}")
-    if nd == 0:
-        return a
     if builtins.any(w < 0 for pair in widths for w in pair):
         raise ValueError("index can't contain negative values")
+    end_values = stat_length = None
+    if mode == "linear_ramp":
+        end_values = _pad_pairs(kwargs.get("end_values", 0), nd, "end_values")
+    if kwargs.get("stat_length") is not None:
+        stat_length = _pad_pairs(kwargs["stat_length"], nd, "stat_length")
+    constant_values = kwargs.get("constant_values", 0)
+    reflect_type = kwargs.get("reflect_type", "even")
+    return _pad(a, widths, mode, constant_values, stat_length, end_values, reflect_type)
+
+
+@staged("_pad", static_argnums=(1, 2, 4, 5, 6))
+def _pad(a, widths, mode, constant_values, stat_length, end_values, reflect_type):
+    if aval_of(a).ndim == 0:
+        return a
     if mode == "constant":
-        return _pad_constant(a, widths, kwargs.get("constant_values", 0))
+        return _pad_constant(a, widths, constant_values)
     if mode == "wrap":
         return _pad_wrap(a, widths)
     if mode in ("reflect", "symmetric"):
-        return _pad_reflect(a, widths, mode, kwargs.get("reflect_type", "even"))
+        return _pad_reflect(a, widths, mode, reflect_type)
     if mode == "edge":
         return _pad_edge(a, widths)
     if mode == "linear_ramp":
-        end_values = _pad_pairs(kwargs.get("end_values", 0), nd, "end_values")
         return _pad_linear_ramp(a, widths, end_values)
     if mode == "empty":
         return _pad_empty(a, widths)
-    stat_length = kwargs.get("stat_length")
-    if stat_length is not None:
-        stat_length = _pad_pairs(stat_length, nd, "stat_length")
     return _pad_stats(a, widths, stat_length, _STATS[mode])
 
 
@@ -370,6 +379,9 @@ def _check_int_indices(name, indices):
         raise TypeError(f"{name} indices must be of integer type, got {dt}")
 
 
+@staged(
+    "_take", static_argnames=("axis", "mode", "unique_indices", "indices_are_sorted", "fill_value")
+)
 def take(
     a,
     indices,
@@ -436,6 +448,7 @@ def _along_axis_index(shape, indices, axis):
     return tuple(idx)
 
 
+@staged("take_along_axis", static_argnames=("axis", "mode", "fill_value", "wrap_negative_indices"))
 def take_along_axis(
     arr, indices, axis=-1, mode=None, fill_value=None, *, wrap_negative_indices=None
 ):
@@ -517,6 +530,7 @@ def _gather_along_axis(a, indices, axis, mode, fill_value):
     )
 
 
+@staged("put_along_axis", static_argnames=("axis", "inplace", "mode"))
 def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
     """``arr`` with ``values`` written at ``indices`` along ``axis`` (needs
     ``inplace=False``: xform arrays are immutable)."""
@@ -563,9 +577,12 @@ def _roll_axis(a, shift, axis):
         shift %= n
         if shift == 0:
             return a
-        return lax.concatenate(
-            [_slice_axis(a, n - shift, n, axis), _slice_axis(a, 0, n - shift, axis)], axis
-        )
+        # (slice_in_dim: strides (1, ...), as JAX's _roll_static)
+        parts = [
+            lax.slice_in_dim(a, n - shift, n, 1, axis),
+            lax.slice_in_dim(a, 0, n - shift, 1, axis),
+        ]
+        return lax.concatenate(parts, axis)
     start = remainder(convert(n, aval_of(shift).dtype) - shift, convert(n, aval_of(shift).dtype))
     doubled = lax.concatenate([a, a], axis)
     return lax.dynamic_slice_in_dim(doubled, start, n, axis)
@@ -588,9 +605,21 @@ def roll(a, shift, axis=None):
         shift = asarray(shift)
         if not dtypes.is_int(aval_of(shift).dtype):
             raise TypeError(f"roll: shift must be integer, got {aval_of(shift).dtype}") from None
-        shifts = shift
-    else:
-        shifts = np.asarray(shifts)
+        return _roll_dynamic(a, shift, axes)
+    return _roll_static(a, shifts, axes)
+
+
+@staged("_roll_static", static_argnums=(1, 2))
+def _roll_static(a, shifts, axes):
+    return _roll_shifts(a, np.asarray(shifts), axes)
+
+
+@staged("_roll_dynamic", static_argnums=(2,))
+def _roll_dynamic(a, shift, axes):
+    return _roll_shifts(a, shift, axes)
+
+
+def _roll_shifts(a, shifts, axes):
     if np.ndim(shifts) > 1 if isinstance(shifts, np.ndarray) else aval_of(shifts).ndim > 1:
         raise ValueError("'shift' and 'axis' arguments to roll must be scalars or 1D arrays")
     n_shift = shifts.shape[0] if np.ndim(shifts) else 1
@@ -607,6 +636,7 @@ def roll(a, shift, axis=None):
     return a
 
 
+@staged("rollaxis", static_argnames=("axis", "start"))
 def rollaxis(a, axis, start=0):
     """``a`` with ``axis`` moved to before position ``start`` (prefer ``moveaxis``)."""
     a = _arr("rollaxis", a)
@@ -621,6 +651,7 @@ def rollaxis(a, axis, start=0):
     return a if axis == start else moveaxis(a, axis, start)
 
 
+@staged("rot90", static_argnames=("k", "axes"))
 def rot90(m, k=1, axes=(0, 1)):
     """``m`` rotated by 90 degrees ``k`` times in the plane of ``axes``, counterclockwise
     from the first axis towards the second."""
@@ -657,6 +688,7 @@ def _edge_like(name, v, shape, axis):
     return v
 
 
+@staged("diff", static_argnames=("n", "axis"))
 def diff(a, n=1, axis=-1, prepend=None, append=None):
     """The ``n``-th discrete difference of ``a`` along ``axis`` (``!=`` for booleans),
     after joining ``prepend`` and ``append`` to ``a``.
@@ -688,6 +720,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     return arr
 
 
+@staged("ediff1d")
 def ediff1d(ary, to_end=None, to_begin=None):
     """Differences between consecutive elements of the flattened ``ary``, with ``to_begin``
     and ``to_end`` (cast to ``ary``'s dtype) joined on."""
@@ -704,6 +737,7 @@ def ediff1d(ary, to_end=None, to_begin=None):
 # --------------------------------------------------------------------------- append, insert, delete
 
 
+@staged("append", static_argnames=("axis",))
 def append(arr, values, axis=None):
     """``arr`` with ``values`` joined on at the end of ``axis`` (None: both flattened)."""
     check_arraylike("append", arr, values)
@@ -838,6 +872,7 @@ def unstack(x, /, *, axis=0):
     )
 
 
+@staged("resize", static_argnames=("new_shape",))
 def resize(a, new_shape):
     """``a`` flattened, repeated as needed and reshaped to ``new_shape``."""
     a = ravel(_arr("resize", a))
@@ -907,12 +942,14 @@ def _block(xs):
     return concatenate(parts, axis=-depths[0]), depths[0] + 1
 
 
+@staged("block")
 def block(arrays):
     """An array assembled from nested lists of blocks: the innermost lists are joined along
     the last axis, the next ones along the one before, and so on."""
     return _block(arrays)[0]
 
 
+@staged("kron")
 def kron(a, b):
     """The Kronecker product of ``a`` and ``b`` (the shorter shape padded with leading 1s)."""
     check_arraylike("kron", a, b)
@@ -929,6 +966,7 @@ def kron(a, b):
     return reshape(lax.mul(a_wide, b_wide), shape)
 
 
+@staged("vander", static_argnames=("N", "increasing"))
 def vander(x, N=None, increasing=False):  # noqa: N803  (NumPy's name)
     """The Vandermonde matrix of the 1-D ``x``: columns ``x**(N-1), ..., x, 1`` (reversed if
     ``increasing``)."""
@@ -1014,6 +1052,7 @@ def _u8(value):
     return _arr("packbits", np.uint8(value))
 
 
+@staged("packbits", static_argnames=("axis", "bitorder"))
 def packbits(a, axis=None, bitorder="big"):
     """Packs the truth values of ``a`` into the bits of uint8s along ``axis`` (None: of the
     flattened array), padding with zeros to a multiple of 8."""
@@ -1039,6 +1078,7 @@ def packbits(a, axis=None, bitorder="big"):
     return swapaxes(packed, axis, -1)
 
 
+@staged("unpackbits", static_argnames=("axis", "count", "bitorder"))
 def unpackbits(a, axis=None, count=None, bitorder="big"):
     """Unpacks the bits of the uint8 array ``a`` along ``axis`` (None: of the flattened
     array); ``count`` keeps that many bits (pads with zeros if larger; negative: drops that

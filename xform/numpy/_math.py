@@ -33,6 +33,7 @@ from xform.numpy._reductions import _cumulative, canonicalize_axis, cumsum
 from xform.numpy._reductions import any as any_
 from xform.numpy._reductions import sum as sum_
 from xform.numpy._shape import moveaxis
+from xform.numpy._staged import staged
 from xform.numpy._ufuncs import (
     absolute,
     const,
@@ -96,6 +97,7 @@ def _static_int(name, what, value):
 # --------------------------------------------------------------------------- integers
 
 
+@staged("gcd")
 def gcd(x1, x2):
     """Greatest common divisor of integers, elementwise (non-negative; gcd(0, 0) = 0)."""
     check_arraylike("gcd", x1, x2)
@@ -120,6 +122,7 @@ def gcd(x1, x2):
     return result
 
 
+@staged("lcm")
 def lcm(x1, x2):
     """Least common multiple of integers, elementwise (non-negative; 0 if either is 0)."""
     check_arraylike("lcm", x1, x2)
@@ -132,6 +135,7 @@ def lcm(x1, x2):
     return where_(zero, const(d, 0), multiply(x1, floor_divide(x2, where_(zero, const(d, 1), d))))
 
 
+@staged("bitwise_count")
 def bitwise_count(x, /):
     """The number of one bits in ``|x|``, as uint8 (NumPy's rule)."""
     check_arraylike("bitwise_count", x)
@@ -191,6 +195,7 @@ def _mantissa_jvp(primals, tangents):
 _mantissa.defjvp(_mantissa_jvp)
 
 
+@staged("frexp")
 def frexp(x, /):
     """Mantissa in [0.5, 1) (signed) and int32 exponent with ``x = m * 2**e``; zeros,
     infinities and NaNs give ``(x, 0)``."""
@@ -203,6 +208,7 @@ def frexp(x, /):
     return _mantissa(x), e
 
 
+@staged("ldexp")
 def ldexp(x1, x2, /):
     """``x1 * 2**x2`` for integer ``x2``, without overflow in the intermediate."""
     check_arraylike("ldexp", x1, x2)
@@ -228,6 +234,7 @@ def ldexp(x1, x2, /):
     return where_(keep, x1, x)
 
 
+@staged("modf")
 def modf(x, /, out=None):
     """Fractional and integral parts of ``x``, both with ``x``'s sign."""
     check_arraylike("modf", x)
@@ -257,6 +264,7 @@ def spacing(x, /):
 # --------------------------------------------------------------------------- complex tests
 
 
+@staged("angle", static_argnames=("deg",))
 def angle(z, deg=False):
     """The argument of complex ``z`` (radians, or degrees with ``deg``)."""
     check_arraylike("angle", z)
@@ -270,12 +278,14 @@ def angle(z, deg=False):
     return degrees(result) if deg else result
 
 
+@staged("iscomplex")
 def iscomplex(x):
     """True where ``x`` has a non-zero imaginary part."""
     i = imag(x)
     return lax.ne(i, const(i, 0))
 
 
+@staged("isreal")
 def isreal(x):
     """True where ``x`` has a zero imaginary part."""
     i = imag(x)
@@ -293,6 +303,7 @@ def _space_dtypes(name, start, stop, dtype):
     return dtype, _to_inexact(dtype)
 
 
+@staged("_logspace", static_argnames=("num", "endpoint", "dtype", "axis"))
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     """``base ** linspace(start, stop, num)``."""
     num = _static_int("logspace", "num", num)
@@ -305,6 +316,7 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     return convert(power(base, exponents), dtype, False)
 
 
+@staged("_geomspace", static_argnames=("num", "endpoint", "dtype", "axis"))
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     """``num`` values from ``start`` to ``stop`` spaced evenly on a log scale."""
     num = _static_int("geomspace", "num", num)
@@ -386,6 +398,7 @@ def hanning(M):  # noqa: N803
 # --------------------------------------------------------------------------- convolution
 
 
+@staged("_conv", static_argnums=(0, 3, 4, 5))
 def _conv1d(name, a, v, mode, precision, preferred_element_type):
     check_arraylike(name, a, v)
     a, v = asarray(a), asarray(v)
@@ -426,11 +439,13 @@ def _conv1d(name, a, v, mode, precision, preferred_element_type):
     return lax.rev(out, (0,)) if reverse else out
 
 
+@staged("convolve", static_argnames=("mode", "precision", "preferred_element_type"))
 def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
     """Discrete linear convolution of 1-D ``a`` and ``v`` (``mode``: full, same, valid)."""
     return _conv1d("convolve", a, v, mode, precision, preferred_element_type)
 
 
+@staged("correlate", static_argnames=("mode", "precision", "preferred_element_type"))
 def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
     """Cross-correlation of 1-D ``a`` and ``v`` (``v`` conjugated)."""
     return _conv1d("correlate", a, v, mode, precision, preferred_element_type)
@@ -658,6 +673,7 @@ def _i0_asymptotic(x):
     return lax.mul(scale, total)
 
 
+@staged("i0")
 def i0(x):
     """The modified Bessel function of the first kind, order 0."""
     check_arraylike("i0", x)
@@ -696,6 +712,7 @@ def kaiser(M, beta):  # noqa: N803
 # --------------------------------------------------------------------------- cross product
 
 
+@staged("cross", static_argnames=("axisa", "axisb", "axisc", "axis"))
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """NumPy's cross product of 2- or 3-vectors along ``axisa``/``axisb`` (``axis`` sets all
     three); two 2-vectors give the scalar z-component. (``linalg.cross`` is the array-API

@@ -7,6 +7,7 @@ Public signatures are jax.numpy's, positional parameters included (hence the PLR
 
 import builtins
 import math
+import operator
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from xform.numpy._promote import (
     promote_dtypes_inexact,
     promote_dtypes_numeric,
 )
+from xform.numpy._staged import staged
 from xform.numpy._ufuncs import const, isclose, multiply, where_
 
 __all__ = [
@@ -405,6 +407,24 @@ def _var_promote_types(a_dtype, dtype):
     return _upcast_f16(computation_dtype), np.dtype(dtype)
 
 
+def _optional_axes(axis):
+    """``axis`` as a static argument: None, an int or a tuple of ints (as JAX's)."""
+    if axis is None:
+        return None
+    try:
+        return operator.index(axis)
+    except TypeError:
+        return tuple(operator.index(i) for i in axis)
+
+
+def _correction(name, ddof, correction):
+    if correction is None:
+        return ddof
+    if ddof != 0:
+        raise ValueError(f"{name}: ddof and correction can't be provided simultaneously.")
+    return correction
+
+
 def var(
     a,
     axis=None,
@@ -419,23 +439,35 @@ def var(
 ):
     """Variance over ``axis``, dividing by ``N - ddof``; ``mean``, when given, is used as the
     mean (it must broadcast against ``a``, e.g. computed with ``keepdims=True``)."""
-    _no_out("var", out)
+    correction = _correction("var", ddof, correction)
     check_arraylike("var", a)
-    if correction is None:
-        correction = ddof
-    elif ddof != 0:
-        raise ValueError("var: ddof and correction can't be provided simultaneously.")
-    a = asarray(a)
+    return _var(
+        asarray(a),
+        axis=_optional_axes(axis),
+        dtype=dtype,
+        out=out,
+        correction=correction,
+        keepdims=keepdims,
+        where=where,
+        a_mean=mean,
+    )
+
+
+@staged("_var", static_argnames=("axis", "dtype", "keepdims"))
+def _var(
+    a, *, axis=None, dtype=None, out=None, correction=0, keepdims=False, where=None, a_mean=None
+):
+    _no_out("var", out)
     if dtype is not None:
         dtype = _canonical_dtype(dtype, "var")
     computation_dtype, dtype = _var_promote_types(aval_of(a).dtype, dtype)
     a = convert(a, computation_dtype, False)
     axes = reduction_axes("var", aval_of(a).ndim, axis)
-    if mean is None:
+    if a_mean is None:
         a_mean = _mean(a, axes, dtype=computation_dtype, keepdims=True, where=where)
     else:
-        check_arraylike("var", mean)
-        a_mean = convert(asarray(mean), computation_dtype, False)
+        check_arraylike("var", a_mean)
+        a_mean = convert(asarray(a_mean), computation_dtype, False)
     centered = lax.sub(a, broadcast_to_shape(a_mean, aval_of(a).shape))
     if dtypes.is_complex(computation_dtype):
         centered = lax.real(lax.mul(centered, lax.conj(centered)))
@@ -462,13 +494,31 @@ def std(
     correction=None,
 ):
     """Standard deviation over ``axis``; ``mean`` as in ``var``."""
+    correction = _correction("std", ddof, correction)
+    check_arraylike("std", a)
+    return _std(
+        asarray(a),
+        axis=_optional_axes(axis),
+        dtype=dtype,
+        out=out,
+        correction=correction,
+        keepdims=keepdims,
+        where=where,
+        mean=mean,
+    )
+
+
+@staged("_std", static_argnames=("axis", "dtype", "keepdims"))
+def _std(
+    a, *, axis=None, dtype=None, out=None, correction=0, keepdims=False, where=None, mean=None
+):
     _no_out("std", out)
     if dtype is not None:
         dtype = _canonical_dtype(dtype, "std")
         if not dtypes.is_inexact(dtype):
             raise ValueError(f"dtype argument to std must be inexact; got {dtype}")
     return lax.sqrt(
-        var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean, correction=correction)
+        var(a, axis, dtype, keepdims=keepdims, where=where, mean=mean, correction=correction)
     )
 
 
@@ -524,11 +574,13 @@ def _cumulative(name, lax_fn, a, *, axis, dtype, out):
     return lax.convert_element_type(lax_fn(a, axis), result_type)
 
 
+@staged("cumsum", static_argnames=("axis", "dtype"))
 def cumsum(a, axis=None, dtype=None, out=None):
     """Cumulative sum along ``axis`` (None: of the flattened array)."""
     return _cumulative("cumsum", lax.cumsum, a, axis=axis, dtype=dtype, out=out)
 
 
+@staged("cumprod", static_argnames=("axis", "dtype"))
 def cumprod(a, axis=None, dtype=None, out=None):
     """Cumulative product along ``axis``."""
     return _cumulative("cumprod", lax.cumprod, a, axis=axis, dtype=dtype, out=out)
@@ -562,6 +614,7 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     return out
 
 
+@staged("nansum", static_argnames=("axis", "dtype", "keepdims"))
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Sum treating NaNs as zero."""
     check_arraylike("nansum", a)
@@ -571,6 +624,7 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, whe
     return sum(a, axis, dtype, out, keepdims, initial, where)
 
 
+@staged("nanmax", static_argnames=("axis", "keepdims"))
 def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """Maximum ignoring NaNs (NaN where a slice is all NaN)."""
     check_arraylike("nanmax", a)
@@ -585,6 +639,7 @@ def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     return where_(all_nan, const(out_, np.nan), out_)
 
 
+@staged("nanmin", static_argnames=("axis", "keepdims"))
 def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """Minimum ignoring NaNs."""
     check_arraylike("nanmin", a)
@@ -601,10 +656,16 @@ def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
 
 def ptp(a, axis=None, out=None, keepdims=False):
     """Range (max - min) along ``axis``."""
+    return _ptp(a, _optional_axes(axis), out, keepdims)
+
+
+@staged("_ptp", static_argnames=("axis", "keepdims"))
+def _ptp(a, axis=None, out=None, keepdims=False):
     _no_out("ptp", out)
     return lax.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
+@staged("count_nonzero", static_argnames=("axis", "keepdims"))
 def count_nonzero(a, axis=None, keepdims=False):
     """Number of non-zero elements along ``axis``."""
     check_arraylike("count_nonzero", a)
@@ -647,6 +708,7 @@ def _same(x, y):
     return promote_args("average", x, y)
 
 
+@staged("allclose", static_argnames=("equal_nan",))
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """True if every element of ``a`` is close to ``b``."""
     return all(isclose(a, b, rtol, atol, equal_nan))

@@ -24,6 +24,7 @@ from xform.numpy._promote import (
     promote_dtypes,
 )
 from xform.numpy._reductions import canonicalize_axis
+from xform.numpy._staged import staged
 from xform.numpy._ufuncs import maximum, minimum, where_
 from xform.runtime.array import Array
 
@@ -317,6 +318,7 @@ def stack(arrays, axis=0, out=None, dtype=None):
     return concatenate([lax.expand_dims(x, (axis,)) for x in arrays], axis, dtype)
 
 
+@staged("atleast_1d")
 def atleast_1d(*arys):
     """Arrays with at least one dimension (a list for several arguments)."""
     check_arraylike("atleast_1d", *arys)
@@ -324,6 +326,7 @@ def atleast_1d(*arys):
     return out[0] if len(out) == 1 else out
 
 
+@staged("atleast_2d")
 def atleast_2d(*arys):
     """Arrays with at least two dimensions (new axes in front)."""
     check_arraylike("atleast_2d", *arys)
@@ -335,6 +338,7 @@ def atleast_2d(*arys):
     return out[0] if len(out) == 1 else out
 
 
+@staged("atleast_3d")
 def atleast_3d(*arys):
     """Arrays with at least three dimensions (1-D: (1, n, 1); 2-D: (m, n, 1))."""
     check_arraylike("atleast_3d", *arys)
@@ -463,7 +467,11 @@ def broadcast_arrays(*args):
 
 def flip(m, axis=None):
     """Reverse the order of elements along ``axis`` (all axes by default)."""
-    m = _arr("flip", m)
+    return _flip(_arr("flip", m), None if axis is None else _axes_tuple(axis))
+
+
+@staged("_flip", static_argnames=("axis",))
+def _flip(m, axis=None):
     ndim = aval_of(m).ndim
     axes = (
         tuple(range(ndim))
@@ -475,12 +483,12 @@ def flip(m, axis=None):
 
 def fliplr(m):
     """Reverse along axis 1."""
-    return flip(m, 1)
+    return _flip(_arr("fliplr", m), 1)
 
 
 def flipud(m):
     """Reverse along axis 0."""
-    return flip(m, 0)
+    return _flip(_arr("flipud", m), 0)
 
 
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
@@ -572,6 +580,7 @@ def argwhere(a, *, size=None, fill_value=None):
     return stack(nonzero(a, size=size, fill_value=fill_value), axis=1)
 
 
+@staged("clip")
 def clip(arr=None, /, min=None, max=None):  # noqa: A002
     """``arr`` limited to ``[min, max]`` (either may be None). As in JAX 0.10.2, NumPy's
     older ``a``/``a_min``/``a_max`` keywords are not accepted."""

@@ -49,6 +49,7 @@ from xform.numpy._reductions import (
 from xform.numpy._shape import atleast_2d, clip, squeeze
 from xform.numpy._shape import stack as stack_
 from xform.numpy._sorting import searchsorted
+from xform.numpy._staged import staged
 from xform.numpy._ufuncs import (
     add,
     const,
@@ -259,6 +260,7 @@ def _check_no_out(name, out, overwrite_input):
         raise ValueError(f"xform.numpy.{name} does not support overwrite_input=True or out != None")
 
 
+@staged("quantile", static_argnames=("axis", "overwrite_input", "keepdims", "method"))
 def quantile(
     a,
     q,
@@ -293,6 +295,7 @@ def quantile(
     return _quantile("quantile", a, q, axis, method, keepdims, False, weights)
 
 
+@staged("nanquantile", static_argnames=("axis", "overwrite_input", "keepdims", "method"))
 def nanquantile(
     a,
     q,
@@ -315,6 +318,9 @@ def _percent(name, q):
     return lax.div(q, const(q, 100))
 
 
+@staged(
+    "percentile", static_argnames=("axis", "overwrite_input", "keepdims", "method", "out_sharding")
+)
 def percentile(
     a,
     q,
@@ -336,6 +342,7 @@ def percentile(
     )
 
 
+@staged("nanpercentile", static_argnames=("axis", "overwrite_input", "keepdims", "method"))
 def nanpercentile(
     a,
     q,
@@ -361,12 +368,14 @@ def nanpercentile(
     )
 
 
+@staged("median", static_argnames=("axis", "overwrite_input", "keepdims"))
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """The median along ``axis`` (the midpoint of the two middle values for even counts)."""
     check_arraylike("median", a)
     return quantile(a, 0.5, axis, out, overwrite_input, "midpoint", keepdims)
 
 
+@staged("nanmedian", static_argnames=("axis", "overwrite_input", "keepdims"))
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """:func:`median` ignoring NaNs."""
     check_arraylike("nanmedian", a)
@@ -382,6 +391,7 @@ def _inexact_input(name, a):
     return a, dtypes.is_inexact(aval_of(a).dtype)
 
 
+@staged("nanmean", static_argnames=("axis", "dtype", "keepdims"))
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     """Mean ignoring NaNs (NaN where a slice is all NaN)."""
     a, inexact = _inexact_input("nanmean", a)
@@ -404,6 +414,7 @@ def _no_out(name, out):
         raise NotImplementedError(f"The 'out' argument to xform.numpy.{name} is not supported.")
 
 
+@staged("nanvar", static_argnames=("axis", "dtype", "keepdims"))
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
     """Variance ignoring NaNs, dividing by the count of non-NaNs minus ``ddof``."""
     check_arraylike("nanvar", a)
@@ -449,6 +460,7 @@ def _broadcast_pair(x, y):
     return x, y
 
 
+@staged("nanstd", static_argnames=("axis", "dtype", "keepdims"))
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
     """Standard deviation ignoring NaNs."""
     check_arraylike("nanstd", a)
@@ -456,6 +468,7 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     return lax.sqrt(nanvar(a, axis, dtype, None, ddof, keepdims, where, mean))
 
 
+@staged("nanprod", static_argnames=("axis", "dtype", "keepdims"))
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Product treating NaNs as one."""
     a, inexact = _inexact_input("nanprod", a)
@@ -471,11 +484,13 @@ def _nan_cumulative(name, fn, fill, a, axis, dtype, out):
     return fn(a, axis, dtype, out)
 
 
+@staged("nancumsum", static_argnames=("axis", "dtype"))
 def nancumsum(a, axis=None, dtype=None, out=None):
     """Cumulative sum treating NaNs as zero."""
     return _nan_cumulative("nancumsum", cumsum, 0, a, axis, dtype, out)
 
 
+@staged("nancumprod", static_argnames=("axis", "dtype"))
 def nancumprod(a, axis=None, dtype=None, out=None):
     """Cumulative product treating NaNs as one."""
     return _nan_cumulative("nancumprod", cumprod, 1, a, axis, dtype, out)
@@ -490,11 +505,13 @@ def _nan_arg(name, fn, fill, a, axis, out, keepdims):
     return where_(all(nan_mask, axis, keepdims=bool(keepdims)), const(index, -1), index)
 
 
+@staged("_nanargmax", static_argnames=("axis", "keepdims"))
 def nanargmax(a, axis=None, out=None, keepdims=None):
     """Index of the maximum ignoring NaNs (-1 where a slice is all NaN)."""
     return _nan_arg("nanargmax", argmax, -np.inf, a, axis, out, keepdims)
 
 
+@staged("_nanargmin", static_argnames=("axis", "keepdims"))
 def nanargmin(a, axis=None, out=None, keepdims=None):
     """Index of the minimum ignoring NaNs (-1 where a slice is all NaN)."""
     return _nan_arg("nanargmin", argmin, np.inf, a, axis, out, keepdims)
@@ -503,6 +520,7 @@ def nanargmin(a, axis=None, out=None, keepdims=None):
 # --------------------------------------------------------------------------- cleaning
 
 
+@staged("nan_to_num")
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """``x`` with NaN replaced by ``nan`` and infinities by ``posinf``/``neginf`` (default:
     the largest finite values of the dtype); complex parts are cleaned separately."""
@@ -592,6 +610,7 @@ def _static_int(name, what, value):
         ) from e
 
 
+@staged("digitize", static_argnames=("right", "method"))
 def digitize(x, bins, right=False, *, method=None):
     """The index of the bin of ``bins`` (1-D, increasing or decreasing) holding each ``x``."""
     del method  # every method gives the same indices
@@ -727,6 +746,7 @@ def _sample_weights(name, w, n_samples, integer):
     return lax.abs(w)  # NumPy rejects negative weights; JAX takes their magnitude
 
 
+@staged("cov", static_argnames=("rowvar", "bias", "ddof", "dtype"))
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, dtype=None):
     """The covariance matrix of the variables in the rows of ``m`` (columns if not
     ``rowvar``), with ``y``'s variables appended; a scalar for a single variable."""
@@ -782,6 +802,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     return squeeze(c)
 
 
+@staged("corrcoef", static_argnames=("rowvar", "dtype"))
 def corrcoef(x, y=None, rowvar=True, dtype=None):
     """Pearson correlation coefficients: :func:`cov` normalised by the standard deviations,
     clipped to [-1, 1]."""
