@@ -221,13 +221,13 @@ ERRORS = [
     ),
     # tracer errors: JAX's classes
     ("jit_bool", lambda L: L.jit(lambda x: 1 if x > 0 else 0)(1.0), "bool"),
-    ("jit_int", lambda L: L.jit(int)(1.0), r"int\(\)"),
-    ("jit_float", lambda L: L.jit(float)(1.0), r"float\(\)"),
+    ("jit_int", lambda L: L.jit(int)(1.0), "The problem arose with the `int` function"),
+    ("jit_float", lambda L: L.jit(float)(1.0), "The problem arose with the `float` function"),
     ("jit_item", lambda L: L.jit(lambda x: x.item())(1.0), "item"),
     ("jit_index", lambda L: L.jit(lambda i: [1, 2][i])(1), "__index__"),
     ("jit_range", lambda L: L.jit(range)(2), "__index__"),
-    ("jit_asarray", lambda L: L.jit(np.asarray)(1.0), "NumPy array"),
-    ("jit_numpy_function", lambda L: L.jit(np.sin)(1.0), "NumPy"),
+    ("jit_asarray", lambda L: L.jit(np.asarray)(1.0), r"numpy.ndarray conversion method __array__"),
+    ("jit_numpy_function", lambda L: L.jit(np.sin)(1.0), r"__array__\(\) was called"),
     ("jit_bool_mask", lambda L: L.jit(lambda x: x[x > 0])(_ones(L, 3)), "concrete"),
     ("jit_nonzero", lambda L: L.jit(L.np.nonzero)(_ones(L, 3)), "size"),
     (
@@ -626,3 +626,58 @@ def test_a_custom_jvp_rule_returning_a_wrong_tangent_raises_jax_type_error(kind,
                 transform.grad(lambda y, fun=fun, first=first: first(fun(y))[0])(x)
         errors_seen.append(str(info.value))
     assert errors_seen[0] == errors_seen[1]
+
+
+# --------------------------------------------------------------------------- cond and switch
+
+
+def _same(x):
+    return x
+
+
+def _as_int(x):
+    return x.astype(np.int32)
+
+
+def _stacked(x):
+    return (x, x)
+
+
+def _two_differences(x):
+    return (x.astype(np.int32), x.reshape(1))
+
+
+def _dict_ab(x):
+    return {"a": x, "b": x}
+
+
+def _dict_ac(x):
+    return {"a": x, "c": x}
+
+
+def _dict_a(x):
+    return {"a": x}
+
+
+BRANCH_MISMATCHES = [
+    ("dtype", lambda L: L.lax.cond(True, _same, _as_int, np.float32(1))),
+    ("dtype_under_jit", lambda L: L.jit(lambda p, x: L.lax.cond(p, _same, _as_int, x))(True, 1.0)),
+    ("shape", lambda L: L.lax.cond(True, lambda x: x[None], _same, np.ones(2, np.float32))),
+    ("two_outputs", lambda L: L.lax.cond(True, _stacked, _two_differences, np.float32(1))),
+    ("leaf_vs_tuple", lambda L: L.lax.cond(True, _stacked, _same, np.float32(1))),
+    ("list_lengths", lambda L: L.lax.cond(True, lambda x: [x, x], lambda x: [x], 1.0)),
+    ("dict_keys", lambda L: L.lax.cond(True, _dict_ab, _dict_ac, 1.0)),
+    ("dict_sizes", lambda L: L.lax.cond(True, _dict_ab, _dict_a, 1.0)),
+    ("switch_dtype", lambda L: L.lax.switch(1, [_same, _same, _as_int], np.float32(1))),
+    ("switch_two", lambda L: L.lax.switch(0, [_same, _stacked], np.float32(1))),
+    ("switch_builtin", lambda L: L.lax.switch(0, [_same, L.np.sin, _as_int], np.float32(1))),
+]
+
+
+@pytest.mark.parametrize(
+    "fn", [c[1] for c in BRANCH_MISMATCHES], ids=[c[0] for c in BRANCH_MISMATCHES]
+)
+def test_branches_that_disagree_raise_jax_type_error_naming_both(fn):
+    expected, got = _raised(fn, JX), _raised(fn, XF)
+    assert type(expected) is TypeError and type(got) is TypeError
+    assert str(got) == str(expected)

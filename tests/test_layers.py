@@ -23,6 +23,7 @@ LAYERS = [
             "xform.dtypes",
             "xform.config",
             "xform.errors",
+            "xform.traceback_util",
             "xform.version",
         ],
     ),

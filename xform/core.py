@@ -29,6 +29,7 @@ from xform.jaxpr_printer import (  # noqa: F401  (mesh_axis_order, vma_order: co
     pp_toplevel_jaxpr,
     vma_order,
 )
+from xform.traceback_util import concretization_message, filter_exception, register_boundary
 
 # --------------------------------------------------------------------------- abstract values
 
@@ -383,8 +384,13 @@ class Primitive:
         self.name = name
         self.multiple_results = multiple_results
 
+    @register_boundary
     def bind(self, *args, **params):
-        outs = trace_state.trace.process_primitive(self, args, params)
+        try:  # an API boundary for eager operations (a try costs nothing until it raises)
+            outs = trace_state.trace.process_primitive(self, args, params)
+        except Exception as e:
+            filter_exception(e)
+            raise
         return outs if self.multiple_results else outs[0]
 
     # The registrars of JAX's ``Primitive``, for primitives defined outside xform (see
@@ -556,52 +562,44 @@ class Tracer:
         """The concrete value behind this tracer when the transformation knows one, else None."""
         return None
 
-    def _concretize(self, what, error="ConcretizationTypeError"):
+    def _concretize(self, what):
         value = self.concrete_value()
-        if value is None:
-            raise getattr(errors, error)(concretization_message(self, what))
-        return value
+        return self._refuse(what) if value is None else value
 
     # JAX lets bool/int/index/item see the value a JVP tracer knows, but never float,
     # complex, tolist or NumPy conversion: a function that works under grad must not
     # depend on which of these it calls, so xform draws the same line.
-    def _refuse(self, what, error="ConcretizationTypeError"):
-        # (the error classes by name: they are made when first raised, see xform/errors.py)
-        raise getattr(errors, error)(concretization_message(self, what))
+    def _refuse(self, what):
+        error, message = concretization_message(self, what)
+        raise getattr(errors, error)(message)  # (made when first raised: xform/errors.py)
+
+    def _origin_msg(self):
+        """Where this traced value came from, for errors (a staging tracer knows)."""
+        return ""
 
     def __bool__(self):
-        return bool(
-            self._concretize(
-                "bool() (a Python `if`, `while`, `and`/`or` on it)",
-                "TracerBoolConversionError",
-            )
-        )
+        return bool(self._concretize("bool"))
 
     def __int__(self):
-        return int(self._concretize("int()"))
+        return int(self._concretize("int"))
 
     def __index__(self):
-        return self._concretize(
-            "__index__ (use as an index, a length or a shape)", "TracerIntegerConversionError"
-        ).__index__()
+        return self._concretize("__index__").__index__()
 
     def __float__(self):
-        self._refuse("float()")
+        self._refuse("float")
 
     def __complex__(self):
-        self._refuse("complex()")
+        self._refuse("complex")
 
     def item(self):
-        return self._concretize(".item()").item()
+        return self._concretize("item").item()
 
     def tolist(self):
-        self._refuse(".tolist()")
+        self._refuse("tolist")
 
     def __array__(self, dtype=None, copy=None):
-        self._refuse(
-            "conversion to a NumPy array (np.asarray or a NumPy function)",
-            "TracerArrayConversionError",
-        )
+        self._refuse("__array__")
 
     def __hash__(self):
         raise TypeError(
@@ -621,20 +619,6 @@ class Tracer:
 
     def __repr__(self):
         return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
-
-
-def concretization_message(tracer, what):
-    trace = tracer._trace
-    return (
-        f"Abstract tracer value encountered where a concrete value is expected: "
-        f"{what} of the traced array {tracer.aval.str_short()} while {trace.name}. "
-        "The value of a traced array is not known until the transformed function runs. "
-        "If the value depends only on Python arguments, mark them static "
-        "(`static_argnums`/`static_argnames` of `xform.jit`); to choose between values, "
-        "use `xform.numpy.where` or `xform.lax.select`; to branch or loop on a traced "
-        "value, use `xform.lax.cond`, `xform.lax.switch`, `xform.lax.while_loop` or "
-        "`xform.lax.fori_loop`."
-    )
 
 
 def escaped_tracer_error(tracer, where):

@@ -15,6 +15,7 @@ from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.custom_batching import call_rule, custom_vmap_p
 from xform.primitives.scan import map as _lax_map
 from xform.runtime.jit import arg_avals, fun_name
+from xform.traceback_util import api_boundary
 
 __all__ = ["custom_vmap", "sequential_vmap"]
 
@@ -103,6 +104,7 @@ class custom_vmap:
             ) from e
         return bound.args
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         args = self._positional(args, kwargs)
         if self.vmap_rule is None:

@@ -25,6 +25,7 @@ from xform.interpret.staging import JaxprTrace, trace_to_jaxpr
 from xform.primitives.autodiff import custom_jvp_call_p, custom_vjp_call_p
 from xform.runtime.array import from_host
 from xform.runtime.jit import arg_avals, fun_name
+from xform.traceback_util import api_boundary
 
 # --------------------------------------------------------------------------- symbolic zeros
 
@@ -351,6 +352,7 @@ class custom_jvp(_CustomFunction):
 
         self.defjvp(jvp)
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         if self.jvp is None:
             raise AttributeError(
@@ -420,6 +422,7 @@ class custom_vjp(_CustomFunction):
         self.fwd, self.bwd = fwd, bwd
         self.symbolic_zeros = bool(symbolic_zeros)
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         if self.fwd is None:
             raise AttributeError(

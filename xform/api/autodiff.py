@@ -22,6 +22,7 @@ from xform.primitives.sharding import reshard_p
 from xform.runtime.array import Array, from_host
 from xform.runtime.jit import arg_avals, flatten_fun, fun_name
 from xform.runtime.stages import abstractify
+from xform.traceback_util import api_boundary
 
 
 def _as_output(x):
@@ -68,6 +69,7 @@ def _check_tangent(path, primal_aval, tangent):
         )
 
 
+@api_boundary
 def jvp(fun, primals, tangents, has_aux=False):
     """The value of ``fun`` at ``primals`` and its derivative along ``tangents``.
 
@@ -311,6 +313,7 @@ def _zero_cotangent(aval):
     return np.zeros(aval.shape, dtypes.float0)
 
 
+@api_boundary
 def vjp(fun, *primals, has_aux=False):
     """``fun``'s value at ``primals`` and a function pulling output cotangents back.
 
@@ -383,6 +386,7 @@ class VJP:
             self.meta.jaxpr, self._residuals, self.tape = closed.jaxpr, list(closed.consts), None
         return self._residuals
 
+    @api_boundary
     def __call__(self, cotangents, *extra_args):
         meta = self.meta
         if extra_args:
@@ -465,6 +469,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     name = fun_name(fun)
 
     @functools.wraps(fun)  # named as ``fun``, as JAX's (jit's and lowered modules' names)
+    @api_boundary
     def value_and_grad_f(*args, **kwargs):
         if any(i >= len(args) or i < -len(args) for i in nums):
             raise TypeError(
@@ -517,6 +522,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
     @functools.wraps(fun)
+    @api_boundary
     def grad_f(*args, **kwargs):
         (value, grads) = vg(*args, **kwargs)
         return (grads, value[1]) if has_aux else grads
@@ -581,6 +587,7 @@ def _check_grad_output(name, out, holomorphic):
 # --------------------------------------------------------------------------- linearize & co
 
 
+@api_boundary
 def linearize(fun, *primals, has_aux=False):
     """``fun``'s value at ``primals`` and its linear map ``f_jvp(*tangents)``, computed once.
 
@@ -614,6 +621,7 @@ class LinearizedJVP:
         self.meta = meta
         self.residuals = residuals
 
+    @api_boundary
     def __call__(self, *tangents):
         meta = self.meta
         t_leaves, t_tree = pytree.tree_flatten((tangents, {}))
@@ -664,6 +672,7 @@ def linear_transpose(fun, *primals):
     )
     out_tree = store["out_tree"]
 
+    @api_boundary
     def transposed(*cotangents):
         ct_leaves, ct_tree = pytree.tree_flatten(
             cotangents[0] if len(cotangents) == 1 else cotangents

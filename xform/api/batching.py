@@ -15,6 +15,7 @@ from xform.interpret import batching
 from xform.interpret.batching import AxisData, not_mapped
 from xform.primitives.reductions import reduce_sum
 from xform.runtime.jit import arg_avals, flatten_fun, fun_name
+from xform.traceback_util import api_boundary
 
 
 def _check_axis_spec(spec, what):
@@ -107,6 +108,7 @@ def vmap(
     name = fun_name(fun)
 
     @functools.wraps(fun)
+    @api_boundary
     def vmapped(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError(

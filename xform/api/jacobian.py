@@ -16,6 +16,7 @@ from xform.api.batching import vmap
 from xform.interpret.batching import moveaxis
 from xform.primitives import structural
 from xform.primitives.elementwise import convert_folding_constants
+from xform.traceback_util import api_boundary
 
 
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
@@ -135,6 +136,7 @@ def _jacobian(fun, argnums, has_aux, holomorphic, forward, allow_int=False):
     nums = (argnums,) if int_argnums else tuple(argnums)
 
     @functools.wraps(fun)  # named as ``fun``, as JAX's
+    @api_boundary
     def jac(*args, **kwargs):
         positions = [i % len(args) for i in nums]
         for i in positions:

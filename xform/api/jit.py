@@ -29,6 +29,7 @@ from xform.runtime.jit import (
 )
 from xform.runtime.jit_cache import clear_caches
 from xform.runtime.stages import ShapeDtypeStruct, abstractify, shape_struct
+from xform.traceback_util import api_boundary
 
 __all__ = [
     "ShapeDtypeStruct",
@@ -137,6 +138,7 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
     nums, _ = normalize_statics(fun, static_argnums, None)
 
     @functools.wraps(fun)
+    @api_boundary
     def make(*args, **kwargs):
         dyn_args, dyn_kwargs, statics = split_statics(fun, args, kwargs, nums, frozenset())
         leaves, in_tree = pytree.tree_flatten((dyn_args, dyn_kwargs))
@@ -155,6 +157,7 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
     return make
 
 
+@api_boundary
 def eval_shape(fun, *args, **kwargs):
     """The shapes and dtypes ``fun`` would return, computed without running it."""
     leaves, in_tree = pytree.tree_flatten((args, kwargs))

@@ -23,6 +23,7 @@ from xform.runtime.jit import (
     split_statics,
 )
 from xform.runtime.jit_cache import flat_tree
+from xform.traceback_util import api_boundary
 
 
 def _canonical_axis(spec, aval, what):
@@ -71,6 +72,7 @@ class PmapFunction:
         # trace context -> avals -> entry, for positional Array arguments
         self._flat_cache = {}
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         entry, leaves = self._entry(args, kwargs)
         operands = [*entry["consts"], *leaves] if entry["consts"] else leaves

@@ -15,6 +15,7 @@ from xform.primitives.convolution import conv_general_dilated_p
 from xform.primitives.dot import dot_general_p
 from xform.primitives.remat import Offloadable, Recompute, Saveable, name_p, remat_p
 from xform.runtime.jit import arg_avals, flatten_fun, fun_name
+from xform.traceback_util import api_boundary
 
 # --------------------------------------------------------------------------- policies
 # ``policy(prim, *avals_in, **params) -> bool``: whether the outputs of a primal equation are
@@ -263,6 +264,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_
     cache = {}  # (in_tree, avals, static args) -> (jaxpr, consts, out_tree)
 
     @functools.wraps(fun)
+    @api_boundary
     def fun_remat(*args, **kwargs):
         nargs = len(args)
         if not all(-nargs <= d < nargs for d in static_argnums):

@@ -39,9 +39,8 @@ def concrete_or_error(force, val, context=""):
         value = val.concrete_value()
         if value is None:
             raise ConcretizationTypeError(
-                core.concretization_message(
-                    val, context or "a concrete value requested with concrete_or_error"
-                )
+                "Abstract tracer value encountered where concrete value is expected: traced "
+                f"array with shape {val.aval.str_short(False)}\n{context}{val._origin_msg()}\n"
             )
         val = value
     return val if force is None else force(val)

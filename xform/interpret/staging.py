@@ -17,6 +17,7 @@ import numpy as np
 from xform import config, core, dtypes, errors
 from xform.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Tracer, Var
 from xform.interpret import typed
+from xform.traceback_util import origin_message
 
 staging_rules = {}
 
@@ -36,6 +37,10 @@ class JaxprTracer(Tracer):
     @property
     def aval(self):
         return self.jaxpr_var.aval
+
+    def _origin_msg(self):
+        trace = self._trace
+        return origin_message(trace.name, trace.invars, trace.eqns, self.jaxpr_var)
 
 
 class JaxprTrace(core.Trace):

@@ -14,6 +14,7 @@ from xform.primitives.structural import (
     reshape,
     rev,
 )
+from xform.traceback_util import api_boundary
 
 __all__ = ["associative_scan"]
 
@@ -21,6 +22,7 @@ __all__ = ["associative_scan"]
 # --------------------------------------------------------------------------- associative_scan
 
 
+@api_boundary
 def associative_scan(fn, elems, reverse=False, axis=0):
     """Inclusive prefix scan of ``elems`` along ``axis`` under the associative ``fn``:
     ``[a, fn(a, b), fn(fn(a, b), c), ...]`` (with ``reverse``, the suffixes instead).

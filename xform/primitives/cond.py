@@ -35,6 +35,7 @@ from xform.primitives.autodiff import stop_gradient
 from xform.primitives.comparisons import eq, ne, select_n
 from xform.primitives.elementwise import clamp, convert_element_type, convert_element_type_p
 from xform.primitives.structural import broadcast_in_dim
+from xform.traceback_util import api_boundary, fun_sourceinfo
 
 # ``cond_p`` is listed here, not found by xform.lax's loop over family modules: the module
 # ``cond`` would be shadowed there by the function ``cond``.
@@ -43,6 +44,7 @@ __all__ = ["cond", "cond_p", "switch"]
 _NO_OPERAND = object()
 
 
+@api_boundary
 def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as one primitive.
 
@@ -86,6 +88,7 @@ def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
     return _bind_branches("cond", index, (false_fun, true_fun), ("false_fun", "true_fun"), operands)
 
 
+@api_boundary
 def switch(index, branches, *operands, operand=_NO_OPERAND):
     """``branches[index](*operands)``, with ``index`` clamped to ``[0, len(branches) - 1]``.
 
@@ -146,57 +149,83 @@ def _bind_branches(construct, index, funs, names, operands):
 
         traced.append(trace_to_jaxpr(flat_fun, avals, f"tracing `{name}` of {construct}"))
         trees.append(store["tree"])
-    order = _report_order(len(funs))
+    order = _report_order(len(funs)) if construct == "cond" else range(len(funs))
     for i in order[1:]:
         j = order[0]
-        if trees[i] != trees[j]:
-            raise TypeError(
-                f"{construct} branches must have the same output structure: "
-                f"{names[j]} output {trees[j]} and {names[i]} output {trees[i]}"
-            )
         outs_i, outs_j = traced[i].out_avals, traced[j].out_avals
-        if not _same_types(outs_i, outs_j):
-            t_j = _types_str(pytree.tree_unflatten(trees[j], outs_j))
-            t_i = _types_str(pytree.tree_unflatten(trees[i], outs_i))
-            raise TypeError(
-                f"{construct} branches must have equal output types: {names[j]} "
-                f"output {t_j} and {names[i]} output {t_i}"
-            )
+        _check_branch_outputs(
+            construct,
+            (funs[j], trees[j], outs_j, "true_fun" if construct == "cond" else "branch 0"),
+            (funs[i], trees[i], outs_i, "false_fun" if construct == "cond" else f"branch{i}"),
+        )
         if any(a.vma != b.vma for a, b in zip(outs_j, outs_i, strict=True)):
             raise _vma_mismatch(construct, names[j], names[i], outs_j, outs_i)
     branches, consts = _join_consts([convert_constvars(c) for c in traced])
-    args = [*consts, *leaves]
-    fwd = _forwarded(branches)
-    if any(k is not None for k in fwd):
-        branches = tuple(
-            ClosedJaxpr(
-                Jaxpr(
-                    [],
-                    b.jaxpr.invars,
-                    [v for v, k in zip(b.jaxpr.outvars, fwd, strict=True) if k is None],
-                    b.jaxpr.eqns,
-                ),
-                [],
-            )
-            for b in branches
-        )
-    outs = iter(cond_p.bind(index, *args, branches=branches))
-    outs = [next(outs) if k is None else args[k] for k in fwd]
+    outs = cond_p.bind(index, *consts, *leaves, branches=branches)
     return pytree.tree_unflatten(trees[0], outs)
 
 
-def _forwarded(branches):
-    """Per output, the operand every branch returns unchanged as it (or None). As in JAX,
-    the cond hands such an operand on itself: ``vmap`` then leaves it unbatched when it is,
-    and the value is the very object passed in."""
-    fwd = None
-    for b in branches:
-        pos = {id(v): k for k, v in enumerate(b.jaxpr.invars)}
-        mine = [pos.get(id(v)) if isinstance(v, Var) else None for v in b.jaxpr.outvars]
-        fwd = (
-            mine if fwd is None else [a if a == m else None for a, m in zip(fwd, mine, strict=True)]
+def _check_branch_outputs(construct, first, second):
+    """JAX's TypeError for two branches (each ``(fun, out_tree, out_avals, name)``) whose
+    outputs differ in structure or in types (shape, dtype), naming both functions with their
+    file and line. JAX names a switch's branches ``branch 0`` and ``branch1``, ``branch2``, ..."""
+    (f1, tree1, avals1, name1), (f2, tree2, avals2, name2) = first, second
+    paths = [p for p, _ in pytree.tree_flatten_with_path(pytree.tree_unflatten(tree1, avals1))[0]]
+
+    def at(path):
+        return f" at path {pytree.keystr(path)}" if path else ""
+
+    def complain(what, differences, revise, listed):
+        return TypeError(
+            f"{construct} {what}\n\n{name1} is {fun_sourceinfo(f1)}\n"
+            f"{name2} is {fun_sourceinfo(f2)}\n\n{listed}\nRevise {name1} and/or {name2} "
+            f"so that {revise}."
         )
-    return fwd
+
+    if tree1 != tree2:
+        differences = [
+            f"{name1} output{at(p)} is a {thing1} but {name2} output{at(p)} is a {thing2}, so {why}"
+            for p, thing1, thing2, why in pytree.equality_errors(tree1, tree2)
+        ]
+        if not differences:  # equal structures whose nodes' aux data differ
+            return
+        if len(differences) == 1:
+            listed = f"{differences[0]}.\n"
+        else:  # (JAX's layout: a blank line between the items)
+            listed = "\n".join(f"  * {d};\n" for d in differences[:-1])
+            listed += f"  * {differences[-1]}.\n"
+        raise complain(
+            "branch outputs must have the same pytree structure, but they differ:",
+            differences,
+            "they have the same pytree structure",
+            listed,
+        )
+    differences = []
+    for p, a1, a2 in zip(paths, avals1, avals2, strict=True):
+        mismatches = [
+            f"the {what} do not match"
+            for what, differ in (("dtypes", a1.dtype != a2.dtype), ("shapes", a1.shape != a2.shape))
+            if differ
+        ]
+        if mismatches:
+            differences.append(
+                f"the output of {name1}{at(p)} has type {a1.str_short(False)} but the "
+                f"corresponding output of {name2} has type {a2.str_short(False)}, so "
+                + ", and ".join(mismatches)
+            )
+    if len(differences) == 1:
+        listed = f"{differences[0][0].upper()}{differences[0][1:]}.\n"
+    elif differences:
+        listed = "\n".join(f"  * {d};" for d in differences[:-1])
+        listed += f"\n  * {differences[-1]}.\n"
+    else:
+        return
+    raise complain(
+        "branches must have equal output types but they differ.",
+        differences,
+        "all output types match",
+        listed,
+    )
 
 
 def _report_order(n):

@@ -13,6 +13,7 @@ from xform.primitives.comparisons import lt
 from xform.primitives.elementwise import add, convert_folding_constants
 from xform.primitives.scan import scan
 from xform.primitives.while_loop import while_loop
+from xform.traceback_util import api_boundary
 
 __all__ = ["fori_loop"]
 
@@ -29,6 +30,7 @@ def _concrete_int(x):
     return int(np.asarray(x))
 
 
+@api_boundary
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """``val = body_fun(i, val)`` for ``i`` in ``range(lower, upper)``; the final ``val``.
 

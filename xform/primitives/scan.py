@@ -60,6 +60,7 @@ from xform.primitives.while_loop import (
     _types,
     asarray,
 )
+from xform.traceback_util import api_boundary
 
 __all__ = ["map", "scan"]
 
@@ -107,6 +108,7 @@ def _scan_length(xs, length):
     return lengths.pop()
 
 
+@api_boundary
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
     """Scan ``f`` over the leading axis of ``xs`` while carrying state.
 
@@ -263,6 +265,7 @@ def _python_scan(f, init, xs_flat, xs_tree, length, reverse):
     return carry, stacked
 
 
+@api_boundary
 def map(f, xs, *, batch_size=None):  # noqa: A001  (lax's name)
     """``f`` applied to each slice of ``xs`` along its leading axis, results stacked.
 

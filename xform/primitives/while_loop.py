@@ -44,6 +44,7 @@ from xform.primitives.reductions import reduce_or
 from xform.primitives.structural import (
     broadcast_in_dim,
 )
+from xform.traceback_util import api_boundary
 
 __all__ = ["while_loop"]
 
@@ -157,6 +158,7 @@ def asarray(x):
 # --------------------------------------------------------------------------- while_loop
 
 
+@api_boundary
 def while_loop(cond_fun, body_fun, init_val):
     """Run ``val = body_fun(val)`` while ``cond_fun(val)`` holds; the final ``val``.
 

@@ -39,6 +39,7 @@ from xform.runtime.jit_cache import (
     remember,
     with_scalar_buffers,
 )
+from xform.traceback_util import TracingName, filter_exception, register_boundary
 
 
 def fun_name(fun):
@@ -586,7 +587,16 @@ class JitFunction:
 
         log = config.values.log_compiles
         start = time.perf_counter() if log else 0.0
-        closed = trace_to_jaxpr(float0s_as_bools, avals, f"tracing `{self._state.name}` for jit")
+        name = TracingName(
+            f"tracing `{self._state.name}` for jit",
+            self._fun,
+            "jit",
+            lambda: [
+                f"{n}{path}"
+                for n, path in stages.leaf_paths(self._fun, in_tree, statics and statics.key)
+            ],
+        )
+        closed = trace_to_jaxpr(float0s_as_bools, avals, name)
         if log:  # as JAX's, with the line that called the function
             _log.warning(
                 "Finished tracing + transforming %s for jit in %.6f sec (called at %s)",
@@ -622,7 +632,15 @@ class JitFunction:
             return None
         return tuple(i in donated for i in range(in_tree.num_leaves))
 
+    @register_boundary
     def __call__(self, *args, **kwargs):
+        try:  # an API boundary (xform/traceback_util.py): a try costs nothing until it raises
+            return self._call(*args, **kwargs)
+        except Exception as e:
+            filter_exception(e)
+            raise
+
+    def _call(self, *args, **kwargs):
         if config.slow_calls and not _checking.active:  # disable_jit, debug_nans/infs
             return self._checked_call(args, kwargs)
         if (
