@@ -127,16 +127,20 @@ def _xform_version():
     return getattr(xform, "__version__", "")
 
 
-def compile_and_load(client, text, devices, options, *, cacheable=True, min_compile_secs=0.0):
+def compile_and_load(
+    client, text, devices, options, *, cacheable=True, min_compile_secs=0.0, key_text=None
+):
     """``client.compile_and_load(text, devices, options)``, through the cache when it is on
     and ``cacheable``; a fresh compile is written only if it took ``min_compile_secs``.
 
-    ``devices`` is a tuple of devices (the ``DeviceList`` is built here)."""
+    ``devices`` is a tuple of devices (the ``DeviceList`` is built here). ``key_text``: the
+    module's text without its locations, when ``text`` has them (a call ``key_text()``): as
+    JAX's, the key leaves out where in the user's code the program came from."""
     device_list = _jax.DeviceList(tuple(devices))
     folder = _State.directory
     if folder is None or not cacheable:
         return client.compile_and_load(text, device_list, options)
-    key = cache_key(text, options, devices)
+    key = cache_key(text if key_text is None else key_text(), options, devices)
     path = os.path.join(folder, key)
     loaded = _load(client, path, device_list, options)
     if loaded is not None:

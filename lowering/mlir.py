@@ -18,7 +18,7 @@ from jaxlib.mlir.dialects import chlo, func, sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from xform import dtypes
-from xform.core import ClosedJaxpr, Literal
+from xform.core import ClosedJaxpr, Literal, source_span
 from xform.errors import MissingRuleError
 
 lowering_rules = {}
@@ -253,6 +253,9 @@ class ModuleContext:
         # The Python functions the module's host-callback custom calls name by index
         # (lowering/callback.py); the runtime passes them to the compiler.
         self.host_callbacks = []
+        # The program's name in its ops' locations (``jit(f)``): XLA's op metadata reads
+        # ``op_name="jit(f)/<named scopes>/<primitive>"`` from them, as from JAX's.
+        self.scope = ""
 
     def function_for(self, closed, name):
         """The symbol of a private function computing ``closed`` (emitted once per jaxpr and
@@ -321,17 +324,32 @@ def lower_jaxpr(mctx, jaxpr, consts, args):
                 "so it cannot be compiled with jit"
             )
         ctx = RuleContext(mctx, [x.aval for x in eqn.invars], [v.aval for v in eqn.outvars])
-        if ordered and eqn.params:  # a loop, branch or call may hold ordered callbacks
-            outs = ordered_region_rule(rule, ctx, [read(x) for x in eqn.invars], eqn.params)
-        elif mctx.lower_equation is not None:
-            outs = mctx.lower_equation(
-                rule, ctx, [read(x) for x in eqn.invars], eqn.params, eqn.primitive
-            )
-        else:
-            outs = rule(ctx, *[read(x) for x in eqn.invars], **eqn.params)
+        with location(mctx, eqn):
+            if ordered and eqn.params:  # a loop, branch or call may hold ordered callbacks
+                outs = ordered_region_rule(rule, ctx, [read(x) for x in eqn.invars], eqn.params)
+            elif mctx.lower_equation is not None:
+                outs = mctx.lower_equation(
+                    rule, ctx, [read(x) for x in eqn.invars], eqn.params, eqn.primitive
+                )
+            else:
+                outs = rule(ctx, *[read(x) for x in eqn.invars], **eqn.params)
         for v, out in zip(eqn.outvars, outs, strict=True):
             env[v] = out
     return [read(x) for x in jaxpr.outvars]
+
+
+def location(mctx, eqn):
+    """The location of ``eqn``'s ops, as JAX's: named ``jit(f)/<named scopes>/<primitive>``,
+    at the user's file, line and column where the equation was traced."""
+    info = eqn.source_info
+    scope = info[5] if info is not None and len(info) > 5 else ""
+    name = "/".join(s for s in (mctx.scope, scope, eqn.primitive.name) if s)
+    if info is None:
+        return ir.Location.name(name)
+    file, line, function = info[:3]
+    span = source_span(info)
+    where = ir.Location.file(file, line, 0) if span is None else ir.Location.file(file, *span)
+    return ir.Location.name(name, ir.Location.name(function, where))
 
 
 def emit_function(mctx, closed, symbol, public):
@@ -410,9 +428,9 @@ def lower_to_module(closed, name, num_replicas=1, donated=None, result_info=None
             )
         return main
 
-    return build_module(
-        module_symbol(name), num_replicas, emit_main, (closed.in_avals, closed.out_avals, donated)
-    )
+    donation = (closed.in_avals, closed.out_avals, donated)
+    symbol = module_symbol(name)
+    return build_module(symbol, num_replicas, emit_main, donation, scope=f"jit({name})")
 
 
 def module_symbol(name):
@@ -426,7 +444,7 @@ def result_attrs(info):
     return {} if info is None else {"jax.result_info": ir.StringAttr.get(info)}
 
 
-def build_module(symbol, num_replicas, emit_main, donation=None, axis_env=()):
+def build_module(symbol, num_replicas, emit_main, donation=None, axis_env=(), scope=""):
     """A verified module named ``symbol`` run by ``num_replicas`` replicas, whose public main
     ``emit_main(module_context)`` emits. ``donation``: None, or ``(in_avals, out_avals,
     donated)``, main's types and a bool per input whose buffer the program may reuse."""
@@ -437,6 +455,7 @@ def build_module(symbol, num_replicas, emit_main, donation=None, axis_env=()):
         module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, num_replicas)
         module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, 1)
         mctx = ModuleContext(module, num_replicas, axis_env)
+        mctx.scope = scope
         main = emit_main(mctx)
         if mctx.host_callbacks:
             host_callbacks[module] = mctx.host_callbacks
@@ -451,6 +470,7 @@ def build_module(symbol, num_replicas, emit_main, donation=None, axis_env=()):
 host_callbacks = weakref.WeakKeyDictionary()
 
 
-def module_text(module):
+def module_text(module, debug_info=False):
+    """The module's text; with ``debug_info``, its ops' locations too."""
     with _lock, context():
-        return str(module)
+        return module.operation.get_asm(enable_debug_info=debug_info)

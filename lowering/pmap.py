@@ -66,6 +66,7 @@ def lower_pmap_module(
         emit_main,
         (in_avals, out_avals, donated),
         ((axis_name, axis_size),),
+        scope=f"pmap({name})",
     )
 
 

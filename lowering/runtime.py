@@ -157,7 +157,12 @@ def _compile(client, module, text, devices, options, min_cache_secs=0.0):
     callbacks = mlir.host_callbacks.get(module)
     if callbacks is None:
         return compile_cache.compile_and_load(
-            client, text, devices, options, min_compile_secs=min_cache_secs
+            client,
+            text,
+            devices,
+            options,
+            min_compile_secs=min_cache_secs,
+            key_text=lambda: mlir.module_text(module),
         )
     with mlir._lock, mlir.context():  # the module is read in the shared MLIR context
         return client.compile_and_load(
@@ -171,7 +176,7 @@ def compile_module(
     """Compile a verified StableHLO module of ``num_inputs`` arguments for one device;
     ``out_avals`` type its results. The persistent cache keeps it if compiling took
     ``min_cache_secs`` or more."""
-    text = mlir.module_text(module)
+    text = mlir.module_text(module, debug_info=True)  # locations: XLA's op metadata
     options = compile_options(xla_options)
     # As JAX sets them for a program whose arguments and results have no sharding given
     # (on one device they change nothing but the compiled module's header).
@@ -311,7 +316,7 @@ def _wait_for(outs):
 
 def compile_spmd(module, devices, outs, xla_options=()):
     """Compile a module of ``len(devices)`` replicas, replica ``r`` on ``devices[r]``."""
-    text = mlir.module_text(module)
+    text = mlir.module_text(module, debug_info=True)  # locations: XLA's op metadata
     options = compile_options(xla_options)
     options.num_replicas = len(devices)
     options.device_assignment = _jax.DeviceAssignment.create(

@@ -133,7 +133,7 @@ def lower_partitioned(
         )
         return main
 
-    return mlir.build_module(mlir.module_symbol(name), 1, emit_main)
+    return mlir.build_module(mlir.module_symbol(name), 1, emit_main, scope=f"jit({name})")
 
 
 def partition_options(devices, num_outputs, xla_options=(), open_inputs=(), open_outputs=None):
@@ -249,7 +249,7 @@ def compile_partitioned(
     an argument with no layout of its own (a NumPy array, say) is laid out as the program
     reads it best."""
     devices = tuple(mesh.devices.flat)
-    text = mlir.module_text(module)
+    text = mlir.module_text(module, debug_info=True)  # locations: XLA's op metadata
     options = partition_options(
         devices, len(out_avals), xla_options, [s is None for s in in_shardings], open_outputs
     )

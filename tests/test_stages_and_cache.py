@@ -3,6 +3,7 @@ compilation cache: hits across processes, concurrent writers, corrupt entries, a
 directory, eviction."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -81,6 +82,35 @@ def test_lowered_and_compiled_text_and_analyses(stages):
     )
     with pytest.raises(ValueError, match="dialect"):
         xl.as_text("tosa")
+
+
+def _scoped(mod):
+    def f(x):
+        with mod.named_scope("layer1"):
+            y = mod.numpy.sin(x) * 2
+            with mod.named_scope("inner"):
+                y = y + 1
+        return mod.numpy.cos(y)
+
+    return f
+
+
+def test_named_scopes_reach_locations_and_op_metadata_as_jax():
+    """The names of named_scope (and the program's, ``jit(f)``) reach the lowered module's
+    locations and XLA's op metadata, with the user's file and line, as JAX's."""
+    x = np.arange(3, dtype=np.float32)
+    got_lowered = xform.jit(_scoped(xform)).lower(x)
+    want_lowered = jax.jit(_scoped(jax)).lower(x)
+
+    def op_names(lowered):  # (of the ops: JAX also names the parameters by the arguments)
+        names = re.findall(r'op_name="([^"]*)"', lowered.compile().as_text())
+        return sorted({n for n in names if "/" in n})
+
+    assert op_names(got_lowered) == op_names(want_lowered)
+    assert "jit(f)/layer1/inner/add" in op_names(got_lowered)
+    text = got_lowered.as_text(debug_info=True)
+    assert 'loc("jit(f)/layer1/sin"' in text and f'"{__file__}":' in text
+    assert "loc(" not in got_lowered.as_text()  # as JAX's: no locations unless asked
 
 
 def test_compiled_runs_and_rejects_other_types_as_jax(stages):

@@ -16,7 +16,7 @@ from xform import pytree
 from xform.api.autodiff import vjp
 from xform.api.jit import make_jaxpr
 from xform.api.remat import checkpoint, checkpoint_policies, remat
-from xform.core import Literal, source_column, source_info
+from xform.core import Literal, source_info, source_span
 from xform.primitives.call import jit_p
 from xform.primitives.elementwise import reduce_precision_p
 from xform.primitives.remat import Offloadable, Recompute, Saveable, checkpoint_name, name_p
@@ -103,7 +103,8 @@ def saved_residuals(f, *args, **kwargs):
         info = eqn.source_info
         if info is None or (caller is not None and info[3:] == caller[3:]):
             return ""
-        column = source_column(info)
+        span = source_span(info)
+        column = None if span is None else span[1]
         function = info[3].co_qualname if len(info) > 3 else info[2]  # JAX's qualified name
         return f"{info[0]}:{info[1]}{'' if column is None else f':{column}'} ({function})"
 

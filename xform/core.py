@@ -331,9 +331,9 @@ class ClosedJaxpr:
 
 
 def source_info():
-    """(file, line, function, code, instruction offset) of the innermost frame outside xform:
-    where the user called us. While a staged equation is replayed (``eval_jaxpr``), what it
-    makes comes from where that equation came from, as in JAX."""
+    """(file, line, function, code, instruction offset, named scopes) of the innermost frame
+    outside xform: where the user called us. While a staged equation is replayed
+    (``eval_jaxpr``), what it makes comes from where that equation came from, as in JAX."""
     replayed = trace_state.replayed_source
     if replayed is not None:
         return replayed
@@ -344,18 +344,19 @@ def source_info():
         inside = internal.get(code)
         if inside is None:
             inside = internal[code] = code.co_filename.startswith(_XFORM_DIR)
-        if not inside:
-            return (code.co_filename, frame.f_lineno, code.co_name, code, frame.f_lasti)
+        if not inside:  # (and the named_scope names around the call, as one "a/b" string)
+            where = (code.co_filename, frame.f_lineno, code.co_name, code, frame.f_lasti)
+            return (*where, trace_state.name_stack)
         frame = frame.f_back
     return None
 
 
-def source_column(info):
-    """The column (0-based) where the expression of ``info`` starts, or None."""
+def source_span(info):
+    """``(line, column, end line, end column)`` of ``info``'s expression (0-based), or None."""
     if info is None or len(info) < 5:
         return None
-    positions = list(itertools.islice(info[3].co_positions(), info[4] // 2, info[4] // 2 + 1))
-    return positions[0][2] if positions else None
+    at = next(itertools.islice(info[3].co_positions(), info[4] // 2, None), None)
+    return None if at is None or None in at else (at[0], at[2], at[1], at[3])
 
 
 _internal_code = {}  # code object -> whether it belongs to xform (memoized: hot when tracing)
@@ -474,6 +475,7 @@ class _TraceState(threading.local):
         self.trace = eval_trace
         self.axis_env = ()  # the named axes (pmap, vmap) in scope: ((name, size), ...)
         self.replayed_source = None  # the source of the equation eval_jaxpr is binding
+        self.name_stack = ""  # the named_scope names entered ("outer/inner"), for lowering
 
 
 trace_state = _TraceState()

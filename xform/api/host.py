@@ -72,31 +72,25 @@ def typeof(x):
 
 
 # --------------------------------------------------------------------------- name scopes
-# JAX puts these names into the name stack of the equations traced inside them (and the
-# MLIR locations). xform's jaxprs carry no name stack: the scopes are checked and entered,
-# and they work under every transformation, but the names do not reach the program.
+# As JAX's, the names enter the name stack of the equations traced inside them
+# (``core.trace_state.name_stack``, recorded with each equation's source) and so the lowered
+# module's locations and XLA's op metadata (``op_name="jit(f)/layer1/sin"``).
 
 
-class _NameScope(contextlib.ContextDecorator):
-    """What ``named_scope`` returns: a context manager and a decorator, entering nothing."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name):
-        self.name = name
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+@contextlib.contextmanager
+def _name_scope(name):
+    state = core.trace_state
+    outer = state.name_stack
+    state.name_stack = f"{outer}/{name}" if outer else name
+    try:
+        yield
+    finally:
+        state.name_stack = outer
 
 
 def named_scope(name):
-    """A context manager (also a decorator) naming the operations traced inside it.
-
-    In xform the name is accepted and checked but not recorded in jaxprs or the lowered
-    module (no name stack): a no-op that is safe under every transformation.
+    """A context manager (also a decorator) naming the operations traced inside it: the
+    names reach the compiled program's op metadata and locations, as JAX's.
 
     Example:
       >>> with xform.named_scope("layer1"):
@@ -107,14 +101,13 @@ def named_scope(name):
             f"named_scope name argument must be a string, got {name!r} of type "
             f"{type(name).__name__}."
         )
-    return _NameScope(name)
+    return _name_scope(name)
 
 
 def named_call(fun, *, name=None):
     """``fun`` run inside ``named_scope(name)`` (default: ``fun.__name__``).
 
-    As ``named_scope``, the name is not recorded in xform's jaxprs: the result computes
-    exactly what ``fun`` does, under any transformation.
+    The result computes exactly what ``fun`` does, under any transformation.
     """
     if not callable(fun):
         raise TypeError(f"named_call: expected a callable, got {type(fun).__name__}")

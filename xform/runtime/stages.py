@@ -214,10 +214,11 @@ class Lowered(_Stage):
             pytree.result_info(entry.out_tree),
         )
 
-    def as_text(self, dialect=None):
-        """The module as text: StableHLO (the default) or, with ``dialect="hlo"``, XLA HLO."""
+    def as_text(self, dialect=None, *, debug_info=False):
+        """The module as text: StableHLO (the default) or, with ``dialect="hlo"``, XLA HLO;
+        with ``debug_info``, the StableHLO's locations (named scopes, file:line) too."""
         if dialect in (None, "stablehlo"):
-            return mlir.module_text(self._module)
+            return mlir.module_text(self._module, debug_info)
         if dialect == "hlo":
             return self._hlo().as_hlo_text()
         raise ValueError(
