@@ -161,8 +161,38 @@ def _bind_branches(construct, index, funs, names, operands):
         if any(a.vma != b.vma for a, b in zip(outs_j, outs_i, strict=True)):
             raise _vma_mismatch(construct, names[j], names[i], outs_j, outs_i)
     branches, consts = _join_consts([convert_constvars(c) for c in traced])
-    outs = cond_p.bind(index, *consts, *leaves, branches=branches)
+    args = [*consts, *leaves]
+    fwd = _forwarded(branches)
+    if any(k is not None for k in fwd):
+        branches = tuple(
+            ClosedJaxpr(
+                Jaxpr(
+                    [],
+                    b.jaxpr.invars,
+                    [v for v, k in zip(b.jaxpr.outvars, fwd, strict=True) if k is None],
+                    b.jaxpr.eqns,
+                ),
+                [],
+            )
+            for b in branches
+        )
+    outs = iter(cond_p.bind(index, *args, branches=branches))
+    outs = [next(outs) if k is None else args[k] for k in fwd]
     return pytree.tree_unflatten(trees[0], outs)
+
+
+def _forwarded(branches):
+    """Per output, the operand every branch returns unchanged as it (or None). As in JAX,
+    the cond hands such an operand on itself: ``vmap`` then leaves it unbatched when it is,
+    and the value is the very object passed in."""
+    fwd = None
+    for b in branches:
+        pos = {id(v): k for k, v in enumerate(b.jaxpr.invars)}
+        mine = [pos.get(id(v)) if isinstance(v, Var) else None for v in b.jaxpr.outvars]
+        fwd = (
+            mine if fwd is None else [a if a == m else None for a, m in zip(fwd, mine, strict=True)]
+        )
+    return fwd
 
 
 def _check_branch_outputs(construct, first, second):
