@@ -24,6 +24,7 @@ from xform.numpy._promote import (
 from xform.numpy._reductions import canonicalize_axis
 from xform.numpy._reductions import sum as sum_
 from xform.numpy._shape import moveaxis, ravel
+from xform.numpy._staged import staged
 from xform.numpy._ufuncs import conjugate, full_like_aval, multiply, where_
 
 __all__ = [
@@ -475,6 +476,7 @@ def einsum_path(subscripts, /, *operands, optimize="auto"):
 # --------------------------------------------------------------------------- diagonals
 
 
+@staged("diagonal", static_argnames=("offset", "axis1", "axis2"))
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """The ``offset`` diagonal over ``axis1``, ``axis2``, as the last axis of the result."""
     check_arraylike("diagonal", a)
@@ -495,13 +497,14 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     rows = lax.broadcasted_iota(dtypes.int32, shape, len(shape) - 2)
     cols = lax.broadcasted_iota(dtypes.int32, shape, len(shape) - 1)
     mask = lax.eq(lax.add(rows, asarray(offset, dtypes.int32)), cols)
-    picked = _sum_axes(where_(mask, a, full_like_aval(a, 0)), (len(shape) - 1,))
+    picked = _sum_axes(lax.select(mask, a, full_like_aval(a, 0)), (len(shape) - 1,))
     start = builtins.max(0, -offset)
     length = builtins.max(0, builtins.min(n - start, m - builtins.max(0, offset)))
     lead = shape[:-2]
     return lax.slice(picked, (0,) * len(lead) + (start,), lead + (start + length,))
 
 
+@staged("trace", static_argnames=("axis1", "axis2", "dtype"))
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """Sum along a diagonal."""
     if out is not None:
@@ -511,4 +514,12 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
         raise ValueError(
             f"trace: axis1 and axis2 can not be the same, got axis1={axis1} and axis2={axis2}"
         )  # ValueError here, as JAX's (diagonal: TypeError)
-    return sum_(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+    # The diagonal by a mask, as JAX's: ``offset`` may be traced.
+    a = moveaxis(asarray(a), (axis1, axis2), (-2, -1))
+    n, m = aval_of(a).shape[-2:]
+    rows = lax.broadcasted_iota(dtypes.int32, (n, m), 0)
+    cols = lax.broadcasted_iota(dtypes.int32, (n, m), 1)
+    if not isinstance(offset, int):
+        offset = convert(asarray(offset), dtypes.int32, False)
+    mask = lax.eq(lax.add(rows, offset), cols)
+    return sum_(where_(mask, a, full_like_aval(a, 0)), axis=(-2, -1), dtype=dtype)

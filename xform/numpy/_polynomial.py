@@ -28,6 +28,7 @@ from xform.numpy._reductions import all as all_
 from xform.numpy._reductions import argmin
 from xform.numpy._reductions import sum as sum_
 from xform.numpy._shape import atleast_1d
+from xform.numpy._staged import staged
 from xform.numpy._ufuncs import const, multiply, true_divide, where_
 
 __all__ = [
@@ -51,6 +52,7 @@ def _static_int(name, what, value):
         raise type(e)(f"{name}: argument '{what}' must be a static integer: {e}") from e
 
 
+@staged("polyval", static_argnames=("unroll",))
 def polyval(p, x, *, unroll=16):
     """The polynomial ``p`` (leading axis: coefficients) evaluated at ``x``."""
     check_arraylike("polyval", p, x)
@@ -80,6 +82,7 @@ def _bcast(a, b):
     return to(a), to(b)
 
 
+@staged("polyadd")
 def polyadd(a1, a2):
     """The sum of two polynomials (the shorter is aligned to the end)."""
     check_arraylike("polyadd", a1, a2)
@@ -89,6 +92,7 @@ def polyadd(a1, a2):
     return a1.at[-aval_of(a2).shape[0] :].add(a2)
 
 
+@staged("polysub")
 def polysub(a1, a2):
     """The difference of two polynomials."""
     check_arraylike("polysub", a1, a2)
@@ -141,6 +145,7 @@ def _falling_products(lo, hi, m, dtype):
     )
 
 
+@staged("polyder", static_argnames=("m",))
 def polyder(p, m=1):
     """The ``m``-th derivative of the polynomial ``p``."""
     check_arraylike("polyder", p)
@@ -155,6 +160,7 @@ def polyder(p, m=1):
     return lax.mul(p[:-m], lax.rev(coeff, (0,)))
 
 
+@staged("polyint", static_argnames=("m",))
 def polyint(p, m=1, k=None):
     """The ``m``-th antiderivative of ``p``, with integration constants ``k`` (scalar or
     one per order)."""
@@ -177,6 +183,7 @@ def polyint(p, m=1, k=None):
     return true_divide(lax.concatenate([p, k], 0), coeff)
 
 
+@staged("polyfit", static_argnames=("deg", "rcond", "full", "cov"))
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):  # noqa: PLR0912
     """Least-squares polynomial fit of degree ``deg`` to the points ``(x, y)`` (``y`` may
     hold several data sets as columns); with ``full`` also the residuals, rank, singular
@@ -240,6 +247,7 @@ def _complex_dtype(dtype):
     )
 
 
+@staged("_roots_no_zeros")
 def _roots_no_zeros(p):
     dtype = aval_of(p).dtype
     n = aval_of(p).shape[0]

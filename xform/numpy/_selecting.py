@@ -42,6 +42,7 @@ from xform.numpy._shape import (
     where,
 )
 from xform.numpy._sorting import argsort
+from xform.numpy._staged import staged
 from xform.numpy._ufuncs import divmod as divmod_
 from xform.numpy._ufuncs import remainder
 
@@ -322,6 +323,7 @@ def unravel_index(indices, shape):
 # --------------------------------------------------------------------------- diagonals
 
 
+@staged("_diag", static_argnames=("k",))
 def diag(v, k=0):
     """The ``k``-th diagonal of the 2-D ``v``, or a 2-D array with the 1-D ``v`` on its
     ``k``-th diagonal."""

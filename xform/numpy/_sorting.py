@@ -17,6 +17,7 @@ from xform.numpy._promote import (
 )
 from xform.numpy._reductions import canonicalize_axis
 from xform.numpy._shape import ravel, reshape, swapaxes
+from xform.numpy._staged import staged
 from xform.numpy._ufuncs import const, isnan
 
 __all__ = [
@@ -45,6 +46,7 @@ def _prepare(name, a, axis, kind, order):
     return a, canonicalize_axis(axis, aval_of(a).ndim, name)
 
 
+@staged("sort", static_argnames=("axis", "kind", "order", "stable", "descending"))
 def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     """``a`` sorted along ``axis`` (None: flattened); NaNs last."""
     a, dim = _prepare("sort", a, axis, kind, order)
@@ -52,6 +54,7 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     return lax.rev(result, (dim,)) if descending else result
 
 
+@staged("argsort", static_argnames=("axis", "kind", "order", "stable", "descending", "dtype"))
 def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False, dtype=None):
     """Indices that sort ``a`` along ``axis``."""
     a, dim = _prepare("argsort", a, axis, kind, order)
@@ -66,6 +69,7 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False,
     return lax.rev(indices, (dim,)) if descending else indices
 
 
+@staged("lexsort", static_argnames=("axis",))
 def lexsort(keys, axis=-1):
     """Indices that sort by the last of ``keys``, then the one before it, and so on."""
     keys = tuple(keys)
@@ -83,6 +87,7 @@ def lexsort(keys, axis=-1):
     return lax.sort((*keys[::-1], iota), dimension=axis, num_keys=len(keys))[-1]
 
 
+@staged("sort_complex")
 def sort_complex(a):
     """``a`` sorted along its last axis (by real, then imaginary part), as a complex array."""
     check_arraylike("sort_complex", a)
@@ -111,6 +116,7 @@ def _negated_for_top_k(a):
     return lax.neg(a)
 
 
+@staged("partition", static_argnames=("kth", "axis"))
 def partition(a, kth, axis=-1):
     """``a`` with its ``kth`` smallest element along ``axis`` in sorted position, the smaller
     ones (sorted) before it and the others after it."""
@@ -121,6 +127,7 @@ def partition(a, kth, axis=-1):
     return swapaxes(lax.concatenate([bottom, top], aval_of(a).ndim - 1), -1, axis)
 
 
+@staged("argpartition", static_argnames=("kth", "axis"))
 def argpartition(a, kth, axis=-1):
     """Indices that ``partition`` ``a`` around its ``kth`` smallest element along ``axis``."""
     a, kth, axis = _partition_prepare("partition", a, kth, axis)
@@ -221,6 +228,7 @@ def _search_sort(a, v, side, dtype):
 _SEARCH_METHODS = ("scan", "scan_unrolled", "compare_all", "sort")
 
 
+@staged("searchsorted", static_argnames=("side", "method"))
 def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     """Where to insert the values ``v`` into the sorted 1-D ``a`` to keep it sorted
     (``side='left'``: before equal entries; ``'right'``: after them).
