@@ -20,6 +20,7 @@ from xform.nn._attention import dot_product_attention
 from xform.nn._scaled import get_scaled_dot_general_config, scaled_dot_general, scaled_matmul
 from xform.numpy._promote import aval_of, check_arraylike, promote_args_inexact
 from xform.numpy._reductions import canonicalize_axis
+from xform.numpy._staged import staged
 from xform.scipy.special import logsumexp
 from xform.scipy.special._basic import log_softmax_over, softmax_over
 
@@ -66,6 +67,7 @@ __all__ = [
 # --------------------------------------------------------------------------- activations
 
 
+@staged("identity")
 def identity(x):
     """``x`` unchanged (as an array)."""
     check_arraylike("identity", x)
@@ -73,6 +75,7 @@ def identity(x):
 
 
 @custom_jvp
+@staged("relu")
 def relu(x):
     """``max(x, 0)``, with derivative 0 at ``x == 0``.
 
@@ -86,6 +89,7 @@ relu.defjvps(lambda g, ans, x: xnp.where(x > 0, g, xnp.zeros_like(g)))
 
 
 @custom_jvp
+@staged("relu6")
 def relu6(x):
     """``min(max(x, 0), 6)``, with derivative 0 at 0 and at 6."""
     return xnp.minimum(xnp.maximum(x, 0), 6.0)
@@ -94,6 +98,7 @@ def relu6(x):
 relu6.defjvps(lambda g, ans, x: xnp.where((x > 0) & (x < 6), g, xnp.zeros_like(g)))
 
 
+@staged("leaky_relu")
 def leaky_relu(x, negative_slope=1e-2):
     """``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere."""
     check_arraylike("leaky_relu", x)
@@ -101,6 +106,7 @@ def leaky_relu(x, negative_slope=1e-2):
     return xnp.where(x >= 0, x, negative_slope * x)
 
 
+@staged("elu")
 def elu(x, alpha=1.0):
     """``x`` where ``x > 0``, ``alpha * (exp(x) - 1)`` elsewhere."""
     check_arraylike("elu", x)
@@ -110,6 +116,7 @@ def elu(x, alpha=1.0):
     return xnp.where(positive, x, alpha * xnp.expm1(xnp.where(positive, 0.0, x)))
 
 
+@staged("celu")
 def celu(x, alpha=1.0):
     """``max(x, 0) + alpha * expm1(min(x, 0) / alpha)``."""
     return xnp.maximum(x, 0.0) + alpha * xnp.expm1(xnp.minimum(x, 0.0) / alpha)
@@ -119,6 +126,7 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
+@staged("selu")
 def selu(x):
     """``scale * elu(x, alpha)`` with the self-normalising constants."""
     return _SELU_SCALE * elu(x, _SELU_ALPHA)
@@ -148,6 +156,7 @@ def sigmoid(x):
     return lax.logistic(x)
 
 
+@staged("silu")
 def silu(x):
     """``x * sigmoid(x)`` (also called ``swish``)."""
     check_arraylike("silu", x)
@@ -158,11 +167,13 @@ def silu(x):
 swish = silu
 
 
+@staged("hard_sigmoid")
 def hard_sigmoid(x):
     """``relu6(x + 3) / 6``."""
     return relu6(x + 3.0) / 6.0
 
 
+@staged("hard_silu")
 def hard_silu(x):
     """``x * hard_sigmoid(x)`` (also called ``hard_swish``)."""
     check_arraylike("hard_silu", x)
@@ -173,6 +184,7 @@ def hard_silu(x):
 hard_swish = hard_silu
 
 
+@staged("hard_tanh")
 def hard_tanh(x):
     """``x`` clipped to ``[-1, 1]``."""
     check_arraylike("hard_tanh", x)
@@ -180,6 +192,7 @@ def hard_tanh(x):
     return xnp.where(x > 1, 1, xnp.where(x < -1, -1, x))
 
 
+@staged("soft_sign")
 def soft_sign(x):
     """``x / (|x| + 1)``."""
     check_arraylike("soft_sign", x)
@@ -187,6 +200,7 @@ def soft_sign(x):
     return x / (xnp.abs(x) + 1)
 
 
+@staged("softplus")
 def softplus(x):
     """``log(1 + exp(x))``, through ``logaddexp`` so large inputs do not overflow; its
     derivative is ``sigmoid(x)`` (0.5 at 0) and is finite at any ``x``."""
@@ -204,12 +218,14 @@ def _softplus(x):
 _softplus.defjvps(lambda g, ans, x: g * lax.logistic(x))
 
 
+@staged("log_sigmoid")
 def log_sigmoid(x):
     """``log(sigmoid(x)) = -softplus(-x)``; finite with a finite gradient at any ``x``."""
     check_arraylike("log_sigmoid", x)
     return -softplus(-xnp.asarray(x))
 
 
+@staged("mish")
 def mish(x):
     """``x * tanh(softplus(x))``."""
     check_arraylike("mish", x)
@@ -220,12 +236,14 @@ def mish(x):
 tanh = xnp.tanh
 
 
+@staged("squareplus")
 def squareplus(x, b=4):
     """``(x + sqrt(x^2 + b)) / 2``, a smooth ReLU with smoothness ``b``."""
     x, b = promote_args_inexact("squareplus", x, b)
     return (x + xnp.sqrt(xnp.square(x) + b)) / 2
 
 
+@staged("sparse_plus")
 def sparse_plus(x):
     """0 for ``x <= -1``, ``(x + 1)^2 / 4`` on ``(-1, 1)``, ``x`` for ``x >= 1``."""
     check_arraylike("sparse_plus", x)
@@ -233,12 +251,14 @@ def sparse_plus(x):
     return xnp.where(x <= -1.0, 0.0, xnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
 
 
+@staged("sparse_sigmoid")
 def sparse_sigmoid(x):
     """``clip((x + 1) / 2, 0, 1)``, the derivative of ``sparse_plus``."""
     check_arraylike("sparse_sigmoid", x)
     return 0.5 * xnp.clip(xnp.asarray(x) + 1.0, 0.0, 2.0)
 
 
+@staged("glu", static_argnames=("axis",))
 def glu(x, axis=-1):
     """The gated linear unit: the first half of ``x`` along ``axis`` times the sigmoid of the
     second half.
@@ -260,6 +280,7 @@ def glu(x, axis=-1):
 
 
 @custom_jvp
+@staged("log1mexp")
 def log1mexp(x):
     """``log(1 - exp(-x))`` computed stably (through ``expm1`` below ``log 2``); undefined for
     ``x < 0``."""
@@ -270,6 +291,7 @@ def log1mexp(x):
 log1mexp.defjvps(lambda g, ans, x: g / xnp.expm1(x))
 
 
+@staged("logmeanexp", static_argnames=("axis", "keepdims"))
 def logmeanexp(x, axis=None, where=None, keepdims=False):
     """``log(mean(exp(x)))`` over ``axis``: ``logsumexp(x) - log(n)``.
 
@@ -306,6 +328,7 @@ def softmax(x, axis=-1, where=None):
     return softmax_over(x, axis, where)
 
 
+@staged("log_softmax", static_argnames=("axis",))
 def log_softmax(x, axis=-1, where=None):
     """``x - logsumexp(x, axis)``, stable for large logits (see ``softmax``).
 
@@ -362,6 +385,12 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
         raise TypeError(
             f"one_hot: argument `axis` must be an int, got {axis!r} (named axes are not supported)"
         )
+    return _one_hot(x, num_classes, dtype=dtype, axis=axis)
+
+
+@staged("_one_hot", static_argnames=("num_classes", "dtype", "axis"))
+def _one_hot(x, num_classes, *, dtype, axis):
+    aval = aval_of(x)
     out_axis = canonicalize_axis(axis, aval.ndim + 1, "one_hot")
     lhs = xnp.expand_dims(x, out_axis)
     rhs_shape = [1] * aval.ndim
@@ -370,6 +399,7 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
     return (lhs == rhs).astype(dtype)
 
 
+@staged("standardize", static_argnames=("axis", "algorithm"))
 def standardize(
     x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *, algorithm="fast"
 ):

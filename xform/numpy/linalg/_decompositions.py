@@ -22,6 +22,7 @@ from xform.numpy._promote import (
     convert,
     promote_dtypes_inexact,
 )
+from xform.numpy._staged import staged
 from xform.primitives.linalg import lu_solve, solve_with_lu
 from xform.primitives.qr import geqrf  # not public in jax.lax.linalg either
 
@@ -166,6 +167,7 @@ def _solve_jvp(primals, tangents):
     return x, dx
 
 
+@staged("solve")
 def solve(a, b):
     """Solve ``a @ x == b`` for ``x``, by LU decomposition with partial pivoting.
 
@@ -213,6 +215,7 @@ def solve(a, b):
     return x[..., 0] if vector else x
 
 
+@staged("inv")
 def inv(a):
     """The inverse of each square matrix of ``a`` (``solve`` against the identity).
 
@@ -410,6 +413,7 @@ _slogdet_lu.defjvp(_slogdet_jvp_of(_slogdet_lu))
 _slogdet_qr.defjvp(_slogdet_jvp_of(_slogdet_qr))
 
 
+@staged("slogdet", static_argnames=("method",))
 def slogdet(a, *, method=None):
     """The sign and the natural log of the absolute value of each determinant.
 
@@ -496,6 +500,7 @@ def _det_jvp(primals, tangents):
     return det, _contractions.trace(adj_g, axis1=-1, axis2=-2)
 
 
+@staged("det")
 def det(a):
     """The determinant of each square matrix of ``a``.
 
@@ -518,6 +523,7 @@ def det(a):
 # --------------------------------------------------------------------------- decompositions
 
 
+@staged("cholesky", static_argnames=("upper", "symmetrize_input"))
 def cholesky(a, *, upper=False, symmetrize_input=True):
     """The Cholesky factor of each Hermitian positive-definite matrix: lower ``L`` with
     ``a == L @ L^H`` (or upper ``U = L^H`` if ``upper``); NaN where ``a`` is not positive
@@ -537,6 +543,7 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
     return _H(factor) if upper else factor
 
 
+@staged("qr", static_argnames=("mode",))
 def qr(a, mode="reduced"):
     """The QR decomposition of each matrix of ``a`` (``(..., m, n)``, ``k = min(m, n)``).
 
@@ -571,6 +578,7 @@ def _uplo_lower(uplo):
     raise ValueError(f"UPLO must be one of None, 'L', or 'U', got {uplo}")
 
 
+@staged("eigh", static_argnames=("UPLO", "symmetrize_input"))
 def eigh(a, UPLO=None, symmetrize_input=True):  # noqa: N803  (NumPy's name)
     """Eigenvalues (ascending) and eigenvectors of each Hermitian matrix of ``a``.
 
@@ -592,6 +600,7 @@ def eigh(a, UPLO=None, symmetrize_input=True):  # noqa: N803  (NumPy's name)
     return EighResult(values, vectors)
 
 
+@staged("eigvalsh", static_argnames=("UPLO", "symmetrize_input"))
 def eigvalsh(a, UPLO="L", *, symmetrize_input=True):  # noqa: N803  (NumPy's name)
     """The eigenvalues (ascending) of each Hermitian matrix of ``a``.
 
@@ -614,6 +623,7 @@ def eig(a):
     return EigResult(w, v)
 
 
+@staged("eigvals")
 def eigvals(a):
     """The eigenvalues of each square matrix of ``a`` (complex).
 

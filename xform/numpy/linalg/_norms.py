@@ -19,6 +19,7 @@ from xform.numpy._promote import (
     promote_dtypes_inexact,
 )
 from xform.numpy._reductions import canonicalize_axis
+from xform.numpy._staged import staged
 from xform.numpy.linalg._decompositions import (
     _H,
     _arrays,
@@ -115,6 +116,7 @@ def _matrix_norm(x, ord, row_axis, col_axis, keepdims):  # noqa: A002
     raise ValueError(f"Invalid order '{ord}' for matrix norm.")
 
 
+@staged("norm", static_argnames=("ord", "axis", "keepdims"))
 def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002  (NumPy's name)
     """A vector norm (one axis) or a matrix norm (two axes).
 
@@ -159,6 +161,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002  (NumPy's nam
     return norm(x, ord=ord, keepdims=keepdims, axis=(-2, -1))
 
 
+@staged("cond", static_argnames=("p",))
 def cond(x, p=None):
     """The condition number of each matrix in the ``p`` norm: ``norm(x) * norm(inv(x))``,
     or the singular-value ratio for ``p`` None, 2 or -2; ``inf`` for a singular matrix.
@@ -192,6 +195,7 @@ def cond(x, p=None):
 # --------------------------------------------------------------------------- pseudo-inverses
 
 
+@staged("matrix_rank", static_argnames=("hermitian",))
 def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):  # noqa: N803  (NumPy's name)
     """The number of singular values of each matrix above a threshold.
 
@@ -278,6 +282,7 @@ def _pinv_jvp(rtol, hermitian, primals, tangents):
     return p, dp
 
 
+@staged("_pinv", static_argnames=("hermitian",))
 def pinv(a, rtol=None, hermitian=False, *, rcond=None):
     """The Moore-Penrose pseudo-inverse of each matrix, from its SVD: singular values at or
     below ``rtol * max(s)`` count as zero.

@@ -12,6 +12,7 @@ from xform.numpy._promote import (
     aval_of,
 )
 from xform.numpy._reductions import canonicalize_axis
+from xform.numpy._staged import staged
 from xform.numpy.linalg._decompositions import (
     _arrays,
     _dtype_of,
@@ -215,6 +216,7 @@ def trace(x, /, *, offset=0, dtype=None):
     return _contractions.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
 
 
+@staged("matrix_power", static_argnames=("n",))
 def matrix_power(a, n):
     """``a`` raised to the integer power ``n`` by repeated squaring (``n < 0`` inverts).
 
