@@ -13,6 +13,7 @@ from xform.api.autodiff import jvp
 from xform.custom_derivatives import custom_jvp
 from xform.numpy._promote import aval_of, check_arraylike, promote_args_inexact
 from xform.numpy._reductions import reduction_axes
+from xform.numpy._staged import staged
 
 __all__ = [
     "bernoulli",
@@ -455,6 +456,7 @@ def _check_real(name, *args):
         raise ValueError(f"{name} does not support complex-valued inputs.")
 
 
+@staged("gammasgn")
 def gammasgn(x):
     """The sign of the gamma function: NaN at the poles (non-positive integers), ``-inf``
     and NaN; ``-1`` at ``-0.0``."""

@@ -9,6 +9,7 @@ from xform import lax
 from xform import numpy as xnp
 from xform.custom_derivatives import custom_jvp
 from xform.numpy._promote import aval_of, promote_args_inexact
+from xform.numpy._staged import staged
 from xform.scipy.special._basic import (
     _check_real,
     _const,
@@ -21,6 +22,7 @@ from xform.scipy.special._basic import (
 __all__ = ["bessel_jn", "hyp1f1", "hyp2f1", "sph_harm_y"]
 
 
+@staged("bessel_jn", static_argnames=("v", "n_iter"))
 def bessel_jn(z, *, v, n_iter=50):
     """Bessel functions of the first kind ``J_0 .. J_v`` of real ``z``, stacked on a new
     leading axis: shape ``(v + 1, *z.shape)``.
@@ -114,6 +116,7 @@ def _hyp1f1_jvp(primals, tangents):
 _hyp1f1.defjvp(_hyp1f1_jvp)
 
 
+@staged("hyp1f1")
 def hyp1f1(a, b, x):
     """Kummer's confluent hypergeometric function ``1F1(a; b; x) = sum_k (a)_k x^k /
     ((b)_k k!)``: the series for ``|x| < 100``, the asymptotic expansion beyond (JAX's
@@ -299,6 +302,7 @@ def _hyp2f1_jvp(primals, tangents):
 _hyp2f1.defjvp(_hyp2f1_jvp)
 
 
+@staged("hyp2f1")
 def hyp2f1(a, b, c, x):
     """Gauss' hypergeometric function ``2F1(a, b; c; x) = sum_k (a)_k (b)_k x^k / ((c)_k k!)``
     for real arguments and ``x <= 1`` (``inf`` beyond, as JAX's), by JAX's method. Large

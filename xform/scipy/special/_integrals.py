@@ -11,6 +11,7 @@ from xform import lax
 from xform import numpy as xnp
 from xform.custom_derivatives import custom_jvp
 from xform.numpy._promote import aval_of, promote_args_inexact
+from xform.numpy._staged import staged
 from xform.scipy.special._basic import (
     _check_float,
     _check_real,
@@ -202,6 +203,7 @@ def _expi_positive(x):
 
 
 @custom_jvp
+@staged("expi")
 def expi(x):
     """The exponential integral ``Ei(x)``, the principal value of ``int_-inf^x e^t / t dt``;
     its derivative is ``exp(x) / x``."""
@@ -694,6 +696,7 @@ def _sici_jvp(primals, tangents):
 _sici.defjvp(_sici_jvp)
 
 
+@staged("sici")
 def sici(x):
     """The sine and cosine integrals ``(Si(x), Ci(x))``: ``Si(x) = int_0^x sin(t) / t dt`` and
     ``Ci(x) = euler_gamma + log(x) + int_0^x (cos(t) - 1) / t dt``; for ``x < 0`` Ci is that
