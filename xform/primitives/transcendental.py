@@ -5,6 +5,12 @@ functions ``erf``, ``erfc``, ``erf_inv``, ``lgamma`` and ``digamma``, with every
 
 Each primitive is a row as in elementwise.py (whose arithmetic their rules are written with):
 its name, the dtypes it accepts, and its NumPy host function.
+
+The NumPy host functions (eager on a CPU, ``xform_eager_path="host"``) are not XLA's kernels:
+``HOST_ULPS`` lists, per primitive and dtype, the most units in the last place by which a
+host result differs from XLA's (``jax.jit``'s) on the sample of tests/test_host_ulps.py,
+which holds each bound. Those not listed agree bit for bit there: ``sqrt``, and most on the
+half floats, which compute in float32 and round once as XLA does.
 """
 
 import enum
@@ -21,6 +27,7 @@ from xform.primitives.base import (
     check_dtype,
     elementwise,
     elementwise_abstract_eval,
+    elementwise_host,
     standard_primitive,
 )
 from xform.primitives.comparisons import (
@@ -142,7 +149,22 @@ tanh_p = elementwise("tanh", INEXACT, np.tanh)
 asinh_p = elementwise("asinh", INEXACT, np.arcsinh)
 acosh_p = elementwise("acosh", INEXACT, np.arccosh)
 atanh_p = elementwise("atanh", INEXACT, np.arctanh)
-logistic_p = elementwise("logistic", INEXACT, lambda x: 1 / (1 + np.exp(-x)))
+_logistic_wide = elementwise_host(lambda x: 1 / (1 + np.exp(-x)))
+
+
+def _logistic_host(x):
+    # XLA expands logistic to 1 / (1 + exp(-x)) in the operand's type, so the half floats
+    # round at each step (float16's exp(15) overflows: logistic(-15) is 0, not a subnormal).
+    if x.dtype in (dtypes.float16, dtypes.bfloat16):
+        one = x.dtype.type(1)
+        return [one / (one + np.exp(-x))]
+    return _logistic_wide(x)
+
+
+_logistic_host.numpy_fn = _logistic_wide.numpy_fn  # the fast path's, for the other dtypes
+logistic_p = standard_primitive(
+    "logistic", elementwise_abstract_eval("logistic", INEXACT), _logistic_host
+)
 # No NumPy version of these special functions: eager calls run the XLA kernel, as JAX does.
 erf_p = elementwise("erf", (FLOAT,))
 erfc_p = elementwise("erfc", (FLOAT,))
@@ -431,3 +453,30 @@ for _prim in (
     atan2_p,
 ):
     batching.defbroadcasting(_prim)
+
+# Eager on the host vs XLA: the most units in the last place apart, per primitive and dtype
+# (module docstring; measured against jax.jit on tests/test_host_ulps.py's sample, which holds
+# each bound). Not listed: bit for bit there. Where float64 differs most (sinh, cosh, log1p,
+# atanh), NumPy's results are the closer to Python's math module.
+HOST_ULPS = {
+    "exp": {"bfloat16": 1, "float32": 2, "float64": 2},
+    "exp2": {"float32": 2, "float64": 1},
+    "log": {"float32": 2, "float64": 1},
+    "log1p": {"float32": 2, "float64": 20},
+    "expm1": {"float16": 2, "float32": 4, "float64": 2},
+    "rsqrt": {"float32": 2, "float64": 2},
+    "cbrt": {"float32": 2, "float64": 3},
+    "sin": {"float32": 1},
+    "cos": {"float32": 1},
+    "tan": {"float32": 3, "float64": 1},
+    "asin": {"float16": 1, "bfloat16": 1, "float32": 3, "float64": 1},
+    "acos": {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 1},
+    "atan": {"float16": 1, "float32": 1, "float64": 1},
+    "sinh": {"float32": 8, "float64": 16},
+    "cosh": {"float32": 9, "float64": 16},
+    "tanh": {"float32": 4, "float64": 7},
+    "asinh": {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 2},
+    "acosh": {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 1},
+    "atanh": {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 123},
+    "logistic": {"float32": 4, "float64": 2},
+}
