@@ -7,6 +7,7 @@ names (in printed order) and the set of primitives must be.
 
 import re
 import types
+from collections import Counter
 
 import jax
 import numpy as np
@@ -102,10 +103,61 @@ CASES = {
     "key": (lambda m, s: m.random.key_data(m.random.key(s)), (np.uint32(0),)),
     "uniform": (lambda m, k: m.random.uniform(m.random.wrap_key_data(k), (2,)), (KEY,)),
     "normal": (lambda m, k: m.random.normal(m.random.wrap_key_data(k), (2,)), (KEY,)),
+    "bernoulli": (lambda m, k: m.random.bernoulli(m.random.wrap_key_data(k), 0.5, (2,)), (KEY,)),
+    "truncated_normal": (
+        lambda m, k: m.random.truncated_normal(m.random.wrap_key_data(k), -1.0, 1.0, (2,)),
+        (KEY,),
+    ),
+    "gamma": (lambda m, k: m.random.gamma(m.random.wrap_key_data(k), 1.0, (2,)), (KEY,)),
+    "split": (lambda m, k: m.random.key_data(m.random.split(m.random.wrap_key_data(k))), (KEY,)),
 }
 
 # Cases whose printed jaxprs are equal.
-EXACT = set()
+EXACT = {
+    "allclose", "argsort", "clip", "count_nonzero", "cumprod", "cumsum", "det", "diag", "diff",
+    "flip", "fliplr", "fmod", "heaviside", "isclose", "isinf", "kron", "lexsort", "linspace",
+    "matrix_power", "mod", "nan_to_num", "nanmean", "nansum", "norm", "one_hot", "ptp", "relu",
+    "remainder", "roll", "roll_axis", "rot90", "round", "silu", "sort", "trace", "tril", "triu",
+    "where", "xlogy",
+}  # fmt: skip
+
+# The same nested jits, in the same order, but other primitives inside (the reason).
+SAME_NAMES = {
+    "hypot": "xform has no square primitive: integer_pow",
+    "var": "xform has no square primitive: integer_pow",
+    "std": "xform has no square primitive: integer_pow",
+    "standardize": "xform has no square primitive: integer_pow",
+    "cholesky": "xform's cholesky primitive is not followed by JAX's tril mask",
+    "correlate": "xform's 1-D convolution reshapes where JAX's broadcasts and squeezes",
+    "diagonal": "xform takes the diagonal by a mask and a sum, JAX's by a gather",
+    "log_softmax": "an extra convert_element_type",
+    "median": "xform's quantile picks by dynamic_slice, JAX's by gather",
+    "percentile": "xform's quantile picks by dynamic_slice, JAX's by gather",
+    "quantile": "xform's quantile picks by dynamic_slice, JAX's by gather",
+    "key": "xform's keys are threefry data, not random_seed/random_wrap",
+    "split": "xform's keys are threefry data, not random_split",
+    "uniform": "xform's bits are threefry2x32 itself, not random_bits",
+    "normal": "xform's bits are threefry2x32 itself, not random_bits",
+    "bernoulli": "xform's bits are threefry2x32 itself, not random_bits",
+    "truncated_normal": "xform's bits are threefry2x32 itself, not random_bits",
+    "gamma": "xform's keys are threefry data, not random_wrap",
+}
+
+# Where xform's implementation differs inside: the nested jits JAX has and xform lacks, and
+# those xform has and JAX lacks (counted), pinned so that a change shows here.
+DIFFERENT = {
+    "convolve": ({"_flip": 1}, {}),
+    "frexp": ({"isinf": 1, "_frexp": 1}, {"_where": 2, "_mantissa": 1}),
+    "gcd": ({}, {"_where": 1}),
+    "inv": ({"_lu_solve": 2}, {"_solve": 1}),
+    "lcm": ({}, {"_where": 2}),
+    "ldexp": ({"_frexp": 1, "isinf": 2}, {"_where": 2, "_mantissa": 1}),
+    "searchsorted": ({"floor_divide": 1, "_searchsorted_scan_impl": 2}, {}),
+    "sinc": ({"_sinc_maclaurin": 1}, {}),
+    "softplus": ({"logaddexp": 1}, {"_softplus": 1, "_logaddexp": 1}),
+    "solve": ({"_lu_solve": 2}, {"_solve": 1}),
+    "take": ({"_where": 1}, {}),
+}
 
 
 def _jaxprs(name):
@@ -128,6 +180,29 @@ def test_nested_jits_as_jax(name):
     ours, theirs = _jaxprs(name)
     if name in EXACT:
         assert ours == theirs
+    elif name in DIFFERENT:
+        missing, extra = DIFFERENT[name]
+        ours_n, theirs_n = Counter(_names(ours)), Counter(_names(theirs))
+        assert (dict(theirs_n - ours_n), dict(ours_n - theirs_n)) == (missing, extra)
     else:
         assert _names(ours) == _names(theirs)
-        assert _primitives(ours) == _primitives(theirs)
+        if name not in SAME_NAMES:
+            assert _primitives(ours) == _primitives(theirs)
+
+
+def test_every_case_is_classified():
+    assert not EXACT & set(SAME_NAMES) and not EXACT & set(DIFFERENT)
+    assert EXACT | set(SAME_NAMES) | set(DIFFERENT) <= set(CASES)
+
+
+def test_eager_calls_stage_nothing_and_traced_calls_stage_the_named_jit():
+    # Eagerly the function runs as it is (no jit, no compile); under grad and vmap the
+    # nested jit gives the values the eager function gives.
+    x = xform.numpy.asarray(F)
+    np.testing.assert_allclose(xform.numpy.var(x, axis=1), np.var(F, axis=1), rtol=1e-6)
+    g = xform.grad(lambda x: xform.numpy.std(x).sum())(x)
+    np.testing.assert_allclose(g, jax.grad(lambda x: jax.numpy.std(x).sum())(F), rtol=1e-5)
+    v = xform.vmap(lambda r: xform.numpy.roll(r, 1))(x)
+    np.testing.assert_array_equal(v, np.roll(F, 1, axis=1))
+    text = str(xform.make_jaxpr(xform.grad(xform.numpy.std))(F))
+    assert "name=_std" in text and "name=_var" in text

@@ -126,16 +126,20 @@ def _normal(key, shape, dtype):
     if dtypes.is_complex(dtype):
         key_re, key_im = _pair(key)
         real = np.dtype(np.array(0, dtype).real.dtype)
-        re = lax.convert_element_type(_normal_real(key_re, shape, real), dtype)
-        im = lax.convert_element_type(_normal_real(key_im, shape, real), dtype)
+        re = lax.convert_element_type(_normal_real_jit(key_re, shape, real), dtype)
+        im = lax.convert_element_type(_normal_real_jit(key_im, shape, real), dtype)
         return (re + 1j * im) / _const(dtype, np.sqrt(2))
-    return _normal_real(key, shape, dtype)
+    return _normal_real_jit(key, shape, dtype)
 
 
 def _normal_real(key, shape, dtype):
     lo = np.nextafter(_const(dtype, -1.0), _const(dtype, 0.0))
-    u = _uniform(key, lo, _const(dtype, 1.0), shape, dtype)
+    u = _uniform_jit(key, lo, _const(dtype, 1.0), shape, dtype)
     return lax.mul(_const(dtype, np.sqrt(2)), lax.erf_inv(u))
+
+
+# As JAX's: _normal stages _normal_real, which stages _uniform.
+_normal_real_jit = jit(_normal_real, static_argnames=("shape", "dtype"))
 
 
 _normal_jit = jit(_normal, static_argnames=("shape", "dtype"))
@@ -163,7 +167,7 @@ def _truncated_normal(key, lower, upper, shape, dtype):
     upper = lax.convert_element_type(upper, dtype)
     a = lax.erf(lax.div(lower, sqrt2))
     b = lax.erf(lax.div(upper, sqrt2))
-    out = lax.mul(sqrt2, lax.erf_inv(_uniform(key, a, b, shape, dtype)))
+    out = lax.mul(sqrt2, lax.erf_inv(_uniform_jit(key, a, b, shape, dtype)))
     return xnp.clip(
         out,
         lax.nextafter(lax.stop_gradient(lower), _const(dtype, np.inf)),
@@ -399,10 +403,10 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
 def _bernoulli(key, p, shape, mode):
     dtype = core.get_aval(p).dtype  # (a Python float under disable_jit)
     if mode == "high":
-        u = _uniform(key, 0.0, 1.0, (2, *shape), dtype)
+        u = _uniform_jit(key, 0.0, 1.0, (2, *shape), dtype)
         u1, u2 = u[0], u[1] * _const(dtype, 2.0 ** -ml_dtypes.finfo(dtype).nmant)
         return u2 < p - u1
-    return _uniform(key, 0.0, 1.0, shape, dtype) < p
+    return _uniform_jit(key, 0.0, 1.0, shape, dtype) < p
 
 
 def _simple_sampler(name, body):
@@ -469,11 +473,11 @@ def _gumbel(key, shape, dtype, mode):
             "count-leading-zeros primitive xform does not have"
         )
     if mode in ("high", "highest"):
-        u = _uniform(key, 0.0, 1.0, (2, *shape), dtype)
+        u = _uniform_jit(key, 0.0, 1.0, (2, *shape), dtype)
         high, low = u[0], u[1]
         x = xnp.where(high >= 0.5, high, high + 2.0**-finfo.nmant * low + finfo.tiny)
         return -xnp.log(-xnp.log1p(-x))
-    return -xnp.log(-xnp.log(_uniform(key, finfo.tiny, 1.0, shape, dtype)))
+    return -xnp.log(-xnp.log(_uniform_jit(key, finfo.tiny, 1.0, shape, dtype)))
 
 
 _gumbel_jit = jit(_gumbel, static_argnames=("shape", "dtype", "mode"))
@@ -645,6 +649,7 @@ def loggamma(key, a, shape=None, dtype=None):
     return _gamma(key, a, shape=_param_shape("loggamma", shape, a), dtype=dt, log_space=True)
 
 
+_gamma_impl.__name__ = _gamma_impl.__qualname__ = "_gamma"  # the name JAX's jit prints
 _gamma = jit(_gamma_impl, static_argnames=("shape", "dtype", "log_space"))
 
 

@@ -16,6 +16,7 @@ Every sampler turns its key into a ``KeyArray`` (a raw key is wrapped as threefr
 works on that; ``split``/``fold_in``/``clone`` hand back the style they were given.
 """
 
+import functools
 import math
 import operator
 from collections.abc import Sequence
@@ -435,6 +436,25 @@ def PRNGKey(seed, *, impl=None):  # noqa: N802  (JAX's name)
     return _seed("PRNGKey", seed, resolve_impl("PRNGKey", impl))._data
 
 
+def _eager_jit(**jit_kwargs):
+    """Decorator: ``jit(fun)`` eagerly (one compiled program per signature); under a
+    transformation ``fun`` itself, as JAX's key functions (``key``, ``split``, ``fold_in``,
+    ``bits``), whose primitives it stages without a nested jit."""
+
+    def wrap(fun):
+        jitted = jit(fun, **jit_kwargs)
+
+        @functools.wraps(fun)
+        def call(*args, **kwargs):
+            if core.trace_state.trace is core.eval_trace:
+                return jitted(*args, **kwargs)
+            return fun(*args, **kwargs)
+
+        return call
+
+    return wrap
+
+
 def key(seed, *, impl=None):
     """A typed key (a scalar ``KeyArray`` of dtype ``key<fry>``, ``key<rbg>`` or
     ``key<urbg>``) from an integer seed, equal to JAX's ``key(seed, impl=impl)``.
@@ -469,7 +489,7 @@ def _seed(name, seed, impl):
     return _seed_jit(seed, impl=impl)
 
 
-@jit(static_argnames=("impl",))
+@_eager_jit(static_argnames=("impl",))
 def _seed_jit(seed, impl):
     return KeyArray(impl.seed(seed), impl)
 
@@ -537,10 +557,10 @@ def fold_in(key, data):
     return _returned(typed is not key, _fold_in(typed, data))
 
 
-_split = jit(split_key, static_argnames=("shape",))
+_split = _eager_jit(static_argnames=("shape",))(split_key)
 
 
-@jit
+@_eager_jit()
 def _fold_in(key, data):
     return KeyArray(key._impl.fold_in(key._data, data), key._impl)
 
@@ -554,6 +574,6 @@ def bits(key, shape=(), dtype=None):
     return _bits(key, shape=canonical_shape("bits", shape), bit_width=dt.itemsize * 8)
 
 
-@jit(static_argnames=("shape", "bit_width"))
+@_eager_jit(static_argnames=("shape", "bit_width"))
 def _bits(key, shape, bit_width):
     return random_bits(key, bit_width, shape)
