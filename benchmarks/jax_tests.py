@@ -18,12 +18,16 @@ own pytest settings (``filterwarnings = error`` and its exceptions, read from JA
    imported, then ``xform.compat.install()`` runs and those modules are put back in
    ``sys.modules``: the test file's internal imports (``jtu``, ``jax._src.core``, ...) bind to
    real JAX, its ``import jax`` / ``jax.numpy`` / ``jax.lax`` / ``jax.experimental.*`` to xform;
-2. the helpers of ``jtu`` that apply a transformation to the test's function are pointed at
+2. public API the test reaches through an internal module is xform's: once the test module
+   is imported, its names bound from the modules in ``PUBLIC_TWINS`` are rebound, a public
+   name (``from jax._src.checkify import JaxRuntimeError``) to xform's, a module
+   (``from jax._src import api``) to a view whose public names (``api.jit``) are xform's;
+3. the helpers of ``jtu`` that apply a transformation to the test's function are pointed at
    xform's public equivalents, since they stand for "the library under test":
    ``jtu.check_grads``/``check_jvp``/``check_vjp`` become ``xform.test_util``'s, and the
    ``jit``/``make_jaxpr``/``vjp`` that ``JaxTestCase._CompileAndCheck`` and friends call
    become xform's. JAX's assertions (``assertAllClose`` and its tolerances) are unchanged;
-3. the configuration ``JaxTestCase.setUp`` puts on JAX (strict dtype promotion, rank
+4. the configuration ``JaxTestCase.setUp`` puts on JAX (strict dtype promotion, rank
    promotion "raise", checks on, x64 as set, a class's ``@jtu.with_config``) is mirrored onto
    xform's flags of the same names for the test.
 
@@ -35,11 +39,12 @@ as failed. Outcomes are written a line per phase to ``OUT/<file>.<jax|xform>.jso
 function's body, and the bodies of the helpers of the same file it calls (``self._helper``,
 module-level functions), must not reference a name the test file imports from JAX's
 internals (``jax._src``, ``jax.core``, ``jax.interpreters``, ``jax.extend``, ``jax.lib``,
-``jaxlib``; ``jtu`` is one, except its assertion, random-input, device-query and
-test-generation helpers, ``PUBLIC_JTU`` below), nor ``jax._src``/``jax.core``/
-``jax.interpreters``/``jax.extend``/``jax.lib`` as attributes, nor ``mlir``, ``hlo``,
-``xla_client``, ``xla_bridge``. Decorators are not read (``@jtu.skip_on_devices`` is no use of
-internals); a test's class-level ``setUp`` is not read either.
+``jaxlib``), except the public names of ``PUBLIC_TWINS`` (``api.jit`` is ``jax.jit``),
+the scaffolding modules (``SCAFFOLDING``: ``safe_zip``, NumPy references) and ``jtu``'s
+assertion, random-input, device-query and test-generation helpers (``PUBLIC_JTU``); nor
+``jax._src``/``jax.core``/``jax.interpreters``/``jax.extend``/``jax.lib`` as attributes, nor
+``mlir``, ``hlo``, ``xla_client``, ``xla_bridge``. Decorators are not read
+(``@jtu.skip_on_devices`` is no use of internals); a class's ``setUp`` is not read either.
 """
 
 import argparse
@@ -91,6 +96,25 @@ PUBLIC_JTU = (
 # Internal modules that are test scaffolding (pure-Python helpers, NumPy references, case
 # generators), not uses of JAX's machinery: importing from them keeps a test public.
 SCAFFOLDING = ("jax._src.util", "jax._src.internal_test_util", "jax._src.tree_util.tree_map")
+# Internal modules whose public names are JAX's public API under another name
+# (``jax._src.api.jit`` is ``jax.jit``): a test that reaches a public name through one of them
+# uses public API, and in the xform run gets xform's. Their other names stay JAX's internals.
+PUBLIC_TWINS = {
+    "jax._src.api": "jax",
+    "jax._src.shard_map": "jax",
+    "jax._src.custom_derivatives": "jax.custom_derivatives",
+    "jax._src.custom_batching": "jax.custom_batching",
+    "jax._src.ad_checkpoint": "jax.ad_checkpoint",
+    "jax._src.checkify": "jax.experimental.checkify",
+    "jax._src.lax.lax": "jax.lax",
+    "jax._src.lax.control_flow": "jax.lax",
+    "jax._src.numpy.lax_numpy": "jax.numpy",
+    "jax._src.random": "jax.random",
+    "jax._src.dtypes": "jax.dtypes",
+    "jax._src.tree_util": "jax.tree_util",
+    "jax._src.debugging": "jax.debug",
+    "jax._src.sharding_impls": "jax.sharding",
+}
 INTERNAL_MODULES = ("jax._src", "jax.core", "jax.interpreters", "jax.extend", "jax.lib", "jaxlib")
 INTERNAL_ATTRS = {"_src", "core", "interpreters", "extend", "lib"}  # jax.<attr>
 INTERNAL_NAMES = {"mlir", "hlo", "xla_client", "xla_bridge", "xla_extension", "jaxlib"}
@@ -120,6 +144,66 @@ def _internal_imports(tree):
     return found
 
 
+_public = {}  # public JAX module -> its public names (read from real JAX)
+_twins_found = {}  # the xform run's test file: bound name -> (public module, attribute)
+
+
+def _public_names(module):
+    if module not in _public:
+        _public[module] = {n for n in dir(importlib.import_module(module)) if n[0] != "_"}
+    return _public[module]
+
+
+def _twins(tree):
+    """The test file's names bound from ``PUBLIC_TWINS``: ``{name: (public module, attr)}``,
+    ``attr`` None for the module itself (its public names are public API), else a public name
+    (read from real JAX: call it before compat mode is installed)."""
+    found = {}
+    for module, full, bound in _internal_imports(tree):
+        attr = full.rpartition(".")[2]
+        if full in PUBLIC_TWINS:
+            found[bound] = (PUBLIC_TWINS[full], None)
+            _public_names(PUBLIC_TWINS[full])
+        elif module in PUBLIC_TWINS and attr in _public_names(PUBLIC_TWINS[module]):
+            found[bound] = (PUBLIC_TWINS[module], attr)
+    return found
+
+
+class _Twin:
+    """An internal module as the xform run's test file sees it: its public names are xform's
+    (through compat mode), the rest real JAX's."""
+
+    def __init__(self, real, public, names):
+        self._real, self._public, self._names = real, public, names
+
+    def __getattr__(self, name):
+        return getattr(self._public if name in self._names else self._real, name)
+
+
+def _lacking(name, error):
+    def lacks(*args, **kwargs):
+        raise NotImplementedError(f"xform lacks {name} ({error})")
+
+    return lacks
+
+
+def _bind_twins(test_file):
+    """Points the test module's public names reached through internal modules at xform's."""
+    module = next(
+        (m for m in list(sys.modules.values()) if getattr(m, "__file__", None) == test_file),
+        None,
+    )
+    for bound, (twin, attr) in _twins_found.items() if module is not None else ():
+        public = importlib.import_module(twin)  # compat mode is installed: xform's
+        if attr is None:
+            setattr(module, bound, _Twin(getattr(module, bound), public, _public[twin]))
+        else:
+            try:
+                setattr(module, bound, getattr(public, attr))
+            except AttributeError as e:
+                setattr(module, bound, _lacking(f"{twin}.{attr}", e))
+
+
 def _swap_to_xform(test_file):
     """Binds the test file's JAX internals to real JAX and the rest of ``jax`` to xform."""
     with open(test_file, encoding="utf-8") as f:
@@ -133,6 +217,7 @@ def _swap_to_xform(test_file):
                 break
             except ImportError:
                 continue
+    _twins_found.update(_twins(tree))
     real = {n: m for n, m in sys.modules.items() if n == "jax._src" or n.startswith("jax._src.")}
     import xform  # noqa: PLC0415
     import xform.compat  # noqa: PLC0415
@@ -198,10 +283,11 @@ class _Publicity:
     def __init__(self, test_file):
         with open(test_file, encoding="utf-8") as f:
             self.tree = ast.parse(f.read())
+        self.twins = _twins(self.tree)
         self.internal = {
             bound: full
             for _, full, bound in _internal_imports(self.tree)
-            if not full.startswith(SCAFFOLDING)
+            if not full.startswith(SCAFFOLDING) and self.twins.get(bound, (0, None))[1] is None
         }
         self.functions = {}  # module-level helpers
         self.classes = {}
@@ -249,9 +335,12 @@ class _Publicity:
         return sorted(found)
 
     def _scan(self, node, lineage, found, seen):
+        inner = set()  # the ``a`` and ``a.b`` of ``a.b.c``: read as part of the whole chain
         for stmt in node.body:
-            for sub in ast.walk(stmt):
-                if isinstance(sub, (ast.Attribute, ast.Name)):
+            for sub in ast.walk(stmt):  # (breadth first: a chain before its parts)
+                if isinstance(sub, ast.Attribute):
+                    inner.add(id(sub.value))
+                if isinstance(sub, (ast.Attribute, ast.Name)) and id(sub) not in inner:
                     self._check(_dotted(sub), found)
                 if isinstance(sub, ast.Call):
                     self._follow(sub.func, lineage, found, seen)
@@ -264,6 +353,10 @@ class _Publicity:
         if head == "jtu" and head in self.internal:
             if attr and not attr.startswith(PUBLIC_JTU):
                 found.add(f"jtu.{attr}")
+        elif head in self.twins:  # a public name, or a module whose public names are
+            twin, name = self.twins[head]
+            if name is None and attr not in _public[twin]:
+                found.add(f"{self.internal[head]}.{attr}" if attr else self.internal[head])
         elif head in self.internal:
             found.add(self.internal[head])
         elif head in INTERNAL_NAMES:
@@ -300,6 +393,8 @@ def pytest_collection_modifyitems(session, config, items):
         with open(os.environ["XFORM_JT_DONE"], encoding="utf-8") as f:
             done = set(f.read().split("\n"))
     items[:] = [i for i in items if i.nodeid not in done]
+    if os.environ["XFORM_JT_MODE"] == "xform":
+        _bind_twins(os.environ["XFORM_JT_FILE"])
 
 
 def pytest_collectreport(report):
