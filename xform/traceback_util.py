@@ -229,6 +229,9 @@ def concretization_message(tracer, what):
     whose value is not known, as JAX words it, with JAX's page on the error."""
     described = f"traced array with shape {tracer.aval.str_short(False)}"
     origin = tracer._origin_msg()
+    name = getattr(tracer._trace, "name", None)
+    if not origin and name:  # (JAX says where a BatchTracer was made; xform, what made it)
+        origin = f"\nThe error occurred while {name}."
     if what == "bool":
         error = "TracerBoolConversionError"
         text = f"Attempted boolean conversion of {described}."
