@@ -380,71 +380,19 @@ _update_trace_flags()
 
 
 def trace_context():
-    """What a jit trace depends on besides its arguments: the x64 mode of this thread, the
-    other flags that change traces (``_TRACE``) when any is set, and the values of the user
-    contexts (``make_user_context``) when there are any. A cache key part, cheap while those
-    flags keep their defaults."""
+    """What a jit trace depends on besides its arguments: the x64 mode of this thread, and
+    the other flags that change traces (``_TRACE``) when any is set. A cache key part, cheap
+    while those flags keep their defaults."""
     v = _per_thread
     if not _trace_flags_set:
-        key = v.enable_x64
-    else:
-        key = (
-            v.enable_x64,
-            v.default_matmul_precision,
-            v.numpy_rank_promotion,
-            v.numpy_dtype_promotion,
-            v.default_prng_impl,
-        )
-    if _user_contexts:
-        return (key, tuple(c.value for c in _user_contexts))
-    return key
-
-
-_user_contexts = []  # every UserContext made: their values are part of jit's cache key
-
-
-class UserContext:
-    """A value jit's caches depend on (``make_user_context``): a function traced, lowered or
-    compiled under one value is not reused under another. ``with ctx(value):`` sets it in
-    this thread; ``set_global`` sets it for threads that have not."""
-
-    def __init__(self, default_value):
-        self._global = default_value
-        self._local = threading.local()  # this thread's stack of values set by ``with``
-
-    @property
-    def value(self):
-        """The value in this thread: the innermost ``with``, else the global one."""
-        stack = getattr(self._local, "stack", None)
-        return stack[-1] if stack else self._global
-
-    def get_global(self):
-        return self._global
-
-    def set_global(self, new_value):
-        self._global = new_value
-
-    @contextlib.contextmanager
-    def __call__(self, new_value):
-        stack = self._local.__dict__.setdefault("stack", [])
-        stack.append(new_value)
-        try:
-            yield
-        finally:
-            stack.pop()
-
-
-def make_user_context(default_value=None):
-    """A ``UserContext``: a value (hashable) that ``jit`` keys its caches on, as JAX's.
-
-    Example:
-      >>> ctx = xform.make_user_context(default_value=None)
-      >>> with ctx(1):
-      ...     f(1.0)  # traced under 1; under ctx(2) f traces again
-    """
-    ctx = UserContext(default_value)
-    _user_contexts.append(ctx)
-    return ctx
+        return v.enable_x64
+    return (
+        v.enable_x64,
+        v.default_matmul_precision,
+        v.numpy_rank_promotion,
+        v.numpy_dtype_promotion,
+        v.default_prng_impl,
+    )
 
 
 def _flag(name, what):
