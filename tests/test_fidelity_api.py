@@ -315,6 +315,29 @@ def test_vjp_pullback_passes_through_jit_as_in_jax():
         close(zeroed(ct), [np.float32(0), np.zeros(3, np.float32)])
 
 
+@pytest.mark.parametrize(
+    "args",
+    [(1.0,), (np.float32(1.0),), (X3,), (1.0, 2.0), (np.float32(0.5), X3)],
+    ids=["python-scalar", "rank-0", "rank-1", "two-scalars", "scalar-and-vector"],
+)
+def test_eager_vjp_pullback_leaves_are_the_residuals_in_jax_order(args):
+    """An eager pullback's leaves are its residuals, 0-d ones too (not inlined), the primal
+    inputs it keeps first, as JAX's VJP."""
+
+    def f(lib):
+        return lambda *a: lib.sin(a[0]) * a[-1] + lib.exp(a[-1])
+
+    def put(lib):  # arrays made by each library (the residuals then include them)
+        return [lib.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+
+    got = jax.tree_util.tree_leaves(xform.vjp(f(xnp), *put(xnp))[1])
+    expected = jax.tree_util.tree_leaves(jax.vjp(f(jnp), *put(jnp))[1])
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected, strict=True):
+        assert g.shape == e.shape and g.dtype == e.dtype
+        close(g, e)
+
+
 def test_vjp_pullback_called_with_several_arguments_errors_as_in_jax():
     for api in (xform, jax):
         _, pullback = api.vjp(lambda x, y: (x, y), 1.0, 2.0)

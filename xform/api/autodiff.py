@@ -14,7 +14,7 @@ import numpy as np
 
 from xform import core, dtypes, pytree
 from xform.api.jit import jit
-from xform.core import Tracer
+from xform.core import Jaxpr, Tracer
 from xform.interpret import ad, dce, partial_eval, tape, transpose, vjp_tape
 from xform.interpret.staging import trace_to_jaxpr
 from xform.primitives.elementwise import convert_folding_constants
@@ -337,12 +337,13 @@ def vjp(fun, *primals, has_aux=False):
         lin.out_tree,
         lin.out_avals,
     )
+    meta.input_ids = [id(x) for x in lin.leaves]
     out = lin.returned_primals()
     if lin.tape is not None:  # eager: the pullback walks the tape until it is a pytree
         vjp_fun = VJP(meta, None, lin.tape)
     else:
-        meta.jaxpr = lin.linear.jaxpr
-        vjp_fun = VJP(meta, list(lin.linear.consts))
+        meta.jaxpr, residuals = _primals_first(meta, lin.linear.jaxpr, lin.linear.consts)
+        vjp_fun = VJP(meta, residuals)
     return (out, vjp_fun, lin.store["aux"]) if has_aux else (out, vjp_fun)
 
 
@@ -351,7 +352,17 @@ class _PullbackMeta:
     (its constvars stand for the residuals) and the structure and types of the inputs and
     outputs. Compared by identity in pytree structures, as JAX's is."""
 
-    __slots__ = ("name", "jaxpr", "nonzero", "avals", "diff", "in_tree", "out_tree", "out_avals")
+    __slots__ = (
+        "name",
+        "jaxpr",
+        "nonzero",
+        "avals",
+        "diff",
+        "in_tree",
+        "out_tree",
+        "out_avals",
+        "input_ids",
+    )
 
     def __init__(self, name, jaxpr, nonzero, avals, diff, in_tree, out_tree, out_avals):
         self.name = name
@@ -362,6 +373,7 @@ class _PullbackMeta:
         self.in_tree = in_tree
         self.out_tree = out_tree
         self.out_avals = out_avals
+        self.input_ids = ()  # vjp's: the ids of the primal inputs (``_primals_first``)
 
 
 class VJP:
@@ -382,8 +394,9 @@ class VJP:
     @property
     def residuals(self):
         if self._residuals is None:
-            closed = self.tape.closed_jaxpr()
-            self.meta.jaxpr, self._residuals, self.tape = closed.jaxpr, list(closed.consts), None
+            closed, self.tape = self.tape.closed_jaxpr(), None
+            jaxpr, consts = closed.jaxpr, closed.consts
+            self.meta.jaxpr, self._residuals = _primals_first(self.meta, jaxpr, consts)
         return self._residuals
 
     @api_boundary
@@ -427,6 +440,19 @@ class VJP:
 pytree.register_pytree_node(
     VJP, lambda pb: (pb.residuals, pb.meta), lambda meta, residuals: VJP(meta, list(residuals))
 )
+
+
+def _primals_first(meta, jaxpr, residuals):
+    """``(jaxpr, residuals)`` with the residuals that are primal inputs first, in the inputs'
+    order, then the others in the program's: the order of JAX's ``VJP`` leaves."""
+    rank = {i: k for k, i in enumerate(meta.input_ids)}
+    last = len(rank)
+    order = sorted(range(len(residuals)), key=lambda j: (rank.get(id(residuals[j]), last), j))
+    if order == list(range(len(residuals))):
+        return jaxpr, list(residuals)
+    constvars = [jaxpr.constvars[j] for j in order]
+    jaxpr = Jaxpr(constvars, jaxpr.invars, jaxpr.outvars, jaxpr.eqns)
+    return jaxpr, [residuals[j] for j in order]
 
 
 def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):

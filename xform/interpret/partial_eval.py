@@ -40,6 +40,13 @@ class PartialEvalTrace(JaxprTrace):
         # the eager ``apply`` itself).
         self.known = parent.process_primitive
 
+    def to_atom(self, x):
+        # A concrete array the program reads (a residual) is a constvar even when 0-d, as
+        # JAX's partial evaluation keeps it: a pullback's pytree leaves are its residuals.
+        if getattr(x, "aval", None) is not None and not isinstance(x, core.Tracer):
+            return self._capture(x, x.aval)
+        return JaxprTrace.to_atom(self, x)
+
     def is_unknown(self, x):
         return isinstance(x, JaxprTracer) and x._trace is self
 
