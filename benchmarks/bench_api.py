@@ -10,7 +10,9 @@ arrays beside an array.
 
 The (c) rows here put one eager op (the (c) rows of ``run.py``, against JAX) next to NumPy
 and HIPS autograd, the references for eager speed: the "JAX" column holds the other
-library's time, and the ratio is xform/NumPy or xform/autograd.
+library's time, and the ratio is xform/NumPy or xform/autograd. (cx) is the same op on
+xform's other eager path, ``xform_eager_path="xla"`` (each primitive a compiled XLA program,
+as on a GPU), against JAX's eager op.
 """
 
 import jax
@@ -102,6 +104,23 @@ def bench_eager_reference(scale, op, reference):
     )
 
 
+def bench_eager_xla_path(scale, op):
+    """(cx) One eager op on float32[16] device arrays through xform's XLA eager path, against
+    JAX's eager op on the same data."""
+    x, y = np.linspace(-1, 1, 16, dtype=np.float32), np.ones(16, np.float32)
+    xf_fn = _eager_op(xnp, op, on_device(xnp, x), on_device(xnp, y))
+    jax_fn = _eager_op(jax.numpy, op, on_device(jax.numpy, x), on_device(jax.numpy, y))
+    with xform.config.scope("xform_eager_path", "xla"):
+        np.testing.assert_array_equal(np.asarray(xf_fn()), np.asarray(jax_fn()))
+        return compare(
+            lambda: xf_fn().block_until_ready(),
+            lambda: jax_fn().block_until_ready(),
+            samples=30 * scale,
+            inner=200,
+            warmup=200,
+        )
+
+
 # After the (c) rows of run.py: references, not targets.
 EAGER_REFERENCE_BENCHMARKS = [
     (
@@ -128,6 +147,8 @@ EAGER_REFERENCE_BENCHMARKS = [
         ("add", "autograd"),
         None,
     ),
+    ("(cx) eager `sin`, f32[16], XLA eager path", bench_eager_xla_path, ("sin",), None),
+    ("(cx) eager `add`, f32[16], XLA eager path", bench_eager_xla_path, ("add",), None),
 ]
 
 BENCHMARKS = [
