@@ -2,6 +2,8 @@
 the oracle: gradients through a batched ``cond``, loop carries vmap leaves unbatched, typed
 key arrays and the other PRNG implementations, and a handful of library edge cases."""
 
+import copy
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -139,3 +141,114 @@ def test_scan_unroll_errors_as_jax():
             match="The `length` argument to `scan` expects a concrete `int` value",
         ):
             jit(lambda n, x, lax_=lax_: lax_.scan(f, x, (), n))(3, 1.0)
+
+
+# --------------------------------------------------------------------------- small library gaps
+
+
+def test_one_hot_of_a_python_list():
+    for dtype in (None, np.int32):
+        want = jax.nn.one_hot([0, 2, 1, 5], 3, dtype=dtype)
+        got = xform.nn.one_hot([0, 2, 1, 5], 3, dtype=dtype)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_lax_mul_out_dtype():
+    cases = [
+        (np.int8(100), np.int8(3), np.int32),  # would wrap in int8
+        (jnp.bfloat16(1.5), np.float32(3), np.float32),  # mixed dtypes are allowed
+        (2, 3.0, np.float32),  # weak operands stay weak
+        (np.float32(1.0), np.float16(2.0), "float16"),
+        (np.arange(3, dtype=np.int16), np.int16(7), np.float32),
+    ]
+    for x, y, out_dtype in cases:
+        want = jax.lax.mul(x, y, out_dtype=out_dtype)
+        got = lax.mul(x, y, out_dtype=out_dtype)
+        assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    with pytest.raises(TypeError, match="lax.mul requires arguments to have the same dtypes"):
+        lax.mul(np.float32(1), np.float16(2))
+    args = (jnp.bfloat16(2), jnp.bfloat16(3))
+    want = jax.grad(lambda x, y: jax.lax.mul(x, y, out_dtype=jnp.float32))(*args)
+    got = xform.grad(lambda x, y: lax.mul(x, y, out_dtype=xnp.float32))(*args)
+    assert got.dtype == want.dtype and float(got) == float(want)
+
+
+def test_copy_and_deepcopy_of_a_tracer_are_copies_in_its_trace():
+    seen = []
+
+    def f(x):
+        y, z = copy.deepcopy(x), copy.copy(x)
+        seen.append((y is x, z is x))
+        return y * z
+
+    for lib in (jax, xform):
+        assert float(lib.jit(f)(3.0)) == 9.0
+        assert float(lib.grad(f)(3.0)) == 6.0
+        np.testing.assert_array_equal(np.asarray(lib.vmap(f)(np.arange(3.0))), [0, 1, 4])
+    assert set(seen) == {(False, False)}
+
+
+def test_at_apply_as_jax():
+    x = np.arange(10.0, dtype=np.float32).reshape(2, 5)
+    cases = [
+        ((1, np.array([0, 2, 2, 4])), {}),  # a repeated index: applied twice
+        ((slice(None), 1), {}),
+        ((0, 7), {"mode": "clip"}),
+        ((0, 7), {}),  # out of bounds: dropped
+        ((1, slice(1, 3)), {"indices_are_sorted": True, "unique_indices": True}),
+    ]
+    for idx, kw in cases:
+        want = jnp.asarray(x).at[idx].apply(lambda v: v * 2 + 1, **kw)
+        got = xnp.asarray(x).at[idx].apply(lambda v: v * 2 + 1, **kw)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+        jitted = xform.jit(lambda x, kw=kw, i=idx: x.at[i].apply(xnp.sin, **kw))(x)
+        want = jax.jit(lambda x, kw=kw, i=idx: x.at[i].apply(jnp.sin, **kw))(x)
+        np.testing.assert_allclose(np.asarray(jitted), np.asarray(want), rtol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:Some donated buffers were not usable")
+def test_stages_donate_argnums_are_flat_leaf_indices():
+    def cases(lib):
+        f = lib.jit(lambda x, y, z: x + y, donate_argnames=("z",), static_argnums=(1,))
+        lowered = f.lower(1.0, 2.0, 3.0)
+        g = lib.jit(lambda x, y, z=1.0: x, donate_argnums=(2,), static_argnums=(1,))
+        h = lib.jit(lambda x, y: x, donate_argnums=(1,))
+        return [
+            lowered.donate_argnums,
+            lowered.compile().donate_argnums,
+            f.trace(1.0, 2.0, 3.0).donate_argnums,
+            g.lower(1.0, 2.0).donate_argnums,
+            g.lower(1.0, 2.0, z=3.0).donate_argnums,
+            h.lower((1.0, 2.0), {"a": 1.0, "b": (2.0, 3.0)}).donate_argnums,
+            lib.jit(lambda x: x).lower(1.0).donate_argnums,
+        ]
+
+    assert cases(xform) == cases(jax)
+
+
+def test_make_user_context_keys_the_jit_cache():
+    def count(lib):
+        traces = []
+        ctx = lib.make_user_context()
+        f = lib.jit(lambda x: traces.append(1) or x)
+        f(1.0)
+        with ctx(2):
+            f(1.0)
+            f(1.0)
+        with ctx(3):
+            f(1.0)
+            with ctx(4):
+                f(1.0)
+            f(1.0)
+        f(1.0)
+        ctx.set_global(5)
+        try:
+            assert (ctx.value, ctx.get_global()) == (5, 5)
+            f(1.0)
+        finally:
+            ctx.set_global(None)
+        return len(traces)
+
+    assert count(xform) == count(jax) == 5

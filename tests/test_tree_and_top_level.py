@@ -515,7 +515,6 @@ _TOP_LEVEL_EXEMPT = {
     "tables: xform.extend), and compat mode maps jax.interpreters.ad/batching/mlir to those",
     "lib": "jaxlib's bindings: xform reaches them through lowering/",
     "ffi": "foreign-function calls (jax.ffi.ffi_call) are not implemented yet",
-    "make_user_context": "JAX's user contexts of the jit cache are not implemented yet",
     "memory": "memory kinds: xform arrays live in device memory only",
 }
 

@@ -75,6 +75,7 @@ _EXPORTS = {
         "remat",
     ),
     "xform.api.shard_map": ("shard_map",),
+    "xform.api.user_context": ("make_user_context",),
     "xform.api.sharding": (
         "make_array_from_callback",
         "make_array_from_process_local_data",

@@ -369,6 +369,10 @@ def _update_slow_calls():
 _update_slow_calls()
 
 
+# The UserContexts made (xform/api/user_context.py): their values are in jit's cache key.
+_user_contexts = []
+
+
 def _update_trace_flags():
     global _trace_flags_set
     _trace_flags_set = _scopes_trace > 0 or any(
@@ -381,10 +385,10 @@ _update_trace_flags()
 
 def trace_context():
     """What a jit trace depends on besides its arguments: the x64 mode of this thread, and
-    the other flags that change traces (``_TRACE``) when any is set. A cache key part, cheap
-    while those flags keep their defaults."""
+    the other flags that change traces (``_TRACE``) and user contexts' values when any is
+    set. A cache key part, cheap while those flags keep their defaults."""
     v = _per_thread
-    if not _trace_flags_set:
+    if not _trace_flags_set and not _user_contexts:
         return v.enable_x64
     return (
         v.enable_x64,
@@ -392,6 +396,7 @@ def trace_context():
         v.numpy_rank_promotion,
         v.numpy_dtype_promotion,
         v.default_prng_impl,
+        *[c.value for c in _user_contexts],
     )
 
 

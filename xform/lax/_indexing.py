@@ -7,7 +7,7 @@ derivatives and batching come from theirs.
 import numpy as np
 
 from xform import dtypes
-from xform.core import get_aval
+from xform.core import get_aval, is_concrete_array
 from xform.primitives.base import canonicalize_axis
 from xform.primitives.comparisons import lt, select
 from xform.primitives.elementwise import add, rem
@@ -19,12 +19,14 @@ from xform.primitives.gather_scatter import (
     gather,
     scatter_add_p,
 )
+from xform.primitives.reductions import reduce_max
 from xform.primitives.structural import (
     broadcast_in_dim,
     concatenate,
     full,
     reshape,
 )
+from xform.primitives.while_loop import while_loop
 
 __all__ = ["scatter_apply", "index_take"]
 
@@ -44,8 +46,8 @@ def scatter_apply(
     ``scatter_indices`` and ``dimension_numbers`` select (``x.at[idx].apply(func)``);
     ``update_shape`` is the shape the updates of such a scatter would have.
 
-    Unlike JAX, an element that several windows select gets ``func`` applied once, not
-    once per window.
+    As in JAX, an element that several windows select gets ``func`` applied once per
+    window.
     """
     dn = _as_dnums(ScatterDimensionNumbers, dimension_numbers, "lax.scatter_apply")
     if not callable(func):
@@ -67,7 +69,18 @@ def scatter_apply(
             f"lax.scatter_apply: func must keep the operand's dtype {dtype}, got "
             f"{get_aval(applied).dtype}"
         )
-    return select(lt(np.int32(0), hits), applied, operand)
+    out = select(lt(np.int32(0), hits), applied, operand)
+    most = reduce_max(hits, tuple(range(len(get_aval(hits).shape))))
+    if is_concrete_array(most):  # known now: apply it again where windows repeat
+        for i in range(1, int(most)):
+            out = select(lt(np.int32(i), hits), func(out), out)
+        return out
+
+    def again(carry):
+        i, y = carry
+        return i + 1, select(lt(i, hits), func(y), y)
+
+    return while_loop(lambda c: lt(c[0], most), again, (np.int32(1), out))[1]
 
 
 def index_take(src, idxs, axes):

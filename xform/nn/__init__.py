@@ -369,7 +369,6 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
         ) from None
     if num_classes < 0:  # TypeError, as JAX's (a negative shape)
         raise TypeError(f"one_hot: argument `num_classes` must be non-negative, got {num_classes}")
-    check_arraylike("one_hot", x)
     x = xnp.asarray(x)
     aval = aval_of(x)
     if aval.dtype == dtypes.bool_ or dtypes.is_complex(aval.dtype):

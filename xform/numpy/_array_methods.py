@@ -21,6 +21,7 @@ from xform.numpy import (
 from xform.numpy._indexing import IndexUpdateHelper, getitem
 from xform.numpy._promote import _is_arraylike
 from xform.primitives import refs
+from xform.primitives.elementwise import copy_p
 from xform.runtime.array import Array
 
 
@@ -222,3 +223,13 @@ def _tracer_at(self):
 Tracer.__getitem__ = _tracer_getitem
 Tracer.__setitem__ = _tracer_setitem
 Tracer.at = property(_tracer_at)
+
+
+# As JAX's: copy.copy and copy.deepcopy of a tracer are a copy of its value in the same
+# trace (a ``copy`` equation), not the tracer object duplicated with its state.
+def _tracer_copy(self):
+    return copy_p.bind(self)
+
+
+Tracer.__copy__ = _tracer_copy
+Tracer.__deepcopy__ = lambda self, memo: _tracer_copy(self)

@@ -864,6 +864,30 @@ class _IndexUpdateRef:
         """Pure ``x[idx] = maximum(x[idx], values)``."""
         return self._update(values, lax.scatter_max, locals())
 
+    def apply(
+        self,
+        func,
+        *,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=None,
+        wrap_negative_indices=True,
+    ):
+        """Pure ``x[idx] = func(x[idx])`` for a unary elementwise ``func``, applied once per
+        time an element is indexed (``lax.scatter_apply``), as in JAX."""
+        shape = getitem(self.array, self.index, mode="fill" if mode is None else mode).shape
+        kw = locals()
+        zeros = lax.full(shape, 0, get_aval(self.array).dtype)
+        return self._update(zeros, _scatter_applying(func, shape), kw)
+
+
+def _scatter_applying(func, update_shape):
+    def op(operand, indices, updates, dnums, **kw):
+        del updates  # only their shape matters: the windows func is applied at
+        return lax.scatter_apply(operand, indices, func, dnums, update_shape=update_shape, **kw)
+
+    return op
+
 
 class IndexUpdateHelper:
     """The ``.at`` property: ``x.at[idx].set(v)`` is a pure ``x[idx] = v``.

@@ -317,7 +317,17 @@ def sub(x, y):
     return sub_p.bind(x, y)
 
 
-def mul(x, y):
+def mul(x, y, *, out_dtype=None):
+    """``x * y``. With ``out_dtype``, both operands are converted to it first (so they need
+    not share a dtype), as JAX's ``lax.mul(..., out_dtype=)``; weak only if both are."""
+    if out_dtype is not None:
+        dtype = user_dtype(out_dtype, "mul")
+        x, y = (
+            convert_element_type_p.bind(v, new_dtype=dtype, weak_type=get_aval(v).weak_type)
+            if get_aval(v).dtype != dtype
+            else v
+            for v in (x, y)
+        )
     return mul_p.bind(x, y)
 
 

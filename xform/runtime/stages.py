@@ -177,6 +177,14 @@ class _Stage:
         )
 
     @property
+    def donate_argnums(self):
+        """The flat indices of the donated argument leaves, as JAX's stages give them."""
+        donated = self._entry.donated
+        if donated is None:
+            return ()
+        return tuple(i for i, d in enumerate(donated[len(self._entry.consts) :]) if d)
+
+    @property
     def out_info(self):
         """A ``ShapeDtypeStruct`` per output, in the outputs' pytree."""
         return pytree.tree_unflatten(
