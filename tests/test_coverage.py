@@ -36,7 +36,7 @@ NO_HOST_IMPL = {
     "custom_lin": "no forward evaluation: jvp of a custom_vjp function is an error, as in JAX",
     "while": "runs its cond and body jaxprs in a Python loop (core.eager_rules)",
     "scan": "runs its body jaxpr in a Python loop (core.eager_rules)",
-    "checkpoint": "evaluates its jaxpr eagerly (core.eager_rules)",
+    "remat2": "evaluates its jaxpr eagerly (core.eager_rules)",
     "pmap": "runs its SPMD program on the devices (core.eager_rules, xform/runtime/pmap.py)",
     **{
         name: "a LAPACK kernel, compiled by XLA for the one equation: eager equals jit"

@@ -209,7 +209,7 @@ def test_policy_recomputes_what_jax_recomputes(policy):
     f = xform.grad(functools.partial(_policy_fn, api=xform, np_=xnp, policy=policy))
     f_jax = jax.grad(functools.partial(_policy_fn, api=jax, np_=jnp, policy=policy))
     assert_same(f(W, X), f_jax(W, X), **TOL)
-    got = _recomputed(lambda j: _prim_names(j.jaxpr), xform.make_jaxpr(f)(W, X).jaxpr, "checkpoint")
+    got = _recomputed(lambda j: _prim_names(j.jaxpr), xform.make_jaxpr(f)(W, X).jaxpr, "remat2")
     want = _recomputed(_jax_prim_names, jax.make_jaxpr(f_jax)(W, X).jaxpr, "remat2")
     for prim in ("sin", "cos", "dot_general"):
         assert got.count(prim) == want.count(prim), (prim, got, want)
@@ -239,7 +239,7 @@ def test_dots_with_batch_dims_are_recomputed():
         f = make(xform, xnp, policy)
         assert_same(f(a), make(jax, jnp, policy)(a), **TOL)
         jaxpr = xform.make_jaxpr(f)(a).jaxpr
-        body_dots = _recomputed(lambda j: _prim_names(j.jaxpr), jaxpr, "checkpoint")
+        body_dots = _recomputed(lambda j: _prim_names(j.jaxpr), jaxpr, "remat2")
         assert body_dots.count("dot_general") == 2 + recomputed_dots, policy
 
 
@@ -253,7 +253,7 @@ def test_custom_policy_sees_primitive_and_avals():
     f = xform.grad(xform.checkpoint(lambda x: xnp.sum(xnp.sin(xnp.tanh(x))), policy=policy))
     assert_same(f(X), jax.grad(lambda x: jnp.sum(jnp.sin(jnp.tanh(x))))(X), **TOL)
     assert ("tanh", ((3,),)) in seen
-    body = _recomputed(lambda j: _prim_names(j.jaxpr), xform.make_jaxpr(f)(X).jaxpr, "checkpoint")
+    body = _recomputed(lambda j: _prim_names(j.jaxpr), xform.make_jaxpr(f)(X).jaxpr, "remat2")
     assert "tanh" not in body
 
 
@@ -362,7 +362,7 @@ def test_grad_of_scan_with_a_checkpointed_step():
     want = f_jax(h0, xs)
     assert_same(f(h0, xs), want, **TOL)
     assert_same(xform.jit(f)(h0, xs), want, **TOL)
-    assert "checkpoint" in _prim_names(xform.make_jaxpr(f)(h0, xs).jaxpr)
+    assert "remat2" in _prim_names(xform.make_jaxpr(f)(h0, xs).jaxpr)
 
 
 # --------------------------------------------------------------------------- lowering

@@ -6,6 +6,7 @@ primitive (xform/primitives/remat.py); everything it does differently happens in
 primitive's partial-evaluation rule. Pytrees are handled here.
 """
 
+import dataclasses
 import functools
 import types
 
@@ -32,17 +33,23 @@ def nothing_saveable(*_, **__):
     return False
 
 
-def dots_saveable(prim, *_, **__):
-    """Save the results of matrix multiplications and convolutions, recompute the rest."""
-    return prim is dot_general_p or prim is conv_general_dilated_p
+@dataclasses.dataclass(frozen=True)
+class DotsSaveable:
+    """Policy saving the results of matrix multiplications (and, unless
+    ``only_if_no_batch_dims``, convolutions): those of ``dot_general``s without batch
+    dimensions only, if ``only_if_no_batch_dims``. Recomputes the rest. (JAX's class.)"""
+
+    only_if_no_batch_dims: bool = False
+
+    def __call__(self, prim, *_, **params):
+        if prim is dot_general_p:
+            (_, _), (lhs_batch, rhs_batch) = params["dimension_numbers"]
+            return not self.only_if_no_batch_dims or (not lhs_batch and not rhs_batch)
+        return prim is conv_general_dilated_p and not self.only_if_no_batch_dims
 
 
-def dots_with_no_batch_dims_saveable(prim, *_, **params):
-    """Save the results of ``dot_general``s without batch dimensions, recompute the rest."""
-    if prim is not dot_general_p:
-        return False
-    (_, _), (lhs_batch, rhs_batch) = params["dimension_numbers"]
-    return not lhs_batch and not rhs_batch
+dots_saveable = DotsSaveable()
+dots_with_no_batch_dims_saveable = DotsSaveable(only_if_no_batch_dims=True)
 
 
 def offload_dot_with_no_batch_dims(offload_src, offload_dst):
@@ -60,31 +67,21 @@ def offload_dot_with_no_batch_dims(offload_src, offload_dst):
     return policy
 
 
-class _SaveOnlyTheseNames:
-    """Policy saving the values named (``checkpoint_name``) with one of ``names``."""
+@dataclasses.dataclass(frozen=True)
+class SaveOnlyTheseNames:
+    """Policy saving the values named (``checkpoint_name``) with one of ``saveable_names``."""
 
-    __slots__ = ("names",)
-
-    def __init__(self, names):
-        self.names = names
+    saveable_names: frozenset
 
     def __call__(self, prim, *_, **params):
-        return prim is name_p and params["name"] in self.names
-
-    def __eq__(self, other):
-        return type(other) is type(self) and other.names == self.names
-
-    def __hash__(self):
-        return hash((type(self), self.names))
-
-    def __repr__(self):
-        return f"{type(self).__name__[1:]}({sorted(self.names)})"
+        return prim is name_p and params["name"] in self.saveable_names
 
 
-class _SaveAnyNamesButThese(_SaveOnlyTheseNames):
+@dataclasses.dataclass(frozen=True)
+class SaveAnyNamesButThese:
     """Policy saving every named value except those named with one of ``names``."""
 
-    __slots__ = ()
+    names: frozenset
 
     def __call__(self, prim, *_, **params):
         return prim is name_p and params["name"] not in self.names
@@ -101,12 +98,12 @@ def _check_names(what, names):
 
 def save_only_these_names(*names_which_can_be_saved):
     """Save only values named (by ``checkpoint_name``) with one of the given names."""
-    return _SaveOnlyTheseNames(_check_names("save_only_these_names", names_which_can_be_saved))
+    return SaveOnlyTheseNames(_check_names("save_only_these_names", names_which_can_be_saved))
 
 
 def save_any_names_but_these(*names_not_to_save):
     """Save every named value (``checkpoint_name``) except those with the given names."""
-    return _SaveAnyNamesButThese(_check_names("save_any_names_but_these", names_not_to_save))
+    return SaveAnyNamesButThese(_check_names("save_any_names_but_these", names_not_to_save))
 
 
 def save_anything_except_these_names(*names_not_to_save):

@@ -1,6 +1,6 @@
 """Rematerialization: the ``checkpoint`` call primitive behind ``xform.checkpoint``.
 
-``checkpoint[jaxpr, prevent_cse, differentiated, policy] *args`` runs a const-free closed
+``remat2[jaxpr, prevent_cse, differentiated, policy] *args`` (JAX's name) runs a const-free closed
 jaxpr, like ``jit``; values the function closed over are its leading operands. What makes it
 differ from a plain call is its partial evaluation: when it is linearized, the known (primal)
 part runs now, but the unknown (tangent) part is staged as another ``checkpoint`` that
@@ -49,7 +49,7 @@ from xform.primitives.elementwise import reduce_precision_p
 
 __all__ = ["checkpoint_name", "Offloadable", "Recompute", "Saveable"]
 
-remat_p = Primitive("checkpoint", multiple_results=True)
+remat_p = Primitive("remat2", multiple_results=True)  # (JAX's checkpoint primitive)
 
 
 def _remat_abstract_eval(*avals, jaxpr, prevent_cse, differentiated, policy):

@@ -34,7 +34,7 @@ keeps_sharding.update(
         "jit",
         "sharding_constraint",
         "reshard",
-        "checkpoint",
+        "remat2",
         "custom_jvp_call",
         "custom_vjp_call",
         "cond",
