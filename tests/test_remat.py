@@ -478,3 +478,25 @@ def test_print_saved_residuals_lines_equal_jax(capsys, case):
     assert lines[0] == lines[1]
     if policy != "jit" and len(lines[0]) > 1:
         assert re.search(r"test_remat\.py:\d+:\d+ \(_\w+\.<locals>\.f\)$", lines[0][-1])
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [None, "dots_saveable", "dots_with_no_batch_dims_saveable", ("save_only_these_names", "a")],
+)
+def test_checkpoint_prints_as_jax(policy):
+    """remat2 equations with JAX's policy objects, under make_jaxpr and grad."""
+
+    def make(api, np_):
+        if policy is None:
+            chosen = None
+        elif isinstance(policy, tuple):
+            chosen = getattr(api.checkpoint_policies, policy[0])(*policy[1:])
+        else:
+            chosen = getattr(api.checkpoint_policies, policy)
+        return api.checkpoint(lambda x: np_.sin(np_.sin(x)), policy=chosen)
+
+    for wrap in (lambda api, f: f, lambda api, f: api.grad(f)):
+        got = xform.make_jaxpr(wrap(xform, make(xform, xnp)))(1.0)
+        expected = jax.make_jaxpr(wrap(jax, make(jax, jnp)))(1.0)
+        assert str(got) == str(expected)
