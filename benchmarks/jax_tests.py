@@ -511,9 +511,7 @@ def snapshot(rev, out):
             check=True,
         ).stdout
         subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
-    with open(os.path.join(out, "xform_source.txt"), "w", encoding="utf-8") as f:
-        f.write(f"{rev} = {commit}\n")
-    return dest
+    return dest, commit
 
 
 def write_ini(tests_dir, out):
@@ -568,6 +566,13 @@ def run_file(name, mode, args, ini):
     command = ["nice", "-n", "10", sys.executable, "-m", "pytest", test_file, "-q", "-p"]
     command += ["no:cacheprovider", "-p", "no:xdist", "-p", "jax_tests", "-c", ini]
     command += ["--rootdir", os.path.dirname(test_file), "-o", "addopts="]
+    settings = {
+        "jax_tests": f"{args.tag}" if args.git_dir else os.path.abspath(args.tests_dir),
+        "xform": args.xform_label if mode == "xform" else None,
+        "JAX_NUM_GENERATED_CASES": env.get("JAX_NUM_GENERATED_CASES", "JAX's default (10)"),
+        "XLA_FLAGS": env.get("XLA_FLAGS"),
+        "per_test_timeout_s": args.per_test_timeout,
+    }
     start, deadline = time.monotonic(), time.monotonic() + args.file_timeout
     for attempt in range(args.resumes + 1):
         left = deadline - time.monotonic()
@@ -599,6 +604,9 @@ def run_file(name, mode, args, ini):
             f.write("\n".join(started))
         env["XFORM_JT_DONE"] = done
         print(f"  {name} [{mode}]: run {attempt + 1} ended ({rc}) in {started[-1]}; resuming")
+    settings["minutes"] = round((time.monotonic() - start) / 60, 1)
+    with open(os.path.join(args.out, f"{name}.{mode}.settings.json"), "w", encoding="utf-8") as f:
+        json.dump(settings, f)
     return time.monotonic() - start
 
 
@@ -624,6 +632,11 @@ def outcomes(path):
         else:
             result[nodeid] = previous
     return result, collect_error
+
+
+def _load(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
 
 def _cause_key(event):
@@ -679,6 +692,11 @@ def summarise(name, out, tests_dir):
         "public_xform_pass": len(ok.intersection(public)),
         "internal_reasons": internal_reasons.most_common(12),
         "by_class": dict(by_class),
+        "settings": {
+            mode: _load(path)
+            for mode in MODES
+            if os.path.exists(path := os.path.join(out, f"{name}.{mode}.settings.json"))
+        },
         "causes": sorted(
             (
                 {
@@ -745,6 +763,15 @@ def write_summary(results, path, settings, top):
             f"collected {r['collected']}; under JAX {r['jax_pass']} pass, {r['jax_fail']} fail, "
             f"{r['jax_skip']} skip; {r['xform_pass']} of the JAX-passing pass under xform."
         )
+        how = r["settings"].get("xform") or r["settings"].get("jax")
+        if how:
+            minutes = ", ".join(f"{m} {v['minutes']} min" for m, v in r["settings"].items())
+            lines.append(
+                f"\nran: JAX's tests {how['jax_tests']}, xform at {how['xform']}, "
+                f"JAX_NUM_GENERATED_CASES={how['JAX_NUM_GENERATED_CASES']}, "
+                f"XLA_FLAGS={how['XLA_FLAGS'] or '(none)'}, per-test limit "
+                f"{how['per_test_timeout_s']} s; {minutes}"
+            )
         for key in ("jax_collect_error", "xform_collect_error"):
             if r[key]:
                 lines.append(f"\n{key.replace('_', ' ')}: `{r[key]}`")
@@ -799,11 +826,10 @@ def main(argv=None):
         "lax_test",
     ]
     os.makedirs(args.out, exist_ok=True)
-    args.xform_src = REPO
+    args.xform_src, args.xform_label = REPO, "the working tree"
     if args.xform_at and not args.report_only:
-        args.xform_src = snapshot(args.xform_at, args.out)
-    elif not args.report_only and os.path.exists(os.path.join(args.out, "xform_source.txt")):
-        os.remove(os.path.join(args.out, "xform_source.txt"))
+        args.xform_src, commit = snapshot(args.xform_at, args.out)
+        args.xform_label = f"commit {commit}"
     if args.tests_dir is None:
         args.tests_dir = os.path.join(args.out, "tests")
         if not args.report_only:
@@ -832,15 +858,9 @@ def report(args, files):
     results = [summarise(name, args.out, args.tests_dir) for name in names]
     with open(os.path.join(args.out, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(results, f, indent=1)
-    source = os.path.join(args.out, "xform_source.txt")
-    at = open(source, encoding="utf-8").read().strip() if os.path.exists(source) else None
     settings = (
-        f"xform at {at or 'the working tree'}; JAX {args.tag} tests; "
-        f"JAX_NUM_GENERATED_CASES={args.small_cases} for "
-        f"{', '.join(sorted(LARGE_FILES & set(names))) or 'none'} (JAX's default, 10, for the "
-        f"rest{'' if not args.generated_cases else f'; overridden: {args.generated_cases}'}); "
-        f"{HOST_DEVICES} host devices for {', '.join(sorted(MULTI_DEVICE_FILES & set(names)))}"
-        f"; per-test limit {args.per_test_timeout} s. Rates are xform passes among the tests "
+        "Each file's section says how it ran (xform's commit, JAX_NUM_GENERATED_CASES, "
+        "XLA_FLAGS, the per-test limit, minutes per run). Rates are xform passes among the tests "
         "that pass under JAX; 'public' restricts both to tests that use only public API "
         "(benchmarks/jax_tests.py says how that is decided). Count (public): failing tests "
         "of a cause, and how many of them are public-API tests (causes are listed by the "
