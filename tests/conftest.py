@@ -47,20 +47,19 @@ compile_cache.set_directory(os.environ["XFORM_TEST_CACHE_DIR"])
 
 
 # Eager primitives run on a CPU backend with NumPy (xform_eager_path="host") unless the flag
-# says "xla", the compiled path every GPU or TPU takes. So that the README's one command
-# tests both, the eager-heavy files below (their second run about 60 s on 2 cores, each
-# primitive signature compiled; test_elementwise.py would add 100 s more, so it runs under
-# XLA only with --eager=xla) run twice by default ("--eager=both"): as they are,
-# and again under the XLA path, each test's twin named with "xla-eager" in its brackets
-# (``test_sin[float32-xla-eager]``; ``-k xla-eager`` selects the twins). "--eager=xla" runs
-# every test under the XLA path (the flag set before any test module is imported);
-# "--eager=host" runs every test once, on the host path.
+# says "xla", the compiled path every GPU or TPU takes. So that the README's one command tests
+# both, the eager-heavy files below run twice by default ("--eager=both"): as they are, and
+# again under the XLA path, each test's twin with "xla-eager" in its brackets
+# (``test_sin[float32-xla-eager]``; ``-k xla-eager`` selects the twins). The twins add about
+# 90 s on 2 cores (every primitive signature compiled); test_elementwise.py would add 100 s
+# more, and test_host_numerics.py under XLA would compare eager XLA with jit, which the jit
+# tests cover. "--eager=xla" runs every test on the XLA path (the flag set before any test
+# module is imported); "--eager=host" runs every test once, on the host path.
 XLA_EAGER_FILES = frozenset(
     [
         "test_dispatch.py",
         "test_eager_fast_paths.py",
         "test_fidelity_eager.py",
-        "test_host_numerics.py",
         "test_reductions.py",
     ]
 )
