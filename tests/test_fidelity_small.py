@@ -252,3 +252,53 @@ def test_make_user_context_keys_the_jit_cache():
         return len(traces)
 
     assert count(xform) == count(jax) == 5
+
+
+def test_average_with_weights_along_a_tuple_axis():
+    a = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    w = np.arange(1.0, 13.0, dtype=np.float32).reshape(3, 4)
+    cases = [
+        dict(axis=(1, 2), weights=w),
+        dict(axis=(1, 2), weights=w, returned=True),
+        dict(axis=(-1, -2), weights=w.T),  # the weights' axes in the order axis names them
+        dict(axis=(1, 2), weights=w, keepdims=True),
+        dict(axis=(1,), weights=np.arange(3.0, dtype=np.float32)),
+        dict(axis=(0, 2), weights=a + 1),
+    ]
+    for kw in cases:
+        want, got = jnp.average(a, **kw), xnp.average(a, **kw)
+        for w_, g in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
+            assert g.shape == w_.shape
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w_), rtol=1e-6)
+    for np_ in (jnp, xnp):
+        with pytest.raises(ValueError, match="Shape of weights must be consistent with shape"):
+            np_.average(a, axis=(1, 2), weights=w.T)
+        with pytest.raises(ValueError, match="Shape of weights must be consistent with shape"):
+            np_.average(a, axis=1, weights=w)
+        with pytest.raises(ValueError, match="Axis must be specified when shapes of a and"):
+            np_.average(a, weights=w)
+
+
+def test_top_k_refuses_an_axis_longer_than_int32_indices_reach():
+    for size, raises in ((2**31 + 1, True), (2**31, False)):
+        for lib in (jax, xform):
+            x = jax.ShapeDtypeStruct((size,), jnp.bfloat16)
+            f = lambda x, lib=lib: lib.lax.top_k(x, 2)  # noqa: E731
+            if raises:
+                with pytest.raises(ValueError, match="top_k returns int32 indices, which will"):
+                    lib.eval_shape(f, x)
+            else:
+                assert lib.eval_shape(f, x)[1].shape == (2,)
+
+
+def test_reshape_errors_as_jax():
+    shapes = [(4,), (4, -1), (-1, -1), (2, -1, -1), 7, [4, -1]]
+    for shape in shapes:
+        for arg in (np.arange(6), jnp.arange(6)):  # NumPy data: NumPy's ValueError
+            with pytest.raises(Exception) as want:
+                jnp.reshape(arg, shape)
+            with pytest.raises(type(want.value)) as got:
+                xnp.reshape(arg if isinstance(arg, np.ndarray) else xnp.arange(6), shape)
+            assert str(got.value).split("\n")[0] == str(want.value).split("\n")[0]
+    with pytest.raises(TypeError, match="can only specify one unknown axis size"):
+        xnp.arange(6).reshape(-1, -1)

@@ -674,7 +674,8 @@ def count_nonzero(a, axis=None, keepdims=False):
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
-    """Weighted mean along ``axis`` (``weights`` of ``a``'s shape, or 1-D along ``axis``)."""
+    """Weighted mean along ``axis`` (``weights`` of ``a``'s shape, or of its shape along
+    ``axis``)."""
     if weights is None:
         avg = mean(a, axis, keepdims=keepdims)
         if not returned:
@@ -686,19 +687,20 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     a, weights = asarray(a), asarray(weights)
     a_shape, w_shape = aval_of(a).shape, aval_of(weights).shape
     if w_shape != a_shape:
-        # As in NumPy: 1-D weights of length a.shape[axis] weigh the entries along ``axis``.
-        if (
-            not isinstance(axis, int)
-            or len(w_shape) != 1
-            or not -len(a_shape) <= axis < len(a_shape)
-            or w_shape[0] != a_shape[axis]
-        ):
+        # As in JAX: weights shaped as ``a`` along ``axis`` (an int or a tuple, in its order)
+        # weigh the entries along those axes.
+        if axis is None:
+            raise ValueError("Axis must be specified when shapes of a and weights differ.")
+        axes = tuple(
+            canonicalize_axis(ax, len(a_shape), "average")
+            for ax in (axis if isinstance(axis, (tuple, list)) else (axis,))
+        )
+        if w_shape != tuple(a_shape[ax] for ax in axes):
             raise ValueError(
-                f"average: weights of shape {w_shape} must have the shape of a "
-                f"{a_shape}, or be 1-D with length a.shape[axis] for an int axis "
-                f"(axis={axis})"
+                "Shape of weights must be consistent with shape of a along specified axis."
             )
-        weights = lax.broadcast_in_dim(weights, a_shape, (axis % len(a_shape),))
+        order = tuple(int(i) for i in np.argsort(axes))
+        weights = lax.broadcast_in_dim(lax.transpose(weights, order), a_shape, tuple(sorted(axes)))
     wsum = sum(weights, axis, keepdims=keepdims)
     avg = lax.div(*_same(sum(multiply(a, weights), axis, keepdims=keepdims), wsum))
     return (avg, broadcast_to_shape(wsum, aval_of(avg).shape)) if returned else avg

@@ -84,7 +84,9 @@ def _axes_tuple(axis):
     return (axis,)
 
 
-def _canonicalize_shape(name, newshape, size):
+def _canonicalize_shape(name, newshape, arr_shape):
+    """``newshape`` for an array of ``arr_shape``, its -1 inferred; JAX's TypeErrors."""
+    size = math.prod(arr_shape)
     if (
         type(newshape) is tuple
         and type(size) is int
@@ -99,21 +101,23 @@ def _canonicalize_shape(name, newshape, size):
         raise TypeError(f"{name}: shape must be a sequence of integers, got {newshape!r}") from None
     unknown = [i for i, d in enumerate(shape) if d == -1]
     if len(unknown) > 1:
-        raise TypeError(
-            f"{name}: can only specify one unknown axis size with a `-1` value, got {shape}"
-        )
+        raise TypeError(f"can only specify one unknown axis size with a `-1` value, got {newshape}")
     if builtins.any(d < -1 for d in shape):
         raise TypeError(
             f"{name}: cannot reshape array of size {size} into shape {shape}: "
             "negative sizes other than a single -1 are not allowed"
         )
+    cannot = f"cannot reshape array of shape {tuple(arr_shape)} (size {size}) into shape"
     if unknown:
         known = math.prod(d for d in shape if d != -1)
         if known == 0 or not isinstance(size % known, int) or size % known:
-            raise TypeError(f"cannot reshape array of size {size} into shape {shape}")
+            raise TypeError(
+                f"{cannot} {newshape} because the product of specified axis sizes ({known}) "
+                f"does not evenly divide {size}"
+            )
         shape = tuple(size // known if d == -1 else d for d in shape)
     if math.prod(shape) != size:
-        raise TypeError(f"cannot reshape array of size {size} into shape {shape}")
+        raise TypeError(f"{cannot} {newshape} (size {math.prod(shape)})")
     return shape
 
 
@@ -131,7 +135,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None, out_sharding=
         return a.reshape(shape, order=order)
     a = _arr("reshape", a)
     aval = aval_of(a)
-    shape = _canonicalize_shape("reshape", shape, aval.size)
+    shape = _canonicalize_shape("reshape", shape, aval.shape)
     if order == "C":
         if shape == aval.shape and out_sharding is None:
             return a

@@ -161,6 +161,12 @@ def _top_k_abstract_eval(x, *, k, axis):
             f"lax.top_k: k={k} must be non-negative and at most the size "
             f"{x.shape[axis]} of axis {axis} of the operand of shape {x.shape}"
         )
+    size = x.shape[axis]
+    if isinstance(size, int) and size > 2**31:  # (a symbolic size is not checked, as JAX)
+        raise ValueError(
+            "top_k returns int32 indices, which will overflow for array dimensions larger "
+            f"than the maximum int32 (2147483647). Got operand.shape={x.shape}"
+        )
     shape = x.shape[:axis] + (k,) + x.shape[axis + 1 :]
     # The indices inherit the operand's weak type, as in JAX.
     return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, dtypes.int32, x.weak_type)]
