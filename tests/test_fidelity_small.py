@@ -302,3 +302,96 @@ def test_reshape_errors_as_jax():
             assert str(got.value).split("\n")[0] == str(want.value).split("\n")[0]
     with pytest.raises(TypeError, match="can only specify one unknown axis size"):
         xnp.arange(6).reshape(-1, -1)
+
+
+# --------------------------------------------------------------------------- typed keys
+
+
+def test_key_arrays_answer_array_questions_as_jax():
+    for lib in (jax, xform):
+        keys = {"one": lib.random.key(0), "three": lib.random.split(lib.random.key(0), 3)}
+        keys["rbg"] = lib.random.split(lib.random.key(0, impl="rbg"), 2)
+        answers = {
+            n: (k.itemsize, k.nbytes, k.is_deleted(), len(k.devices()), k.block_until_ready() is k)
+            for n, k in keys.items()
+        }
+        if lib is jax:
+            want = answers
+        else:
+            assert answers == want
+            assert keys["one"].device == keys["one"]._data.device
+
+
+def test_key_and_wrap_key_data_take_a_key_dtype():
+    for lib in (jax, xform):
+        k = lib.random.key(7, dtype=lib.random.key_dtype("rbg"))
+        assert lib.random.key_impl(k) == "rbg"
+        assert lib.random.key_impl(lib.random.key(7, dtype="unsafe_rbg")) == "unsafe_rbg"
+        data = lib.random.key_data(lib.random.key(3))
+        again = lib.random.wrap_key_data(data, dtype=lib.random.key(3).dtype)
+        assert bool(again == lib.random.key(3))
+        with pytest.raises(ValueError, match="Cannot specify both `impl` and `dtype` arguments"):
+            lib.random.key(0, impl="rbg", dtype="rbg")
+        with pytest.raises(ValueError, match="Cannot specify both `impl` and `dtype` arguments"):
+            lib.random.wrap_key_data(data, impl="threefry2x32", dtype="threefry2x32")
+
+
+def _draws(lib, key):
+    return [
+        lib.random.key_data(key),
+        lib.random.key_data(lib.random.split(key, 3)),
+        lib.random.key_data(lib.random.fold_in(key, 5)),
+        lib.random.uniform(key, (4,)),
+        lib.random.normal(key, (2, 3)),
+        lib.random.bits(key, (5,)),
+        lib.random.bits(key, (3,), np.uint8),
+    ]
+
+
+@pytest.mark.parametrize("impl", ["philox2x32", "rbg", "unsafe_rbg"])
+def test_other_prng_impls_give_jax_values(impl):
+    for seed in (42, -3):
+        want = _draws(jax, jax.random.key(seed, impl=impl))
+        got = _draws(xform, xform.random.key(seed, impl=impl))
+        jitted = xform.jit(lambda k: _draws(xform, k))(xform.random.key(seed, impl=impl))
+        for w, g, j in zip(want, got, jitted, strict=True):
+            assert g.dtype == w.dtype
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+            np.testing.assert_array_equal(np.asarray(j), np.asarray(w))
+
+
+def test_default_prng_impl_flag_philox2x32():
+    values = []
+    for lib in (jax, xform):
+        with lib.default_prng_impl("philox2x32"):
+            values.append([np.asarray(x) for x in _draws(lib, lib.random.PRNGKey(11))])
+    for w, g in zip(*values, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+# --------------------------------------------------------------------------- remat
+
+
+def test_remat_of_a_linear_custom_jvp_under_a_policy():
+    def make(lib, np_):
+        @lib.custom_jvp
+        def total(x):
+            return np_.sum(x, axis=0)
+
+        @total.defjvp
+        def total_jvp(primals, tangents):
+            return total(primals[0]), total(tangents[0])  # linear: its own JVP
+
+        policy = lib.checkpoint_policies.dots_with_no_batch_dims_saveable
+        f = lib.checkpoint(lambda x: np_.sin(total(x * x)), policy=policy)
+        return lambda xs: lib.lax.scan(lambda _, x: (None, f(x)), None, xs)[1]
+
+    xs = np.linspace(0.1, 1.0, 6, dtype=np.float32).reshape(2, 3)
+    g, jg = make(xform, xnp), make(jax, jnp)
+    for want, got in (
+        (jax.grad(lambda x: jg(x).sum())(xs), xform.grad(lambda x: g(x).sum())(xs)),
+        (jax.hessian(lambda x: jg(x).sum())(xs), xform.hessian(lambda x: g(x).sum())(xs)),
+        (jax.jacfwd(jg)(xs), xform.jacfwd(g)(xs)),
+    ):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+    xform.test_util.check_grads(g, (xs,), order=2, modes=["fwd", "rev"])

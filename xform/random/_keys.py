@@ -6,7 +6,8 @@ Two key styles, as in JAX:
 
 - raw keys (``PRNGKey``): ``uint32[..., 2]`` arrays, always threefry2x32;
 - typed keys (``key``, ``wrap_key_data``): a ``KeyArray`` holding the ``uint32`` key data of
-  an implementation (``threefry2x32``: 2 words a key; ``rbg`` and ``unsafe_rbg``: 4). Its
+  an implementation (``threefry2x32``: 2 words a key; ``rbg`` and ``unsafe_rbg``: 4;
+  ``philox2x32``: 1). Its
   ``shape`` leaves out the trailing key words, it indexes and reshapes as an array of keys,
   and it is a pytree over its data, so it crosses ``jit`` (arguments and results), ``vmap``,
   ``while_loop`` and ``scan`` as the data does, with the implementation in the tree
@@ -29,7 +30,7 @@ from xform import numpy as xnp
 from xform.api.jit import jit
 from xform.numpy._keys import KeyArrayBase, apply_to_keys
 from xform.primitives import rng
-from xform.random import _threefry
+from xform.random import _philox, _threefry
 
 # --------------------------------------------------------------------------- implementations
 
@@ -96,7 +97,10 @@ RBG = PRNGImpl("rbg", "rbg", (4,), _rbg_seed, _rbg_split, _rbg_fold_in, _rbg_ran
 UNSAFE_RBG = PRNGImpl(
     "unsafe_rbg", "urbg", (4,), _rbg_seed, _unsafe_rbg_split, _unsafe_rbg_fold_in, _rbg_random_bits
 )
-IMPLS = {impl.name: impl for impl in (THREEFRY, RBG, UNSAFE_RBG)}
+PHILOX = PRNGImpl(
+    "philox2x32", "phx2", (1,), _philox.seed, _philox.split, _philox.fold_in, _philox.random_bits
+)
+IMPLS = {impl.name: impl for impl in (THREEFRY, RBG, UNSAFE_RBG, PHILOX)}
 
 
 def default_impl():
@@ -185,6 +189,30 @@ class KeyArray(KeyArrayBase):
     @property
     def dtype(self):
         return KeyDType(self._impl)
+
+    @property
+    def itemsize(self):
+        """The bytes of one key: its uint32 words."""
+        return 4 * math.prod(self._impl.key_shape)
+
+    @property
+    def nbytes(self):
+        return self.size * self.itemsize
+
+    # Where the keys live and whether they are ready: their data's answers, as JAX's.
+    device = property(lambda self: self._data.device)
+    sharding = property(lambda self: self._data.sharding)
+
+    def devices(self):
+        return self._data.devices()
+
+    def is_deleted(self):
+        return self._data.is_deleted()
+
+    def block_until_ready(self):
+        """The keys, once their data is computed."""
+        self._data.block_until_ready()
+        return self
 
     def __len__(self):
         if not self.shape:
@@ -455,15 +483,26 @@ def _eager_jit(**jit_kwargs):
     return wrap
 
 
-def key(seed, *, impl=None):
-    """A typed key (a scalar ``KeyArray`` of dtype ``key<fry>``, ``key<rbg>`` or
-    ``key<urbg>``) from an integer seed, equal to JAX's ``key(seed, impl=impl)``.
+def key(seed, *, impl=None, dtype=None):
+    """A typed key (a scalar ``KeyArray`` of dtype ``key<fry>``, ``key<rbg>``, ``key<urbg>``
+    or ``key<phx2>``) from an integer seed, equal to JAX's ``key(seed, impl=impl)``; the
+    implementation may be given as a key ``dtype`` (or its name) instead.
 
     Example:
       >>> k = xform.random.key(0)
       >>> k1, k2 = xform.random.split(k)
     """
+    impl = _impl_or_dtype("key", impl, dtype)
     return _seed("key", seed, resolve_impl("key", impl))
+
+
+def _impl_or_dtype(name, impl, dtype):
+    """The implementation named by ``impl`` or by ``dtype`` (JAX's newer spelling), not both."""
+    if dtype is None:
+        return impl
+    if impl is not None:
+        raise ValueError(f"Cannot specify both `impl` and `dtype` arguments to xform.random.{name}")
+    return dtype
 
 
 def _seed(name, seed, impl):
@@ -500,10 +539,11 @@ def key_data(keys):
     return check_key("key_data", keys, allow_batched=True)._data
 
 
-def wrap_key_data(key_bits_array, *, impl=None):
-    """A typed key array from ``uint32[..., n]`` key data of the implementation ``impl``
-    (default threefry2x32, ``n == 2``; ``n == 4`` for the rbg impls)."""
-    impl = resolve_impl("wrap_key_data", impl)
+def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
+    """A typed key array from ``uint32[..., n]`` key data of the implementation ``impl`` (or
+    of the key ``dtype``): default threefry2x32, ``n == 2``; ``n == 4`` for the rbg impls,
+    ``n == 1`` for philox2x32."""
+    impl = resolve_impl("wrap_key_data", _impl_or_dtype("wrap_key_data", impl, dtype))
     if isinstance(key_bits_array, KeyArray):
         raise TypeError(
             "xform.random.wrap_key_data: `key_bits_array` must be a uint32 array, "
