@@ -31,6 +31,7 @@ from xform.core import (
 )
 from xform.interpret import ad, batching, dce, partial_eval, transpose
 from xform.interpret.staging import convert_constvars, trace_to_jaxpr
+from xform.primitives import refs
 from xform.primitives.autodiff import stop_gradient
 from xform.primitives.comparisons import eq, ne, select_n
 from xform.primitives.elementwise import clamp, convert_element_type, convert_element_type_p
@@ -137,6 +138,9 @@ def _operand_keyword(construct, operands, operand):
 def _bind_branches(construct, index, funs, names, operands):
     """Trace each branch on the flattened operands, check they agree, bind ``cond_p``."""
     leaves, in_tree = pytree.tree_flatten(operands)
+    fun = funs[-1] if construct == "cond" else funs[0]  # the one JAX's errors name
+    arg_names = lambda: refs.arg_names(fun, operands)  # noqa: E731
+    refs.check_aliases((), leaves, fun, construct, arg_names)
     avals = [get_aval(x) for x in leaves]
     traced, trees = [], []
     for fun, name in zip(funs, names, strict=True):
@@ -161,6 +165,12 @@ def _bind_branches(construct, index, funs, names, operands):
         if any(a.vma != b.vma for a, b in zip(outs_j, outs_i, strict=True)):
             raise _vma_mismatch(construct, names[j], names[i], outs_j, outs_i)
     branches, consts = _join_consts([convert_constvars(c) for c in traced])
+    if any(refs.has_refs(b.jaxpr) for b in branches):
+        refs.check_aliases(consts, leaves, fun, construct, arg_names)
+        paths = lambda: refs.out_paths(trees[0])  # noqa: E731
+        for b, f in zip(branches, funs, strict=True):
+            refs.check_returned(b.jaxpr, f, construct, len(consts), arg_names, paths)
+        return _bind_with_refs(construct, index, names, branches, [*consts, *leaves], trees[0])
     args = [*consts, *leaves]
     fwd = _forwarded(branches)
     if any(k is not None for k in fwd):
@@ -179,6 +189,18 @@ def _bind_branches(construct, index, funs, names, operands):
     outs = iter(cond_p.bind(index, *args, branches=branches))
     outs = [next(outs) if k is None else args[k] for k in fwd]
     return pytree.tree_unflatten(trees[0], outs)
+
+
+def _bind_with_refs(construct, index, names, branches, args, out_tree):
+    """Branches that use references (closed over by any of them, or among the operands) as
+    branches of their values: each runs its traced jaxpr with the references discharged
+    (refs.py) and returns their final values too, which are then written back."""
+    ref_args = [x for x in args if refs.is_ref(x)]
+    funs = [lambda *xs, b=b: refs.run_discharged(b.jaxpr, xs) for b in branches]
+    outs = _bind_branches(construct, index, funs, names, tuple(refs.read_refs(args)))
+    n = len(outs) - len(ref_args)
+    refs.write_refs(ref_args, outs[n:])
+    return pytree.tree_unflatten(out_tree, outs[:n])
 
 
 def _forwarded(branches):

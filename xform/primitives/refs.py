@@ -20,9 +20,12 @@ an indexer uses the array operators (``x[idx]``, ``x.at[idx].set``), which ``xfo
 sets on arrays and tracers.
 """
 
+import inspect
+import itertools
+
 import numpy as np
 
-from xform import core, dtypes
+from xform import core, dtypes, pytree
 from xform.core import Primitive, Tracer
 from xform.interpret import ad, batching, dce
 from xform.interpret.staging import JaxprTrace, trace_to_jaxpr
@@ -577,56 +580,81 @@ def discharge(jaxpr, name="discharging references"):
     inputs, each reference input taking its value instead, whose outputs are ``jaxpr``'s
     followed by the final value of each reference input, in order."""
     in_avals = [v.aval.inner_aval if type(v.aval) is AbstractRef else v.aval for v in jaxpr.invars]
-    refs = [i for i, v in enumerate(jaxpr.invars) if type(v.aval) is AbstractRef]
+    return trace_to_jaxpr(lambda *args: run_discharged(jaxpr, args), in_avals, name)
 
-    def run(*args):
-        env = {}
-        cells = {}
 
-        def read(x):
-            return x.val if type(x) is core.Literal else env[x]
+def run_discharged(jaxpr, args):
+    """Evaluate ``jaxpr`` (a Jaxpr without constvars) on ``args``, each reference input
+    given its value, in the current trace: ``jaxpr``'s outputs followed by the final value
+    of each reference input, in order. References it makes live only in the evaluation."""
+    env = {}
+    refs = []
 
-        for i, (v, x) in enumerate(zip(jaxpr.invars, args, strict=True)):
-            env[v] = cells[v] = _Cell(x) if i in refs else x
-        for eqn in jaxpr.eqns:
-            rule = _DISCHARGED.get(eqn.primitive)
-            ins = [read(x) for x in eqn.invars]
-            if rule is not None:
-                outs = rule(*ins, **eqn.params)
-            else:
-                if any(type(x) is _Cell for x in ins):
-                    raise NotImplementedError(
-                        f"a reference passed to '{eqn.primitive.name}' inside a staged program"
-                    )
-                outs = eqn.primitive.bind(*ins, **eqn.params)
-                outs = outs if eqn.primitive.multiple_results else [outs]
-            for v, o in zip(eqn.outvars, outs, strict=True):
-                env[v] = o
-        outs = [read(x) for x in jaxpr.outvars]
-        return outs + [cells[jaxpr.invars[i]].value for i in refs]
+    def read(x):
+        return x.val if type(x) is core.Literal else env[x]
 
-    return trace_to_jaxpr(run, in_avals, name)
+    for v, x in zip(jaxpr.invars, args, strict=True):
+        if type(v.aval) is AbstractRef:
+            refs.append(_Cell(x))
+        env[v] = refs[-1] if type(v.aval) is AbstractRef else x
+    for eqn in jaxpr.eqns:
+        rule = _DISCHARGED.get(eqn.primitive)
+        ins = [read(x) for x in eqn.invars]
+        if rule is not None:
+            outs = rule(*ins, **eqn.params)
+        else:
+            if any(type(x) is _Cell for x in ins):
+                raise NotImplementedError(
+                    f"a reference passed to '{eqn.primitive.name}' inside a staged program"
+                )
+            outs = eqn.primitive.bind(*ins, **eqn.params)
+            outs = outs if eqn.primitive.multiple_results else [outs]
+        for v, o in zip(eqn.outvars, outs, strict=True):
+            env[v] = o
+    outs = [read(x) for x in jaxpr.outvars]
+    if any(type(x) is _Cell for x in outs):
+        raise ValueError("mutable array references cannot be returned")
+    return outs + [cell.value for cell in refs]
 
 
 class _Cell:
-    __slots__ = ("value",)
+    """A reference while a jaxpr is discharged: its current value, and whether it was freed."""
+
+    __slots__ = ("value", "freed")
 
     def __init__(self, value):
         self.value = value
+        self.freed = False
+
+
+def _live(cell, what):
+    if cell.freed:
+        raise ValueError(
+            f"`{what}` must be called on a live `Ref`: this reference was freed by "
+            "`free_ref` earlier in the program. Do not use a reference after freeing it."
+        )
+    return cell.value
 
 
 def _cell_get(cell, *dyn, tree):
-    return [_read(cell.value, tree, dyn)]
+    return [_read(_live(cell, "get"), tree, dyn)]
 
 
 def _cell_swap(cell, value, *dyn, tree):
-    old = _read(cell.value, tree, dyn)
+    old = _read(_live(cell, "swap"), tree, dyn)
     cell.value = value if _whole(tree) else cell.value.at[build_index(tree, dyn)].set(value)
     return [old]
 
 
 def _cell_add(cell, x, *dyn, tree):
-    cell.value = cell.value + x if _whole(tree) else cell.value.at[build_index(tree, dyn)].add(x)
+    value = _live(cell, "addupdate")
+    cell.value = value + x if _whole(tree) else value.at[build_index(tree, dyn)].add(x)
+    return []
+
+
+def _cell_free(cell):
+    _live(cell, "free_ref")
+    cell.freed = True
     return []
 
 
@@ -636,8 +664,8 @@ _DISCHARGED = {
     get_p: _cell_get,
     swap_p: _cell_swap,
     addupdate_p: _cell_add,
-    freeze_p: lambda cell: [cell.value],
-    free_ref_p: lambda cell: [],
+    freeze_p: lambda cell: [_live(cell, "freeze")],
+    free_ref_p: _cell_free,
 }
 
 
@@ -650,3 +678,101 @@ def write_refs(refs, values):
     """Write each final value back into its reference."""
     for r, v in zip(refs, values, strict=True):
         ref_set(r, ..., v)
+
+
+# --------------------------------------------------------------------------- boundary errors
+# A traced function (a jit, a loop body, a branch) may take references but may not return
+# one, nor take one reference twice (the discharged program would hold two values for it).
+
+
+def fun_location(fun):
+    """``function f at file.py:12``: a traced function as JAX's errors name it."""
+    fun = getattr(fun, "__wrapped__", fun)
+    code = getattr(fun, "__code__", None)
+    name = getattr(fun, "__name__", type(fun).__name__)
+    return f"function {name} at {code.co_filename}:{code.co_firstlineno}" if code else name
+
+
+def arg_names(fun, args):
+    """Per leaf of ``args`` (the positional arguments of ``fun``), its name as JAX's errors
+    give it: the parameter's name and the leaf's path inside it (``c[0]``)."""
+    try:
+        params = [
+            p.name
+            for p in inspect.signature(fun).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for keys, _ in pytree.tree_flatten_with_path(tuple(args))[0]:
+        i = keys[0].idx
+        names.append((params[i] if i < len(params) else f"args[{i}]") + pytree.keystr(keys[1:]))
+    return names
+
+
+def check_aliases(consts, args, fun, what, names):
+    """JAX's ValueError when a reference is among ``args`` (a traced function's flat
+    arguments; ``names()`` names them) twice, or is both one of them and closed over (among
+    ``consts``)."""
+    seen, closed = {}, {id(c) for c in consts if is_ref(c)}
+    for i, x in enumerate(args):
+        if not is_ref(x):
+            continue
+        aval = core.get_aval(x)
+        if id(x) in closed:
+            raise ValueError(
+                f"when tracing {fun_location(fun)} for {what}, a mutable array reference of "
+                f"type {aval} was both closed over and passed as the argument {names()[i]}"
+            )
+        j = seen.setdefault(id(x), i)
+        if j != i:
+            raise ValueError(
+                "only one reference to a mutable array may be passed as an argument to a "
+                f"function, but when tracing {fun_location(fun)} for {what} the mutable array "
+                f"reference of type {aval} appeared at both {names()[j]} and {names()[i]}."
+            )
+
+
+def check_returned(jaxpr, fun, what, n_consts, names, out_paths):
+    """JAX's ValueError when ``jaxpr`` (traced from ``fun``, its first ``n_consts`` inputs
+    the closed-over values; ``names()`` names the others) returns a reference;
+    ``out_paths()`` gives each output's path (``[0]``)."""
+    for k, x in enumerate(jaxpr.outvars):
+        if type(x.aval) is not AbstractRef:
+            continue
+        path = out_paths()[k]
+        at = f" at output tree path result{path}" if path else ""
+        origin = ""
+        if x in jaxpr.invars:
+            i = jaxpr.invars.index(x)
+            if i >= n_consts:
+                arg = names()[i - n_consts]
+                origin = f"\n\nThe returned mutable array was passed in as the argument {arg}."
+        else:
+            origin = f"\n\nThe returned mutable array was created on line {_made_at(jaxpr, x)}."
+        raise ValueError(
+            f"{fun_location(fun)} traced for {what} returned a mutable array reference of type "
+            f"{x.aval}{at}, but mutable array references cannot be returned.{origin}"
+        )
+
+
+def _made_at(jaxpr, var):
+    """``file.py:3:8 (f)``: where the equation that made ``var`` was traced."""
+    for eqn in jaxpr.eqns:
+        if var in eqn.outvars and eqn.source_info is not None:
+            info = eqn.source_info
+            file, line, name = info[:3]
+            if len(info) < 5:
+                return f"{file}:{line} ({name})"
+            code, offset = info[3], info[4]
+            at = next(itertools.islice(code.co_positions(), offset // 2, None), (None,) * 4)
+            col = "" if at[2] is None else f":{at[2]}"
+            return f"{file}:{line}{col} ({code.co_qualname})"
+    return "an unknown line"
+
+
+def out_paths(tree):
+    """The path of each leaf of a function's output, of treedef ``tree`` (``[1]['a']``)."""
+    placeholder = pytree.tree_unflatten(tree, [0] * tree.num_leaves)
+    return [pytree.keystr(k) for k, _ in pytree.tree_flatten_with_path(placeholder)[0]]

@@ -34,6 +34,7 @@ from xform.core import (
 from xform.errors import ConcretizationTypeError
 from xform.interpret import ad, batching, dce, partial_eval, transpose
 from xform.interpret.batching import not_mapped
+from xform.primitives import refs
 from xform.primitives.base import standard_primitive
 from xform.primitives.indexing import index_in_dim, slice_in_dim
 from xform.primitives.structural import (
@@ -157,6 +158,10 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     for x in xs_flat:
         a = get_aval(x)
         x_avals.append(ShapedArray(a.shape[1:], a.dtype, a.weak_type, vma=a.vma))
+        if type(a) is refs.AbstractRef:  # a scanned reference: the body's is to a slice
+            x_avals[-1] = refs.AbstractRef(x_avals[-1])
+    names = lambda: refs.arg_names(f, (init, xs))  # noqa: E731
+    refs.check_aliases((), init_flat + xs_flat, f, "scan", names)
     y_tree = {}
 
     def flat_f(*args):
@@ -181,6 +186,10 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
         "tracing the body of scan",
         "scan body function carry input and carry output must have equal types",
     )
+    if refs.has_refs(jaxpr.jaxpr):
+        trees = (in_tree, y_tree["tree"])
+        args = (jaxpr, consts, init_flat, xs_flat)
+        return _scan_with_refs(f, names, trees, *args, length, reverse, unroll)
     carry_fwd, ys_fwd = _forwarding(jaxpr, len(consts), n)
     if any(carry_fwd) or any(k is not None for k in ys_fwd):
         jaxpr = _forwards_removed(jaxpr, len(consts), n, carry_fwd, ys_fwd)
@@ -205,6 +214,41 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
         pytree.tree_unflatten(in_tree, outs[:n]),
         pytree.tree_unflatten(y_tree["tree"], outs[n:]),
     )
+
+
+def _scan_with_refs(f, names, trees, jaxpr, consts, init, xs, length, reverse, unroll):
+    """``scan`` of a body that uses references, as a scan of their values: the references
+    the body closes over are extra carries, each scanned one is scanned as its value and its
+    slices' final values are stacked as extra ``ys``; the body is the traced one, run with
+    its references discharged (refs.py). Their final values are then written back."""
+    in_tree, y_tree = trees
+    refs.check_aliases(consts, init + xs, f, "scan", names)
+    paths = lambda: [  # noqa: E731
+        *("[0]" + p for p in refs.out_paths(in_tree)),
+        *("[1]" + p for p in refs.out_paths(y_tree)),
+    ]
+    refs.check_returned(jaxpr.jaxpr, f, "scan", len(consts), names, paths)
+    if any(refs.is_ref(x) for x in init):
+        raise ValueError(
+            f"scan of {refs.fun_location(f)}: a mutable array reference cannot be part of the "
+            "carry. Close over it in the body, or scan over it as part of `xs`."
+        )
+    closed = [c for c in consts if refs.is_ref(c)]
+    scanned = [x for x in xs if refs.is_ref(x)]
+    n, nc = len(init), len(closed)
+
+    def body(carry, x):
+        values, carry = carry
+        values = iter(values)
+        args = [next(values) if refs.is_ref(c) else c for c in consts]
+        outs = refs.run_discharged(jaxpr.jaxpr, [*args, *carry, *x])
+        k = len(outs) - nc - len(scanned)
+        return (outs[k : k + nc], outs[:n]), (outs[n:k], outs[k + nc :])
+
+    init = (refs.read_refs(closed), init)
+    (finals, carry), (ys, slices) = scan(body, init, refs.read_refs(xs), length, reverse, unroll)
+    refs.write_refs(closed + scanned, finals + slices)
+    return pytree.tree_unflatten(in_tree, carry), pytree.tree_unflatten(y_tree, ys)
 
 
 def _concrete(x, message):

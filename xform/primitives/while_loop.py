@@ -33,6 +33,7 @@ from xform.errors import ConcretizationTypeError
 from xform.interpret import ad, batching, dce, partial_eval, transpose
 from xform.interpret.batching import not_mapped
 from xform.interpret.staging import convert_constvars, trace_to_jaxpr
+from xform.primitives import refs
 from xform.primitives.base import standard_primitive
 from xform.primitives.comparisons import select_n
 from xform.primitives.elementwise import (
@@ -212,6 +213,9 @@ def while_loop(cond_fun, body_fun, init_val):
         raise TypeError(
             f"while_loop: cond_fun must return a boolean scalar, but got output type(s) [{got}]."
         )
+    if refs.has_refs(body_jaxpr.jaxpr) or refs.has_refs(cond_jaxpr.jaxpr):
+        funs, jaxprs = (cond_fun, body_fun, init_val), (cond_jaxpr, body_jaxpr)
+        return _while_with_refs(*funs, *jaxprs, cond_consts, body_consts, init, in_tree)
     moved = _read_only_carries(cond_jaxpr, body_jaxpr, len(cond_consts), len(body_consts))
     if any(moved):
         cond_jaxpr, body_jaxpr = _carries_to_consts(
@@ -231,6 +235,51 @@ def while_loop(cond_fun, body_fun, init_val):
     )
     outs = [x if m else next(outs) for x, m in zip(init, moved, strict=True)]
     return pytree.tree_unflatten(in_tree, outs)
+
+
+def _while_with_refs(cond_fun, body_fun, init_val, cond_jaxpr, body_jaxpr, cc, bc, init, tree):
+    """``while_loop`` of functions that use references, as a loop of their values: each
+    reference either function closes over is an extra carry, the functions are the traced
+    ones run with their references discharged (refs.py); the final values are written
+    back. ``cc``, ``bc``: the functions' consts; ``init``: the flat carry."""
+    names = lambda: refs.arg_names(body_fun, (init_val,))  # noqa: E731
+    paths = lambda: refs.out_paths(tree)  # noqa: E731
+    refs.check_returned(body_jaxpr.jaxpr, body_fun, "while_body", len(bc), names, paths)
+    if any(refs.is_ref(x) for x in init):
+        raise ValueError(
+            f"while_loop of {refs.fun_location(body_fun)}: a mutable array reference cannot "
+            "be part of the carry. Close over it in body_fun instead."
+        )
+    closed = list({id(c): c for c in cc + bc if refs.is_ref(c)}.values())
+    slot = {id(c): i for i, c in enumerate(closed)}
+
+    def run(jaxpr, consts, values, carry):
+        args = [values[slot[id(c)]] if refs.is_ref(c) else c for c in consts]
+        outs = refs.run_discharged(jaxpr.jaxpr, [*args, *carry])
+        return outs[: len(outs) - sum(map(refs.is_ref, consts))], outs[len(jaxpr.out_avals) :]
+
+    def new_cond(state):
+        values, carry = state
+        (pred,), finals = run(cond_jaxpr, cc, values, carry)
+        read = [values[slot[id(c)]] for c in cc if refs.is_ref(c)]
+        if any(f is not v for f, v in zip(finals, read, strict=True)):
+            raise ValueError(
+                f"while_loop: cond_fun {refs.fun_location(cond_fun)} writes to a mutable array "
+                "reference; a loop's condition may only read them. Write in body_fun instead."
+            )
+        return pred
+
+    def new_body(state):
+        values, carry = state
+        carry, finals = run(body_jaxpr, bc, values, carry)
+        values = list(values)
+        for c, v in zip(filter(refs.is_ref, bc), finals, strict=True):
+            values[slot[id(c)]] = v
+        return values, carry
+
+    values, carry = while_loop(new_cond, new_body, (refs.read_refs(closed), list(init)))
+    refs.write_refs(closed, values)
+    return pytree.tree_unflatten(tree, carry)
 
 
 def _read_only_carries(cond_jaxpr, body_jaxpr, nc, nb):
