@@ -13,6 +13,7 @@ from xform import core, dtypes, pytree
 from xform.api.autodiff import _as_output
 from xform.interpret import batching
 from xform.interpret.batching import AxisData, not_mapped
+from xform.primitives import refs
 from xform.primitives.reductions import reduce_sum
 from xform.runtime.jit import arg_avals, flatten_fun, fun_name
 from xform.traceback_util import api_boundary
@@ -122,6 +123,7 @@ def vmap(
         paths = _leaf_paths((args, kwargs))
         store = {}
         flat = flatten_fun(fun, in_tree, store)
+        flat, leaves, specs, paths, boxed = _ref_arguments(fun, args, flat, leaves, specs, paths)
         try:
             avals = arg_avals(leaves, in_tree, fun)
         except TypeError:
@@ -139,7 +141,8 @@ def vmap(
             specs = _broadcast_prefix(
                 out_axes, _unflatten_placeholder(store["out_tree"]), "out_axes"
             )
-            return [None if s is None else _out_dim(s, store, i) for i, s in enumerate(specs)]
+            outs = [None if s is None else _out_dim(s, store, i) for i, s in enumerate(specs)]
+            return outs + [in_dims[k] for k, _ in boxed]  # the mapped references' final values
 
         def _out_dim(spec, store, i):
             rank = store["out_ranks"][i] + 1
@@ -168,12 +171,25 @@ def vmap(
             outs = _vmap_summing(flat_recording_ranks, axis, leaves, in_dims, out_dims)
         else:
             outs = batching.vmap_flat(flat_recording_ranks, axis, leaves, in_dims, out_dims)
-        outs = [_as_output(o) for o in outs]
+        outs = [_as_output(o) for o in refs.write_back(outs, boxed)]
         for i in store["float0s"]:
             outs[i] = np.zeros(np.shape(outs[i]), dtypes.float0)
         return pytree.tree_unflatten(store["out_tree"], outs)
 
     return vmapped
+
+
+def _ref_arguments(fun, args, flat, leaves, specs, paths):
+    """References among the arguments: a mapped one is passed as its value (refs.py's
+    ``box_arguments``) and written back after; an unmapped one goes to ``fun`` as it is.
+    Returns ``flat``, ``leaves``, ``specs`` and ``paths`` for the others, and each mapped
+    reference with its position among them."""
+    if not any(refs.is_ref(x) for x in leaves):
+        return flat, leaves, specs, paths, ()
+    refs.check_aliases((), leaves, fun, "vmap", lambda: refs.arg_names(fun, args))
+    mapped = [s is not None for s in specs]
+    flat, kept, leaves, boxed = refs.box_arguments(flat, leaves, mapped)
+    return flat, leaves, [specs[i] for i in kept], [paths[i] for i in kept], boxed
 
 
 def _pass_unmapped_objects(flat, leaves, specs, paths):

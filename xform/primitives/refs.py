@@ -671,13 +671,20 @@ _DISCHARGED = {
 
 def read_refs(values):
     """The values of the references among ``values`` (others as they are), read now."""
-    return [get(x, ...) if is_ref(x) else x for x in values]
+    return [
+        (x._value if type(x) is Ref and not _staged(x) else get(x, ...)) if is_ref(x) else x
+        for x in values
+    ]
 
 
 def write_refs(refs, values):
-    """Write each final value back into its reference."""
+    """Write each final value (of its reference's type: a discharged program's output)
+    back into its reference."""
     for r, v in zip(refs, values, strict=True):
-        ref_set(r, ..., v)
+        if type(r) is Ref and not _staged(r) and not _foreign(r, v):
+            r._value = v  # a box's functional update, without swap's checks
+        else:
+            ref_set(r, ..., v)
 
 
 # --------------------------------------------------------------------------- boundary errors
@@ -716,20 +723,21 @@ def check_aliases(consts, args, fun, what, names):
     arguments; ``names()`` names them) twice, or is both one of them and closed over (among
     ``consts``)."""
     seen, closed = {}, {id(c) for c in consts if is_ref(c)}
+    where = fun_location(fun).removeprefix("function ")  # as JAX's: "when tracing f at ..."
     for i, x in enumerate(args):
         if not is_ref(x):
             continue
         aval = core.get_aval(x)
         if id(x) in closed:
             raise ValueError(
-                f"when tracing {fun_location(fun)} for {what}, a mutable array reference of "
+                f"when tracing {where} for {what}, a mutable array reference of "
                 f"type {aval} was both closed over and passed as the argument {names()[i]}"
             )
         j = seen.setdefault(id(x), i)
         if j != i:
             raise ValueError(
                 "only one reference to a mutable array may be passed as an argument to a "
-                f"function, but when tracing {fun_location(fun)} for {what} the mutable array "
+                f"function, but when tracing {where} for {what} the mutable array "
                 f"reference of type {aval} appeared at both {names()[j]} and {names()[i]}."
             )
 
@@ -776,3 +784,40 @@ def out_paths(tree):
     """The path of each leaf of a function's output, of treedef ``tree`` (``[1]['a']``)."""
     placeholder = pytree.tree_unflatten(tree, [0] * tree.num_leaves)
     return [pytree.keystr(k) for k, _ in pytree.tree_flatten_with_path(placeholder)[0]]
+
+
+# --------------------------------------------------------------------------- vmapped references
+
+
+def box_arguments(flat, leaves, mapped):
+    """For ``vmap``: the references among ``leaves`` (a call's flat arguments) that are
+    mapped (``mapped[i]``) are passed as their values, and ``flat`` is given a new
+    reference to each (made in the trace it runs in, so batched writes are its own) and
+    returns their final values after its outputs. Unmapped references are passed to
+    ``flat`` as they are, not as arguments. Returns ``(flat, kept, values, boxed)``: the new
+    function, the positions of the leaves it takes, its arguments (the references' values
+    read), and ``(position among them, reference)`` for each mapped reference."""
+    kept = [i for i, x in enumerate(leaves) if mapped[i] or not is_ref(x)]
+    boxed = [k for k, i in enumerate(kept) if is_ref(leaves[i])]
+
+    def flat_boxed(*xs):
+        full = list(leaves)
+        for i, x in zip(kept, xs, strict=True):
+            full[i] = x
+        boxes = [new_ref(xs[k]) for k in boxed]
+        for k, b in zip(boxed, boxes, strict=True):
+            full[kept[k]] = b
+        return [*flat(*full), *(freeze(b) for b in boxes)]
+
+    values = [get(leaves[i], ...) if is_ref(leaves[i]) else leaves[i] for i in kept]
+    return flat_boxed, kept, values, [(k, leaves[kept[k]]) for k in boxed]
+
+
+def write_back(outs, boxed):
+    """``outs`` without its last ``len(boxed)`` values, which are written into the references
+    of ``boxed`` (as ``box_arguments`` returned it)."""
+    if not boxed:
+        return outs
+    n = len(outs) - len(boxed)
+    write_refs([r for _, r in boxed], outs[n:])
+    return outs[:n]

@@ -45,14 +45,18 @@ def call(jit_fun, key, in_tree, statics, avals, leaves, names):
             lambda: refs.out_paths(trace.out_tree),
         )
         pure = discharge(jaxpr, f"discharging the references of `{name}` for jit")
-        hit = (trace, pure)
+        positions = [i for i, v in enumerate(jaxpr.invars) if type(v.aval) is AbstractRef]
+        hit = (trace, pure, positions)
         if not any(isinstance(c, core.Tracer) for c in trace.consts):
             cache[key] = hit
-    trace, pure = hit
+    trace, pure, positions = hit
     inputs = [*trace.consts, *leaves]
-    refs.check_aliases(trace.consts, leaves, jit_fun._fun, "jit", names)
-    ref_inputs = [x for x in inputs if type(core.get_aval(x)) is AbstractRef]
-    outs = jit_p.bind(*read_refs(inputs), jaxpr=pure, name=jit_fun._state.name)
+    ref_inputs = [inputs[i] for i in positions]
+    if len({id(r) for r in ref_inputs}) != len(ref_inputs):
+        refs.check_aliases(trace.consts, leaves, jit_fun._fun, "jit", names)
+    for i, r in zip(positions, read_refs(ref_inputs), strict=True):
+        inputs[i] = r
+    outs = jit_p.bind(*inputs, jaxpr=pure, name=jit_fun._state.name)
     n = len(outs) - len(ref_inputs)
     write_refs(ref_inputs, outs[n:])
     return pytree.tree_unflatten(trace.out_tree, outs[:n])
