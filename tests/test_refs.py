@@ -313,3 +313,298 @@ def test_array_refs_doc_cells():
     r = xform.new_ref(xnp.arange(3.0))
     sin_inplace(r)
     assert repr(r) == repr(jax.new_ref(jnp.sin(jnp.arange(3.0))))
+
+
+# --------------------------------------------------------------------------- control flow
+
+LIBS = {"xform": (xform, xnp), "jax": (jax, jnp)}
+
+
+def _agree(make, *jits):
+    """``make(lib, np_, jit)`` run on xform and on JAX (eagerly and under jit): the same
+    values, the references' final values included."""
+    for jit in jits or (False, True):
+        results = [make(lib, np_, jit) for lib, np_ in LIBS.values()]
+        ours, theirs = (jax.tree_util.tree_map(np.asarray, r) for r in results)
+        assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(theirs)
+        for a, b in zip(*map(jax.tree_util.tree_leaves, (ours, theirs)), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+            assert a.dtype == b.dtype
+
+
+def _maybe_jit(lib, jit, f):
+    return lib.jit(f) if jit else f
+
+
+def test_scan_closed_over_internal_and_scanned_refs():
+    def closed(lib, np_, jit):
+        acc = lib.new_ref(0)
+
+        def body(c, x):
+            acc[...] += x
+            return c + acc[...], acc[...] * 2
+
+        out = _maybe_jit(lib, jit, lambda xs: lib.lax.scan(body, 0, xs))(np_.arange(5))
+        return out, acc[...]
+
+    def internal(lib, np_, jit):
+        def body(c, x):
+            r = lib.new_ref(x)
+            r[...] += c
+            return c + 1.0, lib.freeze(r)
+
+        return _maybe_jit(lib, jit, lambda: lib.lax.scan(body, 0.5, np_.arange(4.0)))()
+
+    def scanned(lib, np_, jit):
+        rows = lib.new_ref(np_.arange(6.0).reshape(3, 2))
+        total = lib.new_ref(0.0)
+
+        def body(c, xs):
+            i, row = xs
+            total[...] += row[0]
+            row[1] = total[...] + i
+            return c, row[...]
+
+        def run(rev):
+            xs = (np_.arange(3.0), rows)
+            return _maybe_jit(lib, jit, lambda: lib.lax.scan(body, 0, xs, reverse=rev))()
+
+        return run(False), run(True), rows[...], total[...]
+
+    for make in (closed, internal, scanned):
+        _agree(make)
+
+
+def test_cond_switch_and_while_with_refs():
+    def cond_closed(lib, np_, jit):
+        r = lib.new_ref(0.0)
+
+        def f(p):
+            def t():
+                r[()] = 1.0
+
+            def e():
+                r[()] = 2.0  # both branches write one reference: one extra result
+
+            lib.lax.cond(p, t, e)
+            return r[...]
+
+        f = _maybe_jit(lib, jit, f)
+        return f(True), f(False)
+
+    def cond_operand(lib, np_, jit):
+        r = lib.new_ref(np_.arange(3.0))
+
+        def f(p, r):
+            return lib.lax.cond(p, lambda r: r.__setitem__(0, 5.0) or r[1], lambda r: r[2], r)
+
+        f = _maybe_jit(lib, jit, f)
+        return f(True, r), f(False, r), r[...]
+
+    def switch(lib, np_, jit):
+        r = lib.new_ref(np_.zeros(3))
+
+        def branch(k):
+            def g(x):
+                r[k] = x * k
+                return x + k
+
+            return g
+
+        f = _maybe_jit(
+            lib, jit, lambda i: lib.lax.switch(i, [branch(0), branch(1), branch(2)], 3.0)
+        )
+        return f(1), f(7), r[...]
+
+    def while_traced(lib, np_, jit):
+        r = lib.new_ref(np_.zeros(3))
+        seen = lib.new_ref(0)
+
+        def f(n):
+            def body(i):
+                r[i % 3] += 1.0
+                return i + 1
+
+            def fori_body(i, c):
+                seen[...] += i
+                return c + r[i % 3]
+
+            i = lib.lax.while_loop(lambda i: i < n, body, 0)
+            return i, lib.lax.fori_loop(0, n, fori_body, 0.0)
+
+        return _maybe_jit(lib, jit, f)(np_.int32(5)), r[...], seen[...]
+
+    def nested(lib, np_, jit):
+        r = lib.new_ref(np_.zeros(2))
+
+        def outer(c, xs):
+            def inner(c2, y):
+                r[...] += y
+                return lib.lax.cond(c2 > 2, lambda: c2 - 1, lambda: c2 + 2), r[0]
+
+            return lib.lax.scan(inner, c, xs)
+
+        return _maybe_jit(lib, jit, lambda xs: lib.lax.scan(outer, 0, xs))(np_.ones((2, 3))), r[...]
+
+    for make in (cond_closed, cond_operand, switch, while_traced, nested):
+        _agree(make)
+
+
+def test_grad_of_loops_with_refs():
+    def undifferentiated_writes(lib, np_, jit):
+        count = lib.new_ref(0)
+        const = np_.arange(3)
+
+        def f(x):
+            def body(c, _):
+                count[...] += const.sum()
+                return c * 2.0, ()
+
+            return lib.lax.scan(body, x, (), length=3)[0]
+
+        return lib.grad(f)(1.0), count[...]
+
+    def internal(lib, np_, jit):
+        def f(x):
+            def body(c, x):
+                r = lib.new_ref(c)
+                r[...] += x * c
+                return r[...], r[...] ** 2
+
+            c, ys = lib.lax.scan(body, x, np_.arange(3.0))
+            return c + ys.sum()
+
+        return _maybe_jit(lib, jit, lib.grad(f))(1.5)
+
+    _agree(undifferentiated_writes, False)
+    _agree(internal)
+    for lib, _ in LIBS.values():
+        r = lib.new_ref(0.0)
+
+        def f(x, r=r, lib=lib):
+            def body(c, _):
+                r[...] += c
+                return c, ()
+
+            return lib.lax.scan(body, x, (), length=2)[0]
+
+        with pytest.raises(Exception, match="differentiated value on a non-differentiated"):
+            lib.grad(f)(1.0)
+
+
+@pytest.mark.parametrize("lib", ["xform", "jax"])
+def test_control_flow_ref_errors_as_jax(lib):
+    mod, np_ = LIBS[lib]
+    x_ref = mod.new_ref(0.0)
+    scan, cond = mod.lax.scan, mod.lax.cond
+    returned = "returned a mutable array reference of type"
+    with pytest.raises(
+        ValueError,
+        match=rf"traced for scan {returned} Ref\{{int32\[\]\}} at "
+        r"output tree path result\[0\].*\n\n.*created on line .*test_refs",
+    ):
+        scan(lambda c, x: (mod.new_ref(c), x), 0, np_.arange(3))
+    with pytest.raises(ValueError, match=rf"for scan {returned}.* path result\[1\]"):
+        scan(lambda c, x: (c, x_ref), 0.0, np_.arange(3))
+    with pytest.raises(ValueError, match=r"appeared at both c\[0\] and c\[1\]"):
+        scan(lambda c, _: (None, None), (x_ref, x_ref), None, length=1)
+    with pytest.raises(ValueError, match=r"for scan, .* closed over and passed as the argument y"):
+        scan(lambda y, _: (x_ref[...] + y[...], None), x_ref, None, length=1)
+    with pytest.raises(ValueError, match=rf"traced for cond {returned} Ref\{{float32\[\]\}}"):
+        cond(True, lambda: mod.new_ref(1.0), lambda: mod.new_ref(2.0))
+    with pytest.raises(ValueError, match=r"for cond.*at both x1 and x2"):
+        cond(True, lambda x1, x2: 0.0, lambda x1, x2: 1.0, x_ref, x_ref)
+    with pytest.raises(ValueError, match="for cond, .* closed over and passed as the argument r"):
+        cond(True, lambda r: x_ref[...] + r[...], lambda r: x_ref[...] + r[...], x_ref)
+    with pytest.raises(ValueError, match=rf"traced for while_body {returned}.*\n\n.*argument c"):
+        mod.lax.while_loop(lambda c: c[...] < 3, lambda c: c, x_ref)
+    with pytest.raises(ValueError, match=r"appeared at both c\[0\] and c\[1\]"):
+        mod.jit(lambda: scan(lambda c, _: (None, None), (x_ref, x_ref), None, length=1))()
+
+
+def test_use_after_free_raises_under_jit():
+    @xform.jit
+    def double_free():
+        ref = xform.empty_ref(xform.ShapeDtypeStruct((), "float32"))
+        xform.free_ref(ref)
+        xform.free_ref(ref)
+
+    @xform.jit
+    def read_after_free(x):
+        ref = xform.new_ref(x)
+        xform.free_ref(ref)
+        return ref[...]
+
+    with pytest.raises(ValueError, match="`free_ref` must be called on a live `Ref`"):
+        double_free()
+    with pytest.raises(ValueError, match="`get` must be called on a live `Ref`.*freed"):
+        read_after_free(1.0)
+    with pytest.raises(Exception):  # noqa: B017  (JAX raises too, a KeyError and a ValueError)
+        jax.jit(lambda x: (r := jax.new_ref(x), jax.free_ref(r), r[...])[2])(1.0)
+
+
+# --------------------------------------------------------------------------- vmap of ref arguments
+
+
+def test_vmap_ref_arguments():
+    def extensive(lib, np_, jit):
+        def f(x_ref, val):
+            x_ref[...] += val
+            x_ref[...] += val
+
+        xs = lib.new_ref(np_.array([0, 0, 0]))
+        lib.vmap(f)(xs, np_.arange(3))
+        return xs[...]
+
+    def closed_read_only(lib, np_, jit):
+        y = lib.new_ref(1)
+
+        def f(x_ref):
+            x_ref[...] += y[...]
+            return x_ref[...] * 2
+
+        xs = lib.new_ref(np_.array([0, 5, 0]))
+        return lib.vmap(f)(xs), xs[...]
+
+    def other_axis(lib, np_, jit):
+        m = lib.new_ref(np_.arange(6.0).reshape(2, 3))
+        u = lib.new_ref(np_.float32(2.0))
+
+        def f(r, v, u):
+            r[0] = r[0] * v + u[...]
+            return r[1] + v
+
+        out = _maybe_jit(lib, jit, lambda v: lib.vmap(f, in_axes=(1, 0, None))(m, v, u))
+        return out(np_.arange(3.0)), m[...]
+
+    for make in (extensive, closed_read_only):
+        _agree(make, False)
+    _agree(other_axis)
+    for lib, np_ in LIBS.values():
+        x_ref = lib.new_ref(np_.zeros((3, 3)))
+        with pytest.raises(ValueError, match="only one reference to a mutable array may be"):
+            lib.vmap(lambda a, b: None)(x_ref, x_ref)
+        u = lib.new_ref(np_.float32(0.0))
+        with pytest.raises(Exception, match="vmapped value on an unbatched array reference"):
+            lib.vmap(lambda r, x: r.__setitem__(..., x), in_axes=(None, 0))(u, np_.arange(3.0))
+
+
+def test_jit_with_refs_traces_once_per_signature():
+    traces = []
+    r = xform.new_ref(xnp.zeros(3))
+
+    @xform.jit
+    def bump(ref, x):
+        traces.append(1)
+        ref[...] += x
+        r[0] += 1.0
+        return ref[1] * 2
+
+    own = xform.new_ref(xnp.ones(3))
+    for _ in range(3):
+        bump(own, xnp.ones(3))
+    assert len(traces) == 1
+    np.testing.assert_array_equal(own[...], [4.0, 4.0, 4.0])
+    np.testing.assert_array_equal(r[...], [3.0, 0.0, 0.0])
+    bump(own, xnp.ones((), np.int32) * 2)  # another signature: traced again
+    assert len(traces) == 2
