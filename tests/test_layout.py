@@ -23,7 +23,7 @@ CORE_FILES = [
     "xform/errors.py",
 ]
 CORE_GLOBS = ["xform/interpret/*.py"]
-CORE_BUDGET = 3_900
+CORE_BUDGET = 3_910  # +10 for Jaxpr.pretty_print, JAX's public method (custom_api_test)
 
 MODULE_CEILING = 1_200  # physical lines, as an editor shows them
 

@@ -306,6 +306,13 @@ class Jaxpr:
 
     __repr__ = __str__
 
+    def pretty_print(self, *, use_color=False, **options):
+        """The jaxpr's text (``str``): xform never colors, and takes JAX's other options
+        (``source_info``, ``print_shapes``, ...) at their defaults only."""
+        if any(v != (k in ("print_shapes", "custom_pp_eqn_rules")) for k, v in options.items()):
+            raise NotImplementedError(f"Jaxpr.pretty_print: options {options} not supported")
+        return str(self)
+
 
 class ClosedJaxpr:
     """A jaxpr together with the values of its constvars."""
@@ -325,6 +332,8 @@ class ClosedJaxpr:
         return str(self.jaxpr)
 
     __repr__ = __str__
+
+    pretty_print = property(lambda self: self.jaxpr.pretty_print)
 
     def _repr_pretty_(self, p, cycle):
         p.text(str(self))

@@ -11,6 +11,7 @@ import inspect
 
 from xform import core, pytree
 from xform.core import Tracer
+from xform.custom_derivatives import resolve_kwargs
 from xform.interpret.staging import convert_constvars, trace_to_jaxpr
 from xform.primitives.custom_batching import call_rule, custom_vmap_p
 from xform.primitives.scan import map as _lax_map
@@ -87,22 +88,7 @@ class custom_vmap:
         return vmap_rule
 
     def _positional(self, args, kwargs):
-        if not kwargs and self._signature is None:
-            return args
-        try:
-            if self._signature is None:
-                raise TypeError("the function's signature cannot be inspected")
-            bound = self._signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            if bound.kwargs:
-                raise TypeError(f"keyword-only arguments {sorted(bound.kwargs)}")
-        except TypeError as e:
-            raise TypeError(
-                "The input arguments to the custom_vmap-decorated function "
-                f"{self.name} could not be resolved to positional-only arguments. "
-                f"Binding failed with the error:\n{e}"
-            ) from e
-        return bound.args
+        return resolve_kwargs("custom_vmap", self.name, self.fun, self._signature, args, kwargs)
 
     @api_boundary
     def __call__(self, *args, **kwargs):

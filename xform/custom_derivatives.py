@@ -94,8 +94,35 @@ def custom_vjp_primal_tree_values(tree):
     )
 
 
+def resolve_kwargs(kind, name, fun, signature, args, kwargs):
+    """``args`` and ``kwargs`` as the positional arguments of ``fun`` (its defaults filled
+    in), for the ``kind``-decorated function ``name`` (``custom_jvp``, ...): JAX's TypeError
+    where they do not bind, or where a keyword-only argument is passed."""
+    if isinstance(fun, functools.partial) or signature is None:
+        if not kwargs:  # an opaque signature (as JAX treats a partial): nothing to resolve
+            return args
+        signature = inspect.signature(lambda *args, **kwargs: None)
+    try:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        passed = [k for k in bound.kwargs if k in kwargs]
+        if passed:
+            raise TypeError(
+                "The following keyword arguments could not be resolved to positions: "
+                + ", ".join(passed)
+            )
+    except TypeError as e:
+        raise TypeError(
+            f"The input arguments to the {kind}-decorated function {name} could not be "
+            f"resolved to positional-only arguments. Binding failed with the error:\n{e}"
+        ) from e
+    return bound.args
+
+
 class _CustomFunction:
     """What custom_jvp and custom_vjp share: argument handling and the flat function."""
+
+    kind = "custom function"  # JAX's name of the decorator, for messages
 
     def __init__(self, fun, nondiff_argnums, nondiff_argnames=()):
         functools.update_wrapper(self, fun)
@@ -119,13 +146,7 @@ class _CustomFunction:
         self.nondiff_argnums = tuple(sorted(positions))
 
     def _positional(self, args, kwargs):
-        if kwargs and self._signature is not None:
-            bound = self._signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            return bound.args
-        if kwargs:
-            raise TypeError(f"{self.name}: keyword arguments need an inspectable signature")
-        return args
+        return resolve_kwargs(self.kind, self.name, self.fun, self._signature, args, kwargs)
 
     def _flatten(self, args):
         """(nondiff args, diff args, flat leaves, in_tree, the function on flat leaves, store):
@@ -140,6 +161,7 @@ class _CustomFunction:
             out = self.fun(*self._merge_args(nondiff, pytree.tree_unflatten(in_tree, flat)))
             out_leaves, out_tree = pytree.tree_flatten(out)
             _check_out_tree(self.name, "output", out_tree, store)
+            store["fun_out"] = (out_tree, [core.get_aval(x) for x in out_leaves])
             return out_leaves
 
         flat_fun.__name__ = self.name
@@ -193,6 +215,70 @@ def _check_out_tree(name, what, tree, store):
             f"{name}: the {what} must have the structure of the function's "
             f"output, {expected}; got {tree}"
         )
+
+
+def _check_rule_primal_out(rule, out_tree, out_avals, store):
+    """A rule's primal output checked against the function's, if the function ran (traced)
+    before it, with JAX's TypeErrors; ``rule`` is ``(kind, rule name, function name)``."""
+    kind, rule_name, name = rule
+    if "fun_out" in store:
+        fun_tree, fun_avals = store["fun_out"]
+        if fun_tree != out_tree:
+            what, also, end = (
+                "container/pytree structure",
+                "of the same container/pytree structure",
+                ".",
+            )
+        elif not all(map(_same_type, out_avals, fun_avals)):
+            what, also, end = "shapes/dtypes of", "with leaves of the same shape/dtype", ""
+        else:
+            what = None
+        if what is not None:
+            if kind == "custom_jvp":
+                head = (
+                    f"Custom JVP rule {rule_name} for function {name} must produce a pair (list "
+                    "or tuple of length two) where the first element represents the primal "
+                    "output (equal in value to the output of the custom_jvp-decorated function "
+                    f"{name}, and in particular {also}), but instead the JVP rule output's"
+                )
+            else:
+                head = (
+                    f"Custom VJP fwd rule {rule_name} for function {name} must produce a pair "
+                    "(list or tuple of length two) where the first element represents the "
+                    f"primal output (equal to the output of the custom_vjp-decorated function "
+                    f"{name}) and the second element represents residuals (i.e. values stored "
+                    "from the forward pass for use on the backward pass), but instead the fwd "
+                    "rule output's"
+                )
+            raise TypeError(
+                f"{head} first element had {what}:\n    {_type_tree(out_tree, out_avals)}\n"
+                f"while the {kind}-decorated function {name} had output {what}:\n"
+                f"    {_type_tree(fun_tree, fun_avals)}{end}"
+            )
+    _check_out_tree(name, f"output of its {kind} rule", out_tree, store)
+
+
+def _mismatch(aval, ct_aval):
+    """What differs between an argument's type and its cotangent's, as JAX says it."""
+    what = [
+        f"the {k}s do not match"
+        for k in ("dtype", "shape")
+        if getattr(aval, k) != getattr(ct_aval, k)
+    ]
+    if not what:
+        return ""
+    return ", so " + (what[0] if len(what) == 1 else f"{what[0]}, and {what[1]}")
+
+
+def _same_type(a, b):
+    """JAX's ``typematch``: equal shapes and dtypes, weak types aside."""
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def _type_tree(tree, avals):
+    """``tree`` with its leaves' types, printed as JAX prints them in messages."""
+    types = [a.str_short(short_dtypes=False) for a in avals]
+    return str(pytree.tree_unflatten(tree, types)).replace("'", "")
 
 
 def _jvp_tangents(names, got, expected_tree, primal_avals):
@@ -252,58 +338,64 @@ def _tangent_type(x):
 _ZERO = object()  # stands for the leaves of a None the bwd rule returned: zero cotangents
 
 
-def _bwd_cotangents(name, cts, diff, in_tree, in_avals):
-    """The flat cotangents of a custom_vjp bwd rule's result, checked against the arguments.
+def _bwd_cotangents(cts, diff, in_tree, in_avals):
+    """The flat cotangents of a custom_vjp bwd rule's result, checked against the arguments
+    as JAX checks them (its TypeError and ValueErrors).
 
     As in JAX, ``None`` in place of an argument's cotangent, or of any subtree of it, means
     zero cotangents there; integer and boolean arguments always get zero (float0) ones.
     """
     if isinstance(cts, list) and len(cts) == len(diff):
         cts = tuple(cts)
-    if not isinstance(cts, tuple) or len(cts) != len(diff):
-        length = f" of length {len(cts)}" if isinstance(cts, (tuple, list)) else ""
-        raise TypeError(
-            f"custom_vjp bwd rule of {name} must return a tuple with one "
-            f"cotangent per differentiable argument ({len(diff)}), got "
-            f"{type(cts).__name__}{length}"
-        )
     flat = []
 
     def collect(ct, arg):
-        if ct is None:
-            flat.extend([_ZERO] * len(pytree.tree_leaves(arg)))
-        else:
-            flat.append(ct)
+        n = len(pytree.tree_leaves(arg))
+        flat.extend([_ZERO if ct is None else ct] * n)
 
     try:  # None is a leaf here, so it may stand for a whole subtree of the arguments
+        if not isinstance(cts, tuple):
+            raise ValueError
         pytree.tree_map(collect, cts, diff, is_leaf=lambda x: x is None)
     except ValueError:
         raise TypeError(
-            f"custom_vjp bwd rule of {name} returned cotangents with the "
-            f"structure {pytree.tree_structure(cts)}; the arguments have "
-            f"{in_tree}"
+            "Custom VJP bwd rule must produce an output with the same container (pytree) "
+            "structure as the args tuple of the primal function, and in particular must "
+            "produce a tuple of length equal to the number of arguments to the primal "
+            f"function, but got bwd output structure {pytree.tree_structure(cts)} for primal "
+            f"input structure {in_tree}."
         ) from None
-    if len(flat) != len(in_avals):
-        raise TypeError(
-            f"custom_vjp bwd rule of {name} returned cotangents with the "
-            f"structure {pytree.tree_structure(cts)}; the arguments have "
-            f"{in_tree}"
-        )
+    paths = [pytree.keystr(p) for p, _ in pytree.tree_flatten_with_path(diff)[0]]
     out = []
-    for i, (ct, aval) in enumerate(zip(flat, in_avals, strict=True)):
+    for path, ct, aval in zip(paths, flat, in_avals, strict=True):
         t_aval = ad.tangent_aval(aval)
-        if ct is _ZERO or type(ct) is SymbolicZero or t_aval.dtype == dtypes.float0:
+        if ct is _ZERO or t_aval.dtype == dtypes.float0:
             out.append(ad.Zero(t_aval))
-            continue
-        ct_aval = core.get_aval(ct)
-        if ct_aval.shape != aval.shape or ct_aval.dtype != t_aval.dtype:
-            raise ValueError(
-                f"custom_vjp bwd rule of {name}: cotangent {i} has shape "
-                f"{ct_aval.shape} and dtype {ct_aval.dtype}; its argument is "
-                f"{aval.str_short()}, so the cotangent must have shape "
-                f"{aval.shape} and dtype {t_aval.dtype}"
-            )
-        out.append(ct)
+        elif type(ct) is SymbolicZero:
+            if not _same_type(ct.aval, t_aval):
+                raise ValueError(
+                    "Custom VJP bwd rule produced a SymbolicZero with a shape/dtype that does "
+                    "not match the corresponding input tangent shape/dtype: at "
+                    f"output{path} the SymbolicZero had shape/dtype "
+                    f"{ct.aval.str_short(short_dtypes=False)} while the corresponding input "
+                    f"had shape/dtype {aval.str_short(short_dtypes=False)}. Consider just "
+                    "returning a None here instead of a SymbolicZero object."
+                )
+            out.append(ad.Zero(t_aval))
+        else:
+            ct_aval = core.get_aval(ct)
+            # As JAX: an inexact argument's cotangent may have another dtype (not shape).
+            if ct_aval.shape != aval.shape or (
+                ct_aval.dtype != t_aval.dtype and not dtypes.is_inexact(t_aval.dtype)
+            ):
+                raise ValueError(
+                    "Custom VJP bwd rule must produce an output with the same type as the "
+                    f"args tuple of the primal function, but at output{path} the bwd rule "
+                    f"produced an output of type {ct_aval.str_short(short_dtypes=False)} "
+                    f"corresponding to an input of type {aval.str_short(short_dtypes=False)}"
+                    + _mismatch(aval, ct_aval)
+                )
+            out.append(ct)
     return out
 
 
@@ -319,6 +411,8 @@ class custom_jvp(_CustomFunction):
       ...     (x,), (t,) = primals, tangents
       ...     return f(x), xform.numpy.cos(x) * t
     """
+
+    kind = "custom_jvp"
 
     def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         super().__init__(fun, nondiff_argnums, nondiff_argnames)
@@ -378,8 +472,8 @@ class custom_jvp(_CustomFunction):
                     f"but got {result}."
                 )
             out, out_tree = pytree.tree_flatten(result[0])
-            _check_out_tree(name, "primal output of its custom_jvp rule", out_tree, store)
             out_avals = [core.get_aval(x) for x in out]
+            _check_rule_primal_out(("custom_jvp", rule_name, name), out_tree, out_avals, store)
             tangent = _jvp_tangents((name, rule_name), result[1], out_tree, out_avals)
             return list(out), [
                 _from_symbolic(t, a) for t, a in zip(tangent, out_avals, strict=True)
@@ -404,6 +498,8 @@ class custom_vjp(_CustomFunction):
     ``fwd(*args) -> (out, residuals)``; ``bwd(*nondiff_args, residuals, ct) -> tuple`` of one
     cotangent per (differentiable) argument.
     """
+
+    kind = "custom_vjp"
 
     def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         super().__init__(fun, nondiff_argnums, nondiff_argnames)
@@ -436,6 +532,7 @@ class custom_vjp(_CustomFunction):
         name, fwd, bwd, merge = self.name, self.fwd, self.bwd, self._merge_args
         residual_tree = {}
         symbolic_zeros, as_passed = self.symbolic_zeros, _as_passed(leaves)
+        fwd_name = getattr(fwd, "__name__", "fwd")
 
         def flat_fwd(arg_leaves, perturbed=None):
             arg_leaves = as_passed(arg_leaves)
@@ -447,11 +544,16 @@ class custom_vjp(_CustomFunction):
             result = fwd(*merge(nondiff, pytree.tree_unflatten(in_tree, arg_leaves)))
             if not isinstance(result, (tuple, list)) or len(result) != 2:
                 raise TypeError(
-                    f"custom_vjp fwd rule of {name} must return a pair (output, "
-                    f"residuals), got {type(result).__name__}"
+                    f"Custom VJP fwd rule {fwd_name} for function {name} must produce a pair "
+                    "(list or tuple of length two) where the first element represents the "
+                    f"primal output (equal to those of the custom_vjp-decorated function "
+                    f"{name}) and the second element represents residuals (i.e. values stored "
+                    "from the forward pass for use on the backward pass), but instead of a "
+                    f"pair the fwd rule {fwd_name} produced {result}."
                 )
             out, out_tree = pytree.tree_flatten(result[0])
-            _check_out_tree(name, "output of its custom_vjp fwd rule", out_tree, store)
+            out_avals = [core.get_aval(x) for x in out]
+            _check_rule_primal_out(("custom_vjp", fwd_name, name), out_tree, out_avals, store)
             res_leaves, residual_tree["tree"] = pytree.tree_flatten(result[1])
             # Python scalars among the residuals reach bwd as they are, as in JAX (where they
             # stay literals): they are kept here, not bound. (equinox's filter_custom_vjp
@@ -470,9 +572,9 @@ class custom_vjp(_CustomFunction):
             residuals = pytree.tree_unflatten(residual_tree["tree"], res_leaves)
             ct_leaves = [SymbolicZero(ct.aval) if type(ct) is ad.Zero else ct for ct in ct_leaves]
             cts = bwd(*nondiff, residuals, pytree.tree_unflatten(store["out_tree"], ct_leaves))
-            return _bwd_cotangents(name, cts, diff, in_tree, in_avals)
+            return _bwd_cotangents(cts, diff, in_tree, in_avals)
 
-        flat_fwd.__name__ = getattr(fwd, "__name__", "fwd")  # printed as the fwd= param
+        flat_fwd.__name__ = fwd_name  # printed as the fwd= param
         flat_bwd.__name__ = getattr(bwd, "__name__", "bwd")  # ... and bwd=
         flat_fwd.symbolic_zeros = flat_bwd.symbolic_zeros = self.symbolic_zeros
         outs = custom_vjp_call_p.bind(
@@ -599,9 +701,9 @@ def closure_convert(fun, *example_args):
         flat, tree = pytree.tree_flatten(tuple(args))
         if tree != in_tree:
             raise TypeError(
-                f"closure_convert of {fun_name(fun)}: the converted function "
-                f"was called with arguments of structure {tree}, but the example "
-                f"arguments had {in_tree}"
+                "The inputs to the closure produced by closure_convert must have the same "
+                "Pytree structure as the example arguments passed when closure_convert was "
+                f"called. Expected {in_tree}, but got {tree}"
             )
         return pytree.tree_unflatten(out_tree, core.eval_jaxpr(jaxpr, all_consts, *flat))
 
