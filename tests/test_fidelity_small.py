@@ -88,6 +88,13 @@ def test_cond_and_scan_hand_on_what_they_do_not_change():
     assert jax.vmap(lambda x: f(jax.lax, x, y), out_axes=(0, None))(jnp.arange(3))[1] is y
     y = xnp.array(3.0)
     assert xform.vmap(lambda x: f(lax, x, y), out_axes=(0, None))(xnp.arange(3))[1] is y
+    # Python and NumPy operands handed on become arrays, their weak types kept
+    branch = lambda x, y: (x, y)  # noqa: E731
+    want = jax.lax.cond(True, branch, branch, 1.0, np.float32(2))
+    got = lax.cond(True, branch, branch, 1.0, np.float32(2))
+    assert [(type(g), g.dtype, g.weak_type) for g in got] == [
+        (xform.Array, w.dtype, w.weak_type) for w in want
+    ]
     # a y that is an x is the xs themselves: the body returns one output, as JAX's
     for make_jaxpr, lax_ in ((jax.make_jaxpr, jax.lax), (xform.make_jaxpr, lax)):
         jaxpr = make_jaxpr(lambda xs, lax_=lax_: lax_.scan(lambda c, x: (c + 1, x), 0, xs))(

@@ -36,6 +36,7 @@ from xform.primitives.autodiff import stop_gradient
 from xform.primitives.comparisons import eq, ne, select_n
 from xform.primitives.elementwise import clamp, convert_element_type, convert_element_type_p
 from xform.primitives.structural import broadcast_in_dim
+from xform.primitives.while_loop import asarray
 from xform.traceback_util import api_boundary, fun_sourceinfo
 
 # ``cond_p`` is listed here, not found by xform.lax's loop over family modules: the module
@@ -187,7 +188,7 @@ def _bind_branches(construct, index, funs, names, operands):
             for b in branches
         )
     outs = iter(cond_p.bind(index, *args, branches=branches))
-    outs = [next(outs) if k is None else args[k] for k in fwd]
+    outs = [next(outs) if k is None else asarray(args[k]) for k in fwd]  # (as JAX)
     return pytree.tree_unflatten(trees[0], outs)
 
 
