@@ -608,3 +608,60 @@ def test_jit_with_refs_traces_once_per_signature():
     np.testing.assert_array_equal(r[...], [3.0, 0.0, 0.0])
     bump(own, xnp.ones((), np.int32) * 2)  # another signature: traced again
     assert len(traces) == 2
+
+
+def test_refs_made_inside_remat_and_custom_vjp():
+    def make(lib, np_, jit):
+        @lib.custom_vjp
+        def f(x):
+            x_ref = lib.new_ref(np_.zeros_like(x))
+            x_ref[...] = x * 2
+            return x_ref[...]
+
+        f.defvjp(lambda x: (f(x), None), lambda _, g: (g * 3,))
+
+        @lib.remat
+        def g(y, x):
+            x_ref = lib.new_ref(x)
+            out = y * x_ref[...]
+            x_ref[...] += 1
+            return out * x_ref[...]
+
+        f, g = _maybe_jit(lib, jit, f), _maybe_jit(lib, jit, g)
+        return lib.jit(f)(3.0), lib.grad(f)(3.0), lib.grad(g, (0, 1))(2.0, 1.5)
+
+    _agree(make)
+
+    @xform.jit
+    def unused(x, y):
+        @xform.jit
+        def g(y):
+            y_ref = xform.new_ref(y)
+            y_ref[...] += 1
+            return xform.freeze(y_ref)
+
+        g(y)
+        return x
+
+    assert "add" not in unused.lower(1, 2).as_text()  # as JAX's: the unused call is gone
+
+
+def test_remat_closing_over_or_taking_refs():
+    for jit in (False, True):
+        results = []
+        for lib, kind in ((xform, {}), (jax, {"kind": "no_grad_no_remat"})):
+            x_ref = lib.new_ref(1.0, **kind)  # (xform's remat runs the body's writes once)
+
+            def f(y, x_ref=x_ref):
+                out = y * x_ref[...]
+                x_ref[...] += 1
+                return out
+
+            def g(y, r):
+                r[...] += 3.0
+                return y * r[...]
+
+            f, g = _maybe_jit(lib, jit, lib.remat(f)), _maybe_jit(lib, jit, lib.remat(g))
+            r = lib.new_ref(1.0, **kind)
+            results.append([lib.grad(f)(2.0), x_ref[...], lib.grad(g)(2.0, r), r[...]])
+        np.testing.assert_allclose(*results)

@@ -12,6 +12,7 @@ import types
 
 from xform import core, pytree
 from xform.interpret.staging import convert_constvars, trace_to_jaxpr
+from xform.primitives import refs
 from xform.primitives.convolution import conv_general_dilated_p
 from xform.primitives.dot import dot_general_p
 from xform.primitives.remat import Offloadable, Recompute, Saveable, name_p, remat_p
@@ -300,14 +301,20 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_
             if key is not None and not any(isinstance(c, core.Tracer) for c in consts):
                 cache[key] = hit
         jaxpr, consts, out_tree = hit
-        outs = remat_p.bind(
-            *consts,
-            *leaves,
-            jaxpr=jaxpr,
-            prevent_cse=bool(prevent_cse),
-            differentiated=False,
-            policy=policy,
-        )
+
+        def bind(jaxpr, args):
+            return remat_p.bind(
+                *args,
+                jaxpr=jaxpr,
+                prevent_cse=bool(prevent_cse),
+                differentiated=False,
+                policy=policy,
+            )
+
+        if refs.has_refs(jaxpr.jaxpr):  # a body of the references' values (refs.py)
+            outs = refs.call_discharged(jaxpr, [*consts, *leaves], bind)
+        else:
+            outs = bind(jaxpr, [*consts, *leaves])
         return pytree.tree_unflatten(out_tree, outs)
 
     return fun_remat

@@ -28,7 +28,7 @@ import numpy as np
 from xform import core, dtypes, pytree
 from xform.core import Primitive, Tracer
 from xform.interpret import ad, batching, dce
-from xform.interpret.staging import JaxprTrace, trace_to_jaxpr
+from xform.interpret.staging import JaxprTrace, convert_constvars, trace_to_jaxpr
 from xform.jaxpr_printer import pp_eqn_rules
 from xform.primitives.elementwise import convert_element_type
 
@@ -569,10 +569,25 @@ pp_eqn_rules["free_ref"] = lambda eqn, names: f"free_ref {names(eqn.invars[0])}"
 
 
 def has_refs(jaxpr):
-    """Whether ``jaxpr`` (a Jaxpr) takes references or makes them."""
+    """Whether ``jaxpr`` (a Jaxpr) takes references or makes them, itself or in the jaxpr of
+    one of its equations (a remat's, a custom_vjp's: loops and jit discharge their own)."""
     return any(type(v.aval) is AbstractRef for v in jaxpr.constvars + jaxpr.invars) or any(
-        e.primitive in _DISCHARGED for e in jaxpr.eqns
+        e.primitive in _DISCHARGED or any(has_refs(j.jaxpr) for j in _inner(e)) for e in jaxpr.eqns
     )
+
+
+def _inner(eqn):
+    """The ClosedJaxprs among ``eqn``'s params."""
+    return [v for v in eqn.params.values() if type(v) is core.ClosedJaxpr]
+
+
+def _discharged_inner(closed):
+    """A sub-jaxpr that makes references but takes none, made functional (same signature)."""
+    j = closed.jaxpr
+    if not has_refs(j) or any(type(v.aval) is AbstractRef for v in j.constvars + j.invars):
+        return closed  # (one taking references: run_discharged refuses the cells it gets)
+    run = lambda *args: run_discharged(j, args, closed.consts)  # noqa: E731
+    return trace_to_jaxpr(run, [v.aval for v in j.invars], "discharging references")
 
 
 def discharge(jaxpr, name="discharging references"):
@@ -583,11 +598,12 @@ def discharge(jaxpr, name="discharging references"):
     return trace_to_jaxpr(lambda *args: run_discharged(jaxpr, args), in_avals, name)
 
 
-def run_discharged(jaxpr, args):
-    """Evaluate ``jaxpr`` (a Jaxpr without constvars) on ``args``, each reference input
-    given its value, in the current trace: ``jaxpr``'s outputs followed by the final value
-    of each reference input, in order. References it makes live only in the evaluation."""
-    env = {}
+def run_discharged(jaxpr, args, consts=()):
+    """Evaluate ``jaxpr`` (a Jaxpr; ``consts`` the values of its constvars) on ``args``, each
+    reference input given its value, in the current trace: ``jaxpr``'s outputs followed by
+    the final value of each reference input, in order. References it makes live only in
+    the evaluation; so do those made inside its equations' jaxprs (a remat's, ...)."""
+    env = dict(zip(jaxpr.constvars, consts, strict=True))
     refs = []
 
     def read(x):
@@ -607,7 +623,13 @@ def run_discharged(jaxpr, args):
                 raise NotImplementedError(
                     f"a reference passed to '{eqn.primitive.name}' inside a staged program"
                 )
-            outs = eqn.primitive.bind(*ins, **eqn.params)
+            params = eqn.params
+            if _inner(eqn):
+                params = {
+                    k: _discharged_inner(v) if type(v) is core.ClosedJaxpr else v
+                    for k, v in params.items()
+                }
+            outs = eqn.primitive.bind(*ins, **params)
             outs = outs if eqn.primitive.multiple_results else [outs]
         for v, o in zip(eqn.outvars, outs, strict=True):
             env[v] = o
@@ -615,6 +637,18 @@ def run_discharged(jaxpr, args):
     if any(type(x) is _Cell for x in outs):
         raise ValueError("mutable array references cannot be returned")
     return outs + [cell.value for cell in refs]
+
+
+def call_discharged(closed, args, bind):
+    """Call a traced function that uses references: ``closed`` (a const-free ClosedJaxpr)
+    on ``args``, as ``bind(jaxpr, values)`` of its discharged version on their values (a
+    call primitive's bind); the final values are written back. Returns its outputs."""
+    jaxpr, consts = convert_constvars(discharge(closed.jaxpr))
+    ref_args = [x for x in args if is_ref(x)]
+    outs = bind(jaxpr, [*consts, *read_refs(args)])
+    n = len(outs) - len(ref_args)
+    write_refs(ref_args, outs[n:])
+    return outs[:n]
 
 
 class _Cell:
