@@ -360,3 +360,65 @@ def test_vjp_pullback_takes_float0_cotangents_as_jax():
     assert float(ct_x) == 3.0 and ct_n.dtype == jax.dtypes.float0
     with pytest.raises(ValueError, match="cotangent 1 has shape"):
         pullback((1.0, np.zeros((2,), jax.dtypes.float0)))
+
+
+def test_symbolic_zeros_under_vmap_as_jax():
+    """Under vmap the rules still get (and may return) symbolic zeros, as in JAX: what each
+    rule saw and the results are the same as JAX's."""
+
+    def run(lib):
+        seen = []
+        f = lib.custom_jvp(lambda x, y: x * y)
+
+        @functools.partial(f.defjvp, symbolic_zeros=True)
+        def f_jvp(primals, tangents):
+            seen.append([type(t).__name__ == "SymbolicZero" for t in tangents])
+            out = f(*primals)
+            if type(tangents[0]).__name__ == "SymbolicZero":  # (a rule for x's tangent only)
+                return out, lib.custom_derivatives.zero_from_primal(out, symbolic_zeros=True)
+            return out, tangents[0] * primals[1]
+
+        g = lib.custom_vjp(lambda x, y: (x * y, y))
+
+        def g_fwd(x, y):
+            seen.append(("fwd", x.perturbed, y.perturbed))
+            return g(x.value, y.value), x.value
+
+        def g_bwd(x, cts):
+            seen.append(("bwd", *[type(ct).__name__ == "SymbolicZero" for ct in cts]))
+            return None, cts[0] * x  # None: a zero cotangent for x
+
+        g.defvjp(g_fwd, g_bwd, symbolic_zeros=True)
+        x, ones = lib.numpy.arange(3.0), lib.numpy.ones(3)
+        results = [
+            lib.jvp(lib.vmap(lambda y: f(x, y)), (x,), (ones,)),
+            lib.jvp(lib.vmap(lib.jit(lambda y: f(x, y))), (x,), (ones,)),
+            lib.grad(lambda y: lib.vmap(f)(x, y).sum())(ones),
+            lib.grad(lambda x: lib.vmap(f)(x, ones).sum())(x),
+            lib.grad(lambda y: lib.vmap(g)(x, y)[0].sum())(ones),
+            lib.jit(lib.grad(lambda y: lib.vmap(g)(x, y)[0].sum()))(ones),
+        ]
+        return seen, results
+
+    (seen, got), (seen_jax, want) = run(xform), run(jax)
+    assert seen == seen_jax
+    close(got, want)
+
+
+def test_custom_vjp_bwd_pytree_whose_unflatten_refuses_none():
+    """A bwd rule's cotangent pytree is never rebuilt with None leaves (as in JAX)."""
+
+    def run(lib):
+        class Pair(list):
+            pass
+
+        def unflatten(_, children):
+            assert children[0] is not None
+            return Pair(children)
+
+        lib.tree_util.register_pytree_node(Pair, lambda p: (list(p), None), unflatten)
+        f = lib.custom_vjp(lambda p: p[0] * p[1])
+        f.defvjp(lambda p: (f(p), p), lambda p, ct: (Pair([ct * p[1], ct * p[0]]),))
+        return lib.grad(f)(Pair([np.float32(2), np.float32(3)]))
+
+    close(run(xform), run(jax))

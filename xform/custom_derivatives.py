@@ -352,6 +352,7 @@ def _bwd_cotangents(cts, diff, in_tree, in_avals):
     def collect(ct, arg):
         n = len(pytree.tree_leaves(arg))
         flat.extend([_ZERO if ct is None else ct] * n)
+        return ct  # (the map's result is not used, but a pytree's unflatten may see it)
 
     try:  # None is a leaf here, so it may stand for a whole subtree of the arguments
         if not isinstance(cts, tuple):

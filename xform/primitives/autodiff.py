@@ -221,6 +221,42 @@ def _unbatched_aval(aval, dim):
     return ShapedArray(aval.shape[:dim] + aval.shape[dim + 1 :], aval.dtype, aval.weak_type)
 
 
+def _vmap_with_zeros(fun, axis, args, dims, out_dims):
+    """``batching.vmap_flat`` of a rule whose operands and results may be symbolic zeros
+    (``ad.Zero``): a zero operand reaches ``fun`` as the zero of its per-example type and
+    is no operand of the vmap; a zero result comes back as the zero of its type batched
+    along its out dim (``out_dims``: a list, or a function of the number of results)."""
+    inner = [
+        ad.Zero(_unbatched_aval(x.aval, d)) if type(x) is ad.Zero else None
+        for x, d in zip(args, dims, strict=True)
+    ]
+    live = [(x, d) for x, d, z in zip(args, dims, inner, strict=True) if z is None]
+    zero_avals = []  # per result of ``fun``: its zero's aval, or None
+
+    def live_fun(*xs):
+        xs = iter(xs)
+        outs = fun(*[next(xs) if z is None else z for z in inner])
+        zero_avals[:] = [o.aval if type(o) is ad.Zero else None for o in outs]
+        return [o for o in outs if type(o) is not ad.Zero]
+
+    def all_dims():
+        return out_dims(len(zero_avals)) if callable(out_dims) else out_dims
+
+    outs = iter(
+        batching.vmap_flat(
+            live_fun,
+            axis,
+            [x for x, _ in live],
+            [d for _, d in live],
+            lambda n: [d for d, a in zip(all_dims(), zero_avals, strict=True) if a is None],
+        )
+    )
+    return [
+        next(outs) if a is None else ad.Zero(batching.batched_aval(a, d, axis.size))
+        for a, d in zip(zero_avals, all_dims(), strict=True)
+    ]
+
+
 def _batched_fun(fun, axis, dims, out_dims):
     """``fun`` on operands batched along ``dims``; sets ``out_dims`` when it runs."""
 
@@ -254,7 +290,7 @@ def _batched_bwd(bwd, axis, res_dims, ct_dims, arg_dims):
     num_res = len(res_dims)
 
     def batched_bwd(residuals, cts):
-        cts_in = batching.vmap_flat(
+        cts_in = _vmap_with_zeros(
             lambda *xs: bwd(list(xs[:num_res]), list(xs[num_res:])),
             axis,
             list(residuals) + list(cts),
@@ -262,12 +298,20 @@ def _batched_bwd(bwd, axis, res_dims, ct_dims, arg_dims):
             [0 if d is None else d for d in arg_dims],
         )
         return [
-            ct if d is not None else ad.tangent_ops["reduce_sum"](ct, (0,))
+            ct if d is not None else _sum_examples(ct)
             for ct, d in zip(cts_in, arg_dims, strict=True)
         ]
 
     batched_bwd.__name__ = getattr(bwd, "__name__", "bwd")  # printed as the bwd= param
+    batched_bwd.symbolic_zeros = _symbolic(bwd)
     return batched_bwd
+
+
+def _sum_examples(ct):
+    """The cotangent of an unmapped operand from its per-example ones (batched at 0)."""
+    if type(ct) is ad.Zero:
+        return ad.Zero(_unbatched_aval(ct.aval, 0))
+    return ad.tangent_ops["reduce_sum"](ct, (0,))
 
 
 def _custom_jvp_call_batch(axis, args, dims, *, jvp, num_consts, **call):
@@ -286,7 +330,7 @@ def _custom_jvp_call_batch(axis, args, dims, *, jvp, num_consts, **call):
             primals_out, tangents_out = jvp(primals, tangents)
             out_dims[:] = [batching.not_mapped] * len(primals_out)
             return primals_out, tangents_out
-        outs = batching.vmap_flat(
+        outs = _vmap_with_zeros(
             lambda *xs: _concat(jvp_counting(list(xs[: len(primals)]), list(xs[len(primals) :]))),
             axis,
             list(primals) + list(tangents),
@@ -297,6 +341,7 @@ def _custom_jvp_call_batch(axis, args, dims, *, jvp, num_consts, **call):
         return outs[: n_out[0]], outs[n_out[0] :]
 
     batched_jvp.__name__ = getattr(jvp, "__name__", "jvp")  # printed as the jvp= param
+    batched_jvp.symbolic_zeros = _symbolic(jvp)
     outs = custom_jvp_call_p.bind(
         *args,
         fun=fun,
@@ -318,15 +363,15 @@ def _custom_vjp_call_batch(axis, args, dims, *, fwd, bwd, num_consts, **call):
     arg_dims = list(dims[num_consts:])
     n_out, num_res = [], []
 
-    def batched_fwd(primals):
+    def batched_fwd(primals, *perturbed):  # (perturbed: for a symbolic-zeros fwd)
         if all(d is batching.not_mapped for d in arg_dims):
-            outs, residuals = fwd(primals)
+            outs, residuals = fwd(primals, *perturbed)
             out_dims[:] = [batching.not_mapped] * len(outs)
             num_res[:] = [None]  # residuals unmapped too
             return outs, residuals
 
         def flat_fwd(*xs):
-            outs, residuals = fwd(list(xs))
+            outs, residuals = fwd(list(xs), *perturbed)
             n_out[:], num_res[:] = [len(outs)], [len(residuals)]
             return list(outs) + list(residuals)
 
@@ -342,6 +387,7 @@ def _custom_vjp_call_batch(axis, args, dims, *, fwd, bwd, num_consts, **call):
 
     batched_fwd.__name__ = getattr(fwd, "__name__", "fwd")  # printed as fwd= and bwd=
     batched_bwd.__name__ = getattr(bwd, "__name__", "bwd")
+    batched_fwd.symbolic_zeros = batched_bwd.symbolic_zeros = _symbolic(fwd)
     outs = custom_vjp_call_p.bind(
         *args,
         fun=fun,
