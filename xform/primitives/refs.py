@@ -10,9 +10,13 @@ made outside it, they are staged as equations on values of type ``AbstractRef``:
 
 A jaxpr holding such equations is made functional by ``discharge``: each reference becomes a
 value threaded through, and the references a jaxpr takes as inputs return their final values
-as extra outputs. ``jit`` and the control-flow primitives discharge their bodies at the call
-(``read_refs``/``write_refs`` move the values in and out), so the interpreters and the
-lowering only ever see functional programs.
+as extra outputs. ``jit``, ``remat`` and the control-flow wrappers (scan, cond, while_loop)
+discharge their bodies at the call (``run_discharged`` runs a traced body on the references'
+values; ``read_refs``/``write_refs`` move the values in and out): a reference a loop body
+closes over is an extra carry, one a branch closes over an extra operand and result of every
+branch, a scanned one is scanned as its value and its final slices stacked back. So the
+interpreters and the lowering only ever see functional programs. ``vmap`` gives a function
+taking a reference a new one holding the batched value (``box_arguments``).
 
 Indexers are NumPy's: ints, slices with static bounds, ``...``, ``None`` and integer arrays
 (passed as operands; their positions are the ``tree`` param). Reading and writing a value at
