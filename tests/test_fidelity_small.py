@@ -355,16 +355,30 @@ def _draws(lib, key):
     ]
 
 
-@pytest.mark.parametrize("impl", ["philox2x32", "rbg", "unsafe_rbg"])
+OTHER_IMPLS = ["philox2x32", "philox4x32", "threefry4x32", "rbg", "unsafe_rbg"]
+
+
+@pytest.mark.parametrize("impl", OTHER_IMPLS)
 def test_other_prng_impls_give_jax_values(impl):
+    jitted_draws = xform.jit(lambda k: _draws(xform, k))
     for seed in (42, -3):
         want = _draws(jax, jax.random.key(seed, impl=impl))
         got = _draws(xform, xform.random.key(seed, impl=impl))
-        jitted = xform.jit(lambda k: _draws(xform, k))(xform.random.key(seed, impl=impl))
+        jitted = jitted_draws(xform.random.key(seed, impl=impl))  # one trace for both seeds
         for w, g, j in zip(want, got, jitted, strict=True):
             assert g.dtype == w.dtype
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
             np.testing.assert_array_equal(np.asarray(j), np.asarray(w))
+
+
+def test_64_bit_random_bits_of_every_impl():
+    for impl in ["threefry2x32", *OTHER_IMPLS]:
+        with jax.enable_x64(True):
+            want = jax.random.bits(jax.random.key(5, impl=impl), (3,), np.uint64)
+        with xform.enable_x64(True):
+            got = xform.random.bits(xform.random.key(5, impl=impl), (3,), np.uint64)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
 def test_default_prng_impl_flag_philox2x32():

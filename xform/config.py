@@ -212,7 +212,7 @@ _FLAGS = {
             "jax_default_prng_impl",
             "enum",
             "threefry2x32",
-            ("threefry2x32", "rbg", "unsafe_rbg", "philox2x32"),
+            ("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32"),
             help="the PRNG implementation random.key/PRNGKey use",
         ),
         _Flag("jax_threefry_partitionable", "bool", True, help="accepted; not acted on"),

@@ -30,7 +30,7 @@ from xform import numpy as xnp
 from xform.api.jit import jit
 from xform.numpy._keys import KeyArrayBase, apply_to_keys
 from xform.primitives import rng
-from xform.random import _philox, _threefry
+from xform.random import _philox, _threefry, _threefry4x32
 
 # --------------------------------------------------------------------------- implementations
 
@@ -100,7 +100,25 @@ UNSAFE_RBG = PRNGImpl(
 PHILOX = PRNGImpl(
     "philox2x32", "phx2", (1,), _philox.seed, _philox.split, _philox.fold_in, _philox.random_bits
 )
-IMPLS = {impl.name: impl for impl in (THREEFRY, RBG, UNSAFE_RBG, PHILOX)}
+PHILOX4 = PRNGImpl(
+    "philox4x32",
+    "phx4",
+    (2,),
+    _philox.seed_4x32,
+    _philox.split_4x32,
+    _philox.fold_in_4x32,
+    _philox.random_bits_4x32,
+)
+THREEFRY4 = PRNGImpl(
+    "threefry4x32",
+    "fry4",
+    (4,),
+    _threefry4x32.seed,
+    _threefry4x32.split,
+    _threefry4x32.fold_in,
+    _threefry4x32.random_bits,
+)
+IMPLS = {impl.name: impl for impl in (THREEFRY, RBG, UNSAFE_RBG, PHILOX, PHILOX4, THREEFRY4)}
 
 
 def default_impl():
