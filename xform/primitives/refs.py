@@ -575,9 +575,16 @@ pp_eqn_rules["free_ref"] = lambda eqn, names: f"free_ref {names(eqn.invars[0])}"
 def has_refs(jaxpr):
     """Whether ``jaxpr`` (a Jaxpr) takes references or makes them, itself or in the jaxpr of
     one of its equations (a remat's, a custom_vjp's: loops and jit discharge their own)."""
-    return any(type(v.aval) is AbstractRef for v in jaxpr.constvars + jaxpr.invars) or any(
-        e.primitive in _DISCHARGED or any(has_refs(j.jaxpr) for j in _inner(e)) for e in jaxpr.eqns
-    )
+    if any(type(v.aval) is AbstractRef for v in jaxpr.constvars + jaxpr.invars):
+        return True
+    closed_jaxpr, discharged = core.ClosedJaxpr, _DISCHARGED  # (a walk of every jit's trace)
+    for e in jaxpr.eqns:
+        if e.primitive in discharged:
+            return True
+        for v in e.params.values():
+            if type(v) is closed_jaxpr and has_refs(v.jaxpr):
+                return True
+    return False
 
 
 def _inner(eqn):
