@@ -1,8 +1,9 @@
 """``xform.random``: JAX's counter-based PRNG, bit for bit.
 
 Keys come in JAX's two styles: raw ``uint32[2]`` arrays from ``PRNGKey`` (legacy, always
-threefry2x32), and typed key arrays from ``key`` (dtype ``key<fry>``, ``key<rbg>`` or
-``key<urbg>``, for the ``threefry2x32``, ``rbg`` and ``unsafe_rbg`` implementations), with
+threefry2x32), and typed key arrays from ``key`` (dtype ``key<fry>``, ``key<rbg>``, ...,
+for the ``threefry2x32``, ``threefry4x32``, ``rbg``, ``unsafe_rbg``, ``philox2x32`` and
+``philox4x32`` implementations, JAX's six), with
 ``key_data``/``wrap_key_data`` to convert. For the same key and arguments every sampler
 equals JAX's default PRNG (``jax_threefry_partitionable=True``, JAX's default): it follows
 JAX's algorithm op for op. Everything is a composition of ``xform.lax`` primitives and, as

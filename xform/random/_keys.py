@@ -6,8 +6,8 @@ Two key styles, as in JAX:
 
 - raw keys (``PRNGKey``): ``uint32[..., 2]`` arrays, always threefry2x32;
 - typed keys (``key``, ``wrap_key_data``): a ``KeyArray`` holding the ``uint32`` key data of
-  an implementation (``threefry2x32``: 2 words a key; ``rbg`` and ``unsafe_rbg``: 4;
-  ``philox2x32``: 1). Its
+  an implementation (``threefry2x32`` and ``philox4x32``: 2 words a key; ``rbg``,
+  ``unsafe_rbg`` and ``threefry4x32``: 4; ``philox2x32``: 1). Its
   ``shape`` leaves out the trailing key words, it indexes and reshapes as an array of keys,
   and it is a pytree over its data, so it crosses ``jit`` (arguments and results), ``vmap``,
   ``while_loop`` and ``scan`` as the data does, with the implementation in the tree
@@ -464,16 +464,18 @@ def random_bits(key, bit_width, shape):
 
 
 def PRNGKey(seed, *, impl=None):  # noqa: N802  (JAX's name)
-    """A raw key (legacy style: ``uint32[2]`` data, or ``uint32[4]`` for the rbg impls) from
-    an integer seed, equal to JAX's ``PRNGKey(seed, impl=impl)``.
+    """A raw key (legacy style: the ``uint32`` key data, ``uint32[2]`` for threefry2x32)
+    from an integer seed, equal to JAX's ``PRNGKey(seed, impl=impl)``.
 
     Args:
       seed: a 64- or 32-bit integer scalar (without x64, Python ints wrap to 32 bits as in
         JAX).
-      impl: None or "threefry2x32" (the default), "rbg" or "unsafe_rbg".
+      impl: None (the ``jax_default_prng_impl`` flag's, threefry2x32 unless set), or
+        "threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32".
 
     Returns:
-      The key data, a ``uint32`` array of shape ``(2,)`` (threefry2x32) or ``(4,)``.
+      The key data, a ``uint32`` array of shape ``(2,)`` (threefry2x32; 4, 4, 4, 1, 2 words
+      for the others in that order).
 
     Example:
       >>> xform.random.PRNGKey(42)
@@ -502,8 +504,8 @@ def _eager_jit(**jit_kwargs):
 
 
 def key(seed, *, impl=None, dtype=None):
-    """A typed key (a scalar ``KeyArray`` of dtype ``key<fry>``, ``key<rbg>``, ``key<urbg>``
-    or ``key<phx2>``) from an integer seed, equal to JAX's ``key(seed, impl=impl)``; the
+    """A typed key (a scalar ``KeyArray`` of dtype ``key<fry>``, ``key<rbg>``, ``key<phx2>``,
+    ...) from an integer seed, equal to JAX's ``key(seed, impl=impl)``; the
     implementation may be given as a key ``dtype`` (or its name) instead.
 
     Example:
