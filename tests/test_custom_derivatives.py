@@ -422,3 +422,39 @@ def test_custom_vjp_bwd_pytree_whose_unflatten_refuses_none():
         return lib.grad(f)(Pair([np.float32(2), np.float32(3)]))
 
     close(run(xform), run(jax))
+
+
+def test_float0_tangents_of_integer_outputs_as_jax():
+    """Integer outputs of custom functions have float0 tangents (zeros from the rules), in a
+    loop body too; ``zeros(..., float0)`` is a host value, as JAX's."""
+    assert type(xnp.zeros((2,), jax.dtypes.float0)) is np.ndarray
+    assert xnp.zeros((2,), jax.dtypes.float0).dtype == jnp.zeros((), jax.dtypes.float0).dtype
+
+    def run(lib):
+        f = lib.custom_jvp(lambda x, n: (x * n, n))
+        f.defjvp(lambda p, t: (f(*p), (t[0] * p[1], lib.custom_derivatives.zero_from_primal(p[1]))))
+        g = lib.custom_vjp(lambda c: (c[0] * 2.0, c[1]))
+        g.defvjp(
+            lambda c: (g(c), None), lambda _, ct: ((ct[0] * 2.0, lib.numpy.zeros((), float0)),)
+        )
+
+        def in_scan(h, x, n):
+            return lib.lax.scan(lambda c, _: (h(c), None), (x, n), None, length=2)[0]
+
+        float0 = jax.dtypes.float0
+        t = (np.float32(1.0), np.zeros((), float0))
+        return [
+            lib.jvp(f, (2.0, 3), t),
+            lib.jvp(lambda x, n: in_scan(lambda c: f(*c), x, n), (2.0, 3), t),
+            lib.grad(lambda x, n: in_scan(g, x, n)[0], (0, 1), allow_int=True)(2.0, 3),
+            lib.jit(lib.grad(lambda x, n: in_scan(g, x, n)[0], (0, 1), allow_int=True))(2.0, 3),
+        ]
+
+    got, want = run(xform), run(jax)
+    assert jax.tree.structure(got) == jax.tree.structure(want)
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        is_float0 = np.asarray(w).dtype == jax.dtypes.float0
+        assert (np.asarray(g).dtype == jax.dtypes.float0) == is_float0
+        assert np.shape(g) == np.shape(w)
+        if not is_float0:
+            np.testing.assert_allclose(g, w)

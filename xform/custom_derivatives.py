@@ -70,8 +70,10 @@ def zero_from_primal(val, symbolic_zeros=False):
 
 
 def _from_symbolic(t, aval):
-    """A rule's output tangent, a SymbolicZero made the internal zero of the output type."""
-    return ad.Zero(ad.tangent_aval(aval)) if type(t) is SymbolicZero else t
+    """A rule's output tangent, a SymbolicZero (or a float0 value: traces hold no float0)
+    made the internal zero of the output type."""
+    t_aval = ad.tangent_aval(aval)
+    return ad.Zero(t_aval) if type(t) is SymbolicZero or t_aval.dtype == dtypes.float0 else t
 
 
 @dataclasses.dataclass(frozen=True)

@@ -94,6 +94,9 @@ def _filled(shape, value, dtype, weak=False, out_sharding=None):
 def zeros(shape, dtype=None, *, device=None):
     """An array of zeros (default dtype: float)."""
     del device
+    if isinstance(dtype, np.dtype) and dtype == dtypes.float0:
+        # As JAX: a host value (float0, the tangent type of integers, is no device type).
+        return np.zeros(_shape(shape, "zeros"), dtypes.float0)
     dtype = _canonical_dtype(float if dtype is None else dtype, "zeros")
     return _filled(_shape(shape, "zeros"), 0, dtype)
 

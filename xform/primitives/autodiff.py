@@ -127,17 +127,41 @@ def _custom_vjp_call_jvp(primals, tangents, *, fwd, bwd, num_consts, **call):
         for x, t in zip(args, arg_tangents, strict=True)
     )
     arg_tangents = [t for t, z in zip(arg_tangents, in_zeros, strict=True) if not z]
-    out_avals = tuple(ad.tangent_aval(get_aval(p)) for p in primals_out)
-    tangents_out = custom_lin_p.bind(
-        *residuals,
-        *arg_tangents,
-        num_res=len(residuals),
-        bwd=bwd,
-        out_avals=out_avals,
-        symbolic_zeros=_symbolic(bwd),
-        in_zeros=in_zeros,
+    # Likewise an integer or boolean output's tangent is a zero, not an output of custom_lin.
+    all_avals = [ad.tangent_aval(get_aval(p)) for p in primals_out]
+    out_avals = tuple(a for a in all_avals if a.dtype != dtypes.float0)
+    if len(out_avals) < len(all_avals):
+        bwd = _float0_cotangents(bwd, all_avals)
+    tangents_out = iter(
+        custom_lin_p.bind(
+            *residuals,
+            *arg_tangents,
+            num_res=len(residuals),
+            bwd=bwd,
+            out_avals=out_avals,
+            symbolic_zeros=_symbolic(bwd),
+            in_zeros=in_zeros,
+        )
     )
-    return primals_out, tangents_out
+    return primals_out, [
+        ad.Zero(a) if a.dtype == dtypes.float0 else next(tangents_out) for a in all_avals
+    ]
+
+
+def _float0_cotangents(bwd, out_avals):
+    """``bwd`` taking the cotangents of the outputs whose tangent type is not float0: the
+    others get zeros (symbolic ones, for a symbolic-zeros rule)."""
+
+    def float0_bwd(residuals, cts):
+        cts = iter(cts)
+        zero = ad.Zero if _symbolic(bwd) else (lambda a: ad.instantiate(ad.Zero(a)))
+        return bwd(
+            residuals, [zero(a) if a.dtype == dtypes.float0 else next(cts) for a in out_avals]
+        )
+
+    float0_bwd.__name__ = getattr(bwd, "__name__", "bwd")  # printed as the bwd= param
+    float0_bwd.symbolic_zeros = _symbolic(bwd)
+    return float0_bwd
 
 
 ad.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
