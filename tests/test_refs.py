@@ -577,7 +577,21 @@ def test_vmap_ref_arguments():
         out = _maybe_jit(lib, jit, lambda v: lib.vmap(f, in_axes=(1, 0, None))(m, v, u))
         return out(np_.arange(3.0)), m[...]
 
-    for make in (extensive, closed_read_only):
+    def through_jit_and_loops(lib, np_, jit):
+        def f(x_ref, val):
+            x_ref[...] += val
+            lib.lax.fori_loop(0, 3, lambda i, c: (x_ref.__setitem__(..., x_ref[...] * 2), c)[1], 0)
+            return x_ref[...] + 1
+
+        a, b = lib.new_ref(np_.array([1.0, 2.0])), lib.new_ref(np_.array([1.0, 2.0]))
+        return (
+            lib.vmap(lib.jit(f))(a, np_.arange(2.0)),
+            lib.jit(lib.vmap(f, (0, None)))(b, 1.0),
+            a[...],
+            b[...],
+        )
+
+    for make in (extensive, closed_read_only, through_jit_and_loops):
         _agree(make, False)
     _agree(other_axis)
     for lib, np_ in LIBS.values():
