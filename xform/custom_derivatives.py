@@ -18,7 +18,7 @@ import typing
 
 import numpy as np
 
-from xform import core, dtypes, pytree
+from xform import core, dtypes, errors, pytree
 from xform.core import Tracer
 from xform.interpret import ad
 from xform.interpret.staging import JaxprTrace, trace_to_jaxpr
@@ -146,6 +146,13 @@ class _CustomFunction:
                 ):
                     positions.add(i)
         self.nondiff_argnums = tuple(sorted(positions))
+
+    def __getattr__(self, name):
+        # As JAX's: other attributes are the function's (a custom_jvp of a custom_vmap
+        # function still has ``def_vmap``).
+        if name == "fun":  # not set yet (copying, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.fun, name)
 
     def _positional(self, args, kwargs):
         return resolve_kwargs(self.kind, self.name, self.fun, self._signature, args, kwargs)
@@ -530,6 +537,17 @@ class custom_vjp(_CustomFunction):
         args = self._positional(args, kwargs)
         if self._runs_plainly(args):
             return self.fun(*args)
+        if any(
+            isinstance(x, Tracer) for i in self.nondiff_argnums for x in pytree.tree_leaves(args[i])
+        ):
+            raise errors.UnexpectedTracerError(
+                "Found a JAX Tracer object passed as an argument to a custom_vjp function in a "
+                "position indicated by nondiff_argnums as non-differentiable. Tracers cannot "
+                "be passed as non-differentiable arguments to custom_vjp functions; instead, "
+                "nondiff_argnums should only be used for arguments that can't be or contain "
+                "JAX tracers, e.g. function-valued arguments. In particular, array-valued "
+                "arguments should typically not be indicated as nondiff_argnums."
+            )
         nondiff, diff, leaves, in_tree, flat_fun, store = self._flatten(args)
         in_avals = [core.get_aval(x) for x in leaves]
         name, fwd, bwd, merge = self.name, self.fwd, self.bwd, self._merge_args
