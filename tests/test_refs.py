@@ -679,3 +679,21 @@ def test_remat_closing_over_or_taking_refs():
             r = lib.new_ref(1.0, **kind)
             results.append([lib.grad(f)(2.0), x_ref[...], lib.grad(g)(2.0, r), r[...]])
         np.testing.assert_allclose(*results)
+
+
+def test_no_grad_no_remat_refs_take_differentiated_writes():
+    results = []
+    for lib in (xform, jax):
+        r = lib.new_ref(1.0, kind="no_grad_no_remat")
+        plain = lib.new_ref(0.0)
+
+        def g(y, x_ref, plain=plain, lib=lib):
+            x_ref[...] += y * y  # its tangent is dropped: the reference is not differentiated
+            plain[...] = lib.lax.stop_gradient(y) * 3  # a constant: no error either
+            return y * y
+
+        grads = [lib.grad(g)(2.0, r), lib.grad(lib.jit(lib.remat(g)))(2.0, r)]
+        results.append([*grads, r[...], plain[...]])
+        with pytest.raises(Exception, match="differentiated value on a non-differentiated"):
+            lib.grad(lambda y, g=g, plain=plain: g(y, plain))(2.0)
+    np.testing.assert_allclose(*results)

@@ -34,6 +34,7 @@ from xform.core import Primitive, Tracer
 from xform.interpret import ad, batching, dce
 from xform.interpret.staging import JaxprTrace, convert_constvars, trace_to_jaxpr
 from xform.jaxpr_printer import pp_eqn_rules
+from xform.primitives.autodiff import stop_gradient
 from xform.primitives.elementwise import convert_element_type
 
 __all__ = [
@@ -104,11 +105,12 @@ class Ref(metaclass=_RefMeta):
     """A mutable array reference (``jax.Ref``): read with ``r[idx]``, write with
     ``r[idx] = v``; made by ``new_ref``. Not an array: do math on ``r[...]``."""
 
-    __slots__ = ("_value", "_trace", "__weakref__")
+    __slots__ = ("_value", "_trace", "_kind", "__weakref__")
 
-    def __init__(self, value, trace):
+    def __init__(self, value, trace, kind=None):
         self._value = value
         self._trace = trace  # the trace it was made in: its value is that trace's
+        self._kind = kind  # JAX's: "no_grad_no_remat" takes differentiated writes' primals
 
     aval = property(lambda self: AbstractRef(core.get_aval(self._value)))
     shape = property(lambda self: core.get_aval(self._value).shape)
@@ -302,7 +304,7 @@ def new_ref(init_val, memory_space=None, kind=None):
     """A new reference holding ``init_val`` (an array)."""
     if isinstance(core.trace_state.trace, JaxprTrace):
         return new_ref_p.bind(init_val, memory_space=memory_space, kind=kind)
-    return Ref(init_val, core.trace_state.trace)
+    return Ref(init_val, core.trace_state.trace, kind)
 
 
 def empty_ref(ty, memory_space=None):
@@ -363,10 +365,18 @@ def swap(ref, idx, value):
     """Write ``value`` at ``ref[idx]``; returns the value it replaced."""
     _check_ref(ref, "swap")
     tree, dyn = split_index(() if idx is None else idx)
-    value = _coerce(ref, value, tree, dyn, "swap")
+    value = _undifferentiated(ref, _coerce(ref, value, tree, dyn, "swap"))
     if _staged(ref) or _foreign(ref, value) or any(_foreign(ref, d) for d in dyn):
         return swap_p.bind(ref, value, *dyn, tree=tree)
     return _swap_value(ref, value, tree, dyn)
+
+
+def _undifferentiated(ref, value):
+    """A value written into a ``no_grad_no_remat`` reference made outside a differentiation
+    loses its tangent there (as JAX's: such a reference is never differentiated)."""
+    if type(ref) is Ref and ref._kind == "no_grad_no_remat" and _foreign(ref, value):
+        return stop_gradient(value)
+    return value
 
 
 def _swap_value(ref, value, tree, dyn):
@@ -387,7 +397,7 @@ def addupdate(ref, idx, x):
     """``ref[idx] += x`` as one operation."""
     _check_ref(ref, "addupdate")
     tree, dyn = split_index(() if idx is None else idx)
-    x = _coerce(ref, x, tree, dyn, "addupdate")
+    x = _undifferentiated(ref, _coerce(ref, x, tree, dyn, "addupdate"))
     if _staged(ref) or _foreign(ref, x) or any(_foreign(ref, d) for d in dyn):
         addupdate_p.bind(ref, x, *dyn, tree=tree)
     else:
@@ -501,13 +511,20 @@ core.eager_rules.update(
 
 # Writing a differentiated or batched value into a reference made outside the
 # transformation: JAX's errors (its type is ``Exception``).
-def _differentiated_write(primals, tangents, **params):
-    aval = core.get_aval(primals[0])
-    raise Exception(  # noqa: TRY002  (JAX's type)
-        f"performing a set/swap operation with a differentiated value on a non-differentiated "
-        f"array reference of type {aval}. Move the array reference to be an argument of the "
-        "differentiated function?"
-    )
+def _differentiated_write(prim):
+    def rule(primals, tangents, **params):
+        if all(type(t) is ad.Zero for t in tangents[1:]):  # a constant written: no error
+            outs = prim.bind(*primals, **params)
+            outs = outs if prim.multiple_results else [outs]
+            return outs, [ad.Zero(ad.tangent_aval(core.get_aval(o))) for o in outs]
+        aval = core.get_aval(primals[0])
+        raise Exception(  # noqa: TRY002  (JAX's type)
+            f"performing a set/swap operation with a differentiated value on a "
+            f"non-differentiated array reference of type {aval}. Move the array reference to "
+            "be an argument of the differentiated function?"
+        )
+
+    return rule
 
 
 def _batched_write(axis, args, dims, **params):
@@ -527,7 +544,7 @@ def _read_jvp(primals, tangents, **params):
 
 
 for _p in (swap_p, addupdate_p):
-    ad.jvp_rules[_p] = _differentiated_write
+    ad.jvp_rules[_p] = _differentiated_write(_p)
     batching.batch_rules[_p] = _batched_write
 ad.jvp_rules[get_p] = _read_jvp
 
