@@ -275,8 +275,13 @@ def test_in_axes_errors():
 
 
 def test_out_axes_errors():
-    with pytest.raises(ValueError, match="mapped output .* out_axes is None"):
-        xform.vmap(lambda a: a, out_axes=None)(r(3))
+    # A mapped output whose out axis is None: JAX's words, with its place in out_axes.
+    for fun, out_axes in [(lambda a: a, None), (lambda a: (a, {"k": a}), (0, {"k": None}))]:
+        with pytest.raises(ValueError) as want:
+            jax.vmap(fun, out_axes=out_axes)(np.ones(3, np.float32))
+        with pytest.raises(ValueError, match="at vmap out_axes") as got:
+            xform.vmap(fun, out_axes=out_axes)(r(3))
+        assert str(got.value) == str(want.value)
     with pytest.raises(ValueError, match="out_axes specification must be a tree prefix"):
         xform.vmap(lambda a: (a, a), out_axes=(0, 1, 2))(r(3))
     with pytest.raises(ValueError, match="out of bounds for output 0"):

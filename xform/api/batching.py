@@ -167,10 +167,9 @@ def vmap(
             return outs
 
         axis = AxisData(axis_name, size, spmd_axis_name)
-        if sum_match:
-            outs = _vmap_summing(flat_recording_ranks, axis, leaves, in_dims, out_dims)
-        else:
-            outs = batching.vmap_flat(flat_recording_ranks, axis, leaves, in_dims, out_dims)
+        outs = _vmap_outputs(
+            flat_recording_ranks, axis, leaves, in_dims, out_dims, sum_match, store
+        )
         outs = [_as_output(o) for o in refs.write_back(outs, boxed)]
         for i in store["float0s"]:
             outs[i] = np.zeros(np.shape(outs[i]), dtypes.float0)
@@ -224,13 +223,20 @@ def _pass_unmapped_objects(flat, leaves, specs, paths):
     )
 
 
-def _vmap_summing(fun, axis, args, in_dims, out_dims):
-    """``batching.vmap_flat`` with ``sum_match``: an output batched where its out axis is
-    None is summed over the mapped axis."""
+def _vmap_outputs(fun, axis, args, in_dims, out_dims, sum_match, store):
+    """``batching.vmap_flat`` with vmap's handling of an output batched where its out axis
+    is None: summed over the mapped axis with ``sum_match``, else JAX's ValueError naming
+    the output's place in ``out_axes``."""
     vals, dims = batching.batch_flat(fun, axis, args, in_dims)
     wants = out_dims(len(vals))
     results = []
-    for val, dim, want in zip(vals, dims, wants, strict=True):
+    for i, (val, dim, want) in enumerate(zip(vals, dims, wants, strict=True)):
+        if want is not_mapped and dim is not not_mapped and not sum_match:
+            paths = pytree.tree_flatten_with_path(_unflatten_placeholder(store["out_tree"]))[0]
+            raise ValueError(
+                f"at vmap out_axes{pytree.keystr(paths[i][0])}, got axis spec None but output "
+                f"was batched on axis {dim}"
+            )
         if want is not_mapped:
             results.append(val if dim is not_mapped else reduce_sum(val, (dim,)))
         else:
