@@ -113,11 +113,11 @@ def named_call(fun, *, name=None):
         raise TypeError(f"named_call: expected a callable, got {type(fun).__name__}")
     if name is None:
         name = getattr(fun, "__name__", type(fun).__name__)
-    scope = named_scope(name)
+    named_scope(name)  # (checks the name)
 
     @functools.wraps(fun)
     def named(*args, **kwargs):
-        with scope:
+        with _name_scope(name):  # (a fresh one per call: a generator's runs once)
             return fun(*args, **kwargs)
 
     return named
