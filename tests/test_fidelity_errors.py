@@ -251,6 +251,21 @@ def test_errors_have_jax_types(fn, match):
             raise got
 
 
+@pytest.mark.parametrize("method", ["item", "tolist", "int", "bool", "index"])
+def test_tracer_conversion_messages_are_jax_word_for_word(method):
+    """The message names the method, the traced function at its file:line and the argument
+    the value depends on, as JAX's (the same function object traced by both)."""
+    fn = {
+        "item": lambda n: n.item(),
+        "tolist": lambda n: n.tolist(),
+        "int": lambda n: int(n),  # noqa: PLW0108 (a traced function with a file:line)
+        "bool": lambda n: bool(n),  # noqa: PLW0108
+        "index": lambda n: [1, 2, 3][n],
+    }[method]
+    expected, got = _raised(lambda L: L.jit(fn)(1), JX), _raised(lambda L: L.jit(fn)(1), XF)
+    assert str(got) == str(expected)
+
+
 def test_escaped_tracer_is_jax_unexpected_tracer_error():
     for lib in (XF, JX):
         leaked = []

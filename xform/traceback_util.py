@@ -249,7 +249,9 @@ def concretization_message(tracer, what):
                 f"type of a value, try using `x.astype({what})` or `jnp.array(x, {what})` "
                 "instead."
             )
-        else:
+        elif what == "item":
+            context = "This occurred in the item() method of jax.Array"
+        else:  # (JAX names the origin twice here)
             context = f"The {what}() method was called on {described}.{origin}"
         text = (
             "Abstract tracer value encountered where concrete value is expected: "
