@@ -43,7 +43,8 @@ internals (``jax._src``, ``jax.core``, ``jax.interpreters``, ``jax.extend``, ``j
 the scaffolding modules (``SCAFFOLDING``: ``safe_zip``, NumPy references) and ``jtu``'s
 assertion, random-input, device-query and test-generation helpers (``PUBLIC_JTU``); nor
 ``jax._src``/``jax.core``/``jax.interpreters``/``jax.extend``/``jax.lib`` as attributes, nor
-``mlir``, ``hlo``, ``xla_client``, ``xla_bridge``. Decorators are not read
+``mlir``, ``hlo``, ``xla_client``, ``xla_bridge``, nor a private attribute (``f._cache_size``,
+``key._impl``) or a primitive's attribute (``lax.sin_p.impl``). Decorators are not read
 (``@jtu.skip_on_devices`` is no use of internals); a class's ``setUp`` is not read either.
 """
 
@@ -340,6 +341,7 @@ class _Publicity:
             for sub in ast.walk(stmt):  # (breadth first: a chain before its parts)
                 if isinstance(sub, ast.Attribute):
                     inner.add(id(sub.value))
+                    self._check_attribute(sub, found)
                 if isinstance(sub, (ast.Attribute, ast.Name)) and id(sub) not in inner:
                     self._check(_dotted(sub), found)
                 if isinstance(sub, ast.Call):
@@ -363,6 +365,17 @@ class _Publicity:
             found.add(head)
         elif head == "jax" and attr in INTERNAL_ATTRS:
             found.add(f"jax.{attr}")
+
+    def _check_attribute(self, node, found):
+        """A private attribute of anything but the test case (``f._cache_size()``,
+        ``key._impl``), or an attribute of a primitive (``lax.sin_p.impl``): internals."""
+        base = node.value
+        base_name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+        if node.attr.startswith("_") and not node.attr.startswith("__"):
+            if (_dotted(node) or "").split(".")[0] != "self":
+                found.add(f".{node.attr} (private attribute)")
+        elif base_name.endswith("_p") and base_name != "_p":
+            found.add(f"{base_name}.{node.attr} (primitive internals)")
 
     def _follow(self, func, lineage, found, seen):
         target = None
