@@ -491,3 +491,50 @@ def test_tracer_as_a_nondiff_custom_vjp_argument_errors_as_jax():
 
     raises_as_jax(run, ())
     assert issubclass(xform.errors.UnexpectedTracerError, jax.errors.UnexpectedTracerError)
+
+
+def test_rules_closing_over_values_mapped_by_vmap_as_jax():
+    """A custom function called inside vmap with no mapped operand, whose rules close over a
+    value that vmap maps: the rules run in that vmap, as JAX's."""
+
+    def run(lib):
+        def h(z, kind):
+            def per_example(x):
+                if kind == "jvp":
+                    f = lib.custom_jvp(lambda y: x * y)
+                    f.defjvp(lambda p, t: (x * p[0], x * t[0] * 10.0))
+                else:
+                    f = lib.custom_vjp(lambda y: x * y)
+                    f.defvjp(lambda y: (x * y, (x, y)), lambda res, ct: (res[0] * ct * 10.0,))
+                return f(z)
+
+            return lib.vmap(per_example)(lib.numpy.arange(3.0)).sum()
+
+        return [
+            lib.jvp(lambda z: h(z, "jvp"), (1.0,), (2.0,)),
+            lib.grad(h)(1.0, "jvp"),
+            lib.grad(h)(1.0, "vjp"),
+            lib.jit(lib.grad(h), static_argnums=1)(1.0, "vjp"),
+        ]
+
+    close(run(xform), run(jax))
+
+
+def test_check_grads_in_reverse_mode_of_a_custom_vjp_function():
+    """Reverse mode is checked against finite differences, as JAX's check_grads: a
+    custom_vjp function (no forward mode) can be checked, and a wrong bwd rule is caught."""
+
+    def make(scale):
+        f = xform.custom_vjp(lambda x, c: x * c)
+        f.defvjp(lambda x, c: (f(x, c), (x, c)), lambda r, g: (g * r[1] * scale, (g * r[0]).sum()))
+        return lambda x, c: xform.lax.scan(lambda y, _: (f(y, c), None), x, None, length=3)[0]
+
+    args = (np.ones((2,), np.float32), np.float32(1.5))
+    xform.test_util.check_grads(
+        xform.vmap(make(1.0), (0, None)),
+        (np.ones((3, 2), np.float32), args[1]),
+        order=2,
+        modes=["rev"],
+    )
+    with pytest.raises(AssertionError, match="rev"):
+        xform.test_util.check_grads(make(2.0), args, order=1, modes=["rev"])

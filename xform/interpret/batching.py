@@ -84,15 +84,17 @@ class BatchTrace(core.Trace):
         self.axis = axis
         self.alive = True
 
+    # A tracer is this trace's if it is of this vmap (its axis): a rule that runs a function
+    # in a vmap of its own (a custom rule closing over the vmap's values) sees them as mapped.
     def to_val_dim(self, x):
-        if isinstance(x, BatchTracer) and x._trace is self:
+        if isinstance(x, BatchTracer) and x._trace.axis is self.axis:
             return x.val, x.batch_dim
         return x, not_mapped
 
     def process_primitive(self, prim, args, params):
         vals, dims, mapped = [], [], False
         for x in args:
-            if isinstance(x, BatchTracer) and x._trace is self:
+            if isinstance(x, BatchTracer) and x._trace.axis is self.axis:
                 vals.append(x.val)
                 dims.append(x.batch_dim)
                 mapped = True

@@ -350,10 +350,7 @@ def _custom_jvp_call_batch(axis, args, dims, *, jvp, num_consts, **call):
         return primals_out, tangents_out
 
     def batched_jvp(primals, tangents):
-        if all(d is batching.not_mapped for d in arg_dims):
-            primals_out, tangents_out = jvp(primals, tangents)
-            out_dims[:] = [batching.not_mapped] * len(primals_out)
-            return primals_out, tangents_out
+        # (Even with no operand mapped: the rule may close over values this vmap maps.)
         outs = _vmap_with_zeros(
             lambda *xs: _concat(jvp_counting(list(xs[: len(primals)]), list(xs[len(primals) :]))),
             axis,
@@ -388,12 +385,7 @@ def _custom_vjp_call_batch(axis, args, dims, *, fwd, bwd, num_consts, **call):
     n_out, num_res = [], []
 
     def batched_fwd(primals, *perturbed):  # (perturbed: for a symbolic-zeros fwd)
-        if all(d is batching.not_mapped for d in arg_dims):
-            outs, residuals = fwd(primals, *perturbed)
-            out_dims[:] = [batching.not_mapped] * len(outs)
-            num_res[:] = [None]  # residuals unmapped too
-            return outs, residuals
-
+        # (Even with no operand mapped: fwd may close over values this vmap maps.)
         def flat_fwd(*xs):
             outs, residuals = fwd(list(xs), *perturbed)
             n_out[:], num_res[:] = [len(outs)], [len(residuals)]
@@ -404,8 +396,6 @@ def _custom_vjp_call_batch(axis, args, dims, *, fwd, bwd, num_consts, **call):
         return outs[: n_out[0]], outs[n_out[0] :]
 
     def batched_bwd(residuals, cts):
-        if num_res[0] is None:
-            return bwd(residuals, cts)
         inner = _batched_bwd(bwd, axis, [0] * num_res[0], [0] * n_out[0], arg_dims)
         return inner(residuals, cts)
 
