@@ -39,7 +39,8 @@ as failed. Outcomes are written a line per phase to ``OUT/<file>.<jax|xform>.jso
 function's body, and the bodies of the helpers of the same file it calls (``self._helper``,
 module-level functions), must not reference a name the test file imports from JAX's
 internals (``jax._src``, ``jax.core``, ``jax.interpreters``, ``jax.extend``, ``jax.lib``,
-``jaxlib``), except the public names of ``PUBLIC_TWINS`` (``api.jit`` is ``jax.jit``),
+``jaxlib``), except the public names of ``PUBLIC_TWINS`` (``api.jit`` is ``jax.jit``), reading
+a flag (``config.enable_x64.value``; setting one through ``jax._src.config`` is internal),
 the scaffolding modules (``SCAFFOLDING``: ``safe_zip``, NumPy references) and ``jtu``'s
 assertion, random-input, device-query and test-generation helpers (``PUBLIC_JTU``); nor
 ``jax._src``/``jax.core``/``jax.interpreters``/``jax.extend``/``jax.lib`` as attributes, nor
@@ -78,7 +79,10 @@ PUBLIC_JTU = (
     "run_on_devices",
     "test_device_matches",
     "device_under_test",
-    "is_device",
+    "is_",  # environment queries: is_device_tpu, is_cuda_compute_capability_at_least, ...
+    "default_tolerance",
+    "join_tolerance",
+    "tolerance",
     "format_shape_dtype_string",
     "dtypes",
     "cases_from",
@@ -96,7 +100,12 @@ PUBLIC_JTU = (
 )
 # Internal modules that are test scaffolding (pure-Python helpers, NumPy references, case
 # generators), not uses of JAX's machinery: importing from them keeps a test public.
-SCAFFOLDING = ("jax._src.util", "jax._src.internal_test_util", "jax._src.tree_util.tree_map")
+SCAFFOLDING = (
+    "jax._src.util",
+    "jax._src.internal_test_util",
+    "jax._src.lax_reference",
+    "jax._src.tree_util.tree_map",
+)
 # Internal modules whose public names are JAX's public API under another name
 # (``jax._src.api.jit`` is ``jax.jit``): a test that reaches a public name through one of them
 # uses public API, and in the xform run gets xform's. Their other names stay JAX's internals.
@@ -359,6 +368,10 @@ class _Publicity:
             twin, name = self.twins[head]
             if name is None and attr not in _public[twin]:
                 found.add(f"{self.internal[head]}.{attr}" if attr else self.internal[head])
+        elif self.internal.get(head) == "jax._src.config" and re.fullmatch(
+            r"\w+\.\w+\.value", dotted
+        ):
+            pass  # reading a flag (``config.enable_x64.value``), which xform's mirrors
         elif head in self.internal:
             found.add(self.internal[head])
         elif head in INTERNAL_NAMES:
