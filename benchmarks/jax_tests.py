@@ -139,7 +139,8 @@ def _record(event):
 
 
 def _internal_imports(tree):
-    """``(module, bound name)`` of the test file's imports from JAX's internals."""
+    """``(module, full name, bound name)`` of the test file's imports from JAX's internals
+    (``from jax._src import api``: ``("jax._src", "jax._src.api", "api")``)."""
     found = []
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -824,18 +825,18 @@ def main(argv=None):
     parser.add_argument("files", nargs="*", help="test file names without .py")
     parser.add_argument("--tests-dir", help="a directory holding the test files")
     parser.add_argument("--git-dir", help="JAX's git dir, to extract tests/ from --tag")
-    parser.add_argument("--tag", default="jax-v0.10.2")
-    parser.add_argument("--out", default="/tmp/jt/results")
+    parser.add_argument("--tag", default="jax-v0.10.2", help="JAX's tag to extract")
+    parser.add_argument("--out", default="/tmp/jt/results", help="results directory")
     parser.add_argument("--summary", help="Markdown summary (default: OUT/../summary.md)")
-    parser.add_argument("--modes", default="jax,xform")
+    parser.add_argument("--modes", default="jax,xform", help="which runs (jax, xform)")
     parser.add_argument(
         "--xform-at",
         help="run xform as of this commit of its repository (a `git archive` under OUT), "
         "not the working tree, which others may be editing",
     )
-    parser.add_argument("--per-test-timeout", type=int, default=120)
-    parser.add_argument("--file-timeout", type=int, default=3600)
-    parser.add_argument("--resumes", type=int, default=5)
+    parser.add_argument("--per-test-timeout", type=int, default=120, help="seconds")
+    parser.add_argument("--file-timeout", type=int, default=3600, help="seconds per run")
+    parser.add_argument("--resumes", type=int, default=5, help="restarts after a crash")
     parser.add_argument("--generated-cases", type=int, help="JAX_NUM_GENERATED_CASES for all")
     parser.add_argument("--small-cases", type=int, default=2, help="... for LARGE_FILES")
     parser.add_argument("--top", type=int, default=15, help="causes listed per file")
