@@ -88,8 +88,12 @@ ALIASES = {
 
 
 def test_aliases():
+    """The same function objects where JAX's are (``around`` is its own: it is jitted under
+    its own name, as JAX's)."""
+    assert xnp.around is not xnp.round and xnp.around.__name__ == jnp.around.__name__
     for alias, name in ALIASES.items():
-        assert getattr(xnp, alias) is getattr(xnp, name), alias
+        if getattr(jnp, alias) is getattr(jnp, name):
+            assert getattr(xnp, alias) is getattr(xnp, name), alias
 
 
 def _unary_fns(lib, names):

@@ -5,6 +5,7 @@ diagonal), all lowered to ``dot_general`` plus transposes, reshapes and reductio
 import builtins
 import operator
 
+import numpy as np
 import opt_einsum
 
 from xform import dtypes
@@ -519,7 +520,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     n, m = aval_of(a).shape[-2:]
     rows = lax.broadcasted_iota(dtypes.int32, (n, m), 0)
     cols = lax.broadcasted_iota(dtypes.int32, (n, m), 1)
-    if not isinstance(offset, int):
-        offset = convert(asarray(offset), dtypes.int32, False)
+    # (a Python int as JAX's literal ``0:i32[]``; it would be int64 under x64)
+    offset = np.int32(offset) if isinstance(offset, int) else convert(offset, dtypes.int32)
     mask = lax.eq(lax.add(rows, offset), cols)
     return sum_(where_(mask, a, full_like_aval(a, 0)), axis=(-2, -1), dtype=dtype)

@@ -303,11 +303,15 @@ def _space_dtypes(name, start, stop, dtype):
     return dtype, _to_inexact(dtype)
 
 
-@staged("_logspace", static_argnames=("num", "endpoint", "dtype", "axis"))
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     """``base ** linspace(start, stop, num)``."""
-    num = _static_int("logspace", "num", num)
+    num = _static_int("logspace", "num", num)  # (before the jit, whose static argument it is)
     axis = _static_int("logspace", "axis", axis)
+    return _logspace(start, stop, num, endpoint, base, dtype, axis)
+
+
+@staged("_logspace", static_argnames=("num", "endpoint", "dtype", "axis"))
+def _logspace(start, stop, num, endpoint, base, dtype, axis):
     check_arraylike("logspace", start, stop)
     dtype, computation = _space_dtypes("logspace", start, stop, dtype)
     start = convert(asarray(start), computation, False)
@@ -316,11 +320,15 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     return convert(power(base, exponents), dtype, False)
 
 
-@staged("_geomspace", static_argnames=("num", "endpoint", "dtype", "axis"))
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     """``num`` values from ``start`` to ``stop`` spaced evenly on a log scale."""
-    num = _static_int("geomspace", "num", num)
+    num = _static_int("geomspace", "num", num)  # (before the jit, as in logspace)
     axis = _static_int("geomspace", "axis", axis)
+    return _geomspace(start, stop, num, endpoint, dtype, axis)
+
+
+@staged("_geomspace", static_argnames=("num", "endpoint", "dtype", "axis"))
+def _geomspace(start, stop, num, endpoint, dtype, axis):
     check_arraylike("geomspace", start, stop)
     dtype, computation = _space_dtypes("geomspace", start, stop, dtype)
     start = convert(asarray(start), computation, False)
@@ -328,7 +336,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     s = sign(start)
     res = multiply(
         s,
-        logspace(
+        _logspace(
             log10(lax.div(*_same(start, s))),
             log10(lax.div(*_same(stop, s))),
             num,
