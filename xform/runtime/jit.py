@@ -707,18 +707,8 @@ class JitFunction:
                     return entry.out_tree.unflatten(
                         [Array(a, None, b) for a, b in zip(entry.out_avals, outs, strict=True)]
                     )
-        if (
-            type(
-                entry := self._lookup_refs(
-                    (in_tree, statics_key, tuple(avals), context, axis_env),
-                    in_tree,
-                    statics,
-                    avals,
-                    leaves,
-                )
-            )
-            is not CacheEntry
-        ):
+        key = (in_tree, statics_key, tuple(avals), context, axis_env)
+        if type(entry := self._lookup_refs(key, in_tree, statics, avals, leaves)) is not CacheEntry:
             return entry  # a call with references (jit_refs.call): its results
         if concrete and core.trace_state.trace is core.eval_trace:
             if state.shardings is not None or partitioned.needs_partitioning(entry, leaves):
