@@ -45,8 +45,9 @@ the scaffolding modules (``SCAFFOLDING``: ``safe_zip``, NumPy references) and ``
 assertion, random-input, device-query and test-generation helpers (``PUBLIC_JTU``); nor
 ``jax._src``/``jax.core``/``jax.interpreters``/``jax.extend``/``jax.lib`` as attributes, nor
 ``mlir``, ``hlo``, ``xla_client``, ``xla_bridge``, nor a private attribute (``f._cache_size``,
-``key._impl``) or a primitive's attribute (``lax.sin_p.impl``). Decorators are not read
-(``@jtu.skip_on_devices`` is no use of internals); a class's ``setUp`` is not read either.
+``key._impl``) or a primitive's attribute (``lax.sin_p.impl``). Of the decorators, only
+internal ones (``@config.legacy_prng_key(...)``) and parameters made of JAX's own functions
+count (``@jtu.sample_product(dtype=dtypes._float8_dtypes)`` is data); ``setUp`` is not read.
 """
 
 import argparse
@@ -105,6 +106,11 @@ SCAFFOLDING = (
     "jax._src.internal_test_util",
     "jax._src.lax_reference",
     "jax._src.tree_util.tree_map",
+)
+# ... except these, which hand the test JAX's own functions (``lax.add`` as a reducer).
+JAX_CALLABLE_RECORDS = (
+    "lax_test_util.lax_reduce_ops",
+    "lax_test_util.lax_named_reduce_ops",
 )
 # Internal modules whose public names are JAX's public API under another name
 # (``jax._src.api.jit`` is ``jax.jit``): a test that reaches a public name through one of them
@@ -300,6 +306,11 @@ class _Publicity:
             for _, full, bound in _internal_imports(self.tree)
             if not full.startswith(SCAFFOLDING) and self.twins.get(bound, (0, None))[1] is None
         }
+        self.scaffolding = {
+            bound: full
+            for _, full, bound in _internal_imports(self.tree)
+            if full.startswith(SCAFFOLDING)
+        }
         self.functions = {}  # module-level helpers
         self.classes = {}
         for node in self.tree.body:
@@ -342,12 +353,27 @@ class _Publicity:
         if node is None:
             return ["<no source>"]
         found = set()
-        self._scan(node, lineage, found, {id(node)})
+        self._scan(node.body, lineage, found, {id(node)})
+        self._scan_decorators(node.decorator_list, found)
         return sorted(found)
 
-    def _scan(self, node, lineage, found, seen):
+    def _scan_decorators(self, decorators, found):
+        """A decorator that is an internal (a ``jax._src.config`` scope) or parameters made of
+        JAX's own functions (``JAX_CALLABLE_RECORDS``); data such as dtype lists is fine, and
+        so are ``jtu``'s decorators (skips, case generation)."""
+        for decorator in decorators:
+            callee = decorator.func if isinstance(decorator, ast.Call) else decorator
+            dotted = _dotted(callee)
+            if dotted and dotted.split(".")[0] not in ("jtu", "parameterized"):
+                self._check(dotted, found)
+            for sub in ast.walk(decorator):
+                head, _, attr = (_dotted(sub) or "").partition(".")
+                if f"{self.scaffolding.get(head)}.{attr}".endswith(JAX_CALLABLE_RECORDS):
+                    found.add(f"{self.scaffolding[head]}.{attr}")
+
+    def _scan(self, nodes, lineage, found, seen):
         inner = set()  # the ``a`` and ``a.b`` of ``a.b.c``: read as part of the whole chain
-        for stmt in node.body:
+        for stmt in nodes:
             for sub in ast.walk(stmt):  # (breadth first: a chain before its parts)
                 if isinstance(sub, ast.Attribute):
                     inner.add(id(sub.value))
@@ -375,6 +401,8 @@ class _Publicity:
             pass  # reading a flag (``config.enable_x64.value``), which xform's mirrors
         elif head in self.internal:
             found.add(self.internal[head])
+        elif f"{self.scaffolding.get(head)}.{attr}".endswith(JAX_CALLABLE_RECORDS):
+            found.add(f"{self.scaffolding[head]}.{attr}")
         elif head in INTERNAL_NAMES:
             found.add(head)
         elif head == "jax" and attr in INTERNAL_ATTRS:
@@ -402,7 +430,7 @@ class _Publicity:
                     break
         if isinstance(target, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(target) not in seen:
             seen.add(id(target))
-            self._scan(target, lineage, found, seen)
+            self._scan(target.body, lineage, found, seen)
 
 
 def pytest_configure(config):
