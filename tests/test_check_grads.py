@@ -2,6 +2,8 @@
 hypothesis-drawn inputs (float64, so finite differences are meaningful)."""
 
 import hypothesis.strategies as st
+import jax.numpy
+import jax.test_util
 import numpy as np
 import pytest
 from hypothesis import given
@@ -90,3 +92,20 @@ def test_binary_check_grads_order_2(name, fn, low, high, data):
         if name == "rem":
             y = np.full(3, 1.0)  # x / y in (2.2, 2.8): away from the jumps at integers
         check_grads(fn, (x, y), order=2, modes=("fwd", "rev"))
+
+
+def test_tolerances_by_dtype_as_jax_tests_pass_them():
+    """atol/rtol may be dicts keyed by dtype (JAX's tests pass them so): the entry for the
+    arguments' dtype applies, and a wrong derivative still fails."""
+    x = np.linspace(0.2, 1.0, 5, dtype=np.float32)
+    tol = {np.float32: 2e-2, np.float64: 1e-5}
+    check_grads(xform.numpy.sin, (x,), order=2, atol=tol, rtol=tol)
+    jax.test_util.check_grads(jax.numpy.sin, (x,), order=2, atol=tol, rtol=tol)  # the same call
+
+    @xform.custom_jvp
+    def wrong(v):
+        return xform.numpy.sin(v)
+
+    wrong.defjvp(lambda p, t: (wrong(p[0]), 2 * t[0]))
+    with pytest.raises(AssertionError):
+        check_grads(wrong, (x,), order=1, modes=["fwd"], atol=tol, rtol=tol)

@@ -68,6 +68,14 @@ def _scaled_add(tree, direction, scale):
     )
 
 
+def _tolerance(given, dtype):
+    """The tolerance for ``dtype``: ``given`` (a number, or a dict by dtype as JAX's tests
+    pass: ``{np.float32: 1e-2, ...}``) or the default."""
+    if isinstance(given, dict):
+        given = {np.dtype(k): v for k, v in given.items()}.get(np.dtype(dtype))
+    return given if given is not None else _TOL.get(dtype, 1e-2)
+
+
 def _max_error(got, expected, atol, rtol):
     """(largest |got - expected|, index of the first leaf out of tolerance, or None)."""
     worst, bad = 0.0, None
@@ -93,8 +101,8 @@ def check_jvp(f, args, atol=None, rtol=None, eps=None, order=1, rng=None):
     rng = rng or np.random.default_rng(0)
     dtype = _dtype_of(pytree.tree_leaves(args))
     eps = eps or _EPS.get(dtype, 1e-3)
-    atol = atol if atol is not None else _TOL.get(dtype, 1e-2)
-    rtol = rtol if rtol is not None else _TOL.get(dtype, 1e-2)
+    atol = _tolerance(atol, dtype)
+    rtol = _tolerance(rtol, dtype)
     for argnum in range(len(args)):
         direction = [
             _random_like(rng, a) if i == argnum else pytree.tree_map(np.zeros_like, a)
@@ -126,8 +134,8 @@ def check_vjp(f, args, atol=None, rtol=None, eps=None, order=1, rng=None):
     rng = rng or np.random.default_rng(1)
     dtype = _dtype_of(pytree.tree_leaves(args))
     eps = eps or _EPS.get(dtype, 1e-3)
-    atol = atol if atol is not None else _TOL.get(dtype, 1e-2)
-    rtol = rtol if rtol is not None else _TOL.get(dtype, 1e-2)
+    atol = _tolerance(atol, dtype)
+    rtol = _tolerance(rtol, dtype)
     out, pullback = vjp(f, *args)
     ct = _random_like(rng, out)
     cts_in = pullback(ct)
