@@ -1156,3 +1156,28 @@ def test_eager_out_specs_replication_error_as_jax():
     got = xform.shard_map(lambda a: a * 2, **kw)(XA)
     expected = jax.shard_map(lambda a: a * 2, **kw)(JA)
     assert_same(got, expected)
+
+
+def test_smap_is_shard_map_over_one_axis_as_jax():
+    mesh = jax.make_mesh((8,), ("i",))
+    data = np.arange(16 * 3, dtype=np.float32).reshape(16, 3) / 7
+
+    def run(mod):
+        f = mod.smap(
+            lambda x, w: (mod.lax.psum(x * w, "i"), x + w),
+            in_axes=(0, None),
+            out_axes=(None, 1),
+            axis_name="i",
+        )
+        with mod.sharding.set_mesh(mesh):
+            x = mod.device_put(data, NamedSharding(mesh, P("i")))
+            return mod.jit(f)(x, np.float32(2.0)), f(x, np.float32(2.0))
+
+    expected = run(jax)
+    jax.block_until_ready(expected)
+    assert_same(run(xform), expected, rtol=1e-6, atol=1e-6)
+    for mod in (jax, xform):
+        with pytest.raises(TypeError, match="smap axis_name should be"):
+            mod.smap(lambda x: x, in_axes=0, out_axes=0, axis_name=("i",))
+        with pytest.raises(TypeError, match="smap out_axes must be an int"):
+            mod.smap(lambda x: x, in_axes=0, out_axes="a", axis_name="i")

@@ -509,7 +509,6 @@ def test_make_jaxpr_options():
 _TOP_LEVEL_EXEMPT = {
     "ds": "Pallas's dynamic-slice helper (pl.ds): xform has no Pallas",
     "Shard": "sharded arrays: the sharding issue",
-    "smap": "single-axis shard_map: the sharding issue",
     "ad": "JAX's internal autodiff namespace; xform's public one is xform.extend.ad",
     "interpreters": "JAX's interpreter modules; xform's are xform.interpret (their public rule "
     "tables: xform.extend), and compat mode maps jax.interpreters.ad/batching/mlir to those",

@@ -74,7 +74,7 @@ _EXPORTS = {
         "checkpoint_policies",
         "remat",
     ),
-    "xform.api.shard_map": ("shard_map",),
+    "xform.api.shard_map": ("shard_map", "smap"),
     "xform.api.user_context": ("make_user_context",),
     "xform.api.sharding": (
         "make_array_from_callback",

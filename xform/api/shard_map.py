@@ -35,7 +35,7 @@ from xform.primitives.shard_map import (
 )
 from xform.primitives.while_loop import while_p
 
-__all__ = ["shard_map"]
+__all__ = ["shard_map", "smap"]
 
 Infer = impl.jax_sharding.Infer if hasattr(impl.jax_sharding, "Infer") else object()
 
@@ -191,6 +191,52 @@ def shard_map(
         return pytree.tree_unflatten(out_tree, outs)
 
     return mapped
+
+
+def smap(f=None, /, *, in_axes=Infer, out_axes, axis_name):
+    """``shard_map`` over one mesh axis of the current mesh (``xform.sharding.set_mesh``),
+    with vmap-style axes: ``f`` is manual over ``axis_name``, its arguments split along
+    ``in_axes`` and its results put together along ``out_axes`` (an int or None each, or
+    containers of them; ``in_axes`` may be left out on an Explicit axis).
+
+    Example:
+      >>> with xform.sharding.set_mesh(xform.make_mesh((8,), ("i",))):
+      ...     y = xform.smap(lambda x: x * 2, in_axes=0, out_axes=0, axis_name="i")(x)
+    """
+    if f is None:
+        return functools.partial(smap, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name)
+    if isinstance(axis_name, (list, tuple)):
+        raise TypeError(f"smap axis_name should be a `str` or a `Hashable`, but got {axis_name}")
+    if in_axes is not None and in_axes is not Infer and not isinstance(in_axes, (int, tuple)):
+        raise TypeError(
+            "smap in_axes must be an int, None, xform.sharding.Infer, or a tuple of entries "
+            f"corresponding to the positional arguments passed to the function, but got {in_axes}."
+        )
+
+    def specs(axes, what):
+        leaves = pytree.tree_leaves(axes)
+        if not all(isinstance(a, int) for a in leaves):
+            raise TypeError(
+                f"smap {what} must be an int, None, or (nested) container with those types "
+                f"as leaves, but got {axes}."
+            )
+        return pytree.tree_map(
+            lambda a: (
+                impl.PartitionSpec() if a is None else impl.PartitionSpec(*[None] * a, axis_name)
+            ),
+            axes,
+            is_leaf=lambda a: a is None,
+        )
+
+    in_specs = Infer if in_axes is Infer else specs(in_axes, "in_axes")
+    return shard_map(
+        f,
+        mesh=None,
+        in_specs=in_specs,
+        out_specs=specs(out_axes, "out_axes"),
+        axis_names=frozenset({axis_name}),
+        check_vma=True,
+    )
 
 
 def _run_eagerly(f, mesh, leaves, in_tree, specs_in, out_specs, check_vma):
