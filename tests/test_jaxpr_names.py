@@ -206,3 +206,18 @@ def test_eager_calls_stage_nothing_and_traced_calls_stage_the_named_jit():
     np.testing.assert_array_equal(v, np.roll(F, 1, axis=1))
     text = str(xform.make_jaxpr(xform.grad(xform.numpy.std))(F))
     assert "name=_std" in text and "name=_var" in text
+
+
+def test_eager_grad_and_vmap_compile_no_nested_jit():
+    """grad and vmap of concrete values call the library function itself (no program
+    compiled per function and shape, which made an eager gradient 200x slower); only while a
+    jaxpr is built do the named jits appear."""
+    clip = xform.numpy.clip
+    before = clip.jitted._cache_size()
+    for n in (2, 3, 4):
+        x = np.linspace(-1, 1, n, dtype=np.float32)
+        xform.grad(lambda v: clip(v, -0.5, 0.5).sum())(x)
+        xform.vmap(lambda v: clip(v, -0.5, 0.5))(x)
+    assert clip.jitted._cache_size() == before
+    text = str(xform.make_jaxpr(xform.vmap(lambda v: clip(v, -0.5, 0.5)))(np.ones(3)))
+    assert "name=clip" in text and clip.jitted._cache_size() == before + 1

@@ -3,16 +3,19 @@
 JAX wraps many of its library functions in ``jit`` (``jnp.where`` is ``jit(_where)``, ``jnp.std``
 calls ``jit(_std)``, which calls ``jit(_var)``, ...), so a jaxpr traced through them holds a
 ``jit[name=_where ...]`` equation per call, and programs that read jaxprs see those names.
-``staged`` gives xform's functions the same equations: under a transformation (any trace but
-the evaluation trace) a call goes through ``xform.jit`` with JAX's name and static arguments.
-Eagerly it calls the function itself: xform evaluates eager primitives one by one on the host,
-which is much faster than compiling a program per function.
+``staged`` gives xform's functions the same equations: while a jaxpr is being built (``jit``
+or ``make_jaxpr`` tracing, whatever transformations run inside it) a call goes through
+``xform.jit`` with JAX's name and static arguments. Otherwise (eagerly, and under ``grad`` or
+``vmap`` of concrete values) it calls the function itself: xform evaluates those primitives one
+by one on the host, which is much faster than compiling a program per function and shape (an
+eager ``grad`` at ten shapes: 14 ms, against 3 s through the nested jits).
 """
 
 import functools
 
 from xform.api.jit import jit
 from xform.core import eval_trace, trace_state
+from xform.interpret.staging import JaxprTrace
 
 __all__ = ["staged"]
 
@@ -35,7 +38,7 @@ def staged(name, *, static_argnums=None, static_argnames=None):
 
         @functools.wraps(fun)
         def call(*args, **kwargs):
-            if trace_state.trace is eval_trace:
+            if trace_state.trace is eval_trace or not _building_a_jaxpr():
                 return fun(*args, **kwargs)
             return jitted(*args, **kwargs)
 
@@ -43,3 +46,14 @@ def staged(name, *, static_argnums=None, static_argnames=None):
         return call
 
     return wrap
+
+
+def _building_a_jaxpr():
+    """Whether a staging trace (jit's, make_jaxpr's: not the partial evaluation of an eager
+    gradient) is among the traces under the current one."""
+    trace = trace_state.trace
+    while trace is not None and trace is not eval_trace:
+        if type(trace) is JaxprTrace:
+            return True
+        trace = getattr(trace, "parent", None)
+    return False
