@@ -5,6 +5,8 @@ Each case is written once against a (lax, numpy) pair, so the same code runs on 
 JAX, the oracle.
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -486,3 +488,31 @@ def test_scan_carries_and_ys_nothing_reads_are_dropped_as_jax():
         np.testing.assert_allclose(
             xform.grad(lambda a, f=got: f(a).sum())(a), jax.grad(lambda a, f=want: f(a).sum())(a)
         )
+
+
+_WHILE_BODIES = {
+    "jit": lambda lib: lib.jit(lambda x: x * x),
+    "cond": lambda lib: lambda x: lib.lax.cond(x[0, 0] >= 0, lambda y: y * y, lambda y: y, x),
+    "scan": lambda lib: lambda x: lib.lax.scan(lambda c, r: (c * r, c), x, x[None])[0] * x,
+    "fori": lambda lib: lambda x: lib.lax.fori_loop(0, 2, lambda i, y: y * x, x),
+}
+
+
+@pytest.mark.parametrize("body", sorted(_WHILE_BODIES))
+def test_linearize_of_while_whose_body_calls_a_program_as_jax(body):
+    """A while body that calls jit, cond or scan: its primal carries stay known (the
+    linearized primal output is a value, not a tracer left by the partial evaluator), and
+    the tangents are JAX's."""
+
+    def run(lib):
+        loop = functools.partial(
+            lib.lax.while_loop, lambda x: x[0, 2] <= 8, _WHILE_BODIES[body](lib)
+        )
+        x = np.arange(9.0, dtype=np.float32).reshape(3, 3) / 4 + 1  # (x[0, 2] grows)
+        y, f_lin = lib.linearize(loop, x)
+        return y, f_lin(x)
+
+    (y, t), expected = run(xform), run(jax)
+    assert type(y) is type(xform.numpy.zeros(1))
+    np.testing.assert_allclose(y, expected[0], rtol=1e-5)
+    np.testing.assert_allclose(t, expected[1], rtol=1e-5)

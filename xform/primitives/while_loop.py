@@ -520,12 +520,40 @@ ad.jvp_rules[while_p] = _while_jvp
 
 
 def _unknown_outputs(jaxpr, unknowns):
-    """Which outputs of ``jaxpr`` depend on the inputs marked unknown (per equation)."""
+    """Which outputs of ``jaxpr`` depend on the inputs marked unknown: per equation, and per
+    output through a call (``jit``, ``remat``), whose body says which of its outputs read
+    which inputs (a JVP'd body calls a jitted function on primals and tangents at once: its
+    primal outputs stay known)."""
     unknown = {v for v, u in zip(jaxpr.invars, unknowns, strict=True) if u}
     for eqn in jaxpr.eqns:
-        if any(type(x) is not Literal and x in unknown for x in eqn.invars):
-            unknown.update(eqn.outvars)
+        ins = [type(x) is not Literal and x in unknown for x in eqn.invars]
+        if not any(ins):
+            continue
+        outs = _unknown_outputs_of(eqn, ins)
+        unknown.update(v for v, u in zip(eqn.outvars, outs, strict=True) if u)
     return [type(v) is not Literal and v in unknown for v in jaxpr.outvars]
+
+
+def _unknown_outputs_of(eqn, ins):
+    """Per output of ``eqn``, whether it depends on its inputs marked in ``ins``: through
+    the bodies of calls, cond and scan (whose dead-code rules can then drop what the known
+    outputs do not read); every output for other primitives."""
+    name, params = eqn.primitive.name, eqn.params
+    if dce.dce_rules.get(eqn.primitive) is dce.dce_call:
+        return _unknown_outputs(params["jaxpr"].jaxpr, ins)
+    if name == "cond" and not ins[0]:
+        per_branch = [_unknown_outputs(b.jaxpr, ins[1:]) for b in params["branches"]]
+        return [any(us) for us in zip(*per_branch, strict=True)]
+    if name == "scan":
+        nc, nk = params["num_consts"], params["num_carry"]
+        carry = ins[nc : nc + nk]
+        while True:  # the carries' unknowns grow to a fixed point
+            outs = _unknown_outputs(params["jaxpr"].jaxpr, ins[:nc] + carry + ins[nc + nk :])
+            grown = _or(carry, outs[:nk])
+            if grown == carry:
+                return grown + outs[nk:]
+            carry = grown
+    return [True] * len(eqn.outvars)
 
 
 def _drop_invars(closed, unknowns, used_outputs):
@@ -535,6 +563,16 @@ def _drop_invars(closed, unknowns, used_outputs):
     return ClosedJaxpr(
         Jaxpr([], _pick(jaxpr.invars, unknowns, False), jaxpr.outvars, jaxpr.eqns), []
     )
+
+
+def _reads_dropped(closed):
+    """Whether an equation of ``closed`` reads a variable no invar or equation defines."""
+    defined = set(closed.jaxpr.invars) | set(closed.jaxpr.constvars)
+    for eqn in closed.jaxpr.eqns:
+        if any(type(x) is not Literal and x not in defined for x in eqn.invars):
+            return True
+        defined.update(eqn.outvars)
+    return any(type(v) is not Literal and v not in defined for v in closed.jaxpr.outvars)
 
 
 def _while_partial_eval(trace, args, params):
@@ -554,6 +592,8 @@ def _while_partial_eval(trace, args, params):
     known = [not u for u in carry_uk]
     cond = _drop_invars(cond_jaxpr, cond_uk + carry_uk, [True])
     body = _drop_invars(body_jaxpr, body_uk + carry_uk, known)
+    if _reads_dropped(body) or _reads_dropped(cond):  # (dead code not prunable: stage all)
+        return staged
     cond_consts, body_consts, carry = _split(args, nc, nb)
     body_consts = _pick(body_consts, body_uk, False)
     with set_current_trace(trace.parent):
