@@ -159,6 +159,16 @@ def _with_callers(tb):
 _BUILTIN_NAME = re.compile(r"(?:<built-in function (\S+)>)")
 
 
+def positional_names(fun):
+    """The names of ``fun``'s positional parameters (none if its signature is unreadable),
+    with which JAX's messages name the arguments."""
+    try:
+        parameters = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
 def fun_sourceinfo(fun):
     """``name at file:line`` of a user's function, as JAX's errors name it (a builtin by its
     name, ``<unknown>`` for other callables without code)."""

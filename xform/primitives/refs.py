@@ -24,7 +24,6 @@ an indexer uses the array operators (``x[idx]``, ``x.at[idx].set``), which ``xfo
 sets on arrays and tracers.
 """
 
-import inspect
 import itertools
 
 import numpy as np
@@ -36,6 +35,7 @@ from xform.interpret.staging import JaxprTrace, convert_constvars, trace_to_jaxp
 from xform.jaxpr_printer import pp_eqn_rules
 from xform.primitives.autodiff import stop_gradient
 from xform.primitives.elementwise import convert_element_type
+from xform.traceback_util import positional_names
 
 __all__ = [
     "AbstractRef",
@@ -765,14 +765,7 @@ def fun_location(fun):
 def arg_names(fun, args):
     """Per leaf of ``args`` (the positional arguments of ``fun``), its name as JAX's errors
     give it: the parameter's name and the leaf's path inside it (``c[0]``)."""
-    try:
-        params = [
-            p.name
-            for p in inspect.signature(fun).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-    except (TypeError, ValueError):
-        params = []
+    params = positional_names(fun)
     names = []
     for keys, _ in pytree.tree_flatten_with_path(tuple(args))[0]:
         i = keys[0].idx

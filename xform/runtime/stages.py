@@ -11,7 +11,6 @@ Also here: ``ShapeDtypeStruct``, the type of an array without data, which the st
 """
 
 import dataclasses
-import inspect
 
 import numpy as np
 from jax.sharding import SingleDeviceSharding
@@ -23,6 +22,7 @@ from xform.core import ShapedArray, Tracer
 from xform.primitives.pmap import replicas_needed
 from xform.runtime import dispatch
 from xform.runtime.array import ShardedArray
+from xform.traceback_util import positional_names
 
 
 class ShapeDtypeStruct:
@@ -394,14 +394,7 @@ def leaf_paths(fun, in_tree, statics_key):
     """``(name, path)`` per argument leaf of ``fun``'s call: the parameter's name (``args[i]``
     past the named ones, the keyword for keywords) and the leaf's path inside it (keystr)."""
     dyn_args, dyn_kwargs = pytree.tree_unflatten(in_tree, range(in_tree.num_leaves))
-    try:
-        params = [
-            p.name
-            for p in inspect.signature(fun).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-    except (TypeError, ValueError):
-        params = []
+    params = positional_names(fun)
     static_positions = () if statics_key is None else statics_key[0]
     positions = [
         i for i in range(len(dyn_args) + len(static_positions)) if i not in static_positions
